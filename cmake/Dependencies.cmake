@@ -1,0 +1,12 @@
+# All dependencies come from Debian 12 packages; tools/setup.sh installs them.
+find_package(Boost 1.74 REQUIRED COMPONENTS graph)
+find_package(ONNX REQUIRED)          # libonnx-dev: targets onnx, onnx_proto
+find_package(Protobuf REQUIRED)      # libprotobuf-dev
+find_package(CLI11 REQUIRED)         # libcli11-dev
+find_package(nlohmann_json 3.11 REQUIRED)
+find_package(Threads REQUIRED)
+if(MEMPLAN_BUILD_TESTS)
+  find_package(Catch2 2.13 REQUIRED) # catch2 (v2 single header + Catch.cmake)
+  include(Catch)
+endif()
+find_package(Python3 COMPONENTS Interpreter)

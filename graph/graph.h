@@ -1,0 +1,109 @@
+#pragma once
+// The model as imported: nodes (ops) and values (tensors) with dtypes and symbolic shapes.
+// Boost.Graph holds the node topology inside graph.cc; the public surface speaks dense NodeId /
+// ValueId only, so no Boost type leaks out of graph/.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/attributes.h"
+#include "graph/dim.h"
+#include "graph/dtype.h"
+#include "graph/expected.h"
+#include "graph/ids.h"
+#include "graph/symbols.h"
+
+namespace memplan {
+
+enum class ValueKind : uint8_t {
+  kInput,         // a graph input fed per sample (images, token ids)
+  kParameter,     // a floating initializer: trained, has a gradient and optimizer state
+  kConstant,      // integer initializers, Constant outputs, and everything computed only from them
+  kIntermediate,  // produced by a node from inputs/parameters: an activation
+};
+
+struct Value {
+  ValueId id;
+  std::string name;
+  DType dtype = DType::kUndefined;
+  Shape shape = Shape::Unknown();
+  ValueKind kind = ValueKind::kIntermediate;
+  NodeId producer;               // invalid for inputs, parameters and initializer constants
+  std::vector<NodeId> consumers;  // in node order; a node appears once per input slot using it
+  bool is_graph_output = false;
+  // Symbolic contents of small integer tensors (shape sub-graphs: Shape, Gather, Concat...),
+  // one Dim per element in row-major order. Set by folding; lets Reshape/Expand targets resolve.
+  std::optional<std::vector<Dim>> contents;
+};
+
+struct Node {
+  NodeId id;
+  std::string name;  // ONNX node name (generated "<op>_<n>" when the file has none)
+  std::string op_type;
+  std::string domain;             // "" = ai.onnx
+  std::vector<ValueId> inputs;    // invalid id for an omitted optional input
+  std::vector<ValueId> outputs;   // invalid id for an omitted optional output
+  Attributes attributes;
+};
+
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(Graph&&) noexcept;
+  Graph& operator=(Graph&&) noexcept;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Building. AddNode wires producer/consumers of the values it names.
+  ValueId AddValue(Value value);
+  NodeId AddNode(Node node);
+  void MarkInput(ValueId id);
+  void MarkOutput(ValueId id);
+
+  size_t num_nodes() const { return nodes_.size(); }
+  size_t num_values() const { return values_.size(); }
+  const Node& node(NodeId id) const { return nodes_.at(id.index()); }
+  Node& mutable_node(NodeId id) { return nodes_.at(id.index()); }
+  const Value& value(ValueId id) const { return values_.at(id.index()); }
+  Value& mutable_value(ValueId id) { return values_.at(id.index()); }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<Value>& values() const { return values_; }
+  const std::vector<ValueId>& inputs() const { return inputs_; }
+  const std::vector<ValueId>& outputs() const { return outputs_; }
+  std::optional<ValueId> FindValue(const std::string& name) const;
+  std::optional<NodeId> FindNode(const std::string& name) const;
+
+  // Nodes in a topological order (stable: ties keep file order). Error naming a node on a cycle.
+  Expected<std::vector<NodeId>> TopologicalOrder() const;
+
+  SymbolTable& symbols() { return symbols_; }
+  const SymbolTable& symbols() const { return symbols_; }
+  // The symbol the planner varies as the micro-batch: by default the first dim of the first input.
+  std::optional<SymbolId> batch_symbol() const { return batch_symbol_; }
+  void set_batch_symbol(SymbolId id) { batch_symbol_ = id; }
+
+  // Model metadata kept from the file.
+  int64_t ir_version = 0;
+  std::map<std::string, int64_t> opset_imports;  // domain ("" = ai.onnx) -> version
+  std::string producer_name;
+  std::string graph_name;
+  std::vector<std::string> warnings;  // import warnings for `inspect` and `analyze`
+
+ private:
+  struct Topology;  // Boost.Graph adjacency list, in graph.cc
+  std::unique_ptr<Topology> topology_;
+  std::vector<Node> nodes_;
+  std::vector<Value> values_;
+  std::vector<ValueId> inputs_;
+  std::vector<ValueId> outputs_;
+  std::map<std::string, ValueId> value_by_name_;
+  std::map<std::string, NodeId> node_by_name_;
+  SymbolTable symbols_;
+  std::optional<SymbolId> batch_symbol_;
+};
+
+}  // namespace memplan

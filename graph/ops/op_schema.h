@@ -1,0 +1,99 @@
+#pragma once
+// One entry per ONNX op type: the single place that knows an op. The importer asks it for output
+// shapes (where ONNX inference leaves gaps), the analyzer for FLOPs/bytes, what backward saves and
+// the AMP category, the runtime for which inputs get gradients. Nothing else hard-codes op facts.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/dim.h"
+#include "graph/dtype.h"
+#include "graph/expected.h"
+#include "graph/graph.h"
+
+namespace memplan {
+
+// What a rule sees of one input or output.
+struct TensorInfo {
+  bool present = true;  // false for an omitted optional input/output
+  DType dtype = DType::kUndefined;
+  Shape shape = Shape::Unknown();
+  ValueKind kind = ValueKind::kIntermediate;
+  std::optional<std::vector<Dim>> contents;  // symbolic contents of small int tensors
+
+  Dim Bytes() const { return shape.NumElements() * Dim(ByteSize(dtype)); }
+};
+
+struct OpContext {
+  const Node& node;
+  std::vector<TensorInfo> inputs;
+  std::vector<TensorInfo> outputs;  // empty while inferring shapes; filled for cost/saved rules
+  SymbolTable* symbols = nullptr;   // for fresh symbols in shape rules; null elsewhere
+
+  const Attributes& attrs() const { return node.attributes; }
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i].present; }
+};
+
+// Builds the context of `node` from the graph's current value infos (outputs included).
+OpContext MakeOpContext(const Graph& graph, NodeId node, SymbolTable* symbols = nullptr);
+
+// Returns one TensorInfo per node output (shape, dtype and, for shape arithmetic, contents).
+// An error names the node and what is wrong with its inputs/attributes.
+using ShapeRule = std::function<Expected<std::vector<TensorInfo>>(const OpContext&)>;
+
+// Forward cost, symbolic in the graph's symbols so it is evaluated per micro-batch.
+struct OpCost {
+  Dim flops;
+  Dim bytes_read;
+  Dim bytes_written;
+};
+using CostRule = std::function<OpCost(const OpContext&)>;
+
+// A tensor that autograd keeps from forward for this op's backward.
+struct SavedTensor {
+  enum class Source { kInput, kOutput, kExtra };
+  Source source = Source::kInput;
+  int index = 0;  // the input/output slot for kInput/kOutput
+  // kExtra: a buffer forward creates only for backward (BatchNorm mean/invstd, Dropout mask,
+  // MaxPool indices). Its dtype and shape are given here.
+  std::string name;
+  DType dtype = DType::kUndefined;
+  Shape shape;
+};
+using SavedRule = std::function<std::vector<SavedTensor>(const OpContext&)>;
+
+// Which inputs receive a gradient (true per input slot). Integer inputs never do.
+using GradientRule = std::function<std::vector<bool>(const OpContext&)>;
+
+// Extra bytes backward needs while it runs (beyond input-gradients), e.g. a conv workspace.
+using WorkspaceRule = std::function<Dim(const OpContext&)>;
+
+// torch.autocast-style category of an op under mixed precision.
+enum class AmpCategory {
+  kFp16Safe,      // runs in fp16/bf16 (MatMul, Gemm, Conv...)
+  kFp32Required,  // needs fp32 (Softmax, norms' statistics, Exp/Log, reductions, losses)
+  kFollowInputs,  // runs in the widest dtype of its inputs
+};
+
+struct OpSchema {
+  std::string op_type;
+  std::string domain;  // "" = ai.onnx
+  ShapeRule infer_shapes;
+  CostRule cost;                 // default: flops = output elements, bytes = inputs + outputs
+  SavedRule saved_for_backward;  // default: nothing saved
+  GradientRule gradient_inputs;  // default: every present floating input
+  WorkspaceRule backward_workspace;  // default: 0
+  double backward_flops_factor = 1.0;  // backward FLOPs as a multiple of forward FLOPs
+  AmpCategory amp = AmpCategory::kFollowInputs;
+  // True when every output is a view of input 0's storage (Reshape, Squeeze, Transpose...): the
+  // simulator allocates nothing for it and keeps input 0's storage alive while the view lives.
+  bool is_view = false;
+  // Where the saved-for-backward and AMP facts come from (PyTorch derivatives.yaml, autocast lists).
+  std::string saved_source;
+  std::string amp_source;
+  bool is_known = true;  // false only for the conservative entry used for unknown ops
+};
+
+}  // namespace memplan

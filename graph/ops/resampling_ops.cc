@@ -1,0 +1,8 @@
+#include "graph/ops/op_families.h"
+#include "graph/ops/op_registry.h"
+
+namespace memplan {
+
+void RegisterResamplingOps(OpRegistry& registry) { (void)registry; }
+
+}  // namespace memplan
