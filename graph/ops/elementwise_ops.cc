@@ -1,8 +1,308 @@
+// Elementwise ops: binary arithmetic with broadcasting (Add, Sub, Mul, Div, Pow), activations,
+// and Dropout. Add/Sub/Mul/Div/Neg also fold the symbolic contents of integer shape tensors,
+// because exporters compute Reshape targets with them (e.g. Div(Gather(Shape(x), 2), 12)).
+
+#include <functional>
+
+#include "graph/ops/common_rules.h"
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
+#include "graph/ops/shape_helpers.h"
 
 namespace memplan {
+namespace {
 
-void RegisterElementwiseOps(OpRegistry& registry) { (void)registry; }
+using DimOp = std::function<std::optional<Dim>(const Dim&, const Dim&)>;
+
+bool IsInteger(DType dtype) {
+  switch (dtype) {
+    case DType::kInt8:
+    case DType::kUInt8:
+    case DType::kInt16:
+    case DType::kUInt16:
+    case DType::kInt32:
+    case DType::kUInt32:
+    case DType::kInt64:
+    case DType::kUInt64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Applies `op` elementwise to two folded contents, broadcasting a one-element side (a scalar or
+// [1]) against the other. nullopt when either side is not folded or any element cannot be.
+std::optional<std::vector<Dim>> CombineContents(const TensorInfo& a, const TensorInfo& b,
+                                                const DimOp& op) {
+  if (!a.contents || !b.contents) return std::nullopt;
+  const auto& ca = *a.contents;
+  const auto& cb = *b.contents;
+  if (ca.empty() || cb.empty()) return std::nullopt;
+  if (ca.size() != cb.size() && ca.size() != 1 && cb.size() != 1) return std::nullopt;
+  size_t n = std::max(ca.size(), cb.size());
+  std::vector<Dim> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto r = op(ca[ca.size() == 1 ? 0 : i], cb[cb.size() == 1 ? 0 : i]);
+    if (!r) return std::nullopt;
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+// Integer division as ONNX Div does it on shape values: exact polynomial division when it is
+// exact (batch*seq / seq = batch), else truncating division of constants.
+std::optional<Dim> DivideDims(const Dim& a, const Dim& b) {
+  if (auto exact = a.DivideExactly(b)) return exact;
+  auto divisor = b.constant_value();
+  if (!divisor) return std::nullopt;
+  return a.FloorDivide(*divisor);
+}
+
+ShapeRule BinaryShapeRule(DimOp contents_op) {
+  return [contents_op](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(const TensorInfo* a, RequiredInput(ctx, 0));
+    MEMPLAN_TRY(const TensorInfo* b, RequiredInput(ctx, 1));
+    auto shape = BroadcastShapes(a->shape, b->shape);
+    if (!shape) return MakeError(NodeError(ctx.node, shape.error().message));
+    auto outs = EmptyOutputs(ctx);
+    if (outs.empty()) return outs;
+    // ONNX requires equal input types, except Pow whose result has the base's type.
+    outs[0].dtype = a->dtype != DType::kUndefined ? a->dtype : b->dtype;
+    outs[0].shape = *shape;
+    if (contents_op && IsInteger(outs[0].dtype)) {
+      outs[0].contents = CombineContents(*a, *b, contents_op);
+    }
+    return outs;
+  };
+}
+
+Expected<std::vector<TensorInfo>> SameAsInput0(const OpContext& ctx) {
+  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
+  auto outs = EmptyOutputs(ctx);
+  if (outs.empty()) return outs;
+  outs[0].dtype = x->dtype;
+  outs[0].shape = x->shape;
+  return outs;
+}
+
+// Neg keeps folded contents (negative Reshape targets are built this way).
+Expected<std::vector<TensorInfo>> NegShape(const OpContext& ctx) {
+  MEMPLAN_TRY(auto outs, SameAsInput0(ctx));
+  const TensorInfo& x = ctx.inputs[0];
+  if (!outs.empty() && x.contents && IsInteger(x.dtype)) {
+    std::vector<Dim> negated;
+    for (const Dim& d : *x.contents) negated.push_back(Dim(0) - d);
+    outs[0].contents = std::move(negated);
+  }
+  return outs;
+}
+
+SavedRule SaveNothing() {
+  return [](const OpContext&) { return std::vector<SavedTensor>{}; };
+}
+
+SavedRule SaveInput0() {
+  return WhenDifferentiable([](const OpContext&) { return std::vector<SavedTensor>{SaveInput(0)}; });
+}
+
+SavedRule SaveOutput0() {
+  return WhenDifferentiable(
+      [](const OpContext&) { return std::vector<SavedTensor>{SaveOutput(0)}; });
+}
+
+GradientRule OnlyInput0() {
+  return [](const OpContext& ctx) {
+    std::vector<bool> grads(ctx.inputs.size(), false);
+    if (!grads.empty()) grads[0] = ctx.has_input(0) && IsFloating(ctx.inputs[0].dtype);
+    return grads;
+  };
+}
+
+struct UnarySpec {
+  const char* op_type;
+  int64_t flops_per_element;
+  SavedRule saved;
+  const char* saved_source;
+  AmpCategory amp = AmpCategory::kFollowInputs;
+};
+
+OpSchema UnarySchema(const UnarySpec& spec) {
+  OpSchema s;
+  s.op_type = spec.op_type;
+  s.infer_shapes = SameAsInput0;
+  int64_t flops = spec.flops_per_element;
+  s.cost = [flops](const OpContext& ctx) { return PerOutputElementCost(ctx, flops); };
+  s.saved_for_backward = spec.saved;
+  s.gradient_inputs = OnlyInput0();  // Clip's min/max, LeakyRelu has none: only x is trained
+  s.backward_flops_factor = kElementwiseBackwardFactor;
+  s.amp = spec.amp;
+  s.saved_source = std::string(kDerivativesYaml) + ": " + spec.saved_source;
+  s.amp_source = spec.amp == AmpCategory::kFp32Required
+                     ? std::string(kAutocastLists) + ": fp32 list"
+                     : std::string(kAutocastLists) + ": not listed, runs in its input's dtype";
+  return s;
+}
+
+void RegisterUnaryOps(OpRegistry& registry) {
+  const UnarySpec specs[] = {
+      {"Relu", kSimpleFlops, SaveOutput0(), "relu: threshold_backward(grad, result, 0)"},
+      {"LeakyRelu", 2 * kSimpleFlops, SaveInput0(),
+       "leaky_relu: leaky_relu_backward(grad, self, negative_slope, false)"},
+      {"Sigmoid", kTranscendentalFlops, SaveOutput0(), "sigmoid: sigmoid_backward(grad, result)"},
+      {"Tanh", kTranscendentalFlops, SaveOutput0(), "tanh: tanh_backward(grad, result)"},
+      {"Clip", 2 * kSimpleFlops, SaveInput0(), "clamp: clamp_backward(grad, self, min, max)"},
+      {"HardSigmoid", kHardActivationFlops, SaveInput0(),
+       "hardsigmoid: hardsigmoid_backward(grad, self)"},
+      {"HardSwish", kHardActivationFlops + 1, SaveInput0(),
+       "hardswish: hardswish_backward(grad, self)"},
+      {"Gelu", kGeluFlops, SaveInput0(), "gelu: gelu_backward(grad, self, approximate)"},
+      {"Erf", kTranscendentalFlops, SaveInput0(),
+       "erf: 2.0 / sqrt(M_PI) * exp(-(self.pow(2))) * grad"},
+      {"Sqrt", kSimpleFlops, SaveOutput0(), "sqrt: grad / (2 * result.conj())"},
+      {"Reciprocal", kSimpleFlops, SaveOutput0(), "reciprocal: -grad * (result * result).conj()",
+       AmpCategory::kFp32Required},
+      {"Exp", kTranscendentalFlops, SaveOutput0(), "exp: grad * result.conj()",
+       AmpCategory::kFp32Required},
+      {"Log", kTranscendentalFlops, SaveInput0(), "log: grad.div(self.conj())",
+       AmpCategory::kFp32Required},
+  };
+  for (const auto& spec : specs) registry.Register(UnarySchema(spec));
+
+  // Exporters also emit Gelu in Microsoft's contrib domain; it is the same op.
+  OpSchema ms_gelu = UnarySchema(
+      {"Gelu", kGeluFlops, SaveInput0(), "gelu: gelu_backward(grad, self, approximate)"});
+  ms_gelu.domain = "com.microsoft";
+  registry.Register(std::move(ms_gelu));
+
+  OpSchema neg = UnarySchema({"Neg", kSimpleFlops, SaveNothing(), "neg: grad.neg()"});
+  neg.infer_shapes = NegShape;
+  registry.Register(std::move(neg));
+}
+
+OpSchema BinarySchema(const char* op_type, DimOp contents_op, SavedRule saved,
+                      const std::string& saved_source, double backward_factor,
+                      AmpCategory amp = AmpCategory::kFollowInputs) {
+  OpSchema s;
+  s.op_type = op_type;
+  s.infer_shapes = BinaryShapeRule(std::move(contents_op));
+  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, kSimpleFlops); };
+  s.saved_for_backward = std::move(saved);
+  s.backward_flops_factor = backward_factor;
+  s.amp = amp;
+  s.saved_source = std::string(kDerivativesYaml) + ": " + saved_source;
+  s.amp_source = amp == AmpCategory::kFp32Required
+                     ? std::string(kAutocastLists) + ": fp32 list"
+                     : std::string(kAutocastLists) + ": not listed, runs in its inputs' dtype";
+  return s;
+}
+
+void RegisterBinaryOps(OpRegistry& registry) {
+  registry.Register(BinarySchema(
+      "Add", [](const Dim& a, const Dim& b) -> std::optional<Dim> { return a + b; }, SaveNothing(),
+      "add.Tensor: grad (alpha-scaled); nothing saved", kElementwiseBackwardFactor));
+  registry.Register(BinarySchema(
+      "Sub", [](const Dim& a, const Dim& b) -> std::optional<Dim> { return a - b; }, SaveNothing(),
+      "sub.Tensor: grad, -grad * alpha; nothing saved", kElementwiseBackwardFactor));
+
+  // mul.Tensor: self's gradient needs `other` and other's needs `self`; the codegen saves each
+  // operand only when the *other* one requires grad.
+  registry.Register(BinarySchema(
+      "Mul", [](const Dim& a, const Dim& b) -> std::optional<Dim> { return a * b; },
+      [](const OpContext& ctx) {
+        std::vector<SavedTensor> saved;
+        if (InputRequiresGrad(ctx, 1)) saved.push_back(SaveInput(0));
+        if (InputRequiresGrad(ctx, 0)) saved.push_back(SaveInput(1));
+        return saved;
+      },
+      "mul.Tensor: self: mul_tensor_backward(grad, other), other: mul_tensor_backward(grad, "
+      "self); each operand saved only if the other requires grad",
+      kTwoGradientElementwiseBackwardFactor));
+
+  // div.Tensor: self: grad / other; other: -grad * self / other^2. So the divisor is saved
+  // whenever either side needs a gradient and the dividend only when the divisor does.
+  registry.Register(BinarySchema(
+      "Div", DivideDims,
+      [](const OpContext& ctx) {
+        std::vector<SavedTensor> saved;
+        bool self_grad = InputRequiresGrad(ctx, 0);
+        bool other_grad = InputRequiresGrad(ctx, 1);
+        if (other_grad) saved.push_back(SaveInput(0));
+        if (self_grad || other_grad) saved.push_back(SaveInput(1));
+        return saved;
+      },
+      "div.Tensor: self: grad / other, other: -grad * self / (other * other); divisor saved, "
+      "dividend only if the divisor requires grad",
+      kTwoGradientElementwiseBackwardFactor));
+
+  // Pow: a trainable exponent is pow.Tensor_Tensor (saves self, exponent, result); a fixed one
+  // comes from `x ** c` with a Python number, i.e. pow.Tensor_Scalar, which saves only self.
+  OpSchema pow = BinarySchema(
+      "Pow", nullptr,
+      WhenDifferentiable([](const OpContext& ctx) {
+        if (InputRequiresGrad(ctx, 1))
+          return std::vector<SavedTensor>{SaveInput(0), SaveInput(1), SaveOutput(0)};
+        return std::vector<SavedTensor>{SaveInput(0)};
+      }),
+      "pow.Tensor_Scalar: pow_backward(grad, self, exponent); pow.Tensor_Tensor: "
+      "pow_backward_self(grad, self, exponent), pow_backward_exponent(grad, self, exponent, "
+      "result)",
+      kTwoGradientElementwiseBackwardFactor, AmpCategory::kFp32Required);
+  pow.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, kTranscendentalFlops); };
+  pow.gradient_inputs = [](const OpContext& ctx) {
+    return std::vector<bool>{ctx.has_input(0) && IsFloating(ctx.inputs[0].dtype),
+                             InputRequiresGrad(ctx, 1)};
+  };
+  registry.Register(std::move(pow));
+}
+
+// Dropout(data, ratio?, training_mode?) -> (output, mask?). The planner simulates training, so
+// dropout is taken as active unless the ratio attribute (opset < 12) is 0.
+void RegisterDropout(OpRegistry& registry) {
+  OpSchema s;
+  s.op_type = "Dropout";
+  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
+    auto outs = EmptyOutputs(ctx);
+    if (!outs.empty()) {
+      outs[0].dtype = x->dtype;
+      outs[0].shape = x->shape;
+    }
+    if (outs.size() > 1) {
+      outs[1].dtype = DType::kBool;
+      outs[1].shape = x->shape;
+    }
+    return outs;
+  };
+  // One random draw and one multiply per element.
+  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, 2 * kSimpleFlops); };
+  // On CUDA, dropout is native_dropout (fused kernel) whose mask (result1) is torch.bool; its
+  // backward is native_dropout_backward(grad, result1, scale): only the mask is kept.
+  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
+    std::vector<SavedTensor> saved;
+    if (ctx.attrs().GetFloat("ratio", 0.5) == 0.0) return saved;  // p == 0: returns input
+    if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
+      saved.push_back(SaveOutput(1));
+    } else if (ctx.has_input(0)) {
+      saved.push_back(SaveExtra("dropout_mask", DType::kBool, ctx.inputs[0].shape));
+    }
+    return saved;
+  });
+  s.gradient_inputs = OnlyInput0();
+  s.backward_flops_factor = kElementwiseBackwardFactor;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": native_dropout: native_dropout_backward(grad, result1, scale); result1 is "
+                   "a bool mask on CUDA (CPU's fallback multiplies by a mask of the input dtype)";
+  s.amp_source = std::string(kAutocastLists) + ": not listed, runs in its input's dtype";
+  registry.Register(std::move(s));
+}
+
+}  // namespace
+
+void RegisterElementwiseOps(OpRegistry& registry) {
+  RegisterUnaryOps(registry);
+  RegisterBinaryOps(registry);
+  RegisterDropout(registry);
+}
 
 }  // namespace memplan

@@ -1,8 +1,216 @@
+// MatMul (numpy semantics: batched, broadcast, 1-D operands), Gemm (transA/transB, bias) and
+// Einsum. FLOPs: 2*M*N*K per matrix product (multiply-add = 2), times the broadcast batch;
+// Gemm adds M*N for the bias; Einsum 2 * (points of the iteration space) for two or more
+// operands. Backward runs one product per operand gradient: backward_flops_factor 2.
+
+#include "graph/ops/common_rules.h"
+#include "graph/ops/einsum_rules.h"
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
+#include "graph/ops/shape_helpers.h"
 
 namespace memplan {
+namespace {
 
-void RegisterMatMulOps(OpRegistry& registry) { (void)registry; }
+// The matrix view of MatMul's operands: 1-D a is [1, K] (row vector), 1-D b is [K, 1].
+struct MatMulDims {
+  Shape batch;
+  Dim m, k, n;
+  bool a_vector = false;
+  bool b_vector = false;
+};
+
+Expected<MatMulDims> ReadMatMulDims(const Node& node, const Shape& a, const Shape& b) {
+  if (a.rank() == 0 || b.rank() == 0) {
+    return MakeError(NodeError(node, "MatMul operands must have rank >= 1"));
+  }
+  MatMulDims d;
+  d.a_vector = a.rank() == 1;
+  d.b_vector = b.rank() == 1;
+  d.m = d.a_vector ? Dim(1) : a.dims[a.rank() - 2];
+  Dim ka = a.dims[a.rank() - 1];
+  Dim kb = d.b_vector ? b.dims[0] : b.dims[b.rank() - 2];
+  d.n = d.b_vector ? Dim(1) : b.dims[b.rank() - 1];
+  auto ca = ka.constant_value();
+  auto cb = kb.constant_value();
+  if (ca && cb && *ca != *cb) {
+    return MakeError(NodeError(node, "inner dimensions differ: " + std::to_string(*ca) + " vs " +
+                                         std::to_string(*cb)));
+  }
+  d.k = ca ? ka : kb;  // prefer the constant
+  Shape batch_a, batch_b;
+  if (a.rank() > 2) batch_a.dims.assign(a.dims.begin(), a.dims.end() - 2);
+  if (b.rank() > 2) batch_b.dims.assign(b.dims.begin(), b.dims.end() - 2);
+  auto batch = BroadcastShapes(batch_a, batch_b);
+  if (!batch) return MakeError(NodeError(node, "batch dims: " + batch.error().message));
+  d.batch = std::move(*batch);
+  return d;
+}
+
+Expected<std::vector<TensorInfo>> MatMulShape(const OpContext& ctx) {
+  MEMPLAN_TRY(const TensorInfo* a, RequiredInput(ctx, 0));
+  MEMPLAN_TRY(const TensorInfo* b, RequiredInput(ctx, 1));
+  auto outs = EmptyOutputs(ctx);
+  if (outs.empty()) return outs;
+  outs[0].dtype = a->dtype;
+  if (!a->shape.known || !b->shape.known) return outs;
+  MEMPLAN_TRY(MatMulDims d, ReadMatMulDims(ctx.node, a->shape, b->shape));
+  Shape y = d.batch;
+  if (!d.a_vector) y.dims.push_back(d.m);
+  if (!d.b_vector) y.dims.push_back(d.n);
+  outs[0].shape = std::move(y);
+  return outs;
+}
+
+OpCost MatMulCost(const OpContext& ctx) {
+  if (ctx.inputs.size() < 2 || !ctx.inputs[0].shape.known || !ctx.inputs[1].shape.known)
+    return IoCost(ctx, 0);
+  auto d = ReadMatMulDims(ctx.node, ctx.inputs[0].shape, ctx.inputs[1].shape);
+  if (!d) return IoCost(ctx, 0);
+  return IoCost(ctx, Dim(2) * d->batch.NumElements() * d->m * d->n * d->k);
+}
+
+// mm/bmm/addmm: mat1's gradient is grad @ mat2^T and mat2's is mat1^T @ grad, so each operand
+// is saved only when the other one requires grad. Einsum lowers to the same products, so operand
+// i is kept when any other operand requires grad.
+std::vector<SavedTensor> SaveOperandsForOthers(const OpContext& ctx, size_t operands) {
+  std::vector<SavedTensor> saved;
+  for (size_t i = 0; i < operands && i < ctx.inputs.size(); ++i) {
+    bool other_needs = false;
+    for (size_t j = 0; j < operands; ++j)
+      if (j != i && InputRequiresGrad(ctx, j)) other_needs = true;
+    if (other_needs && ctx.has_input(i)) saved.push_back(SaveInput(static_cast<int>(i)));
+  }
+  return saved;
+}
+
+const char* const kMatMulAmp = "lower_precision_fp list (mm, bmm, matmul, addmm, linear, einsum)";
+
+OpSchema MatMulSchema() {
+  OpSchema s;
+  s.op_type = "MatMul";
+  s.infer_shapes = MatMulShape;
+  s.cost = MatMulCost;
+  s.saved_for_backward = [](const OpContext& ctx) { return SaveOperandsForOthers(ctx, 2); };
+  s.backward_flops_factor = kContractionBackwardFactor;
+  s.amp = AmpCategory::kFp16Safe;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": mm: self: mm_mat1_backward(grad, mat2, ...), mat2: mm_mat2_backward(grad, "
+                   "self, ...); bmm likewise (matmul is composite over mm/bmm on views)";
+  s.amp_source = std::string(kAutocastLists) + ": " + kMatMulAmp;
+  return s;
+}
+
+// Gemm: Y = alpha * A' B' + beta * C with A' = transA ? A^T : A ([M, K]), B' likewise ([K, N]).
+Expected<std::vector<TensorInfo>> GemmShape(const OpContext& ctx) {
+  MEMPLAN_TRY(const TensorInfo* a, RequiredInput(ctx, 0));
+  MEMPLAN_TRY(const TensorInfo* b, RequiredInput(ctx, 1));
+  auto outs = EmptyOutputs(ctx);
+  if (outs.empty()) return outs;
+  outs[0].dtype = a->dtype;
+  if (!a->shape.known || !b->shape.known) return outs;
+  if (a->shape.rank() != 2 || b->shape.rank() != 2) {
+    return MakeError(NodeError(ctx.node, "Gemm operands must be 2-D, got ranks " +
+                                             std::to_string(a->shape.rank()) + " and " +
+                                             std::to_string(b->shape.rank())));
+  }
+  bool ta = ctx.attrs().GetInt("transA", 0) != 0;
+  bool tb = ctx.attrs().GetInt("transB", 0) != 0;
+  const Dim& m = a->shape.dims[ta ? 1 : 0];
+  const Dim& ka = a->shape.dims[ta ? 0 : 1];
+  const Dim& kb = b->shape.dims[tb ? 1 : 0];
+  const Dim& n = b->shape.dims[tb ? 0 : 1];
+  auto ca = ka.constant_value();
+  auto cb = kb.constant_value();
+  if (ca && cb && *ca != *cb) {
+    return MakeError(NodeError(ctx.node, "inner dimensions differ: " + std::to_string(*ca) +
+                                             " vs " + std::to_string(*cb)));
+  }
+  outs[0].shape = Shape{{m, n}};
+  return outs;
+}
+
+OpCost GemmCost(const OpContext& ctx) {
+  if (ctx.inputs.size() < 2 || !ctx.inputs[0].shape.known || ctx.inputs[0].shape.rank() != 2 ||
+      ctx.outputs.empty() || !ctx.outputs[0].shape.known) {
+    return IoCost(ctx, 0);
+  }
+  bool ta = ctx.attrs().GetInt("transA", 0) != 0;
+  const Dim& k = ctx.inputs[0].shape.dims[ta ? 0 : 1];
+  Dim mn = ctx.outputs[0].shape.NumElements();
+  Dim flops = Dim(2) * mn * k;
+  if (ctx.has_input(2)) flops += mn;  // + beta * C
+  return IoCost(ctx, flops);
+}
+
+OpSchema GemmSchema() {
+  OpSchema s;
+  s.op_type = "Gemm";
+  s.infer_shapes = GemmShape;
+  s.cost = GemmCost;
+  s.saved_for_backward = [](const OpContext& ctx) { return SaveOperandsForOthers(ctx, 2); };
+  s.backward_flops_factor = kContractionBackwardFactor;
+  s.amp = AmpCategory::kFp16Safe;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": addmm: mat1: mm_mat1_backward(grad, mat2, ...), mat2: "
+                   "mm_mat2_backward(grad, mat1, ...); self (bias) needs nothing";
+  s.amp_source = std::string(kAutocastLists) + ": " + kMatMulAmp;
+  return s;
+}
+
+Expected<EinsumShapes> EinsumShapesOf(const OpContext& ctx) {
+  std::string equation = ctx.attrs().GetString("equation", "");
+  if (equation.empty()) return MakeError(NodeError(ctx.node, "missing 'equation' attribute"));
+  auto parsed = ParseEinsumEquation(equation, ctx.inputs.size());
+  if (!parsed) return MakeError(NodeError(ctx.node, parsed.error().message));
+  std::vector<Shape> shapes;
+  for (const auto& in : ctx.inputs) {
+    if (!in.present || !in.shape.known) return MakeError(NodeError(ctx.node, "unknown input shape"));
+    shapes.push_back(in.shape);
+  }
+  auto result = EinsumOutputShape(*parsed, shapes);
+  if (!result) return MakeError(NodeError(ctx.node, result.error().message));
+  return result;
+}
+
+OpSchema EinsumSchema() {
+  OpSchema s;
+  s.op_type = "Einsum";
+  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    auto outs = EmptyOutputs(ctx);
+    if (outs.empty() || ctx.inputs.empty()) return outs;
+    outs[0].dtype = ctx.inputs[0].dtype;
+    for (const auto& in : ctx.inputs)
+      if (!in.present || !in.shape.known) return outs;  // unknown until inputs are
+    MEMPLAN_TRY(EinsumShapes shapes, EinsumShapesOf(ctx));
+    outs[0].shape = std::move(shapes.output);
+    return outs;
+  };
+  s.cost = [](const OpContext& ctx) {
+    auto shapes = EinsumShapesOf(ctx);
+    if (!shapes) return IoCost(ctx, 0);
+    Dim factor = ctx.inputs.size() >= 2 ? 2 : 1;
+    return IoCost(ctx, factor * shapes->iteration_points);
+  };
+  s.saved_for_backward = [](const OpContext& ctx) {
+    return SaveOperandsForOthers(ctx, ctx.inputs.size());
+  };
+  s.backward_flops_factor = kContractionBackwardFactor;
+  s.amp = AmpCategory::kFp16Safe;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": einsum is composite (permute/reshape + bmm); bmm saves each operand when "
+                   "the other requires grad. Operands that must be permuted before the bmm are "
+                   "saved as contiguous copies in PyTorch, which this rule does not count";
+  s.amp_source = std::string(kAutocastLists) + ": " + kMatMulAmp;
+  return s;
+}
+
+}  // namespace
+
+void RegisterMatMulOps(OpRegistry& registry) {
+  registry.Register(MatMulSchema());
+  registry.Register(GemmSchema());
+  registry.Register(EinsumSchema());
+}
 
 }  // namespace memplan

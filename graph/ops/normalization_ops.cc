@@ -1,8 +1,231 @@
+// BatchNormalization, InstanceNormalization, LayerNormalization, GroupNormalization.
+//
+// The planner simulates training, so every norm is taken in training mode whatever the exported
+// training_mode attribute says: batch statistics are computed and kept for backward. The
+// statistics PyTorch keeps are float32 for fp16/bf16/fp32 inputs (the CUDA kernels' accumulate
+// type), float64 for float64; see StatisticsDType.
+//
+// FLOPs: kBatchNormFlopsPerElement (sum, sum of squares, normalise, scale+shift) for BatchNorm,
+// kNormalizationFlopsPerElement for the others (two-pass statistics), per input element.
+
+#include "graph/ops/common_rules.h"
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
+#include "graph/ops/shape_helpers.h"
 
 namespace memplan {
+namespace {
 
-void RegisterNormalizationOps(OpRegistry& registry) { (void)registry; }
+// Output 0 has X's shape and dtype; statistic outputs (BatchNorm's running/saved mean and var,
+// LayerNorm's Mean/InvStdDev) are filled by the op's own rule.
+Expected<std::vector<TensorInfo>> NormOutputs(const OpContext& ctx) {
+  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
+  auto outs = EmptyOutputs(ctx);
+  if (!outs.empty()) {
+    outs[0].dtype = x->dtype;
+    outs[0].shape = x->shape;
+  }
+  return outs;
+}
+
+Dim ChannelCount(const OpContext& ctx) {
+  const Shape& x = ctx.inputs[0].shape;
+  if (x.known && x.rank() >= 2) return x.dims[1];
+  if (ctx.has_input(1) && ctx.inputs[1].shape.known && ctx.inputs[1].shape.rank() == 1)
+    return ctx.inputs[1].shape.dims[0];
+  return Dim(0);
+}
+
+bool ChannelCountKnown(const OpContext& ctx) {
+  const Shape& x = ctx.inputs[0].shape;
+  return (x.known && x.rank() >= 2) ||
+         (ctx.has_input(1) && ctx.inputs[1].shape.known && ctx.inputs[1].shape.rank() == 1);
+}
+
+std::string NormAmpSource(bool fp32) {
+  return std::string(kAutocastLists) +
+         (fp32 ? ": fp32 list" : ": not listed, runs in its input's dtype (statistics in fp32)");
+}
+
+// ---------------------------------------------------------------- BatchNormalization
+// Inputs X, scale, B, input_mean, input_var; outputs Y, running_mean?, running_var? (opset >= 14)
+// or Y, mean?, var?, saved_mean?, saved_var? (opset 9-13). Every extra output is [C].
+OpSchema BatchNormSchema() {
+  OpSchema s;
+  s.op_type = "BatchNormalization";
+  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(auto outs, NormOutputs(ctx));
+    DType stats = ctx.has_input(3) ? ctx.inputs[3].dtype : ctx.inputs[0].dtype;
+    for (size_t i = 1; i < outs.size(); ++i) {
+      outs[i].dtype = stats;
+      outs[i].shape = ChannelCountKnown(ctx) ? Shape{{ChannelCount(ctx)}} : Shape::Unknown();
+    }
+    return outs;
+  };
+  s.cost = [](const OpContext& ctx) { return PerInputElementCost(ctx, kBatchNormFlopsPerElement); };
+  // native_batch_norm / cudnn_batch_norm: input, weight, bias: ..._backward(grad, input, weight,
+  // running_mean, running_var, result1 (save_mean), result2 (save_invstd), ...). The running
+  // statistics are persistent buffers (no extra memory); save_mean/save_invstd are new [C]
+  // tensors. cuDNN also keeps result3, a reserve space that is empty for plain batch norm.
+  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
+    std::vector<SavedTensor> saved{SaveInput(0)};
+    if (ctx.has_input(1)) saved.push_back(SaveInput(1));
+    if (ctx.has_input(3)) saved.push_back(SaveInput(3));
+    if (ctx.has_input(4)) saved.push_back(SaveInput(4));
+    Shape c = ChannelCountKnown(ctx) ? Shape{{ChannelCount(ctx)}} : Shape::Unknown();
+    DType stats = StatisticsDType(ctx.inputs[0].dtype);
+    saved.push_back(SaveExtra("save_mean", stats, c));
+    saved.push_back(SaveExtra("save_invstd", stats, c));
+    return saved;
+  });
+  // Running mean/var are statistics, not trained.
+  s.gradient_inputs = [](const OpContext& ctx) {
+    std::vector<bool> grads(ctx.inputs.size(), false);
+    for (size_t i = 0; i < grads.size() && i < 3; ++i)
+      grads[i] = ctx.has_input(i) && IsFloating(ctx.inputs[i].dtype) &&
+                 ctx.inputs[i].kind != ValueKind::kConstant;
+    return grads;
+  };
+  s.backward_flops_factor = kNormalizationBackwardFactor;
+  s.amp = AmpCategory::kFollowInputs;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": native_batch_norm / cudnn_batch_norm save input, weight, running_mean, "
+                   "running_var, result1 (save_mean [C]) and result2 (save_invstd [C])";
+  s.amp_source = NormAmpSource(false);
+  return s;
+}
+
+// ---------------------------------------------------------------- InstanceNormalization
+// PyTorch's instance_norm views X as [1, N*C, ...], repeats weight/bias N times and calls
+// batch_norm: saved are X (a view), the repeated weight [N*C] and save_mean/save_invstd [N*C].
+OpSchema InstanceNormSchema() {
+  OpSchema s;
+  s.op_type = "InstanceNormalization";
+  s.infer_shapes = NormOutputs;
+  s.cost = [](const OpContext& ctx) {
+    return PerInputElementCost(ctx, kNormalizationFlopsPerElement);
+  };
+  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
+    std::vector<SavedTensor> saved{SaveInput(0)};
+    const Shape& x = ctx.inputs[0].shape;
+    Shape nc = (x.known && x.rank() >= 2) ? Shape{{x.dims[0] * x.dims[1]}} : Shape::Unknown();
+    if (ctx.has_input(1)) saved.push_back(SaveExtra("repeated_weight", ctx.inputs[1].dtype, nc));
+    DType stats = StatisticsDType(ctx.inputs[0].dtype);
+    saved.push_back(SaveExtra("save_mean", stats, nc));
+    saved.push_back(SaveExtra("save_invstd", stats, nc));
+    return saved;
+  });
+  s.backward_flops_factor = kNormalizationBackwardFactor;
+  s.amp = AmpCategory::kFollowInputs;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": instance_norm is composite (Normalization.cpp: repeat weight, batch_norm on "
+                   "[1, N*C, ...]); native_batch_norm saves input, the repeated weight [N*C], "
+                   "save_mean and save_invstd [N*C]";
+  s.amp_source = NormAmpSource(false);
+  return s;
+}
+
+// ---------------------------------------------------------------- LayerNormalization
+// Inputs X, Scale, B?; attribute axis (default -1); outputs Y, Mean?, InvStdDev? whose shape is
+// X's dims before `axis` followed by ones.
+Expected<Shape> LayerNormStatShape(const OpContext& ctx) {
+  const Shape& x = ctx.inputs[0].shape;
+  if (!x.known) return Shape::Unknown();
+  MEMPLAN_TRY(int64_t axis, NormalizeAxis(ctx.attrs().GetInt("axis", -1), x.rank(), ctx.node));
+  Shape stat;
+  for (size_t i = 0; i < x.rank(); ++i)
+    stat.dims.push_back(static_cast<int64_t>(i) < axis ? x.dims[i] : Dim(1));
+  return stat;
+}
+
+OpSchema LayerNormSchema() {
+  OpSchema s;
+  s.op_type = "LayerNormalization";
+  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(auto outs, NormOutputs(ctx));
+    MEMPLAN_TRY(Shape stat, LayerNormStatShape(ctx));
+    DType stash = DTypeFromOnnx(static_cast<int32_t>(ctx.attrs().GetInt("stash_type", 1)))
+                      .value_or(DType::kFloat32);
+    for (size_t i = 1; i < outs.size(); ++i) {
+      outs[i].dtype = stash;
+      outs[i].shape = stat;
+    }
+    return outs;
+  };
+  s.cost = [](const OpContext& ctx) {
+    return PerInputElementCost(ctx, kNormalizationFlopsPerElement);
+  };
+  // native_layer_norm: input, weight, bias: native_layer_norm_backward(grad, input, shape,
+  // result1 (mean), result2 (rstd), weight, bias, mask). Mean/rstd have the leading dims of X
+  // followed by ones. When the node exposes Mean/InvStdDev those outputs are the same tensors.
+  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
+    std::vector<SavedTensor> saved{SaveInput(0)};
+    if (ctx.has_input(1)) saved.push_back(SaveInput(1));
+    if (ctx.has_input(2)) saved.push_back(SaveInput(2));
+    auto stat = LayerNormStatShape(ctx);
+    Shape stat_shape = stat ? *stat : Shape::Unknown();
+    DType stats = StatisticsDType(ctx.inputs[0].dtype);
+    const char* names[] = {"mean", "rstd"};
+    for (int i = 0; i < 2; ++i) {
+      size_t out = static_cast<size_t>(i) + 1;
+      if (out < ctx.outputs.size() && ctx.outputs[out].present) {
+        saved.push_back(SaveOutput(static_cast<int>(out)));
+      } else {
+        saved.push_back(SaveExtra(names[i], stats, stat_shape));
+      }
+    }
+    return saved;
+  });
+  s.backward_flops_factor = kNormalizationBackwardFactor;
+  s.amp = AmpCategory::kFp32Required;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": native_layer_norm saves input, weight, bias, result1 (mean) and result2 "
+                   "(rstd), both of shape X.shape[:axis] + [1]*rest";
+  s.amp_source = NormAmpSource(true) + " (layer_norm, native_layer_norm)";
+  return s;
+}
+
+// ---------------------------------------------------------------- GroupNormalization
+OpSchema GroupNormSchema() {
+  OpSchema s;
+  s.op_type = "GroupNormalization";
+  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    if (ctx.attrs().GetInt("num_groups", 0) <= 0)
+      return MakeError(NodeError(ctx.node, "num_groups must be a positive attribute"));
+    return NormOutputs(ctx);
+  };
+  s.cost = [](const OpContext& ctx) {
+    return PerInputElementCost(ctx, kNormalizationFlopsPerElement);
+  };
+  // native_group_norm: input, weight, bias: native_group_norm_backward(grad, input, result1,
+  // result2, weight, N, C, HxW, group, mask); mean/rstd are [N, group].
+  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
+    std::vector<SavedTensor> saved{SaveInput(0)};
+    if (ctx.has_input(1)) saved.push_back(SaveInput(1));
+    const Shape& x = ctx.inputs[0].shape;
+    int64_t groups = ctx.attrs().GetInt("num_groups", 1);
+    Shape ng = (x.known && x.rank() >= 1) ? Shape{{x.dims[0], Dim(groups)}} : Shape::Unknown();
+    DType stats = StatisticsDType(ctx.inputs[0].dtype);
+    saved.push_back(SaveExtra("mean", stats, ng));
+    saved.push_back(SaveExtra("rstd", stats, ng));
+    return saved;
+  });
+  s.backward_flops_factor = kNormalizationBackwardFactor;
+  s.amp = AmpCategory::kFp32Required;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": native_group_norm saves input, weight, result1 (mean) and result2 (rstd), "
+                   "both [N, group]";
+  s.amp_source = NormAmpSource(true) + " (group_norm)";
+  return s;
+}
+
+}  // namespace
+
+void RegisterNormalizationOps(OpRegistry& registry) {
+  registry.Register(BatchNormSchema());
+  registry.Register(InstanceNormSchema());
+  registry.Register(LayerNormSchema());
+  registry.Register(GroupNormSchema());
+}
 
 }  // namespace memplan

@@ -14,5 +14,6 @@ void RegisterNormalizationOps(OpRegistry& registry);  // normalization_ops.cc
 void RegisterPoolingOps(OpRegistry& registry);      // pooling_ops.cc
 void RegisterReductionOps(OpRegistry& registry);    // reduction_ops.cc: Reduce*, Softmax, ...
 void RegisterResamplingOps(OpRegistry& registry);   // resampling_ops.cc: Pad, Resize
+void RegisterLossOps(OpRegistry& registry);  // loss_ops.cc: SoftmaxCrossEntropyLoss, memplan losses
 
 }  // namespace memplan

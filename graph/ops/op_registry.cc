@@ -69,6 +69,7 @@ OpRegistry::OpRegistry() {
   RegisterPoolingOps(*this);
   RegisterReductionOps(*this);
   RegisterResamplingOps(*this);
+  RegisterLossOps(*this);
 }
 
 const OpRegistry& OpRegistry::Get() {

@@ -1,8 +1,152 @@
+// Pad (pads as an attribute before opset 11, as input 1 after; optional axes input since 18)
+// and Resize (output from the `sizes` input when it folds; `scales` are floats the rule cannot
+// see, so ONNX shape inference fills those). Pad moves data only (0 FLOPs); Resize costs
+// kResize*FlopsPerElement per output element depending on the interpolation mode.
+
+#include "graph/ops/common_rules.h"
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
+#include "graph/ops/shape_helpers.h"
 
 namespace memplan {
+namespace {
 
-void RegisterResamplingOps(OpRegistry& registry) { (void)registry; }
+// Interpolation taps per output element: nearest reads one input, (bi)linear ~4 weighted
+// reads, cubic ~16.
+constexpr int64_t kResizeNearestFlopsPerElement = 1;
+constexpr int64_t kResizeLinearFlopsPerElement = 4;
+constexpr int64_t kResizeCubicFlopsPerElement = 16;
+
+GradientRule OnlyData() {
+  return [](const OpContext& ctx) {
+    std::vector<bool> grads(ctx.inputs.size(), false);
+    if (!grads.empty()) grads[0] = ctx.has_input(0) && IsFloating(ctx.inputs[0].dtype);
+    return grads;
+  };
+}
+
+// The axes a pads/sizes list applies to: the `axes` attribute (Resize-18), input `axes_input`
+// (Pad-18) when present, else all. nullopt when the axes input does not fold.
+Expected<std::optional<std::vector<int64_t>>> ReadAxes(const OpContext& ctx,
+                                                       std::optional<size_t> axes_input,
+                                                       size_t rank) {
+  std::vector<int64_t> axes;
+  if (ctx.attrs().Has("axes")) {
+    axes = ctx.attrs().GetInts("axes");
+  } else if (axes_input && ctx.has_input(*axes_input)) {
+    auto folded = ConstantInts(ctx.inputs[*axes_input]);
+    if (!folded) return std::optional<std::vector<int64_t>>{};
+    axes = *folded;
+  } else {
+    for (size_t i = 0; i < rank; ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  for (int64_t& a : axes) {
+    MEMPLAN_TRY(a, NormalizeAxis(a, rank, ctx.node));
+  }
+  return std::optional<std::vector<int64_t>>{axes};
+}
+
+Expected<std::vector<TensorInfo>> PadShape(const OpContext& ctx) {
+  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
+  auto outs = EmptyOutputs(ctx);
+  if (outs.empty()) return outs;
+  outs[0].dtype = x->dtype;
+  if (!x->shape.known) return outs;
+  std::vector<Dim> pads;
+  if (ctx.attrs().Has("pads")) {
+    for (int64_t p : ctx.attrs().GetInts("pads")) pads.push_back(Dim(p));
+  } else if (ctx.has_input(1) && ctx.inputs[1].contents) {
+    pads = *ctx.inputs[1].contents;  // may be symbolic (pads computed from Shape)
+  } else {
+    return outs;
+  }
+  MEMPLAN_TRY(auto axes, ReadAxes(ctx, /*axes_input=*/3, x->shape.rank()));
+  if (!axes) return outs;
+  if (pads.size() != 2 * axes->size()) {
+    return MakeError(NodeError(ctx.node, "pads has " + std::to_string(pads.size()) +
+                                             " values for " + std::to_string(axes->size()) +
+                                             " axes (expected twice as many)"));
+  }
+  Shape y = x->shape;
+  for (size_t i = 0; i < axes->size(); ++i) {
+    Dim& d = y.dims[static_cast<size_t>((*axes)[i])];
+    d = d + pads[i] + pads[i + axes->size()];
+    if (auto c = d.constant_value(); c && *c < 0) {
+      return MakeError(NodeError(ctx.node, "padding makes a dimension negative"));
+    }
+  }
+  outs[0].shape = std::move(y);
+  return outs;
+}
+
+OpSchema PadSchema() {
+  OpSchema s;
+  s.op_type = "Pad";
+  s.infer_shapes = PadShape;
+  s.cost = [](const OpContext& ctx) { return IoCost(ctx, 0); };
+  // constant_pad_nd: constant_pad_nd_backward(grad, pad) keeps no tensor; reflection_pad*d and
+  // replication_pad*d (ONNX "reflect"/"edge") keep self; circular padding ("wrap") is built from
+  // slices and copies, which keep none.
+  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
+    std::string mode = ctx.attrs().GetString("mode", "constant");
+    if (mode == "reflect" || mode == "edge") return std::vector<SavedTensor>{SaveInput(0)};
+    return std::vector<SavedTensor>{};
+  });
+  s.gradient_inputs = OnlyData();
+  s.backward_flops_factor = kElementwiseBackwardFactor;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": constant_pad_nd saves nothing; reflection_pad{1,2,3}d and "
+                   "replication_pad{1,2,3}d save self";
+  s.amp_source = std::string(kAutocastLists) + ": not listed for CUDA, runs in its input's dtype";
+  return s;
+}
+
+// Resize(X, roi?, scales?, sizes?) -> Y. Only a folded `sizes` input determines the output here.
+Expected<std::vector<TensorInfo>> ResizeShape(const OpContext& ctx) {
+  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
+  auto outs = EmptyOutputs(ctx);
+  if (outs.empty()) return outs;
+  outs[0].dtype = x->dtype;
+  if (!x->shape.known || !ctx.has_input(3) || !ctx.inputs[3].contents) return outs;
+  const std::vector<Dim>& sizes = *ctx.inputs[3].contents;
+  MEMPLAN_TRY(auto axes, ReadAxes(ctx, /*axes_input=*/std::nullopt, x->shape.rank()));
+  if (!axes) return outs;
+  if (sizes.size() != axes->size()) {
+    return MakeError(NodeError(ctx.node, "sizes has " + std::to_string(sizes.size()) +
+                                             " values for " + std::to_string(axes->size()) +
+                                             " axes"));
+  }
+  Shape y = x->shape;
+  for (size_t i = 0; i < axes->size(); ++i) y.dims[static_cast<size_t>((*axes)[i])] = sizes[i];
+  outs[0].shape = std::move(y);
+  return outs;
+}
+
+OpSchema ResizeSchema() {
+  OpSchema s;
+  s.op_type = "Resize";
+  s.infer_shapes = ResizeShape;
+  s.cost = [](const OpContext& ctx) {
+    std::string mode = ctx.attrs().GetString("mode", "nearest");
+    int64_t per = mode == "linear"  ? kResizeLinearFlopsPerElement
+                  : mode == "cubic" ? kResizeCubicFlopsPerElement
+                                    : kResizeNearestFlopsPerElement;
+    return PerOutputElementCost(ctx, per);
+  };
+  s.gradient_inputs = OnlyData();
+  s.backward_flops_factor = kElementwiseBackwardFactor;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": upsample_nearest*/upsample_(bi|tri)linear*/upsample_bicubic2d backward "
+                   "takes output_size and self.sym_sizes() only: no tensor saved";
+  s.amp_source = std::string(kAutocastLists) + ": not listed for CUDA, runs in its input's dtype";
+  return s;
+}
+
+}  // namespace
+
+void RegisterResamplingOps(OpRegistry& registry) {
+  registry.Register(PadSchema());
+  registry.Register(ResizeSchema());
+}
 
 }  // namespace memplan

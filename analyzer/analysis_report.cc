@@ -1,0 +1,286 @@
+#include "analyzer/analysis_report.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "analyzer/memory_size.h"
+
+namespace memplan {
+namespace {
+
+std::string Fixed(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
+  return buffer;
+}
+
+std::string Percent(int64_t part, int64_t whole) {
+  return whole > 0 ? Fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 0) + "%"
+                   : "-";
+}
+
+std::string PlanLine(const TrainingPlan& plan) {
+  const PlanCandidate& c = plan.chosen;
+  std::ostringstream s;
+  s << "micro-batch " << c.micro_batch;
+  if (c.accumulation_steps > 1) {
+    s << " x " << c.accumulation_steps << " accumulation steps = global batch "
+      << c.global_batch;
+  } else {
+    s << ", no accumulation";
+  }
+  if (!plan.global_batch_requested && plan.feasible) s << " (largest that fits)";
+  if (plan.global_batch_requested && !plan.global_batch_exact)
+    s << " (requested " << plan.requested_global_batch << " is not reachable exactly)";
+  return s.str();
+}
+
+nlohmann::ordered_json CandidateJson(const PlanCandidate& c) {
+  nlohmann::ordered_json j;
+  j["micro_batch"] = c.micro_batch;
+  j["accumulation_steps"] = c.accumulation_steps;
+  j["global_batch"] = c.global_batch;
+  j["precision"] = std::string(PrecisionName(c.precision));
+  j["recompute"] = c.recompute;
+  j["peak_bytes"] = c.peak_bytes;
+  j["exact_peak_bytes"] = c.exact_peak_bytes;
+  j["fits"] = c.fits;
+  j["estimated_step_seconds"] = c.step_seconds;
+  j["samples_per_second"] = c.samples_per_second;
+  return j;
+}
+
+const char* kLossScaling[] = {"none", "dynamic", "none"};
+
+}  // namespace
+
+std::string_view StepPhase(const TrainingProgram& program, LogicalTime step) {
+  if (program.optimizer.contains(step) || program.setup.contains(step)) return "optimizer";
+  if (program.micro_batch.contains(step) && program.loss_step >= 0 && step > program.loss_step)
+    return "backward";
+  return "forward";
+}
+
+void CollectPlanNodeLists(AnalysisReport& report) {
+  const Graph& graph = *report.graph;
+  const TrainingProgram& program = report.plan->program;
+  for (NodeId id : program.recomputed) report.recompute_nodes.push_back(graph.node(id).name);
+  if (program.precision == Precision::kFp32) return;
+  for (const Step& step : program.steps) {
+    if (step.kind != StepKind::kForward || !step.node.valid()) continue;
+    if (step.compute_dtype == DType::kFloat16 || step.compute_dtype == DType::kBFloat16) {
+      report.fp16_nodes.push_back(step.name);
+    } else if (step.compute_dtype == DType::kFloat32) {
+      report.fp32_nodes.push_back(step.name);
+    }
+  }
+}
+
+nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
+  const TrainingPlan& plan = *report.plan;
+  const PlannerOptions& options = *report.options;
+  const Graph& graph = *report.graph;
+  nlohmann::ordered_json j;
+  j["schema"] = "memplan/1";
+  j["command"] = "analyze";
+  int64_t parameter_count = 0;
+  for (const Value& v : graph.values()) {
+    if (v.kind != ValueKind::kParameter) continue;
+    auto n = v.shape.NumElements().Evaluate(plan.bindings);
+    if (n.ok()) parameter_count += *n;
+  }
+  j["model"] = {{"path", report.model_path},
+                {"name", report.model_name},
+                {"parameter_count", parameter_count},
+                {"node_count", static_cast<int64_t>(graph.num_nodes())}};
+  j["gpu"] = {{"name", options.gpu.name},
+              {"memory_bytes", options.gpu.memory_bytes},
+              {"context_bytes", options.gpu.context_bytes}};
+  j["reserve_bytes"] = options.reserve_bytes;
+  j["budget_bytes"] = plan.budget_bytes;
+  j["peak_bytes"] = plan.chosen.peak_bytes;
+  j["exact_peak_bytes"] = plan.chosen.exact_peak_bytes;
+  j["fragmentation_bytes"] = plan.chosen.peak_bytes - plan.chosen.exact_peak_bytes;
+  j["allocator"] = std::string(AllocatorKindName(options.allocator));
+  j["fits"] = plan.feasible;
+  const SimulationResult& sim = plan.simulation;
+  j["peak"] = {{"step", sim.peak_at.step},
+               {"phase", std::string(StepPhase(plan.program, sim.peak_at.step))},
+               {"node", sim.peak_at.step >= 0 ? plan.program.step(sim.peak_at.step).name : ""}};
+  nlohmann::ordered_json breakdown;
+  for (MemoryCategory c : kAllMemoryCategories)
+    breakdown[std::string(MemoryCategoryName(c))] = sim.peak_breakdown[c];
+  j["breakdown"] = breakdown;
+  j["saved_activation_bytes"] = sim.saved_activation_bytes;
+  nlohmann::ordered_json p;
+  p["micro_batch"] = plan.chosen.micro_batch;
+  p["accumulation_steps"] = plan.chosen.accumulation_steps;
+  p["global_batch"] = plan.chosen.global_batch;
+  p["global_batch_exact"] = plan.global_batch_exact;
+  p["precision"] = std::string(PrecisionName(plan.program.precision));
+  p["optimizer"] = std::string(OptimizerKindName(plan.program.optimizer_kind));
+  p["loss"] = std::string(LossKindName(plan.program.loss));
+  p["zero_grad"] = std::string(ZeroGradModeName(plan.program.zero_grad));
+  p["clip_gradients"] = options.program.clip_gradients;
+  p["loss_scaling"] = kLossScaling[static_cast<int>(plan.program.precision)];
+  p["recompute"] = report.recompute_nodes;
+  p["checkpoints"] = report.checkpoint_nodes;
+  p["fp16_ops"] = report.fp16_nodes;
+  p["fp32_ops"] = report.fp32_nodes;
+  j["plan"] = p;
+  nlohmann::ordered_json bindings = nlohmann::ordered_json::object();
+  for (size_t s = 0; s < plan.program.symbols.size(); ++s) {
+    auto v = plan.bindings.Get(static_cast<SymbolId>(s));
+    if (v) bindings[plan.program.symbols.Name(static_cast<SymbolId>(s))] = *v;
+  }
+  j["bindings"] = bindings;
+  j["estimated_step_seconds"] = plan.time.step_seconds;
+  j["samples_per_second"] = plan.chosen.samples_per_second;
+  if (!report.choice_explanation.empty()) j["explanation"] = report.choice_explanation;
+  nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
+  for (const PlanCandidate& c : plan.candidates) candidates.push_back(CandidateJson(c));
+  j["candidates"] = candidates;
+  nlohmann::ordered_json advice = nlohmann::ordered_json::array();
+  for (const AdviceItem& a : report.advice) advice.push_back({{"id", a.id}, {"message", a.message}});
+  j["advice"] = advice;
+  if (plan.infeasible) {
+    j["infeasible"] = {
+        {"required_bytes", plan.infeasible->required_bytes},
+        {"smallest_fitting_gpu", plan.infeasible->smallest_fitting_gpu},
+        {"dominant_category", std::string(MemoryCategoryName(plan.infeasible->dominant))},
+        {"dominant_bytes", plan.infeasible->dominant_bytes}};
+  }
+  j["warnings"] = report.warnings;
+  return j;
+}
+
+namespace {
+
+std::string InfeasibleText(const TrainingPlan& plan) {
+  const InfeasibleReport& r = *plan.infeasible;
+  std::ostringstream s;
+  s << "Does not fit even at micro-batch 1: needs " << FormatBytes(r.required_bytes)
+    << " of GPU memory (" << FormatBytes(plan.chosen.peak_bytes) << " for training + context"
+    << " + reserve); " << MemoryCategoryName(r.dominant) << " dominate with "
+    << FormatBytes(r.dominant_bytes) << ". ";
+  if (r.smallest_fitting_gpu.empty()) {
+    s << "No GPU in memplan's table is large enough: shard the model (ZeRO/FSDP) or offload.";
+  } else {
+    s << "The smallest known GPU that fits: " << r.smallest_fitting_gpu << ".";
+  }
+  return s.str();
+}
+
+}  // namespace
+
+std::string FormatAnalysisText(const AnalysisReport& report) {
+  const TrainingPlan& plan = *report.plan;
+  const PlannerOptions& options = *report.options;
+  const SimulationResult& sim = plan.simulation;
+  std::ostringstream s;
+  s << "memplan analyze " << report.model_name << " on " << options.gpu.name << " ("
+    << FormatBytes(options.gpu.memory_bytes) << ")\n";
+  s << "budget " << FormatBytes(plan.budget_bytes) << " = GPU - " << FormatBytes(options.gpu.context_bytes)
+    << " CUDA context";
+  if (options.reserve_bytes > 0) s << " - " << FormatBytes(options.reserve_bytes) << " reserve";
+  s << "\n\n";
+  if (plan.infeasible && !plan.feasible) s << InfeasibleText(plan) << "\n\n";
+  s << "Plan     " << PlanLine(plan) << "\n";
+  s << "         " << PrecisionName(plan.program.precision) << ", "
+    << OptimizerKindName(plan.program.optimizer_kind) << ", loss "
+    << LossKindName(plan.program.loss) << ", recompute "
+    << (report.recompute_nodes.empty() ? std::string("none")
+                                       : std::to_string(report.recompute_nodes.size()) + " nodes")
+    << "\n";
+  s << "Peak     " << FormatBytes(plan.chosen.peak_bytes) << " of "
+    << FormatBytes(plan.budget_bytes) << " (" << Percent(plan.chosen.peak_bytes, plan.budget_bytes)
+    << ") - " << (plan.feasible ? "fits" : "DOES NOT FIT") << "\n";
+  s << "         " << AllocatorKindName(options.allocator) << " allocator; live "
+    << FormatBytes(plan.chosen.exact_peak_bytes) << ", fragmentation "
+    << FormatBytes(plan.chosen.peak_bytes - plan.chosen.exact_peak_bytes) << "\n";
+  if (sim.peak_at.step >= 0)
+    s << "         peak in " << StepPhase(plan.program, sim.peak_at.step) << " at "
+      << sim.peak_step_name << "\n";
+  s << "Saved    " << FormatBytes(sim.saved_activation_bytes)
+    << " of activations held for backward per micro-batch\n";
+  s << "Time     " << Fixed(plan.time.step_seconds, 4) << " s per optimizer step, "
+    << Fixed(plan.chosen.samples_per_second, 1) << " samples/s (roofline estimate)\n";
+  if (!report.choice_explanation.empty()) s << "Why      " << report.choice_explanation << "\n";
+
+  s << "\nBreakdown at peak\n";
+  for (MemoryCategory c : kAllMemoryCategories) {
+    char line[96];
+    std::snprintf(line, sizeof(line), "  %-16s %12s  %4s\n", std::string(MemoryCategoryName(c)).c_str(),
+                  FormatBytes(sim.peak_breakdown[c]).c_str(),
+                  Percent(sim.peak_breakdown[c], sim.peak_bytes).c_str());
+    s << line;
+  }
+
+  s << "\nCandidates\n";
+  {
+    char line[128];
+    std::snprintf(line, sizeof(line), "  %6s %5s %7s %-5s %-8s %11s %4s %9s %10s\n", "m", "k",
+                  "G", "prec", "recomp", "peak", "fits", "step s", "samples/s");
+    s << line;
+    for (const PlanCandidate& c : plan.candidates) {
+      std::snprintf(line, sizeof(line), "%s %6lld %5lld %7lld %-5s %-8s %11s %4s %9s %10s\n",
+                    (c.micro_batch == plan.chosen.micro_batch &&
+                     c.precision == plan.chosen.precision && c.recompute == plan.chosen.recompute)
+                        ? " *"
+                        : "  ",
+                    static_cast<long long>(c.micro_batch),
+                    static_cast<long long>(c.accumulation_steps),
+                    static_cast<long long>(c.global_batch),
+                    std::string(PrecisionName(c.precision)).c_str(), c.recompute.c_str(),
+                    FormatBytes(c.peak_bytes).c_str(), c.fits ? "yes" : "no",
+                    Fixed(c.step_seconds, 4).c_str(), Fixed(c.samples_per_second, 1).c_str());
+      s << line;
+    }
+  }
+  if (!report.advice.empty()) {
+    s << "\nAdvice\n";
+    for (const AdviceItem& a : report.advice) s << "  - " << a.message << "\n";
+  }
+  if (!report.warnings.empty()) {
+    s << "\nWarnings\n";
+    for (const std::string& w : report.warnings) s << "  - " << w << "\n";
+  }
+  return s.str();
+}
+
+std::string FormatAnalysisMarkdown(const AnalysisReport& report) {
+  const TrainingPlan& plan = *report.plan;
+  const PlannerOptions& options = *report.options;
+  const SimulationResult& sim = plan.simulation;
+  std::ostringstream s;
+  s << "## memplan: " << report.model_name << " on " << options.gpu.name << "\n\n";
+  if (plan.infeasible && !plan.feasible) s << "**" << InfeasibleText(plan) << "**\n\n";
+  s << "| | |\n|---|---|\n";
+  s << "| plan | " << PlanLine(plan) << " |\n";
+  s << "| precision | " << PrecisionName(plan.program.precision) << " |\n";
+  s << "| optimizer | " << OptimizerKindName(plan.program.optimizer_kind) << " |\n";
+  s << "| peak | " << FormatBytes(plan.chosen.peak_bytes) << " of "
+    << FormatBytes(plan.budget_bytes) << " (" << Percent(plan.chosen.peak_bytes, plan.budget_bytes)
+    << "), " << (plan.feasible ? "fits" : "**does not fit**") << " |\n";
+  s << "| saved activations | " << FormatBytes(sim.saved_activation_bytes) << " per micro-batch |\n";
+  s << "| step time | " << Fixed(plan.time.step_seconds, 4) << " s ("
+    << Fixed(plan.chosen.samples_per_second, 1) << " samples/s, roofline) |\n\n";
+  s << "### Breakdown at peak\n\n| category | bytes | share |\n|---|---:|---:|\n";
+  for (MemoryCategory c : kAllMemoryCategories)
+    s << "| " << MemoryCategoryName(c) << " | " << FormatBytes(sim.peak_breakdown[c]) << " | "
+      << Percent(sim.peak_breakdown[c], sim.peak_bytes) << " |\n";
+  s << "\n### Candidates\n\n| m | k | G | precision | recompute | peak | fits | step s | samples/s "
+       "|\n|---:|---:|---:|---|---|---:|---|---:|---:|\n";
+  for (const PlanCandidate& c : plan.candidates)
+    s << "| " << c.micro_batch << " | " << c.accumulation_steps << " | " << c.global_batch << " | "
+      << PrecisionName(c.precision) << " | " << c.recompute << " | " << FormatBytes(c.peak_bytes)
+      << " | " << (c.fits ? "yes" : "no") << " | " << Fixed(c.step_seconds, 4) << " | "
+      << Fixed(c.samples_per_second, 1) << " |\n";
+  if (!report.advice.empty()) {
+    s << "\n### Advice\n\n";
+    for (const AdviceItem& a : report.advice) s << "- " << a.message << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace memplan

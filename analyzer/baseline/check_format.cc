@@ -1,0 +1,99 @@
+#include "analyzer/baseline/check_format.h"
+
+#include <array>
+#include <cstdio>
+
+#include "analyzer/baseline/check_format_internal.h"
+#include "analyzer/memory_size.h"
+
+namespace memplan {
+
+namespace check_format {
+
+std::string SignedBytes(int64_t change) {
+  if (change > 0) return "+" + FormatBytes(change);
+  return FormatBytes(change);
+}
+
+std::string SignedPercent(int64_t change, int64_t base) {
+  if (base == 0) return "n/a";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%+.2f%%",
+                static_cast<double>(change) * 100.0 / static_cast<double>(base));
+  return buffer;
+}
+
+std::string StatusCounts(const CheckReport& report) {
+  struct Label {
+    CheckStatus status;
+    const char* singular;
+    const char* plural;
+  };
+  constexpr std::array<Label, 5> kLabels = {{
+      {CheckStatus::kRegression, "regression", "regressions"},
+      {CheckStatus::kMissing, "missing", "missing"},
+      {CheckStatus::kImprovement, "improvement", "improvements"},
+      {CheckStatus::kPass, "passed", "passed"},
+      {CheckStatus::kNew, "new", "new"},
+  }};
+  std::string out;
+  for (const Label& label : kLabels) {
+    size_t n = report.Count(label.status);
+    if (n == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(n) + " " + (n == 1 ? label.singular : label.plural);
+  }
+  return out.empty() ? "no configurations" : out;
+}
+
+std::string GrownNodesSentence(const ConfigurationCheck& check) {
+  std::string out;
+  for (const NodeGrowth& node : check.grown_nodes) {
+    if (!out.empty()) out += ", ";
+    out += node.node + " " + SignedBytes(node.Growth());
+    if (node.IsNew()) out += " (new)";
+  }
+  if (check.grown_node_count > check.grown_nodes.size())
+    out += " and " + std::to_string(check.grown_node_count - check.grown_nodes.size()) + " more";
+  return out;
+}
+
+}  // namespace check_format
+
+Expected<CheckFormat> ParseCheckFormat(std::string_view name) {
+  for (CheckFormat format :
+       {CheckFormat::kText, CheckFormat::kMarkdown, CheckFormat::kGithub, CheckFormat::kJunit})
+    if (CheckFormatName(format) == name) return format;
+  return MakeError("unknown check format '" + std::string(name) +
+                   "' (expected one of: text, markdown, github, junit)");
+}
+
+std::string_view CheckFormatName(CheckFormat format) {
+  switch (format) {
+    case CheckFormat::kText:
+      return "text";
+    case CheckFormat::kMarkdown:
+      return "markdown";
+    case CheckFormat::kGithub:
+      return "github";
+    case CheckFormat::kJunit:
+      return "junit";
+  }
+  return "text";
+}
+
+std::string FormatCheckReport(const CheckReport& report, CheckFormat format) {
+  switch (format) {
+    case CheckFormat::kText:
+      return check_format::FormatText(report);
+    case CheckFormat::kMarkdown:
+      return check_format::FormatMarkdown(report);
+    case CheckFormat::kGithub:
+      return check_format::FormatGithub(report);
+    case CheckFormat::kJunit:
+      return check_format::FormatJunit(report);
+  }
+  return check_format::FormatText(report);
+}
+
+}  // namespace memplan

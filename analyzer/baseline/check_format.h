@@ -1,0 +1,26 @@
+#pragma once
+// Renderings of a CheckReport, all deterministic (same report -> same bytes):
+//   text      for a terminal or CI log: one block per configuration, exact bytes included;
+//   markdown  a summary table for a pull-request comment, with a breakdown per changed config;
+//   github    GitHub Actions workflow commands (::error / ::warning / ::notice) that annotate
+//             the baseline file in the pull request;
+//   junit     JUnit XML, one <testcase> per configuration, <failure> on regression or missing,
+//             for CI test-report viewers.
+
+#include <string>
+#include <string_view>
+
+#include "analyzer/baseline/check_report.h"
+#include "graph/expected.h"
+
+namespace memplan {
+
+enum class CheckFormat : uint8_t { kText, kMarkdown, kGithub, kJunit };
+
+// "text" | "markdown" | "github" | "junit"; the error lists them.
+Expected<CheckFormat> ParseCheckFormat(std::string_view name);
+std::string_view CheckFormatName(CheckFormat format);
+
+std::string FormatCheckReport(const CheckReport& report, CheckFormat format);
+
+}  // namespace memplan

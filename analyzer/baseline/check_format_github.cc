@@ -1,0 +1,101 @@
+// GitHub Actions workflow commands: `::error file=F,title=T::message` annotates file F in the
+// pull request and fails nothing by itself (the exit code does). Escaping follows the runner's
+// rules: in the message '%', CR and LF become %25, %0D, %0A; in property values ':' and ','
+// additionally become %3A and %2C.
+
+#include "analyzer/baseline/check_format_internal.h"
+#include "analyzer/memory_size.h"
+
+namespace memplan::check_format {
+namespace {
+
+std::string EscapeData(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '%') {
+      out += "%25";
+    } else if (c == '\r') {
+      out += "%0D";
+    } else if (c == '\n') {
+      out += "%0A";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string EscapeProperty(std::string_view text) {
+  std::string out;
+  for (char c : EscapeData(text)) {
+    if (c == ':') {
+      out += "%3A";
+    } else if (c == ',') {
+      out += "%2C";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string Command(std::string_view kind, const CheckReport& report, std::string_view title,
+                    std::string_view message) {
+  std::string out = "::" + std::string(kind) + " ";
+  if (!report.baseline_path.empty()) out += "file=" + EscapeProperty(report.baseline_path) + ",";
+  out += "title=" + EscapeProperty(title) + "::" + EscapeData(message) + "\n";
+  return out;
+}
+
+std::string PeakChangeSentence(const ConfigurationCheck& check, std::string_view verb) {
+  int64_t change = check.PeakChange();
+  return "Predicted peak of " + check.name + " " + std::string(verb) + " from " +
+         FormatBytes(check.recorded.peak_bytes) + " to " + FormatBytes(check.current.peak_bytes) +
+         " (" + SignedBytes(change) + ", " + SignedPercent(change, check.recorded.peak_bytes) + ")";
+}
+
+}  // namespace
+
+std::string FormatGithub(const CheckReport& report) {
+  std::string out;
+  const std::string& tolerance = report.tolerance.text;
+  for (const ConfigurationCheck& check : report.configurations) {
+    switch (check.status) {
+      case CheckStatus::kRegression: {
+        std::string message = PeakChangeSentence(check, "grew") + ", beyond the tolerance of " +
+                              tolerance + " (" + FormatBytes(check.allowed_bytes) + ").";
+        if (!check.grown_nodes.empty())
+          message += " Saved activations grew at: " + GrownNodesSentence(check) + ".";
+        out += Command("error", report, "memplan memory regression in " + check.name, message);
+        break;
+      }
+      case CheckStatus::kMissing:
+        out += Command("error", report, "memplan configuration missing: " + check.name,
+                       check.name + " is in the baseline but was not analysed in this run.");
+        break;
+      case CheckStatus::kImprovement:
+        out += Command("notice", report, "memplan memory improvement in " + check.name,
+                       PeakChangeSentence(check, "shrank") +
+                           ". Re-record the baseline (memplan baseline) to lock it in.");
+        break;
+      case CheckStatus::kNew:
+        out += Command("notice", report, "memplan configuration not in baseline: " + check.name,
+                       check.name + " has no recorded result; predicted peak " +
+                           FormatBytes(check.current.peak_bytes) + ".");
+        break;
+      case CheckStatus::kPass:
+        break;
+    }
+    if (check.flags_changed && check.status != CheckStatus::kMissing &&
+        check.status != CheckStatus::kNew)
+      out += Command("warning", report, "memplan flags changed for " + check.name,
+                     "The model path or flags of " + check.name +
+                         " differ from the baseline's; the comparison may not be like for like.");
+  }
+  out += Command(report.Failed() ? "error" : "notice", report, "memplan check",
+                 std::to_string(report.configurations.size()) + " configurations: " +
+                     StatusCounts(report) + " (tolerance " + tolerance + ").");
+  return out;
+}
+
+}  // namespace memplan::check_format

@@ -1,0 +1,24 @@
+#pragma once
+// Pieces the CheckReport formatters share (check_format_*.cc); not part of the public API.
+
+#include <string>
+
+#include "analyzer/baseline/check_report.h"
+
+namespace memplan::check_format {
+
+std::string FormatText(const CheckReport& report);
+std::string FormatMarkdown(const CheckReport& report);
+std::string FormatGithub(const CheckReport& report);
+std::string FormatJunit(const CheckReport& report);
+
+// "+64.0 KiB", "-1.5 MiB", "0 B".
+std::string SignedBytes(int64_t change);
+// change relative to base, two decimals with sign: "+6.25%", "-0.50%"; "n/a" when base is 0.
+std::string SignedPercent(int64_t change, int64_t base);
+// "1 regression, 2 passed, 1 improvement" — only non-zero counts, fixed order.
+std::string StatusCounts(const CheckReport& report);
+// "/fc3/Gemm +8.0 KiB (new), /relu3/Relu +8.0 KiB (new)", plus "and N more" beyond the list.
+std::string GrownNodesSentence(const ConfigurationCheck& check);
+
+}  // namespace memplan::check_format

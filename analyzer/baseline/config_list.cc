@@ -1,0 +1,56 @@
+#include "analyzer/baseline/config_list.h"
+
+#include <set>
+
+#include "analyzer/baseline/json_file.h"
+
+namespace memplan {
+
+Expected<CheckConfiguration> CheckConfigurationFromJson(const nlohmann::json& object,
+                                                        size_t index) {
+  std::string where = "configuration #" + std::to_string(index + 1) + ": ";
+  if (!object.is_object()) return MakeError(where + "must be an object");
+  CheckConfiguration config;
+  auto name = object.find("name");
+  if (name == object.end() || !name->is_string() || name->get<std::string>().empty())
+    return MakeError(where + "'name' must be a non-empty string");
+  config.name = name->get<std::string>();
+  where = "configuration '" + config.name + "': ";
+  auto model = object.find("model");
+  if (model == object.end() || !model->is_string() || model->get<std::string>().empty())
+    return MakeError(where + "'model' must be a non-empty path");
+  config.model = model->get<std::string>();
+  auto flags = object.find("flags");
+  if (flags != object.end()) {
+    MEMPLAN_TRY(config.flags, PlanFlagsFromJson(*flags, where));
+  }
+  return config;
+}
+
+Expected<ConfigList> ConfigListFromJson(const nlohmann::json& json) {
+  if (!json.is_object() || json.value("schema", std::string()) != kConfigListSchema)
+    return MakeError(std::string("not a memplan config list: expected \"schema\": \"") +
+                     kConfigListSchema + "\"");
+  auto list = json.find("configurations");
+  if (list == json.end() || !list->is_array() || list->empty())
+    return MakeError("config list: 'configurations' must be a non-empty array");
+  ConfigList result;
+  std::set<std::string> names;
+  for (size_t i = 0; i < list->size(); ++i) {
+    MEMPLAN_TRY(CheckConfiguration config, CheckConfigurationFromJson((*list)[i], i));
+    if (!names.insert(config.name).second)
+      return MakeError("config list: configuration name '" + config.name + "' appears twice");
+    result.configurations.push_back(std::move(config));
+  }
+  return result;
+}
+
+Expected<ConfigList> ReadConfigList(const std::filesystem::path& path) {
+  MEMPLAN_TRY(nlohmann::json json, ReadJsonFile(path));
+  Expected<ConfigList> list = ConfigListFromJson(json);
+  if (!list.ok()) return MakeError(path.string() + ": " + list.error().message);
+  list->directory = path.parent_path();
+  return list;
+}
+
+}  // namespace memplan

@@ -1,0 +1,89 @@
+#pragma once
+// A model of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp, default
+// configuration: no max_split_size, no expandable segments, no garbage collection):
+//  * round_size: requests are rounded up to a multiple of 512 bytes (kMinBlockSize), minimum 512;
+//  * rounded sizes <= 1 MiB (kSmallSize) use the small pool, larger ones the large pool;
+//  * get_allocation_size: a new segment is 2 MiB (kSmallBuffer) for small requests, 20 MiB
+//    (kLargeBuffer) for requests below 10 MiB (kMinLargeAlloc), else the request rounded up to a
+//    multiple of 2 MiB (kRoundLarge);
+//  * get_free_block: best fit, the smallest free block of the pool that is large enough (ties: the
+//    lowest address), before any new segment;
+//  * should_split: a small-pool block is split when >= 512 bytes remain; a large-pool block only
+//    when more than 1 MiB remains (otherwise the whole block is handed out and counts as
+//    allocated);
+//  * free: the block returns to its pool and merges with free neighbours of its segment;
+//    segments are never released (reserved only grows), except on out-of-memory:
+//  * with a capacity, a segment that would exceed it first releases every fully free cached
+//    segment (release_cached_blocks) and retries; if it still does not fit, Allocate fails.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "analyzer/allocator_model.h"
+
+namespace memplan {
+
+struct CachingAllocatorOptions {
+  int64_t min_block_size = 512;        // kMinBlockSize
+  int64_t small_size = 1 << 20;        // kSmallSize: small-pool threshold, 1 MiB
+  int64_t small_buffer = 2 << 20;      // kSmallBuffer: small segment, 2 MiB
+  int64_t large_buffer = 20 << 20;     // kLargeBuffer: segment for 1-10 MiB, 20 MiB
+  int64_t min_large_alloc = 10 << 20;  // kMinLargeAlloc: 10 MiB
+  int64_t round_large = 2 << 20;       // kRoundLarge: large segment rounding, 2 MiB
+  std::optional<int64_t> capacity;     // device bytes; nullopt = unlimited
+};
+
+class CachingAllocator final : public AllocatorModel {
+ public:
+  explicit CachingAllocator(CachingAllocatorOptions options = {});
+
+  void Reset() override;
+  bool Allocate(int64_t handle, int64_t bytes) override;
+  void Free(int64_t handle) override;
+  int64_t allocated_bytes() const override { return allocated_bytes_; }
+  int64_t reserved_bytes() const override { return reserved_bytes_; }
+  std::string_view name() const override { return "caching"; }
+
+  int64_t num_segments() const { return static_cast<int64_t>(segments_.size()); }
+  // The rounding rules, exposed for tests and reports.
+  int64_t RoundSize(int64_t bytes) const;
+  int64_t SegmentSize(int64_t rounded) const;
+
+ private:
+  struct Block {
+    int64_t segment = 0;
+    int64_t offset = 0;  // within the segment
+    int64_t size = 0;
+    bool free = true;
+  };
+  struct Segment {
+    int64_t size = 0;
+    bool small = false;
+    std::map<int64_t, int64_t> blocks;  // offset -> block index, in address order
+  };
+  // A free block's key in its pool: size, then address (segment, offset).
+  using FreeKey = std::tuple<int64_t, int64_t, int64_t>;
+
+  std::optional<int64_t> FindFreeBlock(bool small, int64_t size);
+  std::optional<int64_t> NewSegment(bool small, int64_t segment_size);
+  void ReleaseFreeSegments();
+  void InsertFree(int64_t block);
+  void EraseFree(int64_t block);
+  int64_t NewBlock(Block block);
+
+  CachingAllocatorOptions options_;
+  std::vector<Block> blocks_;
+  std::vector<int64_t> free_block_slots_;  // recycled indices into blocks_
+  std::unordered_map<int64_t, Segment> segments_;
+  int64_t next_segment_ = 0;
+  std::set<FreeKey> small_pool_, large_pool_;
+  std::unordered_map<int64_t, int64_t> block_by_handle_;
+  int64_t allocated_bytes_ = 0;
+  int64_t reserved_bytes_ = 0;
+};
+
+}  // namespace memplan

@@ -1,0 +1,49 @@
+#include "analyzer/config_export/export_config.h"
+
+#include <cmath>
+
+#include "analyzer/config_export/export_plan.h"
+#include "analyzer/config_export/exporters.h"
+
+namespace memplan {
+namespace {
+
+Status ValidateOptions(const ExportOptions& options) {
+  if (!std::isfinite(options.learning_rate) || options.learning_rate <= 0)
+    return MakeError("export: the learning rate must be a positive number");
+  if (!std::isfinite(options.max_grad_norm) || options.max_grad_norm < 0)
+    return MakeError("export: the gradient-clipping norm must be >= 0 (0 disables clipping)");
+  if (!std::isfinite(options.weight_decay) || options.weight_decay < 0)
+    return MakeError("export: the weight decay must be >= 0");
+  if (!std::isfinite(options.sgd_momentum) || options.sgd_momentum < 0)
+    return MakeError("export: the SGD momentum must be >= 0");
+  if (options.dataloader_num_workers < 0)
+    return MakeError("export: the number of data-loader workers must be >= 0");
+  return OkStatus();
+}
+
+}  // namespace
+
+Expected<std::string> ExportConfig(const nlohmann::json& plan_json, ExportTarget target,
+                                   const ExportOptions& options) {
+  MEMPLAN_RETURN_IF_ERROR(ValidateOptions(options));
+  MEMPLAN_TRY(ExportPlan plan, ReadExportPlan(plan_json));
+  switch (target) {
+    case ExportTarget::kDeepSpeed:
+      return config_export::ExportDeepSpeed(plan, options);
+    case ExportTarget::kHfTrainer:
+      return config_export::ExportHfTrainerPython(plan, options);
+    case ExportTarget::kHfTrainerJson:
+      return config_export::ExportHfTrainerJson(plan, options);
+    case ExportTarget::kAccelerate:
+      return config_export::ExportAccelerate(plan, options);
+    case ExportTarget::kLightning:
+      return config_export::ExportLightning(plan, options);
+    case ExportTarget::kPytorchLoop:
+      return config_export::ExportPytorchLoop(plan, options);
+  }
+  MEMPLAN_CHECK(false && "unhandled ExportTarget");
+  return MakeError("unreachable");
+}
+
+}  // namespace memplan

@@ -1,0 +1,113 @@
+#include "analyzer/config_export/export_plan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+namespace memplan {
+namespace {
+
+std::string Lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+Error PlanError(const std::string& what) {
+  return MakeError("cannot export this plan: " + what +
+                   " (expected the output of `memplan analyze --json`, schema memplan/1)");
+}
+
+Expected<std::string> RequiredString(const nlohmann::json& object, const char* key,
+                                     const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string())
+    return PlanError("'" + where + key + "' is missing or not a string");
+  return it->get<std::string>();
+}
+
+Expected<int64_t> RequiredPositiveInt(const nlohmann::json& object, const char* key,
+                                      const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number_integer())
+    return PlanError("'" + where + key + "' is missing or not an integer");
+  int64_t value = it->get<int64_t>();
+  if (value < 1) return PlanError("'" + where + key + "' must be at least 1");
+  return value;
+}
+
+Expected<ExportPrecision> ParsePrecision(const std::string& text) {
+  std::string p = Lower(text);
+  if (p == "fp32") return ExportPrecision::kFp32;
+  if (p == "fp16") return ExportPrecision::kFp16;
+  if (p == "bf16") return ExportPrecision::kBf16;
+  return PlanError("unknown plan.precision '" + text + "' (expected fp32, fp16 or bf16)");
+}
+
+Expected<ExportOptimizer> ParseOptimizer(const std::string& text) {
+  std::string o = Lower(text);
+  if (o == "sgd") return ExportOptimizer::kSgd;
+  if (o == "sgd-momentum" || o == "sgd_momentum" || o == "momentum")
+    return ExportOptimizer::kSgdMomentum;
+  if (o == "adam") return ExportOptimizer::kAdam;
+  if (o == "adamw") return ExportOptimizer::kAdamW;
+  return PlanError("unknown plan.optimizer '" + text +
+                   "' (expected sgd, sgd-momentum, adam or adamw)");
+}
+
+Expected<bool> ParseZeroGrad(const nlohmann::json& plan) {
+  auto it = plan.find("zero_grad");
+  if (it == plan.end()) return true;
+  if (!it->is_string()) return PlanError("'plan.zero_grad' is not a string");
+  std::string z = Lower(it->get<std::string>());
+  if (z == "none" || z == "set_to_none") return true;
+  if (z == "zero" || z == "zeros") return false;
+  return PlanError("unknown plan.zero_grad '" + it->get<std::string>() +
+                   "' (expected none/set_to_none or zero)");
+}
+
+Expected<std::vector<std::string>> OptionalStringList(const nlohmann::json& plan, const char* key) {
+  std::vector<std::string> names;
+  auto it = plan.find(key);
+  if (it == plan.end()) return names;
+  if (!it->is_array()) return PlanError(std::string("'plan.") + key + "' is not an array");
+  for (const nlohmann::json& item : *it) {
+    if (!item.is_string()) return PlanError(std::string("'plan.") + key + "' holds a non-string");
+    names.push_back(item.get<std::string>());
+  }
+  return names;
+}
+
+}  // namespace
+
+Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
+  if (!plan_json.is_object()) return PlanError("the input is not a JSON object");
+  auto schema = plan_json.find("schema");
+  if (schema == plan_json.end() || *schema != "memplan/1")
+    return PlanError("'schema' is not \"memplan/1\"");
+  auto plan_it = plan_json.find("plan");
+  if (plan_it == plan_json.end() || !plan_it->is_object())
+    return PlanError("'plan' is missing; export needs a plan from `memplan analyze --json`");
+  const nlohmann::json& plan = *plan_it;
+
+  ExportPlan result;
+  auto model = plan_json.find("model");
+  if (model != plan_json.end() && model->is_object()) {
+    result.model_path = model->value("path", std::string());
+    result.model_name = model->value("name", std::string());
+  }
+  MEMPLAN_TRY(result.micro_batch, RequiredPositiveInt(plan, "micro_batch", "plan."));
+  MEMPLAN_TRY(result.accumulation_steps, RequiredPositiveInt(plan, "accumulation_steps", "plan."));
+  if (result.micro_batch > std::numeric_limits<int64_t>::max() / result.accumulation_steps)
+    return PlanError("plan.micro_batch * plan.accumulation_steps overflows");
+  MEMPLAN_TRY(std::string precision, RequiredString(plan, "precision", "plan."));
+  MEMPLAN_TRY(result.precision, ParsePrecision(precision));
+  MEMPLAN_TRY(std::string optimizer, RequiredString(plan, "optimizer", "plan."));
+  MEMPLAN_TRY(result.optimizer, ParseOptimizer(optimizer));
+  MEMPLAN_TRY(result.zero_grad_set_to_none, ParseZeroGrad(plan));
+  MEMPLAN_TRY(result.recompute_nodes, OptionalStringList(plan, "recompute"));
+  result.checkpoints = GroupRecomputeByModule(result.recompute_nodes);
+  return result;
+}
+
+}  // namespace memplan

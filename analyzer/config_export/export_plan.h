@@ -1,0 +1,45 @@
+#pragma once
+// The facts of a memplan plan that a framework configuration needs, read and validated once from
+// the `memplan analyze --json` object (docs/json_schema.md) so each exporter only formats.
+// Working from the JSON keeps export independent of the planner's C++ types: any saved plan file
+// can be exported later.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include "analyzer/config_export/checkpoint_modules.h"
+#include "graph/expected.h"
+
+namespace memplan {
+
+enum class ExportPrecision : uint8_t { kFp32, kFp16, kBf16 };
+enum class ExportOptimizer : uint8_t { kSgd, kSgdMomentum, kAdam, kAdamW };
+
+struct ExportPlan {
+  std::string model_path;  // model.path as the plan recorded it
+  std::string model_name;  // model.name
+  int64_t micro_batch = 1;
+  int64_t accumulation_steps = 1;
+  ExportPrecision precision = ExportPrecision::kFp32;
+  ExportOptimizer optimizer = ExportOptimizer::kAdamW;
+  // optimizer.zero_grad(set_to_none=...): true frees the gradients between optimizer steps.
+  bool zero_grad_set_to_none = true;
+  std::vector<std::string> recompute_nodes;  // plan.recompute, in plan order
+  CheckpointModules checkpoints;             // recompute_nodes grouped by module
+
+  // Samples per optimizer step on one GPU. Computed, never read from plan.global_batch: DeepSpeed
+  // asserts train_batch_size == micro * accumulation * GPUs, and world size is 1 here.
+  int64_t SamplesPerStep() const { return micro_batch * accumulation_steps; }
+  bool UsesRecompute() const { return !recompute_nodes.empty(); }
+};
+
+// Reads the plan object. Accepted spellings (case-insensitive):
+//   plan.precision:  "fp32" | "fp16" | "bf16"
+//   plan.optimizer:  "sgd" | "sgd-momentum" / "sgd_momentum" / "momentum" | "adam" | "adamw"
+//   plan.zero_grad:  "none" / "set_to_none" (default when absent) | "zero" / "zeros"
+// Errors name the missing or invalid key.
+Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json);
+
+}  // namespace memplan

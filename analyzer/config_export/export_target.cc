@@ -1,0 +1,54 @@
+#include "analyzer/config_export/export_target.h"
+
+#include <string>
+
+namespace memplan {
+
+std::string_view ExportTargetName(ExportTarget target) {
+  switch (target) {
+    case ExportTarget::kDeepSpeed:
+      return "deepspeed";
+    case ExportTarget::kHfTrainer:
+      return "hf-trainer";
+    case ExportTarget::kHfTrainerJson:
+      return "hf-trainer-json";
+    case ExportTarget::kAccelerate:
+      return "accelerate";
+    case ExportTarget::kLightning:
+      return "lightning";
+    case ExportTarget::kPytorchLoop:
+      return "pytorch";
+  }
+  return "pytorch";
+}
+
+Expected<ExportTarget> ParseExportTarget(std::string_view name) {
+  std::string accepted;
+  for (ExportTarget target : kAllExportTargets) {
+    if (ExportTargetName(target) == name) return target;
+    if (!accepted.empty()) accepted += ", ";
+    accepted += ExportTargetName(target);
+  }
+  return MakeError("unknown export target '" + std::string(name) +
+                   "' (expected one of: " + accepted + ")");
+}
+
+std::string_view ExportTargetDefaultFileName(ExportTarget target) {
+  switch (target) {
+    case ExportTarget::kDeepSpeed:
+      return "ds_config.json";
+    case ExportTarget::kHfTrainer:
+      return "training_args.py";
+    case ExportTarget::kHfTrainerJson:
+      return "training_args.json";
+    case ExportTarget::kAccelerate:
+      return "accelerate_config.yaml";
+    case ExportTarget::kLightning:
+      return "lightning_trainer.py";
+    case ExportTarget::kPytorchLoop:
+      return "train_loop.py";
+  }
+  return "train_loop.py";
+}
+
+}  // namespace memplan

@@ -1,0 +1,19 @@
+#pragma once
+// One renderer per ExportTarget (each in its own <target>_export.cc). They receive a validated
+// plan and validated options and cannot fail; ExportConfig (export_config.cc) dispatches.
+
+#include <string>
+
+#include "analyzer/config_export/export_config.h"
+#include "analyzer/config_export/export_plan.h"
+
+namespace memplan::config_export {
+
+std::string ExportDeepSpeed(const ExportPlan& plan, const ExportOptions& options);
+std::string ExportHfTrainerPython(const ExportPlan& plan, const ExportOptions& options);
+std::string ExportHfTrainerJson(const ExportPlan& plan, const ExportOptions& options);
+std::string ExportAccelerate(const ExportPlan& plan, const ExportOptions& options);
+std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options);
+std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& options);
+
+}  // namespace memplan::config_export

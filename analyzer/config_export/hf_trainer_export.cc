@@ -1,0 +1,107 @@
+// Hugging Face transformers.TrainingArguments, as a Python snippet and as the JSON object
+// HfArgumentParser(TrainingArguments).parse_json_file reads.
+
+#include <utility>
+#include <vector>
+
+#include "analyzer/config_export/export_text.h"
+#include "analyzer/config_export/exporters.h"
+
+namespace memplan::config_export {
+namespace {
+
+// One TrainingArguments field: its name and its value already written as a Python literal and as
+// JSON (the two differ only for booleans and strings).
+struct Field {
+  std::string name;
+  std::string python;
+  nlohmann::ordered_json json;
+};
+
+std::string PythonBool(bool value) { return value ? "True" : "False"; }
+
+// Trainer optimizer names: "adamw_torch" is torch.optim.AdamW (with weight_decay 0 it is exactly
+// Adam); "sgd" is torch.optim.SGD without momentum.
+std::string HfOptimName(ExportOptimizer optimizer) {
+  switch (optimizer) {
+    case ExportOptimizer::kSgd:
+    case ExportOptimizer::kSgdMomentum:
+      return "sgd";
+    case ExportOptimizer::kAdam:
+    case ExportOptimizer::kAdamW:
+      return "adamw_torch";
+  }
+  return "adamw_torch";
+}
+
+std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOptions& options) {
+  std::vector<Field> fields;
+  auto add_int = [&](std::string name, int64_t v) {
+    fields.push_back(Field{std::move(name), std::to_string(v), v});
+  };
+  auto add_float = [&](std::string name, double v) {
+    fields.push_back(Field{std::move(name), PythonFloat(v), v});
+  };
+  auto add_bool = [&](std::string name, bool v) {
+    fields.push_back(Field{std::move(name), PythonBool(v), v});
+  };
+  auto add_string = [&](std::string name, const std::string& v) {
+    fields.push_back(Field{std::move(name), PythonString(v), v});
+  };
+  add_string("output_dir", options.hf_output_dir);
+  add_int("per_device_train_batch_size", plan.micro_batch);
+  add_int("gradient_accumulation_steps", plan.accumulation_steps);
+  add_bool("fp16", plan.precision == ExportPrecision::kFp16);
+  add_bool("bf16", plan.precision == ExportPrecision::kBf16);
+  add_bool("gradient_checkpointing", plan.UsesRecompute());
+  add_float("max_grad_norm", options.max_grad_norm);
+  add_string("optim", HfOptimName(plan.optimizer));
+  add_float("learning_rate", options.learning_rate);
+  add_float("weight_decay", EffectiveWeightDecay(plan, options));
+  if (plan.optimizer == ExportOptimizer::kAdam || plan.optimizer == ExportOptimizer::kAdamW) {
+    add_float("adam_beta1", kAdamBeta1);
+    add_float("adam_beta2", kAdamBeta2);
+    add_float("adam_epsilon", kAdamEps);
+  }
+  add_int("dataloader_num_workers", options.dataloader_num_workers);
+  add_bool("dataloader_pin_memory", options.pin_memory);
+  return fields;
+}
+
+}  // namespace
+
+std::string ExportHfTrainerPython(const ExportPlan& plan, const ExportOptions& options) {
+  std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
+  out += "# Trainer runs per_device_train_batch_size samples per forward/backward and steps the\n";
+  out += "# optimizer every gradient_accumulation_steps micro-batches.\n";
+  if (plan.UsesRecompute()) {
+    out += "# gradient_checkpointing recomputes every transformer layer of a model that supports\n";
+    out += "# it; memplan planned recompute for these modules only:\n";
+    for (const CheckpointModule& m : plan.checkpoints.modules)
+      out += "#   " + CommentSafe(m.module_path) + "\n";
+    for (const std::string& node : plan.checkpoints.unmapped_nodes)
+      out += "#   (node without a module scope) " + CommentSafe(node) + "\n";
+  }
+  if (plan.optimizer == ExportOptimizer::kSgdMomentum) {
+    out += "# optim=\"sgd\" is torch.optim.SGD without momentum; the plan assumed momentum " +
+           PythonFloat(options.sgd_momentum) + ", so pass\n";
+    out += "# Trainer(..., optimizers=(" + TorchOptimizerCall(plan, options, "model.parameters()") +
+           ", None)).\n";
+  }
+  out += "from transformers import TrainingArguments\n\n";
+  out += "args = TrainingArguments(\n";
+  for (const Field& field : TrainingArgumentFields(plan, options))
+    out += "    " + field.name + "=" + field.python + ",\n";
+  out += ")\n";
+  return out;
+}
+
+std::string ExportHfTrainerJson(const ExportPlan& plan, const ExportOptions& options) {
+  // No provenance key: HfArgumentParser.parse_json_file and TrainingArguments(**d) reject keys
+  // that are not TrainingArguments fields (see export_config.h).
+  nlohmann::ordered_json object = nlohmann::ordered_json::object();
+  for (const Field& field : TrainingArgumentFields(plan, options)) object[field.name] = field.json;
+  return object.dump(2) + "\n";
+}
+
+}  // namespace memplan::config_export

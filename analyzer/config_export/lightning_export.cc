@@ -1,0 +1,59 @@
+// Lightning Trainer arguments (Lightning >= 2.0 precision names: "16-mixed", "bf16-mixed",
+// "32-true").
+
+#include "analyzer/config_export/export_text.h"
+#include "analyzer/config_export/exporters.h"
+
+namespace memplan::config_export {
+namespace {
+
+std::string LightningPrecision(ExportPrecision precision) {
+  switch (precision) {
+    case ExportPrecision::kFp32:
+      return "32-true";
+    case ExportPrecision::kFp16:
+      return "16-mixed";
+    case ExportPrecision::kBf16:
+      return "bf16-mixed";
+  }
+  return "32-true";
+}
+
+}  // namespace
+
+std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options) {
+  std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
+  out +=
+      "# Lightning steps the optimizer every accumulate_grad_batches batches; the DataLoader's\n";
+  out += "# batch_size is the micro-batch. \"16-mixed\" uses autocast with a dynamic GradScaler.\n";
+  if (plan.UsesRecompute()) {
+    out += "# Recompute: in your LightningModule, wrap these submodules in\n";
+    out += "# torch.utils.checkpoint.checkpoint (see `memplan export --target pytorch`):\n";
+    for (const CheckpointModule& m : plan.checkpoints.modules)
+      out += "#   " + CommentSafe(m.module_path) + "\n";
+    for (const std::string& node : plan.checkpoints.unmapped_nodes)
+      out += "#   (node without a module scope) " + CommentSafe(node) + "\n";
+  }
+  out += "import lightning.pytorch as pl  # Lightning < 2.0: import pytorch_lightning as pl\n";
+  out += "from torch.utils.data import DataLoader\n\n";
+  out += "MICRO_BATCH = " + std::to_string(plan.micro_batch) + "\n\n";
+  out += "trainer = pl.Trainer(\n";
+  out += "    accelerator=\"gpu\",\n";
+  out += "    devices=1,\n";
+  out += "    precision=" + PythonString(LightningPrecision(plan.precision)) + ",\n";
+  out += "    accumulate_grad_batches=" + std::to_string(plan.accumulation_steps) + ",\n";
+  if (options.max_grad_norm > 0) {
+    out += "    gradient_clip_val=" + PythonFloat(options.max_grad_norm) + ",\n";
+    out += "    gradient_clip_algorithm=\"norm\",\n";
+  } else {
+    out += "    gradient_clip_val=None,\n";
+  }
+  out += ")\n\n\n";
+  out += "def make_train_loader(dataset):\n";
+  out += "    return DataLoader(dataset, batch_size=MICRO_BATCH, shuffle=True, num_workers=" +
+         std::to_string(options.dataloader_num_workers) +
+         ", pin_memory=" + (options.pin_memory ? "True" : "False") + ")\n";
+  return out;
+}
+
+}  // namespace memplan::config_export

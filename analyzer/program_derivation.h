@@ -1,0 +1,85 @@
+#pragma once
+// Derives the TrainingProgram of one optimizer step from a Graph: forward in topological order,
+// the loss appended to the model output, backward in reverse over the nodes that need gradients,
+// gradient accumulation over k micro-batches, then unscale/clip/optimizer/zero. Op facts (saved
+// tensors, input gradients, workspace, views, AMP category) come only from the op registry.
+//
+// Usage:
+//   ProgramOptions options;
+//   options.optimizer = OptimizerKind::kAdamW;
+//   options.precision = Precision::kBf16;
+//   options.accumulation_steps = 4;
+//   MEMPLAN_TRY(TrainingProgram program, DeriveTrainingProgram(graph, options));
+//   Bindings bindings(&program.symbols);
+//   bindings.Bind(*program.batch_symbol, 8);
+//   ExactAllocator exact;
+//   MEMPLAN_TRY(SimulationResult result, Simulate(program, bindings, exact));
+//
+// Memory model (documented in docs/training_program.md):
+//  * Forward values are freed after their last forward use unless a backward step reads them
+//    (saved tensors, stored once however many ops save them) or a recompute step re-reads them
+//    (checkpoints). Views allocate nothing and keep their base alive. Constants cost nothing.
+//  * Mixed precision (fp16/bf16): every parameter has a persistent fp32 master and a working copy
+//    in the working dtype; ops run in the working dtype (kFp16Safe), fp32 (kFp32Required) or the
+//    widest dtype of their activation inputs (kFollowInputs); an input whose dtype differs from
+//    the op's is cast into a buffer the op allocates (autocast re-casts per op, so it is not
+//    shared). Gradients are in the dtype of the value; parameter gradients in the working dtype.
+//    The optimizer runs in fp32 on the masters and is fused by default (reads the working-dtype
+//    gradient, updates the master and states, refreshes the working copy, no fp32 gradient
+//    buffer): mixed Adam costs exactly ZeRO's 2 + 2 + 4 + 4 + 4 = 16 bytes per parameter.
+//  * fp16 uses a loss scaler (scale + growth tracker, found_inf at unscale); bf16 does not.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/training_program.h"
+#include "graph/expected.h"
+#include "graph/graph.h"
+
+namespace memplan {
+
+class OpRegistry;
+
+// How mixed-precision optimizers obtain fp32 gradients for the master update.
+enum class MasterGradientMode : uint8_t {
+  kFused,     // the fused update reads working-dtype gradients directly: no extra buffer
+  kFullCopy,  // fp32 copies of all gradients live during the optimizer step (apex-style)
+};
+
+struct ProgramOptions {
+  // The loss appended to the model output. kAuto: cross entropy when the output is [batch,
+  // classes] or [batch, seq, vocab] logits (rank 2 or 3, floating), mean squared error otherwise.
+  LossKind loss = LossKind::kAuto;
+  // The graph output the loss is applied to; empty = the graph's first output.
+  std::string loss_output;
+  // The registry entry of the loss; empty = the loss kind's built-in op
+  // (ai.onnx SoftmaxCrossEntropyLoss, memplan MseLoss, memplan SumLoss). Lets tests and custom
+  // setups supply their own loss entry; the label shape still follows `loss`.
+  std::string loss_op_type;
+  std::string loss_op_domain;
+
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  Precision precision = Precision::kFp32;
+  // Per-node execution dtype override, indexed by NodeId (the precision-placement planner fills
+  // it); nullopt or a shorter vector = the AMP policy decides. Ignored in fp32 mode.
+  std::vector<std::optional<DType>> node_dtype;
+  MasterGradientMode master_gradients = MasterGradientMode::kFused;
+
+  int64_t accumulation_steps = 1;  // k micro-batches per optimizer step; must be >= 1
+  ZeroGradMode zero_grad = ZeroGradMode::kSetToNone;  // PyTorch >= 2.0 default
+  bool clip_gradients = false;
+
+  // Nodes whose outputs are dropped after forward and recomputed in backward, just before the
+  // first backward step that needs them (inputs of a recomputed segment are kept as checkpoints).
+  std::vector<NodeId> recompute;
+
+  // The op registry to read; null = OpRegistry::Get().
+  const OpRegistry* registry = nullptr;
+};
+
+// REQUIRES: graph shapes inferred. Errors name the problem (no output, unknown loss shape,
+// a recompute id out of range, k < 1, a cycle).
+Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const ProgramOptions& options);
+
+}  // namespace memplan

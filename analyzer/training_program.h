@@ -1,0 +1,235 @@
+#pragma once
+// The training program: one optimizer step of k micro-batches made concrete as an ordered list of
+// steps over buffers whose byte sizes are symbolic (Dim) in the graph's symbols. The simulator
+// (analyzer/simulator.h) replays it against an allocator model; the runtime executor interprets
+// the same steps with real kernels. Derivation lives in analyzer/program_derivation.h.
+//
+// Layout and execution order. The steps vector holds three phases back to back:
+//
+//     steps:  [ setup ........ | micro_batch body ............... | optimizer ........ ]
+//     run:      setup once,  then per optimizer step: body x k, then optimizer phase
+//
+// The micro-batch body is stored once and executed `accumulation_steps` (k) times; it is
+// identical for every micro-batch because the first-vs-later differences are expressed by
+// *guarded* memory events (see MemoryEvent): a parameter gradient is allocated only when it is not
+// live yet (lazy, like PyTorch's AccumulateGrad stealing the first gradient), optimizer states are
+// allocated only at the first optimizer step. Storing the body once keeps the program size
+// independent of k, and lets the simulator evaluate any k (SimulationOptions) without
+// re-deriving; the loss's 1/k factor is a scalar and changes no buffer.
+//
+// Time. `LogicalTime` is an index into `steps`. Each step has a Begin (outputs, workspace and cast
+// buffers are allocated) and an End (buffers whose last use this was are freed), as in XLA's
+// BeginInstruction/EndInstruction, so a step's inputs and outputs overlap in memory. A buffer
+// allocated at Begin of step a and freed at End of step b is live over [a, b], inclusive:
+//
+//     step:      a-1     a       a+1  ...   b      b+1
+//                      Begin----------------End
+//     live:        .     X        X   ...   X       .
+//
+// Within the body every non-persistent buffer has exactly one Alloc and one Free. Persistent
+// buffers (parameters, parameter gradients, optimizer states, loss-scaler state) are allocated in
+// setup or lazily with a guard, and survive the body; parameter gradients are freed by
+// kZeroGradients when zero_grad is set_to_none.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/memory_category.h"
+#include "graph/dim.h"
+#include "graph/dtype.h"
+#include "graph/ids.h"
+#include "graph/symbols.h"
+
+namespace memplan {
+
+using LogicalTime = int64_t;
+using BufferId = StrongId<struct BufferIdTag>;
+
+// Why a buffer exists; the executor uses it to initialise storage, reports to label it.
+enum class BufferRole : uint8_t {
+  kInput,              // a graph input fed per micro-batch (category kOther)
+  kLabel,              // the loss target fed per micro-batch (category kOther)
+  kValue,              // a forward value produced by a node (activation or transient)
+  kCast,               // a forward input cast to the op's execution dtype (mixed precision)
+  kSavedExtra,         // a kExtra saved tensor (BN statistics, dropout mask, pool indices)
+  kRecomputed,         // a forward value re-created in backward by a kRecompute step
+  kLoss,               // the scalar loss
+  kValueGradient,      // gradient of a non-parameter value (category kTransients)
+  kGradientPart,       // one backward step's contribution before it is accumulated
+  kParameterMaster,    // the fp32 (or only) copy of a parameter
+  kParameterWorking,   // the fp16/bf16 working copy of a parameter (mixed precision)
+  kParameterGradient,  // the accumulated parameter gradient (persistent across micro-batches)
+  kOptimizerState,     // momentum, Adam moments, Adafactor row/column statistics
+  kMasterGradient,     // fp32 copies of gradients made by a non-fused mixed-precision optimizer
+  kWorkspace,          // kernel scratch of one step
+  kScalar,             // small bookkeeping tensors: found_inf, gradient norm, loss scale
+};
+std::string_view BufferRoleName(BufferRole role);
+
+struct Buffer {
+  BufferId id;
+  std::string name;  // "relu_out", "grad(W)", "W.fp16", "adam.exp_avg(W)"
+  BufferRole role = BufferRole::kValue;
+  MemoryCategory category = MemoryCategory::kTransients;
+  DType dtype = DType::kUndefined;
+  Shape shape;    // symbolic; what the executor allocates
+  Dim bytes;      // symbolic byte size: shape elements * ByteSize(dtype) (scalars: ByteSize)
+  ValueId value;  // the graph value it holds or is the gradient of; invalid for synthetic ones
+  NodeId node;    // the node whose step creates it; invalid for setup/optimizer buffers
+  // Survives the micro-batch body (parameters, their gradients, optimizer and scaler state).
+  bool persistent = false;
+  // Kept from forward for backward (a saved tensor or a recompute checkpoint). The simulator's
+  // saved_activation_bytes sums these at the forward/backward boundary.
+  bool held_for_backward = false;
+};
+
+enum class StepKind : uint8_t {
+  kAllocateParameters,       // setup: parameters (and mixed-precision working copies)
+  kInitLossScaler,           // setup (fp16): loss scale and growth tracker
+  kLoadMicroBatch,           // body: graph inputs and the label are copied in
+  kForward,                  // body: one graph node
+  kLoss,                     // body: the appended loss op (mean loss / k)
+  kLossBackward,             // body: gradient of the loss w.r.t. the model output
+  kRecompute,                // body: a forward node re-run inside backward
+  kBackward,                 // body: one graph node's backward
+  kAccumulateGradient,       // body: add one gradient contribution into grad(param)
+  kUnscaleAndCheckOverflow,  // optimizer phase (fp16): grads *= 1/scale, found_inf
+  kClipGradients,            // optimizer phase: global norm clip
+  kOptimizerStep,            // optimizer phase: update masters (and working copies)
+  kZeroGradients,            // optimizer phase: free (set_to_none) or zero the gradients
+};
+std::string_view StepKindName(StepKind kind);
+
+// One allocation or free. A guarded event happens only when `guard` is (not) live at that moment;
+// derivation uses guards for lazy persistent allocations and for AccumulateGrad's steal:
+//   kAccumulateGradient Begin: Free(part) if grad not live; Alloc(grad) if grad not live
+//                       End:   Free(part) if part live
+// so the first contribution becomes the gradient without a copy and later ones are added.
+struct MemoryEvent {
+  enum class Action : uint8_t { kAlloc, kFree };
+  enum class Guard : uint8_t { kNone, kIfLive, kIfNotLive };
+  Action action = Action::kAlloc;
+  BufferId buffer;
+  Guard guard = Guard::kNone;
+  BufferId guard_buffer;  // valid when guard != kNone
+};
+
+// A mixed-precision cast the step performs before its kernel: target = cast(source).
+struct CastOp {
+  BufferId source;
+  BufferId target;
+};
+
+// Where one backward step writes the gradient of one input slot.
+struct GradientWrite {
+  int slot = 0;
+  BufferId target;  // grad(value) for activations; the contribution buffer for parameters
+  // The step adds into an existing `target` through a temporary `part` (allocated at Begin, freed
+  // at End), as autograd's InputBuffer does when a value has several consumers.
+  BufferId part;  // invalid when the step writes `target` directly
+};
+
+// One parameter's buffers (index = position in TrainingProgram::parameters).
+struct ParameterBuffers {
+  ValueId value;
+  BufferId master;    // fp32 in mixed precision; the only copy otherwise
+  BufferId working;   // fp16/bf16 copy in mixed precision; invalid otherwise
+  BufferId gradient;  // persistent; invalid when no gradient reaches the parameter
+  std::vector<BufferId> optimizer_states;  // in the optimizer's order (exp_avg, exp_avg_sq)
+  BufferId master_gradient;  // fp32 grad copy for non-fused mixed optimizers; invalid otherwise
+};
+
+struct Step {
+  StepKind kind = StepKind::kForward;
+  NodeId node;          // the graph node (kForward, kBackward, kRecompute); invalid otherwise
+  std::string name;     // node name or a fixed label ("loss", "optimizer"); used in reports
+  std::string op_type;  // the op a kernel runs (node op, loss op); empty for bookkeeping steps
+  std::string domain;
+  DType compute_dtype =
+      DType::kUndefined;  // execution dtype (mixed precision); undefined: as graph
+
+  // Forward / recompute / loss: per node input slot, the buffer the kernel reads (after casts;
+  // invalid for omitted and constant inputs), and per output slot the buffer it writes (a view
+  // output names its base's buffer). Empty for backward steps: forward buffers may be dead by
+  // then; a backward kernel reads only `saved` and `output_gradients`.
+  std::vector<BufferId> inputs;
+  std::vector<BufferId> outputs;
+  std::vector<CastOp> casts;
+  std::vector<BufferId> extras;  // kExtra saved tensors created (forward/recompute)
+
+  // Backward: the saved tensors it reads (in the SavedRule's order), the gradient of each output
+  // slot (invalid when that output has none) and where input gradients go.
+  std::vector<BufferId> saved;
+  std::vector<BufferId> output_gradients;
+  std::vector<GradientWrite> input_gradients;
+  BufferId workspace;  // backward workspace; invalid when none
+
+  // kAccumulateGradient: part -> parameter gradient. kUnscale/kClip/kOptimizerStep/kZero: every
+  // entry of TrainingProgram::parameters with a gradient.
+  int parameter = -1;  // index into parameters for kAccumulateGradient
+  BufferId accumulate_part;
+
+  std::vector<MemoryEvent> begin;  // allocations (and steal frees) before the kernel runs
+  std::vector<MemoryEvent> end;    // frees after it ran
+};
+
+struct StepRange {
+  LogicalTime begin = 0;  // inclusive
+  LogicalTime end = 0;    // exclusive
+  LogicalTime size() const { return end - begin; }
+  bool contains(LogicalTime t) const { return t >= begin && t < end; }
+};
+
+enum class LossKind : uint8_t { kAuto, kCrossEntropy, kMse, kSum };
+enum class OptimizerKind : uint8_t { kSgd, kMomentum, kAdam, kAdamW, kAdafactor };
+enum class Precision : uint8_t { kFp32, kFp16, kBf16 };
+enum class ZeroGradMode : uint8_t { kSetToNone, kZero };
+std::string_view LossKindName(LossKind kind);
+std::string_view OptimizerKindName(OptimizerKind kind);
+std::string_view PrecisionName(Precision precision);
+std::string_view ZeroGradModeName(ZeroGradMode mode);
+Expected<LossKind> ParseLossKind(std::string_view text);            // "cross_entropy", "auto", ...
+Expected<OptimizerKind> ParseOptimizerKind(std::string_view text);  // "adamw", ...
+Expected<Precision> ParsePrecision(std::string_view text);          // "fp32", "fp16", "bf16"
+Expected<ZeroGradMode> ParseZeroGradMode(std::string_view text);    // "set_to_none", "zero"
+
+struct TrainingProgram {
+  SymbolTable symbols;  // a copy of the graph's, so sizes print and bind without the graph
+  std::optional<SymbolId> batch_symbol;
+
+  std::vector<Buffer> buffers;  // indexed by BufferId
+  std::vector<Step> steps;      // indexed by LogicalTime
+  StepRange setup;              // run once
+  StepRange micro_batch;        // run k times per optimizer step
+  StepRange optimizer;          // run once per optimizer step, after the k-th micro-batch
+  // The kLoss step: the forward/backward boundary inside the body (saved_activation_bytes).
+  LogicalTime loss_step = -1;
+
+  std::vector<ParameterBuffers> parameters;
+  int64_t accumulation_steps = 1;  // k; the simulator may override it
+
+  // What the program was derived with (echoed into reports).
+  LossKind loss = LossKind::kAuto;  // resolved: never kAuto after derivation
+  OptimizerKind optimizer_kind = OptimizerKind::kAdam;
+  Precision precision = Precision::kFp32;
+  ZeroGradMode zero_grad = ZeroGradMode::kSetToNone;
+  std::vector<NodeId> recomputed;  // nodes re-run in backward (sorted)
+  BufferId loss_buffer;
+  BufferId label_buffer;  // invalid for the sum loss
+
+  const Buffer& buffer(BufferId id) const { return buffers.at(id.index()); }
+  const Step& step(LogicalTime t) const { return steps.at(static_cast<size_t>(t)); }
+  // Steps of one kind in the body (tests and reports).
+  int64_t CountSteps(StepKind kind) const;
+};
+
+// A readable dump: buffers with symbolic sizes, then every step with its events, e.g.
+//   b3 relu_out  activations float32 [batch, 3] bytes=12*batch
+//   t5 forward Relu_1 (Relu)  begin +b3  end -b2
+std::string ToString(const TrainingProgram& program);
+// One line for a step ("forward Relu_1 (Relu)  begin +b3  end -b2").
+std::string StepToString(const TrainingProgram& program, LogicalTime t);
+
+}  // namespace memplan

@@ -1,0 +1,79 @@
+#pragma once
+// What `memplan inspect` reports about an imported model: op histogram, parameters by dtype,
+// inputs/outputs with symbolic (and, where bound, concrete) dims, symbols, ops the registry does
+// not know, and warnings — the importer's plus checks for exports that will mislead a training
+// memory estimate (an inference-mode export: BatchNorm folded into Conv, Dropout removed,
+// BatchNorm in inference mode).
+//
+// Every collection is in a deterministic order (maps sorted by key, tensors in graph order), so
+// rendering a summary twice gives identical bytes.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/symbols.h"
+
+namespace memplan {
+
+struct TensorSummary {
+  std::string name;
+  std::string dtype;              // DTypeName ("float32")
+  bool shape_known = true;        // false: not even the rank is known (dims is empty)
+  std::vector<std::string> dims;  // one per axis, symbolic: "batch", "3", "seq + 1"
+  // The dims evaluated under the bindings, when every one of them is bound.
+  std::optional<std::vector<int64_t>> bound_dims;
+};
+
+struct SymbolSummary {
+  std::string name;
+  bool is_batch = false;         // the graph's batch symbol (what --batch binds)
+  std::optional<int64_t> value;  // bound value, if any
+};
+
+struct DTypeTotals {
+  int64_t count = 0;  // elements
+  int64_t bytes = 0;
+};
+
+struct ModelSummary {
+  std::string graph_name;
+  std::string producer_name;
+  int64_t ir_version = 0;
+  std::map<std::string, int64_t> opset_imports;  // domain ("" = ai.onnx) -> version
+
+  int64_t node_count = 0;
+  // Op type -> number of nodes; ops outside the default domain are keyed "domain:OpType".
+  std::map<std::string, int64_t> ops;
+
+  // Only ValueKind::kParameter values count: trained floating initializers. Non-trainable
+  // buffers (BatchNorm running statistics imported as constants) are not parameters.
+  int64_t parameter_count = 0;
+  int64_t parameter_bytes = 0;
+  std::map<std::string, DTypeTotals> parameters_by_dtype;  // DTypeName -> totals
+
+  std::vector<TensorSummary> inputs;  // graph inputs fed per step (not initializers)
+  std::vector<TensorSummary> outputs;
+  std::vector<SymbolSummary> symbols;    // in SymbolTable order
+  std::vector<std::string> unknown_ops;  // sorted, unique; registry has no entry for them
+  std::vector<std::string> warnings;     // importer's first, then the summary's own checks
+};
+
+// Thresholds of the inference-export heuristics, named so tests and docs can refer to them.
+struct ModelSummaryOptions {
+  // A model with at least this many Conv nodes, all carrying a bias and with no
+  // BatchNormalization anywhere, looks like a CNN whose BatchNorms were folded into the convs
+  // (torch.onnx.export in eval mode does this). Small CNNs without BN are common, so the bar
+  // is set above LeNet/AlexNet-sized nets (2-5 convs); VGG without BN (8+ biased convs) will
+  // also trip it, which the warning's wording allows for ("looks like").
+  int64_t min_convs_for_folded_batchnorm = 8;
+};
+
+// REQUIRES: bindings were made for this graph's symbol table (or are empty).
+ModelSummary SummarizeModel(const Graph& graph, const Bindings& bindings,
+                            const ModelSummaryOptions& options = {});
+
+}  // namespace memplan

@@ -1,0 +1,24 @@
+#pragma once
+// ONNX import: reads a .onnx file into a Graph with symbolic shapes.
+//
+//   parse (protobuf) -> structural checks (subgraph ops, dangling inputs, cycles, negative or
+//   overflowing dims, external-data locations) -> onnx::checker -> onnx shape inference ->
+//   memplan shape propagation (op registry rules, symbolic folding of shape sub-graphs).
+//
+// Weight bytes are never read: initializers contribute metadata only, so models whose external
+// data files are absent import fine. Every bad input is an Error with one line naming the problem.
+
+#include <string>
+
+#include "graph/expected.h"
+#include "graph/graph.h"
+
+namespace memplan {
+
+struct ImportOptions {
+  std::string batch_symbol;  // name of the symbol that is the batch; "" = first dim of the first graph input
+};
+
+Expected<Graph> ImportOnnxModel(const std::string& path, const ImportOptions& options = {});
+
+}  // namespace memplan

@@ -1,0 +1,90 @@
+#include "graph/ops/common_rules.h"
+
+#include "graph/ops/shape_helpers.h"
+
+namespace memplan {
+
+SavedTensor SaveInput(int index) { return {SavedTensor::Source::kInput, index, "", {}, {}}; }
+
+SavedTensor SaveOutput(int index) { return {SavedTensor::Source::kOutput, index, "", {}, {}}; }
+
+SavedTensor SaveExtra(std::string name, DType dtype, Shape shape) {
+  return {SavedTensor::Source::kExtra, 0, std::move(name), dtype, std::move(shape)};
+}
+
+bool RequiresGrad(const TensorInfo& tensor) {
+  return tensor.present && IsFloating(tensor.dtype) &&
+         (tensor.kind == ValueKind::kParameter || tensor.kind == ValueKind::kIntermediate);
+}
+
+bool InputRequiresGrad(const OpContext& ctx, size_t input) {
+  return ctx.has_input(input) && RequiresGrad(ctx.inputs[input]);
+}
+
+SavedRule WhenDifferentiable(SavedRule rule) {
+  return [rule = std::move(rule)](const OpContext& ctx) {
+    for (size_t i = 0; i < ctx.inputs.size(); ++i)
+      if (InputRequiresGrad(ctx, i)) return rule(ctx);
+    return std::vector<SavedTensor>{};
+  };
+}
+
+DType StatisticsDType(DType input) {
+  return input == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+}
+
+OpCost IoCost(const OpContext& ctx, Dim flops) {
+  OpCost cost;
+  cost.flops = std::move(flops);
+  for (const auto& in : ctx.inputs)
+    if (in.present && in.shape.known) cost.bytes_read += in.Bytes();
+  for (const auto& out : ctx.outputs)
+    if (out.present && out.shape.known) cost.bytes_written += out.Bytes();
+  return cost;
+}
+
+OpCost PerOutputElementCost(const OpContext& ctx, int64_t flops_per_element) {
+  Dim flops = 0;
+  if (!ctx.outputs.empty() && ctx.outputs[0].present && ctx.outputs[0].shape.known)
+    flops = ctx.outputs[0].shape.NumElements() * Dim(flops_per_element);
+  return IoCost(ctx, flops);
+}
+
+OpCost PerInputElementCost(const OpContext& ctx, int64_t flops_per_element, size_t input) {
+  Dim flops = 0;
+  if (ctx.has_input(input) && ctx.inputs[input].shape.known)
+    flops = ctx.inputs[input].shape.NumElements() * Dim(flops_per_element);
+  return IoCost(ctx, flops);
+}
+
+std::optional<std::vector<int64_t>> ConstantInts(const TensorInfo& tensor) {
+  if (!tensor.present || !tensor.contents) return std::nullopt;
+  std::vector<int64_t> values;
+  values.reserve(tensor.contents->size());
+  for (const Dim& d : *tensor.contents) {
+    auto c = d.constant_value();
+    if (!c) return std::nullopt;
+    values.push_back(*c);
+  }
+  return values;
+}
+
+std::vector<TensorInfo> EmptyOutputs(const OpContext& ctx) {
+  std::vector<TensorInfo> outs(ctx.node.outputs.size());
+  for (size_t i = 0; i < outs.size(); ++i) outs[i].present = ctx.node.outputs[i].valid();
+  return outs;
+}
+
+Expected<const TensorInfo*> RequiredInput(const OpContext& ctx, size_t index) {
+  if (!ctx.has_input(index)) {
+    return MakeError(NodeError(ctx.node, "required input " + std::to_string(index) + " is missing"));
+  }
+  return &ctx.inputs[index];
+}
+
+std::optional<Dim> FreshDim(const OpContext& ctx, const char* prefix) {
+  if (ctx.symbols == nullptr) return std::nullopt;
+  return Dim::Symbol(ctx.symbols->Fresh(prefix));
+}
+
+}  // namespace memplan

@@ -1,0 +1,88 @@
+#pragma once
+// Small pieces shared by the compute-op families (elementwise, matmul, conv, norms, pools,
+// reductions, resampling, losses): building SavedTensor entries, "does this input require a
+// gradient", I/O-byte costs, and reading constant integer inputs.
+//
+// FLOP conventions used by every family (a multiply-add counts as 2 FLOPs):
+//   * MatMul/Gemm: 2*M*N*K per batch (+ M*N for Gemm's bias); Einsum: 2 * product of all index
+//     sizes for two or more operands, the product for one;
+//   * Conv: 2*N*Cout*prod(out spatial)*(Cin/groups)*prod(kernel) (+ N*Cout*prod(out) for bias);
+//     ConvTranspose: 2*N*Cin*prod(in spatial)*(Cout/groups)*prod(kernel) (+ bias);
+//   * elementwise: the per-element costs below, per output element;
+//   * normalisations: kNormalizationFlopsPerElement per input element; softmax-like ops
+//     kSoftmaxFlopsPerElement;
+//   * pools: kernel size per output element; reductions: 1 per input element.
+// Bytes read/written are the sizes of the present inputs/outputs whose shapes are known.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/ops/op_schema.h"
+
+namespace memplan {
+
+// Per-element FLOP estimates. Arithmetic (add, mul, compare, clamp, sqrt as one instruction) is 1;
+// transcendental functions (exp, log, erf, tanh, sigmoid) are polynomial/range-reduction
+// sequences, counted as kTranscendentalFlops; exact Gelu = x * 0.5 * (1 + erf(x/sqrt 2)).
+inline constexpr int64_t kSimpleFlops = 1;
+inline constexpr int64_t kTranscendentalFlops = 4;
+inline constexpr int64_t kGeluFlops = kTranscendentalFlops + 4;
+inline constexpr int64_t kHardActivationFlops = 3;  // HardSigmoid: mul, add, clamp
+inline constexpr int64_t kSoftmaxFlopsPerElement = 5;  // max, sub, exp(~), sum, div
+inline constexpr int64_t kBatchNormFlopsPerElement = 5;  // sum, sum of squares, normalise, affine
+inline constexpr int64_t kNormalizationFlopsPerElement = 8;  // two-pass stats + normalise + affine
+
+// Backward FLOPs as a multiple of forward: a GEMM-like op needs one GEMM per input gradient.
+inline constexpr double kContractionBackwardFactor = 2.0;
+inline constexpr double kElementwiseBackwardFactor = 1.0;
+inline constexpr double kTwoGradientElementwiseBackwardFactor = 2.0;
+inline constexpr double kNormalizationBackwardFactor = 2.0;
+
+// Where the saved-for-backward facts come from (verified against these files and, for torch
+// 1.13, by reading grad_fn._saved_* attributes; see docs/saved_for_backward.md).
+inline constexpr const char* kDerivativesYaml = "pytorch tools/autograd/derivatives.yaml";
+// The AMP categories: torch.autocast's CUDA op lists.
+inline constexpr const char* kAutocastLists =
+    "pytorch aten/src/ATen/autocast_mode.cpp TORCH_LIBRARY_IMPL(aten, AutocastCUDA)";
+
+SavedTensor SaveInput(int index);
+SavedTensor SaveOutput(int index);
+// A buffer forward allocates only for backward (statistics, masks, indices).
+SavedTensor SaveExtra(std::string name, DType dtype, Shape shape);
+
+// Whether autograd would track a gradient for this tensor: a present floating parameter or
+// activation. Graph inputs (images, labels) and constants never require grad in PyTorch; an
+// activation computed only from inputs is assumed to (the analyzer may know better).
+bool RequiresGrad(const TensorInfo& tensor);
+bool InputRequiresGrad(const OpContext& ctx, size_t input);
+
+// Autograd records no node (so saves nothing) for an op none of whose inputs requires grad.
+SavedRule WhenDifferentiable(SavedRule rule);
+
+// The dtype PyTorch's CUDA kernels use for normalisation statistics (mean, invstd/rstd): the
+// accumulate type, float32 for fp16/bf16/fp32 inputs and float64 for float64 ones.
+DType StatisticsDType(DType input);
+
+// Cost with the given FLOPs and the bytes of every present, shaped input and output.
+OpCost IoCost(const OpContext& ctx, Dim flops);
+// FLOPs = flops_per_element * elements of output 0 (0 when its shape is unknown).
+OpCost PerOutputElementCost(const OpContext& ctx, int64_t flops_per_element);
+// FLOPs = flops_per_element * elements of input `input` (0 when its shape is unknown).
+OpCost PerInputElementCost(const OpContext& ctx, int64_t flops_per_element, size_t input = 0);
+
+// The values of a small integer tensor whose contents fold to constants; nullopt otherwise.
+std::optional<std::vector<int64_t>> ConstantInts(const TensorInfo& tensor);
+
+// One TensorInfo per node output; omitted optional outputs are marked not present.
+std::vector<TensorInfo> EmptyOutputs(const OpContext& ctx);
+
+// Input `index`, or an error naming the node when it is missing.
+Expected<const TensorInfo*> RequiredInput(const OpContext& ctx, size_t index);
+
+// A fresh symbol for a dim no rule can express (e.g. a strided window over a symbolic size);
+// nullopt when the context has no symbol table (cost/saved rules never need one).
+std::optional<Dim> FreshDim(const OpContext& ctx, const char* prefix);
+
+}  // namespace memplan

@@ -1,0 +1,152 @@
+// Losses: ONNX SoftmaxCrossEntropyLoss, and the two losses the analyzer appends to a model in the
+// "memplan" domain: MseLoss(prediction, label) = mean((prediction - label)^2) and
+// SumLoss(prediction, label) = sum(prediction) (label unused). Both memplan losses output a
+// float32 scalar. All losses run in fp32 under autocast.
+
+#include "graph/ops/common_rules.h"
+#include "graph/ops/op_families.h"
+#include "graph/ops/op_registry.h"
+#include "graph/ops/shape_helpers.h"
+
+namespace memplan {
+namespace {
+
+constexpr const char* kMemplanDomain = "memplan";
+constexpr int64_t kMseFlopsPerElement = 3;  // subtract, square, accumulate
+
+GradientRule OnlyPrediction() {
+  return [](const OpContext& ctx) {
+    std::vector<bool> grads(ctx.inputs.size(), false);
+    if (!grads.empty()) grads[0] = ctx.has_input(0) && IsFloating(ctx.inputs[0].dtype);
+    return grads;
+  };
+}
+
+// SoftmaxCrossEntropyLoss(scores [N, C, d...], labels [N, d...], weights? [C]) ->
+// (output: scalar for reduction mean/sum, [N, d...] for none; log_prob?: scores' shape).
+Expected<std::vector<TensorInfo>> CrossEntropyShape(const OpContext& ctx) {
+  MEMPLAN_TRY(const TensorInfo* scores, RequiredInput(ctx, 0));
+  MEMPLAN_TRY(const TensorInfo* labels, RequiredInput(ctx, 1));
+  auto outs = EmptyOutputs(ctx);
+  if (outs.empty()) return outs;
+  std::string reduction = ctx.attrs().GetString("reduction", "mean");
+  if (reduction != "mean" && reduction != "sum" && reduction != "none") {
+    return MakeError(NodeError(ctx.node, "unknown reduction '" + reduction + "'"));
+  }
+  if (scores->shape.known && scores->shape.rank() < 2) {
+    return MakeError(NodeError(ctx.node, "scores must have rank >= 2 ([N, C, ...])"));
+  }
+  if (scores->shape.known && labels->shape.known &&
+      labels->shape.rank() + 1 != scores->shape.rank()) {
+    return MakeError(NodeError(ctx.node, "labels must have one dimension fewer than scores"));
+  }
+  outs[0].dtype = scores->dtype;
+  if (reduction == "none") {
+    outs[0].shape = labels->shape;
+  } else {
+    outs[0].shape = Shape{};  // scalar
+  }
+  if (outs.size() > 1) {
+    outs[1].dtype = scores->dtype;
+    outs[1].shape = scores->shape;
+  }
+  return outs;
+}
+
+OpSchema CrossEntropySchema() {
+  OpSchema s;
+  s.op_type = "SoftmaxCrossEntropyLoss";
+  s.infer_shapes = CrossEntropyShape;
+  s.cost = [](const OpContext& ctx) { return PerInputElementCost(ctx, kSoftmaxFlopsPerElement); };
+  // cross_entropy = nll_loss(log_softmax(scores), labels). _log_softmax saves its result and
+  // nll_loss_forward saves self (that same log-prob tensor), target and total_weight (a scalar,
+  // not counted). Autocast runs both in fp32, so the log-probs are float32.
+  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
+    std::vector<SavedTensor> saved;
+    if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
+      saved.push_back(SaveOutput(1));
+    } else {
+      saved.push_back(
+          SaveExtra("log_prob", StatisticsDType(ctx.inputs[0].dtype), ctx.inputs[0].shape));
+    }
+    saved.push_back(SaveInput(1));
+    if (ctx.has_input(2)) saved.push_back(SaveInput(2));
+    return saved;
+  });
+  s.gradient_inputs = OnlyPrediction();
+  s.backward_flops_factor = kElementwiseBackwardFactor;
+  s.amp = AmpCategory::kFp32Required;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": _log_softmax saves result; nll_loss_forward: nll_loss_backward(grad, self, "
+                   "target, weight, reduction, ignore_index, total_weight) saves the log-probs, "
+                   "target and weight";
+  s.amp_source = std::string(kAutocastLists) +
+                 ": log_softmax (fp32_set_opt_dtype) and nll_loss (fp32) lists";
+  return s;
+}
+
+Expected<std::vector<TensorInfo>> ScalarLossShape(const OpContext& ctx, bool check_label) {
+  MEMPLAN_TRY(const TensorInfo* prediction, RequiredInput(ctx, 0));
+  if (check_label) {
+    MEMPLAN_TRY(const TensorInfo* label, RequiredInput(ctx, 1));
+    auto b = BroadcastShapes(prediction->shape, label->shape);
+    if (!b) {
+      return MakeError(
+          NodeError(ctx.node, "prediction and label shapes do not match: " + b.error().message));
+    }
+  }
+  auto outs = EmptyOutputs(ctx);
+  if (!outs.empty()) {
+    outs[0].dtype = DType::kFloat32;
+    outs[0].shape = Shape{};
+  }
+  return outs;
+}
+
+OpSchema MseLossSchema() {
+  OpSchema s;
+  s.op_type = "MseLoss";
+  s.domain = kMemplanDomain;
+  s.infer_shapes = [](const OpContext& ctx) { return ScalarLossShape(ctx, /*check_label=*/true); };
+  s.cost = [](const OpContext& ctx) { return PerInputElementCost(ctx, kMseFlopsPerElement); };
+  // mse_loss: self: mse_loss_backward(grad, self, target, reduction), target: the same with the
+  // roles swapped: both operands are saved.
+  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
+    std::vector<SavedTensor> saved{SaveInput(0)};
+    if (ctx.has_input(1)) saved.push_back(SaveInput(1));
+    return saved;
+  });
+  s.gradient_inputs = OnlyPrediction();
+  s.backward_flops_factor = kElementwiseBackwardFactor;
+  s.amp = AmpCategory::kFp32Required;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": mse_loss: mse_loss_backward(grad, self, target, reduction) saves self and "
+                   "target";
+  s.amp_source = std::string(kAutocastLists) + ": fp32 list (mse_loss)";
+  return s;
+}
+
+OpSchema SumLossSchema() {
+  OpSchema s;
+  s.op_type = "SumLoss";
+  s.domain = kMemplanDomain;
+  s.infer_shapes = [](const OpContext& ctx) { return ScalarLossShape(ctx, /*check_label=*/false); };
+  s.cost = [](const OpContext& ctx) { return PerInputElementCost(ctx, kSimpleFlops); };
+  s.gradient_inputs = OnlyPrediction();
+  s.backward_flops_factor = kElementwiseBackwardFactor;
+  s.amp = AmpCategory::kFp32Required;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": sum: grad.expand_symint(self.sym_sizes()) saves no tensor";
+  s.amp_source = std::string(kAutocastLists) + ": fp32_set_opt_dtype list (sum)";
+  return s;
+}
+
+}  // namespace
+
+void RegisterLossOps(OpRegistry& registry) {
+  registry.Register(CrossEntropySchema());
+  registry.Register(MseLossSchema());
+  registry.Register(SumLossSchema());
+}
+
+}  // namespace memplan

@@ -1,0 +1,41 @@
+#pragma once
+// Symbolic constant folding for shape sub-graphs. Exporters compute Reshape/Expand targets at run
+// time (Shape -> Gather -> Unsqueeze -> Concat -> Reshape); memplan evaluates those small integer
+// tensors over symbolic Dims (TensorInfo::contents) so the targets come out as `batch*seq`.
+// These helpers are shared by the shape-op rules and the importer.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "graph/dim.h"
+#include "graph/ops/op_schema.h"
+
+namespace memplan {
+
+// Tensors with more elements than this never carry contents: shape tensors are short, and
+// bounding them keeps folding linear in the model size.
+inline constexpr int64_t kMaxFoldedElements = 64;
+
+// The shape's dims as integers when every dim is a known constant.
+std::optional<std::vector<int64_t>> ConstantDims(const Shape& shape);
+// The element count when it is a known constant no larger than kMaxFoldedElements.
+std::optional<int64_t> FoldableElementCount(const Shape& shape);
+// The contents as integers when every element is a known constant.
+std::optional<std::vector<int64_t>> ConstantContents(const TensorInfo& info);
+// Converts integers to Dims.
+std::vector<Dim> DimsOf(const std::vector<int64_t>& values);
+// True for the integer and bool dtypes whose contents are folded.
+bool IsFoldableDType(DType dtype);
+
+// `info`'s contents broadcast (numpy rules) to the constant shape `out_dims`; nullopt when `info`
+// has no contents or a non-constant shape.
+std::optional<std::vector<Dim>> BroadcastContents(const TensorInfo& info,
+                                                  const std::vector<int64_t>& out_dims);
+
+// Three-valued comparisons of Dims, assuming every symbol stands for a positive integer (dims
+// are). nullopt when undecidable, e.g. `seq < 128`.
+std::optional<bool> DimsEqual(const Dim& a, const Dim& b);
+std::optional<bool> DimLess(const Dim& a, const Dim& b);
+
+}  // namespace memplan

@@ -1,0 +1,198 @@
+// Ops that describe or create tensors rather than transform them: Shape, Size, Constant,
+// ConstantOfShape, Range, NonZero; and the dtype/identity pass-throughs Cast, CastLike, Identity.
+
+#include <algorithm>
+
+#include "graph/checked_math.h"
+#include "graph/ops/shape_helpers.h"
+#include "graph/ops/shape_ops_folding.h"
+#include "graph/ops/shape_ops_internal.h"
+
+namespace memplan {
+namespace {
+
+Expected<std::vector<TensorInfo>> InferShape(const OpContext& ctx) {
+  const Shape& in = ctx.inputs.at(0).shape;
+  if (!in.known) return std::vector<TensorInfo>{MakeOutput(DType::kInt64, Shape::Unknown())};
+  // Opset 15 start/end: negative counts from the back, both clamped to [0, rank].
+  const int64_t rank = static_cast<int64_t>(in.rank());
+  auto clamp = [rank](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+  int64_t start = clamp(ctx.attrs().GetInt("start", 0));
+  int64_t end = clamp(ctx.attrs().GetInt("end", rank));
+  std::vector<Dim> dims;
+  for (int64_t i = start; i < end; ++i) dims.push_back(in.dims[static_cast<size_t>(i)]);
+  Shape out{{Dim(static_cast<int64_t>(dims.size()))}};
+  return std::vector<TensorInfo>{MakeOutput(DType::kInt64, out, std::move(dims))};
+}
+
+Expected<std::vector<TensorInfo>> InferSize(const OpContext& ctx) {
+  const Shape& in = ctx.inputs.at(0).shape;
+  if (!in.known) return std::vector<TensorInfo>{MakeOutput(DType::kInt64, Shape{})};
+  return std::vector<TensorInfo>{
+      MakeOutput(DType::kInt64, Shape{}, std::vector<Dim>{in.NumElements()})};
+}
+
+Expected<std::vector<TensorInfo>> InferConstant(const OpContext& ctx) {
+  const Attributes& a = ctx.attrs();
+  if (const TensorAttribute* t = a.GetTensor("value")) {
+    Shape shape;
+    for (int64_t d : t->dims) shape.dims.emplace_back(d);
+    std::optional<std::vector<Dim>> contents;
+    auto count = FoldableElementCount(shape);
+    if (count && static_cast<int64_t>(t->int_values.size()) == *count)
+      contents = DimsOf(t->int_values);
+    return std::vector<TensorInfo>{MakeOutput(t->dtype, shape, std::move(contents))};
+  }
+  if (a.Has("value_int")) {
+    return std::vector<TensorInfo>{
+        MakeOutput(DType::kInt64, Shape{}, std::vector<Dim>{Dim(a.GetInt("value_int", 0))})};
+  }
+  if (a.Has("value_ints")) {
+    auto ints = a.GetInts("value_ints");
+    Shape shape{{Dim(static_cast<int64_t>(ints.size()))}};
+    return std::vector<TensorInfo>{MakeOutput(DType::kInt64, shape, DimsOf(ints))};
+  }
+  if (a.Has("value_float")) return SingleOutput(DType::kFloat32, Shape{});
+  if (a.Has("value_floats")) {
+    return SingleOutput(DType::kFloat32,
+                        Shape{{Dim(static_cast<int64_t>(a.GetFloats("value_floats").size()))}});
+  }
+  if (a.Has("value_string")) return SingleOutput(DType::kString, Shape{});
+  return SingleOutput(DType::kUndefined, Shape::Unknown());  // sparse_value, value_strings
+}
+
+Expected<std::vector<TensorInfo>> InferConstantOfShape(const OpContext& ctx) {
+  const TensorAttribute* value = ctx.attrs().GetTensor("value");
+  DType dtype = value ? value->dtype : DType::kFloat32;
+  const auto& target = ctx.inputs.at(0).contents;
+  if (!target) return SingleOutput(dtype, Shape::Unknown());
+  Shape shape{*target};
+  for (const Dim& d : shape.dims) {
+    if (auto c = d.constant_value(); c && *c < 0)
+      return MakeError(NodeError(ctx.node, "negative dim " + std::to_string(*c) + " in shape"));
+  }
+  std::optional<std::vector<Dim>> contents;
+  if (auto count = FoldableElementCount(shape); count && IsFoldableDType(dtype)) {
+    int64_t fill = value && !value->int_values.empty() ? value->int_values[0] : 0;
+    contents = std::vector<Dim>(static_cast<size_t>(*count), Dim(fill));
+  }
+  return std::vector<TensorInfo>{MakeOutput(dtype, shape, std::move(contents))};
+}
+
+// ceil((limit - start) / delta) clamped at 0, per the ONNX Range definition.
+std::optional<int64_t> RangeLength(int64_t start, int64_t limit, int64_t delta) {
+  auto span = CheckedSub(limit, start);
+  if (!span || delta == 0) return std::nullopt;
+  int64_t q = *span / delta;
+  if (*span % delta != 0 && ((*span < 0) == (delta < 0))) ++q;
+  return std::max<int64_t>(q, 0);
+}
+
+Expected<std::vector<TensorInfo>> InferRange(const OpContext& ctx) {
+  DType dtype = ctx.inputs.at(0).dtype;
+  auto scalar = [&](size_t i) -> std::optional<Dim> {
+    if (!ctx.has_input(i) || !ctx.inputs[i].contents || ctx.inputs[i].contents->size() != 1)
+      return std::nullopt;
+    return ctx.inputs[i].contents->front();
+  };
+  auto start = scalar(0), limit = scalar(1), delta = scalar(2);
+  auto fresh = [&]() {
+    Dim n = ctx.symbols ? Dim::Symbol(ctx.symbols->Fresh("range")) : Dim();
+    return ctx.symbols ? SingleOutput(dtype, Shape{{n}}) : SingleOutput(dtype, Shape::Unknown());
+  };
+  if (!start || !limit || !delta) return fresh();
+  auto s = start->constant_value(), l = limit->constant_value(), d = delta->constant_value();
+  if (d && *d == 0) return MakeError(NodeError(ctx.node, "delta is 0"));
+  if (s && l && d) {
+    auto n = RangeLength(*s, *l, *d);
+    if (!n) return MakeError(NodeError(ctx.node, "length overflows 64 bits"));
+    std::optional<std::vector<Dim>> contents;
+    if (*n <= kMaxFoldedElements) {
+      contents.emplace();
+      for (int64_t i = 0; i < *n; ++i) contents->emplace_back(*s + i * *d);
+    }
+    return std::vector<TensorInfo>{MakeOutput(dtype, Shape{{Dim(*n)}}, std::move(contents))};
+  }
+  // torch.arange(0, seq): the length is the symbolic span when delta is 1 (or divides it).
+  Dim span = *limit - *start;
+  if (d && *d == 1) return SingleOutput(dtype, Shape{{span}});
+  if (d && *d > 0) {
+    if (auto n = span.DivideExactly(Dim(*d))) return SingleOutput(dtype, Shape{{*n}});
+  }
+  return fresh();
+}
+
+Expected<std::vector<TensorInfo>> InferNonZero(const OpContext& ctx) {
+  // [rank, number of non-zeros]: the count is data-dependent, so it gets a fresh symbol.
+  const Shape& in = ctx.inputs.at(0).shape;
+  if (!in.known || !ctx.symbols) return SingleOutput(DType::kInt64, Shape::Unknown());
+  Dim count = Dim::Symbol(ctx.symbols->Fresh("nonzero"));
+  return SingleOutput(DType::kInt64, Shape{{Dim(static_cast<int64_t>(in.rank())), count}});
+}
+
+// Casts keep integer contents; to bool they become 0/1 (positive symbols are non-zero); to a
+// floating type they are dropped, since float arithmetic on them is not integer arithmetic.
+std::optional<std::vector<Dim>> CastContents(const TensorInfo& in, DType to) {
+  if (!in.contents || !IsFoldableDType(to)) return std::nullopt;
+  if (to != DType::kBool) return in.contents;
+  std::vector<Dim> out;
+  for (const Dim& d : *in.contents) {
+    auto is_zero = DimsEqual(d, Dim(0));
+    if (!is_zero) return std::nullopt;
+    out.emplace_back(*is_zero ? 0 : 1);
+  }
+  return out;
+}
+
+Expected<std::vector<TensorInfo>> InferCast(const OpContext& ctx) {
+  const TensorInfo& in = ctx.inputs.at(0);
+  int64_t to_code = ctx.attrs().GetInt("to", 0);
+  auto to = DTypeFromOnnx(static_cast<int32_t>(to_code));
+  if (!to) return MakeError(NodeError(ctx.node, "unknown target type " + std::to_string(to_code)));
+  return std::vector<TensorInfo>{MakeOutput(*to, in.shape, CastContents(in, *to))};
+}
+
+Expected<std::vector<TensorInfo>> InferCastLike(const OpContext& ctx) {
+  const TensorInfo& in = ctx.inputs.at(0);
+  DType to = ctx.has_input(1) ? ctx.inputs[1].dtype : DType::kUndefined;
+  return std::vector<TensorInfo>{MakeOutput(to, in.shape, CastContents(in, to))};
+}
+
+Expected<std::vector<TensorInfo>> InferIdentity(const OpContext& ctx) {
+  const TensorInfo& in = ctx.inputs.at(0);
+  return std::vector<TensorInfo>{MakeOutput(in.dtype, in.shape, in.contents)};
+}
+
+void Add(OpRegistry& registry, const char* op, ShapeRule rule, CostRule cost,
+         const char* saved_source = kNothingSaved) {
+  OpSchema schema = ShapeOpSchema(op);
+  schema.infer_shapes = std::move(rule);
+  schema.cost = std::move(cost);
+  schema.saved_source = saved_source;
+  registry.Register(std::move(schema));
+}
+
+}  // namespace
+
+void RegisterShapeQueryOps(OpRegistry& registry) {
+  constexpr const char* kNoGradient = "no gradient: the output does not depend on input values";
+  Add(registry, "Shape", InferShape, NoCost, kNoGradient);
+  Add(registry, "Size", InferSize, NoCost, kNoGradient);
+  Add(registry, "Constant", InferConstant, NoCost, kNoGradient);
+  Add(registry, "ConstantOfShape", InferConstantOfShape, MovementCost, kNoGradient);
+  Add(registry, "Range", InferRange, MovementCost, "derivatives.yaml: arange is not differentiable");
+  Add(registry, "NonZero", InferNonZero, MovementCost, "derivatives.yaml: nonzero is not differentiable");
+  Add(registry, "Cast", InferCast, MovementCost,
+      "derivatives.yaml: _to_copy: _to_copy_backward(grad, self.options()) saves nothing");
+  Add(registry, "CastLike", InferCastLike, MovementCost,
+      "derivatives.yaml: _to_copy: _to_copy_backward(grad, self.options()) saves nothing");
+
+  OpSchema identity = ShapeOpSchema("Identity");
+  identity.infer_shapes = InferIdentity;
+  identity.cost = NoCost;
+  identity.is_view = true;
+  identity.saved_source = "derivatives.yaml: alias/view: grad passes through, nothing saved";
+  registry.Register(std::move(identity));
+}
+
+}  // namespace memplan

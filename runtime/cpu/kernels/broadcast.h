@@ -1,0 +1,53 @@
+#pragma once
+// Numpy-style (multidirectional) broadcasting on concrete shapes, and its adjoint: summing a
+// gradient back over the dims an input was broadcast along.
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "graph/expected.h"
+#include "runtime/cpu/kernel_api.h"
+#include "runtime/tensor.h"
+
+namespace memplan {
+
+// The broadcast of `a` and `b`, or an error naming `op` and both shapes.
+Expected<TensorShape> BroadcastShapes(const TensorShape& a, const TensorShape& b,
+                                      std::string_view op);
+
+// Element strides of a tensor of `shape` seen through the broadcast shape `out` (right-aligned;
+// 0 along dims where `shape` has size 1 or is missing). REQUIRES: shape broadcasts to out.
+std::vector<int64_t> BroadcastStrides(const TensorShape& shape, const TensorShape& out);
+
+// Calls visit(out_index, offsets) for every element of `out` in row-major order, where
+// offsets[k] is the element offset in operand k (whose strides through `out` are strides[k]).
+template <size_t N, class Visit>
+void ForEachBroadcastIndex(const TensorShape& out,
+                           const std::array<std::vector<int64_t>, N>& strides, Visit&& visit) {
+  const size_t rank = out.size();
+  const int64_t total = NumElements(out);
+  std::vector<int64_t> counter(rank, 0);
+  std::array<int64_t, N> offsets{};
+  for (int64_t i = 0; i < total; ++i) {
+    visit(i, offsets);
+    for (size_t d = rank; d-- > 0;) {
+      ++counter[d];
+      for (size_t k = 0; k < N; ++k) offsets[k] += strides[k][d];
+      if (counter[d] < out[d]) break;
+      for (size_t k = 0; k < N; ++k) offsets[k] -= strides[k][d] * out[d];
+      counter[d] = 0;
+    }
+  }
+}
+
+// Sums `tensor` over the dims along which `target` was broadcast to reach tensor's shape.
+// The result has shape `target` and dtype `dtype` (rounded to it), in ctx.output_category.
+Tensor SumToShape(const KernelContext& ctx, const Tensor& tensor, const TensorShape& target,
+                  DType dtype);
+
+// `tensor` broadcast to `out` (a new buffer). REQUIRES: tensor's shape broadcasts to out.
+Tensor BroadcastTo(const KernelContext& ctx, const Tensor& tensor, const TensorShape& out);
+
+}  // namespace memplan

@@ -1,0 +1,57 @@
+#pragma once
+// Small helpers every kernel family uses: argument access with clear errors, output allocation
+// through the executor's allocator, dtype rounding, axis handling.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/attributes.h"
+#include "graph/expected.h"
+#include "runtime/cpu/kernel_api.h"
+#include "runtime/tensor.h"
+
+namespace memplan {
+
+const Attributes& AttributesOf(const Attributes* attributes);
+
+// The defined tensor at `index`, or an error "<op>: <role> <what> is missing".
+Expected<Tensor> RequireTensor(const std::vector<Tensor>& tensors, size_t index,
+                               std::string_view op, std::string_view role);
+// The tensor at `index` or an undefined one when the slot is absent.
+Tensor OptionalTensor(const std::vector<Tensor>& tensors, size_t index);
+
+// A zeroed output in ctx.output_category / a zeroed extra in ctx.extra_category.
+Tensor NewOutput(const KernelContext& ctx, TensorShape shape, DType dtype);
+Tensor NewExtra(const KernelContext& ctx, TensorShape shape, DType dtype);
+// A zeroed gradient for forward input `input` (its shape and dtype; fp32 if the dtype is not
+// floating). REQUIRES: args.input_shapes has the entry.
+Tensor NewInputGradient(const KernelContext& ctx, const BackwardArgs& args, size_t input);
+// One undefined gradient slot per forward input, or an error when args lacks the shapes of the
+// first `required_inputs` inputs (the executor must always pass input_shapes).
+Expected<InputGradients> MakeGradientSlots(const BackwardArgs& args, size_t required_inputs,
+                                           std::string_view op);
+// The dtype results of a kernel fed `dtype` get: floating types keep theirs, others give fp32.
+DType FloatResultType(DType dtype);
+// Rounds every element to the tensor's own dtype (fp16/bf16 emulation; no-op for fp32).
+void RoundToOwnDType(const Tensor& tensor);
+
+// Maps a possibly negative axis into [0, rank), or an error naming the op.
+Expected<int64_t> NormalizeAxis(int64_t axis, int64_t rank, std::string_view op);
+// Integer list from input `index` when present (newer opsets), else from attribute `name`
+// (older opsets); `found` says whether either existed.
+struct IntList {
+  std::vector<int64_t> values;
+  bool found = false;
+};
+IntList IntsFromInputOrAttribute(const std::vector<Tensor>& inputs, size_t index,
+                                 const Attributes& attributes, const std::string& name);
+
+// Row-major strides of `shape` in elements.
+std::vector<int64_t> ContiguousStrides(const TensorShape& shape);
+
+// ForwardResult with the single output `output`.
+ForwardResult SingleOutput(Tensor output);
+
+}  // namespace memplan

@@ -1,0 +1,211 @@
+// MaxPool (with ONNX-style flat indices kept for backward), AveragePool (count_include_pad as
+// PyTorch counts it) and GlobalAveragePool.
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "runtime/cpu/kernel_registry.h"
+#include "runtime/cpu/kernels/kernel_families.h"
+#include "runtime/cpu/kernels/kernel_util.h"
+#include "runtime/cpu/kernels/window_geometry.h"
+
+namespace memplan {
+namespace {
+
+Expected<WindowGeometry> PoolGeometry(std::string_view op, const Attributes& attrs,
+                                      const TensorShape& x) {
+  if (!attrs.Has("kernel_shape")) {
+    return MakeError(std::string(op) + ": the kernel_shape attribute is missing");
+  }
+  return ComputeWindowGeometry(op, attrs, x, attrs.GetInts("kernel_shape"), true);
+}
+
+// Calls visit(plane, out_index, in_index) for every (output element, in-input tap) pair, where
+// plane = n * C + c and indices are flat within the whole tensor.
+template <class Visit>
+void ForEachPoolTap(const WindowGeometry& g, Visit&& visit) {
+  const int64_t in_plane = g.h.input * g.w.input, out_plane = g.h.output * g.w.output;
+  for (int64_t plane = 0; plane < g.batch * g.channels; ++plane) {
+    for (int64_t oh = 0; oh < g.h.output; ++oh) {
+      for (int64_t ow = 0; ow < g.w.output; ++ow) {
+        const int64_t out_index = plane * out_plane + oh * g.w.output + ow;
+        for (int64_t kh = 0; kh < g.h.kernel; ++kh) {
+          const int64_t ih = g.h.InputIndex(oh, kh);
+          if (ih < 0 || ih >= g.h.input) continue;
+          for (int64_t kw = 0; kw < g.w.kernel; ++kw) {
+            const int64_t iw = g.w.InputIndex(ow, kw);
+            if (iw < 0 || iw >= g.w.input) continue;
+            visit(out_index, plane * in_plane + ih * g.w.input + iw);
+          }
+        }
+      }
+    }
+  }
+}
+
+Expected<ForwardResult> MaxPoolForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "MaxPool", "input"));
+  const Attributes& attrs = AttributesOf(args.attributes);
+  if (attrs.GetInt("storage_order", 0) != 0) {
+    return MakeError("MaxPool: storage_order=1 (column-major indices) is not supported");
+  }
+  MEMPLAN_TRY(WindowGeometry g, PoolGeometry("MaxPool", attrs, x.shape()));
+  const TensorShape shape = g.OutputShape(g.channels);
+  Tensor y = NewOutput(ctx, shape, x.dtype());
+  // The indices are both the optional ONNX output and the saved extra: one buffer, two handles.
+  Tensor indices = args.num_outputs >= 2 ? NewOutput(ctx, shape, DType::kInt64)
+                                         : NewExtra(ctx, shape, DType::kInt64);
+  float* out = y.mutable_data();
+  float* index = indices.mutable_data();
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    out[i] = -std::numeric_limits<float>::infinity();
+    index[i] = -1.0f;
+  }
+  const float* in = x.data();
+  ForEachPoolTap(g, [&](int64_t o, int64_t i) {
+    // Strictly greater keeps the first maximum, as PyTorch does; NaN propagates.
+    if (in[i] > out[o] || std::isnan(in[i])) {
+      if (!std::isnan(out[o])) {
+        out[o] = in[i];
+        index[o] = static_cast<float>(i);
+      }
+    }
+  });
+  RoundToOwnDType(y);
+  ForwardResult result;
+  result.outputs.push_back(std::move(y));
+  if (args.num_outputs >= 2) result.outputs.push_back(indices);
+  result.extras["indices"] = std::move(indices);
+  return result;
+}
+
+Expected<InputGradients> MaxPoolBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "MaxPool", "output gradient"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "MaxPool"));
+  Tensor indices;
+  auto it = args.extras.find("indices");
+  if (it != args.extras.end()) {
+    indices = it->second;
+  } else {
+    MEMPLAN_TRY(indices, RequireTensor(args.outputs, 1, "MaxPool", "saved indices output"));
+  }
+  if (indices.numel() != dy.numel()) return MakeError("MaxPool: indices do not match dY");
+  if (!args.NeedsGrad(0)) return grads;
+  Tensor dx = NewInputGradient(ctx, args, 0);
+  // Float storage holds indices exactly only up to 2^24 elements per tensor.
+  if (dx.numel() > (int64_t{1} << 24)) return MakeError("MaxPool: input too large for CPU indices");
+  float* out = dx.mutable_data();
+  for (int64_t o = 0; o < dy.numel(); ++o) {
+    const auto i = static_cast<int64_t>(indices.data()[o]);
+    if (i >= 0) out[i] += dy.data()[o];
+  }
+  RoundToOwnDType(dx);
+  grads[0] = std::move(dx);
+  return grads;
+}
+
+// The divisor of each output: taps inside the input, or with count_include_pad also those in the
+// padding (but never past the padded edge, as in PyTorch's ceil_mode windows). Host-side
+// bookkeeping a GPU kernel computes on the fly, so it does not go through the allocator.
+std::vector<float> AverageDivisors(const WindowGeometry& g, bool include_pad) {
+  std::vector<float> divisors(static_cast<size_t>(g.h.output * g.w.output));
+  float* d = divisors.data();
+  auto count = [include_pad](const WindowAxis& axis, int64_t out) {
+    int64_t n = 0;
+    for (int64_t tap = 0; tap < axis.kernel; ++tap) {
+      const int64_t i = axis.InputIndex(out, tap);
+      const bool inside = include_pad ? (i >= -axis.pad_begin && i < axis.input + axis.pad_end)
+                                      : (i >= 0 && i < axis.input);
+      n += inside ? 1 : 0;
+    }
+    return n;
+  };
+  for (int64_t oh = 0; oh < g.h.output; ++oh) {
+    for (int64_t ow = 0; ow < g.w.output; ++ow) {
+      d[oh * g.w.output + ow] = static_cast<float>(count(g.h, oh) * count(g.w, ow));
+    }
+  }
+  return divisors;
+}
+
+Expected<ForwardResult> AveragePoolForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "AveragePool", "input"));
+  const Attributes& attrs = AttributesOf(args.attributes);
+  MEMPLAN_TRY(WindowGeometry g, PoolGeometry("AveragePool", attrs, x.shape()));
+  Tensor y = NewOutput(ctx, g.OutputShape(g.channels), x.dtype());
+  const std::vector<float> divisors = AverageDivisors(g, attrs.GetInt("count_include_pad", 0) != 0);
+  float* out = y.mutable_data();
+  const float* in = x.data();
+  ForEachPoolTap(g, [&](int64_t o, int64_t i) { out[o] += in[i]; });
+  const int64_t out_plane = g.h.output * g.w.output;
+  for (int64_t o = 0; o < y.numel(); ++o) out[o] /= divisors[static_cast<size_t>(o % out_plane)];
+  RoundToOwnDType(y);
+  return SingleOutput(std::move(y));
+}
+
+Expected<InputGradients> AveragePoolBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "AveragePool", "output gradient"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "AveragePool"));
+  if (!args.NeedsGrad(0)) return grads;
+  const Attributes& attrs = AttributesOf(args.attributes);
+  MEMPLAN_TRY(WindowGeometry g, PoolGeometry("AveragePool", attrs, args.input_shapes[0]));
+  const std::vector<float> divisors = AverageDivisors(g, attrs.GetInt("count_include_pad", 0) != 0);
+  Tensor dx = NewInputGradient(ctx, args, 0);
+  float* out = dx.mutable_data();
+  const float* grad = dy.data();
+  const int64_t out_plane = g.h.output * g.w.output;
+  ForEachPoolTap(g, [&](int64_t o, int64_t i) {
+    out[i] += grad[o] / divisors[static_cast<size_t>(o % out_plane)];
+  });
+  RoundToOwnDType(dx);
+  grads[0] = std::move(dx);
+  return grads;
+}
+
+// GlobalAveragePool: the mean over every spatial dim, kept as size-1 dims.
+Expected<ForwardResult> GlobalAveragePoolForward(const KernelContext& ctx,
+                                                 const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "GlobalAveragePool", "input"));
+  if (x.rank() < 3) return MakeError("GlobalAveragePool: input must be [N, C, spatial...]");
+  TensorShape shape = x.shape();
+  for (size_t i = 2; i < shape.size(); ++i) shape[i] = 1;
+  Tensor y = NewOutput(ctx, shape, x.dtype());
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t size = planes == 0 ? 0 : x.numel() / planes;
+  for (int64_t p = 0; p < planes; ++p) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < size; ++i) sum += x.data()[p * size + i];
+    y.mutable_data()[p] = sum / static_cast<float>(size);
+  }
+  RoundToOwnDType(y);
+  return SingleOutput(std::move(y));
+}
+
+Expected<InputGradients> GlobalAveragePoolBackward(const KernelContext& ctx,
+                                                   const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy,
+              RequireTensor(args.grad_outputs, 0, "GlobalAveragePool", "output gradient"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "GlobalAveragePool"));
+  if (!args.NeedsGrad(0)) return grads;
+  Tensor dx = NewInputGradient(ctx, args, 0);
+  const int64_t planes = dy.numel();
+  const int64_t size = planes == 0 ? 0 : dx.numel() / planes;
+  for (int64_t p = 0; p < planes; ++p) {
+    const float g = dy.data()[p] / static_cast<float>(size);
+    for (int64_t i = 0; i < size; ++i) dx.mutable_data()[p * size + i] = g;
+  }
+  RoundToOwnDType(dx);
+  grads[0] = std::move(dx);
+  return grads;
+}
+
+}  // namespace
+
+void RegisterPoolingKernels(KernelRegistry& registry) {
+  registry.Register("MaxPool", &MaxPoolForward, &MaxPoolBackward);
+  registry.Register("AveragePool", &AveragePoolForward, &AveragePoolBackward);
+  registry.Register("GlobalAveragePool", &GlobalAveragePoolForward, &GlobalAveragePoolBackward);
+}
+
+}  // namespace memplan

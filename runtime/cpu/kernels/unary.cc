@@ -1,0 +1,233 @@
+// Elementwise unary ops. Each op says which forward tensor its backward reads (the one PyTorch's
+// derivatives.yaml saves): Relu/Sigmoid/Tanh/Sqrt/Exp/Reciprocal the result, Erf/Log/Gelu the
+// input, Neg nothing.
+
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "runtime/cpu/kernel_registry.h"
+#include "runtime/cpu/kernels/kernel_families.h"
+#include "runtime/cpu/kernels/kernel_util.h"
+#include "runtime/precision_emulation.h"
+
+namespace memplan {
+namespace {
+
+enum class Saves { kNothing, kInput, kOutput };
+
+constexpr float kTwoOverSqrtPi = static_cast<float>(2.0 * std::numbers::inv_sqrtpi);
+
+struct ReluOp {
+  static constexpr const char* kName = "Relu";
+  static constexpr Saves kSaves = Saves::kOutput;
+  static float Forward(float x) { return x > 0.0f ? x : 0.0f; }
+  static float Grad(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
+};
+struct SigmoidOp {
+  static constexpr const char* kName = "Sigmoid";
+  static constexpr Saves kSaves = Saves::kOutput;
+  static float Forward(float x) {
+    // Written so that exp never overflows.
+    if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
+    const float e = std::exp(x);
+    return e / (1.0f + e);
+  }
+  static float Grad(float y, float dy) { return dy * y * (1.0f - y); }
+};
+struct TanhOp {
+  static constexpr const char* kName = "Tanh";
+  static constexpr Saves kSaves = Saves::kOutput;
+  static float Forward(float x) { return std::tanh(x); }
+  static float Grad(float y, float dy) { return dy * (1.0f - y * y); }
+};
+struct ErfOp {
+  static constexpr const char* kName = "Erf";
+  static constexpr Saves kSaves = Saves::kInput;
+  static float Forward(float x) { return std::erf(x); }
+  static float Grad(float x, float dy) { return dy * kTwoOverSqrtPi * std::exp(-x * x); }
+};
+struct SqrtOp {
+  static constexpr const char* kName = "Sqrt";
+  static constexpr Saves kSaves = Saves::kOutput;
+  static float Forward(float x) { return std::sqrt(x); }
+  static float Grad(float y, float dy) { return dy / (2.0f * y); }
+};
+struct NegOp {
+  static constexpr const char* kName = "Neg";
+  static constexpr Saves kSaves = Saves::kNothing;
+  static float Forward(float x) { return -x; }
+  static float Grad(float, float dy) { return -dy; }
+};
+struct ExpOp {
+  static constexpr const char* kName = "Exp";
+  static constexpr Saves kSaves = Saves::kOutput;
+  static float Forward(float x) { return std::exp(x); }
+  static float Grad(float y, float dy) { return dy * y; }
+};
+struct LogOp {
+  static constexpr const char* kName = "Log";
+  static constexpr Saves kSaves = Saves::kInput;
+  static float Forward(float x) { return std::log(x); }
+  static float Grad(float x, float dy) { return dy / x; }
+};
+struct ReciprocalOp {
+  static constexpr const char* kName = "Reciprocal";
+  static constexpr Saves kSaves = Saves::kOutput;
+  static float Forward(float x) { return 1.0f / x; }
+  static float Grad(float y, float dy) { return -dy * y * y; }
+};
+
+template <class Op>
+Expected<ForwardResult> UnaryForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, Op::kName, "input"));
+  Tensor y = NewOutput(ctx, x.shape(), x.dtype());
+  const float* in = x.data();
+  float* out = y.mutable_data();
+  for (int64_t i = 0; i < x.numel(); ++i) out[i] = Op::Forward(in[i]);
+  RoundToOwnDType(y);
+  return SingleOutput(std::move(y));
+}
+
+template <class Op>
+Expected<InputGradients> UnaryBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, Op::kName, "output gradient"));
+  Tensor saved;
+  if constexpr (Op::kSaves == Saves::kInput) {
+    MEMPLAN_TRY(saved, RequireTensor(args.inputs, 0, Op::kName, "saved input"));
+  } else if constexpr (Op::kSaves == Saves::kOutput) {
+    MEMPLAN_TRY(saved, RequireTensor(args.outputs, 0, Op::kName, "saved output"));
+  }
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, Op::kName));
+  if (!args.NeedsGrad(0)) return grads;
+  Tensor dx = NewInputGradient(ctx, args, 0);
+  const float* g = dy.data();
+  const float* s = saved.defined() ? saved.data() : nullptr;
+  float* out = dx.mutable_data();
+  for (int64_t i = 0; i < dx.numel(); ++i) out[i] = Op::Grad(s != nullptr ? s[i] : 0.0f, g[i]);
+  RoundToOwnDType(dx);
+  grads[0] = std::move(dx);
+  return grads;
+}
+
+// Gelu: 0.5 x (1 + erf(x / sqrt 2)), or with approximate="tanh"
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Backward reads the input.
+constexpr float kInvSqrt2 = static_cast<float>(1.0 / std::numbers::sqrt2);
+constexpr float kSqrt2OverPi = static_cast<float>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
+constexpr float kTanhCoefficient = 0.044715f;
+
+bool UsesTanhApproximation(const Attributes* attributes) {
+  return AttributesOf(attributes).GetString("approximate", "none") == "tanh";
+}
+
+Expected<ForwardResult> GeluForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Gelu", "input"));
+  const bool use_tanh = UsesTanhApproximation(args.attributes);
+  Tensor y = NewOutput(ctx, x.shape(), x.dtype());
+  const float* in = x.data();
+  float* out = y.mutable_data();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = in[i];
+    out[i] = use_tanh
+                 ? 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + kTanhCoefficient * v * v * v)))
+                 : 0.5f * v * (1.0f + std::erf(v * kInvSqrt2));
+  }
+  RoundToOwnDType(y);
+  return SingleOutput(std::move(y));
+}
+
+Expected<InputGradients> GeluBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Gelu", "output gradient"));
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Gelu", "saved input"));
+  const bool use_tanh = UsesTanhApproximation(args.attributes);
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "Gelu"));
+  if (!args.NeedsGrad(0)) return grads;
+  Tensor dx = NewInputGradient(ctx, args, 0);
+  const float* in = x.data();
+  const float* g = dy.data();
+  float* out = dx.mutable_data();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = in[i];
+    float derivative;
+    if (use_tanh) {
+      const float inner = kSqrt2OverPi * (v + kTanhCoefficient * v * v * v);
+      const float t = std::tanh(inner);
+      const float d_inner = kSqrt2OverPi * (1.0f + 3.0f * kTanhCoefficient * v * v);
+      derivative = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * d_inner;
+    } else {
+      // d/dx [x Phi(x)] = Phi(x) + x phi(x), phi the standard normal density.
+      const float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
+      const float pdf = 0.5f * kTwoOverSqrtPi * kInvSqrt2 * std::exp(-0.5f * v * v);
+      derivative = cdf + v * pdf;
+    }
+    out[i] = g[i] * derivative;
+  }
+  RoundToOwnDType(dx);
+  grads[0] = std::move(dx);
+  return grads;
+}
+
+// Identity: the output is a view of the input, the gradient a view of the output gradient.
+Expected<ForwardResult> IdentityForward(const KernelContext&, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Identity", "input"));
+  return SingleOutput(x);
+}
+
+Expected<InputGradients> IdentityBackward(const KernelContext&, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Identity", "output gradient"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "Identity"));
+  if (args.NeedsGrad(0)) grads[0] = dy;
+  return grads;
+}
+
+// Cast: converts to the `to` dtype (fp16/bf16 rounding, integer truncation); backward converts
+// the gradient back to the input's dtype, as autograd does.
+Expected<ForwardResult> CastForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Cast", "input"));
+  const int64_t to = AttributesOf(args.attributes).GetInt("to", 0);
+  const std::optional<DType> target = DTypeFromOnnx(static_cast<int32_t>(to));
+  if (!target || *target == DType::kString || *target == DType::kComplex64 ||
+      *target == DType::kComplex128) {
+    return MakeError("Cast: unsupported target type code " + std::to_string(to));
+  }
+  Tensor y = NewOutput(ctx, x.shape(), *target);
+  std::copy(x.data(), x.data() + x.numel(), y.mutable_data());
+  RoundToOwnDType(y);
+  return SingleOutput(std::move(y));
+}
+
+Expected<InputGradients> CastBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Cast", "output gradient"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "Cast"));
+  const bool floating_input = !args.input_dtypes.empty() && IsFloating(args.input_dtypes[0]);
+  if (!args.NeedsGrad(0) || !floating_input) return grads;
+  Tensor dx = NewInputGradient(ctx, args, 0);
+  std::copy(dy.data(), dy.data() + dy.numel(), dx.mutable_data());
+  RoundToOwnDType(dx);
+  grads[0] = std::move(dx);
+  return grads;
+}
+
+template <class Op>
+void RegisterUnary(KernelRegistry& registry) {
+  registry.Register(Op::kName, &UnaryForward<Op>, &UnaryBackward<Op>);
+}
+
+}  // namespace
+
+void RegisterUnaryKernels(KernelRegistry& registry) {
+  RegisterUnary<ReluOp>(registry);
+  RegisterUnary<SigmoidOp>(registry);
+  RegisterUnary<TanhOp>(registry);
+  RegisterUnary<ErfOp>(registry);
+  RegisterUnary<SqrtOp>(registry);
+  RegisterUnary<NegOp>(registry);
+  RegisterUnary<ExpOp>(registry);
+  RegisterUnary<LogOp>(registry);
+  RegisterUnary<ReciprocalOp>(registry);
+  registry.Register("Gelu", &GeluForward, &GeluBackward);
+  registry.Register("Identity", &IdentityForward, &IdentityBackward);
+  registry.Register("Cast", &CastForward, &CastBackward);
+}
+
+}  // namespace memplan

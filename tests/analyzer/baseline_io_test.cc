@@ -1,0 +1,193 @@
+// Baseline and config-list files: round trips, determinism, validation messages, model paths.
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analyzer/baseline/baseline.h"
+#include "analyzer/baseline/config_list.h"
+#include "analyzer/baseline/memory_result.h"
+#include "baseline_test_models.h"
+
+namespace memplan {
+namespace {
+
+std::filesystem::path ScratchDir() {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("memplan_baseline_io_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "ci");
+  return dir;
+}
+
+std::string ReadText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void WriteText(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+std::string ErrorOf(const nlohmann::json& json) {
+  Expected<Baseline> b = BaselineFromJson(json);
+  REQUIRE_FALSE(b.ok());
+  return b.error().message;
+}
+
+TEST_CASE("A baseline round-trips through its file byte for byte", "[baseline]") {
+  std::filesystem::path dir = ScratchDir();
+  BaselineEntry gpt = baseline_test::Entry("gpt-seq128", baseline_test::MlpWidenedResult());
+  gpt.config.model = "../models/gpt.onnx";
+  gpt.config.flags = PlanFlags{};
+  gpt.config.flags.dims = {{"seq", 128}};
+  gpt.config.flags.micro_batch = 4;
+  gpt.config.flags.accumulation = 8;
+  gpt.config.flags.recompute = "sqrt";
+  gpt.config.flags.allocator = "caching";
+  gpt.config.flags.gpu = "A100-80GB";
+  Baseline original =
+      baseline_test::BaselineOf({baseline_test::Entry("mlp", baseline_test::MlpResult()), gpt});
+
+  std::filesystem::path path = dir / "ci" / "memplan.baseline.json";
+  REQUIRE(WriteBaseline(original, path).ok());
+  Expected<Baseline> read = ReadBaseline(path);
+  REQUIRE(read.ok());
+  REQUIRE(read->entries.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(read->entries[i].config == original.entries[i].config);
+    CHECK(read->entries[i].result == original.entries[i].result);
+  }
+  CHECK(read->directory == path.parent_path());
+  CHECK(ResolveModelPath(read->directory, "../models/gpt.onnx") == dir / "models" / "gpt.onnx");
+
+  std::filesystem::path again = dir / "again.json";
+  REQUIRE(WriteBaseline(*read, again).ok());
+  CHECK(ReadText(again) == ReadText(path));
+
+  // The written form: documented keys in a fixed order, unset flags left out.
+  nlohmann::json json = nlohmann::json::parse(ReadText(path));
+  CHECK(json["schema"] == "memplan-baseline/1");
+  CHECK(json["configurations"][0]["flags"] ==
+        nlohmann::json::parse(R"({"batch": 8, "precision": "fp32", "optimizer": "adam"})"));
+  CHECK(json["configurations"][1]["flags"] ==
+        nlohmann::json::parse(R"({"dims": {"seq": 128}, "micro_batch": 4, "accumulation": 8,
+            "recompute": "sqrt", "allocator": "caching", "gpu": "A100-80GB"})"));
+  CHECK(json["configurations"][0]["result"]["saved_bytes_by_node"]["/relu1/Relu"] == 8192);
+  CHECK(json["configurations"][0]["result"]["breakdown"]["optimizer_state"] == 546896);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Baseline validation names the problem", "[baseline]") {
+  nlohmann::json good = BaselineToJson(
+      baseline_test::BaselineOf({baseline_test::Entry("mlp", baseline_test::MlpResult())}));
+  REQUIRE(BaselineFromJson(good).ok());
+
+  nlohmann::json wrong_schema = good;
+  wrong_schema["schema"] = "memplan/1";
+  CHECK_THAT(ErrorOf(wrong_schema), Catch::Contains("memplan-baseline/1"));
+
+  nlohmann::json twice = good;
+  twice["configurations"].push_back(good["configurations"][0]);
+  CHECK(ErrorOf(twice) == "baseline: configuration name 'mlp' appears twice");
+
+  nlohmann::json typo = good;
+  typo["configurations"][0]["flags"]["micro-batch"] = 4;
+  CHECK_THAT(ErrorOf(typo), Catch::StartsWith("configuration 'mlp': unknown flag 'micro-batch'"));
+
+  nlohmann::json negative = good;
+  negative["configurations"][0]["result"]["peak_bytes"] = -1;
+  CHECK(ErrorOf(negative) ==
+        "configuration 'mlp': 'peak_bytes' must be an integer byte count >= 0");
+
+  nlohmann::json no_category = good;
+  no_category["configurations"][0]["result"]["breakdown"].erase("workspace");
+  CHECK(ErrorOf(no_category) == "configuration 'mlp': breakdown 'workspace' is missing");
+
+  nlohmann::json unnamed = good;
+  unnamed["configurations"][0].erase("name");
+  CHECK(ErrorOf(unnamed) == "configuration #1: 'name' must be a non-empty string");
+
+  nlohmann::json zero_batch = good;
+  zero_batch["configurations"][0]["flags"]["batch"] = 0;
+  CHECK(ErrorOf(zero_batch) == "configuration 'mlp': flag 'batch' must be an integer >= 1");
+
+  std::filesystem::path dir = ScratchDir();
+  WriteText(dir / "broken.json", "{\"schema\": ");
+  Expected<Baseline> broken = ReadBaseline(dir / "broken.json");
+  REQUIRE_FALSE(broken.ok());
+  CHECK_THAT(broken.error().message, Catch::Contains("broken.json is not valid JSON"));
+  Expected<Baseline> absent = ReadBaseline(dir / "absent.json");
+  REQUIRE_FALSE(absent.ok());
+  CHECK_THAT(absent.error().message, Catch::StartsWith("cannot read "));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Config lists name model + flags pairs relative to the list", "[baseline]") {
+  std::filesystem::path dir = ScratchDir();
+  WriteText(dir / "ci" / "memplan.configs.json", R"({
+    "schema": "memplan-configs/1",
+    "configurations": [
+      {"name": "resnet18-b64-fp16", "model": "../models/resnet18.onnx",
+       "flags": {"batch": 64, "precision": "fp16", "gpu": "A100-80GB"}},
+      {"name": "gpt-seq512", "model": "/abs/gpt.onnx",
+       "flags": {"batch": 16, "dims": {"seq": 512}, "recompute": "sqrt"}}
+    ]})");
+  Expected<ConfigList> list = ReadConfigList(dir / "ci" / "memplan.configs.json");
+  REQUIRE(list.ok());
+  REQUIRE(list->configurations.size() == 2);
+  const CheckConfiguration& resnet = list->configurations[0];
+  CHECK(resnet.name == "resnet18-b64-fp16");
+  CHECK(resnet.flags.batch == 64);
+  CHECK(resnet.flags.precision == "fp16");
+  CHECK_FALSE(resnet.flags.micro_batch.has_value());
+  CHECK(ResolveModelPath(list->directory, resnet.model) == dir / "models" / "resnet18.onnx");
+  CHECK(list->configurations[1].flags.dims.at("seq") == 512);
+  CHECK(ResolveModelPath(list->directory, "/abs/gpt.onnx") == "/abs/gpt.onnx");
+  CHECK(PlanFlagsAsArguments(list->configurations[1].flags) ==
+        "--batch 16 --dim seq=512 --recompute sqrt");
+
+  // The baseline written next to the list elsewhere gets paths relative to itself.
+  CHECK(ModelPathRelativeTo(dir / "models" / "resnet18.onnx", dir / "memplan.baseline.json") ==
+        "models/resnet18.onnx");
+  CHECK(ModelPathRelativeTo(dir / "models" / "resnet18.onnx", dir / "ci" / "b.json") ==
+        "../models/resnet18.onnx");
+
+  Expected<ConfigList> empty = ConfigListFromJson(
+      nlohmann::json::parse(R"({"schema": "memplan-configs/1", "configurations": []})"));
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.error().message == "config list: 'configurations' must be a non-empty array");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("A result is read from memplan analyze --json", "[baseline]") {
+  std::ifstream in(std::string(MEMPLAN_FIXTURES_DIR) + "/plans/resnet18_fp16_plan.json");
+  nlohmann::json plan = nlohmann::json::parse(in);
+  Expected<MemoryResult> result = MemoryResultFromPlanJson(plan);
+  REQUIRE(result.ok());
+  // Values as written in the fixture.
+  CHECK(result->peak_bytes == 3221225472);
+  CHECK(result->breakdown[MemoryCategory::kParameters] == 70194672);
+  CHECK(result->breakdown[MemoryCategory::kOther] == 41074224);
+  CHECK(result->saved_activation_bytes == 2684354560);
+  CHECK(result->saved_bytes_by_node.empty());
+
+  plan[kSavedActivationsByNodeKey] = {{"/conv1/Conv", 4816896}, {"/relu/Relu", 4194304}};
+  result = MemoryResultFromPlanJson(plan);
+  REQUIRE(result.ok());
+  CHECK(result->saved_bytes_by_node.at("/conv1/Conv") == 4816896);
+
+  plan.erase("breakdown");
+  Expected<MemoryResult> missing = MemoryResultFromPlanJson(plan);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message == "analyze output: 'breakdown' is missing or not an object");
+}
+
+}  // namespace
+}  // namespace memplan

@@ -1,0 +1,50 @@
+# CLI basics: help, verbs, the exit-code contract and the one-line error for bad usage.
+# An error must be exactly one line "memplan: ..." on stderr (stdout empty): the regexes below
+# anchor at both ends and forbid a newline before the final one.
+set(MEMPLAN_ONE_LINE_ERROR "^memplan: [^\n]+\n$")
+
+memplan_cli_test("help exits 0 and lists the verbs" EXPECT_EXIT 0
+  EXPECT_OUTPUT "analyze.*inspect.*verify.*profile.*check.*baseline.*export.*report"
+  COMMAND --help)
+memplan_cli_test("verb help exits 0" EXPECT_EXIT 0 EXPECT_OUTPUT "--dim.*--json"
+  COMMAND inspect --help)
+memplan_cli_test("no verb is a usage error" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: a verb is required[^\n]+\n$" COMMAND)
+memplan_cli_test("unknown verb is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: unknown verb 'frobnicate'[^\n]+\n$" COMMAND frobnicate model.onnx)
+memplan_cli_test("unknown flag is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: inspect: [^\n]*--bogus[^\n]*\n$"
+  COMMAND inspect model.onnx --bogus)
+memplan_cli_test("unknown global flag is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "${MEMPLAN_ONE_LINE_ERROR}" COMMAND --bogus)
+memplan_cli_test("missing flag value is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: inspect: [^\n]*--batch[^\n]*\n$" COMMAND inspect model.onnx --batch)
+memplan_cli_test("missing model is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: inspect: [^\n]*model[^\n]*\n$" COMMAND inspect)
+
+# Malformed common flags: rejected before the model is read (the path need not exist).
+memplan_cli_test("--batch must be a positive integer" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --batch: expected a positive integer, got 'abc'\n$"
+  COMMAND inspect absent.onnx --batch abc)
+memplan_cli_test("--batch 0 is rejected" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --batch: expected a positive integer, got '0'\n$"
+  COMMAND inspect absent.onnx --batch 0)
+memplan_cli_test("--dim needs name=value" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --dim: expected name=value[^\n]+\n$"
+  COMMAND inspect absent.onnx --dim seq)
+memplan_cli_test("--dim value must be positive" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --dim seq: expected a positive integer, got '-5'\n$"
+  COMMAND inspect absent.onnx --dim seq=-5)
+memplan_cli_test("--format must be known" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --format: expected text, json or markdown, got 'xml'\n$"
+  COMMAND inspect absent.onnx --format xml)
+memplan_cli_test("--json conflicts with --format text" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --json conflicts with --format text\n$"
+  COMMAND inspect absent.onnx --json --format text)
+
+# Verbs registered but not implemented say so and exit 2, whatever their arguments.
+foreach(verb analyze verify profile check baseline export report)
+  memplan_cli_test("${verb} is not available yet" EXPECT_EXIT 2
+    EXPECT_OUTPUT "^memplan ${verb}: not available in this build yet\n$"
+    COMMAND ${verb} model.onnx --gpu 24G --some-future-flag)
+endforeach()

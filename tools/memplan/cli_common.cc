@@ -1,0 +1,101 @@
+#include "tools/memplan/cli_common.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "graph/onnx_import.h"
+
+namespace memplan::cli {
+
+int ReportError(std::string_view message) {
+  std::string line;
+  for (char c : message) {
+    if (c == '\n') {
+      line += "; ";
+    } else if (c != '\r') {
+      line.push_back(c);
+    }
+  }
+  while (!line.empty() && (line.back() == ' ' || line.back() == ';')) line.pop_back();
+  std::fprintf(stderr, "memplan: %s\n", line.c_str());
+  return kExitUsage;
+}
+
+Verb NotAvailableVerb(CLI::App* command, std::shared_ptr<const void> flag_storage) {
+  // Neither a missing model nor a flag not registered yet may hide the real reason.
+  command->allow_extras();
+  for (CLI::Option* option : command->get_options()) option->required(false);
+  std::string name = command->get_name();
+  return Verb{command, [name, storage = std::move(flag_storage)] {
+                std::fprintf(stderr, "memplan %s: not available in this build yet\n", name.c_str());
+                return kExitUsage;
+              }};
+}
+
+void AddAnalysisFlags(CLI::App& command, AnalysisFlags& flags) {
+  command.add_option("model", flags.model, "the model: an ONNX file (.onnx)")->required();
+  command.add_option("--batch", flags.batch,
+                     "bind the batch dimension (the first input's first dim) to N");
+  command.add_option("--dim", flags.dims,
+                     "bind a symbolic dimension, e.g. --dim seq=512 (repeatable)");
+  command.add_option("--batch-dim", flags.batch_dim,
+                     "which symbolic dimension is the batch (default: first dim of first input)");
+  command.add_flag("--json", flags.json, "print JSON (schema memplan/1); same as --format json");
+  command.add_option("--format", flags.format, "output format: text (default), json, markdown");
+}
+
+Expected<AnalysisRequest> ResolveAnalysisFlags(const AnalysisFlags& flags) {
+  AnalysisRequest request;
+  request.model = flags.model;
+  request.batch_dim = flags.batch_dim;
+  if (!flags.batch.empty()) {
+    MEMPLAN_TRY(int64_t batch, ParsePositiveInt(flags.batch, "--batch"));
+    request.batch = batch;
+  }
+  for (const std::string& text : flags.dims) {
+    MEMPLAN_TRY(DimBinding dim, ParseDimBinding(text));
+    request.dims.push_back(std::move(dim));
+  }
+  if (flags.format.empty() || flags.format == "text") {
+    request.format = OutputFormat::kText;
+  } else if (flags.format == "json") {
+    request.format = OutputFormat::kJson;
+  } else if (flags.format == "markdown") {
+    request.format = OutputFormat::kMarkdown;
+  } else {
+    return MakeError("--format: expected text, json or markdown, got '" + flags.format + "'");
+  }
+  if (flags.json) {
+    if (!flags.format.empty() && request.format != OutputFormat::kJson) {
+      return MakeError("--json conflicts with --format " + flags.format);
+    }
+    request.format = OutputFormat::kJson;
+  }
+  return request;
+}
+
+Expected<Graph> LoadModel(const AnalysisRequest& request) {
+  std::error_code ec;
+  auto status = std::filesystem::status(request.model, ec);
+  if (ec || !std::filesystem::exists(status)) {
+    return MakeError("cannot open model '" + request.model + "': no such file");
+  }
+  if (std::filesystem::is_directory(status)) {
+    return MakeError("cannot open model '" + request.model + "': it is a directory");
+  }
+  ImportOptions options;
+  options.batch_symbol = request.batch_dim;
+  return ImportOnnxModel(request.model, options);
+}
+
+Progress::Progress(OutputFormat format)
+    : enabled_(format != OutputFormat::kJson && isatty(STDERR_FILENO) == 1) {}
+
+void Progress::Report(std::string_view message) const {
+  if (!enabled_) return;
+  std::fprintf(stderr, "memplan: %.*s\n", static_cast<int>(message.size()), message.data());
+}
+
+}  // namespace memplan::cli

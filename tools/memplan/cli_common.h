@@ -1,0 +1,85 @@
+#pragma once
+// What every memplan verb shares: exit codes, the one-line error contract, the analysis flags
+// (--batch, --dim, --batch-dim, --json, --format), model loading and progress output.
+//
+// Contract (ARCHITECTURE.md): exit 0 on success, 1 when a check failed, 2 for bad input or
+// usage with exactly one line "memplan: <message>" on stderr. Exceptions (CLI11's) stop in main.
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/expected.h"
+#include "graph/graph.h"
+#include "graph/symbols.h"
+
+namespace memplan::cli {
+
+inline constexpr int kExitSuccess = 0;
+inline constexpr int kExitCheckFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+// Prints "memplan: <message>" as one line on stderr (newlines in `message` become "; ") and
+// returns kExitUsage.
+int ReportError(std::string_view message);
+
+// A verb: its CLI11 subcommand and what runs when it was chosen (returns the exit code).
+struct Verb {
+  CLI::App* command = nullptr;
+  std::function<int()> run;
+};
+
+// A verb registered (so its flags parse and `--help` describes it) but not implemented in this
+// build: running it prints "memplan <verb>: not available in this build yet" and exits 2, whatever
+// the arguments (none is required, extras are allowed). `flag_storage` holds the variables the
+// command's options write to; the returned Verb keeps it alive.
+Verb NotAvailableVerb(CLI::App* command, std::shared_ptr<const void> flag_storage);
+
+enum class OutputFormat { kText, kJson, kMarkdown };
+
+// The raw flag values shared by analysis verbs, bound by AddAnalysisFlags. Values are kept as
+// text and validated by ResolveAnalysisFlags so errors use memplan's own one-line messages.
+struct AnalysisFlags {
+  std::string model;              // positional: path to the .onnx file
+  std::string batch;              // --batch N
+  std::vector<std::string> dims;  // --dim name=value, repeatable
+  std::string batch_dim;          // --batch-dim NAME
+  bool json = false;              // --json
+  std::string format;             // --format text|json|markdown
+};
+
+// Adds the model positional and --batch/--dim/--batch-dim/--json/--format to `command`.
+// REQUIRES: `flags` outlives the parse (CLI11 keeps pointers to its members).
+void AddAnalysisFlags(CLI::App& command, AnalysisFlags& flags);
+
+// The flags, validated: --batch positive, each --dim name=positive, --format known, --json not
+// contradicting --format.
+struct AnalysisRequest {
+  std::string model;
+  std::optional<int64_t> batch;
+  std::vector<DimBinding> dims;
+  std::string batch_dim;
+  OutputFormat format = OutputFormat::kText;
+};
+Expected<AnalysisRequest> ResolveAnalysisFlags(const AnalysisFlags& flags);
+
+// Imports the model (errors: missing/unreadable file, anything the importer rejects).
+Expected<Graph> LoadModel(const AnalysisRequest& request);
+
+// Progress lines ("memplan: importing model.onnx...") on stderr, only when stderr is a terminal
+// and the output is not JSON, so pipes and CI logs stay clean.
+class Progress {
+ public:
+  explicit Progress(OutputFormat format);
+  void Report(std::string_view message) const;
+
+ private:
+  bool enabled_ = false;
+};
+
+}  // namespace memplan::cli

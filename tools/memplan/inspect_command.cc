@@ -1,0 +1,52 @@
+// `memplan inspect model.onnx [--batch N] [--dim name=value] [--json|--format ...]`: what the
+// model contains (ops, parameters, inputs/outputs, symbols) and what may mislead an estimate.
+#include <cstdio>
+#include <memory>
+
+#include "graph/bind_symbols.h"
+#include "graph/model_summary.h"
+#include "tools/memplan/cli_common.h"
+#include "tools/memplan/commands.h"
+#include "tools/memplan/inspect_output.h"
+
+namespace memplan::cli {
+namespace {
+
+int RunInspect(const AnalysisFlags& flags) {
+  Expected<AnalysisRequest> request = ResolveAnalysisFlags(flags);
+  if (!request.ok()) return ReportError(request.error().message);
+  Progress progress(request->format);
+  progress.Report("importing " + request->model + "...");
+  Expected<Graph> graph = LoadModel(*request);
+  if (!graph.ok()) return ReportError(graph.error().message);
+  Expected<Bindings> bindings = BindSymbols(*graph, request->batch, request->dims);
+  if (!bindings.ok()) return ReportError(bindings.error().message);
+
+  ModelSummary summary = SummarizeModel(*graph, *bindings);
+  std::string out;
+  switch (request->format) {
+    case OutputFormat::kJson:
+      out = RenderInspectJson(summary, request->model);
+      break;
+    case OutputFormat::kMarkdown:
+      out = RenderInspectMarkdown(summary, request->model);
+      break;
+    case OutputFormat::kText:
+      out = RenderInspectText(summary, request->model);
+      break;
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitSuccess;
+}
+
+}  // namespace
+
+Verb AddInspectCommand(CLI::App& app) {
+  CLI::App* command = app.add_subcommand(
+      "inspect", "show a model's ops, parameters, inputs/outputs, symbolic dims and warnings");
+  auto flags = std::make_shared<AnalysisFlags>();
+  AddAnalysisFlags(*command, *flags);
+  return Verb{command, [flags] { return RunInspect(*flags); }};
+}
+
+}  // namespace memplan::cli
