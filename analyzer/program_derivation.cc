@@ -141,8 +141,7 @@ class Derivation {
   // requires_grad flows forward from parameters; "leads to the loss" flows backward from the model
   // output; a value needs a gradient when both hold (inputs never require grad).
   void AnalyzeGradients() {
-    std::vector<bool>
-    requires_grad(g_.num_values(), false);
+    std::vector<bool> requires_grad(g_.num_values(), false);
     for (const Value& v : g_.values())
       if (IsParameter(v.id)) requires_grad[v.id.index()] = true;
     for (NodeId n : order_) {
@@ -185,12 +184,30 @@ class Derivation {
       for (size_t i = 0; i < node.inputs.size(); ++i)
         in_grad = in_grad || (info.gradient_inputs[i] && needs_grad_[node.inputs[i].index()]);
       info.needs_backward = out_grad && in_grad;
-      if (info.needs_backward) {
-        OpContext ctx = MakeOpContext(g_, n);
-        info.saved = info.schema->saved_for_backward(ctx);
-        info.workspace = info.schema->backward_workspace(ctx);
-      }
     }
+    requires_grad_ = std::move(requires_grad);
+  }
+
+  // The context the registry's saved/workspace rules see for `n`: dtypes as the program runs it
+  // (after casts), and activations that do not require grad marked as inputs, so rules that save
+  // an operand only for another operand's gradient decide as autograd would.
+  OpContext ProgramContext(NodeId n) const {
+    OpContext ctx = MakeOpContext(g_, n);
+    const Node& node = g_.node(n);
+    const NodeInfo& info = nodes_[n.index()];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      ValueId u = node.inputs[i];
+      if (!IsRuntimeValue(u)) continue;
+      if (i < info.read.size() && info.read[i].valid())
+        ctx.inputs[i].dtype = p_.buffer(info.read[i]).dtype;
+      if (ctx.inputs[i].kind == ValueKind::kIntermediate && !requires_grad_[u.index()])
+        ctx.inputs[i].kind = ValueKind::kInput;
+    }
+    for (size_t j = 0; j < node.outputs.size(); ++j) {
+      ValueId o = node.outputs[j];
+      if (IsRuntimeValue(o)) ctx.outputs[j].dtype = dtype_[o.index()];
+    }
+    return ctx;
   }
 
   // ---- buffers and steps ----------------------------------------------------------------------
@@ -427,7 +444,12 @@ class Derivation {
         value_storage_[o.index()] = outputs[j];
       }
       p_.steps.back().outputs = outputs;
-      if (info.needs_backward && !info.recompute) CreateExtras(n);
+      if (info.needs_backward) {
+        OpContext ctx = ProgramContext(n);
+        info.saved = info.schema->saved_for_backward(ctx);
+        info.workspace = info.schema->backward_workspace(ctx);
+        if (!info.recompute) CreateExtras(n);
+      }
     }
     return OkStatus();
   }
@@ -630,7 +652,6 @@ class Derivation {
     Step& step = NewStep(StepKind::kLossBackward, "loss");
     step.op_type = loss_.op_type;
     step.domain = loss_.domain;
-    Touch(p_.loss_buffer);
     std::vector<BufferId> saved;
     size_t extra = 0;
     for (const SavedTensor& s : loss_saved_) {
@@ -802,6 +823,7 @@ class Derivation {
   BufferId loss_scale_;
 
   std::vector<NodeInfo> nodes_;
+  std::vector<bool> requires_grad_;
   std::vector<bool> needs_grad_;
   std::vector<BufferId> value_storage_;       // forward buffer of each value (views: the base's)
   std::vector<BufferId> recomputed_storage_;  // its copy re-created in backward

@@ -31,10 +31,10 @@ std::string Xml(std::string_view text, bool attribute) {
         out += "&apos;";
         break;
       case '\t':
-        out += "&#9;";
+        out += attribute ? "&#9;" : "\t";
         break;
       case '\n':
-        out += "&#10;";
+        out += attribute ? "&#10;" : "\n";
         break;
       case '\r':
         out += "&#13;";

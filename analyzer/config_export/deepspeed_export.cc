@@ -35,6 +35,9 @@ nlohmann::ordered_json OptimizerSection(const ExportPlan& plan, const ExportOpti
       params["eps"] = kAdamEps;
       params["weight_decay"] = EffectiveWeightDecay(plan, options);
       break;
+    case ExportOptimizer::kAdafactor:
+      type = "Adafactor";  // torch.optim.Adafactor (torch >= 2.5), found by name as SGD is
+      break;
   }
   nlohmann::ordered_json section;
   section["type"] = type;

@@ -28,19 +28,23 @@ Expected<std::string> ExportConfig(const nlohmann::json& plan_json, ExportTarget
                                    const ExportOptions& options) {
   MEMPLAN_RETURN_IF_ERROR(ValidateOptions(options));
   MEMPLAN_TRY(ExportPlan plan, ReadExportPlan(plan_json));
+  // A plan simulated without clipping exports without clipping: the clip's transient is not in
+  // its memory figure.
+  ExportOptions effective = options;
+  if (!plan.clip_gradients) effective.max_grad_norm = 0;
   switch (target) {
     case ExportTarget::kDeepSpeed:
-      return config_export::ExportDeepSpeed(plan, options);
+      return config_export::ExportDeepSpeed(plan, effective);
     case ExportTarget::kHfTrainer:
-      return config_export::ExportHfTrainerPython(plan, options);
+      return config_export::ExportHfTrainerPython(plan, effective);
     case ExportTarget::kHfTrainerJson:
-      return config_export::ExportHfTrainerJson(plan, options);
+      return config_export::ExportHfTrainerJson(plan, effective);
     case ExportTarget::kAccelerate:
-      return config_export::ExportAccelerate(plan, options);
+      return config_export::ExportAccelerate(plan, effective);
     case ExportTarget::kLightning:
-      return config_export::ExportLightning(plan, options);
+      return config_export::ExportLightning(plan, effective);
     case ExportTarget::kPytorchLoop:
-      return config_export::ExportPytorchLoop(plan, options);
+      return config_export::ExportPytorchLoop(plan, effective);
   }
   MEMPLAN_CHECK(false && "unhandled ExportTarget");
   return MakeError("unreachable");

@@ -51,8 +51,9 @@ Expected<ExportOptimizer> ParseOptimizer(const std::string& text) {
     return ExportOptimizer::kSgdMomentum;
   if (o == "adam") return ExportOptimizer::kAdam;
   if (o == "adamw") return ExportOptimizer::kAdamW;
+  if (o == "adafactor") return ExportOptimizer::kAdafactor;
   return PlanError("unknown plan.optimizer '" + text +
-                   "' (expected sgd, sgd-momentum, adam or adamw)");
+                   "' (expected sgd, momentum, adam, adamw or adafactor)");
 }
 
 Expected<bool> ParseZeroGrad(const nlohmann::json& plan) {
@@ -105,6 +106,11 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
   MEMPLAN_TRY(std::string optimizer, RequiredString(plan, "optimizer", "plan."));
   MEMPLAN_TRY(result.optimizer, ParseOptimizer(optimizer));
   MEMPLAN_TRY(result.zero_grad_set_to_none, ParseZeroGrad(plan));
+  auto clip = plan.find("clip_gradients");
+  if (clip != plan.end()) {
+    if (!clip->is_boolean()) return PlanError("'plan.clip_gradients' is not a boolean");
+    result.clip_gradients = clip->get<bool>();
+  }
   MEMPLAN_TRY(result.recompute_nodes, OptionalStringList(plan, "recompute"));
   result.checkpoints = GroupRecomputeByModule(result.recompute_nodes);
   return result;

@@ -15,7 +15,7 @@
 namespace memplan {
 
 enum class ExportPrecision : uint8_t { kFp32, kFp16, kBf16 };
-enum class ExportOptimizer : uint8_t { kSgd, kSgdMomentum, kAdam, kAdamW };
+enum class ExportOptimizer : uint8_t { kSgd, kSgdMomentum, kAdam, kAdamW, kAdafactor };
 
 struct ExportPlan {
   std::string model_path;  // model.path as the plan recorded it
@@ -26,6 +26,9 @@ struct ExportPlan {
   ExportOptimizer optimizer = ExportOptimizer::kAdamW;
   // optimizer.zero_grad(set_to_none=...): true frees the gradients between optimizer steps.
   bool zero_grad_set_to_none = true;
+  // plan.clip_gradients: whether the simulated program clips the gradient norm (absent: true).
+  // When false every export disables clipping, whatever ExportOptions::max_grad_norm says.
+  bool clip_gradients = true;
   std::vector<std::string> recompute_nodes;  // plan.recompute, in plan order
   CheckpointModules checkpoints;             // recompute_nodes grouped by module
 
@@ -37,8 +40,10 @@ struct ExportPlan {
 
 // Reads the plan object. Accepted spellings (case-insensitive):
 //   plan.precision:  "fp32" | "fp16" | "bf16"
-//   plan.optimizer:  "sgd" | "sgd-momentum" / "sgd_momentum" / "momentum" | "adam" | "adamw"
-//   plan.zero_grad:  "none" / "set_to_none" (default when absent) | "zero" / "zeros"
+//   plan.optimizer:  "sgd" | "momentum" / "sgd-momentum" / "sgd_momentum" | "adam" | "adamw" |
+//                    "adafactor"
+//   plan.zero_grad:  "set_to_none" / "none" (default when absent) | "zero" / "zeros"
+//   plan.clip_gradients: true | false (default true)
 // Errors name the missing or invalid key.
 Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json);
 

@@ -106,6 +106,8 @@ std::string TorchOptimizerCall(const ExportPlan& plan, const ExportOptions& opti
       return "torch.optim.Adam(" + params + ", " + lr + adam_tail;
     case ExportOptimizer::kAdamW:
       return "torch.optim.AdamW(" + params + ", " + lr + adam_tail;
+    case ExportOptimizer::kAdafactor:
+      return "torch.optim.Adafactor(" + params + ", " + lr + ")";
   }
   return "";
 }

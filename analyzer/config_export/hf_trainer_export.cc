@@ -30,6 +30,8 @@ std::string HfOptimName(ExportOptimizer optimizer) {
     case ExportOptimizer::kAdam:
     case ExportOptimizer::kAdamW:
       return "adamw_torch";
+    case ExportOptimizer::kAdafactor:
+      return "adafactor";  // transformers' own Adafactor
   }
   return "adamw_torch";
 }

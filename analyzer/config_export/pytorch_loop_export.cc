@@ -71,6 +71,10 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   out += RecomputeSection(plan);
   out += "\n\n";
   out += "def make_optimizer(model):\n";
+  if (plan.optimizer == ExportOptimizer::kAdafactor)
+    out +=
+        "    # torch >= 2.5; older: transformers.optimization.Adafactor(..., "
+        "relative_step=False)\n";
   out += "    return " + TorchOptimizerCall(plan, options, "model.parameters()") + "\n\n\n";
 
   out += "def train_one_epoch(model, loader, loss_fn, optimizer, scheduler, scaler, device):\n";

@@ -105,19 +105,19 @@ class SegmentDp {
 
   // Segments [a+1, b] recomputed, for every b, with the segment's local peaks kept as running
   // maxima while b grows:
-  //   forward F^none_j:        (a_{j-1} unless j = a+1) + a_j + fwd_tmp_j
   //   recompute F^all_j:       d_b + stored(a+1..j) + fwd_tmp_j
   //   backward B_j:            stored(a+1..j) + d_j + d_{j-1} + bwd_tmp_j
-  //   loss, when b = n:        a_n + d_n (before a_n is freed)
+  // Two more moments need no term of their own, being dominated by the recompute of the same
+  // segment (same prefix, and stored_j >= a_j, d_b = a_b):
+  //   forward F^none_j:        a_{j-1} + a_j + fwd_tmp_j  <=  d_b + stored(a+1..j) + fwd_tmp_j
+  //   loss, when b = n:        a_n + d_n                  <=  d_n + stored(a+1..n) + fwd_tmp_n
+  // (the brute-force test, which simulates every moment, checks this.)
   void RelaxRecomputed(int a) {
-    int64_t forward_max = 0;
     int64_t recompute_max = 0;  // without the d_b term, which depends on b
     int64_t backward_max = 0;
     int64_t stored_sum = 0;
     double added = 0;
     for (int b = a + 1; b <= n_; ++b) {
-      const int64_t running_input = b == a + 1 ? 0 : x_[Index(b - 1)];
-      forward_max = std::max(forward_max, running_input + x_[Index(b)] + fwd_tmp_[Index(b)]);
       stored_sum += stored_[Index(b)];
       recompute_max = std::max(recompute_max, stored_sum + fwd_tmp_[Index(b)]);
       backward_max =
@@ -126,8 +126,7 @@ class SegmentDp {
       // Every longer segment holds at least stored_sum during its backward: stop when even the
       // smallest reachable prefix cannot afford it.
       if (row_lo_[Index(a)] + stored_sum > budget_) break;
-      int64_t local = std::max({forward_max, Grad(b) + recompute_max, backward_max});
-      if (b == n_) local = std::max(local, x_[Index(b)] + Grad(b));
+      const int64_t local = std::max(Grad(b) + recompute_max, backward_max);
       Relax(a, b, local, x_[Index(b)], added, SegmentMode::kRecomputed);
     }
   }

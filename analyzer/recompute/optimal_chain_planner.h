@@ -24,10 +24,11 @@
 
 namespace memplan {
 
-// 4000 slots: rounding costs at most 1/4000 of the budget per tensor in a peak sum; with the
-// stage cap below a whole-model plan of a ~2000-node graph takes well under a second.
-inline constexpr int kDefaultMemorySlots = 4000;
-// Longer chains are merged into this many super-stages before planning.
+// 8000 slots: rounding costs at most 1/8000 of the budget per tensor in a peak sum (a peak sums
+// up to about one kept tensor per stage, so up to ~3% of the budget with 256 stages). Measured on
+// a 2-core x86_64 VM, a 256-stage plan takes at most ~0.3 CPU-seconds (docs/recompute.md).
+inline constexpr int kDefaultMemorySlots = 8000;
+// Longer chains are merged into this many super-stages before planning (chain_coarsening.h).
 inline constexpr int kDefaultMaxPlanningStages = 256;
 
 struct ChainPlannerOptions {

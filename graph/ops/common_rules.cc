@@ -77,7 +77,8 @@ std::vector<TensorInfo> EmptyOutputs(const OpContext& ctx) {
 
 Expected<const TensorInfo*> RequiredInput(const OpContext& ctx, size_t index) {
   if (!ctx.has_input(index)) {
-    return MakeError(NodeError(ctx.node, "required input " + std::to_string(index) + " is missing"));
+    return MakeError(
+        NodeError(ctx.node, "required input " + std::to_string(index) + " is missing"));
   }
   return &ctx.inputs[index];
 }

@@ -29,8 +29,8 @@ namespace memplan {
 inline constexpr int64_t kSimpleFlops = 1;
 inline constexpr int64_t kTranscendentalFlops = 4;
 inline constexpr int64_t kGeluFlops = kTranscendentalFlops + 4;
-inline constexpr int64_t kHardActivationFlops = 3;  // HardSigmoid: mul, add, clamp
-inline constexpr int64_t kSoftmaxFlopsPerElement = 5;  // max, sub, exp(~), sum, div
+inline constexpr int64_t kHardActivationFlops = 3;       // HardSigmoid: mul, add, clamp
+inline constexpr int64_t kSoftmaxFlopsPerElement = 5;    // max, sub, exp(~), sum, div
 inline constexpr int64_t kBatchNormFlopsPerElement = 5;  // sum, sum of squares, normalise, affine
 inline constexpr int64_t kNormalizationFlopsPerElement = 8;  // two-pass stats + normalise + affine
 

@@ -78,10 +78,9 @@ Expected<std::vector<TensorInfo>> ConvShape(const OpContext& ctx) {
   auto cin = xs.dims[1].constant_value();
   auto w_cin = ws.dims[1].constant_value();
   if (cin && w_cin && *cin != *w_cin * groups) {
-    return MakeError(NodeError(ctx.node, "input has " + std::to_string(*cin) +
-                                             " channels but weight expects " +
-                                             std::to_string(*w_cin) + " x group " +
-                                             std::to_string(groups)));
+    return MakeError(
+        NodeError(ctx.node, "input has " + std::to_string(*cin) + " channels but weight expects " +
+                                std::to_string(*w_cin) + " x group " + std::to_string(groups)));
   }
   Shape y;
   y.dims = {xs.dims[0], ws.dims[0]};

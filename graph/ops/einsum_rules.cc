@@ -46,9 +46,9 @@ Expected<EinsumEquation> ParseEinsumEquation(std::string_view equation, size_t n
   size_t start = 0;
   while (true) {
     size_t comma = lhs.find(',', start);
-    MEMPLAN_TRY(std::string term, ParseTerm(std::string_view(lhs).substr(
-                                      start, comma == std::string::npos ? std::string::npos
-                                                                        : comma - start)));
+    MEMPLAN_TRY(std::string term,
+                ParseTerm(std::string_view(lhs).substr(
+                    start, comma == std::string::npos ? std::string::npos : comma - start)));
     parsed.inputs.push_back(std::move(term));
     if (comma == std::string::npos) break;
     start = comma + 1;

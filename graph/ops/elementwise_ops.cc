@@ -103,7 +103,8 @@ SavedRule SaveNothing() {
 }
 
 SavedRule SaveInput0() {
-  return WhenDifferentiable([](const OpContext&) { return std::vector<SavedTensor>{SaveInput(0)}; });
+  return WhenDifferentiable(
+      [](const OpContext&) { return std::vector<SavedTensor>{SaveInput(0)}; });
 }
 
 SavedRule SaveOutput0() {
@@ -238,8 +239,7 @@ void RegisterBinaryOps(OpRegistry& registry) {
   // Pow: a trainable exponent is pow.Tensor_Tensor (saves self, exponent, result); a fixed one
   // comes from `x ** c` with a Python number, i.e. pow.Tensor_Scalar, which saves only self.
   OpSchema pow = BinarySchema(
-      "Pow", nullptr,
-      WhenDifferentiable([](const OpContext& ctx) {
+      "Pow", nullptr, WhenDifferentiable([](const OpContext& ctx) {
         if (InputRequiresGrad(ctx, 1))
           return std::vector<SavedTensor>{SaveInput(0), SaveInput(1), SaveOutput(0)};
         return std::vector<SavedTensor>{SaveInput(0)};

@@ -80,8 +80,8 @@ OpSchema CrossEntropySchema() {
                    ": _log_softmax saves result; nll_loss_forward: nll_loss_backward(grad, self, "
                    "target, weight, reduction, ignore_index, total_weight) saves the log-probs, "
                    "target and weight";
-  s.amp_source = std::string(kAutocastLists) +
-                 ": log_softmax (fp32_set_opt_dtype) and nll_loss (fp32) lists";
+  s.amp_source =
+      std::string(kAutocastLists) + ": log_softmax (fp32_set_opt_dtype) and nll_loss (fp32) lists";
   return s;
 }
 
@@ -135,8 +135,8 @@ OpSchema SumLossSchema() {
   s.gradient_inputs = OnlyPrediction();
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFp32Required;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": sum: grad.expand_symint(self.sym_sizes()) saves no tensor";
+  s.saved_source =
+      std::string(kDerivativesYaml) + ": sum: grad.expand_symint(self.sym_sizes()) saves no tensor";
   s.amp_source = std::string(kAutocastLists) + ": fp32_set_opt_dtype list (sum)";
   return s;
 }

@@ -34,8 +34,8 @@ Expected<MatMulDims> ReadMatMulDims(const Node& node, const Shape& a, const Shap
   auto ca = ka.constant_value();
   auto cb = kb.constant_value();
   if (ca && cb && *ca != *cb) {
-    return MakeError(NodeError(node, "inner dimensions differ: " + std::to_string(*ca) + " vs " +
-                                         std::to_string(*cb)));
+    return MakeError(NodeError(
+        node, "inner dimensions differ: " + std::to_string(*ca) + " vs " + std::to_string(*cb)));
   }
   d.k = ca ? ka : kb;  // prefer the constant
   Shape batch_a, batch_b;
@@ -165,7 +165,8 @@ Expected<EinsumShapes> EinsumShapesOf(const OpContext& ctx) {
   if (!parsed) return MakeError(NodeError(ctx.node, parsed.error().message));
   std::vector<Shape> shapes;
   for (const auto& in : ctx.inputs) {
-    if (!in.present || !in.shape.known) return MakeError(NodeError(ctx.node, "unknown input shape"));
+    if (!in.present || !in.shape.known)
+      return MakeError(NodeError(ctx.node, "unknown input shape"));
     shapes.push_back(in.shape);
   }
   auto result = EinsumOutputShape(*parsed, shapes);

@@ -32,8 +32,8 @@ Expected<std::vector<TensorInfo>> PoolShape(const OpContext& ctx) {
     if (!d) d = FreshDim(ctx, "pool_out");
     if (!d) return outs;
     if (auto c = d->constant_value(); c && *c <= 0) {
-      return MakeError(NodeError(ctx.node, "output spatial size " + std::to_string(*c) +
-                                               " is not positive"));
+      return MakeError(
+          NodeError(ctx.node, "output spatial size " + std::to_string(*c) + " is not positive"));
     }
     y.dims.push_back(*d);
   }
@@ -81,8 +81,8 @@ OpSchema AveragePoolSchema() {
   s.op_type = "AveragePool";
   s.infer_shapes = PoolShape;
   s.cost = WindowCost;
-  s.saved_for_backward = WhenDifferentiable(
-      [](const OpContext&) { return std::vector<SavedTensor>{SaveInput(0)}; });
+  s.saved_for_backward =
+      WhenDifferentiable([](const OpContext&) { return std::vector<SavedTensor>{SaveInput(0)}; });
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.saved_source = std::string(kDerivativesYaml) +
                    ": avg_pool2d / avg_pool3d: avg_pool2d_backward(grad, self, ...) saves self";
@@ -104,8 +104,8 @@ OpSchema GlobalAveragePoolSchema() {
     outs[0].dtype = x->dtype;
     if (!x->shape.known) return outs;
     if (x->shape.rank() < 3) {
-      return MakeError(NodeError(ctx.node, "input must have rank >= 3, got " +
-                                               std::to_string(x->shape.rank())));
+      return MakeError(
+          NodeError(ctx.node, "input must have rank >= 3, got " + std::to_string(x->shape.rank())));
     }
     Shape y = x->shape;
     for (size_t i = 2; i < y.rank(); ++i) y.dims[i] = Dim(1);

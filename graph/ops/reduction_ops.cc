@@ -85,7 +85,8 @@ Expected<std::vector<TensorInfo>> SoftmaxShape(const OpContext& ctx) {
   outs[0].shape = x->shape;
   if (x->shape.known && x->shape.rank() > 0) {
     // Validate the axis (default -1 since opset 13, 1 before; both in range for rank >= 2).
-    MEMPLAN_RETURN_IF_ERROR(NormalizeAxis(ctx.attrs().GetInt("axis", -1), x->shape.rank(), ctx.node));
+    MEMPLAN_RETURN_IF_ERROR(
+        NormalizeAxis(ctx.attrs().GetInt("axis", -1), x->shape.rank(), ctx.node));
   }
   return outs;
 }
@@ -95,8 +96,8 @@ OpSchema SoftmaxSchema(const char* op_type, const char* aten) {
   s.op_type = op_type;
   s.infer_shapes = SoftmaxShape;
   s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, kSoftmaxFlopsPerElement); };
-  s.saved_for_backward = WhenDifferentiable(
-      [](const OpContext&) { return std::vector<SavedTensor>{SaveOutput(0)}; });
+  s.saved_for_backward =
+      WhenDifferentiable([](const OpContext&) { return std::vector<SavedTensor>{SaveOutput(0)}; });
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFp32Required;
   s.saved_source = std::string(kDerivativesYaml) + ": " + aten +
@@ -117,14 +118,13 @@ void RegisterReductionOps(OpRegistry& registry) {
       "mean.dim: mean_backward(grad, self.sym_sizes(), dim, self.sym_numel(), keepdim) saves no "
       "tensor (torch <= 1.13 saved self)",
       AmpCategory::kFollowInputs, "mean is not listed, runs in its input's dtype"));
-  registry.Register(ReduceSchema(
-      "ReduceMax",
-      WhenDifferentiable([](const OpContext&) {
-        return std::vector<SavedTensor>{SaveInput(0), SaveOutput(0)};
-      }),
-      "amax: scale_grad_by_count(restore_reduced_dims(grad, dim, keepdim), "
-      "restore_reduced_dims(result, dim, keepdim) == self, dim) saves self and result",
-      AmpCategory::kFollowInputs, "amax is not listed, runs in its input's dtype"));
+  registry.Register(
+      ReduceSchema("ReduceMax", WhenDifferentiable([](const OpContext&) {
+                     return std::vector<SavedTensor>{SaveInput(0), SaveOutput(0)};
+                   }),
+                   "amax: scale_grad_by_count(restore_reduced_dims(grad, dim, keepdim), "
+                   "restore_reduced_dims(result, dim, keepdim) == self, dim) saves self and result",
+                   AmpCategory::kFollowInputs, "amax is not listed, runs in its input's dtype"));
   registry.Register(SoftmaxSchema("Softmax", "_softmax"));
   registry.Register(SoftmaxSchema("LogSoftmax", "_log_softmax"));
 }

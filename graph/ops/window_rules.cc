@@ -33,8 +33,10 @@ Expected<WindowAttributes> ReadWindowAttributes(const Node& node, size_t spatial
                                          std::to_string(spatial_rank) + " spatial axes (expected " +
                                          std::to_string(want) + ")"));
   };
-  if (w.kernel.size() != spatial_rank) return wrong_length("kernel_shape", w.kernel.size(), spatial_rank);
-  if (w.strides.size() != spatial_rank) return wrong_length("strides", w.strides.size(), spatial_rank);
+  if (w.kernel.size() != spatial_rank)
+    return wrong_length("kernel_shape", w.kernel.size(), spatial_rank);
+  if (w.strides.size() != spatial_rank)
+    return wrong_length("strides", w.strides.size(), spatial_rank);
   if (w.dilations.size() != spatial_rank)
     return wrong_length("dilations", w.dilations.size(), spatial_rank);
   if (w.pads.size() != 2 * spatial_rank)

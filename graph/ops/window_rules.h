@@ -15,10 +15,10 @@
 namespace memplan {
 
 struct WindowAttributes {
-  std::vector<int64_t> kernel;     // one per spatial axis
-  std::vector<int64_t> strides;    // default 1
-  std::vector<int64_t> dilations;  // default 1
-  std::vector<int64_t> pads;       // [x1_begin, x2_begin, ..., x1_end, x2_end, ...], default 0
+  std::vector<int64_t> kernel;      // one per spatial axis
+  std::vector<int64_t> strides;     // default 1
+  std::vector<int64_t> dilations;   // default 1
+  std::vector<int64_t> pads;        // [x1_begin, x2_begin, ..., x1_end, x2_end, ...], default 0
   std::string auto_pad = "NOTSET";  // NOTSET, VALID, SAME_UPPER, SAME_LOWER
   bool ceil_mode = false;
 

@@ -311,6 +311,34 @@ TEST_CASE("PyTorch loop for bf16 and fp32 has no scaler", "[export]") {
         std::string::npos);
 }
 
+TEST_CASE("A plan simulated without clipping exports without clipping", "[export]") {
+  // mlp_fp32_sgd_plan.json has "clip_gradients": false; the default options ask for 1.0.
+  nlohmann::json plan = LoadPlan("mlp_fp32_sgd_plan.json");
+  std::string py = Export(plan, ExportTarget::kPytorchLoop);
+  CHECK(py.find("clip_grad_norm_") == std::string::npos);
+  CHECK(py.find("MAX_GRAD_NORM") == std::string::npos);
+  CHECK(nlohmann::json::parse(Export(plan, ExportTarget::kDeepSpeed))["gradient_clipping"] == 0.0);
+  CHECK(nlohmann::json::parse(Export(plan, ExportTarget::kHfTrainerJson))["max_grad_norm"] == 0.0);
+  CHECK(Export(plan, ExportTarget::kLightning).find("gradient_clip_val=None") != std::string::npos);
+  plan["plan"]["clip_gradients"] = "yes";
+  CHECK_FALSE(ExportConfig(plan, ExportTarget::kPytorchLoop, {}).ok());
+}
+
+TEST_CASE("Adafactor plans", "[export]") {
+  nlohmann::json plan = LoadPlan("gpt_bf16_plan.json");
+  plan["plan"]["optimizer"] = "adafactor";
+  nlohmann::json ds = nlohmann::json::parse(Export(plan, ExportTarget::kDeepSpeed));
+  CHECK(ds["optimizer"] ==
+        nlohmann::json::parse(R"({"type": "Adafactor", "params": {"lr": 0.001}})"));
+  nlohmann::json hf = nlohmann::json::parse(Export(plan, ExportTarget::kHfTrainerJson));
+  CHECK(hf["optim"] == "adafactor");
+  CHECK(hf["weight_decay"] == 0.0);
+  CHECK_FALSE(hf.contains("adam_beta1"));
+  CHECK(Export(plan, ExportTarget::kPytorchLoop)
+            .find("    return torch.optim.Adafactor(model.parameters(), lr=0.001)\n") !=
+        std::string::npos);
+}
+
 TEST_CASE("Every output but hf-trainer-json names memplan, the model and the plan", "[export]") {
   nlohmann::json plan = LoadPlan("resnet18_fp16_plan.json");
   ExportOptions options;

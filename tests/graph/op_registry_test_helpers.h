@@ -77,11 +77,16 @@ class OpCase {
     return *this;
   }
 
+  // Shape rules draw fresh symbols from `table` (by default a table of this case's own).
+  OpCase& UseSymbols(SymbolTable& table) {
+    symbols_ = &table;
+    return *this;
+  }
+
   const OpSchema& schema() const { return Schema(node_.op_type, node_.domain); }
-  SymbolTable& symbols() { return symbols_; }
 
   Expected<std::vector<TensorInfo>> Infer() {
-    OpContext ctx{node_, inputs_, {}, &symbols_};
+    OpContext ctx{node_, inputs_, {}, symbols_};
     return schema().infer_shapes(ctx);
   }
   // The shape rule's outputs; fails the test when the rule errs.
@@ -101,7 +106,8 @@ class OpCase {
  private:
   Node node_;
   std::vector<TensorInfo> inputs_;
-  SymbolTable symbols_;
+  SymbolTable own_symbols_;
+  SymbolTable* symbols_ = &own_symbols_;
 };
 
 inline Shape Dims(std::vector<Dim> dims) { return Shape{std::move(dims)}; }

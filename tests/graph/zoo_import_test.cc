@@ -73,4 +73,34 @@ TEST_CASE("zoo models import with every floating activation shape resolved", "[z
   }
 }
 
+TEST_CASE("zoo activations import with their hand-derived symbolic shapes", "[zoo][import]") {
+  struct Probe {
+    std::string model, value, shape;
+  };
+  const std::vector<Probe> probes = {
+      {"mlp", "/fc1/Gemm_output_0", "[batch, 1024]"},
+      // 224 -> conv1/2 112 -> maxpool/2 56 -> layer2 28 -> layer3 14 -> layer4 7.
+      {"resnet18", "/layer4/layer4.1/relu_1/Relu_output_0", "[batch, 512, 7, 7]"},
+      {"resnet50", "/layer4/layer4.2/relu_2/Relu_output_0", "[batch, 2048, 7, 7]"},
+      {"resnet50", "/fc/Gemm_output_0", "[batch, 1000]"},
+      // Attention probabilities: [batch, heads, query, key].
+      {"bert_base", "/encoder/layer.11/attention/self/Softmax_output_0", "[batch, 12, seq, seq]"},
+      // The causal mask sliced from the [1, 1, 1024, 1024] buffer broadcasts to the scores.
+      {"gpt2_small", "/h.11/attn/Where_output_0", "[batch, 12, seq, seq]"},
+      {"gpt2_small", "/h.0/attn/Reshape_3_output_0", "[batch, seq, 768]"},
+      {"gpt2_xl", "/h.47/attn/Where_output_0", "[batch, 25, seq, seq]"},
+      {"gpt2_xl", "/lm_head/MatMul_output_0", "[batch, seq, 50257]"},
+      // 196 patches + the class token.
+      {"vit_b16", "/encoder/layers/encoder_layer_11/self_attention/Softmax_output_0",
+       "[batch, 12, 197, 197]"},
+  };
+  for (const Probe& probe : probes) {
+    INFO(probe.model << ": " << probe.value);
+    const Graph graph = ImportZooModel(probe.model);
+    auto id = graph.FindValue(probe.value);
+    REQUIRE(id.has_value());
+    CHECK(graph.value(*id).shape.ToString(graph.symbols()) == probe.shape);
+  }
+}
+
 }  // namespace memplan

@@ -14,7 +14,9 @@ For every <model>.onnx in the zoo directory:
     expected output shapes. This proves the Shape->Gather->Concat Reshape targets, the causal
     mask Slice and the head split are consistent, without a runtime.
   * with --torch, also compares the counts with torchvision's own models (resnet18, resnet50,
-    vit_b_16), an implementation independent of both this script and memplan-zoo.
+    vit_b_16), an implementation independent of both this script and memplan-zoo, and for the
+    ResNets compares node names, op types and initializers with a training-mode torch.onnx
+    export (opset 17) of the torchvision model.
 
 Usage: check_zoo.py [ZOO_DIR] [--torch]      (ZOO_DIR defaults to build/zoo)
 """
@@ -224,6 +226,23 @@ def torchvision_counts():
     return {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()}
 
 
+def compare_with_torch_export(name, model, scratch):
+    """For the CNNs, a real training-mode torch.onnx export of the torchvision model must have
+    the same node names (module paths), op types and initializer names as the zoo's model."""
+    import torch
+    import torchvision
+    reference = getattr(torchvision.models, name)()
+    path = os.path.join(scratch, f"{name}.onnx")
+    torch.onnx.export(reference, torch.randn(1, 3, 224, 224), path, opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                      input_names=["input"], dynamic_axes={"input": {0: "batch"}})
+    exported = onnx.load(path, load_external_data=False)
+    nodes = lambda m: sorted((n.name, n.op_type, len(n.output)) for n in m.graph.node)
+    initializers = lambda m: sorted((t.name, tuple(t.dims)) for t in m.graph.initializer)
+    assert nodes(model) == nodes(exported), "node names/op types differ from torch.onnx.export"
+    assert initializers(model) == initializers(exported), "initializers differ from the export"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("zoo_dir", nargs="?", default="build/zoo")
@@ -241,6 +260,9 @@ def main():
             assert count == published, f"{count} parameters, published {published}"
             if name in reference:
                 assert count == reference[name], f"torchvision counts {reference[name]}"
+            if args.torch and name.startswith("resnet"):
+                with tempfile.TemporaryDirectory() as scratch:
+                    compare_with_torch_export(name, model, scratch)
             check_external_data(name, model)
             check_small_shapes(name, model)
             print(f"ok   {name:11s} {count:>13,d} parameters, {len(model.graph.node)} nodes")

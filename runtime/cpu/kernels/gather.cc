@@ -1,6 +1,7 @@
 // Gather along `axis` (embeddings are Gather on axis 0). Backward scatter-adds into a zeroed
 // tensor of the data's shape, so repeated indices accumulate (embedding_dense_backward).
 
+#include <algorithm>
 #include <string>
 
 #include "runtime/cpu/kernel_registry.h"

@@ -1,0 +1,82 @@
+// VerifyProgram catches hand-broken programs.
+
+#include <catch2/catch.hpp>
+
+#include "analyzer/program_derivation.h"
+#include "analyzer/program_integrity.h"
+#include "tests/analyzer/program_test_graphs.h"
+
+namespace memplan {
+namespace {
+
+using testing::TestGraph;
+
+TrainingProgram Program() {
+  TestGraph t;
+  ValueId x = t.Input("x", {t.B(), 4});
+  ValueId w = t.Param("W", {4, 3});
+  ValueId y = t.Op("MatMul", "mm", {x, w}, "y", {t.B(), 3});
+  t.Output(t.Op("Relu", "relu", {y}, "r", {t.B(), 3}));
+  ProgramOptions options;
+  options.loss = LossKind::kSum;
+  options.optimizer = OptimizerKind::kSgd;
+  auto program = DeriveTrainingProgram(t.graph, options);
+  REQUIRE(program.ok());
+  return std::move(program).value();
+}
+
+// Step t of the program above (see program_derivation_test.cc):
+//   t3 forward relu  begin +r  end -y      t6 backward relu  begin +grad(y)  end -r -grad(r)
+TEST_CASE("integrity: a derived program verifies", "[program]") {
+  CHECK(VerifyProgram(Program()).ok());
+}
+
+TEST_CASE("integrity: a missing free is a leak", "[program]") {
+  TrainingProgram p = Program();
+  p.steps[3].end.clear();  // y is never freed
+  auto status = VerifyProgram(p);
+  REQUIRE_FALSE(status.ok());
+  CHECK(status.error().message.find("'y'") != std::string::npos);
+  CHECK(status.error().message.find("leak") != std::string::npos);
+}
+
+TEST_CASE("integrity: a double free is caught", "[program]") {
+  TrainingProgram p = Program();
+  p.steps[6].end.push_back(p.steps[6].end.front());  // frees r twice
+  auto status = VerifyProgram(p);
+  REQUIRE_FALSE(status.ok());
+  CHECK(status.error().message.find("frees 'r', which is not live") != std::string::npos);
+}
+
+TEST_CASE("integrity: use after free and use before allocation are caught", "[program]") {
+  TrainingProgram freed_early = Program();
+  // Free r at relu's forward End: relu's backward (t6) then reads a dead buffer.
+  MemoryEvent free_r = freed_early.steps[6].end.front();
+  freed_early.steps[6].end.erase(freed_early.steps[6].end.begin());
+  freed_early.steps[3].end.push_back(free_r);
+  auto a = VerifyProgram(freed_early);
+  REQUIRE_FALSE(a.ok());
+  CHECK(a.error().message.find("uses saved 'r'") != std::string::npos);
+
+  TrainingProgram late = Program();
+  // Allocate y at relu's Begin instead of mm's: mm writes y before it exists.
+  late.steps[3].begin.push_back(late.steps[2].begin.front());
+  late.steps[2].begin.clear();
+  auto b = VerifyProgram(late);
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.error().message.find("t2") != std::string::npos);
+  CHECK(b.error().message.find("'y' before it is allocated") != std::string::npos);
+}
+
+TEST_CASE("integrity: a dangling buffer id and broken phases are caught", "[program]") {
+  TrainingProgram dangling = Program();
+  dangling.steps[2].begin.push_back(MemoryEvent{MemoryEvent::Action::kAlloc, BufferId(999),
+                                                MemoryEvent::Guard::kNone, BufferId()});
+  CHECK_FALSE(VerifyProgram(dangling).ok());
+  TrainingProgram phases = Program();
+  phases.micro_batch.end -= 1;
+  CHECK_FALSE(VerifyProgram(phases).ok());
+}
+
+}  // namespace
+}  // namespace memplan

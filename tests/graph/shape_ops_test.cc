@@ -1,0 +1,297 @@
+// Shape-op rules on hand-built micro-graphs: each expected shape/contents is derived in a comment.
+
+#include <catch2/catch.hpp>
+
+#include "graph/graph.h"
+#include "graph/ops/op_registry.h"
+
+namespace memplan {
+namespace {
+
+// A tiny graph builder: values with shape/contents, and one node under test.
+struct Micro {
+  Graph g;
+  SymbolId batch = g.symbols().Intern("batch");
+  SymbolId seq = g.symbols().Intern("seq");
+
+  ValueId Tensor(const std::string& name, DType dtype, std::vector<Dim> dims,
+                 ValueKind kind = ValueKind::kIntermediate) {
+    Value v;
+    v.name = name;
+    v.dtype = dtype;
+    v.shape = Shape{std::move(dims)};
+    v.kind = kind;
+    return g.AddValue(std::move(v));
+  }
+  ValueId Ints(const std::string& name, std::vector<Dim> values) {
+    ValueId id = Tensor(name, DType::kInt64, {Dim(static_cast<int64_t>(values.size()))},
+                        ValueKind::kConstant);
+    g.mutable_value(id).contents = std::move(values);
+    return id;
+  }
+  ValueId Scalar(const std::string& name, Dim value) {
+    ValueId id = Tensor(name, DType::kInt64, {}, ValueKind::kConstant);
+    g.mutable_value(id).contents = std::vector<Dim>{value};
+    return id;
+  }
+  std::vector<TensorInfo> Run(const std::string& op, std::vector<ValueId> inputs,
+                              Attributes attrs = {}, size_t outputs = 1) {
+    Node n;
+    n.name = op + "_under_test";
+    n.op_type = op;
+    n.inputs = std::move(inputs);
+    for (size_t i = 0; i < outputs; ++i)
+      n.outputs.push_back(Tensor(op + "_out" + std::to_string(i), DType::kUndefined, {}));
+    n.attributes = std::move(attrs);
+    NodeId id = g.AddNode(std::move(n));
+    const OpSchema* schema = OpRegistry::Get().Find(op);
+    REQUIRE(schema != nullptr);
+    auto result = schema->infer_shapes(MakeOpContext(g, id, &g.symbols()));
+    if (!result.ok()) FAIL(result.error().message);
+    return *result;
+  }
+  std::string Text(const TensorInfo& t) const { return t.shape.ToString(g.symbols()); }
+  std::string Text(const std::vector<Dim>& dims) const {
+    return Shape{dims}.ToString(g.symbols());
+  }
+  Dim B() const { return Dim::Symbol(batch); }
+  Dim S() const { return Dim::Symbol(seq); }
+};
+
+Attributes Attr(const std::string& name, AttributeValue value) {
+  Attributes a;
+  a.Set(name, std::move(value));
+  return a;
+}
+
+TEST_CASE("Shape exposes symbolic dims as contents, with start/end", "[folding]") {
+  Micro m;
+  ValueId x = m.Tensor("x", DType::kFloat32, {m.B(), m.S(), 768});
+  auto all = m.Run("Shape", {x});
+  CHECK(all[0].dtype == DType::kInt64);
+  CHECK(m.Text(all[0]) == "[3]");
+  REQUIRE(all[0].contents);
+  CHECK(m.Text(*all[0].contents) == "[batch, seq, 768]");
+  Attributes a;
+  a.Set("start", int64_t{-2});
+  auto tail = m.Run("Shape", {x}, a);
+  CHECK(m.Text(*tail[0].contents) == "[seq, 768]");
+}
+
+TEST_CASE("Reshape resolves 0 and -1 in terms of the symbols", "[folding]") {
+  Micro m;
+  ValueId x = m.Tensor("x", DType::kFloat32, {m.B(), m.S(), 768});
+  // [0, 0, 12, -1]: 0 copies batch and seq; -1 = batch*seq*768 / (batch*seq*12) = 64.
+  auto heads = m.Run("Reshape", {x, m.Ints("t1", {0, 0, 12, -1})});
+  CHECK(m.Text(heads[0]) == "[batch, seq, 12, 64]");
+  // [-1, 768]: batch*seq*768 / 768 = batch*seq.
+  auto flat = m.Run("Reshape", {x, m.Ints("t2", {-1, 768})});
+  CHECK(m.Text(flat[0]) == "[batch*seq, 768]");
+  // [-1, 7]: 768*batch*seq is not divisible by 7 as a polynomial -> a fresh symbol.
+  auto odd = m.Run("Reshape", {x, m.Ints("t3", {-1, 7})});
+  REQUIRE(odd[0].shape.rank() == 2);
+  CHECK(odd[0].shape.dims[0].IsSingleSymbol());
+  CHECK(odd[0].shape.dims[1] == Dim(7));
+  // allowzero=1: a 0 is a real zero-sized dim.
+  ValueId e = m.Tensor("e", DType::kFloat32, {0, 4});
+  auto zero = m.Run("Reshape", {e, m.Ints("t4", {4, 0})}, Attr("allowzero", int64_t{1}));
+  CHECK(m.Text(zero[0]) == "[4, 0]");
+}
+
+TEST_CASE("Reshape rejects an element-count mismatch", "[folding]") {
+  Micro m;
+  ValueId x = m.Tensor("x", DType::kFloat32, {3, 4});
+  Node n;
+  n.name = "bad_reshape";
+  n.op_type = "Reshape";
+  n.inputs = {x, m.Ints("t", {5})};
+  n.outputs = {m.Tensor("y", DType::kUndefined, {})};
+  NodeId id = m.g.AddNode(std::move(n));
+  auto r = OpRegistry::Get().Find("Reshape")->infer_shapes(MakeOpContext(m.g, id, &m.g.symbols()));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message == "node 'bad_reshape' (Reshape): cannot reshape [3, 4] (12 elements) to [5]");
+}
+
+TEST_CASE("Gather picks symbols out of a shape; Unsqueeze and Concat build a target", "[folding]") {
+  Micro m;
+  ValueId shape = m.Ints("shape", {m.B(), m.S(), 768});
+  auto batch = m.Run("Gather", {shape, m.Scalar("i0", 0)}, Attr("axis", int64_t{0}));
+  CHECK(m.Text(batch[0]) == "[]");  // a scalar index gives a scalar
+  REQUIRE(batch[0].contents);
+  CHECK(m.Text(*batch[0].contents) == "[batch]");
+  auto last = m.Run("Gather", {shape, m.Scalar("im1", -1)});
+  CHECK(m.Text(*last[0].contents) == "[768]");
+
+  ValueId b = m.Scalar("b", m.B());
+  ValueId s = m.Scalar("s", m.S());
+  ValueId axes = m.Ints("axes", {0});
+  auto b1 = m.Run("Unsqueeze", {b, axes});
+  CHECK(m.Text(b1[0]) == "[1]");
+  ValueId b1v = m.Ints("b1", *b1[0].contents);
+  ValueId s1v = m.Ints("s1", {m.S()});
+  auto target = m.Run("Concat", {b1v, s1v, m.Ints("rest", {12, 64})}, Attr("axis", int64_t{0}));
+  CHECK(m.Text(target[0]) == "[4]");
+  CHECK(m.Text(*target[0].contents) == "[batch, seq, 12, 64]");
+  (void)s;
+}
+
+TEST_CASE("Unsqueeze and Squeeze take axes as attribute (old opsets) or input", "[folding]") {
+  Micro m;
+  ValueId x = m.Tensor("x", DType::kFloat32, {m.B(), 1, m.S()});
+  CHECK(m.Text(m.Run("Squeeze", {x}, Attr("axes", std::vector<int64_t>{1}))[0]) == "[batch, seq]");
+  CHECK(m.Text(m.Run("Squeeze", {x, m.Ints("ax", {-2})})[0]) == "[batch, seq]");
+  // No axes: only dims known to be 1 go; symbols stay.
+  CHECK(m.Text(m.Run("Squeeze", {x})[0]) == "[batch, seq]");
+  // Output rank 5; axes 0 and -1 (= 4) become 1s.
+  CHECK(m.Text(m.Run("Unsqueeze", {x}, Attr("axes", std::vector<int64_t>{0, -1}))[0]) ==
+        "[1, batch, 1, seq, 1]");
+}
+
+TEST_CASE("Slice with symbolic ends, negative starts and steps", "[folding]") {
+  Micro m;
+  // The causal mask buffer [1, 1, 32, 32] sliced to [:, :, :T, :T] with T = seq.
+  ValueId mask = m.Tensor("mask", DType::kFloat32, {1, 1, 32, 32});
+  auto sliced = m.Run("Slice", {mask, m.Ints("st", {0, 0}), m.Ints("en", {m.S(), m.S()}),
+                                m.Ints("ax", {2, 3}), m.Ints("sp", {1, 1})});
+  CHECK(m.Text(sliced[0]) == "[1, 1, seq, seq]");
+  // x[:, -1]: start -1 .. INT64_MAX on [batch, seq, 64] axis 1 -> seq - (seq - 1) = 1.
+  ValueId x = m.Tensor("x", DType::kFloat32, {m.B(), m.S(), 64});
+  auto last = m.Run("Slice", {x, m.Ints("s2", {-1}), m.Ints("e2", {INT64_MAX}), m.Ints("a2", {1})});
+  CHECK(m.Text(last[0]) == "[batch, 1, 64]");
+  // x[:, :, ::2] on 64: ceil(64 / 2) = 32; x[:, :, 10:3:-3] on 64: indices 10, 7, 4 -> 3.
+  auto even = m.Run("Slice", {x, m.Ints("s3", {0}), m.Ints("e3", {INT64_MAX}), m.Ints("a3", {2}),
+                              m.Ints("p3", {2})});
+  CHECK(m.Text(even[0]) == "[batch, seq, 32]");
+  auto back = m.Run("Slice", {x, m.Ints("s4", {10}), m.Ints("e4", {3}), m.Ints("a4", {-1}),
+                              m.Ints("p4", {-3})});
+  CHECK(m.Text(back[0]) == "[batch, seq, 3]");
+  // Opset < 10 attribute form, and contents of a sliced shape vector: [batch, seq, 768][1:] .
+  Attributes a;
+  a.Set("starts", std::vector<int64_t>{1});
+  a.Set("ends", std::vector<int64_t>{1000});
+  auto tail = m.Run("Slice", {m.Ints("shape", {m.B(), m.S(), 768})}, a);
+  CHECK(m.Text(tail[0]) == "[2]");
+  REQUIRE(tail[0].contents);
+  CHECK(m.Text(*tail[0].contents) == "[seq, 768]");
+}
+
+TEST_CASE("Split into equal symbolic parts and by sizes", "[folding]") {
+  Micro m;
+  // qkv [batch, seq, 192] split in 3 on axis 2 (no sizes): 192 / 3 = 64 each.
+  ValueId qkv = m.Tensor("qkv", DType::kFloat32, {m.B(), m.S(), 192});
+  auto parts = m.Run("Split", {qkv}, Attr("axis", int64_t{2}), 3);
+  REQUIRE(parts.size() == 3);
+  for (const auto& p : parts) CHECK(m.Text(p) == "[batch, seq, 64]");
+  // By a sizes input [64, 128].
+  auto two = m.Run("Split", {qkv, m.Ints("sizes", {64, 128})}, Attr("axis", int64_t{-1}), 2);
+  CHECK(m.Text(two[1]) == "[batch, seq, 128]");
+  // A symbolic axis split in 2: 2*seq / 2 = seq.
+  ValueId y = m.Tensor("y", DType::kFloat32, {m.B(), Dim(2) * m.S()});
+  auto halves = m.Run("Split", {y}, Attr("axis", int64_t{1}), 2);
+  CHECK(m.Text(halves[0]) == "[batch, seq]");
+}
+
+TEST_CASE("Equal and Where fold PyTorch's expand(-1) pattern", "[folding]") {
+  Micro m;
+  // shape = [batch, -1, 64]; Where(Equal(shape, -1), ones, shape) -> [batch, 1, 64].
+  ValueId shape = m.Ints("shape", {m.B(), -1, 64});
+  auto eq = m.Run("Equal", {shape, m.Scalar("minus1", -1)});
+  CHECK(eq[0].dtype == DType::kBool);
+  REQUIRE(eq[0].contents);
+  CHECK(m.Text(*eq[0].contents) == "[0, 1, 0]");  // batch is positive, so never -1
+  ValueId cond = m.Tensor("cond", DType::kBool, {3}, ValueKind::kConstant);
+  m.g.mutable_value(cond).contents = eq[0].contents;
+  auto where = m.Run("Where", {cond, m.Ints("ones", {1, 1, 1}), shape});
+  REQUIRE(where[0].contents);
+  CHECK(m.Text(*where[0].contents) == "[batch, 1, 64]");
+  // Expand [1, 1, 64] by it -> [batch, 1, 64].
+  ValueId bias = m.Tensor("bias", DType::kFloat32, {1, 1, 64});
+  ValueId target = m.Ints("target", *where[0].contents);
+  CHECK(m.Text(m.Run("Expand", {bias, target})[0]) == "[batch, 1, 64]");
+  // Undecidable comparisons keep no contents: seq < 128 is unknown; seq < seq + 1 is true.
+  auto less = m.Run("Less", {m.Scalar("s", m.S()), m.Scalar("c128", 128)});
+  CHECK_FALSE(less[0].contents);
+  auto less2 = m.Run("Less", {m.Scalar("s2", m.S()), m.Scalar("s1", m.S() + Dim(1))});
+  REQUIRE(less2[0].contents);
+  CHECK(m.Text(*less2[0].contents) == "[1]");
+  auto no = m.Run("Not", {m.Ints("bits", {0, 1})});
+  CHECK(m.Text(*no[0].contents) == "[1, 0]");
+}
+
+TEST_CASE("Range, ConstantOfShape, Constant, Cast, Size, Tile, Flatten, Transpose", "[folding]") {
+  Micro m;
+  // torch.arange(0, seq): length seq.
+  auto r = m.Run("Range", {m.Scalar("zero", 0), m.Scalar("seq", m.S()), m.Scalar("one", 1)});
+  CHECK(m.Text(r[0]) == "[seq]");
+  // Range(2, 11, 3) = [2, 5, 8]: ceil((11 - 2) / 3) = 3.
+  auto r2 = m.Run("Range", {m.Scalar("a", 2), m.Scalar("b", 11), m.Scalar("c", 3)});
+  CHECK(m.Text(*r2[0].contents) == "[2, 5, 8]");
+
+  TensorAttribute one;
+  one.dtype = DType::kInt64;
+  one.dims = {1};
+  one.int_values = {7};
+  auto cos = m.Run("ConstantOfShape", {m.Ints("sh", {m.B(), 2})}, Attr("value", one));
+  CHECK(m.Text(cos[0]) == "[batch, 2]");
+  CHECK(cos[0].dtype == DType::kInt64);
+  auto filled = m.Run("ConstantOfShape", {m.Ints("sh2", {3})}, Attr("value", one));
+  CHECK(m.Text(*filled[0].contents) == "[7, 7, 7]");
+
+  TensorAttribute c;
+  c.dtype = DType::kInt64;
+  c.dims = {2};
+  c.int_values = {-1, 768};
+  auto k = m.Run("Constant", {}, Attr("value", c));
+  CHECK(m.Text(*k[0].contents) == "[-1, 768]");
+  CHECK(m.Text(*m.Run("Constant", {}, Attr("value_ints", std::vector<int64_t>{3, 4}))[0].contents) ==
+        "[3, 4]");
+
+  ValueId x = m.Tensor("x", DType::kFloat32, {m.B(), m.S(), 4});
+  auto size = m.Run("Size", {x});
+  CHECK(m.Text(*size[0].contents) == "[4*batch*seq]");
+  // Cast to float drops contents (float maths is not integer maths); to int32 keeps them.
+  auto to_float = m.Run("Cast", {m.Ints("v", {m.S()})}, Attr("to", int64_t{1}));
+  CHECK(to_float[0].dtype == DType::kFloat32);
+  CHECK_FALSE(to_float[0].contents);
+  auto to_int = m.Run("Cast", {m.Ints("v2", {m.S()})}, Attr("to", int64_t{6}));
+  CHECK(m.Text(*to_int[0].contents) == "[seq]");
+
+  CHECK(m.Text(m.Run("Tile", {x, m.Ints("reps", {1, 2, 3})})[0]) == "[batch, 2*seq, 12]");
+  CHECK(m.Text(m.Run("Flatten", {x})[0]) == "[batch, 4*seq]");
+  CHECK(m.Text(m.Run("Flatten", {x}, Attr("axis", int64_t{0}))[0]) == "[1, 4*batch*seq]");
+  CHECK(m.Text(m.Run("Transpose", {x}, Attr("perm", std::vector<int64_t>{0, 2, 1}))[0]) ==
+        "[batch, 4, seq]");
+  CHECK(m.Text(m.Run("Transpose", {x})[0]) == "[4, seq, batch]");
+}
+
+TEST_CASE("shape-op schema facts: views and saved tensors", "[folding]") {
+  const OpRegistry& r = OpRegistry::Get();
+  for (const char* view : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose",
+                           "Expand"}) {
+    INFO(view);
+    REQUIRE(r.Find(view));
+    CHECK(r.Find(view)->is_view);
+    CHECK_FALSE(r.Find(view)->saved_source.empty());
+  }
+  for (const char* copy : {"Concat", "Slice", "Split", "Gather", "Cast", "Where", "Tile"}) {
+    INFO(copy);
+    CHECK_FALSE(r.Find(copy)->is_view);
+  }
+  Micro m;
+  ValueId table = m.Tensor("table", DType::kFloat32, {100, 64}, ValueKind::kParameter);
+  ValueId ids = m.Tensor("ids", DType::kInt64, {m.B(), m.S()}, ValueKind::kInput);
+  m.Run("Gather", {table, ids});
+  auto ctx = MakeOpContext(m.g, NodeId(0), nullptr);
+  // embedding backward needs the indices only.
+  auto saved = r.Find("Gather")->saved_for_backward(ctx);
+  REQUIRE(saved.size() == 1);
+  CHECK(saved[0].source == SavedTensor::Source::kInput);
+  CHECK(saved[0].index == 1);
+  CHECK(r.Find("Reshape")->saved_for_backward(ctx).empty());
+  auto where_saved = r.Find("Where")->saved_for_backward(ctx);
+  REQUIRE(where_saved.size() == 1);
+  CHECK(where_saved[0].index == 0);  // the condition
+}
+
+}  // namespace
+}  // namespace memplan
