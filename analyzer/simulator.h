@@ -10,8 +10,9 @@
 // forward and backward). Micro-batches 3..k start from exactly the same live set as micro-batch 2
 // (the body frees everything it allocates, the persistent gradients are already live), so they
 // are not replayed: their timeline equals micro-batch 2's. This is exact for the live-bytes peak;
-// for the caching model it assumes the block layout after micro-batch 2 repeats, which holds
-// because the same requests arrive in the same order against the same cached segments.
+// for the caching model it assumes the free-block layout after micro-batch 2 equals the one after
+// micro-batch 1 (the same requests against the same segments), an approximation: a later
+// micro-batch could in principle still grow the reserved bytes.
 //
 // The peak is taken after each step's Begin (all of its allocations made, none of its frees):
 // the step's high-water mark.

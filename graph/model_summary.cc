@@ -130,14 +130,6 @@ void AddExportWarnings(const Graph& graph, const ModelSummary& summary,
         "training memory will be underestimated. Export with "
         "training=torch.onnx.TrainingMode.TRAINING (or confirm the model uses no dropout)");
   }
-  if (!graph.batch_symbol() && !summary.inputs.empty()) {
-    const TensorSummary& first = summary.inputs.front();
-    std::string shape;
-    for (const std::string& d : first.dims) shape += (shape.empty() ? "" : ", ") + d;
-    warnings.push_back("input '" + first.name + "' has no symbolic batch dimension ([" + shape +
-                       "]): memplan cannot vary the micro-batch; export with dynamic_axes={'" +
-                       first.name + "': {0: 'batch'}}");
-  }
   if (summary.parameter_count == 0 && summary.node_count > 0) {
     warnings.push_back(
         "the model has no trainable parameters (no floating-point initializers); weights fed as "

@@ -62,7 +62,8 @@ TensorAttribute ConvertTensor(const onnx::TensorProto& tensor) {
   t.dtype = DTypeFromOnnx(tensor.data_type()).value_or(DType::kUndefined);
   t.dims.assign(tensor.dims().begin(), tensor.dims().end());
   if (auto ints = SmallIntegerValues(tensor, kMaxFoldedElements)) t.int_values = std::move(*ints);
-  if (auto floats = SmallFloatValues(tensor, kMaxFoldedElements)) t.float_values = std::move(*floats);
+  if (auto floats = SmallFloatValues(tensor, kMaxFoldedElements))
+    t.float_values = std::move(*floats);
   return t;
 }
 
@@ -78,7 +79,8 @@ std::optional<int64_t> ElementCount(const std::vector<int64_t>& dims) {
   return count;
 }
 
-Expected<std::vector<int64_t>> TensorDims(const onnx::TensorProto& tensor, const std::string& what) {
+Expected<std::vector<int64_t>> TensorDims(const onnx::TensorProto& tensor,
+                                          const std::string& what) {
   std::vector<int64_t> dims(tensor.dims().begin(), tensor.dims().end());
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0) {

@@ -42,7 +42,8 @@ Expected<onnx::ModelProto> ReadModel(const std::string& path) {
   }
   onnx::ModelProto model;
   if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return MakeError("'" + path + "' is not a valid ONNX model (protobuf parsing failed: the "
+    return MakeError("'" + path +
+                     "' is not a valid ONNX model (protobuf parsing failed: the "
                      "file is truncated or not an ONNX file)");
   }
   if (!model.has_graph()) return MakeError("'" + path + "' is not a valid ONNX model (no graph)");

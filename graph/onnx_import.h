@@ -16,7 +16,8 @@
 namespace memplan {
 
 struct ImportOptions {
-  std::string batch_symbol;  // name of the symbol that is the batch; "" = first dim of the first graph input
+  std::string batch_symbol;  // name of the symbol that is the batch; "" = first dim of the first
+                             // graph input
 };
 
 Expected<Graph> ImportOnnxModel(const std::string& path, const ImportOptions& options = {});

@@ -10,10 +10,10 @@ namespace {
 
 void* AlignedNew(size_t bytes) {
   // A zero-byte request still gets a distinct pointer so Free can find it.
-  return ::operator new(std::max<size_t>(bytes, 1), std::align_val_t{Allocator::kAlignment});
+  return ::operator new (std::max<size_t>(bytes, 1), std::align_val_t{Allocator::kAlignment});
 }
 
-void AlignedDelete(void* ptr) { ::operator delete(ptr, std::align_val_t{Allocator::kAlignment}); }
+void AlignedDelete(void* ptr) { ::operator delete (ptr, std::align_val_t{Allocator::kAlignment}); }
 
 class PlainAllocator final : public Allocator {
  public:

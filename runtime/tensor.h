@@ -40,7 +40,8 @@ class Tensor {
   // A tensor holding `values` (row-major). REQUIRES: values.size() == NumElements(shape).
   // The values are stored as given; round them first for fp16/bf16 if needed.
   static Tensor FromValues(TensorShape shape, const std::vector<float>& values,
-                           DType dtype = DType::kFloat32, Allocator& allocator = PlainCpuAllocator(),
+                           DType dtype = DType::kFloat32,
+                           Allocator& allocator = PlainCpuAllocator(),
                            MemoryCategory category = MemoryCategory::kOther);
   // Wraps memory the caller owns (and keeps alive longer than every copy of the tensor).
   static Tensor Borrow(float* data, TensorShape shape, DType dtype);

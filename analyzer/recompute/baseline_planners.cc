@@ -7,8 +7,7 @@ namespace memplan {
 
 Expected<RecomputeSchedule> PlanNoRecompute(const Chain& chain) {
   MEMPLAN_RETURN_IF_ERROR(ValidateChain(chain));
-  return MakeRecomputeSchedule(chain, {{0, chain.num_stages() - 1, SegmentMode::kStored}},
-                               "none");
+  return MakeRecomputeSchedule(chain, {{0, chain.num_stages() - 1, SegmentMode::kStored}}, "none");
 }
 
 Expected<RecomputeSchedule> PlanRecomputeAll(const Chain& chain) {
@@ -50,8 +49,9 @@ Expected<RecomputeSchedule> PlanSqrtCheckpoints(const Chain& chain,
     segments.push_back(
         {starts[s], last, is_last_segment ? SegmentMode::kStored : SegmentMode::kRecomputed});
   }
-  return MakeRecomputeSchedule(chain, std::move(segments),
-                               options.spacing == SqrtSpacing::kByStageCount ? "sqrt" : "sqrt-memory");
+  return MakeRecomputeSchedule(
+      chain, std::move(segments),
+      options.spacing == SqrtSpacing::kByStageCount ? "sqrt" : "sqrt-memory");
 }
 
 }  // namespace memplan

@@ -27,8 +27,8 @@ Status ValidateChain(const Chain& chain) {
     const ChainStage& s = chain.stages[static_cast<size_t>(k)];
     const bool bad_time = !std::isfinite(s.forward_time) || !std::isfinite(s.backward_time) ||
                           s.forward_time < 0 || s.backward_time < 0;
-    const bool bad_size = s.output_bytes < 0 || s.saved_bytes < 0 ||
-                          s.forward_overhead_bytes < 0 || s.backward_overhead_bytes < 0;
+    const bool bad_size = s.output_bytes < 0 || s.saved_bytes < 0 || s.forward_overhead_bytes < 0 ||
+                          s.backward_overhead_bytes < 0;
     if (bad_time || bad_size) {
       return MakeError("recompute chain stage " + std::to_string(k) + " ('" + s.name +
                        "') has a negative or non-finite " + (bad_time ? "time" : "size"));

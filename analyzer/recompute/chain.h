@@ -20,8 +20,9 @@
 // Operations (all memory counts are on top of what the schedule already holds):
 //
 //   F^none_k  forward without storing: reads a_{k-1}, writes a_k; peak a_k + forward_overhead.
-//   F^all_k   forward storing:         reads a_{k-1}, writes abar_k; peak abar_k + forward_overhead.
-//   B_k       backward: reads d_k, abar_k, a_{k-1}; writes d_{k-1}; peak d_{k-1} +
+//   F^all_k   forward storing:         reads a_{k-1}, writes abar_k; peak abar_k +
+//   forward_overhead. B_k       backward: reads d_k, abar_k, a_{k-1}; writes d_{k-1}; peak d_{k-1}
+//   +
 //             backward_overhead; afterwards d_k and abar_k are freed.
 //
 //   memory during B_k:
@@ -42,11 +43,11 @@
 namespace memplan {
 
 struct ChainStage {
-  std::string name;              // for reports: e.g. the ONNX name of the stage's last node
-  double forward_time = 0;       // one forward of the stage (F^none and F^all cost the same)
-  double backward_time = 0;      // its backward B_k
-  int64_t output_bytes = 0;      // |a_k|, and |d_k|
-  int64_t saved_bytes = 0;       // |abar_k| - |a_k|: internal tensors F^all keeps for B_k
+  std::string name;                     // for reports: e.g. the ONNX name of the stage's last node
+  double forward_time = 0;              // one forward of the stage (F^none and F^all cost the same)
+  double backward_time = 0;             // its backward B_k
+  int64_t output_bytes = 0;             // |a_k|, and |d_k|
+  int64_t saved_bytes = 0;              // |abar_k| - |a_k|: internal tensors F^all keeps for B_k
   int64_t forward_overhead_bytes = 0;   // transient bytes during F_k beyond its input and outputs
   int64_t backward_overhead_bytes = 0;  // transient bytes during B_k beyond the terms above
 };

@@ -53,37 +53,18 @@ ChainStage MergeStages(const Chain& chain, int first, int last) {
 
 CoarseChain CoarsenChain(const Chain& chain, int max_stages) {
   MEMPLAN_CHECK(max_stages >= 1);
-  const int64_t fine = chain.num_stages();
-  const int64_t groups = std::min<int64_t>(fine, max_stages);
-  // Group g nominally ends at stage (g+1)*L/G - 1. A checkpoint can only sit on a group's last
-  // output, so each boundary moves, within half a group either side, to the stage with the
-  // smallest output (ties: the nominal position): cheap outputs are what checkpoints keep.
-  std::vector<int> ends;
-  int previous_end = -1;
-  for (int64_t g = 0; g + 1 < groups; ++g) {
-    const int64_t nominal = (g + 1) * fine / groups - 1;
-    const int64_t lo = std::max<int64_t>(previous_end + 1, (2 * g + 1) * fine / (2 * groups));
-    const int64_t hi = std::min<int64_t>((2 * g + 3) * fine / (2 * groups) - 1,
-                                         fine - (groups - g));  // leave a stage per later group
-    int64_t best = std::clamp<int64_t>(nominal, previous_end + 1, fine - (groups - g));
-    for (int64_t k = lo; k <= hi; ++k) {
-      const int64_t out = chain.stages[static_cast<size_t>(k)].output_bytes;
-      const int64_t best_out = chain.stages[static_cast<size_t>(best)].output_bytes;
-      if (out < best_out) best = k;
-    }
-    ends.push_back(static_cast<int>(best));
-    previous_end = static_cast<int>(best);
-  }
-  ends.push_back(static_cast<int>(fine - 1));
-
+  const int fine = chain.num_stages();
+  const int groups = std::min(fine, max_stages);
   CoarseChain coarse;
   coarse.chain.input_bytes = chain.input_bytes;
-  int first = 0;
-  for (int last : ends) {
+  for (int g = 0; g < groups; ++g) {
+    // Group g covers [g*L/G, (g+1)*L/G): sizes differ by at most one stage. (Moving boundaries to
+    // the smallest nearby outputs was tried and measured no better: docs/recompute.md.)
+    const int first = static_cast<int>(int64_t{g} * fine / groups);
+    const int last = static_cast<int>(int64_t{g + 1} * fine / groups) - 1;
     coarse.group_first.push_back(first);
     coarse.group_last.push_back(last);
     coarse.chain.stages.push_back(MergeStages(chain, first, last));
-    first = last + 1;
   }
   return coarse;
 }

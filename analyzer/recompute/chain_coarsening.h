@@ -16,14 +16,13 @@
 namespace memplan {
 
 struct CoarseChain {
-  Chain chain;                     // one stage per group
-  std::vector<int> group_first;    // fine index of each group's first stage
-  std::vector<int> group_last;     // fine index of each group's last stage (inclusive)
+  Chain chain;                   // one stage per group
+  std::vector<int> group_first;  // fine index of each group's first stage
+  std::vector<int> group_last;   // fine index of each group's last stage (inclusive)
 };
 
-// Splits the stages into min(max_stages, L) groups of consecutive stages, of nearly equal stage
-// counts except that each boundary moves (by at most half a group) to the stage with the smallest
-// output nearby, and merges each group. REQUIRES: max_stages >= 1.
+// Splits the stages into min(max_stages, L) groups of consecutive stages with as equal stage
+// counts as possible, and merges each group. REQUIRES: max_stages >= 1.
 CoarseChain CoarsenChain(const Chain& chain, int max_stages);
 
 // The merged stage for fine stages [first, last] of `chain` (exposed for tests).

@@ -8,7 +8,7 @@ namespace {
 
 // Per-value facts the cut search needs, indexed by ValueId.
 struct ValueLiveness {
-  bool is_activation = false;  // an intermediate that depends on a parameter: has a gradient
+  bool is_activation = false;      // an intermediate that depends on a parameter: has a gradient
   bool is_parameter_free = false;  // an intermediate computed only from inputs and constants
   int64_t first = -1;              // topological position of its producer
   int64_t last = -1;               // last consumer's position; num_nodes for graph outputs
@@ -24,10 +24,12 @@ class ChainDecomposer {
     if (!costs_.value_bytes || !costs_.forward_time) {
       return MakeError("chain decomposition needs value_bytes and forward_time functions");
     }
-    if (graph_.num_nodes() == 0) return MakeError("cannot plan recompute for a graph with no nodes");
+    if (graph_.num_nodes() == 0)
+      return MakeError("cannot plan recompute for a graph with no nodes");
     MEMPLAN_TRY(order_, graph_.TopologicalOrder());
     position_.assign(graph_.num_nodes(), -1);
-    for (size_t p = 0; p < order_.size(); ++p) position_[order_[p].index()] = static_cast<int64_t>(p);
+    for (size_t p = 0; p < order_.size(); ++p)
+      position_[order_[p].index()] = static_cast<int64_t>(p);
     ClassifyValues();
     FindCuts();
     return BuildChain();
@@ -45,7 +47,8 @@ class ChainDecomposer {
       for (ValueId in : node.inputs) {
         if (!in.valid()) continue;
         const Value& v = graph_.value(in);
-        depends_on_parameter |= v.kind == ValueKind::kParameter || liveness_[in.index()].is_activation;
+        depends_on_parameter |=
+            v.kind == ValueKind::kParameter || liveness_[in.index()].is_activation;
       }
       for (ValueId out : node.outputs) {
         if (!out.valid() || graph_.value(out).kind != ValueKind::kIntermediate) continue;
@@ -136,7 +139,8 @@ class ChainDecomposer {
   ChainStage MakeStage(const ChainStageNodes& nodes, size_t begin, size_t end) const {
     ChainStage stage;
     const NodeId last_node = nodes.nodes.back();
-    stage.name = graph_.node(nodes.output_producer.valid() ? nodes.output_producer : last_node).name;
+    stage.name =
+        graph_.node(nodes.output_producer.valid() ? nodes.output_producer : last_node).name;
     std::vector<int64_t> live_delta(end - begin + 1, 0);
     for (NodeId id : nodes.nodes) {
       stage.forward_time += costs_.forward_time(id);
@@ -145,13 +149,15 @@ class ChainDecomposer {
         if (!out.valid() || !liveness_[out.index()].is_activation) continue;
         const ValueLiveness& l = liveness_[out.index()];
         const int64_t bytes = costs_.value_bytes(out);
-        const bool is_output = nodes.output.valid() ? out == nodes.output : l.last > l.first &&
-                                                                              l.last >= static_cast<int64_t>(end);
+        const bool is_output = nodes.output.valid()
+                                   ? out == nodes.output
+                                   : l.last > l.first && l.last >= static_cast<int64_t>(end);
         if (is_output) {
           stage.output_bytes += bytes;
           continue;
         }
-        if (!costs_.saved_for_backward || costs_.saved_for_backward(out)) stage.saved_bytes += bytes;
+        if (!costs_.saved_for_backward || costs_.saved_for_backward(out))
+          stage.saved_bytes += bytes;
         // Live over positions [first, last], both inclusive (its consumer reads it while writing).
         live_delta[static_cast<size_t>(l.first) - begin] += bytes;
         const size_t stop = std::min(static_cast<size_t>(l.last), end - 1) + 1 - begin;
@@ -180,8 +186,7 @@ class ChainDecomposer {
 
 }  // namespace
 
-Expected<ChainDecomposition> DecomposeIntoChain(const Graph& graph,
-                                                const ChainCostFunctions& costs,
+Expected<ChainDecomposition> DecomposeIntoChain(const Graph& graph, const ChainCostFunctions& costs,
                                                 const ChainDecompositionOptions& options) {
   return ChainDecomposer(graph, costs, options).Run();
 }

@@ -59,7 +59,7 @@ struct ChainStageNodes {
 };
 
 struct ChainDecomposition {
-  Chain chain;                        // one chain stage per entry of `stages`
+  Chain chain;  // one chain stage per entry of `stages`
   std::vector<ChainStageNodes> stages;
   std::vector<ValueId> parameter_free_values;  // held for the whole step, in chain.input_bytes
 };
@@ -71,17 +71,16 @@ struct ChainDecomposition {
 //                 activations live at once over its nodes (values, or their gradients in
 //                 backward: a gradient lives over the same nodes as its value, in reverse).
 // Errors: a graph with no nodes, a cycle, missing cost functions.
-Expected<ChainDecomposition> DecomposeIntoChain(const Graph& graph,
-                                                const ChainCostFunctions& costs,
+Expected<ChainDecomposition> DecomposeIntoChain(const Graph& graph, const ChainCostFunctions& costs,
                                                 const ChainDecompositionOptions& options = {});
 
 // What the program derivation and the reports need from a schedule on a decomposed chain.
 struct RecomputeSelection {
   // Nodes whose outputs are dropped in forward and recomputed for backward: every node of a
   // recomputed stage that produces an activation, except the producers of kept stage outputs.
-  std::vector<NodeId> recompute_nodes;           // sorted by id
-  std::vector<NodeId> checkpoint_nodes;          // producers of the checkpoints, in chain order
-  std::vector<std::string> checkpoint_names;     // their ONNX names, e.g. /layer3/layer3.1/relu_1/Relu
+  std::vector<NodeId> recompute_nodes;        // sorted by id
+  std::vector<NodeId> checkpoint_nodes;       // producers of the checkpoints, in chain order
+  std::vector<std::string> checkpoint_names;  // their ONNX names, e.g. /layer3/layer3.1/relu_1/Relu
 };
 
 // REQUIRES: `schedule` was planned on `decomposition.chain` (error when the stage counts differ).

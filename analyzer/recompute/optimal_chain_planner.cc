@@ -149,8 +149,7 @@ class SegmentDp {
       const int a = choice / 2;
       const bool recomputed = choice % 2 == 1;
       // 1-based stages a+1..b are 0-based stages a..b-1.
-      segments.push_back(
-          {a, b - 1, recomputed ? SegmentMode::kRecomputed : SegmentMode::kStored});
+      segments.push_back({a, b - 1, recomputed ? SegmentMode::kRecomputed : SegmentMode::kStored});
       m -= recomputed ? x_[Index(b)] : stored_[Index(b)];
       b = a;
     }

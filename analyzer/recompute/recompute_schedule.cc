@@ -9,9 +9,9 @@ namespace {
 
 // Segments are sorted and contiguous, so the one holding stage k is the first ending at or after k.
 const ChainSegment& SegmentOf(const RecomputeSchedule& schedule, int k) {
-  auto it = std::lower_bound(
-      schedule.segments.begin(), schedule.segments.end(), k,
-      [](const ChainSegment& seg, int stage) { return seg.last_stage < stage; });
+  auto it =
+      std::lower_bound(schedule.segments.begin(), schedule.segments.end(), k,
+                       [](const ChainSegment& seg, int stage) { return seg.last_stage < stage; });
   MEMPLAN_CHECK(it != schedule.segments.end() && it->first_stage <= k);
   return *it;
 }

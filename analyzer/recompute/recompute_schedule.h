@@ -38,11 +38,11 @@ struct ChainSegment {
 };
 
 struct RecomputeSchedule {
-  std::string planner;                // which planner made it ("optimal", "sqrt", ...)
+  std::string planner;                 // which planner made it ("optimal", "sqrt", ...)
   std::vector<ChainSegment> segments;  // in order, covering every stage once
-  double added_time = 0;              // sum of forward_time over recomputed stages
-  double total_time = 0;              // forward + backward + added_time
-  int64_t predicted_peak_bytes = 0;   // exact peak of the chain under this schedule
+  double added_time = 0;               // sum of forward_time over recomputed stages
+  double total_time = 0;               // forward + backward + added_time
+  int64_t predicted_peak_bytes = 0;    // exact peak of the chain under this schedule
 
   int num_stages() const { return segments.empty() ? 0 : segments.back().last_stage + 1; }
   // Whether stage k's forward runs twice (F^none in forward, F^all in backward).

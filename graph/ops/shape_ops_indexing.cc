@@ -76,7 +76,8 @@ Expected<std::vector<TensorInfo>> InferSplit(const OpContext& ctx) {
   const TensorInfo& data = ctx.inputs.at(0);
   const size_t outputs = ctx.node.outputs.size();
   if (!data.shape.known || outputs == 0) return Unknown(data.dtype, outputs);
-  MEMPLAN_TRY(int64_t axis_i, NormalizeAxis(ctx.attrs().GetInt("axis", 0), data.shape.rank(), ctx.node));
+  MEMPLAN_TRY(int64_t axis_i,
+              NormalizeAxis(ctx.attrs().GetInt("axis", 0), data.shape.rank(), ctx.node));
   const size_t axis = static_cast<size_t>(axis_i);
   const Dim& dim = data.shape.dims[axis];
 
@@ -91,7 +92,8 @@ Expected<std::vector<TensorInfo>> InferSplit(const OpContext& ctx) {
     const int64_t n = static_cast<int64_t>(outputs);
     if (auto c = dim.constant_value()) {
       const int64_t chunk = (*c + n - 1) / n;
-      for (int64_t i = 0; i < n; ++i) sizes.emplace_back(std::clamp<int64_t>(*c - i * chunk, 0, chunk));
+      for (int64_t i = 0; i < n; ++i)
+        sizes.emplace_back(std::clamp<int64_t>(*c - i * chunk, 0, chunk));
     } else if (auto part = dim.DivideExactly(Dim(n))) {
       sizes.assign(outputs, *part);
     } else {
@@ -138,8 +140,8 @@ struct SliceAxis {
 };
 
 // The sliced length of one axis. Symbolic bounds (`mask[:T]`, T = seq) are taken as in range.
-std::optional<SliceAxis> SliceOneAxis(const Dim& dim, const Dim& start, const Dim& end, int64_t step,
-                                      SymbolTable* symbols) {
+std::optional<SliceAxis> SliceOneAxis(const Dim& dim, const Dim& start, const Dim& end,
+                                      int64_t step, SymbolTable* symbols) {
   auto d = dim.constant_value();
   auto s = start.constant_value();
   auto e = end.constant_value();
@@ -211,7 +213,8 @@ Expected<std::vector<TensorInfo>> InferSlice(const OpContext& ctx) {
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   if (steps.empty()) steps.assign(starts.size(), 1);
-  if (starts.size() != ends.size() || starts.size() != axes.size() || starts.size() != steps.size()) {
+  if (starts.size() != ends.size() || starts.size() != axes.size() ||
+      starts.size() != steps.size()) {
     return MakeError(NodeError(ctx.node, "starts, ends, axes and steps differ in length"));
   }
 
@@ -276,7 +279,8 @@ Expected<std::vector<TensorInfo>> InferGather(const OpContext& ctx) {
         }
         if (j < 0) j += axis_dim;
         for (int64_t i = 0; i < inner; ++i) {
-          contents->push_back((*data.contents)[static_cast<size_t>((o * axis_dim + j) * inner + i)]);
+          contents->push_back(
+              (*data.contents)[static_cast<size_t>((o * axis_dim + j) * inner + i)]);
         }
       }
     }

@@ -180,8 +180,10 @@ void RegisterShapeQueryOps(OpRegistry& registry) {
   Add(registry, "Size", InferSize, NoCost, kNoGradient);
   Add(registry, "Constant", InferConstant, NoCost, kNoGradient);
   Add(registry, "ConstantOfShape", InferConstantOfShape, MovementCost, kNoGradient);
-  Add(registry, "Range", InferRange, MovementCost, "derivatives.yaml: arange is not differentiable");
-  Add(registry, "NonZero", InferNonZero, MovementCost, "derivatives.yaml: nonzero is not differentiable");
+  Add(registry, "Range", InferRange, MovementCost,
+      "derivatives.yaml: arange is not differentiable");
+  Add(registry, "NonZero", InferNonZero, MovementCost,
+      "derivatives.yaml: nonzero is not differentiable");
   Add(registry, "Cast", InferCast, MovementCost,
       "derivatives.yaml: _to_copy: _to_copy_backward(grad, self.options()) saves nothing");
   Add(registry, "CastLike", InferCastLike, MovementCost,

@@ -88,7 +88,8 @@ Expected<std::vector<TensorInfo>> InferFlatten(const OpContext& ctx) {
                                              " is out of range for rank " + std::to_string(rank)));
   }
   Dim outer(1), inner(1);
-  for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= data.shape.dims[static_cast<size_t>(i)];
+  for (int64_t i = 0; i < rank; ++i)
+    (i < axis ? outer : inner) *= data.shape.dims[static_cast<size_t>(i)];
   return std::vector<TensorInfo>{MakeOutput(data.dtype, Shape{{outer, inner}}, data.contents)};
 }
 
@@ -122,8 +123,8 @@ Expected<std::vector<TensorInfo>> InferSqueeze(const OpContext& ctx) {
     if (!drop.count(static_cast<int64_t>(i))) {
       out.dims.push_back(data.shape.dims[i]);
     } else if (auto c = data.shape.dims[i].constant_value(); c && *c != 1) {
-      return MakeError(NodeError(ctx.node, "cannot squeeze axis " + std::to_string(i) +
-                                               " of size " + std::to_string(*c)));
+      return MakeError(NodeError(
+          ctx.node, "cannot squeeze axis " + std::to_string(i) + " of size " + std::to_string(*c)));
     }
   }
   return std::vector<TensorInfo>{MakeOutput(data.dtype, out, data.contents)};
@@ -220,7 +221,8 @@ void AddView(OpRegistry& registry, const char* op, ShapeRule rule, const char* s
 
 void RegisterReshapeOps(OpRegistry& registry) {
   AddView(registry, "Reshape", InferReshape,
-          "derivatives.yaml: view/_reshape_alias: grad.reshape_symint(self.sym_sizes()), nothing saved");
+          "derivatives.yaml: view/_reshape_alias: grad.reshape_symint(self.sym_sizes()), nothing "
+          "saved");
   AddView(registry, "Flatten", InferFlatten,
           "derivatives.yaml: flatten is a view: grad.reshape(self.sizes()), nothing saved");
   AddView(registry, "Squeeze", InferSqueeze,

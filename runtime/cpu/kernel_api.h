@@ -72,8 +72,7 @@ struct BackwardArgs {
     return input < input_dtypes.size() && input_dtypes[input] != DType::kUndefined;
   }
   bool NeedsGrad(size_t input) const {
-    return needs_input_grad.empty() ||
-           (input < needs_input_grad.size() && needs_input_grad[input]);
+    return needs_input_grad.empty() || (input < needs_input_grad.size() && needs_input_grad[input]);
   }
 };
 

@@ -23,8 +23,7 @@ const KernelRegistry& KernelRegistry::Get() {
   return registry;
 }
 
-void KernelRegistry::Register(std::string op_type, ForwardKernel forward,
-                              BackwardKernel backward) {
+void KernelRegistry::Register(std::string op_type, ForwardKernel forward, BackwardKernel backward) {
   MEMPLAN_CHECK(forward != nullptr);
   const bool inserted = entries_.emplace(std::move(op_type), KernelEntry{forward, backward}).second;
   MEMPLAN_CHECK(inserted);

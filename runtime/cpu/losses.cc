@@ -65,7 +65,8 @@ Expected<CrossEntropyTerms> ComputeTerms(const ClassLayout& layout, const Tensor
 
 Status CheckSameShape(const Tensor& prediction, const Tensor& target) {
   if (!target.defined() || target.shape() != prediction.shape()) {
-    return MakeError("mse: target " + (target.defined() ? ShapeToString(target.shape()) : "missing") +
+    return MakeError("mse: target " +
+                     (target.defined() ? ShapeToString(target.shape()) : "missing") +
                      " does not match prediction " + ShapeToString(prediction.shape()));
   }
   return OkStatus();
@@ -154,7 +155,8 @@ Expected<Tensor> LossBackward(LossKind kind, const KernelContext& ctx, const Ten
       MEMPLAN_RETURN_IF_ERROR(CheckSameShape(prediction, target));
       const double scale = 2.0 * grad_scale / static_cast<double>(prediction.numel());
       for (int64_t i = 0; i < prediction.numel(); ++i) {
-        g[i] = static_cast<float>(scale * (static_cast<double>(prediction.data()[i]) - target.data()[i]));
+        g[i] = static_cast<float>(scale *
+                                  (static_cast<double>(prediction.data()[i]) - target.data()[i]));
       }
       break;
     }

@@ -50,13 +50,13 @@ TEST_CASE("integrity: a double free is caught", "[program]") {
 
 TEST_CASE("integrity: use after free and use before allocation are caught", "[program]") {
   TrainingProgram freed_early = Program();
-  // Free r at relu's forward End: relu's backward (t6) then reads a dead buffer.
+  // Free r at relu's forward End: the loss (t4) then reads a dead buffer.
   MemoryEvent free_r = freed_early.steps[6].end.front();
   freed_early.steps[6].end.erase(freed_early.steps[6].end.begin());
   freed_early.steps[3].end.push_back(free_r);
   auto a = VerifyProgram(freed_early);
   REQUIRE_FALSE(a.ok());
-  CHECK(a.error().message.find("uses saved 'r'") != std::string::npos);
+  CHECK(a.error().message.find("t4 (loss loss) uses input 'r'") != std::string::npos);
 
   TrainingProgram late = Program();
   // Allocate y at relu's Begin instead of mm's: mm writes y before it exists.

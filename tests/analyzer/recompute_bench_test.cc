@@ -68,8 +68,8 @@ TEST_CASE("bench: PlanOptimalChain by chain length", "[.bench][recompute]") {
       const double seconds = CpuSeconds(start);
       REQUIRE(plan.ok());
       CHECK(plan->predicted_peak_bytes <= budget);
-      std::printf("%8d %10s %12.4f %12.4f %14.1f %14.1f\n", n, v.label, seconds,
-                  plan->added_time, static_cast<double>(plan->predicted_peak_bytes) / kMiB,
+      std::printf("%8d %10s %12.4f %12.4f %14.1f %14.1f\n", n, v.label, seconds, plan->added_time,
+                  static_cast<double>(plan->predicted_peak_bytes) / kMiB,
                   static_cast<double>(budget) / kMiB);
     }
   }
@@ -124,11 +124,12 @@ TEST_CASE("bench: decompose and plan a 2000-node residual graph", "[.bench][reco
   REQUIRE(plan.ok());
   auto selection = SelectRecomputeNodes(graph, *decomposition, *plan);
   REQUIRE(selection.ok());
-  std::printf("2001 nodes -> %d stages: decompose %.4f cpu-s, plan %.4f cpu-s (budget %.0f MiB = 1/4 of "
-              "no-recompute peak), %zu nodes recomputed, %zu checkpoints\n",
-              decomposition->chain.num_stages(), decompose_seconds, plan_seconds,
-              static_cast<double>(budget) / kMiB, selection->recompute_nodes.size(),
-              selection->checkpoint_names.size());
+  std::printf(
+      "2001 nodes -> %d stages: decompose %.4f cpu-s, plan %.4f cpu-s (budget %.0f MiB = 1/4 of "
+      "no-recompute peak), %zu nodes recomputed, %zu checkpoints\n",
+      decomposition->chain.num_stages(), decompose_seconds, plan_seconds,
+      static_cast<double>(budget) / kMiB, selection->recompute_nodes.size(),
+      selection->checkpoint_names.size());
 }
 
 }  // namespace

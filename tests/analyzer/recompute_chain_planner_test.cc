@@ -110,10 +110,9 @@ TEST_CASE("baseline planners: shapes of the schedules", "[recompute]") {
   auto sqrt_plan = PlanSqrtCheckpoints(chain);
   REQUIRE(sqrt_plan.ok());
   // ceil(sqrt(10)) = 4: [0-3 R], [4-7 R], [8-9 S].
-  CHECK(sqrt_plan->segments ==
-        std::vector<ChainSegment>{{0, 3, SegmentMode::kRecomputed},
-                                  {4, 7, SegmentMode::kRecomputed},
-                                  {8, 9, SegmentMode::kStored}});
+  CHECK(sqrt_plan->segments == std::vector<ChainSegment>{{0, 3, SegmentMode::kRecomputed},
+                                                         {4, 7, SegmentMode::kRecomputed},
+                                                         {8, 9, SegmentMode::kStored}});
   CHECK(sqrt_plan->added_time == 8);
   CHECK(sqrt_plan->CheckpointStages() == std::vector<int>{3, 7});
 
@@ -140,9 +139,8 @@ Chain RandomChain(std::mt19937& rng, int num_stages, int64_t size_scale) {
   chain.input_bytes = input(rng) * size_scale;
   for (int k = 0; k < num_stages; ++k) {
     const double f = time(rng);
-    chain.stages.push_back(Stage(f, f * ratio(rng), out(rng) * size_scale,
-                                 saved(rng) * size_scale, tmp(rng) * size_scale,
-                                 tmp(rng) * size_scale));
+    chain.stages.push_back(Stage(f, f * ratio(rng), out(rng) * size_scale, saved(rng) * size_scale,
+                                 tmp(rng) * size_scale, tmp(rng) * size_scale));
   }
   return chain;
 }
@@ -210,12 +208,11 @@ TEST_CASE("optimal planner equals brute force on the slot-rounded chain", "[reco
     const auto exact = testing::EnumerateSchedules(chain);
     auto none = PlanNoRecompute(chain);
     REQUIRE(none.ok());
-    for (int64_t budget : BudgetGrid(testing::MinPeak(exact), none->predicted_peak_bytes + 5000,
-                                     10)) {
+    for (int64_t budget :
+         BudgetGrid(testing::MinPeak(exact), none->predicted_peak_bytes + 5000, 10)) {
       INFO("trial " << trial << ", budget " << budget);
       const int64_t slot = SlotBytesFor(budget, options.memory_slots);
-      const auto rounded =
-          testing::EnumerateSchedules(RoundChainUpToSlots(chain, slot));
+      const auto rounded = testing::EnumerateSchedules(RoundChainUpToSlots(chain, slot));
       const std::optional<double> best = testing::BestAddedTime(rounded, budget / slot);
       auto plan = PlanOptimalChain(chain, budget, options);
       if (best) {

@@ -90,19 +90,17 @@ TEST_CASE("decomposition: residual network cuts after every Add and block ReLU",
   REQUIRE(d.stages.size() == 9);
   std::vector<std::vector<std::string>> stage_nodes;
   for (const ChainStageNodes& s : d.stages) stage_nodes.push_back(b.Names(s.nodes));
-  CHECK(stage_nodes == std::vector<std::vector<std::string>>{
-                           {"/stem/Conv"},
-                           {"/layer1/conv1/Conv", "/layer1/relu/Relu", "/layer1/conv2/Conv",
-                            "/layer1/Add"},
-                           {"/layer1/relu_1/Relu"},
-                           {"/layer2/conv1/Conv", "/layer2/relu/Relu", "/layer2/conv2/Conv",
-                            "/layer2/Add"},
-                           {"/layer2/relu_1/Relu"},
-                           {"/layer3/conv1/Conv", "/layer3/relu/Relu", "/layer3/conv2/Conv",
-                            "/layer3/Add"},
-                           {"/layer3/relu_1/Relu"},
-                           {"/pool/GlobalAveragePool"},
-                           {"/fc/Gemm"}});
+  CHECK(stage_nodes ==
+        std::vector<std::vector<std::string>>{
+            {"/stem/Conv"},
+            {"/layer1/conv1/Conv", "/layer1/relu/Relu", "/layer1/conv2/Conv", "/layer1/Add"},
+            {"/layer1/relu_1/Relu"},
+            {"/layer2/conv1/Conv", "/layer2/relu/Relu", "/layer2/conv2/Conv", "/layer2/Add"},
+            {"/layer2/relu_1/Relu"},
+            {"/layer3/conv1/Conv", "/layer3/relu/Relu", "/layer3/conv2/Conv", "/layer3/Add"},
+            {"/layer3/relu_1/Relu"},
+            {"/pool/GlobalAveragePool"},
+            {"/fc/Gemm"}});
   // The image is a graph input: not part of the chain. No parameter-free intermediates.
   CHECK(d.chain.input_bytes == 0);
   CHECK(d.parameter_free_values.empty());
@@ -123,7 +121,9 @@ TEST_CASE("decomposition: residual network cuts after every Add and block ReLU",
 
   // Only relu_a's output is saved by the op's rule: the others leave the saved set.
   ChainCostFunctions costs = b.Costs();
-  costs.saved_for_backward = [&](ValueId v) { return b.graph.value(v).name == "/layer1/relu/Relu:out"; };
+  costs.saved_for_backward = [&](ValueId v) {
+    return b.graph.value(v).name == "/layer1/relu/Relu:out";
+  };
   auto narrowed = DecomposeIntoChain(b.graph, costs);
   REQUIRE(narrowed.ok());
   CHECK(narrowed->chain.stages[1].saved_bytes == 20);
@@ -136,8 +136,8 @@ TEST_CASE("decomposition: recompute nodes and checkpoint names of a schedule", "
   const auto S = SegmentMode::kStored;
   const auto R = SegmentMode::kRecomputed;
   // Blocks 1 and 2 (with their ReLUs) recomputed as two segments; the rest stored.
-  auto schedule = MakeRecomputeSchedule(d->chain, {{0, 0, S}, {1, 2, R}, {3, 4, R}, {5, 8, S}},
-                                        "test");
+  auto schedule =
+      MakeRecomputeSchedule(d->chain, {{0, 0, S}, {1, 2, R}, {3, 4, R}, {5, 8, S}}, "test");
   REQUIRE(schedule.ok());
   auto selection = SelectRecomputeNodes(b.graph, *d, *schedule);
   REQUIRE(selection.ok());

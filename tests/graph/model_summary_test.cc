@@ -214,12 +214,12 @@ TEST_CASE("model summary: attention without Dropout looks like an inference expo
   CHECK_FALSE(HasWarning(SummarizeModel(b.graph(), Bindings(&b.graph().symbols())), no_dropout));
 }
 
-TEST_CASE("model summary: a fixed batch and a model without parameters warn", "[summary]") {
-  Builder b;  // no batch symbol set
+TEST_CASE("model summary: a model without parameters warns", "[summary]") {
+  Builder b;  // no batch symbol set: the importer, not the summary, warns about a fixed batch
   ValueId x = b.Input("images", Shape{{1, 3, 4, 4}});
   b.graph().MarkOutput(b.Op("Relu", {x}));
   ModelSummary s = SummarizeModel(b.graph(), Bindings(&b.graph().symbols()));
-  CHECK(HasWarning(s, "input 'images' has no symbolic batch dimension ([1, 3, 4, 4])"));
+  REQUIRE(s.warnings.size() == 1);
   CHECK(HasWarning(s, "no trainable parameters"));
   CHECK(s.parameter_count == 0);
   CHECK(s.parameters_by_dtype.empty());

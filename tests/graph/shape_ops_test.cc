@@ -51,9 +51,7 @@ struct Micro {
     return *result;
   }
   std::string Text(const TensorInfo& t) const { return t.shape.ToString(g.symbols()); }
-  std::string Text(const std::vector<Dim>& dims) const {
-    return Shape{dims}.ToString(g.symbols());
-  }
+  std::string Text(const std::vector<Dim>& dims) const { return Shape{dims}.ToString(g.symbols()); }
   Dim B() const { return Dim::Symbol(batch); }
   Dim S() const { return Dim::Symbol(seq); }
 };
@@ -109,7 +107,8 @@ TEST_CASE("Reshape rejects an element-count mismatch", "[folding]") {
   NodeId id = m.g.AddNode(std::move(n));
   auto r = OpRegistry::Get().Find("Reshape")->infer_shapes(MakeOpContext(m.g, id, &m.g.symbols()));
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().message == "node 'bad_reshape' (Reshape): cannot reshape [3, 4] (12 elements) to [5]");
+  CHECK(r.error().message ==
+        "node 'bad_reshape' (Reshape): cannot reshape [3, 4] (12 elements) to [5]");
 }
 
 TEST_CASE("Gather picks symbols out of a shape; Unsqueeze and Concat build a target", "[folding]") {
@@ -162,8 +161,8 @@ TEST_CASE("Slice with symbolic ends, negative starts and steps", "[folding]") {
   auto even = m.Run("Slice", {x, m.Ints("s3", {0}), m.Ints("e3", {INT64_MAX}), m.Ints("a3", {2}),
                               m.Ints("p3", {2})});
   CHECK(m.Text(even[0]) == "[batch, seq, 32]");
-  auto back = m.Run("Slice", {x, m.Ints("s4", {10}), m.Ints("e4", {3}), m.Ints("a4", {-1}),
-                              m.Ints("p4", {-3})});
+  auto back = m.Run(
+      "Slice", {x, m.Ints("s4", {10}), m.Ints("e4", {3}), m.Ints("a4", {-1}), m.Ints("p4", {-3})});
   CHECK(m.Text(back[0]) == "[batch, seq, 3]");
   // Opset < 10 attribute form, and contents of a sliced shape vector: [batch, seq, 768][1:] .
   Attributes a;
@@ -243,8 +242,9 @@ TEST_CASE("Range, ConstantOfShape, Constant, Cast, Size, Tile, Flatten, Transpos
   c.int_values = {-1, 768};
   auto k = m.Run("Constant", {}, Attr("value", c));
   CHECK(m.Text(*k[0].contents) == "[-1, 768]");
-  CHECK(m.Text(*m.Run("Constant", {}, Attr("value_ints", std::vector<int64_t>{3, 4}))[0].contents) ==
-        "[3, 4]");
+  CHECK(
+      m.Text(*m.Run("Constant", {}, Attr("value_ints", std::vector<int64_t>{3, 4}))[0].contents) ==
+      "[3, 4]");
 
   ValueId x = m.Tensor("x", DType::kFloat32, {m.B(), m.S(), 4});
   auto size = m.Run("Size", {x});
@@ -266,8 +266,8 @@ TEST_CASE("Range, ConstantOfShape, Constant, Cast, Size, Tile, Flatten, Transpos
 
 TEST_CASE("shape-op schema facts: views and saved tensors", "[folding]") {
   const OpRegistry& r = OpRegistry::Get();
-  for (const char* view : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose",
-                           "Expand"}) {
+  for (const char* view :
+       {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Expand"}) {
     INFO(view);
     REQUIRE(r.Find(view));
     CHECK(r.Find(view)->is_view);

@@ -19,24 +19,42 @@ GradCheckCase Unary(const std::string& op, Tensor x) {
 TEST_CASE("unary backward kernels match finite differences", "[gradcheck]") {
   const TensorShape shape = {3, 5};
   // Relu's kink and the poles of Log/Reciprocal/Sqrt stay more than kStep away.
-  SECTION("Relu") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Relu", RandomAwayFromZero(shape, 1, 0.1f, 2.0f))); }
-  SECTION("Gelu") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Gelu", RandomTensor(shape, 2, -3.0f, 3.0f))); }
+  SECTION("Relu") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Relu", RandomAwayFromZero(shape, 1, 0.1f, 2.0f)));
+  }
+  SECTION("Gelu") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Gelu", RandomTensor(shape, 2, -3.0f, 3.0f)));
+  }
   SECTION("Gelu tanh") {
     GradCheckCase c = Unary("Gelu", RandomTensor(shape, 3, -3.0f, 3.0f));
     c.attributes.Set("approximate", std::string("tanh"));
     MEMPLAN_REQUIRE_GRADIENTS_MATCH(c);
   }
-  SECTION("Erf") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Erf", RandomTensor(shape, 4, -2.0f, 2.0f))); }
-  SECTION("Sigmoid") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Sigmoid", RandomTensor(shape, 5, -4.0f, 4.0f))); }
-  SECTION("Tanh") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Tanh", RandomTensor(shape, 6, -2.0f, 2.0f))); }
-  SECTION("Sqrt") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Sqrt", RandomTensor(shape, 7, 0.5f, 3.0f))); }
+  SECTION("Erf") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Erf", RandomTensor(shape, 4, -2.0f, 2.0f)));
+  }
+  SECTION("Sigmoid") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Sigmoid", RandomTensor(shape, 5, -4.0f, 4.0f)));
+  }
+  SECTION("Tanh") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Tanh", RandomTensor(shape, 6, -2.0f, 2.0f)));
+  }
+  SECTION("Sqrt") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Sqrt", RandomTensor(shape, 7, 0.5f, 3.0f)));
+  }
   SECTION("Neg") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Neg", RandomTensor(shape, 8))); }
-  SECTION("Exp") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Exp", RandomTensor(shape, 9, -2.0f, 2.0f))); }
-  SECTION("Log") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Log", RandomTensor(shape, 10, 0.5f, 3.0f))); }
+  SECTION("Exp") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Exp", RandomTensor(shape, 9, -2.0f, 2.0f)));
+  }
+  SECTION("Log") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Log", RandomTensor(shape, 10, 0.5f, 3.0f)));
+  }
   SECTION("Reciprocal") {
     MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Reciprocal", RandomAwayFromZero(shape, 11, 0.5f, 2.0f)));
   }
-  SECTION("Identity") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Identity", RandomTensor(shape, 12))); }
+  SECTION("Identity") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Identity", RandomTensor(shape, 12)));
+  }
 }
 
 GradCheckCase Binary(const std::string& op, Tensor a, Tensor b) {
@@ -51,14 +69,22 @@ TEST_CASE("binary backward kernels reduce over broadcast dims", "[gradcheck]") {
   // [2,3,4] with [3,1]: b is broadcast along dims 0 and 2, so its gradient sums 8 terms each.
   const TensorShape big = {2, 3, 4};
   const TensorShape small = {3, 1};
-  SECTION("Add") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Binary("Add", RandomTensor(big, 1), RandomTensor(small, 2))); }
-  SECTION("Sub") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Binary("Sub", RandomTensor(small, 3), RandomTensor(big, 4))); }
-  SECTION("Mul") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Binary("Mul", RandomTensor(big, 5), RandomTensor(small, 6))); }
+  SECTION("Add") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Binary("Add", RandomTensor(big, 1), RandomTensor(small, 2)));
+  }
+  SECTION("Sub") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Binary("Sub", RandomTensor(small, 3), RandomTensor(big, 4)));
+  }
+  SECTION("Mul") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Binary("Mul", RandomTensor(big, 5), RandomTensor(small, 6)));
+  }
   SECTION("Div") {
-    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Binary("Div", RandomTensor(big, 7), RandomAwayFromZero(small, 8, 0.5f, 2.0f)));
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(
+        Binary("Div", RandomTensor(big, 7), RandomAwayFromZero(small, 8, 0.5f, 2.0f)));
   }
   SECTION("Pow") {
-    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Binary("Pow", RandomTensor(big, 9, 0.5f, 2.0f), RandomTensor(small, 10, -1.5f, 2.5f)));
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(
+        Binary("Pow", RandomTensor(big, 9, 0.5f, 2.0f), RandomTensor(small, 10, -1.5f, 2.5f)));
   }
   SECTION("scalar operand") {
     MEMPLAN_REQUIRE_GRADIENTS_MATCH(Binary("Mul", RandomTensor(big, 11), RandomTensor({}, 12)));

@@ -17,7 +17,8 @@ GradCheckCase Case(const std::string& op, std::vector<Tensor> inputs) {
 
 TEST_CASE("view ops pass the gradient back in the input's shape", "[gradcheck]") {
   SECTION("Reshape with 0 and -1") {
-    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Case("Reshape", {RandomTensor({2, 3, 4}, 1), IntTensor({2}, {0, -1})}));
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(
+        Case("Reshape", {RandomTensor({2, 3, 4}, 1), IntTensor({2}, {0, -1})}));
   }
   SECTION("Flatten") {
     GradCheckCase c = Case("Flatten", {RandomTensor({2, 3, 2}, 2)});
@@ -25,7 +26,8 @@ TEST_CASE("view ops pass the gradient back in the input's shape", "[gradcheck]")
     MEMPLAN_REQUIRE_GRADIENTS_MATCH(c);
   }
   SECTION("Squeeze (axes input)") {
-    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Case("Squeeze", {RandomTensor({2, 1, 3}, 3), IntTensor({1}, {1})}));
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(
+        Case("Squeeze", {RandomTensor({2, 1, 3}, 3), IntTensor({1}, {1})}));
   }
   SECTION("Unsqueeze (axes attribute)") {
     GradCheckCase c = Case("Unsqueeze", {RandomTensor({2, 3}, 4)});
@@ -41,10 +43,12 @@ TEST_CASE("copying shape ops have adjoint backwards", "[gradcheck]") {
     MEMPLAN_REQUIRE_GRADIENTS_MATCH(c);
   }
   SECTION("Expand") {
-    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Case("Expand", {RandomTensor({3, 1}, 2), IntTensor({3}, {2, 1, 4})}));
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(
+        Case("Expand", {RandomTensor({3, 1}, 2), IntTensor({3}, {2, 1, 4})}));
   }
   SECTION("Concat") {
-    GradCheckCase c = Case("Concat", {RandomTensor({2, 1, 3}, 3), RandomTensor({2, 2, 3}, 4), RandomTensor({2, 3, 3}, 5)});
+    GradCheckCase c = Case("Concat", {RandomTensor({2, 1, 3}, 3), RandomTensor({2, 2, 3}, 4),
+                                      RandomTensor({2, 3, 3}, 5)});
     c.attributes.Set("axis", int64_t{1});
     c.checked_inputs = {0, 1, 2};
     MEMPLAN_REQUIRE_GRADIENTS_MATCH(c);

@@ -56,7 +56,8 @@ inline Tensor RandomAwayFromZero(TensorShape shape, uint32_t seed, float lo, flo
 inline Tensor DistinctTensor(TensorShape shape, uint32_t seed) {
   const int64_t n = NumElements(shape);
   std::vector<float> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = 0.1f * static_cast<float>(i) - 0.05f * static_cast<float>(n);
+  for (int64_t i = 0; i < n; ++i)
+    values[static_cast<size_t>(i)] = 0.1f * static_cast<float>(i) - 0.05f * static_cast<float>(n);
   std::mt19937 rng(seed);
   std::shuffle(values.begin(), values.end(), rng);
   return Tensor::FromValues(std::move(shape), values);
@@ -70,10 +71,12 @@ struct GradCheckCase {
   std::string op;
   Attributes attributes;
   std::vector<Tensor> inputs;
-  std::vector<size_t> checked_inputs;         // inputs whose gradient is checked
+  std::vector<size_t> checked_inputs;  // inputs whose gradient is checked
   int num_outputs = 1;
   std::vector<size_t> differentiable_outputs = {0};  // outputs that get a random cotangent
   bool training = true;
+  // Replaces the registered backward kernel (used to show the check rejects a wrong gradient).
+  BackwardKernel backward_override = nullptr;
 };
 
 struct GradCheckReport {
@@ -132,12 +135,15 @@ inline GradCheckReport CheckGradients(GradCheckCase c) {
   args.grad_outputs.resize(base.outputs.size());
   for (size_t k = 0; k < c.differentiable_outputs.size(); ++k) {
     const size_t out = c.differentiable_outputs[k];
-    cotangents.push_back(RandomTensor(base.outputs.at(out).shape(), 777 + static_cast<uint32_t>(k)));
+    cotangents.push_back(
+        RandomTensor(base.outputs.at(out).shape(), 777 + static_cast<uint32_t>(k)));
     args.grad_outputs[out] = cotangents.back();
   }
   args.needs_input_grad.assign(c.inputs.size(), false);
   for (size_t i : c.checked_inputs) args.needs_input_grad[i] = true;
-  auto grads = RunBackward(c.op, detail::CheckContext(c.training), args);
+  auto grads = c.backward_override != nullptr
+                   ? c.backward_override(detail::CheckContext(c.training), args)
+                   : RunBackward(c.op, detail::CheckContext(c.training), args);
   if (!grads.ok()) FAIL(c.op << " backward failed: " << grads.error().message);
 
   GradCheckReport report;
@@ -164,8 +170,8 @@ inline GradCheckReport CheckGradients(GradCheckCase c) {
       if (ratio > report.worst_ratio) {
         report.worst_ratio = ratio;
         std::ostringstream where;
-        where << c.op << " input " << i << " element " << e << ": analytic "
-              << analytic.data()[e] << " numeric " << numeric;
+        where << c.op << " input " << i << " element " << e << ": analytic " << analytic.data()[e]
+              << " numeric " << numeric;
         report.worst = where.str();
       }
     }
@@ -174,12 +180,12 @@ inline GradCheckReport CheckGradients(GradCheckCase c) {
 }
 
 // The assertion every gradcheck test ends with.
-#define MEMPLAN_REQUIRE_GRADIENTS_MATCH(case_expr)                      \
-  do {                                                                  \
+#define MEMPLAN_REQUIRE_GRADIENTS_MATCH(case_expr)                              \
+  do {                                                                          \
     const auto memplan_report_ = ::memplan::testing::CheckGradients(case_expr); \
-    INFO(memplan_report_.worst);                                        \
-    REQUIRE(memplan_report_.elements_checked > 0);                      \
-    REQUIRE(memplan_report_.worst_ratio <= 1.0);                        \
+    INFO(memplan_report_.worst);                                                \
+    REQUIRE(memplan_report_.elements_checked > 0);                              \
+    REQUIRE(memplan_report_.worst_ratio <= 1.0);                                \
   } while (false)
 
 }  // namespace memplan::testing

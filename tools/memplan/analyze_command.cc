@@ -18,8 +18,8 @@ struct AnalyzeFlags {
 }  // namespace
 
 Verb AddAnalyzeCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand(
-      "analyze", "plan micro-batch, accumulation, FP16 placement and recompute for a GPU");
+  CLI::App* command =
+      app.add_subcommand("analyze", "plan micro-batch, accumulation, precision, recompute");
   auto flags = std::make_shared<AnalyzeFlags>();
   AddAnalysisFlags(*command, flags->analysis);
   command->add_option("--gpu", flags->gpu,

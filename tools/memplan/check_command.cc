@@ -17,9 +17,7 @@ struct CheckFlags {
 }  // namespace
 
 Verb AddCheckCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand(
-      "check",
-      "CI gate: fail (exit 1) when the plan no longer fits or regressed against a baseline");
+  CLI::App* command = app.add_subcommand("check", "CI gate: exit 1 when over budget or regressed");
   auto flags = std::make_shared<CheckFlags>();
   AddAnalysisFlags(*command, flags->analysis);
   command->add_option("--gpu", flags->gpu, "the GPU the plan is for: a memory size or a name");

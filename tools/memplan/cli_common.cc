@@ -35,15 +35,19 @@ Verb NotAvailableVerb(CLI::App* command, std::shared_ptr<const void> flag_storag
 }
 
 void AddAnalysisFlags(CLI::App& command, AnalysisFlags& flags) {
-  command.add_option("model", flags.model, "the model: an ONNX file (.onnx)")->required();
-  command.add_option("--batch", flags.batch,
-                     "bind the batch dimension (the first input's first dim) to N");
-  command.add_option("--dim", flags.dims,
-                     "bind a symbolic dimension, e.g. --dim seq=512 (repeatable)");
-  command.add_option("--batch-dim", flags.batch_dim,
-                     "which symbolic dimension is the batch (default: first dim of first input)");
-  command.add_flag("--json", flags.json, "print JSON (schema memplan/1); same as --format json");
-  command.add_option("--format", flags.format, "output format: text (default), json, markdown");
+  command.add_option("model", flags.model, "the model: an ONNX file")
+      ->required()
+      ->type_name("MODEL.onnx");
+  command.add_option("--batch", flags.batch, "bind the batch dimension to N")->type_name("N");
+  command.add_option("--dim", flags.dims, "bind a symbolic dim, e.g. seq=512 (repeatable)")
+      ->type_name("NAME=N");
+  command
+      .add_option("--batch-dim", flags.batch_dim,
+                  "the symbol that is the batch (default: input 0, axis 0)")
+      ->type_name("NAME");
+  command.add_flag("--json", flags.json, "JSON output (schema memplan/1)");
+  command.add_option("--format", flags.format, "text (default), json or markdown")
+      ->type_name("FORMAT");
 }
 
 Expected<AnalysisRequest> ResolveAnalysisFlags(const AnalysisFlags& flags) {

@@ -42,8 +42,8 @@ int RunInspect(const AnalysisFlags& flags) {
 }  // namespace
 
 Verb AddInspectCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand(
-      "inspect", "show a model's ops, parameters, inputs/outputs, symbolic dims and warnings");
+  CLI::App* command =
+      app.add_subcommand("inspect", "show ops, parameters, inputs/outputs, symbols, warnings");
   auto flags = std::make_shared<AnalysisFlags>();
   AddAnalysisFlags(*command, *flags);
   return Verb{command, [flags] { return RunInspect(*flags); }};

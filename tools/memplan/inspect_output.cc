@@ -241,6 +241,7 @@ std::string RenderInspectMarkdown(const ModelSummary& s, const std::string& mode
   tensors("Outputs", s.outputs);
 
   out += "\n## Symbols\n\n| name | value |\n|---|---|\n";
+  if (s.symbols.empty()) out += "| (none) | every dimension is fixed |\n";
   for (const SymbolSummary& sym : s.symbols)
     out += "| `" + sym.name + "`" + (sym.is_batch ? " (batch)" : "") + " | " +
            SymbolValueText(sym) + " |\n";

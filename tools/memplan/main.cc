@@ -48,6 +48,11 @@ int Main(int argc, char** argv) {
     return ReportError("unknown verb '" + first + "': expected one of " + VerbNames(verbs) +
                        " (see memplan --help)");
   }
+  if (!first.empty() && first[0] == '-' && first != "-h" && first != "--help") {
+    return ReportError("unknown option '" + first +
+                       "' before the verb: flags go after it, e.g. memplan inspect model.onnx "
+                       "--json (see memplan --help)");
+  }
 
   try {
     app.parse(argc, argv);

@@ -41,7 +41,8 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanFlags& flags, bool require_gpu)
   MEMPLAN_TRY(request.analysis, ResolveAnalysisFlags(flags.analysis));
   PlannerOptions& p = request.planner;
   if (flags.gpu.empty()) {
-    if (require_gpu) return MakeError("--gpu is required (a size like 24G or a name like A100-80GB)");
+    if (require_gpu)
+      return MakeError("--gpu is required (a size like 24G or a name like A100-80GB)");
   } else {
     MEMPLAN_TRY(p.gpu, ResolveGpu(flags.gpu));
   }
@@ -74,8 +75,7 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanFlags& flags, bool require_gpu)
 }
 
 Status BindPlanSymbols(const Graph& graph, PlanRequest& request) {
-  MEMPLAN_TRY(Bindings bindings,
-              BindSymbols(graph, /*batch=*/std::nullopt, request.analysis.dims));
+  MEMPLAN_TRY(Bindings bindings, BindSymbols(graph, /*batch=*/std::nullopt, request.analysis.dims));
   request.planner.bindings = std::move(bindings);
   return OkStatus();
 }

@@ -35,8 +35,8 @@ void AddPlanFlags(CLI::App& command, PlanFlags& flags);
 struct PlanRequest {
   AnalysisRequest analysis;
   PlannerOptions planner;
-  std::string recompute = "none";    // none | all | sqrt | optimal | auto
-  std::string precision = "fp32";    // fp32 | fp16 | bf16 | auto
+  std::string recompute = "none";  // none | all | sqrt | optimal | auto
+  std::string precision = "fp32";  // fp32 | fp16 | bf16 | auto
 };
 
 // Validates every flag (sizes, enums, positive integers). --batch N is the micro-batch (it binds

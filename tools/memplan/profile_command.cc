@@ -16,8 +16,7 @@ struct ProfileFlags {
 }  // namespace
 
 Verb AddProfileCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand(
-      "profile", "trace a training step with CUPTI and attribute memory to program steps");
+  CLI::App* command = app.add_subcommand("profile", "trace a step with CUPTI and attribute memory");
   auto flags = std::make_shared<ProfileFlags>();
   AddAnalysisFlags(*command, flags->analysis);
   command->add_option("--gpu", flags->gpu, "the GPU the plan is for: a memory size or a name");

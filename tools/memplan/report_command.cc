@@ -16,8 +16,7 @@ struct ReportFlags {
 }  // namespace
 
 Verb AddReportCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand(
-      "report", "render a report (text, markdown, HTML) from analyze --json output");
+  CLI::App* command = app.add_subcommand("report", "render a report from `analyze --json` output");
   auto flags = std::make_shared<ReportFlags>();
   command->add_option("input", flags->input, "the JSON written by analyze --json");
   command->add_option("--output", flags->output, "where to write the report");

@@ -16,8 +16,8 @@ struct VerifyFlags {
 }  // namespace
 
 Verb AddVerifyCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand(
-      "verify", "run the plan on the bundled runtime and compare measured with predicted memory");
+  CLI::App* command =
+      app.add_subcommand("verify", "run the plan on the runtime, compare measured memory");
   auto flags = std::make_shared<VerifyFlags>();
   AddAnalysisFlags(*command, flags->analysis);
   command->add_option("--gpu", flags->gpu, "the GPU the plan is for: a memory size or a name");

@@ -88,8 +88,8 @@ Expected<InputGradients> BinaryBackward(const KernelContext& ctx, const Backward
     MEMPLAN_TRY(b, RequireTensor(args.inputs, 1, Op::kName, "saved input"));
   }
   const bool want_a = args.NeedsGrad(0);
-  const bool want_b = args.NeedsGrad(1) && (args.input_dtypes.size() < 2 ||
-                                            IsFloating(args.input_dtypes[1]));
+  const bool want_b =
+      args.NeedsGrad(1) && (args.input_dtypes.size() < 2 || IsFloating(args.input_dtypes[1]));
   Tensor da = want_a ? NewInputGradient(ctx, args, 0) : Tensor();
   Tensor db = want_b ? NewInputGradient(ctx, args, 1) : Tensor();
   const TensorShape& out_shape = dy.shape();

@@ -41,8 +41,9 @@ Tensor SumToShape(const KernelContext& ctx, const Tensor& tensor, const TensorSh
   float* out = result.mutable_data();
   const float* in = tensor.data();
   const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(target, tensor.shape())};
-  ForEachBroadcastIndex(tensor.shape(), strides,
-                        [&](int64_t i, const std::array<int64_t, 1>& off) { out[off[0]] += in[i]; });
+  ForEachBroadcastIndex(tensor.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
+    out[off[0]] += in[i];
+  });
   RoundToOwnDType(result);
   return result;
 }

@@ -78,16 +78,17 @@ Expected<ForwardResult> ConvForward(const KernelContext& ctx, const ForwardArgs&
         for (int64_t kh = 0; kh < g.h.kernel; ++kh) {
           for (int64_t kw = 0; kw < g.w.kernel; ++kw) {
             const float weight = kernel[kh * g.w.kernel + kw];
-            ForEachTapRow(g, kh, kw, [&](int64_t oh, int64_t ih, int64_t first, int64_t last,
-                                         int64_t w_offset) {
-              float* out_row = out + oh * g.w.output;
-              // Index arithmetic instead of a row pointer offset by w_offset: that pointer may
-              // lie before the buffer (left padding), which is undefined even unread.
-              const float* in_row = in + ih * g.w.input;
-              for (int64_t ow = first; ow < last; ++ow) {
-                out_row[ow] += weight * in_row[ow * sw + w_offset];
-              }
-            });
+            ForEachTapRow(
+                g, kh, kw,
+                [&](int64_t oh, int64_t ih, int64_t first, int64_t last, int64_t w_offset) {
+                  float* out_row = out + oh * g.w.output;
+                  // Index arithmetic instead of a row pointer offset by w_offset: that pointer may
+                  // lie before the buffer (left padding), which is undefined even unread.
+                  const float* in_row = in + ih * g.w.input;
+                  for (int64_t ow = first; ow < last; ++ow) {
+                    out_row[ow] += weight * in_row[ow * sw + w_offset];
+                  }
+                });
           }
         }
       }
@@ -138,23 +139,24 @@ Expected<InputGradients> ConvBackward(const KernelContext& ctx, const BackwardAr
             const int64_t tap = kernel_offset + kh * g.w.kernel + kw;
             const float weight = want_x ? w.data()[tap] : 0.0f;
             float weight_grad = 0.0f;
-            ForEachTapRow(g, kh, kw, [&](int64_t oh, int64_t ih, int64_t first, int64_t last,
-                                         int64_t w_offset) {
-              const float* grad_row = grad + oh * g.w.output;
-              const int64_t row = in_offset + ih * g.w.input;
-              if (want_x) {
-                float* dx_row = dx.mutable_data() + row;
-                for (int64_t ow = first; ow < last; ++ow) {
-                  dx_row[ow * sw + w_offset] += weight * grad_row[ow];
-                }
-              }
-              if (want_w) {
-                const float* x_row = x.data() + row;
-                for (int64_t ow = first; ow < last; ++ow) {
-                  weight_grad += x_row[ow * sw + w_offset] * grad_row[ow];
-                }
-              }
-            });
+            ForEachTapRow(
+                g, kh, kw,
+                [&](int64_t oh, int64_t ih, int64_t first, int64_t last, int64_t w_offset) {
+                  const float* grad_row = grad + oh * g.w.output;
+                  const int64_t row = in_offset + ih * g.w.input;
+                  if (want_x) {
+                    float* dx_row = dx.mutable_data() + row;
+                    for (int64_t ow = first; ow < last; ++ow) {
+                      dx_row[ow * sw + w_offset] += weight * grad_row[ow];
+                    }
+                  }
+                  if (want_w) {
+                    const float* x_row = x.data() + row;
+                    for (int64_t ow = first; ow < last; ++ow) {
+                      weight_grad += x_row[ow * sw + w_offset] * grad_row[ow];
+                    }
+                  }
+                });
             if (want_w) dw.mutable_data()[tap] += weight_grad;
           }
         }

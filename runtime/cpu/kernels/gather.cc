@@ -27,8 +27,10 @@ Expected<GatherPlan> PlanGather(const Attributes& attrs, const TensorShape& data
     if (d < axis) plan.outer *= size;
     if (d == axis) plan.axis_size = size;
     if (d > axis) plan.inner *= size;
-    if (d == axis) plan.output.insert(plan.output.end(), indices.begin(), indices.end());
-    else plan.output.push_back(size);
+    if (d == axis)
+      plan.output.insert(plan.output.end(), indices.begin(), indices.end());
+    else
+      plan.output.push_back(size);
   }
   return plan;
 }
@@ -56,7 +58,8 @@ Expected<ForwardResult> GatherForward(const KernelContext& ctx, const ForwardArg
   const auto count = static_cast<int64_t>(index.size());
   for (int64_t o = 0; o < plan.outer; ++o) {
     for (int64_t j = 0; j < count; ++j) {
-      const float* src = data.data() + (o * plan.axis_size + index[static_cast<size_t>(j)]) * plan.inner;
+      const float* src =
+          data.data() + (o * plan.axis_size + index[static_cast<size_t>(j)]) * plan.inner;
       float* dst = y.mutable_data() + (o * count + j) * plan.inner;
       std::copy(src, src + plan.inner, dst);
     }
@@ -77,7 +80,8 @@ Expected<InputGradients> GatherBackward(const KernelContext& ctx, const Backward
   for (int64_t o = 0; o < plan.outer; ++o) {
     for (int64_t j = 0; j < count; ++j) {
       const float* src = dy.data() + (o * count + j) * plan.inner;
-      float* dst = dx.mutable_data() + (o * plan.axis_size + index[static_cast<size_t>(j)]) * plan.inner;
+      float* dst =
+          dx.mutable_data() + (o * plan.axis_size + index[static_cast<size_t>(j)]) * plan.inner;
       for (int64_t k = 0; k < plan.inner; ++k) dst[k] += src[k];
     }
   }

@@ -6,16 +6,16 @@ namespace memplan {
 
 class KernelRegistry;
 
-void RegisterUnaryKernels(KernelRegistry& registry);     // unary.cc: Relu, Gelu, Exp, Cast, ...
-void RegisterBinaryKernels(KernelRegistry& registry);    // binary.cc: Add, Sub, Mul, Div, Pow, Where
-void RegisterMatMulKernels(KernelRegistry& registry);    // matmul.cc: MatMul, Gemm
-void RegisterConvKernels(KernelRegistry& registry);      // conv.cc: Conv
-void RegisterPoolingKernels(KernelRegistry& registry);   // pooling.cc: MaxPool, AveragePool, ...
+void RegisterUnaryKernels(KernelRegistry& registry);    // unary.cc: Relu, Gelu, Exp, Cast, ...
+void RegisterBinaryKernels(KernelRegistry& registry);   // binary.cc: Add, Sub, Mul, Div, Pow, Where
+void RegisterMatMulKernels(KernelRegistry& registry);   // matmul.cc: MatMul, Gemm
+void RegisterConvKernels(KernelRegistry& registry);     // conv.cc: Conv
+void RegisterPoolingKernels(KernelRegistry& registry);  // pooling.cc: MaxPool, AveragePool, ...
 void RegisterNormalizationKernels(KernelRegistry& registry);  // normalization.cc
-void RegisterSoftmaxKernels(KernelRegistry& registry);   // softmax.cc: Softmax, LogSoftmax
-void RegisterReductionKernels(KernelRegistry& registry);  // reduction.cc: ReduceMean, ReduceSum
-void RegisterGatherKernels(KernelRegistry& registry);    // gather.cc: Gather
-void RegisterShapeKernels(KernelRegistry& registry);     // shape.cc: Reshape, Transpose, Concat, ...
-void RegisterDropoutKernels(KernelRegistry& registry);   // dropout.cc: Dropout
+void RegisterSoftmaxKernels(KernelRegistry& registry);        // softmax.cc: Softmax, LogSoftmax
+void RegisterReductionKernels(KernelRegistry& registry);      // reduction.cc: ReduceMean, ReduceSum
+void RegisterGatherKernels(KernelRegistry& registry);         // gather.cc: Gather
+void RegisterShapeKernels(KernelRegistry& registry);    // shape.cc: Reshape, Transpose, Concat, ...
+void RegisterDropoutKernels(KernelRegistry& registry);  // dropout.cc: Dropout
 
 }  // namespace memplan

@@ -18,9 +18,9 @@ namespace {
 struct MatMulPlan {
   TensorShape a_matrix_shape;  // a's shape after 1-D promotion
   TensorShape b_matrix_shape;
-  TensorShape batch;           // broadcast batch dims
+  TensorShape batch;  // broadcast batch dims
   int64_t m = 0, n = 0, k = 0;
-  TensorShape output;          // what the op returns
+  TensorShape output;                    // what the op returns
   std::vector<int64_t> a_batch_strides;  // in matrices, through `batch`
   std::vector<int64_t> b_batch_strides;
 };
@@ -52,8 +52,7 @@ Expected<MatMulPlan> PlanMatMul(const TensorShape& a, const TensorShape& b) {
 // Calls visit(batch_index, a_matrix, b_matrix) for every output matrix.
 template <class Visit>
 void ForEachMatrix(const MatMulPlan& plan, Visit&& visit) {
-  const std::array<std::vector<int64_t>, 2> strides = {plan.a_batch_strides,
-                                                       plan.b_batch_strides};
+  const std::array<std::vector<int64_t>, 2> strides = {plan.a_batch_strides, plan.b_batch_strides};
   ForEachBroadcastIndex(plan.batch, strides, [&](int64_t i, const std::array<int64_t, 2>& off) {
     visit(i, off[0], off[1]);
   });
@@ -109,8 +108,7 @@ struct GemmParams {
   int64_t m = 0, n = 0, k = 0;
 };
 
-Expected<GemmParams> PlanGemm(const Attributes& attrs, const TensorShape& a,
-                              const TensorShape& b) {
+Expected<GemmParams> PlanGemm(const Attributes& attrs, const TensorShape& a, const TensorShape& b) {
   if (a.size() != 2 || b.size() != 2) {
     return MakeError("Gemm: A and B must be 2-D, got " + ShapeToString(a) + " and " +
                      ShapeToString(b));
@@ -140,8 +138,8 @@ Expected<ForwardResult> GemmForward(const KernelContext& ctx, const ForwardArgs&
   if (c.defined() && p.beta != 0.0f) {
     MEMPLAN_TRY(TensorShape broadcast, BroadcastShapes(c.shape(), shape, "Gemm"));
     if (broadcast != shape) {
-      return MakeError("Gemm: C of shape " + ShapeToString(c.shape()) +
-                       " does not broadcast to " + ShapeToString(shape));
+      return MakeError("Gemm: C of shape " + ShapeToString(c.shape()) + " does not broadcast to " +
+                       ShapeToString(shape));
     }
     const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(c.shape(), shape)};
     float* out = y.mutable_data();

@@ -254,8 +254,8 @@ Expected<InputGradients> LayerNormBackward(const KernelContext& ctx, const Backw
   MEMPLAN_TRY(RowLayout layout, RowsOf(AttributesOf(args.attributes), x.shape()));
   Tensor dx = args.NeedsGrad(0) ? NewInputGradient(ctx, args, 0) : Tensor();
   Tensor dscale = args.NeedsGrad(1) ? NewInputGradient(ctx, args, 1) : Tensor();
-  Tensor dbias = args.InputPresent(2) && args.NeedsGrad(2) ? NewInputGradient(ctx, args, 2)
-                                                           : Tensor();
+  Tensor dbias =
+      args.InputPresent(2) && args.NeedsGrad(2) ? NewInputGradient(ctx, args, 2) : Tensor();
   // Scale/bias gradients sum over rows: accumulate in double, round once.
   std::vector<double> scale_sum(static_cast<size_t>(layout.width), 0.0);
   std::vector<double> bias_sum(static_cast<size_t>(layout.width), 0.0);
@@ -278,12 +278,15 @@ Expected<InputGradients> LayerNormBackward(const KernelContext& ctx, const Backw
     for (int64_t i = 0; i < layout.width; ++i) {
       const double xhat = (p[i] - m) * inv;
       const double dxhat = static_cast<double>(g[i]) * scale.data()[i];
-      out[i] = static_cast<float>(inv * (dxhat - sum_dxhat / width - xhat * sum_dxhat_xhat / width));
+      out[i] =
+          static_cast<float>(inv * (dxhat - sum_dxhat / width - xhat * sum_dxhat_xhat / width));
     }
   }
   for (int64_t i = 0; i < layout.width; ++i) {
-    if (dscale.defined()) dscale.mutable_data()[i] = static_cast<float>(scale_sum[static_cast<size_t>(i)]);
-    if (dbias.defined()) dbias.mutable_data()[i] = static_cast<float>(bias_sum[static_cast<size_t>(i)]);
+    if (dscale.defined())
+      dscale.mutable_data()[i] = static_cast<float>(scale_sum[static_cast<size_t>(i)]);
+    if (dbias.defined())
+      dbias.mutable_data()[i] = static_cast<float>(bias_sum[static_cast<size_t>(i)]);
   }
   for (size_t i = 0; i < 3; ++i) {
     Tensor* t = i == 0 ? &dx : i == 1 ? &dscale : &dbias;

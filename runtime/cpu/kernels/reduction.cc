@@ -47,8 +47,8 @@ template <bool kMean>
 Expected<ForwardResult> ReduceForward(const KernelContext& ctx, const ForwardArgs& args) {
   constexpr std::string_view kOp = kMean ? "ReduceMean" : "ReduceSum";
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, kOp, "input"));
-  MEMPLAN_TRY(ReducePlan plan, PlanReduce(kOp, AttributesOf(args.attributes), args.inputs,
-                                          x.shape()));
+  MEMPLAN_TRY(ReducePlan plan,
+              PlanReduce(kOp, AttributesOf(args.attributes), args.inputs, x.shape()));
   // Sum in double into a scratch of the output's size, then round once into the output.
   std::vector<double> sums(static_cast<size_t>(NumElements(plan.kept)), 0.0);
   const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(plan.kept, x.shape())};
@@ -70,8 +70,8 @@ Expected<InputGradients> ReduceBackward(const KernelContext& ctx, const Backward
   MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, kOp, "output gradient"));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, kOp));
   if (!args.NeedsGrad(0)) return grads;
-  MEMPLAN_TRY(ReducePlan plan, PlanReduce(kOp, AttributesOf(args.attributes), args.inputs,
-                                          args.input_shapes[0]));
+  MEMPLAN_TRY(ReducePlan plan,
+              PlanReduce(kOp, AttributesOf(args.attributes), args.inputs, args.input_shapes[0]));
   if (NumElements(plan.kept) != dy.numel()) {
     return MakeError(std::string(kOp) + ": output gradient has the wrong size");
   }

@@ -74,8 +74,8 @@ Expected<ForwardResult> FlattenForward(const KernelContext&, const ForwardArgs& 
 
 Expected<ForwardResult> SqueezeForward(const KernelContext&, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Squeeze", "input"));
-  const IntList axes = IntsFromInputOrAttribute(args.inputs, 1, AttributesOf(args.attributes),
-                                                "axes");
+  const IntList axes =
+      IntsFromInputOrAttribute(args.inputs, 1, AttributesOf(args.attributes), "axes");
   std::vector<bool> drop(x.shape().size(), false);
   if (axes.values.empty()) {
     for (size_t d = 0; d < drop.size(); ++d) drop[d] = x.shape()[d] == 1;
@@ -94,8 +94,8 @@ Expected<ForwardResult> SqueezeForward(const KernelContext&, const ForwardArgs& 
 
 Expected<ForwardResult> UnsqueezeForward(const KernelContext&, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Unsqueeze", "input"));
-  const IntList axes = IntsFromInputOrAttribute(args.inputs, 1, AttributesOf(args.attributes),
-                                                "axes");
+  const IntList axes =
+      IntsFromInputOrAttribute(args.inputs, 1, AttributesOf(args.attributes), "axes");
   if (!axes.found) return MakeError("Unsqueeze: axes are missing");
   const int64_t rank = x.rank() + static_cast<int64_t>(axes.values.size());
   std::vector<bool> inserted(static_cast<size_t>(rank), false);
@@ -178,8 +178,11 @@ Expected<InputGradients> TransposeBackward(const KernelContext& ctx, const Backw
       PermOf(AttributesOf(args.attributes), args.input_shapes[0].size());
   MEMPLAN_RETURN_IF_ERROR(CheckPerm(perm, args.input_shapes[0].size()));
   std::vector<int64_t> inverse(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
-  grads[0] = Permute(ctx, dy, inverse, FloatResultType(args.input_dtypes.empty() ? DType::kFloat32 : args.input_dtypes[0]));
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  grads[0] =
+      Permute(ctx, dy, inverse,
+              FloatResultType(args.input_dtypes.empty() ? DType::kFloat32 : args.input_dtypes[0]));
   return grads;
 }
 
@@ -196,8 +199,9 @@ Expected<InputGradients> ExpandBackward(const KernelContext& ctx, const Backward
   MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Expand", "output gradient"));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "Expand"));
   if (args.NeedsGrad(0)) {
-    grads[0] = SumToShape(ctx, dy, args.input_shapes[0],
-                          FloatResultType(args.input_dtypes.empty() ? dy.dtype() : args.input_dtypes[0]));
+    grads[0] =
+        SumToShape(ctx, dy, args.input_shapes[0],
+                   FloatResultType(args.input_dtypes.empty() ? dy.dtype() : args.input_dtypes[0]));
   }
   return grads;
 }
@@ -268,8 +272,8 @@ Expected<ForwardResult> ConcatForward(const KernelContext& ctx, const ForwardArg
 Expected<InputGradients> ConcatBackward(const KernelContext& ctx, const BackwardArgs& args) {
   MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Concat", "output gradient"));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "Concat"));
-  MEMPLAN_TRY(int64_t axis, NormalizeAxis(AttributesOf(args.attributes).GetInt("axis", 0),
-                                          dy.rank(), "Concat"));
+  MEMPLAN_TRY(int64_t axis,
+              NormalizeAxis(AttributesOf(args.attributes).GetInt("axis", 0), dy.rank(), "Concat"));
   std::vector<int64_t> sizes;
   for (size_t i = 0; i < args.input_shapes.size(); ++i) {
     if (args.input_shapes[i].size() != dy.shape().size()) {
@@ -293,7 +297,8 @@ Expected<std::vector<int64_t>> SplitSizes(const Attributes& attrs,
     if (n <= 0) return MakeError("Split: number of outputs must be positive");
     // Equal chunks; opset 18 lets the last one be smaller (ceil-sized chunks).
     const int64_t chunk = (dim + n - 1) / n;
-    for (int64_t i = 0; i < n; ++i) sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
+    for (int64_t i = 0; i < n; ++i)
+      sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
   }
   if (std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != dim) {
     return MakeError("Split: sizes do not add up to the dim of " + std::to_string(dim));
@@ -323,8 +328,8 @@ Expected<InputGradients> SplitBackward(const KernelContext& ctx, const BackwardA
   if (!args.NeedsGrad(0)) return grads;
   const Attributes& attrs = AttributesOf(args.attributes);
   const TensorShape& input = args.input_shapes[0];
-  MEMPLAN_TRY(int64_t axis, NormalizeAxis(attrs.GetInt("axis", 0),
-                                          static_cast<int64_t>(input.size()), "Split"));
+  MEMPLAN_TRY(int64_t axis,
+              NormalizeAxis(attrs.GetInt("axis", 0), static_cast<int64_t>(input.size()), "Split"));
   MEMPLAN_TRY(std::vector<int64_t> sizes,
               SplitSizes(attrs, args.inputs, input[static_cast<size_t>(axis)],
                          static_cast<int64_t>(args.grad_outputs.size())));

@@ -1,0 +1,213 @@
+// Kernel behaviour beyond gradients: the registry's coverage, fp16 emulation inside kernels,
+// views, Dropout's seeded mask, Slice's ONNX clamping, error messages, and a check that the
+// gradient checker itself rejects a wrong gradient.
+
+#include <catch2/catch.hpp>
+
+#include "runtime/cpu/kernel_registry.h"
+#include "runtime/precision_emulation.h"
+#include "tests/runtime/gradient_check.h"
+
+namespace memplan::testing {
+namespace {
+
+Tensor Forward1(const std::string& op, std::vector<Tensor> inputs, const Attributes& attrs = {},
+                const KernelContext& ctx = {}) {
+  ForwardArgs args;
+  args.attributes = &attrs;
+  args.inputs = std::move(inputs);
+  auto result = RunForward(op, ctx, args);
+  if (!result.ok()) FAIL(result.error().message);
+  return result->outputs.at(0);
+}
+
+TEST_CASE("every op of the model zoo has a forward and a backward kernel", "[kernels]") {
+  for (const char* op : {"Conv",
+                         "BatchNormalization",
+                         "LayerNormalization",
+                         "Relu",
+                         "Gelu",
+                         "Erf",
+                         "Sigmoid",
+                         "Tanh",
+                         "MaxPool",
+                         "AveragePool",
+                         "GlobalAveragePool",
+                         "Gemm",
+                         "MatMul",
+                         "Add",
+                         "Sub",
+                         "Mul",
+                         "Div",
+                         "Pow",
+                         "Sqrt",
+                         "Neg",
+                         "Exp",
+                         "Log",
+                         "Reciprocal",
+                         "Softmax",
+                         "LogSoftmax",
+                         "ReduceMean",
+                         "ReduceSum",
+                         "Gather",
+                         "Reshape",
+                         "Flatten",
+                         "Squeeze",
+                         "Unsqueeze",
+                         "Transpose",
+                         "Expand",
+                         "Concat",
+                         "Split",
+                         "Slice",
+                         "Where",
+                         "Dropout",
+                         "Cast",
+                         "Identity"}) {
+    INFO(op);
+    const KernelEntry* entry = KernelRegistry::Get().Find(op);
+    REQUIRE(entry != nullptr);
+    CHECK(entry->forward != nullptr);
+    CHECK(entry->backward != nullptr);
+  }
+  auto missing = RunForward("NoSuchOp", KernelContext(), ForwardArgs());
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message == "no CPU kernel for op type 'NoSuchOp'");
+}
+
+TEST_CASE("the gradient check rejects a wrong backward", "[gradcheck]") {
+  // Relu's backward replaced by the identity: wrong wherever x < 0, so the check must fail.
+  GradCheckCase c;
+  c.op = "Relu";
+  c.inputs = {RandomAwayFromZero({3, 5}, 1, 0.1f, 2.0f)};
+  c.checked_inputs = {0};
+  c.backward_override = [](const KernelContext& ctx, const BackwardArgs& args) {
+    return RunBackward("Identity", ctx, args);
+  };
+  CHECK(CheckGradients(c).worst_ratio > 10.0);
+}
+
+TEST_CASE("fp16 tensors: kernels compute in fp32 and round their results", "[kernels]") {
+  SECTION("Add rounds to fp16: 1 + 2^-11 ties to even, back to 1") {
+    const Tensor a = Tensor::FromValues({1}, {1.0f}, DType::kFloat16);
+    const Tensor b = Tensor::FromValues({1}, {0.00048828125f}, DType::kFloat16);  // 2^-11
+    const Tensor y = Forward1("Add", {a, b});
+    CHECK(y.dtype() == DType::kFloat16);
+    CHECK(y.data()[0] == 1.0f);
+  }
+  SECTION("MatMul accumulates in fp32: 2048 + 1 + 1 = 2050, not fp16's 2048") {
+    // Summed in fp16, 2048 + 1 rounds back to 2048 twice; fp32 accumulation keeps 2050, which
+    // fp16 represents (its spacing at 2048 is 2).
+    const Tensor a = Tensor::FromValues({1, 3}, {2048.0f, 1.0f, 1.0f}, DType::kFloat16);
+    const Tensor b = Tensor::FromValues({3, 1}, {1.0f, 1.0f, 1.0f}, DType::kFloat16);
+    CHECK(Forward1("MatMul", {a, b}).data()[0] == 2050.0f);
+  }
+  SECTION("Cast to fp16 rounds and overflows; its backward returns fp32") {
+    Attributes to_half;
+    to_half.Set("to", int64_t{10});  // TensorProto.FLOAT16
+    const Tensor x = Tensor::FromValues({3}, {0.1f, 70000.0f, -1.0f});
+    const Tensor y = Forward1("Cast", {x}, to_half);
+    CHECK(y.dtype() == DType::kFloat16);
+    CHECK(y.data()[0] == 0.0999755859375f);  // fp16 0x2E66
+    CHECK(std::isinf(y.data()[1]));
+    CHECK(y.data()[2] == -1.0f);
+    BackwardArgs args;
+    args.attributes = &to_half;
+    args.input_shapes = {{3}};
+    args.input_dtypes = {DType::kFloat32};
+    args.grad_outputs = {Tensor::FromValues({3}, {0.5f, 0.25f, 3.0f}, DType::kFloat16)};
+    auto grads = RunBackward("Cast", KernelContext(), args);
+    REQUIRE(grads.ok());
+    CHECK((*grads)[0].dtype() == DType::kFloat32);
+    CHECK((*grads)[0].ToVector() == std::vector<float>{0.5f, 0.25f, 3.0f});
+  }
+}
+
+TEST_CASE("view ops share the input's storage and allocate nothing", "[kernels]") {
+  CountingCpuAllocator allocator;
+  {
+    KernelContext ctx;
+    ctx.allocator = &allocator;
+    const Tensor x =
+        Tensor::Zeros({2, 3, 4}, DType::kFloat32, allocator, MemoryCategory::kActivations);
+    const int64_t before = allocator.num_allocations();
+    const Tensor y = Forward1("Reshape", {x, IntTensor({2}, {4, -1})}, {}, ctx);
+    CHECK(y.shape() == TensorShape{4, 6});
+    CHECK(y.SharesStorageWith(x));
+    const Tensor z = Forward1("Flatten", {x}, {}, ctx);
+    CHECK(z.shape() == TensorShape{2, 12});
+    CHECK(allocator.num_allocations() == before);
+    // Transpose copies: one new buffer in the output category.
+    Attributes perm;
+    perm.Set("perm", std::vector<int64_t>{2, 0, 1});
+    const Tensor t = Forward1("Transpose", {x}, perm, ctx);
+    CHECK(t.shape() == TensorShape{4, 2, 3});
+    CHECK(allocator.live_bytes()[MemoryCategory::kTransients] == 24 * 4);
+  }
+  CHECK(allocator.live_total() == 0);
+}
+
+TEST_CASE("Slice follows ONNX clamping for INT64_MAX ends and negative steps", "[kernels]") {
+  const Tensor x = Tensor::FromValues({6}, {0, 1, 2, 3, 4, 5});
+  // starts = 1, ends = INT64_MAX: everything from 1 ("to the end" in exported models).
+  const Tensor to_end = Tensor::FromValues({1}, {9.2233720368547758e18f}, DType::kInt64);
+  CHECK(Forward1("Slice", {x, IntTensor({1}, {1}), to_end}).ToVector() ==
+        std::vector<float>{1, 2, 3, 4, 5});
+  // starts = -1, ends = -7 (clamped to -1: before the first), step -2: 5, 3, 1.
+  CHECK(Forward1("Slice", {x, IntTensor({1}, {-1}), IntTensor({1}, {-7}), IntTensor({1}, {0}),
+                           IntTensor({1}, {-2})})
+            .ToVector() == std::vector<float>{5, 3, 1});
+}
+
+TEST_CASE("Dropout draws a seeded mask and scales the kept values", "[kernels]") {
+  const Tensor x = Tensor::FromValues({1000}, std::vector<float>(1000, 1.0f));
+  ForwardArgs args;
+  args.inputs = {x, Tensor::FromValues({}, {0.25f})};
+  KernelContext ctx;
+  ctx.seed = 42;
+  auto first = RunForward("Dropout", ctx, args);
+  auto again = RunForward("Dropout", ctx, args);
+  REQUIRE(first.ok());
+  REQUIRE(again.ok());
+  const Tensor& y = first->outputs[0];
+  int kept = 0;
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    // Kept values are scaled by 1 / (1 - 0.25); dropped ones are 0.
+    CHECK((y.data()[i] == 0.0f || y.data()[i] == Approx(4.0f / 3.0f)));
+    kept += y.data()[i] != 0.0f ? 1 : 0;
+  }
+  // 750 expected; a binomial(1000, 0.75) is within +-5 sigma (sigma ~ 13.7) of it.
+  CHECK(kept > 680);
+  CHECK(kept < 820);
+  CHECK(first->extras.at("mask").dtype() == DType::kBool);
+  CHECK(y.ToVector() == again->outputs[0].ToVector());  // same seed, same mask (recompute)
+  ctx.seed = 43;
+  auto other = RunForward("Dropout", ctx, args);
+  REQUIRE(other.ok());
+  CHECK(y.ToVector() != other->outputs[0].ToVector());
+  ctx.training = false;
+  auto eval = RunForward("Dropout", ctx, args);
+  REQUIRE(eval.ok());
+  CHECK(eval->outputs[0].ToVector() == x.ToVector());
+}
+
+TEST_CASE("kernels report bad shapes as errors naming the op", "[kernels]") {
+  ForwardArgs args;
+  args.inputs = {Tensor::FromValues({2, 3}, std::vector<float>(6)),
+                 Tensor::FromValues({4, 2}, std::vector<float>(8))};
+  auto matmul = RunForward("MatMul", KernelContext(), args);
+  REQUIRE_FALSE(matmul.ok());
+  CHECK(matmul.error().message == "MatMul: inner dims differ: [2, 3] x [4, 2]");
+  auto add = RunForward("Add", KernelContext(), args);
+  REQUIRE_FALSE(add.ok());
+  CHECK(add.error().message == "Add: shapes [2, 3] and [4, 2] do not broadcast");
+  BackwardArgs missing;
+  missing.grad_outputs = {Tensor::FromValues({2}, {1, 1})};
+  missing.input_shapes = {{2}};
+  missing.input_dtypes = {DType::kFloat32};
+  auto relu = RunBackward("Relu", KernelContext(), missing);
+  REQUIRE_FALSE(relu.ok());
+  CHECK(relu.error().message == "Relu: saved output 0 is missing");
+}
+
+}  // namespace
+}  // namespace memplan::testing

@@ -1,0 +1,248 @@
+// Forward values and input gradients of the CPU kernels against PyTorch's, on the inputs and
+// cotangents recorded by make_kernel_references.py (kernel_references.h).
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "runtime/cpu/kernel_registry.h"
+#include "runtime/cpu/losses.h"
+#include "tests/runtime/kernel_references.h"
+
+namespace memplan::testing {
+namespace {
+
+// fp32 kernels against fp32 PyTorch: only summation order differs, a few ulps of O(1) values.
+constexpr double kTolerance = 2e-5;
+
+void RequireClose(const Tensor& actual, const std::vector<float>& expected,
+                  const std::string& what) {
+  REQUIRE(actual.defined());
+  REQUIRE(actual.numel() == static_cast<int64_t>(expected.size()));
+  double worst = 0.0;
+  int64_t worst_index = -1;
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    const double error =
+        std::abs(actual.data()[i] - expected[static_cast<size_t>(i)]) /
+        std::max(1.0, std::abs(static_cast<double>(expected[static_cast<size_t>(i)])));
+    if (error > worst) {
+      worst = error;
+      worst_index = i;
+    }
+  }
+  INFO(what << ": worst element " << worst_index << " off by " << worst);
+  REQUIRE(worst <= kTolerance);
+}
+
+struct OpRun {
+  ForwardResult forward;
+  InputGradients grads;
+};
+
+OpRun Run(const std::string& op, const Attributes& attrs, const std::vector<Tensor>& inputs,
+          const std::vector<float>& cotangent, int num_outputs = 1) {
+  KernelContext ctx;
+  ForwardArgs fargs;
+  fargs.attributes = &attrs;
+  fargs.inputs = inputs;
+  fargs.num_outputs = num_outputs;
+  auto forward = RunForward(op, ctx, fargs);
+  if (!forward.ok()) FAIL(forward.error().message);
+  BackwardArgs bargs;
+  bargs.attributes = &attrs;
+  bargs.inputs = inputs;
+  bargs.outputs = forward->outputs;
+  bargs.extras = forward->extras;
+  for (const Tensor& t : inputs) {
+    bargs.input_shapes.push_back(t.shape());
+    bargs.input_dtypes.push_back(t.dtype());
+  }
+  bargs.grad_outputs.resize(forward->outputs.size());
+  bargs.grad_outputs[0] = Tensor::FromValues(forward->outputs[0].shape(), cotangent);
+  auto grads = RunBackward(op, ctx, bargs);
+  if (!grads.ok()) FAIL(grads.error().message);
+  return {std::move(forward).value(), std::move(grads).value()};
+}
+
+Tensor T(const std::vector<int64_t>& shape, const std::vector<float>& values) {
+  return Tensor::FromValues(shape, values);
+}
+
+TEST_CASE("Conv matches torch.nn.functional.conv2d", "[kernels]") {
+  Attributes a;
+  a.Set("group", int64_t{2});
+  a.Set("strides", std::vector<int64_t>{2, 1});
+  a.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  a.Set("dilations", std::vector<int64_t>{1, 2});
+  const OpRun r = Run("Conv", a,
+                      {T(ref::conv_in0_shape, ref::conv_in0), T(ref::conv_in1_shape, ref::conv_in1),
+                       T(ref::conv_in2_shape, ref::conv_in2)},
+                      ref::conv_cotangent);
+  REQUIRE(r.forward.outputs[0].shape() == ref::conv_out_shape);
+  RequireClose(r.forward.outputs[0], ref::conv_out, "output");
+  RequireClose(r.grads[0], ref::conv_grad0, "dX");
+  RequireClose(r.grads[1], ref::conv_grad1, "dW");
+  RequireClose(r.grads[2], ref::conv_grad2, "dB");
+}
+
+TEST_CASE("BatchNormalization training matches torch batch_norm", "[kernels]") {
+  Attributes a;
+  a.Set("momentum", 0.9);  // torch momentum 0.1
+  const OpRun r = Run("BatchNormalization", a,
+                      {T(ref::bn_in0_shape, ref::bn_in0), T(ref::bn_in1_shape, ref::bn_in1),
+                       T(ref::bn_in2_shape, ref::bn_in2), T({2}, ref::bn_running_mean_in),
+                       T({2}, ref::bn_running_var_in)},
+                      ref::bn_cotangent, /*num_outputs=*/3);
+  RequireClose(r.forward.outputs[0], ref::bn_out, "Y");
+  RequireClose(r.forward.outputs[1], ref::bn_running_mean_out, "running mean");
+  RequireClose(r.forward.outputs[2], ref::bn_running_var_out, "running var (unbiased)");
+  RequireClose(r.grads[0], ref::bn_grad0, "dX");
+  RequireClose(r.grads[1], ref::bn_grad1, "dScale");
+  RequireClose(r.grads[2], ref::bn_grad2, "dB");
+}
+
+TEST_CASE("LayerNormalization matches torch layer_norm", "[kernels]") {
+  const OpRun r = Run("LayerNormalization", Attributes(),
+                      {T(ref::ln_in0_shape, ref::ln_in0), T(ref::ln_in1_shape, ref::ln_in1),
+                       T(ref::ln_in2_shape, ref::ln_in2)},
+                      ref::ln_cotangent);
+  RequireClose(r.forward.outputs[0], ref::ln_out, "Y");
+  RequireClose(r.grads[0], ref::ln_grad0, "dX");
+  RequireClose(r.grads[1], ref::ln_grad1, "dScale");
+  RequireClose(r.grads[2], ref::ln_grad2, "dB");
+}
+
+Attributes PoolAttributes() {
+  Attributes a;
+  a.Set("kernel_shape", std::vector<int64_t>{3, 3});
+  a.Set("strides", std::vector<int64_t>{2, 2});
+  a.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  a.Set("ceil_mode", int64_t{1});
+  return a;
+}
+
+TEST_CASE("MaxPool and AveragePool match torch with ceil_mode and padding", "[kernels]") {
+  SECTION("MaxPool") {
+    const OpRun r = Run("MaxPool", PoolAttributes(), {T(ref::maxpool_in0_shape, ref::maxpool_in0)},
+                        ref::maxpool_cotangent);
+    REQUIRE(r.forward.outputs[0].shape() == ref::maxpool_out_shape);
+    RequireClose(r.forward.outputs[0], ref::maxpool_out, "Y");
+    RequireClose(r.grads[0], ref::maxpool_grad0, "dX");
+  }
+  SECTION("AveragePool, count_include_pad = 0") {
+    const OpRun r = Run("AveragePool", PoolAttributes(),
+                        {T(ref::avgpool_in0_shape, ref::avgpool_in0)}, ref::avgpool_cotangent);
+    REQUIRE(r.forward.outputs[0].shape() == ref::avgpool_out_shape);
+    RequireClose(r.forward.outputs[0], ref::avgpool_out, "Y");
+    RequireClose(r.grads[0], ref::avgpool_grad0, "dX");
+  }
+}
+
+TEST_CASE("activations, softmax and products match torch", "[kernels]") {
+  SECTION("Gelu (erf)") {
+    const OpRun r =
+        Run("Gelu", Attributes(), {T(ref::gelu_in0_shape, ref::gelu_in0)}, ref::gelu_cotangent);
+    RequireClose(r.forward.outputs[0], ref::gelu_out, "Y");
+    RequireClose(r.grads[0], ref::gelu_grad0, "dX");
+  }
+  SECTION("Gelu (tanh)") {
+    Attributes a;
+    a.Set("approximate", std::string("tanh"));
+    const OpRun r =
+        Run("Gelu", a, {T(ref::gelu_tanh_in0_shape, ref::gelu_tanh_in0)}, ref::gelu_tanh_cotangent);
+    RequireClose(r.forward.outputs[0], ref::gelu_tanh_out, "Y");
+    RequireClose(r.grads[0], ref::gelu_tanh_grad0, "dX");
+  }
+  SECTION("Softmax on axis 1") {
+    Attributes a;
+    a.Set("axis", int64_t{1});
+    const OpRun r =
+        Run("Softmax", a, {T(ref::softmax_in0_shape, ref::softmax_in0)}, ref::softmax_cotangent);
+    RequireClose(r.forward.outputs[0], ref::softmax_out, "Y");
+    RequireClose(r.grads[0], ref::softmax_grad0, "dX");
+  }
+  SECTION("LogSoftmax") {
+    const OpRun r =
+        Run("LogSoftmax", Attributes(), {T(ref::logsoftmax_in0_shape, ref::logsoftmax_in0)},
+            ref::logsoftmax_cotangent);
+    RequireClose(r.forward.outputs[0], ref::logsoftmax_out, "Y");
+    RequireClose(r.grads[0], ref::logsoftmax_grad0, "dX");
+  }
+  SECTION("MatMul with broadcast batch") {
+    const OpRun r =
+        Run("MatMul", Attributes(),
+            {T(ref::matmul_in0_shape, ref::matmul_in0), T(ref::matmul_in1_shape, ref::matmul_in1)},
+            ref::matmul_cotangent);
+    REQUIRE(r.forward.outputs[0].shape() == ref::matmul_out_shape);
+    RequireClose(r.forward.outputs[0], ref::matmul_out, "Y");
+    RequireClose(r.grads[0], ref::matmul_grad0, "dA");
+    RequireClose(r.grads[1], ref::matmul_grad1, "dB");
+  }
+  SECTION("Gemm transA transB alpha beta") {
+    Attributes a;
+    a.Set("transA", int64_t{1});
+    a.Set("transB", int64_t{1});
+    a.Set("alpha", 0.5);
+    a.Set("beta", 2.0);
+    const OpRun r =
+        Run("Gemm", a,
+            {T(ref::gemm_in0_shape, ref::gemm_in0), T(ref::gemm_in1_shape, ref::gemm_in1),
+             T(ref::gemm_in2_shape, ref::gemm_in2)},
+            ref::gemm_cotangent);
+    RequireClose(r.forward.outputs[0], ref::gemm_out, "Y");
+    RequireClose(r.grads[0], ref::gemm_grad0, "dA");
+    RequireClose(r.grads[1], ref::gemm_grad1, "dB");
+    RequireClose(r.grads[2], ref::gemm_grad2, "dC");
+  }
+  SECTION("Pow with broadcast exponent") {
+    const OpRun r = Run("Pow", Attributes(),
+                        {T(ref::pow_in0_shape, ref::pow_in0), T(ref::pow_in1_shape, ref::pow_in1)},
+                        ref::pow_cotangent);
+    RequireClose(r.forward.outputs[0], ref::pow_out, "Y");
+    RequireClose(r.grads[0], ref::pow_grad0, "dBase");
+    RequireClose(r.grads[1], ref::pow_grad1, "dExponent");
+  }
+}
+
+TEST_CASE("losses match torch cross_entropy and mse_loss", "[kernels]") {
+  const KernelContext ctx;
+  SECTION("cross entropy with integer labels") {
+    const Tensor logits = T({4, 5}, ref::ce_logits);
+    const Tensor labels = Tensor::FromValues({4}, ref::ce_labels, DType::kInt64);
+    auto loss = LossForward(LossKind::kCrossEntropy, ctx, logits, labels);
+    REQUIRE(loss.ok());
+    RequireClose(*loss, ref::ce_loss, "loss");
+    auto grad = LossBackward(LossKind::kCrossEntropy, ctx, logits, labels, 1.0f);
+    REQUIRE(grad.ok());
+    RequireClose(*grad, ref::ce_grad, "dLogits");
+  }
+  SECTION("mean squared error") {
+    const Tensor pred = T({2, 3}, ref::mse_pred);
+    const Tensor target = T({2, 3}, ref::mse_target);
+    auto loss = LossForward(LossKind::kMeanSquaredError, ctx, pred, target);
+    REQUIRE(loss.ok());
+    RequireClose(*loss, ref::mse_loss, "loss");
+    auto grad = LossBackward(LossKind::kMeanSquaredError, ctx, pred, target, 1.0f);
+    REQUIRE(grad.ok());
+    RequireClose(*grad, ref::mse_grad, "dPrediction");
+  }
+  SECTION("sum: loss = sum, gradient = grad_scale everywhere") {
+    const Tensor x = T({3}, {1.0f, -2.0f, 4.5f});
+    auto loss = LossForward(LossKind::kSum, ctx, x, Tensor());
+    REQUIRE(loss.ok());
+    CHECK(loss->data()[0] == 3.5f);  // 1 - 2 + 4.5
+    auto grad = LossBackward(LossKind::kSum, ctx, x, Tensor(), 0.25f);
+    REQUIRE(grad.ok());
+    CHECK(grad->ToVector() == std::vector<float>{0.25f, 0.25f, 0.25f});
+  }
+  SECTION("a label outside the classes is an error") {
+    auto loss = LossForward(LossKind::kCrossEntropy, ctx, T({1, 2}, {0.0f, 1.0f}),
+                            Tensor::FromValues({1}, {2.0f}, DType::kInt64));
+    REQUIRE_FALSE(loss.ok());
+    CHECK_THAT(loss.error().message, Catch::Contains("label 2"));
+  }
+}
+
+}  // namespace
+}  // namespace memplan::testing

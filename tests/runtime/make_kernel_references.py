@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""Writes kernel_references.h: forward values, input gradients and optimizer trajectories computed
+by PyTorch (an independent implementation) for the runtime's CPU kernels to be checked against.
+
+Run with Debian's python (torch 1.13, CPU):  /usr/bin/python3 tests/runtime/make_kernel_references.py
+CI never runs this; the generated header is checked in.
+"""
+import os
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(20240501)
+torch.set_default_dtype(torch.float32)
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_references.h")
+lines = []
+
+
+def literal(v):
+    # %.9g round-trips a float32; C++ needs a '.' or exponent before the f suffix.
+    text = "%.9g" % v
+    if "." not in text and "e" not in text:
+        text += ".0"
+    return text + "f"
+
+
+def emit(name, tensor):
+    values = tensor.detach().reshape(-1).tolist()
+    body = ", ".join(literal(v) for v in values)
+    lines.append("inline const std::vector<float> %s = {%s};" % (name, body))
+
+
+def shape(name, tensor):
+    lines.append("inline const std::vector<int64_t> %s = {%s};"
+                 % (name, ", ".join(str(d) for d in tensor.shape)))
+
+
+def rand(*dims, lo=-1.0, hi=1.0):
+    # Values rounded to 1/1024 so they are exact in every format the tests print.
+    return (torch.rand(*dims) * (hi - lo) + lo).mul(1024).round().div(1024)
+
+
+def with_grads(name, fn, inputs, cotangent_shape=None):
+    """Forward fn(*inputs), then backward of sum(out * cotangent); emits inputs, out, grads."""
+    leaves = [t.clone().requires_grad_(True) for t in inputs]
+    out = fn(*leaves)
+    cot = rand(*out.shape)
+    (out * cot).sum().backward()
+    for i, t in enumerate(inputs):
+        emit("%s_in%d" % (name, i), t)
+        shape("%s_in%d_shape" % (name, i), t)
+        emit("%s_grad%d" % (name, i), leaves[i].grad)
+    emit("%s_out" % name, out)
+    shape("%s_out_shape" % name, out)
+    emit("%s_cotangent" % name, cot)
+
+
+# Conv: 2 groups, stride (2,1), pads top=1 left=1 (symmetric, as torch pads), dilation (1,2).
+with_grads("conv", lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=(1, 1),
+                                             dilation=(1, 2), groups=2),
+           [rand(2, 4, 5, 6), rand(4, 2, 3, 2), rand(4)])
+
+# BatchNorm in training mode; running stats updated with torch momentum 0.1 (ONNX 0.9).
+bn_x, bn_scale, bn_bias = rand(3, 2, 2, 3, lo=-2, hi=2), rand(2, lo=0.5, hi=1.5), rand(2)
+bn_mean, bn_var = rand(2), rand(2, lo=0.5, hi=1.5)
+emit("bn_running_mean_in", bn_mean)
+emit("bn_running_var_in", bn_var)
+running_mean, running_var = bn_mean.clone(), bn_var.clone()
+
+
+def bn(x, s, b):
+    return F.batch_norm(x, running_mean, running_var, s, b, training=True, momentum=0.1, eps=1e-5)
+
+
+with_grads("bn", bn, [bn_x, bn_scale, bn_bias])
+emit("bn_running_mean_out", running_mean)
+emit("bn_running_var_out", running_var)
+
+# LayerNorm over the last dim.
+with_grads("ln", lambda x, s, b: F.layer_norm(x, (4,), s, b, eps=1e-5),
+           [rand(2, 3, 4, lo=-2, hi=2), rand(4, lo=0.5, hi=1.5), rand(4)])
+
+# MaxPool 3x3 stride 2 pad 1 ceil_mode; AveragePool 3x3 stride 2 pad 1 count_include_pad=False.
+with_grads("maxpool", lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True), [rand(1, 2, 6, 5)])
+with_grads("avgpool", lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True,
+                                              count_include_pad=False), [rand(1, 2, 6, 5)])
+
+# Elementwise / activation forwards and grads.
+with_grads("gelu", lambda x: F.gelu(x), [rand(7, lo=-3, hi=3)])
+with_grads("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"), [rand(7, lo=-3, hi=3)])
+with_grads("softmax", lambda x: torch.softmax(x, dim=1), [rand(2, 4, 3, lo=-2, hi=2)])
+with_grads("logsoftmax", lambda x: torch.log_softmax(x, dim=-1), [rand(2, 5, lo=-2, hi=2)])
+with_grads("matmul", torch.matmul, [rand(2, 1, 3, 4), rand(3, 4, 2)])
+with_grads("gemm", lambda a, b, c: 0.5 * a.t() @ b.t() + 2.0 * c, [rand(4, 3), rand(2, 4), rand(2)])
+with_grads("pow", torch.pow, [rand(2, 3, lo=0.5, hi=2), rand(3, lo=-1.5, hi=2.5)])
+
+# Losses (mean reduction).
+ce_logits = rand(4, 5, lo=-2, hi=2)
+ce_labels = torch.tensor([3, 0, 4, 1])
+emit("ce_logits", ce_logits)
+emit("ce_labels", ce_labels.float())
+leaf = ce_logits.clone().requires_grad_(True)
+loss = F.cross_entropy(leaf, ce_labels)
+loss.backward()
+emit("ce_loss", loss.reshape(1))
+emit("ce_grad", leaf.grad)
+
+mse_pred, mse_target = rand(2, 3), rand(2, 3)
+emit("mse_pred", mse_pred)
+emit("mse_target", mse_target)
+leaf = mse_pred.clone().requires_grad_(True)
+loss = F.mse_loss(leaf, mse_target)
+loss.backward()
+emit("mse_loss", loss.reshape(1))
+emit("mse_grad", leaf.grad)
+
+# Optimizers: three steps from the same start with fixed gradients; parameters after each step.
+opt_start = torch.tensor([0.5, -1.0, 2.0])
+opt_grads = [torch.tensor([0.1, -0.2, 0.3]), torch.tensor([-0.4, 0.5, 0.05]),
+             torch.tensor([0.2, 0.2, -0.6])]
+emit("opt_start", opt_start)
+for i, g in enumerate(opt_grads):
+    emit("opt_grad%d" % i, g)
+
+
+def trajectory(name, make):
+    p = opt_start.clone().requires_grad_(True)
+    opt = make([p])
+    steps = []
+    for g in opt_grads:
+        p.grad = g.clone()
+        opt.step()
+        steps.append(p.detach().clone())
+    emit("opt_%s" % name, torch.stack(steps))
+
+
+trajectory("adam", lambda ps: torch.optim.Adam(ps, lr=0.1, weight_decay=0.1))
+trajectory("adamw", lambda ps: torch.optim.AdamW(ps, lr=0.1, weight_decay=0.1))
+trajectory("momentum", lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.1,
+                                                   weight_decay=0.01))
+trajectory("nesterov", lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True))
+trajectory("sgd", lambda ps: torch.optim.SGD(ps, lr=0.1, weight_decay=0.01))
+
+with open(OUT, "w") as f:
+    f.write("#pragma once\n")
+    f.write("// Generated by make_kernel_references.py with torch %s. Do not edit.\n\n"
+            % torch.__version__)
+    f.write("#include <cstdint>\n#include <vector>\n\n// clang-format off\n")
+    f.write("namespace memplan::testing::ref {\n\n")
+    f.write("\n".join(lines))
+    f.write("\n\n}  // namespace memplan::testing::ref\n// clang-format on\n")
+print("wrote", OUT)
