@@ -1,6 +1,7 @@
 #include "analyzer/analysis_report.h"
 
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "analyzer/memory_size.h"
@@ -85,7 +86,7 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   j["command"] = "analyze";
   int64_t parameter_count = 0;
   for (const Value& v : graph.values()) {
-    if (v.kind != ValueKind::kParameter) continue;
+    if (v.kind != ValueKind::kParameter || !v.trainable) continue;
     auto n = v.shape.NumElements().Evaluate(plan.bindings);
     if (n.ok()) parameter_count += *n;
   }
@@ -112,6 +113,16 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
     breakdown[std::string(MemoryCategoryName(c))] = sim.peak_breakdown[c];
   j["breakdown"] = breakdown;
   j["saved_activation_bytes"] = sim.saved_activation_bytes;
+  // Per node, the bytes it keeps for backward (saved tensors it produced): CI checks name the
+  // nodes whose saved activations grew. Sorted by node name (std::map) for stable output.
+  std::map<std::string, int64_t> saved_by_node;
+  for (const Buffer& b : plan.program.buffers) {
+    if (!b.held_for_backward || !b.node.valid() || b.id.index() >= sim.buffer_bytes.size()) continue;
+    saved_by_node[graph.node(b.node).name] += sim.buffer_bytes[b.id.index()];
+  }
+  nlohmann::ordered_json saved_json = nlohmann::ordered_json::object();
+  for (const auto& [name, bytes] : saved_by_node) saved_json[name] = bytes;
+  j["saved_activations_by_node"] = saved_json;
   nlohmann::ordered_json p;
   p["micro_batch"] = plan.chosen.micro_batch;
   p["accumulation_steps"] = plan.chosen.accumulation_steps;

@@ -73,7 +73,7 @@ Expected<std::vector<NodeTime>> EstimateNodeTimes(const Graph& graph, const GpuS
   // path run a backward.
   std::vector<bool> needs_grad(graph.num_values(), false);
   for (const Value& v : graph.values())
-    if (v.kind == ValueKind::kParameter) needs_grad[v.id.index()] = true;
+    if (v.kind == ValueKind::kParameter && v.trainable) needs_grad[v.id.index()] = true;
 
   std::vector<NodeTime> times(graph.num_nodes());
   for (NodeId id : order) {

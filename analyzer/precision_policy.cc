@@ -31,6 +31,13 @@ DType WorkingDType(Precision precision) {
   return DType::kUndefined;
 }
 
+LossScaling DefaultLossScaling(Precision precision) {
+  LossScaling scaling;
+  scaling.mode =
+      precision == Precision::kFp16 ? LossScalingMode::kDynamic : LossScalingMode::kNone;
+  return scaling;
+}
+
 DType ExecutionDType(Precision precision, AmpCategory amp, std::optional<DType> override_dtype,
                      const std::vector<DType>& activation_input_dtypes) {
   const DType working = WorkingDType(precision);

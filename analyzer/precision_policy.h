@@ -3,6 +3,7 @@
 
 #include <optional>
 
+#include "analyzer/precision/loss_scaling.h"
 #include "analyzer/training_program.h"
 #include "graph/dtype.h"
 #include "graph/ops/op_schema.h"
@@ -11,6 +12,11 @@ namespace memplan {
 
 // The working (half) dtype of a precision mode; kUndefined for fp32.
 DType WorkingDType(Precision precision);
+
+// The loss scaling a mode uses unless told otherwise: dynamic for fp16 (torch.cuda.amp.GradScaler:
+// fp16's 5-bit exponent flushes small gradients to zero), none for bf16 and fp32 (fp32's exponent
+// range).
+LossScaling DefaultLossScaling(Precision precision);
 
 // The dtype an op computes in under `precision`:
 //  * fp32: kUndefined (every value keeps its graph dtype);

@@ -1,7 +1,9 @@
 #include "analyzer/program_derivation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "analyzer/loss_spec.h"
@@ -68,6 +70,13 @@ class Derivation {
     p_.accumulation_steps = options_.accumulation_steps;
     p_.optimizer_kind = options_.optimizer;
     p_.precision = options_.precision;
+    if (working_ != DType::kUndefined) {
+      p_.loss_scaling = options_.loss_scaling.value_or(DefaultLossScaling(options_.precision));
+      if (p_.loss_scaling.mode == LossScalingMode::kStatic &&
+          !(std::isfinite(p_.loss_scaling.scale) && p_.loss_scaling.scale > 0))
+        return MakeError("a static loss scale must be a positive finite number, got " +
+                         std::to_string(p_.loss_scaling.scale));
+    }
     p_.zero_grad = options_.zero_grad;
     p_.loss = loss_.kind;
 
@@ -143,7 +152,7 @@ class Derivation {
   void AnalyzeGradients() {
     std::vector<bool> requires_grad(g_.num_values(), false);
     for (const Value& v : g_.values())
-      if (IsParameter(v.id)) requires_grad[v.id.index()] = true;
+      if (IsParameter(v.id) && v.trainable) requires_grad[v.id.index()] = true;
     for (NodeId n : order_) {
       NodeInfo& info = nodes_[n.index()];
       if (!info.active) continue;
@@ -301,7 +310,9 @@ class Derivation {
       param_index_[v.id.index()] = static_cast<int>(p_.parameters.size());
       p_.parameters.push_back(std::move(pb));
     }
-    if (options_.precision == Precision::kFp16) {
+    // GradScaler keeps its scale and growth tracker on the device; a static scale is a host
+    // constant and costs nothing here.
+    if (p_.loss_scaling.mode == LossScalingMode::kDynamic) {
       NewStep(StepKind::kInitLossScaler, "loss_scaler");
       loss_scale_ = NewBuffer("loss_scale", BufferRole::kScalar, MemoryCategory::kOther,
                               DType::kFloat32, Shape{{}}, ValueId(), NodeId(), true);
@@ -335,7 +346,8 @@ class Derivation {
     if (working_ == DType::kUndefined || node.op_type == "Cast") return DType::kUndefined;
     std::optional<DType> override_dtype;
     if (n.index() < options_.node_dtype.size()) override_dtype = options_.node_dtype[n.index()];
-    if (info.schema->is_view && !override_dtype) {
+    // A view allocates nothing, so it cannot change dtype: it keeps its input's, override or not.
+    if (info.schema->is_view) {
       ValueId in = node.inputs.empty() ? ValueId() : node.inputs[0];
       if (IsParameter(in)) return working_;
       return in.valid() && IsFloating(dtype_[in.index()]) ? dtype_[in.index()] : DType::kUndefined;
@@ -347,10 +359,33 @@ class Derivation {
     return ExecutionDType(options_.precision, info.schema->amp, override_dtype, activation_dtypes);
   }
 
+  // The buffer holding activation `u` (in `src`) as `dtype` for the current step: a cast this
+  // step makes, or, with `share`, the cast an earlier forward step made of the same value (one
+  // cast per (value, dtype) in the forward, as "chains of fp16-safe ops share one cast").
+  BufferId CastFor(ValueId u, BufferId src, DType dtype, const std::string& reader, bool share) {
+    const std::pair<size_t, DType> key{u.index(), dtype};
+    if (share) {
+      if (auto it = forward_casts_.find(key); it != forward_casts_.end()) {
+        Touch(it->second);
+        return it->second;
+      }
+    }
+    BufferId cast =
+        NewBuffer(g_.value(u).name + "." + std::string(DTypeName(dtype)) + "@" + reader,
+                  BufferRole::kCast, MemoryCategory::kTransients, dtype, ShapeOf(u), u,
+                  p_.steps.back().node);
+    AllocateHere(cast);
+    p_.steps.back().casts.push_back(CastOp{src, cast});
+    if (share) forward_casts_.emplace(key, cast);
+    return cast;
+  }
+
   // Fills step.inputs/casts for `n` computing in `compute`; `source(slot)` gives the buffer
-  // holding the activation of that input slot (forward storage or its recomputed copy).
+  // holding the activation of that input slot (forward storage or its recomputed copy). Forward
+  // steps share casts (`share_casts`); a recompute step casts its own inputs, since the forward
+  // casts are gone by then unless something saved them.
   template <class SourceFn>
-  void ReadInputs(NodeId n, DType compute, bool allow_casts, SourceFn source) {
+  void ReadInputs(NodeId n, DType compute, bool allow_casts, bool share_casts, SourceFn source) {
     const Node& node = g_.node(n);
     NodeInfo& info = nodes_[n.index()];
     info.read.assign(node.inputs.size(), BufferId());
@@ -366,12 +401,7 @@ class Derivation {
       Touch(src);
       DType have = dtype_[u.index()];
       if (allow_casts && compute != DType::kUndefined && IsFloating(have) && have != compute) {
-        BufferId cast =
-            NewBuffer(g_.value(u).name + "." + std::string(DTypeName(compute)) + "@" + node.name,
-                      BufferRole::kCast, MemoryCategory::kTransients, compute, ShapeOf(u), u, n);
-        AllocateHere(cast);
-        p_.steps.back().casts.push_back(CastOp{src, cast});
-        info.read[i] = cast;
+        info.read[i] = CastFor(u, src, compute, node.name, share_casts);
         info.read_is_cast[i] = true;
       } else {
         info.read[i] = src;
@@ -424,7 +454,7 @@ class Derivation {
           return MakeError("node '" + node.name + "' reads '" + g_.value(u).name +
                            "', which no earlier node produces and is not a graph input");
       }
-      ReadInputs(n, info.compute, !info.schema->is_view,
+      ReadInputs(n, info.compute, !info.schema->is_view, /*share_casts=*/true,
                  [&](size_t i) { return value_storage_[node.inputs[i].index()]; });
       std::vector<BufferId> outputs(node.outputs.size());
       for (size_t j = 0; j < node.outputs.size(); ++j) {
@@ -476,13 +506,8 @@ class Derivation {
     Touch(logits);
     loss_read_ = logits;
     DType have = dtype_[model_output_.index()];
-    if (compute != DType::kUndefined && have != compute) {
-      loss_read_ =
-          NewBuffer(out.name + "." + std::string(DTypeName(compute)) + "@loss", BufferRole::kCast,
-                    MemoryCategory::kTransients, compute, out.shape, model_output_);
-      AllocateHere(loss_read_);
-      p_.steps.back().casts.push_back(CastOp{logits, loss_read_});
-    }
+    if (compute != DType::kUndefined && have != compute)
+      loss_read_ = CastFor(model_output_, logits, compute, "loss", /*share=*/true);
     p_.steps.back().inputs = {loss_read_};
     if (loss_.has_label) {
       Touch(p_.label_buffer);
@@ -560,7 +585,8 @@ class Derivation {
     info.recomputed_in_backward = true;
     Step& step = NewStep(StepKind::kRecompute, node.name, n);
     step.compute_dtype = info.compute;
-    ReadInputs(n, info.compute, !info.schema->is_view, [&](size_t i) { return sources[i]; });
+    ReadInputs(n, info.compute, !info.schema->is_view, /*share_casts=*/false,
+               [&](size_t i) { return sources[i]; });
     std::vector<BufferId> outputs(node.outputs.size());
     for (size_t j = 0; j < node.outputs.size(); ++j) {
       ValueId o = node.outputs[j];
@@ -746,14 +772,23 @@ class Derivation {
   void BuildOptimizer() {
     p_.optimizer.begin = Now();
     BufferId found_inf;
-    if (options_.precision == Precision::kFp16) {
+    if (p_.loss_scaling.mode != LossScalingMode::kNone) {
+      // Both modes check the gradients for inf/NaN and skip an overflowing step: found_inf lives
+      // until the optimizer step has read it. GradScaler.unscale_ also makes the reciprocal of
+      // its device scale (inv_scale), freed when unscale_ returns.
       NewStep(StepKind::kUnscaleAndCheckOverflow, "unscale");
       found_inf = NewBuffer("found_inf", BufferRole::kScalar, MemoryCategory::kOther,
                             DType::kFloat32, Shape{{}});
       AllocateHere(found_inf);
       explicit_free_[found_inf.index()] = true;
-      p_.steps.back().inputs = {loss_scale_};
       p_.steps.back().outputs = {found_inf};
+      if (loss_scale_.valid()) {
+        BufferId inv_scale = NewBuffer("inv_scale", BufferRole::kScalar, MemoryCategory::kOther,
+                                       DType::kFloat32, Shape{{}});
+        AllocateHere(inv_scale);
+        p_.steps.back().inputs = {loss_scale_};
+        p_.steps.back().outputs.push_back(inv_scale);
+      }
     }
     if (options_.clip_gradients) {
       NewStep(StepKind::kClipGradients, "clip");
@@ -830,6 +865,7 @@ class Derivation {
   std::vector<BufferId> gradient_;            // gradient buffer of each activation
   std::vector<DType> dtype_;                  // program dtype of each value
   std::vector<int> param_index_;              // value -> index into parameters, -1 otherwise
+  std::map<std::pair<size_t, DType>, BufferId> forward_casts_;  // (value, dtype) -> forward cast
 
   std::vector<LogicalTime> alloc_step_;  // per buffer: the step whose Begin allocates it
   std::vector<LogicalTime> last_touch_;  // per buffer: the last step that uses it

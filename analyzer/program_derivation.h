@@ -21,18 +21,24 @@
 //    (checkpoints). Views allocate nothing and keep their base alive. Constants cost nothing.
 //  * Mixed precision (fp16/bf16): every parameter has a persistent fp32 master and a working copy
 //    in the working dtype; ops run in the working dtype (kFp16Safe), fp32 (kFp32Required) or the
-//    widest dtype of their activation inputs (kFollowInputs); an input whose dtype differs from
-//    the op's is cast into a buffer the op allocates (autocast re-casts per op, so it is not
-//    shared). Gradients are in the dtype of the value; parameter gradients in the working dtype.
+//    widest dtype of their activation inputs (kFollowInputs); views keep their input's dtype.
+//    An input whose dtype differs from the op's is cast into a buffer allocated by the first
+//    forward op that needs it and shared by every later forward reader of the same (value,
+//    dtype); it is freed after its last use, or held for backward when a reader saves it.
+//    Recompute steps cast their own inputs. Gradients are in the dtype of the value; parameter
+//    gradients in the working dtype.
 //    The optimizer runs in fp32 on the masters and is fused by default (reads the working-dtype
 //    gradient, updates the master and states, refreshes the working copy, no fp32 gradient
 //    buffer): mixed Adam costs exactly ZeRO's 2 + 2 + 4 + 4 + 4 = 16 bytes per parameter.
-//  * fp16 uses a loss scaler (scale + growth tracker, found_inf at unscale); bf16 does not.
+//  * Loss scaling (analyzer/precision/loss_scaling.h; default dynamic for fp16, none for bf16):
+//    dynamic keeps scale + growth tracker and makes found_inf and inv_scale at unscale; static
+//    makes found_inf only.
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "analyzer/precision/loss_scaling.h"
 #include "analyzer/training_program.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
@@ -62,8 +68,12 @@ struct ProgramOptions {
   OptimizerKind optimizer = OptimizerKind::kAdam;
   Precision precision = Precision::kFp32;
   // Per-node execution dtype override, indexed by NodeId (the precision-placement planner fills
-  // it); nullopt or a shorter vector = the AMP policy decides. Ignored in fp32 mode.
+  // it); nullopt or a shorter vector = the AMP policy decides. Ignored in fp32 mode, for views
+  // (they keep their input's dtype) and for Cast nodes.
   std::vector<std::optional<DType>> node_dtype;
+  // nullopt = the precision's default (DefaultLossScaling: dynamic for fp16, none for bf16).
+  // Ignored in fp32 mode.
+  std::optional<LossScaling> loss_scaling;
   MasterGradientMode master_gradients = MasterGradientMode::kFused;
 
   int64_t accumulation_steps = 1;  // k micro-batches per optimizer step; must be >= 1

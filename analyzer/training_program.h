@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "analyzer/memory_category.h"
+#include "analyzer/precision/loss_scaling.h"
 #include "graph/dim.h"
 #include "graph/dtype.h"
 #include "graph/ids.h"
@@ -214,6 +215,7 @@ struct TrainingProgram {
   LossKind loss = LossKind::kAuto;  // resolved: never kAuto after derivation
   OptimizerKind optimizer_kind = OptimizerKind::kAdam;
   Precision precision = Precision::kFp32;
+  LossScaling loss_scaling;  // resolved: none in fp32, the option or the precision's default
   ZeroGradMode zero_grad = ZeroGradMode::kSetToNone;
   std::vector<NodeId> recomputed;  // nodes re-run in backward (sorted)
   BufferId loss_buffer;

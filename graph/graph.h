@@ -34,6 +34,11 @@ struct Value {
   NodeId producer;               // invalid for inputs, parameters and initializer constants
   std::vector<NodeId> consumers;  // in node order; a node appears once per input slot using it
   bool is_graph_output = false;
+  // For kParameter: whether training updates it. Floating initializers that no gradient reaches
+  // (BatchNorm running statistics, float mask buffers) are parameters in ONNX terms but buffers in
+  // PyTorch's: they take memory, get no gradient and no optimizer state, and published parameter
+  // counts exclude them. Set by MarkTrainableParameters (graph/trainable_parameters.h).
+  bool trainable = true;
   // Symbolic contents of small integer tensors (shape sub-graphs: Shape, Gather, Concat...),
   // one Dim per element in row-major order. Set by folding; lets Reshape/Expand targets resolve.
   std::optional<std::vector<Dim>> contents;

@@ -70,6 +70,18 @@ void AddParameters(const Graph& graph, const Value& value, const Bindings& bindi
                                " whose size is not known; it is not counted");
     return;
   }
+  // Buffers (floating initializers no gradient reaches, e.g. BatchNorm running statistics) are
+  // counted apart so parameter_count matches what PyTorch's parameters() reports.
+  auto add_checked = [](int64_t& acc, int64_t x) {
+    std::optional<int64_t> sum = CheckedAdd(acc, x);
+    MEMPLAN_CHECK(sum.has_value());
+    acc = *sum;
+  };
+  if (!value.trainable) {
+    add_checked(summary.buffer_count, *elements);
+    add_checked(summary.buffer_bytes, *bytes);
+    return;
+  }
   DTypeTotals& totals = summary.parameters_by_dtype[std::string(DTypeName(value.dtype))];
   // Parameter totals stay far below 2^63 for any file that fits on disk; saturating would hide a
   // bug, so the checked sums treat an overflow as an invariant failure.

@@ -53,6 +53,10 @@ struct ModelSummary {
   // buffers (BatchNorm running statistics imported as constants) are not parameters.
   int64_t parameter_count = 0;
   int64_t parameter_bytes = 0;
+  // Floating initializers training does not update (no gradient reaches them): BatchNorm
+  // running statistics, float masks. They take memory but are not parameters.
+  int64_t buffer_count = 0;
+  int64_t buffer_bytes = 0;
   std::map<std::string, DTypeTotals> parameters_by_dtype;  // DTypeName -> totals
 
   std::vector<TensorSummary> inputs;  // graph inputs fed per step (not initializers)

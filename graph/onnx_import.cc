@@ -1,5 +1,7 @@
 #include "graph/onnx_import.h"
 
+#include "graph/trainable_parameters.h"
+
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -151,6 +153,7 @@ Expected<Graph> ImportOnnxModel(const std::string& path, const ImportOptions& op
   MEMPLAN_RETURN_IF_ERROR(RunChecker(model, path, graph));
   InferredTypes inferred = RunOnnxShapeInference(model, graph);
   MEMPLAN_RETURN_IF_ERROR(PropagateShapes(graph, inferred));
+  MEMPLAN_RETURN_IF_ERROR(MarkTrainableParameters(graph));
   return graph;
 }
 

@@ -100,13 +100,6 @@ class ChainDecomposer {
                                 : options_.backward_to_forward_ratio * costs_.forward_time(id);
   }
 
-  bool ProducesActivation(NodeId id) const {
-    for (ValueId out : graph_.node(id).outputs) {
-      if (out.valid() && liveness_[out.index()].is_activation) return true;
-    }
-    return false;
-  }
-
   Expected<ChainDecomposition> BuildChain() {
     ChainDecomposition result;
     for (size_t v = 0; v < liveness_.size(); ++v) {

@@ -1,37 +1,55 @@
 #include "analyzer/recompute/chain_schedule_simulator.h"
 
 #include <algorithm>
-#include <map>
-#include <utility>
+#include <vector>
 
 namespace memplan {
 namespace {
 
 enum class TensorKind : uint8_t { kActivation, kSaved, kGradient };
-using TensorKey = std::pair<TensorKind, int>;  // stage index; -1 is the chain input
+constexpr int kNumTensorKinds = 3;
+struct TensorKey {
+  TensorKind kind;
+  int stage;  // -1 is the chain input
+};
 
 // Live tensors and the running peak. Every alloc/free is checked, so a schedule that would use a
 // tensor twice or free one that is not live is caught as a bug here, not as a wrong peak.
 class LiveMemory {
  public:
+  explicit LiveMemory(int num_stages)
+      : bytes_(static_cast<size_t>(kNumTensorKinds) * static_cast<size_t>(num_stages + 1), -1) {}
+
   void Alloc(TensorKey key, int64_t bytes) {
-    MEMPLAN_CHECK(live_.emplace(key, bytes).second);
+    int64_t& slot = Slot(key);
+    MEMPLAN_CHECK(slot < 0);
+    slot = bytes;
+    ++num_live_;
     current_ += bytes;
     peak_ = std::max(peak_, current_);
   }
   void Free(TensorKey key) {
-    auto it = live_.find(key);
-    MEMPLAN_CHECK(it != live_.end());
-    current_ -= it->second;
-    live_.erase(it);
+    int64_t& slot = Slot(key);
+    MEMPLAN_CHECK(slot >= 0);
+    current_ -= slot;
+    slot = -1;
+    --num_live_;
   }
   // A transient buffer that lives only while one operation runs.
   void Transient(int64_t bytes) { peak_ = std::max(peak_, current_ + bytes); }
   int64_t peak() const { return peak_; }
-  size_t num_live() const { return live_.size(); }
+  int num_live() const { return num_live_; }
 
  private:
-  std::map<TensorKey, int64_t> live_;
+  int64_t& Slot(TensorKey key) {
+    const size_t index = static_cast<size_t>(key.kind) * (bytes_.size() / kNumTensorKinds) +
+                         static_cast<size_t>(key.stage + 1);
+    MEMPLAN_CHECK(index < bytes_.size());
+    return bytes_[index];
+  }
+
+  std::vector<int64_t> bytes_;  // per (kind, stage + 1): live size, or -1 when not live
+  int num_live_ = 0;
   int64_t current_ = 0;
   int64_t peak_ = 0;
 };
@@ -59,7 +77,7 @@ ChainSimulation SimulateChainSchedule(const Chain& chain,
   auto grad = [](int k) { return TensorKey{TensorKind::kGradient, k}; };
 
   ChainSimulation result;
-  LiveMemory memory;
+  LiveMemory memory(num_stages);
   memory.Alloc(act(-1), chain.input_bytes);
 
   auto forward_storing = [&](int k) {

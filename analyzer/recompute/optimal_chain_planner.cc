@@ -169,8 +169,10 @@ class SegmentDp {
   std::vector<int64_t> row_lo_, row_hi_;  // reachable prefix range per boundary
 };
 
-// The cheapest simple schedule that fits, for budgets the rounded DP cannot prove.
-std::optional<RecomputeSchedule> CheapestFittingFallback(const Chain& chain, int64_t budget) {
+// The cheapest simple schedule whose exact peak fits. Rounding can make the DP miss a schedule
+// that fits (no recompute at a budget equal to its peak, typically); the simple schedules belong
+// to the same family, so whichever is cheaper is returned.
+std::optional<RecomputeSchedule> CheapestFittingSimpleSchedule(const Chain& chain, int64_t budget) {
   std::vector<Expected<RecomputeSchedule>> candidates;
   candidates.push_back(PlanNoRecompute(chain));
   candidates.push_back(PlanSqrtCheckpoints(chain, {SqrtSpacing::kByStageCount}));
@@ -181,7 +183,7 @@ std::optional<RecomputeSchedule> CheapestFittingFallback(const Chain& chain, int
     if (!candidate.ok() || candidate->predicted_peak_bytes > budget) continue;
     if (!best || candidate->total_time < best->total_time) best = std::move(*candidate);
   }
-  if (best) best->planner = "optimal-fallback(" + best->planner + ")";
+  if (best) best->planner = "optimal(" + best->planner + ")";
   return best;
 }
 
@@ -221,18 +223,17 @@ Expected<RecomputeSchedule> PlanOptimalChain(const Chain& chain, int64_t memory_
 
   const int64_t slot_bytes = SlotBytesFor(memory_budget, options.memory_slots);
   SegmentDp dp(RoundChainUpToSlots(planned, slot_bytes), memory_budget / slot_bytes);
+  std::optional<RecomputeSchedule> simple = CheapestFittingSimpleSchedule(chain, memory_budget);
   if (std::optional<std::vector<ChainSegment>> segments = dp.Solve()) {
     std::vector<ChainSegment> fine = coarse ? ExpandSegments(*coarse, *segments) : *segments;
     MEMPLAN_TRY(RecomputeSchedule schedule,
                 MakeRecomputeSchedule(chain, std::move(fine), "optimal"));
     // Rounding (and coarsening) only ever over-estimate: a plan over budget is a bug.
     MEMPLAN_CHECK(schedule.predicted_peak_bytes <= memory_budget);
+    if (simple && simple->total_time < schedule.total_time) return *std::move(simple);
     return schedule;
   }
-
-  if (std::optional<RecomputeSchedule> fallback = CheapestFittingFallback(chain, memory_budget)) {
-    return *std::move(fallback);
-  }
+  if (simple) return *std::move(simple);
   MEMPLAN_TRY(RecomputeSchedule all, PlanRecomputeAll(chain));
   return MakeError("no recompute schedule fits an activation budget of " +
                    std::to_string(memory_budget) + " bytes for this " +

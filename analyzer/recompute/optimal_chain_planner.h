@@ -34,14 +34,16 @@ inline constexpr int kDefaultMaxPlanningStages = 256;
 struct ChainPlannerOptions {
   // Number of memory slots the budget is cut into (see the discretisation note above).
   int memory_slots = kDefaultMemorySlots;
-  // Chains with more stages are coarsened to this many; 0 never coarsens.
+  // Chains with more stages are coarsened to this many; 0 never coarsens (the DP table then takes
+  // 12 bytes x (L+1) x (memory_slots+1): ~1 GB at 10000 stages and 8000 slots).
   int max_stages = kDefaultMaxPlanningStages;
 };
 
-// The fastest schedule whose peak (chain_schedule_simulator.h) is at most `memory_budget` bytes.
-// When the DP finds nothing on the rounded chain but one of the simple schedules (recompute every
-// stage, sqrt, none) fits exactly, the cheapest of those is returned (planner "optimal-fallback").
-// Error when nothing fits, naming the budget and what checkpointing every stage would need.
+// The fastest schedule whose peak (chain_schedule_simulator.h) is at most `memory_budget` bytes:
+// the DP's (planner "optimal"), unless one of the simple schedules of baseline_planners.h fits
+// exactly and is faster — rounding can hide it from the DP, e.g. no recompute at a budget equal to
+// its peak — then that one (planner "optimal(none)", "optimal(sqrt)", ...). Error when nothing
+// fits, naming the budget and what checkpointing every stage would need.
 Expected<RecomputeSchedule> PlanOptimalChain(const Chain& chain, int64_t memory_budget,
                                              const ChainPlannerOptions& options = {});
 

@@ -1,8 +1,8 @@
 #include "analyzer/recompute/recompute_schedule.h"
 
-#include "analyzer/recompute/chain_schedule_simulator.h"
-
 #include <algorithm>
+
+#include "analyzer/recompute/chain_schedule_simulator.h"
 
 namespace memplan {
 namespace {

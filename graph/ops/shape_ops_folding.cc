@@ -85,9 +85,8 @@ std::optional<std::vector<Dim>> BroadcastContents(const TensorInfo& info,
     if (d < 0 || !product || *product > kMaxFoldedElements) return std::nullopt;
     out_count = *product;
   }
-  int64_t in_count = 1;
-  for (int64_t d : *in_dims) in_count *= d;
-  if (static_cast<int64_t>(info.contents->size()) != in_count) return std::nullopt;
+  auto in_count = FoldableElementCount(info.shape);
+  if (!in_count || static_cast<int64_t>(info.contents->size()) != *in_count) return std::nullopt;
 
   // Right-align the input's dims against the output's; a size-1 input dim repeats its element.
   const size_t offset = out_dims.size() - in_dims->size();

@@ -152,12 +152,12 @@ std::optional<SliceAxis> SliceOneAxis(const Dim& dim, const Dim& start, const Di
     if (step > 0) {
       lo = std::clamp<int64_t>(lo, 0, *d);
       hi = std::clamp<int64_t>(hi, 0, *d);
-      int64_t n = hi > lo ? (hi - lo + step - 1) / step : 0;
+      int64_t n = hi > lo ? (hi - lo - 1) / step + 1 : 0;
       return SliceAxis{Dim(n), lo};
     }
     lo = std::clamp<int64_t>(lo, 0, *d - 1);
     hi = std::clamp<int64_t>(hi, -1, *d - 1);
-    int64_t n = lo > hi ? (lo - hi + (-step) - 1) / (-step) : 0;
+    int64_t n = lo > hi ? (lo - hi - 1) / -step + 1 : 0;
     return SliceAxis{Dim(n), lo};
   }
   auto resolve = [&](const Dim& bound, std::optional<int64_t> c) -> Dim {
@@ -175,7 +175,7 @@ std::optional<SliceAxis> SliceOneAxis(const Dim& dim, const Dim& start, const Di
     if (step == 1) {
       length = span;
     } else if (auto c = span.constant_value()) {
-      length = Dim((*c + step - 1) / step);
+      length = Dim(*c > 0 ? (*c - 1) / step + 1 : 0);
     } else {
       length = span.DivideExactly(Dim(step));
     }
@@ -224,7 +224,9 @@ Expected<std::vector<TensorInfo>> InferSlice(const OpContext& ctx) {
   for (size_t i = 0; i < axes.size(); ++i) {
     MEMPLAN_TRY(int64_t axis_i, NormalizeAxis(axes[i], rank, ctx.node));
     const size_t axis = static_cast<size_t>(axis_i);
-    if (steps[i] == 0) return MakeError(NodeError(ctx.node, "step is 0"));
+    // INT64_MIN has no positive counterpart; no exporter writes it as a step.
+    if (steps[i] == 0 || steps[i] == std::numeric_limits<int64_t>::min())
+      return MakeError(NodeError(ctx.node, "invalid step " + std::to_string(steps[i])));
     auto sliced = SliceOneAxis(data.shape.dims[axis], starts[i], ends[i], steps[i], ctx.symbols);
     if (!sliced) return Unknown(data.dtype);
     out.dims[axis] = sliced->length;

@@ -2,6 +2,7 @@
 // ConstantOfShape, Range, NonZero; and the dtype/identity pass-throughs Cast, CastLike, Identity.
 
 #include <algorithm>
+#include <limits>
 
 #include "graph/checked_math.h"
 #include "graph/ops/shape_helpers.h"
@@ -82,7 +83,8 @@ Expected<std::vector<TensorInfo>> InferConstantOfShape(const OpContext& ctx) {
 // ceil((limit - start) / delta) clamped at 0, per the ONNX Range definition.
 std::optional<int64_t> RangeLength(int64_t start, int64_t limit, int64_t delta) {
   auto span = CheckedSub(limit, start);
-  if (!span || delta == 0) return std::nullopt;
+  if (!span || delta == 0 || (delta == -1 && *span == std::numeric_limits<int64_t>::min()))
+    return std::nullopt;
   int64_t q = *span / delta;
   if (*span % delta != 0 && ((*span < 0) == (delta < 0))) ++q;
   return std::max<int64_t>(q, 0);

@@ -22,6 +22,16 @@ std::string ShapeText(const Shape& shape) {
   return out + "]";
 }
 
+Status RejectNegative(const OpContext& ctx, const std::vector<Dim>& dims, const char* what) {
+  for (const Dim& d : dims) {
+    if (auto c = d.constant_value(); c && *c < 0) {
+      return MakeError(
+          NodeError(ctx.node, std::string("negative value ") + std::to_string(*c) + " in " + what));
+    }
+  }
+  return OkStatus();
+}
+
 Expected<std::vector<TensorInfo>> InferReshape(const OpContext& ctx) {
   const TensorInfo& data = ctx.inputs.at(0);
   const bool allow_zero = ctx.attrs().GetInt("allowzero", 0) != 0;
@@ -180,6 +190,7 @@ Expected<std::vector<TensorInfo>> InferExpand(const OpContext& ctx) {
   const TensorInfo& data = ctx.inputs.at(0);
   if (!ctx.has_input(1) || !ctx.inputs[1].contents) return Unknown(data.dtype);
   Shape target{*ctx.inputs[1].contents};
+  MEMPLAN_RETURN_IF_ERROR(RejectNegative(ctx, target.dims, "target shape"));
   auto out = BroadcastShapes(data.shape, target);
   if (!out.ok()) return MakeError(NodeError(ctx.node, out.error().message));
   std::optional<std::vector<Dim>> contents;
@@ -191,6 +202,7 @@ Expected<std::vector<TensorInfo>> InferTile(const OpContext& ctx) {
   const TensorInfo& data = ctx.inputs.at(0);
   if (!data.shape.known || !ctx.has_input(1) || !ctx.inputs[1].contents) return Unknown(data.dtype);
   const std::vector<Dim>& repeats = *ctx.inputs[1].contents;
+  MEMPLAN_RETURN_IF_ERROR(RejectNegative(ctx, repeats, "repeats"));
   if (repeats.size() != data.shape.rank()) {
     return MakeError(NodeError(ctx.node, "repeats has " + std::to_string(repeats.size()) +
                                              " entries for an input of rank " +

@@ -1,5 +1,5 @@
 // Timing of the recompute planners; hidden by default. Run with:
-//   analyzer_tests "[.bench][recompute]" -s
+//   analyzer_tests "[recompute_bench]"
 // It prints figures for docs/measurements.md and asserts only that plans fit their budgets.
 
 #include <cstdio>
@@ -43,7 +43,7 @@ double CpuSeconds(std::clock_t since) {
   return static_cast<double>(std::clock() - since) / CLOCKS_PER_SEC;
 }
 
-TEST_CASE("bench: PlanOptimalChain by chain length", "[.bench][recompute]") {
+TEST_CASE("bench: PlanOptimalChain by chain length", "[.bench][recompute_bench]") {
   std::mt19937 rng(1);
   std::printf("%8s %10s %12s %12s %14s %14s\n", "stages", "max/slots", "cpu_s", "added_s",
               "peak_MiB", "budget_MiB");
@@ -75,7 +75,7 @@ TEST_CASE("bench: PlanOptimalChain by chain length", "[.bench][recompute]") {
   }
 }
 
-TEST_CASE("bench: decompose and plan a 2000-node residual graph", "[.bench][recompute]") {
+TEST_CASE("bench: decompose and plan a 2000-node residual graph", "[.bench][recompute_bench]") {
   Graph graph;
   std::vector<int64_t> bytes;
   auto value = [&](const std::string& name, ValueKind kind, int64_t size) {

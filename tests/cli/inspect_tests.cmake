@@ -72,3 +72,20 @@ add_test(NAME "cli: inspect json is byte-identical across runs"
 add_test(NAME "cli: inspect text fits 80 columns"
   COMMAND sh -c "\"$1\" inspect \"$2\" --batch 8 --dim seq=64 > \"$3\" && ! awk 'length > 80' \"$3\" | grep -q ."
           sh $<TARGET_FILE:memplan> ${F}/transformer_opset17.onnx ${CMAKE_CURRENT_BINARY_DIR}/inspect_width.txt)
+
+# Zoo models (written into ${MEMPLAN_ZOO_DIR} at build time). Parameter counts are the published
+# ones of the reference implementations: GPT-2 small 124,439,808 (Hugging Face GPT2Model);
+# BERT-base 109,482,240 (BertModel with pooler); ViT-B/16 86,567,656 (torchvision vit_b_16).
+memplan_cli_test("inspect zoo gpt2_small parameters" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"parameter_count\": 124439808,"
+  COMMAND inspect ${MEMPLAN_ZOO_DIR}/gpt2_small.onnx --json)
+memplan_cli_test("inspect zoo bert_base parameters" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"parameter_count\": 109482240,"
+  COMMAND inspect ${MEMPLAN_ZOO_DIR}/bert_base.onnx --json)
+memplan_cli_test("inspect zoo vit_b16 parameters" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"parameter_count\": 86567656,"
+  COMMAND inspect ${MEMPLAN_ZOO_DIR}/vit_b16.onnx --json)
+# BERT's outputs have 63-character names: they get a line of their own.
+add_test(NAME "cli: inspect text of bert_base fits 80 columns"
+  COMMAND sh -c "\"$1\" inspect \"$2\" --batch 8 --dim seq=64 > \"$3\" && ! awk 'length > 80' \"$3\" | grep -q ."
+          sh $<TARGET_FILE:memplan> ${MEMPLAN_ZOO_DIR}/bert_base.onnx ${CMAKE_CURRENT_BINARY_DIR}/inspect_width_bert.txt)

@@ -69,6 +69,18 @@ TEST_CASE("torch fixtures: parameter counts match the onnx package", "[import]")
   CHECK(ExpectedNumbers("gpt_opset17")["onnx_parameter_count"].get<int64_t>() -
             ExpectedNumbers("gpt_opset17")["torch_parameter_count"].get<int64_t>() ==
         2048);
+  // memplan's trainable count (floating initializers a gradient reaches) equals torch's own
+  // sum(p.numel() for p in model.parameters()) for every fixture: buffers are told apart.
+  for (const char* name : {"resnet18_opset13", "resnet18_opset17", "gpt_opset13", "gpt_opset17",
+                           "transformer_opset13", "transformer_opset17"}) {
+    INFO(name);
+    Graph g = ImportFixture(std::string(name) + ".onnx");
+    int64_t trainable = 0;
+    for (const Value& v : g.values())
+      if (v.kind == ValueKind::kParameter && v.trainable)
+        trainable += *v.shape.NumElements().constant_value();
+    CHECK(trainable == ExpectedNumbers(name)["torch_parameter_count"].get<int64_t>());
+  }
   // nn.TransformerEncoder has no buffers.
   CHECK(ExpectedNumbers("transformer_opset13")["onnx_parameter_count"] ==
         ExpectedNumbers("transformer_opset13")["torch_parameter_count"]);

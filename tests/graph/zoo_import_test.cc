@@ -45,7 +45,8 @@ TEST_CASE("zoo models import with the published parameter counts", "[zoo][import
     const Graph graph = ImportZooModel(expected.model);
     int64_t parameters = 0;
     for (const Value& value : graph.values()) {
-      if (value.kind != ValueKind::kParameter) continue;
+      // Trainable parameters only: BatchNorm running statistics are buffers (no gradient).
+      if (value.kind != ValueKind::kParameter || !value.trainable) continue;
       auto n = value.shape.NumElements().constant_value();
       REQUIRE(n.has_value());
       parameters += *n;

@@ -1,34 +1,50 @@
-// `memplan analyze`: registered with its documented flags; not implemented in this build yet.
+// `memplan analyze model.onnx --gpu 24G [plan flags]`: what fits, the fastest plan, why.
+// Exit 0 when the plan fits, 1 when nothing fits (or a fixed --micro-batch does not), 2 on bad
+// input.
+#include <cstdio>
 #include <memory>
 #include <string>
 
+#include "tools/memplan/analysis_session.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
+#include "tools/memplan/plan_flags.h"
 
 namespace memplan::cli {
 namespace {
 
-struct AnalyzeFlags {
-  AnalysisFlags analysis;
-  std::string gpu;
-  std::string global_batch;
-  std::string reserve;
-};
+int RunAnalyze(const PlanFlags& flags) {
+  Expected<PlanRequest> request = ResolvePlanFlags(flags, /*require_gpu=*/true);
+  if (!request.ok()) return ReportError(request.error().message);
+  Progress progress(request->analysis.format);
+  auto session = RunAnalysisSession(std::move(*request), progress);
+  if (!session.ok()) return ReportError(session.error().message);
+  const AnalysisSession& s = **session;
+
+  std::string out;
+  switch (s.request.analysis.format) {
+    case OutputFormat::kJson:
+      out = AnalysisToJson(s.report).dump(2) + "\n";
+      break;
+    case OutputFormat::kMarkdown:
+      out = FormatAnalysisMarkdown(s.report);
+      break;
+    case OutputFormat::kText:
+      out = FormatAnalysisText(s.report);
+      break;
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return s.plan.feasible ? kExitSuccess : kExitCheckFailed;
+}
 
 }  // namespace
 
 Verb AddAnalyzeCommand(CLI::App& app) {
-  CLI::App* command =
-      app.add_subcommand("analyze", "plan micro-batch, accumulation, precision, recompute");
-  auto flags = std::make_shared<AnalyzeFlags>();
-  AddAnalysisFlags(*command, flags->analysis);
-  command->add_option("--gpu", flags->gpu,
-                      "the GPU: a memory size (24G = 24 GiB, 80GB = 80e9 bytes) or a name "
-                      "(A100-80GB, H100, RTX3090)");
-  command->add_option("--global-batch", flags->global_batch,
-                      "the target batch per optimizer step (micro-batch x accumulation steps)");
-  command->add_option("--reserve", flags->reserve, "memory to keep free on the GPU, e.g. 1G");
-  return NotAvailableVerb(command, flags);
+  CLI::App* command = app.add_subcommand(
+      "analyze", "plan micro-batch, accumulation, FP16 placement and recompute for a GPU");
+  auto flags = std::make_shared<PlanFlags>();
+  AddPlanFlags(*command, *flags);
+  return Verb{command, [flags] { return RunAnalyze(*flags); }};
 }
 
 }  // namespace memplan::cli

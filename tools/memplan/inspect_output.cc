@@ -100,12 +100,16 @@ void AppendTensorLines(std::string& out, const std::vector<TensorSummary>& tenso
   for (const TensorSummary& t : tensors) name_width = std::max(name_width, t.name.size());
   name_width = std::min<size_t>(name_width, 24);
   for (const TensorSummary& t : tensors) {
-    std::string line =
-        "  " + Padded(t.name, name_width) + "  " + Padded(t.dtype, 8) + " " + DimsText(t);
+    std::string type_and_dims = Padded(t.dtype, 8) + " " + DimsText(t);
+    std::string line = "  " + Padded(t.name, name_width) + "  " + type_and_dims;
+    // A long name (exports use paths like "/encoder/layer.11/...") gets a line of its own.
+    if (line.size() > kTextWidth) line = "  " + t.name + "\n    " + type_and_dims;
     std::string bound = BoundText(t);
     if (!bound.empty()) {
       // Keep within 80 columns: the bound shape moves to its own line when it does not fit.
-      if (line.size() + 3 + bound.size() <= kTextWidth) {
+      size_t last_line =
+          line.size() - (line.rfind('\n') == std::string::npos ? 0 : line.rfind('\n') + 1);
+      if (last_line + 3 + bound.size() <= kTextWidth) {
         line += " = " + bound;
       } else {
         line += "\n    = " + bound;
@@ -134,6 +138,8 @@ std::string RenderInspectJson(const ModelSummary& s, const std::string& model_pa
   j["node_count"] = s.node_count;
   j["parameter_count"] = s.parameter_count;
   j["parameter_bytes"] = s.parameter_bytes;
+  j["buffer_count"] = s.buffer_count;
+  j["buffer_bytes"] = s.buffer_bytes;
   OrderedJson by_dtype = OrderedJson::object();
   for (const auto& [dtype, totals] : s.parameters_by_dtype)
     by_dtype[dtype] = OrderedJson{{"count", totals.count}, {"bytes", totals.bytes}};
@@ -171,6 +177,10 @@ std::string RenderInspectText(const ModelSummary& s, const std::string& model_pa
   out += "nodes       " + WithThousands(s.node_count) + "\n";
   out += "parameters  " + WithThousands(s.parameter_count) + " (" + FormatBytes(s.parameter_bytes) +
          ")\n";
+  if (s.buffer_count > 0) {
+    out += "buffers     " + WithThousands(s.buffer_count) + " (" + FormatBytes(s.buffer_bytes) +
+           ", not trained: e.g. BatchNorm running statistics)\n";
+  }
   if (s.parameters_by_dtype.size() > 1) {
     for (const auto& [dtype, totals] : s.parameters_by_dtype) {
       char line[96];

@@ -23,6 +23,10 @@ void AddPlanFlags(CLI::App& command, PlanFlags& flags) {
   command.add_option("--allocator", flags.allocator,
                      "caching (PyTorch's CUDA caching allocator) | exact (live bytes)");
   command.add_option("--recompute", flags.recompute, "none | all | sqrt | optimal | auto");
+  command.add_option("--fp32-ops", flags.fp32_ops,
+                     "comma list of op types or node names forced to fp32 in mixed precision");
+  command.add_option("--fp16-ops", flags.fp16_ops,
+                     "comma list of op types or node names forced to fp16/bf16");
   command.add_flag("--clip-grad", flags.clip, "plan for gradient-norm clipping");
 }
 
@@ -32,6 +36,19 @@ Expected<std::optional<int64_t>> OptionalPositive(const std::string& text, std::
   if (text.empty()) return std::optional<int64_t>();
   MEMPLAN_TRY(int64_t value, ParsePositiveInt(text, flag));
   return std::optional<int64_t>(value);
+}
+
+std::vector<std::string> SplitCommaList(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) items.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
 }
 
 }  // namespace
@@ -58,19 +75,18 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanFlags& flags, bool require_gpu)
     if (!reserve.ok()) return MakeError("--reserve: " + reserve.error().message);
     p.reserve_bytes = *reserve;
   }
-  request.precision = flags.precision;
-  if (flags.precision != "auto") MEMPLAN_TRY(p.program.precision, ParsePrecision(flags.precision));
+  MEMPLAN_TRY(request.search.precision, ParsePrecisionChoice(flags.precision));
+  if (flags.precision != "auto") {
+    MEMPLAN_TRY(p.program.precision, ParsePrecision(flags.precision));
+  }
   MEMPLAN_TRY(p.program.optimizer, ParseOptimizerKind(flags.optimizer));
   MEMPLAN_TRY(p.program.loss, ParseLossKind(flags.loss));
   MEMPLAN_TRY(p.program.zero_grad, ParseZeroGradMode(flags.zero_grad));
   MEMPLAN_TRY(p.allocator, ParseAllocatorKind(flags.allocator));
   p.program.clip_gradients = flags.clip;
-  if (flags.recompute != "none" && flags.recompute != "all" && flags.recompute != "sqrt" &&
-      flags.recompute != "optimal" && flags.recompute != "auto") {
-    return MakeError("--recompute: expected none, all, sqrt, optimal or auto, got '" +
-                     flags.recompute + "'");
-  }
-  request.recompute = flags.recompute;
+  MEMPLAN_TRY(request.search.recompute, ParseRecomputeChoice(flags.recompute));
+  request.search.force_fp32 = SplitCommaList(flags.fp32_ops);
+  request.search.force_fp16 = SplitCommaList(flags.fp16_ops);
   return request;
 }
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "analyzer/joint_search.h"
 #include "analyzer/planner.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
@@ -25,6 +26,8 @@ struct PlanFlags {
   std::string zero_grad = "set_to_none";
   std::string allocator = "caching";
   std::string recompute = "none";
+  std::string fp32_ops;
+  std::string fp16_ops;
   bool clip = false;
 };
 
@@ -35,8 +38,7 @@ void AddPlanFlags(CLI::App& command, PlanFlags& flags);
 struct PlanRequest {
   AnalysisRequest analysis;
   PlannerOptions planner;
-  std::string recompute = "none";  // none | all | sqrt | optimal | auto
-  std::string precision = "fp32";  // fp32 | fp16 | bf16 | auto
+  SearchOptions search;  // precision and recompute choices for the joint search
 };
 
 // Validates every flag (sizes, enums, positive integers). --batch N is the micro-batch (it binds

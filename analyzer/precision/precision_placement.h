@@ -1,0 +1,98 @@
+#pragma once
+// FP16/BF16 placement: which dtype every node of the graph computes in under mixed precision, and
+// why. The policy is torch.autocast's CUDA lists, read from the op registry (OpSchema::amp, each
+// entry citing aten/src/ATen/autocast_mode.cpp):
+//
+//   category (registry)  autocast list                     dtype
+//   kFp16Safe            lower_precision_fp (mm, conv...)  the working dtype (fp16 or bf16)
+//   kFp32Required        fp32, fp32_set_opt_dtype          fp32
+//   kFollowInputs        not listed / promote              widest floating dtype among the node's
+//                                                          activation inputs (parameters excluded:
+//                                                          they are read as whichever copy fits)
+//
+// --fp32-ops / --fp16-ops override the policy per op type ("Softmax") or ONNX node name; a node
+// name beats an op type when both name the same node. The result fills
+// ProgramOptions::node_dtype (ApplyPlacement), so the derivation runs exactly this placement.
+//
+// Usage:
+//   PrecisionOptions options;
+//   options.mode = Precision::kFp16;
+//   MEMPLAN_TRY(options.force_fp32, ParseOpList("LayerNormalization,attn_proj", "--fp32-ops"));
+//   MEMPLAN_TRY(PrecisionPlacement placement, PlacePrecision(graph, options));
+//   ApplyPlacement(placement, program_options);
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyzer/precision/loss_scaling.h"
+#include "analyzer/training_program.h"
+#include "graph/dtype.h"
+#include "graph/expected.h"
+#include "graph/graph.h"
+#include "graph/ids.h"
+
+namespace memplan {
+
+class OpRegistry;
+struct ProgramOptions;
+
+struct PrecisionOptions {
+  // The mixed-precision mode to place; kFp32 places nothing (every node keeps its graph dtype).
+  Precision mode = Precision::kFp16;
+  // Op types or ONNX node names forced to fp32 / to the working dtype (fp16, or bf16 in bf16
+  // mode). An entry that names no node, or only nodes that cannot be placed (views, Cast nodes,
+  // nodes touching no floating tensor), is an error; an entry in both lists is an error.
+  std::vector<std::string> force_fp32;
+  std::vector<std::string> force_fp16;
+  // nullopt = the mode's default (DefaultLossScaling, analyzer/precision_policy.h): dynamic for fp16, none for bf16. Ignored in
+  // fp32 mode, where there is nothing to scale.
+  std::optional<LossScaling> loss_scaling;
+  // The op registry to read; null = OpRegistry::Get().
+  const OpRegistry* registry = nullptr;
+};
+
+// Why a node computes in its dtype.
+enum class PlacementReason : uint8_t {
+  kNotPlaced,      // fp32 mode, a node that does not run (constant folding), a Cast node, or one
+                   // that touches no floating tensor: it keeps its graph dtypes
+  kFp16Safe,       // the registry's kFp16Safe (autocast lower_precision_fp): the working dtype
+  kFp32Required,   // the registry's kFp32Required (autocast fp32 / fp32_set_opt_dtype)
+  kFollowsInputs,  // kFollowInputs, or a view: the widest activation input (`decided_by`)
+  kOverride,       // --fp32-ops / --fp16-ops (`override_entry`)
+};
+std::string_view PlacementReasonName(PlacementReason reason);
+// "fp16-safe" | "fp32-required" | "follows-inputs" | "override" | "not-placed"
+
+struct NodePlacement {
+  NodeId node;
+  DType dtype = DType::kUndefined;  // kUndefined for kNotPlaced
+  PlacementReason reason = PlacementReason::kNotPlaced;
+  // kFollowsInputs: the activation input whose dtype won (the first of the widest); invalid when
+  // the node reads no floating activation and so runs in the working dtype.
+  ValueId decided_by;
+  std::string override_entry;  // kOverride: the --fp32-ops / --fp16-ops entry that matched
+};
+
+struct PrecisionPlacement {
+  Precision precision = Precision::kFp32;
+  LossScaling loss_scaling;  // resolved: the mode's default when none was asked for
+  std::vector<NodePlacement> nodes;  // indexed by NodeId, one per graph node
+  // Ready for ProgramOptions::node_dtype: the placed dtype of each node, nullopt for kNotPlaced.
+  std::vector<std::optional<DType>> node_dtype;
+};
+
+// REQUIRES: graph shapes inferred (dtypes known). Errors: an override entry that matches nothing
+// (naming it, with a near spelling when one exists), an entry in both lists, a static loss scale
+// that is not positive and finite, a cycle.
+Expected<PrecisionPlacement> PlacePrecision(const Graph& graph, const PrecisionOptions& options);
+
+// Sets options.precision, node_dtype and loss_scaling from the placement.
+void ApplyPlacement(const PrecisionPlacement& placement, ProgramOptions& options);
+
+// Splits a --fp32-ops / --fp16-ops value at commas, trimming spaces around each entry. An empty
+// text is an empty list; an empty entry ("a,,b", "a,") is an error naming `flag`.
+Expected<std::vector<std::string>> ParseOpList(std::string_view text, std::string_view flag);
+
+}  // namespace memplan

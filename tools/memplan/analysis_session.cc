@@ -1,0 +1,38 @@
+#include "tools/memplan/analysis_session.h"
+
+#include <filesystem>
+
+#include "analyzer/advice.h"
+#include "analyzer/joint_search.h"
+
+namespace memplan::cli {
+
+Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest request,
+                                                              const Progress& progress) {
+  auto session = std::make_unique<AnalysisSession>();
+  session->request = std::move(request);
+  PlanRequest& r = session->request;
+  progress.Report("importing " + r.analysis.model + "...");
+  MEMPLAN_TRY(session->graph, LoadModel(r.analysis));
+  MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(session->graph, r));
+
+  progress.Report("planning...");
+  MEMPLAN_TRY(JointPlan joint, PlanJointly(session->graph, r.planner, r.search));
+  session->plan = std::move(joint.plan);
+
+  AnalysisReport& report = session->report;
+  report.model_path = r.analysis.model;
+  report.model_name = std::filesystem::path(r.analysis.model).stem().string();
+  report.graph = &session->graph;
+  session->planner_used = std::move(joint.options_used);
+  report.options = &session->planner_used;
+  report.plan = &session->plan;
+  report.advice = AdvisePlan(session->graph, session->plan);
+  report.warnings = session->graph.warnings;
+  report.choice_explanation = joint.explanation;
+  report.checkpoint_nodes = joint.checkpoint_nodes;
+  CollectPlanNodeLists(report);
+  return session;
+}
+
+}  // namespace memplan::cli

@@ -1,0 +1,29 @@
+#pragma once
+// One analysis from flags to report: import the model, bind symbols, plan, advise. Shared by
+// analyze, baseline, check, export and report so every verb plans exactly the same way.
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "analyzer/analysis_report.h"
+#include "analyzer/planner.h"
+#include "graph/graph.h"
+#include "tools/memplan/plan_flags.h"
+
+namespace memplan::cli {
+
+struct AnalysisSession {
+  PlanRequest request;
+  Graph graph;
+  TrainingPlan plan;
+  PlannerOptions planner_used;  // the chosen configuration's options (precision, recompute)
+  AnalysisReport report;  // points into the members above: a session is never moved or copied
+};
+
+// Runs the whole analysis for `request`. Errors are bad input (exit 2).
+Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest request,
+                                                              const Progress& progress);
+
+}  // namespace memplan::cli
