@@ -11,12 +11,23 @@ std::string EscapeMarkup(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -35,8 +46,8 @@ Status WriteTextFile(const std::string& path, std::string_view content) {
   size_t written = std::fwrite(content.data(), 1, content.size(), file);
   int write_errno = errno;
   if (std::fclose(file) != 0 || written != content.size()) {
-    return MakeError("cannot write '" + path + "': " +
-                     std::strerror(written != content.size() ? write_errno : errno));
+    return MakeError("cannot write '" + path +
+                     "': " + std::strerror(written != content.size() ? write_errno : errno));
   }
   return OkStatus();
 }

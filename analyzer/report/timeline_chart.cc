@@ -58,8 +58,9 @@ TimelineChart BuildTimelineChart(const TrainingPlan& plan, const TimelineChartOp
   chart.bands = PhaseBands(plan.program, timeline);
 
   for (MemoryCategory c : kAllMemoryCategories) {
-    bool used = std::any_of(chart.buckets.begin(), chart.buckets.end(),
-                            [&](const TimelineBucket& b) { return timeline[b.kept].by_category[c] > 0; });
+    bool used =
+        std::any_of(chart.buckets.begin(), chart.buckets.end(),
+                    [&](const TimelineBucket& b) { return timeline[b.kept].by_category[c] > 0; });
     if (used) chart.categories.push_back(c);
   }
 
@@ -88,13 +89,20 @@ TimelineChart BuildTimelineChart(const TrainingPlan& plan, const TimelineChartOp
 std::string_view MemoryCategoryColor(MemoryCategory category) {
   // Tableau 10: distinguishable for the common colour-vision deficiencies, one hue per category.
   switch (category) {
-    case MemoryCategory::kParameters: return "#4e79a7";
-    case MemoryCategory::kGradients: return "#f28e2b";
-    case MemoryCategory::kOptimizerState: return "#e15759";
-    case MemoryCategory::kActivations: return "#76b7b2";
-    case MemoryCategory::kTransients: return "#59a14f";
-    case MemoryCategory::kWorkspace: return "#edc948";
-    case MemoryCategory::kOther: return "#b07aa1";
+    case MemoryCategory::kParameters:
+      return "#4e79a7";
+    case MemoryCategory::kGradients:
+      return "#f28e2b";
+    case MemoryCategory::kOptimizerState:
+      return "#e15759";
+    case MemoryCategory::kActivations:
+      return "#76b7b2";
+    case MemoryCategory::kTransients:
+      return "#59a14f";
+    case MemoryCategory::kWorkspace:
+      return "#edc948";
+    case MemoryCategory::kOther:
+      return "#b07aa1";
   }
   return "#999999";
 }

@@ -45,10 +45,10 @@ struct TimelineChart {
   std::vector<TimelinePhaseBand> bands;
   // Categories with bytes at some kept point, in stacking order (bottom first).
   std::vector<MemoryCategory> categories;
-  bool has_peak = false;     // false only for an empty timeline
-  size_t peak = 0;           // timeline index of the simulation's peak
-  int64_t peak_bytes = 0;    // live bytes there
-  std::string peak_step;     // "backward Conv_3"
+  bool has_peak = false;   // false only for an empty timeline
+  size_t peak = 0;         // timeline index of the simulation's peak
+  int64_t peak_bytes = 0;  // live bytes there
+  std::string peak_step;   // "backward Conv_3"
   // Whether the allocator model's reserved bytes are drawn as a line (the caching model: what
   // must fit the budget), and the largest y value of the data (live or reserved).
   bool show_reserved = false;
@@ -57,7 +57,8 @@ struct TimelineChart {
 
 // Builds the chart of `plan.simulation.timeline`. The peak is the point at
 // plan.simulation.peak_at (the largest live bytes if no point matches it).
-TimelineChart BuildTimelineChart(const TrainingPlan& plan, const TimelineChartOptions& options = {});
+TimelineChart BuildTimelineChart(const TrainingPlan& plan,
+                                 const TimelineChartOptions& options = {});
 
 // The fill colour of a category's layer ("#4e79a7"), the same in every chart and legend.
 std::string_view MemoryCategoryColor(MemoryCategory category);

@@ -111,9 +111,10 @@ class SvgBuilder {
     if (options_.standalone) out_ << " xmlns=\"http://www.w3.org/2000/svg\"";
     out_ << " class=\"memplan-timeline\" id=\"timeline-svg\"" << Attr("width", options_.width)
          << Attr("height", options_.height) << " viewBox=\"0 0 " << FormatCoordinate(options_.width)
-         << " " << FormatCoordinate(options_.height) << "\""
-         << Attr("data-plot-left", frame_.left) << Attr("data-plot-right", frame_.right)
-         << " data-points=\"" << chart_.num_points << "\""
+         << " " << FormatCoordinate(options_.height) << "\"" << Attr("data-plot-left", frame_.left)
+         << Attr("data-plot-right", frame_.right) << Attr("data-plot-top", frame_.top)
+         << Attr("data-plot-bottom", frame_.bottom) << " data-points=\"" << chart_.num_points
+         << "\""
          << " font-family=\"sans-serif\" font-size=\"11\">\n";
     out_ << "<rect class=\"background\" x=\"0\" y=\"0\"" << Attr("width", options_.width)
          << Attr("height", options_.height) << " fill=\"#ffffff\"/>\n";
@@ -196,8 +197,8 @@ class SvgBuilder {
       }
       d << "Z";
       out_ << "<path class=\"area\" data-category=\"" << MemoryCategoryName(category)
-           << "\" fill=\"" << MemoryCategoryColor(category) << "\" d=\"" << d.str()
-           << "\"><title>" << MemoryCategoryName(category) << "</title></path>\n";
+           << "\" fill=\"" << MemoryCategoryColor(category) << "\" d=\"" << d.str() << "\"><title>"
+           << MemoryCategoryName(category) << "</title></path>\n";
       lower = std::move(upper);
     }
     out_ << "</g>\n";
@@ -274,9 +275,9 @@ class SvgBuilder {
     std::vector<Entry> entries;
     const TimelinePoint& at_peak = timeline()[chart_.peak];
     for (MemoryCategory c : chart_.categories) {
-      entries.push_back({std::string(MemoryCategoryName(c)) + " " +
-                             FormatBytes(at_peak.by_category[c]),
-                         MemoryCategoryColor(c), ""});
+      entries.push_back(
+          {std::string(MemoryCategoryName(c)) + " " + FormatBytes(at_peak.by_category[c]),
+           MemoryCategoryColor(c), ""});
     }
     if (chart_.show_reserved) entries.push_back({"reserved (caching allocator)", "#333333", "4 3"});
     if (budget_in_scale_) entries.push_back({"budget", "#d62728", "6 4"});

@@ -5,7 +5,8 @@
 // writes it; the HTML report inlines the same picture and adds interaction on top.
 //
 // Structure (tests and the HTML report's script rely on it):
-//   <svg class="memplan-timeline" data-plot-left data-plot-right data-points ...>
+//   <svg class="memplan-timeline" id="timeline-svg" data-plot-{left,right,top,bottom}
+//        data-points ...>
 //     <rect class="band band-{setup|forward|backward|optimizer}"> per phase band
 //     <path class="area" data-category="{category}"> per category with bytes, bottom first
 //     <path class="reserved-line">      when the allocator model reserves more than is live

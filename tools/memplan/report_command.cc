@@ -1,26 +1,74 @@
-// `memplan report`: registered with its documented flags; not implemented in this build yet.
+// `memplan report model.onnx --gpu 24G [plan flags] --html report.html [--svg timeline.svg]`:
+// the analysis of `analyze` rendered as one self-contained HTML page (timeline, plan, candidates
+// chart, advice) and optionally the static timeline SVG. Stdout carries what `analyze` prints in
+// the same --format, so a CI job gets the JSON and the page from one run.
+// Exit 0 when the plan fits, 1 when nothing fits (the report is still written: it shows why),
+// 2 on bad input or when a file cannot be written.
+#include <cstdio>
 #include <memory>
 #include <string>
 
+#include "analyzer/report/html_report.h"
+#include "analyzer/report/timeline_svg.h"
+#include "tools/memplan/analysis_session.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
+#include "tools/memplan/plan_flags.h"
 
 namespace memplan::cli {
 namespace {
 
 struct ReportFlags {
-  std::string input;
-  std::string output;
+  PlanFlags plan;
+  std::string html;
+  std::string svg;
 };
+
+int RunReport(const ReportFlags& flags) {
+  if (flags.html.empty())
+    return ReportError("report: --html is required (the page to write, e.g. --html report.html)");
+  Expected<PlanRequest> request = ResolvePlanFlags(flags.plan, /*require_gpu=*/true);
+  if (!request.ok()) return ReportError(request.error().message);
+  Progress progress(request->analysis.format);
+  auto session = RunAnalysisSession(std::move(*request), progress);
+  if (!session.ok()) return ReportError(session.error().message);
+  const AnalysisSession& s = **session;
+
+  Status html = WriteHtmlReport(s.report, flags.html);
+  if (!html.ok()) return ReportError(html.error().message);
+  progress.Report("wrote " + flags.html);
+  if (!flags.svg.empty()) {
+    Status svg = WriteTimelineSvg(s.report, flags.svg);
+    if (!svg.ok()) return ReportError(svg.error().message);
+    progress.Report("wrote " + flags.svg);
+  }
+
+  std::string out;
+  switch (s.request.analysis.format) {
+    case OutputFormat::kJson:
+      out = AnalysisToJson(s.report).dump(2) + "\n";
+      break;
+    case OutputFormat::kMarkdown:
+      out = FormatAnalysisMarkdown(s.report);
+      break;
+    case OutputFormat::kText:
+      out = FormatAnalysisText(s.report);
+      break;
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return s.plan.feasible ? kExitSuccess : kExitCheckFailed;
+}
 
 }  // namespace
 
 Verb AddReportCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand("report", "render a report from `analyze --json` output");
+  CLI::App* command = app.add_subcommand(
+      "report", "write the analysis as a self-contained HTML page (timeline, plan, candidates)");
   auto flags = std::make_shared<ReportFlags>();
-  command->add_option("input", flags->input, "the JSON written by analyze --json");
-  command->add_option("--output", flags->output, "where to write the report");
-  return NotAvailableVerb(command, flags);
+  AddPlanFlags(*command, flags->plan);
+  command->add_option("--html", flags->html, "the HTML page to write (required)");
+  command->add_option("--svg", flags->svg, "also write the memory timeline as a static SVG");
+  return Verb{command, [flags] { return RunReport(*flags); }};
 }
 
 }  // namespace memplan::cli

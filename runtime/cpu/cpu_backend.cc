@@ -1,0 +1,319 @@
+#include "runtime/cpu/cpu_backend.h"
+
+#include <cmath>
+#include <string>
+
+#include "runtime/cpu/kernel_registry.h"
+#include "runtime/cpu/losses.h"
+#include "runtime/optimizers.h"
+#include "runtime/precision_emulation.h"
+
+namespace memplan {
+namespace {
+
+// A CPU buffer: the tensor as allocated (its shape may differ from a handle's view of it).
+class CpuStorage final : public DeviceStorage {
+ public:
+  explicit CpuStorage(Tensor tensor) : tensor_(std::move(tensor)) {}
+  const Tensor& tensor() const { return tensor_; }
+
+ private:
+  Tensor tensor_;
+};
+
+Status CheckSameCount(const Tensor& src, const Tensor& dst, std::string_view what) {
+  if (src.numel() != dst.numel()) {
+    return MakeError(std::string(what) + ": " + ShapeToString(src.shape()) + " does not fit " +
+                     ShapeToString(dst.shape()));
+  }
+  return OkStatus();
+}
+
+// dst = src rounded to dst's dtype (or dst += src when `add`).
+Status CopyRounded(const Tensor& src, const Tensor& dst, bool add, std::string_view what) {
+  MEMPLAN_RETURN_IF_ERROR(CheckSameCount(src, dst, what));
+  float* out = dst.mutable_data();
+  const float* in = src.data();
+  for (int64_t i = 0; i < dst.numel(); ++i)
+    out[i] = RoundToDType(add ? out[i] + in[i] : in[i], dst.dtype());
+  return OkStatus();
+}
+
+// Logits [N, C] as they are, or [N, S, C] (vocabulary last, as the program's label [N, S] says)
+// viewed as [N*S, C] with labels [N*S]: the mean over positions is the same loss.
+Tensor AsRows(const Tensor& t) {
+  if (!t.defined() || t.rank() <= 2) return t;
+  return t.View({t.numel() / t.dim(t.rank() - 1), t.dim(t.rank() - 1)});
+}
+Tensor AsFlat(const Tensor& t) { return t.defined() ? t.View({t.numel()}) : t; }
+
+Expected<memplan::LossKind> LossFromName(std::string_view name) {
+  auto kind = LossKindFromName(name);
+  if (!kind) return MakeError("the cpu backend has no loss '" + std::string(name) + "'");
+  return *kind;
+}
+
+Status RequireAiOnnx(std::string_view domain, std::string_view op_type) {
+  if (!domain.empty() && domain != "ai.onnx")
+    return MakeError("the cpu backend has no kernel for " + std::string(domain) + ":" +
+                     std::string(op_type));
+  return OkStatus();
+}
+
+std::vector<Tensor> AsTensors(const std::vector<DeviceTensor>& handles) {
+  std::vector<Tensor> tensors;
+  tensors.reserve(handles.size());
+  for (const DeviceTensor& h : handles) tensors.push_back(CpuBackend::AsTensor(h));
+  return tensors;
+}
+
+}  // namespace
+
+Tensor CpuBackend::AsTensor(const DeviceTensor& handle) {
+  if (!handle.defined()) return Tensor();
+  const auto* storage = dynamic_cast<const CpuStorage*>(handle.storage.get());
+  MEMPLAN_CHECK(storage != nullptr);
+  return storage->tensor().View(handle.shape).WithDType(handle.dtype);
+}
+
+DeviceTensor CpuBackend::Wrap(const Tensor& tensor) {
+  if (!tensor.defined()) return DeviceTensor();
+  return DeviceTensor{std::make_shared<CpuStorage>(tensor), tensor.shape(), tensor.dtype()};
+}
+
+Expected<DeviceTensor> CpuBackend::Allocate(const TensorShape& shape, DType dtype,
+                                            MemoryCategory category) {
+  for (int64_t d : shape)
+    if (d < 0) return MakeError("cannot allocate a buffer of shape " + ShapeToString(shape));
+  return Wrap(Tensor::Zeros(shape, dtype, program_, category));
+}
+
+Expected<DeviceTensor> CpuBackend::Constant(const TensorShape& shape, DType dtype,
+                                            const std::vector<float>& values) {
+  if (static_cast<int64_t>(values.size()) != NumElements(shape))
+    return MakeError("constant of shape " + ShapeToString(shape) + " given " +
+                     std::to_string(values.size()) + " values");
+  return Wrap(Tensor::FromValues(shape, values, dtype, scratch_, MemoryCategory::kOther));
+}
+
+DeviceMemory CpuBackend::Memory() const {
+  DeviceMemory m;
+  m.live = program_.live_bytes();
+  m.peak = program_.peak_bytes();
+  m.live_total = program_.live_total();
+  m.peak_total = program_.peak_total();
+  m.scratch_peak_bytes = scratch_.peak_total();
+  return m;
+}
+
+void CpuBackend::ResetPeaks() {
+  program_.ResetPeaks();
+  scratch_.ResetPeaks();
+}
+
+Status CpuBackend::Upload(const DeviceTensor& dst, const std::vector<float>& values) {
+  Tensor t = AsTensor(dst);
+  if (static_cast<int64_t>(values.size()) != t.numel())
+    return MakeError("upload of " + std::to_string(values.size()) + " values into a buffer of " +
+                     ShapeToString(t.shape()));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.mutable_data()[i] = RoundToDType(values[static_cast<size_t>(i)], t.dtype());
+  return OkStatus();
+}
+
+Expected<std::vector<float>> CpuBackend::Download(const DeviceTensor& src) {
+  if (!src.defined()) return MakeError("download of an undefined tensor");
+  return AsTensor(src).ToVector();
+}
+
+Status CpuBackend::Cast(const DeviceTensor& src, const DeviceTensor& dst) {
+  return CopyRounded(AsTensor(src), AsTensor(dst), /*add=*/false, "cast");
+}
+
+Status CpuBackend::Add(const DeviceTensor& src, const DeviceTensor& dst) {
+  return CopyRounded(AsTensor(src), AsTensor(dst), /*add=*/true, "add");
+}
+
+Status CpuBackend::Fill(const DeviceTensor& dst, float value) {
+  Tensor t = AsTensor(dst);
+  const float v = RoundToDType(value, t.dtype());
+  for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data()[i] = v;
+  return OkStatus();
+}
+
+Status CpuBackend::Scale(const std::vector<DeviceTensor>& tensors, float factor) {
+  for (const DeviceTensor& h : tensors) {
+    Tensor t = AsTensor(h);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.mutable_data()[i] = RoundToDType(t.data()[i] * factor, t.dtype());
+  }
+  return OkStatus();
+}
+
+Expected<bool> CpuBackend::UnscaleAndCheckOverflow(const std::vector<DeviceTensor>& gradients,
+                                                   float inv_scale) {
+  bool found_inf = false;
+  for (const DeviceTensor& h : gradients) {
+    Tensor t = AsTensor(h);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      // GradScaler unscales in fp32 and writes back in the gradient's dtype.
+      const float v = RoundToDType(t.data()[i] * inv_scale, t.dtype());
+      t.mutable_data()[i] = v;
+      found_inf = found_inf || !std::isfinite(v);
+    }
+  }
+  return found_inf;
+}
+
+Expected<double> CpuBackend::GlobalNorm(const std::vector<DeviceTensor>& tensors) {
+  double sum = 0.0;
+  for (const DeviceTensor& h : tensors) {
+    Tensor t = AsTensor(h);
+    for (int64_t i = 0; i < t.numel(); ++i) sum += static_cast<double>(t.data()[i]) * t.data()[i];
+  }
+  return std::sqrt(sum);
+}
+
+Expected<std::vector<DeviceTensor>> CpuBackend::Forward(const ForwardCall& call) {
+  MEMPLAN_RETURN_IF_ERROR(RequireAiOnnx(call.domain, call.op_type));
+  KernelContext ctx;
+  ctx.allocator = &scratch_;
+  ctx.training = call.training;
+  ctx.seed = call.seed;
+  ForwardArgs args;
+  args.attributes = call.attributes;
+  args.inputs = AsTensors(call.inputs);
+  args.num_outputs = call.num_outputs;
+  MEMPLAN_TRY(ForwardResult result, RunForward(call.op_type, ctx, args));
+  std::vector<DeviceTensor> held(static_cast<size_t>(call.num_outputs));
+  for (size_t j = 0; j < held.size(); ++j) {
+    const Tensor produced = j < result.outputs.size() ? result.outputs[j] : Tensor();
+    const DeviceTensor dest = j < call.outputs.size() ? call.outputs[j] : DeviceTensor();
+    if (dest.defined()) {
+      if (!produced.defined())
+        return MakeError(std::string(call.op_type) + " produced no output " + std::to_string(j));
+      MEMPLAN_RETURN_IF_ERROR(CopyRounded(produced, AsTensor(dest), /*add=*/false,
+                                          std::string(call.op_type) + " output " +
+                                              std::to_string(j)));
+      held[j] = dest.View(produced.shape());
+    } else {
+      held[j] = Wrap(produced);
+    }
+  }
+  for (const auto& [name, dest] : call.extras) {
+    auto it = result.extras.find(name);
+    if (it == result.extras.end())
+      return MakeError(std::string(call.op_type) + " kernel keeps no '" + name + "' for backward");
+    MEMPLAN_RETURN_IF_ERROR(
+        CopyRounded(it->second, AsTensor(dest), /*add=*/false, std::string(call.op_type) + " " + name));
+  }
+  return held;
+}
+
+Status CpuBackend::Backward(const BackwardCall& call) {
+  MEMPLAN_RETURN_IF_ERROR(RequireAiOnnx(call.domain, call.op_type));
+  KernelContext ctx;
+  ctx.allocator = &scratch_;
+  ctx.training = call.training;
+  ctx.seed = call.seed;
+  BackwardArgs args;
+  args.attributes = call.attributes;
+  args.inputs = AsTensors(call.inputs);
+  args.outputs = AsTensors(call.outputs);
+  for (const auto& [name, t] : call.extras) args.extras[name] = AsTensor(t);
+  args.input_shapes = call.input_shapes;
+  args.input_dtypes = call.input_dtypes;
+  args.grad_outputs = AsTensors(call.grad_outputs);
+  args.needs_input_grad.assign(call.input_shapes.size(), false);
+  for (size_t i = 0; i < call.grad_inputs.size() && i < args.needs_input_grad.size(); ++i)
+    args.needs_input_grad[i] = call.grad_inputs[i].defined();
+  MEMPLAN_TRY(InputGradients grads, RunBackward(call.op_type, ctx, args));
+  for (size_t i = 0; i < call.grad_inputs.size(); ++i) {
+    if (!call.grad_inputs[i].defined()) continue;
+    if (i >= grads.size() || !grads[i].defined())
+      return MakeError(std::string(call.op_type) + " backward produced no gradient for input " +
+                       std::to_string(i));
+    const bool add = i < call.accumulate.size() && call.accumulate[i];
+    MEMPLAN_RETURN_IF_ERROR(CopyRounded(grads[i], AsTensor(call.grad_inputs[i]), add,
+                                        std::string(call.op_type) + " input gradient " +
+                                            std::to_string(i)));
+  }
+  return OkStatus();
+}
+
+Status CpuBackend::LossForward(const LossCall& call) {
+  MEMPLAN_TRY(memplan::LossKind kind, LossFromName(call.loss));
+  KernelContext ctx;
+  ctx.allocator = &scratch_;
+  Tensor prediction = AsTensor(call.prediction);
+  Tensor label = AsTensor(call.label);
+  if (kind == memplan::LossKind::kCrossEntropy) {
+    prediction = AsRows(prediction);
+    label = AsFlat(label);
+  }
+  MEMPLAN_TRY(Tensor loss, memplan::LossForward(kind, ctx, prediction, label));
+  MEMPLAN_RETURN_IF_ERROR(CopyRounded(loss, AsTensor(call.loss_value), false, "loss"));
+  if (call.log_prob.defined()) {
+    // log_softmax over the classes, in double like the loss itself.
+    Tensor out = AsTensor(call.log_prob);
+    MEMPLAN_RETURN_IF_ERROR(CheckSameCount(prediction, out, "log_prob"));
+    const int64_t classes = prediction.dim(1);
+    for (int64_t r = 0; r < prediction.dim(0); ++r) {
+      const float* z = prediction.data() + r * classes;
+      double max = -INFINITY;
+      for (int64_t c = 0; c < classes; ++c) max = std::max<double>(max, z[c]);
+      double sum = 0.0;
+      for (int64_t c = 0; c < classes; ++c) sum += std::exp(z[c] - max);
+      const double lse = max + std::log(sum);
+      for (int64_t c = 0; c < classes; ++c)
+        out.mutable_data()[r * classes + c] = RoundToDType(static_cast<float>(z[c] - lse), out.dtype());
+    }
+  }
+  return OkStatus();
+}
+
+Status CpuBackend::LossBackward(const LossBackwardCall& call) {
+  MEMPLAN_TRY(memplan::LossKind kind, LossFromName(call.loss));
+  KernelContext ctx;
+  ctx.allocator = &scratch_;
+  Tensor dest = AsTensor(call.grad);
+  Tensor source = AsTensor(call.prediction);
+  Tensor label = AsTensor(call.label);
+  if (kind == memplan::LossKind::kCrossEntropy) {
+    // softmax(log_softmax(z)) == softmax(z): the kept log-probabilities give the same gradient.
+    if (call.log_prob.defined()) source = AsTensor(call.log_prob);
+    source = AsRows(source);
+    label = AsFlat(label);
+  } else if (kind == memplan::LossKind::kSum) {
+    source = Tensor::Zeros(dest.shape(), DType::kFloat32, scratch_, MemoryCategory::kOther);
+  }
+  if (!source.defined()) return MakeError("loss backward: the prediction was not kept");
+  MEMPLAN_TRY(Tensor grad, memplan::LossBackward(kind, ctx, source, label, call.grad_scale));
+  return CopyRounded(grad, dest, /*add=*/false, "loss gradient");
+}
+
+Status CpuBackend::OptimizerStep(const OptimizerCall& call) {
+  MEMPLAN_CHECK(call.hyper != nullptr);
+  auto kind = OptimizerKindFromName(call.hyper->kind);
+  if (!kind) return MakeError("the cpu runtime has no optimizer '" + call.hyper->kind + "'");
+  OptimizerOptions options;
+  options.kind = *kind;
+  options.learning_rate = call.hyper->learning_rate;
+  options.momentum = call.hyper->momentum;
+  options.beta1 = call.hyper->beta1;
+  options.beta2 = call.hyper->beta2;
+  options.epsilon = call.hyper->epsilon;
+  options.weight_decay = call.hyper->weight_decay;
+  OptimizerState state;
+  state.buffers = AsTensors(call.states);
+  state.step = call.step - 1;
+  // The fused mixed-precision update reads the half-precision gradient as fp32 numbers.
+  const Tensor gradient = AsTensor(call.gradient).WithDType(DType::kFloat32);
+  const Tensor master = AsTensor(call.master);
+  MEMPLAN_RETURN_IF_ERROR(ApplyOptimizerStep(options, gradient, master, state));
+  RoundToDTypeInPlace(master.mutable_data(), master.numel(), master.dtype());
+  if (call.working.defined()) MEMPLAN_RETURN_IF_ERROR(Cast(call.master, call.working));
+  return OkStatus();
+}
+
+}  // namespace memplan

@@ -1,0 +1,204 @@
+#include "runtime/weight_init.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "runtime/program_shapes.h"
+
+namespace memplan {
+namespace {
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Independent streams: a value per (seed, stream, index).
+uint64_t Bits(uint64_t seed, uint64_t stream, uint64_t index) {
+  return SplitMix64(SplitMix64(seed ^ (stream * 0xD1B54A32D192ED03ull)) + index);
+}
+double Uniform01(uint64_t seed, uint64_t stream, uint64_t index) {
+  return static_cast<double>(Bits(seed, stream, index) >> 11) * 0x1.0p-53;
+}
+double Normal(uint64_t seed, uint64_t stream, uint64_t index) {
+  // Box-Muller from two independent uniforms.
+  const double u1 = std::max(Uniform01(seed, stream, 2 * index), 1e-300);
+  const double u2 = Uniform01(seed, stream, 2 * index + 1);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+uint64_t NameHash(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
+bool Contains(const std::string& text, const char* part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Streams of the synthetic task.
+constexpr uint64_t kInputStream = 1000;
+constexpr uint64_t kTeacherStream = 2000;
+// Features an mse teacher reads per label element.
+constexpr int64_t kMseTeacherFeatures = 256;
+
+// A fixed teacher weight in uniform(-sqrt(3/fan_in), sqrt(3/fan_in)): unit-variance scores.
+double Teacher(uint64_t seed, int64_t row, int64_t col, int64_t fan_in) {
+  const double u = 2.0 * Uniform01(seed, kTeacherStream, static_cast<uint64_t>(row) * 1000003u +
+                                                              static_cast<uint64_t>(col)) -
+                   1.0;
+  return u * std::sqrt(3.0 / static_cast<double>(std::max<int64_t>(fan_in, 1)));
+}
+
+}  // namespace
+
+std::vector<float> InitialParameterValues(const Value& value, const TensorShape& shape,
+                                          uint64_t seed) {
+  const int64_t n = NumElements(shape);
+  std::vector<float> values(static_cast<size_t>(n));
+  std::string name = value.name;
+  std::transform(name.begin(), name.end(), name.begin(), [](char c) { return std::tolower(c); });
+  if (!value.trainable) {
+    std::fill(values.begin(), values.end(), Contains(name, "mean") ? 0.0f : 1.0f);
+    return values;
+  }
+  if (shape.size() <= 1) {
+    const bool bias = Contains(name, "bias") || Contains(name, "beta");
+    std::fill(values.begin(), values.end(), bias ? 0.0f : 1.0f);
+    return values;
+  }
+  const int64_t fan_in = std::max<int64_t>(n / std::max<int64_t>(shape[0], 1), 1);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  const uint64_t stream = NameHash(value.name);
+  for (int64_t i = 0; i < n; ++i)
+    values[static_cast<size_t>(i)] =
+        static_cast<float>((2.0 * Uniform01(seed, stream, static_cast<uint64_t>(i)) - 1.0) * bound);
+  return values;
+}
+
+std::vector<BufferId> MicroBatchInputBuffers(const TrainingProgram& program) {
+  std::vector<BufferId> inputs;
+  for (const Buffer& b : program.buffers)
+    if (b.role == BufferRole::kInput) inputs.push_back(b.id);
+  return inputs;
+}
+
+Expected<SyntheticData> SyntheticData::Create(const Graph& graph, const TrainingProgram& program,
+                                              const Bindings& bindings, uint64_t seed) {
+  SyntheticData data;
+  data.program_ = &program;
+  data.seed_ = seed;
+  const Bindings one = WithBatch(bindings, program.batch_symbol, 1);
+  for (BufferId id : MicroBatchInputBuffers(program)) {
+    const Buffer& b = program.buffer(id);
+    Input input;
+    input.dtype = b.dtype;
+    MEMPLAN_TRY(TensorShape shape, EvaluateShape(b.shape, one));
+    if (shape.empty() || shape[0] != 1)
+      return MakeError("graph input '" + b.name + "' does not lead with the batch dimension");
+    input.sample_shape.assign(shape.begin() + 1, shape.end());
+    // Token ids index an embedding table: stay below its first dimension.
+    if (b.value.valid()) {
+      for (NodeId n : graph.value(b.value).consumers) {
+        const Node& node = graph.node(n);
+        if (node.op_type == "Gather" && node.inputs.size() > 1 && node.inputs[1] == b.value &&
+            node.inputs[0].valid()) {
+          const Shape& table = graph.value(node.inputs[0]).shape;
+          if (table.known && table.rank() > 0) {
+            MEMPLAN_TRY(int64_t rows, table.dims[0].Evaluate(one));
+            input.vocabulary = std::max<int64_t>(rows, 1);
+          }
+        }
+      }
+    }
+    data.inputs_.push_back(std::move(input));
+  }
+  if (program.label_buffer.valid()) {
+    const Buffer& label = program.buffer(program.label_buffer);
+    MEMPLAN_TRY(TensorShape shape, EvaluateShape(label.shape, one));
+    data.label_positions_ = NumElements(shape);
+    if (program.loss == LossKind::kCrossEntropy) {
+      // The model output the loss reads: [N, C] or [N, S, C].
+      const Buffer& loss_in = program.buffer(program.step(program.loss_step).inputs.at(0));
+      MEMPLAN_TRY(TensorShape logits, EvaluateShape(loss_in.shape, one));
+      data.classes_ = logits.size() == 2 ? logits[1] : logits.back();
+    }
+  }
+  return data;
+}
+
+Expected<MicroBatch> SyntheticData::Batch(int64_t first, int64_t rows) const {
+  MicroBatch batch;
+  // Per sample: the features of the first input, for the teacher.
+  std::vector<std::vector<double>> features(static_cast<size_t>(rows));
+  for (size_t k = 0; k < inputs_.size(); ++k) {
+    const Input& in = inputs_[k];
+    const int64_t per_sample = NumElements(in.sample_shape);
+    std::vector<float> values(static_cast<size_t>(per_sample * rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint64_t sample = static_cast<uint64_t>(first + r);
+      for (int64_t e = 0; e < per_sample; ++e) {
+        const uint64_t index = sample * static_cast<uint64_t>(per_sample) + static_cast<uint64_t>(e);
+        float v;
+        if (IsFloating(in.dtype)) {
+          v = static_cast<float>(Normal(seed_, kInputStream + k, index));
+        } else if (in.dtype == DType::kBool) {
+          v = static_cast<float>(Bits(seed_, kInputStream + k, index) & 1u);
+        } else {
+          v = static_cast<float>(Bits(seed_, kInputStream + k, index) %
+                                 static_cast<uint64_t>(in.vocabulary));
+        }
+        values[static_cast<size_t>(r * per_sample + e)] = v;
+        if (k == 0) features[static_cast<size_t>(r)].push_back(v);
+      }
+    }
+    batch.inputs.push_back(std::move(values));
+  }
+  if (label_positions_ == 0) return batch;
+  const bool tokens = !inputs_.empty() && !IsFloating(inputs_[0].dtype);
+  const int64_t positions = label_positions_;
+  batch.label.resize(static_cast<size_t>(positions * rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<double>& x = features[static_cast<size_t>(r)];
+    const auto size = static_cast<int64_t>(x.size());
+    // Features per label position: the sample split evenly, else all of it.
+    const bool split = size > 0 && size % positions == 0;
+    const int64_t fan_in = split ? size / positions : size;
+    for (int64_t p = 0; p < positions; ++p) {
+      const int64_t offset = split ? p * fan_in : 0;
+      float label = 0.0f;
+      if (program_->loss == LossKind::kCrossEntropy) {
+        if (tokens && split && fan_in == 1) {
+          label = static_cast<float>((static_cast<int64_t>(x[static_cast<size_t>(p)]) * 7 + 3) %
+                                     classes_);
+        } else {
+          int64_t best = 0;
+          double best_score = -INFINITY;
+          for (int64_t c = 0; c < classes_; ++c) {
+            double score = 0.0;
+            for (int64_t f = 0; f < fan_in; ++f)
+              score += Teacher(seed_, c, f, fan_in) * x[static_cast<size_t>(offset + f)];
+            if (score > best_score) best_score = score, best = c;
+          }
+          label = static_cast<float>(best);
+        }
+      } else {
+        // mse: one teacher row per label element over the sample's first kMseTeacherFeatures
+        // features (bounded so large outputs stay cheap to label).
+        const int64_t used = std::min(size, kMseTeacherFeatures);
+        double score = 0.0;
+        for (int64_t f = 0; f < used; ++f)
+          score += Teacher(seed_, p, f, used) * x[static_cast<size_t>(f)];
+        label = static_cast<float>(std::tanh(score));
+      }
+      batch.label[static_cast<size_t>(r * positions + p)] = label;
+    }
+  }
+  return batch;
+}
+
+}  // namespace memplan

@@ -1,0 +1,63 @@
+#pragma once
+// Seeded data for running a model that carries no weights (memplan never keeps initializer data):
+// initial parameter values, and inputs/labels of a synthetic task a model can learn, so the loss
+// of a verification run falls.
+//
+// Everything is a pure function of (seed, what, index): a sample's data does not depend on the
+// batch it is drawn in, so the full batch of k*m samples is exactly the concatenation of k
+// micro-batches of m (what the accumulation check compares).
+
+#include <cstdint>
+#include <vector>
+
+#include "analyzer/training_program.h"
+#include "graph/expected.h"
+#include "graph/graph.h"
+#include "graph/symbols.h"
+#include "runtime/micro_batch.h"
+#include "runtime/tensor.h"
+
+namespace memplan {
+
+// Initial values of parameter `value` (evaluated `shape`):
+//   trainable rank >= 2 (weights, embeddings): uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) with
+//     fan_in = elements / shape[0] (torch's Linear/Conv bound for [out, in, ...] layouts);
+//   trainable rank <= 1: 0 for biases (names containing "bias" or "beta"), 1 otherwise (norm
+//     scales);
+//   not trainable (BatchNorm running statistics, masks): 0 for names containing "mean", else 1.
+std::vector<float> InitialParameterValues(const Value& value, const TensorShape& shape,
+                                          uint64_t seed);
+
+// The synthetic task of one model under one program:
+//   float inputs: standard normal; integer inputs: uniform ids below the vocabulary (dim 0 of the
+//     Gather table the input indexes; 2 when none);
+//   cross entropy: per position, the class a fixed random linear teacher scores highest on the
+//     position's features, or (token inputs with one id per position) a fixed map of the id;
+//   mse: a fixed random linear teacher of the sample's features through tanh;
+//   sum: no label.
+class SyntheticData {
+ public:
+  // `bindings` binds every non-batch symbol; the batch symbol is rebound per Batch().
+  static Expected<SyntheticData> Create(const Graph& graph, const TrainingProgram& program,
+                                        const Bindings& bindings, uint64_t seed);
+
+  // Samples [first, first + rows) as one micro-batch of `rows`.
+  Expected<MicroBatch> Batch(int64_t first, int64_t rows) const;
+
+ private:
+  struct Input {
+    std::vector<int64_t> sample_shape;  // without the batch dim
+    DType dtype = DType::kFloat32;
+    int64_t vocabulary = 2;  // integer inputs
+  };
+  const TrainingProgram* program_ = nullptr;
+  std::vector<Input> inputs_;
+  int64_t label_positions_ = 0;  // label elements per sample
+  int64_t classes_ = 0;          // cross entropy
+  uint64_t seed_ = 0;
+};
+
+// The program's graph inputs with a buffer, in MicroBatch::inputs order (kLoadMicroBatch's).
+std::vector<BufferId> MicroBatchInputBuffers(const TrainingProgram& program);
+
+}  // namespace memplan
