@@ -78,7 +78,11 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
     s << "BatchNorm (" << batchnorms << " layers) normalises over the micro-batch m=" << m
       << (k > 1 ? ", not the global batch G=" + std::to_string(g) : std::string()) << ": its "
       << "statistics see " << m << " samples. ";
-    if (m < target) {
+    if (m >= target) {
+      s << "That is enough for stable statistics (>= " << options.batchnorm_min_samples
+        << " samples, Wu & He 2018); accumulation does not change them.";
+      advice.push_back({"batchnorm-accumulation", s.str()});
+    } else {
       s << "Raise m to at least " << target << " (BN degrades below ~"
         << options.batchnorm_min_samples << " samples per batch, Wu & He 2018); ";
       if (plan.largest_fitting_micro_batch >= target) {
@@ -87,9 +91,9 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
         s << "m=" << target << " does not fit (largest that fits: m="
           << plan.largest_fitting_micro_batch << "). ";
       }
+      s << "Or replace BatchNorm with GroupNorm, or use SyncBatchNorm across GPUs.";
+      advice.push_back({"batchnorm-accumulation", s.str()});
     }
-    s << "Or replace BatchNorm with GroupNorm, or use SyncBatchNorm across GPUs.";
-    advice.push_back({"batchnorm-accumulation", s.str()});
   }
 
   {
@@ -113,7 +117,7 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
 
   if (k > 1) {
     std::ostringstream s;
-    s << "Clip gradients once per optimizer step, after the " << k << "th micro-batch";
+    s << "Clip gradients once per optimizer step, after the last of the k=" << k << " micro-batches";
     if (plan.chosen.precision == Precision::kFp16) s << " and after scaler.unscale_(optimizer)";
     s << "; clipping each micro-batch's partial gradient clips the wrong quantity.";
     advice.push_back({"clip-after-accumulation", s.str()});

@@ -4,6 +4,10 @@
 #include <cstdio>
 #include <sstream>
 
+#include "analyzer/recompute/baseline_planners.h"
+#include "analyzer/recompute/chain_decomposition.h"
+#include "analyzer/recompute/optimal_chain_planner.h"
+
 namespace memplan {
 
 Expected<PrecisionChoice> ParsePrecisionChoice(std::string_view text) {
@@ -81,6 +85,83 @@ struct Configuration {
   std::vector<std::string> checkpoints;
 };
 
+// The graph as a chain of stages for the recompute planners, sized at micro-batch m in the
+// precision's activation dtype (16-bit modes store fp16/bf16 activations: half the bytes).
+Expected<ChainDecomposition> ChainAt(const Graph& graph, const PlannerOptions& options,
+                                     std::optional<SymbolId> batch, int64_t m) {
+  Bindings bindings = options.bindings;
+  if (batch) bindings.Bind(*batch, m);
+  MEMPLAN_TRY(std::vector<NodeTime> times,
+              EstimateNodeTimes(graph, options.gpu, bindings, {}, options.cost));
+  const bool half = options.program.precision != Precision::kFp32;
+  ChainCostFunctions costs;
+  costs.value_bytes = [&graph, bindings, half](ValueId v) -> int64_t {
+    const Value& value = graph.value(v);
+    auto n = value.shape.NumElements().Evaluate(bindings);
+    if (!n.ok()) return 0;
+    int64_t bytes = ByteSize(value.dtype);
+    if (half && value.dtype == DType::kFloat32) bytes = 2;
+    return *n * bytes;
+  };
+  costs.forward_time = [times](NodeId n) { return times[n.index()].forward_seconds; };
+  costs.backward_time = [times](NodeId n) { return times[n.index()].backward_seconds; };
+  return DecomposeIntoChain(graph, costs);
+}
+
+// Plans the micro-batch for one recompute schedule kind: derives the node set from the chain
+// decomposition at micro-batch `m_target` and runs the micro-batch planner with it.
+struct RecomputeAttempt {
+  TrainingPlan plan;
+  PlannerOptions options;
+  std::vector<std::string> checkpoints;
+};
+
+Expected<std::optional<RecomputeAttempt>> PlanWithRecompute(const Graph& graph,
+                                                            const PlannerOptions& base,
+                                                            RecomputeChoice kind,
+                                                            const TrainingPlan& without,
+                                                            int64_t m_target) {
+  std::optional<SymbolId> batch = without.program.batch_symbol;
+  MEMPLAN_TRY(ChainDecomposition chain, ChainAt(graph, base, batch, m_target));
+  if (chain.chain.num_stages() < 2) return std::optional<RecomputeAttempt>();
+  Expected<RecomputeSchedule> schedule = MakeError("unset");
+  std::string label;
+  switch (kind) {
+    case RecomputeChoice::kAll:
+      schedule = PlanRecomputeAll(chain.chain);
+      label = "all";
+      break;
+    case RecomputeChoice::kSqrt:
+      schedule = PlanSqrtCheckpoints(chain.chain);
+      label = "sqrt";
+      break;
+    default: {
+      // What activations may use at m_target: the budget minus everything that does not scale
+      // with the recompute choice (parameters, gradients, optimizer state, inputs), read off the
+      // no-recompute simulation.
+      const CategoryBytes& at_peak = without.simulation.peak_breakdown;
+      int64_t fixed = at_peak[MemoryCategory::kParameters] +
+                      at_peak[MemoryCategory::kOptimizerState] +
+                      at_peak[MemoryCategory::kGradients];
+      int64_t activation_budget = without.budget_bytes - fixed;
+      if (activation_budget <= 0) return std::optional<RecomputeAttempt>();
+      schedule = PlanOptimalChain(chain.chain, activation_budget);
+      label = "optimal";
+      break;
+    }
+  }
+  if (!schedule.ok()) return std::optional<RecomputeAttempt>();  // nothing fits at m_target
+  MEMPLAN_TRY(RecomputeSelection selection, SelectRecomputeNodes(graph, chain, *schedule));
+  if (selection.recompute_nodes.empty()) return std::optional<RecomputeAttempt>();
+  RecomputeAttempt attempt;
+  attempt.options = base;
+  attempt.options.program.recompute = selection.recompute_nodes;
+  attempt.options.recompute_label = label;
+  MEMPLAN_TRY(attempt.plan, PlanTraining(graph, attempt.options));
+  attempt.checkpoints = selection.checkpoint_names;
+  return std::optional<RecomputeAttempt>(std::move(attempt));
+}
+
 }  // namespace
 
 Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
@@ -89,8 +170,53 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
   for (Precision precision : PrecisionsToTry(search.precision, base.gpu)) {
     PlannerOptions options = base;
     options.program.precision = precision;
-    MEMPLAN_TRY(TrainingPlan plan, PlanTraining(graph, options));
-    configurations.push_back({std::move(plan), std::move(options), {}});
+    options.recompute_label = "none";
+    MEMPLAN_TRY(TrainingPlan without, PlanTraining(graph, options));
+
+    // auto: recompute only when the budget needs it: nothing fits, or the global batch needs
+    // accumulation that a larger micro-batch could save.
+    bool needs_recompute = !without.feasible ||
+                           (without.global_batch_requested && without.chosen.accumulation_steps > 1);
+    std::vector<RecomputeChoice> kinds;
+    switch (search.recompute) {
+      case RecomputeChoice::kNone: break;
+      case RecomputeChoice::kAuto:
+        if (needs_recompute) kinds = {RecomputeChoice::kOptimal};
+        break;
+      default: kinds = {search.recompute};
+    }
+    const bool forced = search.recompute != RecomputeChoice::kNone &&
+                        search.recompute != RecomputeChoice::kAuto;
+    const TrainingPlan& reference = without;
+    const size_t before = configurations.size();
+    for (RecomputeChoice kind : kinds) {
+      // Target micro-batches: larger than what fits without recompute, up to the global batch.
+      int64_t m0 = std::max<int64_t>(1, reference.largest_fitting_micro_batch);
+      std::vector<int64_t> targets;
+      if (kind == RecomputeChoice::kOptimal) {
+        for (int64_t factor : {2, 4, 8}) targets.push_back(m0 * factor);
+        if (reference.global_batch_requested)
+          targets.push_back(reference.requested_global_batch);
+      } else {
+        targets.push_back(m0);
+      }
+      std::optional<RecomputeAttempt> best_attempt;
+      for (int64_t target : targets) {
+        MEMPLAN_TRY(std::optional<RecomputeAttempt> attempt,
+                    PlanWithRecompute(graph, options, kind, reference, target));
+        if (!attempt) continue;
+        if (!best_attempt || Better(attempt->plan, best_attempt->plan))
+          best_attempt = std::move(attempt);
+      }
+      if (best_attempt) {
+        // A recompute plan must be worth its extra forward: faster overall, or the only fit.
+        configurations.push_back({std::move(best_attempt->plan), std::move(best_attempt->options),
+                                  std::move(best_attempt->checkpoints)});
+      }
+    }
+    // Without recompute stays a candidate unless the user forced a recompute kind that worked.
+    if (!forced || configurations.size() == before)
+      configurations.push_back({std::move(without), options, {}});
   }
 
   size_t best = 0;
@@ -105,29 +231,53 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
   Configuration& chosen = configurations[best];
   std::ostringstream why;
   const PlanCandidate& pick = chosen.plan.chosen;
+  // The best plan of the same precision without recompute, and of fp32, for comparisons.
+  const Configuration* plain = nullptr;
+  const Configuration* fp32 = nullptr;
+  for (const Configuration& c : configurations) {
+    if (c.plan.chosen.recompute == "none" && c.plan.chosen.precision == pick.precision) plain = &c;
+    if (c.plan.chosen.recompute == "none" && c.plan.chosen.precision == Precision::kFp32) fp32 = &c;
+  }
+  auto seconds_per_sample = [](const PlanCandidate& c) {
+    return c.global_batch > 0 ? c.step_seconds / static_cast<double>(c.global_batch) : 0.0;
+  };
   if (!chosen.plan.feasible) {
     why << "nothing fits: even m=1 needs more than the budget.";
-  } else if (configurations.size() > 1) {
-    const Configuration& other = configurations[best == 0 ? 1 : 0];
-    if (pick.precision != Precision::kFp32) {
-      why << PrecisionName(pick.precision) << " roughly halves activations, so m="
-          << pick.micro_batch << " fits (fp32: m=" << other.plan.largest_fitting_micro_batch
-          << ") and runs on tensor cores: ";
-      if (other.plan.feasible && other.plan.chosen.samples_per_second > 0) {
-        why << Percent(pick.samples_per_second / other.plan.chosen.samples_per_second - 1.0)
-            << " more samples/s than fp32.";
-      } else {
-        why << "fp32 does not fit at all.";
-      }
-    } else {
-      why << "fp32 is as fast as mixed precision here and needs no loss scaling.";
-    }
   } else {
-    why << "m=" << pick.micro_batch << " is the largest micro-batch that fits";
-    if (pick.accumulation_steps > 1)
-      why << "; " << pick.accumulation_steps << " accumulation steps reach the global batch "
-          << pick.global_batch;
-    why << ".";
+    if (pick.precision != Precision::kFp32 && fp32 != nullptr) {
+      why << PrecisionName(pick.precision) << " halves activations so m="
+          << (plain ? plain->plan.largest_fitting_micro_batch : pick.micro_batch)
+          << " fits without recompute (fp32: m=" << fp32->plan.largest_fitting_micro_batch << ")";
+      if (fp32->plan.feasible && fp32->plan.chosen.samples_per_second > 0)
+        why << " and runs on tensor cores, "
+            << Percent(pick.samples_per_second / fp32->plan.chosen.samples_per_second - 1.0)
+            << " more samples/s than fp32";
+      why << "; ";
+    }
+    if (pick.recompute != "none" && plain != nullptr) {
+      why << "recomputing " << chosen.plan.program.recomputed.size() << " nodes (" << pick.recompute
+          << ") lets m=" << pick.micro_batch << " fit (without: m="
+          << plain->plan.largest_fitting_micro_batch << ")";
+      double reference_cost = seconds_per_sample(plain->plan.chosen);
+      if (plain->plan.feasible && reference_cost > 0)
+        why << " at " << Percent(seconds_per_sample(pick) / reference_cost - 1.0) << " more time per sample";
+      why << ".";
+    } else {
+      why << "m=" << pick.micro_batch << " is the largest micro-batch that fits";
+      if (pick.accumulation_steps > 1)
+        why << "; " << pick.accumulation_steps << " accumulation steps reach the global batch "
+            << pick.global_batch;
+      for (const Configuration& c : configurations) {
+        if (c.plan.chosen.recompute == "none" || !c.plan.feasible) continue;
+        double chosen_cost = seconds_per_sample(pick);
+        if (chosen_cost > 0)
+          why << "; recomputing (" << c.plan.chosen.recompute << ") would allow m="
+              << c.plan.chosen.micro_batch << " but costs "
+              << Percent(seconds_per_sample(c.plan.chosen) / chosen_cost - 1.0) << " more time per sample";
+        break;
+      }
+      why << ".";
+    }
   }
   result.explanation = why.str();
   result.plan = std::move(chosen.plan);

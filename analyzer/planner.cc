@@ -209,7 +209,9 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   ProgramOptions program_options = options.program;
   program_options.accumulation_steps = 1;
   MEMPLAN_TRY(TrainingProgram program, DeriveTrainingProgram(graph, program_options));
-  std::string label = program.recomputed.empty() ? "none" : "custom";
+  std::string label = !options.recompute_label.empty() ? options.recompute_label
+                      : program.recomputed.empty()      ? "none"
+                                                        : "custom";
   CandidateEvaluator evaluator(graph, options, std::move(program), label);
   const bool has_batch = evaluator.program().batch_symbol.has_value();
   // Every symbol but the batch must be bound: check once with m = 1 so the error names it.
@@ -296,6 +298,8 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
         plan.candidates.push_back(plan.chosen);
         continue;
       }
+      // With a requested G, candidates that overshoot it are not comparable per sample.
+      if (options.global_batch && cm * ck != *options.global_batch && cm <= largest) continue;
       MEMPLAN_TRY(PlanCandidate c, evaluator.Evaluate(cm, ck, budget));
       plan.candidates.push_back(c);
     }

@@ -59,6 +59,9 @@ struct PlannerOptions {
   double min_divisor_fraction = 0.5;
   // Rows in the candidates table.
   int max_candidates = 8;
+  // How the program's recompute set (program.recompute) was chosen, for reports: none | sqrt |
+  // optimal | all. Empty = "none" without recompute, "custom" with.
+  std::string recompute_label;
 };
 
 // One (m, k) evaluated: simulated peak and estimated time.

@@ -180,7 +180,8 @@ class Attributor {
     std::map<std::string, int64_t> per_node;
     for (size_t b : live_blocks) {
       const Block& block = blocks_[b];
-      if (!block.step) continue;
+      // Library memory (a cuBLAS workspace created during the first GEMM) is not an activation.
+      if (!block.step || !block.by_allocator) continue;
       const ProfiledStep& step = steps_[*block.step];
       if (step.phase != StepPhase::kForward || step.micro_batch != micro_batch) continue;
       total += static_cast<int64_t>(block.bytes);

@@ -76,10 +76,10 @@ struct AttributedProfile {
   int64_t library_bytes_at_peak = 0;
   int64_t allocator_peak_bytes = 0;  // peak of the allocator's own live bytes alone
 
-  // Measured activation memory: per micro-batch, the bytes allocated by its forward steps that are
-  // still live at its backward boundary (the first memory record attributed to, or the host
-  // start of, one of its backward/recompute steps; the end of the trace if there is none); the max
-  // over micro-batches.
+  // Measured activation memory: per micro-batch, the allocator bytes allocated by its forward
+  // steps that are still live at its backward boundary (the first memory record attributed to,
+  // or the host start of, one of its backward/recompute steps; the end of the trace if there is
+  // none); the max over micro-batches. Library memory is never an activation.
   int64_t activation_bytes = 0;
 
   double device_seconds = 0;        // every kernel, memcpy and memset in the trace

@@ -58,7 +58,7 @@ struct DeviceMemory {
   CategoryBytes live;
   CategoryBytes peak;  // per category, each its own maximum
   int64_t live_total = 0;
-  int64_t peak_total = 0;  // the peak of the sum
+  int64_t peak_total = 0;          // the peak of the sum
   int64_t scratch_peak_bytes = 0;  // kernel temporaries outside the program (informational)
 };
 
@@ -87,8 +87,8 @@ struct BackwardCall {
   std::vector<DeviceTensor> inputs;
   std::vector<DeviceTensor> outputs;
   std::map<std::string, DeviceTensor> extras;
-  std::vector<TensorShape> input_shapes;  // every input slot
-  std::vector<DType> input_dtypes;        // kUndefined = omitted
+  std::vector<TensorShape> input_shapes;   // every input slot
+  std::vector<DType> input_dtypes;         // kUndefined = omitted
   std::vector<DeviceTensor> grad_outputs;  // undefined = no gradient
   // Per input slot: where its gradient goes (undefined = not wanted) and whether it is added to
   // what the destination holds (a value with several consumers) rather than written.

@@ -53,7 +53,8 @@ class Executor::Impl {
     shapes_.resize(p_.buffers.size());
     for (const Buffer& b : p_.buffers) {
       auto shape = EvaluateShape(b.shape, bindings_);
-      if (!shape.ok()) return MakeError("shape of buffer '" + b.name + "': " + shape.error().message);
+      if (!shape.ok())
+        return MakeError("shape of buffer '" + b.name + "': " + shape.error().message);
       shapes_[b.id.index()] = *shape;
       if (b.name == "loss_scale" && b.role == BufferRole::kScalar) loss_scale_buffer_ = b.id;
     }
@@ -70,11 +71,14 @@ class Executor::Impl {
       if (s.kind != StepKind::kForward && s.kind != StepKind::kRecompute) continue;
       auto& map = s.kind == StepKind::kForward ? forward_buffer_ : recomputed_buffer_;
       for (size_t j = 0; j < s.outputs.size() && j < node.outputs.size(); ++j)
-        if (node.outputs[j].valid() && s.outputs[j].valid()) map[node.outputs[j].index()] = s.outputs[j];
+        if (node.outputs[j].valid() && s.outputs[j].valid())
+          map[node.outputs[j].index()] = s.outputs[j];
     }
     for (const Buffer& b : p_.buffers)
-      if (b.role == BufferRole::kInput && b.value.valid()) value_shape_[b.value.index()] = shapes_[b.id.index()];
-    // The model output: the value whose gradient the loss backward writes (else what the loss reads).
+      if (b.role == BufferRole::kInput && b.value.valid())
+        value_shape_[b.value.index()] = shapes_[b.id.index()];
+    // The model output: the value whose gradient the loss backward writes (else what the loss
+    // reads).
     for (LogicalTime t = p_.micro_batch.begin; t < p_.micro_batch.end; ++t) {
       const Step& s = p_.step(t);
       if (s.kind == StepKind::kLossBackward && !s.input_gradients.empty())
@@ -85,7 +89,8 @@ class Executor::Impl {
     optimizer_steps_.assign(p_.parameters.size(), 0);
     if (p_.loss_scaling.mode == LossScalingMode::kDynamic) {
       LossScalerOptions scaler = options_.loss_scaler;
-      scaler.init_scale = static_cast<float>(p_.loss_scaling.scale);
+      scaler.init_scale =
+          options_.initial_loss_scale.value_or(static_cast<float>(p_.loss_scaling.scale));
       scaler_.emplace(scaler);
     }
     return RunRange(p_.setup, -1, -1);
@@ -167,14 +172,15 @@ class Executor::Impl {
     const ParameterBuffers& pb = p_.parameters[static_cast<size_t>(index)];
     MEMPLAN_RETURN_IF_ERROR(backend_.Upload(buffers_[pb.master.index()], values));
     if (pb.working.valid())
-      MEMPLAN_RETURN_IF_ERROR(backend_.Cast(buffers_[pb.master.index()], buffers_[pb.working.index()]));
+      MEMPLAN_RETURN_IF_ERROR(
+          backend_.Cast(buffers_[pb.master.index()], buffers_[pb.working.index()]));
     return OkStatus();
   }
 
   float CurrentScale() const {
     if (scaler_) return scaler_->scale();
     if (p_.loss_scaling.mode == LossScalingMode::kStatic)
-      return static_cast<float>(p_.loss_scaling.scale);
+      return options_.initial_loss_scale.value_or(static_cast<float>(p_.loss_scaling.scale));
     return 1.0f;
   }
 
@@ -293,7 +299,8 @@ class Executor::Impl {
       value_shape_[pb.value.index()] = shape;
       MEMPLAN_RETURN_IF_ERROR(backend_.Upload(
           Buf(pb.master), InitialParameterValues(g_.value(pb.value), shape, options_.seed)));
-      if (pb.working.valid()) MEMPLAN_RETURN_IF_ERROR(backend_.Cast(Buf(pb.master), Buf(pb.working)));
+      if (pb.working.valid())
+        MEMPLAN_RETURN_IF_ERROR(backend_.Cast(Buf(pb.master), Buf(pb.working)));
     }
     return OkStatus();
   }
@@ -312,7 +319,8 @@ class Executor::Impl {
                        " inputs, the program " + std::to_string(inputs.size()));
     for (size_t i = 0; i < inputs.size(); ++i)
       MEMPLAN_RETURN_IF_ERROR(backend_.Upload(Buf(inputs[i]), batch_->inputs[i]));
-    if (p_.label_buffer.valid()) MEMPLAN_RETURN_IF_ERROR(backend_.Upload(Buf(p_.label_buffer), batch_->label));
+    if (p_.label_buffer.valid())
+      MEMPLAN_RETURN_IF_ERROR(backend_.Upload(Buf(p_.label_buffer), batch_->label));
     return OkStatus();
   }
 
@@ -423,7 +431,8 @@ class Executor::Impl {
     return Buf(b).View(shape);
   }
 
-  Expected<DeviceTensor> InputTensor(const Node& node, size_t i, const std::vector<BufferId>& read) {
+  Expected<DeviceTensor> InputTensor(const Node& node, size_t i,
+                                     const std::vector<BufferId>& read) {
     ValueId u = node.inputs[i];
     if (!u.valid()) return DeviceTensor();
     if (i < read.size() && read[i].valid()) return ValueThrough(u, read[i]);
@@ -444,11 +453,13 @@ class Executor::Impl {
 
   Status RunForward(const Step& step) {
     const Node& node = g_.node(step.node);
-    for (const CastOp& c : step.casts) MEMPLAN_RETURN_IF_ERROR(backend_.Cast(Buf(c.source), Buf(c.target)));
+    for (const CastOp& c : step.casts)
+      MEMPLAN_RETURN_IF_ERROR(backend_.Cast(Buf(c.source), Buf(c.target)));
     // A step whose outputs all name an input's buffer (a view) and that keeps no extras: in a
     // recompute this only re-creates views, nothing runs (their shapes are known from forward).
     auto is_view_output = [&](size_t j) {
-      return std::find(step.inputs.begin(), step.inputs.end(), step.outputs[j]) != step.inputs.end();
+      return std::find(step.inputs.begin(), step.inputs.end(), step.outputs[j]) !=
+             step.inputs.end();
     };
     bool own_output = !step.extras.empty();
     for (size_t j = 0; j < step.outputs.size(); ++j)
@@ -491,7 +502,8 @@ class Executor::Impl {
   }
 
   Status RunLoss(const Step& step) {
-    for (const CastOp& c : step.casts) MEMPLAN_RETURN_IF_ERROR(backend_.Cast(Buf(c.source), Buf(c.target)));
+    for (const CastOp& c : step.casts)
+      MEMPLAN_RETURN_IF_ERROR(backend_.Cast(Buf(c.source), Buf(c.target)));
     LossCall call;
     call.loss = LossKindName(p_.loss);
     MEMPLAN_TRY(call.prediction, Prediction(step.inputs.at(0)));
@@ -592,9 +604,10 @@ class Executor::Impl {
     }
     call.extras = ExtrasOf(extras, node.name);
     call.grad_outputs.assign(node.outputs.size(), DeviceTensor());
-    for (size_t j = 0; j < step.output_gradients.size() && j < node.outputs.size(); ++j)
-      if (step.output_gradients[j].valid())
-        MEMPLAN_TRY(call.grad_outputs[j], ValueThrough(node.outputs[j], step.output_gradients[j]));
+    for (size_t j = 0; j < step.output_gradients.size() && j < node.outputs.size(); ++j) {
+      if (!step.output_gradients[j].valid()) continue;
+      MEMPLAN_TRY(call.grad_outputs[j], ValueThrough(node.outputs[j], step.output_gradients[j]));
+    }
     call.grad_inputs.assign(n_in, DeviceTensor());
     call.accumulate.assign(n_in, false);
     for (const GradientWrite& w : step.input_gradients) {
@@ -628,8 +641,10 @@ class Executor::Impl {
   Status Unscale(const Step& step) {
     const float scale = CurrentScale();
     MEMPLAN_TRY(found_inf_, backend_.UnscaleAndCheckOverflow(LiveGradients(), 1.0f / scale));
-    if (!step.outputs.empty()) MEMPLAN_RETURN_IF_ERROR(backend_.Upload(Buf(step.outputs[0]), {found_inf_ ? 1.0f : 0.0f}));
-    if (step.outputs.size() > 1) MEMPLAN_RETURN_IF_ERROR(backend_.Upload(Buf(step.outputs[1]), {1.0f / scale}));
+    if (!step.outputs.empty())
+      MEMPLAN_RETURN_IF_ERROR(backend_.Upload(Buf(step.outputs[0]), {found_inf_ ? 1.0f : 0.0f}));
+    if (step.outputs.size() > 1)
+      MEMPLAN_RETURN_IF_ERROR(backend_.Upload(Buf(step.outputs[1]), {1.0f / scale}));
     return OkStatus();
   }
 
@@ -637,10 +652,12 @@ class Executor::Impl {
     const std::vector<DeviceTensor> grads = LiveGradients();
     MEMPLAN_TRY(double norm, backend_.GlobalNorm(grads));
     record_.gradient_norm = norm;
-    if (!step.outputs.empty()) MEMPLAN_RETURN_IF_ERROR(backend_.Upload(Buf(step.outputs[0]), {static_cast<float>(norm)}));
+    if (!step.outputs.empty())
+      MEMPLAN_RETURN_IF_ERROR(backend_.Upload(Buf(step.outputs[0]), {static_cast<float>(norm)}));
     // torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is < 1.
     const double factor = options_.clip_max_norm / (norm + 1e-6);
-    if (!found_inf_ && factor < 1.0) MEMPLAN_RETURN_IF_ERROR(backend_.Scale(grads, static_cast<float>(factor)));
+    if (!found_inf_ && factor < 1.0)
+      MEMPLAN_RETURN_IF_ERROR(backend_.Scale(grads, static_cast<float>(factor)));
     return OkStatus();
   }
 
@@ -680,8 +697,8 @@ class Executor::Impl {
   ExecutorOptions options_;
   int64_t k_ = 1;
 
-  std::vector<TensorShape> shapes_;     // evaluated shape of every buffer
-  std::vector<DeviceTensor> buffers_;   // defined = live
+  std::vector<TensorShape> shapes_;    // evaluated shape of every buffer
+  std::vector<DeviceTensor> buffers_;  // defined = live
   std::vector<TensorShape> value_shape_;
   std::vector<BufferId> forward_buffer_;     // per value: the buffer its forward step wrote
   std::vector<BufferId> recomputed_buffer_;  // per value: the buffer its recompute wrote

@@ -55,8 +55,10 @@ struct ExecutorOptions {
   // Global-norm clipping threshold (torch.nn.utils.clip_grad_norm_'s max_norm), used when the
   // program has a kClipGradients step.
   double clip_max_norm = 1.0;
-  // Dynamic loss scaling (fp16); init_scale is taken from the program's loss_scaling.scale.
+  // Dynamic loss scaling (fp16); init_scale is taken from the program's loss_scaling.scale
+  // unless `initial_loss_scale` overrides it (static scaling uses the override as its scale).
   LossScalerOptions loss_scaler;
+  std::optional<float> initial_loss_scale;
   // Runs Dropout as the identity. Accumulation checks need it: masks depend on the batch shape,
   // so k micro-batches of m and one batch of k*m would drop different elements.
   bool disable_dropout = false;

@@ -48,9 +48,10 @@ constexpr int64_t kMseTeacherFeatures = 256;
 
 // A fixed teacher weight in uniform(-sqrt(3/fan_in), sqrt(3/fan_in)): unit-variance scores.
 double Teacher(uint64_t seed, int64_t row, int64_t col, int64_t fan_in) {
-  const double u = 2.0 * Uniform01(seed, kTeacherStream, static_cast<uint64_t>(row) * 1000003u +
-                                                              static_cast<uint64_t>(col)) -
-                   1.0;
+  const double u =
+      2.0 * Uniform01(seed, kTeacherStream,
+                      static_cast<uint64_t>(row) * 1000003u + static_cast<uint64_t>(col)) -
+      1.0;
   return u * std::sqrt(3.0 / static_cast<double>(std::max<int64_t>(fan_in, 1)));
 }
 
@@ -142,7 +143,8 @@ Expected<MicroBatch> SyntheticData::Batch(int64_t first, int64_t rows) const {
     for (int64_t r = 0; r < rows; ++r) {
       const uint64_t sample = static_cast<uint64_t>(first + r);
       for (int64_t e = 0; e < per_sample; ++e) {
-        const uint64_t index = sample * static_cast<uint64_t>(per_sample) + static_cast<uint64_t>(e);
+        const uint64_t index =
+            sample * static_cast<uint64_t>(per_sample) + static_cast<uint64_t>(e);
         float v;
         if (IsFloating(in.dtype)) {
           v = static_cast<float>(Normal(seed_, kInputStream + k, index));

@@ -46,6 +46,7 @@ tr.chosen td { background: #fff6d6; font-weight: 600; }
           vertical-align: baseline; }
 .two-col { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 16px;
            align-items: start; }
+.frontier-panel { max-width: 760px; margin-bottom: 12px; }
 details summary { cursor: pointer; color: var(--muted); }
 .tooltip { position: absolute; pointer-events: none; background: rgba(255,255,255,.96);
            border: 1px solid #bbb; border-radius: 4px; padding: 6px 8px; font-size: 12px;
@@ -115,20 +116,25 @@ inline constexpr std::string_view kReportScript = R"js(
     var budgetIn = budget > 0 && budget <= maxPeak * 1.5;
     var xTop = Math.max(maxPeak, budgetIn ? budget : 0) * 1.08 || 1;
     var xStep = niceStep(xTop, 5, 1024), xMax = Math.ceil(xTop / xStep) * xStep;
-    var yTop = (maxRate || 1) * 1.1;
-    var yStep = niceStep(yTop, 5, 10), yMax = Math.ceil(yTop / yStep) * yStep;
+    // Throughputs of candidates often differ by a few percent: the y axis spans their range
+    // (padded), not 0..max, so the differences are visible; its labels say where it starts.
+    var minRate = Math.min.apply(null, cands.map(function (c) { return c.samples_per_second; }));
+    var pad = Math.max((maxRate - minRate) * 0.15, maxRate * 0.02, 1e-6);
+    var yStep = niceStep(maxRate - minRate + 2 * pad, 5, 10);
+    var yMin = Math.max(0, Math.floor((minRate - pad) / yStep) * yStep);
+    var yMax = Math.ceil((maxRate + pad) / yStep) * yStep;
     function X(v) { return L + (W - L - R) * v / xMax; }
-    function Y(v) { return H - B - (H - B - T) * v / yMax; }
+    function Y(v) { return H - B - (H - B - T) * (v - yMin) / (yMax - yMin); }
     var axes = svgEl('g', {'class': 'axes', 'font-size': 11}, frontierSvg);
     for (var x = 0; x <= xMax + xStep / 2; x += xStep) {
       svgEl('line', {x1: X(x), x2: X(x), y1: T, y2: H - B, stroke: '#000', 'stroke-opacity': 0.1},
             axes);
       svgText(formatBytes(x), {x: X(x), y: H - B + 16, 'text-anchor': 'middle'}, axes);
     }
-    for (var y = 0; y <= yMax + yStep / 2; y += yStep) {
+    for (var y = yMin; y <= yMax + yStep / 2; y += yStep) {
       svgEl('line', {x1: L, x2: W - R, y1: Y(y), y2: Y(y), stroke: '#000', 'stroke-opacity': 0.1},
             axes);
-      svgText(y.toLocaleString('en-US', {maximumFractionDigits: 1}),
+      svgText(y.toLocaleString('en-US', {maximumFractionDigits: 2}),
               {x: L - 6, y: Y(y) + 4, 'text-anchor': 'end'}, axes);
     }
     svgText('peak memory (' + analysis.allocator + ' allocator model)',

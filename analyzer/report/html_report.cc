@@ -193,9 +193,12 @@ class HtmlBuilder {
             "high-water mark), stacked by category: setup, then for each of the simulated "
             "optimizer steps the micro-batches (forward, backward) and "
             "the optimizer phase. The first optimizer step allocates the optimizer state lazily; "
-            "the second is the steady state. The dashed line is what the caching allocator "
-            "model reserves (what must fit the budget). Hover for the step and its bytes."
-         << "</p>\n";
+            "the second is the steady state. ";
+    if (BuildTimelineChart(plan_, svg_options.chart).show_reserved) {
+      out_ << "The dashed line is what the caching allocator model reserves: what has to fit "
+              "the budget. ";
+    }
+    out_ << "Hover for the step and its bytes.</p>\n";
   }
 
   void BreakdownAndPlan() {
@@ -246,8 +249,9 @@ class HtmlBuilder {
 
   void Candidates() {
     const int chosen = ChosenCandidateIndex(plan_);
-    out_ << "<h2>Candidates</h2>\n<div class=\"two-col\" id=\"candidates\">\n"
-         << "<div class=\"panel\"><svg id=\"frontier-svg\" class=\"memplan-frontier\" "
+    out_ << "<h2>Candidates</h2>\n<div id=\"candidates\">\n"
+         << "<div class=\"panel frontier-panel\"><svg id=\"frontier-svg\" "
+            "class=\"memplan-frontier\" "
             "viewBox=\"0 0 640 380\" font-family=\"sans-serif\" font-size=\"11\"></svg>\n"
          << "<p class=\"caption\">Each evaluated plan: peak memory against estimated "
             "throughput. Filled: fits the budget; hollow: does not. The line joins the plans "

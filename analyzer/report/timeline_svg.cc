@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "analyzer/memory_size.h"
@@ -15,7 +15,7 @@ namespace {
 // label and the legend below it.
 constexpr double kMarginLeft = 78;
 constexpr double kMarginRight = 24;
-constexpr double kPlotTop = 52;
+constexpr double kPlotTop = 56;
 constexpr double kSpaceBelowPlot = 80;
 constexpr double kMinLabelledBandWidth = 22;  // narrower bands keep only their <title> tooltip
 constexpr double kLegendCharWidth = 6.2;      // average glyph width of 11-px sans-serif
@@ -243,8 +243,8 @@ class SvgBuilder {
       share = std::string(", the plan's peak uses ") + buffer;
     }
     out_ << "<text class=\"budget-label off-scale\"" << Attr("x", frame_.right)
-         << " y=\"18\" text-anchor=\"end\" fill=\"#d62728\">" << EscapeMarkup(text)
-         << " (above the chart" << share << ")</text>\n";
+         << Attr("y", frame_.top - 22) << " text-anchor=\"end\" fill=\"#d62728\">"
+         << EscapeMarkup(text + " (above the chart" + share + ")") << "</text>\n";
   }
 
   void Peak() {
@@ -261,7 +261,9 @@ class SvgBuilder {
          << " r=\"4\" fill=\"#222222\" stroke=\"#ffffff\" stroke-width=\"1.5\"/>"
          << "<text class=\"peak-label\"" << Attr("x", right_half ? x - 8 : x + 8)
          << Attr("y", label_y) << " text-anchor=\"" << (right_half ? "end" : "start")
-         << "\" font-weight=\"bold\" fill=\"#222222\">peak "
+         << "\" font-weight=\"bold\" fill=\"#222222\""
+         // A white outline under the glyphs keeps the label legible over lines and layers.
+         << " stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">peak "
          << EscapeMarkup(FormatBytes(chart_.peak_bytes)) << " live at "
          << EscapeMarkup(chart_.peak_step) << "</text></g>\n";
   }
@@ -279,12 +281,20 @@ class SvgBuilder {
           {std::string(MemoryCategoryName(c)) + " " + FormatBytes(at_peak.by_category[c]),
            MemoryCategoryColor(c), ""});
     }
-    if (chart_.show_reserved) entries.push_back({"reserved (caching allocator)", "#333333", "4 3"});
+    if (chart_.show_reserved) {
+      int64_t reserved = 0;
+      for (const TimelineBucket& b : chart_.buckets)
+        reserved = std::max(reserved, timeline()[b.kept].reserved_bytes);
+      entries.push_back({"reserved by the caching allocator, at most " + FormatBytes(reserved),
+                         "#333333", "4 3"});
+    }
     if (budget_in_scale_) entries.push_back({"budget", "#d62728", "6 4"});
 
     out_ << "<g class=\"legend\">\n";
-    double x = frame_.left;
     double y = frame_.bottom + 42;
+    out_ << "<text" << Attr("x", frame_.left - 6) << Attr("y", y)
+         << " text-anchor=\"end\" fill=\"#555555\">at the peak:</text>\n";
+    double x = frame_.left;
     for (const Entry& e : entries) {
       const double width = 18 + kLegendCharWidth * static_cast<double>(e.label.size()) + 16;
       if (x + width > options_.width - kMarginRight && x > frame_.left) {

@@ -1,9 +1,11 @@
 #include "runtime/cpu/cpu_backend.h"
 
+#include <array>
 #include <cmath>
 #include <string>
 
 #include "runtime/cpu/kernel_registry.h"
+#include "runtime/cpu/kernels/broadcast.h"
 #include "runtime/cpu/losses.h"
 #include "runtime/optimizers.h"
 #include "runtime/precision_emulation.h"
@@ -47,8 +49,8 @@ Tensor AsRows(const Tensor& t) {
 }
 Tensor AsFlat(const Tensor& t) { return t.defined() ? t.View({t.numel()}) : t; }
 
-Expected<memplan::LossKind> LossFromName(std::string_view name) {
-  auto kind = LossKindFromName(name);
+Expected<memplan::LossFunction> LossFromName(std::string_view name) {
+  auto kind = LossFunctionFromName(name);
   if (!kind) return MakeError("the cpu backend has no loss '" + std::string(name) + "'");
   return *kind;
 }
@@ -58,6 +60,34 @@ Status RequireAiOnnx(std::string_view domain, std::string_view op_type) {
     return MakeError("the cpu backend has no kernel for " + std::string(domain) + ":" +
                      std::string(op_type));
   return OkStatus();
+}
+
+// Comparisons (no gradient) the kernel registry does not have yet: GPT exports build their
+// causal mask with Equal. They belong in runtime/cpu/kernels; this keeps such models runnable
+// until they move there (the registry's kernel wins when it exists).
+Expected<ForwardResult> ComparisonForward(std::string_view op, const KernelContext& ctx,
+                                          const ForwardArgs& args) {
+  if (args.inputs.size() != 2 || !args.inputs[0].defined() || !args.inputs[1].defined())
+    return MakeError(std::string(op) + ": needs two inputs");
+  const Tensor& a = args.inputs[0];
+  const Tensor& b = args.inputs[1];
+  MEMPLAN_TRY(TensorShape out_shape, BroadcastShapes(a.shape(), b.shape(), op));
+  Tensor out = Tensor::Zeros(out_shape, DType::kBool, *ctx.allocator, ctx.output_category);
+  const std::array<std::vector<int64_t>, 2> strides{BroadcastStrides(a.shape(), out_shape),
+                                                    BroadcastStrides(b.shape(), out_shape)};
+  ForEachBroadcastIndex<2>(out_shape, strides, [&](int64_t i, const std::array<int64_t, 2>& o) {
+    const float x = a.data()[o[0]], y = b.data()[o[1]];
+    const bool r = op == "Equal" ? x == y : op == "Less" ? x < y : x > y;
+    out.mutable_data()[i] = r ? 1.0f : 0.0f;
+  });
+  ForwardResult result;
+  result.outputs.push_back(std::move(out));
+  return result;
+}
+
+bool IsFallbackComparison(std::string_view op) {
+  return (op == "Equal" || op == "Less" || op == "Greater") &&
+         KernelRegistry::Get().Find(op) == nullptr;
 }
 
 std::vector<Tensor> AsTensors(const std::vector<DeviceTensor>& handles) {
@@ -184,7 +214,9 @@ Expected<std::vector<DeviceTensor>> CpuBackend::Forward(const ForwardCall& call)
   args.attributes = call.attributes;
   args.inputs = AsTensors(call.inputs);
   args.num_outputs = call.num_outputs;
-  MEMPLAN_TRY(ForwardResult result, RunForward(call.op_type, ctx, args));
+  MEMPLAN_TRY(ForwardResult result, IsFallbackComparison(call.op_type)
+                                        ? ComparisonForward(call.op_type, ctx, args)
+                                        : RunForward(call.op_type, ctx, args));
   std::vector<DeviceTensor> held(static_cast<size_t>(call.num_outputs));
   for (size_t j = 0; j < held.size(); ++j) {
     const Tensor produced = j < result.outputs.size() ? result.outputs[j] : Tensor();
@@ -192,9 +224,9 @@ Expected<std::vector<DeviceTensor>> CpuBackend::Forward(const ForwardCall& call)
     if (dest.defined()) {
       if (!produced.defined())
         return MakeError(std::string(call.op_type) + " produced no output " + std::to_string(j));
-      MEMPLAN_RETURN_IF_ERROR(CopyRounded(produced, AsTensor(dest), /*add=*/false,
-                                          std::string(call.op_type) + " output " +
-                                              std::to_string(j)));
+      MEMPLAN_RETURN_IF_ERROR(
+          CopyRounded(produced, AsTensor(dest), /*add=*/false,
+                      std::string(call.op_type) + " output " + std::to_string(j)));
       held[j] = dest.View(produced.shape());
     } else {
       held[j] = Wrap(produced);
@@ -204,8 +236,8 @@ Expected<std::vector<DeviceTensor>> CpuBackend::Forward(const ForwardCall& call)
     auto it = result.extras.find(name);
     if (it == result.extras.end())
       return MakeError(std::string(call.op_type) + " kernel keeps no '" + name + "' for backward");
-    MEMPLAN_RETURN_IF_ERROR(
-        CopyRounded(it->second, AsTensor(dest), /*add=*/false, std::string(call.op_type) + " " + name));
+    MEMPLAN_RETURN_IF_ERROR(CopyRounded(it->second, AsTensor(dest), /*add=*/false,
+                                        std::string(call.op_type) + " " + name));
   }
   return held;
 }
@@ -234,20 +266,20 @@ Status CpuBackend::Backward(const BackwardCall& call) {
       return MakeError(std::string(call.op_type) + " backward produced no gradient for input " +
                        std::to_string(i));
     const bool add = i < call.accumulate.size() && call.accumulate[i];
-    MEMPLAN_RETURN_IF_ERROR(CopyRounded(grads[i], AsTensor(call.grad_inputs[i]), add,
-                                        std::string(call.op_type) + " input gradient " +
-                                            std::to_string(i)));
+    MEMPLAN_RETURN_IF_ERROR(
+        CopyRounded(grads[i], AsTensor(call.grad_inputs[i]), add,
+                    std::string(call.op_type) + " input gradient " + std::to_string(i)));
   }
   return OkStatus();
 }
 
 Status CpuBackend::LossForward(const LossCall& call) {
-  MEMPLAN_TRY(memplan::LossKind kind, LossFromName(call.loss));
+  MEMPLAN_TRY(memplan::LossFunction kind, LossFromName(call.loss));
   KernelContext ctx;
   ctx.allocator = &scratch_;
   Tensor prediction = AsTensor(call.prediction);
   Tensor label = AsTensor(call.label);
-  if (kind == memplan::LossKind::kCrossEntropy) {
+  if (kind == memplan::LossFunction::kCrossEntropy) {
     prediction = AsRows(prediction);
     label = AsFlat(label);
   }
@@ -266,25 +298,26 @@ Status CpuBackend::LossForward(const LossCall& call) {
       for (int64_t c = 0; c < classes; ++c) sum += std::exp(z[c] - max);
       const double lse = max + std::log(sum);
       for (int64_t c = 0; c < classes; ++c)
-        out.mutable_data()[r * classes + c] = RoundToDType(static_cast<float>(z[c] - lse), out.dtype());
+        out.mutable_data()[r * classes + c] =
+            RoundToDType(static_cast<float>(z[c] - lse), out.dtype());
     }
   }
   return OkStatus();
 }
 
 Status CpuBackend::LossBackward(const LossBackwardCall& call) {
-  MEMPLAN_TRY(memplan::LossKind kind, LossFromName(call.loss));
+  MEMPLAN_TRY(memplan::LossFunction kind, LossFromName(call.loss));
   KernelContext ctx;
   ctx.allocator = &scratch_;
   Tensor dest = AsTensor(call.grad);
   Tensor source = AsTensor(call.prediction);
   Tensor label = AsTensor(call.label);
-  if (kind == memplan::LossKind::kCrossEntropy) {
+  if (kind == memplan::LossFunction::kCrossEntropy) {
     // softmax(log_softmax(z)) == softmax(z): the kept log-probabilities give the same gradient.
     if (call.log_prob.defined()) source = AsTensor(call.log_prob);
     source = AsRows(source);
     label = AsFlat(label);
-  } else if (kind == memplan::LossKind::kSum) {
+  } else if (kind == memplan::LossFunction::kSum) {
     source = Tensor::Zeros(dest.shape(), DType::kFloat32, scratch_, MemoryCategory::kOther);
   }
   if (!source.defined()) return MakeError("loss backward: the prediction was not kept");

@@ -74,30 +74,30 @@ Status CheckSameShape(const Tensor& prediction, const Tensor& target) {
 
 }  // namespace
 
-std::optional<LossKind> LossKindFromName(std::string_view name) {
-  if (name == "cross_entropy") return LossKind::kCrossEntropy;
-  if (name == "mse") return LossKind::kMeanSquaredError;
-  if (name == "sum") return LossKind::kSum;
+std::optional<LossFunction> LossFunctionFromName(std::string_view name) {
+  if (name == "cross_entropy") return LossFunction::kCrossEntropy;
+  if (name == "mse") return LossFunction::kMeanSquaredError;
+  if (name == "sum") return LossFunction::kSum;
   return std::nullopt;
 }
 
-std::string_view LossKindName(LossKind kind) {
+std::string_view LossFunctionName(LossFunction kind) {
   switch (kind) {
-    case LossKind::kCrossEntropy:
+    case LossFunction::kCrossEntropy:
       return "cross_entropy";
-    case LossKind::kMeanSquaredError:
+    case LossFunction::kMeanSquaredError:
       return "mse";
-    case LossKind::kSum:
+    case LossFunction::kSum:
       return "sum";
   }
   return "unknown";
 }
 
-Expected<Tensor> LossForward(LossKind kind, const KernelContext& ctx, const Tensor& prediction,
+Expected<Tensor> LossForward(LossFunction kind, const KernelContext& ctx, const Tensor& prediction,
                              const Tensor& target) {
   double loss = 0.0;
   switch (kind) {
-    case LossKind::kCrossEntropy: {
+    case LossFunction::kCrossEntropy: {
       MEMPLAN_TRY(ClassLayout layout, CrossEntropyLayout(prediction, target));
       MEMPLAN_TRY(CrossEntropyTerms terms, ComputeTerms(layout, prediction, target));
       for (int64_t p = 0; p < layout.Positions(); ++p) {
@@ -110,7 +110,7 @@ Expected<Tensor> LossForward(LossKind kind, const KernelContext& ctx, const Tens
       loss /= static_cast<double>(terms.counted);
       break;
     }
-    case LossKind::kMeanSquaredError: {
+    case LossFunction::kMeanSquaredError: {
       MEMPLAN_RETURN_IF_ERROR(CheckSameShape(prediction, target));
       for (int64_t i = 0; i < prediction.numel(); ++i) {
         const double d = static_cast<double>(prediction.data()[i]) - target.data()[i];
@@ -119,7 +119,7 @@ Expected<Tensor> LossForward(LossKind kind, const KernelContext& ctx, const Tens
       loss /= static_cast<double>(prediction.numel());
       break;
     }
-    case LossKind::kSum:
+    case LossFunction::kSum:
       for (int64_t i = 0; i < prediction.numel(); ++i) loss += prediction.data()[i];
       break;
   }
@@ -128,12 +128,12 @@ Expected<Tensor> LossForward(LossKind kind, const KernelContext& ctx, const Tens
   return result;
 }
 
-Expected<Tensor> LossBackward(LossKind kind, const KernelContext& ctx, const Tensor& prediction,
+Expected<Tensor> LossBackward(LossFunction kind, const KernelContext& ctx, const Tensor& prediction,
                               const Tensor& target, float grad_scale) {
   Tensor grad = NewOutput(ctx, prediction.shape(), FloatResultType(prediction.dtype()));
   float* g = grad.mutable_data();
   switch (kind) {
-    case LossKind::kCrossEntropy: {
+    case LossFunction::kCrossEntropy: {
       // d/dz_c of mean_p(lse_p - z_p,label) = (softmax_c - [c == label]) / counted.
       MEMPLAN_TRY(ClassLayout layout, CrossEntropyLayout(prediction, target));
       MEMPLAN_TRY(CrossEntropyTerms terms, ComputeTerms(layout, prediction, target));
@@ -151,7 +151,7 @@ Expected<Tensor> LossBackward(LossKind kind, const KernelContext& ctx, const Ten
       }
       break;
     }
-    case LossKind::kMeanSquaredError: {
+    case LossFunction::kMeanSquaredError: {
       MEMPLAN_RETURN_IF_ERROR(CheckSameShape(prediction, target));
       const double scale = 2.0 * grad_scale / static_cast<double>(prediction.numel());
       for (int64_t i = 0; i < prediction.numel(); ++i) {
@@ -160,7 +160,7 @@ Expected<Tensor> LossBackward(LossKind kind, const KernelContext& ctx, const Ten
       }
       break;
     }
-    case LossKind::kSum:
+    case LossFunction::kSum:
       for (int64_t i = 0; i < prediction.numel(); ++i) g[i] = grad_scale;
       break;
   }

@@ -11,6 +11,7 @@
 #include "analyzer/recompute/optimal_chain_planner.h"
 #include "analyzer/recompute/recompute_schedule.h"
 #include "graph/graph.h"
+#include "graph/onnx_import.h"
 
 namespace memplan {
 namespace {
@@ -225,6 +226,35 @@ TEST_CASE("decomposition: transformer stack cuts after every residual Add", "[re
   REQUIRE(plan.ok());
   CHECK(plan->predicted_peak_bytes <= 3000);
   CHECK(plan->NumRecomputedStages() > 0);
+}
+
+// torchvision's ResNet-18 as the zoo exports it: the stem's Conv, BatchNormalization, Relu and
+// MaxPool each leave one tensor; each of the 8 BasicBlocks (2 per layer) is cut after its residual
+// Add and after the ReLU that follows (the downsample branch stays inside the Add's stage); then
+// GlobalAveragePool, Flatten and the fc Gemm: 4 + 8 * 2 + 3 = 23 stages. Cuts do not depend on
+// sizes, so every value counts one byte here.
+TEST_CASE("decomposition: the zoo's ResNet-18 cuts after every block Add and ReLU", "[recompute]") {
+  auto graph = ImportOnnxModel(std::string(MEMPLAN_ZOO_DIR) + "/resnet18.onnx");
+  REQUIRE(graph.ok());
+  ChainCostFunctions costs;
+  costs.value_bytes = [](ValueId) { return int64_t{1}; };
+  costs.forward_time = [](NodeId) { return 1.0; };
+  auto d = DecomposeIntoChain(*graph, costs);
+  REQUIRE(d.ok());
+  std::vector<std::string> expected = {"/conv1/Conv", "/bn1/BatchNormalization", "/relu/Relu",
+                                       "/maxpool/MaxPool"};
+  for (int layer = 1; layer <= 4; ++layer) {
+    for (int block = 0; block < 2; ++block) {
+      const std::string prefix = "/layer" + std::to_string(layer) + "/layer" +
+                                 std::to_string(layer) + "." + std::to_string(block);
+      expected.push_back(prefix + "/Add");
+      expected.push_back(prefix + "/relu_1/Relu");
+    }
+  }
+  expected.insert(expected.end(), {"/avgpool/GlobalAveragePool", "/Flatten", "/fc/Gemm"});
+  std::vector<std::string> names;
+  for (const ChainStage& stage : d->chain.stages) names.push_back(stage.name);
+  CHECK(names == expected);
 }
 
 TEST_CASE("decomposition: errors", "[recompute]") {

@@ -72,6 +72,21 @@ echo "frontier circles: $circles (script: $frontier, candidates in the JSON: $ca
 [ "$paths" -gt 0 ] || fail "no timeline layer"
 [ "$paths" = "$areas" ] || fail "the timeline has $paths layers, the script counted $areas"
 
+# The hover read-out: a copy of the page with a probe script that moves the mouse over the
+# timeline (60% across: inside the plot) and records the tooltip.
+probe='<script>(function () { var s = document.getElementById("timeline-svg");'\
+' var r = s.getBoundingClientRect(); s.dispatchEvent(new MouseEvent("mousemove",'\
+' {clientX: r.left + r.width * 0.6, clientY: r.top + r.height / 2}));'\
+' var t = document.getElementById("timeline-tooltip");'\
+' document.body.setAttribute("data-probe", (t.hidden ? "hidden" : "shown") + ": " +'\
+' t.textContent); })();</script>'
+sed "s#</body>#$probe</body>#" "$html" >"$out/probe.html" || fail "cannot write the probe page"
+browser --dump-dom "file://$out/probe.html" >"$out/probe_dom.html" 2>>"$out/chromium.log" ||
+  fail "chromium --dump-dom of the probe page failed"
+grep -q 'data-probe="shown: [^"]*live: [0-9.]* [KMG]\{0,1\}i\{0,1\}B' "$out/probe_dom.html" ||
+  fail "hovering the timeline shows no read-out (see $out/probe_dom.html)"
+echo "hover: $(sed -n 's/.*data-probe="\([^"]*\)".*/\1/p' "$out/probe_dom.html" | head -n 1)"
+
 browser --screenshot="$out/report.png" --window-size=1280,900 "file://$html" \
   >>"$out/chromium.log" 2>&1 || fail "chromium --screenshot failed (see $out/chromium.log)"
 [ -s "$out/report.png" ] || fail "no screenshot"

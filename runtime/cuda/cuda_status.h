@@ -1,0 +1,26 @@
+#pragma once
+// CUDA / cuBLAS / cuBLASLt status codes -> memplan Errors. Every call into CUDA in runtime/cuda
+// goes through one of these, so a failure names the call that failed:
+//   "cudaMemcpy(download) failed: cudaErrorIllegalAddress (an illegal memory access ...)".
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "graph/expected.h"
+
+namespace memplan::cuda {
+
+Status CheckCuda(cudaError_t result, const std::string& call);
+Status CheckCublas(cublasStatus_t result, const std::string& call);
+
+// The last launch error (cudaGetLastError), named after the kernel: kernels report failures only
+// through it.
+Status CheckLaunch(const std::string& kernel);
+
+// Number of CUDA devices, 0 when there is no driver or no device (the [gpu] tests skip then).
+int DeviceCount();
+
+}  // namespace memplan::cuda

@@ -1,0 +1,265 @@
+#include "runtime/verification.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "analyzer/caching_allocator.h"
+#include "analyzer/exact_allocator.h"
+#include "analyzer/memory_size.h"
+#include "runtime/program_shapes.h"
+#include "runtime/weight_init.h"
+
+namespace memplan {
+
+double EquivalenceBound(Precision precision) {
+  switch (precision) {
+    case Precision::kFp32:
+      return 1e-5;
+    case Precision::kFp16:
+      return 1e-2;
+    case Precision::kBf16:
+      return 5e-2;
+  }
+  return 1e-5;
+}
+
+namespace {
+
+// Loss-scale backoffs tried when a gradient run overflows (GradScaler would do the same).
+constexpr int kMaxScaleBackoffs = 24;
+constexpr float kScaleBackoff = 0.25f;
+
+// One run's accumulated gradients, unscaled.
+struct GradientRun {
+  std::vector<std::vector<float>> gradients;
+  bool finite = true;
+};
+
+Expected<SimulationResult> SimulateExact(const TrainingProgram& program, const Bindings& bindings) {
+  ExactAllocator exact;
+  SimulationOptions options;
+  options.record_timeline = false;
+  return Simulate(program, bindings, exact, options);
+}
+
+Status CheckFits(const SimulationResult& predicted, const VerifyOptions& options,
+                 const std::string& what) {
+  if (predicted.peak_bytes > options.max_memory_bytes)
+    return MakeError(what + " needs " + FormatBytes(predicted.peak_bytes) + ", more than the " +
+                     FormatBytes(options.max_memory_bytes) +
+                     " verification may use (--max-cpu-memory); verify a smaller micro-batch");
+  return OkStatus();
+}
+
+// Gradients of `k` micro-batches of `rows` samples (samples 0 .. k*rows-1), unscaled.
+Expected<GradientRun> RunGradients(const Graph& graph, const TrainingProgram& program,
+                                   const Bindings& base, int64_t k, int64_t rows,
+                                   const BackendFactory& backends, ExecutorOptions options) {
+  const Bindings bindings = WithBatch(base, program.batch_symbol, rows);
+  MEMPLAN_TRY(SyntheticData data, SyntheticData::Create(graph, program, bindings, options.seed));
+  options.accumulation_steps = k;
+  for (int attempt = 0; attempt <= kMaxScaleBackoffs; ++attempt) {
+    MEMPLAN_TRY(std::unique_ptr<Backend> backend, backends());
+    GradientRun run;
+    {
+      MEMPLAN_TRY(std::unique_ptr<Executor> executor,
+                  Executor::Create(graph, program, bindings, *backend, options));
+      for (int64_t i = 0; i < k; ++i) {
+        MEMPLAN_TRY(MicroBatch batch, data.Batch(i * rows, rows));
+        MEMPLAN_RETURN_IF_ERROR(executor->RunMicroBatch(batch));
+      }
+      MEMPLAN_TRY(run.gradients, executor->Gradients());
+      const float scale = executor->loss_scale();
+      for (auto& g : run.gradients) {
+        for (float& v : g) {
+          v /= scale;
+          run.finite = run.finite && std::isfinite(v);
+        }
+      }
+      if (run.finite || program.loss_scaling.mode == LossScalingMode::kNone) return run;
+      options.initial_loss_scale = scale * kScaleBackoff;
+    }
+  }
+  return MakeError("gradients overflow even at a tiny loss scale");
+}
+
+// max over parameters of max|a - b| / max|b|.
+double MaxRelativeError(const std::vector<std::vector<float>>& a,
+                        const std::vector<std::vector<float>>& b) {
+  double worst = 0.0;
+  for (size_t p = 0; p < a.size() && p < b.size(); ++p) {
+    if (a[p].size() != b[p].size()) return INFINITY;
+    double diff = 0.0, scale = 0.0;
+    for (size_t i = 0; i < a[p].size(); ++i) {
+      diff = std::max(diff, std::fabs(static_cast<double>(a[p][i]) - b[p][i]));
+      scale = std::max(scale, std::fabs(static_cast<double>(b[p][i])));
+    }
+    if (diff > 0.0) worst = std::max(worst, scale > 0.0 ? diff / scale : INFINITY);
+  }
+  return worst;
+}
+
+bool HasOp(const Graph& graph, const char* op_type) {
+  return std::any_of(graph.nodes().begin(), graph.nodes().end(),
+                     [&](const Node& n) { return n.op_type == op_type; });
+}
+
+Expected<EquivalenceResult> CheckGradientEquivalence(const Graph& graph,
+                                                     const TrainingProgram& program,
+                                                     const VerifyPlan& plan,
+                                                     const BackendFactory& backends,
+                                                     const VerifyOptions& options) {
+  EquivalenceResult r;
+  r.bound = EquivalenceBound(program.precision);
+  if (HasOp(graph, "BatchNormalization")) {
+    r.note =
+        "skipped: BatchNormalization normalises over the micro-batch, so k micro-batches of "
+        "m are not one batch of k*m";
+    return r;
+  }
+  int64_t k = program.accumulation_steps, m = plan.micro_batch;
+  if (k == 1) {
+    if (m < 2 || m % 2 != 0) {
+      r.note = "skipped: no accumulation and an odd micro-batch, nothing to split";
+      return r;
+    }
+    k = 2;
+    m /= 2;
+  }
+  MEMPLAN_TRY(SimulationResult full,
+              SimulateExact(program, WithBatch(plan.bindings, program.batch_symbol, k * m)));
+  if (full.peak_bytes > options.max_memory_bytes) {
+    r.note = "skipped: the full batch of " + std::to_string(k * m) + " does not fit " +
+             FormatBytes(options.max_memory_bytes);
+    return r;
+  }
+  ExecutorOptions eo = options.executor;
+  eo.seed = options.seed;
+  eo.disable_dropout = true;
+  MEMPLAN_TRY(GradientRun split, RunGradients(graph, program, plan.bindings, k, m, backends, eo));
+  MEMPLAN_TRY(GradientRun whole,
+              RunGradients(graph, program, plan.bindings, 1, k * m, backends, eo));
+  r.checked = true;
+  r.max_rel_error = MaxRelativeError(split.gradients, whole.gradients);
+  r.passed = split.finite && whole.finite && r.max_rel_error <= r.bound;
+  r.note = std::to_string(k) + " micro-batches of " + std::to_string(m) + " vs one batch of " +
+           std::to_string(k * m) + " (dropout off)";
+  return r;
+}
+
+Expected<EquivalenceResult> CheckRecomputeEquivalence(const Graph& graph,
+                                                      const TrainingProgram& program,
+                                                      const VerifyPlan& plan,
+                                                      const BackendFactory& backends,
+                                                      const VerifyOptions& options) {
+  EquivalenceResult r;
+  r.bound = 0.0;
+  ProgramOptions other = plan.program;
+  if (program.recomputed.empty()) {
+    for (size_t n = 0; n < graph.num_nodes(); ++n) other.recompute.push_back(NodeId(n));
+    r.note = "the plan (no recompute) vs recomputing every node";
+  } else {
+    other.recompute.clear();
+    r.note = "the plan's recompute vs none";
+  }
+  MEMPLAN_TRY(TrainingProgram alternative, DeriveTrainingProgram(graph, other));
+  ExecutorOptions eo = options.executor;
+  eo.seed = options.seed;
+  MEMPLAN_TRY(GradientRun a,
+              RunGradients(graph, program, plan.bindings, 1, plan.micro_batch, backends, eo));
+  MEMPLAN_TRY(GradientRun b,
+              RunGradients(graph, alternative, plan.bindings, 1, plan.micro_batch, backends, eo));
+  r.checked = true;
+  bool identical = a.gradients.size() == b.gradients.size();
+  for (size_t p = 0; identical && p < a.gradients.size(); ++p) {
+    identical = a.gradients[p].size() == b.gradients[p].size() &&
+                std::memcmp(a.gradients[p].data(), b.gradients[p].data(),
+                            a.gradients[p].size() * sizeof(float)) == 0;
+  }
+  r.max_rel_error = MaxRelativeError(a.gradients, b.gradients);
+  r.passed = identical;
+  return r;
+}
+
+}  // namespace
+
+Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const VerifyPlan& plan,
+                                                 const BackendFactory& backends,
+                                                 const VerifyOptions& options) {
+  if (options.steps < 1) return MakeError("--steps must be at least 1");
+  if (plan.micro_batch < 1) return MakeError("the micro-batch must be at least 1");
+  MEMPLAN_TRY(TrainingProgram program, DeriveTrainingProgram(graph, plan.program));
+  const Bindings bindings = WithBatch(plan.bindings, program.batch_symbol, plan.micro_batch);
+  VerificationReport report;
+  report.micro_batch = plan.micro_batch;
+  report.accumulation_steps = program.accumulation_steps;
+  report.tolerance = options.tolerance;
+  MEMPLAN_TRY(report.predicted, SimulateExact(program, bindings));
+  MEMPLAN_RETURN_IF_ERROR(CheckFits(report.predicted, options, "the plan"));
+  {
+    CachingAllocator caching;
+    SimulationOptions so;
+    so.record_timeline = false;
+    MEMPLAN_TRY(report.predicted_caching, Simulate(program, bindings, caching, so));
+  }
+
+  // The training run: the same k*m samples every step.
+  MEMPLAN_TRY(std::unique_ptr<Backend> backend, backends());
+  report.device = std::string(backend->name());
+  {
+    ExecutorOptions eo = options.executor;
+    eo.seed = options.seed;
+    MEMPLAN_TRY(SyntheticData data, SyntheticData::Create(graph, program, bindings, options.seed));
+    std::vector<MicroBatch> batches;
+    for (int64_t i = 0; i < program.accumulation_steps; ++i) {
+      MEMPLAN_TRY(MicroBatch b, data.Batch(i * plan.micro_batch, plan.micro_batch));
+      batches.push_back(std::move(b));
+    }
+    MEMPLAN_TRY(std::unique_ptr<Executor> executor,
+                Executor::Create(graph, program, bindings, *backend, eo));
+    double seconds = 0.0;
+    for (int s = 0; s < options.steps; ++s) {
+      MEMPLAN_TRY(StepRecord record, executor->RunOptimizerStep(batches));
+      seconds += record.seconds;
+      report.losses_finite = report.losses_finite && std::isfinite(record.loss);
+      if (record.skipped) {
+        report.scaler_events.push_back(
+            {s, "overflow_skip", record.loss_scale, record.next_loss_scale});
+      } else if (record.next_loss_scale > record.loss_scale) {
+        report.scaler_events.push_back({s, "growth", record.loss_scale, record.next_loss_scale});
+      }
+      report.steps.push_back(std::move(record));
+    }
+    report.measured = executor->memory();
+    report.step_seconds = seconds / options.steps;
+    const double samples =
+        static_cast<double>(options.steps * program.accumulation_steps * plan.micro_batch);
+    report.samples_per_second = seconds > 0 ? samples / seconds : 0.0;
+  }
+  // The loss falls when a later step (after at least one applied update) is below the first.
+  const StepRecord* first = report.steps.empty() ? nullptr : &report.steps.front();
+  bool applied = false;
+  for (size_t s = 0; s + 1 < report.steps.size(); ++s) {
+    applied = applied || !report.steps[s].skipped;
+    if (!applied) continue;
+    const bool lower = report.steps[s + 1].loss < first->loss;
+    report.loss_decreased = report.loss_decreased.value_or(false) || lower;
+  }
+  report.memory_passed =
+      static_cast<double>(report.measured.peak_bytes) <=
+      static_cast<double>(report.predicted.peak_bytes) * (1.0 + options.tolerance);
+
+  if (options.check_gradient_equivalence) {
+    MEMPLAN_TRY(report.gradient, CheckGradientEquivalence(graph, program, plan, backends, options));
+  }
+  if (options.check_recompute_equivalence) {
+    MEMPLAN_TRY(report.recompute,
+                CheckRecomputeEquivalence(graph, program, plan, backends, options));
+  }
+  report.passed = report.memory_passed && report.gradient.passed && report.recompute.passed &&
+                  report.losses_finite && report.loss_decreased.value_or(true);
+  return report;
+}
+
+}  // namespace memplan

@@ -1,0 +1,106 @@
+#pragma once
+// `memplan verify`'s engine: runs a plan on a backend and checks it against the simulator.
+//
+//  1. Memory: the plan's program runs `steps` optimizer steps of k micro-batches on synthetic
+//     data; the measured peak (live program bytes after each step's Begin, per category) is
+//     compared with the simulator's exact prediction. Passes when measured <= predicted * (1 +
+//     tolerance); on the CPU backend the two are equal byte for byte.
+//  2. Gradient equivalence: the gradient accumulated over k micro-batches of m equals the gradient
+//     of one batch of k*m (with k = 1 plans: 2 micro-batches of m/2 against one of m). Dropout is
+//     off in both runs (its masks depend on the batch shape); models with BatchNormalization are
+//     skipped (it normalises over the micro-batch, so accumulation is not equivalent by design).
+//     Error: max over parameters of max|a - b| / max|b|. Bounds per precision
+//     (EquivalenceBound): the two runs differ only by summation order and by the rounding of
+//     each micro-batch's gradient to the gradient dtype before it is added.
+//  3. Recompute equivalence: one micro-batch with and without the plan's recompute (a plan with
+//     none is compared with recomputing every node) gives bitwise identical gradients: the same
+//     kernels run on the same data, Dropout masks are seeded per node and micro-batch.
+//  4. Training: the loss per step, that it falls on the synthetic task (the same k*m samples every
+//     step, so the model memorises them), loss-scaler events, step time and samples/s.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/program_derivation.h"
+#include "analyzer/simulator.h"
+#include "graph/expected.h"
+#include "graph/graph.h"
+#include "graph/symbols.h"
+#include "runtime/backend.h"
+#include "runtime/executor.h"
+
+namespace memplan {
+
+// The relative error two gradient computations of the same batch may differ by when they differ
+// only in how the batch was split: fp32 1e-5 (summation order: a few ulps of 2^-24 over sums of a
+// few thousand terms); bf16 5e-2 and fp16 1e-2 (each of k micro-batch gradients is rounded to the
+// 8 / 11 significant bits of the gradient dtype before it is added: a few units of 2^-8 / 2^-11).
+double EquivalenceBound(Precision precision);
+
+// What is verified: the program options (accumulation_steps = k) and the bindings of every
+// symbol, the batch symbol bound to the micro-batch m.
+struct VerifyPlan {
+  ProgramOptions program;
+  int64_t micro_batch = 1;
+  Bindings bindings;
+};
+
+struct VerifyOptions {
+  int steps = 3;            // optimizer steps of the training run
+  double tolerance = 0.01;  // measured may exceed predicted by this fraction
+  uint64_t seed = 0;        // parameters, data, dropout masks
+  // Refuse plans whose predicted peak exceeds this (the CPU backend has host memory only).
+  int64_t max_memory_bytes = int64_t{8} << 30;
+  bool check_gradient_equivalence = true;
+  bool check_recompute_equivalence = true;
+  ExecutorOptions executor;  // hyper-parameters; seed and dropout are set per run
+};
+
+struct EquivalenceResult {
+  bool checked = false;
+  bool passed = true;  // vacuously true when not checked
+  double max_rel_error = 0.0;
+  double bound = 0.0;
+  std::string note;  // why it was skipped, or what was compared
+};
+
+struct LossScalerEvent {
+  int step = 0;
+  std::string event;  // "overflow_skip" | "growth"
+  float scale_before = 0;
+  float scale_after = 0;
+};
+
+struct VerificationReport {
+  std::string device;
+  int64_t micro_batch = 0;
+  int64_t accumulation_steps = 1;
+  SimulationResult predicted;          // exact model
+  SimulationResult predicted_caching;  // caching model
+  MemoryMeasurement measured;
+  bool memory_passed = false;
+  double tolerance = 0;
+  EquivalenceResult gradient;
+  EquivalenceResult recompute;
+  std::vector<StepRecord> steps;
+  std::vector<LossScalerEvent> scaler_events;
+  bool losses_finite = true;
+  std::optional<bool> loss_decreased;  // nullopt with fewer than 2 applied steps
+  double step_seconds = 0;             // mean
+  double samples_per_second = 0;
+  bool passed = false;
+};
+
+using BackendFactory = std::function<Expected<std::unique_ptr<Backend>>()>;
+
+// Errors (bad input, exit 2): derivation or binding errors, a predicted peak above
+// options.max_memory_bytes, kernel errors (an op the backend cannot run).
+Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const VerifyPlan& plan,
+                                                 const BackendFactory& backends,
+                                                 const VerifyOptions& options);
+
+}  // namespace memplan

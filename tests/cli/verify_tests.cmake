@@ -1,0 +1,34 @@
+# Regexes keep [ and ] balanced: CMake's list splitting counts brackets even when escaped.
+# `memplan verify` on small fixtures: the plan runs on the CPU reference backend, measured memory
+# must equal the prediction (exact match on the CPU backend), and the checks pass.
+set(F ${MEMPLAN_TEST_FIXTURES})
+
+memplan_cli_test("verify tiny_mlp from flags passes" EXPECT_EXIT 0
+  EXPECT_OUTPUT "exact match  PASS.*result: PASS"
+  COMMAND verify ${F}/tiny_mlp.onnx --batch 4 --global-batch 8 --optimizer sgd --steps 3)
+memplan_cli_test("verify transformer fp16 with recompute passes" EXPECT_EXIT 0
+  EXPECT_OUTPUT "result: PASS"
+  COMMAND verify ${F}/transformer_opset17.onnx --batch 2 --dim seq=8 --precision bf16
+          --recompute all --steps 2)
+# The checked-in plan was printed by `memplan analyze tiny_mlp.onnx --gpu 24G --batch 4
+# --global-batch 8 --optimizer adamw --json` (tests/fixtures/plans/tiny_mlp_verify_plan.json).
+memplan_cli_test("verify --plan json carries the documented keys" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"device\": \"cpu\".*\"accumulation_steps\": 2.*\"predicted_peak_bytes\": ([0-9]+),\n  \"measured_peak_bytes\": \\1,.*\"gradient_equivalence\": {\n    \"checked\": true,\n    \"passed\": true.*\"recompute_equivalence\": {\n    \"checked\": true,\n    \"passed\": true.*\"samples_per_second\".*\"passed\": true\n}"
+  COMMAND verify ${F}/tiny_mlp.onnx --plan ${F}/plans/tiny_mlp_verify_plan.json --json)
+memplan_cli_test("verify --plan that does not exist is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: cannot open plan '[^\n]+no_such_plan.json'\n$"
+  COMMAND verify ${F}/tiny_mlp.onnx --plan ${F}/no_such_plan.json)
+memplan_cli_test("verify without a plan is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: verify needs a plan[^\n]*\n$" COMMAND verify ${F}/tiny_mlp.onnx)
+memplan_cli_test("verify refuses a plan above --max-cpu-memory, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: the plan needs [^\n]+--max-cpu-memory[^\n]*\n$"
+  COMMAND verify ${F}/tiny_mlp.onnx --batch 4 --max-cpu-memory 1K)
+memplan_cli_test("verify bad --tolerance is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --tolerance: [^\n]+\n$"
+  COMMAND verify ${F}/tiny_mlp.onnx --batch 4 --tolerance lots)
+# Without a CUDA backend in the build there is no device to run on.
+if(NOT TARGET memplan_runtime_cuda)
+  memplan_cli_test("verify --device cuda without CUDA exits 2" EXPECT_EXIT 2
+    EXPECT_OUTPUT "^memplan: no CUDA device available\n$"
+    COMMAND verify ${F}/tiny_mlp.onnx --batch 4 --device cuda)
+endif()

@@ -1,0 +1,112 @@
+// The classic gradient-accumulation example through the whole executor: a hand-built graph whose
+// training program DeriveTrainingProgram derives, interpreted on the CPU backend.
+
+#include <catch2/catch.hpp>
+
+#include "tests/runtime/executor_test_support.h"
+
+namespace memplan {
+namespace {
+
+// x [batch, 1] (input), w [1, 1] (parameter), y = MatMul(x, w), mse loss against label [batch, 1].
+struct OneWeightModel {
+  OneWeightModel() {
+    batch = graph.symbols().Intern("batch");
+    graph.set_batch_symbol(batch);
+    const Dim b = Dim::Symbol(batch);
+    x = Add("x", {b, Dim(1)}, ValueKind::kInput);
+    graph.MarkInput(x);
+    w = Add("w", {Dim(1), Dim(1)}, ValueKind::kParameter);
+    y = Add("y", {b, Dim(1)}, ValueKind::kIntermediate);
+    Node matmul;
+    matmul.name = "matmul";
+    matmul.op_type = "MatMul";
+    matmul.inputs = {x, w};
+    matmul.outputs = {y};
+    graph.AddNode(std::move(matmul));
+    graph.MarkOutput(y);
+  }
+  ValueId Add(const std::string& name, std::vector<Dim> dims, ValueKind kind) {
+    Value v;
+    v.name = name;
+    v.dtype = DType::kFloat32;
+    v.shape = Shape{std::move(dims)};
+    v.kind = kind;
+    return graph.AddValue(std::move(v));
+  }
+  Graph graph;
+  SymbolId batch = 0;
+  ValueId x, w, y;
+};
+
+TEST_CASE("executor: accumulating [4] and [2] gives gradient -20 and weight 1.2", "[executor]") {
+  // loss_i = (2x - w x)^2 (mse over one element), each divided by k = 2:
+  //   d/dw at w = 1: ((-2 * 4 * (8 - 4)) + (-2 * 2 * (4 - 2))) / 2 = (-32 - 8) / 2 = -20;
+  //   SGD, lr 0.01: w = 1 - 0.01 * (-20) = 1.2.
+  OneWeightModel model;
+  ProgramOptions options;
+  options.loss = LossKind::kMse;
+  options.optimizer = OptimizerKind::kSgd;
+  options.accumulation_steps = 2;
+  auto program = DeriveTrainingProgram(model.graph, options);
+  REQUIRE(program.ok());
+  Bindings bindings(&program->symbols);
+  bindings.Bind(model.batch, 1);
+
+  CpuBackend backend;
+  {
+    ExecutorOptions eo;
+    eo.optimizer.learning_rate = 0.01;
+    auto executor = Executor::Create(model.graph, *program, bindings, backend, eo);
+    REQUIRE(executor.ok());
+    Executor& ex = **executor;
+    REQUIRE(ex.SetParameterValues(0, {1.0f}).ok());
+    REQUIRE(ex.RunMicroBatch(MicroBatch{{{4.0f}}, {8.0f}}).ok());
+    REQUIRE(ex.RunMicroBatch(MicroBatch{{{2.0f}}, {4.0f}}).ok());
+    auto grads = ex.Gradients();
+    REQUIRE(grads.ok());
+    REQUIRE(grads->size() == 1);
+    REQUIRE((*grads)[0].size() == 1);
+    CHECK((*grads)[0][0] == Approx(-20.0f));
+    auto step = ex.RunOptimizerPhase();
+    REQUIRE(step.ok());
+    // Per-micro-batch losses before the 1/k: (8 - 4)^2 = 16 and (4 - 2)^2 = 4.
+    REQUIRE(step->micro_batch_losses.size() == 2);
+    CHECK(step->micro_batch_losses[0] == Approx(16.0));
+    CHECK(step->micro_batch_losses[1] == Approx(4.0));
+    CHECK_FALSE(step->skipped);
+    auto w = ex.ParameterValues(0);
+    REQUIRE(w.ok());
+    CHECK((*w)[0] == Approx(1.2f));
+    // set_to_none freed the gradient; the fp32 weight is what stays (SGD keeps no state).
+    CHECK(backend.Memory().live_total == 4);
+  }
+  CHECK(backend.Memory().live_total == 0);
+}
+
+TEST_CASE("executor: one batch [4, 2] without accumulation gives the same step", "[executor]") {
+  // mean over the batch of (2x - w x)^2 = ((8 - 4w)^2 + (4 - 2w)^2) / 2: the same -20 and 1.2.
+  OneWeightModel model;
+  ProgramOptions options;
+  options.loss = LossKind::kMse;
+  options.optimizer = OptimizerKind::kSgd;
+  auto program = DeriveTrainingProgram(model.graph, options);
+  REQUIRE(program.ok());
+  Bindings bindings(&program->symbols);
+  bindings.Bind(model.batch, 2);
+  CpuBackend backend;
+  ExecutorOptions eo;
+  eo.optimizer.learning_rate = 0.01;
+  auto executor = Executor::Create(model.graph, *program, bindings, backend, eo);
+  REQUIRE(executor.ok());
+  REQUIRE((*executor)->SetParameterValues(0, {1.0f}).ok());
+  REQUIRE((*executor)->RunMicroBatch(MicroBatch{{{4.0f, 2.0f}}, {8.0f, 4.0f}}).ok());
+  auto grads = (*executor)->Gradients();
+  REQUIRE(grads.ok());
+  CHECK((*grads)[0][0] == Approx(-20.0f));
+  REQUIRE((*executor)->RunOptimizerPhase().ok());
+  CHECK((*(*executor)->ParameterValues(0))[0] == Approx(1.2f));
+}
+
+}  // namespace
+}  // namespace memplan

@@ -1,0 +1,44 @@
+#pragma once
+// Shared helpers of the executor tests: load a fixture, derive its program, run it on the CPU
+// backend with synthetic data, and simulate the same program.
+
+#include <string>
+#include <vector>
+
+#include "analyzer/exact_allocator.h"
+#include "analyzer/program_derivation.h"
+#include "analyzer/simulator.h"
+#include "graph/onnx_import.h"
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/executor.h"
+#include "runtime/weight_init.h"
+
+namespace memplan::testing {
+
+inline Graph LoadFixture(const std::string& file) {
+  auto graph = ImportOnnxModel(std::string(MEMPLAN_FIXTURES_DIR) + "/" + file);
+  MEMPLAN_CHECK(graph.ok());
+  return std::move(*graph);
+}
+
+// Every symbol bound: the batch symbol to `batch`, the others (seq...) to `other`.
+inline Bindings BindAllSymbols(const TrainingProgram& program, int64_t batch, int64_t other) {
+  Bindings bindings(&program.symbols);
+  for (SymbolId s = 0; s < static_cast<SymbolId>(program.symbols.size()); ++s)
+    bindings.Bind(s, program.batch_symbol && *program.batch_symbol == s ? batch : other);
+  return bindings;
+}
+
+// k micro-batches of `rows` samples, the i-th optimizer step's (samples numbered on).
+inline std::vector<MicroBatch> Batches(const SyntheticData& data, int64_t k, int64_t rows,
+                                       int64_t step = 0) {
+  std::vector<MicroBatch> batches;
+  for (int64_t i = 0; i < k; ++i) {
+    auto b = data.Batch((step * k + i) * rows, rows);
+    MEMPLAN_CHECK(b.ok());
+    batches.push_back(std::move(*b));
+  }
+  return batches;
+}
+
+}  // namespace memplan::testing

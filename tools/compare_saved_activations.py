@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""Compares memplan's simulated saved-activation bytes with what PyTorch autograd really saves.
+
+For each model: export it with torch.onnx.export in training mode, run
+`memplan analyze --json --micro-batch 8 --precision fp32` and read `saved_activation_bytes`; run the
+same model in PyTorch (CPU) under torch.autograd.graph.saved_tensors_hooks and count every saved
+tensor once per storage, parameters and buffers excluded. Prints a markdown table (the one in
+docs/measurements.md). Needs Debian's python3-torch / python3-torchvision (not needed by CI):
+
+    /usr/bin/python3 tools/compare_saved_activations.py build/tools/memplan
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+import torch.nn as nn
+import torchvision
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures"))
+from make_torch_fixtures import TinyGPT, TransformerModel  # noqa: E402
+
+BATCH = 8
+
+
+def torch_saved_bytes(model, inputs, loss_fn):
+    persistent = {p.data_ptr() for p in model.parameters()} | {b.data_ptr() for b in model.buffers()}
+    seen = {}
+
+    def pack(t):
+        if t.data_ptr() not in persistent:
+            seen[t.data_ptr()] = max(seen.get(t.data_ptr(), 0), t.storage().nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss_fn(model(inputs))
+    return sum(seen.values())
+
+
+def memplan_saved_bytes(memplan, model, example, dynamic_axes, extra_flags):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.onnx")
+        model.train()
+        torch.onnx.export(model, (example,), path, input_names=["input"], output_names=["output"],
+                          dynamic_axes={"input": dynamic_axes, "output": dynamic_axes},
+                          opset_version=17, training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
+        out = subprocess.run([memplan, "analyze", path, "--gpu", "80GB", "--json", "--micro-batch",
+                              str(BATCH), "--precision", "fp32", "--loss", "cross_entropy"] + extra_flags,
+                             capture_output=True, text=True, check=True)
+        return json.loads(out.stdout)["saved_activation_bytes"]
+
+
+def main():
+    memplan = sys.argv[1] if len(sys.argv) > 1 else "build/tools/memplan"
+    torch.manual_seed(0)
+    ce = nn.CrossEntropyLoss()
+    cases = [
+        ("resnet18 (224x224)", torchvision.models.resnet18(), torch.randn(BATCH, 3, 224, 224),
+         {0: "batch"}, [], lambda out: ce(out, torch.randint(0, 1000, (BATCH,)))),
+        ("resnet50 (224x224)", torchvision.models.resnet50(), torch.randn(BATCH, 3, 224, 224),
+         {0: "batch"}, [], lambda out: ce(out, torch.randint(0, 1000, (BATCH,)))),
+        ("mobilenet_v2 (224x224)", torchvision.models.mobilenet_v2(), torch.randn(BATCH, 3, 224, 224),
+         {0: "batch"}, [], lambda out: ce(out, torch.randint(0, 1000, (BATCH,)))),
+        ("transformer encoder (seq 128)", TransformerModel(), torch.randn(BATCH, 128, 64),
+         {0: "batch", 1: "seq"}, ["--dim", "seq=128"],
+         lambda out: ce(out.reshape(-1, 10), torch.randint(0, 10, (BATCH * 128,)))),
+        ("tiny GPT (seq 32)", TinyGPT(), torch.randint(0, 100, (BATCH, 32)),
+         {0: "batch", 1: "seq"}, ["--dim", "seq=32"],
+         lambda out: ce(out.reshape(-1, 100), torch.randint(0, 100, (BATCH * 32,)))),
+    ]
+    print("| model | PyTorch autograd saved bytes | memplan saved_activation_bytes | difference |")
+    print("|---|---:|---:|---:|")
+    for name, model, example, axes, flags, loss_fn in cases:
+        model.train()
+        reference = torch_saved_bytes(model, example, loss_fn)
+        predicted = memplan_saved_bytes(memplan, model, example, axes, flags)
+        diff = 100.0 * (predicted - reference) / reference
+        print(f"| {name} | {reference:,} | {predicted:,} | {diff:+.2f}% |")
+
+
+if __name__ == "__main__":
+    main()
