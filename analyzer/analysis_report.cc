@@ -210,7 +210,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     << FormatBytes(plan.chosen.exact_peak_bytes) << ", fragmentation "
     << FormatBytes(plan.chosen.peak_bytes - plan.chosen.exact_peak_bytes) << "\n";
   if (sim.peak_at.step >= 0)
-    s << "         peak in " << StepPhase(plan.program, sim.peak_at.step) << " at "
+    s << "         peak in " << StepPhase(plan.program, sim.peak_at.step) << ", step "
       << sim.peak_step_name << "\n";
   s << "Saved    " << FormatBytes(sim.saved_activation_bytes)
     << " of activations held for backward per micro-batch\n";

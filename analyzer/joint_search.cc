@@ -268,7 +268,9 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
         why << "; " << pick.accumulation_steps << " accumulation steps reach the global batch "
             << pick.global_batch;
       for (const Configuration& c : configurations) {
-        if (c.plan.chosen.recompute == "none" || !c.plan.feasible) continue;
+        if (c.plan.chosen.recompute == "none" || !c.plan.feasible ||
+            c.plan.chosen.precision != pick.precision)
+          continue;
         double chosen_cost = seconds_per_sample(pick);
         if (chosen_cost > 0)
           why << "; recomputing (" << c.plan.chosen.recompute << ") would allow m="

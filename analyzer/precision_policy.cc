@@ -33,8 +33,7 @@ DType WorkingDType(Precision precision) {
 
 LossScaling DefaultLossScaling(Precision precision) {
   LossScaling scaling;
-  scaling.mode =
-      precision == Precision::kFp16 ? LossScalingMode::kDynamic : LossScalingMode::kNone;
+  scaling.mode = precision == Precision::kFp16 ? LossScalingMode::kDynamic : LossScalingMode::kNone;
   return scaling;
 }
 

@@ -370,10 +370,9 @@ class Derivation {
         return it->second;
       }
     }
-    BufferId cast =
-        NewBuffer(g_.value(u).name + "." + std::string(DTypeName(dtype)) + "@" + reader,
-                  BufferRole::kCast, MemoryCategory::kTransients, dtype, ShapeOf(u), u,
-                  p_.steps.back().node);
+    BufferId cast = NewBuffer(g_.value(u).name + "." + std::string(DTypeName(dtype)) + "@" + reader,
+                              BufferRole::kCast, MemoryCategory::kTransients, dtype, ShapeOf(u), u,
+                              p_.steps.back().node);
     AllocateHere(cast);
     p_.steps.back().casts.push_back(CastOp{src, cast});
     if (share) forward_casts_.emplace(key, cast);

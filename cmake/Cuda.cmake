@@ -10,6 +10,9 @@ if(MEMPLAN_CUDA)
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS "${CUDAToolkit_BIN_DIR}/nvcc")
     set(CMAKE_CUDA_COMPILER "${CUDAToolkit_BIN_DIR}/nvcc")
   endif()
+  # One CUDA runtime per process: the .cu objects would otherwise pull in cudart_static beside
+  # the shared CUDA::cudart that cuBLAS and CUPTI use.
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   enable_language(CUDA)
   # CMake 3.25 (Debian 12) knows no CUDA20 flags for nvcc; the .cu files need only C++17.
   set(CMAKE_CUDA_STANDARD 17)

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -354,6 +356,21 @@ class Executor::Impl {
       }
       values.assign(static_cast<size_t>(NumElements(s)), fill);
       shape = s;
+    } else if (v.producer.valid() && g_.node(v.producer).op_type == "Range") {
+      // Range(start, limit, delta) over constant scalars: positions of a sequence.
+      const Node& node = g_.node(v.producer);
+      float args[3] = {0, 0, 1};
+      for (size_t i = 0; i < 3 && i < node.inputs.size(); ++i) {
+        MEMPLAN_TRY(DeviceTensor t, ConstantTensor(node.inputs[i]));
+        MEMPLAN_TRY(std::vector<float> x, backend_.Download(t));
+        if (x.size() != 1) return MakeError("Range '" + node.name + "' needs scalar inputs");
+        args[i] = x[0];
+      }
+      if (args[2] == 0) return MakeError("Range '" + node.name + "' has delta 0");
+      const auto n = static_cast<int64_t>(
+          std::max(0.0, std::ceil((double(args[1]) - args[0]) / args[2])));
+      for (int64_t i = 0; i < n; ++i) values.push_back(args[0] + static_cast<float>(i) * args[2]);
+      shape = TensorShape{n};
     } else if (v.producer.valid()) {
       // Computed only from constants: fold it now with the op's kernel.
       const Node& node = g_.node(v.producer);
@@ -601,6 +618,15 @@ class Executor::Impl {
       if (!matched)
         return MakeError("saved buffer '" + p_.buffer(b).name + "' is no input or output of '" +
                          node.name + "'");
+    }
+    // Parameters are persistent: a kernel may read one it did not save (MatMul's backward wants
+    // both operands even when only the weight's gradient is needed), at no memory cost.
+    for (size_t i = 0; i < n_in; ++i) {
+      ValueId u = node.inputs[i];
+      if (call.inputs[i].defined() || !u.valid() || g_.value(u).kind != ValueKind::kParameter ||
+          i >= forward.inputs.size() || !forward.inputs[i].valid() || !Live(forward.inputs[i]))
+        continue;
+      MEMPLAN_TRY(call.inputs[i], ValueThrough(u, forward.inputs[i]));
     }
     call.extras = ExtrasOf(extras, node.name);
     call.grad_outputs.assign(node.outputs.size(), DeviceTensor());

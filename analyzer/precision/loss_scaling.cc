@@ -39,8 +39,7 @@ Expected<LossScaling> ParseLossScaling(std::string_view text) {
   constexpr std::string_view kStaticPrefix = "static:";
   if (text.substr(0, kStaticPrefix.size()) == kStaticPrefix)
     scale_text = text.substr(kStaticPrefix.size());
-  if (auto scale = ParseScale(scale_text))
-    return LossScaling{LossScalingMode::kStatic, *scale};
+  if (auto scale = ParseScale(scale_text)) return LossScaling{LossScalingMode::kStatic, *scale};
   return MakeError("loss scaling '" + std::string(text) +
                    "' is not one of none, dynamic, static:<scale> or a positive scale such as "
                    "1024");

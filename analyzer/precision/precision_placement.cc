@@ -155,9 +155,9 @@ class Placer {
     // A view allocates nothing, so it cannot change dtype: it has its input's.
     if (schema.is_view) {
       ValueId in = node.inputs.empty() ? ValueId() : node.inputs[0];
-      DType dtype = IsParameter(in) ? working_
+      DType dtype = IsParameter(in)                                  ? working_
                     : (in.valid() && IsFloating(dtype_[in.index()])) ? dtype_[in.index()]
-                                                                      : DType::kUndefined;
+                                                                     : DType::kUndefined;
       if (dtype != DType::kUndefined) {
         placed.dtype = dtype;
         placed.reason = PlacementReason::kFollowsInputs;
@@ -228,9 +228,9 @@ class Placer {
   const OpRegistry& registry_;
   const DType working_;
   std::vector<OverrideEntry> entries_;
-  std::vector<int> by_name_;   // per node: index into entries_ of a node-name match, -1 if none
-  std::vector<int> by_op_;     // per node: index into entries_ of an op-type match, -1 if none
-  std::vector<DType> dtype_;   // program dtype of each value as placed so far
+  std::vector<int> by_name_;  // per node: index into entries_ of a node-name match, -1 if none
+  std::vector<int> by_op_;    // per node: index into entries_ of an op-type match, -1 if none
+  std::vector<DType> dtype_;  // program dtype of each value as placed so far
 };
 
 }  // namespace
@@ -268,8 +268,8 @@ Expected<std::vector<std::string>> ParseOpList(std::string_view text, std::strin
   size_t start = 0;
   while (true) {
     size_t comma = text.find(',', start);
-    std::string_view item =
-        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front())))
       item.remove_prefix(1);
     while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back())))

@@ -46,8 +46,8 @@ struct PrecisionOptions {
   // nodes touching no floating tensor), is an error; an entry in both lists is an error.
   std::vector<std::string> force_fp32;
   std::vector<std::string> force_fp16;
-  // nullopt = the mode's default (DefaultLossScaling, analyzer/precision_policy.h): dynamic for fp16, none for bf16. Ignored in
-  // fp32 mode, where there is nothing to scale.
+  // nullopt = the mode's default (DefaultLossScaling, analyzer/precision_policy.h): dynamic for
+  // fp16, none for bf16. Ignored in fp32 mode, where there is nothing to scale.
   std::optional<LossScaling> loss_scaling;
   // The op registry to read; null = OpRegistry::Get().
   const OpRegistry* registry = nullptr;
@@ -77,7 +77,7 @@ struct NodePlacement {
 
 struct PrecisionPlacement {
   Precision precision = Precision::kFp32;
-  LossScaling loss_scaling;  // resolved: the mode's default when none was asked for
+  LossScaling loss_scaling;          // resolved: the mode's default when none was asked for
   std::vector<NodePlacement> nodes;  // indexed by NodeId, one per graph node
   // Ready for ProgramOptions::node_dtype: the placed dtype of each node, nullopt for kNotPlaced.
   std::vector<std::optional<DType>> node_dtype;

@@ -1,7 +1,6 @@
 #include "analyzer/report/timeline_svg.h"
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <sstream>
 

@@ -70,9 +70,8 @@ constexpr int64_t kGradient = 200;
 TEST_CASE("dynamic loss scaling: GradScaler's device state", "[precision]") {
   ScalerMemory m = Measure(Linear(), Precision::kFp16);  // fp16's default
   CHECK(m.mode == LossScalingMode::kDynamic);
-  CHECK(m.scalars ==
-        std::vector<std::string>{"loss_scale", "loss_scale_growth_tracker", "found_inf",
-                                 "inv_scale"});
+  CHECK(m.scalars == std::vector<std::string>{"loss_scale", "loss_scale_growth_tracker",
+                                              "found_inf", "inv_scale"});
   CHECK(m.init_steps == 1);
   // scale fp32 4 + growth tracker int32 4 persist.
   CHECK(m.persistent_bytes == kParameters + 8);

@@ -206,8 +206,9 @@ TEST_CASE("override entries that name nothing are errors", "[precision]") {
   // A view cannot change dtype, nor can a Cast node: naming only those is an error.
   options.force_fp16 = {};
   options.force_fp32 = {"Reshape"};
-  CHECK(ErrorOf(t, options).find("--fp32-ops entry 'Reshape' names only nodes whose dtype is "
-                                 "not placed") == 0);
+  CHECK(ErrorOf(t, options)
+            .find("--fp32-ops entry 'Reshape' names only nodes whose dtype is "
+                  "not placed") == 0);
   options.force_fp32 = {"to_f32"};
   CHECK(ErrorOf(t, options).find("--fp32-ops entry 'to_f32'") == 0);
 
@@ -219,7 +220,8 @@ TEST_CASE("override entries that name nothing are errors", "[precision]") {
   options.mode = Precision::kFp16;
   options.force_fp32 = {};
   options.loss_scaling = LossScaling{LossScalingMode::kStatic, 0.0};
-  CHECK(ErrorOf(t, options) == "a static loss scale must be a positive finite number, got 0.000000");
+  CHECK(ErrorOf(t, options) ==
+        "a static loss scale must be a positive finite number, got 0.000000");
 }
 
 TEST_CASE("ParseOpList splits comma lists", "[precision]") {
@@ -308,8 +310,8 @@ TEST_CASE("the derivation runs the placement", "[precision]") {
 }
 
 TEST_CASE("fixture models: placement and the derivation's policy agree", "[precision]") {
-  for (const char* file : {"gpt_opset17.onnx", "transformer_opset17.onnx",
-                           "resnet18_opset17.onnx"}) {
+  for (const char* file :
+       {"gpt_opset17.onnx", "transformer_opset17.onnx", "resnet18_opset17.onnx"}) {
     DYNAMIC_SECTION(file) {
       auto graph = ImportOnnxModel(std::string(MEMPLAN_FIXTURES_DIR) + "/" + file);
       REQUIRE(graph.ok());

@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/gpu_specs.h"
 #include "analyzer/report/timeline_chart.h"
 #include "analyzer/report/timeline_svg.h"
+#include "graph/onnx_import.h"
 #include "tests/analyzer/report_test_plan.h"
 
 namespace memplan {
@@ -203,6 +205,56 @@ TEST_CASE("a long timeline is drawn downsampled with its peak", "[report]") {
   bool peak_kept = false;
   for (const TimelineBucket& b : chart.buckets) peak_kept = peak_kept || b.kept == 6664;
   CHECK(peak_kept);
+}
+
+TEST_CASE("the chart of a real plan marks the simulator's peak", "[report]") {
+  Expected<Graph> graph = ImportOnnxModel(std::string(MEMPLAN_ZOO_DIR) + "/resnet18.onnx");
+  REQUIRE(graph.ok());
+  PlannerOptions options;
+  Expected<GpuSpec> gpu = ResolveGpu("24G");
+  REQUIRE(gpu.ok());
+  options.gpu = *gpu;
+  options.micro_batch = 8;
+  Expected<TrainingPlan> plan = PlanTraining(*graph, options);
+  REQUIRE(plan.ok());
+  const std::vector<TimelinePoint>& timeline = plan->simulation.timeline;
+  REQUIRE(!timeline.empty());
+  REQUIRE(timeline.size() <= TimelineChartOptions{}.max_points);  // drawn point by point
+
+  TimelineChart chart = BuildTimelineChart(*plan);
+  int64_t max_live = 0;
+  for (const TimelinePoint& p : timeline) max_live = std::max(max_live, p.live_bytes);
+  CHECK(chart.peak_bytes == max_live);
+  CHECK(timeline[chart.peak].live_bytes == plan->simulation.peak_bytes);
+  // Setup once, then two optimizer steps of one micro-batch (k = 1): forward, backward,
+  // optimizer each.
+  REQUIRE(chart.bands.size() == 7);
+  CHECK(chart.bands[0].phase == "setup");
+  for (int iteration = 0; iteration < 2; ++iteration) {
+    CHECK(chart.bands[1 + 3 * iteration].phase == "forward");
+    CHECK(chart.bands[2 + 3 * iteration].phase == "backward");
+    CHECK(chart.bands[3 + 3 * iteration].phase == "optimizer");
+  }
+  CHECK(chart.bands.back().end == timeline.size());
+
+  AnalysisReport report;
+  report.model_name = "resnet18";
+  report.graph = &*graph;
+  report.options = &options;
+  report.plan = &*plan;
+  std::vector<Element> elements = ParseSvg(RenderTimelineSvg(report));
+  size_t non_empty = 0;
+  for (MemoryCategory c : kAllMemoryCategories) {
+    bool used = false;
+    for (const TimelinePoint& p : timeline) used = used || p.by_category[c] > 0;
+    non_empty += used ? 1 : 0;
+  }
+  CHECK(WithClass(elements, "area").size() == non_empty);
+  auto peaks = WithClass(elements, "peak");
+  REQUIRE(peaks.size() == 1);
+  CHECK(peaks[0]->attributes.at("data-bytes") == std::to_string(plan->simulation.peak_bytes));
+  // The caching model reserves more than is live somewhere.
+  CHECK(WithClass(elements, "reserved-line").size() == 1);
 }
 
 TEST_CASE("an empty timeline renders a message", "[report]") {

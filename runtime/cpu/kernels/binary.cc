@@ -33,6 +33,8 @@ struct SubOp {
 struct MulOp {
   static constexpr const char* kName = "Mul";
   static constexpr bool kNeedsOperands = true;
+  static constexpr bool kGradAReadsA = false;  // besides b
+  static constexpr bool kGradBReadsB = false;  // besides a
   static float Forward(float a, float b) { return a * b; }
   static float GradA(float, float b, float dy) { return dy * b; }
   static float GradB(float a, float, float dy) { return dy * a; }
@@ -40,6 +42,8 @@ struct MulOp {
 struct DivOp {
   static constexpr const char* kName = "Div";
   static constexpr bool kNeedsOperands = true;
+  static constexpr bool kGradAReadsA = false;  // besides b
+  static constexpr bool kGradBReadsB = true;  // besides a
   static float Forward(float a, float b) { return a / b; }
   static float GradA(float, float b, float dy) { return dy / b; }
   static float GradB(float a, float b, float dy) { return -dy * a / (b * b); }
@@ -47,6 +51,8 @@ struct DivOp {
 struct PowOp {
   static constexpr const char* kName = "Pow";
   static constexpr bool kNeedsOperands = true;
+  static constexpr bool kGradAReadsA = true;  // besides b
+  static constexpr bool kGradBReadsB = true;  // besides a
   static float Forward(float a, float b) { return std::pow(a, b); }
   // As PyTorch's pow_backward_self: zero where the exponent is zero (avoids 0 * inf at a = 0).
   static float GradA(float a, float b, float dy) {
@@ -83,13 +89,19 @@ Expected<InputGradients> BinaryBackward(const KernelContext& ctx, const Backward
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, Op::kName));
   Tensor a;
   Tensor b;
-  if constexpr (Op::kNeedsOperands) {
-    MEMPLAN_TRY(a, RequireTensor(args.inputs, 0, Op::kName, "saved input"));
-    MEMPLAN_TRY(b, RequireTensor(args.inputs, 1, Op::kName, "saved input"));
-  }
   const bool want_a = args.NeedsGrad(0);
   const bool want_b =
       args.NeedsGrad(1) && (args.input_dtypes.size() < 2 || IsFloating(args.input_dtypes[1]));
+  if constexpr (Op::kNeedsOperands) {
+    // Only the operands the wanted gradients read are saved (x / c with a constant c keeps c,
+    // not x), so only those are required.
+    if (want_b || Op::kGradAReadsA) {
+      MEMPLAN_TRY(a, RequireTensor(args.inputs, 0, Op::kName, "saved input"));
+    }
+    if (want_a || Op::kGradBReadsB) {
+      MEMPLAN_TRY(b, RequireTensor(args.inputs, 1, Op::kName, "saved input"));
+    }
+  }
   Tensor da = want_a ? NewInputGradient(ctx, args, 0) : Tensor();
   Tensor db = want_b ? NewInputGradient(ctx, args, 1) : Tensor();
   const TensorShape& out_shape = dy.shape();

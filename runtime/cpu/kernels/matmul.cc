@@ -76,10 +76,17 @@ Expected<ForwardResult> MatMulForward(const KernelContext& ctx, const ForwardArg
 // products of every batch entry it served, which is the sum over broadcast dims.
 Expected<InputGradients> MatMulBackward(const KernelContext& ctx, const BackwardArgs& args) {
   MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "MatMul", "output gradient"));
-  MEMPLAN_TRY(Tensor a, RequireTensor(args.inputs, 0, "MatMul", "saved input"));
-  MEMPLAN_TRY(Tensor b, RequireTensor(args.inputs, 1, "MatMul", "saved input"));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, "MatMul"));
-  MEMPLAN_TRY(MatMulPlan plan, PlanMatMul(a.shape(), b.shape()));
+  // Each operand is saved only for the other's gradient (x W with x not requiring grad keeps x
+  // alone), so shapes come from input_shapes and an operand is required only when read.
+  Tensor a, b;
+  if (args.NeedsGrad(1)) {
+    MEMPLAN_TRY(a, RequireTensor(args.inputs, 0, "MatMul", "saved input"));
+  }
+  if (args.NeedsGrad(0)) {
+    MEMPLAN_TRY(b, RequireTensor(args.inputs, 1, "MatMul", "saved input"));
+  }
+  MEMPLAN_TRY(MatMulPlan plan, PlanMatMul(args.input_shapes[0], args.input_shapes[1]));
   const int64_t a_size = plan.m * plan.k, b_size = plan.k * plan.n, y_size = plan.m * plan.n;
   if (args.NeedsGrad(0)) {
     Tensor da = NewInputGradient(ctx, args, 0);
