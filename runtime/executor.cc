@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <iterator>
 #include <map>
 #include <string>
@@ -43,6 +44,8 @@ class Executor::Impl {
 
   ~Impl() {
     // Release every handle before the backend's allocators can check for leaks.
+    forward_views_.clear();
+    recomputed_views_.clear();
     buffers_.clear();
     constants_.clear();
     stolen_ = DeviceTensor();
@@ -235,8 +238,16 @@ class Executor::Impl {
       }
       buffers_[b] = DeviceTensor();
       caching_.Free(static_cast<int64_t>(b));
+      DropViewsOf(e.buffer);
     }
     return OkStatus();
+  }
+
+  void DropViewsOf(BufferId base) {
+    for (auto* views : {&forward_views_, &recomputed_views_}) {
+      for (auto it = views->begin(); it != views->end();)
+        it = it->second.base == base ? views->erase(it) : std::next(it);
+    }
   }
 
   Error Inconsistent(const char* what, const Step& step, BufferId buffer) const {
@@ -367,8 +378,8 @@ class Executor::Impl {
         args[i] = x[0];
       }
       if (args[2] == 0) return MakeError("Range '" + node.name + "' has delta 0");
-      const auto n = static_cast<int64_t>(
-          std::max(0.0, std::ceil((double(args[1]) - args[0]) / args[2])));
+      const auto n =
+          static_cast<int64_t>(std::max(0.0, std::ceil((double(args[1]) - args[0]) / args[2])));
       for (int64_t i = 0; i < n; ++i) values.push_back(args[0] + static_cast<float>(i) * args[2]);
       shape = TensorShape{n};
     } else if (v.producer.valid()) {
@@ -440,6 +451,10 @@ class Executor::Impl {
   // Activation / parameter `u` read through buffer `b`, seen with u's shape.
   Expected<DeviceTensor> ValueThrough(ValueId u, BufferId b) const {
     if (!Live(b)) return MakeError("reads '" + p_.buffer(b).name + "', which is not live");
+    for (const auto* views : {&recomputed_views_, &forward_views_}) {
+      auto it = views->find(u.index());
+      if (it != views->end() && it->second.base == b) return it->second.tensor;
+    }
     const TensorShape& shape = value_shape_[u.index()];
     if (NumElements(shape) != Buf(b).numel())
       return MakeError("value '" + g_.value(u).name + "' " + ShapeToString(shape) +
@@ -468,20 +483,28 @@ class Executor::Impl {
     return out;
   }
 
+  // target = cast(value): the source is read as the value it holds (a view's own data, not its
+  // base's), the target is laid out like the value.
+  Status RunCasts(const Step& step) {
+    for (const CastOp& c : step.casts) {
+      const ValueId u = p_.buffer(c.target).value;
+      DeviceTensor source = Buf(c.source);
+      if (u.valid()) {
+        MEMPLAN_TRY(source, ValueThrough(u, c.source));
+      }
+      MEMPLAN_RETURN_IF_ERROR(backend_.Cast(source, Buf(c.target).View(source.shape)));
+    }
+    return OkStatus();
+  }
+
   Status RunForward(const Step& step) {
     const Node& node = g_.node(step.node);
-    for (const CastOp& c : step.casts)
-      MEMPLAN_RETURN_IF_ERROR(backend_.Cast(Buf(c.source), Buf(c.target)));
-    // A step whose outputs all name an input's buffer (a view) and that keeps no extras: in a
-    // recompute this only re-creates views, nothing runs (their shapes are known from forward).
+    MEMPLAN_RETURN_IF_ERROR(RunCasts(step));
+    // An output that names an input's buffer is a view: the program allocates nothing for it.
     auto is_view_output = [&](size_t j) {
       return std::find(step.inputs.begin(), step.inputs.end(), step.outputs[j]) !=
              step.inputs.end();
     };
-    bool own_output = !step.extras.empty();
-    for (size_t j = 0; j < step.outputs.size(); ++j)
-      own_output = own_output || (step.outputs[j].valid() && !is_view_output(j));
-    if (step.kind == StepKind::kRecompute && !own_output) return OkStatus();
 
     ForwardCall call;
     call.op_type = step.op_type;
@@ -506,6 +529,13 @@ class Executor::Impl {
         return MakeError("output '" + g_.value(o).name + "' " + ShapeToString(outs[j].shape) +
                          " does not fit its buffer " + ShapeToString(Buf(step.outputs[j]).shape));
       value_shape_[o.index()] = outs[j].shape;
+      // A view's value is what its kernel returned (a Transpose is not its base reinterpreted):
+      // storage shared with the base, or backend scratch where the backend cannot express the
+      // view. Kept while the base buffer lives.
+      if (is_view_output(j)) {
+        auto& views = step.kind == StepKind::kForward ? forward_views_ : recomputed_views_;
+        views[o.index()] = ViewValue{outs[j], step.outputs[j]};
+      }
     }
     return OkStatus();
   }
@@ -519,8 +549,7 @@ class Executor::Impl {
   }
 
   Status RunLoss(const Step& step) {
-    for (const CastOp& c : step.casts)
-      MEMPLAN_RETURN_IF_ERROR(backend_.Cast(Buf(c.source), Buf(c.target)));
+    MEMPLAN_RETURN_IF_ERROR(RunCasts(step));
     LossCall call;
     call.loss = LossKindName(p_.loss);
     MEMPLAN_TRY(call.prediction, Prediction(step.inputs.at(0)));
@@ -730,6 +759,12 @@ class Executor::Impl {
   std::vector<BufferId> recomputed_buffer_;  // per value: the buffer its recompute wrote
   std::vector<LogicalTime> forward_step_;    // per node
   std::map<size_t, DeviceTensor> constants_;
+  struct ViewValue {
+    DeviceTensor tensor;
+    BufferId base;  // the buffer the view aliases; the view is dropped when it is freed
+  };
+  std::map<size_t, ViewValue> forward_views_;     // per view value: its forward kernel's result
+  std::map<size_t, ViewValue> recomputed_views_;  // per view value: its recompute's result
   ValueId model_output_;
   BufferId loss_scale_buffer_;
   DeviceTensor stolen_;

@@ -16,7 +16,8 @@
 //     none is compared with recomputing every node) gives bitwise identical gradients: the same
 //     kernels run on the same data, Dropout masks are seeded per node and micro-batch.
 //  4. Training: the loss per step, that it falls on the synthetic task (the same k*m samples every
-//     step, so the model memorises them), loss-scaler events, step time and samples/s.
+//     step, so the model memorises them; Dropout off so masks add no noise to the trend),
+//     loss-scaler events, step time and samples/s.
 
 #include <cstdint>
 #include <functional>
@@ -79,6 +80,7 @@ struct VerificationReport {
   std::string device;
   int64_t micro_batch = 0;
   int64_t accumulation_steps = 1;
+  LossKind loss = LossKind::kAuto;     // as resolved by the program
   SimulationResult predicted;          // exact model
   SimulationResult predicted_caching;  // caching model
   MemoryMeasurement measured;

@@ -87,7 +87,7 @@ void CUPTIAPI OnBufferCompleted(CUcontext context, uint32_t stream_id, uint8_t* 
       }
       break;
     }
-    AppendRecord(*record, sink.trace);
+    AppendRecord(record, sink.trace);
   }
   size_t dropped = 0;
   const CUptiResult result = cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped);

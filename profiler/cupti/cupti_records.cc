@@ -1,5 +1,7 @@
 #include "profiler/cupti/cupti_records.h"
 
+#include <cstring>
+
 namespace memplan::profiler {
 namespace {
 
@@ -8,6 +10,13 @@ DeviceMemoryKind ConvertMemoryKind(uint32_t kind) {
   return kind <= static_cast<uint32_t>(DeviceMemoryKind::kManagedStatic)
              ? static_cast<DeviceMemoryKind>(kind)
              : DeviceMemoryKind::kUnknown;
+}
+
+template <class Record>
+Record CopyRecord(const void* bytes) {
+  Record record;
+  std::memcpy(&record, bytes, sizeof record);
+  return record;
 }
 
 MemcpyKind ConvertMemcpyKind(uint8_t kind) {
@@ -107,28 +116,27 @@ CUpti_ExternalCorrelationKind ExternalKindOf(CorrelationDomain domain) {
   return CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
 }
 
-bool AppendRecord(const CUpti_Activity& record, ActivityTrace& trace) {
-  // CUPTI hands out records as CUpti_Activity*; the kind says which struct it really is.
-  switch (record.kind) {
+bool AppendRecord(const void* record, ActivityTrace& trace) {
+  // Every record starts with its CUpti_ActivityKind, which says which struct it really is.
+  CUpti_ActivityKind kind;
+  std::memcpy(&kind, record, sizeof kind);
+  switch (kind) {
     case CUPTI_ACTIVITY_KIND_MEMORY2:
-      trace.memory.push_back(ConvertMemory(reinterpret_cast<const CUpti_ActivityMemory4&>(record)));
+      trace.memory.push_back(ConvertMemory(CopyRecord<CUpti_ActivityMemory4>(record)));
       return true;
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL:
-      trace.kernels.push_back(
-          ConvertKernel(reinterpret_cast<const CUpti_ActivityKernel10&>(record)));
+      trace.kernels.push_back(ConvertKernel(CopyRecord<CUpti_ActivityKernel10>(record)));
       return true;
     case CUPTI_ACTIVITY_KIND_MEMCPY:
-      trace.memcpys.push_back(
-          ConvertMemcpy(reinterpret_cast<const CUpti_ActivityMemcpy6&>(record)));
+      trace.memcpys.push_back(ConvertMemcpy(CopyRecord<CUpti_ActivityMemcpy6>(record)));
       return true;
     case CUPTI_ACTIVITY_KIND_MEMSET:
-      trace.memsets.push_back(
-          ConvertMemset(reinterpret_cast<const CUpti_ActivityMemset4&>(record)));
+      trace.memsets.push_back(ConvertMemset(CopyRecord<CUpti_ActivityMemset4>(record)));
       return true;
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-      trace.correlations.push_back(ConvertExternalCorrelation(
-          reinterpret_cast<const CUpti_ActivityExternalCorrelation&>(record)));
+      trace.correlations.push_back(
+          ConvertExternalCorrelation(CopyRecord<CUpti_ActivityExternalCorrelation>(record)));
       return true;
     default:
       return false;

@@ -23,9 +23,10 @@ ExternalCorrelationRecord ConvertExternalCorrelation(
 // kAllocator: CUSTOM1).
 CUpti_ExternalCorrelationKind ExternalKindOf(CorrelationDomain domain);
 
-// Appends `record` to `trace` when it is one of the kinds above; returns false (and leaves the
-// trace alone) for every other kind, e.g. the RUNTIME/DRIVER API records external correlation
-// needs enabled.
-bool AppendRecord(const CUpti_Activity& record, ActivityTrace& trace);
+// Appends the record at `record` (as cuptiActivityGetNextRecord hands it out) to `trace` when it
+// is one of the kinds above; returns false (and leaves the trace alone) for every other kind,
+// e.g. the RUNTIME/DRIVER API records external correlation needs enabled. The record is read
+// by copying its bytes into the struct its kind names, so no type punning is involved.
+bool AppendRecord(const void* record, ActivityTrace& trace);
 
 }  // namespace memplan::profiler

@@ -42,8 +42,22 @@ memplan_cli_test("--json conflicts with --format text" EXPECT_EXIT 2
   COMMAND inspect absent.onnx --json --format text)
 
 # Verbs registered but not implemented say so and exit 2, whatever their arguments.
-foreach(verb analyze verify profile check baseline export report)
+foreach(verb check baseline export)
   memplan_cli_test("${verb} is not available yet" EXPECT_EXIT 2
     EXPECT_OUTPUT "^memplan ${verb}: not available in this build yet\n$"
     COMMAND ${verb} model.onnx --gpu 24G --some-future-flag)
 endforeach()
+
+# analyze: the bundled example fits a 24G GPU (exit 0); an impossible budget is exit 1 with what
+# would fit; a malformed size is exit 2.
+memplan_cli_test("analyze resnet18 fits 24G" EXPECT_EXIT 0 EXPECT_OUTPUT "fits"
+  COMMAND analyze ${CMAKE_BINARY_DIR}/zoo/resnet18.onnx --gpu 24G)
+memplan_cli_test("analyze gpt2_xl on 1G does not fit" EXPECT_EXIT 1
+  EXPECT_OUTPUT "Does not fit even at micro-batch 1"
+  COMMAND analyze ${CMAKE_BINARY_DIR}/zoo/gpt2_xl.onnx --gpu 1G --dim seq=1024)
+memplan_cli_test("analyze bad --gpu is one line" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: [^\n]*\n$"
+  COMMAND analyze ${CMAKE_BINARY_DIR}/zoo/resnet18.onnx --gpu 24Q)
+memplan_cli_test("analyze unbound seq names the flag" EXPECT_EXIT 2
+  EXPECT_OUTPUT "--dim seq="
+  COMMAND analyze ${CMAKE_BINARY_DIR}/zoo/gpt2_small.onnx --gpu 24G)

@@ -34,7 +34,7 @@ TEST_CASE("MEMORY2 records convert to memory records", "[cupti]") {
   record.deviceId = 1;
   record.streamId = 7;
   ActivityTrace trace;
-  REQUIRE(AppendRecord(reinterpret_cast<const CUpti_Activity&>(record), trace));
+  REQUIRE(AppendRecord(&record, trace));
   REQUIRE(trace.memory.size() == 1);
   const MemoryRecord& m = trace.memory[0];
   CHECK(m.operation == MemoryRecord::Operation::kRelease);
@@ -73,10 +73,10 @@ TEST_CASE("kernel, memcpy and memset records convert", "[cupti]") {
   api.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
 
   ActivityTrace trace;
-  CHECK(AppendRecord(reinterpret_cast<const CUpti_Activity&>(kernel), trace));
-  CHECK(AppendRecord(reinterpret_cast<const CUpti_Activity&>(copy), trace));
-  CHECK(AppendRecord(reinterpret_cast<const CUpti_Activity&>(set), trace));
-  CHECK_FALSE(AppendRecord(reinterpret_cast<const CUpti_Activity&>(api), trace));  // dropped
+  CHECK(AppendRecord(&kernel, trace));
+  CHECK(AppendRecord(&copy, trace));
+  CHECK(AppendRecord(&set, trace));
+  CHECK_FALSE(AppendRecord(&api, trace));  // dropped
   REQUIRE(trace.kernels.size() == 1);
   CHECK(trace.kernels[0].name == "_Z10gemmKernelv");
   CHECK(trace.kernels[0].start_ns == 100);

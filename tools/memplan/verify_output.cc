@@ -48,7 +48,7 @@ nlohmann::ordered_json VerificationToJson(const VerificationReport& r,
   plan["global_batch"] = r.micro_batch * r.accumulation_steps;
   plan["precision"] = std::string(PrecisionName(info.program.precision));
   plan["optimizer"] = std::string(OptimizerKindName(info.program.optimizer));
-  plan["loss"] = std::string(LossKindName(info.program.loss));
+  plan["loss"] = std::string(LossKindName(r.loss));
   plan["zero_grad"] = std::string(ZeroGradModeName(info.program.zero_grad));
   plan["clip_gradients"] = info.program.clip_gradients;
   plan["recompute"] = info.recompute;
@@ -100,7 +100,7 @@ std::string FormatVerificationText(const VerificationReport& r, const VerifiedPl
       << info.plan_source << ")\n";
   out << "  plan: micro-batch " << r.micro_batch << " x " << r.accumulation_steps
       << " accumulation steps, " << PrecisionName(info.program.precision) << ", "
-      << OptimizerKindName(info.program.optimizer) << ", loss " << LossKindName(info.program.loss)
+      << OptimizerKindName(info.program.optimizer) << ", loss " << LossKindName(r.loss)
       << ", recompute " << info.recompute.size() << " nodes\n\n";
   out << "memory      predicted " << FormatBytes(r.predicted.peak_bytes) << " ("
       << r.predicted.peak_bytes << " B)  measured " << FormatBytes(r.measured.peak_bytes) << " ("
