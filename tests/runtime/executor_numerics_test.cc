@@ -80,8 +80,10 @@ bool BitwiseEqual(const std::vector<std::vector<float>>& a,
                   const std::vector<std::vector<float>>& b) {
   if (a.size() != b.size()) return false;
   for (size_t p = 0; p < a.size(); ++p)
+    // memcmp on an empty vector's data() (which may be null) is undefined, so size first.
     if (a[p].size() != b[p].size() ||
-        std::memcmp(a[p].data(), b[p].data(), a[p].size() * sizeof(float)) != 0)
+        (!a[p].empty() &&
+         std::memcmp(a[p].data(), b[p].data(), a[p].size() * sizeof(float)) != 0))
       return false;
   return true;
 }
@@ -135,18 +137,29 @@ TEST_CASE("executor: mixed precision trains and stays near fp32", "[.][wip][exec
   ProgramOptions fp32;
   const Run reference = Execute(graph, fp32, 2, 8, eo, /*steps=*/5);
   CHECK(reference.losses.back() < reference.losses.front());
-  // Bounds: every activation is rounded to the working dtype (fp16: 11 significant bits,
-  // u = 2^-11 ~ 4.9e-4; bf16: 8 bits, u = 2^-8 ~ 3.9e-3); through ~20 layers errors of a few
-  // dozen u stay below 2e-2 (fp16) and 1.5e-1 (bf16) of the gradient's scale.
+  // Bounds, on the L2 norm of the whole gradient (a max-element measure is dominated by ReLU
+  // units whose pre-activation changes sign under rounding): every activation is rounded to the
+  // working dtype (fp16: 11 significant bits, u = 2^-11 ~ 4.9e-4; bf16: 8 bits, u = 2^-8 ~
+  // 3.9e-3); through ~20 layers a few u of relative error per layer stays below 1e-2 (fp16) and
+  // 5e-2 (bf16).
   for (Precision precision : {Precision::kFp16, Precision::kBf16}) {
     DYNAMIC_SECTION(PrecisionName(precision)) {
       ProgramOptions mixed;
       mixed.precision = precision;
       mixed.recompute = {NodeId(3), NodeId(10), NodeId(20)};
       const Run run = Execute(graph, mixed, 2, 8, eo, /*steps=*/5);
-      const double err = MaxRelativeError(run.gradients, reference.gradients);
-      INFO("max relative error vs fp32 " << err);
-      CHECK(err <= (precision == Precision::kFp16 ? 2e-2 : 1.5e-1));
+      double diff = 0, norm = 0;
+      for (size_t p = 0; p < run.gradients.size(); ++p) {
+        for (size_t i = 0; i < run.gradients[p].size(); ++i) {
+          const double d = double(run.gradients[p][i]) - reference.gradients[p][i];
+          diff += d * d;
+          norm += double(reference.gradients[p][i]) * reference.gradients[p][i];
+        }
+      }
+      const double err = std::sqrt(diff / norm);
+      INFO("relative L2 error vs fp32 " << err);
+      CHECK(err <= (precision == Precision::kFp16 ? 1e-2 : 5e-2));
+      CHECK(err > 0);  // the rounding is really emulated
       CHECK(run.losses.back() < run.losses.front());
       CHECK(std::fabs(run.losses.front() - reference.losses.front()) <
             0.02 * std::fabs(reference.losses.front()));
@@ -183,15 +196,20 @@ TEST_CASE("executor: an overflowing fp16 step is skipped and the scale backs off
   // Back off until a step is clean: 2^100 -> ... -> a scale whose gradients fit fp16 (< 2^16 for
   // this model's O(1) gradients); then, with growth_interval 1, the clean step doubles it.
   StepRecord last;
+  int skips = 1;
   for (int i = 0; i < 200; ++i) {
     auto r = ex.RunOptimizerStep(Batches(*data, 1, 4));
     REQUIRE(r.ok());
     last = *r;
     if (!r->skipped) break;
+    ++skips;
   }
   REQUIRE_FALSE(last.skipped);
+  // Each skipped step halved the scale: 2^100 after n skips is 2^(100 - n), and fp16 gradients
+  // of O(1e-3..1) times the scale only fit below 65504, so at least 100 - 16 skips happened.
+  CHECK(last.loss_scale == std::ldexp(1.0f, 100 - skips));
+  CHECK(skips >= 100 - 16);
   CHECK(last.next_loss_scale == 2 * last.loss_scale);
-  CHECK(last.loss_scale < 65536.0f);
   CHECK(*ex.ParameterValues(0) != before[0]);
 }
 
