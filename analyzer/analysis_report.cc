@@ -1,10 +1,13 @@
 #include "analyzer/analysis_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>
 
 #include "analyzer/memory_size.h"
+#include "analyzer/precision/placement_report.h"
+#include "analyzer/precision_policy.h"
 
 namespace memplan {
 namespace {
@@ -25,8 +28,7 @@ std::string PlanLine(const TrainingPlan& plan) {
   std::ostringstream s;
   s << "micro-batch " << c.micro_batch;
   if (c.accumulation_steps > 1) {
-    s << " x " << c.accumulation_steps << " accumulation steps = global batch "
-      << c.global_batch;
+    s << " x " << c.accumulation_steps << " accumulation steps = global batch " << c.global_batch;
   } else {
     s << ", no accumulation";
   }
@@ -51,7 +53,88 @@ nlohmann::ordered_json CandidateJson(const PlanCandidate& c) {
   return j;
 }
 
-const char* kLossScaling[] = {"none", "dynamic", "none"};
+// Device memory of loss scaling: the buffers the scaler's setup and the unscale/overflow-check
+// step allocate (loss_scale and growth tracker for dynamic; found_inf, inv_scale), sized under
+// the plan's bindings. Zero without loss scaling.
+int64_t LossScalerBytes(const TrainingPlan& plan) {
+  int64_t total = 0;
+  const std::vector<int64_t>& sizes = plan.simulation.buffer_bytes;
+  for (const Step& step : plan.program.steps) {
+    if (step.kind != StepKind::kInitLossScaler && step.kind != StepKind::kUnscaleAndCheckOverflow)
+      continue;
+    for (const MemoryEvent& e : step.begin)
+      if (e.action == MemoryEvent::Action::kAlloc && e.buffer.index() < sizes.size())
+        total += sizes[e.buffer.index()];
+  }
+  return total;
+}
+
+// Mixed-precision casts of the chosen plan: how many cast buffers the program makes per
+// micro-batch, their bytes, and the bytes of those held for backward (saved by a reader).
+struct CastSummary {
+  int64_t count = 0;
+  int64_t bytes = 0;
+  int64_t held_bytes = 0;
+};
+CastSummary SummarizeCasts(const TrainingPlan& plan) {
+  CastSummary summary;
+  const std::vector<int64_t>& sizes = plan.simulation.buffer_bytes;
+  for (const Buffer& b : plan.program.buffers) {
+    if (b.role != BufferRole::kCast || b.id.index() >= sizes.size()) continue;
+    ++summary.count;
+    summary.bytes += sizes[b.id.index()];
+    if (b.held_for_backward) summary.held_bytes += sizes[b.id.index()];
+  }
+  return summary;
+}
+
+// Placed nodes per reason, in PlacementReason order (not-placed excluded).
+constexpr PlacementReason kShownReasons[] = {
+    PlacementReason::kFp16Safe, PlacementReason::kFp32Required, PlacementReason::kFollowsInputs,
+    PlacementReason::kOverride};
+std::map<PlacementReason, int64_t> CountByReason(const PrecisionPlacement& placement) {
+  std::map<PlacementReason, int64_t> counts;
+  for (PlacementReason r : kShownReasons) counts[r] = 0;
+  for (const NodePlacement& p : placement.nodes)
+    if (p.reason != PlacementReason::kNotPlaced) ++counts[p.reason];
+  return counts;
+}
+
+// Each override entry with the number of nodes it placed, in first-match order.
+std::vector<std::pair<std::string, int64_t>> OverrideUses(const PrecisionPlacement& placement) {
+  std::vector<std::pair<std::string, int64_t>> uses;
+  for (const NodePlacement& p : placement.nodes) {
+    if (p.reason != PlacementReason::kOverride) continue;
+    std::string entry =
+        std::string(p.dtype == DType::kFloat32 ? "--fp32-ops " : "--fp16-ops ") + p.override_entry;
+    auto it =
+        std::find_if(uses.begin(), uses.end(), [&](const auto& use) { return use.first == entry; });
+    if (it == uses.end()) {
+      uses.emplace_back(entry, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  return uses;
+}
+
+// The plan's "placement" object (docs/json_schema.md): counts per reason, the casts, and one
+// entry per placed node.
+nlohmann::ordered_json PlacementJson(const Graph& graph, const TrainingPlan& plan) {
+  const PrecisionPlacement& placement = *plan.placement;
+  nlohmann::ordered_json j;
+  j["working_dtype"] = std::string(DTypeName(WorkingDType(placement.precision)));
+  nlohmann::ordered_json counts;
+  for (const auto& [reason, count] : CountByReason(placement))
+    counts[std::string(PlacementReasonName(reason))] = count;
+  j["counts"] = counts;
+  CastSummary casts = SummarizeCasts(plan);
+  j["cast_buffers"] = casts.count;
+  j["cast_bytes"] = casts.bytes;
+  j["cast_bytes_held_for_backward"] = casts.held_bytes;
+  j["nodes"] = PlacementToJson(graph, placement)["nodes"];
+  return j;
+}
 
 }  // namespace
 
@@ -117,7 +200,8 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   // nodes whose saved activations grew. Sorted by node name (std::map) for stable output.
   std::map<std::string, int64_t> saved_by_node;
   for (const Buffer& b : plan.program.buffers) {
-    if (!b.held_for_backward || !b.node.valid() || b.id.index() >= sim.buffer_bytes.size()) continue;
+    if (!b.held_for_backward || !b.node.valid() || b.id.index() >= sim.buffer_bytes.size())
+      continue;
     saved_by_node[graph.node(b.node).name] += sim.buffer_bytes[b.id.index()];
   }
   nlohmann::ordered_json saved_json = nlohmann::ordered_json::object();
@@ -133,11 +217,15 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   p["loss"] = std::string(LossKindName(plan.program.loss));
   p["zero_grad"] = std::string(ZeroGradModeName(plan.program.zero_grad));
   p["clip_gradients"] = options.program.clip_gradients;
-  p["loss_scaling"] = kLossScaling[static_cast<int>(plan.program.precision)];
+  p["loss_scaling"] = std::string(LossScalingModeName(plan.program.loss_scaling.mode));
+  if (plan.program.loss_scaling.mode != LossScalingMode::kNone)
+    p["loss_scale"] = plan.program.loss_scaling.scale;
+  p["loss_scaler_bytes"] = LossScalerBytes(plan);
   p["recompute"] = report.recompute_nodes;
   p["checkpoints"] = report.checkpoint_nodes;
   p["fp16_ops"] = report.fp16_nodes;
   p["fp32_ops"] = report.fp32_nodes;
+  if (plan.placement) p["placement"] = PlacementJson(graph, plan);
   j["plan"] = p;
   nlohmann::ordered_json bindings = nlohmann::ordered_json::object();
   for (size_t s = 0; s < plan.program.symbols.size(); ++s) {
@@ -152,7 +240,8 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   for (const PlanCandidate& c : plan.candidates) candidates.push_back(CandidateJson(c));
   j["candidates"] = candidates;
   nlohmann::ordered_json advice = nlohmann::ordered_json::array();
-  for (const AdviceItem& a : report.advice) advice.push_back({{"id", a.id}, {"message", a.message}});
+  for (const AdviceItem& a : report.advice)
+    advice.push_back({{"id", a.id}, {"message", a.message}});
   j["advice"] = advice;
   if (plan.infeasible) {
     j["infeasible"] = {
@@ -182,6 +271,37 @@ std::string InfeasibleText(const TrainingPlan& plan) {
   return s.str();
 }
 
+// The placement in a few lines of text: counts per reason, the overrides, the casts, loss
+// scaling. The per-node list is in the JSON only (plan.placement.nodes).
+std::string PlacementText(const TrainingPlan& plan) {
+  const PrecisionPlacement& placement = *plan.placement;
+  std::map<PlacementReason, int64_t> counts = CountByReason(placement);
+  std::ostringstream s;
+  s << "Mixed    " << PrecisionName(placement.precision)
+    << " placement: " << counts[PlacementReason::kFp16Safe] << " fp16-safe, "
+    << counts[PlacementReason::kFp32Required] << " fp32-required, "
+    << counts[PlacementReason::kFollowsInputs] << " follow their inputs, "
+    << counts[PlacementReason::kOverride] << " overridden\n";
+  std::vector<std::pair<std::string, int64_t>> uses = OverrideUses(placement);
+  if (!uses.empty()) {
+    s << "         overrides:";
+    for (size_t i = 0; i < uses.size(); ++i)
+      s << (i == 0 ? " " : ", ") << uses[i].first << " (" << uses[i].second
+        << (uses[i].second == 1 ? " node)" : " nodes)");
+    s << "\n";
+  }
+  CastSummary casts = SummarizeCasts(plan);
+  s << "         casts: " << casts.count << " buffers, " << FormatBytes(casts.bytes)
+    << " per micro-batch (" << FormatBytes(casts.held_bytes) << " held for backward)\n";
+  const LossScaling& scaling = plan.program.loss_scaling;
+  s << "         loss scaling " << LossScalingModeName(scaling.mode);
+  if (scaling.mode != LossScalingMode::kNone)
+    s << " (scale " << Fixed(scaling.scale, 0) << ", " << FormatBytes(LossScalerBytes(plan))
+      << " on the device)";
+  s << "; per-node dtypes and reasons: --json, plan.placement.nodes\n";
+  return s.str();
+}
+
 }  // namespace
 
 std::string FormatAnalysisText(const AnalysisReport& report) {
@@ -191,8 +311,8 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   std::ostringstream s;
   s << "memplan analyze " << report.model_name << " on " << options.gpu.name << " ("
     << FormatBytes(options.gpu.memory_bytes) << ")\n";
-  s << "budget " << FormatBytes(plan.budget_bytes) << " = GPU - " << FormatBytes(options.gpu.context_bytes)
-    << " CUDA context";
+  s << "budget " << FormatBytes(plan.budget_bytes) << " = GPU - "
+    << FormatBytes(options.gpu.context_bytes) << " CUDA context";
   if (options.reserve_bytes > 0) s << " - " << FormatBytes(options.reserve_bytes) << " reserve";
   s << "\n\n";
   if (plan.infeasible && !plan.feasible) s << InfeasibleText(plan) << "\n\n";
@@ -203,6 +323,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     << (report.recompute_nodes.empty() ? std::string("none")
                                        : std::to_string(report.recompute_nodes.size()) + " nodes")
     << "\n";
+  if (plan.placement) s << PlacementText(plan);
   s << "Peak     " << FormatBytes(plan.chosen.peak_bytes) << " of "
     << FormatBytes(plan.budget_bytes) << " (" << Percent(plan.chosen.peak_bytes, plan.budget_bytes)
     << ") - " << (plan.feasible ? "fits" : "DOES NOT FIT") << "\n";
@@ -221,7 +342,8 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   s << "\nBreakdown at peak\n";
   for (MemoryCategory c : kAllMemoryCategories) {
     char line[96];
-    std::snprintf(line, sizeof(line), "  %-16s %12s  %4s\n", std::string(MemoryCategoryName(c)).c_str(),
+    std::snprintf(line, sizeof(line), "  %-16s %12s  %4s\n",
+                  std::string(MemoryCategoryName(c)).c_str(),
                   FormatBytes(sim.peak_breakdown[c]).c_str(),
                   Percent(sim.peak_breakdown[c], sim.peak_bytes).c_str());
     s << line;
@@ -230,21 +352,20 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   s << "\nCandidates\n";
   {
     char line[128];
-    std::snprintf(line, sizeof(line), "  %6s %5s %7s %-5s %-8s %11s %4s %9s %10s\n", "m", "k",
-                  "G", "prec", "recomp", "peak", "fits", "step s", "samples/s");
+    std::snprintf(line, sizeof(line), "  %6s %5s %7s %-5s %-8s %11s %4s %9s %10s\n", "m", "k", "G",
+                  "prec", "recomp", "peak", "fits", "step s", "samples/s");
     s << line;
     for (const PlanCandidate& c : plan.candidates) {
-      std::snprintf(line, sizeof(line), "%s %6lld %5lld %7lld %-5s %-8s %11s %4s %9s %10s\n",
-                    (c.micro_batch == plan.chosen.micro_batch &&
-                     c.precision == plan.chosen.precision && c.recompute == plan.chosen.recompute)
-                        ? " *"
-                        : "  ",
-                    static_cast<long long>(c.micro_batch),
-                    static_cast<long long>(c.accumulation_steps),
-                    static_cast<long long>(c.global_batch),
-                    std::string(PrecisionName(c.precision)).c_str(), c.recompute.c_str(),
-                    FormatBytes(c.peak_bytes).c_str(), c.fits ? "yes" : "no",
-                    Fixed(c.step_seconds, 4).c_str(), Fixed(c.samples_per_second, 1).c_str());
+      std::snprintf(
+          line, sizeof(line), "%s %6lld %5lld %7lld %-5s %-8s %11s %4s %9s %10s\n",
+          (c.micro_batch == plan.chosen.micro_batch && c.precision == plan.chosen.precision &&
+           c.recompute == plan.chosen.recompute)
+              ? " *"
+              : "  ",
+          static_cast<long long>(c.micro_batch), static_cast<long long>(c.accumulation_steps),
+          static_cast<long long>(c.global_batch), std::string(PrecisionName(c.precision)).c_str(),
+          c.recompute.c_str(), FormatBytes(c.peak_bytes).c_str(), c.fits ? "yes" : "no",
+          Fixed(c.step_seconds, 4).c_str(), Fixed(c.samples_per_second, 1).c_str());
       s << line;
     }
   }
@@ -273,7 +394,8 @@ std::string FormatAnalysisMarkdown(const AnalysisReport& report) {
   s << "| peak | " << FormatBytes(plan.chosen.peak_bytes) << " of "
     << FormatBytes(plan.budget_bytes) << " (" << Percent(plan.chosen.peak_bytes, plan.budget_bytes)
     << "), " << (plan.feasible ? "fits" : "**does not fit**") << " |\n";
-  s << "| saved activations | " << FormatBytes(sim.saved_activation_bytes) << " per micro-batch |\n";
+  s << "| saved activations | " << FormatBytes(sim.saved_activation_bytes)
+    << " per micro-batch |\n";
   s << "| step time | " << Fixed(plan.time.step_seconds, 4) << " s ("
     << Fixed(plan.chosen.samples_per_second, 1) << " samples/s, roofline) |\n\n";
   s << "### Breakdown at peak\n\n| category | bytes | share |\n|---|---:|---:|\n";

@@ -119,6 +119,11 @@ Expected<std::vector<NodeTime>> EstimateNodeTimes(const Graph& graph, const GpuS
       t.backward_seconds = RooflineSeconds(flops * factor, bytes * factor, peak, gpu, options) +
                            (BackwardLaunches(factor) - 1) * options.kernel_launch_seconds;
     }
+    if (auto m = options.measured.find(node.name); m != options.measured.end()) {
+      t.forward_seconds = m->second.forward_seconds;
+      if (has_backward && m->second.has_backward) t.backward_seconds = m->second.backward_seconds;
+      t.measured = true;
+    }
   }
   return times;
 }

@@ -24,6 +24,9 @@
 // the bytes of its fp32 form.
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "analyzer/gpu_specs.h"
@@ -33,6 +36,16 @@
 #include "graph/symbols.h"
 
 namespace memplan {
+
+// A node's time as `memplan profile` measured it on a GPU (profiler/profile_json.h): means per
+// execution, i.e. per micro-batch at the micro-batch the profile ran.
+struct MeasuredNodeTime {
+  double forward_seconds = 0;
+  double backward_seconds = 0;
+  bool has_backward = false;  // false: keep the roofline backward (the profile saw none)
+};
+// By graph node name.
+using MeasuredNodeTimes = std::map<std::string, MeasuredNodeTime, std::less<>>;
 
 struct CostModelOptions {
   // Per-kernel overhead added to every launch: eager PyTorch spends ~5-10 us of CPU dispatch
@@ -47,6 +60,10 @@ struct CostModelOptions {
   // FP32 MatMul/Conv on TF32 tensor cores. PyTorch >= 1.12 defaults matmuls to full FP32
   // (torch.backends.cuda.matmul.allow_tf32 = False), so off by default.
   bool fp32_uses_tf32 = false;
+  // Measured times that replace the roofline for the nodes they name (`analyze --profile`).
+  // They were measured at one micro-batch and are used as they are, so they describe plans at
+  // that micro-batch; other sizes keep the measured figure too (no scaling is attempted).
+  MeasuredNodeTimes measured;
 };
 
 // One node's estimate for one micro-batch. Flops/bytes are the evaluated forward cost in the
@@ -57,6 +74,7 @@ struct NodeTime {
   double forward_seconds = 0;   // 0 for views and shape arithmetic (no kernel runs)
   double backward_seconds = 0;  // 0 when no input needs a gradient
   bool compute_bound = false;   // forward limited by flops rather than bytes
+  bool measured = false;        // the times come from CostModelOptions::measured
 };
 
 // Per-node estimates, indexed by NodeId::index().

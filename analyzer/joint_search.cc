@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "analyzer/precision/precision_placement.h"
 #include "analyzer/recompute/baseline_planners.h"
 #include "analyzer/recompute/chain_decomposition.h"
 #include "analyzer/recompute/optimal_chain_planner.h"
@@ -15,7 +16,8 @@ Expected<PrecisionChoice> ParsePrecisionChoice(std::string_view text) {
   if (text == "fp16") return PrecisionChoice::kFp16;
   if (text == "bf16") return PrecisionChoice::kBf16;
   if (text == "auto") return PrecisionChoice::kAuto;
-  return MakeError("--precision: expected fp32, fp16, bf16 or auto, got '" + std::string(text) + "'");
+  return MakeError("--precision: expected fp32, fp16, bf16 or auto, got '" + std::string(text) +
+                   "'");
 }
 
 Expected<RecomputeChoice> ParseRecomputeChoice(std::string_view text) {
@@ -34,9 +36,12 @@ namespace {
 // (bf16 where supported: no loss scaling needed; fp16 otherwise).
 std::vector<Precision> PrecisionsToTry(PrecisionChoice choice, const GpuSpec& gpu) {
   switch (choice) {
-    case PrecisionChoice::kFp32: return {Precision::kFp32};
-    case PrecisionChoice::kFp16: return {Precision::kFp16};
-    case PrecisionChoice::kBf16: return {Precision::kBf16};
+    case PrecisionChoice::kFp32:
+      return {Precision::kFp32};
+    case PrecisionChoice::kFp16:
+      return {Precision::kFp16};
+    case PrecisionChoice::kBf16:
+      return {Precision::kBf16};
     case PrecisionChoice::kAuto:
       return {Precision::kFp32, gpu.supports_bf16 ? Precision::kBf16 : Precision::kFp16};
   }
@@ -62,7 +67,8 @@ std::vector<PlanCandidate> ParetoFrontier(std::vector<PlanCandidate> all) {
   for (const PlanCandidate& c : all) {
     if (!c.fits) continue;
     bool dominated = std::any_of(all.begin(), all.end(), [&](const PlanCandidate& o) {
-      return o.fits && o.peak_bytes <= c.peak_bytes && o.samples_per_second >= c.samples_per_second &&
+      return o.fits && o.peak_bytes <= c.peak_bytes &&
+             o.samples_per_second >= c.samples_per_second &&
              (o.peak_bytes < c.peak_bytes || o.samples_per_second > c.samples_per_second);
     });
     if (!dominated) frontier.push_back(c);
@@ -116,11 +122,12 @@ struct RecomputeAttempt {
   std::vector<std::string> checkpoints;
 };
 
-Expected<std::optional<RecomputeAttempt>> PlanWithRecompute(const Graph& graph,
-                                                            const PlannerOptions& base,
-                                                            RecomputeChoice kind,
-                                                            const TrainingPlan& without,
-                                                            int64_t m_target) {
+// `tried` holds the recompute node sets already planned for this precision and kind: two targets
+// whose schedules select the same nodes give the same program and the same plan, so the second is
+// skipped (the first stays the better of equals).
+Expected<std::optional<RecomputeAttempt>> PlanWithRecompute(
+    const Graph& graph, const PlannerOptions& base, RecomputeChoice kind,
+    const TrainingPlan& without, int64_t m_target, std::vector<std::vector<NodeId>>& tried) {
   std::optional<SymbolId> batch = without.program.batch_symbol;
   MEMPLAN_TRY(ChainDecomposition chain, ChainAt(graph, base, batch, m_target));
   if (chain.chain.num_stages() < 2) return std::optional<RecomputeAttempt>();
@@ -153,6 +160,9 @@ Expected<std::optional<RecomputeAttempt>> PlanWithRecompute(const Graph& graph,
   if (!schedule.ok()) return std::optional<RecomputeAttempt>();  // nothing fits at m_target
   MEMPLAN_TRY(RecomputeSelection selection, SelectRecomputeNodes(graph, chain, *schedule));
   if (selection.recompute_nodes.empty()) return std::optional<RecomputeAttempt>();
+  if (std::find(tried.begin(), tried.end(), selection.recompute_nodes) != tried.end())
+    return std::optional<RecomputeAttempt>();
+  tried.push_back(selection.recompute_nodes);
   RecomputeAttempt attempt;
   attempt.options = base;
   attempt.options.program.recompute = selection.recompute_nodes;
@@ -171,22 +181,38 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
     PlannerOptions options = base;
     options.program.precision = precision;
     options.recompute_label = "none";
+    // Every precision checks the override lists (an entry naming nothing is an error even in
+    // fp32, where nothing is placed); mixed ones run the placement in their program.
+    PrecisionOptions placement_options;
+    placement_options.mode = precision;
+    placement_options.force_fp32 = search.force_fp32;
+    placement_options.force_fp16 = search.force_fp16;
+    placement_options.loss_scaling = base.program.loss_scaling;
+    placement_options.registry = base.program.registry;
+    MEMPLAN_TRY(PrecisionPlacement placement, PlacePrecision(graph, placement_options));
+    std::optional<PrecisionPlacement> placed;
+    if (precision != Precision::kFp32) {
+      ApplyPlacement(placement, options.program);
+      placed = std::move(placement);
+    }
     MEMPLAN_TRY(TrainingPlan without, PlanTraining(graph, options));
 
     // auto: recompute only when the budget needs it: nothing fits, or the global batch needs
     // accumulation that a larger micro-batch could save.
-    bool needs_recompute = !without.feasible ||
-                           (without.global_batch_requested && without.chosen.accumulation_steps > 1);
+    bool needs_recompute = !without.feasible || (without.global_batch_requested &&
+                                                 without.chosen.accumulation_steps > 1);
     std::vector<RecomputeChoice> kinds;
     switch (search.recompute) {
-      case RecomputeChoice::kNone: break;
+      case RecomputeChoice::kNone:
+        break;
       case RecomputeChoice::kAuto:
         if (needs_recompute) kinds = {RecomputeChoice::kOptimal};
         break;
-      default: kinds = {search.recompute};
+      default:
+        kinds = {search.recompute};
     }
-    const bool forced = search.recompute != RecomputeChoice::kNone &&
-                        search.recompute != RecomputeChoice::kAuto;
+    const bool forced =
+        search.recompute != RecomputeChoice::kNone && search.recompute != RecomputeChoice::kAuto;
     const TrainingPlan& reference = without;
     const size_t before = configurations.size();
     for (RecomputeChoice kind : kinds) {
@@ -195,28 +221,31 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
       std::vector<int64_t> targets;
       if (kind == RecomputeChoice::kOptimal) {
         for (int64_t factor : {2, 4, 8}) targets.push_back(m0 * factor);
-        if (reference.global_batch_requested)
-          targets.push_back(reference.requested_global_batch);
+        if (reference.global_batch_requested) targets.push_back(reference.requested_global_batch);
       } else {
         targets.push_back(m0);
       }
       std::optional<RecomputeAttempt> best_attempt;
+      std::vector<std::vector<NodeId>> tried;
       for (int64_t target : targets) {
         MEMPLAN_TRY(std::optional<RecomputeAttempt> attempt,
-                    PlanWithRecompute(graph, options, kind, reference, target));
+                    PlanWithRecompute(graph, options, kind, reference, target, tried));
         if (!attempt) continue;
         if (!best_attempt || Better(attempt->plan, best_attempt->plan))
           best_attempt = std::move(attempt);
       }
       if (best_attempt) {
         // A recompute plan must be worth its extra forward: faster overall, or the only fit.
+        best_attempt->plan.placement = placed;
         configurations.push_back({std::move(best_attempt->plan), std::move(best_attempt->options),
                                   std::move(best_attempt->checkpoints)});
       }
     }
     // Without recompute stays a candidate unless the user forced a recompute kind that worked.
-    if (!forced || configurations.size() == before)
+    if (!forced || configurations.size() == before) {
+      without.placement = std::move(placed);
       configurations.push_back({std::move(without), options, {}});
+    }
   }
 
   size_t best = 0;
@@ -256,11 +285,12 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
     }
     if (pick.recompute != "none" && plain != nullptr) {
       why << "recomputing " << chosen.plan.program.recomputed.size() << " nodes (" << pick.recompute
-          << ") lets m=" << pick.micro_batch << " fit (without: m="
-          << plain->plan.largest_fitting_micro_batch << ")";
+          << ") lets m=" << pick.micro_batch
+          << " fit (without: m=" << plain->plan.largest_fitting_micro_batch << ")";
       double reference_cost = seconds_per_sample(plain->plan.chosen);
       if (plain->plan.feasible && reference_cost > 0)
-        why << " at " << Percent(seconds_per_sample(pick) / reference_cost - 1.0) << " more time per sample";
+        why << " at " << Percent(seconds_per_sample(pick) / reference_cost - 1.0)
+            << " more time per sample";
       why << ".";
     } else {
       why << "m=" << pick.micro_batch << " is the largest micro-batch that fits";
@@ -273,9 +303,10 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
           continue;
         double chosen_cost = seconds_per_sample(pick);
         if (chosen_cost > 0)
-          why << "; recomputing (" << c.plan.chosen.recompute << ") would allow m="
-              << c.plan.chosen.micro_batch << " but costs "
-              << Percent(seconds_per_sample(c.plan.chosen) / chosen_cost - 1.0) << " more time per sample";
+          why << "; recomputing (" << c.plan.chosen.recompute
+              << ") would allow m=" << c.plan.chosen.micro_batch << " but costs "
+              << Percent(seconds_per_sample(c.plan.chosen) / chosen_cost - 1.0)
+              << " more time per sample";
         break;
       }
       why << ".";

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
 
 #include "analyzer/caching_allocator.h"
 #include "analyzer/exact_allocator.h"
@@ -37,6 +39,13 @@ std::vector<DType> ComputeDTypes(const Graph& graph, const TrainingProgram& prog
 
 // Evaluates (m, k) candidates of one derived program. Mutable state of the search lives here;
 // PlanTraining is the facade.
+//
+// The search asks about the same m several times (the fit test, the candidates table, the chosen
+// plan), so the evaluator memoises what does not depend on more than it must:
+//  * the simulation per (m, min(k, 2)): the simulator replays at most two micro-batches (later
+//    ones repeat the second exactly, analyzer/simulator.h), so every k >= 2 has the same memory;
+//  * the per-node roofline times per m: they depend on the bindings, not on k.
+// Both are pure functions of their keys, so the answers are those of re-evaluating.
 class CandidateEvaluator {
  public:
   CandidateEvaluator(const Graph& graph, const PlannerOptions& options, TrainingProgram program,
@@ -56,24 +65,23 @@ class CandidateEvaluator {
     return b;
   }
 
-  // Peak under the planner's allocator model and the exact live bytes; the candidate's time.
-  Expected<PlanCandidate> Evaluate(int64_t m, int64_t k, int64_t budget) {
-    Bindings bindings = BindingsFor(m);
-    SimulationOptions sim;
-    sim.accumulation_steps = k;
-    sim.record_timeline = false;
-    MEMPLAN_TRY(SimulationResult result, SimulateWith(bindings, sim, options_.allocator));
+  // Peak under the planner's allocator model and the exact live bytes; the candidate's time
+  // unless `with_time` is false (the fit test of the micro-batch search needs memory only, and
+  // the roofline estimate of every node costs as much as the simulation).
+  Expected<PlanCandidate> Evaluate(int64_t m, int64_t k, int64_t budget, bool with_time = true) {
+    MEMPLAN_TRY(const SimulationResult* result, MemoryOf(m, k));
     PlanCandidate c;
     c.micro_batch = m;
     c.accumulation_steps = k;
     c.global_batch = m * k;
     c.precision = program_.precision;
     c.recompute = recompute_label_;
-    c.exact_peak_bytes = result.peak_bytes;
-    c.peak_bytes = options_.allocator == AllocatorKind::kCaching ? result.peak_reserved_bytes
-                                                                  : result.peak_bytes;
+    c.exact_peak_bytes = result->peak_bytes;
+    c.peak_bytes = options_.allocator == AllocatorKind::kCaching ? result->peak_reserved_bytes
+                                                                 : result->peak_bytes;
     c.fits = c.peak_bytes <= budget;
-    MEMPLAN_TRY(StepTimeEstimate time, EstimateTime(bindings, k, result.buffer_bytes));
+    if (!with_time) return c;
+    MEMPLAN_TRY(StepTimeEstimate time, EstimateTime(m, k, result->buffer_bytes));
     c.step_seconds = time.step_seconds;
     c.samples_per_second =
         time.step_seconds > 0 ? static_cast<double>(c.global_batch) / time.step_seconds : 0;
@@ -90,10 +98,9 @@ class CandidateEvaluator {
     return Simulate(program_, bindings, exact, sim);
   }
 
-  Expected<StepTimeEstimate> EstimateTime(const Bindings& bindings, int64_t k,
-                                          const std::vector<int64_t>& buffer_bytes) const {
-    MEMPLAN_TRY(std::vector<NodeTime> node_times,
-                EstimateNodeTimes(graph_, options_.gpu, bindings, compute_dtypes_, options_.cost));
+  Expected<StepTimeEstimate> EstimateTime(int64_t m, int64_t k,
+                                          const std::vector<int64_t>& buffer_bytes) {
+    MEMPLAN_TRY(const std::vector<NodeTime>* node_times, NodeTimesOf(m));
     StepCostInputs inputs;
     inputs.accumulation_steps = k;
     inputs.recomputed_nodes = program_.recomputed;
@@ -107,15 +114,42 @@ class CandidateEvaluator {
       inputs.optimizer_bytes += 2 * bytes(p.master) + bytes(p.gradient) + 2 * states +
                                 bytes(p.working) + 2 * bytes(p.master_gradient);
     }
-    return EstimateStepTime(node_times, inputs, options_.gpu, options_.cost);
+    return EstimateStepTime(*node_times, inputs, options_.gpu, options_.cost);
   }
 
  private:
+  // The planner's-allocator simulation at (m, k) without a timeline, memoised per (m, min(k, 2)).
+  Expected<const SimulationResult*> MemoryOf(int64_t m, int64_t k) {
+    const std::pair<int64_t, int64_t> key(m, std::min<int64_t>(k, 2));
+    auto it = simulations_.find(key);
+    if (it == simulations_.end()) {
+      SimulationOptions sim;
+      sim.accumulation_steps = key.second;
+      sim.record_timeline = false;
+      MEMPLAN_TRY(SimulationResult result, SimulateWith(BindingsFor(m), sim, options_.allocator));
+      it = simulations_.emplace(key, std::move(result)).first;
+    }
+    return &it->second;
+  }
+
+  Expected<const std::vector<NodeTime>*> NodeTimesOf(int64_t m) {
+    auto it = node_times_.find(m);
+    if (it == node_times_.end()) {
+      MEMPLAN_TRY(
+          std::vector<NodeTime> times,
+          EstimateNodeTimes(graph_, options_.gpu, BindingsFor(m), compute_dtypes_, options_.cost));
+      it = node_times_.emplace(m, std::move(times)).first;
+    }
+    return &it->second;
+  }
+
   const Graph& graph_;
   const PlannerOptions& options_;
   TrainingProgram program_;
   std::string recompute_label_;
   std::vector<DType> compute_dtypes_;
+  std::map<std::pair<int64_t, int64_t>, SimulationResult> simulations_;
+  std::map<int64_t, std::vector<NodeTime>> node_times_;
 };
 
 // The largest m in [1, cap] with fits(m), assuming memory grows with m; 0 when m = 1 does not fit.
@@ -210,8 +244,8 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   program_options.accumulation_steps = 1;
   MEMPLAN_TRY(TrainingProgram program, DeriveTrainingProgram(graph, program_options));
   std::string label = !options.recompute_label.empty() ? options.recompute_label
-                      : program.recomputed.empty()      ? "none"
-                                                        : "custom";
+                      : program.recomputed.empty()     ? "none"
+                                                       : "custom";
   CandidateEvaluator evaluator(graph, options, std::move(program), label);
   const bool has_batch = evaluator.program().batch_symbol.has_value();
   // Every symbol but the batch must be bound: check once with m = 1 so the error names it.
@@ -223,7 +257,8 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   const int64_t fit_k = options.global_batch ? 2 : 1;
   auto fits = [&](int64_t m) -> Expected<bool> {
     int64_t k = options.global_batch ? std::max<int64_t>(1, CeilDiv(*options.global_batch, m)) : 1;
-    MEMPLAN_TRY(PlanCandidate c, evaluator.Evaluate(m, std::min(k, fit_k), budget));
+    MEMPLAN_TRY(PlanCandidate c,
+                evaluator.Evaluate(m, std::min(k, fit_k), budget, /*with_time=*/false));
     return c.fits;
   };
 
@@ -246,8 +281,9 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     plan.chosen = one;
     plan.infeasible = ExplainInfeasible(at_one, one.peak_bytes, options);
     plan.candidates = {one};
-    plan.simulation = std::move(at_one);
     plan.bindings = evaluator.BindingsFor(1);
+    MEMPLAN_TRY(plan.time, evaluator.EstimateTime(1, 1, at_one.buffer_bytes));
+    plan.simulation = std::move(at_one);
     plan.program = evaluator.TakeProgram();
     return plan;
   }
@@ -266,7 +302,8 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
       m = g;
     } else {
       int64_t divisor = LargestDivisorAtMost(g, largest);
-      if (static_cast<double>(divisor) >= options.min_divisor_fraction * static_cast<double>(largest)) {
+      if (static_cast<double>(divisor) >=
+          options.min_divisor_fraction * static_cast<double>(largest)) {
         m = divisor;
         k = g / divisor;
       } else {
@@ -285,14 +322,14 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     MEMPLAN_TRY(SimulationResult at_one,
                 evaluator.SimulateWith(evaluator.BindingsFor(1), sim, options.allocator));
     int64_t peak_one = options.allocator == AllocatorKind::kCaching ? at_one.peak_reserved_bytes
-                                                                   : at_one.peak_bytes;
+                                                                    : at_one.peak_bytes;
     if (peak_one > budget) plan.infeasible = ExplainInfeasible(at_one, peak_one, options);
   }
 
   // The candidates table.
   if (has_batch) {
-    for (int64_t cm : CandidateMicroBatches(m, options.micro_batch ? 0 : largest,
-                                            options.max_candidates)) {
+    for (int64_t cm :
+         CandidateMicroBatches(m, options.micro_batch ? 0 : largest, options.max_candidates)) {
       int64_t ck = options.global_batch ? CeilDiv(*options.global_batch, cm) : 1;
       if (cm == m) {
         plan.candidates.push_back(plan.chosen);
@@ -312,9 +349,13 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   SimulationOptions sim;
   sim.accumulation_steps = k;
   MEMPLAN_TRY(plan.simulation, evaluator.SimulateWith(plan.bindings, sim, options.allocator));
-  MEMPLAN_TRY(plan.exact_simulation,
-              evaluator.SimulateWith(plan.bindings, sim, AllocatorKind::kExact));
-  MEMPLAN_TRY(plan.time, evaluator.EstimateTime(plan.bindings, k, plan.simulation.buffer_bytes));
+  if (options.allocator == AllocatorKind::kExact) {
+    plan.exact_simulation = plan.simulation;
+  } else {
+    MEMPLAN_TRY(plan.exact_simulation,
+                evaluator.SimulateWith(plan.bindings, sim, AllocatorKind::kExact));
+  }
+  MEMPLAN_TRY(plan.time, evaluator.EstimateTime(m, k, plan.simulation.buffer_bytes));
   plan.program = evaluator.TakeProgram();
   plan.program.accumulation_steps = k;
   return plan;

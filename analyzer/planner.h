@@ -18,6 +18,7 @@
 
 #include "analyzer/cost_model.h"
 #include "analyzer/gpu_specs.h"
+#include "analyzer/precision/precision_placement.h"
 #include "analyzer/program_derivation.h"
 #include "analyzer/simulator.h"
 #include "analyzer/training_program.h"
@@ -80,8 +81,8 @@ struct PlanCandidate {
 
 // Why nothing fits, and what would.
 struct InfeasibleReport {
-  int64_t required_bytes = 0;           // peak at m = 1 + context + reserve
-  std::string smallest_fitting_gpu;     // from the GPU table; empty when none is large enough
+  int64_t required_bytes = 0;        // peak at m = 1 + context + reserve
+  std::string smallest_fitting_gpu;  // from the GPU table; empty when none is large enough
   MemoryCategory dominant = MemoryCategory::kParameters;  // largest category at that peak
   int64_t dominant_bytes = 0;
 };
@@ -89,20 +90,24 @@ struct InfeasibleReport {
 struct TrainingPlan {
   bool feasible = false;
   PlanCandidate chosen;
-  int64_t budget_bytes = 0;  // gpu memory - context - reserve
+  int64_t budget_bytes = 0;             // gpu memory - context - reserve
   bool global_batch_requested = false;  // G came from --global-batch
   bool global_batch_exact = true;       // m * k == requested G
   int64_t requested_global_batch = 0;
-  bool micro_batch_capped = false;      // the search stopped at max_micro_batch
+  bool micro_batch_capped = false;  // the search stopped at max_micro_batch
   int64_t largest_fitting_micro_batch = 0;
 
   TrainingProgram program;            // of the chosen configuration (k set to the chosen k)
   SimulationResult simulation;        // chosen plan under the planner's allocator, with timeline
   SimulationResult exact_simulation;  // chosen plan under the exact model
   StepTimeEstimate time;
-  Bindings bindings;                  // everything bound, the batch symbol = chosen m
+  Bindings bindings;                      // everything bound, the batch symbol = chosen m
   std::vector<PlanCandidate> candidates;  // sorted by micro-batch, the chosen one included
   std::optional<InfeasibleReport> infeasible;
+  // Mixed precision: the per-node dtype placement the program runs and why (the joint search
+  // fills it, analyzer/precision/precision_placement.h); nullopt in fp32 or when the caller set
+  // ProgramOptions::node_dtype itself.
+  std::optional<PrecisionPlacement> placement;
 };
 
 // Errors (exit 2): an unbound non-batch symbol, a budget that is not positive (reserve larger than

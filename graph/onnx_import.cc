@@ -12,8 +12,10 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <unordered_set>
 
+#include "graph/gelu_fusion.h"
 #include "graph/onnx_convert.h"
 #include "graph/onnx_graph_builder.h"
 #include "graph/shape_propagation.h"
@@ -59,7 +61,7 @@ Expected<onnx::ModelProto> ReadModel(const std::string& path) {
 //    inputs instead; their locations were already validated by the builder.
 //  * the checker requires topologically sorted nodes; the builder has already proved the graph
 //    acyclic, so an unsorted file is sorted here rather than rejected.
-void PrepareForChecker(onnx::ModelProto& model, const Graph& graph) {
+void MoveExternalInitializersToInputs(onnx::ModelProto& model) {
   onnx::GraphProto& g = *model.mutable_graph();
   std::unordered_set<std::string> inputs;
   for (const auto& in : g.input()) inputs.insert(in.name());
@@ -78,7 +80,11 @@ void PrepareForChecker(onnx::ModelProto& model, const Graph& graph) {
     for (int64_t d : t.dims()) shape->add_dim()->set_dim_value(d);
   }
   g.mutable_initializer()->Swap(&kept);
+}
 
+void PrepareForChecker(onnx::ModelProto& model, const Graph& graph) {
+  MoveExternalInitializersToInputs(model);
+  onnx::GraphProto& g = *model.mutable_graph();
   auto order = graph.TopologicalOrder();
   MEMPLAN_CHECK(order.ok());
   bool sorted = true;
@@ -148,10 +154,19 @@ InferredTypes RunOnnxShapeInference(onnx::ModelProto& model, Graph& graph) {
 
 Expected<Graph> ImportOnnxModel(const std::string& path, const ImportOptions& options) {
   MEMPLAN_TRY(onnx::ModelProto model, ReadModel(path));
+  // ONNX shape inference runs on the model as written: libonnx 1.12 crashes inferring some ops
+  // downstream of a node whose output type it cannot infer (the fused com.microsoft Gelu). The
+  // fusion keeps every surviving value's name, so the types inferred there carry over.
+  std::optional<onnx::ModelProto> as_written;
+  if (options.fuse_gelu) {
+    onnx::ModelProto copy = model;
+    if (FuseErfGelu(model) > 0) as_written = std::move(copy);
+  }
   MEMPLAN_TRY(Graph graph, BuildGraphFromProto(model, options));
   PrepareForChecker(model, graph);
   MEMPLAN_RETURN_IF_ERROR(RunChecker(model, path, graph));
-  InferredTypes inferred = RunOnnxShapeInference(model, graph);
+  if (as_written) MoveExternalInitializersToInputs(*as_written);
+  InferredTypes inferred = RunOnnxShapeInference(as_written ? *as_written : model, graph);
   MEMPLAN_RETURN_IF_ERROR(PropagateShapes(graph, inferred));
   MEMPLAN_RETURN_IF_ERROR(MarkTrainableParameters(graph));
   return graph;

@@ -1,8 +1,9 @@
 #pragma once
 // ONNX import: reads a .onnx file into a Graph with symbolic shapes.
 //
-//   parse (protobuf) -> structural checks (subgraph ops, dangling inputs, cycles, negative or
-//   overflowing dims, external-data locations) -> onnx::checker -> onnx shape inference ->
+//   parse (protobuf) -> GELU fusion (graph/gelu_fusion.h) -> structural checks (subgraph ops,
+//   dangling inputs, cycles, negative or overflowing dims, external-data locations) ->
+//   onnx::checker -> onnx shape inference ->
 //   memplan shape propagation (op registry rules, symbolic folding of shape sub-graphs).
 //
 // Weight bytes are never read: initializers contribute metadata only, so models whose external
@@ -18,6 +19,9 @@ namespace memplan {
 struct ImportOptions {
   std::string batch_symbol;  // name of the symbol that is the batch; "" = first dim of the first
                              // graph input
+  // Rewrite exporters' five-node exact GELU (Div, Erf, Add, Mul, Mul) into one Gelu node, which
+  // is what frameworks run and what autograd saves for (graph/gelu_fusion.h).
+  bool fuse_gelu = true;
 };
 
 Expected<Graph> ImportOnnxModel(const std::string& path, const ImportOptions& options = {});

@@ -129,4 +129,12 @@ Expected<MeasuredProfile> ReadProfile(const std::filesystem::path& path) {
   return ParseProfile(document, path.string());
 }
 
+MeasuredNodeTimes ToMeasuredNodeTimes(const MeasuredProfile& profile) {
+  MeasuredNodeTimes measured;
+  for (const auto& [name, node] : profile.nodes)
+    measured[name] = MeasuredNodeTime{node.forward_seconds, node.backward_seconds,
+                                      /*has_backward=*/node.backward_seconds > 0};
+  return measured;
+}
+
 }  // namespace memplan::profiler

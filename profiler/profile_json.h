@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyzer/cost_model.h"
 #include "graph/expected.h"
 #include "profiler/attribution.h"
 
@@ -66,5 +67,9 @@ struct MeasuredProfile {
 Expected<MeasuredProfile> ParseProfile(const nlohmann::json& document, std::string_view source);
 // Errors: unreadable file, invalid JSON, and everything ParseProfile rejects.
 Expected<MeasuredProfile> ReadProfile(const std::filesystem::path& path);
+
+// The per-node times the cost model takes (CostModelOptions::measured): forward and backward
+// seconds per node name; a node the profile saw no backward of (0 s) keeps the roofline backward.
+MeasuredNodeTimes ToMeasuredNodeTimes(const MeasuredProfile& profile);
 
 }  // namespace memplan::profiler

@@ -140,10 +140,23 @@ struct OptimizerCall {
   int64_t step = 1;  // 1-based count of updates applied to this parameter, this one included
 };
 
+// Where the executor is in the program: announced before each step execution's allocations.
+struct StepSite {
+  int64_t step = -1;        // index into TrainingProgram::steps
+  int64_t micro_batch = 0;  // 0-based within the optimizer step (0 outside the body)
+  std::string_view name;    // "forward fc1", as reports name steps
+  std::string_view node;    // graph node name; empty for steps that run none
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;  // "cpu", "cuda"
+
+  // Called by the executor before each step's Begin events. A backend may name the step in its
+  // errors (the CUDA backend's "out of memory at <step> (<node>)") or let a profiler bracket the
+  // step's work. The default does nothing.
+  virtual void EnterStep(const StepSite& site) { (void)site; }
 
   // A zero-filled program buffer, accounted under `category`. Error when the device is out of
   // memory.

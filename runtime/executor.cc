@@ -200,6 +200,11 @@ class Executor::Impl {
   Status RunRange(StepRange range, int iteration, int64_t micro_batch) {
     for (LogicalTime t = range.begin; t < range.end; ++t) {
       const Step& step = p_.step(t);
+      const std::string site =
+          std::string(StepKindName(step.kind)) + (step.name.empty() ? "" : " " + step.name);
+      backend_.EnterStep(StepSite{
+          t, std::max<int64_t>(micro_batch, 0), site,
+          step.node.valid() ? std::string_view(g_.node(step.node).name) : std::string_view()});
       for (const MemoryEvent& e : step.begin) MEMPLAN_RETURN_IF_ERROR(Apply(e, step, true));
       stolen_ = DeviceTensor();
       Record(step, ExecutionPoint{t, iteration, micro_batch});
@@ -404,6 +409,9 @@ class Executor::Impl {
         if (node.outputs[j].valid()) constants_[node.outputs[j].index()] = outs[j];
       if (auto it = constants_.find(u.index()); it != constants_.end()) return it->second;
       return MakeError("constant '" + v.name + "' was not produced by '" + node.name + "'");
+    } else if (v.dtype == DType::kBool && shape) {
+      // An initializer without data (the zoo keeps structure only): a causal mask by convention.
+      MEMPLAN_TRY(values, SyntheticConstantValues(v, *shape));
     } else {
       return MakeError("constant '" + v.name + "' has no value the runtime can compute (an " +
                        "integer initializer too large for the importer to keep)");

@@ -81,6 +81,23 @@ std::vector<float> InitialParameterValues(const Value& value, const TensorShape&
   return values;
 }
 
+Expected<std::vector<float>> SyntheticConstantValues(const Value& value, const TensorShape& shape) {
+  const size_t rank = shape.size();
+  if (value.dtype != DType::kBool || rank < 2 || shape[rank - 1] != shape[rank - 2])
+    return MakeError("constant '" + value.name +
+                     "' has no data and no conventional value (only a square bool causal mask "
+                     "is synthesised); give the model its weight data");
+  const int64_t n = NumElements(shape);
+  const int64_t cols = shape[rank - 1];
+  std::vector<float> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t col = i % cols;
+    const int64_t row = (i / cols) % cols;
+    values[static_cast<size_t>(i)] = col <= row ? 1.0f : 0.0f;
+  }
+  return values;
+}
+
 std::vector<BufferId> MicroBatchInputBuffers(const TrainingProgram& program) {
   std::vector<BufferId> inputs;
   for (const Buffer& b : program.buffers)

@@ -28,6 +28,13 @@ namespace memplan {
 std::vector<float> InitialParameterValues(const Value& value, const TensorShape& shape,
                                           uint64_t seed);
 
+// Values of a constant initializer the model carries no data for (zoo models keep structure
+// only). The one kind with a conventional meaning is a bool tensor of rank >= 2 whose last two
+// dims are equal: a causal attention mask (GPT-2's "h.<i>.attn.bias", torch.tril(ones)), so it
+// gets 1 on and below the diagonal. Anything else is an error naming the value: a guessed
+// integer table would silently change what the model computes.
+Expected<std::vector<float>> SyntheticConstantValues(const Value& value, const TensorShape& shape);
+
 // The synthetic task of one model under one program:
 //   float inputs: standard normal; integer inputs: uniform ids below the vocabulary (dim 0 of the
 //     Gather table the input indexes; 2 when none);

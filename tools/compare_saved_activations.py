@@ -25,6 +25,17 @@ from make_torch_fixtures import TinyGPT, TransformerModel  # noqa: E402
 BATCH = 8
 
 
+def cuda_style_dropout(input, p=0.5, training=True, inplace=False):
+    """F.dropout as PyTorch runs it on CUDA: native_dropout, which saves a 1-byte bool mask.
+
+    On CPU, PyTorch 1.13's F.dropout multiplies by a float noise tensor and MulBackward saves that
+    4-byte mask; memplan plans for the GPU kernel (docs/saved_for_backward.md), so the reference
+    runs the same native_dropout on CPU."""
+    if not training or p == 0:
+        return input
+    return torch.native_dropout(input, p, True)[0]
+
+
 def torch_saved_bytes(model, inputs, loss_fn):
     persistent = {p.data_ptr() for p in model.parameters()} | {b.data_ptr() for b in model.buffers()}
     seen = {}
@@ -34,8 +45,13 @@ def torch_saved_bytes(model, inputs, loss_fn):
             seen[t.data_ptr()] = max(seen.get(t.data_ptr(), 0), t.storage().nbytes())
         return t
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss_fn(model(inputs))
+    original_dropout = torch.nn.functional.dropout
+    torch.nn.functional.dropout = cuda_style_dropout
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss_fn(model(inputs))
+    finally:
+        torch.nn.functional.dropout = original_dropout
     return sum(seen.values())
 
 

@@ -10,6 +10,10 @@ namespace memplan {
 
 namespace check_format {
 
+std::string ConfigurationCount(size_t count) {
+  return std::to_string(count) + (count == 1 ? " configuration" : " configurations");
+}
+
 std::string SignedBytes(int64_t change) {
   if (change > 0) return "+" + FormatBytes(change);
   return FormatBytes(change);

@@ -93,8 +93,8 @@ std::string FormatGithub(const CheckReport& report) {
                          " differ from the baseline's; the comparison may not be like for like.");
   }
   out += Command(report.Failed() ? "error" : "notice", report, "memplan check",
-                 std::to_string(report.configurations.size()) + " configurations: " +
-                     StatusCounts(report) + " (tolerance " + tolerance + ").");
+                 ConfigurationCount(report.configurations.size()) + ": " + StatusCounts(report) +
+                     " (tolerance " + tolerance + ").");
   return out;
 }
 

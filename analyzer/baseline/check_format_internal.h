@@ -12,6 +12,8 @@ std::string FormatMarkdown(const CheckReport& report);
 std::string FormatGithub(const CheckReport& report);
 std::string FormatJunit(const CheckReport& report);
 
+// "1 configuration", "2 configurations".
+std::string ConfigurationCount(size_t count);
 // "+64.0 KiB", "-1.5 MiB", "0 B".
 std::string SignedBytes(int64_t change);
 // change relative to base, two decimals with sign: "+6.25%", "-0.50%"; "n/a" when base is 0.

@@ -38,8 +38,7 @@ void AppendCategoryChanges(const ConfigurationCheck& check, std::string& out) {
 }  // namespace
 
 std::string FormatText(const CheckReport& report) {
-  std::string out =
-      "memplan check: " + std::to_string(report.configurations.size()) + " configurations";
+  std::string out = "memplan check: " + ConfigurationCount(report.configurations.size());
   if (!report.baseline_path.empty()) out += " against " + report.baseline_path;
   out += ", tolerance " + report.tolerance.text + "\n";
   out += "  " + StatusCounts(report) + "\n";

@@ -76,7 +76,8 @@ std::string ProvenanceSentence(const ExportPlan& plan, const ExportOptions& opti
           " samples per optimizer step, " + std::string(PrecisionName(plan.precision));
   size_t modules = plan.checkpoints.modules.size() + plan.checkpoints.unmapped_nodes.size();
   if (plan.UsesRecompute()) {
-    text += ", recompute " + std::to_string(plan.recompute_nodes.size()) + " nodes in " +
+    size_t nodes = plan.recompute_nodes.size();
+    text += ", recompute " + std::to_string(nodes) + (nodes == 1 ? " node in " : " nodes in ") +
             std::to_string(modules) + (modules == 1 ? " segment" : " segments");
   } else {
     text += ", no recompute";

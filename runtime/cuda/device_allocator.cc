@@ -91,7 +91,8 @@ Error DeviceAllocator::OutOfMemory(size_t bytes) const {
                    FormatBytes(static_cast<int64_t>(bytes)) + ", free " + free_text);
 }
 
-Expected<void*> DeviceAllocator::Allocate(size_t bytes, MemoryCategory category) {
+Expected<void*> DeviceAllocator::Allocate(size_t bytes, MemoryCategory category,
+                                          size_t accounted_bytes) {
   // Even an empty request gets its own block so pointers stay unique.
   size_t size = std::max<size_t>(bytes, 1);
   void* ptr = nullptr;
@@ -107,8 +108,8 @@ Expected<void*> DeviceAllocator::Allocate(size_t bytes, MemoryCategory category)
   if (ptr == nullptr) {
     MEMPLAN_TRY(ptr, DeviceMalloc(size));
   }
-  live_blocks_[ptr] = Block{size, bytes, category};
-  Count(category, static_cast<int64_t>(bytes));
+  live_blocks_[ptr] = Block{size, accounted_bytes, category};
+  Count(category, static_cast<int64_t>(accounted_bytes));
   return ptr;
 }
 

@@ -52,7 +52,12 @@ class DeviceAllocator {
 
   // A device buffer of at least `bytes` bytes (256-byte aligned, as cudaMalloc's are), counted
   // as `bytes` under `category`; an empty request still yields a unique pointer.
-  Expected<void*> Allocate(size_t bytes, MemoryCategory category);
+  Expected<void*> Allocate(size_t bytes, MemoryCategory category) {
+    return Allocate(bytes, category, bytes);
+  }
+  // The same, counted as `accounted_bytes` (a tensor stored wider than its dtype: the CUDA
+  // backend keeps int64/bool tensors as fp32 but accounts them in their dtype's bytes).
+  Expected<void*> Allocate(size_t bytes, MemoryCategory category, size_t accounted_bytes);
   // REQUIRES: ptr came from Allocate and was not freed yet.
   Status Free(void* ptr);
   // Moves a live buffer to another category in the counters.

@@ -85,7 +85,7 @@ TEST_CASE("GitHub annotations, escaped per the workflow-command rules", "[baseli
   CHECK(FormatCheckReport(missing, CheckFormat::kGithub) ==
         "::error title=memplan configuration missing%3A a%2Cb%3Ac::a,b:c is in the baseline but "
         "was not analysed in this run.\n"
-        "::error title=memplan check::1 configurations: 1 missing (tolerance 1%25).\n");
+        "::error title=memplan check::1 configuration: 1 missing (tolerance 1%25).\n");
 }
 
 TEST_CASE("JUnit XML: one testcase per configuration, failure on regression", "[baseline]") {

@@ -48,7 +48,7 @@ TEST_CASE("A baseline round-trips through its file byte for byte", "[baseline]")
   gpt.config.flags = PlanFlags{};
   gpt.config.flags.dims = {{"seq", 128}};
   gpt.config.flags.micro_batch = 4;
-  gpt.config.flags.accumulation = 8;
+  gpt.config.flags.global_batch = 32;
   gpt.config.flags.recompute = "sqrt";
   gpt.config.flags.allocator = "caching";
   gpt.config.flags.gpu = "A100-80GB";
@@ -77,7 +77,7 @@ TEST_CASE("A baseline round-trips through its file byte for byte", "[baseline]")
   CHECK(json["configurations"][0]["flags"] ==
         nlohmann::json::parse(R"({"batch": 8, "precision": "fp32", "optimizer": "adam"})"));
   CHECK(json["configurations"][1]["flags"] ==
-        nlohmann::json::parse(R"({"dims": {"seq": 128}, "micro_batch": 4, "accumulation": 8,
+        nlohmann::json::parse(R"({"dims": {"seq": 128}, "micro_batch": 4, "global_batch": 32,
             "recompute": "sqrt", "allocator": "caching", "gpu": "A100-80GB"})"));
   CHECK(json["configurations"][0]["result"]["saved_bytes_by_node"]["/relu1/Relu"] == 8192);
   CHECK(json["configurations"][0]["result"]["breakdown"]["optimizer_state"] == 546896);
@@ -187,6 +187,41 @@ TEST_CASE("A result is read from memplan analyze --json", "[baseline]") {
   Expected<MemoryResult> missing = MemoryResultFromPlanJson(plan);
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().message == "analyze output: 'breakdown' is missing or not an object");
+}
+
+TEST_CASE("Every plan flag round-trips and reads as its command-line flag", "[baseline]") {
+  nlohmann::json json = nlohmann::json::parse(R"({
+      "batch": 8, "global_batch": 64, "micro_batch": 8, "dims": {"seq": 128},
+      "batch_dim": "N", "gpu": "24G", "reserve": "1G", "precision": "bf16", "optimizer": "sgd",
+      "loss": "mse", "zero_grad": "zero", "allocator": "exact", "recompute": "sqrt",
+      "fp32_ops": "Softmax", "fp16_ops": "/fc1/MatMul", "loss_scaling": "static:1024",
+      "clip_grad": true})");
+  Expected<PlanFlags> flags = PlanFlagsFromJson(json, "");
+  REQUIRE(flags.ok());
+  CHECK(flags->global_batch == 64);
+  CHECK(flags->zero_grad == "zero");
+  CHECK(flags->clip_grad);
+  CHECK(nlohmann::json(PlanFlagsToJson(*flags)) == json);
+  CHECK(
+      PlanFlagsAsArguments(*flags) ==
+      "--batch 8 --global-batch 64 --micro-batch 8 --dim seq=128 --batch-dim N --gpu 24G "
+      "--reserve 1G --precision bf16 --optimizer sgd --loss mse --zero-grad zero --allocator "
+      "exact --recompute sqrt --fp32-ops Softmax --fp16-ops /fc1/MatMul --loss-scaling static:1024 "
+      "--clip-grad");
+
+  // clip_grad false is the default and is not written back.
+  Expected<PlanFlags> no_clip =
+      PlanFlagsFromJson(nlohmann::json::parse(R"({"clip_grad": false})"), "");
+  REQUIRE(no_clip.ok());
+  CHECK(PlanFlagsToJson(*no_clip).empty());
+  Expected<PlanFlags> bad_clip =
+      PlanFlagsFromJson(nlohmann::json::parse(R"({"clip_grad": 1})"), "c: ");
+  REQUIRE_FALSE(bad_clip.ok());
+  CHECK(bad_clip.error().message == "c: flag 'clip_grad' must be true or false");
+  Expected<PlanFlags> old_key =
+      PlanFlagsFromJson(nlohmann::json::parse(R"({"accumulation": 4})"), "c: ");
+  REQUIRE_FALSE(old_key.ok());
+  CHECK_THAT(old_key.error().message, Catch::StartsWith("c: unknown flag 'accumulation' (known: "));
 }
 
 }  // namespace

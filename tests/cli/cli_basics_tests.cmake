@@ -41,13 +41,6 @@ memplan_cli_test("--json conflicts with --format text" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --json conflicts with --format text\n$"
   COMMAND inspect absent.onnx --json --format text)
 
-# Verbs registered but not implemented say so and exit 2, whatever their arguments.
-foreach(verb check baseline export)
-  memplan_cli_test("${verb} is not available yet" EXPECT_EXIT 2
-    EXPECT_OUTPUT "^memplan ${verb}: not available in this build yet\n$"
-    COMMAND ${verb} model.onnx --gpu 24G --some-future-flag)
-endforeach()
-
 # analyze: the bundled example fits a 24G GPU (exit 0); an impossible budget is exit 1 with what
 # would fit; a malformed size is exit 2.
 memplan_cli_test("analyze resnet18 fits 24G" EXPECT_EXIT 0 EXPECT_OUTPUT "fits"

@@ -6,17 +6,20 @@ set(F ${MEMPLAN_TEST_FIXTURES})
 memplan_cli_test("verify tiny_mlp from flags passes" EXPECT_EXIT 0
   EXPECT_OUTPUT "exact match  PASS.*result: PASS"
   COMMAND verify ${F}/tiny_mlp.onnx --batch 4 --global-batch 8 --optimizer sgd --steps 3)
-# WIP (executor mixed precision / --plan path still failing; see closing note):
-# memplan_cli_test("verify transformer fp16 with recompute passes" EXPECT_EXIT 0
-#   EXPECT_OUTPUT "result: PASS"
-#   COMMAND verify ${F}/transformer_opset17.onnx --batch 2 --dim seq=8 --precision bf16
-#           --recompute all --steps 2)
-# # The checked-in plan was printed by `memplan analyze tiny_mlp.onnx --gpu 24G --batch 4
-# # --global-batch 8 --optimizer adamw --json` (tests/fixtures/plans/tiny_mlp_verify_plan.json).
-# WIP (executor mixed precision / --plan path still failing; see closing note):
-# memplan_cli_test("verify --plan json carries the documented keys" EXPECT_EXIT 0
-#   EXPECT_OUTPUT "\"device\": \"cpu\".*\"accumulation_steps\": 2.*\"predicted_peak_bytes\": ([0-9]+),\n  \"measured_peak_bytes\": \\1,.*\"gradient_equivalence\": {\n    \"checked\": true,\n    \"passed\": true.*\"recompute_equivalence\": {\n    \"checked\": true,\n    \"passed\": true.*\"samples_per_second\".*\"passed\": true\n}"
-#   COMMAND verify ${F}/tiny_mlp.onnx --plan ${F}/plans/tiny_mlp_verify_plan.json --json)
+# Mixed precision with every node recomputed: the plan trains (the loss falls), recompute is
+# bitwise neutral and the measured peak is the prediction.
+foreach(precision bf16 fp16)
+  memplan_cli_test("verify transformer ${precision} with recompute passes" EXPECT_EXIT 0
+    EXPECT_OUTPUT "${precision}, adam.*exact match  PASS.*recompute   bitwise identical  PASS.*falls  PASS.*result: PASS"
+    COMMAND verify ${F}/transformer_opset17.onnx --batch 2 --dim seq=8 --precision ${precision}
+            --recompute all --steps 2)
+endforeach()
+# The checked-in plan was printed by `memplan analyze tiny_mlp.onnx --gpu 24G --batch 4
+# --global-batch 8 --optimizer adamw --json` (tests/fixtures/plans/tiny_mlp_verify_plan.json).
+# CMake regexes have no back-references, so "exact_match": true carries predicted == measured.
+memplan_cli_test("verify --plan json carries the documented keys" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"device\": \"cpu\".*\"accumulation_steps\": 2.*\"predicted_peak_bytes\": [0-9]+,\n  \"measured_peak_bytes\": [0-9]+,.*\"exact_match\": true.*\"gradient_equivalence\": {\n    \"checked\": true,\n    \"passed\": true,\n    \"max_rel_error\": [0-9].*\"recompute_equivalence\": {\n    \"checked\": true,\n    \"passed\": true.*\"losses\": \\[\n    [0-9.e-]+,\n    [0-9.e-]+,\n    [0-9.e-]+\n  \\],\n  \"loss_decreased\": true.*\"loss_scaler_events\".*\"step_seconds\".*\"samples_per_second\".*\"passed\": true\n}"
+  COMMAND verify ${F}/tiny_mlp.onnx --plan ${F}/plans/tiny_mlp_verify_plan.json --json)
 memplan_cli_test("verify --plan that does not exist is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: cannot open plan '[^\n]+no_such_plan.json'\n$"
   COMMAND verify ${F}/tiny_mlp.onnx --plan ${F}/no_such_plan.json)

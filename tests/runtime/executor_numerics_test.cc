@@ -89,7 +89,7 @@ bool BitwiseEqual(const std::vector<std::vector<float>>& a,
 }
 
 TEST_CASE("executor: 2 micro-batches of 2 equal one batch of 4 (transformer, gpt)",
-          "[.][wip][executor][numerics]") {
+          "[executor][numerics]") {
   // fp32: the two runs differ only in summation order, ~1e-7 relative; 1e-5 leaves margin.
   for (const char* file : {"transformer_opset17.onnx", "gpt_opset13.onnx", "tiny_mlp.onnx"}) {
     DYNAMIC_SECTION(file) {
@@ -129,7 +129,7 @@ TEST_CASE("executor: recompute gives bitwise identical gradients", "[executor][n
   }
 }
 
-TEST_CASE("executor: mixed precision trains and stays near fp32", "[.][wip][executor][numerics]") {
+TEST_CASE("executor: mixed precision trains and stays near fp32", "[executor][numerics]") {
   const Graph graph = LoadFixture("transformer_opset17.onnx");
   ExecutorOptions eo;
   eo.disable_dropout = true;
@@ -168,7 +168,7 @@ TEST_CASE("executor: mixed precision trains and stays near fp32", "[.][wip][exec
 }
 
 TEST_CASE("executor: an overflowing fp16 step is skipped and the scale backs off",
-          "[.][wip][executor][numerics]") {
+          "[executor][numerics]") {
   const Graph graph = LoadFixture("tiny_mlp.onnx");
   ProgramOptions fp16;
   fp16.precision = Precision::kFp16;

@@ -1,6 +1,7 @@
 // VerifyPlanOnBackend: the engine of `memplan verify` on the CPU backend.
 
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/verification.h"
@@ -95,6 +96,117 @@ TEST_CASE("verify: a tolerance below the measured excess fails the memory check"
   REQUIRE(report.ok());
   CHECK_FALSE(report->memory_passed);
   CHECK_FALSE(report->passed);
+}
+
+// The CPU backend with a fixed number of bytes always live on top of the program's (as a device
+// allocator's own bookkeeping would be): the measured peak exceeds the prediction by exactly that.
+class OverheadBackend final : public Backend {
+ public:
+  explicit OverheadBackend(int64_t overhead) : overhead_(overhead) {}
+  std::string_view name() const override { return "cpu+overhead"; }
+  void EnterStep(const StepSite& site) override { cpu_.EnterStep(site); }
+  Expected<DeviceTensor> Allocate(const TensorShape& shape, DType dtype,
+                                  MemoryCategory category) override {
+    return cpu_.Allocate(shape, dtype, category);
+  }
+  Expected<DeviceTensor> Constant(const TensorShape& shape, DType dtype,
+                                  const std::vector<float>& values) override {
+    return cpu_.Constant(shape, dtype, values);
+  }
+  DeviceMemory Memory() const override {
+    DeviceMemory m = cpu_.Memory();
+    m.live_total += overhead_;
+    m.live[MemoryCategory::kOther] += overhead_;
+    m.peak_total += overhead_;
+    m.peak[MemoryCategory::kOther] += overhead_;
+    return m;
+  }
+  void ResetPeaks() override { cpu_.ResetPeaks(); }
+  Status Upload(const DeviceTensor& dst, const std::vector<float>& values) override {
+    return cpu_.Upload(dst, values);
+  }
+  Expected<std::vector<float>> Download(const DeviceTensor& src) override {
+    return cpu_.Download(src);
+  }
+  Status Cast(const DeviceTensor& src, const DeviceTensor& dst) override {
+    return cpu_.Cast(src, dst);
+  }
+  Status Add(const DeviceTensor& src, const DeviceTensor& dst) override {
+    return cpu_.Add(src, dst);
+  }
+  Status Fill(const DeviceTensor& dst, float value) override { return cpu_.Fill(dst, value); }
+  Status Scale(const std::vector<DeviceTensor>& tensors, float factor) override {
+    return cpu_.Scale(tensors, factor);
+  }
+  Expected<bool> UnscaleAndCheckOverflow(const std::vector<DeviceTensor>& gradients,
+                                         float inv_scale) override {
+    return cpu_.UnscaleAndCheckOverflow(gradients, inv_scale);
+  }
+  Expected<double> GlobalNorm(const std::vector<DeviceTensor>& tensors) override {
+    return cpu_.GlobalNorm(tensors);
+  }
+  Expected<std::vector<DeviceTensor>> Forward(const ForwardCall& call) override {
+    return cpu_.Forward(call);
+  }
+  Status Backward(const BackwardCall& call) override { return cpu_.Backward(call); }
+  Status LossForward(const LossCall& call) override { return cpu_.LossForward(call); }
+  Status LossBackward(const LossBackwardCall& call) override { return cpu_.LossBackward(call); }
+  Status OptimizerStep(const OptimizerCall& call) override { return cpu_.OptimizerStep(call); }
+
+ private:
+  CpuBackend cpu_;
+  int64_t overhead_;
+};
+
+TEST_CASE("verify: measured above predicted fails beyond the tolerance, passes within",
+          "[verify]") {
+  // tiny_mlp, m = 4, k = 1, Adam: the exact peak P is a few KiB. An overhead of P/200 (0.5%)
+  // stays within the default 1% tolerance; P/20 (5%) exceeds it, and only the memory check
+  // fails, which fails the verification (exit 1 in the CLI).
+  const Graph graph = LoadFixture("tiny_mlp.onnx");
+  VerifyOptions options;
+  options.check_gradient_equivalence = false;
+  options.check_recompute_equivalence = false;
+  auto exact = VerifyPlanOnBackend(graph, PlanFor(graph, 4, 1), Cpu(), options);
+  REQUIRE(exact.ok());
+  const int64_t predicted = exact->predicted.peak_bytes;
+  REQUIRE(predicted > 200);
+  for (int64_t divisor : {200, 20}) {
+    DYNAMIC_SECTION("overhead predicted/" << divisor) {
+      const int64_t overhead = predicted / divisor;
+      BackendFactory factory = [overhead]() -> Expected<std::unique_ptr<Backend>> {
+        return std::unique_ptr<Backend>(new OverheadBackend(overhead));
+      };
+      auto report = VerifyPlanOnBackend(graph, PlanFor(graph, 4, 1), factory, options);
+      if (!report.ok()) FAIL(report.error().message);
+      CHECK(report->predicted.peak_bytes == predicted);
+      CHECK(report->measured.peak_bytes == predicted + overhead);
+      CHECK(report->memory_passed == (divisor == 200));
+      CHECK(report->passed == (divisor == 200));
+    }
+  }
+}
+
+TEST_CASE("verify: an fp16 overflow is reported as a loss-scaler event", "[verify]") {
+  // An initial scale of 2^100 overflows fp16 (largest finite 65504) on the first step, which is
+  // skipped and backs the scale off by GradScaler's 0.5 to 2^99.
+  const Graph graph = LoadFixture("tiny_mlp.onnx");
+  VerifyPlan plan = PlanFor(graph, 4, 1);
+  plan.program.precision = Precision::kFp16;
+  VerifyOptions options;
+  options.steps = 2;
+  options.check_gradient_equivalence = false;
+  options.check_recompute_equivalence = false;
+  options.executor.initial_loss_scale = std::ldexp(1.0f, 100);
+  auto report = VerifyPlanOnBackend(graph, plan, Cpu(), options);
+  if (!report.ok()) FAIL(report.error().message);
+  REQUIRE_FALSE(report->scaler_events.empty());
+  const LossScalerEvent& first = report->scaler_events.front();
+  CHECK(first.step == 0);
+  CHECK(first.event == "overflow_skip");
+  CHECK(first.scale_before == std::ldexp(1.0f, 100));
+  CHECK(first.scale_after == std::ldexp(1.0f, 99));
+  CHECK(report->steps.at(0).skipped);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "analyzer/advice.h"
+#include "analyzer/config_export/export_config.h"
 #include "analyzer/joint_search.h"
 
 namespace memplan::cli {
@@ -33,6 +34,18 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   report.checkpoint_nodes = joint.checkpoint_nodes;
   CollectPlanNodeLists(report);
   return session;
+}
+
+nlohmann::ordered_json SessionJson(const AnalysisSession& session) {
+  return AnalysisToJson(session.report);
+}
+
+Expected<std::string> ExportSessionConfig(const AnalysisSession& session, std::string_view target) {
+  MEMPLAN_TRY(ExportTarget parsed, ParseExportTarget(target));
+  // Through the JSON on purpose: `analyze --export` and `memplan export` of the --json output
+  // cannot differ.
+  nlohmann::json plan = nlohmann::json::parse(SessionJson(session).dump());
+  return ExportConfig(plan, parsed, ExportOptions{});
 }
 
 }  // namespace memplan::cli

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/analysis_report.h"
+#include "analyzer/config_export/export_target.h"
 #include "analyzer/planner.h"
 #include "graph/graph.h"
 #include "tools/memplan/plan_flags.h"
@@ -19,11 +20,18 @@ struct AnalysisSession {
   Graph graph;
   TrainingPlan plan;
   PlannerOptions planner_used;  // the chosen configuration's options (precision, recompute)
-  AnalysisReport report;  // points into the members above: a session is never moved or copied
+  AnalysisReport report;        // points into the members above: a session is never moved or copied
 };
 
 // Runs the whole analysis for `request`. Errors are bad input (exit 2).
 Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest request,
                                                               const Progress& progress);
+
+// The session's memplan/1 JSON: what `analyze --json` prints and `memplan export` reads.
+nlohmann::ordered_json SessionJson(const AnalysisSession& session);
+
+// The chosen plan as a training-framework config for `target` (an ExportTarget name), exactly
+// what `memplan export` makes from SessionJson. Errors: an unknown target.
+Expected<std::string> ExportSessionConfig(const AnalysisSession& session, std::string_view target);
 
 }  // namespace memplan::cli

@@ -1,10 +1,17 @@
-// `memplan analyze model.onnx --gpu 24G [plan flags]`: what fits, the fastest plan, why.
-// Exit 0 when the plan fits, 1 when nothing fits (or a fixed --micro-batch does not), 2 on bad
-// input.
+// `memplan analyze model.onnx --gpu 24G [plan flags] [--svg timeline.svg]
+// [--export TARGET [--export-out FILE]]`: what fits, the fastest plan, why.
+// --svg also writes the memory timeline as a static picture. --export writes the chosen plan as a
+// training-framework config (what `memplan export` makes from the --json output): to --export-out,
+// or, without it, to stdout in place of the analysis (`analyze ... --export deepspeed > ds.json`).
+// Exit 0 when the plan fits, 1 when nothing fits (or a fixed --micro-batch does not; then no
+// config is exported), 2 on bad input or a file that cannot be written.
 #include <cstdio>
 #include <memory>
 #include <string>
 
+#include "analyzer/config_export/export_target.h"
+#include "analyzer/report/markup.h"
+#include "analyzer/report/timeline_svg.h"
 #include "tools/memplan/analysis_session.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
@@ -13,18 +20,52 @@
 namespace memplan::cli {
 namespace {
 
-int RunAnalyze(const PlanFlags& flags) {
-  Expected<PlanRequest> request = ResolvePlanFlags(flags, /*require_gpu=*/true);
+struct AnalyzeFlags {
+  PlanFlags plan;
+  std::string svg;
+  std::string export_target;
+  std::string export_out;
+};
+
+int RunAnalyze(const AnalyzeFlags& flags) {
+  if (!flags.export_out.empty() && flags.export_target.empty())
+    return ReportError("analyze: --export-out needs --export TARGET");
+  Expected<PlanRequest> request = ResolvePlanFlags(flags.plan, /*require_gpu=*/true);
   if (!request.ok()) return ReportError(request.error().message);
+  if (!flags.export_target.empty()) {
+    // Checked before the analysis so a typo costs no planning time.
+    Expected<ExportTarget> target = ParseExportTarget(flags.export_target);
+    if (!target.ok()) return ReportError("--export: " + target.error().message);
+  }
   Progress progress(request->analysis.format);
   auto session = RunAnalysisSession(std::move(*request), progress);
   if (!session.ok()) return ReportError(session.error().message);
   const AnalysisSession& s = **session;
 
+  if (!flags.svg.empty()) {
+    Status svg = WriteTimelineSvg(s.report, flags.svg);
+    if (!svg.ok()) return ReportError(svg.error().message);
+    progress.Report("wrote " + flags.svg);
+  }
+  // A plan that does not fit is not exported (its config would run out of memory); the analysis
+  // below says why.
+  bool exporting = !flags.export_target.empty() && s.plan.feasible;
+  if (exporting) {
+    Expected<std::string> config = ExportSessionConfig(s, flags.export_target);
+    if (!config.ok()) return ReportError(config.error().message);
+    if (flags.export_out.empty()) {
+      std::fwrite(config->data(), 1, config->size(), stdout);
+      return kExitSuccess;
+    }
+    Status written = WriteTextFile(flags.export_out, *config);
+    if (!written.ok()) return ReportError(written.error().message);
+    progress.Report("wrote " + flags.export_out);
+  }
+
   std::string out;
   switch (s.request.analysis.format) {
     case OutputFormat::kJson:
-      out = AnalysisToJson(s.report).dump(2) + "\n";
+      out = SessionJson(s).dump(2) + "\n";
       break;
     case OutputFormat::kMarkdown:
       out = FormatAnalysisMarkdown(s.report);
@@ -42,8 +83,18 @@ int RunAnalyze(const PlanFlags& flags) {
 Verb AddAnalyzeCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "analyze", "plan micro-batch, accumulation, FP16 placement and recompute for a GPU");
-  auto flags = std::make_shared<PlanFlags>();
-  AddPlanFlags(*command, *flags);
+  auto flags = std::make_shared<AnalyzeFlags>();
+  AddPlanFlags(*command, flags->plan);
+  command->add_option("--svg", flags->svg, "also write the memory timeline as a static SVG")
+      ->type_name("FILE.svg");
+  command
+      ->add_option("--export", flags->export_target,
+                   "also export the plan as a config: deepspeed, hf-trainer, hf-trainer-json, "
+                   "accelerate, lightning or pytorch (to stdout instead of the analysis unless "
+                   "--export-out)")
+      ->type_name("TARGET");
+  command->add_option("--export-out", flags->export_out, "write the --export config here")
+      ->type_name("FILE");
   return Verb{command, [flags] { return RunAnalyze(*flags); }};
 }
 

@@ -1,28 +1,120 @@
-// `memplan baseline`: registered with its documented flags; not implemented in this build yet.
+// `memplan baseline MODEL.onnx [plan flags] --out memplan.baseline.json [--name NAME]` or
+// `memplan baseline --configs memplan.configs.json --out memplan.baseline.json`: records the
+// predicted peak, its breakdown and the saved bytes per node of one or more configurations, for
+// `memplan check` to compare against (docs/ci_checks.md).
+// Exit 0 when the file was written, 2 on bad input (nothing is written then).
+#include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
+#include "analyzer/baseline/baseline.h"
+#include "analyzer/baseline/config_list.h"
+#include "analyzer/memory_size.h"
+#include "tools/memplan/check_configuration.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
+#include "tools/memplan/plan_flags.h"
 
 namespace memplan::cli {
 namespace {
 
 struct BaselineFlags {
-  AnalysisFlags analysis;
-  std::string gpu;
-  std::string output;
+  PlanFlags plan;
+  std::string out;
+  std::string configs;
+  std::string name;
 };
+
+// The first option on `command`'s line that a config list replaces (the model, plan flags,
+// --name), or empty.
+std::string OptionReplacedByConfigList(const CLI::App& command) {
+  for (const CLI::Option* option : command.get_options()) {
+    std::string name = option->get_name();
+    if (option->count() > 0 && name != "--out" && name != "--configs") return name;
+  }
+  return {};
+}
+
+// The configurations to record: the config list's, or the one the command line describes.
+Expected<ConfigList> ConfigurationsToRecord(const BaselineFlags& flags, const CLI::App& command) {
+  if (!flags.configs.empty()) {
+    if (std::string option = OptionReplacedByConfigList(command); !option.empty())
+      return MakeError("baseline: " + option +
+                       " conflicts with --configs (the list names the models and their flags)");
+    return ReadConfigList(flags.configs);
+  }
+  if (flags.plan.analysis.model.empty())
+    return MakeError(
+        "baseline: a model (MODEL.onnx [plan flags]) or --configs LIST.json is required");
+  MEMPLAN_TRY(PlanRequest request, ResolvePlanFlags(flags.plan, /*require_gpu=*/true));
+  (void)request;  // validated here so RecordedFlagsOf may parse the integers
+  if (std::string option = UnrecordableOption(command, {"--out", "--name", "--json", "--format"});
+      !option.empty())
+    return MakeError("baseline: " + option + " cannot be recorded in a baseline yet");
+  CheckConfiguration config;
+  config.name = flags.name.empty()
+                    ? std::filesystem::path(flags.plan.analysis.model).stem().string()
+                    : flags.name;
+  // Relative to the baseline file, like every model path in it (baseline.h).
+  config.model = ModelPathRelativeTo(flags.plan.analysis.model, flags.out);
+  config.flags = RecordedFlagsOf(flags.plan);
+  ConfigList list;
+  list.configurations.push_back(std::move(config));
+  list.directory = std::filesystem::absolute(flags.out).lexically_normal().parent_path();
+  return list;
+}
+
+int RunBaseline(const BaselineFlags& flags, const CLI::App& command) {
+  if (flags.out.empty())
+    return ReportError("baseline: --out is required (e.g. --out memplan.baseline.json)");
+  if (flags.plan.analysis.json || !flags.plan.analysis.format.empty())
+    return ReportError("baseline: --json and --format do not apply (the baseline is JSON)");
+  Expected<ConfigList> list = ConfigurationsToRecord(flags, command);
+  if (!list.ok()) return ReportError(list.error().message);
+
+  Baseline baseline;
+  for (const CheckConfiguration& config : list->configurations) {
+    Expected<MemoryResult> result = AnalyseConfiguration(config, list->directory);
+    if (!result.ok()) return ReportError(result.error().message);
+    // Model paths are rewritten relative to the baseline file, which may live elsewhere.
+    CheckConfiguration recorded = config;
+    recorded.model =
+        ModelPathRelativeTo(ResolveModelPath(list->directory, config.model), flags.out);
+    baseline.entries.push_back(BaselineEntry{std::move(recorded), std::move(*result)});
+  }
+  Status written = WriteBaseline(baseline, flags.out);
+  if (!written.ok()) return ReportError(written.error().message);
+
+  std::string out;
+  for (const BaselineEntry& entry : baseline.entries) {
+    out += "recorded " + entry.config.name + ": peak " + FormatBytes(entry.result.peak_bytes) +
+           " (" + std::to_string(entry.result.peak_bytes) + " B)\n";
+  }
+  out += "wrote " + flags.out + " (" + std::to_string(baseline.entries.size()) +
+         (baseline.entries.size() == 1 ? " configuration)\n" : " configurations)\n");
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitSuccess;
+}
 
 }  // namespace
 
 Verb AddBaselineCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand("baseline", "write a baseline JSON for `memplan check`");
+  CLI::App* command = app.add_subcommand(
+      "baseline", "record predicted memory of one or more configurations for `memplan check`");
   auto flags = std::make_shared<BaselineFlags>();
-  AddAnalysisFlags(*command, flags->analysis);
-  command->add_option("--gpu", flags->gpu, "the GPU the plan is for: a memory size or a name");
-  command->add_option("--output", flags->output, "where to write the baseline JSON");
-  return NotAvailableVerb(command, flags);
+  AddPlanFlags(*command, flags->plan);
+  // The model is optional here: --configs names the models instead.
+  command->get_option("model")->required(false);
+  command->add_option("--out,--output", flags->out, "the baseline JSON to write (required)")
+      ->type_name("FILE");
+  command
+      ->add_option("--configs", flags->configs,
+                   "a config list (memplan-configs/1 JSON) naming several model + flags pairs")
+      ->type_name("LIST.json");
+  command->add_option("--name", flags->name, "the configuration's name (default: the model's stem)")
+      ->type_name("NAME");
+  return Verb{command, [flags, command] { return RunBaseline(*flags, *command); }};
 }
 
 }  // namespace memplan::cli

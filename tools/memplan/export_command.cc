@@ -1,7 +1,17 @@
-// `memplan export`: registered with its documented flags; not implemented in this build yet.
+// `memplan export PLAN.json --to deepspeed|hf-trainer|hf-trainer-json|accelerate|lightning|pytorch
+// [--out FILE]`: the plan `memplan analyze --json` printed, as the configuration a training
+// framework reads (analyzer/config_export/export_config.h, docs/config_export.md). The config goes
+// to --out, or to stdout.
+// Exit 0 when exported; 1 when the plan does not fit its GPU ("fits": false: a config for it would
+// run out of memory, so none is written); 2 on bad input.
+#include <cstdio>
 #include <memory>
 #include <string>
 
+#include "analyzer/baseline/json_file.h"
+#include "analyzer/config_export/export_config.h"
+#include "analyzer/config_export/export_target.h"
+#include "analyzer/report/markup.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
 
@@ -9,20 +19,71 @@ namespace memplan::cli {
 namespace {
 
 struct ExportFlags {
-  AnalysisFlags analysis;
-  std::string gpu;
-  std::string output;
+  std::string plan;
+  std::string to;
+  std::string out;
+  double max_grad_norm = ExportOptions{}.max_grad_norm;
+  double learning_rate = ExportOptions{}.learning_rate;
 };
+
+std::string TargetNames() {
+  std::string names;
+  for (ExportTarget target : kAllExportTargets)
+    names += (names.empty() ? "" : "|") + std::string(ExportTargetName(target));
+  return names;
+}
+
+int RunExport(const ExportFlags& flags) {
+  if (flags.to.empty()) return ReportError("export: --to is required (" + TargetNames() + ")");
+  Expected<ExportTarget> target = ParseExportTarget(flags.to);
+  if (!target.ok()) return ReportError("--to: " + target.error().message);
+  Expected<nlohmann::json> plan = ReadJsonFile(flags.plan);
+  if (!plan.ok()) return ReportError(plan.error().message);
+  if (!plan->is_object() || plan->value("schema", std::string()) != "memplan/1")
+    return ReportError(flags.plan +
+                       ": not a memplan plan (expected the JSON of `memplan analyze --json`, "
+                       "\"schema\": \"memplan/1\")");
+  if (plan->value("fits", true) == false) {
+    std::fprintf(stderr,
+                 "memplan: export: the plan in %s does not fit its GPU (\"fits\": false); no "
+                 "config written\n",
+                 flags.plan.c_str());
+    return kExitCheckFailed;
+  }
+  ExportOptions options;
+  options.plan_path = flags.plan;
+  options.max_grad_norm = flags.max_grad_norm;
+  options.learning_rate = flags.learning_rate;
+  Expected<std::string> config = ExportConfig(*plan, *target, options);
+  if (!config.ok()) return ReportError(flags.plan + ": " + config.error().message);
+  if (flags.out.empty()) {
+    std::fwrite(config->data(), 1, config->size(), stdout);
+    return kExitSuccess;
+  }
+  Status written = WriteTextFile(flags.out, *config);
+  if (!written.ok()) return ReportError(written.error().message);
+  return kExitSuccess;
+}
 
 }  // namespace
 
 Verb AddExportCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand("export", "export the chosen plan as a training config");
+  CLI::App* command =
+      app.add_subcommand("export", "write a plan (analyze --json) as a training-framework config");
   auto flags = std::make_shared<ExportFlags>();
-  AddAnalysisFlags(*command, flags->analysis);
-  command->add_option("--gpu", flags->gpu, "the GPU the plan is for: a memory size or a name");
-  command->add_option("--output", flags->output, "where to write the config");
-  return NotAvailableVerb(command, flags);
+  command->add_option("plan", flags->plan, "the plan: what `memplan analyze --json` printed")
+      ->required()
+      ->type_name("PLAN.json");
+  command->add_option("--to", flags->to, "the framework: " + TargetNames())->type_name("TARGET");
+  command->add_option("--out,--output", flags->out, "write the config here (default: stdout)")
+      ->type_name("FILE");
+  command
+      ->add_option("--max-grad-norm", flags->max_grad_norm,
+                   "gradient-clipping norm when the plan clips (default 1.0; 0 disables)")
+      ->type_name("X");
+  command->add_option("--lr", flags->learning_rate, "learning rate (default 0.001)")
+      ->type_name("X");
+  return Verb{command, [flags] { return RunExport(*flags); }};
 }
 
 }  // namespace memplan::cli

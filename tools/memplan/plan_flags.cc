@@ -1,6 +1,7 @@
 #include "tools/memplan/plan_flags.h"
 
 #include "analyzer/memory_size.h"
+#include "analyzer/precision/precision_placement.h"
 #include "graph/bind_symbols.h"
 
 namespace memplan::cli {
@@ -16,7 +17,9 @@ void AddPlanFlags(CLI::App& command, PlanFlags& flags) {
   command.add_option("--micro-batch", flags.micro_batch,
                      "fix the micro-batch instead of searching (what-if); same as --batch");
   command.add_option("--reserve", flags.reserve, "memory to keep free on the GPU, e.g. 1G");
-  command.add_option("--precision", flags.precision, "fp32 | fp16 | bf16 (mixed precision)");
+  command.add_option("--precision", flags.precision,
+                     "fp32 | fp16 | bf16 (mixed precision, placed per node) | auto (fp32 and the "
+                     "GPU's fastest 16-bit format, whichever plans faster)");
   command.add_option("--optimizer", flags.optimizer, "sgd | momentum | adam | adamw | adafactor");
   command.add_option("--loss", flags.loss, "auto | cross_entropy | mse | sum");
   command.add_option("--zero-grad", flags.zero_grad, "set_to_none | zero");
@@ -27,6 +30,9 @@ void AddPlanFlags(CLI::App& command, PlanFlags& flags) {
                      "comma list of op types or node names forced to fp32 in mixed precision");
   command.add_option("--fp16-ops", flags.fp16_ops,
                      "comma list of op types or node names forced to fp16/bf16");
+  command.add_option("--loss-scaling", flags.loss_scaling,
+                     "none | dynamic | static:<scale> (or a bare scale such as 1024); default: "
+                     "dynamic for fp16, none for bf16");
   command.add_flag("--clip-grad", flags.clip, "plan for gradient-norm clipping");
 }
 
@@ -36,19 +42,6 @@ Expected<std::optional<int64_t>> OptionalPositive(const std::string& text, std::
   if (text.empty()) return std::optional<int64_t>();
   MEMPLAN_TRY(int64_t value, ParsePositiveInt(text, flag));
   return std::optional<int64_t>(value);
-}
-
-std::vector<std::string> SplitCommaList(const std::string& text) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= text.size() && !text.empty()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) items.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return items;
 }
 
 }  // namespace
@@ -85,8 +78,13 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanFlags& flags, bool require_gpu)
   MEMPLAN_TRY(p.allocator, ParseAllocatorKind(flags.allocator));
   p.program.clip_gradients = flags.clip;
   MEMPLAN_TRY(request.search.recompute, ParseRecomputeChoice(flags.recompute));
-  request.search.force_fp32 = SplitCommaList(flags.fp32_ops);
-  request.search.force_fp16 = SplitCommaList(flags.fp16_ops);
+  MEMPLAN_TRY(request.search.force_fp32, ParseOpList(flags.fp32_ops, "--fp32-ops"));
+  MEMPLAN_TRY(request.search.force_fp16, ParseOpList(flags.fp16_ops, "--fp16-ops"));
+  if (!flags.loss_scaling.empty()) {
+    auto scaling = ParseLossScaling(flags.loss_scaling);
+    if (!scaling.ok()) return MakeError("--loss-scaling: " + scaling.error().message);
+    p.program.loss_scaling = *scaling;
+  }
   return request;
 }
 

@@ -28,11 +28,13 @@ struct PlanFlags {
   std::string recompute = "none";
   std::string fp32_ops;
   std::string fp16_ops;
+  std::string loss_scaling;  // empty = the precision's default
   bool clip = false;
 };
 
 // Adds the analysis flags plus --gpu, --global-batch, --micro-batch, --reserve, --precision,
-// --optimizer, --loss, --zero-grad, --allocator, --recompute, --clip-grad.
+// --optimizer, --loss, --zero-grad, --allocator, --recompute, --fp32-ops, --fp16-ops,
+// --loss-scaling, --clip-grad.
 void AddPlanFlags(CLI::App& command, PlanFlags& flags);
 
 struct PlanRequest {

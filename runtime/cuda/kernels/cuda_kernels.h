@@ -21,7 +21,7 @@ using Shape = std::vector<int64_t>;
 
 // ---- elementwise ------------------------------------------------------------------------------
 enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv };
-enum class UnaryOp : uint8_t { kRelu, kGelu, kSigmoid, kTanh };
+enum class UnaryOp : uint8_t { kRelu, kGelu, kSigmoid, kTanh, kErf };
 
 // The numpy broadcast of two shapes; error when they do not broadcast. Ranks up to kMaxRank.
 inline constexpr int kMaxRank = 8;
@@ -38,7 +38,7 @@ Status BinaryBackward(BinaryOp op, const float* a, const Shape& a_shape, const f
 
 // y = f(x), n elements. Gelu is the exact erf form (ONNX Gelu, approximate="none").
 Status UnaryForward(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream);
-// dx = f'(x) * dy; Relu, Gelu read x, Sigmoid and Tanh read y.
+// dx = f'(x) * dy; Relu, Gelu, Erf read x, Sigmoid and Tanh read y.
 Status UnaryBackward(UnaryOp op, const float* x, const float* y, const float* dy, float* dx,
                      int64_t n, cudaStream_t stream);
 

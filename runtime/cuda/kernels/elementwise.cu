@@ -11,13 +11,18 @@ namespace {
 
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+constexpr float kTwoOverSqrtPi = 1.12837916709551257f;  // d/dx erf(x) = 2/sqrt(pi) exp(-x^2)
 
 __device__ float ApplyBinary(BinaryOp op, float a, float b) {
   switch (op) {
-    case BinaryOp::kAdd: return a + b;
-    case BinaryOp::kSub: return a - b;
-    case BinaryOp::kMul: return a * b;
-    case BinaryOp::kDiv: return a / b;
+    case BinaryOp::kAdd:
+      return a + b;
+    case BinaryOp::kSub:
+      return a - b;
+    case BinaryOp::kMul:
+      return a * b;
+    case BinaryOp::kDiv:
+      return a / b;
   }
   return 0.0f;
 }
@@ -47,8 +52,11 @@ __global__ void BinaryBackwardKernel(BinaryOp op, const float* a, const float* b
     float ga = dy;
     float gb = dy;
     switch (op) {
-      case BinaryOp::kAdd: break;
-      case BinaryOp::kSub: gb = -dy; break;
+      case BinaryOp::kAdd:
+        break;
+      case BinaryOp::kSub:
+        gb = -dy;
+        break;
       case BinaryOp::kMul:
         ga = dy * b[ib];
         gb = dy * a[ia];
@@ -68,10 +76,21 @@ __global__ void UnaryKernel(UnaryOp op, const float* x, float* y, int64_t n) {
        i += int64_t{blockDim.x} * gridDim.x) {
     const float v = x[i];
     switch (op) {
-      case UnaryOp::kRelu: y[i] = v > 0.0f ? v : 0.0f; break;
-      case UnaryOp::kGelu: y[i] = 0.5f * v * (1.0f + erff(v * kInvSqrt2)); break;
-      case UnaryOp::kSigmoid: y[i] = 1.0f / (1.0f + expf(-v)); break;
-      case UnaryOp::kTanh: y[i] = tanhf(v); break;
+      case UnaryOp::kRelu:
+        y[i] = v > 0.0f ? v : 0.0f;
+        break;
+      case UnaryOp::kGelu:
+        y[i] = 0.5f * v * (1.0f + erff(v * kInvSqrt2));
+        break;
+      case UnaryOp::kSigmoid:
+        y[i] = 1.0f / (1.0f + expf(-v));
+        break;
+      case UnaryOp::kTanh:
+        y[i] = tanhf(v);
+        break;
+      case UnaryOp::kErf:
+        y[i] = erff(v);
+        break;
     }
   }
 }
@@ -82,7 +101,9 @@ __global__ void UnaryBackwardKernel(UnaryOp op, const float* x, const float* y, 
        i += int64_t{blockDim.x} * gridDim.x) {
     const float g = dy[i];
     switch (op) {
-      case UnaryOp::kRelu: dx[i] = x[i] > 0.0f ? g : 0.0f; break;
+      case UnaryOp::kRelu:
+        dx[i] = x[i] > 0.0f ? g : 0.0f;
+        break;
       case UnaryOp::kGelu: {
         const float v = x[i];
         const float cdf = 0.5f * (1.0f + erff(v * kInvSqrt2));
@@ -90,8 +111,15 @@ __global__ void UnaryBackwardKernel(UnaryOp op, const float* x, const float* y, 
         dx[i] = g * (cdf + v * pdf);
         break;
       }
-      case UnaryOp::kSigmoid: dx[i] = g * y[i] * (1.0f - y[i]); break;
-      case UnaryOp::kTanh: dx[i] = g * (1.0f - y[i] * y[i]); break;
+      case UnaryOp::kSigmoid:
+        dx[i] = g * y[i] * (1.0f - y[i]);
+        break;
+      case UnaryOp::kTanh:
+        dx[i] = g * (1.0f - y[i] * y[i]);
+        break;
+      case UnaryOp::kErf:
+        dx[i] = g * kTwoOverSqrtPi * expf(-x[i] * x[i]);
+        break;
     }
   }
 }
@@ -143,8 +171,8 @@ Status BinaryBackward(BinaryOp op, const float* a, const Shape& a_shape, const f
   const int64_t n = Elements(out_shape);
   if (n == 0) return OkStatus();
   const BroadcastGeometry g = MakeBroadcastGeometry(a_shape, b_shape, out_shape);
-  BinaryBackwardKernel<<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(op, a, b, grad_out, da, db,
-                                                                      n, g);
+  BinaryBackwardKernel<<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(op, a, b, grad_out, da, db, n,
+                                                                      g);
   return CheckLaunch("BinaryBackwardKernel");
 }
 

@@ -1,0 +1,190 @@
+// Add, Sub, Mul, Div (numpy broadcasting), Relu, Gelu, Sigmoid, Tanh, Erf, Where, Cast.
+
+#include <optional>
+
+#include "runtime/cuda/kernels/cuda_kernels.h"
+#include "runtime/cuda/kernels/layout_kernels.h"
+#include "runtime/cuda/ops/cuda_op_table.h"
+#include "runtime/cuda/ops/op_util.h"
+
+namespace memplan::cuda {
+namespace {
+
+std::optional<BinaryOp> BinaryOf(std::string_view op) {
+  if (op == "Add") return BinaryOp::kAdd;
+  if (op == "Sub") return BinaryOp::kSub;
+  if (op == "Mul") return BinaryOp::kMul;
+  if (op == "Div") return BinaryOp::kDiv;
+  return std::nullopt;
+}
+
+std::optional<UnaryOp> UnaryOf(std::string_view op) {
+  if (op == "Relu") return UnaryOp::kRelu;
+  if (op == "Gelu") return UnaryOp::kGelu;
+  if (op == "Sigmoid") return UnaryOp::kSigmoid;
+  if (op == "Tanh") return UnaryOp::kTanh;
+  if (op == "Erf") return UnaryOp::kErf;
+  return std::nullopt;
+}
+
+Status RequireInputs(const ForwardCall& call, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (i >= call.inputs.size() || !call.inputs[i].defined())
+      return MakeError(std::string(call.op_type) + ": input " + std::to_string(i) + " missing");
+  return OkStatus();
+}
+
+Expected<std::vector<DeviceTensor>> BinaryForwardOp(CudaContext& ctx, const ForwardCall& call) {
+  MEMPLAN_RETURN_IF_ERROR(RequireInputs(call, 2));
+  const BinaryOp op = *BinaryOf(call.op_type);
+  const DeviceTensor& a = call.inputs[0];
+  const DeviceTensor& b = call.inputs[1];
+  MEMPLAN_TRY(Shape out_shape, BroadcastShapes(a.shape, b.shape));
+  MEMPLAN_TRY(F32Input fa, ctx.ReadF32(a));
+  MEMPLAN_TRY(F32Input fb, ctx.ReadF32(b));
+  MEMPLAN_TRY(ForwardTarget t,
+              PrepareOutput(ctx, call, 0, out_shape, OutputDType(call, 0, a.dtype)));
+  MEMPLAN_RETURN_IF_ERROR(
+      BinaryForward(op, fa.data, a.shape, fb.data, b.shape, t.out.data(), ctx.stream()));
+  MEMPLAN_RETURN_IF_ERROR(ctx.Commit(t.out));
+  return std::vector<DeviceTensor>{t.tensor};
+}
+
+Status BinaryBackwardOp(CudaContext& ctx, const BackwardCall& call) {
+  if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
+  const BinaryOp op = *BinaryOf(call.op_type);
+  const bool reads_inputs = op == BinaryOp::kMul || op == BinaryOp::kDiv;
+  F32Input fa, fb;
+  if (reads_inputs) {
+    if (call.inputs.size() < 2 || !call.inputs[0].defined() || !call.inputs[1].defined())
+      return MakeError(std::string(call.op_type) + " backward: the inputs were not saved");
+    MEMPLAN_TRY(fa, ctx.ReadF32(call.inputs[0]));
+    MEMPLAN_TRY(fb, ctx.ReadF32(call.inputs[1]));
+  }
+  MEMPLAN_TRY(F32Input dy, ctx.ReadF32(call.grad_outputs[0]));
+  MEMPLAN_TRY(F32Output da, GradientTarget(ctx, call, 0));
+  MEMPLAN_TRY(F32Output db, GradientTarget(ctx, call, 1));
+  MEMPLAN_RETURN_IF_ERROR(BinaryBackward(op, fa.data, call.input_shapes.at(0), fb.data,
+                                         call.input_shapes.at(1), dy.data, da.data(), db.data(),
+                                         ctx.stream()));
+  if (da.defined()) MEMPLAN_RETURN_IF_ERROR(ctx.Commit(da));
+  if (db.defined()) MEMPLAN_RETURN_IF_ERROR(ctx.Commit(db));
+  return OkStatus();
+}
+
+Expected<std::vector<DeviceTensor>> UnaryForwardOp(CudaContext& ctx, const ForwardCall& call) {
+  MEMPLAN_RETURN_IF_ERROR(RequireInputs(call, 1));
+  const DeviceTensor& x = call.inputs[0];
+  if (call.op_type == "Gelu" && call.attributes != nullptr &&
+      call.attributes->GetString("approximate", "none") != "none")
+    return Unsupported("Gelu", "approximate='tanh' (only the exact erf form has a kernel)");
+  MEMPLAN_TRY(F32Input fx, ctx.ReadF32(x));
+  MEMPLAN_TRY(ForwardTarget t, PrepareOutput(ctx, call, 0, x.shape, OutputDType(call, 0, x.dtype)));
+  MEMPLAN_RETURN_IF_ERROR(
+      UnaryForward(*UnaryOf(call.op_type), fx.data, t.out.data(), x.numel(), ctx.stream()));
+  MEMPLAN_RETURN_IF_ERROR(ctx.Commit(t.out));
+  return std::vector<DeviceTensor>{t.tensor};
+}
+
+Status UnaryBackwardOp(CudaContext& ctx, const BackwardCall& call) {
+  if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
+  if (!WantsGradient(call, 0)) return OkStatus();
+  const UnaryOp op = *UnaryOf(call.op_type);
+  const bool reads_output = op == UnaryOp::kSigmoid || op == UnaryOp::kTanh;
+  const DeviceTensor& saved = reads_output
+                                  ? (call.outputs.empty() ? DeviceTensor() : call.outputs[0])
+                                  : (call.inputs.empty() ? DeviceTensor() : call.inputs[0]);
+  if (!saved.defined())
+    return MakeError(std::string(call.op_type) + " backward: its saved " +
+                     (reads_output ? "output" : "input") + " is missing");
+  MEMPLAN_TRY(F32Input fs, ctx.ReadF32(saved));
+  MEMPLAN_TRY(F32Input dy, ctx.ReadF32(call.grad_outputs[0]));
+  MEMPLAN_TRY(F32Output dx, GradientTarget(ctx, call, 0));
+  MEMPLAN_RETURN_IF_ERROR(UnaryBackward(op, reads_output ? nullptr : fs.data,
+                                        reads_output ? fs.data : nullptr, dy.data, dx.data(),
+                                        call.grad_inputs[0].numel(), ctx.stream()));
+  return ctx.Commit(dx);
+}
+
+Expected<std::vector<DeviceTensor>> WhereForwardOp(CudaContext& ctx, const ForwardCall& call) {
+  MEMPLAN_RETURN_IF_ERROR(RequireInputs(call, 3));
+  Shape out_shape;
+  MEMPLAN_TRY(WhereGeometry g, MakeWhereGeometry(call.inputs[0].shape, call.inputs[1].shape,
+                                                 call.inputs[2].shape, out_shape));
+  MEMPLAN_TRY(F32Input c, ctx.ReadF32(call.inputs[0]));
+  MEMPLAN_TRY(F32Input x, ctx.ReadF32(call.inputs[1]));
+  MEMPLAN_TRY(F32Input y, ctx.ReadF32(call.inputs[2]));
+  MEMPLAN_TRY(ForwardTarget t,
+              PrepareOutput(ctx, call, 0, out_shape, OutputDType(call, 0, call.inputs[1].dtype)));
+  MEMPLAN_RETURN_IF_ERROR(WhereForward(c.data, x.data, y.data, t.out.data(), g, ctx.stream()));
+  MEMPLAN_RETURN_IF_ERROR(ctx.Commit(t.out));
+  return std::vector<DeviceTensor>{t.tensor};
+}
+
+Status WhereBackwardOp(CudaContext& ctx, const BackwardCall& call) {
+  if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
+  if (call.inputs.empty() || !call.inputs[0].defined())
+    return MakeError("Where backward: the condition was not saved");
+  Shape out_shape;
+  MEMPLAN_TRY(WhereGeometry g, MakeWhereGeometry(call.input_shapes.at(0), call.input_shapes.at(1),
+                                                 call.input_shapes.at(2), out_shape));
+  MEMPLAN_TRY(F32Input c, ctx.ReadF32(call.inputs[0]));
+  MEMPLAN_TRY(F32Input dy, ctx.ReadF32(call.grad_outputs[0]));
+  MEMPLAN_TRY(F32Output dx, GradientTarget(ctx, call, 1));
+  MEMPLAN_TRY(F32Output dz, GradientTarget(ctx, call, 2));
+  // The kernel adds into its destinations.
+  if (dx.defined())
+    MEMPLAN_RETURN_IF_ERROR(Fill(dx.data(), 0.0f, call.grad_inputs[1].numel(), ctx.stream()));
+  if (dz.defined())
+    MEMPLAN_RETURN_IF_ERROR(Fill(dz.data(), 0.0f, call.grad_inputs[2].numel(), ctx.stream()));
+  MEMPLAN_RETURN_IF_ERROR(WhereBackward(c.data, dy.data, dx.data(), dz.data(), g, ctx.stream()));
+  if (dx.defined()) MEMPLAN_RETURN_IF_ERROR(ctx.Commit(dx));
+  if (dz.defined()) MEMPLAN_RETURN_IF_ERROR(ctx.Commit(dz));
+  return OkStatus();
+}
+
+bool IsFloat(DType d) {
+  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
+}
+
+Expected<std::vector<DeviceTensor>> CastForwardOp(CudaContext& ctx, const ForwardCall& call) {
+  MEMPLAN_RETURN_IF_ERROR(RequireInputs(call, 1));
+  const DeviceTensor& x = call.inputs[0];
+  const std::optional<DType> to =
+      call.attributes != nullptr
+          ? DTypeFromOnnx(static_cast<int32_t>(call.attributes->GetInt("to", 0)))
+          : std::nullopt;
+  if (!to) return MakeError("Cast: missing or unknown 'to' dtype");
+  const DType out_dtype = OutputDType(call, 0, *to);
+  // Integers are stored as fp32 holding integers; a float -> integer cast would need truncation.
+  if (IsFloat(x.dtype) && !IsFloat(out_dtype))
+    return Unsupported("Cast", "float to integer on the device");
+  MEMPLAN_TRY(F32Input fx, ctx.ReadF32(x));
+  MEMPLAN_TRY(ForwardTarget t, PrepareOutput(ctx, call, 0, x.shape, out_dtype));
+  MEMPLAN_RETURN_IF_ERROR(Axpby(1.0f, fx.data, 0.0f, t.out.data(), x.numel(), ctx.stream()));
+  MEMPLAN_RETURN_IF_ERROR(ctx.Commit(t.out));
+  return std::vector<DeviceTensor>{t.tensor};
+}
+
+Status CastBackwardOp(CudaContext& ctx, const BackwardCall& call) {
+  if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
+  if (!WantsGradient(call, 0)) return OkStatus();
+  MEMPLAN_TRY(F32Input dy, ctx.ReadF32(call.grad_outputs[0]));
+  MEMPLAN_TRY(F32Output dx, GradientTarget(ctx, call, 0));
+  MEMPLAN_RETURN_IF_ERROR(
+      Axpby(1.0f, dy.data, 0.0f, dx.data(), call.grad_inputs[0].numel(), ctx.stream()));
+  return ctx.Commit(dx);
+}
+
+}  // namespace
+
+void RegisterElementwiseOps(CudaOpTable& table) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div"})
+    table.Register(op, BinaryForwardOp, BinaryBackwardOp);
+  for (const char* op : {"Relu", "Gelu", "Sigmoid", "Tanh", "Erf"})
+    table.Register(op, UnaryForwardOp, UnaryBackwardOp);
+  table.Register("Where", WhereForwardOp, WhereBackwardOp);
+  table.Register("Cast", CastForwardOp, CastBackwardOp);
+}
+
+}  // namespace memplan::cuda

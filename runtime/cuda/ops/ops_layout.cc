@@ -1,0 +1,392 @@
+// Layout ops. Reshape, Flatten, Squeeze, Unsqueeze and Identity are views (the output shares the
+// input's storage); Transpose, Slice, Split, Concat and Expand copy through StridedCopy
+// (runtime/cuda/kernels/layout_kernels.h); Shape yields a constant.
+
+#include <algorithm>
+#include <numeric>
+
+#include "runtime/cuda/cuda_storage.h"
+#include "runtime/cuda/kernels/cuda_kernels.h"
+#include "runtime/cuda/kernels/layout_kernels.h"
+#include "runtime/cuda/ops/cuda_op_table.h"
+#include "runtime/cuda/ops/op_util.h"
+
+namespace memplan::cuda {
+namespace {
+
+Status RequireInput(const ForwardCall& call) {
+  if (call.inputs.empty() || !call.inputs[0].defined())
+    return MakeError(std::string(call.op_type) + ": missing input");
+  return OkStatus();
+}
+
+// ---- views ------------------------------------------------------------------------------------
+
+Expected<Shape> ReshapeTarget(const ForwardCall& call) {
+  const Shape& in = call.inputs[0].shape;
+  if (call.op_type == "Identity") return in;
+  if (call.op_type == "Flatten") {
+    const int64_t axis_attr = call.attributes ? call.attributes->GetInt("axis", 1) : 1;
+    const auto rank = static_cast<int64_t>(in.size());
+    const int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
+    if (axis < 0 || axis > rank) return MakeError("Flatten: axis out of range");
+    int64_t outer = 1;
+    for (int64_t i = 0; i < axis; ++i) outer *= in[static_cast<size_t>(i)];
+    return Shape{outer, NumElements(in) / std::max<int64_t>(outer, 1)};
+  }
+  if (call.op_type == "Reshape") {
+    MEMPLAN_TRY(
+        std::vector<int64_t> target,
+        ConstantInts(call.inputs.size() > 1 ? call.inputs[1] : DeviceTensor(), "Reshape", "shape"));
+    const bool allow_zero = call.attributes && call.attributes->GetInt("allowzero", 0) != 0;
+    int64_t known = 1;
+    int infer = -1;
+    for (size_t i = 0; i < target.size(); ++i) {
+      if (target[i] == 0 && !allow_zero) {
+        if (i >= in.size()) return MakeError("Reshape: 0 copies a dim the input lacks");
+        target[i] = in[i];
+      }
+      if (target[i] == -1) {
+        if (infer >= 0) return MakeError("Reshape: two -1 dims");
+        infer = static_cast<int>(i);
+      } else {
+        known *= target[i];
+      }
+    }
+    if (infer >= 0) target[static_cast<size_t>(infer)] = known == 0 ? 0 : NumElements(in) / known;
+    if (NumElements(target) != NumElements(in))
+      return MakeError("Reshape: " + ShapeToString(in) + " cannot become " + ShapeToString(target));
+    return target;
+  }
+  // Squeeze / Unsqueeze: axes from input 1 (opset 13) or the attribute.
+  std::vector<int64_t> axes;
+  if (call.inputs.size() > 1 && call.inputs[1].defined()) {
+    MEMPLAN_TRY(axes, ConstantInts(call.inputs[1], call.op_type, "axes"));
+  } else if (call.attributes) {
+    axes = call.attributes->GetInts("axes");
+  }
+  if (call.op_type == "Unsqueeze") {
+    const size_t rank = in.size() + axes.size();
+    std::vector<bool> inserted(rank, false);
+    for (int64_t a : axes) {
+      MEMPLAN_TRY(int64_t axis, NormalizeAxis(a, rank, "Unsqueeze"));
+      inserted[static_cast<size_t>(axis)] = true;
+    }
+    Shape out;
+    size_t next = 0;
+    for (size_t i = 0; i < rank; ++i) out.push_back(inserted[i] ? 1 : in.at(next++));
+    return out;
+  }
+  std::vector<bool> removed(in.size(), axes.empty());
+  if (axes.empty())
+    for (size_t i = 0; i < in.size(); ++i) removed[i] = in[i] == 1;
+  for (int64_t a : axes) {
+    MEMPLAN_TRY(int64_t axis, NormalizeAxis(a, in.size(), "Squeeze"));
+    if (in[static_cast<size_t>(axis)] != 1) return MakeError("Squeeze: axis is not 1");
+    removed[static_cast<size_t>(axis)] = true;
+  }
+  Shape out;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!removed[i]) out.push_back(in[i]);
+  return out;
+}
+
+Expected<std::vector<DeviceTensor>> ViewForward(CudaContext& ctx, const ForwardCall& call) {
+  MEMPLAN_RETURN_IF_ERROR(RequireInput(call));
+  MEMPLAN_TRY(Shape shape, ReshapeTarget(call));
+  const DeviceTensor& x = call.inputs[0];
+  if (!call.outputs.empty() && call.outputs[0].defined()) {
+    // The program gave the output a buffer of its own: copy into it.
+    MEMPLAN_TRY(DeviceTensor out, ForwardOutput(ctx, call, 0, shape, x.dtype));
+    MEMPLAN_RETURN_IF_ERROR(
+        ctx.Store(StorageOf(x).data(), StorageOf(x).stored_dtype(), out, false));
+    return std::vector<DeviceTensor>{out};
+  }
+  return std::vector<DeviceTensor>{x.View(shape)};
+}
+
+Status ViewBackward(CudaContext& ctx, const BackwardCall& call) {
+  if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
+  if (!WantsGradient(call, 0)) return OkStatus();
+  const DeviceTensor& dy = call.grad_outputs[0];
+  const bool add = !call.accumulate.empty() && call.accumulate[0];
+  return ctx.Store(StorageOf(dy).data(), StorageOf(dy).stored_dtype(), call.grad_inputs[0], add);
+}
+
+// ---- copies -----------------------------------------------------------------------------------
+
+std::vector<int64_t> TransposePerm(const Attributes* a, size_t rank) {
+  std::vector<int64_t> perm = a ? a->GetInts("perm") : std::vector<int64_t>();
+  if (perm.empty()) {
+    perm.resize(rank);
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  return perm;
+}
+
+Expected<std::vector<DeviceTensor>> TransposeForward(CudaContext& ctx, const ForwardCall& call) {
+  MEMPLAN_RETURN_IF_ERROR(RequireInput(call));
+  const DeviceTensor& x = call.inputs[0];
+  MEMPLAN_TRY(StridedCopyGeometry g,
+              TransposeGeometry(x.shape, TransposePerm(call.attributes, x.shape.size())));
+  Shape out(g.dims, g.dims + g.rank);
+  MEMPLAN_TRY(F32Input fx, ctx.ReadF32(x));
+  MEMPLAN_TRY(ForwardTarget t, PrepareOutput(ctx, call, 0, out, OutputDType(call, 0, x.dtype)));
+  MEMPLAN_RETURN_IF_ERROR(StridedCopy(fx.data, t.out.data(), g, false, ctx.stream()));
+  MEMPLAN_RETURN_IF_ERROR(ctx.Commit(t.out));
+  return std::vector<DeviceTensor>{t.tensor};
+}
+
+Status TransposeBackward(CudaContext& ctx, const BackwardCall& call) {
+  if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
+  if (!WantsGradient(call, 0)) return OkStatus();
+  const std::vector<int64_t> perm = TransposePerm(call.attributes, call.input_shapes.at(0).size());
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    const int64_t p = perm[i] < 0 ? perm[i] + static_cast<int64_t>(perm.size()) : perm[i];
+    inverse.at(static_cast<size_t>(p)) = static_cast<int64_t>(i);
+  }
+  const DeviceTensor& dy = call.grad_outputs[0];
+  MEMPLAN_TRY(StridedCopyGeometry g, TransposeGeometry(dy.shape, inverse));
+  MEMPLAN_TRY(F32Input fdy, ctx.ReadF32(dy));
+  MEMPLAN_TRY(F32Output dx, GradientTarget(ctx, call, 0));
+  MEMPLAN_RETURN_IF_ERROR(StridedCopy(fdy.data, dx.data(), g, false, ctx.stream()));
+  return ctx.Commit(dx);
+}
+
+// ONNX Slice semantics per axis (positive steps only).
+struct SliceSpec {
+  Shape starts, steps, dims;
+};
+
+Expected<SliceSpec> SliceSpecOf(const std::vector<DeviceTensor>& inputs, const Shape& in) {
+  MEMPLAN_TRY(std::vector<int64_t> starts, ConstantInts(inputs.at(1), "Slice", "starts"));
+  MEMPLAN_TRY(std::vector<int64_t> ends, ConstantInts(inputs.at(2), "Slice", "ends"));
+  std::vector<int64_t> axes(starts.size()), steps(starts.size(), 1);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (inputs.size() > 3 && inputs[3].defined()) {
+    MEMPLAN_TRY(axes, ConstantInts(inputs[3], "Slice", "axes"));
+  }
+  if (inputs.size() > 4 && inputs[4].defined()) {
+    MEMPLAN_TRY(steps, ConstantInts(inputs[4], "Slice", "steps"));
+  }
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return MakeError("Slice: starts, ends, axes and steps differ in length");
+  SliceSpec s{Shape(in.size(), 0), Shape(in.size(), 1), in};
+  for (size_t i = 0; i < starts.size(); ++i) {
+    MEMPLAN_TRY(int64_t axis, NormalizeAxis(axes[i], in.size(), "Slice"));
+    const auto a = static_cast<size_t>(axis);
+    if (steps[i] <= 0) return Unsupported("Slice", "non-positive steps");
+    const int64_t d = in[a];
+    auto clamp = [d](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + d : v, 0, d); };
+    const int64_t b = clamp(starts[i]);
+    const int64_t e = clamp(ends[i]);
+    s.starts[a] = b;
+    s.steps[a] = steps[i];
+    s.dims[a] = e > b ? (e - b + steps[i] - 1) / steps[i] : 0;
+  }
+  return s;
+}
+
+Expected<std::vector<DeviceTensor>> SliceForward(CudaContext& ctx, const ForwardCall& call) {
+  MEMPLAN_RETURN_IF_ERROR(RequireInput(call));
+  if (call.inputs.size() < 3) return MakeError("Slice: needs starts and ends inputs");
+  const DeviceTensor& x = call.inputs[0];
+  MEMPLAN_TRY(SliceSpec s, SliceSpecOf(call.inputs, x.shape));
+  MEMPLAN_TRY(StridedCopyGeometry g, BlockGeometry(x.shape, s.starts, s.steps, s.dims, true));
+  MEMPLAN_TRY(F32Input fx, ctx.ReadF32(x));
+  MEMPLAN_TRY(ForwardTarget t, PrepareOutput(ctx, call, 0, s.dims, OutputDType(call, 0, x.dtype)));
+  MEMPLAN_RETURN_IF_ERROR(StridedCopy(fx.data, t.out.data(), g, false, ctx.stream()));
+  MEMPLAN_RETURN_IF_ERROR(ctx.Commit(t.out));
+  return std::vector<DeviceTensor>{t.tensor};
+}
+
+Status SliceBackward(CudaContext& ctx, const BackwardCall& call) {
+  if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
+  if (!WantsGradient(call, 0)) return OkStatus();
+  const Shape& in = call.input_shapes.at(0);
+  MEMPLAN_TRY(SliceSpec s, SliceSpecOf(call.inputs, in));
+  MEMPLAN_TRY(StridedCopyGeometry g, BlockGeometry(in, s.starts, s.steps, s.dims, false));
+  MEMPLAN_TRY(F32Input fdy, ctx.ReadF32(call.grad_outputs[0]));
+  MEMPLAN_TRY(F32Output dx, GradientTarget(ctx, call, 0));
+  MEMPLAN_RETURN_IF_ERROR(Fill(dx.data(), 0.0f, NumElements(in), ctx.stream()));
+  MEMPLAN_RETURN_IF_ERROR(StridedCopy(fdy.data, dx.data(), g, false, ctx.stream()));
+  return ctx.Commit(dx);
+}
+
+// The sizes of Split's outputs along `axis`.
+Expected<std::vector<int64_t>> SplitSizes(const Attributes* a,
+                                          const std::vector<DeviceTensor>& inputs, int64_t dim,
+                                          int num_outputs) {
+  std::vector<int64_t> sizes;
+  if (inputs.size() > 1 && inputs[1].defined()) {
+    MEMPLAN_TRY(sizes, ConstantInts(inputs[1], "Split", "split"));
+  } else if (a != nullptr && a->Has("split")) {
+    sizes = a->GetInts("split");
+  } else {
+    if (num_outputs <= 0 || dim % num_outputs != 0)
+      return Unsupported("Split", "uneven split without explicit sizes");
+    sizes.assign(static_cast<size_t>(num_outputs), dim / num_outputs);
+  }
+  if (std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != dim)
+    return MakeError("Split: sizes do not add up to the axis");
+  return sizes;
+}
+
+Expected<std::vector<DeviceTensor>> SplitForward(CudaContext& ctx, const ForwardCall& call) {
+  MEMPLAN_RETURN_IF_ERROR(RequireInput(call));
+  const DeviceTensor& x = call.inputs[0];
+  MEMPLAN_TRY(int64_t axis, NormalizeAxis(call.attributes ? call.attributes->GetInt("axis", 0) : 0,
+                                          x.shape.size(), "Split"));
+  const auto a = static_cast<size_t>(axis);
+  MEMPLAN_TRY(std::vector<int64_t> sizes,
+              SplitSizes(call.attributes, call.inputs, x.shape[a], call.num_outputs));
+  MEMPLAN_TRY(F32Input fx, ctx.ReadF32(x));
+  std::vector<DeviceTensor> outs;
+  Shape starts(x.shape.size(), 0);
+  const Shape steps(x.shape.size(), 1);
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    Shape dims = x.shape;
+    dims[a] = sizes[j];
+    MEMPLAN_TRY(StridedCopyGeometry g, BlockGeometry(x.shape, starts, steps, dims, true));
+    MEMPLAN_TRY(ForwardTarget t, PrepareOutput(ctx, call, j, dims, OutputDType(call, j, x.dtype)));
+    MEMPLAN_RETURN_IF_ERROR(StridedCopy(fx.data, t.out.data(), g, false, ctx.stream()));
+    MEMPLAN_RETURN_IF_ERROR(ctx.Commit(t.out));
+    outs.push_back(t.tensor);
+    starts[a] += sizes[j];
+  }
+  return outs;
+}
+
+Status SplitBackward(CudaContext& ctx, const BackwardCall& call) {
+  if (!WantsGradient(call, 0)) return OkStatus();
+  const Shape& in = call.input_shapes.at(0);
+  MEMPLAN_TRY(int64_t axis, NormalizeAxis(call.attributes ? call.attributes->GetInt("axis", 0) : 0,
+                                          in.size(), "Split"));
+  const auto a = static_cast<size_t>(axis);
+  MEMPLAN_TRY(std::vector<int64_t> sizes, SplitSizes(call.attributes, call.inputs, in[a],
+                                                     static_cast<int>(call.grad_outputs.size())));
+  MEMPLAN_TRY(F32Output dx, GradientTarget(ctx, call, 0));
+  MEMPLAN_RETURN_IF_ERROR(Fill(dx.data(), 0.0f, NumElements(in), ctx.stream()));
+  Shape starts(in.size(), 0);
+  const Shape steps(in.size(), 1);
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    if (j < call.grad_outputs.size() && call.grad_outputs[j].defined()) {
+      Shape dims = in;
+      dims[a] = sizes[j];
+      MEMPLAN_TRY(StridedCopyGeometry g, BlockGeometry(in, starts, steps, dims, false));
+      MEMPLAN_TRY(F32Input fdy, ctx.ReadF32(call.grad_outputs[j]));
+      MEMPLAN_RETURN_IF_ERROR(StridedCopy(fdy.data, dx.data(), g, false, ctx.stream()));
+    }
+    starts[a] += sizes[j];
+  }
+  return ctx.Commit(dx);
+}
+
+Expected<std::vector<DeviceTensor>> ConcatForward(CudaContext& ctx, const ForwardCall& call) {
+  MEMPLAN_RETURN_IF_ERROR(RequireInput(call));
+  const Shape& first = call.inputs[0].shape;
+  MEMPLAN_TRY(int64_t axis, NormalizeAxis(call.attributes ? call.attributes->GetInt("axis", 0) : 0,
+                                          first.size(), "Concat"));
+  const auto a = static_cast<size_t>(axis);
+  Shape out = first;
+  out[a] = 0;
+  for (const DeviceTensor& t : call.inputs) {
+    if (!t.defined() || t.shape.size() != first.size())
+      return MakeError("Concat: inputs differ in rank");
+    out[a] += t.shape[a];
+  }
+  MEMPLAN_TRY(ForwardTarget target,
+              PrepareOutput(ctx, call, 0, out, OutputDType(call, 0, call.inputs[0].dtype)));
+  Shape starts(out.size(), 0);
+  const Shape steps(out.size(), 1);
+  for (const DeviceTensor& t : call.inputs) {
+    MEMPLAN_TRY(StridedCopyGeometry g, BlockGeometry(out, starts, steps, t.shape, false));
+    MEMPLAN_TRY(F32Input ft, ctx.ReadF32(t));
+    MEMPLAN_RETURN_IF_ERROR(StridedCopy(ft.data, target.out.data(), g, false, ctx.stream()));
+    starts[a] += t.shape[a];
+  }
+  MEMPLAN_RETURN_IF_ERROR(ctx.Commit(target.out));
+  return std::vector<DeviceTensor>{target.tensor};
+}
+
+Status ConcatBackward(CudaContext& ctx, const BackwardCall& call) {
+  if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
+  const DeviceTensor& dy = call.grad_outputs[0];
+  MEMPLAN_TRY(int64_t axis, NormalizeAxis(call.attributes ? call.attributes->GetInt("axis", 0) : 0,
+                                          dy.shape.size(), "Concat"));
+  const auto a = static_cast<size_t>(axis);
+  MEMPLAN_TRY(F32Input fdy, ctx.ReadF32(dy));
+  Shape starts(dy.shape.size(), 0);
+  const Shape steps(dy.shape.size(), 1);
+  for (size_t i = 0; i < call.input_shapes.size(); ++i) {
+    const Shape& dims = call.input_shapes[i];
+    if (WantsGradient(call, i)) {
+      MEMPLAN_TRY(StridedCopyGeometry g, BlockGeometry(dy.shape, starts, steps, dims, true));
+      MEMPLAN_TRY(F32Output dx, GradientTarget(ctx, call, i));
+      MEMPLAN_RETURN_IF_ERROR(StridedCopy(fdy.data, dx.data(), g, false, ctx.stream()));
+      MEMPLAN_RETURN_IF_ERROR(ctx.Commit(dx));
+    }
+    starts[a] += dims.at(a);
+  }
+  return OkStatus();
+}
+
+Expected<std::vector<DeviceTensor>> ExpandForward(CudaContext& ctx, const ForwardCall& call) {
+  MEMPLAN_RETURN_IF_ERROR(RequireInput(call));
+  const DeviceTensor& x = call.inputs[0];
+  MEMPLAN_TRY(
+      std::vector<int64_t> target,
+      ConstantInts(call.inputs.size() > 1 ? call.inputs[1] : DeviceTensor(), "Expand", "shape"));
+  MEMPLAN_TRY(Shape out, BroadcastShapes(x.shape, target));
+  MEMPLAN_TRY(StridedCopyGeometry g, ExpandGeometry(x.shape, out));
+  MEMPLAN_TRY(F32Input fx, ctx.ReadF32(x));
+  MEMPLAN_TRY(ForwardTarget t, PrepareOutput(ctx, call, 0, out, OutputDType(call, 0, x.dtype)));
+  MEMPLAN_RETURN_IF_ERROR(StridedCopy(fx.data, t.out.data(), g, false, ctx.stream()));
+  MEMPLAN_RETURN_IF_ERROR(ctx.Commit(t.out));
+  return std::vector<DeviceTensor>{t.tensor};
+}
+
+Status ExpandBackward(CudaContext& ctx, const BackwardCall& call) {
+  if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
+  if (!WantsGradient(call, 0)) return OkStatus();
+  const DeviceTensor& dy = call.grad_outputs[0];
+  MEMPLAN_TRY(StridedCopyGeometry g, ExpandGeometry(call.input_shapes.at(0), dy.shape));
+  // Reverse direction: every output element adds into the input element it was copied from.
+  std::swap(g.src_strides, g.dst_strides);
+  MEMPLAN_TRY(F32Input fdy, ctx.ReadF32(dy));
+  MEMPLAN_TRY(F32Output dx, GradientTarget(ctx, call, 0));
+  MEMPLAN_RETURN_IF_ERROR(Fill(dx.data(), 0.0f, call.grad_inputs[0].numel(), ctx.stream()));
+  MEMPLAN_RETURN_IF_ERROR(StridedCopy(fdy.data, dx.data(), g, true, ctx.stream()));
+  return ctx.Commit(dx);
+}
+
+Expected<std::vector<DeviceTensor>> ShapeForward(CudaContext& ctx, const ForwardCall& call) {
+  MEMPLAN_RETURN_IF_ERROR(RequireInput(call));
+  std::vector<float> dims;
+  for (int64_t d : call.inputs[0].shape) dims.push_back(static_cast<float>(d));
+  const auto rank = static_cast<int64_t>(dims.size());
+  int64_t start = call.attributes ? call.attributes->GetInt("start", 0) : 0;
+  int64_t end = call.attributes ? call.attributes->GetInt("end", rank) : rank;
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+  std::vector<float> kept(dims.begin() + start, dims.begin() + std::max(start, end));
+  MEMPLAN_TRY(DeviceTensor t,
+              ctx.ConstantTensor({static_cast<int64_t>(kept.size())}, DType::kInt64, kept));
+  return std::vector<DeviceTensor>{t};
+}
+
+}  // namespace
+
+void RegisterLayoutOps(CudaOpTable& table) {
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
+    table.Register(op, ViewForward, ViewBackward);
+  table.Register("Transpose", TransposeForward, TransposeBackward);
+  table.Register("Slice", SliceForward, SliceBackward);
+  table.Register("Split", SplitForward, SplitBackward);
+  table.Register("Concat", ConcatForward, ConcatBackward);
+  table.Register("Expand", ExpandForward, ExpandBackward);
+  table.Register("Shape", ShapeForward, nullptr);
+}
+
+}  // namespace memplan::cuda

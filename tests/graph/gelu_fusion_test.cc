@@ -1,0 +1,153 @@
+// GELU fusion on hand-built protos: which node chains become one Gelu and which must not.
+#include <catch2/catch.hpp>
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <string>
+
+#include "graph/gelu_fusion.h"
+#include "tests/graph/import_test_util.h"
+
+namespace memplan {
+namespace {
+
+class ProtoBuilder {
+ public:
+  ProtoBuilder() {
+    model_.set_ir_version(8);
+    model_.add_opset_import()->set_version(17);
+  }
+  // A Constant node holding one float; returns its output.
+  std::string Scalar(const std::string& name, float v) {
+    auto* n = graph().add_node();
+    n->set_op_type("Constant");
+    n->set_name(name);
+    n->add_output(name + "_out");
+    auto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    a->mutable_t()->add_float_data(v);
+    return name + "_out";
+  }
+  std::string Op(const std::string& type, const std::string& name,
+                 std::initializer_list<std::string> inputs) {
+    auto* n = graph().add_node();
+    n->set_op_type(type);
+    n->set_name(name);
+    for (const auto& in : inputs) n->add_input(in);
+    n->add_output(name + "_out");
+    return name + "_out";
+  }
+  void Output(const std::string& name) { graph().add_output()->set_name(name); }
+  onnx::GraphProto& graph() { return *model_.mutable_graph(); }
+  onnx::ModelProto& model() { return model_; }
+
+ private:
+  onnx::ModelProto model_;
+};
+
+int CountOps(const onnx::GraphProto& g, const std::string& type) {
+  int count = 0;
+  for (const auto& n : g.node()) count += n.op_type() == type;
+  return count;
+}
+
+// torch.onnx's form: Mul(Mul(x, 1 + erf(x / sqrt 2)), 0.5), constants as Constant nodes.
+std::string TorchGelu(ProtoBuilder& b, const std::string& scope, const std::string& x) {
+  auto d = b.Op("Div", scope + "/Div", {x, b.Scalar(scope + "/c0", std::sqrt(2.0f))});
+  auto e = b.Op("Erf", scope + "/Erf", {d});
+  auto a = b.Op("Add", scope + "/Add", {e, b.Scalar(scope + "/c1", 1.0f)});
+  auto m = b.Op("Mul", scope + "/Mul", {x, a});
+  return b.Op("Mul", scope + "/Mul_1", {m, b.Scalar(scope + "/c2", 0.5f)});
+}
+
+TEST_CASE("the exported exact GELU becomes one Gelu node", "[import][gelu]") {
+  ProtoBuilder b;
+  auto x = b.Op("Relu", "/pre", {"input"});
+  auto y = TorchGelu(b, "/mlp/act", x);
+  auto z = b.Op("Relu", "/post", {y});
+  b.Output(z);
+  REQUIRE(FuseErfGelu(b.model()) == 1);
+  const auto& g = b.graph();
+  // Relu, Gelu, Relu: the five pattern nodes and their three Constant nodes are gone.
+  REQUIRE(g.node_size() == 3);
+  const auto& gelu = g.node(1);
+  CHECK(gelu.op_type() == "Gelu");
+  CHECK(gelu.domain() == "com.microsoft");
+  CHECK(gelu.name() == "/mlp/act/Gelu");
+  CHECK(gelu.input(0) == x);
+  CHECK(gelu.output(0) == y);
+  bool imports_contrib = false;
+  for (const auto& op : b.model().opset_import()) imports_contrib |= op.domain() == "com.microsoft";
+  CHECK(imports_contrib);
+}
+
+TEST_CASE("GELU variants: x * (1/sqrt 2), 1 + erf swapped, the half applied first",
+          "[import][gelu]") {
+  ProtoBuilder b;
+  auto x = b.Op("Relu", "/pre", {"input"});
+  auto s = b.Op("Mul", "/g/Mul_s", {b.Scalar("/g/c0", float(1 / std::sqrt(2.0))), x});
+  auto e = b.Op("Erf", "/g/Erf", {s});
+  auto a = b.Op("Add", "/g/Add", {b.Scalar("/g/c1", 1.0f), e});
+  auto h = b.Op("Mul", "/g/Mul_h", {x, b.Scalar("/g/c2", 0.5f)});
+  auto y = b.Op("Mul", "/g/Mul_y", {h, a});
+  b.Output(y);
+  REQUIRE(FuseErfGelu(b.model()) == 1);
+  REQUIRE(b.graph().node_size() == 2);
+  CHECK(b.graph().node(1).op_type() == "Gelu");
+  CHECK(b.graph().node(1).output(0) == y);
+}
+
+TEST_CASE("GELU look-alikes are left alone", "[import][gelu]") {
+  SECTION("an intermediate is read elsewhere") {
+    ProtoBuilder b;
+    auto x = b.Op("Relu", "/pre", {"input"});
+    auto y = TorchGelu(b, "/g", x);
+    b.Output(y);
+    b.Output("/g/Erf_out");  // the erf is also a graph output
+    CHECK(FuseErfGelu(b.model()) == 0);
+    CHECK(CountOps(b.graph(), "Erf") == 1);
+  }
+  SECTION("the divisor is not sqrt 2") {
+    ProtoBuilder b;
+    auto x = b.Op("Relu", "/pre", {"input"});
+    auto d = b.Op("Div", "/g/Div", {x, b.Scalar("/g/c0", std::sqrt(3.0f))});
+    auto e = b.Op("Erf", "/g/Erf", {d});
+    auto a = b.Op("Add", "/g/Add", {e, b.Scalar("/g/c1", 1.0f)});
+    auto m = b.Op("Mul", "/g/Mul", {x, a});
+    b.Output(b.Op("Mul", "/g/Mul_1", {m, b.Scalar("/g/c2", 0.5f)}));
+    CHECK(FuseErfGelu(b.model()) == 0);
+    CHECK(b.graph().node_size() == 9);  // Relu, three Constants, the five pattern nodes
+  }
+  SECTION("the product multiplies another tensor than the erf's input") {
+    ProtoBuilder b;
+    auto x = b.Op("Relu", "/pre", {"input"});
+    auto other = b.Op("Relu", "/other", {"input"});
+    auto d = b.Op("Div", "/g/Div", {x, b.Scalar("/g/c0", std::sqrt(2.0f))});
+    auto e = b.Op("Erf", "/g/Erf", {d});
+    auto a = b.Op("Add", "/g/Add", {e, b.Scalar("/g/c1", 1.0f)});
+    auto m = b.Op("Mul", "/g/Mul", {other, a});
+    b.Output(b.Op("Mul", "/g/Mul_1", {m, b.Scalar("/g/c2", 0.5f)}));
+    CHECK(FuseErfGelu(b.model()) == 0);
+  }
+}
+
+TEST_CASE("importing an exported GPT fuses its GELUs unless asked not to", "[import][gelu]") {
+  using testing::ImportFixture;
+  // TinyGPT has 2 blocks, one GELU each: fusing removes 4 nodes and 3 Constant nodes per block.
+  const Graph fused = ImportFixture("gpt_opset17.onnx");
+  ImportOptions keep;
+  keep.fuse_gelu = false;
+  const Graph unfused = ImportFixture("gpt_opset17.onnx", keep);
+  int gelus = 0, erfs = 0;
+  for (const Node& n : fused.nodes()) gelus += n.op_type == "Gelu";
+  for (const Node& n : unfused.nodes()) erfs += n.op_type == "Erf";
+  CHECK(gelus == 2);
+  CHECK(erfs == 2);
+  CHECK(unfused.num_nodes() - fused.num_nodes() == 2 * 7);
+}
+
+}  // namespace
+}  // namespace memplan
