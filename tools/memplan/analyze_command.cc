@@ -1,4 +1,4 @@
-// `memplan analyze model.onnx --gpu 24G [plan flags] [--svg timeline.svg]
+// `memplan analyze model.onnx --gpu 24G [plan flags] [--svg timeline.svg] [--profile profile.json]
 // [--export TARGET [--export-out FILE]]`: what fits, the fastest plan, why.
 // --svg also writes the memory timeline as a static picture. --export writes the chosen plan as a
 // training-framework config (what `memplan export` makes from the --json output): to --export-out,
@@ -7,6 +7,7 @@
 // config is exported), 2 on bad input or a file that cannot be written.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "analyzer/config_export/export_target.h"
@@ -15,6 +16,7 @@
 #include "tools/memplan/analysis_session.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
+#include "tools/memplan/measured_profile_use.h"
 #include "tools/memplan/plan_flags.h"
 
 namespace memplan::cli {
@@ -25,6 +27,7 @@ struct AnalyzeFlags {
   std::string svg;
   std::string export_target;
   std::string export_out;
+  std::string profile;
 };
 
 int RunAnalyze(const AnalyzeFlags& flags) {
@@ -37,10 +40,22 @@ int RunAnalyze(const AnalyzeFlags& flags) {
     Expected<ExportTarget> target = ParseExportTarget(flags.export_target);
     if (!target.ok()) return ReportError("--export: " + target.error().message);
   }
+  std::optional<PlanRequest> roofline_request;
+  if (!flags.profile.empty()) {
+    roofline_request = *request;
+    Status applied = ApplyMeasuredProfile(flags.profile, *request);
+    if (!applied.ok()) return ReportError(applied.error().message);
+  }
   Progress progress(request->analysis.format);
   auto session = RunAnalysisSession(std::move(*request), progress);
   if (!session.ok()) return ReportError(session.error().message);
   const AnalysisSession& s = **session;
+  std::optional<ProfileComparison> comparison;
+  if (roofline_request) {
+    auto compared = CompareWithRoofline(flags.profile, s, std::move(*roofline_request), progress);
+    if (!compared.ok()) return ReportError(compared.error().message);
+    comparison = std::move(*compared);
+  }
 
   if (!flags.svg.empty()) {
     Status svg = WriteTimelineSvg(s.report, flags.svg);
@@ -64,14 +79,19 @@ int RunAnalyze(const AnalyzeFlags& flags) {
 
   std::string out;
   switch (s.request.analysis.format) {
-    case OutputFormat::kJson:
-      out = SessionJson(s).dump(2) + "\n";
+    case OutputFormat::kJson: {
+      nlohmann::ordered_json j = SessionJson(s);
+      if (comparison) j["profile"] = ProfileComparisonJson(*comparison);
+      out = j.dump(2) + "\n";
       break;
+    }
     case OutputFormat::kMarkdown:
       out = FormatAnalysisMarkdown(s.report);
+      if (comparison) out += FormatProfileComparison(*comparison);
       break;
     case OutputFormat::kText:
       out = FormatAnalysisText(s.report);
+      if (comparison) out += FormatProfileComparison(*comparison);
       break;
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -95,6 +115,11 @@ Verb AddAnalyzeCommand(CLI::App& app) {
       ->type_name("TARGET");
   command->add_option("--export-out", flags->export_out, "write the --export config here")
       ->type_name("FILE");
+  command
+      ->add_option("--profile", flags->profile,
+                   "use the per-node times `memplan profile` measured instead of the roofline, "
+                   "and say how much that changed the estimate")
+      ->type_name("profile.json");
   return Verb{command, [flags] { return RunAnalyze(*flags); }};
 }
 
