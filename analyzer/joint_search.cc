@@ -122,6 +122,51 @@ struct RecomputeAttempt {
   std::vector<std::string> checkpoints;
 };
 
+Expected<std::optional<RecomputeAttempt>> PlanSelection(const Graph& graph,
+                                                        const PlannerOptions& base,
+                                                        const ChainDecomposition& chain,
+                                                        const RecomputeSchedule& schedule,
+                                                        const std::string& label,
+                                                        std::vector<std::vector<NodeId>>& tried) {
+  MEMPLAN_TRY(RecomputeSelection selection, SelectRecomputeNodes(graph, chain, schedule));
+  if (selection.recompute_nodes.empty()) return std::optional<RecomputeAttempt>();
+  if (std::find(tried.begin(), tried.end(), selection.recompute_nodes) != tried.end())
+    return std::optional<RecomputeAttempt>();
+  tried.push_back(selection.recompute_nodes);
+  RecomputeAttempt attempt;
+  attempt.options = base;
+  attempt.options.program.recompute = selection.recompute_nodes;
+  attempt.options.recompute_label = label;
+  MEMPLAN_TRY(attempt.plan, PlanTraining(graph, attempt.options));
+  attempt.checkpoints = selection.checkpoint_names;
+  return std::optional<RecomputeAttempt>(std::move(attempt));
+}
+
+// The chain DP prices memory with its own stage model (no allocator rounding, transients or
+// cross-stage views), so a schedule for `activation_budget` can land well under the real budget
+// (recomputing more than needed) or just over it. The simulator is the truth: up to
+// kCalibrationRounds times, move the DP's budget by the simulated slack (budget - peak) and keep
+// the best plan that fits.
+constexpr int kCalibrationRounds = 3;
+Expected<std::optional<RecomputeAttempt>> PlanOptimalCalibrated(
+    const Graph& graph, const PlannerOptions& base, const ChainDecomposition& chain,
+    int64_t budget_bytes, int64_t activation_budget, std::vector<std::vector<NodeId>>& tried) {
+  std::optional<RecomputeAttempt> best;
+  for (int round = 0; round < kCalibrationRounds && activation_budget > 0; ++round) {
+    Expected<RecomputeSchedule> schedule = PlanOptimalChain(chain.chain, activation_budget);
+    if (!schedule.ok()) break;  // nothing fits at this budget
+    MEMPLAN_TRY(std::optional<RecomputeAttempt> attempt,
+                PlanSelection(graph, base, chain, *schedule, "optimal", tried));
+    if (!attempt) break;
+    const int64_t slack = budget_bytes - attempt->plan.chosen.peak_bytes;
+    if (!best || Better(attempt->plan, best->plan)) best = std::move(attempt);
+    // Within 2% of the budget is as close as the search goes.
+    if (slack >= 0 && slack < budget_bytes / 50) break;
+    activation_budget += slack;
+  }
+  return best;
+}
+
 // `tried` holds the recompute node sets already planned for this precision and kind: two targets
 // whose schedules select the same nodes give the same program and the same plan, so the second is
 // skipped (the first stays the better of equals).
@@ -152,24 +197,12 @@ Expected<std::optional<RecomputeAttempt>> PlanWithRecompute(
                       at_peak[MemoryCategory::kGradients];
       int64_t activation_budget = without.budget_bytes - fixed;
       if (activation_budget <= 0) return std::optional<RecomputeAttempt>();
-      schedule = PlanOptimalChain(chain.chain, activation_budget);
-      label = "optimal";
-      break;
+      return PlanOptimalCalibrated(graph, base, chain, without.budget_bytes, activation_budget,
+                                   tried);
     }
   }
   if (!schedule.ok()) return std::optional<RecomputeAttempt>();  // nothing fits at m_target
-  MEMPLAN_TRY(RecomputeSelection selection, SelectRecomputeNodes(graph, chain, *schedule));
-  if (selection.recompute_nodes.empty()) return std::optional<RecomputeAttempt>();
-  if (std::find(tried.begin(), tried.end(), selection.recompute_nodes) != tried.end())
-    return std::optional<RecomputeAttempt>();
-  tried.push_back(selection.recompute_nodes);
-  RecomputeAttempt attempt;
-  attempt.options = base;
-  attempt.options.program.recompute = selection.recompute_nodes;
-  attempt.options.recompute_label = label;
-  MEMPLAN_TRY(attempt.plan, PlanTraining(graph, attempt.options));
-  attempt.checkpoints = selection.checkpoint_names;
-  return std::optional<RecomputeAttempt>(std::move(attempt));
+  return PlanSelection(graph, base, chain, *schedule, label, tried);
 }
 
 }  // namespace
@@ -219,7 +252,11 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
       // Target micro-batches: larger than what fits without recompute, up to the global batch.
       int64_t m0 = std::max<int64_t>(1, reference.largest_fitting_micro_batch);
       std::vector<int64_t> targets;
-      if (kind == RecomputeChoice::kOptimal) {
+      if (base.micro_batch) {
+        // A fixed micro-batch is the only target: the DP then spends exactly what that m needs
+        // (nothing when it already fits).
+        targets.push_back(*base.micro_batch);
+      } else if (kind == RecomputeChoice::kOptimal) {
         for (int64_t factor : {2, 4, 8}) targets.push_back(m0 * factor);
         if (reference.global_batch_requested) targets.push_back(reference.requested_global_batch);
       } else {
@@ -228,6 +265,13 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
       std::optional<RecomputeAttempt> best_attempt;
       std::vector<std::vector<NodeId>> tried;
       for (int64_t target : targets) {
+        // `optimal` minimises added time under the budget: where the micro-batch fits without
+        // recompute, that is no recompute at all.
+        // (A fixed micro-batch reports itself as largest_fitting_micro_batch; `feasible` says.)
+        const bool fits_without = base.micro_batch
+                                      ? reference.feasible
+                                      : target <= reference.largest_fitting_micro_batch;
+        if (kind == RecomputeChoice::kOptimal && fits_without) continue;
         MEMPLAN_TRY(std::optional<RecomputeAttempt> attempt,
                     PlanWithRecompute(graph, options, kind, reference, target, tried));
         if (!attempt) continue;
