@@ -314,7 +314,12 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
   auto seconds_per_sample = [](const PlanCandidate& c) {
     return c.global_batch > 0 ? c.step_seconds / static_cast<double>(c.global_batch) : 0.0;
   };
-  if (!chosen.plan.feasible) {
+  if (!chosen.plan.feasible && base.micro_batch) {
+    why << "the fixed micro-batch m=" << *base.micro_batch << " does not fit the budget"
+        << (search.recompute == RecomputeChoice::kNone ? " without recompute"
+                                                       : " with any plan tried")
+        << "; drop --micro-batch to let memplan choose.";
+  } else if (!chosen.plan.feasible) {
     why << "nothing fits: even m=1 needs more than the budget.";
   } else {
     if (pick.precision != Precision::kFp32 && fp32 != nullptr) {
