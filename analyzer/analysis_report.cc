@@ -323,6 +323,16 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     << (report.recompute_nodes.empty() ? std::string("none")
                                        : std::to_string(report.recompute_nodes.size()) + " nodes")
     << "\n";
+  if (!report.checkpoint_nodes.empty()) {
+    // The segment boundaries kept in memory, by ONNX node name (PyTorch exports carry module
+    // paths): the first few here, all of them in --json (plan.checkpoints).
+    constexpr size_t kShown = 4;
+    s << "Keep     " << report.checkpoint_nodes.size() << " checkpoints: ";
+    for (size_t i = 0; i < std::min(kShown, report.checkpoint_nodes.size()); ++i)
+      s << (i ? ", " : "") << report.checkpoint_nodes[i];
+    if (report.checkpoint_nodes.size() > kShown) s << ", ... (all: --json, plan.checkpoints)";
+    s << "\n";
+  }
   if (plan.placement) s << PlacementText(plan);
   s << "Peak     " << FormatBytes(plan.chosen.peak_bytes) << " of "
     << FormatBytes(plan.budget_bytes) << " (" << Percent(plan.chosen.peak_bytes, plan.budget_bytes)

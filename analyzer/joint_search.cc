@@ -341,6 +341,10 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
         why << " at " << Percent(seconds_per_sample(pick) / reference_cost - 1.0)
             << " more time per sample";
       why << ".";
+    } else if (pick.recompute != "none") {
+      // A forced --recompute kind: no plan without recompute was kept to compare with.
+      why << "recomputing " << chosen.plan.program.recomputed.size() << " nodes ("
+          << pick.recompute << ", as asked) fits m=" << pick.micro_batch << ".";
     } else {
       why << "m=" << pick.micro_batch << " is the largest micro-batch that fits";
       if (pick.accumulation_steps > 1)
@@ -348,7 +352,8 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
             << pick.global_batch;
       for (const Configuration& c : configurations) {
         if (c.plan.chosen.recompute == "none" || !c.plan.feasible ||
-            c.plan.chosen.precision != pick.precision)
+            c.plan.chosen.precision != pick.precision ||
+            c.plan.chosen.micro_batch <= pick.micro_batch)
           continue;
         double chosen_cost = seconds_per_sample(pick);
         if (chosen_cost > 0)
