@@ -16,9 +16,9 @@ constexpr const char* kContribDomain = "com.microsoft";
 // The single float a one-element float32 tensor holds, if that is what it is.
 std::optional<float> ScalarOf(const onnx::TensorProto& t) {
   if (t.data_type() != onnx::TensorProto::FLOAT) return std::nullopt;
-  int64_t count = 1;
-  for (int64_t d : t.dims()) count *= d;
-  if (count != 1) return std::nullopt;
+  // One element means every dim is 1 (a product could overflow on a hostile file).
+  for (int64_t d : t.dims())
+    if (d != 1) return std::nullopt;
   if (t.float_data_size() == 1) return t.float_data(0);
   if (t.raw_data().size() == sizeof(float)) {
     float v;
