@@ -25,8 +25,9 @@ best_of() {
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 best_of "$memplan" inspect "$zoo/gpt2_xl.onnx"
 best_of "$memplan" inspect "$zoo/gpt2_xl.onnx" --json
+best_of "$memplan" analyze "$zoo/resnet50.onnx" --gpu 24G --precision fp32 --recompute none
 best_of "$memplan" analyze "$zoo/resnet50.onnx" --gpu 24G
-best_of "$memplan" analyze "$zoo/gpt2_xl.onnx" --gpu 80GB --dim seq=1024
+best_of "$memplan" analyze "$zoo/gpt2_xl.onnx" --gpu 80GB --dim seq=1024 --precision fp32 --recompute none
 best_of "$memplan" analyze "$zoo/gpt2_xl.onnx" --gpu 80GB --dim seq=1024 --recompute auto --precision auto
 best_of "$memplan" analyze "$zoo/gpt2_xl.onnx" --gpu 24G --dim seq=1024 --recompute auto --precision auto
 best_of "$memplan" analyze "$zoo/gpt2_xl.onnx" --gpu 24G --dim seq=1024 --recompute auto --precision auto --global-batch 64

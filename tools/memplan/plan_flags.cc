@@ -17,15 +17,21 @@ void AddPlanFlags(CLI::App& command, PlanFlags& flags) {
   command.add_option("--micro-batch", flags.micro_batch,
                      "fix the micro-batch instead of searching (what-if); same as --batch");
   command.add_option("--reserve", flags.reserve, "memory to keep free on the GPU, e.g. 1G");
-  command.add_option("--precision", flags.precision,
-                     "fp32 | fp16 | bf16 (mixed precision, placed per node) | auto (fp32 and the "
-                     "GPU's fastest 16-bit format, whichever plans faster)");
+  command
+      .add_option("--precision", flags.precision,
+                  "fp32 | fp16 | bf16 (mixed precision, placed per node) | auto (fp32 and the "
+                  "GPU's fastest 16-bit format, whichever plans faster)")
+      ->capture_default_str();
   command.add_option("--optimizer", flags.optimizer, "sgd | momentum | adam | adamw | adafactor");
   command.add_option("--loss", flags.loss, "auto | cross_entropy | mse | sum");
   command.add_option("--zero-grad", flags.zero_grad, "set_to_none | zero");
   command.add_option("--allocator", flags.allocator,
                      "caching (PyTorch's CUDA caching allocator) | exact (live bytes)");
-  command.add_option("--recompute", flags.recompute, "none | all | sqrt | optimal | auto");
+  command
+      .add_option("--recompute", flags.recompute,
+                  "none | all | sqrt | optimal | auto (optimal when the budget or the global "
+                  "batch needs it, none otherwise)")
+      ->capture_default_str();
   command.add_option("--fp32-ops", flags.fp32_ops,
                      "comma list of op types or node names forced to fp32 in mixed precision");
   command.add_option("--fp16-ops", flags.fp16_ops,

@@ -20,12 +20,12 @@ struct PlanFlags {
   std::string global_batch;
   std::string micro_batch;
   std::string reserve;
-  std::string precision = "fp32";
+  std::string precision = "auto";
   std::string optimizer = "adam";
   std::string loss = "auto";
   std::string zero_grad = "set_to_none";
   std::string allocator = "caching";
-  std::string recompute = "none";
+  std::string recompute = "auto";
   std::string fp32_ops;
   std::string fp16_ops;
   std::string loss_scaling;  // empty = the precision's default

@@ -264,6 +264,10 @@ Verb AddVerifyCommand(CLI::App& app) {
   CLI::App* command =
       app.add_subcommand("verify", "run the plan on the runtime, compare measured memory");
   auto flags = std::make_shared<VerifyFlags>();
+  // verify runs a plan, with or without --gpu: without one there is no planner to choose a
+  // precision or a recompute set, so its defaults are the plain ones (analyze's are auto).
+  flags->plan.precision = "fp32";
+  flags->plan.recompute = "none";
   AddPlanFlags(*command, flags->plan);
   command->add_option("--plan", flags->plan_file,
                       "a plan as `memplan analyze --json` prints it (instead of the plan flags)");
