@@ -32,7 +32,10 @@ std::string PlanLine(const TrainingPlan& plan) {
   } else {
     s << ", no accumulation";
   }
-  if (!plan.global_batch_requested && plan.feasible) s << " (largest that fits)";
+  if (plan.micro_batch_fixed)
+    s << " (fixed by --micro-batch)";
+  else if (!plan.global_batch_requested && plan.feasible)
+    s << " (largest that fits)";
   if (plan.global_batch_requested && !plan.global_batch_exact)
     s << " (requested " << plan.requested_global_batch << " is not reachable exactly)";
   return s.str();

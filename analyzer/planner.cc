@@ -228,6 +228,7 @@ std::vector<int64_t> CandidateMicroBatches(int64_t chosen, int64_t largest, int 
 
 Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& options) {
   TrainingPlan plan;
+  plan.micro_batch_fixed = options.micro_batch.has_value();
   plan.budget_bytes = options.gpu.memory_bytes - options.gpu.context_bytes - options.reserve_bytes;
   if (plan.budget_bytes <= 0) {
     return MakeError("no memory left for training: GPU " + options.gpu.name + " has " +

@@ -92,6 +92,7 @@ struct TrainingPlan {
   PlanCandidate chosen;
   int64_t budget_bytes = 0;             // gpu memory - context - reserve
   bool global_batch_requested = false;  // G came from --global-batch
+  bool micro_batch_fixed = false;       // m came from --micro-batch (no search)
   bool global_batch_exact = true;       // m * k == requested G
   int64_t requested_global_batch = 0;
   bool micro_batch_capped = false;  // the search stopped at max_micro_batch

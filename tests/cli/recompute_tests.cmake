@@ -6,7 +6,7 @@
 set(G ${MEMPLAN_TEST_FIXTURES}/gpt_opset17.onnx --micro-batch 32 --dim seq=32 --precision fp32
     --allocator exact --recompute optimal)
 memplan_cli_test("recompute optimal keeps a plan that fits without recompute" EXPECT_EXIT 0
-  EXPECT_OUTPUT "recompute none\nPeak     [0-9.]+ MiB of 18.0 MiB \\([0-9]+%\\) - fits"
+  EXPECT_OUTPUT "micro-batch 32, no accumulation \\(fixed by --micro-batch\\)\n[^\n]+recompute none\nPeak     [0-9.]+ MiB of 18.0 MiB \\([0-9]+%\\) - fits"
   COMMAND analyze ${G} --gpu 530M)
 memplan_cli_test("recompute optimal recomputes just enough and names its checkpoints" EXPECT_EXIT 0
   EXPECT_OUTPUT "recompute [0-9]+ nodes\nKeep     [0-9]+ checkpoints: /[^\n]+\nPeak     [0-9.]+ MiB of 13.0 MiB \\([0-9]+%\\) - fits"
