@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "graph/ops/standard_aliases.h"
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/cpu/kernels/broadcast.h"
 #include "runtime/cpu/losses.h"
@@ -56,10 +57,7 @@ Expected<memplan::LossFunction> LossFromName(std::string_view name) {
 }
 
 Status RequireAiOnnx(std::string_view domain, std::string_view op_type) {
-  // com.microsoft's Gelu (what the importer fuses exported erf-GELU chains into,
-  // graph/gelu_fusion.h) is the exact GELU, the default of ai.onnx Gelu: the same kernel.
-  if (domain == "com.microsoft" && op_type == "Gelu") return OkStatus();
-  if (!domain.empty() && domain != "ai.onnx")
+  if (!RunsAsStandardOnnxOp(domain, op_type))
     return MakeError("the cpu backend has no kernel for " + std::string(domain) + ":" +
                      std::string(op_type));
   return OkStatus();

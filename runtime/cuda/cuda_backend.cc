@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "graph/ops/standard_aliases.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/cuda/cuda_status.h"
@@ -22,7 +23,7 @@ using cuda::ScratchBuffer;
 using cuda::StorageOf;
 
 Status RequireAiOnnx(std::string_view domain, std::string_view op_type) {
-  if (!domain.empty() && domain != "ai.onnx")
+  if (!RunsAsStandardOnnxOp(domain, op_type))
     return MakeError("the cuda backend has no kernel for " + std::string(domain) + ":" +
                      std::string(op_type));
   return OkStatus();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "graph/gelu_fusion.h"
+#include "graph/ops/standard_aliases.h"
 #include "tests/graph/import_test_util.h"
 
 namespace memplan {
@@ -147,6 +148,14 @@ TEST_CASE("importing an exported GPT fuses its GELUs unless asked not to", "[imp
   CHECK(gelus == 2);
   CHECK(erfs == 2);
   CHECK(unfused.num_nodes() - fused.num_nodes() == 2 * 7);
+}
+
+TEST_CASE("backends run the fused Gelu with the standard kernel", "[import][gelu]") {
+  CHECK(RunsAsStandardOnnxOp("", "Gelu"));
+  CHECK(RunsAsStandardOnnxOp("ai.onnx", "MatMul"));
+  CHECK(RunsAsStandardOnnxOp("com.microsoft", "Gelu"));
+  CHECK_FALSE(RunsAsStandardOnnxOp("com.microsoft", "FusedMatMul"));
+  CHECK_FALSE(RunsAsStandardOnnxOp("ai.onnx.ml", "Gelu"));
 }
 
 }  // namespace
