@@ -8,20 +8,10 @@
 #include "analyzer/memory_size.h"
 #include "analyzer/precision/placement_report.h"
 #include "analyzer/precision_policy.h"
+#include "analyzer/report/number_format.h"
 
 namespace memplan {
 namespace {
-
-std::string Fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
-  return buffer;
-}
-
-std::string Percent(int64_t part, int64_t whole) {
-  return whole > 0 ? Fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 0) + "%"
-                   : "-";
-}
 
 std::string PlanLine(const TrainingPlan& plan) {
   const PlanCandidate& c = plan.chosen;
@@ -299,7 +289,7 @@ std::string PlacementText(const TrainingPlan& plan) {
   const LossScaling& scaling = plan.program.loss_scaling;
   s << "         loss scaling " << LossScalingModeName(scaling.mode);
   if (scaling.mode != LossScalingMode::kNone)
-    s << " (scale " << Fixed(scaling.scale, 0) << ", " << FormatBytes(LossScalerBytes(plan))
+    s << " (scale " << FormatFixed(scaling.scale, 0) << ", " << FormatBytes(LossScalerBytes(plan))
       << " on the device)";
   s << "; per-node dtypes and reasons: --json, plan.placement.nodes\n";
   return s.str();
@@ -338,8 +328,9 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   }
   if (plan.placement) s << PlacementText(plan);
   s << "Peak     " << FormatBytes(plan.chosen.peak_bytes) << " of "
-    << FormatBytes(plan.budget_bytes) << " (" << Percent(plan.chosen.peak_bytes, plan.budget_bytes)
-    << ") - " << (plan.feasible ? "fits" : "DOES NOT FIT") << "\n";
+    << FormatBytes(plan.budget_bytes) << " ("
+    << FormatPercent(plan.chosen.peak_bytes, plan.budget_bytes) << ") - "
+    << (plan.feasible ? "fits" : "DOES NOT FIT") << "\n";
   s << "         " << AllocatorKindName(options.allocator) << " allocator; live "
     << FormatBytes(plan.chosen.exact_peak_bytes) << ", fragmentation "
     << FormatBytes(plan.chosen.peak_bytes - plan.chosen.exact_peak_bytes) << "\n";
@@ -348,8 +339,8 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
       << sim.peak_step_name << "\n";
   s << "Saved    " << FormatBytes(sim.saved_activation_bytes)
     << " of activations held for backward per micro-batch\n";
-  s << "Time     " << Fixed(plan.time.step_seconds, 4) << " s per optimizer step, "
-    << Fixed(plan.chosen.samples_per_second, 1) << " samples/s (roofline estimate)\n";
+  s << "Time     " << FormatFixed(plan.time.step_seconds, 4) << " s per optimizer step, "
+    << FormatFixed(plan.chosen.samples_per_second, 1) << " samples/s (roofline estimate)\n";
   if (!report.choice_explanation.empty()) s << "Why      " << report.choice_explanation << "\n";
 
   s << "\nBreakdown at peak\n";
@@ -358,7 +349,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     std::snprintf(line, sizeof(line), "  %-16s %12s  %4s\n",
                   std::string(MemoryCategoryName(c)).c_str(),
                   FormatBytes(sim.peak_breakdown[c]).c_str(),
-                  Percent(sim.peak_breakdown[c], sim.peak_bytes).c_str());
+                  FormatPercent(sim.peak_breakdown[c], sim.peak_bytes).c_str());
     s << line;
   }
 
@@ -378,7 +369,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
           static_cast<long long>(c.micro_batch), static_cast<long long>(c.accumulation_steps),
           static_cast<long long>(c.global_batch), std::string(PrecisionName(c.precision)).c_str(),
           c.recompute.c_str(), FormatBytes(c.peak_bytes).c_str(), c.fits ? "yes" : "no",
-          Fixed(c.step_seconds, 4).c_str(), Fixed(c.samples_per_second, 1).c_str());
+          FormatFixed(c.step_seconds, 4).c_str(), FormatFixed(c.samples_per_second, 1).c_str());
       s << line;
     }
   }
@@ -405,23 +396,24 @@ std::string FormatAnalysisMarkdown(const AnalysisReport& report) {
   s << "| precision | " << PrecisionName(plan.program.precision) << " |\n";
   s << "| optimizer | " << OptimizerKindName(plan.program.optimizer_kind) << " |\n";
   s << "| peak | " << FormatBytes(plan.chosen.peak_bytes) << " of "
-    << FormatBytes(plan.budget_bytes) << " (" << Percent(plan.chosen.peak_bytes, plan.budget_bytes)
-    << "), " << (plan.feasible ? "fits" : "**does not fit**") << " |\n";
+    << FormatBytes(plan.budget_bytes) << " ("
+    << FormatPercent(plan.chosen.peak_bytes, plan.budget_bytes) << "), "
+    << (plan.feasible ? "fits" : "**does not fit**") << " |\n";
   s << "| saved activations | " << FormatBytes(sim.saved_activation_bytes)
     << " per micro-batch |\n";
-  s << "| step time | " << Fixed(plan.time.step_seconds, 4) << " s ("
-    << Fixed(plan.chosen.samples_per_second, 1) << " samples/s, roofline) |\n\n";
+  s << "| step time | " << FormatFixed(plan.time.step_seconds, 4) << " s ("
+    << FormatFixed(plan.chosen.samples_per_second, 1) << " samples/s, roofline) |\n\n";
   s << "### Breakdown at peak\n\n| category | bytes | share |\n|---|---:|---:|\n";
   for (MemoryCategory c : kAllMemoryCategories)
     s << "| " << MemoryCategoryName(c) << " | " << FormatBytes(sim.peak_breakdown[c]) << " | "
-      << Percent(sim.peak_breakdown[c], sim.peak_bytes) << " |\n";
+      << FormatPercent(sim.peak_breakdown[c], sim.peak_bytes) << " |\n";
   s << "\n### Candidates\n\n| m | k | G | precision | recompute | peak | fits | step s | samples/s "
        "|\n|---:|---:|---:|---|---|---:|---|---:|---:|\n";
   for (const PlanCandidate& c : plan.candidates)
     s << "| " << c.micro_batch << " | " << c.accumulation_steps << " | " << c.global_batch << " | "
       << PrecisionName(c.precision) << " | " << c.recompute << " | " << FormatBytes(c.peak_bytes)
-      << " | " << (c.fits ? "yes" : "no") << " | " << Fixed(c.step_seconds, 4) << " | "
-      << Fixed(c.samples_per_second, 1) << " |\n";
+      << " | " << (c.fits ? "yes" : "no") << " | " << FormatFixed(c.step_seconds, 4) << " | "
+      << FormatFixed(c.samples_per_second, 1) << " |\n";
   if (!report.advice.empty()) {
     s << "\n### Advice\n\n";
     for (const AdviceItem& a : report.advice) s << "- " << a.message << "\n";

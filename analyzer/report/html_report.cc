@@ -6,21 +6,11 @@
 #include "analyzer/memory_size.h"
 #include "analyzer/report/html_assets.h"
 #include "analyzer/report/markup.h"
+#include "analyzer/report/number_format.h"
 #include "analyzer/report/timeline_chart.h"
 
 namespace memplan {
 namespace {
-
-std::string Fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
-  return buffer;
-}
-
-std::string Percent(int64_t part, int64_t whole) {
-  return whole > 0 ? Fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 0) + "%"
-                   : "-";
-}
 
 // "forward Conv_3", "optimizer_step optimizer": what the hover read-out names a step by.
 std::string StepLabel(const TrainingProgram& program, LogicalTime t) {
@@ -139,7 +129,7 @@ class HtmlBuilder {
     out_ << "<p><span class=\"verdict " << (plan_.feasible ? "fits\">Fits" : "over\">Does not fit")
          << "</span> peak " << FormatBytes(plan_.chosen.peak_bytes) << " of "
          << FormatBytes(plan_.budget_bytes) << " ("
-         << Percent(plan_.chosen.peak_bytes, plan_.budget_bytes) << ") under the "
+         << FormatPercent(plan_.chosen.peak_bytes, plan_.budget_bytes) << ") under the "
          << AllocatorKindName(options_.allocator) << " allocator model</p>\n";
     if (plan_.infeasible && !plan_.feasible) {
       const InfeasibleReport& r = *plan_.infeasible;
@@ -178,8 +168,8 @@ class HtmlBuilder {
                           ? std::string("none")
                           : std::to_string(report_.recompute_nodes.size()) + " nodes");
     Card("peak", FormatBytes(c.peak_bytes));
-    Card("step time", Fixed(plan_.time.step_seconds, 4) + " s");
-    Card("throughput", Fixed(c.samples_per_second, 1) + " samples/s");
+    Card("step time", FormatFixed(plan_.time.step_seconds, 4) + " s");
+    Card("throughput", FormatFixed(c.samples_per_second, 1) + " samples/s");
     out_ << "</section>\n";
   }
 
@@ -210,7 +200,7 @@ class HtmlBuilder {
       out_ << "<tr><td><span class=\"swatch\" style=\"background:" << MemoryCategoryColor(c)
            << "\"></span>" << MemoryCategoryName(c) << "</td><td class=\"num\">"
            << FormatBytes(sim.peak_breakdown[c]) << "</td><td class=\"num\">"
-           << Percent(sim.peak_breakdown[c], sim.peak_bytes) << "</td></tr>\n";
+           << FormatPercent(sim.peak_breakdown[c], sim.peak_bytes) << "</td></tr>\n";
     }
     out_ << "<tr><td><b>live at the peak</b></td><td class=\"num\"><b>"
          << FormatBytes(sim.peak_bytes) << "</b></td><td></td></tr>\n</tbody></table>\n"
@@ -270,8 +260,8 @@ class HtmlBuilder {
            << c.global_batch << "</td><td>" << PrecisionName(c.precision) << "</td><td>"
            << EscapeMarkup(c.recompute) << "</td><td class=\"num\">" << FormatBytes(c.peak_bytes)
            << "</td><td>" << (c.fits ? "yes" : "no") << "</td><td class=\"num\">"
-           << Fixed(c.step_seconds, 4) << "</td><td class=\"num\">"
-           << Fixed(c.samples_per_second, 1) << "</td></tr>\n";
+           << FormatFixed(c.step_seconds, 4) << "</td><td class=\"num\">"
+           << FormatFixed(c.samples_per_second, 1) << "</td></tr>\n";
     }
     out_ << "</tbody></table>\n</div>\n";
   }
