@@ -39,8 +39,8 @@ std::vector<NodeId> FindDependencyCycle(const Graph& graph) {
   const size_t n = boost::num_vertices(view);
   std::vector<int> component(n, -1);
   const int num_components = boost::strong_components(
-      view, boost::make_iterator_property_map(component.begin(),
-                                              boost::get(boost::vertex_index, view)));
+      view,
+      boost::make_iterator_property_map(component.begin(), boost::get(boost::vertex_index, view)));
   std::vector<int> component_size(static_cast<size_t>(num_components), 0);
   for (int c : component) ++component_size[static_cast<size_t>(c)];
 

@@ -5,9 +5,7 @@
 namespace memplan {
 namespace {
 
-Expected<std::unique_ptr<Backend>> NoCudaDevice() {
-  return MakeError("no CUDA device available");
-}
+Expected<std::unique_ptr<Backend>> NoCudaDevice() { return MakeError("no CUDA device available"); }
 
 }  // namespace
 

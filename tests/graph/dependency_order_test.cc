@@ -79,8 +79,7 @@ TEST_CASE("topological order: consumers listed before producers move after them"
   CHECK(g.Order() == Names{"conv", "relu", "out"});
 }
 
-TEST_CASE("topological order: a node reading one value twice waits for it once",
-          "[graph][order]") {
+TEST_CASE("topological order: a node reading one value twice waits for it once", "[graph][order]") {
   // square = Mul(v, v): two input slots, one producer; it runs right after that producer.
   HandGraph g;
   g.Input("x");
