@@ -1,21 +1,11 @@
 #include "graph/graph.h"
 
-#include <boost/graph/adjacency_list.hpp>
 #include <functional>
 #include <queue>
 
+#include "graph/dependency_cycles.h"
+
 namespace memplan {
-
-// Node-to-node dependency edges (one per producer->consumer value use), kept in step with nodes_.
-struct Graph::Topology {
-  using Adjacency = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
-  Adjacency adjacency;
-};
-
-Graph::Graph() : topology_(std::make_unique<Topology>()) {}
-Graph::~Graph() = default;
-Graph::Graph(Graph&&) noexcept = default;
-Graph& Graph::operator=(Graph&&) noexcept = default;
 
 ValueId Graph::AddValue(Value value) {
   ValueId id(values_.size());
@@ -28,21 +18,11 @@ ValueId Graph::AddValue(Value value) {
 NodeId Graph::AddNode(Node node) {
   NodeId id(nodes_.size());
   node.id = id;
-  auto vertex = boost::add_vertex(topology_->adjacency);
-  MEMPLAN_CHECK(vertex == id.index());
   for (ValueId in : node.inputs) {
-    if (!in.valid()) continue;
-    Value& v = values_.at(in.index());
-    v.consumers.push_back(id);
-    if (v.producer.valid()) boost::add_edge(v.producer.index(), id.index(), topology_->adjacency);
+    if (in.valid()) values_.at(in.index()).consumers.push_back(id);
   }
   for (ValueId out : node.outputs) {
-    if (!out.valid()) continue;
-    Value& v = values_.at(out.index());
-    v.producer = id;
-    // Consumers listed before their producer (files out of topological order) get their edges now.
-    for (NodeId consumer : v.consumers)
-      boost::add_edge(id.index(), consumer.index(), topology_->adjacency);
+    if (out.valid()) values_.at(out.index()).producer = id;
   }
   if (!node.name.empty()) node_by_name_.emplace(node.name, id);
   nodes_.push_back(std::move(node));
@@ -70,37 +50,44 @@ std::optional<NodeId> Graph::FindNode(const std::string& name) const {
 }
 
 Expected<std::vector<NodeId>> Graph::TopologicalOrder() const {
-  // Kahn's algorithm over the Boost.Graph edges, taking the lowest file index among ready nodes:
-  // exporters write nodes in execution order, and keeping it keeps the memory profile the
-  // framework would have.
-  const auto& g = topology_->adjacency;
-  const size_t n = boost::num_vertices(g);
-  std::vector<size_t> pending(n);
+  // Kahn's algorithm over the producer -> consumer links (one edge per input slot), taking the
+  // lowest file index among ready nodes: exporters write nodes in execution order, and keeping it
+  // keeps the memory profile the framework would have. Boost's topological_sort is a depth-first
+  // reverse post-order, which reorders independent branches (a diamond a->{b,c}->d comes out
+  // a, c, b, d), so it cannot keep that order.
+  const size_t n = nodes_.size();
+  std::vector<size_t> pending(n, 0);
+  for (const Node& node : nodes_) {
+    for (ValueId in : node.inputs) {
+      if (in.valid() && values_[in.index()].producer.valid()) ++pending[node.id.index()];
+    }
+  }
   std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
   for (size_t v = 0; v < n; ++v) {
-    pending[v] = boost::in_degree(v, g);
     if (pending[v] == 0) ready.push(v);
   }
   std::vector<NodeId> order;
   order.reserve(n);
   while (!ready.empty()) {
-    size_t v = ready.top();
+    const size_t v = ready.top();
     ready.pop();
     order.emplace_back(v);
-    for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
-      size_t w = boost::target(*e, g);
-      if (--pending[w] == 0) ready.push(w);
-    }
-  }
-  if (order.size() != n) {
-    for (size_t v = 0; v < n; ++v) {
-      if (pending[v] > 0) {
-        return MakeError("the graph has a cycle through node '" + nodes_[v].name + "' (" +
-                         nodes_[v].op_type + ")");
+    for (ValueId out : nodes_[v].outputs) {
+      if (!out.valid()) continue;
+      for (NodeId consumer : values_[out.index()].consumers) {
+        if (--pending[consumer.index()] == 0) ready.push(consumer.index());
       }
     }
   }
-  return order;
+  if (order.size() == n) return order;
+  const std::vector<NodeId> cycle = FindDependencyCycle(*this);
+  MEMPLAN_CHECK(!cycle.empty());  // Kahn stops short only on a cycle
+  std::string path;
+  for (NodeId id : cycle) {
+    path += "node '" + nodes_[id.index()].name + "' (" + nodes_[id.index()].op_type + ") -> ";
+  }
+  path += "node '" + nodes_[cycle.front().index()].name + "'";
+  return MakeError("the graph has a cycle: " + path);
 }
 
 }  // namespace memplan

@@ -1,7 +1,9 @@
 #pragma once
 // The model as imported: nodes (ops) and values (tensors) with dtypes and symbolic shapes.
-// Boost.Graph holds the node topology inside graph.cc; the public surface speaks dense NodeId /
-// ValueId only, so no Boost type leaks out of graph/.
+// The edges between nodes are recorded once, as each value's producer and consumers; graph
+// algorithms that need Boost.Graph (graph/dependency_cycles.h) build a view over those links when
+// they run. The public surface speaks dense NodeId / ValueId only, so no Boost type leaks out of
+// graph/.
 
 #include <map>
 #include <memory>
@@ -56,10 +58,9 @@ struct Node {
 
 class Graph {
  public:
-  Graph();
-  ~Graph();
-  Graph(Graph&&) noexcept;
-  Graph& operator=(Graph&&) noexcept;
+  Graph() = default;
+  Graph(Graph&&) noexcept = default;
+  Graph& operator=(Graph&&) noexcept = default;
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
@@ -82,7 +83,9 @@ class Graph {
   std::optional<ValueId> FindValue(const std::string& name) const;
   std::optional<NodeId> FindNode(const std::string& name) const;
 
-  // Nodes in a topological order (stable: ties keep file order). Error naming a node on a cycle.
+  // Nodes in a topological order (stable: ties keep file order). Error naming the nodes of a
+  // cycle, in dependency order: "the graph has a cycle: node 'a' (Add) -> node 'b' (Relu) -> node
+  // 'a'".
   Expected<std::vector<NodeId>> TopologicalOrder() const;
 
   SymbolTable& symbols() { return symbols_; }
@@ -99,8 +102,6 @@ class Graph {
   std::vector<std::string> warnings;  // import warnings for `inspect` and `analyze`
 
  private:
-  struct Topology;  // Boost.Graph adjacency list, in graph.cc
-  std::unique_ptr<Topology> topology_;
   std::vector<Node> nodes_;
   std::vector<Value> values_;
   std::vector<ValueId> inputs_;

@@ -148,15 +148,29 @@ struct StepSite {
   std::string_view node;    // graph node name; empty for steps that run none
 };
 
+// Told of every step the executor enters, after the backend itself has noted it: how a profiler
+// follows the program on a backend without wrapping it (profiler/cupti/step_correlation.h
+// brackets each step's device work in a CUPTI correlation region).
+class StepObserver {
+ public:
+  virtual ~StepObserver() = default;
+  virtual void OnEnterStep(const StepSite& site) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;  // "cpu", "cuda"
 
-  // Called by the executor before each step's Begin events. A backend may name the step in its
-  // errors (the CUDA backend's "out of memory at <step> (<node>)") or let a profiler bracket the
-  // step's work. The default does nothing.
-  virtual void EnterStep(const StepSite& site) { (void)site; }
+  // Called by the executor before each step's Begin events: the backend notes the step
+  // (NoteStep), then the observer, if any, is told.
+  void EnterStep(const StepSite& site) {
+    NoteStep(site);
+    if (step_observer_ != nullptr) step_observer_->OnEnterStep(site);
+  }
+  // REQUIRES: `observer` outlives the backend, or is replaced (null: nobody is told) before it
+  // goes.
+  void set_step_observer(StepObserver* observer) { step_observer_ = observer; }
 
   // A zero-filled program buffer, accounted under `category`. Error when the device is out of
   // memory.
@@ -192,6 +206,14 @@ class Backend {
   virtual Status LossForward(const LossCall& call) = 0;
   virtual Status LossBackward(const LossBackwardCall& call) = 0;
   virtual Status OptimizerStep(const OptimizerCall& call) = 0;
+
+ protected:
+  // What the backend itself does on entering a step: the CUDA backend names the step in its
+  // errors ("out of memory at <step> (<node>)"). The default does nothing.
+  virtual void NoteStep(const StepSite& site) { (void)site; }
+
+ private:
+  StepObserver* step_observer_ = nullptr;
 };
 
 }  // namespace memplan

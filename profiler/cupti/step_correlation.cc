@@ -20,16 +20,15 @@ void AllocatorCorrelation::AfterDeviceCall() {
   if (status_.ok() && !s.ok()) status_ = s;
 }
 
-void StepCorrelatingBackend::CloseOpenStep() {
+void StepCorrelation::CloseOpenStep() {
   if (!open_) return;
   steps_.back().host_end_ns = NowOrZero();
   Keep(collector_.Pop(CorrelationDomain::kStep, steps_.back().external_id));
   open_ = false;
 }
 
-void StepCorrelatingBackend::EnterStep(const StepSite& site) {
+void StepCorrelation::OnEnterStep(const StepSite& site) {
   CloseOpenStep();
-  inner_.EnterStep(site);
   if (site.step < 0 || site.step >= static_cast<int64_t>(program_.steps.size())) return;
   // Ids start at 1: 0 reads as "none" in some CUPTI tools.
   ProfiledStep entry = DescribeStep(program_, site.step, site.micro_batch, ++next_id_);
@@ -40,7 +39,7 @@ void StepCorrelatingBackend::EnterStep(const StepSite& site) {
   open_ = pushed.ok();
 }
 
-Status StepCorrelatingBackend::Finish() {
+Status StepCorrelation::Finish() {
   CloseOpenStep();
   return status_;
 }

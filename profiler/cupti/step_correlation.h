@@ -1,12 +1,12 @@
 #pragma once
 // How a profiled run tells CUPTI which program step and which allocator made each record.
 //
-//  * StepCorrelatingBackend wraps the backend the executor runs on. The executor announces every
-//    step execution (Backend::EnterStep, before the step's allocations); the wrapper closes the
-//    previous kStep external-correlation region, opens a new one with a fresh id, and records the
-//    StepTable entry (profiler/step_table.h) that attribution and the trace writer read. Every
-//    other call is forwarded unchanged, so the executor's measurements are those of the wrapped
-//    backend.
+//  * StepCorrelation observes the backend the executor runs on (Backend::set_step_observer). The
+//    executor announces every step execution (Backend::EnterStep, before the step's
+//    allocations); the observer closes the previous kStep external-correlation region, opens a
+//    new one with a fresh id, and records the StepTable entry (profiler/step_table.h) that
+//    attribution and the trace writer read. The backend itself is untouched, so the executor's
+//    measurements are its own.
 //  * AllocatorCorrelation brackets each cudaMalloc/cudaFree of the device allocator with a
 //    kAllocator region, so attribution can tell program buffers from library memory.
 //
@@ -36,58 +36,17 @@ class AllocatorCorrelation final : public cuda::DeviceCallObserver {
   Status status_ = OkStatus();
 };
 
-class StepCorrelatingBackend final : public Backend {
+class StepCorrelation final : public StepObserver {
  public:
-  // REQUIRES: inner, collector and program outlive the wrapper.
-  StepCorrelatingBackend(Backend& inner, CuptiCollector& collector, const TrainingProgram& program)
-      : inner_(inner), collector_(collector), program_(program) {}
+  // REQUIRES: collector and program outlive the observer.
+  StepCorrelation(CuptiCollector& collector, const TrainingProgram& program)
+      : collector_(collector), program_(program) {}
 
   // Closes the open step region. Returns the first CUPTI error of the run.
   Status Finish();
   const StepTable& steps() const { return steps_; }
 
-  std::string_view name() const override { return inner_.name(); }
-  void EnterStep(const StepSite& site) override;
-  Expected<DeviceTensor> Allocate(const TensorShape& shape, DType dtype,
-                                  MemoryCategory category) override {
-    return inner_.Allocate(shape, dtype, category);
-  }
-  Expected<DeviceTensor> Constant(const TensorShape& shape, DType dtype,
-                                  const std::vector<float>& values) override {
-    return inner_.Constant(shape, dtype, values);
-  }
-  DeviceMemory Memory() const override { return inner_.Memory(); }
-  void ResetPeaks() override { inner_.ResetPeaks(); }
-  Status Upload(const DeviceTensor& dst, const std::vector<float>& values) override {
-    return inner_.Upload(dst, values);
-  }
-  Expected<std::vector<float>> Download(const DeviceTensor& src) override {
-    return inner_.Download(src);
-  }
-  Status Cast(const DeviceTensor& src, const DeviceTensor& dst) override {
-    return inner_.Cast(src, dst);
-  }
-  Status Add(const DeviceTensor& src, const DeviceTensor& dst) override {
-    return inner_.Add(src, dst);
-  }
-  Status Fill(const DeviceTensor& dst, float value) override { return inner_.Fill(dst, value); }
-  Status Scale(const std::vector<DeviceTensor>& tensors, float factor) override {
-    return inner_.Scale(tensors, factor);
-  }
-  Expected<bool> UnscaleAndCheckOverflow(const std::vector<DeviceTensor>& gradients,
-                                         float inv_scale) override {
-    return inner_.UnscaleAndCheckOverflow(gradients, inv_scale);
-  }
-  Expected<double> GlobalNorm(const std::vector<DeviceTensor>& tensors) override {
-    return inner_.GlobalNorm(tensors);
-  }
-  Expected<std::vector<DeviceTensor>> Forward(const ForwardCall& call) override {
-    return inner_.Forward(call);
-  }
-  Status Backward(const BackwardCall& call) override { return inner_.Backward(call); }
-  Status LossForward(const LossCall& call) override { return inner_.LossForward(call); }
-  Status LossBackward(const LossBackwardCall& call) override { return inner_.LossBackward(call); }
-  Status OptimizerStep(const OptimizerCall& call) override { return inner_.OptimizerStep(call); }
+  void OnEnterStep(const StepSite& site) override;
 
  private:
   void CloseOpenStep();
@@ -95,7 +54,6 @@ class StepCorrelatingBackend final : public Backend {
     if (status_.ok() && !s.ok()) status_ = s;
   }
 
-  Backend& inner_;
   CuptiCollector& collector_;
   const TrainingProgram& program_;
   StepTable steps_;

@@ -58,7 +58,7 @@ class CudaBackend final : public Backend {
 
   std::string_view name() const override { return "cuda"; }
 
-  void EnterStep(const StepSite& site) override {
+  void NoteStep(const StepSite& site) override {
     ctx_->program_allocator().SetSite(std::string(site.name), std::string(site.node));
     ctx_->scratch_allocator().SetSite(std::string(site.name), std::string(site.node));
   }

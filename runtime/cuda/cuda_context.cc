@@ -2,6 +2,7 @@
 
 #include "runtime/cuda/cuda_status.h"
 #include "runtime/cuda/cuda_storage.h"
+#include "runtime/cuda/device_query.h"
 #include "runtime/cuda/kernels/cuda_kernels.h"
 
 namespace memplan::cuda {

@@ -18,13 +18,4 @@ Status CheckLaunch(const std::string& kernel) {
   return CheckCuda(cudaGetLastError(), "launch of " + kernel);
 }
 
-int DeviceCount() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();  // clear the sticky "no driver" error for later calls
-    return 0;
-  }
-  return count;
-}
-
 }  // namespace memplan::cuda

@@ -20,7 +20,4 @@ Status CheckCublas(cublasStatus_t result, const std::string& call);
 // through it.
 Status CheckLaunch(const std::string& kernel);
 
-// Number of CUDA devices, 0 when there is no driver or no device (the [gpu] tests skip then).
-int DeviceCount();
-
 }  // namespace memplan::cuda

@@ -257,6 +257,49 @@ TEST_CASE("decomposition: the zoo's ResNet-18 cuts after every block Add and ReL
   CHECK(names == expected);
 }
 
+std::vector<std::vector<std::string>> StageNames(const GraphBuilder& b,
+                                                  const ChainDecomposition& d) {
+  std::vector<std::vector<std::string>> names;
+  for (const ChainStageNodes& s : d.stages) names.push_back(b.Names(s.nodes));
+  return names;
+}
+
+TEST_CASE("decomposition: a chain cuts after every node", "[recompute]") {
+  // x -> n1 -> n2 -> n3 (output). After n1 only n1:out is live, after n2 only n2:out: two cuts.
+  GraphBuilder b;
+  ValueId x = b.Input("x", 100);
+  ValueId v1 = b.Op("n1", "MatMul", {x, b.Param("w")}, 10);
+  ValueId v2 = b.Op("n2", "Relu", {v1}, 20);
+  b.graph.MarkOutput(b.Op("n3", "Relu", {v2}, 30));
+  auto d = DecomposeIntoChain(b.graph, b.Costs());
+  REQUIRE(d.ok());
+  CHECK(StageNames(b, *d) == std::vector<std::vector<std::string>>{{"n1"}, {"n2"}, {"n3"}});
+  CHECK(d->stages[0].output == v1);
+  CHECK(d->stages[1].output == v2);
+}
+
+TEST_CASE("decomposition: a diamond is one stage between its fork and its join",
+          "[recompute]") {
+  // a -> {b, c} -> d -> e. Live after each node in order a, b, c, d: {a}, {a, b}, {b, c}, {d}:
+  // cuts after a and after d; the two branches share a stage.
+  GraphBuilder b;
+  ValueId x = b.Input("x", 100);
+  ValueId a = b.Op("a", "MatMul", {x, b.Param("w")}, 10);
+  ValueId vb = b.Op("b", "Relu", {a}, 20);
+  ValueId vc = b.Op("c", "Sigmoid", {a}, 30);
+  ValueId d = b.Op("d", "Add", {vb, vc}, 40);
+  b.graph.MarkOutput(b.Op("e", "Relu", {d}, 50));
+  auto chain = DecomposeIntoChain(b.graph, b.Costs());
+  REQUIRE(chain.ok());
+  CHECK(StageNames(b, *chain) ==
+        std::vector<std::vector<std::string>>{{"a"}, {"b", "c", "d"}, {"e"}});
+  CHECK(chain->stages[0].output == a);
+  CHECK(chain->stages[1].output == d);
+  // Stage 1 saves b and c (20 + 30, d is its output); both are live at once over c: 50 bytes.
+  CHECK(chain->chain.stages[1].saved_bytes == 50);
+  CHECK(chain->chain.stages[1].forward_overhead_bytes == 50);
+}
+
 TEST_CASE("decomposition: errors", "[recompute]") {
   Graph empty;
   GraphBuilder b;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/cuda/cuda_status.h"
+#include "runtime/cuda/device_query.h"
 
 // Catch2 v2 has no SKIP: a [gpu] test without a device warns and returns (it passes), so the
 // suite stays green on CPU-only CI while the tag lets a GPU runner select the tests.

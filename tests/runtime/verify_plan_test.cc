@@ -104,7 +104,7 @@ class OverheadBackend final : public Backend {
  public:
   explicit OverheadBackend(int64_t overhead) : overhead_(overhead) {}
   std::string_view name() const override { return "cpu+overhead"; }
-  void EnterStep(const StepSite& site) override { cpu_.EnterStep(site); }
+  void NoteStep(const StepSite& site) override { cpu_.EnterStep(site); }
   Expected<DeviceTensor> Allocate(const TensorShape& shape, DType dtype,
                                   MemoryCategory category) override {
     return cpu_.Allocate(shape, dtype, category);

@@ -4,33 +4,21 @@
 // Chrome trace (profiler/chrome_trace.h). See docs/profiler.md.
 //
 // Profiling needs a GPU: a build without CUDA, or a machine without a device, exits 2 with
-// "memplan profile: no CUDA device available (profiling needs a GPU)".
+// "memplan profile: no CUDA device available (profiling needs a GPU)". The GPU work itself lives
+// in profiler/gpu_profiling.h; this file only reads flags and writes files.
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <vector>
-
-#include "tools/memplan/analysis_session.h"
-#include "tools/memplan/cli_common.h"
-#include "tools/memplan/commands.h"
-#include "tools/memplan/plan_flags.h"
-
-#if defined(MEMPLAN_HAVE_CUDA) && __has_include("profiler/cupti/step_correlation.h")
-#include <cuda_runtime_api.h>
 
 #include "analyzer/program_derivation.h"
 #include "profiler/attribution.h"
 #include "profiler/chrome_trace.h"
-#include "profiler/cupti/cupti_collector.h"
-#include "profiler/cupti/step_correlation.h"
+#include "profiler/gpu_profiling.h"
 #include "profiler/profile_json.h"
-#include "runtime/cuda/cuda_backend.h"
-#include "runtime/cuda/cuda_status.h"
-#include "runtime/executor.h"
-#include "runtime/program_shapes.h"
-#include "runtime/weight_init.h"
-#define MEMPLAN_PROFILE_HAS_CUDA 1
-#endif
+#include "tools/memplan/analysis_session.h"
+#include "tools/memplan/cli_common.h"
+#include "tools/memplan/commands.h"
+#include "tools/memplan/plan_flags.h"
 
 namespace memplan::cli {
 namespace {
@@ -42,77 +30,18 @@ struct ProfileFlags {
   int steps = 2;
 };
 
-#ifdef MEMPLAN_PROFILE_HAS_CUDA
-
-// Device bytes in use right now (context, modules, earlier allocations).
-int64_t DeviceBytesInUse() {
-  size_t free_bytes = 0, total_bytes = 0;
-  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return static_cast<int64_t>(total_bytes - free_bytes);
-}
-
-std::string DeviceName() {
-  int device = 0;
-  cudaDeviceProp prop{};
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return "cuda";
-  }
-  return prop.name;
-}
-
-struct ProfiledRun {
-  profiler::ActivityTrace trace;
-  profiler::StepTable steps;
-  int64_t baseline_bytes = 0;
-};
-
 // Runs `steps` optimizer steps of the session's plan under CUPTI.
-Expected<ProfiledRun> RunUnderCupti(const AnalysisSession& session, int steps) {
+Expected<profiler::ProfiledRun> ProfileSessionPlan(const AnalysisSession& session, int steps) {
   ProgramOptions options = session.planner_used.program;
   options.accumulation_steps = session.plan.chosen.accumulation_steps;
-  const int64_t micro_batch = session.plan.chosen.micro_batch;
   MEMPLAN_TRY(TrainingProgram program, DeriveTrainingProgram(session.graph, options));
-  const Bindings bindings = WithBatch(session.plan.bindings, program.batch_symbol, micro_batch);
-
-  ProfiledRun run;
-  MEMPLAN_TRY(std::unique_ptr<profiler::CuptiCollector> collector,
-              profiler::CuptiCollector::Start());
-  profiler::AllocatorCorrelation allocator_correlation(*collector);
-  CudaBackendOptions backend_options;
-  backend_options.allocator_observer = &allocator_correlation;
-  MEMPLAN_TRY(std::unique_ptr<Backend> cuda, MakeCudaBackend(backend_options));
-  // The CUDA context exists now; what it holds is the baseline the trace cannot see.
-  run.baseline_bytes = DeviceBytesInUse();
-  profiler::StepCorrelatingBackend backend(*cuda, *collector, program);
-  {
-    MEMPLAN_TRY(SyntheticData data, SyntheticData::Create(session.graph, program, bindings, 0));
-    std::vector<MicroBatch> batches;
-    for (int64_t i = 0; i < program.accumulation_steps; ++i) {
-      MEMPLAN_TRY(MicroBatch b, data.Batch(i * micro_batch, micro_batch));
-      batches.push_back(std::move(b));
-    }
-    MEMPLAN_TRY(std::unique_ptr<Executor> executor,
-                Executor::Create(session.graph, program, bindings, backend, ExecutorOptions{}));
-    for (int s = 0; s < steps; ++s) {
-      MEMPLAN_TRY(StepRecord record, executor->RunOptimizerStep(batches));
-      (void)record;
-    }
-  }  // the executor releases its buffers inside the trace
-  MEMPLAN_RETURN_IF_ERROR(backend.Finish());
-  MEMPLAN_RETURN_IF_ERROR(allocator_correlation.status());
-  MEMPLAN_TRY(run.trace, collector->Stop());
-  run.steps = backend.steps();
-  return run;
+  return profiler::ProfileOnGpu(session.graph, program, session.plan.bindings,
+                                session.plan.chosen.micro_batch, steps);
 }
 
 int RunProfile(const ProfileFlags& flags) {
-  if (cuda::DeviceCount() == 0) {
-    std::fprintf(stderr, "memplan profile: no CUDA device available (profiling needs a GPU)\n");
+  if (!profiler::GpuProfilingAvailable()) {
+    std::fprintf(stderr, "memplan profile: %s\n", profiler::kNoGpuForProfiling);
     return kExitUsage;
   }
   if (flags.steps < 1) return ReportError("--steps must be at least 1");
@@ -123,13 +52,13 @@ int RunProfile(const ProfileFlags& flags) {
   if (!session.ok()) return ReportError(session.error().message);
   if (!(*session)->plan.feasible) return ReportError("the planner found no plan to profile");
   progress.Report("profiling the plan on the GPU...");
-  auto run = RunUnderCupti(**session, flags.steps);
+  auto run = ProfileSessionPlan(**session, flags.steps);
   if (!run.ok()) return ReportError(run.error().message);
   profiler::AttributionOptions attribution;
-  attribution.baseline_device_bytes = run->baseline_bytes;
+  attribution.baseline_device_bytes = run->baseline_device_bytes;
   auto profile = profiler::Attribute(run->trace, run->steps, attribution);
   if (!profile.ok()) return ReportError(profile.error().message);
-  const profiler::ProfileSource source{request->analysis.model, DeviceName()};
+  const profiler::ProfileSource source{request->analysis.model, run->device_name};
   if (auto s = profiler::WriteProfile(flags.out, *profile, source); !s.ok())
     return ReportError(s.error().message);
   if (!flags.trace.empty()) {
@@ -144,16 +73,6 @@ int RunProfile(const ProfileFlags& flags) {
       flags.trace.empty() ? "" : " and ", flags.trace.c_str());
   return kExitSuccess;
 }
-
-#else
-
-int RunProfile(const ProfileFlags& flags) {
-  (void)flags;
-  std::fprintf(stderr, "memplan profile: no CUDA device available (profiling needs a GPU)\n");
-  return kExitUsage;
-}
-
-#endif
 
 }  // namespace
 

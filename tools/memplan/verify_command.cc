@@ -9,25 +9,20 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "analyzer/memory_size.h"
 #include "graph/bind_symbols.h"
-#include "runtime/cpu/cpu_backend.h"
+#include "runtime/backend_factory.h"
 #include "runtime/verification.h"
 #include "tools/memplan/analysis_session.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
 #include "tools/memplan/plan_flags.h"
 #include "tools/memplan/verify_output.h"
-
-// The CUDA backend is optional: when it is built it provides, in runtime/cuda/cuda_backend.h,
-//   Expected<std::unique_ptr<Backend>> MakeCudaBackend();  // error "no CUDA device available"
-#if defined(MEMPLAN_HAVE_CUDA) && __has_include("runtime/cuda/cuda_backend.h")
-#include "runtime/cuda/cuda_backend.h"
-#define MEMPLAN_VERIFY_HAS_CUDA 1
-#endif
 
 namespace memplan::cli {
 namespace {
@@ -170,27 +165,20 @@ Expected<VerifyPlan> PlanFromFlags(const Graph& graph, const PlanRequest& reques
 }
 
 BackendFactory BackendFor(const std::string& device) {
-  if (device == "cuda") {
-#ifdef MEMPLAN_VERIFY_HAS_CUDA
-    return [] { return MakeCudaBackend(); };
-#else
-    return []() -> Expected<std::unique_ptr<Backend>> {
-      return MakeError("no CUDA device available");
-    };
-#endif
-  }
-  return []() -> Expected<std::unique_ptr<Backend>> {
-    return std::unique_ptr<Backend>(new CpuBackend());
-  };
+  return [device] { return MakeBackend(device); };
 }
 
 int RunVerify(const VerifyFlags& flags) {
   Expected<PlanRequest> request = ResolvePlanFlags(flags.plan, /*require_gpu=*/false);
   if (!request.ok()) return ReportError(request.error().message);
-  if (flags.device != "cpu" && flags.device != "cuda")
-    return ReportError("--device must be cpu or cuda, got '" + flags.device + "'");
+  const std::vector<std::string_view> devices = BackendNames();
+  if (std::find(devices.begin(), devices.end(), flags.device) == devices.end()) {
+    std::string names;
+    for (std::string_view d : devices) names += (names.empty() ? "" : " or ") + std::string(d);
+    return ReportError("--device must be " + names + ", got '" + flags.device + "'");
+  }
   const BackendFactory backends = BackendFor(flags.device);
-  if (flags.device == "cuda") {
+  if (flags.device != "cpu") {
     // Fail before any work when there is no device.
     auto probe = backends();
     if (!probe.ok()) return ReportError(probe.error().message);
