@@ -9,7 +9,7 @@ memplan_cli_test("analyze an opset-23 model (RMSNormalization, Attention), exit 
   COMMAND analyze ${F}/opset23_block.onnx --gpu 24G --micro-batch 4 --dim seq=128)
 memplan_cli_test("inspect an opset-23 model says libonnx was not run" EXPECT_EXIT 0
   EXPECT_OUTPUT "ONNX checker and shape inference not run \\(the model imports ai.onnx opset 23"
-  COMMAND inspect ${F}/opset23_block.onnx)
+  COMMAND inspect ${F}/opset23_block.onnx --json)
 # 32 (scale) + 4 * 32 * 32 (projections) = 4128 parameters.
 memplan_cli_test("inspect an opset-23 model counts its parameters" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"parameter_count\": 4128,"

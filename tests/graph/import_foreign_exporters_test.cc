@@ -57,7 +57,7 @@ TEST_CASE("weights stored as Constant nodes count as trainable parameters", "[im
   auto& gemm = m.Node("Gemm", {"flat", "Wfc", "bfc"}, {"logits"});
   SetInt(gemm, "transB", 1);
   m.Node("Mul", {"logits", "c"}, {"y"});
-  m.Output("y");
+  m.Output("y", kFloat, std::vector<testing::ProtoDim>{std::string("batch"), int64_t{10}});
   Graph g = m.Import("constant_weight_cnn.onnx");
 
   // Hand count: conv1 4*3*3*3 + 4 = 112; conv2 8*4*3*3 = 288 plus its bias 8 = 296; BatchNorm
@@ -83,7 +83,7 @@ TEST_CASE("tf2onnx's fresh unk__N dims are unified with propagated shapes", "[im
   m.Node("Relu", {"z"}, {"y"});
   m.ValueInfo("h", kFloat, {std::string("unk__1"), int64_t{8}});
   m.ValueInfo("z", kFloat, {std::string("unk__1"), int64_t{8}});
-  m.Output("y", kFloat, {std::string("unk__2"), int64_t{8}});
+  m.Output("y", kFloat, std::vector<testing::ProtoDim>{std::string("unk__2"), int64_t{8}});
   Graph g = m.Import("tf2onnx_unk.onnx");
   // MatMul's rule derives h = [unk__0, 8], so unk__1 is unk__0 (the batch) wherever declared.
   CHECK(ShapeOf(g, "h") == "[unk__0, 8]");
@@ -106,7 +106,7 @@ Graph DropoutModel(float ratio, const std::string& file) {
   m.Node("MatMul", {"x", "W"}, {"h"});
   m.Node("Dropout", {"h", "ratio", "training"}, {"d", "mask"});
   m.Node("Relu", {"d"}, {"y"});
-  m.Output("y");
+  m.Output("y", kFloat, std::vector<testing::ProtoDim>{std::string("batch"), int64_t{16}});
   return m.Import(file);
 }
 

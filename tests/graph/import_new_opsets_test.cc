@@ -67,7 +67,7 @@ TEST_CASE("an opset-17 model is still checked and inferred by libonnx, without a
   ProtoModel m(17);
   m.Input("x", kFloat, {std::string("batch"), int64_t{4}});
   m.Node("Relu", {"x"}, {"y"});
-  m.Output("y");
+  m.Output("y", kFloat, std::vector<testing::ProtoDim>{std::string("batch"), int64_t{4}});
   Graph g = m.Import("opset17_ok.onnx");
   CHECK_FALSE(HasWarningContaining(g, "not run"));
 }

@@ -135,14 +135,14 @@ TEST_CASE("SkipLayerNormalization saves the residual sum and LayerNorm's statist
 TEST_CASE("RotaryEmbedding saves the gathered cos and sin, not X", "[registry][rotary]") {
   const TensorInfo positions = Tensor(DType::kInt64, {2, 10});
   // ai.onnx: X [2, 4, 10, 16], caches [64, 8], position_ids [2, 10].
-  OpCase onnx("RotaryEmbedding", {F32({2, 4, 10, 16}), F32({64, 8}, ValueKind::kConstant),
+  OpCase standard("RotaryEmbedding", {F32({2, 4, 10, 16}), F32({64, 8}, ValueKind::kConstant),
                                   F32({64, 8}, ValueKind::kConstant), positions});
-  CHECK(onnx.OutputShape() == Dims({2, 4, 10, 16}));
-  CHECK(Describe(onnx.Saved()) == Names{"extra:gathered_cos", "extra:gathered_sin"});
+  CHECK(standard.OutputShape() == Dims({2, 4, 10, 16}));
+  CHECK(Describe(standard.Saved()) == Names{"extra:gathered_cos", "extra:gathered_sin"});
   // [2, 10, 8] float32 = 640 bytes each.
-  CHECK(SavedBytes(onnx) == 1280);
+  CHECK(SavedBytes(standard) == 1280);
   // 3 flops per output element: 1280 * 3 = 3840.
-  CHECK(Eval(onnx.Cost().flops) == 3840);
+  CHECK(Eval(standard.Cost().flops) == 3840);
 
   // com.microsoft: (input, position_ids, cos_cache, sin_cache).
   OpCase ms("RotaryEmbedding", {F32({2, 10, 64}), positions, F32({64, 8}, ValueKind::kConstant),

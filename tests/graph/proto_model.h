@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -39,14 +40,16 @@ class ProtoModel {
     SetType(graph().add_input(), name, elem_type, dims);
     return *this;
   }
-  // A declared graph output (type optional: elem_type 0 leaves it untyped).
-  ProtoModel& Output(const std::string& name, int32_t elem_type = 0,
-                     std::vector<ProtoDim> dims = {}) {
+  // A declared graph output; without dims its shape is left undeclared, which only models that
+  // libonnx does not check may do (its checker requires a shape).
+  ProtoModel& Output(const std::string& name, int32_t elem_type = onnx::TensorProto::FLOAT,
+                     std::optional<std::vector<ProtoDim>> dims = std::nullopt) {
     auto* vi = graph().add_output();
-    if (elem_type == 0) {
-      vi->set_name(name);
+    if (dims) {
+      SetType(vi, name, elem_type, *dims);
     } else {
-      SetType(vi, name, elem_type, dims);
+      vi->set_name(name);
+      vi->mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
     }
     return *this;
   }
