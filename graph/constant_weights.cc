@@ -87,7 +87,8 @@ int64_t PromoteConstantWeights(onnx::ModelProto& model) {
         auto slots = WeightSlots().find(n.op_type());
         if (slots != WeightSlots().end())
           for (int s : slots->second) weight_slot |= s == i;
-        if (n.op_type() == "Add" && n.input_size() == 2 && IsVectorShaped(*tensors.at(n.input(i)))) {
+        if (n.op_type() == "Add" && n.input_size() == 2 &&
+            IsVectorShaped(*tensors.at(n.input(i)))) {
           auto other = producer.find(n.input(1 - i));
           weight_slot |= other != producer.end() && IsDefaultDomain(other->second->domain()) &&
                          IsBiasedLayer(other->second->op_type());

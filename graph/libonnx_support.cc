@@ -30,7 +30,8 @@ LibOnnxSupport AssessLibOnnxSupport(const onnx::ModelProto& model) {
     const int newest = range == known.end() ? 0 : range->second.second;
     if (opset.version() > newest) {
       return {false, "the model imports " + DomainLabel(domain) + " opset " +
-                         std::to_string(opset.version()) + " and this build's ONNX knows opsets up to " + std::to_string(newest)};
+                         std::to_string(opset.version()) +
+                         " and this build's ONNX knows opsets up to " + std::to_string(newest)};
     }
     versions[domain] = static_cast<int>(opset.version());
   }

@@ -45,8 +45,7 @@ std::optional<int64_t> IntegerMod(int64_t a, int64_t b, bool fmod) {
 
 // Folds constant integer contents, broadcasting a one-element side; nullopt otherwise.
 std::optional<std::vector<Dim>> ModContents(const TensorInfo& a, const TensorInfo& b, bool fmod) {
-  if (!a.contents || !b.contents || a.contents->empty() || b.contents->empty())
-    return std::nullopt;
+  if (!a.contents || !b.contents || a.contents->empty() || b.contents->empty()) return std::nullopt;
   const auto& ca = *a.contents;
   const auto& cb = *b.contents;
   if (ca.size() != cb.size() && ca.size() != 1 && cb.size() != 1) return std::nullopt;

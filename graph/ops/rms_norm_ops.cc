@@ -25,7 +25,7 @@ constexpr int64_t kRmsNormFlopsPerElement = 4;
 constexpr int64_t kResidualAddFlops = 1;
 
 Expected<std::vector<TensorInfo>> SameAsInput0WithStats(const OpContext& ctx, int64_t axis,
-                                                       size_t first_stat, size_t last_stat) {
+                                                        size_t first_stat, size_t last_stat) {
   MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
   auto outs = EmptyOutputs(ctx);
   if (outs.empty()) return outs;
@@ -106,8 +106,8 @@ OpSchema SkipNormSchema(const char* op_type, bool rms) {
     }
     return outs;
   };
-  const int64_t flops = (rms ? kRmsNormFlopsPerElement : kNormalizationFlopsPerElement) +
-                        2 * kResidualAddFlops;
+  const int64_t flops =
+      (rms ? kRmsNormFlopsPerElement : kNormalizationFlopsPerElement) + 2 * kResidualAddFlops;
   s.cost = [flops](const OpContext& ctx) { return PerInputElementCost(ctx, flops); };
   const size_t bias_slot = rms ? 3 : 4;
   s.saved_for_backward = WhenDifferentiable([rms](const OpContext& ctx) {

@@ -53,8 +53,7 @@ TEST_CASE("Attention 4D: shape, FLOPs and eager saved tensors", "[registry][atte
   CHECK(c.schema().amp == AmpCategory::kFp16Safe);
 }
 
-TEST_CASE("Attention 3D with grouped-query heads saves repeated K and V",
-          "[registry][attention]") {
+TEST_CASE("Attention 3D with grouped-query heads saves repeated K and V", "[registry][attention]") {
   // Q [2, 16, 64] with 4 heads (head 16); K, V [2, 16, 32] with 2 kv heads (head 16).
   OpCase c("Attention", {F32({2, 16, 64}), F32({2, 16, 32}), F32({2, 16, 32})});
   c.Attr("q_num_heads", int64_t{4}).Attr("kv_num_heads", int64_t{2});
@@ -69,8 +68,9 @@ TEST_CASE("Attention 3D with grouped-query heads saves repeated K and V",
 
 TEST_CASE("Attention with a past appends to it and saves the present K and V",
           "[registry][attention]") {
-  OpCase c("Attention", {F32({1, 2, 3, 4}), F32({1, 2, 3, 4}), F32({1, 2, 3, 4}), Absent(),
-                         F32({1, 2, 5, 4}), F32({1, 2, 5, 4})},
+  OpCase c("Attention",
+           {F32({1, 2, 3, 4}), F32({1, 2, 3, 4}), F32({1, 2, 3, 4}), Absent(), F32({1, 2, 5, 4}),
+            F32({1, 2, 5, 4})},
            /*num_outputs=*/4);
   auto outs = c.Outputs();
   // total_seq = past 5 + new 3 = 8.
@@ -105,8 +105,7 @@ TEST_CASE("RMSNormalization saves input, weight and a float32 rstd", "[registry]
 TEST_CASE("SimplifiedLayerNormalization exposes rstd as its second output", "[registry][norm]") {
   for (const char* domain : {"", "com.microsoft"}) {
     INFO(domain);
-    OpCase c("SimplifiedLayerNormalization", {F32({3, 4}), Param({4})}, /*num_outputs=*/2,
-             domain);
+    OpCase c("SimplifiedLayerNormalization", {F32({3, 4}), Param({4})}, /*num_outputs=*/2, domain);
     auto outs = c.Outputs();
     CHECK(outs[1].shape == Dims({3, 1}));
     CHECK(outs[1].dtype == DType::kFloat32);
@@ -136,7 +135,7 @@ TEST_CASE("RotaryEmbedding saves the gathered cos and sin, not X", "[registry][r
   const TensorInfo positions = Tensor(DType::kInt64, {2, 10});
   // ai.onnx: X [2, 4, 10, 16], caches [64, 8], position_ids [2, 10].
   OpCase standard("RotaryEmbedding", {F32({2, 4, 10, 16}), F32({64, 8}, ValueKind::kConstant),
-                                  F32({64, 8}, ValueKind::kConstant), positions});
+                                      F32({64, 8}, ValueKind::kConstant), positions});
   CHECK(standard.OutputShape() == Dims({2, 4, 10, 16}));
   CHECK(Describe(standard.Saved()) == Names{"extra:gathered_cos", "extra:gathered_sin"});
   // [2, 10, 8] float32 = 640 bytes each.
@@ -145,8 +144,9 @@ TEST_CASE("RotaryEmbedding saves the gathered cos and sin, not X", "[registry][r
   CHECK(Eval(standard.Cost().flops) == 3840);
 
   // com.microsoft: (input, position_ids, cos_cache, sin_cache).
-  OpCase ms("RotaryEmbedding", {F32({2, 10, 64}), positions, F32({64, 8}, ValueKind::kConstant),
-                                F32({64, 8}, ValueKind::kConstant)},
+  OpCase ms("RotaryEmbedding",
+            {F32({2, 10, 64}), positions, F32({64, 8}, ValueKind::kConstant),
+             F32({64, 8}, ValueKind::kConstant)},
             1, "com.microsoft");
   CHECK(ms.OutputShape() == Dims({2, 10, 64}));
   CHECK(SavedBytes(ms) == 1280);
@@ -189,11 +189,16 @@ TEST_CASE("Gelu-20's tanh approximation costs more than the erf form, both save 
 
 TEST_CASE("the new ops cite their sources", "[registry]") {
   const std::pair<const char*, const char*> ops[] = {
-      {"Attention", ""},        {"RMSNormalization", ""},
-      {"RotaryEmbedding", ""},  {"RotaryEmbedding", "com.microsoft"},
-      {"Mod", ""},              {"Trilu", ""},
-      {"Bernoulli", ""},        {"SimplifiedLayerNormalization", ""},
-      {"FastGelu", "com.microsoft"}, {"BiasGelu", "com.microsoft"},
+      {"Attention", ""},
+      {"RMSNormalization", ""},
+      {"RotaryEmbedding", ""},
+      {"RotaryEmbedding", "com.microsoft"},
+      {"Mod", ""},
+      {"Trilu", ""},
+      {"Bernoulli", ""},
+      {"SimplifiedLayerNormalization", ""},
+      {"FastGelu", "com.microsoft"},
+      {"BiasGelu", "com.microsoft"},
       {"SkipLayerNormalization", "com.microsoft"},
       {"SkipSimplifiedLayerNormalization", "com.microsoft"},
   };
