@@ -5,6 +5,8 @@
 #include <optional>
 #include <string_view>
 
+#include "graph/dim.h"
+
 namespace memplan {
 
 enum class DType : uint8_t {
@@ -25,10 +27,28 @@ enum class DType : uint8_t {
   kString,
   kComplex64,
   kComplex128,
+  // Added to ONNX after libonnx 1.12 (whose generated proto lacks their enum values, so they are
+  // read from the raw int32 field): the float8 family (opset 19), 4-bit ints (opset 21), float4
+  // (opset 23) and the e8m0 scale type (opset 24).
+  kFloat8E4M3FN,
+  kFloat8E4M3FNUZ,
+  kFloat8E5M2,
+  kFloat8E5M2FNUZ,
+  kUInt4,
+  kInt4,
+  kFloat4E2M1,
+  kFloat8E8M0,
 };
 
-// Bytes per element; 0 for kUndefined/kString (their size is not known statically).
+// Bytes per element, rounded up to a whole byte for the packed 4-bit types (use TensorBytes for
+// their true size); 0 for kUndefined/kString (their size is not known statically).
 int64_t ByteSize(DType dtype);
+// Bits per element: 4 for int4/uint4/float4e2m1, 8 * ByteSize otherwise.
+int64_t BitSize(DType dtype);
+// The storage bytes of `elements` elements: ONNX packs 4-bit types two to a byte, rounding up.
+// Symbolic counts are exact when the packing divides them (2*batch int4 elements = batch bytes);
+// otherwise the rounded-up per-element size is the conservative answer.
+Dim TensorBytes(const Dim& elements, DType dtype);
 bool IsFloating(DType dtype);  // float16/bfloat16/float32/float64
 std::string_view DTypeName(DType dtype);  // "float32", "float16", ...
 std::optional<DType> DTypeFromName(std::string_view name);

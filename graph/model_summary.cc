@@ -63,7 +63,8 @@ void AddParameters(const Graph& graph, const Value& value, const Bindings& bindi
                    ModelSummary& summary) {
   Expected<int64_t> elements = value.shape.NumElements().Evaluate(bindings);
   std::optional<int64_t> bytes;
-  if (elements.ok()) bytes = CheckedMul(*elements, ByteSize(value.dtype));
+  // TensorBytes packs 4-bit types two to a byte; an overflow leaves no constant value.
+  if (elements.ok()) bytes = TensorBytes(Dim(*elements), value.dtype).constant_value();
   if (!value.shape.known || !elements.ok() || !bytes) {
     summary.warnings.push_back("parameter '" + value.name + "' has shape " +
                                value.shape.ToString(graph.symbols()) +

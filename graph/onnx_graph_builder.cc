@@ -1,5 +1,6 @@
 #include "graph/onnx_graph_builder.h"
 
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -194,9 +195,38 @@ class Builder {
       for (const auto& out : n.output())
         node.outputs.push_back(out.empty() ? ValueId() : ids_.at(out));
       MEMPLAN_TRY(node.attributes, ConvertAttributes(n, NodeLabel(node.name, node.op_type)));
+      RecordConstantDropoutRatio(n, node);
       graph_.AddNode(std::move(node));
     }
     return OkStatus();
+  }
+
+  // Dropout's ratio moved from an attribute to input 1 at opset 12. A constant ratio is recorded
+  // as the attribute, so the registry's rule reads one place whatever the opset (a ratio of 0 in
+  // training mode is an identity that saves no mask).
+  void RecordConstantDropoutRatio(const onnx::NodeProto& proto, Node& node) const {
+    if (node.op_type != "Dropout" || !node.domain.empty() || proto.input_size() < 2 ||
+        proto.input(1).empty() || node.attributes.Has("ratio"))
+      return;
+    if (auto ratio = ConstantFloatScalar(proto.input(1))) node.attributes.Set("ratio", *ratio);
+  }
+
+  // The value of a one-element floating initializer or Constant output; nullopt otherwise.
+  std::optional<double> ConstantFloatScalar(const std::string& name) const {
+    if (constant_tensors_.empty()) {  // indexed on first use: most models have no Dropout input
+      for (const auto& t : g_.initializer()) constant_tensors_.emplace(t.name(), &t);
+      for (const auto& n : g_.node()) {
+        if (n.op_type() != "Constant" || n.output_size() != 1) continue;
+        for (const auto& a : n.attribute())
+          if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR)
+            constant_tensors_.emplace(n.output(0), &a.t());
+      }
+    }
+    auto it = constant_tensors_.find(name);
+    if (it == constant_tensors_.end()) return std::nullopt;
+    auto values = SmallFloatValues(*it->second, /*max_elements=*/1);
+    if (!values || values->size() != 1) return std::nullopt;
+    return values->front();
   }
 
   Status ChooseBatchSymbol() {
@@ -233,6 +263,7 @@ class Builder {
   Graph graph_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, ValueId> ids_;
+  mutable std::unordered_map<std::string, const onnx::TensorProto*> constant_tensors_;
 };
 
 }  // namespace

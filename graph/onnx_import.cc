@@ -15,7 +15,9 @@
 #include <optional>
 #include <unordered_set>
 
+#include "graph/constant_weights.h"
 #include "graph/gelu_fusion.h"
+#include "graph/libonnx_support.h"
 #include "graph/onnx_convert.h"
 #include "graph/onnx_graph_builder.h"
 #include "graph/shape_propagation.h"
@@ -154,6 +156,9 @@ InferredTypes RunOnnxShapeInference(onnx::ModelProto& model, Graph& graph) {
 
 Expected<Graph> ImportOnnxModel(const std::string& path, const ImportOptions& options) {
   MEMPLAN_TRY(onnx::ModelProto model, ReadModel(path));
+  // Decided on the model as written (before fusion adds com.microsoft nodes).
+  const LibOnnxSupport libonnx = AssessLibOnnxSupport(model);
+  const int64_t constant_weights = PromoteConstantWeights(model);
   // ONNX shape inference runs on the model as written: libonnx 1.12 crashes inferring some ops
   // downstream of a node whose output type it cannot infer (the fused com.microsoft Gelu). The
   // fusion keeps every surviving value's name, so the types inferred there carry over.
@@ -163,10 +168,22 @@ Expected<Graph> ImportOnnxModel(const std::string& path, const ImportOptions& op
     if (FuseErfGelu(model) > 0) as_written = std::move(copy);
   }
   MEMPLAN_TRY(Graph graph, BuildGraphFromProto(model, options));
-  PrepareForChecker(model, graph);
-  MEMPLAN_RETURN_IF_ERROR(RunChecker(model, path, graph));
-  if (as_written) MoveExternalInitializersToInputs(*as_written);
-  InferredTypes inferred = RunOnnxShapeInference(as_written ? *as_written : model, graph);
+  if (constant_weights > 0) {
+    graph.warnings.push_back(std::to_string(constant_weights) +
+                             " weights stored as Constant nodes (a paddle2onnx/TensorFlow-style "
+                             "export) are counted as trainable parameters");
+  }
+  InferredTypes inferred;
+  if (libonnx.covered) {
+    PrepareForChecker(model, graph);
+    MEMPLAN_RETURN_IF_ERROR(RunChecker(model, path, graph));
+    if (as_written) MoveExternalInitializersToInputs(*as_written);
+    inferred = RunOnnxShapeInference(as_written ? *as_written : model, graph);
+  } else {
+    // A newer model than libonnx knows: the builder's structural checks have run, and every
+    // shape comes from memplan's registry rules (which read each op at the model's opset).
+    graph.warnings.push_back(LibOnnxSkippedNote(libonnx));
+  }
   MEMPLAN_RETURN_IF_ERROR(PropagateShapes(graph, inferred));
   MEMPLAN_RETURN_IF_ERROR(MarkTrainableParameters(graph));
   return graph;

@@ -3,7 +3,8 @@
 //
 //   parse (protobuf) -> GELU fusion (graph/gelu_fusion.h) -> structural checks (subgraph ops,
 //   dangling inputs, cycles, negative or overflowing dims, external-data locations) ->
-//   onnx::checker -> onnx shape inference ->
+//   onnx::checker -> onnx shape inference (both only where libonnx knows the model's opsets and
+//   ops, graph/libonnx_support.h; otherwise a warning says they were skipped) ->
 //   memplan shape propagation (op registry rules, symbolic folding of shape sub-graphs).
 //
 // Weight bytes are never read: initializers contribute metadata only, so models whose external

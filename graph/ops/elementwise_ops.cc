@@ -168,7 +168,15 @@ void RegisterUnaryOps(OpRegistry& registry) {
       {"Log", kTranscendentalFlops, SaveInput0(), "log: grad.div(self.conj())",
        AmpCategory::kFp32Required},
   };
-  for (const auto& spec : specs) registry.Register(UnarySchema(spec));
+  for (const auto& spec : specs) {
+    OpSchema schema = UnarySchema(spec);
+    // Gelu-20's approximate="tanh" costs more than the erf form; both save self.
+    if (schema.op_type == "Gelu")
+      schema.cost = [](const OpContext& ctx) {
+        return PerOutputElementCost(ctx, GeluFlopsPerElement(ctx));
+      };
+    registry.Register(std::move(schema));
+  }
 
   // Exporters also emit Gelu in Microsoft's contrib domain; it is the same op.
   OpSchema ms_gelu = UnarySchema(
@@ -257,7 +265,9 @@ void RegisterBinaryOps(OpRegistry& registry) {
 }
 
 // Dropout(data, ratio?, training_mode?) -> (output, mask?). The planner simulates training, so
-// dropout is taken as active unless the ratio attribute (opset < 12) is 0.
+// dropout is taken as active unless its ratio is 0: the ratio attribute (opset < 12), or the
+// constant ratio input (opset >= 12), which the importer records as that same attribute
+// (graph/onnx_graph_builder.h). With p == 0 PyTorch returns the input and saves no mask.
 void RegisterDropout(OpRegistry& registry) {
   OpSchema s;
   s.op_type = "Dropout";

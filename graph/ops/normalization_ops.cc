@@ -9,6 +9,7 @@
 // kNormalizationFlopsPerElement for the others (two-pass statistics), per input element.
 
 #include "graph/ops/common_rules.h"
+#include "graph/ops/normalization_rules.h"
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
 #include "graph/ops/shape_helpers.h"
@@ -129,13 +130,7 @@ OpSchema InstanceNormSchema() {
 // Inputs X, Scale, B?; attribute axis (default -1); outputs Y, Mean?, InvStdDev? whose shape is
 // X's dims before `axis` followed by ones.
 Expected<Shape> LayerNormStatShape(const OpContext& ctx) {
-  const Shape& x = ctx.inputs[0].shape;
-  if (!x.known) return Shape::Unknown();
-  MEMPLAN_TRY(int64_t axis, NormalizeAxis(ctx.attrs().GetInt("axis", -1), x.rank(), ctx.node));
-  Shape stat;
-  for (size_t i = 0; i < x.rank(); ++i)
-    stat.dims.push_back(static_cast<int64_t>(i) < axis ? x.dims[i] : Dim(1));
-  return stat;
+  return TrailingNormStatShape(ctx, ctx.attrs().GetInt("axis", -1));
 }
 
 OpSchema LayerNormSchema() {

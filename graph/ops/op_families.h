@@ -2,9 +2,12 @@
 // Each family file registers its ops; op_registry.cc calls them all (explicit calls instead of
 // static registrars, which a static library would drop at link time).
 
+#include <cstdint>
+
 namespace memplan {
 
 class OpRegistry;
+struct OpContext;
 
 void RegisterShapeOps(OpRegistry& registry);        // shape_ops.cc: Shape, Constant, Reshape, ...
 void RegisterElementwiseOps(OpRegistry& registry);  // elementwise_ops.cc: Add, Relu, Gelu, ...
@@ -15,5 +18,13 @@ void RegisterPoolingOps(OpRegistry& registry);      // pooling_ops.cc
 void RegisterReductionOps(OpRegistry& registry);    // reduction_ops.cc: Reduce*, Softmax, ...
 void RegisterResamplingOps(OpRegistry& registry);   // resampling_ops.cc: Pad, Resize
 void RegisterLossOps(OpRegistry& registry);  // loss_ops.cc: SoftmaxCrossEntropyLoss, memplan losses
+void RegisterMaskingOps(OpRegistry& registry);     // masking_ops.cc: Mod, Trilu, Bernoulli
+void RegisterGeluVariantOps(OpRegistry& registry);  // gelu_variants_ops.cc: FastGelu, BiasGelu
+void RegisterRmsNormOps(OpRegistry& registry);  // rms_norm_ops.cc: RMSNormalization, Skip*Norm
+void RegisterAttentionOps(OpRegistry& registry);  // attention_ops.cc: Attention, RotaryEmbedding
+
+// FLOPs per element of ai.onnx Gelu: its `approximate` attribute picks erf or tanh
+// (gelu_variants_ops.cc, beside the com.microsoft forms).
+int64_t GeluFlopsPerElement(const OpContext& ctx);
 
 }  // namespace memplan

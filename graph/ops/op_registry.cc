@@ -70,6 +70,10 @@ OpRegistry::OpRegistry() {
   RegisterReductionOps(*this);
   RegisterResamplingOps(*this);
   RegisterLossOps(*this);
+  RegisterMaskingOps(*this);
+  RegisterGeluVariantOps(*this);
+  RegisterRmsNormOps(*this);
+  RegisterAttentionOps(*this);
 }
 
 const OpRegistry& OpRegistry::Get() {

@@ -23,7 +23,7 @@ struct TensorInfo {
   ValueKind kind = ValueKind::kIntermediate;
   std::optional<std::vector<Dim>> contents;  // symbolic contents of small int tensors
 
-  Dim Bytes() const { return shape.NumElements() * Dim(ByteSize(dtype)); }
+  Dim Bytes() const { return TensorBytes(shape.NumElements(), dtype); }
 };
 
 struct OpContext {

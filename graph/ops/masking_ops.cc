@@ -1,0 +1,153 @@
+// Ops models use to build masks and index patterns rather than to transform activations:
+//   * Mod(A, B) (fmod attribute): Swin's shifted-window mask, and shape arithmetic such as
+//     `(window - H % window) % window` (padding to a multiple), so integer contents fold;
+//   * Trilu(input, k?) (upper attribute): causal masks;
+//   * Bernoulli(input) (dtype, seed attributes): random masks (stochastic depth, dropout written
+//     out by hand).
+// None of them saves a tensor for backward: remainder/fmod only need the divisor when the divisor
+// itself is trained (never, for masks); tril/triu's backward is grad.tril(k); bernoulli has no
+// gradient.
+
+#include <algorithm>
+#include <limits>
+
+#include "graph/ops/common_rules.h"
+#include "graph/ops/op_families.h"
+#include "graph/ops/op_registry.h"
+#include "graph/ops/shape_helpers.h"
+
+namespace memplan {
+namespace {
+
+bool IsIntegerDType(DType dtype) {
+  switch (dtype) {
+    case DType::kInt8:
+    case DType::kUInt8:
+    case DType::kInt16:
+    case DType::kUInt16:
+    case DType::kInt32:
+    case DType::kUInt32:
+    case DType::kInt64:
+    case DType::kUInt64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// ONNX Mod on integers: fmod=0 takes the divisor's sign (Python %), fmod=1 the dividend's (C).
+std::optional<int64_t> IntegerMod(int64_t a, int64_t b, bool fmod) {
+  if (b == 0 || (a == std::numeric_limits<int64_t>::min() && b == -1)) return std::nullopt;
+  int64_t r = a % b;
+  if (!fmod && r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+// Folds constant integer contents, broadcasting a one-element side; nullopt otherwise.
+std::optional<std::vector<Dim>> ModContents(const TensorInfo& a, const TensorInfo& b, bool fmod) {
+  if (!a.contents || !b.contents || a.contents->empty() || b.contents->empty()) return std::nullopt;
+  const auto& ca = *a.contents;
+  const auto& cb = *b.contents;
+  if (ca.size() != cb.size() && ca.size() != 1 && cb.size() != 1) return std::nullopt;
+  std::vector<Dim> out;
+  for (size_t i = 0; i < std::max(ca.size(), cb.size()); ++i) {
+    auto x = ca[ca.size() == 1 ? 0 : i].constant_value();
+    auto y = cb[cb.size() == 1 ? 0 : i].constant_value();
+    if (!x || !y) return std::nullopt;
+    auto r = IntegerMod(*x, *y, fmod);
+    if (!r) return std::nullopt;
+    out.emplace_back(*r);
+  }
+  return out;
+}
+
+OpSchema ModSchema() {
+  OpSchema s;
+  s.op_type = "Mod";
+  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(const TensorInfo* a, RequiredInput(ctx, 0));
+    MEMPLAN_TRY(const TensorInfo* b, RequiredInput(ctx, 1));
+    auto shape = BroadcastShapes(a->shape, b->shape);
+    if (!shape) return MakeError(NodeError(ctx.node, shape.error().message));
+    auto outs = SingleOutput(a->dtype, *shape);
+    if (IsIntegerDType(a->dtype))
+      outs[0].contents = ModContents(*a, *b, ctx.attrs().GetInt("fmod", 0) != 0);
+    return outs;
+  };
+  // One division, one multiply and one subtract per element.
+  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, 3 * kSimpleFlops); };
+  // remainder.Tensor / fmod.Tensor: self: grad; other: -grad * self.div(other, rounding_mode)
+  // saves self and other, but only when the divisor requires grad.
+  s.saved_for_backward = [](const OpContext& ctx) {
+    if (!InputRequiresGrad(ctx, 1)) return std::vector<SavedTensor>{};
+    return std::vector<SavedTensor>{SaveInput(0), SaveInput(1)};
+  };
+  s.backward_flops_factor = kTwoGradientElementwiseBackwardFactor;
+  s.amp = AmpCategory::kFollowInputs;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": remainder.Tensor / fmod.Tensor: self: grad, other: -grad * "
+                   "self.div(other, rounding_mode); self and other saved only for other's grad";
+  s.amp_source = std::string(kAutocastLists) + ": not listed, runs in its inputs' dtype";
+  return s;
+}
+
+std::vector<bool> OnlyInput0(const OpContext& ctx) {
+  std::vector<bool> grads(ctx.inputs.size(), false);
+  if (!grads.empty()) grads[0] = InputRequiresGrad(ctx, 0);
+  return grads;
+}
+
+OpSchema TriluSchema() {
+  OpSchema s;
+  s.op_type = "Trilu";
+  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
+    if (x->shape.known && x->shape.rank() < 2)
+      return MakeError(NodeError(ctx.node, "input must have rank >= 2"));
+    return SingleOutput(x->dtype, x->shape);
+  };
+  // A compare and a select per element.
+  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, 2 * kSimpleFlops); };
+  s.gradient_inputs = OnlyInput0;
+  s.backward_flops_factor = kElementwiseBackwardFactor;
+  s.amp = AmpCategory::kFollowInputs;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": tril / triu: grad.tril(diagonal) / grad.triu(diagonal); nothing saved";
+  s.amp_source = std::string(kAutocastLists) + ": not listed, runs in its input's dtype";
+  return s;
+}
+
+OpSchema BernoulliSchema() {
+  OpSchema s;
+  s.op_type = "Bernoulli";
+  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(const TensorInfo* p, RequiredInput(ctx, 0));
+    DType dtype = p->dtype;
+    if (ctx.attrs().Has("dtype")) {
+      dtype = DTypeFromOnnx(static_cast<int32_t>(ctx.attrs().GetInt("dtype", 0)))
+                  .value_or(DType::kUndefined);
+    }
+    return SingleOutput(dtype, p->shape);
+  };
+  // One random draw and one compare per element.
+  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, 2 * kSimpleFlops); };
+  s.gradient_inputs = [](const OpContext& ctx) {
+    return std::vector<bool>(ctx.inputs.size(), false);
+  };
+  s.backward_flops_factor = 0.0;
+  s.amp = AmpCategory::kFollowInputs;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": bernoulli: self: zeros_like(grad) (not differentiable); nothing saved";
+  s.amp_source = std::string(kAutocastLists) + ": not listed, runs in its input's dtype";
+  return s;
+}
+
+}  // namespace
+
+void RegisterMaskingOps(OpRegistry& registry) {
+  registry.Register(ModSchema());
+  registry.Register(TriluSchema());
+  registry.Register(BernoulliSchema());
+}
+
+}  // namespace memplan

@@ -1,0 +1,16 @@
+# Models newer than this build's libonnx (opset 18, opset 23; tests/fixtures/*.textproto, encoded
+# by make_textproto_fixtures.sh): `memplan analyze` plans them (exit 0) and `inspect` says that
+# memplan's own checks and shape rules stood in for libonnx's.
+set(F ${MEMPLAN_TEST_FIXTURES})
+
+memplan_cli_test("analyze an opset-18 model (ReduceMean axes as input), exit 0" EXPECT_EXIT 0
+  COMMAND analyze ${F}/opset18_block.onnx --gpu 24G --micro-batch 4 --dim seq=128)
+memplan_cli_test("analyze an opset-23 model (RMSNormalization, Attention), exit 0" EXPECT_EXIT 0
+  COMMAND analyze ${F}/opset23_block.onnx --gpu 24G --micro-batch 4 --dim seq=128)
+memplan_cli_test("inspect an opset-23 model says libonnx was not run" EXPECT_EXIT 0
+  EXPECT_OUTPUT "ONNX checker and shape inference not run \\(the model imports ai.onnx opset 23"
+  COMMAND inspect ${F}/opset23_block.onnx --json)
+# 32 (scale) + 4 * 32 * 32 (projections) = 4128 parameters.
+memplan_cli_test("inspect an opset-23 model counts its parameters" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"parameter_count\": 4128,"
+  COMMAND inspect ${F}/opset23_block.onnx --json)
