@@ -1,13 +1,16 @@
+#include "graph/ops/geometry/window.h"
 #include "runtime/cuda/kernels/conv_kernels.h"
 
 namespace memplan::cuda {
 
 int64_t Window2d::out_h() const {
-  return (in_h + pad_top + pad_bottom - dilation_h * (kernel_h - 1) - 1) / stride_h + 1;
+  return PaddedWindowOutput(in_h, kernel_h, stride_h, dilation_h, pad_top, pad_bottom, ceil_mode)
+      .value_or(0);
 }
 
 int64_t Window2d::out_w() const {
-  return (in_w + pad_left + pad_right - dilation_w * (kernel_w - 1) - 1) / stride_w + 1;
+  return PaddedWindowOutput(in_w, kernel_w, stride_w, dilation_w, pad_left, pad_right, ceil_mode)
+      .value_or(0);
 }
 
 int64_t Window2d::SourceOffset(int64_t row, int64_t col) const {
