@@ -6,8 +6,8 @@ namespace memplan {
 
 Expected<WindowAttributes> ReadWindowAttributes(const Node& node, size_t spatial_rank,
                                                 std::vector<int64_t> kernel) {
-  auto window =
-      ReadWindowAttributes(node.attributes, spatial_rank, std::move(kernel), /*read_ceil_mode=*/true);
+  auto window = ReadWindowAttributes(node.attributes, spatial_rank, std::move(kernel),
+                                     /*read_ceil_mode=*/true);
   if (!window.ok()) return MakeError(NodeError(node, window.error().message));
   return window;
 }

@@ -89,10 +89,10 @@ TEST_CASE("symbolic Reshape", "[geometry]") {
 
 TEST_CASE("Flatten, Squeeze and Unsqueeze shapes", "[geometry]") {
   const Ints in{2, 3, 4};
-  CHECK(*FlattenShape(in, 0) == Ints{1, 24});   // empty outer product is 1
-  CHECK(*FlattenShape(in, 1) == Ints{2, 12});   // the default axis
-  CHECK(*FlattenShape(in, -1) == Ints{6, 4});   // -1 is axis 2
-  CHECK(*FlattenShape(in, 3) == Ints{24, 1});   // axis = rank is allowed
+  CHECK(*FlattenShape(in, 0) == Ints{1, 24});  // empty outer product is 1
+  CHECK(*FlattenShape(in, 1) == Ints{2, 12});  // the default axis
+  CHECK(*FlattenShape(in, -1) == Ints{6, 4});  // -1 is axis 2
+  CHECK(*FlattenShape(in, 3) == Ints{24, 1});  // axis = rank is allowed
   CHECK_FALSE(FlattenShape(in, 4).ok());
 
   const Ints ones{1, 3, 1};

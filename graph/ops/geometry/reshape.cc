@@ -169,8 +169,8 @@ Expected<std::vector<D>> UnsqueezeShape(const std::vector<D>& input,
 // The two kinds of size the rules serve.
 template Expected<ReshapeOutput<int64_t>> ReshapeShape(const std::vector<int64_t>*,
                                                        const std::vector<int64_t>&, bool);
-template Expected<ReshapeOutput<Dim>> ReshapeShape(const std::vector<Dim>*,
-                                                   const std::vector<Dim>&, bool);
+template Expected<ReshapeOutput<Dim>> ReshapeShape(const std::vector<Dim>*, const std::vector<Dim>&,
+                                                   bool);
 template Expected<std::vector<int64_t>> FlattenShape(const std::vector<int64_t>&, int64_t);
 template Expected<std::vector<Dim>> FlattenShape(const std::vector<Dim>&, int64_t);
 template Expected<std::vector<int64_t>> SqueezeShape(const std::vector<int64_t>&,

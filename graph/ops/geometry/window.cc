@@ -94,8 +94,7 @@ std::optional<int64_t> PaddedWindowOutput(int64_t input, int64_t kernel, int64_t
   return out;
 }
 
-Expected<WindowAxis> ResolveWindowAxis(const WindowAttributes& window, size_t axis,
-                                       int64_t input) {
+Expected<WindowAxis> ResolveWindowAxis(const WindowAttributes& window, size_t axis, int64_t input) {
   WindowAxis a;
   a.input = input;
   a.kernel = window.kernel[axis];

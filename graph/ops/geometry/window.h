@@ -82,8 +82,7 @@ std::optional<int64_t> PaddedWindowOutput(int64_t input, int64_t kernel, int64_t
 
 // Resolves axis `axis` of `window` for an input of size `input` (SAME padding, output size).
 // Errors: the window does not fit the padded input; a size overflows int64 (pads near 2^63).
-Expected<WindowAxis> ResolveWindowAxis(const WindowAttributes& window, size_t axis,
-                                       int64_t input);
+Expected<WindowAxis> ResolveWindowAxis(const WindowAttributes& window, size_t axis, int64_t input);
 
 // Output size of one axis over a symbolic input. Constant inputs go through ResolveWindowAxis
 // (and its errors); symbolic ones are exact when the division is exact in the polynomial ring

@@ -42,7 +42,8 @@ Expected<Shape> ReshapeTarget(const ForwardCall& call) {
         std::vector<int64_t> target,
         ConstantInts(call.inputs.size() > 1 ? call.inputs[1] : DeviceTensor(), "Reshape", "shape"));
     const bool allow_zero = call.attributes && call.attributes->GetInt("allowzero", 0) != 0;
-    MEMPLAN_TRY(ReshapeOutput<int64_t> out, Named("Reshape", ReshapeShape(&in, target, allow_zero)));
+    MEMPLAN_TRY(ReshapeOutput<int64_t> out,
+                Named("Reshape", ReshapeShape(&in, target, allow_zero)));
     return out.dims;
   }
   // Squeeze / Unsqueeze: axes from input 1 (opset 13) or the attribute.
