@@ -5,7 +5,10 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
+#include "graph/attributes.h"
 #include "graph/expected.h"
 
 namespace memplan::cuda {
@@ -32,6 +35,13 @@ struct Window2d {
   // as an offset within one image of `channels` planes.
   int64_t SourceOffset(int64_t row, int64_t col) const;
 };
+
+// The window of `op` (Conv: read_ceil_mode false; MaxPool: true) over NCHW `x` with a 2-D
+// `kernel`, resolved by the shared window geometry (graph/ops/geometry/window.h): auto_pad
+// becomes explicit pads. Errors name `op`: bad attributes, a window that does not fit, overflow.
+Expected<Window2d> MakeWindow2d(std::string_view op, const Attributes& attributes,
+                                const std::vector<int64_t>& x, const std::vector<int64_t>& kernel,
+                                bool read_ceil_mode);
 
 // col [images][col_rows][col_cols] from x [images][channels][in_h][in_w].
 Status Im2Col(const float* x, const Window2d& w, int64_t images, float* col, cudaStream_t stream);

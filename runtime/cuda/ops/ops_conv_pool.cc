@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "graph/ops/geometry/window.h"
 #include "runtime/cuda/gemm.h"
 #include "runtime/cuda/kernels/conv_kernels.h"
 #include "runtime/cuda/kernels/cuda_kernels.h"
@@ -17,37 +16,13 @@ namespace {
 // The im2col scratch of one chunk of images stays under this many fp32 elements (128 MiB).
 constexpr int64_t kMaxColumnElements = int64_t{32} << 20;
 
-// The 2-D window of `op` over NCHW `x` by the shared geometry (auto_pad and ceil_mode included),
-// errors naming the op.
+// The 2-D window of `op` over NCHW `x` by the shared geometry (auto_pad and ceil_mode included).
 Expected<Window2d> WindowOf(std::string_view op, const Attributes* a, const Shape& x,
                             const std::vector<int64_t>& kernel, bool read_ceil_mode) {
   if (x.size() != 4) return Unsupported(op, "tensors other than 2-D NCHW");
   if (kernel.size() != 2) return Unsupported(op, "a kernel that is not 2-D");
   const Attributes none;
-  auto window = ReadWindowAttributes(a ? *a : none, 2, kernel, read_ceil_mode);
-  if (!window.ok()) return MakeError(std::string(op) + ": " + window.error().message);
-  auto h = ResolveWindowAxis(*window, 0, x[2]);
-  if (!h.ok()) return MakeError(std::string(op) + ": " + h.error().message);
-  auto w = ResolveWindowAxis(*window, 1, x[3]);
-  if (!w.ok()) return MakeError(std::string(op) + ": " + w.error().message);
-  Window2d win;
-  win.channels = x[1];
-  win.in_h = h->input;
-  win.in_w = w->input;
-  win.kernel_h = h->kernel;
-  win.kernel_w = w->kernel;
-  win.stride_h = h->stride;
-  win.stride_w = w->stride;
-  win.pad_top = h->pad_begin;
-  win.pad_left = w->pad_begin;
-  win.pad_bottom = h->pad_end;
-  win.pad_right = w->pad_end;
-  win.dilation_h = h->dilation;
-  win.dilation_w = w->dilation;
-  // SAME padding fixes the size through the resolved pads; ceil_mode matters only without it.
-  win.ceil_mode = window->ceil_mode && !window->same_padding();
-  MEMPLAN_CHECK(win.out_h() == h->output && win.out_w() == w->output);
-  return win;
+  return MakeWindow2d(op, a ? *a : none, x, kernel, read_ceil_mode);
 }
 
 int64_t ChunkImages(const Window2d& w, int64_t images) {
