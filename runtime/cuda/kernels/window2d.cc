@@ -23,6 +23,7 @@ Expected<Window2d> MakeWindow2d(std::string_view op, const Attributes& attribute
     return MakeError(name + ": the window is not 2-D over an NCHW input");
   auto window = ReadWindowAttributes(attributes, 2, kernel, read_ceil_mode);
   if (!window.ok()) return MakeError(name + ": " + window.error().message);
+  if (window->kernel != kernel) return MakeError(name + ": kernel_shape disagrees with the weight");
   auto h = ResolveWindowAxis(*window, 0, x[2]);
   if (!h.ok()) return MakeError(name + ": " + h.error().message);
   auto w = ResolveWindowAxis(*window, 1, x[3]);

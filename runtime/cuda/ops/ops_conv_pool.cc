@@ -33,7 +33,7 @@ int64_t ChunkImages(const Window2d& w, int64_t images) {
 Expected<Window2d> ConvWindow(const Attributes* a, const Shape& x, const Shape& weight) {
   if (a != nullptr && a->GetInt("group", 1) != 1) return Unsupported("Conv", "group != 1");
   if (weight.size() != 4) return Unsupported("Conv", "a weight that is not 4-D");
-  MEMPLAN_TRY(Window2d w, WindowOf("Conv", a, x, {weight[2], weight[3]}, false));
+  MEMPLAN_TRY(Window2d w, WindowOf("Conv", a, x, {weight[2], weight[3]}, /*read_ceil_mode=*/false));
   if (weight[1] != x[1]) return MakeError("Conv: weight channels differ from the input's");
   return w;
 }
@@ -144,7 +144,8 @@ Status ConvBackward(CudaContext& ctx, const BackwardCall& call) {
 Expected<Window2d> PoolWindow(const Attributes* a, const Shape& x) {
   if (a != nullptr && a->GetInt("storage_order", 0) != 0)
     return Unsupported("MaxPool", "storage_order=1");
-  return WindowOf("MaxPool", a, x, a ? a->GetInts("kernel_shape") : std::vector<int64_t>(), true);
+  return WindowOf("MaxPool", a, x, a ? a->GetInts("kernel_shape") : std::vector<int64_t>(),
+                  /*read_ceil_mode=*/true);
 }
 
 Expected<std::vector<DeviceTensor>> MaxPoolForwardOp(CudaContext& ctx, const ForwardCall& call) {
