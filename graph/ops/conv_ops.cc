@@ -85,7 +85,7 @@ Expected<std::vector<TensorInfo>> ConvShape(const OpContext& ctx) {
   Shape y;
   y.dims = {xs.dims[0], ws.dims[0]};
   for (size_t a = 0; a < in.window->spatial_rank(); ++a) {
-    auto d = WindowOutputDim(xs.dims[a + 2], *in.window, a);
+    MEMPLAN_TRY(std::optional<Dim> d, WindowOutputDim(ctx.node, xs.dims[a + 2], *in.window, a));
     if (!d) d = FreshDim(ctx, "conv_out");
     if (!d) return outs;
     if (auto c = d->constant_value(); c && *c <= 0) {

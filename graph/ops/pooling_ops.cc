@@ -28,7 +28,7 @@ Expected<std::vector<TensorInfo>> PoolShape(const OpContext& ctx) {
   Shape y;
   y.dims = {x->shape.dims[0], x->shape.dims[1]};
   for (size_t a = 0; a < spatial; ++a) {
-    auto d = WindowOutputDim(x->shape.dims[a + 2], window, a);
+    MEMPLAN_TRY(std::optional<Dim> d, WindowOutputDim(ctx.node, x->shape.dims[a + 2], window, a));
     if (!d) d = FreshDim(ctx, "pool_out");
     if (!d) return outs;
     if (auto c = d->constant_value(); c && *c <= 0) {

@@ -1,9 +1,8 @@
 // Ops that rearrange a tensor without computing on it: Reshape, Flatten, Squeeze, Unsqueeze,
-// Transpose, Expand (all views in PyTorch) and Tile (a copy).
+// Transpose, Expand (all views in PyTorch) and Tile (a copy). The view shapes are the shared
+// geometry's (graph/ops/geometry/reshape.h).
 
-#include <algorithm>
-#include <set>
-
+#include "graph/ops/geometry/reshape.h"
 #include "graph/ops/shape_helpers.h"
 #include "graph/ops/shape_ops_folding.h"
 #include "graph/ops/shape_ops_internal.h"
@@ -12,15 +11,6 @@ namespace memplan {
 namespace {
 
 std::vector<TensorInfo> Unknown(DType dtype) { return SingleOutput(dtype, Shape::Unknown()); }
-
-std::string ShapeText(const Shape& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.rank(); ++i) {
-    auto c = shape.dims[i].constant_value();
-    out += (i ? ", " : "") + (c ? std::to_string(*c) : std::string("?"));
-  }
-  return out + "]";
-}
 
 Status RejectNegative(const OpContext& ctx, const std::vector<Dim>& dims, const char* what) {
   for (const Dim& d : dims) {
@@ -32,87 +22,35 @@ Status RejectNegative(const OpContext& ctx, const std::vector<Dim>& dims, const 
   return OkStatus();
 }
 
+// The shared geometry's error, naming the node.
+template <class T>
+Expected<T> Named(const OpContext& ctx, Expected<T> result) {
+  if (!result.ok()) return MakeError(NodeError(ctx.node, result.error().message));
+  return result;
+}
+
 Expected<std::vector<TensorInfo>> InferReshape(const OpContext& ctx) {
   const TensorInfo& data = ctx.inputs.at(0);
   const bool allow_zero = ctx.attrs().GetInt("allowzero", 0) != 0;
   if (!ctx.has_input(1) || !ctx.inputs[1].contents) return Unknown(data.dtype);
-  const std::vector<Dim>& target = *ctx.inputs[1].contents;
-
-  Shape out;
-  out.dims.resize(target.size());
-  std::optional<size_t> inferred;  // the -1 slot
-  Dim known_product(1);
-  for (size_t i = 0; i < target.size(); ++i) {
-    auto c = target[i].constant_value();
-    if (c && *c == -1) {
-      if (inferred) return MakeError(NodeError(ctx.node, "more than one -1 in the target shape"));
-      inferred = i;
-      continue;
-    }
-    if (c && *c < -1) {
-      return MakeError(NodeError(ctx.node, "invalid dim " + std::to_string(*c) + " in target"));
-    }
-    if (c && *c == 0 && !allow_zero) {
-      // 0 copies the input's dim at the same index.
-      if (!data.shape.known) return Unknown(data.dtype);
-      if (i >= data.shape.rank()) {
-        return MakeError(NodeError(ctx.node, "target dim " + std::to_string(i) +
-                                                 " is 0 but the input has rank " +
-                                                 std::to_string(data.shape.rank())));
-      }
-      out.dims[i] = data.shape.dims[i];
-    } else {
-      out.dims[i] = target[i];
-    }
-    known_product *= out.dims[i];
+  MEMPLAN_TRY(ReshapeOutput<Dim> out,
+              Named(ctx, ReshapeShape(data.shape.known ? &data.shape.dims : nullptr,
+                                      *ctx.inputs[1].contents, allow_zero)));
+  if (out.needs_input) return Unknown(data.dtype);
+  if (out.unresolved) {
+    // Not exact (or the input is unknown): a fresh symbol keeps the rank and the other dims.
+    if (!ctx.symbols) return Unknown(data.dtype);
+    out.dims[*out.unresolved] = Dim::Symbol(ctx.symbols->Fresh("reshape"));
   }
-  if (inferred) {
-    std::optional<Dim> rest;
-    if (data.shape.known) rest = data.shape.NumElements().DivideExactly(known_product);
-    if (!rest) {
-      // Not exact (or the input is unknown): a fresh symbol keeps the rank and the other dims.
-      if (!ctx.symbols) return Unknown(data.dtype);
-      rest = Dim::Symbol(ctx.symbols->Fresh("reshape"));
-    }
-    out.dims[*inferred] = *rest;
-  } else if (data.shape.known) {
-    auto in_count = data.shape.NumElements().constant_value();
-    auto out_count = out.NumElements().constant_value();
-    if (in_count && out_count && *in_count != *out_count) {
-      return MakeError(NodeError(ctx.node, "cannot reshape " + ShapeText(data.shape) + " (" +
-                                               std::to_string(*in_count) + " elements) to " +
-                                               ShapeText(out)));
-    }
-  }
-  return std::vector<TensorInfo>{MakeOutput(data.dtype, out, data.contents)};
+  return std::vector<TensorInfo>{MakeOutput(data.dtype, Shape{std::move(out.dims)}, data.contents)};
 }
 
 Expected<std::vector<TensorInfo>> InferFlatten(const OpContext& ctx) {
   const TensorInfo& data = ctx.inputs.at(0);
   if (!data.shape.known) return Unknown(data.dtype);
-  const int64_t rank = static_cast<int64_t>(data.shape.rank());
-  int64_t axis = ctx.attrs().GetInt("axis", 1);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis > rank) {
-    return MakeError(NodeError(ctx.node, "axis " + std::to_string(ctx.attrs().GetInt("axis", 1)) +
-                                             " is out of range for rank " + std::to_string(rank)));
-  }
-  Dim outer(1), inner(1);
-  for (int64_t i = 0; i < rank; ++i)
-    (i < axis ? outer : inner) *= data.shape.dims[static_cast<size_t>(i)];
-  return std::vector<TensorInfo>{MakeOutput(data.dtype, Shape{{outer, inner}}, data.contents)};
-}
-
-// Normalised, sorted, de-duplicated axes against `rank`.
-Expected<std::set<int64_t>> NormalizeAxes(const std::vector<int64_t>& axes, size_t rank,
-                                          const Node& node) {
-  std::set<int64_t> out;
-  for (int64_t a : axes) {
-    MEMPLAN_TRY(int64_t n, NormalizeAxis(a, rank, node));
-    if (!out.insert(n).second)
-      return MakeError(NodeError(node, "axis " + std::to_string(a) + " is repeated"));
-  }
-  return out;
+  MEMPLAN_TRY(std::vector<Dim> out,
+              Named(ctx, FlattenShape(data.shape.dims, ctx.attrs().GetInt("axis", 1))));
+  return std::vector<TensorInfo>{MakeOutput(data.dtype, Shape{std::move(out)}, data.contents)};
 }
 
 Expected<std::vector<TensorInfo>> InferSqueeze(const OpContext& ctx) {
@@ -120,24 +58,8 @@ Expected<std::vector<TensorInfo>> InferSqueeze(const OpContext& ctx) {
   if (!data.shape.known) return Unknown(data.dtype);
   auto axes = IntsFromInputOrAttribute(ctx, 1, "axes", {});
   if (!axes) return Unknown(data.dtype);
-  std::set<int64_t> drop;
-  if (axes->empty()) {
-    // No axes: every dim known to be 1 goes (a symbol is assumed not to be 1).
-    for (size_t i = 0; i < data.shape.rank(); ++i)
-      if (data.shape.dims[i].constant_value() == 1) drop.insert(static_cast<int64_t>(i));
-  } else {
-    MEMPLAN_TRY(drop, NormalizeAxes(*axes, data.shape.rank(), ctx.node));
-  }
-  Shape out;
-  for (size_t i = 0; i < data.shape.rank(); ++i) {
-    if (!drop.count(static_cast<int64_t>(i))) {
-      out.dims.push_back(data.shape.dims[i]);
-    } else if (auto c = data.shape.dims[i].constant_value(); c && *c != 1) {
-      return MakeError(NodeError(
-          ctx.node, "cannot squeeze axis " + std::to_string(i) + " of size " + std::to_string(*c)));
-    }
-  }
-  return std::vector<TensorInfo>{MakeOutput(data.dtype, out, data.contents)};
+  MEMPLAN_TRY(std::vector<Dim> out, Named(ctx, SqueezeShape(data.shape.dims, *axes)));
+  return std::vector<TensorInfo>{MakeOutput(data.dtype, Shape{std::move(out)}, data.contents)};
 }
 
 Expected<std::vector<TensorInfo>> InferUnsqueeze(const OpContext& ctx) {
@@ -145,18 +67,8 @@ Expected<std::vector<TensorInfo>> InferUnsqueeze(const OpContext& ctx) {
   if (!data.shape.known) return Unknown(data.dtype);
   auto axes = IntsFromInputOrAttribute(ctx, 1, "axes", {});
   if (!axes) return Unknown(data.dtype);
-  const size_t out_rank = data.shape.rank() + axes->size();
-  MEMPLAN_TRY(std::set<int64_t> inserted, NormalizeAxes(*axes, out_rank, ctx.node));
-  Shape out;
-  size_t next = 0;
-  for (size_t i = 0; i < out_rank; ++i) {
-    if (inserted.count(static_cast<int64_t>(i))) {
-      out.dims.emplace_back(1);
-    } else {
-      out.dims.push_back(data.shape.dims.at(next++));
-    }
-  }
-  return std::vector<TensorInfo>{MakeOutput(data.dtype, out, data.contents)};
+  MEMPLAN_TRY(std::vector<Dim> out, Named(ctx, UnsqueezeShape(data.shape.dims, *axes)));
+  return std::vector<TensorInfo>{MakeOutput(data.dtype, Shape{std::move(out)}, data.contents)};
 }
 
 Expected<std::vector<TensorInfo>> InferTranspose(const OpContext& ctx) {

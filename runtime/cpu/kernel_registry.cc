@@ -1,5 +1,8 @@
 #include "runtime/cpu/kernel_registry.h"
 
+#include <algorithm>
+
+#include "graph/ops/op_registry.h"
 #include "runtime/cpu/kernels/kernel_families.h"
 
 namespace memplan {
@@ -23,20 +26,36 @@ const KernelRegistry& KernelRegistry::Get() {
   return registry;
 }
 
-void KernelRegistry::Register(std::string op_type, ForwardKernel forward, BackwardKernel backward) {
+void KernelRegistry::Register(std::string_view op_type, ForwardKernel forward,
+                              BackwardKernel backward) {
   MEMPLAN_CHECK(forward != nullptr);
-  const bool inserted = entries_.emplace(std::move(op_type), KernelEntry{forward, backward}).second;
+  const OpSchema* op = OpRegistry::Get().Find(op_type);
+  MEMPLAN_CHECK(op != nullptr);  // a kernel for an op the registry does not know
+  const bool inserted = entries_.emplace(op, KernelEntry{forward, backward}).second;
   MEMPLAN_CHECK(inserted);
 }
 
-const KernelEntry* KernelRegistry::Find(std::string_view op_type) const {
-  auto it = entries_.find(op_type);
+const KernelEntry* KernelRegistry::Find(const OpSchema& op) const {
+  auto it = entries_.find(&op);
   return it == entries_.end() ? nullptr : &it->second;
+}
+
+const KernelEntry* KernelRegistry::Find(std::string_view op_type) const {
+  const OpSchema* op = OpRegistry::Get().Find(op_type);
+  return op == nullptr ? nullptr : Find(*op);
+}
+
+std::vector<const OpSchema*> KernelRegistry::Ops() const {
+  std::vector<const OpSchema*> ops;
+  for (const auto& [op, entry] : entries_) ops.push_back(op);
+  std::sort(ops.begin(), ops.end(),
+            [](const OpSchema* a, const OpSchema* b) { return a->op_type < b->op_type; });
+  return ops;
 }
 
 std::vector<std::string> KernelRegistry::OpTypes() const {
   std::vector<std::string> types;
-  for (const auto& [type, entry] : entries_) types.push_back(type);
+  for (const OpSchema* op : Ops()) types.push_back(op->op_type);
   return types;
 }
 

@@ -1,12 +1,16 @@
 #pragma once
-// ONNX op type -> CPU forward/backward kernels. The op's facts (shapes, saved tensors, which
-// inputs get gradients) live in graph/ops; this table only says how to compute.
+// The CPU kernels of the op registry's entries. The op's facts (shapes, saved tensors, which
+// inputs get gradients) live in graph/ops; this table only says how to compute. A kernel is
+// registered against its registry entry (an op type the registry does not know cannot have a
+// kernel), so tests can list every registry op that has none (tests/runtime/
+// kernel_coverage_test.cc).
 
 #include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "graph/ops/op_schema.h"
 #include "runtime/cpu/kernel_api.h"
 
 namespace memplan {
@@ -21,14 +25,19 @@ class KernelRegistry {
   // The process-wide registry with every built-in kernel family registered.
   static const KernelRegistry& Get();
 
-  // REQUIRES: op_type not registered yet.
-  void Register(std::string op_type, ForwardKernel forward, BackwardKernel backward);
-  // nullptr when no kernel exists for the op type (ai.onnx domain).
+  // Registers the kernels of the registry entry of `op_type` (ai.onnx domain).
+  // REQUIRES: the op registry has that entry, and it has no kernel yet.
+  void Register(std::string_view op_type, ForwardKernel forward, BackwardKernel backward);
+  // nullptr when the entry has no kernel.
+  const KernelEntry* Find(const OpSchema& op) const;
+  // Find() of the registry entry of `op_type` (ai.onnx); nullptr when there is none.
   const KernelEntry* Find(std::string_view op_type) const;
+  // The registry entries that have kernels, sorted by op type.
+  std::vector<const OpSchema*> Ops() const;
   std::vector<std::string> OpTypes() const;
 
  private:
-  std::map<std::string, KernelEntry, std::less<>> entries_;
+  std::map<const OpSchema*, KernelEntry> entries_;
 };
 
 // Convenience wrappers that look the op up and report a missing kernel as an error.

@@ -108,5 +108,31 @@ TEST_CASE("2-D window output size and im2col sources", "[cuda]") {
   CHECK(w.SourceOffset(3, 15) == -1);
 }
 
+TEST_CASE("2-D windows come from the shared geometry, auto_pad included", "[cuda]") {
+  using Ints = std::vector<int64_t>;
+  Attributes same;
+  same.Set("strides", Ints{2, 2});
+  same.Set("auto_pad", std::string("SAME_UPPER"));
+  // H 7, kernel 4, stride 2: out ceil(7 / 2) = 4, total pad (4 - 1) * 2 + 4 - 7 = 3 -> 1 + 2.
+  // W 8, kernel 3: out 4, total pad 3 * 2 + 3 - 8 = 1 -> 0 + 1.
+  auto w = MakeWindow2d("Conv", same, {1, 2, 7, 8}, {4, 3}, /*read_ceil_mode=*/false);
+  REQUIRE(w.ok());
+  CHECK(w->out_h() == 4);
+  CHECK(w->out_w() == 4);
+  CHECK(w->pad_top == 1);
+  CHECK(w->pad_bottom == 2);
+  CHECK(w->pad_left == 0);
+  CHECK(w->pad_right == 1);
+  // MaxPool 3x3 stride 2 with ceil_mode on 6x6: ceil((6 - 3) / 2) + 1 = 3 per axis.
+  Attributes ceil;
+  ceil.Set("strides", Ints{2, 2});
+  ceil.Set("ceil_mode", int64_t{1});
+  auto pool = MakeWindow2d("MaxPool", ceil, {1, 1, 6, 6}, {3, 3}, /*read_ceil_mode=*/true);
+  REQUIRE(pool.ok());
+  CHECK(pool->out_h() == 3);
+  // A 5x5 kernel does not fit a 3x3 input without padding.
+  CHECK_FALSE(MakeWindow2d("Conv", Attributes(), {1, 1, 3, 3}, {5, 5}, false).ok());
+}
+
 }  // namespace
 }  // namespace memplan::cuda

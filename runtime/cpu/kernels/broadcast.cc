@@ -1,6 +1,5 @@
 #include "runtime/cpu/kernels/broadcast.h"
 
-#include <algorithm>
 #include <string>
 
 #include "runtime/cpu/kernels/kernel_util.h"
@@ -9,30 +8,9 @@ namespace memplan {
 
 Expected<TensorShape> BroadcastShapes(const TensorShape& a, const TensorShape& b,
                                       std::string_view op) {
-  const size_t rank = std::max(a.size(), b.size());
-  TensorShape out(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1) {
-      return MakeError(std::string(op) + ": shapes " + ShapeToString(a) + " and " +
-                       ShapeToString(b) + " do not broadcast");
-    }
-    out[i] = da == 1 ? db : da;
-  }
+  auto out = BroadcastDims(a, b);
+  if (!out.ok()) return MakeError(std::string(op) + ": " + out.error().message);
   return out;
-}
-
-std::vector<int64_t> BroadcastStrides(const TensorShape& shape, const TensorShape& out) {
-  MEMPLAN_CHECK(shape.size() <= out.size());
-  const std::vector<int64_t> own = ContiguousStrides(shape);
-  const size_t lead = out.size() - shape.size();
-  std::vector<int64_t> strides(out.size(), 0);
-  for (size_t i = 0; i < shape.size(); ++i) {
-    MEMPLAN_CHECK(shape[i] == out[lead + i] || shape[i] == 1);
-    strides[lead + i] = shape[i] == 1 ? 0 : own[i];
-  }
-  return strides;
 }
 
 Tensor SumToShape(const KernelContext& ctx, const Tensor& tensor, const TensorShape& target,

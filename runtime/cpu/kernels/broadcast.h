@@ -1,6 +1,7 @@
 #pragma once
-// Numpy-style (multidirectional) broadcasting on concrete shapes, and its adjoint: summing a
-// gradient back over the dims an input was broadcast along.
+// Numpy-style (multidirectional) broadcasting on concrete shapes (the shared rule of
+// graph/ops/geometry/broadcast.h), its index walk, and its adjoint: summing a gradient back over
+// the dims an input was broadcast along.
 
 #include <array>
 #include <cstdint>
@@ -8,18 +9,18 @@
 #include <vector>
 
 #include "graph/expected.h"
+#include "graph/ops/geometry/broadcast.h"
 #include "runtime/cpu/kernel_api.h"
 #include "runtime/tensor.h"
 
 namespace memplan {
 
-// The broadcast of `a` and `b`, or an error naming `op` and both shapes.
+// BroadcastDims of `a` and `b`, or its error prefixed with `op`.
 Expected<TensorShape> BroadcastShapes(const TensorShape& a, const TensorShape& b,
                                       std::string_view op);
 
-// Element strides of a tensor of `shape` seen through the broadcast shape `out` (right-aligned;
-// 0 along dims where `shape` has size 1 or is missing). REQUIRES: shape broadcasts to out.
-std::vector<int64_t> BroadcastStrides(const TensorShape& shape, const TensorShape& out);
+// BroadcastStrides (element strides of an operand through the broadcast shape) is the shared
+// geometry's, graph/ops/geometry/broadcast.h.
 
 // Calls visit(out_index, offsets) for every element of `out` in row-major order, where
 // offsets[k] is the element offset in operand k (whose strides through `out` are strides[k]).

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <string>
 
+#include "graph/ops/geometry/reshape.h"
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/cpu/kernels/broadcast.h"
 #include "runtime/cpu/kernels/kernel_families.h"
@@ -18,77 +19,34 @@ namespace {
 
 // ---- views -------------------------------------------------------------------------------------
 
-Expected<TensorShape> ReshapeTarget(const Attributes& attrs, const TensorShape& input,
-                                    const std::vector<int64_t>& requested) {
-  const bool allow_zero = attrs.GetInt("allowzero", 0) != 0;
-  TensorShape shape;
-  int64_t inferred = -1;
-  int64_t known = 1;
-  for (size_t i = 0; i < requested.size(); ++i) {
-    int64_t d = requested[i];
-    if (d == 0 && !allow_zero) {
-      if (i >= input.size()) return MakeError("Reshape: a 0 in the shape has no input dim to copy");
-      d = input[i];
-    }
-    if (d == -1) {
-      if (inferred >= 0) return MakeError("Reshape: more than one -1 in the shape");
-      inferred = static_cast<int64_t>(i);
-      shape.push_back(1);
-      continue;
-    }
-    if (d < 0) return MakeError("Reshape: negative dim " + std::to_string(d) + " in the shape");
-    known *= d;
-    shape.push_back(d);
-  }
-  const int64_t total = NumElements(input);
-  if (inferred >= 0) {
-    if (known == 0 || total % known != 0) {
-      return MakeError("Reshape: cannot infer -1 reshaping " + ShapeToString(input));
-    }
-    shape[static_cast<size_t>(inferred)] = total / known;
-  }
-  if (NumElements(shape) != total) {
-    return MakeError("Reshape: " + ShapeToString(input) + " cannot become " + ShapeToString(shape));
-  }
-  return shape;
+// The shared geometry's error (graph/ops/geometry/reshape.h), prefixed with the op.
+template <class T>
+Expected<T> Named(const char* op, Expected<T> result) {
+  if (!result.ok()) return MakeError(std::string(op) + ": " + result.error().message);
+  return result;
 }
 
 Expected<ForwardResult> ReshapeForward(const KernelContext&, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Reshape", "input"));
   MEMPLAN_TRY(Tensor shape, RequireTensor(args.inputs, 1, "Reshape", "input"));
-  MEMPLAN_TRY(TensorShape target,
-              ReshapeTarget(AttributesOf(args.attributes), x.shape(), shape.ToInt64Vector()));
-  return SingleOutput(x.View(target));
+  const bool allow_zero = AttributesOf(args.attributes).GetInt("allowzero", 0) != 0;
+  MEMPLAN_TRY(ReshapeOutput<int64_t> target,
+              Named("Reshape", ReshapeShape(&x.shape(), shape.ToInt64Vector(), allow_zero)));
+  return SingleOutput(x.View(target.dims));
 }
 
 Expected<ForwardResult> FlattenForward(const KernelContext&, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Flatten", "input"));
-  const int64_t rank = x.rank();
-  int64_t axis = AttributesOf(args.attributes).GetInt("axis", 1);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis > rank) return MakeError("Flatten: axis out of range");
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
-  return SingleOutput(x.View({outer, outer == 0 ? 0 : x.numel() / outer}));
+  const int64_t axis = AttributesOf(args.attributes).GetInt("axis", 1);
+  MEMPLAN_TRY(TensorShape shape, Named("Flatten", FlattenShape(x.shape(), axis)));
+  return SingleOutput(x.View(shape));
 }
 
 Expected<ForwardResult> SqueezeForward(const KernelContext&, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Squeeze", "input"));
   const IntList axes =
       IntsFromInputOrAttribute(args.inputs, 1, AttributesOf(args.attributes), "axes");
-  std::vector<bool> drop(x.shape().size(), false);
-  if (axes.values.empty()) {
-    for (size_t d = 0; d < drop.size(); ++d) drop[d] = x.shape()[d] == 1;
-  }
-  for (int64_t axis : axes.values) {
-    MEMPLAN_TRY(int64_t a, NormalizeAxis(axis, x.rank(), "Squeeze"));
-    if (x.dim(a) != 1) return MakeError("Squeeze: dim " + std::to_string(axis) + " is not 1");
-    drop[static_cast<size_t>(a)] = true;
-  }
-  TensorShape shape;
-  for (size_t d = 0; d < drop.size(); ++d) {
-    if (!drop[d]) shape.push_back(x.shape()[d]);
-  }
+  MEMPLAN_TRY(TensorShape shape, Named("Squeeze", SqueezeShape(x.shape(), axes.values)));
   return SingleOutput(x.View(shape));
 }
 
@@ -97,18 +55,7 @@ Expected<ForwardResult> UnsqueezeForward(const KernelContext&, const ForwardArgs
   const IntList axes =
       IntsFromInputOrAttribute(args.inputs, 1, AttributesOf(args.attributes), "axes");
   if (!axes.found) return MakeError("Unsqueeze: axes are missing");
-  const int64_t rank = x.rank() + static_cast<int64_t>(axes.values.size());
-  std::vector<bool> inserted(static_cast<size_t>(rank), false);
-  for (int64_t axis : axes.values) {
-    MEMPLAN_TRY(int64_t a, NormalizeAxis(axis, rank, "Unsqueeze"));
-    if (inserted[static_cast<size_t>(a)]) return MakeError("Unsqueeze: repeated axis");
-    inserted[static_cast<size_t>(a)] = true;
-  }
-  TensorShape shape;
-  size_t next = 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    shape.push_back(inserted[static_cast<size_t>(d)] ? 1 : x.shape()[next++]);
-  }
+  MEMPLAN_TRY(TensorShape shape, Named("Unsqueeze", UnsqueezeShape(x.shape(), axes.values)));
   return SingleOutput(x.View(shape));
 }
 

@@ -1,17 +1,21 @@
 #pragma once
 // Convolution by implicit GEMM (im2col + cuBLAS), max pooling and batch normalization, for 2-D
-// NCHW tensors in fp32. The window arithmetic is plain C++ (WindowGeometry, tested on CPU).
+// NCHW tensors in fp32. The window arithmetic is plain C++ (Window2d, tested on CPU).
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
+#include "graph/attributes.h"
 #include "graph/expected.h"
 
 namespace memplan::cuda {
 
 // One 2-D sliding window over one image plane (ONNX Conv/MaxPool attributes, pads as
-// top, left, bottom, right).
+// top, left, bottom, right, auto_pad already resolved into them by the shared window geometry,
+// graph/ops/geometry/window.h).
 struct Window2d {
   int64_t channels = 0;
   int64_t in_h = 0, in_w = 0;
@@ -19,7 +23,9 @@ struct Window2d {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t dilation_h = 1, dilation_w = 1;
+  bool ceil_mode = false;
 
+  // Output sizes by the shared geometry's rule (0 when the window does not fit).
   int64_t out_h() const;
   int64_t out_w() const;
   // Rows of the im2col matrix (channels * kernel_h * kernel_w); columns are out_h * out_w.
@@ -29,6 +35,13 @@ struct Window2d {
   // as an offset within one image of `channels` planes.
   int64_t SourceOffset(int64_t row, int64_t col) const;
 };
+
+// The window of `op` (Conv: read_ceil_mode false; MaxPool: true) over NCHW `x` with a 2-D
+// `kernel`, resolved by the shared window geometry (graph/ops/geometry/window.h): auto_pad
+// becomes explicit pads. Errors name `op`: bad attributes, a window that does not fit, overflow.
+Expected<Window2d> MakeWindow2d(std::string_view op, const Attributes& attributes,
+                                const std::vector<int64_t>& x, const std::vector<int64_t>& kernel,
+                                bool read_ceil_mode);
 
 // col [images][col_rows][col_cols] from x [images][channels][in_h][in_w].
 Status Im2Col(const float* x, const Window2d& w, int64_t images, float* col, cudaStream_t stream);

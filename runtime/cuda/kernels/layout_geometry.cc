@@ -1,6 +1,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/ops/geometry/broadcast.h"
 #include "runtime/cuda/kernels/layout_kernels.h"
 
 namespace memplan::cuda {
@@ -88,20 +89,18 @@ Expected<StridedCopyGeometry> BlockGeometry(const Shape& whole, const Shape& sta
 Expected<StridedCopyGeometry> ExpandGeometry(const Shape& in, const Shape& out) {
   MEMPLAN_RETURN_IF_ERROR(CheckRank(out.size()));
   if (in.size() > out.size()) return MakeError("Expand: the target has a lower rank");
-  const Shape in_strides = ContiguousStrides(in);
+  // `in` expands to `out` exactly when broadcasting them gives `out` (the shared rule).
+  auto broadcast = BroadcastDims(in, out);
+  if (!broadcast.ok() || *broadcast != out)
+    return MakeError("Expand: " + DimsToString(in) + " does not broadcast to " + DimsToString(out));
   const Shape out_strides = ContiguousStrides(out);
+  const std::vector<int64_t> in_strides = BroadcastStrides(in, out);
   StridedCopyGeometry g;
   g.rank = static_cast<int>(out.size());
-  const size_t lead = out.size() - in.size();
   for (size_t i = 0; i < out.size(); ++i) {
     g.dims[i] = out[i];
     g.dst_strides[i] = out_strides[i];
-    if (i < lead) continue;
-    const int64_t d = in[i - lead];
-    if (d != out[i] && d != 1)
-      return MakeError("Expand: dim " + std::to_string(d) + " does not broadcast to " +
-                       std::to_string(out[i]));
-    g.src_strides[i] = d == 1 ? 0 : in_strides[i - lead];
+    g.src_strides[i] = in_strides[i];
   }
   return g;
 }

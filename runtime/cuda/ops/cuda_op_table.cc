@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "graph/ops/op_registry.h"
+
 namespace memplan::cuda {
 namespace {
 
@@ -21,25 +23,33 @@ const CudaOpTable& Table() {
 
 }  // namespace
 
-void CudaOpTable::Register(std::string op_type, CudaForwardFn forward, CudaBackwardFn backward) {
-  MEMPLAN_CHECK(Find(op_type) == nullptr);
-  entries_.emplace_back(std::move(op_type), CudaOp{forward, backward});
+void CudaOpTable::Register(std::string_view op_type, CudaForwardFn forward,
+                           CudaBackwardFn backward) {
+  const OpSchema* op = OpRegistry::Get().Find(op_type);
+  MEMPLAN_CHECK(op != nullptr);  // an op the registry does not know
+  const bool inserted = entries_.emplace(op, CudaOp{forward, backward}).second;
+  MEMPLAN_CHECK(inserted);
 }
 
-const CudaOp* CudaOpTable::Find(std::string_view op_type) const {
-  for (const auto& [name, op] : entries_)
-    if (name == op_type) return &op;
-  return nullptr;
+const CudaOp* CudaOpTable::Find(const OpSchema& op) const {
+  auto it = entries_.find(&op);
+  return it == entries_.end() ? nullptr : &it->second;
 }
 
 std::vector<std::string> CudaOpTable::OpTypes() const {
   std::vector<std::string> names;
-  for (const auto& entry : entries_) names.push_back(entry.first);
+  for (const auto& entry : entries_) names.push_back(entry.first->op_type);
   std::sort(names.begin(), names.end());
   return names;
 }
 
-const CudaOp* FindCudaOp(std::string_view op_type) { return Table().Find(op_type); }
+const CudaOp* FindCudaOp(const OpSchema& op) { return Table().Find(op); }
+
+const CudaOp* FindCudaOp(std::string_view op_type) {
+  const OpSchema* op = OpRegistry::Get().Find(op_type);
+  return op == nullptr ? nullptr : Table().Find(*op);
+}
+
 std::vector<std::string> CudaOpTypes() { return Table().OpTypes(); }
 
 }  // namespace memplan::cuda

@@ -1,14 +1,17 @@
 #pragma once
-// ONNX op type -> CUDA forward/backward implementations. Like the CPU kernel registry
-// (runtime/cpu/kernel_registry.h) it only says how to compute; what an op saves and which inputs
-// get gradients comes from the program. An op missing here is reported by the backend as
-// unsupported, never approximated.
+// The CUDA forward/backward implementations of the op registry's entries. Like the CPU kernel
+// registry (runtime/cpu/kernel_registry.h) it only says how to compute, and is keyed by the
+// registry entry; what an op saves and which inputs get gradients comes from the program. An op
+// missing here is reported by the backend as unsupported, never approximated; tests/cuda/
+// cuda_coverage_test.cc lists the registry ops that have none.
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "graph/expected.h"
+#include "graph/ops/op_schema.h"
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_context.h"
 
@@ -22,7 +25,9 @@ struct CudaOp {
   CudaBackwardFn backward = nullptr;  // null: no differentiable input
 };
 
-// nullptr when the CUDA backend has no implementation of `op_type` (ai.onnx domain).
+// nullptr when the CUDA backend has no implementation of the registry entry.
+const CudaOp* FindCudaOp(const OpSchema& op);
+// FindCudaOp of the registry entry of `op_type` (ai.onnx domain); nullptr when there is none.
 const CudaOp* FindCudaOp(std::string_view op_type);
 // Every op type the table knows, sorted (for messages and docs).
 std::vector<std::string> CudaOpTypes();
@@ -39,12 +44,13 @@ void RegisterGatherDropoutOps(CudaOpTable& table);  // ops_gather_dropout.cc
 
 class CudaOpTable {
  public:
-  void Register(std::string op_type, CudaForwardFn forward, CudaBackwardFn backward);
-  const CudaOp* Find(std::string_view op_type) const;
+  // REQUIRES: the op registry has an entry for `op_type` (ai.onnx), and it has no op here yet.
+  void Register(std::string_view op_type, CudaForwardFn forward, CudaBackwardFn backward);
+  const CudaOp* Find(const OpSchema& op) const;
   std::vector<std::string> OpTypes() const;
 
  private:
-  std::vector<std::pair<std::string, CudaOp>> entries_;
+  std::map<const OpSchema*, CudaOp> entries_;
 };
 
 }  // namespace memplan::cuda

@@ -16,36 +16,13 @@ namespace {
 // The im2col scratch of one chunk of images stays under this many fp32 elements (128 MiB).
 constexpr int64_t kMaxColumnElements = int64_t{32} << 20;
 
+// The 2-D window of `op` over NCHW `x` by the shared geometry (auto_pad and ceil_mode included).
 Expected<Window2d> WindowOf(std::string_view op, const Attributes* a, const Shape& x,
-                            const std::vector<int64_t>& kernel) {
+                            const std::vector<int64_t>& kernel, bool read_ceil_mode) {
   if (x.size() != 4) return Unsupported(op, "tensors other than 2-D NCHW");
-  if (a != nullptr && a->GetString("auto_pad", "NOTSET") != "NOTSET")
-    return Unsupported(op, "auto_pad (give explicit pads)");
-  if (a != nullptr && a->GetInt("ceil_mode", 0) != 0) return Unsupported(op, "ceil_mode=1");
   if (kernel.size() != 2) return Unsupported(op, "a kernel that is not 2-D");
-  Window2d w;
-  w.channels = x[1];
-  w.in_h = x[2];
-  w.in_w = x[3];
-  w.kernel_h = kernel[0];
-  w.kernel_w = kernel[1];
-  const std::vector<int64_t> strides =
-      a ? a->GetInts("strides", {1, 1}) : std::vector<int64_t>{1, 1};
-  const std::vector<int64_t> pads =
-      a ? a->GetInts("pads", {0, 0, 0, 0}) : std::vector<int64_t>{0, 0, 0, 0};
-  const std::vector<int64_t> dil = a ? a->GetInts("dilations", {1, 1}) : std::vector<int64_t>{1, 1};
-  if (strides.size() != 2 || pads.size() != 4 || dil.size() != 2)
-    return MakeError(std::string(op) + ": strides/pads/dilations do not match a 2-D window");
-  w.stride_h = strides[0];
-  w.stride_w = strides[1];
-  w.pad_top = pads[0];
-  w.pad_left = pads[1];
-  w.pad_bottom = pads[2];
-  w.pad_right = pads[3];
-  w.dilation_h = dil[0];
-  w.dilation_w = dil[1];
-  if (w.out_h() <= 0 || w.out_w() <= 0) return MakeError(std::string(op) + ": empty output");
-  return w;
+  const Attributes none;
+  return MakeWindow2d(op, a ? *a : none, x, kernel, read_ceil_mode);
 }
 
 int64_t ChunkImages(const Window2d& w, int64_t images) {
@@ -56,7 +33,7 @@ int64_t ChunkImages(const Window2d& w, int64_t images) {
 Expected<Window2d> ConvWindow(const Attributes* a, const Shape& x, const Shape& weight) {
   if (a != nullptr && a->GetInt("group", 1) != 1) return Unsupported("Conv", "group != 1");
   if (weight.size() != 4) return Unsupported("Conv", "a weight that is not 4-D");
-  MEMPLAN_TRY(Window2d w, WindowOf("Conv", a, x, {weight[2], weight[3]}));
+  MEMPLAN_TRY(Window2d w, WindowOf("Conv", a, x, {weight[2], weight[3]}, /*read_ceil_mode=*/false));
   if (weight[1] != x[1]) return MakeError("Conv: weight channels differ from the input's");
   return w;
 }
@@ -167,7 +144,8 @@ Status ConvBackward(CudaContext& ctx, const BackwardCall& call) {
 Expected<Window2d> PoolWindow(const Attributes* a, const Shape& x) {
   if (a != nullptr && a->GetInt("storage_order", 0) != 0)
     return Unsupported("MaxPool", "storage_order=1");
-  return WindowOf("MaxPool", a, x, a ? a->GetInts("kernel_shape") : std::vector<int64_t>());
+  return WindowOf("MaxPool", a, x, a ? a->GetInts("kernel_shape") : std::vector<int64_t>(),
+                  /*read_ceil_mode=*/true);
 }
 
 Expected<std::vector<DeviceTensor>> MaxPoolForwardOp(CudaContext& ctx, const ForwardCall& call) {

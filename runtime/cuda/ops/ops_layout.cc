@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "graph/ops/geometry/reshape.h"
 #include "runtime/cuda/cuda_storage.h"
 #include "runtime/cuda/kernels/cuda_kernels.h"
 #include "runtime/cuda/kernels/layout_kernels.h"
@@ -22,41 +23,28 @@ Status RequireInput(const ForwardCall& call) {
 
 // ---- views ------------------------------------------------------------------------------------
 
+// The shared geometry's error (graph/ops/geometry/reshape.h), prefixed with the op.
+template <class T>
+Expected<T> Named(std::string_view op, Expected<T> result) {
+  if (!result.ok()) return MakeError(std::string(op) + ": " + result.error().message);
+  return result;
+}
+
 Expected<Shape> ReshapeTarget(const ForwardCall& call) {
   const Shape& in = call.inputs[0].shape;
   if (call.op_type == "Identity") return in;
   if (call.op_type == "Flatten") {
-    const int64_t axis_attr = call.attributes ? call.attributes->GetInt("axis", 1) : 1;
-    const auto rank = static_cast<int64_t>(in.size());
-    const int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
-    if (axis < 0 || axis > rank) return MakeError("Flatten: axis out of range");
-    int64_t outer = 1;
-    for (int64_t i = 0; i < axis; ++i) outer *= in[static_cast<size_t>(i)];
-    return Shape{outer, NumElements(in) / std::max<int64_t>(outer, 1)};
+    const int64_t axis = call.attributes ? call.attributes->GetInt("axis", 1) : 1;
+    return Named("Flatten", FlattenShape(in, axis));
   }
   if (call.op_type == "Reshape") {
     MEMPLAN_TRY(
         std::vector<int64_t> target,
         ConstantInts(call.inputs.size() > 1 ? call.inputs[1] : DeviceTensor(), "Reshape", "shape"));
     const bool allow_zero = call.attributes && call.attributes->GetInt("allowzero", 0) != 0;
-    int64_t known = 1;
-    int infer = -1;
-    for (size_t i = 0; i < target.size(); ++i) {
-      if (target[i] == 0 && !allow_zero) {
-        if (i >= in.size()) return MakeError("Reshape: 0 copies a dim the input lacks");
-        target[i] = in[i];
-      }
-      if (target[i] == -1) {
-        if (infer >= 0) return MakeError("Reshape: two -1 dims");
-        infer = static_cast<int>(i);
-      } else {
-        known *= target[i];
-      }
-    }
-    if (infer >= 0) target[static_cast<size_t>(infer)] = known == 0 ? 0 : NumElements(in) / known;
-    if (NumElements(target) != NumElements(in))
-      return MakeError("Reshape: " + ShapeToString(in) + " cannot become " + ShapeToString(target));
-    return target;
+    MEMPLAN_TRY(ReshapeOutput<int64_t> out,
+                Named("Reshape", ReshapeShape(&in, target, allow_zero)));
+    return out.dims;
   }
   // Squeeze / Unsqueeze: axes from input 1 (opset 13) or the attribute.
   std::vector<int64_t> axes;
@@ -65,30 +53,8 @@ Expected<Shape> ReshapeTarget(const ForwardCall& call) {
   } else if (call.attributes) {
     axes = call.attributes->GetInts("axes");
   }
-  if (call.op_type == "Unsqueeze") {
-    const size_t rank = in.size() + axes.size();
-    std::vector<bool> inserted(rank, false);
-    for (int64_t a : axes) {
-      MEMPLAN_TRY(int64_t axis, NormalizeAxis(a, rank, "Unsqueeze"));
-      inserted[static_cast<size_t>(axis)] = true;
-    }
-    Shape out;
-    size_t next = 0;
-    for (size_t i = 0; i < rank; ++i) out.push_back(inserted[i] ? 1 : in.at(next++));
-    return out;
-  }
-  std::vector<bool> removed(in.size(), axes.empty());
-  if (axes.empty())
-    for (size_t i = 0; i < in.size(); ++i) removed[i] = in[i] == 1;
-  for (int64_t a : axes) {
-    MEMPLAN_TRY(int64_t axis, NormalizeAxis(a, in.size(), "Squeeze"));
-    if (in[static_cast<size_t>(axis)] != 1) return MakeError("Squeeze: axis is not 1");
-    removed[static_cast<size_t>(axis)] = true;
-  }
-  Shape out;
-  for (size_t i = 0; i < in.size(); ++i)
-    if (!removed[i]) out.push_back(in[i]);
-  return out;
+  if (call.op_type == "Unsqueeze") return Named("Unsqueeze", UnsqueezeShape(in, axes));
+  return Named("Squeeze", SqueezeShape(in, axes));
 }
 
 Expected<std::vector<DeviceTensor>> ViewForward(CudaContext& ctx, const ForwardCall& call) {
