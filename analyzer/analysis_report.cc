@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "analyzer/memory_size.h"
+#include "analyzer/plan_report.h"
 #include "analyzer/precision/placement_report.h"
 #include "analyzer/precision_policy.h"
 #include "analyzer/report/number_format.h"
@@ -37,7 +38,7 @@ nlohmann::ordered_json CandidateJson(const PlanCandidate& c) {
   j["accumulation_steps"] = c.accumulation_steps;
   j["global_batch"] = c.global_batch;
   j["precision"] = std::string(PrecisionName(c.precision));
-  j["recompute"] = c.recompute;
+  j["recompute"] = RecomputeLabelName(c.recompute);
   j["peak_bytes"] = c.peak_bytes;
   j["exact_peak_bytes"] = c.exact_peak_bytes;
   j["fits"] = c.fits;
@@ -131,13 +132,6 @@ nlohmann::ordered_json PlacementJson(const Graph& graph, const TrainingPlan& pla
 
 }  // namespace
 
-std::string_view StepPhase(const TrainingProgram& program, LogicalTime step) {
-  if (program.optimizer.contains(step) || program.setup.contains(step)) return "optimizer";
-  if (program.micro_batch.contains(step) && program.loss_step >= 0 && step > program.loss_step)
-    return "backward";
-  return "forward";
-}
-
 void CollectPlanNodeLists(AnalysisReport& report) {
   const Graph& graph = *report.graph;
   const TrainingProgram& program = report.plan->program;
@@ -182,23 +176,17 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   j["fits"] = plan.feasible;
   const SimulationResult& sim = plan.simulation;
   j["peak"] = {{"step", sim.peak_at.step},
-               {"phase", std::string(StepPhase(plan.program, sim.peak_at.step))},
+               {"phase", std::string(CoarsePhaseNameAt(plan.program, sim.peak_at.step))},
                {"node", sim.peak_at.step >= 0 ? plan.program.step(sim.peak_at.step).name : ""}};
   nlohmann::ordered_json breakdown;
   for (MemoryCategory c : kAllMemoryCategories)
     breakdown[std::string(MemoryCategoryName(c))] = sim.peak_breakdown[c];
   j["breakdown"] = breakdown;
   j["saved_activation_bytes"] = sim.saved_activation_bytes;
-  // Per node, the bytes it keeps for backward (saved tensors it produced): CI checks name the
-  // nodes whose saved activations grew. Sorted by node name (std::map) for stable output.
-  std::map<std::string, int64_t> saved_by_node;
-  for (const Buffer& b : plan.program.buffers) {
-    if (!b.held_for_backward || !b.node.valid() || b.id.index() >= sim.buffer_bytes.size())
-      continue;
-    saved_by_node[graph.node(b.node).name] += sim.buffer_bytes[b.id.index()];
-  }
+  // The facts later verbs read (plan_report.h) come from one place; sorted by name (std::map).
+  const PlanReport facts = PlanReportOf(report);
   nlohmann::ordered_json saved_json = nlohmann::ordered_json::object();
-  for (const auto& [name, bytes] : saved_by_node) saved_json[name] = bytes;
+  for (const auto& [name, bytes] : facts.memory.saved_bytes_by_node) saved_json[name] = bytes;
   j["saved_activations_by_node"] = saved_json;
   nlohmann::ordered_json p;
   p["micro_batch"] = plan.chosen.micro_batch;
@@ -221,10 +209,7 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   if (plan.placement) p["placement"] = PlacementJson(graph, plan);
   j["plan"] = p;
   nlohmann::ordered_json bindings = nlohmann::ordered_json::object();
-  for (size_t s = 0; s < plan.program.symbols.size(); ++s) {
-    auto v = plan.bindings.Get(static_cast<SymbolId>(s));
-    if (v) bindings[plan.program.symbols.Name(static_cast<SymbolId>(s))] = *v;
-  }
+  for (const DimBinding& b : facts.bindings) bindings[b.name] = b.value;
   j["bindings"] = bindings;
   j["estimated_step_seconds"] = plan.time.step_seconds;
   j["samples_per_second"] = plan.chosen.samples_per_second;
@@ -335,7 +320,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     << FormatBytes(plan.chosen.exact_peak_bytes) << ", fragmentation "
     << FormatBytes(plan.chosen.peak_bytes - plan.chosen.exact_peak_bytes) << "\n";
   if (sim.peak_at.step >= 0)
-    s << "         peak in " << StepPhase(plan.program, sim.peak_at.step) << ", step "
+    s << "         peak in " << CoarsePhaseNameAt(plan.program, sim.peak_at.step) << ", step "
       << sim.peak_step_name << "\n";
   s << "Saved    " << FormatBytes(sim.saved_activation_bytes)
     << " of activations held for backward per micro-batch\n";
@@ -368,7 +353,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
               : "  ",
           static_cast<long long>(c.micro_batch), static_cast<long long>(c.accumulation_steps),
           static_cast<long long>(c.global_batch), std::string(PrecisionName(c.precision)).c_str(),
-          c.recompute.c_str(), FormatBytes(c.peak_bytes).c_str(), c.fits ? "yes" : "no",
+          std::string(RecomputeLabelName(c.recompute)).c_str(), FormatBytes(c.peak_bytes).c_str(), c.fits ? "yes" : "no",
           FormatFixed(c.step_seconds, 4).c_str(), FormatFixed(c.samples_per_second, 1).c_str());
       s << line;
     }
@@ -411,7 +396,7 @@ std::string FormatAnalysisMarkdown(const AnalysisReport& report) {
        "|\n|---:|---:|---:|---|---|---:|---|---:|---:|\n";
   for (const PlanCandidate& c : plan.candidates)
     s << "| " << c.micro_batch << " | " << c.accumulation_steps << " | " << c.global_batch << " | "
-      << PrecisionName(c.precision) << " | " << c.recompute << " | " << FormatBytes(c.peak_bytes)
+      << PrecisionName(c.precision) << " | " << RecomputeLabelName(c.recompute) << " | " << FormatBytes(c.peak_bytes)
       << " | " << (c.fits ? "yes" : "no") << " | " << FormatFixed(c.step_seconds, 4) << " | "
       << FormatFixed(c.samples_per_second, 1) << " |\n";
   if (!report.advice.empty()) {

@@ -10,6 +10,7 @@
 
 #include "analyzer/advice.h"
 #include "analyzer/planner.h"
+#include "analyzer/vocabulary/step_phase.h"
 #include "graph/graph.h"
 
 namespace memplan {
@@ -36,8 +37,5 @@ void CollectPlanNodeLists(AnalysisReport& report);
 nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report);
 std::string FormatAnalysisText(const AnalysisReport& report);
 std::string FormatAnalysisMarkdown(const AnalysisReport& report);
-
-// "forward", "backward" or "optimizer": the phase of a step (reports and JSON `peak.phase`).
-std::string_view StepPhase(const TrainingProgram& program, LogicalTime step);
 
 }  // namespace memplan

@@ -11,25 +11,6 @@
 
 namespace memplan {
 
-Expected<PrecisionChoice> ParsePrecisionChoice(std::string_view text) {
-  if (text == "fp32") return PrecisionChoice::kFp32;
-  if (text == "fp16") return PrecisionChoice::kFp16;
-  if (text == "bf16") return PrecisionChoice::kBf16;
-  if (text == "auto") return PrecisionChoice::kAuto;
-  return MakeError("--precision: expected fp32, fp16, bf16 or auto, got '" + std::string(text) +
-                   "'");
-}
-
-Expected<RecomputeChoice> ParseRecomputeChoice(std::string_view text) {
-  if (text == "none") return RecomputeChoice::kNone;
-  if (text == "all") return RecomputeChoice::kAll;
-  if (text == "sqrt") return RecomputeChoice::kSqrt;
-  if (text == "optimal") return RecomputeChoice::kOptimal;
-  if (text == "auto") return RecomputeChoice::kAuto;
-  return MakeError("--recompute: expected none, all, sqrt, optimal or auto, got '" +
-                   std::string(text) + "'");
-}
-
 namespace {
 
 // The precisions the search tries: auto = fp32 plus the 16-bit format the GPU runs fastest
@@ -126,7 +107,7 @@ Expected<std::optional<RecomputeAttempt>> PlanSelection(const Graph& graph,
                                                         const PlannerOptions& base,
                                                         const ChainDecomposition& chain,
                                                         const RecomputeSchedule& schedule,
-                                                        const std::string& label,
+                                                        RecomputeLabel label,
                                                         std::vector<std::vector<NodeId>>& tried) {
   MEMPLAN_TRY(RecomputeSelection selection, SelectRecomputeNodes(graph, chain, schedule));
   if (selection.recompute_nodes.empty()) return std::optional<RecomputeAttempt>();
@@ -156,7 +137,7 @@ Expected<std::optional<RecomputeAttempt>> PlanOptimalCalibrated(
     Expected<RecomputeSchedule> schedule = PlanOptimalChain(chain.chain, activation_budget);
     if (!schedule.ok()) break;  // nothing fits at this budget
     MEMPLAN_TRY(std::optional<RecomputeAttempt> attempt,
-                PlanSelection(graph, base, chain, *schedule, "optimal", tried));
+                PlanSelection(graph, base, chain, *schedule, RecomputeLabel::kOptimal, tried));
     if (!attempt) break;
     const int64_t slack = budget_bytes - attempt->plan.chosen.peak_bytes;
     if (!best || Better(attempt->plan, best->plan)) best = std::move(attempt);
@@ -177,15 +158,15 @@ Expected<std::optional<RecomputeAttempt>> PlanWithRecompute(
   MEMPLAN_TRY(ChainDecomposition chain, ChainAt(graph, base, batch, m_target));
   if (chain.chain.num_stages() < 2) return std::optional<RecomputeAttempt>();
   Expected<RecomputeSchedule> schedule = MakeError("unset");
-  std::string label;
+  RecomputeLabel label = RecomputeLabel::kNone;
   switch (kind) {
     case RecomputeChoice::kAll:
       schedule = PlanRecomputeAll(chain.chain);
-      label = "all";
+      label = RecomputeLabel::kAll;
       break;
     case RecomputeChoice::kSqrt:
       schedule = PlanSqrtCheckpoints(chain.chain);
-      label = "sqrt";
+      label = RecomputeLabel::kSqrt;
       break;
     default: {
       // What activations may use at m_target: the budget minus everything that does not scale
@@ -213,7 +194,7 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
   for (Precision precision : PrecisionsToTry(search.precision, base.gpu)) {
     PlannerOptions options = base;
     options.program.precision = precision;
-    options.recompute_label = "none";
+    options.recompute_label = RecomputeLabel::kNone;
     // Every precision checks the override lists (an entry naming nothing is an error even in
     // fp32, where nothing is placed); mixed ones run the placement in their program.
     PrecisionOptions placement_options;
@@ -308,8 +289,9 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
   const Configuration* plain = nullptr;
   const Configuration* fp32 = nullptr;
   for (const Configuration& c : configurations) {
-    if (c.plan.chosen.recompute == "none" && c.plan.chosen.precision == pick.precision) plain = &c;
-    if (c.plan.chosen.recompute == "none" && c.plan.chosen.precision == Precision::kFp32) fp32 = &c;
+    const bool no_recompute = c.plan.chosen.recompute == RecomputeLabel::kNone;
+    if (no_recompute && c.plan.chosen.precision == pick.precision) plain = &c;
+    if (no_recompute && c.plan.chosen.precision == Precision::kFp32) fp32 = &c;
   }
   auto seconds_per_sample = [](const PlanCandidate& c) {
     return c.global_batch > 0 ? c.step_seconds / static_cast<double>(c.global_batch) : 0.0;
@@ -332,8 +314,8 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
             << " more samples/s than fp32";
       why << "; ";
     }
-    if (pick.recompute != "none" && plain != nullptr) {
-      why << "recomputing " << chosen.plan.program.recomputed.size() << " nodes (" << pick.recompute
+    if (pick.recompute != RecomputeLabel::kNone && plain != nullptr) {
+      why << "recomputing " << chosen.plan.program.recomputed.size() << " nodes (" << RecomputeLabelName(pick.recompute)
           << ") lets m=" << pick.micro_batch
           << " fit (without: m=" << plain->plan.largest_fitting_micro_batch << ")";
       double reference_cost = seconds_per_sample(plain->plan.chosen);
@@ -341,23 +323,23 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
         why << " at " << Percent(seconds_per_sample(pick) / reference_cost - 1.0)
             << " more time per sample";
       why << ".";
-    } else if (pick.recompute != "none") {
+    } else if (pick.recompute != RecomputeLabel::kNone) {
       // A forced --recompute kind: no plan without recompute was kept to compare with.
       why << "recomputing " << chosen.plan.program.recomputed.size() << " nodes ("
-          << pick.recompute << ", as asked) fits m=" << pick.micro_batch << ".";
+          << RecomputeLabelName(pick.recompute) << ", as asked) fits m=" << pick.micro_batch << ".";
     } else {
       why << "m=" << pick.micro_batch << " is the largest micro-batch that fits";
       if (pick.accumulation_steps > 1)
         why << "; " << pick.accumulation_steps << " accumulation steps reach the global batch "
             << pick.global_batch;
       for (const Configuration& c : configurations) {
-        if (c.plan.chosen.recompute == "none" || !c.plan.feasible ||
+        if (c.plan.chosen.recompute == RecomputeLabel::kNone || !c.plan.feasible ||
             c.plan.chosen.precision != pick.precision ||
             c.plan.chosen.micro_batch <= pick.micro_batch)
           continue;
         double chosen_cost = seconds_per_sample(pick);
         if (chosen_cost > 0)
-          why << "; recomputing (" << c.plan.chosen.recompute
+          why << "; recomputing (" << RecomputeLabelName(c.plan.chosen.recompute)
               << ") would allow m=" << c.plan.chosen.micro_batch << " but costs "
               << Percent(seconds_per_sample(c.plan.chosen) / chosen_cost - 1.0)
               << " more time per sample";

@@ -8,15 +8,12 @@
 #include <vector>
 
 #include "analyzer/planner.h"
+#include "analyzer/vocabulary/precision.h"
+#include "analyzer/vocabulary/recompute_choice.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 
 namespace memplan {
-
-enum class PrecisionChoice : uint8_t { kFp32, kFp16, kBf16, kAuto };
-enum class RecomputeChoice : uint8_t { kNone, kAll, kSqrt, kOptimal, kAuto };
-Expected<PrecisionChoice> ParsePrecisionChoice(std::string_view text);  // fp32|fp16|bf16|auto
-Expected<RecomputeChoice> ParseRecomputeChoice(std::string_view text);  // none|all|sqrt|optimal|auto
 
 struct SearchOptions {
   PrecisionChoice precision = PrecisionChoice::kFp32;

@@ -49,11 +49,11 @@ std::vector<DType> ComputeDTypes(const Graph& graph, const TrainingProgram& prog
 class CandidateEvaluator {
  public:
   CandidateEvaluator(const Graph& graph, const PlannerOptions& options, TrainingProgram program,
-                     std::string recompute_label)
+                     RecomputeLabel recompute_label)
       : graph_(graph),
         options_(options),
         program_(std::move(program)),
-        recompute_label_(std::move(recompute_label)),
+        recompute_label_(recompute_label),
         compute_dtypes_(ComputeDTypes(graph, program_)) {}
 
   const TrainingProgram& program() const { return program_; }
@@ -146,7 +146,7 @@ class CandidateEvaluator {
   const Graph& graph_;
   const PlannerOptions& options_;
   TrainingProgram program_;
-  std::string recompute_label_;
+  RecomputeLabel recompute_label_;
   std::vector<DType> compute_dtypes_;
   std::map<std::pair<int64_t, int64_t>, SimulationResult> simulations_;
   std::map<int64_t, std::vector<NodeTime>> node_times_;
@@ -233,20 +233,20 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   if (plan.budget_bytes <= 0) {
     return MakeError("no memory left for training: GPU " + options.gpu.name + " has " +
                      std::to_string(options.gpu.memory_bytes) + " bytes, the CUDA context takes " +
-                     std::to_string(options.gpu.context_bytes) + " and --reserve " +
+                     std::to_string(options.gpu.context_bytes) + " and the reserve " +
                      std::to_string(options.reserve_bytes));
   }
   if (options.micro_batch && *options.micro_batch < 1)
-    return MakeError("--micro-batch must be at least 1");
+    return MakeError("the micro-batch must be at least 1");
   if (options.global_batch && *options.global_batch < 1)
-    return MakeError("--global-batch must be at least 1");
+    return MakeError("the global batch must be at least 1");
 
   ProgramOptions program_options = options.program;
   program_options.accumulation_steps = 1;
   MEMPLAN_TRY(TrainingProgram program, DeriveTrainingProgram(graph, program_options));
-  std::string label = !options.recompute_label.empty() ? options.recompute_label
-                      : program.recomputed.empty()     ? "none"
-                                                       : "custom";
+  RecomputeLabel label = options.recompute_label ? *options.recompute_label
+                         : program.recomputed.empty() ? RecomputeLabel::kNone
+                                                      : RecomputeLabel::kCustom;
   CandidateEvaluator evaluator(graph, options, std::move(program), label);
   const bool has_batch = evaluator.program().batch_symbol.has_value();
   // Every symbol but the batch must be bound: check once with m = 1 so the error names it.

@@ -22,6 +22,7 @@
 #include "analyzer/program_derivation.h"
 #include "analyzer/simulator.h"
 #include "analyzer/training_program.h"
+#include "analyzer/vocabulary/recompute_choice.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 #include "graph/symbols.h"
@@ -60,9 +61,9 @@ struct PlannerOptions {
   double min_divisor_fraction = 0.5;
   // Rows in the candidates table.
   int max_candidates = 8;
-  // How the program's recompute set (program.recompute) was chosen, for reports: none | sqrt |
-  // optimal | all. Empty = "none" without recompute, "custom" with.
-  std::string recompute_label;
+  // How the program's recompute set (program.recompute) was chosen, for reports. nullopt = kNone
+  // without recompute, kCustom with.
+  std::optional<RecomputeLabel> recompute_label;
 };
 
 // One (m, k) evaluated: simulated peak and estimated time.
@@ -71,9 +72,9 @@ struct PlanCandidate {
   int64_t accumulation_steps = 1;
   int64_t global_batch = 0;  // m * k
   Precision precision = Precision::kFp32;
-  std::string recompute = "none";  // none | sqrt | optimal | all | custom
-  int64_t peak_bytes = 0;          // under the planner's allocator model (caching: reserved)
-  int64_t exact_peak_bytes = 0;    // live bytes (lower bound)
+  RecomputeLabel recompute = RecomputeLabel::kNone;
+  int64_t peak_bytes = 0;        // under the planner's allocator model (caching: reserved)
+  int64_t exact_peak_bytes = 0;  // live bytes (lower bound)
   bool fits = false;
   double step_seconds = 0;
   double samples_per_second = 0;

@@ -38,6 +38,10 @@
 
 #include "analyzer/memory_category.h"
 #include "analyzer/precision/loss_scaling.h"
+#include "analyzer/vocabulary/loss_kind.h"
+#include "analyzer/vocabulary/optimizer_kind.h"
+#include "analyzer/vocabulary/precision.h"
+#include "analyzer/vocabulary/zero_grad_mode.h"
 #include "graph/dim.h"
 #include "graph/dtype.h"
 #include "graph/ids.h"
@@ -182,19 +186,6 @@ struct StepRange {
   LogicalTime size() const { return end - begin; }
   bool contains(LogicalTime t) const { return t >= begin && t < end; }
 };
-
-enum class LossKind : uint8_t { kAuto, kCrossEntropy, kMse, kSum };
-enum class OptimizerKind : uint8_t { kSgd, kMomentum, kAdam, kAdamW, kAdafactor };
-enum class Precision : uint8_t { kFp32, kFp16, kBf16 };
-enum class ZeroGradMode : uint8_t { kSetToNone, kZero };
-std::string_view LossKindName(LossKind kind);
-std::string_view OptimizerKindName(OptimizerKind kind);
-std::string_view PrecisionName(Precision precision);
-std::string_view ZeroGradModeName(ZeroGradMode mode);
-Expected<LossKind> ParseLossKind(std::string_view text);            // "cross_entropy", "auto", ...
-Expected<OptimizerKind> ParseOptimizerKind(std::string_view text);  // "adamw", ...
-Expected<Precision> ParsePrecision(std::string_view text);          // "fp32", "fp16", "bf16"
-Expected<ZeroGradMode> ParseZeroGradMode(std::string_view text);    // "set_to_none", "zero"
 
 struct TrainingProgram {
   SymbolTable symbols;  // a copy of the graph's, so sizes print and bind without the graph

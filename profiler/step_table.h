@@ -9,21 +9,16 @@
 #include <vector>
 
 #include "analyzer/training_program.h"
+#include "analyzer/vocabulary/step_phase.h"
 
 namespace memplan::profiler {
-
-// Where in the training step a step execution falls; attribution splits node time and memory by
-// it. kForward includes the loss; kBackward includes loss backward and gradient accumulation.
-enum class StepPhase : uint8_t { kSetup, kLoad, kForward, kBackward, kRecompute, kOptimizer };
-std::string_view StepPhaseName(StepPhase phase);
-StepPhase PhaseOfStep(StepKind kind);
 
 struct ProfiledStep {
   uint64_t external_id = 0;  // the id pushed around this execution; unique within a table
   LogicalTime step = -1;     // index into TrainingProgram::steps
   std::string name;          // the step's name ("fc1", "loss", "optimizer")
   std::string node;          // graph node name; empty for steps that run no graph node
-  StepPhase phase = StepPhase::kForward;
+  StepPhase phase = StepPhase::kForward;  // analyzer/vocabulary/step_phase.h
   int64_t micro_batch = 0;  // 0-based micro-batch of the body; 0 for setup/optimizer steps
   // Host time (CUPTI clock) around the execution; 0/0 when unknown. Used only to attribute
   // memory records whose API call carried no external id.

@@ -7,13 +7,7 @@
 
 namespace memplan {
 
-std::optional<OptimizerKind> OptimizerKindFromName(std::string_view name) {
-  if (name == "sgd") return OptimizerKind::kSgd;
-  if (name == "momentum") return OptimizerKind::kMomentum;
-  if (name == "adam") return OptimizerKind::kAdam;
-  if (name == "adamw") return OptimizerKind::kAdamW;
-  return std::nullopt;
-}
+bool RunsOptimizer(OptimizerKind kind) { return kind != OptimizerKind::kAdafactor; }
 
 int NumStateBuffers(OptimizerKind kind) {
   switch (kind) {
@@ -24,7 +18,10 @@ int NumStateBuffers(OptimizerKind kind) {
     case OptimizerKind::kAdam:
     case OptimizerKind::kAdamW:
       return 2;
+    case OptimizerKind::kAdafactor:
+      break;
   }
+  MEMPLAN_CHECK(false && "the runtime does not implement this optimizer");
   return 0;
 }
 
@@ -104,6 +101,9 @@ Status ApplyOptimizerStep(const OptimizerOptions& options, const Tensor& gradien
       }
       break;
     }
+    case OptimizerKind::kAdafactor:
+      MEMPLAN_CHECK(false && "the runtime does not implement this optimizer");
+      break;
   }
   RoundToDTypeInPlace(p, n, parameter.dtype());
   return OkStatus();

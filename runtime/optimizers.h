@@ -16,16 +16,12 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/vocabulary/optimizer_kind.h"
 #include "graph/expected.h"
 #include "runtime/allocator.h"
 #include "runtime/tensor.h"
 
 namespace memplan {
-
-enum class OptimizerKind { kSgd, kMomentum, kAdam, kAdamW };
-
-// "sgd", "momentum", "adam", "adamw".
-std::optional<OptimizerKind> OptimizerKindFromName(std::string_view name);
 
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::kSgd;
@@ -41,7 +37,11 @@ struct OptimizerOptions {
   double weight_decay = 0.0;
 };
 
+// Whether this runtime implements `kind`'s update (every kind but Adafactor, which is planned only).
+bool RunsOptimizer(OptimizerKind kind);
+
 // How many parameter-shaped state buffers the optimizer keeps: 0, 1, 2, 2.
+// REQUIRES: RunsOptimizer(kind).
 int NumStateBuffers(OptimizerKind kind);
 
 struct OptimizerState {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "analyzer/baseline/baseline.h"
-#include "analyzer/baseline/tolerance.h"
+#include "analyzer/vocabulary/tolerance.h"
 #include "analyzer/memory_category.h"
 
 namespace memplan {

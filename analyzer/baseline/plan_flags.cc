@@ -1,48 +1,137 @@
 #include "analyzer/baseline/plan_flags.h"
 
-#include <array>
-
 #include "analyzer/baseline/json_file.h"
 
 namespace memplan {
+
+// Help texts are the CLI's; they live here so a flag is declared in one place.
+const std::array<PlanFlagSpec, 17> kPlanFlagTable = {{
+    {.key = "batch",
+     .argument = "--batch",
+     .type = PlanFlagType::kPositiveInt,
+     .analysis_flag = true,
+     .integer = &PlanFlags::batch},
+    {.key = "global_batch",
+     .argument = "--global-batch",
+     .type = PlanFlagType::kPositiveInt,
+     .help = "target batch per optimizer step (micro-batch x accumulation steps); default: the "
+             "largest micro-batch that fits, without accumulation",
+     .help_position = 1,
+     .integer = &PlanFlags::global_batch},
+    {.key = "micro_batch",
+     .argument = "--micro-batch",
+     .type = PlanFlagType::kPositiveInt,
+     .help = "fix the micro-batch instead of searching (what-if); same as --batch",
+     .help_position = 2,
+     .integer = &PlanFlags::micro_batch},
+    {.key = "dims", .argument = "--dim", .type = PlanFlagType::kDims, .analysis_flag = true},
+    {.key = "batch_dim",
+     .argument = "--batch-dim",
+     .type = PlanFlagType::kText,
+     .analysis_flag = true,
+     .text = &PlanFlags::batch_dim},
+    {.key = "gpu",
+     .argument = "--gpu",
+     .type = PlanFlagType::kText,
+     .help = "the GPU: a memory size (24G = 24 GiB, 80GB = 80e9 bytes) or a name (A100-80GB, "
+             "H100, RTX3090, ...)",
+     .help_position = 0,
+     .text = &PlanFlags::gpu},
+    {.key = "reserve",
+     .argument = "--reserve",
+     .type = PlanFlagType::kText,
+     .help = "memory to keep free on the GPU, e.g. 1G",
+     .help_position = 3,
+     .text = &PlanFlags::reserve},
+    {.key = "precision",
+     .argument = "--precision",
+     .type = PlanFlagType::kText,
+     .cli_default = "auto",
+     .help_shows_default = true,
+     .help = "fp32 | fp16 | bf16 (mixed precision, placed per node) | auto (fp32 and the GPU's "
+             "fastest 16-bit format, whichever plans faster)",
+     .help_position = 4,
+     .text = &PlanFlags::precision},
+    {.key = "optimizer",
+     .argument = "--optimizer",
+     .type = PlanFlagType::kText,
+     .cli_default = "adam",
+     .help = "sgd | momentum | adam | adamw | adafactor",
+     .help_position = 5,
+     .text = &PlanFlags::optimizer},
+    {.key = "loss",
+     .argument = "--loss",
+     .type = PlanFlagType::kText,
+     .cli_default = "auto",
+     .help = "auto | cross_entropy | mse | sum",
+     .help_position = 6,
+     .text = &PlanFlags::loss},
+    {.key = "zero_grad",
+     .argument = "--zero-grad",
+     .type = PlanFlagType::kText,
+     .cli_default = "set_to_none",
+     .help = "set_to_none | zero",
+     .help_position = 7,
+     .text = &PlanFlags::zero_grad},
+    {.key = "allocator",
+     .argument = "--allocator",
+     .type = PlanFlagType::kText,
+     .cli_default = "caching",
+     .help = "caching (PyTorch's CUDA caching allocator) | exact (live bytes)",
+     .help_position = 8,
+     .text = &PlanFlags::allocator},
+    {.key = "recompute",
+     .argument = "--recompute",
+     .type = PlanFlagType::kText,
+     .cli_default = "auto",
+     .help_shows_default = true,
+     .help = "none | all | sqrt | optimal | auto (optimal when the budget or the global batch "
+             "needs it, none otherwise)",
+     .help_position = 9,
+     .text = &PlanFlags::recompute},
+    {.key = "fp32_ops",
+     .argument = "--fp32-ops",
+     .type = PlanFlagType::kText,
+     .help = "comma list of op types or node names forced to fp32 in mixed precision",
+     .help_position = 10,
+     .text = &PlanFlags::fp32_ops},
+    {.key = "fp16_ops",
+     .argument = "--fp16-ops",
+     .type = PlanFlagType::kText,
+     .help = "comma list of op types or node names forced to fp16/bf16",
+     .help_position = 11,
+     .text = &PlanFlags::fp16_ops},
+    {.key = "loss_scaling",
+     .argument = "--loss-scaling",
+     .type = PlanFlagType::kText,
+     .help = "none | dynamic | static:<scale> (or a bare scale such as 1024); default: dynamic "
+             "for fp16, none for bf16",
+     .help_position = 12,
+     .text = &PlanFlags::loss_scaling},
+    {.key = "clip_grad",
+     .argument = "--clip-grad",
+     .type = PlanFlagType::kSwitch,
+     .help = "plan for gradient-norm clipping",
+     .help_position = 13},
+}};
+
+const PlanFlagSpec& PlanFlagWithKey(std::string_view key) {
+  for (const PlanFlagSpec& spec : kPlanFlagTable)
+    if (spec.key == key) return spec;
+  MEMPLAN_CHECK(false && "no plan flag with this key");
+  return kPlanFlagTable[0];
+}
+
 namespace {
 
-// The flags of each JSON type, in struct order: one table drives reading, writing and the
-// argument form, so a flag cannot be read but forgotten on write.
-struct IntFlag {
-  const char* key;
-  const char* argument;
-  std::optional<int64_t> PlanFlags::*member;
-};
-constexpr std::array<IntFlag, 3> kIntFlags = {{
-    {"batch", "--batch", &PlanFlags::batch},
-    {"global_batch", "--global-batch", &PlanFlags::global_batch},
-    {"micro_batch", "--micro-batch", &PlanFlags::micro_batch},
-}};
-
-struct StringFlag {
-  const char* key;
-  const char* argument;
-  std::optional<std::string> PlanFlags::*member;
-};
-constexpr std::array<StringFlag, 12> kStringFlags = {{
-    {"batch_dim", "--batch-dim", &PlanFlags::batch_dim},
-    {"gpu", "--gpu", &PlanFlags::gpu},
-    {"reserve", "--reserve", &PlanFlags::reserve},
-    {"precision", "--precision", &PlanFlags::precision},
-    {"optimizer", "--optimizer", &PlanFlags::optimizer},
-    {"loss", "--loss", &PlanFlags::loss},
-    {"zero_grad", "--zero-grad", &PlanFlags::zero_grad},
-    {"allocator", "--allocator", &PlanFlags::allocator},
-    {"recompute", "--recompute", &PlanFlags::recompute},
-    {"fp32_ops", "--fp32-ops", &PlanFlags::fp32_ops},
-    {"fp16_ops", "--fp16-ops", &PlanFlags::fp16_ops},
-    {"loss_scaling", "--loss-scaling", &PlanFlags::loss_scaling},
-}};
-
-constexpr const char* kKnownKeys =
-    "batch, global_batch, micro_batch, dims, batch_dim, gpu, reserve, precision, optimizer, loss, "
-    "zero_grad, allocator, recompute, fp32_ops, fp16_ops, loss_scaling, clip_grad";
+std::string KnownKeys() {
+  std::string keys;
+  for (const PlanFlagSpec& spec : kPlanFlagTable) {
+    if (!keys.empty()) keys += ", ";
+    keys += spec.key;
+  }
+  return keys;
+}
 
 Expected<int64_t> PositiveInt(const nlohmann::json& value, const std::string& what) {
   if (!IsInt64(value) || value.get<int64_t>() < 1)
@@ -56,20 +145,29 @@ Expected<std::string> NonEmptyString(const nlohmann::json& value, const std::str
   return value.get<std::string>();
 }
 
-// Reads `key` into `result` when it is one of the table's flags; false when it is not.
-Expected<bool> ReadTableFlag(const std::string& key, const nlohmann::json& value,
-                             const std::string& what, PlanFlags& result) {
-  for (const IntFlag& flag : kIntFlags) {
-    if (key != flag.key) continue;
-    MEMPLAN_TRY(result.*flag.member, PositiveInt(value, what));
-    return true;
+Status ReadFlag(const PlanFlagSpec& spec, const nlohmann::json& value, const std::string& what,
+                PlanFlags& result) {
+  switch (spec.type) {
+    case PlanFlagType::kPositiveInt: {
+      MEMPLAN_TRY(result.*spec.integer, PositiveInt(value, what));
+      break;
+    }
+    case PlanFlagType::kText: {
+      MEMPLAN_TRY(result.*spec.text, NonEmptyString(value, what));
+      break;
+    }
+    case PlanFlagType::kDims:
+      if (!value.is_object()) return MakeError(what + " must be an object of name: size");
+      for (const auto& [name, size] : value.items()) {
+        MEMPLAN_TRY(result.dims[name], PositiveInt(size, what + " '" + name + "'"));
+      }
+      break;
+    case PlanFlagType::kSwitch:
+      if (!value.is_boolean()) return MakeError(what + " must be true or false");
+      result.clip_grad = value.get<bool>();
+      break;
   }
-  for (const StringFlag& flag : kStringFlags) {
-    if (key != flag.key) continue;
-    MEMPLAN_TRY(result.*flag.member, NonEmptyString(value, what));
-    return true;
-  }
-  return false;
+  return OkStatus();
 }
 
 }  // namespace
@@ -78,52 +176,66 @@ Expected<PlanFlags> PlanFlagsFromJson(const nlohmann::json& flags, const std::st
   if (!flags.is_object()) return MakeError(where + "'flags' must be an object");
   PlanFlags result;
   for (const auto& [key, value] : flags.items()) {
-    std::string what = where + "flag '" + key + "'";
-    MEMPLAN_TRY(bool known, ReadTableFlag(key, value, what, result));
-    if (known) continue;
-    if (key == "dims") {
-      if (!value.is_object()) return MakeError(what + " must be an object of name: size");
-      for (const auto& [name, size] : value.items()) {
-        MEMPLAN_TRY(result.dims[name], PositiveInt(size, what + " '" + name + "'"));
-      }
-    } else if (key == "clip_grad") {
-      if (!value.is_boolean()) return MakeError(what + " must be true or false");
-      result.clip_grad = value.get<bool>();
-    } else {
-      return MakeError(where + "unknown flag '" + key + "' (known: " + kKnownKeys + ")");
-    }
+    const PlanFlagSpec* spec = nullptr;
+    for (const PlanFlagSpec& s : kPlanFlagTable)
+      if (s.key == key) spec = &s;
+    if (spec == nullptr)
+      return MakeError(where + "unknown flag '" + key + "' (known: " + KnownKeys() + ")");
+    MEMPLAN_RETURN_IF_ERROR(ReadFlag(*spec, value, where + "flag '" + key + "'", result));
   }
   return result;
 }
 
 nlohmann::ordered_json PlanFlagsToJson(const PlanFlags& flags) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  for (const IntFlag& flag : kIntFlags)
-    if (flags.*flag.member) out[flag.key] = *(flags.*flag.member);
-  if (!flags.dims.empty()) {
-    nlohmann::ordered_json dims = nlohmann::ordered_json::object();
-    for (const auto& [name, size] : flags.dims) dims[name] = size;
-    out["dims"] = dims;
+  for (const PlanFlagSpec& spec : kPlanFlagTable) {
+    const std::string key(spec.key);
+    switch (spec.type) {
+      case PlanFlagType::kPositiveInt:
+        if (flags.*spec.integer) out[key] = *(flags.*spec.integer);
+        break;
+      case PlanFlagType::kText:
+        if (flags.*spec.text) out[key] = *(flags.*spec.text);
+        break;
+      case PlanFlagType::kDims:
+        if (!flags.dims.empty()) {
+          nlohmann::ordered_json dims = nlohmann::ordered_json::object();
+          for (const auto& [name, size] : flags.dims) dims[name] = size;
+          out[key] = dims;
+        }
+        break;
+      case PlanFlagType::kSwitch:
+        if (flags.clip_grad) out[key] = true;
+        break;
+    }
   }
-  for (const StringFlag& flag : kStringFlags)
-    if (flags.*flag.member) out[flag.key] = *(flags.*flag.member);
-  if (flags.clip_grad) out["clip_grad"] = true;
   return out;
 }
 
 std::string PlanFlagsAsArguments(const PlanFlags& flags) {
   std::string out;
-  auto add = [&out](const std::string& text) {
+  auto add = [&out](std::string_view argument, const std::string& value) {
     if (!out.empty()) out += ' ';
-    out += text;
+    out += argument;
+    if (!value.empty()) out += " " + value;
   };
-  for (const IntFlag& flag : kIntFlags)
-    if (flags.*flag.member)
-      add(std::string(flag.argument) + " " + std::to_string(*(flags.*flag.member)));
-  for (const auto& [name, size] : flags.dims) add("--dim " + name + "=" + std::to_string(size));
-  for (const StringFlag& flag : kStringFlags)
-    if (flags.*flag.member) add(std::string(flag.argument) + " " + *(flags.*flag.member));
-  if (flags.clip_grad) add("--clip-grad");
+  for (const PlanFlagSpec& spec : kPlanFlagTable) {
+    switch (spec.type) {
+      case PlanFlagType::kPositiveInt:
+        if (flags.*spec.integer) add(spec.argument, std::to_string(*(flags.*spec.integer)));
+        break;
+      case PlanFlagType::kText:
+        if (flags.*spec.text) add(spec.argument, *(flags.*spec.text));
+        break;
+      case PlanFlagType::kDims:
+        for (const auto& [name, size] : flags.dims)
+          add(spec.argument, name + "=" + std::to_string(size));
+        break;
+      case PlanFlagType::kSwitch:
+        if (flags.clip_grad) add(spec.argument, "");
+        break;
+    }
+  }
   return out;
 }
 

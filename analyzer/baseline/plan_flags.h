@@ -1,18 +1,23 @@
 #pragma once
-// The `memplan analyze` plan flags a CI configuration pins, as written in a config list or a
-// baseline file. Keys are the long flag names with '_' for '-' and mean exactly what the flag
-// means on the command line (tools/memplan/plan_flags.h); docs/ci_checks.md lists them. An absent
-// flag means "the analyzer's default / let the planner choose", and stays absent when the
-// baseline is written back, so a baseline never pins more than its author did.
+// The plan flags: what a planning verb (`memplan analyze`, verify, baseline, check, report,
+// profile) is asked, as the one declarative table every place that lists them reads: the CLI
+// (tools/memplan/plan_flags.h binds one option per entry), CI configurations and baselines (their
+// "flags" object, docs/ci_checks.md) and the argument form messages and docs print.
+//
+// Keys are the long flag names with '_' for '-' and mean exactly what the flag means on the
+// command line. An absent flag means "the analyzer's default / let the planner choose", and stays
+// absent when a baseline is written back, so a baseline never pins more than its author did.
 //
 // Values are validated here only for their JSON type (integers >= 1, non-empty strings, a
 // boolean); their meaning (a known precision, a GPU name) is checked by the CLI, which resolves
 // them exactly as it resolves typed flags.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 #include "graph/expected.h"
@@ -41,12 +46,42 @@ struct PlanFlags {
   bool operator==(const PlanFlags&) const = default;
 };
 
+enum class PlanFlagType : uint8_t {
+  kPositiveInt,  // an integer >= 1 (PlanFlagSpec::integer)
+  kText,         // a non-empty string (PlanFlagSpec::text)
+  kDims,         // name=value pairs (PlanFlags::dims), repeatable on the command line
+  kSwitch,       // present or not (PlanFlags::clip_grad)
+};
+
+// One plan flag: its names, its type, where PlanFlags keeps it and how the CLI presents it.
+struct PlanFlagSpec {
+  std::string_view key;       // in a configuration's "flags" object: "global_batch"
+  std::string_view argument;  // on the command line: "--global-batch"
+  PlanFlagType type;
+  // The CLI's value when the flag is not given; empty for "not given" (the planner chooses).
+  std::string_view cli_default;
+  // Taken by every analysis verb, `inspect` too: the CLI binds it with the model
+  // (tools/memplan/cli_common.h), and its help text lives there.
+  bool analysis_flag = false;
+  bool help_shows_default = false;  // --help prints the default after the text
+  std::string_view help;            // --help text (plan-only flags)
+  int help_position = 0;            // where --help lists it among the plan-only flags (from 0)
+  std::optional<int64_t> PlanFlags::*integer = nullptr;   // kPositiveInt
+  std::optional<std::string> PlanFlags::*text = nullptr;  // kText
+};
+
+// Every plan flag, in the order configurations write them and messages list them.
+extern const std::array<PlanFlagSpec, 17> kPlanFlagTable;
+
+// The table entry with `key`. REQUIRES: `key` is one of the table's keys.
+const PlanFlagSpec& PlanFlagWithKey(std::string_view key);
+
 // Reads a "flags" object. Unknown keys are errors (a typo such as "micro-batch" would otherwise
 // silently change what CI checks); integers must be >= 1. `where` prefixes messages
 // ("configuration 'resnet-b32': ").
 Expected<PlanFlags> PlanFlagsFromJson(const nlohmann::json& flags, const std::string& where);
 
-// Writes only the flags that are set (clip_grad only when true), in the order of the struct.
+// Writes only the flags that are set (clip_grad only when true), in table order.
 nlohmann::ordered_json PlanFlagsToJson(const PlanFlags& flags);
 
 // The flags as `memplan analyze` arguments, for messages and docs:

@@ -12,13 +12,13 @@
 namespace memplan::config_export {
 namespace {
 
-std::string MixedPrecisionValue(ExportPrecision precision) {
+std::string MixedPrecisionValue(Precision precision) {
   switch (precision) {
-    case ExportPrecision::kFp32:
+    case Precision::kFp32:
       return "'no'";
-    case ExportPrecision::kFp16:
+    case Precision::kFp16:
       return "fp16";
-    case ExportPrecision::kBf16:
+    case Precision::kBf16:
       return "bf16";
   }
   return "'no'";

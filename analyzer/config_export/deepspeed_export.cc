@@ -22,20 +22,20 @@ nlohmann::ordered_json OptimizerSection(const ExportPlan& plan, const ExportOpti
   params["lr"] = options.learning_rate;
   std::string type;
   switch (plan.optimizer) {
-    case ExportOptimizer::kSgd:
-    case ExportOptimizer::kSgdMomentum:
+    case OptimizerKind::kSgd:
+    case OptimizerKind::kMomentum:
       // DeepSpeed instantiates non-native optimizers by name from torch.optim.
       type = "SGD";
-      params["momentum"] = plan.optimizer == ExportOptimizer::kSgd ? 0.0 : options.sgd_momentum;
+      params["momentum"] = plan.optimizer == OptimizerKind::kSgd ? 0.0 : options.sgd_momentum;
       break;
-    case ExportOptimizer::kAdam:
-    case ExportOptimizer::kAdamW:
-      type = plan.optimizer == ExportOptimizer::kAdam ? "Adam" : "AdamW";
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW:
+      type = plan.optimizer == OptimizerKind::kAdam ? "Adam" : "AdamW";
       params["betas"] = {kAdamBeta1, kAdamBeta2};
       params["eps"] = kAdamEps;
       params["weight_decay"] = EffectiveWeightDecay(plan, options);
       break;
-    case ExportOptimizer::kAdafactor:
+    case OptimizerKind::kAdafactor:
       type = "Adafactor";  // torch.optim.Adafactor (torch >= 2.5), found by name as SGD is
       break;
   }
@@ -55,7 +55,7 @@ std::string ExportDeepSpeed(const ExportPlan& plan, const ExportOptions& options
   config["gradient_accumulation_steps"] = plan.accumulation_steps;
   config["gradient_clipping"] = options.max_grad_norm;  // 0.0 disables clipping in DeepSpeed
   config["optimizer"] = OptimizerSection(plan, options);
-  if (plan.precision == ExportPrecision::kFp16) {
+  if (plan.precision == Precision::kFp16) {
     nlohmann::ordered_json fp16;
     fp16["enabled"] = true;
     fp16["loss_scale"] = 0;
@@ -64,7 +64,7 @@ std::string ExportDeepSpeed(const ExportPlan& plan, const ExportOptions& options
     fp16["hysteresis"] = kHysteresis;
     fp16["min_loss_scale"] = kMinLossScale;
     config["fp16"] = fp16;
-  } else if (plan.precision == ExportPrecision::kBf16) {
+  } else if (plan.precision == Precision::kBf16) {
     config["bf16"] = {{"enabled", true}};
   }
   if (plan.UsesRecompute()) {

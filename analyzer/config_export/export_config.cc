@@ -28,6 +28,12 @@ Expected<std::string> ExportConfig(const nlohmann::json& plan_json, ExportTarget
                                    const ExportOptions& options) {
   MEMPLAN_RETURN_IF_ERROR(ValidateOptions(options));
   MEMPLAN_TRY(ExportPlan plan, ReadExportPlan(plan_json));
+  return ExportConfig(plan, target, options);
+}
+
+Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
+                                   const ExportOptions& options) {
+  MEMPLAN_RETURN_IF_ERROR(ValidateOptions(options));
   // A plan simulated without clipping exports without clipping: the clip's transient is not in
   // its memory figure.
   ExportOptions effective = options;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+#include "analyzer/config_export/export_plan.h"
 #include "analyzer/config_export/export_target.h"
 #include "graph/expected.h"
 
@@ -43,6 +44,9 @@ struct ExportOptions {
 // plan lacks a key the target needs or holds a value memplan does not know (message names it).
 // Output is deterministic and ends with a newline.
 Expected<std::string> ExportConfig(const nlohmann::json& plan_json, ExportTarget target,
+                                   const ExportOptions& options);
+// The same for a plan already read (export_plan.h). Errors: invalid options.
+Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
                                    const ExportOptions& options);
 
 }  // namespace memplan

@@ -36,24 +36,23 @@ Expected<int64_t> RequiredPositiveInt(const nlohmann::json& object, const char* 
   return value;
 }
 
-Expected<ExportPrecision> ParsePrecision(const std::string& text) {
-  std::string p = Lower(text);
-  if (p == "fp32") return ExportPrecision::kFp32;
-  if (p == "fp16") return ExportPrecision::kFp16;
-  if (p == "bf16") return ExportPrecision::kBf16;
-  return PlanError("unknown plan.precision '" + text + "' (expected fp32, fp16 or bf16)");
+// The vocabulary's names, case-insensitive: plan files may come from other tools.
+Expected<Precision> PlanPrecision(const std::string& text) {
+  Expected<Precision> precision = ParsePrecision(Lower(text));
+  if (precision.ok()) return precision;
+  return PlanError("unknown plan.precision '" + text + "' (expected " +
+                   JoinNames(kPrecisionNames, ", ", " or ") + ")");
 }
 
-Expected<ExportOptimizer> ParseOptimizer(const std::string& text) {
+// The vocabulary's names, case-insensitive, plus the spellings other tools use for SGD with
+// momentum.
+Expected<OptimizerKind> PlanOptimizer(const std::string& text) {
   std::string o = Lower(text);
-  if (o == "sgd") return ExportOptimizer::kSgd;
-  if (o == "sgd-momentum" || o == "sgd_momentum" || o == "momentum")
-    return ExportOptimizer::kSgdMomentum;
-  if (o == "adam") return ExportOptimizer::kAdam;
-  if (o == "adamw") return ExportOptimizer::kAdamW;
-  if (o == "adafactor") return ExportOptimizer::kAdafactor;
-  return PlanError("unknown plan.optimizer '" + text +
-                   "' (expected sgd, momentum, adam, adamw or adafactor)");
+  if (o == "sgd-momentum" || o == "sgd_momentum") return OptimizerKind::kMomentum;
+  Expected<OptimizerKind> optimizer = ParseOptimizerKind(o);
+  if (optimizer.ok()) return optimizer;
+  return PlanError("unknown plan.optimizer '" + text + "' (expected " +
+                   JoinNames(kOptimizerKindNames, ", ", " or ") + ")");
 }
 
 Expected<bool> ParseZeroGrad(const nlohmann::json& plan) {
@@ -81,6 +80,21 @@ Expected<std::vector<std::string>> OptionalStringList(const nlohmann::json& plan
 
 }  // namespace
 
+ExportPlan ExportPlanOf(const PlanReport& report) {
+  ExportPlan result;
+  result.model_path = report.model_path;
+  result.model_name = report.model_name;
+  result.micro_batch = report.micro_batch;
+  result.accumulation_steps = report.accumulation_steps;
+  result.precision = report.precision;
+  result.optimizer = report.optimizer;
+  result.zero_grad_set_to_none = report.zero_grad == ZeroGradMode::kSetToNone;
+  result.clip_gradients = report.clip_gradients;
+  result.recompute_nodes = report.recompute_nodes;
+  result.checkpoints = GroupRecomputeByModule(result.recompute_nodes);
+  return result;
+}
+
 Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
   if (!plan_json.is_object()) return PlanError("the input is not a JSON object");
   auto schema = plan_json.find("schema");
@@ -102,9 +116,9 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
   if (result.micro_batch > std::numeric_limits<int64_t>::max() / result.accumulation_steps)
     return PlanError("plan.micro_batch * plan.accumulation_steps overflows");
   MEMPLAN_TRY(std::string precision, RequiredString(plan, "precision", "plan."));
-  MEMPLAN_TRY(result.precision, ParsePrecision(precision));
+  MEMPLAN_TRY(result.precision, PlanPrecision(precision));
   MEMPLAN_TRY(std::string optimizer, RequiredString(plan, "optimizer", "plan."));
-  MEMPLAN_TRY(result.optimizer, ParseOptimizer(optimizer));
+  MEMPLAN_TRY(result.optimizer, PlanOptimizer(optimizer));
   MEMPLAN_TRY(result.zero_grad_set_to_none, ParseZeroGrad(plan));
   auto clip = plan.find("clip_gradients");
   if (clip != plan.end()) {

@@ -1,8 +1,7 @@
 #pragma once
-// The facts of a memplan plan that a framework configuration needs, read and validated once from
-// the `memplan analyze --json` object (docs/json_schema.md) so each exporter only formats.
-// Working from the JSON keeps export independent of the planner's C++ types: any saved plan file
-// can be exported later.
+// The facts of a memplan plan that a framework configuration needs, so each exporter only
+// formats: taken from this process's PlanReport (`analyze --export`), or read and validated once
+// from a saved `memplan analyze --json` object (docs/json_schema.md, `memplan export`).
 
 #include <cstdint>
 #include <string>
@@ -10,20 +9,20 @@
 
 #include <nlohmann/json.hpp>
 #include "analyzer/config_export/checkpoint_modules.h"
+#include "analyzer/plan_report.h"
+#include "analyzer/vocabulary/optimizer_kind.h"
+#include "analyzer/vocabulary/precision.h"
 #include "graph/expected.h"
 
 namespace memplan {
-
-enum class ExportPrecision : uint8_t { kFp32, kFp16, kBf16 };
-enum class ExportOptimizer : uint8_t { kSgd, kSgdMomentum, kAdam, kAdamW, kAdafactor };
 
 struct ExportPlan {
   std::string model_path;  // model.path as the plan recorded it
   std::string model_name;  // model.name
   int64_t micro_batch = 1;
   int64_t accumulation_steps = 1;
-  ExportPrecision precision = ExportPrecision::kFp32;
-  ExportOptimizer optimizer = ExportOptimizer::kAdamW;
+  Precision precision = Precision::kFp32;
+  OptimizerKind optimizer = OptimizerKind::kAdamW;
   // optimizer.zero_grad(set_to_none=...): true frees the gradients between optimizer steps.
   bool zero_grad_set_to_none = true;
   // plan.clip_gradients: whether the simulated program clips the gradient norm (absent: true).
@@ -38,7 +37,10 @@ struct ExportPlan {
   bool UsesRecompute() const { return !recompute_nodes.empty(); }
 };
 
-// Reads the plan object. Accepted spellings (case-insensitive):
+// The plan of this process's analysis, without a JSON round trip.
+ExportPlan ExportPlanOf(const PlanReport& report);
+
+// Reads the plan object (a saved `memplan analyze --json`). Accepted spellings (case-insensitive):
 //   plan.precision:  "fp32" | "fp16" | "bf16"
 //   plan.optimizer:  "sgd" | "momentum" / "sgd-momentum" / "sgd_momentum" | "adam" | "adamw" |
 //                    "adafactor"

@@ -48,21 +48,9 @@ std::string CommentSafe(std::string_view text) {
   return out;
 }
 
-std::string_view PrecisionName(ExportPrecision precision) {
-  switch (precision) {
-    case ExportPrecision::kFp32:
-      return "fp32";
-    case ExportPrecision::kFp16:
-      return "fp16";
-    case ExportPrecision::kBf16:
-      return "bf16";
-  }
-  return "fp32";
-}
-
-std::string_view TorchDtype(ExportPrecision precision) {
-  MEMPLAN_CHECK(precision != ExportPrecision::kFp32);
-  return precision == ExportPrecision::kFp16 ? "torch.float16" : "torch.bfloat16";
+std::string_view TorchDtype(Precision precision) {
+  MEMPLAN_CHECK(precision != Precision::kFp32);
+  return precision == Precision::kFp16 ? "torch.float16" : "torch.bfloat16";
 }
 
 std::string ProvenanceSentence(const ExportPlan& plan, const ExportOptions& options) {
@@ -86,7 +74,7 @@ std::string ProvenanceSentence(const ExportPlan& plan, const ExportOptions& opti
 }
 
 double EffectiveWeightDecay(const ExportPlan& plan, const ExportOptions& options) {
-  return plan.optimizer == ExportOptimizer::kAdamW ? options.weight_decay : 0.0;
+  return plan.optimizer == OptimizerKind::kAdamW ? options.weight_decay : 0.0;
 }
 
 std::string TorchOptimizerCall(const ExportPlan& plan, const ExportOptions& options,
@@ -98,16 +86,16 @@ std::string TorchOptimizerCall(const ExportPlan& plan, const ExportOptions& opti
                           ", weight_decay=" + PythonFloat(EffectiveWeightDecay(plan, options)) +
                           ")";
   switch (plan.optimizer) {
-    case ExportOptimizer::kSgd:
+    case OptimizerKind::kSgd:
       return "torch.optim.SGD(" + params + ", " + lr + ")";
-    case ExportOptimizer::kSgdMomentum:
+    case OptimizerKind::kMomentum:
       return "torch.optim.SGD(" + params + ", " + lr +
              ", momentum=" + PythonFloat(options.sgd_momentum) + ")";
-    case ExportOptimizer::kAdam:
+    case OptimizerKind::kAdam:
       return "torch.optim.Adam(" + params + ", " + lr + adam_tail;
-    case ExportOptimizer::kAdamW:
+    case OptimizerKind::kAdamW:
       return "torch.optim.AdamW(" + params + ", " + lr + adam_tail;
-    case ExportOptimizer::kAdafactor:
+    case OptimizerKind::kAdafactor:
       return "torch.optim.Adafactor(" + params + ", " + lr + ")";
   }
   return "";

@@ -23,10 +23,8 @@ std::string CommentSafe(std::string_view text);
 // accumulation steps = 32 samples per optimizer step, fp16, recompute 2 modules." No newline.
 std::string ProvenanceSentence(const ExportPlan& plan, const ExportOptions& options);
 
-std::string_view PrecisionName(ExportPrecision precision);  // "fp32" | "fp16" | "bf16"
-
 // Python's `torch.float16` / `torch.bfloat16` for the autocast dtype (REQUIRES: not fp32).
-std::string_view TorchDtype(ExportPrecision precision);
+std::string_view TorchDtype(Precision precision);
 
 // The torch.optim constructor call for the plan's optimizer, e.g.
 // "torch.optim.AdamW(params, lr=0.001, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.01)".

@@ -22,15 +22,15 @@ std::string PythonBool(bool value) { return value ? "True" : "False"; }
 
 // Trainer optimizer names: "adamw_torch" is torch.optim.AdamW (with weight_decay 0 it is exactly
 // Adam); "sgd" is torch.optim.SGD without momentum.
-std::string HfOptimName(ExportOptimizer optimizer) {
+std::string HfOptimName(OptimizerKind optimizer) {
   switch (optimizer) {
-    case ExportOptimizer::kSgd:
-    case ExportOptimizer::kSgdMomentum:
+    case OptimizerKind::kSgd:
+    case OptimizerKind::kMomentum:
       return "sgd";
-    case ExportOptimizer::kAdam:
-    case ExportOptimizer::kAdamW:
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW:
       return "adamw_torch";
-    case ExportOptimizer::kAdafactor:
+    case OptimizerKind::kAdafactor:
       return "adafactor";  // transformers' own Adafactor
   }
   return "adamw_torch";
@@ -53,14 +53,14 @@ std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOp
   add_string("output_dir", options.hf_output_dir);
   add_int("per_device_train_batch_size", plan.micro_batch);
   add_int("gradient_accumulation_steps", plan.accumulation_steps);
-  add_bool("fp16", plan.precision == ExportPrecision::kFp16);
-  add_bool("bf16", plan.precision == ExportPrecision::kBf16);
+  add_bool("fp16", plan.precision == Precision::kFp16);
+  add_bool("bf16", plan.precision == Precision::kBf16);
   add_bool("gradient_checkpointing", plan.UsesRecompute());
   add_float("max_grad_norm", options.max_grad_norm);
   add_string("optim", HfOptimName(plan.optimizer));
   add_float("learning_rate", options.learning_rate);
   add_float("weight_decay", EffectiveWeightDecay(plan, options));
-  if (plan.optimizer == ExportOptimizer::kAdam || plan.optimizer == ExportOptimizer::kAdamW) {
+  if (plan.optimizer == OptimizerKind::kAdam || plan.optimizer == OptimizerKind::kAdamW) {
     add_float("adam_beta1", kAdamBeta1);
     add_float("adam_beta2", kAdamBeta2);
     add_float("adam_epsilon", kAdamEps);
@@ -84,7 +84,7 @@ std::string ExportHfTrainerPython(const ExportPlan& plan, const ExportOptions& o
     for (const std::string& node : plan.checkpoints.unmapped_nodes)
       out += "#   (node without a module scope) " + CommentSafe(node) + "\n";
   }
-  if (plan.optimizer == ExportOptimizer::kSgdMomentum) {
+  if (plan.optimizer == OptimizerKind::kMomentum) {
     out += "# optim=\"sgd\" is torch.optim.SGD without momentum; the plan assumed momentum " +
            PythonFloat(options.sgd_momentum) + ", so pass\n";
     out += "# Trainer(..., optimizers=(" + TorchOptimizerCall(plan, options, "model.parameters()") +

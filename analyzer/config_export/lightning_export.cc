@@ -7,13 +7,13 @@
 namespace memplan::config_export {
 namespace {
 
-std::string LightningPrecision(ExportPrecision precision) {
+std::string LightningPrecision(Precision precision) {
   switch (precision) {
-    case ExportPrecision::kFp32:
+    case Precision::kFp32:
       return "32-true";
-    case ExportPrecision::kFp16:
+    case Precision::kFp16:
       return "16-mixed";
-    case ExportPrecision::kBf16:
+    case Precision::kBf16:
       return "bf16-mixed";
   }
   return "32-true";

@@ -52,8 +52,8 @@ std::string RecomputeSection(const ExportPlan& plan) {
 }  // namespace
 
 std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& options) {
-  const bool fp16 = plan.precision == ExportPrecision::kFp16;
-  const bool autocast = plan.precision != ExportPrecision::kFp32;
+  const bool fp16 = plan.precision == Precision::kFp16;
+  const bool autocast = plan.precision != Precision::kFp32;
   const bool clip = options.max_grad_norm > 0;
   const std::string set_to_none = plan.zero_grad_set_to_none ? "True" : "False";
 
@@ -71,7 +71,7 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   out += RecomputeSection(plan);
   out += "\n\n";
   out += "def make_optimizer(model):\n";
-  if (plan.optimizer == ExportOptimizer::kAdafactor)
+  if (plan.optimizer == OptimizerKind::kAdafactor)
     out +=
         "    # torch >= 2.5; older: transformers.optimization.Adafactor(..., "
         "relative_step=False)\n";

@@ -206,7 +206,7 @@ class HtmlBuilder {
          << FormatBytes(sim.peak_bytes) << "</b></td><td></td></tr>\n</tbody></table>\n"
          << "<p class=\"caption\">Peak in "
          << EscapeMarkup(sim.peak_at.step >= 0
-                             ? std::string(StepPhase(plan_.program, sim.peak_at.step))
+                             ? std::string(CoarsePhaseNameAt(plan_.program, sim.peak_at.step))
                              : std::string("-"))
          << " at " << EscapeMarkup(sim.peak_step_name) << ".</p></section>\n";
 
@@ -258,7 +258,7 @@ class HtmlBuilder {
            << (is_chosen ? "&#9733;" : "") << "</td><td class=\"num\">" << c.micro_batch
            << "</td><td class=\"num\">" << c.accumulation_steps << "</td><td class=\"num\">"
            << c.global_batch << "</td><td>" << PrecisionName(c.precision) << "</td><td>"
-           << EscapeMarkup(c.recompute) << "</td><td class=\"num\">" << FormatBytes(c.peak_bytes)
+           << EscapeMarkup(RecomputeLabelName(c.recompute)) << "</td><td class=\"num\">" << FormatBytes(c.peak_bytes)
            << "</td><td>" << (c.fits ? "yes" : "no") << "</td><td class=\"num\">"
            << FormatFixed(c.step_seconds, 4) << "</td><td class=\"num\">"
            << FormatFixed(c.samples_per_second, 1) << "</td></tr>\n";

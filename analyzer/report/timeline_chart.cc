@@ -9,7 +9,7 @@ namespace {
 
 std::string PhaseOf(const TrainingProgram& program, const ExecutionPoint& at) {
   if (at.iteration < 0) return "setup";
-  return std::string(StepPhase(program, at.step));
+  return std::string(CoarsePhaseNameAt(program, at.step));
 }
 
 bool SamePoint(const ExecutionPoint& a, const ExecutionPoint& b) {

@@ -50,9 +50,10 @@ Tensor AsRows(const Tensor& t) {
 }
 Tensor AsFlat(const Tensor& t) { return t.defined() ? t.View({t.numel()}) : t; }
 
-Expected<memplan::LossFunction> LossFromName(std::string_view name) {
-  auto kind = LossFunctionFromName(name);
-  if (!kind) return MakeError("the cpu backend has no loss '" + std::string(name) + "'");
+Expected<LossKind> LossFromName(std::string_view name) {
+  Expected<LossKind> kind = ParseLossKind(name);
+  if (!kind.ok() || *kind == LossKind::kAuto)
+    return MakeError("the cpu backend has no loss '" + std::string(name) + "'");
   return *kind;
 }
 
@@ -275,12 +276,12 @@ Status CpuBackend::Backward(const BackwardCall& call) {
 }
 
 Status CpuBackend::LossForward(const LossCall& call) {
-  MEMPLAN_TRY(memplan::LossFunction kind, LossFromName(call.loss));
+  MEMPLAN_TRY(LossKind kind, LossFromName(call.loss));
   KernelContext ctx;
   ctx.allocator = &scratch_;
   Tensor prediction = AsTensor(call.prediction);
   Tensor label = AsTensor(call.label);
-  if (kind == memplan::LossFunction::kCrossEntropy) {
+  if (kind == LossKind::kCrossEntropy) {
     prediction = AsRows(prediction);
     label = AsFlat(label);
   }
@@ -307,18 +308,18 @@ Status CpuBackend::LossForward(const LossCall& call) {
 }
 
 Status CpuBackend::LossBackward(const LossBackwardCall& call) {
-  MEMPLAN_TRY(memplan::LossFunction kind, LossFromName(call.loss));
+  MEMPLAN_TRY(LossKind kind, LossFromName(call.loss));
   KernelContext ctx;
   ctx.allocator = &scratch_;
   Tensor dest = AsTensor(call.grad);
   Tensor source = AsTensor(call.prediction);
   Tensor label = AsTensor(call.label);
-  if (kind == memplan::LossFunction::kCrossEntropy) {
+  if (kind == LossKind::kCrossEntropy) {
     // softmax(log_softmax(z)) == softmax(z): the kept log-probabilities give the same gradient.
     if (call.log_prob.defined()) source = AsTensor(call.log_prob);
     source = AsRows(source);
     label = AsFlat(label);
-  } else if (kind == memplan::LossFunction::kSum) {
+  } else if (kind == LossKind::kSum) {
     source = Tensor::Zeros(dest.shape(), DType::kFloat32, scratch_, MemoryCategory::kOther);
   }
   if (!source.defined()) return MakeError("loss backward: the prediction was not kept");
@@ -328,8 +329,8 @@ Status CpuBackend::LossBackward(const LossBackwardCall& call) {
 
 Status CpuBackend::OptimizerStep(const OptimizerCall& call) {
   MEMPLAN_CHECK(call.hyper != nullptr);
-  auto kind = OptimizerKindFromName(call.hyper->kind);
-  if (!kind) return MakeError("the cpu runtime has no optimizer '" + call.hyper->kind + "'");
+  Expected<OptimizerKind> kind = ParseOptimizerKind(call.hyper->kind);
+  if (!kind.ok() || !RunsOptimizer(*kind)) return MakeError("the cpu runtime has no optimizer '" + call.hyper->kind + "'");
   OptimizerOptions options;
   options.kind = *kind;
   options.learning_rate = call.hyper->learning_rate;

@@ -74,30 +74,11 @@ Status CheckSameShape(const Tensor& prediction, const Tensor& target) {
 
 }  // namespace
 
-std::optional<LossFunction> LossFunctionFromName(std::string_view name) {
-  if (name == "cross_entropy") return LossFunction::kCrossEntropy;
-  if (name == "mse") return LossFunction::kMeanSquaredError;
-  if (name == "sum") return LossFunction::kSum;
-  return std::nullopt;
-}
-
-std::string_view LossFunctionName(LossFunction kind) {
-  switch (kind) {
-    case LossFunction::kCrossEntropy:
-      return "cross_entropy";
-    case LossFunction::kMeanSquaredError:
-      return "mse";
-    case LossFunction::kSum:
-      return "sum";
-  }
-  return "unknown";
-}
-
-Expected<Tensor> LossForward(LossFunction kind, const KernelContext& ctx, const Tensor& prediction,
+Expected<Tensor> LossForward(LossKind kind, const KernelContext& ctx, const Tensor& prediction,
                              const Tensor& target) {
   double loss = 0.0;
   switch (kind) {
-    case LossFunction::kCrossEntropy: {
+    case LossKind::kCrossEntropy: {
       MEMPLAN_TRY(ClassLayout layout, CrossEntropyLayout(prediction, target));
       MEMPLAN_TRY(CrossEntropyTerms terms, ComputeTerms(layout, prediction, target));
       for (int64_t p = 0; p < layout.Positions(); ++p) {
@@ -110,7 +91,7 @@ Expected<Tensor> LossForward(LossFunction kind, const KernelContext& ctx, const 
       loss /= static_cast<double>(terms.counted);
       break;
     }
-    case LossFunction::kMeanSquaredError: {
+    case LossKind::kMse: {
       MEMPLAN_RETURN_IF_ERROR(CheckSameShape(prediction, target));
       for (int64_t i = 0; i < prediction.numel(); ++i) {
         const double d = static_cast<double>(prediction.data()[i]) - target.data()[i];
@@ -119,8 +100,11 @@ Expected<Tensor> LossForward(LossFunction kind, const KernelContext& ctx, const 
       loss /= static_cast<double>(prediction.numel());
       break;
     }
-    case LossFunction::kSum:
+    case LossKind::kSum:
       for (int64_t i = 0; i < prediction.numel(); ++i) loss += prediction.data()[i];
+      break;
+    case LossKind::kAuto:
+      MEMPLAN_CHECK(false && "the loss is resolved before the program runs");
       break;
   }
   Tensor result = NewOutput(ctx, {}, DType::kFloat32);
@@ -128,12 +112,12 @@ Expected<Tensor> LossForward(LossFunction kind, const KernelContext& ctx, const 
   return result;
 }
 
-Expected<Tensor> LossBackward(LossFunction kind, const KernelContext& ctx, const Tensor& prediction,
+Expected<Tensor> LossBackward(LossKind kind, const KernelContext& ctx, const Tensor& prediction,
                               const Tensor& target, float grad_scale) {
   Tensor grad = NewOutput(ctx, prediction.shape(), FloatResultType(prediction.dtype()));
   float* g = grad.mutable_data();
   switch (kind) {
-    case LossFunction::kCrossEntropy: {
+    case LossKind::kCrossEntropy: {
       // d/dz_c of mean_p(lse_p - z_p,label) = (softmax_c - [c == label]) / counted.
       MEMPLAN_TRY(ClassLayout layout, CrossEntropyLayout(prediction, target));
       MEMPLAN_TRY(CrossEntropyTerms terms, ComputeTerms(layout, prediction, target));
@@ -151,7 +135,7 @@ Expected<Tensor> LossBackward(LossFunction kind, const KernelContext& ctx, const
       }
       break;
     }
-    case LossFunction::kMeanSquaredError: {
+    case LossKind::kMse: {
       MEMPLAN_RETURN_IF_ERROR(CheckSameShape(prediction, target));
       const double scale = 2.0 * grad_scale / static_cast<double>(prediction.numel());
       for (int64_t i = 0; i < prediction.numel(); ++i) {
@@ -160,8 +144,11 @@ Expected<Tensor> LossBackward(LossFunction kind, const KernelContext& ctx, const
       }
       break;
     }
-    case LossFunction::kSum:
+    case LossKind::kSum:
       for (int64_t i = 0; i < prediction.numel(); ++i) g[i] = grad_scale;
+      break;
+    case LossKind::kAuto:
+      MEMPLAN_CHECK(false && "the loss is resolved before the program runs");
       break;
   }
   RoundToOwnDType(grad);

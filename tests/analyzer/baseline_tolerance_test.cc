@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "analyzer/baseline/check_report.h"
-#include "analyzer/baseline/tolerance.h"
+#include "analyzer/vocabulary/tolerance.h"
 #include "baseline_test_models.h"
 
 namespace memplan {
@@ -81,6 +81,32 @@ TEST_CASE("Tolerance edges are inclusive", "[baseline]") {
   CHECK(StatusFor(1000, 1000, "0") == CheckStatus::kPass);
   CHECK(StatusFor(1000, 1001, "0") == CheckStatus::kRegression);
   CHECK(StatusFor(1000, 999, "0%") == CheckStatus::kImprovement);
+}
+
+TEST_CASE("A bare decimal is a fraction of the reference; verify reads the relative forms",
+          "[baseline][vocabulary]") {
+  // 0.01 = 1%: the same allowance as "1%" (1% of 1,000,000 B = 10,000 B).
+  Tolerance one = Parse("0.01");
+  CHECK(one.kind == Tolerance::Kind::kPercent);
+  CHECK(AllowedChangeBytes(one, 1'000'000) == 10'000);
+  // 0.5 = 50%, 2. = 200%, .025 = 2.5%.
+  CHECK(AllowedChangeBytes(Parse("0.5"), 1'000'000) == 500'000);
+  CHECK(AllowedChangeBytes(Parse("2."), 1'000) == 2'000);
+  CHECK(AllowedChangeBytes(Parse(".025"), 1'000'000) == 25'000);
+  CHECK(AllowedChangeBytes(Parse("0.0"), 1'000'000) == 0);
+
+  CHECK(*RelativeFraction(Parse("1%")) == 0.01);
+  CHECK(*RelativeFraction(Parse("0.01")) == 0.01);
+  CHECK(*RelativeFraction(Parse("50%")) == 0.5);
+  CHECK(*RelativeFraction(Parse("0")) == 0.0);
+  Expected<double> sized = RelativeFraction(Parse("64MiB"));
+  REQUIRE_FALSE(sized.ok());
+  CHECK(sized.error().message ==
+        "tolerance '64MiB' is a size; this comparison is relative (1% or 0.01)");
+  for (const char* bad : {"0.01.", "1e-2", "0.12345"}) {
+    INFO(bad);
+    CHECK_FALSE(ParseTolerance(bad).ok());
+  }
 }
 
 }  // namespace

@@ -97,7 +97,7 @@ TEST_CASE("the HTML report escapes names from the model", "[report]") {
 TEST_CASE("the chosen candidate is found by its configuration", "[report]") {
   testing::ReportFixture fixture;
   CHECK(ChosenCandidateIndex(fixture.plan) == 1);
-  fixture.plan.candidates[1].recompute = "sqrt";
+  fixture.plan.candidates[1].recompute = RecomputeLabel::kSqrt;
   CHECK(ChosenCandidateIndex(fixture.plan) == -1);
 }
 

@@ -31,7 +31,7 @@ TEST_CASE("accumulating two micro-batches equals the full-batch gradient", "[opt
       forward.inputs = {w, x};
       auto y = RunForward("Mul", ctx, forward);
       REQUIRE(y.ok());
-      auto dy = LossBackward(LossFunction::kMeanSquaredError, ctx, y->outputs[0], target,
+      auto dy = LossBackward(LossKind::kMse, ctx, y->outputs[0], target,
                              /*grad_scale=*/1.0f / k);
       REQUIRE(dy.ok());
       BackwardArgs backward;

@@ -210,34 +210,34 @@ TEST_CASE("losses match torch cross_entropy and mse_loss", "[kernels]") {
   SECTION("cross entropy with integer labels") {
     const Tensor logits = T({4, 5}, ref::ce_logits);
     const Tensor labels = Tensor::FromValues({4}, ref::ce_labels, DType::kInt64);
-    auto loss = LossForward(LossFunction::kCrossEntropy, ctx, logits, labels);
+    auto loss = LossForward(LossKind::kCrossEntropy, ctx, logits, labels);
     REQUIRE(loss.ok());
     RequireClose(*loss, ref::ce_loss, "loss");
-    auto grad = LossBackward(LossFunction::kCrossEntropy, ctx, logits, labels, 1.0f);
+    auto grad = LossBackward(LossKind::kCrossEntropy, ctx, logits, labels, 1.0f);
     REQUIRE(grad.ok());
     RequireClose(*grad, ref::ce_grad, "dLogits");
   }
   SECTION("mean squared error") {
     const Tensor pred = T({2, 3}, ref::mse_pred);
     const Tensor target = T({2, 3}, ref::mse_target);
-    auto loss = LossForward(LossFunction::kMeanSquaredError, ctx, pred, target);
+    auto loss = LossForward(LossKind::kMse, ctx, pred, target);
     REQUIRE(loss.ok());
     RequireClose(*loss, ref::mse_loss, "loss");
-    auto grad = LossBackward(LossFunction::kMeanSquaredError, ctx, pred, target, 1.0f);
+    auto grad = LossBackward(LossKind::kMse, ctx, pred, target, 1.0f);
     REQUIRE(grad.ok());
     RequireClose(*grad, ref::mse_grad, "dPrediction");
   }
   SECTION("sum: loss = sum, gradient = grad_scale everywhere") {
     const Tensor x = T({3}, {1.0f, -2.0f, 4.5f});
-    auto loss = LossForward(LossFunction::kSum, ctx, x, Tensor());
+    auto loss = LossForward(LossKind::kSum, ctx, x, Tensor());
     REQUIRE(loss.ok());
     CHECK(loss->data()[0] == 3.5f);  // 1 - 2 + 4.5
-    auto grad = LossBackward(LossFunction::kSum, ctx, x, Tensor(), 0.25f);
+    auto grad = LossBackward(LossKind::kSum, ctx, x, Tensor(), 0.25f);
     REQUIRE(grad.ok());
     CHECK(grad->ToVector() == std::vector<float>{0.25f, 0.25f, 0.25f});
   }
   SECTION("a label outside the classes is an error") {
-    auto loss = LossForward(LossFunction::kCrossEntropy, ctx, T({1, 2}, {0.0f, 1.0f}),
+    auto loss = LossForward(LossKind::kCrossEntropy, ctx, T({1, 2}, {0.0f, 1.0f}),
                             Tensor::FromValues({1}, {2.0f}, DType::kInt64));
     REQUIRE_FALSE(loss.ok());
     CHECK_THAT(loss.error().message, Catch::Contains("label 2"));

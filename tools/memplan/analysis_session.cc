@@ -5,6 +5,7 @@
 #include "analyzer/advice.h"
 #include "analyzer/config_export/export_config.h"
 #include "analyzer/joint_search.h"
+#include "analyzer/plan_report.h"
 
 namespace memplan::cli {
 
@@ -42,10 +43,8 @@ nlohmann::ordered_json SessionJson(const AnalysisSession& session) {
 
 Expected<std::string> ExportSessionConfig(const AnalysisSession& session, std::string_view target) {
   MEMPLAN_TRY(ExportTarget parsed, ParseExportTarget(target));
-  // Through the JSON on purpose: `analyze --export` and `memplan export` of the --json output
-  // cannot differ.
-  nlohmann::json plan = nlohmann::json::parse(SessionJson(session).dump());
-  return ExportConfig(plan, parsed, ExportOptions{});
+  // The typed plan; tests check that `memplan export` of the --json output reads the same.
+  return ExportConfig(ExportPlanOf(PlanReportOf(session.report)), parsed, ExportOptions{});
 }
 
 }  // namespace memplan::cli

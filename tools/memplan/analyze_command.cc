@@ -23,7 +23,7 @@ namespace memplan::cli {
 namespace {
 
 struct AnalyzeFlags {
-  PlanFlags plan;
+  PlanArguments plan;
   std::string svg;
   std::string export_target;
   std::string export_out;

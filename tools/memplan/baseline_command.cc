@@ -20,7 +20,7 @@ namespace memplan::cli {
 namespace {
 
 struct BaselineFlags {
-  PlanFlags plan;
+  PlanArguments plan;
   std::string out;
   std::string configs;
   std::string name;

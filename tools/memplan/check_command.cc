@@ -13,7 +13,7 @@
 #include "analyzer/baseline/check_format.h"
 #include "analyzer/baseline/check_report.h"
 #include "analyzer/baseline/config_list.h"
-#include "analyzer/baseline/tolerance.h"
+#include "analyzer/vocabulary/tolerance.h"
 #include "tools/memplan/check_configuration.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"

@@ -4,96 +4,92 @@
 #include <cstdio>
 #include <iterator>
 
+#include "analyzer/plan_report.h"
+
 namespace memplan::cli {
 
-PlanFlags CliFlagsOf(const memplan::PlanFlags& recorded, const std::string& model) {
-  PlanFlags flags;
+namespace {
+
+// Where AnalysisFlags keeps the text of an analysis kText/kPositiveInt flag (--batch, --batch-dim).
+std::string& AnalysisText(AnalysisFlags& flags, const PlanFlagSpec& spec) {
+  if (spec.key == "batch") return flags.batch;
+  MEMPLAN_CHECK(spec.key == "batch_dim");
+  return flags.batch_dim;
+}
+
+std::string& TextOf(PlanArguments& flags, const PlanFlagSpec& spec) {
+  return spec.analysis_flag ? AnalysisText(flags.analysis, spec) : flags.Text(spec.key);
+}
+
+}  // namespace
+
+PlanArguments CliFlagsOf(const PlanFlags& recorded, const std::string& model) {
+  PlanArguments flags;
   flags.analysis.model = model;
-  auto text = [](const std::optional<int64_t>& value) {
-    return value ? std::to_string(*value) : std::string();
-  };
-  flags.analysis.batch = text(recorded.batch);
-  flags.global_batch = text(recorded.global_batch);
-  flags.micro_batch = text(recorded.micro_batch);
-  for (const auto& [name, size] : recorded.dims)
-    flags.analysis.dims.push_back(name + "=" + std::to_string(size));
-  // A string flag left out keeps the CLI's default, which PlanFlags{} already holds.
-  auto copy = [](const std::optional<std::string>& value, std::string& into) {
-    if (value) into = *value;
-  };
-  copy(recorded.batch_dim, flags.analysis.batch_dim);
-  copy(recorded.gpu, flags.gpu);
-  copy(recorded.reserve, flags.reserve);
-  copy(recorded.precision, flags.precision);
-  copy(recorded.optimizer, flags.optimizer);
-  copy(recorded.loss, flags.loss);
-  copy(recorded.zero_grad, flags.zero_grad);
-  copy(recorded.allocator, flags.allocator);
-  copy(recorded.recompute, flags.recompute);
-  copy(recorded.fp32_ops, flags.fp32_ops);
-  copy(recorded.fp16_ops, flags.fp16_ops);
-  copy(recorded.loss_scaling, flags.loss_scaling);
-  flags.clip = recorded.clip_grad;
+  // A flag left out keeps the CLI's default, which PlanArguments{} already holds.
+  for (const PlanFlagSpec& spec : kPlanFlagTable) {
+    switch (spec.type) {
+      case PlanFlagType::kPositiveInt:
+        if (recorded.*spec.integer)
+          TextOf(flags, spec) = std::to_string(*(recorded.*spec.integer));
+        break;
+      case PlanFlagType::kText:
+        if (recorded.*spec.text) TextOf(flags, spec) = *(recorded.*spec.text);
+        break;
+      case PlanFlagType::kDims:
+        for (const auto& [name, size] : recorded.dims)
+          flags.analysis.dims.push_back(name + "=" + std::to_string(size));
+        break;
+      case PlanFlagType::kSwitch:
+        flags.clip_grad = recorded.clip_grad;
+        break;
+    }
+  }
   return flags;
 }
 
-memplan::PlanFlags RecordedFlagsOf(const PlanFlags& flags) {
-  const PlanFlags defaults;
-  memplan::PlanFlags recorded;
-  auto integer = [](const std::string& text) -> std::optional<int64_t> {
-    if (text.empty()) return std::nullopt;
-    return std::stoll(text);  // validated by ResolvePlanFlags
-  };
-  recorded.batch = integer(flags.analysis.batch);
-  recorded.global_batch = integer(flags.global_batch);
-  recorded.micro_batch = integer(flags.micro_batch);
-  for (const std::string& text : flags.analysis.dims) {
-    Expected<DimBinding> dim = ParseDimBinding(text);
-    MEMPLAN_CHECK(dim.ok());
-    recorded.dims[dim->name] = dim->value;
+PlanFlags RecordedFlagsOf(const PlanArguments& flags) {
+  PlanArguments defaults;
+  PlanArguments given = flags;
+  PlanFlags recorded;
+  for (const PlanFlagSpec& spec : kPlanFlagTable) {
+    switch (spec.type) {
+      case PlanFlagType::kPositiveInt: {
+        const std::string& text = TextOf(given, spec);
+        if (!text.empty()) recorded.*spec.integer = std::stoll(text);  // validated by Resolve
+        break;
+      }
+      case PlanFlagType::kText: {
+        // Only what differs from the CLI's default: a baseline pins no more than its author did.
+        const std::string& text = TextOf(given, spec);
+        if (text != TextOf(defaults, spec)) recorded.*spec.text = text;
+        break;
+      }
+      case PlanFlagType::kDims:
+        for (const std::string& text : flags.analysis.dims) {
+          Expected<DimBinding> dim = ParseDimBinding(text);
+          MEMPLAN_CHECK(dim.ok());
+          recorded.dims[dim->name] = dim->value;
+        }
+        break;
+      case PlanFlagType::kSwitch:
+        recorded.clip_grad = flags.clip_grad;
+        break;
+    }
   }
-  auto differing = [](const std::string& value,
-                      const std::string& default_value) -> std::optional<std::string> {
-    if (value == default_value) return std::nullopt;
-    return value;
-  };
-  recorded.batch_dim = differing(flags.analysis.batch_dim, defaults.analysis.batch_dim);
-  recorded.gpu = differing(flags.gpu, defaults.gpu);
-  recorded.reserve = differing(flags.reserve, defaults.reserve);
-  recorded.precision = differing(flags.precision, defaults.precision);
-  recorded.optimizer = differing(flags.optimizer, defaults.optimizer);
-  recorded.loss = differing(flags.loss, defaults.loss);
-  recorded.zero_grad = differing(flags.zero_grad, defaults.zero_grad);
-  recorded.allocator = differing(flags.allocator, defaults.allocator);
-  recorded.recompute = differing(flags.recompute, defaults.recompute);
-  recorded.fp32_ops = differing(flags.fp32_ops, defaults.fp32_ops);
-  recorded.fp16_ops = differing(flags.fp16_ops, defaults.fp16_ops);
-  recorded.loss_scaling = differing(flags.loss_scaling, defaults.loss_scaling);
-  recorded.clip_grad = flags.clip;
   return recorded;
 }
 
 std::string UnrecordableOption(const CLI::App& command, const std::vector<std::string>& own) {
-  // Every command-line plan flag RecordedFlagsOf maps onto memplan::PlanFlags.
-  static const char* const kRecordable[] = {
-      "model",          "--batch",        "--dim",       "--batch-dim", "--gpu",
-      "--global-batch", "--micro-batch",  "--reserve",   "--precision", "--optimizer",
-      "--loss",         "--zero-grad",    "--allocator", "--recompute", "--fp32-ops",
-      "--fp16-ops",     "--loss-scaling", "--clip-grad"};
   for (const CLI::Option* option : command.get_options()) {
     if (option->count() == 0) continue;
     std::string name = option->get_name();
-    if (std::find(own.begin(), own.end(), name) != own.end()) continue;
-    if (std::find(std::begin(kRecordable), std::end(kRecordable), name) == std::end(kRecordable))
-      return name;
+    if (name == "model" || std::find(own.begin(), own.end(), name) != own.end()) continue;
+    bool recordable = false;
+    for (const PlanFlagSpec& spec : kPlanFlagTable) recordable |= spec.argument == name;
+    if (!recordable) return name;
   }
   return {};
-}
-
-Expected<MemoryResult> MemoryResultOf(const AnalysisSession& session) {
-  // Through the JSON on purpose: a baseline records exactly what `analyze --json` reports.
-  nlohmann::json json = nlohmann::json::parse(SessionJson(session).dump());
-  return MemoryResultFromPlanJson(json);
 }
 
 Expected<MemoryResult> AnalyseConfiguration(const CheckConfiguration& config,
@@ -108,9 +104,8 @@ Expected<MemoryResult> AnalyseConfiguration(const CheckConfiguration& config,
   // No progress lines: several configurations in a CI log read better without them.
   auto session = RunAnalysisSession(std::move(*request), Progress(OutputFormat::kJson));
   if (!session.ok()) return MakeError(where + session.error().message);
-  Expected<MemoryResult> result = MemoryResultOf(**session);
-  if (!result.ok()) return MakeError(where + result.error().message);
-  return result;
+  // The typed facts `analyze --json` prints (analyzer/plan_report.h).
+  return PlanReportOf((*session)->report).memory;
 }
 
 }  // namespace memplan::cli

@@ -19,20 +19,16 @@ namespace memplan::cli {
 
 // The command-line flags `recorded` stands for (absent ones keep the CLI defaults), with `model`
 // as the model argument.
-PlanFlags CliFlagsOf(const memplan::PlanFlags& recorded, const std::string& model);
+PlanArguments CliFlagsOf(const PlanFlags& recorded, const std::string& model);
 
 // The flags the user gave on the command line, as a configuration records them: only the ones
 // that differ from the CLI's defaults. REQUIRES: `flags` passed ResolvePlanFlags (integers parse).
-memplan::PlanFlags RecordedFlagsOf(const PlanFlags& flags);
+PlanFlags RecordedFlagsOf(const PlanArguments& flags);
 
-// The first option given on `command`'s line that a configuration cannot record (a plan flag
-// added to AddPlanFlags but not yet to memplan::PlanFlags), or empty. Options in `own` belong to
-// the verb itself. Guards RecordedFlagsOf against silently dropping a flag.
+// The first option given on `command`'s line that a configuration cannot record (one that is not
+// in kPlanFlagTable), or empty. Options in `own` and the model belong to the verb itself. Guards
+// RecordedFlagsOf against silently dropping a flag.
 std::string UnrecordableOption(const CLI::App& command, const std::vector<std::string>& own);
-
-// What a baseline records about one analysis: peak, breakdown and saved bytes per node, read from
-// the memplan/1 JSON that `memplan analyze --json` prints for the same session.
-Expected<MemoryResult> MemoryResultOf(const AnalysisSession& session);
 
 // Analyses `config` (its model resolved against `directory`) as `memplan analyze` would. Errors
 // are prefixed "configuration '<name>': ".

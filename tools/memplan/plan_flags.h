@@ -1,11 +1,17 @@
 #pragma once
 // The plan flags shared by every verb that plans (analyze, verify, baseline, check, report,
-// profile): GPU, batch targets, precision, optimizer, loss, allocator model. They resolve into
-// PlannerOptions; errors are one-line usage errors (exit 2).
+// profile): GPU, batch targets, precision, optimizer, loss, allocator model. Which flags exist,
+// their names, defaults and help come from the one table in analyzer/baseline/plan_flags.h; this
+// file binds them to CLI11 and resolves them into PlannerOptions. Errors are one-line usage
+// errors (exit 2).
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <map>
 #include <string>
+#include <string_view>
 
+#include "analyzer/baseline/plan_flags.h"
 #include "analyzer/joint_search.h"
 #include "analyzer/planner.h"
 #include "graph/expected.h"
@@ -14,28 +20,26 @@
 
 namespace memplan::cli {
 
-struct PlanFlags {
+// The plan flags as typed. Values are kept as text and validated by ResolvePlanFlags so errors
+// use memplan's own one-line messages. The analysis flags (--batch, --dim, --batch-dim) live in
+// `analysis`, every other flag of kPlanFlagTable in `text` (integers and strings) or `clip_grad`.
+struct PlanArguments {
+  // Every plan-only text holds its table default (empty when the flag has none).
+  PlanArguments();
+
   AnalysisFlags analysis;
-  std::string gpu;
-  std::string global_batch;
-  std::string micro_batch;
-  std::string reserve;
-  std::string precision = "auto";
-  std::string optimizer = "adam";
-  std::string loss = "auto";
-  std::string zero_grad = "set_to_none";
-  std::string allocator = "caching";
-  std::string recompute = "auto";
-  std::string fp32_ops;
-  std::string fp16_ops;
-  std::string loss_scaling;  // empty = the precision's default
-  bool clip = false;
+  std::map<std::string, std::string, std::less<>> text;  // by table key: "gpu" -> "24G"
+  bool clip_grad = false;
+
+  // The text of a plan-only kText or kPositiveInt flag. REQUIRES: `key` names one.
+  std::string& Text(std::string_view key);
+  const std::string& Text(std::string_view key) const;
 };
 
-// Adds the analysis flags plus --gpu, --global-batch, --micro-batch, --reserve, --precision,
-// --optimizer, --loss, --zero-grad, --allocator, --recompute, --fp32-ops, --fp16-ops,
-// --loss-scaling, --clip-grad.
-void AddPlanFlags(CLI::App& command, PlanFlags& flags);
+// Adds the analysis flags plus one option per plan-only entry of kPlanFlagTable (--gpu,
+// --global-batch, --precision, ...). A verb may change a default first (verify: --precision fp32);
+// --help shows it where the table says so.
+void AddPlanFlags(CLI::App& command, PlanArguments& flags);
 
 struct PlanRequest {
   AnalysisRequest analysis;
@@ -46,7 +50,7 @@ struct PlanRequest {
 // Validates every flag (sizes, enums, positive integers). --batch N is the micro-batch (it binds
 // the batch symbol), the same as --micro-batch N. REQUIRES: --gpu given (the caller says which
 // verbs need it) when `require_gpu`.
-Expected<PlanRequest> ResolvePlanFlags(const PlanFlags& flags, bool require_gpu);
+Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_gpu);
 
 // Binds the request's --dim values (and not the batch) for `graph` into request.planner.bindings.
 Status BindPlanSymbols(const Graph& graph, PlanRequest& request);

@@ -24,7 +24,7 @@ namespace memplan::cli {
 namespace {
 
 struct ProfileFlags {
-  PlanFlags plan;
+  PlanArguments plan;
   std::string out;
   std::string trace;
   int steps = 2;

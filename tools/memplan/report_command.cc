@@ -19,7 +19,7 @@ namespace memplan::cli {
 namespace {
 
 struct ReportFlags {
-  PlanFlags plan;
+  PlanArguments plan;
   std::string html;
   std::string svg;
 };

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/memory_size.h"
+#include "analyzer/vocabulary/tolerance.h"
 #include "graph/bind_symbols.h"
 #include "runtime/backend_factory.h"
 #include "runtime/verification.h"
@@ -28,7 +29,7 @@ namespace memplan::cli {
 namespace {
 
 struct VerifyFlags {
-  PlanFlags plan;
+  PlanArguments plan;
   std::string plan_file;
   std::string device = "cpu";
   int steps = 3;
@@ -37,23 +38,6 @@ struct VerifyFlags {
   uint64_t seed = 0;
   double learning_rate = 0.0;  // 0 = the optimizer's default
 };
-
-Expected<double> ParseTolerance(const std::string& text) {
-  std::string t = text;
-  double divisor = 1.0;
-  if (!t.empty() && t.back() == '%') {
-    t.pop_back();
-    divisor = 100.0;
-  }
-  try {
-    size_t used = 0;
-    double v = std::stod(t, &used);
-    if (used != t.size() || !(v >= 0.0)) throw std::invalid_argument(text);
-    return v / divisor;
-  } catch (const std::exception&) {
-    return MakeError("--tolerance: '" + text + "' is not a fraction (0.01) or a percentage (1%)");
-  }
-}
 
 Expected<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -137,11 +121,11 @@ Expected<VerifyPlan> PlanFromJson(const Graph& graph, const std::string& path,
 
 // A plan from the flags alone: a fixed micro-batch (--batch / --micro-batch) and the options.
 Expected<VerifyPlan> PlanFromFlags(const Graph& graph, const PlanRequest& request,
-                                   const PlanFlags& flags) {
+                                   const PlanArguments& flags) {
   VerifyPlan plan;
   plan.micro_batch = *request.planner.micro_batch;
   plan.program = request.planner.program;
-  if (flags.precision == "auto")
+  if (request.search.precision == PrecisionChoice::kAuto)
     return MakeError("--precision auto needs the planner: give --gpu, or a precision");
   const int64_t m = plan.micro_batch;
   if (request.planner.global_batch) {
@@ -157,7 +141,7 @@ Expected<VerifyPlan> PlanFromFlags(const Graph& graph, const PlanRequest& reques
       for (size_t n = 0; n < graph.num_nodes(); ++n) plan.program.recompute.push_back(NodeId(n));
       break;
     default:
-      return MakeError("--recompute " + flags.recompute +
+      return MakeError("--recompute " + flags.Text("recompute") +
                        " needs the planner: give --gpu, or --recompute none|all");
   }
   MEMPLAN_TRY(plan.bindings, BindSymbols(graph, std::nullopt, request.analysis.dims));
@@ -187,9 +171,11 @@ int RunVerify(const VerifyFlags& flags) {
   options.steps = flags.steps;
   options.seed = flags.seed;
   if (flags.steps < 1) return ReportError("--steps must be at least 1");
-  auto tolerance = ParseTolerance(flags.tolerance);
-  if (!tolerance.ok()) return ReportError(tolerance.error().message);
-  options.tolerance = *tolerance;
+  Expected<Tolerance> tolerance = ParseTolerance(flags.tolerance);
+  Expected<double> fraction =
+      tolerance.ok() ? RelativeFraction(*tolerance) : Expected<double>(tolerance.error());
+  if (!fraction.ok()) return ReportError("--tolerance: " + fraction.error().message);
+  options.tolerance = *fraction;
   auto limit = ParseMemorySize(flags.max_cpu_memory);
   if (!limit.ok()) return ReportError("--max-cpu-memory: " + limit.error().message);
   options.max_memory_bytes = flags.device == "cpu" ? *limit : std::numeric_limits<int64_t>::max();
@@ -209,7 +195,7 @@ int RunVerify(const VerifyFlags& flags) {
     if (!p.ok()) return ReportError(p.error().message);
     plan = std::move(*p);
     info.plan_source = "--plan " + flags.plan_file;
-  } else if (request->planner.micro_batch && flags.plan.gpu.empty()) {
+  } else if (request->planner.micro_batch && flags.plan.Text("gpu").empty()) {
     auto loaded = LoadModel(request->analysis);
     if (!loaded.ok()) return ReportError(loaded.error().message);
     graph = std::move(*loaded);
@@ -217,18 +203,18 @@ int RunVerify(const VerifyFlags& flags) {
     if (!p.ok()) return ReportError(p.error().message);
     plan = std::move(*p);
     info.plan_source = "flags";
-  } else if (!flags.plan.gpu.empty()) {
+  } else if (!flags.plan.Text("gpu").empty()) {
     auto s = RunAnalysisSession(*request, progress);
     if (!s.ok()) return ReportError(s.error().message);
     session = std::move(*s);
     if (!session->plan.feasible)
-      return ReportError("the planner found no plan that fits " + flags.plan.gpu +
+      return ReportError("the planner found no plan that fits " + flags.plan.Text("gpu") +
                          "; nothing to verify");
     plan.program = session->planner_used.program;
     plan.program.accumulation_steps = session->plan.chosen.accumulation_steps;
     plan.micro_batch = session->plan.chosen.micro_batch;
     plan.bindings = session->plan.bindings;
-    info.plan_source = "the planner (--gpu " + flags.plan.gpu + ")";
+    info.plan_source = "the planner (--gpu " + flags.plan.Text("gpu") + ")";
   } else {
     return ReportError("verify needs a plan: --plan plan.json, --batch N, or --gpu to plan one");
   }
@@ -254,8 +240,8 @@ Verb AddVerifyCommand(CLI::App& app) {
   auto flags = std::make_shared<VerifyFlags>();
   // verify runs a plan, with or without --gpu: without one there is no planner to choose a
   // precision or a recompute set, so its defaults are the plain ones (analyze's are auto).
-  flags->plan.precision = "fp32";
-  flags->plan.recompute = "none";
+  flags->plan.Text("precision") = "fp32";
+  flags->plan.Text("recompute") = "none";
   AddPlanFlags(*command, flags->plan);
   command->add_option("--plan", flags->plan_file,
                       "a plan as `memplan analyze --json` prints it (instead of the plan flags)");

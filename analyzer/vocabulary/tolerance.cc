@@ -1,4 +1,4 @@
-#include "analyzer/baseline/tolerance.h"
+#include "analyzer/vocabulary/tolerance.h"
 
 #include <cctype>
 #include <limits>
@@ -57,6 +57,12 @@ Expected<Tolerance> ParsePercent(std::string_view original, std::string_view num
   return tolerance;
 }
 
+// "0.01", ".5", "2.": digits with one decimal point and no unit. "0.0" is a fraction too (zero).
+bool IsBareFraction(std::string_view text) {
+  return text.find('.') != std::string_view::npos &&
+         text.find_first_not_of("0123456789.") == std::string_view::npos;
+}
+
 }  // namespace
 
 Expected<Tolerance> ParseTolerance(std::string_view text) {
@@ -65,6 +71,17 @@ Expected<Tolerance> ParseTolerance(std::string_view text) {
   Expected<Tolerance> result = Tolerance{};
   if (trimmed.back() == '%') {
     result = ParsePercent(text, Trim(trimmed.substr(0, trimmed.size() - 1)));
+  } else if (IsBareFraction(trimmed)) {
+    // A fraction f is the percentage 100 f: the same digits over a denominator 100 times smaller.
+    result = ParsePercent(text, trimmed);
+    if (result.ok()) {
+      if (result->percent_denominator % 100 == 0) {
+        result->percent_denominator /= 100;
+      } else {
+        result->percent_numerator *= 100 / result->percent_denominator;
+        result->percent_denominator = 1;
+      }
+    }
   } else if (trimmed.find_first_not_of("0.") == std::string_view::npos &&
              trimmed.find_first_of('0') != std::string_view::npos) {
     // "0", "0.0": zero bytes, which ParseMemorySize rejects as a size.
@@ -82,6 +99,17 @@ Expected<Tolerance> ParseTolerance(std::string_view text) {
   if (!result.ok()) return result;
   result->text = std::string(trimmed);
   return result;
+}
+
+Expected<double> RelativeFraction(const Tolerance& tolerance) {
+  if (tolerance.kind == Tolerance::Kind::kBytes) {
+    if (tolerance.bytes == 0) return 0.0;
+    return MakeError("tolerance '" + tolerance.text +
+                     "' is a size; this comparison is relative (1% or 0.01)");
+  }
+  MEMPLAN_CHECK(tolerance.percent_denominator > 0);
+  return static_cast<double>(tolerance.percent_numerator) /
+         (100.0 * static_cast<double>(tolerance.percent_denominator));
 }
 
 int64_t AllowedChangeBytes(const Tolerance& tolerance, int64_t recorded_bytes) {

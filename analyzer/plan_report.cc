@@ -1,0 +1,43 @@
+#include "analyzer/plan_report.h"
+
+namespace memplan {
+
+PlanReport PlanReportOf(const AnalysisReport& report) {
+  MEMPLAN_CHECK(report.graph != nullptr && report.options != nullptr && report.plan != nullptr);
+  const TrainingPlan& plan = *report.plan;
+  const TrainingProgram& program = plan.program;
+  const SimulationResult& sim = plan.simulation;
+  PlanReport r;
+  r.model_path = report.model_path;
+  r.model_name = report.model_name;
+  r.micro_batch = plan.chosen.micro_batch;
+  r.accumulation_steps = plan.chosen.accumulation_steps;
+  r.precision = program.precision;
+  r.optimizer = program.optimizer_kind;
+  r.loss = program.loss;
+  r.zero_grad = program.zero_grad;
+  r.clip_gradients = report.options->program.clip_gradients;
+  r.loss_scaling = program.loss_scaling.mode;
+  r.recompute_nodes = report.recompute_nodes;
+  r.fp16_nodes = report.fp16_nodes;
+  r.fp32_nodes = report.fp32_nodes;
+  for (size_t s = 0; s < program.symbols.size(); ++s) {
+    auto v = plan.bindings.Get(static_cast<SymbolId>(s));
+    if (v)
+      r.bindings.push_back(
+          DimBinding{std::string(program.symbols.Name(static_cast<SymbolId>(s))), *v});
+  }
+  r.memory.peak_bytes = plan.chosen.peak_bytes;
+  r.memory.breakdown = sim.peak_breakdown;
+  r.memory.saved_activation_bytes = sim.saved_activation_bytes;
+  // Per node, the bytes it keeps for backward (saved tensors it produced): CI checks name the
+  // nodes whose saved activations grew.
+  for (const Buffer& b : program.buffers) {
+    if (!b.held_for_backward || !b.node.valid() || b.id.index() >= sim.buffer_bytes.size())
+      continue;
+    r.memory.saved_bytes_by_node[report.graph->node(b.node).name] += sim.buffer_bytes[b.id.index()];
+  }
+  return r;
+}
+
+}  // namespace memplan

@@ -1,0 +1,49 @@
+#pragma once
+// The typed facts of an analysed plan that the verbs after `analyze` consume: `export` (the
+// framework configuration), `baseline` / `check` (the memory result) and `verify` (the program to
+// run). Inside one process they read this struct; JSON appears only where a plan crosses the
+// process boundary (`analyze --json` writes these facts under the memplan/1 keys, and the readers
+// of a saved plan file parse them back), so the in-process and the file route cannot differ: the
+// tests compare the two.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analyzer/analysis_report.h"
+#include "analyzer/baseline/memory_result.h"
+#include "analyzer/precision/loss_scaling.h"
+#include "analyzer/vocabulary/loss_kind.h"
+#include "analyzer/vocabulary/optimizer_kind.h"
+#include "analyzer/vocabulary/precision.h"
+#include "analyzer/vocabulary/zero_grad_mode.h"
+#include "graph/symbols.h"
+
+namespace memplan {
+
+struct PlanReport {
+  std::string model_path;  // memplan/1 model.path
+  std::string model_name;  // model.name
+  // plan.*
+  int64_t micro_batch = 1;
+  int64_t accumulation_steps = 1;
+  Precision precision = Precision::kFp32;
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  LossKind loss = LossKind::kAuto;  // resolved in a derived plan
+  ZeroGradMode zero_grad = ZeroGradMode::kSetToNone;
+  bool clip_gradients = false;
+  LossScalingMode loss_scaling = LossScalingMode::kNone;
+  std::vector<std::string> recompute_nodes;  // plan.recompute, in plan order
+  std::vector<std::string> fp16_nodes;       // plan.fp16_ops
+  std::vector<std::string> fp32_nodes;       // plan.fp32_ops
+  std::vector<DimBinding>
+      bindings;  // bindings: every bound symbol, the batch included, in id order
+  // peak_bytes, breakdown, saved_activation_bytes, saved_activations_by_node
+  MemoryResult memory;
+};
+
+// The report's facts. REQUIRES: `report` points at its graph, options and plan.
+PlanReport PlanReportOf(const AnalysisReport& report);
+
+}  // namespace memplan

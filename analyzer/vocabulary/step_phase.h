@@ -1,0 +1,48 @@
+#pragma once
+// Where in the training step a program step falls: one classification by step kind, read by the
+// profiler (which splits node time and memory by phase) and by reports (which say where the peak
+// is). kForward includes the loss; kBackward includes loss backward and gradient accumulation.
+//
+// Reports speak in three coarse phases, each a union of fine ones:
+//   "forward"   = kLoad + kForward           (the body up to and including the loss)
+//   "backward"  = kBackward + kRecompute     (the body after the loss)
+//   "optimizer" = kSetup + kOptimizer        (outside the body)
+
+#include <cstdint>
+#include <string_view>
+
+#include "analyzer/training_program.h"
+#include "analyzer/vocabulary/name_table.h"
+
+namespace memplan {
+
+enum class StepPhase : uint8_t { kSetup, kLoad, kForward, kBackward, kRecompute, kOptimizer };
+
+inline constexpr NameTable<StepPhase, 6> kStepPhaseNames = {{
+    {StepPhase::kSetup, "setup"},
+    {StepPhase::kLoad, "load"},
+    {StepPhase::kForward, "forward"},
+    {StepPhase::kBackward, "backward"},
+    {StepPhase::kRecompute, "recompute"},
+    {StepPhase::kOptimizer, "optimizer"},
+}};
+
+inline std::string_view StepPhaseName(StepPhase phase) { return NameOf(kStepPhaseNames, phase); }
+inline Expected<StepPhase> ParseStepPhase(std::string_view text) {
+  return ParseName(kStepPhaseNames, text, "step phase");
+}
+
+StepPhase PhaseOfStep(StepKind kind);
+
+// The coarse phase reports print: "forward", "backward" or "optimizer" (see the table above).
+std::string_view CoarsePhaseName(StepPhase phase);
+// The coarse phase of `program.steps[t]`; "forward" for a time outside the program (the peak of
+// an empty simulation is step -1), as memplan/1's `peak.phase` has always said.
+std::string_view CoarsePhaseNameAt(const TrainingProgram& program, LogicalTime t);
+
+// The phase of `program.steps[t]`. REQUIRES: 0 <= t < program.steps.size().
+inline StepPhase PhaseOfStep(const TrainingProgram& program, LogicalTime t) {
+  return PhaseOfStep(program.step(t).kind);
+}
+
+}  // namespace memplan

@@ -1,0 +1,18 @@
+#include "analyzer/vocabulary/optimizer_kind.h"
+
+#include "name_table_checks.h"
+
+namespace memplan {
+namespace {
+
+TEST_CASE("Optimizer names round-trip; unknown ones list the choices", "[vocabulary]") {
+  vocabulary_test::CheckRoundTrip(kOptimizerKindNames, ParseOptimizerKind);
+  CHECK(kOptimizerKindNames.size() == 5);  // sgd, momentum, adam, adamw, adafactor
+  CHECK(OptimizerKindName(OptimizerKind::kAdamW) == "adamw");
+  vocabulary_test::CheckParseError(
+      ParseOptimizerKind, "Adam",
+      "unknown optimizer 'Adam' (choose one of: sgd, momentum, adam, adamw, adafactor)");
+}
+
+}  // namespace
+}  // namespace memplan
