@@ -10,6 +10,7 @@
 #include "runtime/cpu/kernels/broadcast.h"
 #include "runtime/cpu/kernels/kernel_families.h"
 #include "runtime/cpu/kernels/kernel_util.h"
+#include "runtime/cpu/parallel_for.h"
 
 namespace memplan {
 namespace {
@@ -74,11 +75,18 @@ Expected<ForwardResult> BinaryForward(const KernelContext& ctx, const ForwardArg
   const float* pa = a.data();
   const float* pb = b.data();
   float* out = y.mutable_data();
-  const std::array<std::vector<int64_t>, 2> strides = {BroadcastStrides(a.shape(), shape),
-                                                       BroadcastStrides(b.shape(), shape)};
-  ForEachBroadcastIndex(shape, strides, [&](int64_t i, const std::array<int64_t, 2>& off) {
-    out[i] = Op::Forward(pa[off[0]], pb[off[1]]);
-  });
+  if (a.shape() == shape && b.shape() == shape) {
+    // Nothing broadcast (residual adds, most elementwise ops): one flat, threaded loop.
+    ParallelFor(y.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = Op::Forward(pa[i], pb[i]);
+    });
+  } else {
+    const std::array<std::vector<int64_t>, 2> strides = {BroadcastStrides(a.shape(), shape),
+                                                         BroadcastStrides(b.shape(), shape)};
+    ForEachBroadcastIndex(shape, strides, [&](int64_t i, const std::array<int64_t, 2>& off) {
+      out[i] = Op::Forward(pa[off[0]], pb[off[1]]);
+    });
+  }
   RoundToOwnDType(y);
   return SingleOutput(std::move(y));
 }
@@ -113,12 +121,22 @@ Expected<InputGradients> BinaryBackward(const KernelContext& ctx, const Backward
   const float* pb = b.data();
   float* out_a = da.mutable_data();
   float* out_b = db.mutable_data();
-  ForEachBroadcastIndex(out_shape, strides, [&](int64_t i, const std::array<int64_t, 2>& off) {
-    const float va = pa != nullptr ? pa[off[0]] : 0.0f;
-    const float vb = pb != nullptr ? pb[off[1]] : 0.0f;
-    if (out_a != nullptr) out_a[off[0]] += Op::GradA(va, vb, g[i]);
-    if (out_b != nullptr) out_b[off[1]] += Op::GradB(va, vb, g[i]);
-  });
+  const auto visit = [&](int64_t i, int64_t ia, int64_t ib) {
+    const float va = pa != nullptr ? pa[ia] : 0.0f;
+    const float vb = pb != nullptr ? pb[ib] : 0.0f;
+    if (out_a != nullptr) out_a[ia] += Op::GradA(va, vb, g[i]);
+    if (out_b != nullptr) out_b[ib] += Op::GradB(va, vb, g[i]);
+  };
+  if (args.input_shapes[0] == out_shape && args.input_shapes[1] == out_shape) {
+    // Nothing broadcast: every gradient element has one contribution, so chunks are disjoint.
+    ParallelFor(dy.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) visit(i, i, i);
+    });
+  } else {
+    ForEachBroadcastIndex(out_shape, strides, [&](int64_t i, const std::array<int64_t, 2>& off) {
+      visit(i, off[0], off[1]);
+    });
+  }
   if (want_a) {
     RoundToOwnDType(da);
     grads[0] = std::move(da);

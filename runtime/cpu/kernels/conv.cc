@@ -1,13 +1,24 @@
-// Conv, 1-D and 2-D, with groups, strides, pads, dilations and bias. Direct loops whose innermost
-// loop runs along an output row over the output positions whose tap lands inside the input, so
-// there are no bounds checks inside and no im2col workspace.
+// Conv, 1-D and 2-D, with groups, strides, pads, dilations and bias, as im2col + GEMM per
+// (image, group). The columns matrix has one row per (input channel, tap) and one column per
+// output position, holding the input value that position reads through that tap (0 in the
+// padding). With R = in_per_group·KH·KW rows and P = OH·OW columns:
+//   forward  Y_g[out_per_group, P]  = W_g[out_per_group, R] · col[R, P]   (+ bias)
+//   weight   dW_g[out_per_group, R] += dY_g · col^T                        (summed over images)
+//   input    dcol[R, P] = W_g^T · dY_g, then col2im adds each entry back onto the input it read.
+// A 1x1 convolution with unit strides and no padding reads its input as the columns directly.
+// The columns live in a scratch buffer outside the executor's allocator, as a convolution
+// library's workspace would; the plan's memory accounting does not include it.
 
+#include <algorithm>
+#include <memory>
 #include <string>
 
 #include "runtime/cpu/kernel_registry.h"
+#include "runtime/cpu/kernels/gemm_core.h"
 #include "runtime/cpu/kernels/kernel_families.h"
 #include "runtime/cpu/kernels/kernel_util.h"
 #include "runtime/cpu/kernels/window_geometry.h"
+#include "runtime/cpu/parallel_for.h"
 
 namespace memplan {
 namespace {
@@ -18,6 +29,19 @@ struct ConvPlan {
   int64_t out_channels = 0;
   int64_t in_per_group = 0;
   int64_t out_per_group = 0;
+
+  int64_t Taps() const { return geometry.h.kernel * geometry.w.kernel; }
+  int64_t InPlane() const { return geometry.h.input * geometry.w.input; }
+  int64_t OutPlane() const { return geometry.h.output * geometry.w.output; }  // P
+  int64_t ColumnRows() const { return in_per_group * Taps(); }                // R
+  // True when the columns matrix of an image group is that group's input itself.
+  bool InputIsColumns() const {
+    const WindowGeometry& g = geometry;
+    const auto identity = [](const WindowAxis& a) {
+      return a.kernel == 1 && a.stride == 1 && a.pad_begin == 0 && a.pad_end == 0;
+    };
+    return identity(g.h) && identity(g.w);
+  }
 };
 
 Expected<ConvPlan> PlanConv(const Attributes& attrs, const TensorShape& x, const TensorShape& w) {
@@ -42,9 +66,13 @@ Expected<ConvPlan> PlanConv(const Attributes& attrs, const TensorShape& x, const
   return plan;
 }
 
-// Calls body(out_row, in_row, first, last, w_offset) for every (output row, tap) pair of one
-// (output plane, input plane): out_row[ow] pairs with in_row[ow * stride_w + w_offset] for
-// ow in [first, last).
+// Rows of a [rows, row_length] loop handed to one thread: about one elementwise chunk of items.
+int64_t RowGrain(int64_t row_length) {
+  return std::max<int64_t>(1, ElementwiseGrain() / std::max<int64_t>(1, row_length));
+}
+
+// Calls body(oh, ih, first, last, w_offset) for the output rows whose tap (kh, kw) lands inside
+// the input: out[oh][ow] reads in[ih][ow * stride_w + w_offset] for ow in [first, last).
 template <class Body>
 void ForEachTapRow(const WindowGeometry& g, int64_t kh, int64_t kw, Body&& body) {
   const WindowAxis::Range rows = g.h.ValidOutputs(kh);
@@ -54,6 +82,58 @@ void ForEachTapRow(const WindowGeometry& g, int64_t kh, int64_t kw, Body&& body)
   }
 }
 
+// col[R, P] from the in_per_group input planes at `input`. Rows are independent: threaded.
+void Im2Col(const ConvPlan& plan, const float* input, float* col) {
+  const WindowGeometry& g = plan.geometry;
+  const int64_t taps = plan.Taps(), plane = plan.OutPlane(), sw = g.w.stride;
+  ParallelFor(plan.ColumnRows(), RowGrain(plane), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t tap = r % taps;
+      const float* in = input + (r / taps) * plan.InPlane();
+      float* row = col + r * plane;
+      std::fill(row, row + plane, 0.0f);  // the padding; in-range entries are overwritten
+      ForEachTapRow(g, tap / g.w.kernel, tap % g.w.kernel,
+                    [&](int64_t oh, int64_t ih, int64_t first, int64_t last, int64_t w_offset) {
+                      float* out_row = row + oh * g.w.output;
+                      // Index arithmetic, not a row pointer offset by w_offset: that pointer may
+                      // lie before the buffer (left padding), which is undefined even unread.
+                      const float* in_row = in + ih * g.w.input;
+                      for (int64_t ow = first; ow < last; ++ow)
+                        out_row[ow] = in_row[ow * sw + w_offset];
+                    });
+    }
+  });
+}
+
+// input += col2im(col): each entry goes back onto the input element it was read from. Threaded
+// over input channels (each owns its plane); a channel adds its taps in one fixed order.
+void Col2ImAccumulate(const ConvPlan& plan, const float* col, float* input) {
+  const WindowGeometry& g = plan.geometry;
+  const int64_t taps = plan.Taps(), plane = plan.OutPlane(), sw = g.w.stride;
+  ParallelFor(plan.in_per_group, RowGrain(taps * plane), [&](int64_t c0, int64_t c1) {
+    for (int64_t channel = c0; channel < c1; ++channel) {
+      float* in = input + channel * plan.InPlane();
+      for (int64_t tap = 0; tap < taps; ++tap) {
+        const float* row = col + (channel * taps + tap) * plane;
+        ForEachTapRow(g, tap / g.w.kernel, tap % g.w.kernel,
+                      [&](int64_t oh, int64_t ih, int64_t first, int64_t last, int64_t w_offset) {
+                        const float* col_row = row + oh * g.w.output;
+                        float* in_row = in + ih * g.w.input;
+                        for (int64_t ow = first; ow < last; ++ow) {
+                          in_row[ow * sw + w_offset] += col_row[ow];
+                        }
+                      });
+      }
+    }
+  });
+}
+
+// An uninitialised buffer for a columns matrix (every entry is written before it is read).
+std::unique_ptr<float[]> ColumnsBuffer(const ConvPlan& plan) {
+  return std::make_unique_for_overwrite<float[]>(
+      static_cast<size_t>(plan.ColumnRows() * plan.OutPlane()));
+}
+
 Expected<ForwardResult> ConvForward(const KernelContext& ctx, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Conv", "input"));
   MEMPLAN_TRY(Tensor w, RequireTensor(args.inputs, 1, "Conv", "input"));
@@ -61,44 +141,31 @@ Expected<ForwardResult> ConvForward(const KernelContext& ctx, const ForwardArgs&
   MEMPLAN_TRY(ConvPlan plan, PlanConv(AttributesOf(args.attributes), x.shape(), w.shape()));
   const WindowGeometry& g = plan.geometry;
   Tensor y = NewOutput(ctx, g.OutputShape(plan.out_channels), x.dtype());
-  const int64_t in_plane = g.h.input * g.w.input, out_plane = g.h.output * g.w.output;
-  const int64_t taps = g.h.kernel * g.w.kernel;
-  const int64_t sw = g.w.stride;
+  const int64_t rows = plan.ColumnRows(), plane = plan.OutPlane();
+  const std::unique_ptr<float[]> scratch = plan.InputIsColumns() ? nullptr : ColumnsBuffer(plan);
   for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t oc = 0; oc < plan.out_channels; ++oc) {
-      float* out = y.mutable_data() + (n * plan.out_channels + oc) * out_plane;
-      if (bias.defined()) {
-        for (int64_t i = 0; i < out_plane; ++i) out[i] = bias.data()[oc];
+    for (int64_t group = 0; group < plan.groups; ++group) {
+      const float* input = x.data() + (n * g.channels + group * plan.in_per_group) * plan.InPlane();
+      const float* col = input;
+      if (scratch != nullptr) {
+        Im2Col(plan, input, scratch.get());
+        col = scratch.get();
       }
-      const int64_t group = oc / plan.out_per_group;
-      for (int64_t icg = 0; icg < plan.in_per_group; ++icg) {
-        const int64_t ic = group * plan.in_per_group + icg;
-        const float* in = x.data() + (n * g.channels + ic) * in_plane;
-        const float* kernel = w.data() + (oc * plan.in_per_group + icg) * taps;
-        for (int64_t kh = 0; kh < g.h.kernel; ++kh) {
-          for (int64_t kw = 0; kw < g.w.kernel; ++kw) {
-            const float weight = kernel[kh * g.w.kernel + kw];
-            ForEachTapRow(
-                g, kh, kw,
-                [&](int64_t oh, int64_t ih, int64_t first, int64_t last, int64_t w_offset) {
-                  float* out_row = out + oh * g.w.output;
-                  // Index arithmetic instead of a row pointer offset by w_offset: that pointer may
-                  // lie before the buffer (left padding), which is undefined even unread.
-                  const float* in_row = in + ih * g.w.input;
-                  for (int64_t ow = first; ow < last; ++ow) {
-                    out_row[ow] += weight * in_row[ow * sw + w_offset];
-                  }
-                });
-          }
+      const int64_t first_out = group * plan.out_per_group;
+      float* out = y.mutable_data() + (n * plan.out_channels + first_out) * plane;
+      if (bias.defined()) {
+        for (int64_t oc = 0; oc < plan.out_per_group; ++oc) {
+          std::fill(out + oc * plane, out + (oc + 1) * plane, bias.data()[first_out + oc]);
         }
       }
+      GemmAccumulate(false, false, plan.out_per_group, plane, rows, 1.0f,
+                     w.data() + first_out * rows, col, out);
     }
   }
   RoundToOwnDType(y);
   return SingleOutput(std::move(y));
 }
 
-// dX[ih,iw] += W[tap] dY[oh,ow]; dW[tap] += X[ih,iw] dY[oh,ow]; dB = sum of dY per channel.
 Expected<InputGradients> ConvBackward(const KernelContext& ctx, const BackwardArgs& args) {
   MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Conv", "output gradient"));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, "Conv"));
@@ -118,47 +185,48 @@ Expected<InputGradients> ConvBackward(const KernelContext& ctx, const BackwardAr
   Tensor dx = want_x ? NewInputGradient(ctx, args, 0) : Tensor();
   Tensor dw = want_w ? NewInputGradient(ctx, args, 1) : Tensor();
   Tensor db = want_b ? NewInputGradient(ctx, args, 2) : Tensor();
-  const int64_t in_plane = g.h.input * g.w.input, out_plane = g.h.output * g.w.output;
-  const int64_t taps = g.h.kernel * g.w.kernel;
-  const int64_t sw = g.w.stride;
-  for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t oc = 0; oc < plan.out_channels; ++oc) {
-      const float* grad = dy.data() + (n * plan.out_channels + oc) * out_plane;
-      if (want_b) {
-        float sum = 0.0f;
-        for (int64_t i = 0; i < out_plane; ++i) sum += grad[i];
-        db.mutable_data()[oc] += sum;
+  const int64_t rows = plan.ColumnRows(), plane = plan.OutPlane();
+  if (want_b) {
+    // dB[oc] = sum of dY over images and positions; one image's plane summed at a time.
+    float* bias_grad = db.mutable_data();
+    ParallelFor(plan.out_channels, RowGrain(g.batch * plane), [&](int64_t c0, int64_t c1) {
+      for (int64_t oc = c0; oc < c1; ++oc) {
+        for (int64_t n = 0; n < g.batch; ++n) {
+          const float* grad = dy.data() + (n * plan.out_channels + oc) * plane;
+          float sum = 0.0f;
+          for (int64_t i = 0; i < plane; ++i) sum += grad[i];
+          bias_grad[oc] += sum;
+        }
       }
-      const int64_t group = oc / plan.out_per_group;
-      for (int64_t icg = 0; icg < plan.in_per_group; ++icg) {
-        const int64_t ic = group * plan.in_per_group + icg;
-        const int64_t in_offset = (n * g.channels + ic) * in_plane;
-        const int64_t kernel_offset = (oc * plan.in_per_group + icg) * taps;
-        for (int64_t kh = 0; kh < g.h.kernel; ++kh) {
-          for (int64_t kw = 0; kw < g.w.kernel; ++kw) {
-            const int64_t tap = kernel_offset + kh * g.w.kernel + kw;
-            const float weight = want_x ? w.data()[tap] : 0.0f;
-            float weight_grad = 0.0f;
-            ForEachTapRow(
-                g, kh, kw,
-                [&](int64_t oh, int64_t ih, int64_t first, int64_t last, int64_t w_offset) {
-                  const float* grad_row = grad + oh * g.w.output;
-                  const int64_t row = in_offset + ih * g.w.input;
-                  if (want_x) {
-                    float* dx_row = dx.mutable_data() + row;
-                    for (int64_t ow = first; ow < last; ++ow) {
-                      dx_row[ow * sw + w_offset] += weight * grad_row[ow];
-                    }
-                  }
-                  if (want_w) {
-                    const float* x_row = x.data() + row;
-                    for (int64_t ow = first; ow < last; ++ow) {
-                      weight_grad += x_row[ow * sw + w_offset] * grad_row[ow];
-                    }
-                  }
-                });
-            if (want_w) dw.mutable_data()[tap] += weight_grad;
-          }
+    });
+  }
+  const std::unique_ptr<float[]> scratch =
+      plan.InputIsColumns() || (!want_x && !want_w) ? nullptr : ColumnsBuffer(plan);
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t group = 0; group < plan.groups; ++group) {
+      const int64_t first_out = group * plan.out_per_group;
+      const float* grad = dy.data() + (n * plan.out_channels + first_out) * plane;
+      const int64_t input_offset = (n * g.channels + group * plan.in_per_group) * plan.InPlane();
+      if (want_w) {
+        const float* col = x.data() + input_offset;
+        if (scratch != nullptr) {
+          Im2Col(plan, col, scratch.get());
+          col = scratch.get();
+        }
+        GemmAccumulate(false, true, plan.out_per_group, rows, plane, 1.0f, grad, col,
+                       dw.mutable_data() + first_out * rows);
+      }
+      if (want_x) {
+        const float* weight = w.data() + first_out * rows;
+        float* input_grad = dx.mutable_data() + input_offset;
+        if (scratch == nullptr) {  // the columns are the input: accumulate straight into dX
+          GemmAccumulate(true, false, rows, plane, plan.out_per_group, 1.0f, weight, grad,
+                         input_grad);
+        } else {
+          std::fill(scratch.get(), scratch.get() + rows * plane, 0.0f);
+          GemmAccumulate(true, false, rows, plane, plan.out_per_group, 1.0f, weight, grad,
+                         scratch.get());
+          Col2ImAccumulate(plan, scratch.get(), input_grad);
         }
       }
     }

@@ -2,12 +2,14 @@
 // given statistics) and LayerNormalization. Both keep "mean" and "invstd" (fp32) for backward,
 // as PyTorch's native_batch_norm / native_layer_norm do.
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/cpu/kernels/kernel_families.h"
 #include "runtime/cpu/kernels/kernel_util.h"
+#include "runtime/cpu/parallel_for.h"
 
 namespace memplan {
 namespace {
@@ -18,6 +20,12 @@ struct ChannelLayout {
   int64_t Count() const { return batch * spatial; }  // elements per channel
   int64_t Offset(int64_t n, int64_t c) const { return (n * channels + c) * spatial; }
 };
+
+// Channels handed to one thread: each owns its statistics and its slice of every output.
+int64_t ChannelGrain(const ChannelLayout& layout) {
+  return std::max<int64_t>(
+      1, ElementwiseGrain(/*cost_per_item=*/4) / std::max<int64_t>(1, layout.Count()));
+}
 
 Expected<ChannelLayout> LayoutOf(const TensorShape& x) {
   if (x.size() < 2) return MakeError("BatchNormalization: input must be [N, C, ...]");
@@ -67,44 +75,46 @@ Expected<ForwardResult> BatchNormForward(const KernelContext& ctx, const Forward
     new_mean = NewOutput(ctx, {channels}, running_mean.dtype());
     new_var = NewOutput(ctx, {channels}, running_var.dtype());
   }
-  for (int64_t c = 0; c < channels; ++c) {
-    double m, var;
-    if (ctx.training) {
-      double sum = 0.0;
+  ParallelFor(channels, ChannelGrain(layout), [&](int64_t first_channel, int64_t last_channel) {
+    for (int64_t c = first_channel; c < last_channel; ++c) {
+      double m, var;
+      if (ctx.training) {
+        double sum = 0.0;
+        for (int64_t n = 0; n < layout.batch; ++n) {
+          const float* p = x.data() + layout.Offset(n, c);
+          for (int64_t s = 0; s < layout.spatial; ++s) sum += p[s];
+        }
+        m = sum / static_cast<double>(count);
+        double squares = 0.0;
+        for (int64_t n = 0; n < layout.batch; ++n) {
+          const float* p = x.data() + layout.Offset(n, c);
+          for (int64_t s = 0; s < layout.spatial; ++s) squares += (p[s] - m) * (p[s] - m);
+        }
+        var = squares / static_cast<double>(count);  // biased: what normalises the batch
+        if (new_mean.defined()) {
+          // The running variance uses the unbiased estimate, as PyTorch does.
+          const double unbiased = squares / static_cast<double>(count - 1);
+          new_mean.mutable_data()[c] =
+              static_cast<float>(momentum * running_mean.data()[c] + (1.0 - momentum) * m);
+          new_var.mutable_data()[c] =
+              static_cast<float>(momentum * running_var.data()[c] + (1.0 - momentum) * unbiased);
+        }
+      } else {
+        m = running_mean.data()[c];
+        var = running_var.data()[c];
+      }
+      const double inv = 1.0 / std::sqrt(var + epsilon);
+      mean.mutable_data()[c] = static_cast<float>(m);
+      invstd.mutable_data()[c] = static_cast<float>(inv);
+      const float a = static_cast<float>(scale.data()[c] * inv);
+      const float b = static_cast<float>(bias.data()[c] - m * scale.data()[c] * inv);
       for (int64_t n = 0; n < layout.batch; ++n) {
         const float* p = x.data() + layout.Offset(n, c);
-        for (int64_t s = 0; s < layout.spatial; ++s) sum += p[s];
+        float* q = y.mutable_data() + layout.Offset(n, c);
+        for (int64_t s = 0; s < layout.spatial; ++s) q[s] = a * p[s] + b;
       }
-      m = sum / static_cast<double>(count);
-      double squares = 0.0;
-      for (int64_t n = 0; n < layout.batch; ++n) {
-        const float* p = x.data() + layout.Offset(n, c);
-        for (int64_t s = 0; s < layout.spatial; ++s) squares += (p[s] - m) * (p[s] - m);
-      }
-      var = squares / static_cast<double>(count);  // biased: what normalises the batch
-      if (new_mean.defined()) {
-        // The running variance uses the unbiased estimate, as PyTorch does.
-        const double unbiased = squares / static_cast<double>(count - 1);
-        new_mean.mutable_data()[c] =
-            static_cast<float>(momentum * running_mean.data()[c] + (1.0 - momentum) * m);
-        new_var.mutable_data()[c] =
-            static_cast<float>(momentum * running_var.data()[c] + (1.0 - momentum) * unbiased);
-      }
-    } else {
-      m = running_mean.data()[c];
-      var = running_var.data()[c];
     }
-    const double inv = 1.0 / std::sqrt(var + epsilon);
-    mean.mutable_data()[c] = static_cast<float>(m);
-    invstd.mutable_data()[c] = static_cast<float>(inv);
-    const float a = static_cast<float>(scale.data()[c] * inv);
-    const float b = static_cast<float>(bias.data()[c] - m * scale.data()[c] * inv);
-    for (int64_t n = 0; n < layout.batch; ++n) {
-      const float* p = x.data() + layout.Offset(n, c);
-      float* q = y.mutable_data() + layout.Offset(n, c);
-      for (int64_t s = 0; s < layout.spatial; ++s) q[s] = a * p[s] + b;
-    }
-  }
+  });
   RoundToOwnDType(y);
   ForwardResult result;
   result.outputs.push_back(std::move(y));
@@ -140,36 +150,40 @@ Expected<InputGradients> BatchNormBackward(const KernelContext& ctx, const Backw
   Tensor dscale = args.NeedsGrad(1) ? NewInputGradient(ctx, args, 1) : Tensor();
   Tensor dbias = args.NeedsGrad(2) ? NewInputGradient(ctx, args, 2) : Tensor();
   const auto count = static_cast<double>(layout.Count());
-  for (int64_t c = 0; c < layout.channels; ++c) {
-    const double m = mean.data()[c], inv = invstd.data()[c];
-    double sum_dy = 0.0, sum_dy_xhat = 0.0;
-    for (int64_t n = 0; n < layout.batch; ++n) {
-      const float* g = dy.data() + layout.Offset(n, c);
-      const float* p = x.data() + layout.Offset(n, c);
-      for (int64_t s = 0; s < layout.spatial; ++s) {
-        sum_dy += g[s];
-        sum_dy_xhat += g[s] * (p[s] - m) * inv;
-      }
-    }
-    if (dscale.defined()) dscale.mutable_data()[c] = static_cast<float>(sum_dy_xhat);
-    if (dbias.defined()) dbias.mutable_data()[c] = static_cast<float>(sum_dy);
-    if (!dx.defined()) continue;
-    const double k = scale.data()[c] * inv;
-    for (int64_t n = 0; n < layout.batch; ++n) {
-      const float* g = dy.data() + layout.Offset(n, c);
-      const float* p = x.data() + layout.Offset(n, c);
-      float* out = dx.mutable_data() + layout.Offset(n, c);
-      for (int64_t s = 0; s < layout.spatial; ++s) {
-        if (ctx.training) {
-          // Batch statistics depend on x: dx = k (dy - mean(dy) - xhat mean(dy xhat)).
-          const double xhat = (p[s] - m) * inv;
-          out[s] = static_cast<float>(k * (g[s] - sum_dy / count - xhat * sum_dy_xhat / count));
-        } else {
-          out[s] = static_cast<float>(k * g[s]);
+  ParallelFor(
+      layout.channels, ChannelGrain(layout), [&](int64_t first_channel, int64_t last_channel) {
+        for (int64_t c = first_channel; c < last_channel; ++c) {
+          const double m = mean.data()[c], inv = invstd.data()[c];
+          double sum_dy = 0.0, sum_dy_xhat = 0.0;
+          for (int64_t n = 0; n < layout.batch; ++n) {
+            const float* g = dy.data() + layout.Offset(n, c);
+            const float* p = x.data() + layout.Offset(n, c);
+            for (int64_t s = 0; s < layout.spatial; ++s) {
+              sum_dy += g[s];
+              sum_dy_xhat += g[s] * (p[s] - m) * inv;
+            }
+          }
+          if (dscale.defined()) dscale.mutable_data()[c] = static_cast<float>(sum_dy_xhat);
+          if (dbias.defined()) dbias.mutable_data()[c] = static_cast<float>(sum_dy);
+          if (!dx.defined()) continue;
+          const double k = scale.data()[c] * inv;
+          for (int64_t n = 0; n < layout.batch; ++n) {
+            const float* g = dy.data() + layout.Offset(n, c);
+            const float* p = x.data() + layout.Offset(n, c);
+            float* out = dx.mutable_data() + layout.Offset(n, c);
+            for (int64_t s = 0; s < layout.spatial; ++s) {
+              if (ctx.training) {
+                // Batch statistics depend on x: dx = k (dy - mean(dy) - xhat mean(dy xhat)).
+                const double xhat = (p[s] - m) * inv;
+                out[s] =
+                    static_cast<float>(k * (g[s] - sum_dy / count - xhat * sum_dy_xhat / count));
+              } else {
+                out[s] = static_cast<float>(k * g[s]);
+              }
+            }
+          }
         }
-      }
-    }
-  }
+      });
   for (size_t i = 0; i < 3; ++i) {
     Tensor* t = i == 0 ? &dx : i == 1 ? &dscale : &dbias;
     if (!t->defined()) continue;

@@ -1,6 +1,7 @@
 // MaxPool (with ONNX-style flat indices kept for backward), AveragePool (count_include_pad as
 // PyTorch counts it) and GlobalAveragePool.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -9,6 +10,7 @@
 #include "runtime/cpu/kernels/kernel_families.h"
 #include "runtime/cpu/kernels/kernel_util.h"
 #include "runtime/cpu/kernels/window_geometry.h"
+#include "runtime/cpu/parallel_for.h"
 
 namespace memplan {
 namespace {
@@ -21,27 +23,34 @@ Expected<WindowGeometry> PoolGeometry(std::string_view op, const Attributes& att
   return ComputeWindowGeometry(op, attrs, x, attrs.GetInts("kernel_shape"), true);
 }
 
-// Calls visit(plane, out_index, in_index) for every (output element, in-input tap) pair, where
-// plane = n * C + c and indices are flat within the whole tensor.
+// Calls visit(out_index, in_index) for every (output element, in-input tap) pair, indices flat
+// within the whole tensor. Planes (n * C + c) run in parallel; both indices of a call lie in the
+// same plane, so a visit that writes only at those indices writes only its own plane, and inside
+// a plane the order is fixed.
 template <class Visit>
 void ForEachPoolTap(const WindowGeometry& g, Visit&& visit) {
   const int64_t in_plane = g.h.input * g.w.input, out_plane = g.h.output * g.w.output;
-  for (int64_t plane = 0; plane < g.batch * g.channels; ++plane) {
-    for (int64_t oh = 0; oh < g.h.output; ++oh) {
-      for (int64_t ow = 0; ow < g.w.output; ++ow) {
-        const int64_t out_index = plane * out_plane + oh * g.w.output + ow;
-        for (int64_t kh = 0; kh < g.h.kernel; ++kh) {
-          const int64_t ih = g.h.InputIndex(oh, kh);
-          if (ih < 0 || ih >= g.h.input) continue;
-          for (int64_t kw = 0; kw < g.w.kernel; ++kw) {
-            const int64_t iw = g.w.InputIndex(ow, kw);
-            if (iw < 0 || iw >= g.w.input) continue;
-            visit(out_index, plane * in_plane + ih * g.w.input + iw);
+  const int64_t taps = g.h.kernel * g.w.kernel;
+  const int64_t grain =
+      std::max<int64_t>(1, ElementwiseGrain() / std::max<int64_t>(1, out_plane * taps));
+  ParallelFor(g.batch * g.channels, grain, [&](int64_t first_plane, int64_t last_plane) {
+    for (int64_t plane = first_plane; plane < last_plane; ++plane) {
+      for (int64_t oh = 0; oh < g.h.output; ++oh) {
+        for (int64_t ow = 0; ow < g.w.output; ++ow) {
+          const int64_t out_index = plane * out_plane + oh * g.w.output + ow;
+          for (int64_t kh = 0; kh < g.h.kernel; ++kh) {
+            const int64_t ih = g.h.InputIndex(oh, kh);
+            if (ih < 0 || ih >= g.h.input) continue;
+            for (int64_t kw = 0; kw < g.w.kernel; ++kw) {
+              const int64_t iw = g.w.InputIndex(ow, kw);
+              if (iw < 0 || iw >= g.w.input) continue;
+              visit(out_index, plane * in_plane + ih * g.w.input + iw);
+            }
           }
         }
       }
     }
-  }
+  });
 }
 
 Expected<ForwardResult> MaxPoolForward(const KernelContext& ctx, const ForwardArgs& args) {
@@ -96,10 +105,17 @@ Expected<InputGradients> MaxPoolBackward(const KernelContext& ctx, const Backwar
   // Float storage holds indices exactly only up to 2^24 elements per tensor.
   if (dx.numel() > (int64_t{1} << 24)) return MakeError("MaxPool: input too large for CPU indices");
   float* out = dx.mutable_data();
-  for (int64_t o = 0; o < dy.numel(); ++o) {
-    const auto i = static_cast<int64_t>(indices.data()[o]);
-    if (i >= 0) out[i] += dy.data()[o];
-  }
+  // An output's index lies in its own (n, c) plane, so chunks of whole planes write disjoint
+  // parts of dX. Planes are dY's elements per leading two dims.
+  const int64_t planes = dy.rank() >= 2 ? dy.dim(0) * dy.dim(1) : 1;
+  const int64_t plane_size = planes == 0 ? 0 : dy.numel() / planes;
+  const int64_t grain = std::max<int64_t>(1, ElementwiseGrain() / std::max<int64_t>(1, plane_size));
+  ParallelFor(planes, grain, [&](int64_t first_plane, int64_t last_plane) {
+    for (int64_t o = first_plane * plane_size; o < last_plane * plane_size; ++o) {
+      const auto i = static_cast<int64_t>(indices.data()[o]);
+      if (i >= 0) out[i] += dy.data()[o];
+    }
+  });
   RoundToOwnDType(dx);
   grads[0] = std::move(dx);
   return grads;

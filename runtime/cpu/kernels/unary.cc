@@ -9,6 +9,7 @@
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/cpu/kernels/kernel_families.h"
 #include "runtime/cpu/kernels/kernel_util.h"
+#include "runtime/cpu/parallel_for.h"
 #include "runtime/precision_emulation.h"
 
 namespace memplan {
@@ -84,7 +85,9 @@ Expected<ForwardResult> UnaryForward(const KernelContext& ctx, const ForwardArgs
   Tensor y = NewOutput(ctx, x.shape(), x.dtype());
   const float* in = x.data();
   float* out = y.mutable_data();
-  for (int64_t i = 0; i < x.numel(); ++i) out[i] = Op::Forward(in[i]);
+  ParallelFor(x.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = Op::Forward(in[i]);
+  });
   RoundToOwnDType(y);
   return SingleOutput(std::move(y));
 }
@@ -104,7 +107,9 @@ Expected<InputGradients> UnaryBackward(const KernelContext& ctx, const BackwardA
   const float* g = dy.data();
   const float* s = saved.defined() ? saved.data() : nullptr;
   float* out = dx.mutable_data();
-  for (int64_t i = 0; i < dx.numel(); ++i) out[i] = Op::Grad(s != nullptr ? s[i] : 0.0f, g[i]);
+  ParallelFor(dx.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = Op::Grad(s != nullptr ? s[i] : 0.0f, g[i]);
+  });
   RoundToOwnDType(dx);
   grads[0] = std::move(dx);
   return grads;
