@@ -5,6 +5,7 @@
 #include "analyzer/advice.h"
 #include "analyzer/config_export/export_config.h"
 #include "analyzer/joint_search.h"
+#include "analyzer/report/plan_explanation.h"
 
 namespace memplan::cli {
 
@@ -30,7 +31,7 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   report.plan = &session->plan;
   report.advice = AdvisePlan(session->graph, session->plan);
   report.warnings = session->graph.warnings;
-  report.choice_explanation = joint.explanation;
+  report.choice_explanation = ExplainPlanChoice(joint.trace);
   report.checkpoint_nodes = joint.checkpoint_nodes;
   CollectPlanNodeLists(report);
   return session;
