@@ -77,61 +77,57 @@ std::vector<PlanCandidate> ParetoFrontier(std::vector<PlanCandidate> all) {
   return frontier;
 }
 
+// One planned configuration (a precision and a recompute choice).
 struct Configuration {
   TrainingPlan plan;
   PlannerOptions options;
   std::vector<std::string> checkpoints;
 };
 
-// The graph as a chain of stages for the recompute planners, sized at micro-batch m in the
-// precision's activation dtype (16-bit modes store fp16/bf16 activations: half the bytes).
+// The graph as a chain of stages for the recompute planners, sized at micro-batch m with each
+// activation in the dtype the placement stores it in (`value_dtype`, PrecisionPlacement; empty in
+// fp32, where every value keeps its graph dtype).
 Expected<ChainDecomposition> ChainAt(const Graph& graph, const PlannerOptions& options,
+                                     const std::vector<DType>& value_dtype,
                                      std::optional<SymbolId> batch, int64_t m) {
   Bindings bindings = options.bindings;
   if (batch) bindings.Bind(*batch, m);
   MEMPLAN_TRY(std::vector<NodeTime> times,
               EstimateNodeTimes(graph, options.gpu, bindings, {}, options.cost));
-  const bool half = options.program.precision != Precision::kFp32;
   ChainCostFunctions costs;
-  costs.value_bytes = [&graph, bindings, half](ValueId v) -> int64_t {
+  costs.value_bytes = [&graph, &value_dtype, bindings](ValueId v) -> int64_t {
     const Value& value = graph.value(v);
     auto n = value.shape.NumElements().Evaluate(bindings);
     if (!n.ok()) return 0;
-    int64_t bytes = ByteSize(value.dtype);
-    if (half && value.dtype == DType::kFloat32) bytes = 2;
-    return *n * bytes;
+    const bool placed =
+        v.index() < value_dtype.size() && value_dtype[v.index()] != DType::kUndefined;
+    return *n * static_cast<int64_t>(ByteSize(placed ? value_dtype[v.index()] : value.dtype));
   };
   costs.forward_time = [times](NodeId n) { return times[n.index()].forward_seconds; };
   costs.backward_time = [times](NodeId n) { return times[n.index()].backward_seconds; };
   return DecomposeIntoChain(graph, costs);
 }
 
-// Plans the micro-batch for one recompute schedule kind: derives the node set from the chain
-// decomposition at micro-batch `m_target` and runs the micro-batch planner with it.
-struct RecomputeAttempt {
-  TrainingPlan plan;
-  PlannerOptions options;
-  std::vector<std::string> checkpoints;
-};
-
-Expected<std::optional<RecomputeAttempt>> PlanSelection(const Graph& graph,
-                                                        const PlannerOptions& base,
-                                                        const ChainDecomposition& chain,
-                                                        const RecomputeSchedule& schedule,
-                                                        const std::string& label,
-                                                        std::vector<std::vector<NodeId>>& tried) {
+// Plans the micro-batch for one recompute schedule: derives the node set from the chain
+// decomposition and runs the micro-batch planner with it; nullopt when the schedule recomputes
+// nothing or a node set already `tried`.
+Expected<std::optional<Configuration>> PlanSelection(const Graph& graph, const PlannerOptions& base,
+                                                     const ChainDecomposition& chain,
+                                                     const RecomputeSchedule& schedule,
+                                                     const std::string& label,
+                                                     std::vector<std::vector<NodeId>>& tried) {
   MEMPLAN_TRY(RecomputeSelection selection, SelectRecomputeNodes(graph, chain, schedule));
-  if (selection.recompute_nodes.empty()) return std::optional<RecomputeAttempt>();
+  if (selection.recompute_nodes.empty()) return std::optional<Configuration>();
   if (std::find(tried.begin(), tried.end(), selection.recompute_nodes) != tried.end())
-    return std::optional<RecomputeAttempt>();
+    return std::optional<Configuration>();
   tried.push_back(selection.recompute_nodes);
-  RecomputeAttempt attempt;
+  Configuration attempt;
   attempt.options = base;
   attempt.options.program.recompute = selection.recompute_nodes;
   attempt.options.recompute_label = label;
   MEMPLAN_TRY(attempt.plan, PlanTraining(graph, attempt.options));
   attempt.checkpoints = selection.checkpoint_names;
-  return std::optional<RecomputeAttempt>(std::move(attempt));
+  return std::optional<Configuration>(std::move(attempt));
 }
 
 // The chain DP prices memory with its own stage model (no allocator rounding, transients or
@@ -140,14 +136,14 @@ Expected<std::optional<RecomputeAttempt>> PlanSelection(const Graph& graph,
 // kCalibrationRounds times, move the DP's budget by the simulated slack (budget - peak) and keep
 // the best plan that fits.
 constexpr int kCalibrationRounds = 3;
-Expected<std::optional<RecomputeAttempt>> PlanOptimalCalibrated(
+Expected<std::optional<Configuration>> PlanOptimalCalibrated(
     const Graph& graph, const PlannerOptions& base, const ChainDecomposition& chain,
     int64_t budget_bytes, int64_t activation_budget, std::vector<std::vector<NodeId>>& tried) {
-  std::optional<RecomputeAttempt> best;
+  std::optional<Configuration> best;
   for (int round = 0; round < kCalibrationRounds && activation_budget > 0; ++round) {
     Expected<RecomputeSchedule> schedule = PlanOptimalChain(chain.chain, activation_budget);
     if (!schedule.ok()) break;  // nothing fits at this budget
-    MEMPLAN_TRY(std::optional<RecomputeAttempt> attempt,
+    MEMPLAN_TRY(std::optional<Configuration> attempt,
                 PlanSelection(graph, base, chain, *schedule, "optimal", tried));
     if (!attempt) break;
     const int64_t slack = budget_bytes - attempt->plan.chosen.peak_bytes;
@@ -162,12 +158,13 @@ Expected<std::optional<RecomputeAttempt>> PlanOptimalCalibrated(
 // `tried` holds the recompute node sets already planned for this precision and kind: two targets
 // whose schedules select the same nodes give the same program and the same plan, so the second is
 // skipped (the first stays the better of equals).
-Expected<std::optional<RecomputeAttempt>> PlanWithRecompute(
-    const Graph& graph, const PlannerOptions& base, RecomputeChoice kind,
-    const TrainingPlan& without, int64_t m_target, std::vector<std::vector<NodeId>>& tried) {
+Expected<std::optional<Configuration>> PlanWithRecompute(
+    const Graph& graph, const PlannerOptions& base, const std::vector<DType>& value_dtype,
+    RecomputeChoice kind, const TrainingPlan& without, int64_t m_target,
+    std::vector<std::vector<NodeId>>& tried) {
   std::optional<SymbolId> batch = without.program.batch_symbol;
-  MEMPLAN_TRY(ChainDecomposition chain, ChainAt(graph, base, batch, m_target));
-  if (chain.chain.num_stages() < 2) return std::optional<RecomputeAttempt>();
+  MEMPLAN_TRY(ChainDecomposition chain, ChainAt(graph, base, value_dtype, batch, m_target));
+  if (chain.chain.num_stages() < 2) return std::optional<Configuration>();
   Expected<RecomputeSchedule> schedule = MakeError("unset");
   std::string label;
   switch (kind) {
@@ -188,12 +185,12 @@ Expected<std::optional<RecomputeAttempt>> PlanWithRecompute(
                       at_peak[MemoryCategory::kOptimizerState] +
                       at_peak[MemoryCategory::kGradients];
       int64_t activation_budget = without.budget_bytes - fixed;
-      if (activation_budget <= 0) return std::optional<RecomputeAttempt>();
+      if (activation_budget <= 0) return std::optional<Configuration>();
       return PlanOptimalCalibrated(graph, base, chain, without.budget_bytes, activation_budget,
                                    tried);
     }
   }
-  if (!schedule.ok()) return std::optional<RecomputeAttempt>();  // nothing fits at m_target
+  if (!schedule.ok()) return std::optional<Configuration>();  // nothing fits at m_target
   return PlanSelection(graph, base, chain, *schedule, label, tried);
 }
 
@@ -215,8 +212,8 @@ Expected<PrecisionPlacement> PlaceFor(const Graph& graph, const PlannerOptions& 
 // micro-batch could save.
 std::vector<RecomputeChoice> RecomputeKindsToTry(RecomputeChoice asked,
                                                  const TrainingPlan& without) {
-  const bool needs_recompute =
-      !without.feasible || (without.global_batch_requested && without.chosen.accumulation_steps > 1);
+  const bool needs_recompute = !without.feasible || (without.global_batch_requested &&
+                                                     without.chosen.accumulation_steps > 1);
   switch (asked) {
     case RecomputeChoice::kNone:
       return {};
@@ -248,21 +245,22 @@ std::vector<int64_t> RecomputeTargets(const PlannerOptions& base, RecomputeChoic
 }
 
 // The best recompute plan of one kind over its targets, or nullopt when none was made.
-Expected<std::optional<RecomputeAttempt>> BestRecomputeAttempt(const Graph& graph,
-                                                               const PlannerOptions& options,
-                                                               RecomputeChoice kind,
-                                                               const TrainingPlan& without) {
-  std::optional<RecomputeAttempt> best;
+Expected<std::optional<Configuration>> BestRecomputeAttempt(const Graph& graph,
+                                                            const PlannerOptions& options,
+                                                            const std::vector<DType>& value_dtype,
+                                                            RecomputeChoice kind,
+                                                            const TrainingPlan& without) {
+  std::optional<Configuration> best;
   std::vector<std::vector<NodeId>> tried;
   for (int64_t target : RecomputeTargets(options, kind, without)) {
     // `optimal` minimises added time under the budget: where the micro-batch fits without
     // recompute, that is no recompute at all.
     // (A fixed micro-batch reports itself as largest_fitting_micro_batch; `feasible` says.)
-    const bool fits_without = options.micro_batch ? without.feasible
-                                                  : target <= without.largest_fitting_micro_batch;
+    const bool fits_without =
+        options.micro_batch ? without.feasible : target <= without.largest_fitting_micro_batch;
     if (kind == RecomputeChoice::kOptimal && fits_without) continue;
-    MEMPLAN_TRY(std::optional<RecomputeAttempt> attempt,
-                PlanWithRecompute(graph, options, kind, without, target, tried));
+    MEMPLAN_TRY(std::optional<Configuration> attempt,
+                PlanWithRecompute(graph, options, value_dtype, kind, without, target, tried));
     if (!attempt) continue;
     if (!best || Better(attempt->plan, best->plan)) best = std::move(attempt);
   }
@@ -277,6 +275,8 @@ Status PlanPrecision(const Graph& graph, const PlannerOptions& base, const Searc
   options.program.precision = precision;
   options.recompute_label = "none";
   MEMPLAN_TRY(PrecisionPlacement placement, PlaceFor(graph, base, search, precision));
+  // The recompute chain is sized with the placement's activation dtypes.
+  const std::vector<DType> value_dtype = placement.value_dtype;
   // Mixed precisions run the placement in their program.
   std::optional<PrecisionPlacement> placed;
   if (precision != Precision::kFp32) {
@@ -289,12 +289,11 @@ Status PlanPrecision(const Graph& graph, const PlannerOptions& base, const Searc
       search.recompute != RecomputeChoice::kNone && search.recompute != RecomputeChoice::kAuto;
   const size_t before = configurations.size();
   for (RecomputeChoice kind : RecomputeKindsToTry(search.recompute, without)) {
-    MEMPLAN_TRY(std::optional<RecomputeAttempt> attempt,
-                BestRecomputeAttempt(graph, options, kind, without));
+    MEMPLAN_TRY(std::optional<Configuration> attempt,
+                BestRecomputeAttempt(graph, options, value_dtype, kind, without));
     if (!attempt) continue;
     attempt->plan.placement = placed;
-    configurations.push_back(
-        {std::move(attempt->plan), std::move(attempt->options), std::move(attempt->checkpoints)});
+    configurations.push_back(std::move(*attempt));
   }
   // Without recompute stays a candidate unless the user forced a recompute kind that worked.
   if (!forced || configurations.size() == before) {

@@ -19,7 +19,8 @@ namespace memplan {
 enum class PrecisionChoice : uint8_t { kFp32, kFp16, kBf16, kAuto };
 enum class RecomputeChoice : uint8_t { kNone, kAll, kSqrt, kOptimal, kAuto };
 Expected<PrecisionChoice> ParsePrecisionChoice(std::string_view text);  // fp32|fp16|bf16|auto
-Expected<RecomputeChoice> ParseRecomputeChoice(std::string_view text);  // none|all|sqrt|optimal|auto
+Expected<RecomputeChoice> ParseRecomputeChoice(
+    std::string_view text);  // none|all|sqrt|optimal|auto
 
 struct SearchOptions {
   PrecisionChoice precision = PrecisionChoice::kFp32;
@@ -46,14 +47,14 @@ struct ConfigurationOutcome {
 struct SearchTrace {
   std::vector<ConfigurationOutcome> configurations;
   size_t chosen = 0;
-  std::optional<int64_t> fixed_micro_batch;           // --micro-batch
+  std::optional<int64_t> fixed_micro_batch;            // --micro-batch
   RecomputeChoice recompute = RecomputeChoice::kNone;  // --recompute as asked
 };
 
 struct JointPlan {
-  TrainingPlan plan;             // the chosen plan
-  PlannerOptions options_used;   // the planner options of the chosen configuration
-  SearchTrace trace;             // why this plan (ExplainPlanChoice writes it out)
+  TrainingPlan plan;                          // the chosen plan
+  PlannerOptions options_used;                // the planner options of the chosen configuration
+  SearchTrace trace;                          // why this plan (ExplainPlanChoice writes it out)
   std::vector<std::string> checkpoint_nodes;  // nodes kept as recompute checkpoints
 };
 

@@ -23,7 +23,7 @@ struct PlannedFree {
 };
 
 struct LivenessPlan {
-  std::vector<PlannedFree> frees;          // in buffer id order
+  std::vector<PlannedFree> frees;           // in buffer id order
   std::vector<BufferId> held_for_backward;  // forward buffers alive after the loss step
 };
 

@@ -35,8 +35,8 @@ Step& ProgramBuilder::NewStep(StepKind kind, std::string name, NodeId node) {
 }
 
 void ProgramBuilder::AllocateHere(BufferId b) {
-  current().begin.push_back(MemoryEvent{MemoryEvent::Action::kAlloc, b, MemoryEvent::Guard::kNone,
-                                        BufferId()});
+  current().begin.push_back(
+      MemoryEvent{MemoryEvent::Action::kAlloc, b, MemoryEvent::Guard::kNone, BufferId()});
   uses_[b.index()].alloc = Now() - 1;
   Touch(b);
 }

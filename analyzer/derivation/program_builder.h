@@ -13,8 +13,8 @@ namespace memplan {
 
 // How one buffer is used by the steps emitted so far.
 struct BufferUse {
-  LogicalTime alloc = -1;     // the step whose Begin allocates it; -1: allocated by a guard
-  LogicalTime last_use = -1;  // the last step that reads or writes it
+  LogicalTime alloc = -1;      // the step whose Begin allocates it; -1: allocated by a guard
+  LogicalTime last_use = -1;   // the last step that reads or writes it
   bool explicit_free = false;  // freed by a dedicated event, not by liveness
 };
 

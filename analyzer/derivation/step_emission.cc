@@ -26,9 +26,9 @@ MemoryEvent Guarded(Action action, BufferId b, Guard guard, BufferId guard_buffe
 // recompute emitted for the node (backward reads it).
 struct NodeInfo {
   const OpSchema* schema = nullptr;
-  bool active = false;          // has a runtime step (not a constant/shape computation)
-  bool needs_backward = false;  // gets a kBackward step (GradientFlow)
-  bool recompute = false;       // RecomputeSet
+  bool active = false;                // has a runtime step (not a constant/shape computation)
+  bool needs_backward = false;        // gets a kBackward step (GradientFlow)
+  bool recompute = false;             // RecomputeSet
   std::vector<bool> gradient_inputs;  // GradientFlow, per input slot
   DType compute = DType::kUndefined;  // ProgramDTypes
   std::vector<SavedTensor> saved;     // registry rule (only when needs_backward)
@@ -132,8 +132,8 @@ class StepEmitter {
   BufferId NewBuffer(std::string name, BufferRole role, MemoryCategory category, DType dtype,
                      Shape shape, ValueId value = ValueId(), NodeId node = NodeId(),
                      bool persistent = false) {
-    return builder_.NewBuffer(std::move(name), role, category, dtype, std::move(shape), value,
-                              node, persistent);
+    return builder_.NewBuffer(std::move(name), role, category, dtype, std::move(shape), value, node,
+                              persistent);
   }
   Step& NewStep(StepKind kind, std::string name, NodeId node = NodeId()) {
     return builder_.NewStep(kind, std::move(name), node);

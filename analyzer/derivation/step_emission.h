@@ -33,8 +33,8 @@ struct DerivationAnalysis {
 };
 
 struct EmittedProgram {
-  TrainingProgram program;       // steps and buffers, without liveness frees
-  std::vector<BufferUse> uses;   // per buffer, for the liveness pass
+  TrainingProgram program;      // steps and buffers, without liveness frees
+  std::vector<BufferUse> uses;  // per buffer, for the liveness pass
 };
 
 // Errors: a graph input or node output of unknown shape, a node reading a value nothing earlier

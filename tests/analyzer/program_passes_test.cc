@@ -100,8 +100,8 @@ TEST_CASE("program dtypes: each node's dtype under fp16, an override, and fp32",
     return d.node_compute[t.NodeNamed(name).index()];
   };
   const AmpCategory loss_amp = AmpCategory::kFp32Required;  // SoftmaxCrossEntropyLoss
-  ProgramDTypes fp16 = DeriveProgramDTypes(t.graph, OpRegistry::Get(), Order(t),
-                                           Precision::kFp16, {}, g.v, loss_amp);
+  ProgramDTypes fp16 = DeriveProgramDTypes(t.graph, OpRegistry::Get(), Order(t), Precision::kFp16,
+                                           {}, g.v, loss_amp);
   CHECK(node(fp16, "mm") == DType::kFloat16);
   CHECK(node(fp16, "sm") == DType::kFloat32);
   CHECK(node(fp16, "relu") == DType::kFloat16);
@@ -116,15 +116,15 @@ TEST_CASE("program dtypes: each node's dtype under fp16, an override, and fp32",
   // Forcing relu to fp32 changes only relu and r (add was fp32 already).
   std::vector<std::optional<DType>> override_dtype(t.graph.num_nodes());
   override_dtype[t.NodeNamed("relu").index()] = DType::kFloat32;
-  ProgramDTypes forced = DeriveProgramDTypes(t.graph, OpRegistry::Get(), Order(t),
-                                             Precision::kFp16, override_dtype, g.v, loss_amp);
+  ProgramDTypes forced = DeriveProgramDTypes(t.graph, OpRegistry::Get(), Order(t), Precision::kFp16,
+                                             override_dtype, g.v, loss_amp);
   CHECK(node(forced, "relu") == DType::kFloat32);
   CHECK(forced.value[g.r.index()] == DType::kFloat32);
   CHECK(node(forced, "mm") == DType::kFloat16);
 
   // fp32 runs the graph as written: no compute dtype anywhere, graph dtypes for every value.
-  ProgramDTypes fp32 = DeriveProgramDTypes(t.graph, OpRegistry::Get(), Order(t),
-                                           Precision::kFp32, {}, g.v, loss_amp);
+  ProgramDTypes fp32 = DeriveProgramDTypes(t.graph, OpRegistry::Get(), Order(t), Precision::kFp32,
+                                           {}, g.v, loss_amp);
   for (DType d : fp32.node_compute) CHECK(d == DType::kUndefined);
   CHECK(fp32.value[g.h.index()] == DType::kFloat32);
   CHECK(fp32.loss_compute == DType::kUndefined);
@@ -186,8 +186,8 @@ TEST_CASE("liveness: frees at the last use, held across the loss", "[derivation]
   TestGraph t;
   ProgramBuilder builder(t.graph);
   builder.NewStep(StepKind::kLoadMicroBatch, "load");
-  BufferId x = builder.NewBuffer("x", BufferRole::kInput, MemoryCategory::kOther,
-                                 DType::kFloat32, Shape{{Dim(4)}});
+  BufferId x = builder.NewBuffer("x", BufferRole::kInput, MemoryCategory::kOther, DType::kFloat32,
+                                 Shape{{Dim(4)}});
   builder.AllocateHere(x);
   BufferId w = builder.NewBuffer("W", BufferRole::kParameterMaster, MemoryCategory::kParameters,
                                  DType::kFloat32, Shape{{Dim(4)}}, ValueId(), NodeId(),
