@@ -2,8 +2,7 @@
 // The one place that decides which dtype every node computes in and every value is stored in
 // under mixed precision. PlacePrecision (precision_placement.h) calls it to place and explain;
 // the derivation's precision pass (analyzer/derivation/program_dtypes.h) calls it with the
-// placement's node_dtype as overrides, so the program runs exactly what was placed; the joint
-// search sizes its recompute chain from the placement's value dtypes.
+// placement's node_dtype as overrides, so the program runs exactly what was placed.
 //
 // Rules, in topological order (torch.autocast's, the AMP category read from the op registry):
 //  * fp32 mode, a node with no runtime output (constant folding) or a Cast node: no compute

@@ -78,7 +78,6 @@ class Placer {
       }
       result.node_dtype[n] = placed.dtype;
     }
-    result.value_dtype = std::move(propagated.values);
     for (const OverrideEntry& e : entries_) {
       if (!e.placed) {
         return MakeError(std::string(e.flag) + " entry '" + e.text +

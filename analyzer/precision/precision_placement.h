@@ -81,10 +81,6 @@ struct PrecisionPlacement {
   std::vector<NodePlacement> nodes;  // indexed by NodeId, one per graph node
   // Ready for ProgramOptions::node_dtype: the placed dtype of each node, nullopt for kNotPlaced.
   std::vector<std::optional<DType>> node_dtype;
-  // Indexed by ValueId: the dtype each runtime activation is stored in under this placement
-  // (PropagatedDTypes::values, dtype_propagation.h); kUndefined for parameters and constants.
-  // Empty in fp32 mode, where every value keeps its graph dtype.
-  std::vector<DType> value_dtype;
 };
 
 // REQUIRES: graph shapes inferred (dtypes known). Errors: an override entry that matches nothing

@@ -136,12 +136,13 @@ TEST_CASE("the placement and the derivation share one dtype decision", "[derivat
   PrecisionOptions placement_options;
   placement_options.mode = Precision::kFp16;
   PrecisionPlacement placement = PlacePrecision(t.graph, placement_options).value();
-  // The placement carries the stored dtype of each activation (the joint search sizes its
-  // recompute chain with them): as hand-derived above.
-  CHECK(placement.value_dtype[g.h.index()] == DType::kFloat16);
-  CHECK(placement.value_dtype[g.s.index()] == DType::kFloat32);
-  CHECK(placement.value_dtype[g.a.index()] == DType::kFloat32);
-
+  // The reasons as hand-derived above: add follows its widest input s (fp32), relu follows h.
+  const NodePlacement& add = placement.nodes[t.NodeNamed("add").index()];
+  CHECK(add.reason == PlacementReason::kFollowsInputs);
+  CHECK(add.dtype == DType::kFloat32);
+  CHECK(add.decided_by == g.s);
+  CHECK(placement.nodes[t.NodeNamed("relu").index()].decided_by == g.h);
+  CHECK(placement.nodes[t.NodeNamed("sm").index()].reason == PlacementReason::kFp32Required);
   ProgramOptions policy;
   policy.precision = Precision::kFp16;
   ProgramOptions placed;
