@@ -1,8 +1,6 @@
 #include "analyzer/joint_search.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <sstream>
 
 #include "analyzer/precision/precision_placement.h"
 #include "analyzer/recompute/baseline_planners.h"
@@ -35,12 +33,6 @@ bool Better(const TrainingPlan& a, const TrainingPlan& b) {
   return a.chosen.samples_per_second > b.chosen.samples_per_second;
 }
 
-std::string Percent(double ratio) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.0f%%", ratio * 100.0);
-  return buffer;
-}
-
 // Keeps candidates no other candidate beats on both memory and throughput (fitting ones only,
 // plus the first non-fitting micro-batch of each configuration to show where memory runs out).
 std::vector<PlanCandidate> ParetoFrontier(std::vector<PlanCandidate> all) {
@@ -66,6 +58,7 @@ std::vector<PlanCandidate> ParetoFrontier(std::vector<PlanCandidate> all) {
   return frontier;
 }
 
+// One planned configuration (a precision and a recompute choice).
 struct Configuration {
   TrainingPlan plan;
   PlannerOptions options;
@@ -74,6 +67,10 @@ struct Configuration {
 
 // The graph as a chain of stages for the recompute planners, sized at micro-batch m in the
 // precision's activation dtype (16-bit modes store fp16/bf16 activations: half the bytes).
+// Deliberately this rough model and not the placement's per-value dtypes: measured on the zoo
+// models (issue 15), sizing the chain with the placement changes plans the tests do not pin
+// (gpt2_small fp16 on 8G: m 12 -> 13 at 1% fewer samples/s) and still needs the calibration
+// rounds below, since the DP's error is dominated by what its stage model leaves out.
 Expected<ChainDecomposition> ChainAt(const Graph& graph, const PlannerOptions& options,
                                      std::optional<SymbolId> batch, int64_t m) {
   Bindings bindings = options.bindings;
@@ -95,32 +92,26 @@ Expected<ChainDecomposition> ChainAt(const Graph& graph, const PlannerOptions& o
   return DecomposeIntoChain(graph, costs);
 }
 
-// Plans the micro-batch for one recompute schedule kind: derives the node set from the chain
-// decomposition at micro-batch `m_target` and runs the micro-batch planner with it.
-struct RecomputeAttempt {
-  TrainingPlan plan;
-  PlannerOptions options;
-  std::vector<std::string> checkpoints;
-};
-
-Expected<std::optional<RecomputeAttempt>> PlanSelection(const Graph& graph,
-                                                        const PlannerOptions& base,
-                                                        const ChainDecomposition& chain,
-                                                        const RecomputeSchedule& schedule,
-                                                        RecomputeLabel label,
-                                                        std::vector<std::vector<NodeId>>& tried) {
+// Plans the micro-batch for one recompute schedule: derives the node set from the chain
+// decomposition and runs the micro-batch planner with it; nullopt when the schedule recomputes
+// nothing or a node set already `tried`.
+Expected<std::optional<Configuration>> PlanSelection(const Graph& graph, const PlannerOptions& base,
+                                                     const ChainDecomposition& chain,
+                                                     const RecomputeSchedule& schedule,
+                                                     RecomputeLabel label,
+                                                     std::vector<std::vector<NodeId>>& tried) {
   MEMPLAN_TRY(RecomputeSelection selection, SelectRecomputeNodes(graph, chain, schedule));
-  if (selection.recompute_nodes.empty()) return std::optional<RecomputeAttempt>();
+  if (selection.recompute_nodes.empty()) return std::optional<Configuration>();
   if (std::find(tried.begin(), tried.end(), selection.recompute_nodes) != tried.end())
-    return std::optional<RecomputeAttempt>();
+    return std::optional<Configuration>();
   tried.push_back(selection.recompute_nodes);
-  RecomputeAttempt attempt;
+  Configuration attempt;
   attempt.options = base;
   attempt.options.program.recompute = selection.recompute_nodes;
   attempt.options.recompute_label = label;
   MEMPLAN_TRY(attempt.plan, PlanTraining(graph, attempt.options));
   attempt.checkpoints = selection.checkpoint_names;
-  return std::optional<RecomputeAttempt>(std::move(attempt));
+  return std::optional<Configuration>(std::move(attempt));
 }
 
 // The chain DP prices memory with its own stage model (no allocator rounding, transients or
@@ -129,14 +120,14 @@ Expected<std::optional<RecomputeAttempt>> PlanSelection(const Graph& graph,
 // kCalibrationRounds times, move the DP's budget by the simulated slack (budget - peak) and keep
 // the best plan that fits.
 constexpr int kCalibrationRounds = 3;
-Expected<std::optional<RecomputeAttempt>> PlanOptimalCalibrated(
+Expected<std::optional<Configuration>> PlanOptimalCalibrated(
     const Graph& graph, const PlannerOptions& base, const ChainDecomposition& chain,
     int64_t budget_bytes, int64_t activation_budget, std::vector<std::vector<NodeId>>& tried) {
-  std::optional<RecomputeAttempt> best;
+  std::optional<Configuration> best;
   for (int round = 0; round < kCalibrationRounds && activation_budget > 0; ++round) {
     Expected<RecomputeSchedule> schedule = PlanOptimalChain(chain.chain, activation_budget);
     if (!schedule.ok()) break;  // nothing fits at this budget
-    MEMPLAN_TRY(std::optional<RecomputeAttempt> attempt,
+    MEMPLAN_TRY(std::optional<Configuration> attempt,
                 PlanSelection(graph, base, chain, *schedule, RecomputeLabel::kOptimal, tried));
     if (!attempt) break;
     const int64_t slack = budget_bytes - attempt->plan.chosen.peak_bytes;
@@ -151,12 +142,12 @@ Expected<std::optional<RecomputeAttempt>> PlanOptimalCalibrated(
 // `tried` holds the recompute node sets already planned for this precision and kind: two targets
 // whose schedules select the same nodes give the same program and the same plan, so the second is
 // skipped (the first stays the better of equals).
-Expected<std::optional<RecomputeAttempt>> PlanWithRecompute(
+Expected<std::optional<Configuration>> PlanWithRecompute(
     const Graph& graph, const PlannerOptions& base, RecomputeChoice kind,
     const TrainingPlan& without, int64_t m_target, std::vector<std::vector<NodeId>>& tried) {
   std::optional<SymbolId> batch = without.program.batch_symbol;
   MEMPLAN_TRY(ChainDecomposition chain, ChainAt(graph, base, batch, m_target));
-  if (chain.chain.num_stages() < 2) return std::optional<RecomputeAttempt>();
+  if (chain.chain.num_stages() < 2) return std::optional<Configuration>();
   Expected<RecomputeSchedule> schedule = MakeError("unset");
   RecomputeLabel label = RecomputeLabel::kNone;
   switch (kind) {
@@ -177,13 +168,128 @@ Expected<std::optional<RecomputeAttempt>> PlanWithRecompute(
                       at_peak[MemoryCategory::kOptimizerState] +
                       at_peak[MemoryCategory::kGradients];
       int64_t activation_budget = without.budget_bytes - fixed;
-      if (activation_budget <= 0) return std::optional<RecomputeAttempt>();
+      if (activation_budget <= 0) return std::optional<Configuration>();
       return PlanOptimalCalibrated(graph, base, chain, without.budget_bytes, activation_budget,
                                    tried);
     }
   }
-  if (!schedule.ok()) return std::optional<RecomputeAttempt>();  // nothing fits at m_target
+  if (!schedule.ok()) return std::optional<Configuration>();  // nothing fits at m_target
   return PlanSelection(graph, base, chain, *schedule, label, tried);
+}
+
+// The placement of one precision. Every precision checks the override lists (an entry naming
+// nothing is an error even in fp32, where nothing is placed).
+Expected<PrecisionPlacement> PlaceFor(const Graph& graph, const PlannerOptions& base,
+                                      const SearchOptions& search, Precision precision) {
+  PrecisionOptions placement_options;
+  placement_options.mode = precision;
+  placement_options.force_fp32 = search.force_fp32;
+  placement_options.force_fp16 = search.force_fp16;
+  placement_options.loss_scaling = base.program.loss_scaling;
+  placement_options.registry = base.program.registry;
+  return PlacePrecision(graph, placement_options);
+}
+
+// The recompute kinds to try given the plan without recompute. auto: recompute only when the
+// budget needs it: nothing fits, or the global batch needs accumulation that a larger
+// micro-batch could save.
+std::vector<RecomputeChoice> RecomputeKindsToTry(RecomputeChoice asked,
+                                                 const TrainingPlan& without) {
+  const bool needs_recompute = !without.feasible || (without.global_batch_requested &&
+                                                     without.chosen.accumulation_steps > 1);
+  switch (asked) {
+    case RecomputeChoice::kNone:
+      return {};
+    case RecomputeChoice::kAuto:
+      if (needs_recompute) return {RecomputeChoice::kOptimal};
+      return {};
+    default:
+      return {asked};
+  }
+}
+
+// Target micro-batches for one recompute kind: larger than what fits without recompute, up to
+// the global batch.
+std::vector<int64_t> RecomputeTargets(const PlannerOptions& base, RecomputeChoice kind,
+                                      const TrainingPlan& without) {
+  const int64_t m0 = std::max<int64_t>(1, without.largest_fitting_micro_batch);
+  std::vector<int64_t> targets;
+  if (base.micro_batch) {
+    // A fixed micro-batch is the only target: the DP then spends exactly what that m needs
+    // (nothing when it already fits).
+    targets.push_back(*base.micro_batch);
+  } else if (kind == RecomputeChoice::kOptimal) {
+    for (int64_t factor : {2, 4, 8}) targets.push_back(m0 * factor);
+    if (without.global_batch_requested) targets.push_back(without.requested_global_batch);
+  } else {
+    targets.push_back(m0);
+  }
+  return targets;
+}
+
+// The best recompute plan of one kind over its targets, or nullopt when none was made.
+Expected<std::optional<Configuration>> BestRecomputeAttempt(const Graph& graph,
+                                                            const PlannerOptions& options,
+                                                            RecomputeChoice kind,
+                                                            const TrainingPlan& without) {
+  std::optional<Configuration> best;
+  std::vector<std::vector<NodeId>> tried;
+  for (int64_t target : RecomputeTargets(options, kind, without)) {
+    // `optimal` minimises added time under the budget: where the micro-batch fits without
+    // recompute, that is no recompute at all.
+    // (A fixed micro-batch reports itself as largest_fitting_micro_batch; `feasible` says.)
+    const bool fits_without =
+        options.micro_batch ? without.feasible : target <= without.largest_fitting_micro_batch;
+    if (kind == RecomputeChoice::kOptimal && fits_without) continue;
+    MEMPLAN_TRY(std::optional<Configuration> attempt,
+                PlanWithRecompute(graph, options, kind, without, target, tried));
+    if (!attempt) continue;
+    if (!best || Better(attempt->plan, best->plan)) best = std::move(attempt);
+  }
+  return best;
+}
+
+// Plans one precision: without recompute, then each recompute kind to try; appends the
+// configurations kept.
+Status PlanPrecision(const Graph& graph, const PlannerOptions& base, const SearchOptions& search,
+                     Precision precision, std::vector<Configuration>& configurations) {
+  PlannerOptions options = base;
+  options.program.precision = precision;
+  options.recompute_label = RecomputeLabel::kNone;
+  MEMPLAN_TRY(PrecisionPlacement placement, PlaceFor(graph, base, search, precision));
+  // Mixed precisions run the placement in their program.
+  std::optional<PrecisionPlacement> placed;
+  if (precision != Precision::kFp32) {
+    ApplyPlacement(placement, options.program);
+    placed = std::move(placement);
+  }
+  MEMPLAN_TRY(TrainingPlan without, PlanTraining(graph, options));
+
+  const bool forced =
+      search.recompute != RecomputeChoice::kNone && search.recompute != RecomputeChoice::kAuto;
+  const size_t before = configurations.size();
+  for (RecomputeChoice kind : RecomputeKindsToTry(search.recompute, without)) {
+    MEMPLAN_TRY(std::optional<Configuration> attempt,
+                BestRecomputeAttempt(graph, options, kind, without));
+    if (!attempt) continue;
+    attempt->plan.placement = placed;
+    configurations.push_back(std::move(*attempt));
+  }
+  // Without recompute stays a candidate unless the user forced a recompute kind that worked.
+  if (!forced || configurations.size() == before) {
+    without.placement = std::move(placed);
+    configurations.push_back({std::move(without), options, {}});
+  }
+  return OkStatus();
+}
+
+ConfigurationOutcome OutcomeOf(const Configuration& c) {
+  ConfigurationOutcome outcome;
+  outcome.chosen = c.plan.chosen;
+  outcome.feasible = c.plan.feasible;
+  outcome.largest_fitting_micro_batch = c.plan.largest_fitting_micro_batch;
+  outcome.recomputed_nodes = c.plan.program.recomputed.size();
+  return outcome;
 }
 
 }  // namespace
@@ -191,164 +297,23 @@ Expected<std::optional<RecomputeAttempt>> PlanWithRecompute(
 Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
                                 const SearchOptions& search) {
   std::vector<Configuration> configurations;
-  for (Precision precision : PrecisionsToTry(search.precision, base.gpu)) {
-    PlannerOptions options = base;
-    options.program.precision = precision;
-    options.recompute_label = RecomputeLabel::kNone;
-    // Every precision checks the override lists (an entry naming nothing is an error even in
-    // fp32, where nothing is placed); mixed ones run the placement in their program.
-    PrecisionOptions placement_options;
-    placement_options.mode = precision;
-    placement_options.force_fp32 = search.force_fp32;
-    placement_options.force_fp16 = search.force_fp16;
-    placement_options.loss_scaling = base.program.loss_scaling;
-    placement_options.registry = base.program.registry;
-    MEMPLAN_TRY(PrecisionPlacement placement, PlacePrecision(graph, placement_options));
-    std::optional<PrecisionPlacement> placed;
-    if (precision != Precision::kFp32) {
-      ApplyPlacement(placement, options.program);
-      placed = std::move(placement);
-    }
-    MEMPLAN_TRY(TrainingPlan without, PlanTraining(graph, options));
-
-    // auto: recompute only when the budget needs it: nothing fits, or the global batch needs
-    // accumulation that a larger micro-batch could save.
-    bool needs_recompute = !without.feasible || (without.global_batch_requested &&
-                                                 without.chosen.accumulation_steps > 1);
-    std::vector<RecomputeChoice> kinds;
-    switch (search.recompute) {
-      case RecomputeChoice::kNone:
-        break;
-      case RecomputeChoice::kAuto:
-        if (needs_recompute) kinds = {RecomputeChoice::kOptimal};
-        break;
-      default:
-        kinds = {search.recompute};
-    }
-    const bool forced =
-        search.recompute != RecomputeChoice::kNone && search.recompute != RecomputeChoice::kAuto;
-    const TrainingPlan& reference = without;
-    const size_t before = configurations.size();
-    for (RecomputeChoice kind : kinds) {
-      // Target micro-batches: larger than what fits without recompute, up to the global batch.
-      int64_t m0 = std::max<int64_t>(1, reference.largest_fitting_micro_batch);
-      std::vector<int64_t> targets;
-      if (base.micro_batch) {
-        // A fixed micro-batch is the only target: the DP then spends exactly what that m needs
-        // (nothing when it already fits).
-        targets.push_back(*base.micro_batch);
-      } else if (kind == RecomputeChoice::kOptimal) {
-        for (int64_t factor : {2, 4, 8}) targets.push_back(m0 * factor);
-        if (reference.global_batch_requested) targets.push_back(reference.requested_global_batch);
-      } else {
-        targets.push_back(m0);
-      }
-      std::optional<RecomputeAttempt> best_attempt;
-      std::vector<std::vector<NodeId>> tried;
-      for (int64_t target : targets) {
-        // `optimal` minimises added time under the budget: where the micro-batch fits without
-        // recompute, that is no recompute at all.
-        // (A fixed micro-batch reports itself as largest_fitting_micro_batch; `feasible` says.)
-        const bool fits_without = base.micro_batch
-                                      ? reference.feasible
-                                      : target <= reference.largest_fitting_micro_batch;
-        if (kind == RecomputeChoice::kOptimal && fits_without) continue;
-        MEMPLAN_TRY(std::optional<RecomputeAttempt> attempt,
-                    PlanWithRecompute(graph, options, kind, reference, target, tried));
-        if (!attempt) continue;
-        if (!best_attempt || Better(attempt->plan, best_attempt->plan))
-          best_attempt = std::move(attempt);
-      }
-      if (best_attempt) {
-        // A recompute plan must be worth its extra forward: faster overall, or the only fit.
-        best_attempt->plan.placement = placed;
-        configurations.push_back({std::move(best_attempt->plan), std::move(best_attempt->options),
-                                  std::move(best_attempt->checkpoints)});
-      }
-    }
-    // Without recompute stays a candidate unless the user forced a recompute kind that worked.
-    if (!forced || configurations.size() == before) {
-      without.placement = std::move(placed);
-      configurations.push_back({std::move(without), options, {}});
-    }
-  }
+  for (Precision precision : PrecisionsToTry(search.precision, base.gpu))
+    MEMPLAN_RETURN_IF_ERROR(PlanPrecision(graph, base, search, precision, configurations));
 
   size_t best = 0;
   for (size_t i = 1; i < configurations.size(); ++i)
     if (Better(configurations[i].plan, configurations[best].plan)) best = i;
 
   JointPlan result;
+  result.trace.chosen = best;
+  result.trace.fixed_micro_batch = base.micro_batch;
+  result.trace.recompute = search.recompute;
   std::vector<PlanCandidate> all;
-  for (const Configuration& c : configurations)
-    all.insert(all.end(), c.plan.candidates.begin(), c.plan.candidates.end());
-
-  Configuration& chosen = configurations[best];
-  std::ostringstream why;
-  const PlanCandidate& pick = chosen.plan.chosen;
-  // The best plan of the same precision without recompute, and of fp32, for comparisons.
-  const Configuration* plain = nullptr;
-  const Configuration* fp32 = nullptr;
   for (const Configuration& c : configurations) {
-    const bool no_recompute = c.plan.chosen.recompute == RecomputeLabel::kNone;
-    if (no_recompute && c.plan.chosen.precision == pick.precision) plain = &c;
-    if (no_recompute && c.plan.chosen.precision == Precision::kFp32) fp32 = &c;
+    result.trace.configurations.push_back(OutcomeOf(c));
+    all.insert(all.end(), c.plan.candidates.begin(), c.plan.candidates.end());
   }
-  auto seconds_per_sample = [](const PlanCandidate& c) {
-    return c.global_batch > 0 ? c.step_seconds / static_cast<double>(c.global_batch) : 0.0;
-  };
-  if (!chosen.plan.feasible && base.micro_batch) {
-    why << "the fixed micro-batch m=" << *base.micro_batch << " does not fit the budget"
-        << (search.recompute == RecomputeChoice::kNone ? " without recompute"
-                                                       : " with any plan tried")
-        << "; drop --micro-batch to let memplan choose.";
-  } else if (!chosen.plan.feasible) {
-    why << "nothing fits: even m=1 needs more than the budget.";
-  } else {
-    if (pick.precision != Precision::kFp32 && fp32 != nullptr) {
-      why << PrecisionName(pick.precision) << " halves activations so m="
-          << (plain ? plain->plan.largest_fitting_micro_batch : pick.micro_batch)
-          << " fits without recompute (fp32: m=" << fp32->plan.largest_fitting_micro_batch << ")";
-      if (fp32->plan.feasible && fp32->plan.chosen.samples_per_second > 0)
-        why << " and runs on tensor cores, "
-            << Percent(pick.samples_per_second / fp32->plan.chosen.samples_per_second - 1.0)
-            << " more samples/s than fp32";
-      why << "; ";
-    }
-    if (pick.recompute != RecomputeLabel::kNone && plain != nullptr) {
-      why << "recomputing " << chosen.plan.program.recomputed.size() << " nodes (" << RecomputeLabelName(pick.recompute)
-          << ") lets m=" << pick.micro_batch
-          << " fit (without: m=" << plain->plan.largest_fitting_micro_batch << ")";
-      double reference_cost = seconds_per_sample(plain->plan.chosen);
-      if (plain->plan.feasible && reference_cost > 0)
-        why << " at " << Percent(seconds_per_sample(pick) / reference_cost - 1.0)
-            << " more time per sample";
-      why << ".";
-    } else if (pick.recompute != RecomputeLabel::kNone) {
-      // A forced --recompute kind: no plan without recompute was kept to compare with.
-      why << "recomputing " << chosen.plan.program.recomputed.size() << " nodes ("
-          << RecomputeLabelName(pick.recompute) << ", as asked) fits m=" << pick.micro_batch << ".";
-    } else {
-      why << "m=" << pick.micro_batch << " is the largest micro-batch that fits";
-      if (pick.accumulation_steps > 1)
-        why << "; " << pick.accumulation_steps << " accumulation steps reach the global batch "
-            << pick.global_batch;
-      for (const Configuration& c : configurations) {
-        if (c.plan.chosen.recompute == RecomputeLabel::kNone || !c.plan.feasible ||
-            c.plan.chosen.precision != pick.precision ||
-            c.plan.chosen.micro_batch <= pick.micro_batch)
-          continue;
-        double chosen_cost = seconds_per_sample(pick);
-        if (chosen_cost > 0)
-          why << "; recomputing (" << RecomputeLabelName(c.plan.chosen.recompute)
-              << ") would allow m=" << c.plan.chosen.micro_batch << " but costs "
-              << Percent(seconds_per_sample(c.plan.chosen) / chosen_cost - 1.0)
-              << " more time per sample";
-        break;
-      }
-      why << ".";
-    }
-  }
-  result.explanation = why.str();
+  Configuration& chosen = configurations[best];
   result.plan = std::move(chosen.plan);
   result.options_used = std::move(chosen.options);
   result.checkpoint_nodes = std::move(chosen.checkpoints);

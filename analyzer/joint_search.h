@@ -2,8 +2,11 @@
 // The joint search over the four knobs: precision x recompute x micro-batch, with accumulation
 // derived from the global batch. For each precision and recompute choice it runs the micro-batch
 // planner (analyzer/planner.h), then picks the plan with the highest estimated samples/s under
-// the budget and keeps the memory-vs-throughput Pareto frontier as the candidates table.
+// the budget and keeps the memory-vs-throughput Pareto frontier as the candidates table. It
+// returns what it decided as a trace; the sentence reports print is written from that trace in
+// analyzer/report/plan_explanation.h.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,16 +26,31 @@ struct SearchOptions {
   // --fp32-ops / --fp16-ops: op types or node names forced to a dtype in mixed precision.
   std::vector<std::string> force_fp32;
   std::vector<std::string> force_fp16;
-  // A recompute plan must buy at least this much larger micro-batch over no recompute to be
-  // worth its extra forward time: below it, the extra compute outweighs the per-kernel
-  // efficiency a larger m brings.
-  double min_recompute_micro_batch_gain = 1.5;
+};
+
+// One configuration the search planned (a precision and a recompute choice): what its
+// micro-batch planner chose.
+struct ConfigurationOutcome {
+  PlanCandidate chosen;  // its chosen (m, k); chosen.recompute is the recompute label
+  bool feasible = false;
+  int64_t largest_fitting_micro_batch = 0;
+  size_t recomputed_nodes = 0;  // nodes its program re-runs in backward
+};
+
+// What the search decided and what it compared: every configuration kept, in search order
+// (per precision tried: the recompute plan when one was kept, then the plan without recompute
+// unless a forced recompute kind worked), and the index of the winner.
+struct SearchTrace {
+  std::vector<ConfigurationOutcome> configurations;
+  size_t chosen = 0;
+  std::optional<int64_t> fixed_micro_batch;            // --micro-batch
+  RecomputeChoice recompute = RecomputeChoice::kNone;  // --recompute as asked
 };
 
 struct JointPlan {
-  TrainingPlan plan;             // the chosen plan
-  PlannerOptions options_used;   // the planner options of the chosen configuration
-  std::string explanation;       // one sentence on why this plan
+  TrainingPlan plan;                          // the chosen plan
+  PlannerOptions options_used;                // the planner options of the chosen configuration
+  SearchTrace trace;                          // why this plan (ExplainPlanChoice writes it out)
   std::vector<std::string> checkpoint_nodes;  // nodes kept as recompute checkpoints
 };
 

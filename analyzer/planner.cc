@@ -345,17 +345,12 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     plan.candidates.push_back(plan.chosen);
   }
 
-  // The chosen plan in full: timeline under the planner's model and the exact lower bound.
+  // The chosen plan in full: its timeline under the planner's model (the exact lower bound is
+  // the candidate's exact_peak_bytes).
   plan.bindings = evaluator.BindingsFor(m);
   SimulationOptions sim;
   sim.accumulation_steps = k;
   MEMPLAN_TRY(plan.simulation, evaluator.SimulateWith(plan.bindings, sim, options.allocator));
-  if (options.allocator == AllocatorKind::kExact) {
-    plan.exact_simulation = plan.simulation;
-  } else {
-    MEMPLAN_TRY(plan.exact_simulation,
-                evaluator.SimulateWith(plan.bindings, sim, AllocatorKind::kExact));
-  }
   MEMPLAN_TRY(plan.time, evaluator.EstimateTime(m, k, plan.simulation.buffer_bytes));
   plan.program = evaluator.TakeProgram();
   plan.program.accumulation_steps = k;

@@ -99,9 +99,8 @@ struct TrainingPlan {
   bool micro_batch_capped = false;  // the search stopped at max_micro_batch
   int64_t largest_fitting_micro_batch = 0;
 
-  TrainingProgram program;            // of the chosen configuration (k set to the chosen k)
-  SimulationResult simulation;        // chosen plan under the planner's allocator, with timeline
-  SimulationResult exact_simulation;  // chosen plan under the exact model
+  TrainingProgram program;      // of the chosen configuration (k set to the chosen k)
+  SimulationResult simulation;  // chosen plan under the planner's allocator, with timeline
   StepTimeEstimate time;
   Bindings bindings;                      // everything bound, the batch symbol = chosen m
   std::vector<PlanCandidate> candidates;  // sorted by micro-batch, the chosen one included

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "analyzer/precision/dtype_propagation.h"
 #include "analyzer/precision_policy.h"
 #include "analyzer/program_derivation.h"
 #include "graph/ops/op_registry.h"
@@ -27,10 +28,9 @@ struct OverrideEntry {
   bool placed = false;   // reached a node whose dtype the policy chooses
 };
 
-// The mutable state of one placement; PlacePrecision() is its facade. The dtype propagation here
-// mirrors the derivation's (analyzer/program_derivation.cc ComputeDType/OutputDType), so a
-// derivation given this placement as node_dtype runs exactly what it would choose itself; the
-// precision tests check that on the fixture models.
+// The mutable state of one placement; PlacePrecision() is its facade. It resolves the override
+// lists; the dtypes come from PropagateDTypes (dtype_propagation.h), the same function the
+// derivation's precision pass runs, so a program given this placement runs exactly it.
 class Placer {
  public:
   Placer(const Graph& graph, const PrecisionOptions& options)
@@ -58,13 +58,25 @@ class Placer {
     if (working_ == DType::kUndefined) return result;
 
     MEMPLAN_TRY(std::vector<NodeId> order, g_.TopologicalOrder());
-    dtype_.assign(g_.num_values(), DType::kUndefined);
-    for (ValueId v : g_.inputs())
-      if (IsRuntimeValue(v) && !IsParameter(v)) dtype_[v.index()] = g_.value(v).dtype;
-    for (NodeId n : order) {
-      NodePlacement& placed = result.nodes[n.index()];
-      Place(n, placed);
-      if (placed.reason != PlacementReason::kNotPlaced) result.node_dtype[n.index()] = placed.dtype;
+    // The overrides as node dtypes (a node name beats an op type); the propagation applies them.
+    std::vector<std::optional<DType>> node_override(g_.num_nodes());
+    for (size_t n = 0; n < g_.num_nodes(); ++n)
+      if (const OverrideEntry* e = OverrideFor(NodeId(n))) node_override[n] = e->dtype;
+    PropagatedDTypes propagated =
+        PropagateDTypes(g_, registry_, order, options_.mode, node_override);
+    for (size_t n = 0; n < g_.num_nodes(); ++n) {
+      const NodeDType& decided = propagated.nodes[n];
+      if (!decided.placed) continue;
+      NodePlacement& placed = result.nodes[n];
+      placed.dtype = decided.compute;
+      placed.reason = decided.reason;
+      placed.decided_by = decided.decided_by;
+      if (decided.reason == PlacementReason::kOverride) {
+        OverrideEntry* e = OverrideFor(NodeId(n));
+        e->placed = true;
+        placed.override_entry = e->text;
+      }
+      result.node_dtype[n] = placed.dtype;
     }
     for (const OverrideEntry& e : entries_) {
       if (!e.placed) {
@@ -77,13 +89,6 @@ class Placer {
   }
 
  private:
-  bool IsRuntimeValue(ValueId v) const {
-    return v.valid() && g_.value(v).kind != ValueKind::kConstant;
-  }
-  bool IsParameter(ValueId v) const {
-    return v.valid() && g_.value(v).kind == ValueKind::kParameter && IsFloating(g_.value(v).dtype);
-  }
-
   // Matches every entry against node names and op types; a node name beats an op type.
   Status ResolveOverrides() {
     std::map<std::string, size_t> index;
@@ -141,88 +146,6 @@ class Placer {
     return e >= 0 ? &entries_[static_cast<size_t>(e)] : nullptr;
   }
 
-  void Place(NodeId n, NodePlacement& placed) {
-    const Node& node = g_.node(n);
-    const OpSchema& schema = registry_.FindOrUnknown(node.op_type, node.domain);
-    const bool active = std::any_of(node.outputs.begin(), node.outputs.end(),
-                                    [&](ValueId o) { return IsRuntimeValue(o); });
-    if (!active) return;
-    // Cast nodes produce the dtype they name.
-    if (node.op_type == "Cast") {
-      SetOutputs(node, DType::kUndefined);
-      return;
-    }
-    // A view allocates nothing, so it cannot change dtype: it has its input's.
-    if (schema.is_view) {
-      ValueId in = node.inputs.empty() ? ValueId() : node.inputs[0];
-      DType dtype = IsParameter(in)                                  ? working_
-                    : (in.valid() && IsFloating(dtype_[in.index()])) ? dtype_[in.index()]
-                                                                     : DType::kUndefined;
-      if (dtype != DType::kUndefined) {
-        placed.dtype = dtype;
-        placed.reason = PlacementReason::kFollowsInputs;
-        placed.decided_by = in;
-      }
-      SetOutputs(node, dtype);
-      return;
-    }
-    std::vector<DType> activation_dtypes;
-    bool touches_floating = false;
-    for (ValueId u : node.inputs) {
-      if (IsParameter(u)) touches_floating = true;
-      if (IsRuntimeValue(u) && !IsParameter(u) && IsFloating(dtype_[u.index()])) {
-        activation_dtypes.push_back(dtype_[u.index()]);
-        touches_floating = true;
-      }
-    }
-    for (ValueId o : node.outputs)
-      if (IsRuntimeValue(o) && IsFloating(g_.value(o).dtype)) touches_floating = true;
-    if (!touches_floating) {
-      SetOutputs(node, DType::kUndefined);
-      return;
-    }
-    if (OverrideEntry* e = OverrideFor(n)) {
-      e->placed = true;
-      placed.dtype = e->dtype;
-      placed.reason = PlacementReason::kOverride;
-      placed.override_entry = e->text;
-    } else {
-      placed.dtype = ExecutionDType(options_.mode, schema.amp, std::nullopt, activation_dtypes);
-      switch (schema.amp) {
-        case AmpCategory::kFp16Safe:
-          placed.reason = PlacementReason::kFp16Safe;
-          break;
-        case AmpCategory::kFp32Required:
-          placed.reason = PlacementReason::kFp32Required;
-          break;
-        case AmpCategory::kFollowInputs:
-          placed.reason = PlacementReason::kFollowsInputs;
-          placed.decided_by = WidestActivationInput(node, placed.dtype);
-          break;
-      }
-    }
-    SetOutputs(node, placed.dtype);
-  }
-
-  // The first activation input of `node` whose dtype is `dtype` (the one that decided a
-  // follows-inputs node), or invalid when none is.
-  ValueId WidestActivationInput(const Node& node, DType dtype) const {
-    for (ValueId u : node.inputs)
-      if (IsRuntimeValue(u) && !IsParameter(u) && dtype_[u.index()] == dtype) return u;
-    return ValueId();
-  }
-
-  // Floating outputs take the node's dtype; others (and every output of an unplaced node) keep
-  // the graph's.
-  void SetOutputs(const Node& node, DType compute) {
-    for (ValueId o : node.outputs) {
-      if (!IsRuntimeValue(o)) continue;
-      DType graph_dtype = g_.value(o).dtype;
-      dtype_[o.index()] =
-          compute == DType::kUndefined || !IsFloating(graph_dtype) ? graph_dtype : compute;
-    }
-  }
-
   const Graph& g_;
   const PrecisionOptions& options_;
   const OpRegistry& registry_;
@@ -230,7 +153,6 @@ class Placer {
   std::vector<OverrideEntry> entries_;
   std::vector<int> by_name_;  // per node: index into entries_ of a node-name match, -1 if none
   std::vector<int> by_op_;    // per node: index into entries_ of an op-type match, -1 if none
-  std::vector<DType> dtype_;  // program dtype of each value as placed so far
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "analyzer/gpu_specs.h"
 #include "analyzer/joint_search.h"
 #include "analyzer/planner.h"
+#include "analyzer/report/plan_explanation.h"
 #include "program_test_graphs.h"
 
 namespace memplan {
@@ -127,7 +128,7 @@ TEST_CASE("mixed precision lets a larger micro-batch fit in the joint search", "
   CHECK(joint.plan.feasible);
   CHECK(joint.plan.chosen.precision == Precision::kBf16);
   CHECK(joint.plan.chosen.micro_batch > 64);
-  CHECK_FALSE(joint.explanation.empty());
+  CHECK_FALSE(ExplainPlanChoice(joint.trace).empty());
 }
 
 TEST_CASE("advice names accumulation facts with their numbers", "[advice]") {

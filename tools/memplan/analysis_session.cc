@@ -6,6 +6,7 @@
 #include "analyzer/config_export/export_config.h"
 #include "analyzer/joint_search.h"
 #include "analyzer/plan_report.h"
+#include "analyzer/report/plan_explanation.h"
 
 namespace memplan::cli {
 
@@ -31,7 +32,7 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   report.plan = &session->plan;
   report.advice = AdvisePlan(session->graph, session->plan);
   report.warnings = session->graph.warnings;
-  report.choice_explanation = joint.explanation;
+  report.choice_explanation = ExplainPlanChoice(joint.trace);
   report.checkpoint_nodes = joint.checkpoint_nodes;
   CollectPlanNodeLists(report);
   return session;

@@ -1,0 +1,702 @@
+#include "analyzer/derivation/step_emission.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "analyzer/derivation/runtime_values.h"
+#include "analyzer/optimizer_state.h"
+#include "analyzer/precision_policy.h"
+#include "graph/ops/op_registry.h"
+
+namespace memplan {
+namespace {
+
+using Action = MemoryEvent::Action;
+using Guard = MemoryEvent::Guard;
+
+MemoryEvent Alloc(BufferId b) { return MemoryEvent{Action::kAlloc, b, Guard::kNone, BufferId()}; }
+MemoryEvent Free(BufferId b) { return MemoryEvent{Action::kFree, b, Guard::kNone, BufferId()}; }
+MemoryEvent Guarded(Action action, BufferId b, Guard guard, BufferId guard_buffer) {
+  return MemoryEvent{action, b, guard, guard_buffer};
+}
+
+// Per-node emission state: facts copied from the analysis passes, then what forward and
+// recompute emitted for the node (backward reads it).
+struct NodeInfo {
+  const OpSchema* schema = nullptr;
+  bool active = false;                // has a runtime step (not a constant/shape computation)
+  bool needs_backward = false;        // gets a kBackward step (GradientFlow)
+  bool recompute = false;             // RecomputeSet
+  std::vector<bool> gradient_inputs;  // GradientFlow, per input slot
+  DType compute = DType::kUndefined;  // ProgramDTypes
+  std::vector<SavedTensor> saved;     // registry rule (only when needs_backward)
+  Dim workspace;
+  // Forward step results.
+  std::vector<BufferId> read;      // per input slot: the buffer the kernel read
+  std::vector<bool> read_is_cast;  // per input slot: `read` is a cast this node made
+  std::vector<BufferId> extras;    // kExtra buffers (forward or recompute)
+  LogicalTime forward_step = -1;
+  bool recomputed_in_backward = false;
+};
+
+// The mutable state of one emission; EmitSteps() is its facade.
+class StepEmitter {
+ public:
+  StepEmitter(const Graph& graph, const ProgramOptions& options, const OpRegistry& registry,
+              const DerivationAnalysis& analysis)
+      : g_(graph),
+        options_(options),
+        registry_(registry),
+        a_(analysis),
+        working_(WorkingDType(options.precision)),
+        builder_(graph),
+        p_(builder_.program()),
+        order_(analysis.order),
+        model_output_(analysis.model_output),
+        loss_(analysis.loss),
+        requires_grad_(analysis.gradients.requires_grad),
+        needs_grad_(analysis.gradients.needs_gradient),
+        dtype_(analysis.dtypes.value) {}
+
+  Expected<EmittedProgram> Run() {
+    p_.symbols = g_.symbols();
+    p_.batch_symbol = g_.batch_symbol();
+    p_.accumulation_steps = options_.accumulation_steps;
+    p_.optimizer_kind = options_.optimizer;
+    p_.precision = options_.precision;
+    p_.loss_scaling = a_.loss_scaling;
+    p_.zero_grad = options_.zero_grad;
+    p_.loss = loss_.kind;
+    p_.recomputed = a_.recompute.nodes;
+
+    value_storage_.assign(g_.num_values(), BufferId());
+    recomputed_storage_.assign(g_.num_values(), BufferId());
+    gradient_.assign(g_.num_values(), BufferId());
+    param_index_.assign(g_.num_values(), -1);
+    nodes_.assign(g_.num_nodes(), NodeInfo{});
+    for (NodeId n : order_) {
+      const Node& node = g_.node(n);
+      NodeInfo& info = nodes_[n.index()];
+      info.schema = &registry_.FindOrUnknown(node.op_type, node.domain);
+      info.active = RunsAtRuntime(g_, n);
+      info.recompute = a_.recompute.recompute[n.index()];
+      info.needs_backward = a_.gradients.needs_backward[n.index()];
+      info.gradient_inputs = a_.gradients.gradient_inputs[n.index()];
+      info.compute = a_.dtypes.node_compute[n.index()];
+    }
+
+    BuildSetup();
+    p_.micro_batch.begin = Now();
+    MEMPLAN_RETURN_IF_ERROR(BuildForward());
+    BuildLoss();
+    BuildBackward();
+    p_.micro_batch.end = Now();
+    BuildOptimizer();
+    EmittedProgram emitted;
+    emitted.uses = builder_.uses();
+    emitted.program = builder_.TakeProgram();
+    return emitted;
+  }
+
+ private:
+  bool IsRuntimeValue(ValueId v) const { return memplan::IsRuntimeValue(g_, v); }
+  bool IsParameter(ValueId v) const { return IsFloatingParameter(g_, v); }
+
+  // The context the registry's saved/workspace rules see for `n`: dtypes as the program runs it
+  // (after casts), and activations that do not require grad marked as inputs, so rules that save
+  // an operand only for another operand's gradient decide as autograd would.
+  OpContext ProgramContext(NodeId n) const {
+    OpContext ctx = MakeOpContext(g_, n);
+    const Node& node = g_.node(n);
+    const NodeInfo& info = nodes_[n.index()];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      ValueId u = node.inputs[i];
+      if (!IsRuntimeValue(u)) continue;
+      if (i < info.read.size() && info.read[i].valid())
+        ctx.inputs[i].dtype = p_.buffer(info.read[i]).dtype;
+      if (ctx.inputs[i].kind == ValueKind::kIntermediate && !requires_grad_[u.index()])
+        ctx.inputs[i].kind = ValueKind::kInput;
+    }
+    for (size_t j = 0; j < node.outputs.size(); ++j) {
+      ValueId o = node.outputs[j];
+      if (IsRuntimeValue(o)) ctx.outputs[j].dtype = dtype_[o.index()];
+    }
+    return ctx;
+  }
+
+  // ---- buffers and steps (ProgramBuilder) ------------------------------------------------------
+
+  LogicalTime Now() const { return builder_.Now(); }
+  BufferId NewBuffer(std::string name, BufferRole role, MemoryCategory category, DType dtype,
+                     Shape shape, ValueId value = ValueId(), NodeId node = NodeId(),
+                     bool persistent = false) {
+    return builder_.NewBuffer(std::move(name), role, category, dtype, std::move(shape), value, node,
+                              persistent);
+  }
+  Step& NewStep(StepKind kind, std::string name, NodeId node = NodeId()) {
+    return builder_.NewStep(kind, std::move(name), node);
+  }
+  void AllocateHere(BufferId b) { builder_.AllocateHere(b); }
+  void Touch(BufferId b) { builder_.Touch(b); }
+  void MarkExplicitFree(BufferId b) { builder_.MarkExplicitFree(b); }
+  Shape ShapeOf(ValueId v) const { return g_.value(v).shape; }
+
+  // ---- setup ----------------------------------------------------------------------------------
+
+  void BuildSetup() {
+    p_.setup.begin = Now();
+    NewStep(StepKind::kAllocateParameters, "parameters");
+    for (const Value& v : g_.values()) {
+      if (!IsParameter(v.id)) continue;
+      ParameterBuffers pb;
+      pb.value = v.id;
+      DType master = working_ != DType::kUndefined ? DType::kFloat32 : v.dtype;
+      pb.master = NewBuffer(v.name, BufferRole::kParameterMaster, MemoryCategory::kParameters,
+                            master, v.shape, v.id, NodeId(), /*persistent=*/true);
+      AllocateHere(pb.master);
+      if (working_ != DType::kUndefined) {
+        pb.working = NewBuffer(v.name + "." + std::string(DTypeName(working_)),
+                               BufferRole::kParameterWorking, MemoryCategory::kParameters, working_,
+                               v.shape, v.id, NodeId(), /*persistent=*/true);
+        AllocateHere(pb.working);
+      }
+      if (needs_grad_[v.id.index()]) {
+        DType grad_dtype = working_ != DType::kUndefined ? working_ : v.dtype;
+        pb.gradient = NewBuffer("grad(" + v.name + ")", BufferRole::kParameterGradient,
+                                MemoryCategory::kGradients, grad_dtype, v.shape, v.id, NodeId(),
+                                /*persistent=*/true);
+        for (const auto& state : OptimizerStates(options_.optimizer, v.shape)) {
+          pb.optimizer_states.push_back(
+              NewBuffer(std::string(OptimizerKindName(options_.optimizer)) + "." + state.name +
+                            "(" + v.name + ")",
+                        BufferRole::kOptimizerState, MemoryCategory::kOptimizerState,
+                        DType::kFloat32, state.shape, v.id, NodeId(), /*persistent=*/true));
+        }
+        if (working_ != DType::kUndefined &&
+            options_.master_gradients == MasterGradientMode::kFullCopy) {
+          pb.master_gradient =
+              NewBuffer("master_grad(" + v.name + ")", BufferRole::kMasterGradient,
+                        MemoryCategory::kGradients, DType::kFloat32, v.shape, v.id);
+          MarkExplicitFree(pb.master_gradient);
+        }
+      }
+      param_index_[v.id.index()] = static_cast<int>(p_.parameters.size());
+      p_.parameters.push_back(std::move(pb));
+    }
+    // GradScaler keeps its scale and growth tracker on the device; a static scale is a host
+    // constant and costs nothing here.
+    if (p_.loss_scaling.mode == LossScalingMode::kDynamic) {
+      NewStep(StepKind::kInitLossScaler, "loss_scaler");
+      loss_scale_ = NewBuffer("loss_scale", BufferRole::kScalar, MemoryCategory::kOther,
+                              DType::kFloat32, Shape{{}}, ValueId(), NodeId(), true);
+      AllocateHere(loss_scale_);
+      BufferId tracker =
+          NewBuffer("loss_scale_growth_tracker", BufferRole::kScalar, MemoryCategory::kOther,
+                    DType::kInt32, Shape{{}}, ValueId(), NodeId(), true);
+      AllocateHere(tracker);
+    }
+    p_.setup.end = Now();
+  }
+
+  // The buffer a step reads for parameter `v` when computing in `compute`.
+  BufferId ParameterRead(ValueId v, DType compute) const {
+    const ParameterBuffers& pb = p_.parameters[static_cast<size_t>(param_index_[v.index()])];
+    if (pb.working.valid() && compute == working_) return pb.working;
+    return pb.master;
+  }
+
+  // The buffer holding activation `u` (in `src`) as `dtype` for the current step: a cast this
+  // step makes, or, with `share`, the cast an earlier forward step made of the same value (one
+  // cast per (value, dtype) in the forward, as "chains of fp16-safe ops share one cast").
+  BufferId CastFor(ValueId u, BufferId src, DType dtype, const std::string& reader, bool share) {
+    const std::pair<size_t, DType> key{u.index(), dtype};
+    if (share) {
+      if (auto it = forward_casts_.find(key); it != forward_casts_.end()) {
+        Touch(it->second);
+        return it->second;
+      }
+    }
+    BufferId cast = NewBuffer(g_.value(u).name + "." + std::string(DTypeName(dtype)) + "@" + reader,
+                              BufferRole::kCast, MemoryCategory::kTransients, dtype, ShapeOf(u), u,
+                              p_.steps.back().node);
+    AllocateHere(cast);
+    p_.steps.back().casts.push_back(CastOp{src, cast});
+    if (share) forward_casts_.emplace(key, cast);
+    return cast;
+  }
+
+  // Fills step.inputs/casts for `n` computing in `compute`; `source(slot)` gives the buffer
+  // holding the activation of that input slot (forward storage or its recomputed copy). Forward
+  // steps share casts (`share_casts`); a recompute step casts its own inputs, since the forward
+  // casts are gone by then unless something saved them.
+  template <class SourceFn>
+  void ReadInputs(NodeId n, DType compute, bool allow_casts, bool share_casts, SourceFn source) {
+    const Node& node = g_.node(n);
+    NodeInfo& info = nodes_[n.index()];
+    info.read.assign(node.inputs.size(), BufferId());
+    info.read_is_cast.assign(node.inputs.size(), false);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      ValueId u = node.inputs[i];
+      if (!IsRuntimeValue(u)) continue;
+      if (IsParameter(u)) {
+        info.read[i] = ParameterRead(u, compute);
+        continue;
+      }
+      BufferId src = source(i);
+      Touch(src);
+      DType have = dtype_[u.index()];
+      if (allow_casts && compute != DType::kUndefined && IsFloating(have) && have != compute) {
+        info.read[i] = CastFor(u, src, compute, node.name, share_casts);
+        info.read_is_cast[i] = true;
+      } else {
+        info.read[i] = src;
+      }
+    }
+    p_.steps.back().inputs = info.read;
+  }
+
+  void CreateExtras(NodeId n) {
+    NodeInfo& info = nodes_[n.index()];
+    info.extras.clear();
+    for (const SavedTensor& s : info.saved) {
+      if (s.source != SavedTensor::Source::kExtra) continue;
+      BufferId b = NewBuffer(g_.node(n).name + "." + s.name, BufferRole::kSavedExtra,
+                             MemoryCategory::kActivations, s.dtype, s.shape, ValueId(), n);
+      AllocateHere(b);
+      info.extras.push_back(b);
+    }
+    p_.steps.back().extras = info.extras;
+  }
+
+  Status BuildForward() {
+    NewStep(StepKind::kLoadMicroBatch, "micro_batch");
+    for (ValueId v : g_.inputs()) {
+      if (!IsRuntimeValue(v) || IsParameter(v)) continue;
+      const Value& value = g_.value(v);
+      if (!value.shape.known)
+        return MakeError("graph input '" + value.name + "' has an unknown shape");
+      BufferId b = NewBuffer(value.name, BufferRole::kInput, MemoryCategory::kOther, value.dtype,
+                             value.shape, v);
+      AllocateHere(b);
+      value_storage_[v.index()] = b;
+    }
+    if (loss_.has_label) {
+      p_.label_buffer = NewBuffer("label", BufferRole::kLabel, MemoryCategory::kOther,
+                                  loss_.label_dtype, loss_.label_shape);
+      AllocateHere(p_.label_buffer);
+    }
+    for (NodeId n : order_) {
+      NodeInfo& info = nodes_[n.index()];
+      if (!info.active) continue;
+      const Node& node = g_.node(n);
+      Step& step = NewStep(StepKind::kForward, node.name, n);
+      step.compute_dtype = info.compute;
+      info.forward_step = Now() - 1;
+      for (ValueId u : node.inputs) {
+        if (IsRuntimeValue(u) && !IsParameter(u) && !value_storage_[u.index()].valid())
+          return MakeError("node '" + node.name + "' reads '" + g_.value(u).name +
+                           "', which no earlier node produces and is not a graph input");
+      }
+      ReadInputs(n, info.compute, !info.schema->is_view, /*share_casts=*/true,
+                 [&](size_t i) { return value_storage_[node.inputs[i].index()]; });
+      std::vector<BufferId> outputs(node.outputs.size());
+      for (size_t j = 0; j < node.outputs.size(); ++j) {
+        ValueId o = node.outputs[j];
+        if (!IsRuntimeValue(o)) continue;
+        if (info.schema->is_view && info.read.size() > 0 && info.read[0].valid()) {
+          outputs[j] = info.read[0];
+        } else {
+          if (!g_.value(o).shape.known)
+            return MakeError("value '" + g_.value(o).name + "' (output of node '" + node.name +
+                             "') has an unknown shape; the training program needs its size");
+          outputs[j] = NewBuffer(g_.value(o).name, BufferRole::kValue, MemoryCategory::kTransients,
+                                 dtype_[o.index()], ShapeOf(o), o, n);
+          AllocateHere(outputs[j]);
+        }
+        value_storage_[o.index()] = outputs[j];
+      }
+      p_.steps.back().outputs = outputs;
+      if (info.needs_backward) {
+        OpContext ctx = ProgramContext(n);
+        info.saved = info.schema->saved_for_backward(ctx);
+        info.workspace = info.schema->backward_workspace(ctx);
+        if (!info.recompute) CreateExtras(n);
+      }
+    }
+    return OkStatus();
+  }
+
+  void BuildLoss() {
+    const Value& out = g_.value(model_output_);
+    loss_node_.name = "loss";
+    loss_node_.op_type = loss_.op_type;
+    loss_node_.domain = loss_.domain;
+    loss_node_.inputs = {model_output_};
+    if (loss_.has_label) loss_node_.inputs.push_back(ValueId());
+    loss_node_.outputs = {ValueId()};
+    loss_schema_ = &registry_.FindOrUnknown(loss_.op_type, loss_.domain);
+
+    const DType compute = a_.dtypes.loss_compute;
+    Step& step = NewStep(StepKind::kLoss, "loss");
+    step.op_type = loss_.op_type;
+    step.domain = loss_.domain;
+    step.compute_dtype = compute;
+    p_.loss_step = Now() - 1;
+
+    BufferId logits = value_storage_[model_output_.index()];
+    Touch(logits);
+    loss_read_ = logits;
+    DType have = dtype_[model_output_.index()];
+    if (compute != DType::kUndefined && have != compute)
+      loss_read_ = CastFor(model_output_, logits, compute, "loss", /*share=*/true);
+    p_.steps.back().inputs = {loss_read_};
+    if (loss_.has_label) {
+      Touch(p_.label_buffer);
+      p_.steps.back().inputs.push_back(p_.label_buffer);
+    }
+    DType loss_dtype =
+        compute != DType::kUndefined ? compute : (IsFloating(have) ? have : DType::kFloat32);
+    p_.loss_buffer =
+        NewBuffer("loss", BufferRole::kLoss, MemoryCategory::kTransients, loss_dtype, Shape{{}});
+    AllocateHere(p_.loss_buffer);
+    p_.steps.back().outputs = {p_.loss_buffer};
+
+    // The context the loss's registry rules see: the logits as read, the label, a scalar loss.
+    TensorInfo logits_info{true, IsFloating(have) && compute != DType::kUndefined ? compute : have,
+                           out.shape, ValueKind::kIntermediate, std::nullopt};
+    OpContext ctx{loss_node_, {logits_info}, {}, nullptr};
+    if (loss_.has_label)
+      ctx.inputs.push_back(
+          TensorInfo{true, loss_.label_dtype, loss_.label_shape, ValueKind::kInput, std::nullopt});
+    ctx.outputs.push_back(
+        TensorInfo{true, loss_dtype, Shape{{}}, ValueKind::kIntermediate, std::nullopt});
+    loss_saved_ = loss_schema_->saved_for_backward(ctx);
+    loss_workspace_ = loss_schema_->backward_workspace(ctx);
+    // Extras the loss forward keeps for its backward (e.g. log-probabilities).
+    for (const SavedTensor& s : loss_saved_) {
+      if (s.source != SavedTensor::Source::kExtra) continue;
+      BufferId b = NewBuffer("loss." + s.name, BufferRole::kSavedExtra,
+                             MemoryCategory::kActivations, s.dtype, s.shape);
+      AllocateHere(b);
+      loss_extras_.push_back(b);
+    }
+    p_.steps.back().extras = loss_extras_;
+  }
+
+  // ---- backward -------------------------------------------------------------------------------
+
+  // The buffer holding activation `v` at this point of backward, recomputing what was dropped.
+  BufferId EnsureAvailable(ValueId v) {
+    if (recomputed_storage_[v.index()].valid()) return recomputed_storage_[v.index()];
+    NodeId producer = g_.value(v).producer;
+    if (!producer.valid() || !nodes_[producer.index()].active) return value_storage_[v.index()];
+    const NodeInfo& info = nodes_[producer.index()];
+    if (info.recompute) {
+      Recompute(producer);
+      return recomputed_storage_[v.index()];
+    }
+    if (info.schema->is_view) {
+      ValueId base = g_.node(producer).inputs[0];
+      if (!IsRuntimeValue(base) || IsParameter(base)) return value_storage_[v.index()];
+      BufferId b = EnsureAvailable(base);
+      if (b == value_storage_[base.index()]) return value_storage_[v.index()];
+      // The base was recomputed: re-create the view on the new storage (allocates nothing).
+      Step& step = NewStep(StepKind::kRecompute, g_.node(producer).name, producer);
+      step.compute_dtype = info.compute;
+      step.inputs = {b};
+      Touch(b);
+      for (ValueId o : g_.node(producer).outputs)
+        if (IsRuntimeValue(o)) recomputed_storage_[o.index()] = b;
+      step.outputs.assign(g_.node(producer).outputs.size(), b);
+      return b;
+    }
+    return value_storage_[v.index()];
+  }
+
+  void Recompute(NodeId n) {
+    NodeInfo& info = nodes_[n.index()];
+    if (info.recomputed_in_backward) return;
+    const Node& node = g_.node(n);
+    // Inputs first: they may themselves be dropped (a recomputed segment).
+    std::vector<BufferId> sources(node.inputs.size());
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      ValueId u = node.inputs[i];
+      if (IsRuntimeValue(u) && !IsParameter(u)) sources[i] = EnsureAvailable(u);
+    }
+    info.recomputed_in_backward = true;
+    Step& step = NewStep(StepKind::kRecompute, node.name, n);
+    step.compute_dtype = info.compute;
+    ReadInputs(n, info.compute, !info.schema->is_view, /*share_casts=*/false,
+               [&](size_t i) { return sources[i]; });
+    std::vector<BufferId> outputs(node.outputs.size());
+    for (size_t j = 0; j < node.outputs.size(); ++j) {
+      ValueId o = node.outputs[j];
+      if (!IsRuntimeValue(o)) continue;
+      if (info.schema->is_view && !info.read.empty() && info.read[0].valid()) {
+        outputs[j] = info.read[0];
+      } else {
+        outputs[j] = NewBuffer(g_.value(o).name + ".recomputed", BufferRole::kRecomputed,
+                               MemoryCategory::kActivations, dtype_[o.index()], ShapeOf(o), o, n);
+        AllocateHere(outputs[j]);
+      }
+      recomputed_storage_[o.index()] = outputs[j];
+    }
+    p_.steps.back().outputs = outputs;
+    if (info.needs_backward) CreateExtras(n);
+  }
+
+  // Where a backward step writes the gradient of activation (non-parameter) `u`.
+  GradientWrite ValueGradientWrite(int slot, ValueId u, NodeId n, BufferId alias) {
+    GradientWrite w;
+    w.slot = slot;
+    BufferId& grad = gradient_[u.index()];
+    if (!grad.valid() && alias.valid()) {
+      grad = alias;  // a view's input gradient is a view of its output gradient
+      w.target = grad;
+      Touch(grad);
+      return w;
+    }
+    if (!grad.valid()) {
+      grad = NewBuffer("grad(" + g_.value(u).name + ")", BufferRole::kValueGradient,
+                       MemoryCategory::kTransients, dtype_[u.index()], ShapeOf(u), u, n);
+      AllocateHere(grad);
+      w.target = grad;
+      return w;
+    }
+    w.target = grad;
+    Touch(grad);
+    w.part =
+        NewBuffer("grad(" + g_.value(u).name + ")@" + g_.node(n).name, BufferRole::kGradientPart,
+                  MemoryCategory::kTransients, dtype_[u.index()], ShapeOf(u), u, n);
+    AllocateHere(w.part);
+    return w;
+  }
+
+  // A parameter gradient contribution: written into a part, then accumulated by its own step.
+  GradientWrite ParameterGradientWrite(int slot, ValueId u, NodeId n, std::string_view producer) {
+    const ParameterBuffers& pb = p_.parameters[static_cast<size_t>(param_index_[u.index()])];
+    const Buffer grad = p_.buffer(pb.gradient);  // a copy: NewBuffer grows the buffer vector
+    GradientWrite w;
+    w.slot = slot;
+    w.target = NewBuffer(grad.name + "@" + std::string(producer), BufferRole::kGradientPart,
+                         MemoryCategory::kGradients, grad.dtype, grad.shape, u, n);
+    AllocateHere(w.target);
+    MarkExplicitFree(w.target);
+    return w;
+  }
+
+  void EmitAccumulations(const std::vector<GradientWrite>& writes,
+                         const std::vector<ValueId>& values) {
+    for (size_t i = 0; i < writes.size(); ++i) {
+      ValueId u = values[i];
+      if (!IsParameter(u)) continue;
+      int index = param_index_[u.index()];
+      BufferId grad = p_.parameters[static_cast<size_t>(index)].gradient;
+      BufferId part = writes[i].target;
+      Step& step = NewStep(StepKind::kAccumulateGradient, "grad(" + g_.value(u).name + ")");
+      step.parameter = index;
+      step.accumulate_part = part;
+      step.inputs = {part};
+      step.outputs = {grad};
+      // AccumulateGrad: the first contribution becomes the gradient (steal, no copy); later ones
+      // are added into it and freed.
+      step.begin.push_back(Guarded(Action::kFree, part, Guard::kIfNotLive, grad));
+      step.begin.push_back(Guarded(Action::kAlloc, grad, Guard::kIfNotLive, grad));
+      step.end.push_back(Guarded(Action::kFree, part, Guard::kIfLive, part));
+    }
+  }
+
+  BufferId NewWorkspace(const Dim& bytes, const std::string& name, NodeId n) {
+    if (bytes.constant_value() == 0) return BufferId();
+    BufferId b = NewBuffer(name + ".workspace", BufferRole::kWorkspace, MemoryCategory::kWorkspace,
+                           DType::kUInt8, Shape{{bytes}}, ValueId(), n);
+    AllocateHere(b);
+    return b;
+  }
+
+  void BuildLossBackward() {
+    if (!needs_grad_[model_output_.index()]) return;
+    Step& step = NewStep(StepKind::kLossBackward, "loss");
+    step.op_type = loss_.op_type;
+    step.domain = loss_.domain;
+    std::vector<BufferId> saved;
+    size_t extra = 0;
+    for (const SavedTensor& s : loss_saved_) {
+      BufferId b;
+      if (s.source == SavedTensor::Source::kInput) {
+        b = s.index == 0 ? loss_read_
+                         : (loss_.has_label && s.index == 1 ? p_.label_buffer : BufferId());
+      } else if (s.source == SavedTensor::Source::kOutput) {
+        b = p_.loss_buffer;
+      } else if (extra < loss_extras_.size()) {
+        b = loss_extras_[extra++];
+      }
+      if (!b.valid()) continue;
+      Touch(b);
+      saved.push_back(b);
+    }
+    p_.steps.back().saved = saved;
+    p_.steps.back().workspace = NewWorkspace(loss_workspace_, "loss", NodeId());
+    GradientWrite w = ValueGradientWrite(0, model_output_, NodeId(), BufferId());
+    p_.steps.back().input_gradients = {w};
+  }
+
+  void BuildBackward() {
+    BuildLossBackward();
+    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+      NodeId n = *it;
+      NodeInfo& info = nodes_[n.index()];
+      if (!info.needs_backward) continue;
+      const Node& node = g_.node(n);
+      // Resolve the saved tensors first: this may emit recompute steps.
+      std::vector<BufferId> saved;
+      size_t extra = 0;
+      for (const SavedTensor& s : info.saved) {
+        BufferId b;
+        if (s.source == SavedTensor::Source::kInput) {
+          size_t i = static_cast<size_t>(s.index);
+          if (i >= node.inputs.size() || !IsRuntimeValue(node.inputs[i])) continue;
+          ValueId u = node.inputs[i];
+          if (IsParameter(u)) {
+            b = info.read[i];
+          } else if (info.read_is_cast[i]) {
+            if (info.recompute) Recompute(n);  // the cast copy is the node's own
+            b = info.read[i];
+          } else {
+            b = EnsureAvailable(u);
+          }
+        } else if (s.source == SavedTensor::Source::kOutput) {
+          size_t j = static_cast<size_t>(s.index);
+          if (j >= node.outputs.size() || !IsRuntimeValue(node.outputs[j])) continue;
+          b = EnsureAvailable(node.outputs[j]);
+        } else {
+          if (info.recompute) Recompute(n);
+          if (extra < info.extras.size()) b = info.extras[extra++];
+        }
+        if (b.valid()) saved.push_back(b);
+      }
+      Step& step = NewStep(StepKind::kBackward, node.name, n);
+      step.compute_dtype = info.compute;
+      for (BufferId b : saved) Touch(b);
+      step.saved = saved;
+      step.output_gradients.assign(node.outputs.size(), BufferId());
+      for (size_t j = 0; j < node.outputs.size(); ++j) {
+        ValueId o = node.outputs[j];
+        if (!o.valid() || !needs_grad_[o.index()]) continue;
+        MEMPLAN_CHECK(gradient_[o.index()].valid());
+        step.output_gradients[j] = gradient_[o.index()];
+        Touch(gradient_[o.index()]);
+      }
+      std::vector<BufferId> output_gradients = step.output_gradients;
+      p_.steps.back().workspace = NewWorkspace(info.workspace, node.name, n);
+      std::vector<GradientWrite> writes;
+      std::vector<ValueId> written;
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        ValueId u = node.inputs[i];
+        if (!info.gradient_inputs[i] || !needs_grad_[u.index()]) continue;
+        int slot = static_cast<int>(i);
+        if (IsParameter(u)) {
+          writes.push_back(ParameterGradientWrite(slot, u, n, node.name));
+        } else {
+          BufferId alias = (info.schema->is_view && i == 0) ? output_gradients[0] : BufferId();
+          writes.push_back(ValueGradientWrite(slot, u, n, alias));
+        }
+        written.push_back(u);
+      }
+      p_.steps.back().input_gradients = writes;
+      EmitAccumulations(writes, written);
+    }
+  }
+
+  // ---- optimizer phase ------------------------------------------------------------------------
+
+  void BuildOptimizer() {
+    p_.optimizer.begin = Now();
+    BufferId found_inf;
+    if (p_.loss_scaling.mode != LossScalingMode::kNone) {
+      // Both modes check the gradients for inf/NaN and skip an overflowing step: found_inf lives
+      // until the optimizer step has read it. GradScaler.unscale_ also makes the reciprocal of
+      // its device scale (inv_scale), freed when unscale_ returns.
+      NewStep(StepKind::kUnscaleAndCheckOverflow, "unscale");
+      found_inf = NewBuffer("found_inf", BufferRole::kScalar, MemoryCategory::kOther,
+                            DType::kFloat32, Shape{{}});
+      AllocateHere(found_inf);
+      MarkExplicitFree(found_inf);
+      p_.steps.back().outputs = {found_inf};
+      if (loss_scale_.valid()) {
+        BufferId inv_scale = NewBuffer("inv_scale", BufferRole::kScalar, MemoryCategory::kOther,
+                                       DType::kFloat32, Shape{{}});
+        AllocateHere(inv_scale);
+        p_.steps.back().inputs = {loss_scale_};
+        p_.steps.back().outputs.push_back(inv_scale);
+      }
+    }
+    if (options_.clip_gradients) {
+      NewStep(StepKind::kClipGradients, "clip");
+      BufferId norm = NewBuffer("grad_norm", BufferRole::kScalar, MemoryCategory::kOther,
+                                DType::kFloat32, Shape{{}});
+      AllocateHere(norm);
+      p_.steps.back().outputs = {norm};
+    }
+    NewStep(StepKind::kOptimizerStep, std::string(OptimizerKindName(options_.optimizer)));
+    if (found_inf.valid()) p_.steps.back().inputs = {found_inf};
+    for (const ParameterBuffers& pb : p_.parameters) {
+      if (!pb.gradient.valid()) continue;
+      // States are created lazily by the first step (torch.optim), then persist.
+      for (BufferId s : pb.optimizer_states)
+        p_.steps.back().begin.push_back(Guarded(Action::kAlloc, s, Guard::kIfNotLive, s));
+      if (pb.master_gradient.valid()) {
+        p_.steps.back().begin.push_back(Alloc(pb.master_gradient));
+        p_.steps.back().end.push_back(Free(pb.master_gradient));
+      }
+    }
+    if (found_inf.valid()) p_.steps.back().end.push_back(Free(found_inf));
+    NewStep(StepKind::kZeroGradients, std::string(ZeroGradModeName(options_.zero_grad)));
+    if (options_.zero_grad == ZeroGradMode::kSetToNone) {
+      for (const ParameterBuffers& pb : p_.parameters)
+        if (pb.gradient.valid()) p_.steps.back().end.push_back(Free(pb.gradient));
+    }
+    p_.optimizer.end = Now();
+  }
+
+  const Graph& g_;
+  const ProgramOptions& options_;
+  const OpRegistry& registry_;
+  const DerivationAnalysis& a_;
+  const DType working_;
+  ProgramBuilder builder_;
+  TrainingProgram& p_;  // builder_'s program
+  const std::vector<NodeId>& order_;
+  const ValueId model_output_;
+  const LossSpec& loss_;
+  const std::vector<bool>& requires_grad_;
+  const std::vector<bool>& needs_grad_;
+  const std::vector<DType>& dtype_;  // program dtype of each value (ProgramDTypes)
+
+  Node loss_node_;
+  const OpSchema* loss_schema_ = nullptr;
+  std::vector<SavedTensor> loss_saved_;
+  Dim loss_workspace_;
+  std::vector<BufferId> loss_extras_;
+  BufferId loss_read_;
+  BufferId loss_scale_;
+
+  std::vector<NodeInfo> nodes_;
+  std::vector<BufferId> value_storage_;       // forward buffer of each value (views: the base's)
+  std::vector<BufferId> recomputed_storage_;  // its copy re-created in backward
+  std::vector<BufferId> gradient_;            // gradient buffer of each activation
+  std::vector<int> param_index_;              // value -> index into parameters, -1 otherwise
+  std::map<std::pair<size_t, DType>, BufferId> forward_casts_;  // (value, dtype) -> forward cast
+};
+
+}  // namespace
+
+Expected<EmittedProgram> EmitSteps(const Graph& graph, const ProgramOptions& options,
+                                   const OpRegistry& registry, const DerivationAnalysis& analysis) {
+  StepEmitter emitter(graph, options, registry, analysis);
+  return emitter.Run();
+}
+
+}  // namespace memplan

@@ -1,0 +1,45 @@
+#pragma once
+// Derivation pass 4, step emission: the one place that writes the program's steps and buffers.
+// It reads the analysis passes' values (gradient flow, dtypes, recompute set, the resolved loss)
+// and emits, in order: setup (parameters, loss scaler), the micro-batch body (load, forward in
+// topological order, loss, loss backward, backward in reverse with recompute steps and gradient
+// accumulation), then the optimizer phase (unscale, clip, optimizer, zero). Every rule a backend
+// must apply is written here as a step or a guarded event, never left to the interpreter.
+// Frees by liveness come after (liveness.h).
+
+#include <vector>
+
+#include "analyzer/derivation/gradient_flow.h"
+#include "analyzer/derivation/program_builder.h"
+#include "analyzer/derivation/program_dtypes.h"
+#include "analyzer/derivation/recompute_set.h"
+#include "analyzer/loss_spec.h"
+#include "analyzer/program_derivation.h"
+#include "graph/expected.h"
+
+namespace memplan {
+
+class OpRegistry;
+
+// What the analysis passes decided, for emission to read.
+struct DerivationAnalysis {
+  std::vector<NodeId> order;  // topological
+  ValueId model_output;       // the value the loss reads
+  LossSpec loss;              // resolved
+  LossScaling loss_scaling;   // resolved: none in fp32
+  GradientFlow gradients;
+  ProgramDTypes dtypes;
+  RecomputeSet recompute;
+};
+
+struct EmittedProgram {
+  TrainingProgram program;      // steps and buffers, without liveness frees
+  std::vector<BufferUse> uses;  // per buffer, for the liveness pass
+};
+
+// Errors: a graph input or node output of unknown shape, a node reading a value nothing earlier
+// produces.
+Expected<EmittedProgram> EmitSteps(const Graph& graph, const ProgramOptions& options,
+                                   const OpRegistry& registry, const DerivationAnalysis& analysis);
+
+}  // namespace memplan

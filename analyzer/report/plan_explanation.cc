@@ -1,0 +1,89 @@
+#include "analyzer/report/plan_explanation.h"
+
+#include <sstream>
+
+#include "analyzer/report/number_format.h"
+
+namespace memplan {
+namespace {
+
+// A ratio as a whole percentage ("85%").
+std::string Percent(double ratio) { return FormatFixed(ratio * 100.0, 0) + "%"; }
+
+double SecondsPerSample(const PlanCandidate& c) {
+  return c.global_batch > 0 ? c.step_seconds / static_cast<double>(c.global_batch) : 0.0;
+}
+
+bool WithoutRecompute(const ConfigurationOutcome& c) {
+  return c.chosen.recompute == RecomputeLabel::kNone;
+}
+
+}  // namespace
+
+std::string ExplainPlanChoice(const SearchTrace& trace) {
+  const ConfigurationOutcome& chosen = trace.configurations.at(trace.chosen);
+  const PlanCandidate& pick = chosen.chosen;
+  // The last configuration of the same precision without recompute, and of fp32, to compare with.
+  const ConfigurationOutcome* plain = nullptr;
+  const ConfigurationOutcome* fp32 = nullptr;
+  for (const ConfigurationOutcome& c : trace.configurations) {
+    if (WithoutRecompute(c) && c.chosen.precision == pick.precision) plain = &c;
+    if (WithoutRecompute(c) && c.chosen.precision == Precision::kFp32) fp32 = &c;
+  }
+
+  std::ostringstream why;
+  if (!chosen.feasible && trace.fixed_micro_batch) {
+    why << "the fixed micro-batch m=" << *trace.fixed_micro_batch << " does not fit the budget"
+        << (trace.recompute == RecomputeChoice::kNone ? " without recompute"
+                                                      : " with any plan tried")
+        << "; drop --micro-batch to let memplan choose.";
+    return why.str();
+  }
+  if (!chosen.feasible) return "nothing fits: even m=1 needs more than the budget.";
+
+  if (pick.precision != Precision::kFp32 && fp32 != nullptr) {
+    why << PrecisionName(pick.precision) << " halves activations so m="
+        << (plain ? plain->largest_fitting_micro_batch : pick.micro_batch)
+        << " fits without recompute (fp32: m=" << fp32->largest_fitting_micro_batch << ")";
+    if (fp32->feasible && fp32->chosen.samples_per_second > 0)
+      why << " and runs on tensor cores, "
+          << Percent(pick.samples_per_second / fp32->chosen.samples_per_second - 1.0)
+          << " more samples/s than fp32";
+    why << "; ";
+  }
+  if (!WithoutRecompute(chosen) && plain != nullptr) {
+    why << "recomputing " << chosen.recomputed_nodes << " nodes ("
+        << RecomputeLabelName(pick.recompute) << ") lets m=" << pick.micro_batch
+        << " fit (without: m=" << plain->largest_fitting_micro_batch << ")";
+    const double reference_cost = SecondsPerSample(plain->chosen);
+    if (plain->feasible && reference_cost > 0)
+      why << " at " << Percent(SecondsPerSample(pick) / reference_cost - 1.0)
+          << " more time per sample";
+    why << ".";
+  } else if (!WithoutRecompute(chosen)) {
+    // A forced --recompute kind: no plan without recompute was kept to compare with.
+    why << "recomputing " << chosen.recomputed_nodes << " nodes ("
+        << RecomputeLabelName(pick.recompute) << ", as asked) fits m=" << pick.micro_batch << ".";
+  } else {
+    why << "m=" << pick.micro_batch << " is the largest micro-batch that fits";
+    if (pick.accumulation_steps > 1)
+      why << "; " << pick.accumulation_steps << " accumulation steps reach the global batch "
+          << pick.global_batch;
+    // The first recompute configuration of this precision that would allow a larger m.
+    for (const ConfigurationOutcome& c : trace.configurations) {
+      if (WithoutRecompute(c) || !c.feasible || c.chosen.precision != pick.precision ||
+          c.chosen.micro_batch <= pick.micro_batch)
+        continue;
+      const double chosen_cost = SecondsPerSample(pick);
+      if (chosen_cost > 0)
+        why << "; recomputing (" << RecomputeLabelName(c.chosen.recompute)
+            << ") would allow m=" << c.chosen.micro_batch << " but costs "
+            << Percent(SecondsPerSample(c.chosen) / chosen_cost - 1.0) << " more time per sample";
+      break;
+    }
+    why << ".";
+  }
+  return why.str();
+}
+
+}  // namespace memplan
