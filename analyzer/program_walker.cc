@@ -35,6 +35,11 @@ ProgramWalker::ProgramWalker(const TrainingProgram& program, std::vector<int64_t
     MEMPLAN_CHECK(bytes_[b.id.index()] >= 0);
     category_.push_back(static_cast<size_t>(b.category));
   }
+  hands_over_.reserve(program.steps.size());
+  for (const Step& step : program.steps) {
+    hands_over_.push_back(std::any_of(step.begin.begin(), step.begin.end(),
+                                      [](const MemoryEvent& e) { return e.storage_of.valid(); }));
+  }
   if (model_ != nullptr) model_->Reset();
 }
 
@@ -94,10 +99,13 @@ Status ProgramWalker::Apply(const Step& step, const std::vector<MemoryEvent>& ev
       (e.guard == MemoryEvent::Guard::kIfLive) != live(e.guard_buffer))
     return OkStatus();
   const size_t b = e.buffer.index();
-  const std::string& name = program_.buffer(e.buffer).name;
   if (e.action == MemoryEvent::Action::kAlloc) {
-    if (live_[b]) return Inconsistent(step, "allocates '" + name + "', which is already live");
+    if (live_[b]) {
+      return Inconsistent(step,
+                          "allocates '" + program_.buffer(e.buffer).name + "', which is already live");
+    }
     if (e.storage_of.valid()) {
+      const std::string& name = program_.buffer(e.buffer).name;
       auto it = std::find(handed_over_.begin(), handed_over_.end(), e.storage_of);
       if (it == handed_over_.end()) {
         return Inconsistent(step, "gives '" + name + "' the storage of '" +
@@ -113,26 +121,29 @@ Status ProgramWalker::Apply(const Step& step, const std::vector<MemoryEvent>& ev
     if (model_ != nullptr && !model_->Allocate(static_cast<int64_t>(b), bytes_[b]) &&
         !out_of_memory())
       out_of_memory_at_ = at;
-    Trace(WalkEvent::Kind::kAlloc, e.buffer, at);
-    if (listener_ != nullptr) MEMPLAN_RETURN_IF_ERROR(listener_->OnAlloc(e.buffer, e.storage_of));
+    if (options_.record_trace) Trace(WalkEvent::Kind::kAlloc, e.buffer, at);
+    if (listener_ != nullptr) return listener_->OnAlloc(e.buffer, e.storage_of);
     return OkStatus();
   }
-  if (!live_[b]) return Inconsistent(step, "frees '" + name + "', which is not live");
+  if (!live_[b])
+    return Inconsistent(step, "frees '" + program_.buffer(e.buffer).name + "', which is not live");
   // A later event of this Begin takes the storage (its guard is evaluated now: hand-overs pair a
   // free and an allocation under the same guard, which the free does not change).
   bool handed_over = false;
-  for (size_t j = index + 1; j < events.size() && &events == &step.begin; ++j) {
-    const MemoryEvent& later = events[j];
-    if (later.action != MemoryEvent::Action::kAlloc || later.storage_of != e.buffer) continue;
-    handed_over = later.guard == MemoryEvent::Guard::kNone ||
-                  (later.guard == MemoryEvent::Guard::kIfLive) == live(later.guard_buffer);
+  if (&events == &step.begin && hands_over_[static_cast<size_t>(at.step)]) {
+    for (size_t j = index + 1; j < events.size(); ++j) {
+      const MemoryEvent& later = events[j];
+      if (later.action != MemoryEvent::Action::kAlloc || later.storage_of != e.buffer) continue;
+      handed_over = later.guard == MemoryEvent::Guard::kNone ||
+                    (later.guard == MemoryEvent::Guard::kIfLive) == live(later.guard_buffer);
+    }
   }
   if (handed_over) handed_over_.push_back(e.buffer);
   live_[b] = 0;
   live_stat_.Free(bytes_[b]);
   by_category_.bytes[category_[b]] -= bytes_[b];
   if (model_ != nullptr) model_->Free(static_cast<int64_t>(b));
-  Trace(WalkEvent::Kind::kFree, e.buffer, at);
+  if (options_.record_trace) Trace(WalkEvent::Kind::kFree, e.buffer, at);
   if (listener_ != nullptr) listener_->OnFree(e.buffer, handed_over);
   return OkStatus();
 }
@@ -191,7 +202,6 @@ void ProgramWalker::UpdatePeak(WalkPeak& peak, const LiveSample& sample, const S
 }
 
 void ProgramWalker::Trace(WalkEvent::Kind kind, BufferId b, const ExecutionPoint& at) {
-  if (!options_.record_trace) return;
   trace_.events.push_back(WalkEvent{at, kind, b, bytes_[b.index()], live_stat_.current});
 }
 
