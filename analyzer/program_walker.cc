@@ -101,8 +101,8 @@ Status ProgramWalker::Apply(const Step& step, const std::vector<MemoryEvent>& ev
   const size_t b = e.buffer.index();
   if (e.action == MemoryEvent::Action::kAlloc) {
     if (live_[b]) {
-      return Inconsistent(step,
-                          "allocates '" + program_.buffer(e.buffer).name + "', which is already live");
+      return Inconsistent(
+          step, "allocates '" + program_.buffer(e.buffer).name + "', which is already live");
     }
     if (e.storage_of.valid()) {
       const std::string& name = program_.buffer(e.buffer).name;

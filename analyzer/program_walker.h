@@ -187,7 +187,7 @@ class ProgramWalker {
   WalkOptions options_;
 
   std::vector<uint8_t> live_;
-  std::vector<size_t> category_;    // per buffer: its MemoryCategory as an index
+  std::vector<size_t> category_;     // per buffer: its MemoryCategory as an index
   std::vector<uint8_t> hands_over_;  // per step: a Begin event takes over freed storage
   MemoryStat live_stat_;
   CategoryBytes by_category_;

@@ -44,7 +44,8 @@ class Replay final : public WalkListener {
     // Micro-batches after the second repeat the second exactly (see simulator.h).
     const int64_t replayed = std::min<int64_t>(k, 2);
     for (int it = 0; it < options_.iterations; ++it) {
-      for (int64_t mb = 0; mb < replayed; ++mb) MEMPLAN_RETURN_IF_ERROR(walker_.RunMicroBatch(it, mb));
+      for (int64_t mb = 0; mb < replayed; ++mb)
+        MEMPLAN_RETURN_IF_ERROR(walker_.RunMicroBatch(it, mb));
       MEMPLAN_RETURN_IF_ERROR(walker_.RunOptimizerPhase(it));
     }
     result_.allocator = std::string(allocator_.name());
@@ -68,9 +69,9 @@ class Replay final : public WalkListener {
   void OnStepBegun(const Step& step, const ExecutionPoint& at) override {
     (void)step;
     if (!options_.record_timeline) return;
-    result_.timeline.push_back(TimelinePoint{at, walker_.live_stat().current,
-                                             walker_.live_by_category(), allocator_.allocated_bytes(),
-                                             allocator_.reserved_bytes()});
+    result_.timeline.push_back(
+        TimelinePoint{at, walker_.live_stat().current, walker_.live_by_category(),
+                      allocator_.allocated_bytes(), allocator_.reserved_bytes()});
   }
 
   void OnStepEnded(const Step& step, const ExecutionPoint& at) override {

@@ -88,8 +88,7 @@ Status ComputeSteps::Forward(const Step& step) {
   MEMPLAN_RETURN_IF_ERROR(RunCasts(step));
   // An output that names an input's buffer is a view: the program allocates nothing for it.
   auto is_view_output = [&](size_t j) {
-    return std::find(step.inputs.begin(), step.inputs.end(), step.outputs[j]) !=
-           step.inputs.end();
+    return std::find(step.inputs.begin(), step.inputs.end(), step.outputs[j]) != step.inputs.end();
   };
 
   ForwardCall call;

@@ -146,9 +146,7 @@ class Executor::Impl final : public WalkListener {
     return buffers_.Allocate(buffer, storage_of);
   }
 
-  void OnFree(BufferId buffer, bool handed_over) override {
-    buffers_.Release(buffer, handed_over);
-  }
+  void OnFree(BufferId buffer, bool handed_over) override { buffers_.Release(buffer, handed_over); }
 
   void OnStepBegun(const Step& step, const ExecutionPoint& at) override {
     (void)step;

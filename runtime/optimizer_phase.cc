@@ -38,7 +38,8 @@ void OptimizerPhase::Begin() {
 std::vector<DeviceTensor> OptimizerPhase::LiveGradients() const {
   std::vector<DeviceTensor> grads;
   for (const ParameterBuffers& pb : p_.parameters)
-    if (pb.gradient.valid() && buffers_.Live(pb.gradient)) grads.push_back(buffers_.Get(pb.gradient));
+    if (pb.gradient.valid() && buffers_.Live(pb.gradient))
+      grads.push_back(buffers_.Get(pb.gradient));
   return grads;
 }
 

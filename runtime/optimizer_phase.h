@@ -17,9 +17,9 @@
 namespace memplan {
 
 struct OptimizerPhaseOptions {
-  OptimizerHyperparameters optimizer;  // `kind` set from the program
-  double clip_max_norm = 1.0;          // clip_grad_norm_'s max_norm
-  LossScalerOptions loss_scaler;       // dynamic scaling; init_scale from the program
+  OptimizerHyperparameters optimizer;       // `kind` set from the program
+  double clip_max_norm = 1.0;               // clip_grad_norm_'s max_norm
+  LossScalerOptions loss_scaler;            // dynamic scaling; init_scale from the program
   std::optional<float> initial_loss_scale;  // overrides the program's scale (static or initial)
 };
 

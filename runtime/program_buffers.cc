@@ -7,8 +7,7 @@
 
 namespace memplan {
 
-ProgramBuffers::ProgramBuffers(const Graph& graph, const TrainingProgram& program,
-                               Backend& backend)
+ProgramBuffers::ProgramBuffers(const Graph& graph, const TrainingProgram& program, Backend& backend)
     : g_(graph), p_(program), backend_(backend) {}
 
 ProgramBuffers::~ProgramBuffers() {

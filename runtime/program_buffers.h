@@ -70,9 +70,9 @@ class ProgramBuffers {
   std::vector<TensorShape> shapes_;    // evaluated shape of every buffer
   std::vector<DeviceTensor> buffers_;  // defined = live
   std::vector<TensorShape> value_shape_;
-  std::vector<BufferId> forward_buffer_;     // per value: the buffer its forward step wrote
-  std::vector<BufferId> recomputed_buffer_;  // per value: the buffer its recompute wrote
-  std::vector<LogicalTime> forward_step_;    // per node
+  std::vector<BufferId> forward_buffer_;          // per value: the buffer its forward step wrote
+  std::vector<BufferId> recomputed_buffer_;       // per value: the buffer its recompute wrote
+  std::vector<LogicalTime> forward_step_;         // per node
   std::map<size_t, ViewValue> forward_views_;     // per view value: its forward kernel's result
   std::map<size_t, ViewValue> recomputed_views_;  // per view value: its recompute's result
   std::map<size_t, DeviceTensor> handed_over_;    // by buffer index, within one Begin

@@ -43,8 +43,8 @@ Traces RunBoth(const Graph& graph, const TrainingProgram& program, int64_t batch
   auto executor = Executor::Create(graph, program, bindings, backend, options);
   if (!executor.ok()) FAIL(executor.error().message);
   for (int s = 0; s < steps; ++s) {
-    auto record = (*executor)->RunOptimizerStep(
-        Batches(*data, program.accumulation_steps, batch, s));
+    auto record =
+        (*executor)->RunOptimizerStep(Batches(*data, program.accumulation_steps, batch, s));
     if (!record.ok()) FAIL(record.error().message);
   }
   return Traces{std::move(*predicted), (*executor)->trace(), (*executor)->memory()};
@@ -56,8 +56,8 @@ void CheckSameTrace(const TrainingProgram& program, const Traces& t) {
   REQUIRE(!a.empty());
   CHECK(a.size() == b.size());
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    INFO("event " << i << ": simulator " << ToString(program, WalkTrace{{a[i]}})
-                  << "executor " << ToString(program, WalkTrace{{b[i]}}));
+    INFO("event " << i << ": simulator " << ToString(program, WalkTrace{{a[i]}}) << "executor "
+                  << ToString(program, WalkTrace{{b[i]}}));
     REQUIRE(a[i] == b[i]);
   }
   CHECK(t.memory.peak_bytes == t.predicted.peak_bytes);
