@@ -1,8 +1,9 @@
 #pragma once
 // The simulator: an abstract interpreter of a TrainingProgram. It evaluates every buffer's
-// symbolic size once under the bindings, then replays the Begin/End events of every executed step
-// against an allocator model and records live bytes (exact, per category) and the model's
-// allocated/reserved bytes.
+// symbolic size once under the bindings, then walks the program (analyzer/program_walker.h: the
+// walker owns the step loop, the Begin/End rule, the checks and the peak) with an allocator model
+// plugged in, and records live bytes (exact, per category) and the model's allocated/reserved
+// bytes.
 //
 // What is executed: setup once, then `iterations` optimizer steps, each = the micro-batch body k
 // times followed by the optimizer phase. Two iterations are the default because the first step
@@ -14,8 +15,8 @@
 // micro-batch 1 (the same requests against the same segments), an approximation: a later
 // micro-batch could in principle still grow the reserved bytes.
 //
-// The peak is taken after each step's Begin (all of its allocations made, none of its frees):
-// the step's high-water mark.
+// The peak is the walker's: taken after each step's Begin (all of its allocations made, none of
+// its frees), the step's high-water mark.
 
 #include <cstdint>
 #include <string>
@@ -23,6 +24,7 @@
 
 #include "analyzer/allocator_model.h"
 #include "analyzer/memory_category.h"
+#include "analyzer/program_walker.h"
 #include "analyzer/training_program.h"
 #include "graph/expected.h"
 #include "graph/symbols.h"
@@ -36,13 +38,8 @@ struct SimulationOptions {
   int iterations = 2;
   // Record one TimelinePoint per executed step. The planner turns it off for speed.
   bool record_timeline = true;
-};
-
-// Where in the execution a step ran.
-struct ExecutionPoint {
-  LogicalTime step = -1;     // index into TrainingProgram::steps
-  int iteration = -1;        // optimizer step, 0-based; -1 for setup
-  int64_t micro_batch = -1;  // 0-based within the iteration; -1 for setup and optimizer phase
+  // Record the walker's event trace (every executed Alloc/Free) in SimulationResult::trace.
+  bool record_trace = false;
 };
 
 struct TimelinePoint {
@@ -75,6 +72,7 @@ struct SimulationResult {
   std::vector<int64_t> buffer_bytes;  // evaluated size of every buffer, by BufferId
   std::vector<TimelinePoint> timeline;
   int64_t num_allocations = 0;  // allocation events executed
+  WalkTrace trace;              // when SimulationOptions::record_trace
 };
 
 // Replays `program` under `bindings`. Errors: an unbound symbol or overflow in a buffer size

@@ -88,6 +88,9 @@ struct Buffer {
   // Kept from forward for backward (a saved tensor or a recompute checkpoint). The simulator's
   // saved_activation_bytes sums these at the forward/backward boundary.
   bool held_for_backward = false;
+  // kSavedExtra: the op registry's name of the extra saved tensor ("save_mean", "rstd",
+  // "dropout_mask"), how a kernel is told where each extra goes. Empty for other roles.
+  std::string saved_name;
 };
 
 enum class StepKind : uint8_t {
@@ -111,7 +114,9 @@ std::string_view StepKindName(StepKind kind);
 // derivation uses guards for lazy persistent allocations and for AccumulateGrad's steal:
 //   kAccumulateGradient Begin: Free(part) if grad not live; Alloc(grad) if grad not live
 //                       End:   Free(part) if part live
-// so the first contribution becomes the gradient without a copy and later ones are added.
+// so the first contribution becomes the gradient without a copy and later ones are added. The
+// steal is stated, not inferred: the Alloc(grad) event names the part in `storage_of`, so a
+// concrete interpreter hands the part's storage to the gradient instead of allocating.
 struct MemoryEvent {
   enum class Action : uint8_t { kAlloc, kFree };
   enum class Guard : uint8_t { kNone, kIfLive, kIfNotLive };
@@ -119,6 +124,9 @@ struct MemoryEvent {
   BufferId buffer;
   Guard guard = Guard::kNone;
   BufferId guard_buffer;  // valid when guard != kNone
+  // kAlloc only: the buffer, freed earlier in the same Begin, whose storage this one takes over
+  // (same dtype, shape and category). Invalid: fresh storage.
+  BufferId storage_of;
 };
 
 // A mixed-precision cast the step performs before its kernel: target = cast(source).
@@ -210,7 +218,8 @@ struct TrainingProgram {
   ZeroGradMode zero_grad = ZeroGradMode::kSetToNone;
   std::vector<NodeId> recomputed;  // nodes re-run in backward (sorted)
   BufferId loss_buffer;
-  BufferId label_buffer;  // invalid for the sum loss
+  BufferId label_buffer;       // invalid for the sum loss
+  BufferId loss_scale_buffer;  // the dynamic loss scale (kScalar); invalid without one
 
   const Buffer& buffer(BufferId id) const { return buffers.at(id.index()); }
   const Step& step(LogicalTime t) const { return steps.at(static_cast<size_t>(t)); }

@@ -39,38 +39,47 @@ void* CountingCpuAllocator::Allocate(const AllocationRequest& request) {
   void* ptr = AlignedNew(request.storage_bytes);
   blocks_.emplace(ptr, Block{request.accounted_bytes, request.category});
   ++num_allocations_;
-  Add(request.category, static_cast<int64_t>(request.accounted_bytes));
+  const auto bytes = static_cast<int64_t>(request.accounted_bytes);
+  stat(request.category).Allocate(bytes);
+  total_.Allocate(bytes);
   return ptr;
 }
 
 void CountingCpuAllocator::Free(void* ptr) {
   auto it = blocks_.find(ptr);
   MEMPLAN_CHECK(it != blocks_.end());
-  Add(it->second.category, -static_cast<int64_t>(it->second.accounted_bytes));
+  const auto bytes = static_cast<int64_t>(it->second.accounted_bytes);
+  stat(it->second.category).Free(bytes);
+  total_.Free(bytes);
   blocks_.erase(it);
   AlignedDelete(ptr);
 }
 
+// The bytes move between categories; the total neither grows nor shrinks.
 void CountingCpuAllocator::Recategorize(void* ptr, MemoryCategory category) {
   auto it = blocks_.find(ptr);
   MEMPLAN_CHECK(it != blocks_.end());
   const auto bytes = static_cast<int64_t>(it->second.accounted_bytes);
-  Add(it->second.category, -bytes);
+  stat(it->second.category).Free(bytes);
   it->second.category = category;
-  Add(category, bytes);
+  stat(category).Allocate(bytes);
+}
+
+CategoryBytes CountingCpuAllocator::live_bytes() const {
+  CategoryBytes out;
+  for (size_t c = 0; c < kNumMemoryCategories; ++c) out.bytes[c] = by_category_[c].current;
+  return out;
+}
+
+CategoryBytes CountingCpuAllocator::peak_bytes() const {
+  CategoryBytes out;
+  for (size_t c = 0; c < kNumMemoryCategories; ++c) out.bytes[c] = by_category_[c].peak;
+  return out;
 }
 
 void CountingCpuAllocator::ResetPeaks() {
-  peak_ = live_;
-  peak_total_ = live_total_;
-}
-
-void CountingCpuAllocator::Add(MemoryCategory category, int64_t bytes) {
-  live_[category] += bytes;
-  live_total_ += bytes;
-  MEMPLAN_CHECK(live_[category] >= 0 && live_total_ >= 0);
-  peak_[category] = std::max(peak_[category], live_[category]);
-  peak_total_ = std::max(peak_total_, live_total_);
+  for (MemoryStat& s : by_category_) s.ResetPeak();
+  total_.ResetPeak();
 }
 
 }  // namespace memplan

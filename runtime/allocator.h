@@ -8,11 +8,13 @@
 // device in its declared dtype, which is what counters report (2 bytes per fp16 element, 8 per
 // int64 element), so the measurement speaks the simulator's units.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
 
 #include "analyzer/memory_category.h"
+#include "analyzer/memory_stat.h"
 
 namespace memplan {
 
@@ -57,10 +59,11 @@ class CountingCpuAllocator final : public Allocator {
   void Free(void* ptr) override;
   void Recategorize(void* ptr, MemoryCategory category) override;
 
-  const CategoryBytes& live_bytes() const { return live_; }
-  const CategoryBytes& peak_bytes() const { return peak_; }  // per category
-  int64_t live_total() const { return live_total_; }
-  int64_t peak_total() const { return peak_total_; }
+  CategoryBytes live_bytes() const;
+  CategoryBytes peak_bytes() const;  // per category
+  int64_t live_total() const { return total_.current; }
+  int64_t peak_total() const { return total_.peak; }
+  const MemoryStat& total() const { return total_; }
   int64_t num_allocations() const { return num_allocations_; }
   size_t num_live_buffers() const { return blocks_.size(); }
   // Starts a new measurement window: peaks drop to the current live bytes.
@@ -71,13 +74,14 @@ class CountingCpuAllocator final : public Allocator {
     size_t accounted_bytes;
     MemoryCategory category;
   };
-  void Add(MemoryCategory category, int64_t bytes);
+  MemoryStat& stat(MemoryCategory category) {
+    return by_category_[static_cast<size_t>(category)];
+  }
 
   std::unordered_map<void*, Block> blocks_;
-  CategoryBytes live_;
-  CategoryBytes peak_;
-  int64_t live_total_ = 0;
-  int64_t peak_total_ = 0;
+  // The shared accounting primitive (analyzer/memory_stat.h), per category and in total.
+  std::array<MemoryStat, kNumMemoryCategories> by_category_;
+  MemoryStat total_;
   int64_t num_allocations_ = 0;
 };
 

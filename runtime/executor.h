@@ -1,18 +1,21 @@
 #pragma once
 // The executor: a concrete interpreter of a TrainingProgram (analyzer/training_program.h) on a
-// Backend. It walks exactly the steps the simulator replays — setup once, then per optimizer step
-// the micro-batch body k times and the optimizer phase — applying each step's Begin events
-// (allocations, guarded like the simulator's), running its kernel, then its End events (frees).
-// It derives nothing itself: what is allocated and freed when, what a backward step reads, where
-// gradients go, all come from the program.
+// Backend. It is the runtime's plug-in of the ProgramWalker (analyzer/program_walker.h), the same
+// walk the simulator takes: the walker owns the step order, each step's Begin events
+// (allocations, guarded), the checks and the peak rule; the executor allocates device storage at
+// each Alloc, runs the step's kernel, and drops storage at each Free. It derives nothing itself:
+// what is allocated and freed when, what a backward step reads, where gradients go, whose storage
+// a gradient takes over, all come from the program. The pieces: runtime/program_buffers.h
+// (storage and the values buffers hold), runtime/constant_values.h (graph constants),
+// runtime/compute_steps.h (kernel steps), runtime/optimizer_phase.h (optimizer phase, loss scale).
 //
 // Memory. Program buffers are allocated from the backend's counting allocator at the Alloc event
 // and released at the Free event (the executor drops its only handle), so the backend's live
-// bytes follow the program; the executor samples them after every Begin, the moment the
-// simulator takes its peak, and records the peak and its breakdown the same way. For the CPU
-// backend the measured peak equals the simulator's exact prediction byte for byte. The same
-// allocations are also replayed through the caching-allocator model (analyzer/caching_allocator.h)
-// so reserved bytes can be reported like the simulator's.
+// bytes follow the program; the walker samples them after every Begin, the moment it takes the
+// simulator's peak, and applies the same peak rule. For the CPU backend the measured peak equals
+// the simulator's exact prediction byte for byte. The walker also feeds the same allocations to
+// the caching-allocator model (analyzer/caching_allocator.h) so reserved bytes can be reported
+// like the simulator's, and can record the event trace the simulator records.
 //
 // Numerics. Each micro-batch's loss gradient is scaled by loss_scale / k; parameter gradients
 // accumulate per the program's guarded kAccumulateGradient (first contribution stolen, later ones
@@ -33,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/program_walker.h"
 #include "analyzer/simulator.h"
 #include "analyzer/training_program.h"
 #include "graph/expected.h"
@@ -62,6 +66,8 @@ struct ExecutorOptions {
   // Runs Dropout as the identity. Accumulation checks need it: masks depend on the batch shape,
   // so k micro-batches of m and one batch of k*m would drop different elements.
   bool disable_dropout = false;
+  // Record the walker's event trace (every executed Alloc/Free), see Executor::trace().
+  bool record_trace = false;
 };
 
 // Where and how large the measured peak was (compare with SimulationResult).
@@ -124,6 +130,8 @@ class Executor {
   float loss_scale() const;
 
   const MemoryMeasurement& memory() const;
+  // Every Alloc/Free executed so far (empty unless ExecutorOptions::record_trace).
+  const WalkTrace& trace() const;
 
  private:
   class Impl;

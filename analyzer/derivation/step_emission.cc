@@ -191,6 +191,7 @@ class StepEmitter {
       NewStep(StepKind::kInitLossScaler, "loss_scaler");
       loss_scale_ = NewBuffer("loss_scale", BufferRole::kScalar, MemoryCategory::kOther,
                               DType::kFloat32, Shape{{}}, ValueId(), NodeId(), true);
+      p_.loss_scale_buffer = loss_scale_;
       AllocateHere(loss_scale_);
       BufferId tracker =
           NewBuffer("loss_scale_growth_tracker", BufferRole::kScalar, MemoryCategory::kOther,
@@ -264,6 +265,7 @@ class StepEmitter {
       if (s.source != SavedTensor::Source::kExtra) continue;
       BufferId b = NewBuffer(g_.node(n).name + "." + s.name, BufferRole::kSavedExtra,
                              MemoryCategory::kActivations, s.dtype, s.shape, ValueId(), n);
+      p_.buffers[b.index()].saved_name = s.name;
       AllocateHere(b);
       info.extras.push_back(b);
     }
@@ -379,6 +381,7 @@ class StepEmitter {
       if (s.source != SavedTensor::Source::kExtra) continue;
       BufferId b = NewBuffer("loss." + s.name, BufferRole::kSavedExtra,
                              MemoryCategory::kActivations, s.dtype, s.shape);
+      p_.buffers[b.index()].saved_name = s.name;
       AllocateHere(b);
       loss_extras_.push_back(b);
     }
@@ -503,7 +506,9 @@ class StepEmitter {
       // AccumulateGrad: the first contribution becomes the gradient (steal, no copy); later ones
       // are added into it and freed.
       step.begin.push_back(Guarded(Action::kFree, part, Guard::kIfNotLive, grad));
-      step.begin.push_back(Guarded(Action::kAlloc, grad, Guard::kIfNotLive, grad));
+      MemoryEvent take = Guarded(Action::kAlloc, grad, Guard::kIfNotLive, grad);
+      take.storage_of = part;  // the part's storage becomes the gradient
+      step.begin.push_back(take);
       step.end.push_back(Guarded(Action::kFree, part, Guard::kIfLive, part));
     }
   }

@@ -1,0 +1,214 @@
+// The ProgramWalker on hand-built micro-programs: the exact event trace, the peak rule, and each
+// integrity check firing on a program broken on purpose.
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "analyzer/exact_allocator.h"
+#include "analyzer/program_walker.h"
+
+namespace memplan {
+namespace {
+
+using Action = MemoryEvent::Action;
+using Guard = MemoryEvent::Guard;
+
+MemoryEvent Alloc(BufferId b) { return MemoryEvent{Action::kAlloc, b, Guard::kNone, BufferId()}; }
+MemoryEvent Free(BufferId b) { return MemoryEvent{Action::kFree, b, Guard::kNone, BufferId()}; }
+
+// A three-step body over x (16 B), y (32 B) and z (8 B):
+//   t0 load_micro_batch load  begin +x
+//   t1 forward f  (reads x, writes y)  begin +y  end -x
+//   t2 forward g  (reads y, writes z)  begin +z  end -y -z
+// Sizes are passed to the walker directly; the buffers' symbolic sizes are not read.
+TrainingProgram MicroProgram() {
+  TrainingProgram p;
+  auto buffer = [&](const std::string& name, MemoryCategory category) {
+    Buffer b;
+    b.id = BufferId(p.buffers.size());
+    b.name = name;
+    b.category = category;
+    p.buffers.push_back(b);
+    return b.id;
+  };
+  const BufferId x = buffer("x", MemoryCategory::kOther);
+  const BufferId y = buffer("y", MemoryCategory::kTransients);
+  const BufferId z = buffer("z", MemoryCategory::kTransients);
+  Step load;
+  load.kind = StepKind::kLoadMicroBatch;
+  load.name = "load";
+  load.begin = {Alloc(x)};
+  Step f;
+  f.name = "f";
+  f.inputs = {x};
+  f.outputs = {y};
+  f.begin = {Alloc(y)};
+  f.end = {Free(x)};
+  Step g;
+  g.name = "g";
+  g.inputs = {y};
+  g.outputs = {z};
+  g.begin = {Alloc(z)};
+  g.end = {Free(y), Free(z)};
+  p.steps = {load, f, g};
+  p.setup = {0, 0};
+  p.micro_batch = {0, 3};
+  p.optimizer = {3, 3};
+  p.loss_step = 2;
+  return p;
+}
+
+const std::vector<int64_t> kSizes = {16, 32, 8};
+
+WalkOptions TraceOn() {
+  WalkOptions options;
+  options.record_trace = true;
+  return options;
+}
+
+TEST_CASE("walker: the trace of a micro-program, event by event", "[simulator][walker]") {
+  const TrainingProgram p = MicroProgram();
+  ProgramWalker walker(p, kSizes, nullptr, nullptr, TraceOn());
+  REQUIRE(walker.RunSetup().ok());
+  REQUIRE(walker.RunMicroBatch(0, 0).ok());
+  REQUIRE(walker.RunOptimizerPhase(0).ok());
+  // Live bytes after each event: +x 16; +y 16+32 = 48; -x 48-16 = 32; +z 32+8 = 40; -y 8; -z 0.
+  CHECK(ToString(p, walker.trace()) ==
+        "t0 it0 mb0 +x 16 live=16\n"
+        "t1 it0 mb0 +y 32 live=48\n"
+        "t1 it0 mb0 -x 16 live=32\n"
+        "t2 it0 mb0 +z 8 live=40\n"
+        "t2 it0 mb0 -y 32 live=8\n"
+        "t2 it0 mb0 -z 8 live=0\n");
+  // The peak is sampled after each Begin: 16 (t0), 48 (t1), 40 (t2); t1's Begin holds x and y.
+  CHECK(walker.peak().bytes == 48);
+  CHECK(walker.peak().at.step == 1);
+  CHECK(walker.peak().step_name == "forward f");
+  CHECK(walker.peak().breakdown[MemoryCategory::kOther] == 16);
+  CHECK(walker.peak().breakdown[MemoryCategory::kTransients] == 32);
+  CHECK(walker.live_stat().current == 0);
+  CHECK(walker.live_stat().allocated == 56);  // 16 + 32 + 8
+  CHECK(walker.live_stat().freed == 56);
+  CHECK(walker.num_allocations() == 3);
+}
+
+TEST_CASE("walker: an allocator model sees the same sequence", "[simulator][walker]") {
+  const TrainingProgram p = MicroProgram();
+  ExactAllocator exact;
+  ProgramWalker walker(p, kSizes, &exact, nullptr);
+  REQUIRE(walker.RunMicroBatch(0, 0).ok());
+  CHECK(walker.model_peak_allocated_bytes() == 48);
+  CHECK(walker.model_peak_reserved_bytes() == 48);
+  CHECK(exact.allocated_bytes() == 0);
+}
+
+TEST_CASE("walker: equal peaks keep the earliest step", "[simulator][walker]") {
+  // With z at 16 B, t2's Begin holds y + z = 48 B, equal to t1's: t1 stays the peak.
+  const TrainingProgram p = MicroProgram();
+  ProgramWalker walker(p, {16, 32, 16}, nullptr, nullptr);
+  REQUIRE(walker.RunMicroBatch(0, 0).ok());
+  CHECK(walker.peak().bytes == 48);
+  CHECK(walker.peak().at.step == 1);
+}
+
+TEST_CASE("walker: use before make is caught", "[simulator][walker]") {
+  TrainingProgram p = MicroProgram();
+  p.steps[1].inputs = {BufferId(2)};  // f reads z, which g allocates later
+  ProgramWalker walker(p, kSizes, nullptr, nullptr);
+  Status status = walker.RunMicroBatch(0, 0);
+  REQUIRE_FALSE(status.ok());
+  CHECK(status.error().message.find("step t1 (forward f) uses input 'z' before it is allocated") !=
+        std::string::npos);
+}
+
+TEST_CASE("walker: a double free is caught", "[simulator][walker]") {
+  TrainingProgram p = MicroProgram();
+  p.steps[2].end.push_back(Free(BufferId(0)));  // x was freed at t1
+  ProgramWalker walker(p, kSizes, nullptr, nullptr);
+  Status status = walker.RunMicroBatch(0, 0);
+  REQUIRE_FALSE(status.ok());
+  CHECK(status.error().message.find("step t2 (forward g) frees 'x', which is not live") !=
+        std::string::npos);
+}
+
+TEST_CASE("walker: a double allocation and a leak are caught", "[simulator][walker]") {
+  TrainingProgram twice = MicroProgram();
+  twice.steps[1].begin.push_back(Alloc(BufferId(0)));  // x is live since t0
+  ProgramWalker a(twice, kSizes, nullptr, nullptr);
+  Status allocated = a.RunMicroBatch(0, 0);
+  REQUIRE_FALSE(allocated.ok());
+  CHECK(allocated.error().message.find("allocates 'x', which is already live") !=
+        std::string::npos);
+
+  TrainingProgram leak = MicroProgram();
+  leak.steps[2].end.pop_back();  // z is never freed and is not persistent
+  ProgramWalker b(leak, kSizes, nullptr, nullptr);
+  Status leaked = b.RunMicroBatch(0, 0);
+  REQUIRE_FALSE(leaked.ok());
+  CHECK(leaked.error().message.find("'z' is still live at the end of a micro-batch") !=
+        std::string::npos);
+}
+
+// Records what the walker tells a concrete interpreter.
+class Recorder final : public WalkListener {
+ public:
+  Status OnAlloc(BufferId buffer, BufferId storage_of) override {
+    log += "+" + std::to_string(buffer.value) +
+           (storage_of.valid() ? "<" + std::to_string(storage_of.value) : "") + " ";
+    return OkStatus();
+  }
+  void OnFree(BufferId buffer, bool handed_over) override {
+    log += "-" + std::to_string(buffer.value) + (handed_over ? "^" : "") + " ";
+  }
+  Status RunStep(const Step& step, const ExecutionPoint& at) override {
+    (void)at;
+    log += "run:" + step.name + " ";
+    return step.name == "fail" ? Status(MakeError("kernel broke")) : OkStatus();
+  }
+  std::string log;
+};
+
+TEST_CASE("walker: a stated storage hand-over reaches the listener", "[simulator][walker]") {
+  // The AccumulateGrad steal as the program states it: at t1's Begin the part (b3) is freed and
+  // the gradient (b4) takes its storage.
+  TrainingProgram p = MicroProgram();
+  for (const char* name : {"part", "grad"}) {
+    Buffer b;
+    b.id = BufferId(p.buffers.size());
+    b.name = name;
+    b.persistent = std::string(name) == "grad";
+    p.buffers.push_back(b);
+  }
+  p.steps[0].begin.push_back(Alloc(BufferId(3)));
+  MemoryEvent take = Alloc(BufferId(4));
+  take.storage_of = BufferId(3);
+  p.steps[1].begin = {Alloc(BufferId(1)), Free(BufferId(3)), take};
+  Recorder recorder;
+  ProgramWalker walker(p, {16, 32, 8, 4, 4}, nullptr, &recorder);
+  REQUIRE(walker.RunMicroBatch(0, 0).ok());
+  CHECK(recorder.log == "+0 +3 run:load +1 -3^ +4<3 run:f -0 +2 run:g -1 -2 ");
+
+  // Taking storage the Begin did not release is an inconsistent program.
+  TrainingProgram bad = p;
+  bad.steps[1].begin = {Alloc(BufferId(1)), take};
+  ProgramWalker b(bad, {16, 32, 8, 4, 4}, nullptr, nullptr);
+  Status status = b.RunMicroBatch(0, 0);
+  REQUIRE_FALSE(status.ok());
+  CHECK(status.error().message.find("gives 'grad' the storage of 'part'") != std::string::npos);
+}
+
+TEST_CASE("walker: a failing step names the step", "[simulator][walker]") {
+  TrainingProgram p = MicroProgram();
+  p.steps[1].name = "fail";
+  Recorder recorder;
+  ProgramWalker walker(p, kSizes, nullptr, &recorder);
+  Status status = walker.RunMicroBatch(0, 0);
+  REQUIRE_FALSE(status.ok());
+  CHECK(status.error().message.find("step 't1 forward fail") != std::string::npos);
+  CHECK(status.error().message.find("kernel broke") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace memplan
