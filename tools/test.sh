@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# The README's test command: installs what is missing, checks the sources against .clang-format,
+# The README's test command: installs what is missing,
 # builds with warnings as errors under
 # AddressSanitizer + UndefinedBehaviorSanitizer, and runs every test suite (ctest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
-tools/check_format.sh
 build_dir=${MEMPLAN_TEST_BUILD_DIR:-build-asan}
 jobs=$(nproc)
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMEMPLAN_WERROR=ON \
