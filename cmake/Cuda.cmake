@@ -14,9 +14,9 @@ if(MEMPLAN_CUDA)
   # the shared CUDA::cudart that cuBLAS and CUPTI use.
   set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   enable_language(CUDA)
-  # The .cu files include graph/ headers written in C++20 (defaulted operator<=>). CMake 3.25
-  # (Debian 12) has no CUDA20 standard flag for nvcc, so the flag is given directly.
-  string(APPEND CMAKE_CUDA_FLAGS " -std=c++20")
+  # CMake 3.25 (Debian 12) knows no CUDA20 flags for nvcc; the .cu files need only C++17.
+  set(CMAKE_CUDA_STANDARD 17)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES 90)
   endif()

@@ -5,7 +5,15 @@
 #include <optional>
 #include <string_view>
 
+// nvcc compiles the CUDA kernels as C++17 (CMake 3.25 has no CUDA20 flag for it), and dim.h
+// needs C++20; the kernels never call TensorBytes, so they see only the declaration.
+#ifdef __CUDACC__
+namespace memplan {
+class Dim;
+}
+#else
 #include "graph/dim.h"
+#endif
 
 namespace memplan {
 
