@@ -72,7 +72,10 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
   const int64_t g = plan.chosen.global_batch;
   const int64_t batchnorms = CountOps(graph, "BatchNormalization");
 
-  if (batchnorms > 0 && (k > 1 || m < options.batchnorm_min_samples)) {
+  // Batch-size advice is about a plan that runs: when nothing fits there is no micro-batch to
+  // tune, and naming "the largest micro-batch that fits" would contradict the verdict.
+  const bool runs = plan.feasible;
+  if (runs && batchnorms > 0 && (k > 1 || m < options.batchnorm_min_samples)) {
     const int64_t target = std::min(g, options.batchnorm_min_samples);
     std::ostringstream s;
     s << "BatchNorm (" << batchnorms << " layers) normalises over the micro-batch m=" << m
@@ -85,7 +88,10 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
     } else {
       s << "Raise m to at least " << target << " (BN degrades below ~"
         << options.batchnorm_min_samples << " samples per batch, Wu & He 2018); ";
-      if (plan.largest_fitting_micro_batch >= target) {
+      if (plan.micro_batch_fixed) {
+        // A fixed m is not searched, so the largest that fits is not known here.
+        s << "try --micro-batch " << target << " (memplan says whether it fits). ";
+      } else if (plan.largest_fitting_micro_batch >= target) {
         s << "m=" << target << " fits this budget (--micro-batch " << target << "). ";
       } else {
         s << "m=" << target << " does not fit (largest that fits: m="
@@ -96,26 +102,34 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
     }
   }
 
-  {
+  if (runs) {
     std::ostringstream s;
     if (plan.global_batch_requested && plan.global_batch_exact) {
-      s << "k=" << k << " micro-batches of m=" << m << " reproduce the global batch G=" << g
+      const int64_t ranks = plan.program.data_parallel_ranks;
+      s << "k=" << k << " micro-batches of m=" << m
+        << (ranks > 1 ? " on each of " + std::to_string(ranks) + " GPUs" : std::string())
+        << " reproduce the global batch G=" << g
         << " exactly (loss divided by k): keep the learning rate tuned for batch " << g << ".";
     } else if (plan.global_batch_requested) {
-      s << "The effective batch is m*k=" << m << "*" << k << "=" << g << ", not the requested "
+      const int64_t ranks = plan.program.data_parallel_ranks;
+      s << "The effective batch is m*k" << (ranks > 1 ? "*GPUs" : "") << "=" << m << "*" << k
+        << (ranks > 1 ? "*" + std::to_string(ranks) : std::string()) << "=" << g
+        << ", not the requested "
         << plan.requested_global_batch << ": scale the learning rate by " << g << "/"
         << plan.requested_global_batch << " (linear scaling rule, Goyal et al. 2017) or choose a "
         << "global batch divisible by a micro-batch that fits.";
     } else {
-      s << "The effective batch is " << g << " (the largest micro-batch that fits, no "
-        << "accumulation). If your learning rate was tuned for batch B, scale it linearly to "
+      s << "The effective batch is " << g
+        << (plan.micro_batch_fixed ? " (fixed by --micro-batch, no accumulation). If"
+                                   : " (the largest micro-batch that fits, no accumulation). If")
+        << " your learning rate was tuned for batch B, scale it linearly to "
         << "lr*" << g << "/B with warm-up (Goyal et al. 2017), or pass --global-batch B to "
         << "reproduce B with accumulation.";
     }
     advice.push_back({"learning-rate", s.str()});
   }
 
-  if (k > 1) {
+  if (runs && k > 1) {
     std::ostringstream s;
     s << "Clip gradients once per optimizer step, after the last of the k=" << k << " micro-batches";
     if (plan.chosen.precision == Precision::kFp16) s << " and after scaler.unscale_(optimizer)";
@@ -144,11 +158,15 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
     advice.push_back({"conv-bias-before-batchnorm", s.str()});
   }
 
-  for (const std::string& w : SummarizeModel(graph, plan.bindings).warnings) {
-    if (w.find("inference export") != std::string::npos)
-      advice.push_back({"inference-export", w});
-  }
   return advice;
+}
+
+std::vector<std::string> InferenceExportWarnings(const Graph& graph, const Bindings& bindings) {
+  std::vector<std::string> warnings;
+  for (const std::string& w : SummarizeModel(graph, bindings).warnings) {
+    if (w.find("inference export") != std::string::npos) warnings.push_back(w);
+  }
+  return warnings;
 }
 
 }  // namespace memplan

@@ -23,7 +23,14 @@ struct AdviceOptions {
   int64_t batchnorm_min_samples = 16;
 };
 
-// Advice for `plan` of `graph`, in a fixed order.
+// The model-summary warnings (graph/model_summary.h) that say the model looks like an inference
+// (eval-mode) export, whose plan underestimates training memory. Reports put them first among
+// the warnings and mark the plan (AnalysisReport::inference_export); which warnings fire is the
+// summary's business, this only picks them out.
+std::vector<std::string> InferenceExportWarnings(const Graph& graph, const Bindings& bindings);
+
+// Advice for `plan` of `graph`, in a fixed order. (The inference-export warning is a warning,
+// not advice: InferenceExportWarnings.)
 std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
                                    const AdviceOptions& options = {});
 

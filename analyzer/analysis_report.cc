@@ -6,10 +6,13 @@
 #include <sstream>
 
 #include "analyzer/memory_size.h"
+#include "analyzer/parallel/parallel_report.h"
 #include "analyzer/plan_report.h"
+#include "analyzer/precision/model_state_bytes.h"
 #include "analyzer/precision/placement_report.h"
 #include "analyzer/precision_policy.h"
 #include "analyzer/report/number_format.h"
+#include "graph/trainable_parameters.h"
 
 namespace memplan {
 namespace {
@@ -18,13 +21,21 @@ std::string PlanLine(const TrainingPlan& plan) {
   const PlanCandidate& c = plan.chosen;
   std::ostringstream s;
   s << "micro-batch " << c.micro_batch;
-  if (c.accumulation_steps > 1) {
+  const int64_t ranks = plan.program.data_parallel_ranks;
+  if (ranks > 1) {
+    // Data parallel: m and k are per rank.
+    s << " x " << c.accumulation_steps << " accumulation steps x " << ranks
+      << " GPUs = global batch " << c.global_batch;
+  } else if (c.accumulation_steps > 1) {
     s << " x " << c.accumulation_steps << " accumulation steps = global batch " << c.global_batch;
   } else {
     s << ", no accumulation";
   }
   if (plan.micro_batch_fixed)
     s << " (fixed by --micro-batch)";
+  else if (!plan.global_batch_requested && plan.feasible &&
+           plan.largest_within_headroom < plan.largest_fitting_micro_batch)
+    s << " (largest under the headroom)";
   else if (!plan.global_batch_requested && plan.feasible)
     s << " (largest that fits)";
   if (plan.global_batch_requested && !plan.global_batch_exact)
@@ -147,6 +158,20 @@ void CollectPlanNodeLists(AnalysisReport& report) {
   }
 }
 
+namespace {
+
+// Elements of the model's trainable parameters, frozen or not (model.parameter_count).
+int64_t ModelParameterCount(const Graph& graph) {
+  int64_t count = 0;
+  for (const Value& v : graph.values()) {
+    if (v.kind != ValueKind::kParameter || !v.trainable) continue;
+    if (std::optional<int64_t> n = v.shape.NumElements().constant_value()) count += *n;
+  }
+  return count;
+}
+
+}  // namespace
+
 nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   const TrainingPlan& plan = *report.plan;
   const PlannerOptions& options = *report.options;
@@ -154,26 +179,28 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   nlohmann::ordered_json j;
   j["schema"] = "memplan/1";
   j["command"] = "analyze";
-  int64_t parameter_count = 0;
-  for (const Value& v : graph.values()) {
-    if (v.kind != ValueKind::kParameter || !v.trainable) continue;
-    auto n = v.shape.NumElements().Evaluate(plan.bindings);
-    if (n.ok()) parameter_count += *n;
-  }
+  const int64_t parameter_count = ModelParameterCount(graph);
   j["model"] = {{"path", report.model_path},
                 {"name", report.model_name},
                 {"parameter_count", parameter_count},
                 {"node_count", static_cast<int64_t>(graph.num_nodes())}};
   j["gpu"] = {{"name", options.gpu.name},
               {"memory_bytes", options.gpu.memory_bytes},
-              {"context_bytes", options.gpu.context_bytes}};
+              {"context_bytes", options.gpu.context_bytes},
+              // issue 10: context_bytes split by generation (analyzer/gpu_specs.h).
+              {"generation", std::string(GpuGenerationName(options.gpu.generation))},
+              {"cuda_context_bytes", options.gpu.cuda_context_bytes},
+              {"cublas_workspace_bytes", options.gpu.cublas_workspace_bytes},
+              {"cublas_workspaces", kCublasHandlesPerTraining}};
   j["reserve_bytes"] = options.reserve_bytes;
   j["budget_bytes"] = plan.budget_bytes;
+  j["headroom_bytes"] = plan.headroom_bytes;
   j["peak_bytes"] = plan.chosen.peak_bytes;
   j["exact_peak_bytes"] = plan.chosen.exact_peak_bytes;
   j["fragmentation_bytes"] = plan.chosen.peak_bytes - plan.chosen.exact_peak_bytes;
   j["allocator"] = std::string(AllocatorKindName(options.allocator));
   j["fits"] = plan.feasible;
+  j["inference_export"] = report.inference_export;
   const SimulationResult& sim = plan.simulation;
   j["peak"] = {{"step", sim.peak_at.step},
                {"phase", std::string(CoarsePhaseNameAt(plan.program, sim.peak_at.step))},
@@ -183,6 +210,11 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
     breakdown[std::string(MemoryCategoryName(c))] = sim.peak_breakdown[c];
   j["breakdown"] = breakdown;
   j["saved_activation_bytes"] = sim.saved_activation_bytes;
+  const ModelStateBytes state = ModelStateBytesOf(plan.program, sim.buffer_bytes);
+  j["model_state_bytes"] = {{"parameters", state.parameters},
+                            {"master_weights", state.master_weights},
+                            {"gradients", state.gradients},
+                            {"optimizer_state", state.optimizer_state}};
   // The facts later verbs read (plan_report.h) come from one place; sorted by name (std::map).
   const PlanReport facts = PlanReportOf(report);
   nlohmann::ordered_json saved_json = nlohmann::ordered_json::object();
@@ -190,10 +222,15 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   j["saved_activations_by_node"] = saved_json;
   nlohmann::ordered_json p;
   p["micro_batch"] = plan.chosen.micro_batch;
+  // The largest micro-batch under the budget itself, beside the one recommended under
+  // budget - headroom (the same without headroom, or a fixed micro-batch).
+  p["max_micro_batch"] = plan.largest_fitting_micro_batch;
   p["accumulation_steps"] = plan.chosen.accumulation_steps;
   p["global_batch"] = plan.chosen.global_batch;
   p["global_batch_exact"] = plan.global_batch_exact;
   p["precision"] = std::string(PrecisionName(plan.program.precision));
+  if (plan.program.precision != Precision::kFp32)
+    p["amp_mode"] = std::string(AmpModeName(plan.program.amp_mode));
   p["optimizer"] = std::string(OptimizerKindName(plan.program.optimizer_kind));
   p["loss"] = std::string(LossKindName(plan.program.loss));
   p["zero_grad"] = std::string(ZeroGradModeName(plan.program.zero_grad));
@@ -207,7 +244,15 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   p["fp16_ops"] = report.fp16_nodes;
   p["fp32_ops"] = report.fp32_nodes;
   if (plan.placement) p["placement"] = PlacementJson(graph, plan);
+  if (IsDataParallelReport(report)) AddDataParallelPlanKeys(report, p);
+  if (report.attention != nullptr) p["attention"] = AttentionPlanToJson(*report.attention);
+  // Fine-tuning (docs/finetuning.md): the elements the optimizer updates; equal to
+  // model.parameter_count unless --train/--freeze/--lora froze some.
+  p["trainable_parameter_count"] = TrainedParameterCount(graph);
+  if (options.program.base_dtype)
+    p["base_dtype"] = std::string(BaseDTypeName(*options.program.base_dtype));
   j["plan"] = p;
+  if (IsDataParallelReport(report)) AddDataParallelJson(report, j);
   nlohmann::ordered_json bindings = nlohmann::ordered_json::object();
   for (const DimBinding& b : facts.bindings) bindings[b.name] = b.value;
   j["bindings"] = bindings;
@@ -248,6 +293,17 @@ std::string InfeasibleText(const TrainingPlan& plan) {
   }
   return s.str();
 }
+
+}  // namespace
+
+std::string InferenceExportText(const AnalysisReport& report) {
+  return "WARNING: " + report.model_name +
+         " looks like an inference (eval-mode) export, so this plan is for the model as "
+         "exported and underestimates training memory (the micro-batch below may not fit in "
+         "training). Re-export in training mode; details under Warnings.";
+}
+
+namespace {
 
 // The placement in a few lines of text: counts per reason, the overrides, the casts, loss
 // scaling. The per-node list is in the JSON only (plan.placement.nodes).
@@ -293,6 +349,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     << FormatBytes(options.gpu.context_bytes) << " CUDA context";
   if (options.reserve_bytes > 0) s << " - " << FormatBytes(options.reserve_bytes) << " reserve";
   s << "\n\n";
+  if (report.inference_export) s << InferenceExportText(report) << "\n\n";
   if (plan.infeasible && !plan.feasible) s << InfeasibleText(plan) << "\n\n";
   s << "Plan     " << PlanLine(plan) << "\n";
   s << "         " << PrecisionName(plan.program.precision) << ", "
@@ -312,18 +369,66 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     s << "\n";
   }
   if (plan.placement) s << PlacementText(plan);
+  if (IsDataParallelReport(report)) s << DataParallelText(report);
+  const int64_t trained = TrainedParameterCount(*report.graph);
+  const int64_t model_parameters = ModelParameterCount(*report.graph);
+  if (trained != model_parameters) {
+    s << "Train    " << trained << " of " << model_parameters
+      << " parameters (the rest frozen: no gradient, no optimizer state";
+    if (options.program.base_dtype)
+      s << ", stored as " << BaseDTypeName(*options.program.base_dtype);
+    s << ")\n";
+  }
   s << "Peak     " << FormatBytes(plan.chosen.peak_bytes) << " of "
     << FormatBytes(plan.budget_bytes) << " ("
     << FormatPercent(plan.chosen.peak_bytes, plan.budget_bytes) << ") - "
     << (plan.feasible ? "fits" : "DOES NOT FIT") << "\n";
-  s << "         " << AllocatorKindName(options.allocator) << " allocator; live "
-    << FormatBytes(plan.chosen.exact_peak_bytes) << ", fragmentation "
+  if (plan.headroom_bytes > 0 && plan.feasible && !plan.micro_batch_fixed) {
+    // How close to the edge: the recommendation under the headroom and the absolute maximum.
+    s << "         headroom " << FormatBytes(plan.headroom_bytes) << " ("
+      << FormatPercent(plan.headroom_bytes, plan.budget_bytes) << " of the budget) kept free; ";
+    if (plan.largest_fitting_micro_batch > plan.largest_within_headroom) {
+      s << "the largest micro-batch that fits is m=" << plan.largest_fitting_micro_batch
+        << " at " << FormatPercent(plan.largest_fitting_peak_bytes, plan.budget_bytes)
+        << " of the budget (--headroom 0)";
+    } else if (plan.budget_bytes - plan.chosen.peak_bytes < plan.headroom_bytes) {
+      s << "m=" << plan.chosen.micro_batch << " is the smallest plan and still eats into it";
+    } else {
+      s << "m=" << plan.chosen.micro_batch << " is also the largest that fits";
+    }
+    s << "\n";
+  }
+  // The headline is the allocator model's peak; charts (--svg, report) draw live bytes.
+  s << "         ";
+  if (options.allocator == AllocatorKind::kExact) {
+    s << "live bytes (exact allocator)";
+  } else {
+    s << "reserved by the " << AllocatorKindName(options.allocator) << " allocator (what must fit)";
+  }
+  s << "; live tensors " << FormatBytes(plan.chosen.exact_peak_bytes)
+    << " (what the timeline chart draws), fragmentation "
     << FormatBytes(plan.chosen.peak_bytes - plan.chosen.exact_peak_bytes) << "\n";
   if (sim.peak_at.step >= 0)
     s << "         peak in " << CoarsePhaseNameAt(plan.program, sim.peak_at.step) << ", step "
       << sim.peak_step_name << "\n";
   s << "Saved    " << FormatBytes(sim.saved_activation_bytes)
     << " of activations held for backward per micro-batch\n";
+  {
+    const ModelStateBytes state = ModelStateBytesOf(plan.program, sim.buffer_bytes);
+    s << "State    ";
+    if (plan.program.precision != Precision::kFp32)
+      s << AmpModeName(plan.program.amp_mode) << ": ";
+    s << "parameters " << FormatBytes(state.parameters);
+    if (state.master_weights > 0) s << ", master weights " << FormatBytes(state.master_weights);
+    s << ", gradients " << FormatBytes(state.gradients) << ", optimizer state "
+      << FormatBytes(state.optimizer_state) << "\n";
+  }
+  // How attention was planned, beside the saved bytes it changes most (docs/attention.md).
+  if (report.attention != nullptr) {
+    const std::vector<std::string> lines = AttentionPlanText(*report.attention);
+    for (size_t i = 0; i < lines.size(); ++i)
+      s << (i == 0 ? "Attn     " : "         ") << lines[i] << "\n";
+  }
   s << "Time     " << FormatFixed(plan.time.step_seconds, 4) << " s per optimizer step, "
     << FormatFixed(plan.chosen.samples_per_second, 1) << " samples/s (roofline estimate)\n";
   if (!report.choice_explanation.empty()) s << "Why      " << report.choice_explanation << "\n";
@@ -375,6 +480,7 @@ std::string FormatAnalysisMarkdown(const AnalysisReport& report) {
   const SimulationResult& sim = plan.simulation;
   std::ostringstream s;
   s << "## memplan: " << report.model_name << " on " << options.gpu.name << "\n\n";
+  if (report.inference_export) s << "**" << InferenceExportText(report) << "**\n\n";
   if (plan.infeasible && !plan.feasible) s << "**" << InfeasibleText(plan) << "**\n\n";
   s << "| | |\n|---|---|\n";
   s << "| plan | " << PlanLine(plan) << " |\n";

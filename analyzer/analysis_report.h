@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/advice.h"
+#include "analyzer/parallel/strategy_search.h"
+#include "analyzer/attention_plan.h"
 #include "analyzer/planner.h"
 #include "analyzer/vocabulary/step_phase.h"
 #include "graph/graph.h"
@@ -22,17 +24,30 @@ struct AnalysisReport {
   const PlannerOptions* options = nullptr;
   const TrainingPlan* plan = nullptr;
   std::vector<AdviceItem> advice;
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings;  // the inference-export ones first
+  // The model looks like an inference (eval-mode) export (InferenceExportWarnings, advice.h):
+  // the plan is for the model as exported and underestimates training memory. Reports say so
+  // before the plan ("inference_export" in the JSON).
+  bool inference_export = false;
   // Node names for the plan's lists (recompute, fp16/fp32 placement).
   std::vector<std::string> recompute_nodes;
   std::vector<std::string> checkpoint_nodes;
   std::vector<std::string> fp16_nodes;
   std::vector<std::string> fp32_nodes;
   std::string choice_explanation;  // one sentence on why this plan (the joint search fills it)
+  // Data parallel (--gpus): every strategy planned (one for a fixed --parallel, all for auto)
+  // and why the chosen one (analyzer/parallel/strategy_search.h).
+  std::vector<StrategyOutcome> strategies;
+  std::string parallel_explanation;
+  // --attention as applied to the graph (null: not reported, e.g. a plan read back from JSON).
+  const AttentionPlan* attention = nullptr;
 };
 
 // Fills the node lists of `report` from the plan's program (recomputed nodes, per-node dtypes).
 void CollectPlanNodeLists(AnalysisReport& report);
+
+// The sentence reports put before the plan when report.inference_export.
+std::string InferenceExportText(const AnalysisReport& report);
 
 nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report);
 std::string FormatAnalysisText(const AnalysisReport& report);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "graph/ops/op_registry.h"
+#include "graph/trainable_parameters.h"
 
 namespace memplan {
 namespace {
@@ -73,7 +74,7 @@ Expected<std::vector<NodeTime>> EstimateNodeTimes(const Graph& graph, const GpuS
   // path run a backward.
   std::vector<bool> needs_grad(graph.num_values(), false);
   for (const Value& v : graph.values())
-    if (v.kind == ValueKind::kParameter && v.trainable) needs_grad[v.id.index()] = true;
+    if (IsTrainedParameter(v)) needs_grad[v.id.index()] = true;
 
   std::vector<NodeTime> times(graph.num_nodes());
   for (NodeId id : order) {
@@ -83,10 +84,17 @@ Expected<std::vector<NodeTime>> EstimateNodeTimes(const Graph& graph, const GpuS
 
     bool has_backward = false;
     std::vector<bool> gets_gradient = schema.gradient_inputs(ctx);
+    // Gradient slots whose input is a frozen parameter: backward skips that product (a frozen
+    // Linear computes only dX), so its FLOPs shrink by that share of the gradient slots.
+    int gradient_slots = 0;
+    int frozen_slots = 0;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       ValueId in = node.inputs[i];
-      if (in.valid() && needs_grad[in.index()] && i < gets_gradient.size() && gets_gradient[i])
-        has_backward = true;
+      if (!in.valid() || i >= gets_gradient.size() || !gets_gradient[i]) continue;
+      if (needs_grad[in.index()]) has_backward = true;
+      if (!IsFloating(graph.value(in).dtype)) continue;
+      ++gradient_slots;
+      if (graph.value(in).frozen && graph.value(in).kind == ValueKind::kParameter) ++frozen_slots;
     }
     for (ValueId out : node.outputs)
       if (out.valid() && has_backward && IsFloating(graph.value(out).dtype))
@@ -116,6 +124,8 @@ Expected<std::vector<NodeTime>> EstimateNodeTimes(const Graph& graph, const GpuS
                       bytes / (gpu.memory_bytes_per_second * options.bandwidth_efficiency);
     if (has_backward) {
       double factor = schema.backward_flops_factor;
+      if (frozen_slots > 0 && gradient_slots > frozen_slots)
+        factor *= static_cast<double>(gradient_slots - frozen_slots) / gradient_slots;
       t.backward_seconds = RooflineSeconds(flops * factor, bytes * factor, peak, gpu, options) +
                            (BackwardLaunches(factor) - 1) * options.kernel_launch_seconds;
     }

@@ -105,7 +105,11 @@ struct StepTimeEstimate {
   // Per step.
   double accumulation_seconds = 0;  // (k - 1) gradient accumulations
   double optimizer_seconds = 0;
-  double step_seconds = 0;  // the total above
+  // Data parallel only (the planner adds them, analyzer/parallel/collective_cost.h): collective
+  // time compute does not hide, and all of it.
+  double communication_seconds = 0;
+  double communication_total_seconds = 0;
+  double step_seconds = 0;  // the total above (communication_seconds, not the total)
 };
 
 // Combines node times with the plan. REQUIRES: node_times from EstimateNodeTimes on the graph

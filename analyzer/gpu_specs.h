@@ -16,6 +16,23 @@
 
 namespace memplan {
 
+// The architecture generation: the per-process figures that differ by generation follow it.
+enum class GpuGeneration : uint8_t { kVolta, kTuring, kAmpere, kAda, kHopper };
+
+std::string_view GpuGenerationName(GpuGeneration generation);  // "Hopper"
+
+// PyTorch's cuBLAS workspace per (handle, stream), allocated through the caching allocator at
+// the first GEMM and kept for the life of the process (torch.cuda.memory_snapshot shows it):
+// 32 MiB on Hopper (sm_90, as the cuBLAS reference's cublasSetWorkspace recommends and PyTorch
+// uses since 2.1), 8 MiB + 128 KiB before (CUBLAS_WORKSPACE_CONFIG's default ":4096:2:16:8" =
+// 2 x 4 MiB + 8 x 16 KiB).
+int64_t CublasWorkspaceBytes(GpuGeneration generation);
+
+// A training step uses two cuBLAS handles, each with its workspace: the forward runs on the
+// Python thread, the backward on autograd's device thread, and PyTorch's handle pool gives each
+// thread its own handle.
+inline constexpr int64_t kCublasHandlesPerTraining = 2;
+
 struct GpuSpec {
   std::string name;         // canonical table name ("A100-80GB"), or "generic-24GiB"
   std::string description;  // "NVIDIA A100 80GB SXM4"
@@ -25,6 +42,11 @@ struct GpuSpec {
   // Memory the process loses before the first tensor: CUDA context (driver state, kernel images
   // of the loaded libraries) plus cuBLAS/cuDNN handles and workspaces. See kDefaultContextBytes.
   int64_t context_bytes = 0;
+  // context_bytes split into its parts (ContextBytes below): the CUDA context itself (driver
+  // state, kernel images) and the cuBLAS workspaces of the generation.
+  GpuGeneration generation = GpuGeneration::kTuring;
+  int64_t cuda_context_bytes = 0;
+  int64_t cublas_workspace_bytes = 0;  // per handle: CublasWorkspaceBytes(generation)
   double fp32_flops_per_second = 0;  // CUDA-core FP32 (non-tensor)
   // TF32 tensor cores (Ampere+); equals fp32_flops_per_second on GPUs without TF32.
   double tf32_flops_per_second = 0;
@@ -49,6 +71,12 @@ struct GpuSpec {
 // 512 MiB covers the high end of these; the runtime's measured figure belongs in
 // docs/measurements.md and should replace this estimate.
 inline constexpr int64_t kDefaultContextBytes = int64_t{512} << 20;
+
+// The parts of kDefaultContextBytes for a generation: the cuBLAS workspaces are stated by cuBLAS
+// and PyTorch (CublasWorkspaceBytes x kCublasHandlesPerTraining); the CUDA context is the rest of
+// the 512 MiB estimate (not measured: docs/precision.md says which figures are). Hopper:
+// 512 MiB - 2 x 32 MiB = 448 MiB; before: 512 MiB - 2 x 8.125 MiB = 495.75 MiB.
+int64_t CudaContextBytes(GpuGeneration generation);
 
 // Every named GPU, in a fixed order (for listings and error messages).
 const std::vector<GpuSpec>& KnownGpus();

@@ -13,7 +13,9 @@ namespace {
 
 // The precisions the search tries: auto = fp32 plus the 16-bit format the GPU runs fastest
 // (bf16 where supported: no loss scaling needed; fp16 otherwise).
-std::vector<Precision> PrecisionsToTry(PrecisionChoice choice, const GpuSpec& gpu) {
+// --amp-mode pure exists in bf16 only (GradScaler cannot unscale fp16 gradients), so auto tries
+// bf16 for it on any GPU the CLI let through.
+std::vector<Precision> PrecisionsToTry(PrecisionChoice choice, const GpuSpec& gpu, AmpMode mode) {
   switch (choice) {
     case PrecisionChoice::kFp32:
       return {Precision::kFp32};
@@ -22,7 +24,8 @@ std::vector<Precision> PrecisionsToTry(PrecisionChoice choice, const GpuSpec& gp
     case PrecisionChoice::kBf16:
       return {Precision::kBf16};
     case PrecisionChoice::kAuto:
-      return {Precision::kFp32, gpu.supports_bf16 ? Precision::kBf16 : Precision::kFp16};
+      return {Precision::kFp32, gpu.supports_bf16 || mode == AmpMode::kPure ? Precision::kBf16
+                                                                             : Precision::kFp16};
   }
   return {Precision::kFp32};
 }
@@ -33,29 +36,56 @@ bool Better(const TrainingPlan& a, const TrainingPlan& b) {
   return a.chosen.samples_per_second > b.chosen.samples_per_second;
 }
 
-// Keeps candidates no other candidate beats on both memory and throughput (fitting ones only,
-// plus the first non-fitting micro-batch of each configuration to show where memory runs out).
-std::vector<PlanCandidate> ParetoFrontier(std::vector<PlanCandidate> all) {
-  std::vector<PlanCandidate> frontier;
+bool SameConfiguration(const PlanCandidate& a, const PlanCandidate& b) {
+  return a.precision == b.precision && a.recompute == b.recompute;
+}
+
+bool SameRow(const PlanCandidate& a, const PlanCandidate& b) {
+  return SameConfiguration(a, b) && a.micro_batch == b.micro_batch &&
+         a.accumulation_steps == b.accumulation_steps;
+}
+
+// The candidates table of a search over several configurations: the fitting candidates no other
+// candidate beats on both memory and throughput, each configuration's chosen plan (so every plan
+// the "Why" sentence names is a row of the table), and the first micro-batch of the chosen
+// configuration that does not fit, to show where its memory runs out. Left out: rows of other
+// configurations that do not fit (a non-fitting fp32 row says nothing about an fp16 plan) and
+// m=1 rows when a larger m fits (on the frontier only because nothing uses less memory).
+std::vector<PlanCandidate> CandidatesTable(const std::vector<PlanCandidate>& all,
+                                           const std::vector<PlanCandidate>& configuration_picks,
+                                           const PlanCandidate& chosen) {
+  const bool larger_fits = std::any_of(all.begin(), all.end(), [](const PlanCandidate& c) {
+    return c.fits && c.micro_batch > 1;
+  });
+  std::vector<PlanCandidate> table;
+  auto add = [&table](const PlanCandidate& c) {
+    if (std::none_of(table.begin(), table.end(),
+                     [&c](const PlanCandidate& t) { return SameRow(t, c); }))
+      table.push_back(c);
+  };
   for (const PlanCandidate& c : all) {
-    if (!c.fits) continue;
+    if (!c.fits || (larger_fits && c.micro_batch == 1 && !SameRow(c, chosen))) continue;
     bool dominated = std::any_of(all.begin(), all.end(), [&](const PlanCandidate& o) {
       return o.fits && o.peak_bytes <= c.peak_bytes &&
              o.samples_per_second >= c.samples_per_second &&
              (o.peak_bytes < c.peak_bytes || o.samples_per_second > c.samples_per_second);
     });
-    if (!dominated) frontier.push_back(c);
+    if (!dominated) add(c);
   }
+  for (const PlanCandidate& c : configuration_picks)
+    if (c.fits) add(c);
+  const PlanCandidate* runs_out = nullptr;
   for (const PlanCandidate& c : all)
-    if (!c.fits) {
-      frontier.push_back(c);
-      break;
-    }
-  std::sort(frontier.begin(), frontier.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
+    if (!c.fits && SameConfiguration(c, chosen) && c.micro_batch > chosen.micro_batch &&
+        (runs_out == nullptr || c.micro_batch < runs_out->micro_batch))
+      runs_out = &c;
+  if (runs_out != nullptr) add(*runs_out);
+  if (!chosen.fits) add(chosen);
+  std::sort(table.begin(), table.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
     return a.peak_bytes != b.peak_bytes ? a.peak_bytes < b.peak_bytes
                                         : a.samples_per_second > b.samples_per_second;
   });
-  return frontier;
+  return table;
 }
 
 // One planned configuration (a precision and a recompute choice).
@@ -167,10 +197,11 @@ Expected<std::optional<Configuration>> PlanWithRecompute(
       int64_t fixed = at_peak[MemoryCategory::kParameters] +
                       at_peak[MemoryCategory::kOptimizerState] +
                       at_peak[MemoryCategory::kGradients];
-      int64_t activation_budget = without.budget_bytes - fixed;
+      // The recompute schedule aims under the headroom, as the micro-batch search does.
+      const int64_t target_bytes = without.budget_bytes - without.headroom_bytes;
+      int64_t activation_budget = target_bytes - fixed;
       if (activation_budget <= 0) return std::optional<Configuration>();
-      return PlanOptimalCalibrated(graph, base, chain, without.budget_bytes, activation_budget,
-                                   tried);
+      return PlanOptimalCalibrated(graph, base, chain, target_bytes, activation_budget, tried);
     }
   }
   if (!schedule.ok()) return std::optional<Configuration>();  // nothing fits at m_target
@@ -185,6 +216,7 @@ Expected<PrecisionPlacement> PlaceFor(const Graph& graph, const PlannerOptions& 
   placement_options.mode = precision;
   placement_options.force_fp32 = search.force_fp32;
   placement_options.force_fp16 = search.force_fp16;
+  placement_options.amp_mode = base.program.amp_mode;
   placement_options.loss_scaling = base.program.loss_scaling;
   placement_options.registry = base.program.registry;
   return PlacePrecision(graph, placement_options);
@@ -212,7 +244,7 @@ std::vector<RecomputeChoice> RecomputeKindsToTry(RecomputeChoice asked,
 // the global batch.
 std::vector<int64_t> RecomputeTargets(const PlannerOptions& base, RecomputeChoice kind,
                                       const TrainingPlan& without) {
-  const int64_t m0 = std::max<int64_t>(1, without.largest_fitting_micro_batch);
+  const int64_t m0 = std::max<int64_t>(1, without.largest_within_headroom);
   std::vector<int64_t> targets;
   if (base.micro_batch) {
     // A fixed micro-batch is the only target: the DP then spends exactly what that m needs
@@ -220,7 +252,9 @@ std::vector<int64_t> RecomputeTargets(const PlannerOptions& base, RecomputeChoic
     targets.push_back(*base.micro_batch);
   } else if (kind == RecomputeChoice::kOptimal) {
     for (int64_t factor : {2, 4, 8}) targets.push_back(m0 * factor);
-    if (without.global_batch_requested) targets.push_back(without.requested_global_batch);
+    // The micro-batch target is per data-parallel rank.
+    if (without.global_batch_requested)
+      targets.push_back(without.requested_global_batch / without.program.data_parallel_ranks);
   } else {
     targets.push_back(m0);
   }
@@ -239,7 +273,7 @@ Expected<std::optional<Configuration>> BestRecomputeAttempt(const Graph& graph,
     // recompute, that is no recompute at all.
     // (A fixed micro-batch reports itself as largest_fitting_micro_batch; `feasible` says.)
     const bool fits_without =
-        options.micro_batch ? without.feasible : target <= without.largest_fitting_micro_batch;
+        options.micro_batch ? without.feasible : target <= without.largest_within_headroom;
     if (kind == RecomputeChoice::kOptimal && fits_without) continue;
     MEMPLAN_TRY(std::optional<Configuration> attempt,
                 PlanWithRecompute(graph, options, kind, without, target, tried));
@@ -297,7 +331,7 @@ ConfigurationOutcome OutcomeOf(const Configuration& c) {
 Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
                                 const SearchOptions& search) {
   std::vector<Configuration> configurations;
-  for (Precision precision : PrecisionsToTry(search.precision, base.gpu))
+  for (Precision precision : PrecisionsToTry(search.precision, base.gpu, base.program.amp_mode))
     MEMPLAN_RETURN_IF_ERROR(PlanPrecision(graph, base, search, precision, configurations));
 
   size_t best = 0;
@@ -307,17 +341,21 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
   JointPlan result;
   result.trace.chosen = best;
   result.trace.fixed_micro_batch = base.micro_batch;
+  result.trace.global_batch = base.global_batch;
   result.trace.recompute = search.recompute;
   std::vector<PlanCandidate> all;
+  std::vector<PlanCandidate> picks;
   for (const Configuration& c : configurations) {
     result.trace.configurations.push_back(OutcomeOf(c));
     all.insert(all.end(), c.plan.candidates.begin(), c.plan.candidates.end());
+    picks.push_back(c.plan.chosen);
   }
   Configuration& chosen = configurations[best];
   result.plan = std::move(chosen.plan);
   result.options_used = std::move(chosen.options);
   result.checkpoint_nodes = std::move(chosen.checkpoints);
-  if (configurations.size() > 1) result.plan.candidates = ParetoFrontier(std::move(all));
+  if (configurations.size() > 1)
+    result.plan.candidates = CandidatesTable(all, picks, result.plan.chosen);
   return result;
 }
 

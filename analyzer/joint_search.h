@@ -44,6 +44,7 @@ struct SearchTrace {
   std::vector<ConfigurationOutcome> configurations;
   size_t chosen = 0;
   std::optional<int64_t> fixed_micro_batch;            // --micro-batch
+  std::optional<int64_t> global_batch;                 // --global-batch
   RecomputeChoice recompute = RecomputeChoice::kNone;  // --recompute as asked
 };
 

@@ -13,6 +13,7 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
   r.micro_batch = plan.chosen.micro_batch;
   r.accumulation_steps = plan.chosen.accumulation_steps;
   r.precision = program.precision;
+  r.amp_mode = program.amp_mode;
   r.optimizer = program.optimizer_kind;
   r.loss = program.loss;
   r.zero_grad = program.zero_grad;
@@ -27,6 +28,8 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
       r.bindings.push_back(
           DimBinding{std::string(program.symbols.Name(static_cast<SymbolId>(s))), *v});
   }
+  r.data_parallel = report.options->program.data_parallel;
+  if (r.data_parallel) r.data_parallel->nodes = ResolvedCollectiveOptions(*report.options).nodes;
   r.memory.peak_bytes = plan.chosen.peak_bytes;
   r.memory.breakdown = sim.peak_breakdown;
   r.memory.saved_activation_bytes = sim.saved_activation_bytes;

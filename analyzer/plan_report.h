@@ -8,15 +8,18 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analyzer/analysis_report.h"
 #include "analyzer/baseline/memory_result.h"
+#include "analyzer/parallel/data_parallel_options.h"
 #include "analyzer/precision/loss_scaling.h"
 #include "analyzer/vocabulary/loss_kind.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
 #include "analyzer/vocabulary/precision.h"
+#include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/zero_grad_mode.h"
 #include "graph/symbols.h"
 
@@ -29,6 +32,7 @@ struct PlanReport {
   int64_t micro_batch = 1;
   int64_t accumulation_steps = 1;
   Precision precision = Precision::kFp32;
+  AmpMode amp_mode = AmpMode::kMasterWeights;  // plan.amp_mode (mixed precision only)
   OptimizerKind optimizer = OptimizerKind::kAdam;
   LossKind loss = LossKind::kAuto;  // resolved in a derived plan
   ZeroGradMode zero_grad = ZeroGradMode::kSetToNone;
@@ -41,6 +45,9 @@ struct PlanReport {
       bindings;  // bindings: every bound symbol, the batch included, in id order
   // peak_bytes, breakdown, saved_activation_bytes, saved_activations_by_node
   MemoryResult memory;
+  // plan.parallel, plan.gpus, plan.nodes (--gpus): the strategy the plan runs and the engine
+  // defaults it was derived with; nullopt for a single-GPU plan.
+  std::optional<DataParallelOptions> data_parallel;
 };
 
 // The report's facts. REQUIRES: `report` points at its graph, options and plan.

@@ -2,27 +2,73 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <utility>
 
 #include "analyzer/caching_allocator.h"
 #include "analyzer/exact_allocator.h"
+#include "analyzer/expandable_allocator.h"
+#include "analyzer/memory_size.h"
+#include "analyzer/parallel/collective_cost.h"
 
 namespace memplan {
 
 std::string_view AllocatorKindName(AllocatorKind kind) {
-  return kind == AllocatorKind::kCaching ? "caching" : "exact";
+  switch (kind) {
+    case AllocatorKind::kCaching:
+      return "caching";
+    case AllocatorKind::kExact:
+      return "exact";
+    case AllocatorKind::kExpandable:
+      return "expandable";
+  }
+  return "caching";
 }
 
 Expected<AllocatorKind> ParseAllocatorKind(std::string_view text) {
   if (text == "caching") return AllocatorKind::kCaching;
   if (text == "exact") return AllocatorKind::kExact;
-  return MakeError("--allocator: expected caching or exact, got '" + std::string(text) + "'");
+  if (text == "expandable") return AllocatorKind::kExpandable;
+  return MakeError("--allocator: expected caching, expandable or exact, got '" +
+                   std::string(text) + "'");
+}
+
+Expected<Headroom> ParseHeadroom(std::string_view text) {
+  Headroom headroom;
+  if (text == "0") return headroom;
+  if (!text.empty() && text.back() == '%') {
+    const std::string number(text.substr(0, text.size() - 1));
+    char* end = nullptr;
+    const double percent = std::strtod(number.c_str(), &end);
+    if (number.empty() || end != number.c_str() + number.size() || !std::isfinite(percent))
+      return MakeError("expected a percentage such as 5% or a size such as 1G, got '" +
+                       std::string(text) + "'");
+    if (percent < 0 || percent > kMaxHeadroomFraction * 100)
+      return MakeError("must be between 0% and 50% of the budget, got '" + std::string(text) +
+                       "'");
+    headroom.fraction = percent / 100;
+    return headroom;
+  }
+  if (!text.empty() && text.front() == '-')
+    return MakeError("must not be negative, got '" + std::string(text) + "'");
+  MEMPLAN_TRY(headroom.bytes, ParseMemorySize(text));
+  return headroom;
+}
+
+CollectiveCostOptions ResolvedCollectiveOptions(const PlannerOptions& options) {
+  CollectiveCostOptions resolved = options.collectives;
+  if (resolved.intra_node.bytes_per_second <= 0)
+    resolved.intra_node = DefaultIntraNodeLink(options.gpu);
+  if (resolved.inter_node.bytes_per_second <= 0) resolved.inter_node = DefaultInterNodeLink();
+  if (options.program.data_parallel) resolved.nodes = options.program.data_parallel->nodes;
+  return resolved;
 }
 
 namespace {
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// REQUIRES: a >= 0, b > 0. Never forms a + b, which overflows for a global batch near 2^63.
+int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 // The per-node execution dtypes the program chose (mixed precision), for the cost model.
 std::vector<DType> ComputeDTypes(const Graph& graph, const TrainingProgram& program) {
@@ -54,7 +100,8 @@ class CandidateEvaluator {
         options_(options),
         program_(std::move(program)),
         recompute_label_(recompute_label),
-        compute_dtypes_(ComputeDTypes(graph, program_)) {}
+        compute_dtypes_(ComputeDTypes(graph, program_)),
+        ranks_(program_.data_parallel_ranks) {}
 
   const TrainingProgram& program() const { return program_; }
   TrainingProgram TakeProgram() { return std::move(program_); }
@@ -73,12 +120,12 @@ class CandidateEvaluator {
     PlanCandidate c;
     c.micro_batch = m;
     c.accumulation_steps = k;
-    c.global_batch = m * k;
+    c.global_batch = m * k * ranks_;  // every data-parallel rank runs m x k samples
     c.precision = program_.precision;
     c.recompute = recompute_label_;
     c.exact_peak_bytes = result->peak_bytes;
-    c.peak_bytes = options_.allocator == AllocatorKind::kCaching ? result->peak_reserved_bytes
-                                                                 : result->peak_bytes;
+    c.peak_bytes =
+        FitsReservedBytes(options_.allocator) ? result->peak_reserved_bytes : result->peak_bytes;
     c.fits = c.peak_bytes <= budget;
     if (!with_time) return c;
     MEMPLAN_TRY(StepTimeEstimate time, EstimateTime(m, k, result->buffer_bytes));
@@ -93,6 +140,10 @@ class CandidateEvaluator {
     if (kind == AllocatorKind::kCaching) {
       CachingAllocator caching;
       return Simulate(program_, bindings, caching, sim);
+    }
+    if (kind == AllocatorKind::kExpandable) {
+      ExpandableAllocator expandable;
+      return Simulate(program_, bindings, expandable, sim);
     }
     ExactAllocator exact;
     return Simulate(program_, bindings, exact, sim);
@@ -114,7 +165,16 @@ class CandidateEvaluator {
       inputs.optimizer_bytes += 2 * bytes(p.master) + bytes(p.gradient) + 2 * states +
                                 bytes(p.working) + 2 * bytes(p.master_gradient);
     }
-    return EstimateStepTime(*node_times, inputs, options_.gpu, options_.cost);
+    StepTimeEstimate time = EstimateStepTime(*node_times, inputs, options_.gpu, options_.cost);
+    if (ranks_ > 1) {
+      // Data parallel: the collectives compute does not hide (analyzer/parallel/collective_cost.h).
+      const CommunicationEstimate comm =
+          EstimateCommunication(program_, k, time, ResolvedCollectiveOptions(options_));
+      time.communication_seconds = comm.exposed_seconds;
+      time.communication_total_seconds = comm.total_seconds;
+      time.step_seconds += comm.exposed_seconds;
+    }
+    return time;
   }
 
  private:
@@ -148,6 +208,7 @@ class CandidateEvaluator {
   TrainingProgram program_;
   RecomputeLabel recompute_label_;
   std::vector<DType> compute_dtypes_;
+  int64_t ranks_ = 1;  // data-parallel ranks the program is one of
   std::map<std::pair<int64_t, int64_t>, SimulationResult> simulations_;
   std::map<int64_t, std::vector<NodeTime>> node_times_;
 };
@@ -226,6 +287,11 @@ std::vector<int64_t> CandidateMicroBatches(int64_t chosen, int64_t largest, int 
 
 }  // namespace
 
+int64_t Headroom::BytesOf(int64_t budget) const {
+  MEMPLAN_CHECK(budget >= 0 && fraction >= 0 && bytes >= 0);
+  return bytes + static_cast<int64_t>(fraction * static_cast<double>(budget));
+}
+
 Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& options) {
   TrainingPlan plan;
   plan.micro_batch_fixed = options.micro_batch.has_value();
@@ -238,8 +304,32 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   }
   if (options.micro_batch && *options.micro_batch < 1)
     return MakeError("the micro-batch must be at least 1");
+  if (!(options.headroom.fraction >= 0 && options.headroom.fraction <= kMaxHeadroomFraction) ||
+      options.headroom.bytes < 0)
+    return MakeError("the headroom must be between 0 and 50% of the budget");
+  plan.headroom_bytes = options.headroom.BytesOf(plan.budget_bytes);
+  if (plan.headroom_bytes > plan.budget_bytes / 2)
+    return MakeError("the headroom (" + std::to_string(plan.headroom_bytes) +
+                     " bytes) is more than half of the budget (" +
+                     std::to_string(plan.budget_bytes) + " bytes)");
   if (options.global_batch && *options.global_batch < 1)
     return MakeError("the global batch must be at least 1");
+  if (options.global_batch.value_or(1) > kMaxPlannedBatch ||
+      options.micro_batch.value_or(1) > kMaxPlannedBatch)
+    return MakeError("the global batch and the micro-batch must be at most 2^62");
+
+  // Data parallel: each of N ranks runs m x k samples, so the planner searches the per-rank batch
+  // G / N, which must be whole for the global batch to stay exact.
+  const int64_t ranks = options.program.data_parallel ? options.program.data_parallel->ranks : 1;
+  if (ranks < 1) return MakeError("the number of GPUs must be at least 1");
+  if (options.global_batch && *options.global_batch % ranks != 0) {
+    return MakeError("global batch " + std::to_string(*options.global_batch) +
+                     " is not reachable on " + std::to_string(ranks) +
+                     " GPUs: micro-batch x accumulation x GPUs must equal it, so it must be a "
+                     "multiple of " + std::to_string(ranks));
+  }
+  const std::optional<int64_t> rank_batch =
+      options.global_batch ? std::optional<int64_t>(*options.global_batch / ranks) : std::nullopt;
 
   ProgramOptions program_options = options.program;
   program_options.accumulation_steps = 1;
@@ -255,22 +345,34 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   const int64_t budget = plan.budget_bytes;
   // k matters for memory only through k > 1 (the persistent gradients exist during the second
   // micro-batch's forward), so the fit test uses the k the plan would have.
-  const int64_t fit_k = options.global_batch ? 2 : 1;
-  auto fits = [&](int64_t m) -> Expected<bool> {
-    int64_t k = options.global_batch ? std::max<int64_t>(1, CeilDiv(*options.global_batch, m)) : 1;
-    MEMPLAN_TRY(PlanCandidate c,
-                evaluator.Evaluate(m, std::min(k, fit_k), budget, /*with_time=*/false));
-    return c.fits;
+  const int64_t fit_k = rank_batch ? 2 : 1;
+  auto fits_under = [&](int64_t limit) {
+    return [&evaluator, &rank_batch, fit_k, limit](int64_t m) -> Expected<bool> {
+      int64_t k = rank_batch ? std::max<int64_t>(1, CeilDiv(*rank_batch, m)) : 1;
+      MEMPLAN_TRY(PlanCandidate c,
+                  evaluator.Evaluate(m, std::min(k, fit_k), limit, /*with_time=*/false));
+      return c.fits;
+    };
   };
 
   int64_t largest = 1;
+  int64_t recommended = 1;
   if (options.micro_batch) {
     largest = *options.micro_batch;
+    recommended = largest;
   } else if (has_batch) {
-    MEMPLAN_TRY(largest, LargestFitting(options.max_micro_batch, fits));
+    MEMPLAN_TRY(largest, LargestFitting(options.max_micro_batch, fits_under(budget)));
+    recommended = largest;
+    if (plan.headroom_bytes > 0 && largest > 0) {
+      MEMPLAN_TRY(recommended, LargestFitting(largest, fits_under(budget - plan.headroom_bytes)));
+      recommended = std::max<int64_t>(recommended, 1);
+      MEMPLAN_TRY(PlanCandidate at_max, evaluator.Evaluate(largest, 1, budget, false));
+      plan.largest_fitting_peak_bytes = at_max.peak_bytes;
+    }
     plan.micro_batch_capped = largest == options.max_micro_batch;
   }
   plan.largest_fitting_micro_batch = largest;
+  plan.largest_within_headroom = largest == 0 ? 0 : recommended;
 
   if (largest == 0) {
     // Nothing fits: report m = 1 and what would be needed.
@@ -289,13 +391,14 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     return plan;
   }
 
-  // Choose m and k.
+  // Choose m and k under the headroom: from here on `largest` is the recommended limit.
+  largest = recommended;
   int64_t m = largest;
   int64_t k = 1;
-  if (options.global_batch) {
-    const int64_t g = *options.global_batch;
+  if (rank_batch) {
+    const int64_t g = *rank_batch;
     plan.global_batch_requested = true;
-    plan.requested_global_batch = g;
+    plan.requested_global_batch = g * ranks;
     if (options.micro_batch) {
       m = *options.micro_batch;
       k = CeilDiv(g, m);
@@ -312,7 +415,7 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
         k = CeilDiv(g, largest);
       }
     }
-    plan.global_batch_exact = m * k == g;
+    plan.global_batch_exact = m * k == g;  // per rank: m * k * N == G exactly
   }
 
   MEMPLAN_TRY(plan.chosen, evaluator.Evaluate(m, k, budget));
@@ -322,8 +425,8 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     SimulationOptions sim;
     MEMPLAN_TRY(SimulationResult at_one,
                 evaluator.SimulateWith(evaluator.BindingsFor(1), sim, options.allocator));
-    int64_t peak_one = options.allocator == AllocatorKind::kCaching ? at_one.peak_reserved_bytes
-                                                                    : at_one.peak_bytes;
+    int64_t peak_one =
+        FitsReservedBytes(options.allocator) ? at_one.peak_reserved_bytes : at_one.peak_bytes;
     if (peak_one > budget) plan.infeasible = ExplainInfeasible(at_one, peak_one, options);
   }
 
@@ -331,13 +434,13 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   if (has_batch) {
     for (int64_t cm :
          CandidateMicroBatches(m, options.micro_batch ? 0 : largest, options.max_candidates)) {
-      int64_t ck = options.global_batch ? CeilDiv(*options.global_batch, cm) : 1;
+      int64_t ck = rank_batch ? CeilDiv(*rank_batch, cm) : 1;
       if (cm == m) {
         plan.candidates.push_back(plan.chosen);
         continue;
       }
       // With a requested G, candidates that overshoot it are not comparable per sample.
-      if (options.global_batch && cm * ck != *options.global_batch && cm <= largest) continue;
+      if (rank_batch && cm * ck != *rank_batch && cm <= largest) continue;
       MEMPLAN_TRY(PlanCandidate c, evaluator.Evaluate(cm, ck, budget));
       plan.candidates.push_back(c);
     }

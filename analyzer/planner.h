@@ -18,6 +18,7 @@
 
 #include "analyzer/cost_model.h"
 #include "analyzer/gpu_specs.h"
+#include "analyzer/parallel/collective_cost.h"
 #include "analyzer/precision/precision_placement.h"
 #include "analyzer/program_derivation.h"
 #include "analyzer/simulator.h"
@@ -32,14 +33,47 @@ namespace memplan {
 enum class AllocatorKind : uint8_t {
   kCaching,  // PyTorch's CUDA caching allocator: what really has to fit (reserved bytes)
   kExact,    // live bytes only: the lower bound
+  // The caching allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+  // (analyzer/expandable_allocator.h): reserved bytes as well.
+  kExpandable,
 };
 std::string_view AllocatorKindName(AllocatorKind kind);
-Expected<AllocatorKind> ParseAllocatorKind(std::string_view text);  // "caching" | "exact"
+// "caching" | "exact" | "expandable"
+Expected<AllocatorKind> ParseAllocatorKind(std::string_view text);
+// Whether a plan under `kind` must fit its reserved bytes (a device allocator model) rather than
+// its live bytes (the exact lower bound).
+inline bool FitsReservedBytes(AllocatorKind kind) { return kind != AllocatorKind::kExact; }
+
+// The largest global batch or micro-batch the planner takes: m * ceil(G / m) < G + m, so with both
+// at most 2^62 every product it forms fits int64.
+inline constexpr int64_t kMaxPlannedBatch = int64_t{1} << 62;
+
+// Memory the recommended micro-batch leaves unused below the budget, so a plan does not sit at
+// the edge of an out-of-memory error (fragmentation drift, a longer batch, another process):
+// `fraction` of the budget plus `bytes`. The CLI's default is 5% (--headroom); the library's is
+// none, the rule its tests were derived with.
+struct Headroom {
+  double fraction = 0;  // of the budget, in [0, kMaxHeadroomFraction]
+  int64_t bytes = 0;    // >= 0
+
+  // REQUIRES: budget >= 0.
+  int64_t BytesOf(int64_t budget) const;
+};
+// More than half the budget kept free is a mistake, not a margin (--headroom 60% is refused).
+inline constexpr double kMaxHeadroomFraction = 0.5;
+// The CLI's default headroom (--headroom): 5% of the budget.
+inline constexpr double kDefaultCliHeadroomFraction = 0.05;
+// "5%" -> 5% of the budget, "0" -> none, "1G" / "512MiB" -> bytes (memory_size.h). Errors (the
+// message names no flag): a negative or malformed value, a percentage over 50%.
+Expected<Headroom> ParseHeadroom(std::string_view text);
 
 struct PlannerOptions {
   GpuSpec gpu;
   // Headroom the plan must leave free (--reserve), on top of the GPU's context overhead.
   int64_t reserve_bytes = 0;
+  // The recommended micro-batch is the largest whose peak stays under budget - headroom; the
+  // largest under the budget itself is reported beside it (TrainingPlan::largest_fitting_...).
+  Headroom headroom;
   // Target global batch G (--global-batch); nullopt = the largest m that fits, without
   // accumulation (k = 1), reported as such.
   std::optional<int64_t> global_batch;
@@ -50,6 +84,10 @@ struct PlannerOptions {
   ProgramOptions program;
   AllocatorKind allocator = AllocatorKind::kCaching;
   CostModelOptions cost;
+  // Data parallel (program.data_parallel set): the links collectives run over. A link with no
+  // bandwidth is the default for the GPU (ResolvedCollectiveOptions); nodes come from
+  // program.data_parallel.
+  CollectiveCostOptions collectives;
   // Bindings of the non-batch symbols (--dim seq=512); the batch symbol is bound per candidate.
   Bindings bindings;
   // The search stops growing m here; a model this small per sample is limited by the data, not
@@ -66,11 +104,15 @@ struct PlannerOptions {
   std::optional<RecomputeLabel> recompute_label;
 };
 
+// `options.collectives` with the defaults filled in: the GPU's intra-node link, the default
+// inter-node link, the node count of program.data_parallel.
+CollectiveCostOptions ResolvedCollectiveOptions(const PlannerOptions& options);
+
 // One (m, k) evaluated: simulated peak and estimated time.
 struct PlanCandidate {
   int64_t micro_batch = 0;
   int64_t accumulation_steps = 1;
-  int64_t global_batch = 0;  // m * k
+  int64_t global_batch = 0;  // m * k * data-parallel ranks
   Precision precision = Precision::kFp32;
   RecomputeLabel recompute = RecomputeLabel::kNone;
   int64_t peak_bytes = 0;        // under the planner's allocator model (caching: reserved)
@@ -94,10 +136,18 @@ struct TrainingPlan {
   int64_t budget_bytes = 0;             // gpu memory - context - reserve
   bool global_batch_requested = false;  // G came from --global-batch
   bool micro_batch_fixed = false;       // m came from --micro-batch (no search)
-  bool global_batch_exact = true;       // m * k == requested G
-  int64_t requested_global_batch = 0;
+  bool global_batch_exact = true;       // m * k * ranks == requested G
+  int64_t requested_global_batch = 0;  // G as asked, over all data-parallel ranks
   bool micro_batch_capped = false;  // the search stopped at max_micro_batch
-  int64_t largest_fitting_micro_batch = 0;
+  int64_t largest_fitting_micro_batch = 0;  // under the budget: the absolute maximum
+  // The headroom in bytes, and the largest micro-batch under budget - headroom (what the search
+  // recommends; equals largest_fitting_micro_batch without headroom). At least 1 when anything
+  // fits: a plan whose m = 1 fits only inside the headroom still recommends 1, and says so.
+  int64_t headroom_bytes = 0;
+  int64_t largest_within_headroom = 0;
+  // The peak at largest_fitting_micro_batch (how close to the edge the maximum is); 0 when
+  // nothing fits or the micro-batch was fixed.
+  int64_t largest_fitting_peak_bytes = 0;
 
   TrainingProgram program;      // of the chosen configuration (k set to the chosen k)
   SimulationResult simulation;  // chosen plan under the planner's allocator, with timeline

@@ -37,11 +37,8 @@ LossScaling DefaultLossScaling(Precision precision) {
   return scaling;
 }
 
-DType ExecutionDType(Precision precision, AmpCategory amp, std::optional<DType> override_dtype,
-                     const std::vector<DType>& activation_input_dtypes) {
-  const DType working = WorkingDType(precision);
-  if (working == DType::kUndefined) return DType::kUndefined;
-  if (override_dtype) return *override_dtype;
+DType CategoryDType(DType working, AmpCategory amp, const std::vector<DType>& activation_input_dtypes,
+                    DType no_activation_dtype) {
   switch (amp) {
     case AmpCategory::kFp16Safe:
       return working;
@@ -51,10 +48,18 @@ DType ExecutionDType(Precision precision, AmpCategory amp, std::optional<DType> 
       DType widest = DType::kUndefined;
       for (DType d : activation_input_dtypes)
         if (Width(d) > Width(widest)) widest = d;
-      return widest == DType::kUndefined ? working : widest;
+      return widest == DType::kUndefined ? no_activation_dtype : widest;
     }
   }
   return working;
+}
+
+DType ExecutionDType(const AmpRegime& regime, AmpCategory amp, std::optional<DType> override_dtype,
+                     const std::vector<DType>& activation_input_dtypes) {
+  if (!regime.mixed()) return DType::kUndefined;
+  if (override_dtype) return *override_dtype;
+  if (!regime.placed_by_op_category) return regime.working;
+  return CategoryDType(regime.working, amp, activation_input_dtypes, regime.forward_parameter);
 }
 
 }  // namespace memplan

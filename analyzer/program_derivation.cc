@@ -7,6 +7,7 @@
 #include "analyzer/derivation/gradient_flow.h"
 #include "analyzer/derivation/liveness.h"
 #include "analyzer/derivation/program_dtypes.h"
+#include "analyzer/derivation/rank_sharding.h"
 #include "analyzer/derivation/recompute_set.h"
 #include "analyzer/derivation/step_emission.h"
 #include "analyzer/precision_policy.h"
@@ -66,19 +67,24 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
   MEMPLAN_TRY(analysis.loss_scaling, ResolveLossScaling(options));
   analysis.gradients = AnalyzeGradientFlow(graph, registry, analysis.order, analysis.model_output);
   const OpSchema& loss_schema = registry.FindOrUnknown(analysis.loss.op_type, analysis.loss.domain);
-  analysis.dtypes = DeriveProgramDTypes(graph, registry, analysis.order, options.precision,
+  analysis.regime = RegimeOf(options.precision, options.amp_mode);
+  analysis.dtypes = DeriveProgramDTypes(graph, registry, analysis.order, analysis.regime,
                                         options.node_dtype, analysis.model_output, loss_schema.amp);
 
   MEMPLAN_TRY(EmittedProgram emitted, EmitSteps(graph, options, registry, analysis));
   ApplyLiveness(PlanLiveness(emitted.program, emitted.uses), emitted.program);
+  TrainingProgram program = std::move(emitted.program);
+  if (options.data_parallel) {
+    MEMPLAN_TRY(program, DerivePerRankProgram(std::move(program), *options.data_parallel));
+  }
 #ifndef NDEBUG
-  if (auto status = VerifyProgram(emitted.program); !status.ok()) {
+  if (auto status = VerifyProgram(program); !status.ok()) {
     std::fprintf(stderr, "memplan: derived program fails verification: %s\n",
                  status.error().message.c_str());
     MEMPLAN_CHECK(false);
   }
 #endif
-  return std::move(emitted.program);
+  return program;
 }
 
 }  // namespace memplan

@@ -30,6 +30,10 @@
 //    The optimizer runs in fp32 on the masters and is fused by default (reads the working-dtype
 //    gradient, updates the master and states, refreshes the working copy, no fp32 gradient
 //    buffer): mixed Adam costs exactly ZeRO's 2 + 2 + 4 + 4 + 4 = 16 bytes per parameter.
+//  * The regime (--amp-mode, analyzer/precision/amp_regime.h) says where parameters, gradients
+//    and optimizer state live: the above is master-weights; autocast keeps fp32 parameters and
+//    gradients and casts weights once per forward (freed after the loss unless saved); pure bf16
+//    keeps everything in bf16 with no master.
 //  * Loss scaling (analyzer/precision/loss_scaling.h; default dynamic for fp16, none for bf16):
 //    dynamic keeps scale + growth tracker and makes found_inf and inv_scale at unscale; static
 //    makes found_inf only.
@@ -38,8 +42,11 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/parallel/data_parallel_options.h"
 #include "analyzer/precision/loss_scaling.h"
+#include "analyzer/precision/amp_regime.h"
 #include "analyzer/training_program.h"
+#include "analyzer/vocabulary/base_dtype.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 
@@ -67,6 +74,10 @@ struct ProgramOptions {
 
   OptimizerKind optimizer = OptimizerKind::kAdam;
   Precision precision = Precision::kFp32;
+  // The mixed-precision regime (analyzer/precision/amp_regime.h); ignored in fp32. The library
+  // keeps master weights, the model its tests were derived with; the CLI's default is autocast
+  // (kDefaultCliAmpMode), what the exported configs run.
+  AmpMode amp_mode = AmpMode::kMasterWeights;
   // Per-node execution dtype override, indexed by NodeId (the precision-placement planner fills
   // it); nullopt or a shorter vector = the AMP policy decides. Ignored in fp32 mode, for views
   // (they keep their input's dtype) and for Cast nodes.
@@ -80,9 +91,17 @@ struct ProgramOptions {
   ZeroGradMode zero_grad = ZeroGradMode::kSetToNone;  // PyTorch >= 2.0 default
   bool clip_gradients = false;
 
+  // How frozen parameters (Value::frozen) are stored (analyzer/frozen_weight_storage.h);
+  // nullopt = as every other parameter (the model's dtype, a working copy in mixed precision).
+  std::optional<BaseDType> base_dtype;
+
   // Nodes whose outputs are dropped after forward and recomputed in backward, just before the
   // first backward step that needs them (inputs of a recomputed segment are kept as checkpoints).
   std::vector<NodeId> recompute;
+
+  // Data parallelism (--gpus, --parallel): nullopt derives the single-GPU program; a value derives
+  // the program of one rank (analyzer/derivation/rank_sharding.h).
+  std::optional<DataParallelOptions> data_parallel;
 
   // The op registry to read; null = OpRegistry::Get().
   const OpRegistry* registry = nullptr;

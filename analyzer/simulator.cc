@@ -2,11 +2,16 @@
 
 #include <algorithm>
 
+#include "graph/checked_math.h"
+
 namespace memplan {
 
 Expected<std::vector<int64_t>> EvaluateBufferSizes(const TrainingProgram& program,
                                                    const Bindings& bindings) {
+  // 4 EiB: far above any GPU, and leaves 2^62 of headroom for rounding and reserve sums.
+  constexpr int64_t kMaxTotalBufferBytes = int64_t{1} << 62;
   std::vector<int64_t> sizes(program.buffers.size());
+  int64_t total = 0;
   for (const Buffer& b : program.buffers) {
     auto bytes = b.bytes.Evaluate(bindings);
     if (!bytes.ok()) return MakeError("size of buffer '" + b.name + "': " + bytes.error().message);
@@ -15,6 +20,14 @@ Expected<std::vector<int64_t>> EvaluateBufferSizes(const TrainingProgram& progra
                        " bytes); check the dimension bindings");
     }
     sizes[b.id.index()] = *bytes;
+    // Every live, category and allocator sum is at most the total of all buffers (plus the
+    // caching allocator's rounding), so one checked total keeps them all from overflowing.
+    auto next = CheckedAdd(total, *bytes);
+    if (!next || *next > kMaxTotalBufferBytes) {
+      return MakeError("the program's buffers total more than 2^62 bytes (buffer '" + b.name +
+                       "' is " + std::to_string(*bytes) + " bytes); check the dimension bindings");
+    }
+    total = *next;
   }
   return sizes;
 }

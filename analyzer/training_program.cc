@@ -38,6 +38,8 @@ std::string_view BufferRoleName(BufferRole role) {
       return "workspace";
     case BufferRole::kScalar:
       return "scalar";
+    case BufferRole::kQuantizationState:
+      return "quantization_state";
   }
   return "value";
 }
@@ -62,6 +64,8 @@ std::string_view StepKindName(StepKind kind) {
       return "backward";
     case StepKind::kAccumulateGradient:
       return "accumulate_gradient";
+    case StepKind::kCastGradient:
+      return "cast_gradient";
     case StepKind::kUnscaleAndCheckOverflow:
       return "unscale_and_check_overflow";
     case StepKind::kClipGradients:
@@ -70,8 +74,22 @@ std::string_view StepKindName(StepKind kind) {
       return "optimizer_step";
     case StepKind::kZeroGradients:
       return "zero_gradients";
+    case StepKind::kCollective:
+      return "collective";
   }
   return "forward";
+}
+
+std::string_view CollectiveKindName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kAllReduce:
+      return "all_reduce";
+  }
+  return "all_reduce";
 }
 
 int64_t TrainingProgram::CountSteps(StepKind kind) const {

@@ -40,6 +40,7 @@
 #include "analyzer/precision/loss_scaling.h"
 #include "analyzer/vocabulary/loss_kind.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
+#include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/precision.h"
 #include "analyzer/vocabulary/zero_grad_mode.h"
 #include "graph/dim.h"
@@ -70,6 +71,7 @@ enum class BufferRole : uint8_t {
   kMasterGradient,     // fp32 copies of gradients made by a non-fused mixed-precision optimizer
   kWorkspace,          // kernel scratch of one step
   kScalar,             // small bookkeeping tensors: found_inf, gradient norm, loss scale
+  kQuantizationState,  // a quantised frozen weight's constants (absmax, scales; uint8 bytes)
 };
 std::string_view BufferRoleName(BufferRole role);
 
@@ -103,10 +105,16 @@ enum class StepKind : uint8_t {
   kRecompute,                // body: a forward node re-run inside backward
   kBackward,                 // body: one graph node's backward
   kAccumulateGradient,       // body: add one gradient contribution into grad(param)
+  kCastGradient,             // body (autocast): a parameter gradient part computed in the
+                             // working dtype is cast to the parameter's (ToCopyBackward)
   kUnscaleAndCheckOverflow,  // optimizer phase (fp16): grads *= 1/scale, found_inf
   kClipGradients,            // optimizer phase: global norm clip
   kOptimizerStep,            // optimizer phase: update masters (and working copies)
   kZeroGradients,            // optimizer phase: free (set_to_none) or zero the gradients
+  // Per-rank programs only (analyzer/derivation/rank_sharding.h): a collective of the data-
+  // parallel group (all-gather of parameters, reduce-scatter or all-reduce of gradients). Its
+  // memory (gathered parameters, gradient shards, buckets) is its Begin/End events.
+  kCollective,
 };
 std::string_view StepKindName(StepKind kind);
 
@@ -152,6 +160,21 @@ struct ParameterBuffers {
   BufferId gradient;  // persistent; invalid when no gradient reaches the parameter
   std::vector<BufferId> optimizer_states;  // in the optimizer's order (exp_avg, exp_avg_sq)
   BufferId master_gradient;  // fp32 grad copy for non-fused mixed optimizers; invalid otherwise
+  // A frozen weight stored quantised (--base-dtype int8/nf4): its constants; the master then
+  // holds the codes and every read dequantises it (a kCast). Invalid otherwise.
+  BufferId quantization_state;
+};
+
+// What a kCollective step communicates: the kind and the full (unsharded) payload in bytes, from
+// which the cost model derives the ring time (analyzer/parallel/collective_cost.h).
+enum class CollectiveKind : uint8_t { kAllGather, kReduceScatter, kAllReduce };
+std::string_view CollectiveKindName(CollectiveKind kind);
+struct Collective {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  int64_t payload_bytes = 0;  // bytes of the full tensor(s) the group gathers or reduces
+  // Gradient collectives issued during backward overlap with the remaining backward compute, as
+  // DDP's buckets and ZeRO's reduce buckets do; the optimizer phase's do not.
+  bool overlaps_backward = false;
 };
 
 struct Step {
@@ -184,6 +207,8 @@ struct Step {
   int parameter = -1;  // index into parameters for kAccumulateGradient
   BufferId accumulate_part;
 
+  Collective collective;  // kCollective only
+
   std::vector<MemoryEvent> begin;  // allocations (and steal frees) before the kernel runs
   std::vector<MemoryEvent> end;    // frees after it ran
 };
@@ -214,9 +239,14 @@ struct TrainingProgram {
   LossKind loss = LossKind::kAuto;  // resolved: never kAuto after derivation
   OptimizerKind optimizer_kind = OptimizerKind::kAdam;
   Precision precision = Precision::kFp32;
+  AmpMode amp_mode = AmpMode::kMasterWeights;  // the regime (analyzer/precision/amp_regime.h)
   LossScaling loss_scaling;  // resolved: none in fp32, the option or the precision's default
   ZeroGradMode zero_grad = ZeroGradMode::kSetToNone;
   std::vector<NodeId> recomputed;  // nodes re-run in backward (sorted)
+  // Data parallelism: the number of ranks this program is one rank of (1: a single-GPU program)
+  // and the strategy's name ("ddp", "zero3"; empty for a single-GPU program).
+  int64_t data_parallel_ranks = 1;
+  std::string data_parallel_strategy;
   BufferId loss_buffer;
   BufferId label_buffer;       // invalid for the sum loss
   BufferId loss_scale_buffer;  // the dynamic loss scale (kScalar); invalid without one

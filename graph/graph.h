@@ -41,6 +41,10 @@ struct Value {
   // PyTorch's: they take memory, get no gradient and no optimizer state, and published parameter
   // counts exclude them. Set by MarkTrainableParameters (graph/trainable_parameters.h).
   bool trainable = true;
+  // For a trainable kParameter: the fine-tuning plan freezes it (PyTorch's requires_grad_(False)):
+  // it keeps its memory but gets no gradient and no optimizer state, and ops save nothing for its
+  // gradient. Set by ApplyTrainableSelection (graph/trainable_parameters.h) and by LoRA.
+  bool frozen = false;
   // Symbolic contents of small integer tensors (shape sub-graphs: Shape, Gather, Concat...),
   // one Dim per element in row-major order. Set by folding; lets Reshape/Expand targets resolve.
   std::optional<std::vector<Dim>> contents;

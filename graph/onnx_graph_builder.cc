@@ -1,10 +1,11 @@
 #include "graph/onnx_graph_builder.h"
 
+#include <onnx/defs/schema.h>
+
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "graph/external_data.h"
 #include "graph/onnx_convert.h"
 #include "graph/ops/shape_ops_folding.h"
 #include "graph/shape_propagation.h"
@@ -79,6 +80,25 @@ class Builder {
   }
 
  private:
+  // The registry's shape rules index a node's inputs by position, trusting ONNX's arity (Gather
+  // has data and indices). Where libonnx has the op's schema at the model's opset, too few inputs
+  // or outputs are an error here, whether or not the checker runs later.
+  Status CheckArity(const onnx::NodeProto& n, const std::string& name) const {
+    const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    auto opset = graph_.opset_imports.find(domain);
+    if (opset == graph_.opset_imports.end()) return OkStatus();
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset->second), domain);
+    if (schema == nullptr) return OkStatus();
+    if (n.input_size() < schema->min_input() || n.output_size() < schema->min_output()) {
+      return MakeError(NodeLabel(name, n.op_type()) + ": has " + std::to_string(n.input_size()) +
+                       " inputs and " + std::to_string(n.output_size()) + " outputs; ONNX needs " +
+                       "at least " + std::to_string(schema->min_input()) + " and " +
+                       std::to_string(schema->min_output()));
+    }
+    return OkStatus();
+  }
+
   Status CheckStructure() {
     for (int i = 0; i < g_.node_size(); ++i) {
       const auto& n = g_.node(i);
@@ -86,6 +106,7 @@ class Builder {
         return MakeError(NodeLabel(names_[static_cast<size_t>(i)], n.op_type()) +
                          ": subgraph ops (If, Loop, Scan) are not supported");
       }
+      MEMPLAN_RETURN_IF_ERROR(CheckArity(n, names_[static_cast<size_t>(i)]));
     }
     // Every name that something defines: initializers, graph inputs, node outputs (once each).
     std::unordered_set<std::string> defined;
@@ -123,11 +144,8 @@ class Builder {
   Status AddInitializers() {
     for (const auto& t : g_.initializer()) {
       const std::string what = "initializer '" + t.name() + "'";
-      if (IsExternal(t)) {
-        auto location = ExternalLocation(t);
-        if (!location) return MakeError(what + ": external data has no 'location' entry");
-        MEMPLAN_RETURN_IF_ERROR(ValidateExternalDataLocation(t.name(), *location));
-      }
+      // Data type, data length and external-data entries were validated before the build
+      // (graph/tensor_data_check.h).
       MEMPLAN_TRY(std::vector<int64_t> dims, TensorDims(t, what));
       Value v;
       v.name = t.name();

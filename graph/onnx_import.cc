@@ -6,13 +6,10 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
-#include <cerrno>
-#include <cstring>
 #include <exception>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <unordered_set>
 
 #include "graph/constant_weights.h"
@@ -20,7 +17,11 @@
 #include "graph/libonnx_support.h"
 #include "graph/onnx_convert.h"
 #include "graph/onnx_graph_builder.h"
+#include "graph/proto_node_order.h"
+#include "graph/file_byte_source.h"
+#include "graph/tensor_data_check.h"
 #include "graph/shape_propagation.h"
+#include "graph/weight_free_model.h"
 
 namespace memplan {
 namespace {
@@ -31,27 +32,30 @@ std::string FirstLine(const std::string& text) {
   return line;
 }
 
-Expected<onnx::ModelProto> ReadModel(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return MakeError("'" + path + "' is a directory, not an ONNX model file");
-  }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return MakeError("cannot open model file '" + path + "': " + std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (file.bad()) return MakeError("cannot read model file '" + path + "'");
-  if (bytes.empty()) return MakeError("model file '" + path + "' is empty");
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+// protobuf parses at most 2 GiB - 1 bytes from one buffer; larger models keep their weights as
+// external data.
+constexpr int64_t kMaxModelFileBytes = std::numeric_limits<int>::max();
+
+// Parses the model without its large float payloads (graph/weight_free_model.h): memplan never
+// reads a weight, so the bytes protobuf, the checker and shape inference see are bounded by the
+// graph, not by the weights.
+Expected<onnx::ModelProto> ParseModel(ModelByteSource& source, const std::string& path) {
+  if (source.size() == 0) return MakeError("model file '" + path + "' is empty");
+  if (source.size() > kMaxModelFileBytes) {
     return MakeError("model file '" + path +
                      "' is larger than 2 GiB; protobuf cannot parse it (save weights as "
                      "external data)");
   }
-  onnx::ModelProto model;
-  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return MakeError("'" + path +
-                     "' is not a valid ONNX model (protobuf parsing failed: the "
-                     "file is truncated or not an ONNX file)");
+  const std::string not_onnx = "'" + path +
+                               "' is not a valid ONNX model (protobuf parsing failed: the "
+                               "file is truncated or not an ONNX file)";
+  auto stripped = StripLargeWeightPayloads(source);
+  if (!stripped) {
+    if (stripped.error().message.rfind("not well-formed", 0) == 0) return MakeError(not_onnx);
+    return stripped.error();
   }
+  onnx::ModelProto model;
+  if (!model.ParseFromString(stripped->bytes)) return MakeError(not_onnx);
   if (!model.has_graph()) return MakeError("'" + path + "' is not a valid ONNX model (no graph)");
   return model;
 }
@@ -60,16 +64,24 @@ Expected<onnx::ModelProto> ReadModel(const std::string& path) {
 //  * libonnx 1.12's checker stat()s every external-data file (relative to the current directory
 //    for an in-memory model) and fails when it is absent, but memplan never needs the bytes. So
 //    external initializers are moved out of the initializer list and declared as typed graph
-//    inputs instead; their locations were already validated by the builder.
+//    inputs instead; their locations were already validated by the builder. The same holds for
+//    initializers that store no data (their payload skipped by the weight-free parse, or
+//    metadata-only by design), which the checker would reject for having no value field.
 //  * the checker requires topologically sorted nodes; the builder has already proved the graph
 //    acyclic, so an unsorted file is sorted here rather than rejected.
+bool StoresNoData(const onnx::TensorProto& t) {
+  return t.raw_data().empty() && t.float_data_size() == 0 && t.int32_data_size() == 0 &&
+         t.string_data_size() == 0 && t.int64_data_size() == 0 && t.double_data_size() == 0 &&
+         t.uint64_data_size() == 0;
+}
+
 void MoveExternalInitializersToInputs(onnx::ModelProto& model) {
   onnx::GraphProto& g = *model.mutable_graph();
   std::unordered_set<std::string> inputs;
   for (const auto& in : g.input()) inputs.insert(in.name());
   google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
   for (auto& t : *g.mutable_initializer()) {
-    if (!IsExternal(t)) {
+    if (!IsExternal(t) && !StoresNoData(t)) {
       kept.Add()->Swap(&t);
       continue;
     }
@@ -152,10 +164,10 @@ InferredTypes RunOnnxShapeInference(onnx::ModelProto& model, Graph& graph) {
   return types;
 }
 
-}  // namespace
-
-Expected<Graph> ImportOnnxModel(const std::string& path, const ImportOptions& options) {
-  MEMPLAN_TRY(onnx::ModelProto model, ReadModel(path));
+Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& path,
+                                  const ImportOptions& options) {
+  // Before anything reads a tensor: libonnx trusts dims and data lengths (graph/tensor_data_check.h).
+  MEMPLAN_RETURN_IF_ERROR(ValidateStoredTensors(model.graph()));
   // Decided on the model as written (before fusion adds com.microsoft nodes).
   const LibOnnxSupport libonnx = AssessLibOnnxSupport(model);
   const int64_t constant_weights = PromoteConstantWeights(model);
@@ -177,8 +189,15 @@ Expected<Graph> ImportOnnxModel(const std::string& path, const ImportOptions& op
   if (libonnx.covered) {
     PrepareForChecker(model, graph);
     MEMPLAN_RETURN_IF_ERROR(RunChecker(model, path, graph));
-    if (as_written) MoveExternalInitializersToInputs(*as_written);
-    inferred = RunOnnxShapeInference(as_written ? *as_written : model, graph);
+    bool inferable = true;
+    if (as_written) {
+      MoveExternalInitializersToInputs(*as_written);
+      // libonnx's inference crashes on unsorted nodes: the fused model was sorted above, the copy
+      // as written is sorted here (it cannot be cyclic when the fused one is not; if it were, the
+      // inference is skipped rather than risked).
+      inferable = SortProtoNodesTopologically(*as_written->mutable_graph());
+    }
+    if (inferable) inferred = RunOnnxShapeInference(as_written ? *as_written : model, graph);
   } else {
     // A newer model than libonnx knows: the builder's structural checks have run, and every
     // shape comes from memplan's registry rules (which read each op at the model's opset).
@@ -187,6 +206,21 @@ Expected<Graph> ImportOnnxModel(const std::string& path, const ImportOptions& op
   MEMPLAN_RETURN_IF_ERROR(PropagateShapes(graph, inferred));
   MEMPLAN_RETURN_IF_ERROR(MarkTrainableParameters(graph));
   return graph;
+}
+
+}  // namespace
+
+Expected<Graph> ImportOnnxModel(const std::string& path, const ImportOptions& options) {
+  MEMPLAN_TRY(auto file, FileByteSource::Open(path, kMaxModelFileBytes, "model file"));
+  MEMPLAN_TRY(onnx::ModelProto model, ParseModel(*file, path));
+  return ImportParsedModel(std::move(model), path, options);
+}
+
+Expected<Graph> ImportOnnxModelFromBytes(std::string_view bytes, const std::string& name,
+                                         const ImportOptions& options) {
+  MemoryByteSource source(bytes);
+  MEMPLAN_TRY(onnx::ModelProto model, ParseModel(source, name));
+  return ImportParsedModel(std::move(model), name, options);
 }
 
 }  // namespace memplan

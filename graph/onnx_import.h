@@ -8,9 +8,12 @@
 //   memplan shape propagation (op registry rules, symbolic folding of shape sub-graphs).
 //
 // Weight bytes are never read: initializers contribute metadata only, so models whose external
-// data files are absent import fine. Every bad input is an Error with one line naming the problem.
+// data files are absent import fine, and large inline float payloads are skipped while parsing
+// (graph/weight_free_model.h), so import time and memory follow the graph, not the weights.
+// Every bad input is an Error with one line naming the problem.
 
 #include <string>
+#include <string_view>
 
 #include "graph/expected.h"
 #include "graph/graph.h"
@@ -25,6 +28,13 @@ struct ImportOptions {
   bool fuse_gelu = true;
 };
 
+// Reads `path` only when it is a regular file under 2 GiB (graph/regular_file.h): a device or a
+// FIFO is an error at once, never an unbounded read.
 Expected<Graph> ImportOnnxModel(const std::string& path, const ImportOptions& options = {});
+
+// The same import from bytes in memory (the fuzz target, tests); `name` stands for the path in
+// messages. External-data locations are validated lexically, as for a file.
+Expected<Graph> ImportOnnxModelFromBytes(std::string_view bytes, const std::string& name,
+                                         const ImportOptions& options = {});
 
 }  // namespace memplan

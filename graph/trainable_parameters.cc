@@ -1,5 +1,7 @@
 #include "graph/trainable_parameters.h"
 
+#include <regex>
+
 #include "graph/ops/op_registry.h"
 
 namespace memplan {
@@ -29,6 +31,57 @@ Status MarkTrainableParameters(Graph& graph) {
     graph.mutable_value(v.id).trainable = leads_to_output[v.id.index()];
   }
   return OkStatus();
+}
+
+Expected<std::regex> CompileNamePattern(const std::string& pattern, const std::string& flag) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return MakeError(flag + ": '" + pattern + "' is not a valid regular expression (" + e.what() +
+                     ")");
+  }
+}
+
+namespace {
+
+// Applies `pattern` to every trainable parameter: `freeze_matching` freezes those that match,
+// otherwise those that do not. Error when nothing matches.
+Status SelectByPattern(Graph& graph, const std::string& pattern, const std::string& flag,
+                       bool freeze_matching) {
+  MEMPLAN_TRY(std::regex re, CompileNamePattern(pattern, flag));
+  bool any = false;
+  for (const Value& v : graph.values()) {
+    if (v.kind != ValueKind::kParameter || !IsFloating(v.dtype) || !v.trainable) continue;
+    const bool match = std::regex_search(v.name, re);
+    any = any || match;
+    if (match == freeze_matching) graph.mutable_value(v.id).frozen = true;
+  }
+  if (!any) return MakeError(flag + ": '" + pattern + "' matches no trainable parameter name");
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ApplyTrainableSelection(Graph& graph, const TrainableSelection& selection,
+                               bool require_trained) {
+  if (selection.train)
+    MEMPLAN_RETURN_IF_ERROR(SelectByPattern(graph, *selection.train, "--train", false));
+  if (selection.freeze)
+    MEMPLAN_RETURN_IF_ERROR(SelectByPattern(graph, *selection.freeze, "--freeze", true));
+  if (require_trained && TrainedParameterCount(graph) == 0)
+    return MakeError("--train/--freeze leave no parameter to train");
+  return OkStatus();
+}
+
+int64_t TrainedParameterCount(const Graph& graph) {
+  int64_t count = 0;
+  for (const Value& v : graph.values()) {
+    if (!IsTrainedParameter(v)) continue;
+    std::optional<int64_t> n = v.shape.NumElements().constant_value();
+    MEMPLAN_CHECK(n.has_value() && "internal invariant: a parameter shape is constant");
+    count += *n;
+  }
+  return count;
 }
 
 }  // namespace memplan

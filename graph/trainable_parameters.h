@@ -4,6 +4,17 @@
 // weight. A parameter is trainable when a gradient can reach it: some consumer takes a gradient
 // through that input slot (the registry's gradient_inputs) and that consumer's output itself
 // leads, differentiably, to a graph output.
+//
+// A fine-tuning plan then freezes some trainable parameters (Value::frozen), as
+// `param.requires_grad_(False)` does: --train REGEX keeps only the parameters whose name matches,
+// --freeze REGEX freezes the ones that match. Both are ECMAScript regular expressions (std::regex)
+// with search semantics: a name matches when the pattern occurs anywhere in it ("layer1" matches
+// "layer1.0.conv1.weight"; anchor with ^...$ for whole names).
+
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
 
 #include "graph/graph.h"
 
@@ -11,5 +22,31 @@ namespace memplan {
 
 // Sets Value::trainable for every kParameter. REQUIRES: shapes propagated (rules read dtypes).
 Status MarkTrainableParameters(Graph& graph);
+
+// A parameter training updates: trainable (gradient reaches it) and not frozen.
+inline bool IsTrainedParameter(const Value& value) {
+  return value.kind == ValueKind::kParameter && IsFloating(value.dtype) && value.trainable &&
+         !value.frozen;
+}
+
+// `pattern` as an ECMAScript regex; an invalid one is an error naming `flag` (one line).
+Expected<std::regex> CompileNamePattern(const std::string& pattern, const std::string& flag);
+
+struct TrainableSelection {
+  // Only the trainable parameters whose name matches train; the others are frozen. nullopt = all.
+  std::optional<std::string> train;
+  // Trainable parameters whose name matches are frozen (applied after `train`). nullopt = none.
+  std::optional<std::string> freeze;
+};
+
+// Marks the parameters `selection` freezes (Value::frozen). Errors (one line naming the flag): a
+// pattern that is not a valid ECMAScript regex, a pattern that matches no trainable parameter,
+// and (with `require_trained`) a selection that leaves nothing to train.
+Status ApplyTrainableSelection(Graph& graph, const TrainableSelection& selection,
+                               bool require_trained = true);
+
+// Elements of the parameters training updates (IsTrainedParameter), with `bindings`-free shapes:
+// REQUIRES parameter shapes to be constant (initializers always are).
+int64_t TrainedParameterCount(const Graph& graph);
 
 }  // namespace memplan

@@ -11,6 +11,10 @@ namespace {
 
 using nlohmann::json;
 
+// A measured time above a day for one node is not a measurement: summing such values over a
+// program (and over micro-batches) overflows to infinity, which JSON can only write as null.
+constexpr double kMaxMeasuredSeconds = 86400.0;
+
 // Field readers: `where` names the object ("profile.json: nodes[3]") for the error message.
 Expected<double> ReadSeconds(const json& object, const char* key, const std::string& where,
                              bool required) {
@@ -21,6 +25,10 @@ Expected<double> ReadSeconds(const json& object, const char* key, const std::str
   }
   if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
     return MakeError(where + ": \"" + key + "\" must be a non-negative number of seconds");
+  }
+  if (it->get<double>() > kMaxMeasuredSeconds) {
+    return MakeError(where + ": \"" + key + "\" is " + it->dump() +
+                     " s, more than a day for one node; this is not a measured profile");
   }
   return it->get<double>();
 }

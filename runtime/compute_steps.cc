@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "graph/ops/sdpa_op.h"
+
 namespace memplan {
 namespace {
 
@@ -49,7 +51,10 @@ uint64_t ComputeSteps::NodeSeed(NodeId n) const {
 }
 
 bool ComputeSteps::Training(const Node& node) const {
-  return !(disable_dropout_ && node.op_type == "Dropout");
+  // The fused attention (graph/ops/sdpa_op.h) drops inside the kernel, like Dropout.
+  const bool drops = node.op_type == "Dropout" ||
+                     (node.domain == sdpa::kDomain && node.op_type == sdpa::kOpType);
+  return !(disable_dropout_ && drops);
 }
 
 Expected<DeviceTensor> ComputeSteps::InputTensor(const Node& node, size_t i,
@@ -172,6 +177,8 @@ Status ComputeSteps::LossBackward(const Step& step, float grad_scale) {
 
 Status ComputeSteps::Backward(const Step& step) {
   const Node& node = g_.node(step.node);
+  // A quantised frozen weight is dequantised again for backward (the program's cast).
+  MEMPLAN_RETURN_IF_ERROR(RunCasts(step));
   const LogicalTime fwd = buffers_.forward_step(step.node);
   MEMPLAN_CHECK(fwd >= 0);
   const Step& forward = p_.step(fwd);
@@ -251,6 +258,12 @@ Status ComputeSteps::Backward(const Step& step) {
   for (const GradientWrite& w : step.input_gradients)
     if (w.part.valid())
       MEMPLAN_RETURN_IF_ERROR(backend_.Add(buffers_.Get(w.part), buffers_.Get(w.target)));
+  return OkStatus();
+}
+
+Status ComputeSteps::CastGradient(const Step& step) {
+  for (const CastOp& c : step.casts)
+    MEMPLAN_RETURN_IF_ERROR(backend_.Cast(buffers_.Get(c.source), buffers_.Get(c.target)));
   return OkStatus();
 }
 

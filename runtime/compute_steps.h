@@ -37,6 +37,7 @@ class ComputeSteps {
   Status LossBackward(const Step& step, float grad_scale);
   Status Backward(const Step& step);
   Status Accumulate(const Step& step);  // kAccumulateGradient
+  Status CastGradient(const Step& step);  // kCastGradient: runs the step's casts
 
  private:
   uint64_t NodeSeed(NodeId n) const;

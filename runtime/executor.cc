@@ -183,6 +183,8 @@ class Executor::Impl final : public WalkListener {
         return compute_.Backward(step);
       case StepKind::kAccumulateGradient:
         return compute_.Accumulate(step);
+      case StepKind::kCastGradient:
+        return compute_.CastGradient(step);
       case StepKind::kUnscaleAndCheckOverflow:
         return optimizer_.Unscale(step);
       case StepKind::kClipGradients:
@@ -191,6 +193,10 @@ class Executor::Impl final : public WalkListener {
         return optimizer_.Update();
       case StepKind::kZeroGradients:
         return optimizer_.ZeroGradients();
+      case StepKind::kCollective:
+        // Per-rank programs (--gpus) are simulated; this executor runs one unsharded program.
+        return MakeError("a per-rank data-parallel program (collective '" + step.name +
+                         "') is simulated only; the executor runs single-GPU programs");
     }
     return OkStatus();
   }

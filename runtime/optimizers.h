@@ -7,9 +7,18 @@
 //   Adam      d = g + wd p (L2 folded into the gradient);  m = b1 m + (1-b1) d;
 //             v = b2 v + (1-b2) d^2;  p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 //   AdamW     p *= 1 - lr wd (decoupled decay, before the Adam update); then Adam with wd = 0
+//   AdamW8bit AdamW whose moments are stored block-quantised in 8 bits (bitsandbytes' layout:
+//             one fp32 absmax per 2048 elements; tensors under 4096 elements keep fp32 moments).
+//             Each step dequantises a block, updates in fp32 and requantises to the nearest code
+//             of bitsandbytes' dynamic map (runtime/dynamic_quantization.h: signed for m,
+//             unsigned for v). Paged AdamW8bit updates identically (paging moves memory, not
+//             numbers).
+//   Lion      c = b1 m + (1-b1) g;  p *= 1 - lr wd;  p -= lr sign(c);  m = b2 m + (1-b2) g
+//             (Chen et al. 2023; betas 0.9, 0.99)
 //
-// State lives in buffers allocated under MemoryCategory::kOptimizerState: none for SGD, the
-// momentum buffer for Momentum, the two moments for Adam/AdamW (fp32, the parameter's shape).
+// State lives in buffers allocated under MemoryCategory::kOptimizerState with the names, shapes
+// and dtypes analyzer/optimizer_state.h states: none for SGD, the momentum buffer for Momentum,
+// the two moments for Adam/AdamW (fp32, the parameter's shape), one moment for Lion.
 
 #include <cstdint>
 #include <optional>
@@ -31,6 +40,8 @@ struct OptimizerOptions {
   bool nesterov = false;        // kMomentum only
   double beta1 = 0.9;           // Adam/AdamW first-moment decay (torch default)
   double beta2 = 0.999;         // Adam/AdamW second-moment decay (torch default)
+  double lion_beta1 = 0.9;      // Lion's interpolation factor (the paper's default)
+  double lion_beta2 = 0.99;     // Lion's moment decay (the paper's default)
   double epsilon = 1e-8;        // Adam/AdamW denominator guard (torch default)
   // L2 penalty added to the gradient for SGD/Momentum/Adam; decoupled decay for AdamW
   // (torch.optim.AdamW defaults to 1e-2; 0 here so no decay happens unless asked for).
@@ -40,12 +51,12 @@ struct OptimizerOptions {
 // Whether this runtime implements `kind`'s update (every kind but Adafactor, which is planned only).
 bool RunsOptimizer(OptimizerKind kind);
 
-// How many parameter-shaped state buffers the optimizer keeps: 0, 1, 2, 2.
-// REQUIRES: RunsOptimizer(kind).
-int NumStateBuffers(OptimizerKind kind);
+// How many state buffers the optimizer keeps for a parameter of `numel` elements: 0, 1, 2, 2,
+// 4 (2 under 4096 elements) for the 8-bit AdamWs, 1 for Lion. REQUIRES: RunsOptimizer(kind).
+int NumStateBuffers(OptimizerKind kind, int64_t numel);
 
 struct OptimizerState {
-  std::vector<Tensor> buffers;  // momentum buffer, or Adam's (m, v)
+  std::vector<Tensor> buffers;  // momentum buffer, Adam's (m, v), 8-bit (m, v, absmax_m, absmax_v)
   int64_t step = 0;             // updates applied so far
 };
 

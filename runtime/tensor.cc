@@ -30,6 +30,13 @@ Tensor::Storage::~Storage() {
 
 Tensor Tensor::Zeros(TensorShape shape, DType dtype, Allocator& allocator,
                      MemoryCategory category) {
+  Tensor t = Uninitialized(std::move(shape), dtype, allocator, category);
+  std::memset(t.storage_->data, 0, static_cast<size_t>(t.numel_) * sizeof(float));
+  return t;
+}
+
+Tensor Tensor::Uninitialized(TensorShape shape, DType dtype, Allocator& allocator,
+                             MemoryCategory category) {
   for (int64_t d : shape) MEMPLAN_CHECK(d >= 0);
   const int64_t n = NumElements(shape);
   AllocationRequest request;
@@ -40,8 +47,8 @@ Tensor Tensor::Zeros(TensorShape shape, DType dtype, Allocator& allocator,
   t.storage_ = std::make_shared<Storage>();
   t.storage_->data = static_cast<float*>(allocator.Allocate(request));
   t.storage_->allocator = &allocator;
-  std::memset(t.storage_->data, 0, request.storage_bytes);
   t.shape_ = std::move(shape);
+  t.numel_ = n;
   t.dtype_ = dtype;
   return t;
 }
@@ -49,7 +56,7 @@ Tensor Tensor::Zeros(TensorShape shape, DType dtype, Allocator& allocator,
 Tensor Tensor::FromValues(TensorShape shape, const std::vector<float>& values, DType dtype,
                           Allocator& allocator, MemoryCategory category) {
   MEMPLAN_CHECK(static_cast<int64_t>(values.size()) == NumElements(shape));
-  Tensor t = Zeros(std::move(shape), dtype, allocator, category);
+  Tensor t = Uninitialized(std::move(shape), dtype, allocator, category);
   std::copy(values.begin(), values.end(), t.mutable_data());
   return t;
 }
@@ -58,6 +65,7 @@ Tensor Tensor::Borrow(float* data, TensorShape shape, DType dtype) {
   Tensor t;
   t.storage_ = std::make_shared<Storage>();
   t.storage_->data = data;
+  t.numel_ = NumElements(shape);
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
   return t;
@@ -65,7 +73,7 @@ Tensor Tensor::Borrow(float* data, TensorShape shape, DType dtype) {
 
 Tensor Tensor::View(TensorShape shape) const {
   MEMPLAN_CHECK(defined() && NumElements(shape) == numel());
-  Tensor t = *this;
+  Tensor t = *this;  // numel_ stays: the element count is the same
   t.shape_ = std::move(shape);
   return t;
 }
@@ -78,7 +86,7 @@ Tensor Tensor::WithDType(DType dtype) const {
 
 Tensor Tensor::Clone(Allocator& allocator, MemoryCategory category) const {
   MEMPLAN_CHECK(defined());
-  Tensor t = Zeros(shape_, dtype_, allocator, category);
+  Tensor t = Uninitialized(shape_, dtype_, allocator, category);
   std::copy(data(), data() + numel(), t.mutable_data());
   return t;
 }

@@ -72,6 +72,11 @@ std::vector<float> InitialParameterValues(const Value& value, const TensorShape&
     std::fill(values.begin(), values.end(), Contains(name, "mean") ? 0.0f : 1.0f);
     return values;
   }
+  // LoRA's B adapter starts at zero (PEFT), so the adapted model starts as the base model.
+  if (Contains(name, "lora_b")) {
+    std::fill(values.begin(), values.end(), 0.0f);
+    return values;
+  }
   if (shape.size() <= 1) {
     const bool bias = Contains(name, "bias") || Contains(name, "beta");
     std::fill(values.begin(), values.end(), bias ? 0.0f : 1.0f);

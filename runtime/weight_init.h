@@ -24,7 +24,8 @@ namespace memplan {
 //     fan_in = elements / shape[0] (torch's Linear/Conv bound for [out, in, ...] layouts);
 //   trainable rank <= 1: 0 for biases (names containing "bias" or "beta"), 1 otherwise (norm
 //     scales);
-//   not trainable (BatchNorm running statistics, masks): 0 for names containing "mean", else 1.
+//   not trainable (BatchNorm running statistics, masks): 0 for names containing "mean", else 1;
+//   LoRA B adapters (names containing "lora_B"): 0, as PEFT initialises them.
 std::vector<float> InitialParameterValues(const Value& value, const TensorShape& shape,
                                           uint64_t seed);
 

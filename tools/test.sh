@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing,
 # builds with warnings as errors under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and runs every test suite (ctest).
+# AddressSanitizer + UndefinedBehaviorSanitizer, runs every test suite (ctest), then runs each
+# libFuzzer target for MEMPLAN_FUZZ_SECONDS (default 60; 0 skips) from its seed corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -13,3 +14,7 @@ cmake --build "$build_dir" -j "$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
+fuzz_seconds=${MEMPLAN_FUZZ_SECONDS:-60}
+if [ "$fuzz_seconds" != 0 ]; then
+  ZOO_DIR="$build_dir/zoo" JOBS="$jobs" tools/fuzz.sh "$fuzz_seconds"
+fi

@@ -1,12 +1,18 @@
 #include "analyzer/baseline/baseline.h"
 
 #include <fstream>
+#include <regex>
 #include <set>
 
 #include "analyzer/baseline/config_list.h"
 #include "analyzer/baseline/json_file.h"
 
 namespace memplan {
+namespace {
+
+constexpr const char* kLargestFittingKey = "largest_fitting_micro_batch";
+
+}  // namespace
 
 const BaselineEntry* Baseline::Find(const std::string& name) const {
   for (const BaselineEntry& entry : entries)
@@ -15,12 +21,15 @@ const BaselineEntry* Baseline::Find(const std::string& name) const {
 }
 
 Expected<Baseline> BaselineFromJson(const nlohmann::json& json) {
-  if (!json.is_object() || json.value("schema", std::string()) != kBaselineSchema)
+  if (!HasSchema(json, kBaselineSchema))
     return MakeError(std::string("not a memplan baseline: expected \"schema\": \"") +
                      kBaselineSchema + "\"");
   auto list = json.find("configurations");
   if (list == json.end() || !list->is_array())
     return MakeError("baseline: 'configurations' must be an array");
+  // A baseline of nothing would let every check pass.
+  if (list->empty())
+    return MakeError("baseline: 'configurations' is empty; record one with `memplan baseline`");
   Baseline baseline;
   std::set<std::string> names;
   for (size_t i = 0; i < list->size(); ++i) {
@@ -32,7 +41,16 @@ Expected<Baseline> BaselineFromJson(const nlohmann::json& json) {
     std::string where = "configuration '" + config.name + "': ";
     if (result == item.end()) return MakeError(where + "'result' is missing");
     MEMPLAN_TRY(MemoryResult memory, MemoryResultFromJson(*result, where));
-    baseline.entries.push_back(BaselineEntry{std::move(config), std::move(memory)});
+    BaselineEntry entry{std::move(config), std::move(memory)};
+    if (auto plan = item.find("plan"); plan != item.end()) {
+      MEMPLAN_TRY(entry.plan, PlanFlagsFromJson(*plan, where + "'plan': "));
+    }
+    if (auto largest = item.find(kLargestFittingKey); largest != item.end()) {
+      if (!IsInt64(*largest) || largest->get<int64_t>() < 0)
+        return MakeError(where + "'" + kLargestFittingKey + "' must be an integer >= 0");
+      entry.largest_fitting_micro_batch = largest->get<int64_t>();
+    }
+    baseline.entries.push_back(std::move(entry));
   }
   return baseline;
 }
@@ -46,6 +64,9 @@ nlohmann::ordered_json BaselineToJson(const Baseline& baseline) {
     item["name"] = entry.config.name;
     item["model"] = entry.config.model;
     item["flags"] = PlanFlagsToJson(entry.config.flags);
+    if (entry.plan) item["plan"] = PlanFlagsToJson(*entry.plan);
+    if (entry.largest_fitting_micro_batch)
+      item[kLargestFittingKey] = *entry.largest_fitting_micro_batch;
     item["result"] = MemoryResultToJson(entry.result);
     list.push_back(item);
   }
@@ -68,6 +89,23 @@ Status WriteBaseline(const Baseline& baseline, const std::filesystem::path& path
   out.close();
   if (!out) return MakeError("cannot write baseline " + path.string());
   return OkStatus();
+}
+
+std::map<std::string, int> ConfigurationLines(const std::string& baseline_text) {
+  static const std::regex kNameMember(R"re("name"\s*:\s*"([^"\\]*)")re");
+  std::map<std::string, int> lines;
+  int line_number = 0;
+  size_t begin = 0;
+  while (begin <= baseline_text.size()) {
+    size_t end = baseline_text.find('\n', begin);
+    if (end == std::string::npos) end = baseline_text.size();
+    ++line_number;
+    std::smatch match;
+    const std::string line = baseline_text.substr(begin, end - begin);
+    if (std::regex_search(line, match, kNameMember)) lines.emplace(match[1].str(), line_number);
+    begin = end + 1;
+  }
+  return lines;
 }
 
 std::filesystem::path ResolveModelPath(const std::filesystem::path& directory,

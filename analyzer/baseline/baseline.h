@@ -6,7 +6,10 @@
 // Model paths are stored as written, relative to the directory of the file that lists them (so a
 // baseline checked into a repository works from any checkout); ResolveModelPath makes them usable.
 
+#include <cstdint>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,12 @@ struct CheckConfiguration {
 struct BaselineEntry {
   CheckConfiguration config;
   MemoryResult result;
+  // The plan `result` was measured on ("plan" in the file, plan-flag keys; pinned_plan.h), which
+  // `memplan check` replays; nullopt in a baseline written before plans were recorded.
+  std::optional<PlanFlags> plan;
+  // The largest micro-batch that fits with the configuration's flags (no fixed micro-batch);
+  // 0 when nothing fits; nullopt when not recorded.
+  std::optional<int64_t> largest_fitting_micro_batch;
 };
 
 struct Baseline {
@@ -53,6 +62,10 @@ Expected<Baseline> ReadBaseline(const std::filesystem::path& path);
 // Writes BaselineToJson with two-space indentation and a final newline: byte-identical for equal
 // baselines, so a baseline update is a readable diff. Model paths are written as stored.
 Status WriteBaseline(const Baseline& baseline, const std::filesystem::path& path);
+
+// Configuration name -> the 1-based line of its "name" member in a baseline file's text, so
+// annotations can point at it. Names the scan cannot read (escaped quotes) are left out.
+std::map<std::string, int> ConfigurationLines(const std::string& baseline_text);
 
 // directory / model, normalized; an absolute model path is returned unchanged.
 std::filesystem::path ResolveModelPath(const std::filesystem::path& directory,

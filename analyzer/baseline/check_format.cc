@@ -62,6 +62,34 @@ std::string GrownNodesSentence(const ConfigurationCheck& check) {
   return out;
 }
 
+std::string PlanSentence(const ConfigurationCheck& check) {
+  std::string out;
+  if (check.plan_replayed) {
+    out = "replayed the recorded plan " + PlanFlagsAsArguments(*check.recorded_plan);
+  } else if (check.status != CheckStatus::kNew && check.status != CheckStatus::kMissing) {
+    out = check.recorded_plan
+              ? "re-planned (the configuration changed, so the recorded plan does not apply)"
+              : "re-planned (the baseline records no plan: record it again to pin one)";
+  }
+  const auto& before = check.recorded_largest_micro_batch;
+  const auto& after = check.current_largest_micro_batch;
+  if (before || after) {
+    if (!out.empty()) out += "; ";
+    out += "largest micro-batch that fits ";
+    if (before && after) {
+      int64_t change = *after - *before;
+      out += std::to_string(*before) + " -> " + std::to_string(*after) + " (" +
+             (change > 0 ? "+" : "") + std::to_string(change) + ")";
+    } else {
+      out += std::to_string(before ? *before : *after);
+    }
+  }
+  if (check.PinnedMicroBatchNoLongerFits())
+    out += "; the recorded micro-batch " + std::to_string(*check.recorded_plan->micro_batch) +
+           " no longer fits";
+  return out;
+}
+
 }  // namespace check_format
 
 Expected<CheckFormat> ParseCheckFormat(std::string_view name) {
@@ -98,6 +126,20 @@ std::string FormatCheckReport(const CheckReport& report, CheckFormat format) {
       return check_format::FormatJunit(report);
   }
   return check_format::FormatText(report);
+}
+
+std::string FormatCheckError(std::string_view message, std::string_view baseline_path,
+                             CheckFormat format) {
+  switch (format) {
+    case CheckFormat::kJunit:
+      return check_format::FormatJunitError(message, baseline_path);
+    case CheckFormat::kGithub:
+      return check_format::FormatGithubError(message, baseline_path);
+    case CheckFormat::kText:
+    case CheckFormat::kMarkdown:
+      return {};
+  }
+  return {};
 }
 
 }  // namespace memplan

@@ -23,4 +23,10 @@ std::string_view CheckFormatName(CheckFormat format);
 
 std::string FormatCheckReport(const CheckReport& report, CheckFormat format);
 
+// An error that stopped `check` before any comparison (exit 2), for the formats machines read:
+// junit, a suite with one <error> test case; github, one ::error annotation (on the baseline
+// file when `baseline_path` is given). Empty for text and markdown (stderr carries the error).
+std::string FormatCheckError(std::string_view message, std::string_view baseline_path,
+                             CheckFormat format);
+
 }  // namespace memplan

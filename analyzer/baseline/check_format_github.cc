@@ -39,12 +39,35 @@ std::string EscapeProperty(std::string_view text) {
   return out;
 }
 
-std::string Command(std::string_view kind, const CheckReport& report, std::string_view title,
-                    std::string_view message) {
+// `line` is the configuration's line in the baseline file (0: none), so the annotation sits on
+// the configuration rather than on the file's first line.
+std::string Command(std::string_view kind, std::string_view baseline_path, int line,
+                    std::string_view title, std::string_view message) {
   std::string out = "::" + std::string(kind) + " ";
-  if (!report.baseline_path.empty()) out += "file=" + EscapeProperty(report.baseline_path) + ",";
+  if (!baseline_path.empty()) {
+    out += "file=" + EscapeProperty(baseline_path) + ",";
+    if (line > 0) out += "line=" + std::to_string(line) + ",";
+  }
   out += "title=" + EscapeProperty(title) + "::" + EscapeData(message) + "\n";
   return out;
+}
+
+std::string Command(std::string_view kind, const CheckReport& report, std::string_view title,
+                    std::string_view message) {
+  return Command(kind, report.baseline_path, 0, title, message);
+}
+
+std::string Command(std::string_view kind, const CheckReport& report,
+                    const ConfigurationCheck& check, std::string_view title,
+                    std::string_view message) {
+  return Command(kind, report.baseline_path, check.baseline_line, title, message);
+}
+
+// The message with the plan sentence appended, when there is one.
+std::string WithPlan(std::string message, const ConfigurationCheck& check) {
+  std::string plan = PlanSentence(check);
+  if (!plan.empty()) message += " Plan: " + plan + ".";
+  return message;
 }
 
 std::string PeakChangeSentence(const ConfigurationCheck& check, std::string_view verb) {
@@ -66,17 +89,19 @@ std::string FormatGithub(const CheckReport& report) {
                               tolerance + " (" + FormatBytes(check.allowed_bytes) + ").";
         if (!check.grown_nodes.empty())
           message += " Saved activations grew at: " + GrownNodesSentence(check) + ".";
-        out += Command("error", report, "memplan memory regression in " + check.name, message);
+        out += Command("error", report, check, "memplan memory regression in " + check.name,
+                       WithPlan(message, check));
         break;
       }
       case CheckStatus::kMissing:
-        out += Command("error", report, "memplan configuration missing: " + check.name,
+        out += Command("error", report, check, "memplan configuration missing: " + check.name,
                        check.name + " is in the baseline but was not analysed in this run.");
         break;
       case CheckStatus::kImprovement:
-        out += Command("notice", report, "memplan memory improvement in " + check.name,
-                       PeakChangeSentence(check, "shrank") +
-                           ". Re-record the baseline (memplan baseline) to lock it in.");
+        out += Command("notice", report, check, "memplan memory improvement in " + check.name,
+                       WithPlan(PeakChangeSentence(check, "shrank") +
+                                    ". Re-record the baseline (memplan baseline) to lock it in.",
+                                check));
         break;
       case CheckStatus::kNew:
         out += Command("notice", report, "memplan configuration not in baseline: " + check.name,
@@ -88,7 +113,7 @@ std::string FormatGithub(const CheckReport& report) {
     }
     if (check.flags_changed && check.status != CheckStatus::kMissing &&
         check.status != CheckStatus::kNew)
-      out += Command("warning", report, "memplan flags changed for " + check.name,
+      out += Command("warning", report, check, "memplan flags changed for " + check.name,
                      "The model path or flags of " + check.name +
                          " differ from the baseline's; the comparison may not be like for like.");
   }
@@ -96,6 +121,10 @@ std::string FormatGithub(const CheckReport& report) {
                  ConfigurationCount(report.configurations.size()) + ": " + StatusCounts(report) +
                      " (tolerance " + tolerance + ").");
   return out;
+}
+
+std::string FormatGithubError(std::string_view message, std::string_view baseline_path) {
+  return Command("error", baseline_path, 0, "memplan check could not run", message);
 }
 
 }  // namespace memplan::check_format

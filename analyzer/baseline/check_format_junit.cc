@@ -54,12 +54,18 @@ std::string PeakLine(const ConfigurationCheck& check) {
          "), tolerance " + std::to_string(check.allowed_bytes) + " B";
 }
 
+// The plan sentence as a line of its own, or nothing.
+std::string PlanLine(const ConfigurationCheck& check) {
+  std::string plan = PlanSentence(check);
+  return plan.empty() ? std::string() : plan + "\n";
+}
+
 std::string TestCase(const ConfigurationCheck& check) {
   std::string open =
       "    <testcase classname=\"memplan.check\" name=\"" + Xml(check.name, true) + "\"";
   switch (check.status) {
     case CheckStatus::kRegression: {
-      std::string body = "model " + check.model + "\n";
+      std::string body = "model " + check.model + "\n" + PlanLine(check);
       for (const NodeGrowth& node : check.grown_nodes)
         body += "saved activations of " + node.node + ": " + std::to_string(node.recorded_bytes) +
                 " B -> " + std::to_string(node.current_bytes) + " B\n";
@@ -78,7 +84,9 @@ std::string TestCase(const ConfigurationCheck& check) {
     case CheckStatus::kPass:
     case CheckStatus::kImprovement:
       return open + ">\n      <system-out>" +
-             Xml(std::string(CheckStatusName(check.status)) + ": " + PeakLine(check), false) +
+             Xml(std::string(CheckStatusName(check.status)) + ": " + PeakLine(check) + "\n" +
+                     PlanLine(check),
+                 false) +
              "</system-out>\n    </testcase>\n";
   }
   return open + "/>\n";
@@ -104,6 +112,25 @@ std::string FormatJunit(const CheckReport& report) {
         "      <property name=\"baseline\" value=\"" + Xml(report.baseline_path, true) + "\"/>\n";
   out += "    </properties>\n";
   for (const ConfigurationCheck& check : report.configurations) out += TestCase(check);
+  out += "  </testsuite>\n";
+  out += "</testsuites>\n";
+  return out;
+}
+
+std::string FormatJunitError(std::string_view message, std::string_view baseline_path) {
+  const std::string counts = " tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\"";
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<testsuites name=\"memplan check\"" + counts + ">\n";
+  out += "  <testsuite name=\"memplan check\"" + counts + ">\n";
+  if (!baseline_path.empty()) {
+    out += "    <properties>\n";
+    out += "      <property name=\"baseline\" value=\"" + Xml(baseline_path, true) + "\"/>\n";
+    out += "    </properties>\n";
+  }
+  out += "    <testcase classname=\"memplan.check\" name=\"memplan check\">\n";
+  out += "      <error type=\"error\" message=\"" + Xml(message, true) + "\">" +
+         Xml(std::string(message), false) + "</error>\n";
+  out += "    </testcase>\n";
   out += "  </testsuite>\n";
   out += "</testsuites>\n";
   return out;

@@ -68,6 +68,7 @@ std::string Row(const ConfigurationCheck& check) {
 
 std::string Breakdown(const ConfigurationCheck& check) {
   std::string out = "<details><summary>Breakdown of " + Code(check.name) + "</summary>\n\n";
+  if (std::string plan = PlanSentence(check); !plan.empty()) out += plan + ".\n\n";
   out += "| category | baseline | current | change |\n";
   out += "|---|--:|--:|--:|\n";
   for (MemoryCategory category : kAllMemoryCategories) {

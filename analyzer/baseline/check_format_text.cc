@@ -52,6 +52,7 @@ std::string FormatText(const CheckReport& report) {
     if (check.status == CheckStatus::kNew) {
       out += "  not in the baseline; peak " + FormatBytes(check.current.peak_bytes) + " (" +
              std::to_string(check.current.peak_bytes) + " B)\n";
+      if (std::string plan = PlanSentence(check); !plan.empty()) out += "  " + plan + "\n";
       continue;
     }
     int64_t change = check.PeakChange();
@@ -61,6 +62,7 @@ std::string FormatText(const CheckReport& report) {
            std::to_string(check.recorded.peak_bytes) + " -> " +
            std::to_string(check.current.peak_bytes) + " B, tolerance " +
            std::to_string(check.allowed_bytes) + " B\n";
+    if (std::string plan = PlanSentence(check); !plan.empty()) out += "  " + plan + "\n";
     AppendCategoryChanges(check, out);
     if (!check.grown_nodes.empty())
       out += "  saved activations grew at: " + GrownNodesSentence(check) + "\n";

@@ -29,6 +29,10 @@ ConfigurationCheck Compare(const BaselineEntry& recorded, const BaselineEntry& c
   check.allowed_bytes = AllowedChangeBytes(tolerance, recorded.result.peak_bytes);
   check.flags_changed = !(recorded.config.flags == current.config.flags) ||
                         recorded.config.model != current.config.model;
+  check.recorded_plan = recorded.plan;
+  check.plan_replayed = recorded.plan && current.plan && *recorded.plan == *current.plan;
+  check.recorded_largest_micro_batch = recorded.largest_fitting_micro_batch;
+  check.current_largest_micro_batch = current.largest_fitting_micro_batch;
   int64_t change = check.PeakChange();
   if (change > check.allowed_bytes) {
     check.status = CheckStatus::kRegression;
@@ -73,6 +77,11 @@ bool CheckReport::Failed() const {
                      [](const ConfigurationCheck& c) { return c.Failed(); });
 }
 
+bool ConfigurationCheck::PinnedMicroBatchNoLongerFits() const {
+  return recorded_plan && recorded_plan->micro_batch && current_largest_micro_batch &&
+         *current_largest_micro_batch < *recorded_plan->micro_batch;
+}
+
 CheckReport CompareToBaseline(const Baseline& recorded, const Baseline& current,
                               const Tolerance& tolerance, const CompareOptions& options) {
   CheckReport report;
@@ -87,6 +96,8 @@ CheckReport CompareToBaseline(const Baseline& recorded, const Baseline& current,
       missing.status = CheckStatus::kMissing;
       missing.recorded = entry.result;
       missing.allowed_bytes = AllowedChangeBytes(tolerance, entry.result.peak_bytes);
+      missing.recorded_plan = entry.plan;
+      missing.recorded_largest_micro_batch = entry.largest_fitting_micro_batch;
       report.configurations.push_back(std::move(missing));
       continue;
     }
@@ -99,7 +110,12 @@ CheckReport CompareToBaseline(const Baseline& recorded, const Baseline& current,
     added.model = entry.config.model;
     added.status = CheckStatus::kNew;
     added.current = entry.result;
+    added.current_largest_micro_batch = entry.largest_fitting_micro_batch;
     report.configurations.push_back(std::move(added));
+  }
+  for (ConfigurationCheck& check : report.configurations) {
+    auto line = options.baseline_lines.find(check.name);
+    if (line != options.baseline_lines.end()) check.baseline_line = line->second;
   }
   return report;
 }

@@ -10,6 +10,8 @@
 // that failed to analyse) before any comparison.
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,18 @@ struct ConfigurationCheck {
   std::vector<NodeGrowth> grown_nodes;
   size_t grown_node_count = 0;
   bool flags_changed = false;  // the two sides were analysed with different flags
+  // The plan the baseline recorded (nullopt in an old baseline) and whether the current side
+  // was measured on that same plan (`check` replays it; pinned_plan.h).
+  std::optional<PlanFlags> recorded_plan;
+  bool plan_replayed = false;
+  // The largest micro-batch that fits, each side (nullopt where not known).
+  std::optional<int64_t> recorded_largest_micro_batch;
+  std::optional<int64_t> current_largest_micro_batch;
+  // The line of the configuration's "name" in the baseline file (0: unknown), for annotations.
+  int baseline_line = 0;
+
+  // The recorded plan's micro-batch no longer fits (the largest that fits is smaller now).
+  bool PinnedMicroBatchNoLongerFits() const;
 
   int64_t PeakChange() const { return current.peak_bytes - recorded.peak_bytes; }
   bool Failed() const {
@@ -69,6 +83,8 @@ struct CheckReport {
 struct CompareOptions {
   size_t top_nodes = 5;       // nodes listed per configuration
   std::string baseline_path;  // copied into CheckReport::baseline_path
+  // Configuration name -> line in the baseline file (ConfigurationLines); copied per check.
+  std::map<std::string, int> baseline_lines;
 };
 
 // Compares configurations by name. Deterministic: the order of `recorded`, then configurations

@@ -28,7 +28,7 @@ Expected<CheckConfiguration> CheckConfigurationFromJson(const nlohmann::json& ob
 }
 
 Expected<ConfigList> ConfigListFromJson(const nlohmann::json& json) {
-  if (!json.is_object() || json.value("schema", std::string()) != kConfigListSchema)
+  if (!HasSchema(json, kConfigListSchema))
     return MakeError(std::string("not a memplan config list: expected \"schema\": \"") +
                      kConfigListSchema + "\"");
   auto list = json.find("configurations");

@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 17> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 28> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -77,7 +77,8 @@ const std::array<PlanFlagSpec, 17> kPlanFlagTable = {{
      .argument = "--allocator",
      .type = PlanFlagType::kText,
      .cli_default = "caching",
-     .help = "caching (PyTorch's CUDA caching allocator) | exact (live bytes)",
+     .help = "caching (PyTorch's CUDA caching allocator) | expandable (the same with "
+             "expandable_segments:True) | exact (live bytes)",
      .help_position = 8,
      .text = &PlanFlags::allocator},
     {.key = "recompute",
@@ -113,6 +114,85 @@ const std::array<PlanFlagSpec, 17> kPlanFlagTable = {{
      .type = PlanFlagType::kSwitch,
      .help = "plan for gradient-norm clipping",
      .help_position = 13},
+    {.key = "amp_mode",
+     .argument = "--amp-mode",
+     .type = PlanFlagType::kText,
+     .help = "mixed-precision regime: autocast (fp32 parameters and gradients, per-op casts; "
+             "default) | master-weights (half parameters and gradients + fp32 masters, as "
+             "DeepSpeed) | pure (bf16 parameters, gradients and optimizer state)",
+     .help_position = 14,
+     .text = &PlanFlags::amp_mode},
+    {.key = "headroom",
+     .argument = "--headroom",
+     .type = PlanFlagType::kText,
+     .help = "memory the recommended micro-batch leaves unused below the budget: a percentage "
+             "of it (default 5%) or a size (1G); 0 recommends the largest that fits",
+     .help_position = 15,
+     .text = &PlanFlags::headroom},
+    // Data parallelism (analyzer/parallel/, docs/multi_gpu.md).
+    {.key = "gpus",
+     .argument = "--gpus",
+     .type = PlanFlagType::kPositiveInt,
+     .help = "data-parallel ranks (GPUs); the plan is per rank and the global batch is "
+             "micro-batch x accumulation x GPUs",
+     .help_position = 16,
+     .integer = &PlanFlags::gpus},
+    {.key = "parallel",
+     .argument = "--parallel",
+     .type = PlanFlagType::kText,
+     .help = "ddp | zero1 | zero2 | zero3 | fsdp | auto (the fastest that fits; the default "
+             "with --gpus)",
+     .help_position = 17,
+     .text = &PlanFlags::parallel},
+    {.key = "nodes",
+     .argument = "--nodes",
+     .type = PlanFlagType::kPositiveInt,
+     .help = "machines the --gpus span (collectives then cross the inter-node link); default 1",
+     .help_position = 18,
+     .integer = &PlanFlags::nodes},
+    {.key = "attention",
+     .argument = "--attention",
+     .type = PlanFlagType::kText,
+     .cli_default = "auto",
+     .help_shows_default = true,
+     .help = "eager | sdpa (recognised attention as PyTorch 2's scaled_dot_product_attention "
+             "flash kernel: no S x S tensor saved) | auto (sdpa where attention is recognised)",
+     .help_position = 19,
+     .text = &PlanFlags::attention},
+    // Fine-tuning (docs/finetuning.md).
+    {.key = "train",
+     .argument = "--train",
+     .type = PlanFlagType::kText,
+     .help = "train only the parameters whose name matches this ECMAScript regex (searched "
+             "anywhere in the name); the rest are frozen",
+     .help_position = 20,
+     .text = &PlanFlags::train},
+    {.key = "freeze",
+     .argument = "--freeze",
+     .type = PlanFlagType::kText,
+     .help = "freeze the parameters whose name matches this regex (no gradient, no optimizer "
+             "state)",
+     .help_position = 21,
+     .text = &PlanFlags::freeze},
+    {.key = "lora",
+     .argument = "--lora",
+     .type = PlanFlagType::kPositiveInt,
+     .help = "add LoRA adapters of this rank to the --lora-targets weights and freeze the base",
+     .help_position = 22,
+     .integer = &PlanFlags::lora},
+    {.key = "lora_targets",
+     .argument = "--lora-targets",
+     .type = PlanFlagType::kText,
+     .help = "regex over weight and node names choosing the LoRA targets (default: the "
+             "attention projections q/k/v/o_proj, query/key/value, c_attn, ...)",
+     .help_position = 23,
+     .text = &PlanFlags::lora_targets},
+    {.key = "base_dtype",
+     .argument = "--base-dtype",
+     .type = PlanFlagType::kText,
+     .help = "storage of the frozen weights: fp32 | bf16 | fp16 | int8 | nf4 (QLoRA 4-bit)",
+     .help_position = 24,
+     .text = &PlanFlags::base_dtype},
 }};
 
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key) {

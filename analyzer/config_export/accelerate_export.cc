@@ -2,7 +2,9 @@
 // ClusterConfig are written: its loader rejects unknown keys ("had unknown keys"), and gradient
 // accumulation is not a top-level field, so accumulation steps go into a comment naming the two
 // places accelerate does read them (Accelerator(gradient_accumulation_steps=k) and the
-// ACCELERATE_GRADIENT_ACCUMULATION_STEPS environment variable).
+// ACCELERATE_GRADIENT_ACCUMULATION_STEPS environment variable). The config has no key for the
+// optimizer, clipping or recompute either, yet the plan's memory depends on all three, so the
+// comment gives the script lines for them.
 //
 // Strings YAML 1.1 would read as booleans ('NO', 'no') are quoted, as `accelerate config` does.
 
@@ -24,6 +26,69 @@ std::string MixedPrecisionValue(Precision precision) {
   return "'no'";
 }
 
+// Python lines as an indented comment: "x = 1\n" -> "#   x = 1\n".
+std::string IndentedComment(const std::string& lines) {
+  std::string out;
+  size_t start = 0;
+  while (start < lines.size()) {
+    size_t end = lines.find('\n', start);
+    if (end == std::string::npos) end = lines.size();
+    out += "#   " + lines.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+// accelerate's distributed_type for a data-parallel strategy.
+std::string DistributedType(const ExportPlan& plan) {
+  if (!plan.data_parallel) return "'NO'";
+  switch (plan.data_parallel->strategy) {
+    case ParallelStrategy::kDdp:
+      return "MULTI_GPU";
+    case ParallelStrategy::kFsdp:
+      return "FSDP";
+    default:
+      return "DEEPSPEED";
+  }
+}
+
+// deepspeed_config (ZeRO stages) or fsdp_config, with the settings the per-rank program was
+// derived with; empty for DDP and one GPU.
+std::string EngineSection(const ExportPlan& plan) {
+  if (!plan.data_parallel) return "";
+  const DataParallelOptions& dp = *plan.data_parallel;
+  std::string out;
+  switch (dp.strategy) {
+    case ParallelStrategy::kDdp:
+      return "";
+    case ParallelStrategy::kFsdp:
+      out += "fsdp_config:\n";
+      out += "  fsdp_auto_wrap_policy: SIZE_BASED_WRAP\n";
+      out += "  fsdp_backward_prefetch: BACKWARD_PRE\n";
+      out += "  fsdp_min_num_params: " + std::to_string(dp.fsdp_min_unit_parameters) + "\n";
+      out += "  fsdp_offload_params: false\n";
+      out += std::string("  fsdp_sharding_strategy: ") +
+             (dp.reshard_after_forward ? "FULL_SHARD" : "SHARD_GRAD_OP") + "\n";
+      out += "  fsdp_state_dict_type: SHARDED_STATE_DICT\n";
+      return out;
+    case ParallelStrategy::kZero1:
+    case ParallelStrategy::kZero2:
+    case ParallelStrategy::kZero3: {
+      const int stage = dp.strategy == ParallelStrategy::kZero1   ? 1
+                        : dp.strategy == ParallelStrategy::kZero2 ? 2
+                                                                  : 3;
+      out += "deepspeed_config:\n";
+      out += "  gradient_accumulation_steps: " + std::to_string(plan.accumulation_steps) + "\n";
+      out += "  offload_optimizer_device: none\n";
+      out += "  offload_param_device: none\n";
+      out += "  zero3_init_flag: false\n";
+      out += "  zero_stage: " + std::to_string(stage) + "\n";
+      return out;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string ExportAccelerate(const ExportPlan& plan, const ExportOptions& options) {
@@ -36,21 +101,35 @@ std::string ExportAccelerate(const ExportPlan& plan, const ExportOptions& option
   out += "# a single GPU: use Accelerator(gradient_accumulation_steps=" + k +
          ") with `with accelerator.accumulate(model):`,\n";
   out += "# or export ACCELERATE_GRADIENT_ACCUMULATION_STEPS=" + k + ".\n";
-  if (plan.UsesRecompute()) {
-    out +=
-        "# Recompute: wrap these modules in torch.utils.checkpoint.checkpoint (see `memplan "
-        "export --target pytorch`):\n";
-    for (const CheckpointModule& m : plan.checkpoints.modules)
-      out += "#   " + CommentSafe(m.module_path) + "\n";
-    for (const std::string& node : plan.checkpoints.unmapped_nodes)
-      out += "#   (node without a module scope) " + CommentSafe(node) + "\n";
+  out += "# The optimizer the plan simulated, for the training script:\n";
+  out += IndentedComment(HyperParameterConstants(plan, options));
+  out += "#   optimizer = " + TorchOptimizerCall(plan, options, "model.parameters()") + "\n";
+  if (options.max_grad_norm > 0) {
+    out += "# Clipping, as planned: after accelerator.backward(loss), inside accumulate():\n";
+    out += "#   if accelerator.sync_gradients:\n";
+    out += "#       accelerator.clip_grad_norm_(model.parameters(), " +
+           PythonFloat(options.max_grad_norm) + ")\n";
+  } else {
+    out += "# No gradient clipping: the plan was simulated without it.\n";
   }
+  out += RecomputeModuleComment(
+      plan,
+      "Recompute is not a config key: wrap these modules in torch.utils.checkpoint.checkpoint\n"
+      "# (`" +
+          ExportCommand(options, "pytorch") + "` writes enable_recompute(model)):");
+  if (plan.data_parallel) {
+    out += "# Launch: accelerate launch --config_file accelerate.yaml train.py (on each of the " +
+           std::to_string(plan.Nodes()) + " machines, with its machine_rank).\n";
+  }
+  const std::string engine = EngineSection(plan);
   out += "compute_environment: LOCAL_MACHINE\n";
-  out += "distributed_type: 'NO'\n";
+  if (engine.rfind("deepspeed_config", 0) == 0) out += engine;  // keys in accelerate's order
+  out += "distributed_type: " + DistributedType(plan) + "\n";
+  if (engine.rfind("fsdp_config", 0) == 0) out += engine;
   out += "machine_rank: 0\n";
   out += "mixed_precision: " + MixedPrecisionValue(plan.precision) + "\n";
-  out += "num_machines: 1\n";
-  out += "num_processes: 1\n";
+  out += "num_machines: " + std::to_string(plan.Nodes()) + "\n";
+  out += "num_processes: " + std::to_string(plan.Gpus()) + "\n";
   out += "use_cpu: false\n";
   return out;
 }

@@ -1,6 +1,16 @@
 // DeepSpeed config JSON. Only keys from DeepSpeed's configuration reference
-// (deepspeed.ai/docs/config-json) are written, plus "_comment", which DeepSpeedConfig ignores
-// (it reads known keys and never rejects others).
+// (deepspeed.ai/docs/config-json) are written, plus "_comment" and "_not_expressed", which
+// DeepSpeedConfig ignores (it reads known keys and never rejects others).
+//
+// A DeepSpeed config cannot make a model recompute: its "activation_checkpointing" section only
+// configures deepspeed.checkpointing.checkpoint, which the model's code must call. So the config
+// does not pretend (no such section); "_not_expressed" says what the plan recomputes and what the
+// model must do, and so do unset hyper-parameters (lr is left to the optimizer's default only
+// where it has one: DeepSpeed's Adam; torch's SGD requires one and fails without it).
+
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
@@ -18,25 +28,36 @@ constexpr int kHysteresis = 2;          // overflows tolerated before the scale 
 constexpr int kMinLossScale = 1;
 
 nlohmann::ordered_json OptimizerSection(const ExportPlan& plan, const ExportOptions& options) {
-  nlohmann::ordered_json params;
-  params["lr"] = options.learning_rate;
+  nlohmann::ordered_json params = nlohmann::ordered_json::object();
+  if (options.learning_rate) params["lr"] = *options.learning_rate;
   std::string type;
   switch (plan.optimizer) {
     case OptimizerKind::kSgd:
     case OptimizerKind::kMomentum:
       // DeepSpeed instantiates non-native optimizers by name from torch.optim.
       type = "SGD";
-      params["momentum"] = plan.optimizer == OptimizerKind::kSgd ? 0.0 : options.sgd_momentum;
+      if (plan.optimizer == OptimizerKind::kSgd)
+        params["momentum"] = 0.0;
+      else if (options.sgd_momentum)
+        params["momentum"] = *options.sgd_momentum;
       break;
     case OptimizerKind::kAdam:
     case OptimizerKind::kAdamW:
       type = plan.optimizer == OptimizerKind::kAdam ? "Adam" : "AdamW";
       params["betas"] = {kAdamBeta1, kAdamBeta2};
       params["eps"] = kAdamEps;
-      params["weight_decay"] = EffectiveWeightDecay(plan, options);
+      if (std::optional<double> decay = WrittenWeightDecay(plan, options))
+        params["weight_decay"] = *decay;
       break;
     case OptimizerKind::kAdafactor:
       type = "Adafactor";  // torch.optim.Adafactor (torch >= 2.5), found by name as SGD is
+      break;
+    case OptimizerKind::kAdamW8bit:
+    case OptimizerKind::kPagedAdamW8bit:
+    case OptimizerKind::kLion:
+      // DeepSpeed has no config type for bitsandbytes' optimizers or Lion: the client passes
+      // the optimizer object to deepspeed.initialize(optimizer=...); the section names it.
+      type = std::string(OptimizerKindName(plan.optimizer));
       break;
   }
   nlohmann::ordered_json section;
@@ -45,16 +66,91 @@ nlohmann::ordered_json OptimizerSection(const ExportPlan& plan, const ExportOpti
   return section;
 }
 
+// What of the plan this config cannot carry, one sentence each (see the top of this file).
+std::vector<std::string> NotExpressed(const ExportPlan& plan, const ExportOptions& options) {
+  std::vector<std::string> notes;
+  if (plan.UsesRecompute()) {
+    std::string modules;
+    for (const CheckpointModule& m : plan.checkpoints.modules)
+      modules += (modules.empty() ? "" : ", ") + m.module_path;
+    for (const std::string& node : plan.checkpoints.unmapped_nodes)
+      modules += (modules.empty() ? "" : ", ") + ("node " + node);
+    notes.push_back(
+        "recompute: the plan recomputes " + std::to_string(plan.recompute_nodes.size()) +
+        " nodes in " + modules +
+        "; a DeepSpeed config cannot make the model recompute them. Wrap those modules in "
+        "deepspeed.checkpointing.checkpoint or torch.utils.checkpoint.checkpoint in the model (" +
+        ExportCommand(options, "pytorch") +
+        " writes enable_recompute(model)); without it the "
+        "run keeps every activation and needs more memory than planned.");
+  }
+  if (!options.learning_rate)
+    notes.push_back(
+        "optimizer.params.lr: yours to set (the plan does not decide it); without "
+        "it the optimizer's own default applies.");
+  if (plan.optimizer == OptimizerKind::kMomentum && !options.sgd_momentum)
+    notes.push_back(
+        "optimizer.params.momentum: yours to set, > 0 (the plan keeps a momentum "
+        "buffer; torch.optim.SGD's default 0 keeps none).");
+  return notes;
+}
+
+// DeepSpeed's ZeRO stage for a data-parallel strategy. FSDP's full sharding is ZeRO-3's; DDP is
+// stage 0 (DeepSpeed's own data parallelism, gradients all-reduced whole).
+int ZeroStage(ParallelStrategy strategy) {
+  switch (strategy) {
+    case ParallelStrategy::kDdp:
+      return 0;
+    case ParallelStrategy::kZero1:
+      return 1;
+    case ParallelStrategy::kZero2:
+      return 2;
+    case ParallelStrategy::kZero3:
+    case ParallelStrategy::kFsdp:
+      return 3;
+  }
+  return 0;
+}
+
+// zero_optimization with the engine settings the per-rank program was derived with
+// (analyzer/parallel/data_parallel_options.h), so the engine runs what was simulated.
+nlohmann::ordered_json ZeroSection(const DataParallelOptions& dp) {
+  const int stage = ZeroStage(dp.strategy);
+  nlohmann::ordered_json zero;
+  zero["stage"] = stage;
+  if (stage >= 1) {
+    zero["reduce_bucket_size"] = dp.zero_reduce_bucket_elements;
+    zero["allgather_bucket_size"] = dp.zero_allgather_bucket_elements;
+    zero["overlap_comm"] = true;
+    zero["contiguous_gradients"] = true;
+  }
+  if (stage == 3) {
+    zero["stage3_param_persistence_threshold"] = dp.zero3_param_persistence_threshold;
+    zero["stage3_prefetch_bucket_size"] = dp.zero3_prefetch_bucket_elements;
+    zero["stage3_max_live_parameters"] = dp.zero3_max_live_parameters;
+  }
+  return zero;
+}
+
 }  // namespace
 
 std::string ExportDeepSpeed(const ExportPlan& plan, const ExportOptions& options) {
   nlohmann::ordered_json config;
-  config["_comment"] = ProvenanceSentence(plan, options);
-  config["train_batch_size"] = plan.SamplesPerStep();  // micro * accumulation * 1 GPU
+  std::string comment = ProvenanceSentence(plan, options);
+  if (plan.data_parallel) {
+    comment += " Launch: deepspeed --num_gpus " + std::to_string(plan.Gpus() / plan.Nodes()) +
+               (plan.Nodes() > 1 ? " --num_nodes " + std::to_string(plan.Nodes()) +
+                                       " --hostfile hostfile"
+                                 : std::string()) +
+               " train.py --deepspeed ds_config.json";
+  }
+  config["_comment"] = comment;
+  config["train_batch_size"] = plan.SamplesPerStep();  // micro * accumulation * GPUs
   config["train_micro_batch_size_per_gpu"] = plan.micro_batch;
   config["gradient_accumulation_steps"] = plan.accumulation_steps;
   config["gradient_clipping"] = options.max_grad_norm;  // 0.0 disables clipping in DeepSpeed
   config["optimizer"] = OptimizerSection(plan, options);
+  if (plan.data_parallel) config["zero_optimization"] = ZeroSection(*plan.data_parallel);
   if (plan.precision == Precision::kFp16) {
     nlohmann::ordered_json fp16;
     fp16["enabled"] = true;
@@ -67,17 +163,8 @@ std::string ExportDeepSpeed(const ExportPlan& plan, const ExportOptions& options
   } else if (plan.precision == Precision::kBf16) {
     config["bf16"] = {{"enabled", true}};
   }
-  if (plan.UsesRecompute()) {
-    // DeepSpeed's activation checkpointing is applied by the model code calling
-    // deepspeed.checkpointing.checkpoint on the planned modules (see the pytorch export for the
-    // module list); this section only configures it for one GPU.
-    nlohmann::ordered_json checkpointing;
-    checkpointing["partition_activations"] = false;
-    checkpointing["cpu_checkpointing"] = false;
-    checkpointing["contiguous_memory_optimization"] = false;
-    checkpointing["number_checkpoints"] = plan.checkpoints.SegmentCount();
-    config["activation_checkpointing"] = checkpointing;
-  }
+  const std::vector<std::string> not_expressed = NotExpressed(plan, options);
+  if (!not_expressed.empty()) config["_not_expressed"] = not_expressed;
   return config.dump(2) + "\n";
 }
 

@@ -9,17 +9,50 @@ namespace memplan {
 namespace {
 
 Status ValidateOptions(const ExportOptions& options) {
-  if (!std::isfinite(options.learning_rate) || options.learning_rate <= 0)
+  if (options.learning_rate &&
+      (!std::isfinite(*options.learning_rate) || *options.learning_rate <= 0))
     return MakeError("export: the learning rate must be a positive number");
   if (!std::isfinite(options.max_grad_norm) || options.max_grad_norm < 0)
     return MakeError("export: the gradient-clipping norm must be >= 0 (0 disables clipping)");
-  if (!std::isfinite(options.weight_decay) || options.weight_decay < 0)
+  if (options.weight_decay && (!std::isfinite(*options.weight_decay) || *options.weight_decay < 0))
     return MakeError("export: the weight decay must be >= 0");
-  if (!std::isfinite(options.sgd_momentum) || options.sgd_momentum < 0)
-    return MakeError("export: the SGD momentum must be >= 0");
+  if (options.sgd_momentum && (!std::isfinite(*options.sgd_momentum) || *options.sgd_momentum <= 0))
+    return MakeError("export: the SGD momentum must be > 0 (the plan keeps a momentum buffer)");
   if (options.dataloader_num_workers < 0)
     return MakeError("export: the number of data-loader workers must be >= 0");
   return OkStatus();
+}
+
+// Which mixed-precision regimes a framework's configuration can express: DeepSpeed's fp16/bf16
+// sections keep half parameters with fp32 masters; the Trainer, Accelerate and Lightning's
+// "-mixed" precisions run torch.autocast on fp32 parameters; Lightning's "-true" precisions and
+// a plain loop's model.to(dtype) run pure half parameters.
+bool Expresses(ExportTarget target, AmpMode mode) {
+  switch (target) {
+    case ExportTarget::kDeepSpeed:
+      return mode == AmpMode::kMasterWeights;
+    case ExportTarget::kHfTrainer:
+    case ExportTarget::kHfTrainerJson:
+    case ExportTarget::kAccelerate:
+      return mode == AmpMode::kAutocast;
+    case ExportTarget::kLightning:
+    case ExportTarget::kPytorchLoop:
+      return mode == AmpMode::kAutocast || mode == AmpMode::kPure;
+  }
+  return false;
+}
+
+// A config that runs another regime than the plan modelled would make the plan's memory figure
+// wrong, so the export refuses and names the regimes the target can run.
+Status CheckRegime(const ExportPlan& plan, ExportTarget target) {
+  if (!plan.amp_mode || Expresses(target, *plan.amp_mode)) return OkStatus();
+  std::string supported;
+  for (const NamedValue<AmpMode>& mode : kAmpModeNames)
+    if (Expresses(target, mode.value))
+      supported += (supported.empty() ? "" : " or ") + std::string(mode.name);
+  return MakeError("export: " + std::string(ExportTargetName(target)) +
+                   " cannot express --amp-mode " + std::string(AmpModeName(*plan.amp_mode)) +
+                   ", which the plan modelled; re-plan with --amp-mode " + supported);
 }
 
 }  // namespace
@@ -34,6 +67,7 @@ Expected<std::string> ExportConfig(const nlohmann::json& plan_json, ExportTarget
 Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
                                    const ExportOptions& options) {
   MEMPLAN_RETURN_IF_ERROR(ValidateOptions(options));
+  MEMPLAN_RETURN_IF_ERROR(CheckRegime(plan, target));
   // A plan simulated without clipping exports without clipping: the clip's transient is not in
   // its memory figure.
   ExportOptions effective = options;

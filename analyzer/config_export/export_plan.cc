@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <optional>
+
+#include "analyzer/config_export/plan_json_fields.h"
 
 namespace memplan {
 namespace {
@@ -15,24 +18,14 @@ std::string Lower(std::string text) {
 
 Error PlanError(const std::string& what) {
   return MakeError("cannot export this plan: " + what +
-                   " (expected the output of `memplan analyze --json`, schema memplan/1)");
+                   " (expected the output of `memplan analyze --json`, schema " +
+                   kPlanJsonSchema + ")");
 }
 
-Expected<std::string> RequiredString(const nlohmann::json& object, const char* key,
-                                     const std::string& where) {
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_string())
-    return PlanError("'" + where + key + "' is missing or not a string");
-  return it->get<std::string>();
-}
-
-Expected<int64_t> RequiredPositiveInt(const nlohmann::json& object, const char* key,
-                                      const std::string& where) {
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_number_integer())
-    return PlanError("'" + where + key + "' is missing or not an integer");
-  int64_t value = it->get<int64_t>();
-  if (value < 1) return PlanError("'" + where + key + "' must be at least 1");
+// The field readers' messages, with this reader's context.
+template <class T>
+Expected<T> InPlan(Expected<T> value) {
+  if (!value.ok()) return PlanError(value.error().message);
   return value;
 }
 
@@ -56,26 +49,13 @@ Expected<OptimizerKind> PlanOptimizer(const std::string& text) {
 }
 
 Expected<bool> ParseZeroGrad(const nlohmann::json& plan) {
-  auto it = plan.find("zero_grad");
-  if (it == plan.end()) return true;
-  if (!it->is_string()) return PlanError("'plan.zero_grad' is not a string");
-  std::string z = Lower(it->get<std::string>());
+  MEMPLAN_TRY(std::optional<std::string> text,
+              InPlan(OptionalPlanString(plan, "zero_grad", "plan.")));
+  if (!text) return true;
+  std::string z = Lower(*text);
   if (z == "none" || z == "set_to_none") return true;
   if (z == "zero" || z == "zeros") return false;
-  return PlanError("unknown plan.zero_grad '" + it->get<std::string>() +
-                   "' (expected none/set_to_none or zero)");
-}
-
-Expected<std::vector<std::string>> OptionalStringList(const nlohmann::json& plan, const char* key) {
-  std::vector<std::string> names;
-  auto it = plan.find(key);
-  if (it == plan.end()) return names;
-  if (!it->is_array()) return PlanError(std::string("'plan.") + key + "' is not an array");
-  for (const nlohmann::json& item : *it) {
-    if (!item.is_string()) return PlanError(std::string("'plan.") + key + "' holds a non-string");
-    names.push_back(item.get<std::string>());
-  }
-  return names;
+  return PlanError("unknown plan.zero_grad '" + *text + "' (expected none/set_to_none or zero)");
 }
 
 }  // namespace
@@ -87,46 +67,62 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.micro_batch = report.micro_batch;
   result.accumulation_steps = report.accumulation_steps;
   result.precision = report.precision;
+  if (report.precision != Precision::kFp32) result.amp_mode = report.amp_mode;
   result.optimizer = report.optimizer;
   result.zero_grad_set_to_none = report.zero_grad == ZeroGradMode::kSetToNone;
   result.clip_gradients = report.clip_gradients;
   result.recompute_nodes = report.recompute_nodes;
   result.checkpoints = GroupRecomputeByModule(result.recompute_nodes);
+  result.data_parallel = report.data_parallel;
   return result;
 }
 
 Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
-  if (!plan_json.is_object()) return PlanError("the input is not a JSON object");
-  auto schema = plan_json.find("schema");
-  if (schema == plan_json.end() || *schema != "memplan/1")
-    return PlanError("'schema' is not \"memplan/1\"");
-  auto plan_it = plan_json.find("plan");
-  if (plan_it == plan_json.end() || !plan_it->is_object())
-    return PlanError("'plan' is missing; export needs a plan from `memplan analyze --json`");
-  const nlohmann::json& plan = *plan_it;
+  MEMPLAN_TRY(const nlohmann::json* plan_object, InPlan(PlanObjectOf(plan_json)));
+  const nlohmann::json& plan = *plan_object;
 
   ExportPlan result;
   auto model = plan_json.find("model");
   if (model != plan_json.end() && model->is_object()) {
-    result.model_path = model->value("path", std::string());
-    result.model_name = model->value("name", std::string());
+    MEMPLAN_TRY(auto path, InPlan(OptionalPlanString(*model, "path", "model.")));
+    MEMPLAN_TRY(auto name, InPlan(OptionalPlanString(*model, "name", "model.")));
+    result.model_path = path.value_or("");
+    result.model_name = name.value_or("");
   }
-  MEMPLAN_TRY(result.micro_batch, RequiredPositiveInt(plan, "micro_batch", "plan."));
-  MEMPLAN_TRY(result.accumulation_steps, RequiredPositiveInt(plan, "accumulation_steps", "plan."));
+  MEMPLAN_TRY(result.micro_batch, InPlan(RequiredPlanPositiveInt(plan, "micro_batch", "plan.")));
+  MEMPLAN_TRY(result.accumulation_steps,
+              InPlan(RequiredPlanPositiveInt(plan, "accumulation_steps", "plan.")));
   if (result.micro_batch > std::numeric_limits<int64_t>::max() / result.accumulation_steps)
     return PlanError("plan.micro_batch * plan.accumulation_steps overflows");
-  MEMPLAN_TRY(std::string precision, RequiredString(plan, "precision", "plan."));
+  MEMPLAN_TRY(std::string precision, InPlan(RequiredPlanString(plan, "precision", "plan.")));
   MEMPLAN_TRY(result.precision, PlanPrecision(precision));
-  MEMPLAN_TRY(std::string optimizer, RequiredString(plan, "optimizer", "plan."));
+  MEMPLAN_TRY(std::optional<std::string> amp_mode,
+              InPlan(OptionalPlanString(plan, "amp_mode", "plan.")));
+  if (amp_mode && result.precision != Precision::kFp32) {
+    Expected<AmpMode> parsed = ParseAmpMode(*amp_mode);
+    if (!parsed.ok()) return PlanError("plan.amp_mode: " + parsed.error().message);
+    result.amp_mode = *parsed;
+  }
+  MEMPLAN_TRY(std::string optimizer, InPlan(RequiredPlanString(plan, "optimizer", "plan.")));
   MEMPLAN_TRY(result.optimizer, PlanOptimizer(optimizer));
   MEMPLAN_TRY(result.zero_grad_set_to_none, ParseZeroGrad(plan));
-  auto clip = plan.find("clip_gradients");
-  if (clip != plan.end()) {
-    if (!clip->is_boolean()) return PlanError("'plan.clip_gradients' is not a boolean");
-    result.clip_gradients = clip->get<bool>();
-  }
-  MEMPLAN_TRY(result.recompute_nodes, OptionalStringList(plan, "recompute"));
+  MEMPLAN_TRY(std::optional<bool> clip, InPlan(OptionalPlanBool(plan, "clip_gradients", "plan.")));
+  if (clip) result.clip_gradients = *clip;
+  MEMPLAN_TRY(result.recompute_nodes, InPlan(OptionalPlanStringList(plan, "recompute", "plan.")));
   result.checkpoints = GroupRecomputeByModule(result.recompute_nodes);
+  // Data parallel (docs/multi_gpu.md): plan.parallel names the strategy, plan.gpus the ranks.
+  if (plan.contains("parallel")) {
+    MEMPLAN_TRY(std::string strategy, InPlan(RequiredPlanString(plan, "parallel", "plan.")));
+    Expected<ParallelStrategy> parsed = ParseParallelStrategy(Lower(strategy));
+    if (!parsed.ok()) return PlanError("unknown plan.parallel '" + strategy + "'");
+    DataParallelOptions dp;
+    dp.strategy = *parsed;
+    MEMPLAN_TRY(dp.ranks, InPlan(RequiredPlanPositiveInt(plan, "gpus", "plan.")));
+    if (plan.contains("nodes")) {
+      MEMPLAN_TRY(dp.nodes, InPlan(RequiredPlanPositiveInt(plan, "nodes", "plan.")));
+    }
+    result.data_parallel = dp;
+  }
   return result;
 }
 

@@ -4,12 +4,15 @@
 // from a saved `memplan analyze --json` object (docs/json_schema.md, `memplan export`).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 #include "analyzer/config_export/checkpoint_modules.h"
+#include "analyzer/parallel/data_parallel_options.h"
 #include "analyzer/plan_report.h"
+#include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
 #include "analyzer/vocabulary/precision.h"
 #include "graph/expected.h"
@@ -22,6 +25,9 @@ struct ExportPlan {
   int64_t micro_batch = 1;
   int64_t accumulation_steps = 1;
   Precision precision = Precision::kFp32;
+  // plan.amp_mode: the regime the plan modelled (mixed precision only). nullopt: a plan written
+  // before memplan modelled regimes, exported as it always was (each framework's own AMP).
+  std::optional<AmpMode> amp_mode;
   OptimizerKind optimizer = OptimizerKind::kAdamW;
   // optimizer.zero_grad(set_to_none=...): true frees the gradients between optimizer steps.
   bool zero_grad_set_to_none = true;
@@ -31,9 +37,15 @@ struct ExportPlan {
   std::vector<std::string> recompute_nodes;  // plan.recompute, in plan order
   CheckpointModules checkpoints;             // recompute_nodes grouped by module
 
-  // Samples per optimizer step on one GPU. Computed, never read from plan.global_batch: DeepSpeed
-  // asserts train_batch_size == micro * accumulation * GPUs, and world size is 1 here.
-  int64_t SamplesPerStep() const { return micro_batch * accumulation_steps; }
+  // plan.parallel / plan.gpus / plan.nodes: the data-parallel strategy and group (nullopt: one
+  // GPU). Bucket sizes and the other engine settings are the defaults the plan was derived with.
+  std::optional<DataParallelOptions> data_parallel;
+
+  int64_t Gpus() const { return data_parallel ? data_parallel->ranks : 1; }
+  int64_t Nodes() const { return data_parallel ? data_parallel->nodes : 1; }
+  // Samples per optimizer step over every GPU. Computed, never read from plan.global_batch:
+  // DeepSpeed asserts train_batch_size == micro * accumulation * GPUs.
+  int64_t SamplesPerStep() const { return micro_batch * accumulation_steps * Gpus(); }
   bool UsesRecompute() const { return !recompute_nodes.empty(); }
 };
 
@@ -42,6 +54,7 @@ ExportPlan ExportPlanOf(const PlanReport& report);
 
 // Reads the plan object (a saved `memplan analyze --json`). Accepted spellings (case-insensitive):
 //   plan.precision:  "fp32" | "fp16" | "bf16"
+//   plan.amp_mode:   "autocast" | "master-weights" | "pure" (optional; read for mixed plans)
 //   plan.optimizer:  "sgd" | "momentum" / "sgd-momentum" / "sgd_momentum" | "adam" | "adamw" |
 //                    "adafactor"
 //   plan.zero_grad:  "set_to_none" / "none" (default when absent) | "zero" / "zeros"

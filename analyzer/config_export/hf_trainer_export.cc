@@ -1,6 +1,7 @@
 // Hugging Face transformers.TrainingArguments, as a Python snippet and as the JSON object
 // HfArgumentParser(TrainingArguments).parse_json_file reads.
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,12 @@ std::string HfOptimName(OptimizerKind optimizer) {
       return "adamw_torch";
     case OptimizerKind::kAdafactor:
       return "adafactor";  // transformers' own Adafactor
+    case OptimizerKind::kAdamW8bit:
+      return "adamw_bnb_8bit";
+    case OptimizerKind::kPagedAdamW8bit:
+      return "paged_adamw_8bit";
+    case OptimizerKind::kLion:
+      return "lion_32bit";
   }
   return "adamw_torch";
 }
@@ -58,8 +65,10 @@ std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOp
   add_bool("gradient_checkpointing", plan.UsesRecompute());
   add_float("max_grad_norm", options.max_grad_norm);
   add_string("optim", HfOptimName(plan.optimizer));
-  add_float("learning_rate", options.learning_rate);
-  add_float("weight_decay", EffectiveWeightDecay(plan, options));
+  // Not invented: written when the user gave them, else TrainingArguments' defaults apply.
+  if (options.learning_rate) add_float("learning_rate", *options.learning_rate);
+  if (std::optional<double> decay = WrittenWeightDecay(plan, options))
+    add_float("weight_decay", *decay);
   if (plan.optimizer == OptimizerKind::kAdam || plan.optimizer == OptimizerKind::kAdamW) {
     add_float("adam_beta1", kAdamBeta1);
     add_float("adam_beta2", kAdamBeta2);
@@ -76,19 +85,23 @@ std::string ExportHfTrainerPython(const ExportPlan& plan, const ExportOptions& o
   std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
   out += "# Trainer runs per_device_train_batch_size samples per forward/backward and steps the\n";
   out += "# optimizer every gradient_accumulation_steps micro-batches.\n";
-  if (plan.UsesRecompute()) {
-    out += "# gradient_checkpointing recomputes every transformer layer of a model that supports\n";
-    out += "# it; memplan planned recompute for these modules only:\n";
-    for (const CheckpointModule& m : plan.checkpoints.modules)
-      out += "#   " + CommentSafe(m.module_path) + "\n";
-    for (const std::string& node : plan.checkpoints.unmapped_nodes)
-      out += "#   (node without a module scope) " + CommentSafe(node) + "\n";
-  }
+  out += RecomputeModuleComment(
+      plan,
+      "TrainingArguments cannot express the plan's recompute: gradient_checkpointing=True\n"
+      "# recomputes every layer of a model that supports it (more than planned: less memory, a\n"
+      "# slower step). The plan recomputes only these modules:");
+  std::vector<std::string> unset;
+  if (!options.learning_rate) unset.push_back("learning_rate");
+  if (!WrittenWeightDecay(plan, options)) unset.push_back("weight_decay");
+  for (const std::string& name : unset)
+    out += "# " + name + " is yours to set (the plan does not decide it); without it\n" +
+           "# TrainingArguments' default applies.\n";
   if (plan.optimizer == OptimizerKind::kMomentum) {
-    out += "# optim=\"sgd\" is torch.optim.SGD without momentum; the plan assumed momentum " +
-           PythonFloat(options.sgd_momentum) + ", so pass\n";
-    out += "# Trainer(..., optimizers=(" + TorchOptimizerCall(plan, options, "model.parameters()") +
-           ", None)).\n";
+    out +=
+        "# optim=\"sgd\" is torch.optim.SGD without momentum; the plan keeps a momentum buffer,\n";
+    out += "# so pass Trainer(..., optimizers=(optimizer, None)) with\n";
+    out += "#   optimizer = " + TorchOptimizerCall(plan, options, "model.parameters()") + "\n";
+    out += "# (LEARNING_RATE and SGD_MOMENTUM > 0 yours to set).\n";
   }
   out += "from transformers import TrainingArguments\n\n";
   out += "args = TrainingArguments(\n";

@@ -1,5 +1,7 @@
 // Lightning Trainer arguments (Lightning >= 2.0 precision names: "16-mixed", "bf16-mixed",
-// "32-true").
+// "32-true"), and the plan's optimizer as make_optimizer(params) for the LightningModule's
+// configure_optimizers: Lightning takes the optimizer from the module, not the Trainer, and the
+// plan's memory depends on it (its state). Clipping is a Trainer argument.
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
@@ -7,14 +9,16 @@
 namespace memplan::config_export {
 namespace {
 
-std::string LightningPrecision(Precision precision) {
+std::string LightningPrecision(Precision precision, std::optional<AmpMode> mode) {
+  // "-true": the model's parameters themselves in half (--amp-mode pure).
+  const bool pure = mode == AmpMode::kPure;
   switch (precision) {
     case Precision::kFp32:
       return "32-true";
     case Precision::kFp16:
-      return "16-mixed";
+      return pure ? "16-true" : "16-mixed";
     case Precision::kBf16:
-      return "bf16-mixed";
+      return pure ? "bf16-true" : "bf16-mixed";
   }
   return "32-true";
 }
@@ -26,21 +30,26 @@ std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options
   out +=
       "# Lightning steps the optimizer every accumulate_grad_batches batches; the DataLoader's\n";
   out += "# batch_size is the micro-batch. \"16-mixed\" uses autocast with a dynamic GradScaler.\n";
-  if (plan.UsesRecompute()) {
-    out += "# Recompute: in your LightningModule, wrap these submodules in\n";
-    out += "# torch.utils.checkpoint.checkpoint (see `memplan export --target pytorch`):\n";
-    for (const CheckpointModule& m : plan.checkpoints.modules)
-      out += "#   " + CommentSafe(m.module_path) + "\n";
-    for (const std::string& node : plan.checkpoints.unmapped_nodes)
-      out += "#   (node without a module scope) " + CommentSafe(node) + "\n";
-  }
+  out += RecomputeModuleComment(
+      plan,
+      "Recompute is not a Trainer argument: in your LightningModule, wrap these submodules in\n"
+      "# torch.utils.checkpoint.checkpoint (`" +
+          ExportCommand(options, "pytorch") + "` writes\n# enable_recompute(model) for them):");
   out += "import lightning.pytorch as pl  # Lightning < 2.0: import pytorch_lightning as pl\n";
+  out += "import torch\n";
   out += "from torch.utils.data import DataLoader\n\n";
-  out += "MICRO_BATCH = " + std::to_string(plan.micro_batch) + "\n\n";
+  out += "MICRO_BATCH = " + std::to_string(plan.micro_batch) + "\n";
+  out += HyperParameterConstants(plan, options);
+  out += "\n\n";
+  out += "# In your LightningModule:\n";
+  out += "#     def configure_optimizers(self):\n";
+  out += "#         return make_optimizer(self.parameters())\n";
+  out += MakeOptimizerFunction(plan, options);
+  out += "\n\n";
   out += "trainer = pl.Trainer(\n";
   out += "    accelerator=\"gpu\",\n";
   out += "    devices=1,\n";
-  out += "    precision=" + PythonString(LightningPrecision(plan.precision)) + ",\n";
+  out += "    precision=" + PythonString(LightningPrecision(plan.precision, plan.amp_mode)) + ",\n";
   out += "    accumulate_grad_batches=" + std::to_string(plan.accumulation_steps) + ",\n";
   if (options.max_grad_norm > 0) {
     out += "    gradient_clip_val=" + PythonFloat(options.max_grad_norm) + ",\n";

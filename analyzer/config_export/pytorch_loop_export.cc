@@ -1,8 +1,10 @@
 // A plain PyTorch training loop that runs the plan: micro-batches from the DataLoader,
-// accumulation over k micro-batches (loss / k), autocast + GradScaler for fp16 (autocast alone
-// for bf16), clipping of the unscaled gradients after the k-th micro-batch only, one scheduler
-// step per optimizer step, and torch.utils.checkpoint on the planned modules
-// (checkpoint_modules.h explains how ONNX node names become module paths).
+// accumulation over k micro-batches (loss / k), autocast on the device train() is given +
+// GradScaler for fp16 on CUDA (autocast alone for bf16), the plan's optimizer over
+// hyper-parameter constants the user sets (export_text.h), clipping of the unscaled gradients
+// after the k-th micro-batch only, one scheduler step per optimizer step, and
+// torch.utils.checkpoint on the planned modules (checkpoint_modules.h explains how ONNX node
+// names become module paths).
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
@@ -52,14 +54,17 @@ std::string RecomputeSection(const ExportPlan& plan) {
 }  // namespace
 
 std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& options) {
-  const bool fp16 = plan.precision == Precision::kFp16;
-  const bool autocast = plan.precision != Precision::kFp32;
+  // --amp-mode pure: the parameters themselves are half (model.to(dtype)), no autocast and no
+  // scaler (GradScaler refuses half gradients).
+  const bool pure = plan.amp_mode == AmpMode::kPure;
+  const bool fp16 = plan.precision == Precision::kFp16 && !pure;
+  const bool autocast = plan.precision != Precision::kFp32 && !pure;
   const bool clip = options.max_grad_norm > 0;
   const std::string set_to_none = plan.zero_grad_set_to_none ? "True" : "False";
 
   std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
-  out += "# Provide model, dataset, loss_fn(outputs, targets) and make_scheduler(optimizer); the\n";
-  out += "# rest is the plan memplan simulated.\n";
+  out += "# Provide model, dataset, loss_fn(outputs, targets), make_scheduler(optimizer) and the\n";
+  out += "# hyper-parameters below; the rest is the plan memplan simulated.\n";
   out += "import torch\n";
   out += "from torch.utils.checkpoint import checkpoint\n";
   out += "from torch.utils.data import DataLoader\n\n";
@@ -67,16 +72,12 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   out += "ACCUMULATION_STEPS = " + std::to_string(plan.accumulation_steps) +
          "  # one optimizer step per " + std::to_string(plan.SamplesPerStep()) + " samples\n";
   if (clip) out += "MAX_GRAD_NORM = " + PythonFloat(options.max_grad_norm) + "\n";
+  out += HyperParameterConstants(plan, options);
   out += "\n";
   out += RecomputeSection(plan);
   out += "\n\n";
-  out += "def make_optimizer(model):\n";
-  if (plan.optimizer == OptimizerKind::kAdafactor)
-    out +=
-        "    # torch >= 2.5; older: transformers.optimization.Adafactor(..., "
-        "relative_step=False)\n";
-  out += "    return " + TorchOptimizerCall(plan, options, "model.parameters()") + "\n\n\n";
-
+  out += MakeOptimizerFunction(plan, options);
+  out += "\n\n";
   out += "def train_one_epoch(model, loader, loss_fn, optimizer, scheduler, scaler, device):\n";
   out += "    model.train()\n";
   out +=
@@ -88,7 +89,8 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   out +=
       "        # Dividing by k makes the k accumulated gradients an average, as one big batch's.\n";
   if (autocast) {
-    out += "        with torch.autocast(device_type=\"cuda\", dtype=" +
+    // The device type of the device train() was given: "cuda" for "cuda:1", "cpu" for "cpu".
+    out += "        with torch.autocast(device_type=torch.device(device).type, dtype=" +
            std::string(TorchDtype(plan.precision)) + "):\n";
     out += "            loss = loss_fn(model(inputs), targets) / ACCUMULATION_STEPS\n";
   } else {
@@ -111,18 +113,25 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   out += "        optimizer.zero_grad(set_to_none=" + set_to_none + ")\n\n\n";
 
   out += "def train(model, dataset, loss_fn, make_scheduler, epochs=1, device=\"cuda\"):\n";
-  out += "    model.to(device)\n";
+  if (pure) {
+    out += "    model.to(device=device, dtype=" + std::string(TorchDtype(plan.precision)) +
+           ")  # parameters, gradients and optimizer state in half\n";
+  } else {
+    out += "    model.to(device)\n";
+  }
   out += "    enable_recompute(model)\n";
-  out += "    optimizer = make_optimizer(model)\n";
+  out += "    optimizer = make_optimizer(model.parameters())\n";
   out += "    scheduler = make_scheduler(optimizer)\n";
   if (fp16) {
-    out += "    # Dynamic loss scaling (initial scale 2**16); torch >= 2.4 spells it\n";
-    out += "    # torch.amp.GradScaler(\"cuda\").\n";
-    out += "    scaler = torch.cuda.amp.GradScaler()\n";
+    out += "    # Dynamic loss scaling (initial scale 2**16) on CUDA; torch >= 2.4 spells it\n";
+    out += "    # torch.amp.GradScaler(\"cuda\"). Off the GPU it passes the loss through.\n";
+    out +=
+        "    scaler = torch.cuda.amp.GradScaler(enabled=torch.device(device).type == \"cuda\")\n";
   } else {
     out += "    scaler = None  # " +
-           std::string(autocast ? "bf16 has fp32's range: no loss scaling"
-                                : "fp32 training: no loss scaling") +
+           std::string(pure       ? "pure half training: no loss scaling"
+                       : autocast ? "bf16 has fp32's range: no loss scaling"
+                                  : "fp32 training: no loss scaling") +
            "\n";
   }
   out += "    loader = DataLoader(dataset, batch_size=MICRO_BATCH, shuffle=True, num_workers=" +

@@ -4,6 +4,7 @@
 
 #include "analyzer/derivation/runtime_values.h"
 #include "graph/ops/op_registry.h"
+#include "graph/trainable_parameters.h"
 
 namespace memplan {
 
@@ -14,7 +15,7 @@ GradientFlow AnalyzeGradientFlow(const Graph& graph, const OpRegistry& registry,
   std::vector<bool>& requires_grad = flow.requires_grad;
   requires_grad.assign(graph.num_values(), false);
   for (const Value& v : graph.values())
-    if (IsFloatingParameter(graph, v.id) && v.trainable) requires_grad[v.id.index()] = true;
+    if (IsTrainedParameter(v)) requires_grad[v.id.index()] = true;
   for (NodeId n : order) {
     if (!RunsAtRuntime(graph, n)) continue;
     const Node& node = graph.node(n);

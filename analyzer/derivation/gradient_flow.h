@@ -1,6 +1,7 @@
 #pragma once
 // Derivation pass 1, gradient flow: which values need a gradient and which nodes get a backward
-// step. As autograd decides it: requires_grad flows forward from trainable floating parameters
+// step. As autograd decides it: requires_grad flows forward from trained floating parameters
+// (trainable and not frozen: IsTrainedParameter)
 // (graph inputs never require grad); "leads to the loss" flows backward from the model output
 // through the input slots the registry says have a gradient (OpSchema::gradient_inputs). A value
 // needs a gradient when both hold; a node gets a backward step when some output needs a gradient

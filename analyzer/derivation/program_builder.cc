@@ -11,7 +11,9 @@ BufferId ProgramBuilder::NewBuffer(std::string name, BufferRole role, MemoryCate
   b.role = role;
   b.category = category;
   b.dtype = dtype;
-  b.bytes = shape.NumElements() * Dim(ByteSize(dtype));
+  // TensorBytes packs 4-bit dtypes two to a byte (an nf4 base weight's codes); others are
+  // elements * ByteSize.
+  b.bytes = TensorBytes(shape.NumElements(), dtype);
   b.shape = std::move(shape);
   b.value = value;
   b.node = node;

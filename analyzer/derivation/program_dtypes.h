@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "analyzer/precision/amp_regime.h"
 #include "analyzer/training_program.h"
 #include "graph/dtype.h"
 #include "graph/graph.h"
@@ -28,7 +29,7 @@ struct ProgramDTypes {
 // REQUIRES: `order` is a topological order of `graph`; `loss_amp` is the loss op's registry
 // category; `model_output` is the value the loss reads.
 ProgramDTypes DeriveProgramDTypes(const Graph& graph, const OpRegistry& registry,
-                                  const std::vector<NodeId>& order, Precision precision,
+                                  const std::vector<NodeId>& order, const AmpRegime& regime,
                                   const std::vector<std::optional<DType>>& node_dtype,
                                   ValueId model_output, AmpCategory loss_amp);
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "analyzer/derivation/runtime_values.h"
+#include "analyzer/frozen_weight_storage.h"
 #include "analyzer/optimizer_state.h"
 #include "analyzer/precision_policy.h"
 #include "graph/ops/op_registry.h"
@@ -50,7 +51,8 @@ class StepEmitter {
         options_(options),
         registry_(registry),
         a_(analysis),
-        working_(WorkingDType(options.precision)),
+        regime_(analysis.regime),
+        working_(analysis.regime.working),
         builder_(graph),
         p_(builder_.program()),
         order_(analysis.order),
@@ -66,6 +68,7 @@ class StepEmitter {
     p_.accumulation_steps = options_.accumulation_steps;
     p_.optimizer_kind = options_.optimizer;
     p_.precision = options_.precision;
+    p_.amp_mode = options_.amp_mode;
     p_.loss_scaling = a_.loss_scaling;
     p_.zero_grad = options_.zero_grad;
     p_.loss = loss_.kind;
@@ -75,6 +78,8 @@ class StepEmitter {
     recomputed_storage_.assign(g_.num_values(), BufferId());
     gradient_.assign(g_.num_values(), BufferId());
     param_index_.assign(g_.num_values(), -1);
+    stored_frozen_.assign(g_.num_values(), false);
+    quantized_.assign(g_.num_values(), false);
     nodes_.assign(g_.num_nodes(), NodeInfo{});
     for (NodeId n : order_) {
       const Node& node = g_.node(n);
@@ -105,8 +110,9 @@ class StepEmitter {
   bool IsParameter(ValueId v) const { return IsFloatingParameter(g_, v); }
 
   // The context the registry's saved/workspace rules see for `n`: dtypes as the program runs it
-  // (after casts), and activations that do not require grad marked as inputs, so rules that save
-  // an operand only for another operand's gradient decide as autograd would.
+  // (after casts), and activations that do not require grad (and frozen parameters) marked as
+  // inputs, so rules that save an operand only for another operand's gradient decide as autograd
+  // would.
   OpContext ProgramContext(NodeId n) const {
     OpContext ctx = MakeOpContext(g_, n);
     const Node& node = g_.node(n);
@@ -117,6 +123,9 @@ class StepEmitter {
       if (i < info.read.size() && info.read[i].valid())
         ctx.inputs[i].dtype = p_.buffer(info.read[i]).dtype;
       if (ctx.inputs[i].kind == ValueKind::kIntermediate && !requires_grad_[u.index()])
+        ctx.inputs[i].kind = ValueKind::kInput;
+      // A frozen parameter is a constant to autograd: nothing is saved for its gradient.
+      if (ctx.inputs[i].kind == ValueKind::kParameter && g_.value(u).frozen)
         ctx.inputs[i].kind = ValueKind::kInput;
     }
     for (size_t j = 0; j < node.outputs.size(); ++j) {
@@ -152,18 +161,38 @@ class StepEmitter {
       if (!IsParameter(v.id)) continue;
       ParameterBuffers pb;
       pb.value = v.id;
-      DType master = working_ != DType::kUndefined ? DType::kFloat32 : v.dtype;
+      // The regime says where parameters, gradients and states live (amp_regime.h).
+      DType master = regime_.mixed() ? regime_.parameter : v.dtype;
+      bool working_copy = regime_.keeps_master_copy();
+      std::optional<FrozenStorage> frozen;
+      if (options_.base_dtype) frozen = FrozenWeightStorage(g_, v.id, *options_.base_dtype);
+      if (frozen) {
+        // A frozen weight stored in the base dtype is its only copy unless it is fp32 under
+        // master weights (then the working copy stays, as for every fp32 parameter).
+        master = frozen->dtype;
+        working_copy = working_copy && master == DType::kFloat32;
+        stored_frozen_[v.id.index()] = true;
+        quantized_[v.id.index()] = frozen->quantized;
+      }
       pb.master = NewBuffer(v.name, BufferRole::kParameterMaster, MemoryCategory::kParameters,
                             master, v.shape, v.id, NodeId(), /*persistent=*/true);
       AllocateHere(pb.master);
-      if (working_ != DType::kUndefined) {
-        pb.working = NewBuffer(v.name + "." + std::string(DTypeName(working_)),
-                               BufferRole::kParameterWorking, MemoryCategory::kParameters, working_,
-                               v.shape, v.id, NodeId(), /*persistent=*/true);
+      if (frozen && frozen->quantization_state_bytes > 0) {
+        pb.quantization_state = NewBuffer(
+            "quant_state(" + v.name + ")", BufferRole::kQuantizationState,
+            MemoryCategory::kParameters, DType::kUInt8,
+            Shape{{Dim(frozen->quantization_state_bytes)}}, v.id, NodeId(), /*persistent=*/true);
+        AllocateHere(pb.quantization_state);
+      }
+      if (working_copy) {
+        pb.working = NewBuffer(v.name + "." + std::string(DTypeName(regime_.working_copy)),
+                               BufferRole::kParameterWorking, MemoryCategory::kParameters,
+                               regime_.working_copy, v.shape, v.id, NodeId(),
+                               /*persistent=*/true);
         AllocateHere(pb.working);
       }
       if (needs_grad_[v.id.index()]) {
-        DType grad_dtype = working_ != DType::kUndefined ? working_ : v.dtype;
+        DType grad_dtype = regime_.mixed() ? regime_.gradient : v.dtype;
         pb.gradient = NewBuffer("grad(" + v.name + ")", BufferRole::kParameterGradient,
                                 MemoryCategory::kGradients, grad_dtype, v.shape, v.id, NodeId(),
                                 /*persistent=*/true);
@@ -172,9 +201,12 @@ class StepEmitter {
               NewBuffer(std::string(OptimizerKindName(options_.optimizer)) + "." + state.name +
                             "(" + v.name + ")",
                         BufferRole::kOptimizerState, MemoryCategory::kOptimizerState,
-                        DType::kFloat32, state.shape, v.id, NodeId(), /*persistent=*/true));
+                        // bitsandbytes' 8-bit state keeps its own dtypes in every regime.
+                        EightBitOptimizer(options_.optimizer) ? state.dtype
+                                                              : regime_.optimizer_state,
+                        state.shape, v.id, NodeId(), /*persistent=*/true));
         }
-        if (working_ != DType::kUndefined &&
+        if (regime_.keeps_master_copy() &&
             options_.master_gradients == MasterGradientMode::kFullCopy) {
           pb.master_gradient =
               NewBuffer("master_grad(" + v.name + ")", BufferRole::kMasterGradient,
@@ -201,11 +233,36 @@ class StepEmitter {
     p_.setup.end = Now();
   }
 
-  // The buffer a step reads for parameter `v` when computing in `compute`.
-  BufferId ParameterRead(ValueId v, DType compute) const {
+  // The buffer a step reads for parameter `v` when computing in `compute`: the persistent
+  // working copy (master weights), autocast's cast of the parameter, or the parameter itself.
+  // Autocast's weight-cast cache makes one cast per (parameter, dtype) per forward (`share`),
+  // kept until the autocast context exits after the loss (BuildLoss touches them); a recompute
+  // step runs in a fresh autocast context under checkpointing and casts again.
+  BufferId ParameterRead(ValueId v, DType compute, const std::string& reader, bool share) {
     const ParameterBuffers& pb = p_.parameters[static_cast<size_t>(param_index_[v.index()])];
     if (pb.working.valid() && compute == working_) return pb.working;
+    // A frozen weight stored in the base dtype is cast by ReadInputs (ParameterCast), not here.
+    if (regime_.casts_weights_per_forward && compute == working_ && !stored_frozen_[v.index()] &&
+        p_.buffer(pb.master).dtype != compute) {
+      const bool first = !forward_casts_.count({v.index(), compute});
+      BufferId cast = CastFor(v, pb.master, compute, reader, share);
+      if (share && first) weight_casts_.push_back(cast);
+      return cast;
+    }
     return pb.master;
+  }
+
+  // A transient copy of parameter `u` (stored in `src`) as `dtype` for the current step: a cast
+  // of a frozen weight kept in another dtype, or the dequantisation of a quantised one.
+  BufferId ParameterCast(ValueId u, BufferId src, DType dtype, const std::string& reader) {
+    const std::string what = quantized_[u.index()] ? ".dequantized." : ".";
+    BufferId cast = NewBuffer(g_.value(u).name + what + std::string(DTypeName(dtype)) + "@" +
+                                  reader,
+                              BufferRole::kCast, MemoryCategory::kTransients, dtype, ShapeOf(u), u,
+                              p_.steps.back().node);
+    AllocateHere(cast);
+    p_.steps.back().casts.push_back(CastOp{src, cast});
+    return cast;
   }
 
   // The buffer holding activation `u` (in `src`) as `dtype` for the current step: a cast this
@@ -242,7 +299,14 @@ class StepEmitter {
       ValueId u = node.inputs[i];
       if (!IsRuntimeValue(u)) continue;
       if (IsParameter(u)) {
-        info.read[i] = ParameterRead(u, compute);
+        info.read[i] = ParameterRead(u, compute, node.name, share_casts);
+        // A frozen weight stored in another dtype (bf16 base, int8/nf4 codes) is cast or
+        // dequantised for this op alone.
+        const DType want = compute != DType::kUndefined ? compute : g_.value(u).dtype;
+        if (stored_frozen_[u.index()] && p_.buffer(info.read[i]).dtype != want) {
+          info.read[i] = ParameterCast(u, info.read[i], want, node.name);
+          info.read_is_cast[i] = true;
+        }
         continue;
       }
       BufferId src = source(i);
@@ -354,6 +418,9 @@ class StepEmitter {
     if (compute != DType::kUndefined && have != compute)
       loss_read_ = CastFor(model_output_, logits, compute, "loss", /*share=*/true);
     p_.steps.back().inputs = {loss_read_};
+    // The autocast context covers forward and loss (HF Trainer's compute_loss, Lightning's
+    // training_step): its weight-cast cache is cleared only when the context exits here.
+    for (BufferId cast : weight_casts_) Touch(cast);
     if (loss_.has_label) {
       Touch(p_.label_buffer);
       p_.steps.back().inputs.push_back(p_.label_buffer);
@@ -478,13 +545,21 @@ class StepEmitter {
   }
 
   // A parameter gradient contribution: written into a part, then accumulated by its own step.
+  // Under autocast the op read a cast of the parameter, so its backward writes the gradient in
+  // the cast's dtype; EmitAccumulations casts it to the gradient's dtype first.
   GradientWrite ParameterGradientWrite(int slot, ValueId u, NodeId n, std::string_view producer) {
     const ParameterBuffers& pb = p_.parameters[static_cast<size_t>(param_index_[u.index()])];
     const Buffer grad = p_.buffer(pb.gradient);  // a copy: NewBuffer grows the buffer vector
+    const NodeInfo& info = nodes_[n.index()];
+    DType part_dtype = grad.dtype;
+    const auto at = static_cast<size_t>(slot);
+    if (regime_.casts_weights_per_forward && at < info.read.size() && info.read[at].valid() &&
+        p_.buffer(info.read[at]).role == BufferRole::kCast)
+      part_dtype = p_.buffer(info.read[at]).dtype;
     GradientWrite w;
     w.slot = slot;
     w.target = NewBuffer(grad.name + "@" + std::string(producer), BufferRole::kGradientPart,
-                         MemoryCategory::kGradients, grad.dtype, grad.shape, u, n);
+                         MemoryCategory::kGradients, part_dtype, grad.shape, u, n);
     AllocateHere(w.target);
     MarkExplicitFree(w.target);
     return w;
@@ -498,6 +573,7 @@ class StepEmitter {
       int index = param_index_[u.index()];
       BufferId grad = p_.parameters[static_cast<size_t>(index)].gradient;
       BufferId part = writes[i].target;
+      if (p_.buffer(part).dtype != p_.buffer(grad).dtype) part = CastGradientPart(part, grad);
       Step& step = NewStep(StepKind::kAccumulateGradient, "grad(" + g_.value(u).name + ")");
       step.parameter = index;
       step.accumulate_part = part;
@@ -511,6 +587,26 @@ class StepEmitter {
       step.begin.push_back(take);
       step.end.push_back(Guarded(Action::kFree, part, Guard::kIfLive, part));
     }
+  }
+
+  // Autocast's ToCopyBackward: the part computed in the working dtype becomes a part in the
+  // gradient's dtype; both are live while the cast runs, the half one is freed at its End.
+  BufferId CastGradientPart(BufferId half_part, BufferId grad) {
+    const Buffer half = p_.buffer(half_part);  // a copy: NewBuffer grows the buffer vector
+    const DType dtype = p_.buffer(grad).dtype;
+    Step& step = NewStep(StepKind::kCastGradient, "cast(" + half.name + ")", half.node);
+    step.compute_dtype = dtype;
+    BufferId part = NewBuffer(half.name + "." + std::string(DTypeName(dtype)),
+                              BufferRole::kGradientPart, MemoryCategory::kGradients, dtype,
+                              half.shape, half.value, half.node);
+    AllocateHere(part);
+    MarkExplicitFree(part);
+    Touch(half_part);
+    p_.steps.back().inputs = {half_part};
+    p_.steps.back().outputs = {part};
+    p_.steps.back().casts.push_back(CastOp{half_part, part});
+    p_.steps.back().end.push_back(Free(half_part));
+    return part;
   }
 
   BufferId NewWorkspace(const Dim& bytes, const std::string& name, NodeId n) {
@@ -557,6 +653,7 @@ class StepEmitter {
       const Node& node = g_.node(n);
       // Resolve the saved tensors first: this may emit recompute steps.
       std::vector<BufferId> saved;
+      std::vector<std::pair<size_t, ValueId>> dequantize;  // (index in saved, weight)
       size_t extra = 0;
       for (const SavedTensor& s : info.saved) {
         BufferId b;
@@ -564,7 +661,14 @@ class StepEmitter {
           size_t i = static_cast<size_t>(s.index);
           if (i >= node.inputs.size() || !IsRuntimeValue(node.inputs[i])) continue;
           ValueId u = node.inputs[i];
-          if (IsParameter(u)) {
+          if (IsParameter(u) && quantized_[u.index()]) {
+            // bitsandbytes keeps the codes and dequantises again in backward.
+            dequantize.emplace_back(saved.size(), u);
+            b = ParameterRead(u, info.compute, node.name, /*share=*/false);
+          } else if (IsParameter(u)) {
+            // An autocast weight cast (or a frozen weight's cast) of a recomputed node is the
+            // recompute's own.
+            if (info.recompute && p_.buffer(info.read[i]).role == BufferRole::kCast) Recompute(n);
             b = info.read[i];
           } else if (info.read_is_cast[i]) {
             if (info.recompute) Recompute(n);  // the cast copy is the node's own
@@ -584,8 +688,13 @@ class StepEmitter {
       }
       Step& step = NewStep(StepKind::kBackward, node.name, n);
       step.compute_dtype = info.compute;
+      for (const auto& [index, u] : dequantize) {
+        const DType want = info.compute != DType::kUndefined ? info.compute : g_.value(u).dtype;
+        Touch(saved[index]);
+        saved[index] = ParameterCast(u, saved[index], want, node.name);
+      }
       for (BufferId b : saved) Touch(b);
-      step.saved = saved;
+      p_.steps.back().saved = saved;
       step.output_gradients.assign(node.outputs.size(), BufferId());
       for (size_t j = 0; j < node.outputs.size(); ++j) {
         ValueId o = node.outputs[j];
@@ -670,6 +779,7 @@ class StepEmitter {
   const ProgramOptions& options_;
   const OpRegistry& registry_;
   const DerivationAnalysis& a_;
+  const AmpRegime& regime_;
   const DType working_;
   ProgramBuilder builder_;
   TrainingProgram& p_;  // builder_'s program
@@ -693,7 +803,10 @@ class StepEmitter {
   std::vector<BufferId> recomputed_storage_;  // its copy re-created in backward
   std::vector<BufferId> gradient_;            // gradient buffer of each activation
   std::vector<int> param_index_;              // value -> index into parameters, -1 otherwise
+  std::vector<bool> stored_frozen_;  // per value: a frozen parameter stored per --base-dtype
+  std::vector<bool> quantized_;      // per value: stored as int8/nf4 codes
   std::map<std::pair<size_t, DType>, BufferId> forward_casts_;  // (value, dtype) -> forward cast
+  std::vector<BufferId> weight_casts_;  // autocast's cache: parameter casts of the forward
 };
 
 }  // namespace

@@ -27,6 +27,7 @@ struct DerivationAnalysis {
   ValueId model_output;       // the value the loss reads
   LossSpec loss;              // resolved
   LossScaling loss_scaling;   // resolved: none in fp32
+  AmpRegime regime;           // what the precision and AMP mode imply
   GradientFlow gradients;
   ProgramDTypes dtypes;
   RecomputeSet recompute;

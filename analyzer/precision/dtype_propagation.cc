@@ -9,12 +9,12 @@ namespace {
 
 class Propagation {
  public:
-  Propagation(const Graph& graph, const OpRegistry& registry, Precision precision,
+  Propagation(const Graph& graph, const OpRegistry& registry, const AmpRegime& regime,
               const std::vector<std::optional<DType>>& node_override)
       : g_(graph),
         registry_(registry),
-        precision_(precision),
-        working_(WorkingDType(precision)),
+        regime_(regime),
+        working_(regime.working),
         node_override_(node_override) {}
 
   PropagatedDTypes Run(const std::vector<NodeId>& order) {
@@ -44,7 +44,7 @@ class Propagation {
     if (schema.is_view) {
       ValueId in = node.inputs.empty() ? ValueId() : node.inputs[0];
       if (IsParameter(in)) {
-        d.compute = working_;
+        d.compute = regime_.forward_parameter;
       } else if (in.valid() && IsFloating(ValueDType(in))) {
         d.compute = ValueDType(in);
       }
@@ -71,9 +71,13 @@ class Propagation {
 
     std::optional<DType> override_dtype;
     if (n.index() < node_override_.size()) override_dtype = node_override_[n.index()];
-    d.compute = ExecutionDType(precision_, schema.amp, override_dtype, activation_dtypes);
+    d.compute = ExecutionDType(regime_, schema.amp, override_dtype, activation_dtypes);
     if (override_dtype) {
       d.reason = PlacementReason::kOverride;
+    } else if (!regime_.placed_by_op_category) {
+      // Pure bf16: no autocast, every op runs in its (bf16) inputs' dtype.
+      d.reason = PlacementReason::kFollowsInputs;
+      d.decided_by = FirstActivationInputOf(node, d.compute);
     } else {
       switch (schema.amp) {
         case AmpCategory::kFp16Safe:
@@ -116,7 +120,7 @@ class Propagation {
 
   const Graph& g_;
   const OpRegistry& registry_;
-  const Precision precision_;
+  const AmpRegime regime_;
   const DType working_;
   const std::vector<std::optional<DType>>& node_override_;
   PropagatedDTypes result_;
@@ -125,9 +129,9 @@ class Propagation {
 }  // namespace
 
 PropagatedDTypes PropagateDTypes(const Graph& graph, const OpRegistry& registry,
-                                 const std::vector<NodeId>& order, Precision precision,
+                                 const std::vector<NodeId>& order, const AmpRegime& regime,
                                  const std::vector<std::optional<DType>>& node_override) {
-  return Propagation(graph, registry, precision, node_override).Run(order);
+  return Propagation(graph, registry, regime, node_override).Run(order);
 }
 
 }  // namespace memplan

@@ -8,16 +8,18 @@
 //  * fp32 mode, a node with no runtime output (constant folding) or a Cast node: no compute
 //    dtype; its outputs keep their graph dtypes.
 //  * a view allocates nothing, so it cannot change dtype: it computes in its input's dtype (the
-//    working dtype when the input is a parameter; none when the input is not floating);
+//    regime's forward parameter dtype when the input is a parameter: the working copy under
+//    master weights, fp32 under autocast; none when the input is not floating);
 //  * an override wins (ProgramOptions::node_dtype, --fp32-ops / --fp16-ops);
-//  * otherwise ExecutionDType (analyzer/precision_policy.h) of the node's AMP category and the
-//    dtypes of its floating activation inputs (parameters excluded: they are read as whichever
-//    copy fits).
+//  * otherwise ExecutionDType (analyzer/precision_policy.h) of the regime, the node's AMP category
+//    and the dtypes of its floating activation inputs (parameters excluded: they are read as
+//    whichever copy fits). Pure bf16 runs every node in bf16.
 // A floating output takes the node's compute dtype; any other output keeps its graph dtype.
 
 #include <optional>
 #include <vector>
 
+#include "analyzer/precision/amp_regime.h"
 #include "analyzer/precision/precision_placement.h"
 #include "graph/dtype.h"
 #include "graph/graph.h"
@@ -53,7 +55,7 @@ struct PropagatedDTypes {
 // REQUIRES: `order` is a topological order of `graph`; `node_override` is indexed by NodeId
 // (shorter = no override for the rest; ignored in fp32 mode, for views and Cast nodes).
 PropagatedDTypes PropagateDTypes(const Graph& graph, const OpRegistry& registry,
-                                 const std::vector<NodeId>& order, Precision precision,
+                                 const std::vector<NodeId>& order, const AmpRegime& regime,
                                  const std::vector<std::optional<DType>>& node_override);
 
 }  // namespace memplan

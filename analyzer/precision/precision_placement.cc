@@ -42,6 +42,7 @@ class Placer {
   Expected<PrecisionPlacement> Run() {
     PrecisionPlacement result;
     result.precision = options_.mode;
+    result.amp_mode = options_.amp_mode;
     result.loss_scaling = DefaultLossScaling(options_.mode);
     if (options_.mode != Precision::kFp32 && options_.loss_scaling) {
       result.loss_scaling = *options_.loss_scaling;
@@ -63,7 +64,7 @@ class Placer {
     for (size_t n = 0; n < g_.num_nodes(); ++n)
       if (const OverrideEntry* e = OverrideFor(NodeId(n))) node_override[n] = e->dtype;
     PropagatedDTypes propagated =
-        PropagateDTypes(g_, registry_, order, options_.mode, node_override);
+        PropagateDTypes(g_, registry_, order, RegimeOf(options_.mode, options_.amp_mode), node_override);
     for (size_t n = 0; n < g_.num_nodes(); ++n) {
       const NodeDType& decided = propagated.nodes[n];
       if (!decided.placed) continue;
@@ -180,6 +181,7 @@ Expected<PrecisionPlacement> PlacePrecision(const Graph& graph, const PrecisionO
 
 void ApplyPlacement(const PrecisionPlacement& placement, ProgramOptions& options) {
   options.precision = placement.precision;
+  options.amp_mode = placement.amp_mode;
   options.node_dtype = placement.node_dtype;
   options.loss_scaling = placement.loss_scaling;
 }

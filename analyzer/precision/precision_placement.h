@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/precision/amp_regime.h"
 #include "analyzer/precision/loss_scaling.h"
 #include "analyzer/training_program.h"
 #include "graph/dtype.h"
@@ -41,6 +42,9 @@ struct ProgramOptions;
 struct PrecisionOptions {
   // The mixed-precision mode to place; kFp32 places nothing (every node keeps its graph dtype).
   Precision mode = Precision::kFp16;
+  // The regime (analyzer/precision/amp_regime.h): pure bf16 runs every node in bf16; autocast
+  // sees parameters in fp32 where an op casts none.
+  AmpMode amp_mode = AmpMode::kMasterWeights;
   // Op types or ONNX node names forced to fp32 / to the working dtype (fp16, or bf16 in bf16
   // mode). An entry that names no node, or only nodes that cannot be placed (views, Cast nodes,
   // nodes touching no floating tensor), is an error; an entry in both lists is an error.
@@ -77,6 +81,7 @@ struct NodePlacement {
 
 struct PrecisionPlacement {
   Precision precision = Precision::kFp32;
+  AmpMode amp_mode = AmpMode::kMasterWeights;
   LossScaling loss_scaling;          // resolved: the mode's default when none was asked for
   std::vector<NodePlacement> nodes;  // indexed by NodeId, one per graph node
   // Ready for ProgramOptions::node_dtype: the placed dtype of each node, nullopt for kNotPlaced.
@@ -88,7 +93,7 @@ struct PrecisionPlacement {
 // that is not positive and finite, a cycle.
 Expected<PrecisionPlacement> PlacePrecision(const Graph& graph, const PrecisionOptions& options);
 
-// Sets options.precision, node_dtype and loss_scaling from the placement.
+// Sets options.precision, amp_mode, node_dtype and loss_scaling from the placement.
 void ApplyPlacement(const PrecisionPlacement& placement, ProgramOptions& options);
 
 // Splits a --fp32-ops / --fp16-ops value at commas, trimming spaces around each entry. An empty

@@ -130,7 +130,16 @@ class HtmlBuilder {
          << "</span> peak " << FormatBytes(plan_.chosen.peak_bytes) << " of "
          << FormatBytes(plan_.budget_bytes) << " ("
          << FormatPercent(plan_.chosen.peak_bytes, plan_.budget_bytes) << ") under the "
-         << AllocatorKindName(options_.allocator) << " allocator model</p>\n";
+         << AllocatorKindName(options_.allocator) << " allocator model";
+    // The headline and the timeline count different bytes; say which is which.
+    if (options_.allocator == AllocatorKind::kCaching)
+      out_ << " (reserved bytes: what must fit). The timeline draws live tensor bytes, "
+           << FormatBytes(plan_.chosen.exact_peak_bytes)
+           << " at their peak; its dashed line is the reserved bytes";
+    out_ << "</p>\n";
+    if (report_.inference_export)
+      out_ << "<p class=\"banner\" id=\"inference-export\">"
+           << EscapeMarkup(InferenceExportText(report_)) << "</p>\n";
     if (plan_.infeasible && !plan_.feasible) {
       const InfeasibleReport& r = *plan_.infeasible;
       out_ << "<p class=\"banner\">Even micro-batch 1 needs " << FormatBytes(r.required_bytes)
@@ -167,7 +176,8 @@ class HtmlBuilder {
     Card("recompute", report_.recompute_nodes.empty()
                           ? std::string("none")
                           : std::to_string(report_.recompute_nodes.size()) + " nodes");
-    Card("peak", FormatBytes(c.peak_bytes));
+    Card(options_.allocator == AllocatorKind::kCaching ? "peak (reserved)" : "peak (live)",
+         FormatBytes(c.peak_bytes));
     Card("step time", FormatFixed(plan_.time.step_seconds, 4) + " s");
     Card("throughput", FormatFixed(c.samples_per_second, 1) + " samples/s");
     out_ << "</section>\n";

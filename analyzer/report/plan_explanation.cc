@@ -18,6 +18,23 @@ bool WithoutRecompute(const ConfigurationOutcome& c) {
   return c.chosen.recompute == RecomputeLabel::kNone;
 }
 
+// What m is, said so it cannot contradict "m=511 fits" elsewhere in the sentence: with a global
+// batch G the planner takes the largest divisor of G that fits (or G itself), not the largest m.
+std::string WhyThisMicroBatch(const SearchTrace& trace, const ConfigurationOutcome& chosen) {
+  const PlanCandidate& pick = chosen.chosen;
+  const int64_t largest = chosen.largest_fitting_micro_batch;
+  if (trace.fixed_micro_batch) return "is fixed by --micro-batch and fits";
+  if (!trace.global_batch || pick.micro_batch >= largest)
+    return "is the largest micro-batch that fits";
+  const int64_t g = *trace.global_batch;
+  if (pick.micro_batch == g) return "is the whole global batch " + std::to_string(g) + " and fits";
+  if (g % pick.micro_batch == 0)
+    return "is the largest divisor of the global batch " + std::to_string(g) +
+           " that fits (the largest micro-batch that fits is m=" + std::to_string(largest) + ")";
+  return "is the micro-batch chosen for the global batch " + std::to_string(g) +
+         " (the largest that fits is m=" + std::to_string(largest) + ")";
+}
+
 }  // namespace
 
 std::string ExplainPlanChoice(const SearchTrace& trace) {
@@ -65,7 +82,7 @@ std::string ExplainPlanChoice(const SearchTrace& trace) {
     why << "recomputing " << chosen.recomputed_nodes << " nodes ("
         << RecomputeLabelName(pick.recompute) << ", as asked) fits m=" << pick.micro_batch << ".";
   } else {
-    why << "m=" << pick.micro_batch << " is the largest micro-batch that fits";
+    why << "m=" << pick.micro_batch << " " << WhyThisMicroBatch(trace, chosen);
     if (pick.accumulation_steps > 1)
       why << "; " << pick.accumulation_steps << " accumulation steps reach the global batch "
           << pick.global_batch;

@@ -40,6 +40,16 @@ int64_t NiceByteStep(int64_t top) {
   return unit * 1024;
 }
 
+// A tick step of 1, 2 or 5 times a power of ten for an axis of `count` steps.
+int64_t NiceCountStep(int64_t count) {
+  const double target = std::max(1.0, static_cast<double>(count) / kTargetTicks);
+  for (int64_t power = 1;; power *= 10) {
+    for (int64_t nice : {1, 2, 5}) {
+      if (static_cast<double>(nice * power) >= target) return nice * power;
+    }
+  }
+}
+
 struct Frame {
   double left = 0, right = 0, top = 0, bottom = 0;
   size_t points = 1;
@@ -161,16 +171,33 @@ class SvgBuilder {
     }
     out_ << "<line class=\"axis\"" << Attr("x1", frame_.left) << Attr("x2", frame_.right)
          << Attr("y1", frame_.bottom) << Attr("y2", frame_.bottom) << " stroke=\"#333333\"/>\n";
+    // x ticks: the executed-step index, so "step 1200" in a tooltip or the peak label can be
+    // found on the axis.
+    const int64_t points = static_cast<int64_t>(chart_.num_points);
+    const int64_t x_step = NiceCountStep(points);
+    for (int64_t tick = 0; tick <= points; tick += x_step) {
+      const double x = frame_.X(static_cast<double>(tick));
+      out_ << "<line class=\"x-tick\"" << Attr("x1", x) << Attr("x2", x)
+           << Attr("y1", frame_.bottom) << Attr("y2", frame_.bottom + 4)
+           << " stroke=\"#333333\"/>"
+           << "<text class=\"x-tick-label\"" << Attr("x", x) << Attr("y", frame_.bottom + 14)
+           << " text-anchor=\"middle\" fill=\"#555555\">" << tick << "</text>\n";
+    }
     std::ostringstream label;
-    label << chart_.num_points << " executed steps: setup, then per optimizer step the "
-          << "micro-batches (forward, backward) and the optimizer";
+    label << "executed step (index, " << chart_.num_points << " steps): setup, then per "
+          << "optimizer step the micro-batches (forward, backward) and the optimizer";
     if (plan_.chosen.accumulation_steps > 2) {
       label << " (micro-batches 3-" << plan_.chosen.accumulation_steps
             << " repeat micro-batch 2 and are not drawn)";
     }
     out_ << "<text class=\"axis-label\"" << Attr("x", (frame_.left + frame_.right) / 2)
-         << Attr("y", frame_.bottom + 18) << " text-anchor=\"middle\" fill=\"#333333\">"
+         << Attr("y", frame_.bottom + 30) << " text-anchor=\"middle\" fill=\"#333333\">"
          << EscapeMarkup(label.str()) << "</text>\n";
+    out_ << "<text class=\"axis-label y-axis-label\"" << Attr("x", 10)
+         << Attr("y", (frame_.top + frame_.bottom) / 2) << " transform=\"rotate(-90 10 "
+         << FormatCoordinate((frame_.top + frame_.bottom) / 2)
+         << ")\" text-anchor=\"middle\" fill=\"#333333\">bytes live (areas)"
+         << (chart_.show_reserved ? ", reserved (dashed line)" : "") << "</text>\n";
     out_ << "</g>\n";
   }
 
@@ -246,12 +273,32 @@ class SvgBuilder {
          << EscapeMarkup(text + " (above the chart" + share + ")") << "</text>\n";
   }
 
+  // The reserved bytes drawn at timeline index `index` (its bucket's kept point); 0 without the
+  // reserved line.
+  int64_t ReservedAt(size_t index) const {
+    if (!chart_.show_reserved) return 0;
+    for (const TimelineBucket& b : chart_.buckets)
+      if (b.begin <= index && index < b.end) return timeline()[b.kept].reserved_bytes;
+    return 0;
+  }
+
+  // The peak of the live bytes (the areas). The text report's headline peak is the allocator
+  // model's (reserved with the caching model), so the label names both. It sits above the
+  // reserved line where there is room and below the point otherwise, never on the line.
   void Peak() {
     if (!chart_.has_peak) return;
     const double x = frame_.X(static_cast<double>(chart_.peak) + 0.5);
     const double y = frame_.Y(chart_.peak_bytes);
     const bool right_half = x > (frame_.left + frame_.right) / 2;
-    const double label_y = std::max(y - 8, frame_.top + 12);
+    constexpr double kGap = 6;         // between the label's baseline and a line under it
+    constexpr double kTextHeight = 11;  // the font size
+    const int64_t reserved = ReservedAt(chart_.peak);
+    const double line_y = reserved > 0 ? std::min(y, frame_.Y(reserved)) : y;
+    const double above = line_y - kGap;
+    const double label_y = above - kTextHeight >= frame_.top ? above : y + kGap + kTextHeight;
+    std::string text = "live peak " + FormatBytes(chart_.peak_bytes);
+    if (reserved > 0) text += " (reserved " + FormatBytes(reserved) + ")";
+    text += " at " + chart_.peak_step;
     out_ << "<g class=\"peak\" data-index=\"" << chart_.peak << "\" data-bytes=\""
          << chart_.peak_bytes << "\">"
          << "<line" << Attr("x1", x) << Attr("x2", x) << Attr("y1", y) << Attr("y2", frame_.bottom)
@@ -262,9 +309,8 @@ class SvgBuilder {
          << Attr("y", label_y) << " text-anchor=\"" << (right_half ? "end" : "start")
          << "\" font-weight=\"bold\" fill=\"#222222\""
          // A white outline under the glyphs keeps the label legible over lines and layers.
-         << " stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">peak "
-         << EscapeMarkup(FormatBytes(chart_.peak_bytes)) << " live at "
-         << EscapeMarkup(chart_.peak_step) << "</text></g>\n";
+         << " stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">"
+         << EscapeMarkup(text) << "</text></g>\n";
   }
 
   void Legend() {
@@ -290,7 +336,7 @@ class SvgBuilder {
     if (budget_in_scale_) entries.push_back({"budget", "#d62728", "6 4"});
 
     out_ << "<g class=\"legend\">\n";
-    double y = frame_.bottom + 42;
+    double y = frame_.bottom + 48;
     out_ << "<text" << Attr("x", frame_.left - 6) << Attr("y", y)
          << " text-anchor=\"end\" fill=\"#555555\">at the peak:</text>\n";
     double x = frame_.left;

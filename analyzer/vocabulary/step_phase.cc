@@ -15,6 +15,7 @@ StepPhase PhaseOfStep(StepKind kind) {
     case StepKind::kLossBackward:
     case StepKind::kBackward:
     case StepKind::kAccumulateGradient:
+    case StepKind::kCastGradient:
       return StepPhase::kBackward;
     case StepKind::kRecompute:
       return StepPhase::kRecompute;
@@ -22,6 +23,10 @@ StepPhase PhaseOfStep(StepKind kind) {
     case StepKind::kClipGradients:
     case StepKind::kOptimizerStep:
     case StepKind::kZeroGradients:
+      return StepPhase::kOptimizer;
+    case StepKind::kCollective:
+      // A collective belongs to the phase it sits in; by kind alone it is communication, which
+      // reports group with the optimizer phase unless PhaseOfStep(program, t) places it.
       return StepPhase::kOptimizer;
   }
   MEMPLAN_CHECK(false && "a step kind without a phase");

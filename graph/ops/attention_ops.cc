@@ -1,4 +1,5 @@
-// Attention (ai.onnx opset 23) and RotaryEmbedding (ai.onnx opset 23 and com.microsoft).
+// Attention (ai.onnx opset 23), ONNX Runtime's com.microsoft MultiHeadAttention and
+// GroupQueryAttention, and RotaryEmbedding (ai.onnx opset 23 and com.microsoft).
 //
 // Attention(Q, K, V, attn_mask?, past_key?, past_value?) -> (Y, present_key?, present_value?,
 // qk_matmul_output?). Q/K/V are 4D [B, heads, seq, head_size] or 3D [B, seq, heads*head_size]
@@ -29,7 +30,14 @@ namespace {
 struct AttentionDims {
   bool three_d = false;
   Dim batch, q_heads, kv_heads, q_seq, kv_seq, total_seq, head, v_head;
+  // Where K, V and the past live among the node's inputs (ai.onnx Attention's slots by default);
+  // a packed K/V (slot equal to Q's or to K's) is one storage, saved once.
+  size_t key_slot = 1, value_slot = 2, past_key_slot = 4, past_value_slot = 5;
 };
+
+// Reads one op form's inputs and attributes into AttentionDims: nullopt when a needed shape is
+// unknown, an error for ranks or attributes its spec rejects.
+using AttentionDimsReader = Expected<std::optional<AttentionDims>> (*)(const OpContext&);
 
 // Splits a 3D hidden size into `heads` heads; nullopt when it does not divide.
 std::optional<Dim> PerHead(const Dim& hidden, int64_t heads) {
@@ -86,8 +94,8 @@ Shape ScoresShape(const AttentionDims& d) {
   return Shape{{d.batch, d.q_heads, d.q_seq, d.total_seq}};
 }
 
-Expected<std::vector<TensorInfo>> AttentionShape(const OpContext& ctx) {
-  MEMPLAN_TRY(auto dims, ReadAttentionDims(ctx));
+Expected<std::vector<TensorInfo>> AttentionShape(const OpContext& ctx, AttentionDimsReader read) {
+  MEMPLAN_TRY(auto dims, read(ctx));
   auto outs = EmptyOutputs(ctx);
   const DType dtype = ctx.inputs[0].dtype;
   for (auto& o : outs) o.dtype = dtype;
@@ -103,8 +111,8 @@ Expected<std::vector<TensorInfo>> AttentionShape(const OpContext& ctx) {
   return outs;
 }
 
-OpCost AttentionCost(const OpContext& ctx) {
-  auto dims = ReadAttentionDims(ctx);
+OpCost AttentionCost(const OpContext& ctx, AttentionDimsReader read) {
+  auto dims = read(ctx);
   if (!dims.ok() || !dims->has_value()) return IoCost(ctx, Dim(0));
   const AttentionDims& d = **dims;
   const Dim scores = ScoresShape(d).NumElements();
@@ -113,39 +121,52 @@ OpCost AttentionCost(const OpContext& ctx) {
 }
 
 // K (or V) as the eager matmul sees it: the present (past ++ new) when there is a past, repeated
-// to q_heads under grouped-query attention.
-SavedTensor SavedKeyOrValue(const OpContext& ctx, const AttentionDims& d, int input, int present,
-                            const char* repeated_name, const Dim& head) {
+// to q_heads under grouped-query attention; nullopt when it is a view of a tensor already saved
+// (packed into Q's input, or V packed with K).
+std::optional<SavedTensor> SavedKeyOrValue(const OpContext& ctx, const AttentionDims& d,
+                                           size_t input, size_t past, size_t present,
+                                           const char* repeated_name, const Dim& head,
+                                           bool input_already_saved) {
   if (!(d.kv_heads == d.q_heads)) {
     return SaveExtra(repeated_name, ctx.inputs[0].dtype,
                      Shape{{d.batch, d.q_heads, d.total_seq, head}});
   }
-  if (ctx.has_input(static_cast<size_t>(input) + 3) &&
-      static_cast<size_t>(present) < ctx.outputs.size() && ctx.outputs[present].present)
-    return SaveOutput(present);
-  return SaveInput(input);
+  if (ctx.has_input(past) && present < ctx.outputs.size() && ctx.outputs[present].present)
+    return SaveOutput(static_cast<int>(present));
+  if (input_already_saved) return std::nullopt;
+  return SaveInput(static_cast<int>(input));
+}
+
+// Eager attention's saved set (see the top of this file) for any form the reader understands.
+std::vector<SavedTensor> EagerAttentionSaved(const OpContext& ctx, AttentionDimsReader read) {
+  std::vector<SavedTensor> saved;
+  auto dims = read(ctx);
+  if (!dims.ok() || !dims->has_value()) {
+    // Shapes unknown: the inputs are what can be named.
+    for (size_t i = 0; i < 3; ++i)
+      if (ctx.has_input(i)) saved.push_back(SaveInput(static_cast<int>(i)));
+    return saved;
+  }
+  const AttentionDims& d = **dims;
+  saved.push_back(SaveInput(0));
+  if (auto k = SavedKeyOrValue(ctx, d, d.key_slot, d.past_key_slot, 1, "repeated_key", d.head,
+                               /*input_already_saved=*/d.key_slot == 0))
+    saved.push_back(*k);
+  if (auto v = SavedKeyOrValue(ctx, d, d.value_slot, d.past_value_slot, 2, "repeated_value",
+                               d.v_head, /*input_already_saved=*/d.value_slot == 0 ||
+                                             d.value_slot == d.key_slot))
+    saved.push_back(*v);
+  saved.push_back(SaveExtra("attention_probs", ctx.inputs[0].dtype, ScoresShape(d)));
+  return saved;
 }
 
 OpSchema AttentionSchema() {
   OpSchema s;
   s.op_type = "Attention";
-  s.infer_shapes = AttentionShape;
-  s.cost = AttentionCost;
-  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
-    std::vector<SavedTensor> saved;
-    auto dims = ReadAttentionDims(ctx);
-    if (!dims.ok() || !dims->has_value()) {
-      // Shapes unknown: the inputs are what can be named.
-      for (int i = 0; i < 3; ++i) saved.push_back(SaveInput(i));
-      return saved;
-    }
-    const AttentionDims& d = **dims;
-    saved.push_back(SaveInput(0));
-    saved.push_back(SavedKeyOrValue(ctx, d, 1, 1, "repeated_key", d.head));
-    saved.push_back(SavedKeyOrValue(ctx, d, 2, 2, "repeated_value", d.v_head));
-    saved.push_back(SaveExtra("attention_probs", ctx.inputs[0].dtype, ScoresShape(d)));
-    return saved;
-  });
+  s.infer_shapes = [](const OpContext& ctx) { return AttentionShape(ctx, ReadAttentionDims); };
+  s.cost = [](const OpContext& ctx) { return AttentionCost(ctx, ReadAttentionDims); };
+  s.saved_for_backward = WhenDifferentiable(
+      [](const OpContext& ctx) { return EagerAttentionSaved(ctx, ReadAttentionDims); });
   // Q, K, V and the past receive gradients; the mask (slot 3) does not.
   s.gradient_inputs = [](const OpContext& ctx) {
     std::vector<bool> grads(ctx.inputs.size(), false);
@@ -159,6 +180,142 @@ OpSchema AttentionSchema() {
                    ": eager attention = matmul (saves self, other) + _softmax (saves result) + "
                    "matmul (saves self, other): Q, K, P [B, q_heads, q_seq, total_seq] and V; "
                    "grouped-query K/V repeated to q_heads (repeat_kv) before the matmuls";
+  s.amp_source = std::string(kAutocastLists) +
+                 ": lower_precision_fp list (matmul, scaled_dot_product_attention)";
+  return s;
+}
+
+// ---------------------------------------------------------------- com.microsoft attention
+// ONNX Runtime's transformer optimizer writes these; they are modelled like Attention above (the
+// eager saved set), read from their own input layouts. Both have 3D outputs [B, q_seq, N * v_head]
+// and present_key/present_value [B, kv_heads, total_seq, head].
+
+// Positive integer attribute `name`, or an error naming the node.
+Expected<int64_t> PositiveAttr(const OpContext& ctx, const char* name) {
+  const int64_t value = ctx.attrs().GetInt(name, 0);
+  if (value <= 0) return MakeError(NodeError(ctx.node, std::string(name) + " must be positive"));
+  return value;
+}
+
+// Total sequence = past (when given) + new keys.
+Expected<bool> AddPast(const OpContext& ctx, AttentionDims& d) {
+  if (!ctx.has_input(d.past_key_slot)) return true;
+  const Shape& past = ctx.inputs[d.past_key_slot].shape;
+  if (!past.known) return false;
+  if (past.rank() != 4) return MakeError(NodeError(ctx.node, "past_key must be 4D"));
+  d.total_seq = past.dims[2] + d.kv_seq;
+  return true;
+}
+
+// MultiHeadAttention(query, key?, value?, bias?, key_padding_mask?, attention_bias?, past_key?,
+// past_value?), attribute num_heads = N. Forms: query [B, S, D] with key/value [B, L, D] and
+// [B, L, D_v] (or 4D [B, N, L, H], a cross-attention cache, taken as is); query packed with K and
+// V as [B, S, N, 3, H] (key absent); key packed with V as [B, L, N, 2, H] (value absent).
+Expected<std::optional<AttentionDims>> ReadMultiHeadDims(const OpContext& ctx) {
+  MEMPLAN_TRY(const TensorInfo* q, RequiredInput(ctx, 0));
+  MEMPLAN_TRY(int64_t heads, PositiveAttr(ctx, "num_heads"));
+  if (!q->shape.known) return std::optional<AttentionDims>{};
+  AttentionDims d;
+  d.three_d = true;
+  d.past_key_slot = 6;
+  d.past_value_slot = 7;
+  d.q_heads = d.kv_heads = Dim(heads);
+  d.batch = q->shape.dims.empty() ? Dim(0) : q->shape.dims[0];
+  if (q->shape.rank() == 5) {  // packed QKV [B, S, N, 3, H]
+    d.q_seq = d.kv_seq = q->shape.dims[1];
+    d.head = d.v_head = q->shape.dims[4];
+    d.key_slot = d.value_slot = 0;
+  } else if (q->shape.rank() == 3) {
+    d.q_seq = q->shape.dims[1];
+    auto head = PerHead(q->shape.dims[2], heads);
+    if (!head)
+      return MakeError(NodeError(ctx.node, "query hidden size is not divisible by num_heads"));
+    d.head = *head;
+    MEMPLAN_TRY(const TensorInfo* k, RequiredInput(ctx, 1));
+    if (!k->shape.known) return std::optional<AttentionDims>{};
+    if (k->shape.rank() == 5) {  // packed KV [B, L, N, 2, H]
+      d.kv_seq = k->shape.dims[1];
+      d.v_head = k->shape.dims[4];
+      d.value_slot = 1;
+    } else {
+      MEMPLAN_TRY(const TensorInfo* v, RequiredInput(ctx, 2));
+      if (!v->shape.known) return std::optional<AttentionDims>{};
+      if (k->shape.rank() == 3 && v->shape.rank() == 3) {
+        d.kv_seq = k->shape.dims[1];
+        auto v_head = PerHead(v->shape.dims[2], heads);
+        if (!v_head)
+          return MakeError(NodeError(ctx.node, "value hidden size is not divisible by num_heads"));
+        d.v_head = *v_head;
+      } else if (k->shape.rank() == 4 && v->shape.rank() == 4) {
+        d.kv_seq = k->shape.dims[2];
+        d.v_head = v->shape.dims[3];
+      } else {
+        return MakeError(NodeError(ctx.node, "key and value must both be 3D or both be 4D"));
+      }
+    }
+  } else {
+    return MakeError(
+        NodeError(ctx.node, "query must be 3D [B, S, D] or packed 5D [B, S, N, 3, H]"));
+  }
+  d.total_seq = d.kv_seq;
+  MEMPLAN_TRY(bool known, AddPast(ctx, d));
+  if (!known) return std::optional<AttentionDims>{};
+  return std::optional<AttentionDims>{d};
+}
+
+// GroupQueryAttention(query, key?, value?, past_key?, past_value?, seqlens_k,
+// total_sequence_length, cos_cache?, sin_cache?, ...), attributes num_heads = N and
+// kv_num_heads = N_kv (dividing N). query [B, S, N * H] with key/value [B, S, N_kv * H], or Q, K
+// and V packed in query [B, S, (N + 2 * N_kv) * H] (key absent). With a past, total_seq =
+// past_seq + S (the non-shared-buffer form, which is what a training step would run).
+Expected<std::optional<AttentionDims>> ReadGroupQueryDims(const OpContext& ctx) {
+  MEMPLAN_TRY(const TensorInfo* q, RequiredInput(ctx, 0));
+  MEMPLAN_TRY(int64_t heads, PositiveAttr(ctx, "num_heads"));
+  MEMPLAN_TRY(int64_t kv_heads, PositiveAttr(ctx, "kv_num_heads"));
+  if (heads % kv_heads != 0)
+    return MakeError(NodeError(ctx.node, "num_heads must be a multiple of kv_num_heads"));
+  if (!q->shape.known) return std::optional<AttentionDims>{};
+  if (q->shape.rank() != 3) return MakeError(NodeError(ctx.node, "query must be 3D [B, S, D]"));
+  AttentionDims d;
+  d.three_d = true;
+  d.past_key_slot = 3;
+  d.past_value_slot = 4;
+  d.q_heads = Dim(heads);
+  d.kv_heads = Dim(kv_heads);
+  d.batch = q->shape.dims[0];
+  d.q_seq = d.kv_seq = q->shape.dims[1];
+  const bool packed = !ctx.has_input(1);
+  auto head = PerHead(q->shape.dims[2], packed ? heads + 2 * kv_heads : heads);
+  if (!head)
+    return MakeError(NodeError(ctx.node, "query hidden size is not divisible by the heads"));
+  d.head = d.v_head = *head;
+  if (packed) d.key_slot = d.value_slot = 0;
+  d.total_seq = d.kv_seq;
+  MEMPLAN_TRY(bool known, AddPast(ctx, d));
+  if (!known) return std::optional<AttentionDims>{};
+  return std::optional<AttentionDims>{d};
+}
+
+OpSchema ContribAttentionSchema(const char* op_type, AttentionDimsReader read,
+                                std::vector<size_t> gradient_slots) {
+  OpSchema s;
+  s.op_type = op_type;
+  s.domain = "com.microsoft";
+  s.infer_shapes = [read](const OpContext& ctx) { return AttentionShape(ctx, read); };
+  s.cost = [read](const OpContext& ctx) { return AttentionCost(ctx, read); };
+  s.saved_for_backward =
+      WhenDifferentiable([read](const OpContext& ctx) { return EagerAttentionSaved(ctx, read); });
+  s.gradient_inputs = [gradient_slots](const OpContext& ctx) {
+    std::vector<bool> grads(ctx.inputs.size(), false);
+    for (size_t i : gradient_slots)
+      if (i < grads.size()) grads[i] = InputRequiresGrad(ctx, i);
+    return grads;
+  };
+  s.backward_flops_factor = kContractionBackwardFactor;
+  s.amp = AmpCategory::kFp16Safe;
+  s.saved_source = std::string(kDerivativesYaml) +
+                   ": as ai.onnx Attention (eager: Q, K, softmax output P, V; grouped-query "
+                   "K/V repeated to num_heads); packed Q/K/V are one storage, saved once";
   s.amp_source = std::string(kAutocastLists) +
                  ": lower_precision_fp list (matmul, scaled_dot_product_attention)";
   return s;
@@ -219,6 +376,11 @@ OpSchema RotarySchema(const char* domain, size_t cos_slot, size_t sin_slot,
 
 void RegisterAttentionOps(OpRegistry& registry) {
   registry.Register(AttentionSchema());
+  // Gradients: query, key, value, bias and the past (MHA); query, key, value and the past (GQA).
+  registry.Register(ContribAttentionSchema("MultiHeadAttention", ReadMultiHeadDims,
+                                           /*gradient_slots=*/{0, 1, 2, 3, 6, 7}));
+  registry.Register(ContribAttentionSchema("GroupQueryAttention", ReadGroupQueryDims,
+                                           /*gradient_slots=*/{0, 1, 2, 3, 4}));
   registry.Register(RotarySchema("", /*cos_slot=*/1, /*sin_slot=*/2, /*position_slot=*/3));
   registry.Register(RotarySchema("com.microsoft", /*cos_slot=*/2, /*sin_slot=*/3,
                                  /*position_slot=*/1));

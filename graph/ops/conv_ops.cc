@@ -8,6 +8,7 @@
 // The bracketed term is the bias add. Backward computes grad-input and grad-weight, each a
 // convolution of the same size: backward_flops_factor 2.
 
+#include "graph/checked_math.h"
 #include "graph/ops/common_rules.h"
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
@@ -77,7 +78,10 @@ Expected<std::vector<TensorInfo>> ConvShape(const OpContext& ctx) {
   if (groups <= 0) return MakeError(NodeError(ctx.node, "group must be positive"));
   auto cin = xs.dims[1].constant_value();
   auto w_cin = ws.dims[1].constant_value();
-  if (cin && w_cin && *cin != *w_cin * groups) {
+  // A group near 2^61 times the weight's channels overflows; that is a mismatch, not UB.
+  std::optional<int64_t> expected_cin;
+  if (w_cin) expected_cin = CheckedMul(*w_cin, groups);
+  if (cin && w_cin && (!expected_cin || *cin != *expected_cin)) {
     return MakeError(
         NodeError(ctx.node, "input has " + std::to_string(*cin) + " channels but weight expects " +
                                 std::to_string(*w_cin) + " x group " + std::to_string(groups)));

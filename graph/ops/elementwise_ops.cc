@@ -8,27 +8,12 @@
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
 #include "graph/ops/shape_helpers.h"
+#include "graph/ops/shape_ops_folding.h"
 
 namespace memplan {
 namespace {
 
 using DimOp = std::function<std::optional<Dim>(const Dim&, const Dim&)>;
-
-bool IsInteger(DType dtype) {
-  switch (dtype) {
-    case DType::kInt8:
-    case DType::kUInt8:
-    case DType::kInt16:
-    case DType::kUInt16:
-    case DType::kInt32:
-    case DType::kUInt32:
-    case DType::kInt64:
-    case DType::kUInt64:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // Applies `op` elementwise to two folded contents, broadcasting a one-element side (a scalar or
 // [1]) against the other. nullopt when either side is not folded or any element cannot be.

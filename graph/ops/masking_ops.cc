@@ -15,25 +15,10 @@
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
 #include "graph/ops/shape_helpers.h"
+#include "graph/ops/shape_ops_folding.h"
 
 namespace memplan {
 namespace {
-
-bool IsIntegerDType(DType dtype) {
-  switch (dtype) {
-    case DType::kInt8:
-    case DType::kUInt8:
-    case DType::kInt16:
-    case DType::kUInt16:
-    case DType::kInt32:
-    case DType::kUInt32:
-    case DType::kInt64:
-    case DType::kUInt64:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // ONNX Mod on integers: fmod=0 takes the divisor's sign (Python %), fmod=1 the dividend's (C).
 std::optional<int64_t> IntegerMod(int64_t a, int64_t b, bool fmod) {
@@ -70,7 +55,7 @@ OpSchema ModSchema() {
     auto shape = BroadcastShapes(a->shape, b->shape);
     if (!shape) return MakeError(NodeError(ctx.node, shape.error().message));
     auto outs = SingleOutput(a->dtype, *shape);
-    if (IsIntegerDType(a->dtype))
+    if (IsInteger(a->dtype))
       outs[0].contents = ModContents(*a, *b, ctx.attrs().GetInt("fmod", 0) != 0);
     return outs;
   };

@@ -86,19 +86,27 @@ std::vector<SavedTensor> SaveOperandsForOthers(const OpContext& ctx, size_t oper
 
 const char* const kMatMulAmp = "lower_precision_fp list (mm, bmm, matmul, addmm, linear, einsum)";
 
-OpSchema MatMulSchema() {
+// MatMul and Gemm share every fact but their shapes and cost: each of the two matrix operands is
+// saved when the other needs a gradient, and both run in fp16 under autocast.
+OpSchema TwoOperandContractionSchema(const char* op_type, ShapeRule infer_shapes, CostRule cost,
+                                     const char* saved_rule) {
   OpSchema s;
-  s.op_type = "MatMul";
-  s.infer_shapes = MatMulShape;
-  s.cost = MatMulCost;
+  s.op_type = op_type;
+  s.infer_shapes = std::move(infer_shapes);
+  s.cost = std::move(cost);
   s.saved_for_backward = [](const OpContext& ctx) { return SaveOperandsForOthers(ctx, 2); };
   s.backward_flops_factor = kContractionBackwardFactor;
   s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": mm: self: mm_mat1_backward(grad, mat2, ...), mat2: mm_mat2_backward(grad, "
-                   "self, ...); bmm likewise (matmul is composite over mm/bmm on views)";
+  s.saved_source = std::string(kDerivativesYaml) + ": " + saved_rule;
   s.amp_source = std::string(kAutocastLists) + ": " + kMatMulAmp;
   return s;
+}
+
+OpSchema MatMulSchema() {
+  return TwoOperandContractionSchema(
+      "MatMul", MatMulShape, MatMulCost,
+      "mm: self: mm_mat1_backward(grad, mat2, ...), mat2: mm_mat2_backward(grad, self, ...); bmm "
+      "likewise (matmul is composite over mm/bmm on views)");
 }
 
 // Gemm: Y = alpha * A' B' + beta * C with A' = transA ? A^T : A ([M, K]), B' likewise ([K, N]).
@@ -144,18 +152,10 @@ OpCost GemmCost(const OpContext& ctx) {
 }
 
 OpSchema GemmSchema() {
-  OpSchema s;
-  s.op_type = "Gemm";
-  s.infer_shapes = GemmShape;
-  s.cost = GemmCost;
-  s.saved_for_backward = [](const OpContext& ctx) { return SaveOperandsForOthers(ctx, 2); };
-  s.backward_flops_factor = kContractionBackwardFactor;
-  s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": addmm: mat1: mm_mat1_backward(grad, mat2, ...), mat2: "
-                   "mm_mat2_backward(grad, mat1, ...); self (bias) needs nothing";
-  s.amp_source = std::string(kAutocastLists) + ": " + kMatMulAmp;
-  return s;
+  return TwoOperandContractionSchema(
+      "Gemm", GemmShape, GemmCost,
+      "addmm: mat1: mm_mat1_backward(grad, mat2, ...), mat2: mm_mat2_backward(grad, mat1, ...); "
+      "self (bias) needs nothing");
 }
 
 Expected<EinsumShapes> EinsumShapesOf(const OpContext& ctx) {

@@ -64,6 +64,7 @@ OpRegistry::OpRegistry() {
   RegisterShapeOps(*this);
   RegisterElementwiseOps(*this);
   RegisterMatMulOps(*this);
+  RegisterRecurrentOps(*this);
   RegisterConvOps(*this);
   RegisterNormalizationOps(*this);
   RegisterPoolingOps(*this);
@@ -74,6 +75,7 @@ OpRegistry::OpRegistry() {
   RegisterGeluVariantOps(*this);
   RegisterRmsNormOps(*this);
   RegisterAttentionOps(*this);
+  RegisterSdpaOps(*this);
 }
 
 const OpRegistry& OpRegistry::Get() {

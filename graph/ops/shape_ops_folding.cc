@@ -57,7 +57,7 @@ std::vector<Dim> DimsOf(const std::vector<int64_t>& values) {
   return std::vector<Dim>(values.begin(), values.end());
 }
 
-bool IsFoldableDType(DType dtype) {
+bool IsInteger(DType dtype) {
   switch (dtype) {
     case DType::kInt8:
     case DType::kUInt8:
@@ -67,12 +67,13 @@ bool IsFoldableDType(DType dtype) {
     case DType::kUInt32:
     case DType::kInt64:
     case DType::kUInt64:
-    case DType::kBool:
       return true;
     default:
       return false;
   }
 }
+
+bool IsFoldableDType(DType dtype) { return IsInteger(dtype) || dtype == DType::kBool; }
 
 std::optional<std::vector<Dim>> BroadcastContents(const TensorInfo& info,
                                                   const std::vector<int64_t>& out_dims) {

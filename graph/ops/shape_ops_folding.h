@@ -25,6 +25,9 @@ std::optional<int64_t> FoldableElementCount(const Shape& shape);
 std::optional<std::vector<int64_t>> ConstantContents(const TensorInfo& info);
 // Converts integers to Dims.
 std::vector<Dim> DimsOf(const std::vector<int64_t>& values);
+// True for int8 to int64 and uint8 to uint64 (not bool, not the packed 4-bit integers): the
+// dtypes whose folded contents follow integer arithmetic.
+bool IsInteger(DType dtype);
 // True for the integer and bool dtypes whose contents are folded.
 bool IsFoldableDType(DType dtype);
 

@@ -1,5 +1,6 @@
 #include "runtime/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
@@ -37,8 +38,15 @@ Status CopyRounded(const Tensor& src, const Tensor& dst, bool add, std::string_v
   MEMPLAN_RETURN_IF_ERROR(CheckSameCount(src, dst, what));
   float* out = dst.mutable_data();
   const float* in = src.data();
-  for (int64_t i = 0; i < dst.numel(); ++i)
-    out[i] = RoundToDType(add ? out[i] + in[i] : in[i], dst.dtype());
+  const int64_t n = dst.numel();
+  // Copy (or add) in one plain loop, then round: the same values as rounding each element as it
+  // is written, without a per-element call for the fp32 buffers that need no rounding.
+  if (add) {
+    for (int64_t i = 0; i < n; ++i) out[i] += in[i];
+  } else if (in != out) {
+    std::copy(in, in + n, out);
+  }
+  RoundToDTypeInPlace(out, n, dst.dtype());
   return OkStatus();
 }
 
@@ -57,11 +65,13 @@ Expected<LossKind> LossFromName(std::string_view name) {
   return *kind;
 }
 
-Status RequireAiOnnx(std::string_view domain, std::string_view op_type) {
-  if (!RunsAsStandardOnnxOp(domain, op_type))
-    return MakeError("the cpu backend has no kernel for " + std::string(domain) + ":" +
-                     std::string(op_type));
-  return OkStatus();
+// The domain the kernel registry knows `op_type` under: "" for ai.onnx and its aliases
+// (com.microsoft Gelu), the node's own for memplan's fused ops (ScaledDotProductAttention).
+Expected<std::string_view> KernelDomain(std::string_view domain, std::string_view op_type) {
+  if (RunsAsStandardOnnxOp(domain, op_type)) return std::string_view();
+  if (KernelRegistry::Get().Find(op_type, domain) != nullptr) return domain;
+  return MakeError("the cpu backend has no kernel for " + std::string(domain) + ":" +
+                   std::string(op_type));
 }
 
 // Comparisons (no gradient) the kernel registry does not have yet: GPT exports build their
@@ -207,7 +217,7 @@ Expected<double> CpuBackend::GlobalNorm(const std::vector<DeviceTensor>& tensors
 }
 
 Expected<std::vector<DeviceTensor>> CpuBackend::Forward(const ForwardCall& call) {
-  MEMPLAN_RETURN_IF_ERROR(RequireAiOnnx(call.domain, call.op_type));
+  MEMPLAN_TRY(std::string_view domain, KernelDomain(call.domain, call.op_type));
   KernelContext ctx;
   ctx.allocator = &scratch_;
   ctx.training = call.training;
@@ -218,7 +228,7 @@ Expected<std::vector<DeviceTensor>> CpuBackend::Forward(const ForwardCall& call)
   args.num_outputs = call.num_outputs;
   MEMPLAN_TRY(ForwardResult result, IsFallbackComparison(call.op_type)
                                         ? ComparisonForward(call.op_type, ctx, args)
-                                        : RunForward(call.op_type, ctx, args));
+                                        : RunForward(call.op_type, ctx, args, domain));
   std::vector<DeviceTensor> held(static_cast<size_t>(call.num_outputs));
   for (size_t j = 0; j < held.size(); ++j) {
     const Tensor produced = j < result.outputs.size() ? result.outputs[j] : Tensor();
@@ -245,7 +255,7 @@ Expected<std::vector<DeviceTensor>> CpuBackend::Forward(const ForwardCall& call)
 }
 
 Status CpuBackend::Backward(const BackwardCall& call) {
-  MEMPLAN_RETURN_IF_ERROR(RequireAiOnnx(call.domain, call.op_type));
+  MEMPLAN_TRY(std::string_view domain, KernelDomain(call.domain, call.op_type));
   KernelContext ctx;
   ctx.allocator = &scratch_;
   ctx.training = call.training;
@@ -261,7 +271,7 @@ Status CpuBackend::Backward(const BackwardCall& call) {
   args.needs_input_grad.assign(call.input_shapes.size(), false);
   for (size_t i = 0; i < call.grad_inputs.size() && i < args.needs_input_grad.size(); ++i)
     args.needs_input_grad[i] = call.grad_inputs[i].defined();
-  MEMPLAN_TRY(InputGradients grads, RunBackward(call.op_type, ctx, args));
+  MEMPLAN_TRY(InputGradients grads, RunBackward(call.op_type, ctx, args, domain));
   for (size_t i = 0; i < call.grad_inputs.size(); ++i) {
     if (!call.grad_inputs[i].defined()) continue;
     if (i >= grads.size() || !grads[i].defined())

@@ -21,15 +21,16 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterGatherKernels(r);
     RegisterShapeKernels(r);
     RegisterDropoutKernels(r);
+    RegisterSdpaKernels(r);
     return r;
   }();
   return registry;
 }
 
 void KernelRegistry::Register(std::string_view op_type, ForwardKernel forward,
-                              BackwardKernel backward) {
+                              BackwardKernel backward, std::string_view domain) {
   MEMPLAN_CHECK(forward != nullptr);
-  const OpSchema* op = OpRegistry::Get().Find(op_type);
+  const OpSchema* op = OpRegistry::Get().Find(op_type, domain);
   MEMPLAN_CHECK(op != nullptr);  // a kernel for an op the registry does not know
   const bool inserted = entries_.emplace(op, KernelEntry{forward, backward}).second;
   MEMPLAN_CHECK(inserted);
@@ -40,8 +41,8 @@ const KernelEntry* KernelRegistry::Find(const OpSchema& op) const {
   return it == entries_.end() ? nullptr : &it->second;
 }
 
-const KernelEntry* KernelRegistry::Find(std::string_view op_type) const {
-  const OpSchema* op = OpRegistry::Get().Find(op_type);
+const KernelEntry* KernelRegistry::Find(std::string_view op_type, std::string_view domain) const {
+  const OpSchema* op = OpRegistry::Get().Find(op_type, domain);
   return op == nullptr ? nullptr : Find(*op);
 }
 
@@ -60,8 +61,8 @@ std::vector<std::string> KernelRegistry::OpTypes() const {
 }
 
 Expected<ForwardResult> RunForward(std::string_view op_type, const KernelContext& ctx,
-                                   const ForwardArgs& args) {
-  const KernelEntry* entry = KernelRegistry::Get().Find(op_type);
+                                   const ForwardArgs& args, std::string_view domain) {
+  const KernelEntry* entry = KernelRegistry::Get().Find(op_type, domain);
   if (entry == nullptr) {
     return MakeError("no CPU kernel for op type '" + std::string(op_type) + "'");
   }
@@ -69,8 +70,8 @@ Expected<ForwardResult> RunForward(std::string_view op_type, const KernelContext
 }
 
 Expected<InputGradients> RunBackward(std::string_view op_type, const KernelContext& ctx,
-                                     const BackwardArgs& args) {
-  const KernelEntry* entry = KernelRegistry::Get().Find(op_type);
+                                     const BackwardArgs& args, std::string_view domain) {
+  const KernelEntry* entry = KernelRegistry::Get().Find(op_type, domain);
   if (entry == nullptr || entry->backward == nullptr) {
     return MakeError("no CPU backward kernel for op type '" + std::string(op_type) + "'");
   }

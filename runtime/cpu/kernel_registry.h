@@ -25,13 +25,16 @@ class KernelRegistry {
   // The process-wide registry with every built-in kernel family registered.
   static const KernelRegistry& Get();
 
-  // Registers the kernels of the registry entry of `op_type` (ai.onnx domain).
-  // REQUIRES: the op registry has that entry, and it has no kernel yet.
-  void Register(std::string_view op_type, ForwardKernel forward, BackwardKernel backward);
+  // Registers the kernels of the registry entry of `op_type` (ai.onnx domain unless `domain`
+  // names another, e.g. memplan's fused attention). REQUIRES: the op registry has that entry, and
+  // it has no kernel yet.
+  void Register(std::string_view op_type, ForwardKernel forward, BackwardKernel backward,
+                std::string_view domain = "");
   // nullptr when the entry has no kernel.
   const KernelEntry* Find(const OpSchema& op) const;
-  // Find() of the registry entry of `op_type` (ai.onnx); nullptr when there is none.
-  const KernelEntry* Find(std::string_view op_type) const;
+  // Find() of the registry entry of `op_type` (ai.onnx unless `domain` is given); nullptr when
+  // there is none.
+  const KernelEntry* Find(std::string_view op_type, std::string_view domain = "") const;
   // The registry entries that have kernels, sorted by op type.
   std::vector<const OpSchema*> Ops() const;
   std::vector<std::string> OpTypes() const;
@@ -42,8 +45,8 @@ class KernelRegistry {
 
 // Convenience wrappers that look the op up and report a missing kernel as an error.
 Expected<ForwardResult> RunForward(std::string_view op_type, const KernelContext& ctx,
-                                   const ForwardArgs& args);
+                                   const ForwardArgs& args, std::string_view domain = "");
 Expected<InputGradients> RunBackward(std::string_view op_type, const KernelContext& ctx,
-                                     const BackwardArgs& args);
+                                     const BackwardArgs& args, std::string_view domain = "");
 
 }  // namespace memplan

@@ -23,6 +23,11 @@ using baseline_test::Entry;
 // mlp-added-layer: 1,126,880 B -> 2,187,744 B (+1,060,864 B = +94.14%), 2% allows 22,537 B.
 // mlp: unchanged. FormatBytes: 1,126,880 B = 1.07 MiB -> "1.1 MiB"; 2,187,744 B = 2.09 MiB ->
 // "2.1 MiB"; 1,060,864 B = 1.01 MiB -> "1.0 MiB"; 22,537 B = 22.01 KiB -> "22.0 KiB".
+// The baseline records no plan (an old baseline), so every format says the configurations were
+// re-planned and how to pin a plan (kNoPlanSentence).
+const char* const kNoPlanSentence =
+    "re-planned (the baseline records no plan: record it again to pin one)";
+
 CheckReport SmallReport() {
   Baseline recorded = BaselineOf({Entry("mlp-added-layer", baseline_test::MlpResult()),
                                   Entry("mlp", baseline_test::MlpResult())});
@@ -51,6 +56,9 @@ TEST_CASE("Markdown report for a pull-request comment", "[baseline]") {
       "| :white_check_mark: pass | `mlp` | 1.1 MiB | 1.1 MiB | 0 B (+0.00%) |  |\n"
       "\n"
       "<details><summary>Breakdown of `mlp-added-layer`</summary>\n"
+      "\n" +
+      std::string(kNoPlanSentence) +
+      ".\n"
       "\n"
       "| category | baseline | current | change |\n"
       "|---|--:|--:|--:|\n"
@@ -74,7 +82,9 @@ TEST_CASE("GitHub annotations, escaped per the workflow-command rules", "[baseli
       "::error file=memplan.baseline.json,title=memplan memory regression in "
       "mlp-added-layer::Predicted peak of mlp-added-layer grew from 1.1 MiB to 2.1 MiB "
       "(+1.0 MiB, +94.14%25), beyond the tolerance of 2%25 (22.0 KiB). Saved activations grew "
-      "at: /relu2/Relu +8.0 KiB (new).\n"
+      "at: /relu2/Relu +8.0 KiB (new). Plan: " +
+      std::string(kNoPlanSentence) +
+      ".\n"
       "::error file=memplan.baseline.json,title=memplan check::2 configurations: 1 regression, 1 "
       "passed (tolerance 2%25).\n";
   CHECK(FormatCheckReport(SmallReport(), CheckFormat::kGithub) == expected);
@@ -101,13 +111,17 @@ TEST_CASE("JUnit XML: one testcase per configuration, failure on regression", "[
       "    </properties>\n"
       "    <testcase classname=\"memplan.check\" name=\"mlp-added-layer\">\n"
       "      <failure type=\"regression\" message=\"peak 1126880 B -&gt; 2187744 B (+1060864 B, "
-      "+94.14%), tolerance 22537 B\">model models/mlp.onnx\n"
+      "+94.14%), tolerance 22537 B\">model models/mlp.onnx\n" +
+      std::string(kNoPlanSentence) +
+      "\n"
       "saved activations of /relu2/Relu: 0 B -&gt; 8192 B\n"
       "</failure>\n"
       "    </testcase>\n"
       "    <testcase classname=\"memplan.check\" name=\"mlp\">\n"
       "      <system-out>pass: peak 1126880 B -&gt; 1126880 B (0 B, +0.00%), tolerance 22537 "
-      "B</system-out>\n"
+      "B\n" +
+      std::string(kNoPlanSentence) +
+      "\n</system-out>\n"
       "    </testcase>\n"
       "  </testsuite>\n"
       "</testsuites>\n";
@@ -228,7 +242,10 @@ TEST_CASE("Text report names the regression and the exact bytes", "[baseline]") 
                    "REGRESSION  mlp-added-layer (models/mlp.onnx)\n"
                    "  peak 1.1 MiB -> 2.1 MiB (+1.0 MiB, +94.14%); exact 1126880 -> 2187744 B, "
                    "tolerance 22537 B\n"
-                   "  parameters          267.0 KiB -> 524.0 KiB (+257.0 KiB)\n",
+                   "  " +
+                       std::string(kNoPlanSentence) +
+                       "\n"
+                       "  parameters          267.0 KiB -> 524.0 KiB (+257.0 KiB)\n",
                    0) == 0);
   CHECK(text.find("  saved activations grew at: /relu2/Relu +8.0 KiB (new)\n") !=
         std::string::npos);

@@ -11,6 +11,7 @@
 #include "analyzer/baseline/baseline.h"
 #include "analyzer/baseline/config_list.h"
 #include "analyzer/baseline/memory_result.h"
+#include "analyzer/baseline/pinned_plan.h"
 #include "baseline_test_models.h"
 
 namespace memplan {
@@ -92,6 +93,16 @@ TEST_CASE("Baseline validation names the problem", "[baseline]") {
   nlohmann::json wrong_schema = good;
   wrong_schema["schema"] = "memplan/1";
   CHECK_THAT(ErrorOf(wrong_schema), Catch::Contains("memplan-baseline/1"));
+
+  // A schema of the wrong JSON type used to escape as an nlohmann type_error (libFuzzer finding).
+  nlohmann::json schema_list = good;
+  schema_list["schema"] = nlohmann::json::array({"memplan-baseline/1"});
+  CHECK_THAT(ErrorOf(schema_list), Catch::Contains("memplan-baseline/1"));
+
+  // A baseline of nothing would let every `check` pass.
+  nlohmann::json empty = good;
+  empty["configurations"] = nlohmann::json::array();
+  CHECK_THAT(ErrorOf(empty), Catch::Contains("'configurations' is empty"));
 
   nlohmann::json twice = good;
   twice["configurations"].push_back(good["configurations"][0]);
@@ -222,6 +233,109 @@ TEST_CASE("Every plan flag round-trips and reads as its command-line flag", "[ba
       PlanFlagsFromJson(nlohmann::json::parse(R"({"accumulation": 4})"), "c: ");
   REQUIRE_FALSE(old_key.ok());
   CHECK_THAT(old_key.error().message, Catch::StartsWith("c: unknown flag 'accumulation' (known: "));
+}
+
+TEST_CASE("the attention flag round-trips through configurations and baselines", "[baseline]") {
+  nlohmann::json json = nlohmann::json::parse(R"({"attention": "eager"})");
+  Expected<PlanFlags> flags = PlanFlagsFromJson(json, "");
+  REQUIRE(flags.ok());
+  CHECK(flags->attention == "eager");
+  CHECK(nlohmann::json(PlanFlagsToJson(*flags)) == json);
+  CHECK(PlanFlagsAsArguments(*flags) == "--attention eager");
+}
+
+}  // namespace
+}  // namespace memplan
+
+namespace memplan {
+namespace {
+
+TEST_CASE("A baseline records the plan it measured and the largest fitting micro-batch",
+          "[baseline]") {
+  BaselineEntry entry = baseline_test::Entry("resnet", baseline_test::MlpResult());
+  PlanFlags plan;
+  plan.micro_batch = 64;
+  plan.global_batch = 256;  // k = 256 / 64 = 4 accumulation steps when replayed
+  plan.precision = "fp16";
+  plan.recompute = "optimal";
+  entry.plan = plan;
+  entry.largest_fitting_micro_batch = 97;
+  Baseline original = baseline_test::BaselineOf({entry});
+
+  nlohmann::ordered_json json = BaselineToJson(original);
+  // Stored with the plan-flag keys, so flags other parts of memplan add are stored the same way.
+  CHECK(nlohmann::json(json["configurations"][0]["plan"]) ==
+        nlohmann::json::parse(R"({"global_batch": 256, "micro_batch": 64, "precision": "fp16",
+                                   "recompute": "optimal"})"));
+  CHECK(json["configurations"][0]["largest_fitting_micro_batch"] == 97);
+
+  Expected<Baseline> read = BaselineFromJson(nlohmann::json::parse(json.dump()));
+  REQUIRE(read.ok());
+  REQUIRE(read->entries[0].plan.has_value());
+  CHECK(*read->entries[0].plan == plan);
+  CHECK(read->entries[0].largest_fitting_micro_batch == 97);
+
+  // An older baseline without them still reads: check then re-plans and says so.
+  nlohmann::json old = nlohmann::json::parse(json.dump());
+  old["configurations"][0].erase("plan");
+  old["configurations"][0].erase("largest_fitting_micro_batch");
+  Expected<Baseline> old_read = BaselineFromJson(old);
+  REQUIRE(old_read.ok());
+  CHECK_FALSE(old_read->entries[0].plan.has_value());
+  CHECK_FALSE(old_read->entries[0].largest_fitting_micro_batch.has_value());
+
+  // A typo in the plan is an error like one in the flags.
+  nlohmann::json typo = nlohmann::json::parse(json.dump());
+  typo["configurations"][0]["plan"]["micro-batch"] = 8;
+  Expected<Baseline> typo_read = BaselineFromJson(typo);
+  REQUIRE_FALSE(typo_read.ok());
+  CHECK_THAT(typo_read.error().message,
+             Catch::Contains("configuration 'resnet': 'plan': unknown flag 'micro-batch'"));
+}
+
+TEST_CASE("A replayed plan overrides the configured flags and fixes the micro-batch",
+          "[baseline]") {
+  PlanFlags configured;
+  configured.batch = 8;
+  configured.gpu = "24G";
+  configured.precision = "auto";
+  PlanFlags pinned;
+  pinned.micro_batch = 8;
+  pinned.precision = "fp16";
+  pinned.recompute = "none";
+  PlanFlags replay = OverlayPlanFlags(configured, pinned);
+  CHECK_FALSE(replay.batch.has_value());  // the pinned micro-batch names it
+  CHECK(replay.micro_batch == 8);
+  CHECK(replay.gpu == "24G");
+  CHECK(replay.precision == "fp16");
+  CHECK(replay.recompute == "none");
+  CHECK(FixesMicroBatch(replay));
+  CHECK_FALSE(FixesMicroBatch(WithoutFixedMicroBatch(replay)));
+}
+
+TEST_CASE("Configuration lines point annotations at each configuration's name", "[baseline]") {
+  const std::string text =
+      "{\n  \"schema\": \"memplan-baseline/1\",\n  \"configurations\": [\n    {\n"
+      "      \"name\": \"a\",\n      \"model\": \"a.onnx\"\n    },\n    {\n"
+      "      \"name\": \"b-2\",\n";
+  std::map<std::string, int> lines = ConfigurationLines(text);
+  CHECK(lines.at("a") == 5);
+  CHECK(lines.at("b-2") == 9);
+  CHECK(lines.size() == 2);
+}
+
+// Fine-tuning flags (docs/finetuning.md), in their own case so other flag groups stay apart.
+TEST_CASE("Fine-tuning plan flags round-trip", "[baseline][finetune]") {
+  nlohmann::json json = nlohmann::json::parse(R"({
+      "train": "^fc\\.", "freeze": "embed", "lora": 8, "lora_targets": "q_proj|v_proj",
+      "base_dtype": "nf4"})");
+  Expected<PlanFlags> flags = PlanFlagsFromJson(json, "");
+  REQUIRE(flags.ok());
+  CHECK(flags->lora == 8);
+  CHECK(flags->base_dtype == "nf4");
+  CHECK(nlohmann::json(PlanFlagsToJson(*flags)) == json);
+  CHECK(PlanFlagsAsArguments(*flags) ==
+        "--train ^fc\\. --freeze embed --lora 8 --lora-targets q_proj|v_proj --base-dtype nf4");
 }
 
 }  // namespace

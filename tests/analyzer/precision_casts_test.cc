@@ -8,6 +8,7 @@
 #include "analyzer/program_derivation.h"
 #include "analyzer/program_integrity.h"
 #include "analyzer/simulator.h"
+#include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
 
 namespace memplan {
@@ -19,10 +20,7 @@ TrainingProgram Derive(const TestGraph& t, Precision precision) {
   ProgramOptions options;
   options.loss = LossKind::kSum;
   options.precision = precision;
-  auto program = DeriveTrainingProgram(t.graph, options);
-  REQUIRE(program.ok());
-  REQUIRE(VerifyProgram(*program).ok());
-  return std::move(program).value();
+  return testing::DeriveVerified(t.graph, options);
 }
 
 std::vector<const Buffer*> BuffersWithRole(const TrainingProgram& program, BufferRole role) {

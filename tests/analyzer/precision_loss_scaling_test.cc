@@ -9,6 +9,7 @@
 #include "analyzer/program_derivation.h"
 #include "analyzer/program_integrity.h"
 #include "analyzer/simulator.h"
+#include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
 
 namespace memplan {
@@ -17,13 +18,7 @@ namespace {
 using testing::TestGraph;
 
 // x [B,10] -> MatMul W [10,10]: 100 parameters.
-TestGraph Linear() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 10});
-  ValueId w = t.Param("W", {10, 10});
-  t.Output(t.Op("MatMul", "mm", {x, w}, "y", {t.B(), 10}));
-  return t;
-}
+TestGraph Linear() { return testing::Linear(10, 10); }
 
 struct ScalerMemory {
   LossScalingMode mode = LossScalingMode::kNone;
@@ -41,21 +36,19 @@ ScalerMemory Measure(const TestGraph& t, Precision precision,
   options.optimizer = OptimizerKind::kSgd;
   options.precision = precision;
   options.loss_scaling = scaling;
-  auto program = DeriveTrainingProgram(t.graph, options);
-  REQUIRE(program.ok());
-  REQUIRE(VerifyProgram(*program).ok());
+  const TrainingProgram program = testing::DeriveVerified(t.graph, options);
   ScalerMemory m;
-  m.mode = program->loss_scaling.mode;
-  for (const Buffer& b : program->buffers)
+  m.mode = program.loss_scaling.mode;
+  for (const Buffer& b : program.buffers)
     if (b.role == BufferRole::kScalar) m.scalars.push_back(b.name);
-  for (const Step& s : program->steps)
+  for (const Step& s : program.steps)
     if (s.kind == StepKind::kInitLossScaler) ++m.init_steps;
   ExactAllocator exact;
-  auto result = Simulate(*program, t.Bind(1), exact);
+  auto result = Simulate(program, t.Bind(1), exact);
   REQUIRE(result.ok());
   m.persistent_bytes = result->persistent_bytes;
   for (const TimelinePoint& p : result->timeline) {
-    StepKind kind = program->step(p.at.step).kind;
+    StepKind kind = program.step(p.at.step).kind;
     if (kind == StepKind::kUnscaleAndCheckOverflow) m.unscale_live_bytes = p.live_bytes;
     if (kind == StepKind::kOptimizerStep) m.optimizer_live_bytes = p.live_bytes;
   }

@@ -6,23 +6,16 @@
 
 #include "analyzer/program_derivation.h"
 #include "analyzer/program_integrity.h"
+#include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
 
 namespace memplan {
 namespace {
 
+using testing::DeriveVerified;
+using testing::LinearRelu;
+using testing::SumLossSgd;
 using testing::TestGraph;
-
-// x[batch,4] -> MatMul(W[4,3]) -> y -> Relu -> r -> sum loss.
-TestGraph LinearRelu() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 4});
-  ValueId w = t.Param("W", {4, 3});
-  ValueId y = t.Op("MatMul", "mm", {x, w}, "y", {t.B(), 3});
-  ValueId r = t.Op("Relu", "relu", {y}, "r", {t.B(), 3});
-  t.Output(r);
-  return t;
-}
 
 std::vector<std::string> Lines(const TrainingProgram& program) {
   std::vector<std::string> lines;
@@ -33,12 +26,8 @@ std::vector<std::string> Lines(const TrainingProgram& program) {
 
 TEST_CASE("linear + relu + sum loss: every step's allocations and frees", "[program]") {
   TestGraph t = LinearRelu();
-  ProgramOptions options;
-  options.loss = LossKind::kSum;
-  options.optimizer = OptimizerKind::kSgd;
-  auto program = DeriveTrainingProgram(t.graph, options);
-  REQUIRE(program.ok());
-  REQUIRE(VerifyProgram(*program).ok());
+  ProgramOptions options = SumLossSgd();
+  const TrainingProgram program = DeriveVerified(t.graph, options);
   // Forward: y is read only by relu (Relu saves its output, MatMul saves x because W needs a
   // gradient), so y dies at relu's End; r and x survive into backward. The sum loss saves
   // nothing. Backward: relu reads r and grad(r), writes grad(y); mm reads x and grad(y) and
@@ -57,16 +46,16 @@ TEST_CASE("linear + relu + sum loss: every step's allocations and frees", "[prog
       "t9 optimizer_step sgd",
       "t10 zero_gradients set_to_none  end -grad(W)",
   };
-  CHECK(Lines(*program) == expected);
-  CHECK(program->setup.size() == 1);
-  CHECK(program->micro_batch.begin == 1);
-  CHECK(program->micro_batch.end == 9);
-  CHECK(program->loss_step == 4);
-  CHECK(program->loss == LossKind::kSum);
+  CHECK(Lines(program) == expected);
+  CHECK(program.setup.size() == 1);
+  CHECK(program.micro_batch.begin == 1);
+  CHECK(program.micro_batch.end == 9);
+  CHECK(program.loss_step == 4);
+  CHECK(program.loss == LossKind::kSum);
 
   // Sizes are symbolic in batch: x = 4*4*batch, y = r = 3*4*batch.
   auto bytes = [&](const std::string& name) {
-    for (const Buffer& b : program->buffers)
+    for (const Buffer& b : program.buffers)
       if (b.name == name) return b.bytes;
     FAIL("no buffer " << name);
     return Dim();
@@ -76,11 +65,11 @@ TEST_CASE("linear + relu + sum loss: every step's allocations and frees", "[prog
   CHECK(bytes("W") == Dim(48));
   CHECK(bytes("loss") == Dim(4));
   // Held for backward: x (MatMul's saved input) and r (Relu's saved output), not y.
-  for (const Buffer& b : program->buffers) {
+  for (const Buffer& b : program.buffers) {
     bool held = b.name == "x" || b.name == "r";
     CHECK(b.held_for_backward == held);
   }
-  CHECK(ToString(*program).find("b2 x  other input float32 [batch, 4] bytes=16*batch") !=
+  CHECK(ToString(program).find("b2 x  other input float32 [batch, 4] bytes=16*batch") !=
         std::string::npos);
 }
 
@@ -90,14 +79,12 @@ TEST_CASE("auto loss picks cross entropy for [batch, classes] logits, with int64
   ValueId x = t.Input("x", {t.B(), 4});
   ValueId w = t.Param("W", {4, 10});
   t.Output(t.Op("MatMul", "mm", {x, w}, "logits", {t.B(), 10}));
-  auto program = DeriveTrainingProgram(t.graph, ProgramOptions{});
-  REQUIRE(program.ok());
-  REQUIRE(VerifyProgram(*program).ok());
-  CHECK(program->loss == LossKind::kCrossEntropy);
-  const Buffer& label = program->buffer(program->label_buffer);
+  const TrainingProgram program = DeriveVerified(t.graph, ProgramOptions{});
+  CHECK(program.loss == LossKind::kCrossEntropy);
+  const Buffer& label = program.buffer(program.label_buffer);
   CHECK(label.dtype == DType::kInt64);
   CHECK(label.bytes == Dim(8) * t.B());  // one int64 class id per sample
-  CHECK(program->step(program->loss_step).op_type == "SoftmaxCrossEntropyLoss");
+  CHECK(program.step(program.loss_step).op_type == "SoftmaxCrossEntropyLoss");
 }
 
 TEST_CASE("auto loss picks mse for a rank-4 output; cross entropy on it is an error", "[program]") {
@@ -142,14 +129,12 @@ TEST_CASE("a view allocates nothing and keeps its base alive", "[program]") {
   t.Output(t.Op("Relu", "relu", {v}, "r", {t.B(), 2, 3}));
   ProgramOptions options;
   options.loss = LossKind::kSum;
-  auto program = DeriveTrainingProgram(t.graph, options);
-  REQUIRE(program.ok());
-  REQUIRE(VerifyProgram(*program).ok());
-  for (const Buffer& b : program->buffers) {
+  const TrainingProgram program = DeriveVerified(t.graph, options);
+  for (const Buffer& b : program.buffers) {
     CHECK(b.name != "v");      // the view has no buffer of its own
     CHECK(b.name != "shape");  // constants cost nothing
   }
-  std::vector<std::string> lines = Lines(*program);
+  std::vector<std::string> lines = Lines(program);
   // Reshape writes y's storage; y dies after relu (its last reader through the view), and the
   // gradient of v is the gradient of y (the view's backward aliases it).
   CHECK(lines[3] == "t3 forward reshape (Reshape)");
@@ -164,14 +149,12 @@ TEST_CASE("mixed precision: casts are buffers, parameters have master and workin
   ProgramOptions options;
   options.loss = LossKind::kSum;
   options.precision = Precision::kFp16;
-  auto program = DeriveTrainingProgram(t.graph, options);
-  REQUIRE(program.ok());
-  REQUIRE(VerifyProgram(*program).ok());
+  const TrainingProgram program = DeriveVerified(t.graph, options);
   auto find = [&](const std::string& name) -> const Buffer& {
-    for (const Buffer& b : program->buffers)
+    for (const Buffer& b : program.buffers)
       if (b.name == name) return b;
     FAIL("no buffer " << name);
-    return program->buffers.front();
+    return program.buffers.front();
   };
   // MatMul is fp16-safe: x is cast to fp16 (and that copy is what MatMul saves); it reads W's
   // fp16 working copy. Relu follows its fp16 input. The sum loss is fp32: r is cast up.
@@ -186,11 +169,11 @@ TEST_CASE("mixed precision: casts are buffers, parameters have master and workin
   CHECK(find("r.float32@loss").dtype == DType::kFloat32);
   CHECK(find("grad(W)").dtype == DType::kFloat16);
   CHECK(find("loss_scale").persistent);
-  std::vector<std::string> lines = Lines(*program);
+  std::vector<std::string> lines = Lines(program);
   CHECK(lines[2] == "t2 load_micro_batch micro_batch  begin +x");
   CHECK(lines[3] == "t3 forward mm (MatMul) float16  begin +x.float16@mm +y  end -x");
-  CHECK(program->CountSteps(StepKind::kForward) == 2);
-  CHECK(program->step(program->optimizer.begin).kind == StepKind::kUnscaleAndCheckOverflow);
+  CHECK(program.CountSteps(StepKind::kForward) == 2);
+  CHECK(program.step(program.optimizer.begin).kind == StepKind::kUnscaleAndCheckOverflow);
 
   // A per-node override (the precision planner's knob) keeps MatMul in fp32: no cast of x.
   ProgramOptions forced = options;

@@ -2,25 +2,18 @@
 
 #include <catch2/catch.hpp>
 
-#include "analyzer/program_derivation.h"
-#include "analyzer/program_integrity.h"
+#include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
 
 namespace memplan {
 namespace {
 
-using testing::TestGraph;
+using testing::LinearRelu;
+using testing::SumLossSgd;
 
+// Derived without VerifyProgram: the first test case below is the check that it verifies.
 TrainingProgram Program() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 4});
-  ValueId w = t.Param("W", {4, 3});
-  ValueId y = t.Op("MatMul", "mm", {x, w}, "y", {t.B(), 3});
-  t.Output(t.Op("Relu", "relu", {y}, "r", {t.B(), 3}));
-  ProgramOptions options;
-  options.loss = LossKind::kSum;
-  options.optimizer = OptimizerKind::kSgd;
-  auto program = DeriveTrainingProgram(t.graph, options);
+  auto program = DeriveTrainingProgram(LinearRelu().graph, SumLossSgd());
   REQUIRE(program.ok());
   return std::move(program).value();
 }

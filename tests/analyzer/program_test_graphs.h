@@ -63,4 +63,25 @@ class TestGraph {
   }
 };
 
+// x[batch,in] -> MatMul(W[in,out]) -> y, the output: in * out parameters and nothing else.
+inline TestGraph Linear(int64_t in, int64_t out) {
+  TestGraph t;
+  ValueId x = t.Input("x", {t.B(), in});
+  ValueId w = t.Param("W", {in, out});
+  t.Output(t.Op("MatMul", "mm", {x, w}, "y", {t.B(), out}));
+  return t;
+}
+
+// x[batch,4] -> MatMul(W[4,3]) -> y -> Relu -> r, the output: the smallest graph with a
+// parameter, a saved operand and a saved output, shared by the program, simulator and executor
+// tests whose hand-derived byte counts start from it.
+inline TestGraph LinearRelu() {
+  TestGraph t;
+  ValueId x = t.Input("x", {t.B(), 4});
+  ValueId w = t.Param("W", {4, 3});
+  ValueId y = t.Op("MatMul", "mm", {x, w}, "y", {t.B(), 3});
+  t.Output(t.Op("Relu", "relu", {y}, "r", {t.B(), 3}));
+  return t;
+}
+
 }  // namespace memplan::testing

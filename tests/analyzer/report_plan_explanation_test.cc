@@ -71,5 +71,28 @@ TEST_CASE("explanation: nothing fits, a fixed micro-batch, a forced recompute", 
   CHECK(ExplainPlanChoice(forced) == "recomputing 5 nodes (all, as asked) fits m=8.");
 }
 
+TEST_CASE("explanation: with a global batch m is the largest divisor, not the largest m",
+          "[report]") {
+  SearchTrace trace;
+  trace.global_batch = 1024;
+  // m=511 fits, but 511 does not divide 1024; the largest divisor of 1024 up to 511 is 256, so
+  // k = 1024 / 256 = 4.
+  ConfigurationOutcome pick = Outcome(Precision::kFp32, RecomputeLabel::kNone, 256, 511, 100.0);
+  pick.chosen.accumulation_steps = 4;
+  pick.chosen.global_batch = 1024;
+  trace.configurations = {pick};
+  CHECK(ExplainPlanChoice(trace) ==
+        "m=256 is the largest divisor of the global batch 1024 that fits (the largest "
+        "micro-batch that fits is m=511); 4 accumulation steps reach the global batch 1024.");
+  // A global batch that fits whole is not "the largest micro-batch that fits".
+  trace.global_batch = 64;
+  trace.configurations = {Outcome(Precision::kFp32, RecomputeLabel::kNone, 64, 511, 100.0)};
+  CHECK(ExplainPlanChoice(trace) == "m=64 is the whole global batch 64 and fits.");
+  // A fixed micro-batch is the user's, not the largest.
+  trace.global_batch.reset();
+  trace.fixed_micro_batch = 64;
+  CHECK(ExplainPlanChoice(trace) == "m=64 is fixed by --micro-batch and fits.");
+}
+
 }  // namespace
 }  // namespace memplan

@@ -165,6 +165,37 @@ TEST_CASE("the caching model's reserved bytes are drawn as a line", "[report]") 
   REQUIRE(WithClass(elements, "reserved-line").size() == 1);
 }
 
+TEST_CASE("the peak label names live and reserved bytes and stays off the reserved line",
+          "[report]") {
+  testing::ReportFixture fixture;
+  // Reserved 290 bytes everywhere: 10 bytes above the live peak (280), so a label put just above
+  // the peak point (the old rule, 8 units up) would sit on the dashed line.
+  for (TimelinePoint& p : fixture.plan.simulation.timeline) p.reserved_bytes = 290;
+  const std::string svg = RenderTimelineSvg(fixture.report);
+  std::vector<Element> elements = ParseSvg(svg);
+  const Element& root = elements.front();
+  const double top = Attr(root, "data-plot-top");
+  const double bottom = Attr(root, "data-plot-bottom");
+  const Element* label = WithClass(elements, "peak-label").at(0);
+  // y_max is 400 as in the test above: the line at 290 bytes is at 72.5% of the plot height.
+  const double line_y = bottom - (bottom - top) * 290.0 / 400.0;
+  const double baseline = Attr(*label, "y");
+  // The glyphs span [baseline - 11, baseline] (11-px font): the line must be outside, with the
+  // label's white outline (3 units) to spare.
+  CHECK((baseline + 3 <= line_y || baseline - 11 - 3 >= line_y));
+  CHECK(svg.find("live peak 280 B (reserved 290 B) at ") != std::string::npos);
+}
+
+TEST_CASE("the timeline's x axis has step ticks and says its unit", "[report]") {
+  testing::ReportFixture fixture;
+  const std::string svg = RenderTimelineSvg(fixture.report);
+  std::vector<Element> elements = ParseSvg(svg);
+  // Six points: 6 / 5 target ticks = 1.2, rounded up to the 1-2-5 step 2: ticks 0, 2, 4, 6.
+  CHECK(WithClass(elements, "x-tick-label").size() == 4);
+  CHECK(svg.find(">executed step (index, 6 steps): ") != std::string::npos);
+  CHECK(svg.find(">bytes live (areas)</text>") != std::string::npos);
+}
+
 TEST_CASE("a long timeline is drawn downsampled with its peak", "[report]") {
   testing::ReportFixture fixture;
   // 10000 points: the fixture's six repeated; the peak (280 bytes) moved to point 6663 by making

@@ -7,31 +7,17 @@
 
 #include "analyzer/caching_allocator.h"
 #include "analyzer/exact_allocator.h"
-#include "analyzer/program_derivation.h"
-#include "analyzer/program_integrity.h"
 #include "analyzer/simulator.h"
+#include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
 
 namespace memplan {
 namespace {
 
+using testing::DeriveVerified;
+using testing::LinearRelu;
+using testing::SumLossSgd;
 using testing::TestGraph;
-
-TestGraph LinearRelu() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 4});
-  ValueId w = t.Param("W", {4, 3});
-  ValueId y = t.Op("MatMul", "mm", {x, w}, "y", {t.B(), 3});
-  t.Output(t.Op("Relu", "relu", {y}, "r", {t.B(), 3}));
-  return t;
-}
-
-TrainingProgram Derive(const Graph& g, const ProgramOptions& options) {
-  auto program = DeriveTrainingProgram(g, options);
-  REQUIRE(program.ok());
-  REQUIRE(VerifyProgram(*program).ok());
-  return std::move(program).value();
-}
 
 SimulationResult Run(const TrainingProgram& program, const Bindings& bindings,
                      SimulationOptions options = {}) {
@@ -43,10 +29,8 @@ SimulationResult Run(const TrainingProgram& program, const Bindings& bindings,
 
 TEST_CASE("linear + relu, batch 2: live bytes after every step's Begin", "[simulator]") {
   TestGraph t = LinearRelu();
-  ProgramOptions options;
-  options.loss = LossKind::kSum;
-  options.optimizer = OptimizerKind::kSgd;
-  TrainingProgram program = Derive(t.graph, options);
+  ProgramOptions options = SumLossSgd();
+  TrainingProgram program = DeriveVerified(t.graph, options);
   SimulationOptions once;
   once.iterations = 1;
   SimulationResult r = Run(program, t.Bind(2), once);
@@ -79,11 +63,9 @@ TEST_CASE("linear + relu, batch 2: live bytes after every step's Begin", "[simul
 
 TEST_CASE("two micro-batches: the gradient persists and the peak includes it", "[simulator]") {
   TestGraph t = LinearRelu();
-  ProgramOptions options;
-  options.loss = LossKind::kSum;
-  options.optimizer = OptimizerKind::kSgd;
+  ProgramOptions options = SumLossSgd();
   options.accumulation_steps = 2;
-  TrainingProgram program = Derive(t.graph, options);
+  TrainingProgram program = DeriveVerified(t.graph, options);
   SimulationResult r = Run(program, t.Bind(2));
   // Micro-batch 2 repeats micro-batch 1 on top of grad(W) (48): relu's backward reaches
   // 152 + 48 = 200, with the gradients category at 48.
@@ -110,7 +92,7 @@ TEST_CASE("gradient accumulation, w = 1, loss (2x - w x)^2, micro-batches [4] an
   options.loss = LossKind::kMse;
   options.optimizer = OptimizerKind::kSgd;
   options.accumulation_steps = 2;
-  TrainingProgram program = Derive(t.graph, options);
+  TrainingProgram program = DeriveVerified(t.graph, options);
   CHECK(program.accumulation_steps == 2);
   CHECK(program.CountSteps(StepKind::kAccumulateGradient) == 1);  // once per micro-batch
   REQUIRE(program.parameters.size() == 1);
@@ -147,13 +129,7 @@ TEST_CASE("gradient accumulation, w = 1, loss (2x - w x)^2, micro-batches [4] an
 }
 
 // x[batch,100] -> MatMul(W[100,10]) -> sum: 1000 parameters.
-TestGraph Linear100x10() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 100});
-  ValueId w = t.Param("W", {100, 10});
-  t.Output(t.Op("MatMul", "mm", {x, w}, "y", {t.B(), 10}));
-  return t;
-}
+TestGraph Linear100x10() { return testing::Linear(100, 10); }
 
 TEST_CASE("optimizer state sizes: sgd 0, momentum 4, adam 8 bytes per parameter", "[simulator]") {
   TestGraph t = Linear100x10();
@@ -161,7 +137,7 @@ TEST_CASE("optimizer state sizes: sgd 0, momentum 4, adam 8 bytes per parameter"
     ProgramOptions options;
     options.loss = LossKind::kSum;
     options.optimizer = kind;
-    SimulationResult r = Run(Derive(t.graph, options), t.Bind(1));
+    SimulationResult r = Run(DeriveVerified(t.graph, options), t.Bind(1));
     // After two steps with set_to_none only W (4000 bytes) and the states stay.
     return r.persistent_bytes - 4000;
   };
@@ -177,7 +153,7 @@ TEST_CASE("states are allocated lazily by the first optimizer step", "[simulator
   TestGraph t = Linear100x10();
   ProgramOptions options;
   options.loss = LossKind::kSum;
-  TrainingProgram program = Derive(t.graph, options);
+  TrainingProgram program = DeriveVerified(t.graph, options);
   SimulationResult r = Run(program, t.Bind(1));
   for (const auto& p : r.timeline) {
     if (p.at.iteration != 0 || p.at.micro_batch < 0) continue;
@@ -191,17 +167,14 @@ TEST_CASE("mixed-precision Adam costs ZeRO's 16 bytes per parameter", "[simulato
   // W[1000,1000]: P = 1e6 parameters; batch 1 makes activations negligible and, at the optimizer
   // step, nothing but parameter state is live. ZeRO (Rajbhandari et al. 2020, section 3.1):
   // fp16 parameters 2 + fp16 gradients 2 + fp32 master 4 + momentum 4 + variance 4 = 16 bytes.
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 1000});
-  ValueId w = t.Param("W", {1000, 1000});
-  t.Output(t.Op("MatMul", "mm", {x, w}, "y", {t.B(), 1000}));
+  TestGraph t = testing::Linear(1000, 1000);
   const int64_t P = 1000 * 1000;
   auto optimizer_point = [&](Precision precision) {
     ProgramOptions options;
     options.loss = LossKind::kSum;
     options.optimizer = OptimizerKind::kAdam;
     options.precision = precision;
-    TrainingProgram program = Derive(t.graph, options);
+    TrainingProgram program = DeriveVerified(t.graph, options);
     SimulationResult r = Run(program, t.Bind(1));
     TimelinePoint last;
     for (const auto& p : r.timeline)
@@ -228,7 +201,7 @@ TEST_CASE("non-fused mixed optimizer holds fp32 gradient copies during the step"
   options.loss = LossKind::kSum;
   options.precision = Precision::kBf16;
   options.master_gradients = MasterGradientMode::kFullCopy;
-  TrainingProgram program = Derive(t.graph, options);
+  TrainingProgram program = DeriveVerified(t.graph, options);
   SimulationResult r = Run(program, t.Bind(1));
   // 1000 parameters: 16 bytes each plus a 4-byte fp32 gradient copy = 20000.
   int64_t at_step = 0;
@@ -239,11 +212,9 @@ TEST_CASE("non-fused mixed optimizer holds fp32 gradient copies during the step"
 
 TEST_CASE("zero_grad=zero keeps gradients across steps", "[simulator]") {
   TestGraph t = Linear100x10();
-  ProgramOptions options;
-  options.loss = LossKind::kSum;
-  options.optimizer = OptimizerKind::kSgd;
+  ProgramOptions options = SumLossSgd();
   options.zero_grad = ZeroGradMode::kZero;
-  SimulationResult r = Run(Derive(t.graph, options), t.Bind(1));
+  SimulationResult r = Run(DeriveVerified(t.graph, options), t.Bind(1));
   CHECK(r.persistent_bytes == 4000 + 4000);  // W and its gradient
 }
 
@@ -263,16 +234,14 @@ TEST_CASE("recomputing a node lowers the peak by exactly the dropped activation"
   ValueId g = t.Op("Gelu", "gelu1", {h}, "g", {t.B(), 8});
   ValueId g2 = t.Op("Gelu", "gelu2", {g}, "g2", {t.B(), 8});
   t.Output(t.Op("MatMul", "mm2", {g2, w2}, "z", {t.B(), 64}));
-  ProgramOptions options;
-  options.loss = LossKind::kSum;
-  options.optimizer = OptimizerKind::kSgd;
-  SimulationResult plain = Run(Derive(t.graph, options), t.Bind(2));
+  ProgramOptions options = SumLossSgd();
+  SimulationResult plain = Run(DeriveVerified(t.graph, options), t.Bind(2));
   CHECK(plain.peak_bytes == 5184);
   CHECK(plain.peak_step_name == "backward mm2");
   CHECK(plain.saved_activation_bytes == 4 * 64);
 
   options.recompute = {t.NodeNamed("gelu1")};
-  TrainingProgram program = Derive(t.graph, options);
+  TrainingProgram program = DeriveVerified(t.graph, options);
   CHECK(program.CountSteps(StepKind::kRecompute) == 1);
   CHECK(program.recomputed == std::vector<NodeId>{t.NodeNamed("gelu1")});
   // The recompute runs right before gelu2's backward, which reads the recomputed copy.
@@ -290,10 +259,8 @@ TEST_CASE("recomputing a node lowers the peak by exactly the dropped activation"
 
 TEST_CASE("caching model on a derived program: one small segment, fragmentation", "[simulator]") {
   TestGraph t = LinearRelu();
-  ProgramOptions options;
-  options.loss = LossKind::kSum;
-  options.optimizer = OptimizerKind::kSgd;
-  TrainingProgram program = Derive(t.graph, options);
+  ProgramOptions options = SumLossSgd();
+  TrainingProgram program = DeriveVerified(t.graph, options);
   CachingAllocator caching;
   auto r = Simulate(program, t.Bind(2), caching);
   REQUIRE(r.ok());
@@ -308,7 +275,7 @@ TEST_CASE("caching model on a derived program: one small segment, fragmentation"
 
 TEST_CASE("simulation errors name the unbound symbol and the buffer", "[simulator]") {
   TestGraph t = LinearRelu();
-  TrainingProgram program = Derive(t.graph, ProgramOptions{});
+  TrainingProgram program = DeriveVerified(t.graph, ProgramOptions{});
   ExactAllocator exact;
   Bindings none(&program.symbols);
   auto r = Simulate(program, none, exact);
@@ -330,7 +297,7 @@ TEST_CASE("simulating a 2000-node chain takes milliseconds", "[simulator][perf]"
   ProgramOptions options;
   options.loss = LossKind::kSum;
   options.accumulation_steps = 4;
-  TrainingProgram program = Derive(t.graph, options);
+  TrainingProgram program = DeriveVerified(t.graph, options);
   SimulationOptions fast;
   fast.record_timeline = false;
   ExactAllocator exact;

@@ -68,6 +68,14 @@ WalkOptions TraceOn() {
   return options;
 }
 
+// The error a walk over a hand-broken program stops with; the test fails if the walk succeeds.
+std::string FirstMicroBatchError(const TrainingProgram& p) {
+  ProgramWalker walker(p, kSizes, nullptr, nullptr);
+  Status status = walker.RunMicroBatch(0, 0);
+  REQUIRE_FALSE(status.ok());
+  return status.error().message;
+}
+
 TEST_CASE("walker: the trace of a micro-program, event by event", "[simulator][walker]") {
   const TrainingProgram p = MicroProgram();
   ProgramWalker walker(p, kSizes, nullptr, nullptr, TraceOn());
@@ -116,39 +124,26 @@ TEST_CASE("walker: equal peaks keep the earliest step", "[simulator][walker]") {
 TEST_CASE("walker: use before make is caught", "[simulator][walker]") {
   TrainingProgram p = MicroProgram();
   p.steps[1].inputs = {BufferId(2)};  // f reads z, which g allocates later
-  ProgramWalker walker(p, kSizes, nullptr, nullptr);
-  Status status = walker.RunMicroBatch(0, 0);
-  REQUIRE_FALSE(status.ok());
-  CHECK(status.error().message.find("step t1 (forward f) uses input 'z' before it is allocated") !=
-        std::string::npos);
+  CHECK_THAT(FirstMicroBatchError(p),
+             Catch::Contains("step t1 (forward f) uses input 'z' before it is allocated"));
 }
 
 TEST_CASE("walker: a double free is caught", "[simulator][walker]") {
   TrainingProgram p = MicroProgram();
   p.steps[2].end.push_back(Free(BufferId(0)));  // x was freed at t1
-  ProgramWalker walker(p, kSizes, nullptr, nullptr);
-  Status status = walker.RunMicroBatch(0, 0);
-  REQUIRE_FALSE(status.ok());
-  CHECK(status.error().message.find("step t2 (forward g) frees 'x', which is not live") !=
-        std::string::npos);
+  CHECK_THAT(FirstMicroBatchError(p),
+             Catch::Contains("step t2 (forward g) frees 'x', which is not live"));
 }
 
 TEST_CASE("walker: a double allocation and a leak are caught", "[simulator][walker]") {
   TrainingProgram twice = MicroProgram();
   twice.steps[1].begin.push_back(Alloc(BufferId(0)));  // x is live since t0
-  ProgramWalker a(twice, kSizes, nullptr, nullptr);
-  Status allocated = a.RunMicroBatch(0, 0);
-  REQUIRE_FALSE(allocated.ok());
-  CHECK(allocated.error().message.find("allocates 'x', which is already live") !=
-        std::string::npos);
+  CHECK_THAT(FirstMicroBatchError(twice), Catch::Contains("allocates 'x', which is already live"));
 
   TrainingProgram leak = MicroProgram();
   leak.steps[2].end.pop_back();  // z is never freed and is not persistent
-  ProgramWalker b(leak, kSizes, nullptr, nullptr);
-  Status leaked = b.RunMicroBatch(0, 0);
-  REQUIRE_FALSE(leaked.ok());
-  CHECK(leaked.error().message.find("'z' is still live at the end of a micro-batch") !=
-        std::string::npos);
+  CHECK_THAT(FirstMicroBatchError(leak),
+             Catch::Contains("'z' is still live at the end of a micro-batch"));
 }
 
 // Records what the walker tells a concrete interpreter.

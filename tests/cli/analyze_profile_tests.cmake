@@ -20,3 +20,9 @@ memplan_cli_test("analyze --profile of a non-profile JSON is one line, exit 2" E
   EXPECT_OUTPUT "^memplan: --profile: [^\n]*schema[^\n]*\n$"
   COMMAND analyze ${MEMPLAN_TEST_FIXTURES}/tiny_mlp.onnx --gpu 24G
           --profile ${MEMPLAN_TEST_FIXTURES}/plans/tiny_mlp_verify_plan.json)
+# 1e308 s per node is finite on its own but overflows to infinity once summed over the step,
+# which the JSON would print as null with exit 0: the reader refuses it and names the field.
+memplan_cli_test("analyze --profile with 1e308 s per node is refused, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --profile: [^\n]*\"forward_seconds\" is 1e\\+?308 s, more than a day[^\n]*\n$"
+  COMMAND analyze ${MEMPLAN_TEST_FIXTURES}/tiny_mlp.onnx --gpu 24G
+          --profile ${P}/hostile/huge_seconds.json)

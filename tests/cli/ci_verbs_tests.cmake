@@ -53,7 +53,7 @@ ci_check_test("check --format markdown" EXPECT_EXIT 1
   EXPECT_OUTPUT "^## memplan memory check\n.*\\| :x: regression \\| `mlp-added`"
   COMMAND check --baseline ${CI_WORK}/added/memplan.baseline.json --format markdown)
 ci_check_test("check --format github" EXPECT_EXIT 1
-  EXPECT_OUTPUT "^::error file=[^\n]*memplan\\.baseline\\.json,title=[^\n]*::[^\n]*mlp-added"
+  EXPECT_OUTPUT "^::error file=[^\n]*memplan\\.baseline\\.json,line=[0-9]+,title=[^\n]*::[^\n]*mlp-added"
   COMMAND check --baseline ${CI_WORK}/added/memplan.baseline.json --format github)
 ci_check_test("check --format junit" EXPECT_EXIT 1
   EXPECT_OUTPUT "^<\\?xml[^\n]*\n<testsuites.*<testcase classname=\"memplan.check\" name=\"mlp-added\".*<failure type=\"regression\""

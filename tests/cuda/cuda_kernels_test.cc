@@ -26,7 +26,7 @@ std::vector<float> Values(size_t n, int seed) {
   return v;
 }
 
-Tensor Host(const Shape& shape, const std::vector<float>& values) {
+Tensor Host(const TensorShape& shape, const std::vector<float>& values) {
   return Tensor::FromValues(shape, values);
 }
 
@@ -43,7 +43,7 @@ std::vector<float> CpuForward(const char* op, std::vector<Tensor> inputs, size_t
 TEST_CASE("broadcast shapes follow numpy rules", "[cuda]") {
   auto shape = BroadcastShapes({2, 1, 4}, {3, 1});
   REQUIRE(shape.ok());
-  CHECK(*shape == Shape{2, 3, 4});
+  CHECK(*shape == TensorShape{2, 3, 4});
   auto bad = BroadcastShapes({2, 3}, {4});
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message == "shapes [2, 3] and [4] do not broadcast");
@@ -51,8 +51,8 @@ TEST_CASE("broadcast shapes follow numpy rules", "[cuda]") {
 
 TEST_CASE("binary ops with broadcasting match the CPU kernels", "[cuda][gpu]") {
   MEMPLAN_REQUIRE_GPU();
-  const Shape a_shape = {2, 3, 4};
-  const Shape b_shape = {3, 1};
+  const TensorShape a_shape = {2, 3, 4};
+  const TensorShape b_shape = {3, 1};
   const std::vector<float> a = Values(24, 1);
   std::vector<float> b = Values(3, 2);
   for (float& v : b) v += 3.0f;  // keep Div away from zero
@@ -114,7 +114,7 @@ TEST_CASE("activations match the CPU kernels", "[cuda][gpu]") {
 
 TEST_CASE("softmax and layer norm match the CPU kernels", "[cuda][gpu]") {
   MEMPLAN_REQUIRE_GPU();
-  const Shape shape = {3, 5};
+  const TensorShape shape = {3, 5};
   const std::vector<float> x = Values(15, 6);
   DeviceFloats dx_in(x), y(15);
   REQUIRE(SoftmaxForward(dx_in.get(), y.get(), 3, 5, nullptr).ok());

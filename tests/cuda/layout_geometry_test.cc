@@ -22,7 +22,7 @@ std::vector<std::pair<int64_t, int64_t>> Offsets(const StridedCopyGeometry& g) {
 }
 
 TEST_CASE("contiguous strides are row-major", "[cuda]") {
-  CHECK(ContiguousStrides({2, 3, 4}) == Shape{12, 4, 1});
+  CHECK(ContiguousStrides({2, 3, 4}) == TensorShape{12, 4, 1});
   CHECK(ContiguousStrides({}).empty());
 }
 
@@ -66,10 +66,10 @@ TEST_CASE("expand geometry gives broadcast axes stride 0", "[cuda]") {
 }
 
 TEST_CASE("where geometry broadcasts all three operands", "[cuda]") {
-  Shape out;
+  TensorShape out;
   auto g = MakeWhereGeometry({1, 4}, {3, 1}, {}, out);
   REQUIRE(g.ok());
-  CHECK(out == Shape{3, 4});
+  CHECK(out == TensorShape{3, 4});
   CHECK(g->strides[0][0] == 0);  // condition repeats over rows
   CHECK(g->strides[0][1] == 1);
   CHECK(g->strides[1][0] == 1);  // x repeats over columns

@@ -56,12 +56,19 @@ int CountOps(const onnx::GraphProto& g, const std::string& type) {
 }
 
 // torch.onnx's form: Mul(Mul(x, 1 + erf(x / sqrt 2)), 0.5), constants as Constant nodes.
-std::string TorchGelu(ProtoBuilder& b, const std::string& scope, const std::string& x) {
-  auto d = b.Op("Div", scope + "/Div", {x, b.Scalar(scope + "/c0", std::sqrt(2.0f))});
+// multiplicand * 0.5 * (1 + erf(x / divisor)) in the five nodes torch exports; a GELU only when
+// the divisor is sqrt(2) and the multiplicand is x.
+std::string ErfGeluShaped(ProtoBuilder& b, const std::string& scope, const std::string& x,
+                          float divisor, const std::string& multiplicand) {
+  auto d = b.Op("Div", scope + "/Div", {x, b.Scalar(scope + "/c0", divisor)});
   auto e = b.Op("Erf", scope + "/Erf", {d});
   auto a = b.Op("Add", scope + "/Add", {e, b.Scalar(scope + "/c1", 1.0f)});
-  auto m = b.Op("Mul", scope + "/Mul", {x, a});
+  auto m = b.Op("Mul", scope + "/Mul", {multiplicand, a});
   return b.Op("Mul", scope + "/Mul_1", {m, b.Scalar(scope + "/c2", 0.5f)});
+}
+
+std::string TorchGelu(ProtoBuilder& b, const std::string& scope, const std::string& x) {
+  return ErfGeluShaped(b, scope, x, std::sqrt(2.0f), x);
 }
 
 TEST_CASE("the exported exact GELU becomes one Gelu node", "[import][gelu]") {
@@ -114,11 +121,7 @@ TEST_CASE("GELU look-alikes are left alone", "[import][gelu]") {
   SECTION("the divisor is not sqrt 2") {
     ProtoBuilder b;
     auto x = b.Op("Relu", "/pre", {"input"});
-    auto d = b.Op("Div", "/g/Div", {x, b.Scalar("/g/c0", std::sqrt(3.0f))});
-    auto e = b.Op("Erf", "/g/Erf", {d});
-    auto a = b.Op("Add", "/g/Add", {e, b.Scalar("/g/c1", 1.0f)});
-    auto m = b.Op("Mul", "/g/Mul", {x, a});
-    b.Output(b.Op("Mul", "/g/Mul_1", {m, b.Scalar("/g/c2", 0.5f)}));
+    b.Output(ErfGeluShaped(b, "/g", x, std::sqrt(3.0f), x));
     CHECK(FuseErfGelu(b.model()) == 0);
     CHECK(b.graph().node_size() == 9);  // Relu, three Constants, the five pattern nodes
   }
@@ -126,11 +129,7 @@ TEST_CASE("GELU look-alikes are left alone", "[import][gelu]") {
     ProtoBuilder b;
     auto x = b.Op("Relu", "/pre", {"input"});
     auto other = b.Op("Relu", "/other", {"input"});
-    auto d = b.Op("Div", "/g/Div", {x, b.Scalar("/g/c0", std::sqrt(2.0f))});
-    auto e = b.Op("Erf", "/g/Erf", {d});
-    auto a = b.Op("Add", "/g/Add", {e, b.Scalar("/g/c1", 1.0f)});
-    auto m = b.Op("Mul", "/g/Mul", {other, a});
-    b.Output(b.Op("Mul", "/g/Mul_1", {m, b.Scalar("/g/c2", 0.5f)}));
+    b.Output(ErfGeluShaped(b, "/g", x, std::sqrt(2.0f), other));
     CHECK(FuseErfGelu(b.model()) == 0);
   }
 }

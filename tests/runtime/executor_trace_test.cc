@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
 #include "tests/runtime/executor_test_support.h"
 
@@ -66,14 +67,8 @@ void CheckSameTrace(const TrainingProgram& program, const Traces& t) {
 }
 
 TEST_CASE("trace: linear + relu, simulator and executor step by step", "[executor][walker]") {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 4});
-  ValueId w = t.Param("W", {4, 3});
-  ValueId y = t.Op("MatMul", "mm", {x, w}, "y", {t.B(), 3});
-  t.Output(t.Op("Relu", "relu", {y}, "r", {t.B(), 3}));
-  ProgramOptions options;
-  options.loss = LossKind::kSum;
-  options.optimizer = OptimizerKind::kSgd;
+  TestGraph t = testing::LinearRelu();
+  ProgramOptions options = testing::SumLossSgd();
   options.accumulation_steps = 2;
   auto program = DeriveTrainingProgram(t.graph, options);
   REQUIRE(program.ok());

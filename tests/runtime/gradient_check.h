@@ -69,6 +69,7 @@ inline Tensor IntTensor(TensorShape shape, const std::vector<float>& values) {
 
 struct GradCheckCase {
   std::string op;
+  std::string domain;  // "" = ai.onnx; memplan's fused ops name theirs
   Attributes attributes;
   std::vector<Tensor> inputs;
   std::vector<size_t> checked_inputs;  // inputs whose gradient is checked
@@ -99,7 +100,7 @@ inline ForwardResult RunCaseForward(const GradCheckCase& c) {
   args.attributes = &c.attributes;
   args.inputs = c.inputs;
   args.num_outputs = c.num_outputs;
-  auto result = RunForward(c.op, CheckContext(c.training), args);
+  auto result = RunForward(c.op, CheckContext(c.training), args, c.domain);
   if (!result.ok()) FAIL(c.op << " forward failed: " << result.error().message);
   return std::move(result).value();
 }
@@ -143,7 +144,7 @@ inline GradCheckReport CheckGradients(GradCheckCase c) {
   for (size_t i : c.checked_inputs) args.needs_input_grad[i] = true;
   auto grads = c.backward_override != nullptr
                    ? c.backward_override(detail::CheckContext(c.training), args)
-                   : RunBackward(c.op, detail::CheckContext(c.training), args);
+                   : RunBackward(c.op, detail::CheckContext(c.training), args, c.domain);
   if (!grads.ok()) FAIL(c.op << " backward failed: " << grads.error().message);
 
   GradCheckReport report;

@@ -65,6 +65,10 @@ const std::map<std::string, std::string>& NotExecutableOnCpu() {
       {"RotaryEmbedding", "no CPU kernel yet"},
       {"SimplifiedLayerNormalization", "no CPU kernel yet"},
       {"Trilu", "no CPU kernel yet"},
+      // Recurrent layers (issue 9): planned from the registry, not executable yet.
+      {"GRU", "no CPU kernel yet"},
+      {"LSTM", "no CPU kernel yet"},
+      {"RNN", "no CPU kernel yet"},
   };
   return gaps;
 }
@@ -99,10 +103,11 @@ TEST_CASE("CPU kernels are keyed by registry entries", "[kernels]") {
   const KernelEntry* by_entry = KernelRegistry::Get().Find(*conv);
   REQUIRE(by_entry != nullptr);
   CHECK(KernelRegistry::Get().Find("Conv") == by_entry);
-  // Every kernel's op is the registry's own entry, in op-type order.
+  // Every kernel's op is the registry's own entry (in its domain: memplan's fused attention has
+  // one), in op-type order.
   std::vector<std::string> types;
   for (const OpSchema* op : KernelRegistry::Get().Ops()) {
-    CHECK(OpRegistry::Get().Find(op->op_type) == op);
+    CHECK(OpRegistry::Get().Find(op->op_type, op->domain) == op);
     types.push_back(op->op_type);
   }
   CHECK(types == KernelRegistry::Get().OpTypes());

@@ -205,27 +205,30 @@ TEST_CASE("activations, softmax and products match torch", "[kernels]") {
   }
 }
 
+// `kind`'s loss and its gradient (grad_scale 1) against torch's, both within RequireClose.
+void RequireLossClose(LossKind kind, const Tensor& prediction, const Tensor& target,
+                      const std::vector<float>& expected_loss,
+                      const std::vector<float>& expected_grad, const std::string& grad_name) {
+  const KernelContext ctx;
+  auto loss = LossForward(kind, ctx, prediction, target);
+  REQUIRE(loss.ok());
+  RequireClose(*loss, expected_loss, "loss");
+  auto grad = LossBackward(kind, ctx, prediction, target, 1.0f);
+  REQUIRE(grad.ok());
+  RequireClose(*grad, expected_grad, grad_name);
+}
+
 TEST_CASE("losses match torch cross_entropy and mse_loss", "[kernels]") {
   const KernelContext ctx;
   SECTION("cross entropy with integer labels") {
     const Tensor logits = T({4, 5}, ref::ce_logits);
     const Tensor labels = Tensor::FromValues({4}, ref::ce_labels, DType::kInt64);
-    auto loss = LossForward(LossKind::kCrossEntropy, ctx, logits, labels);
-    REQUIRE(loss.ok());
-    RequireClose(*loss, ref::ce_loss, "loss");
-    auto grad = LossBackward(LossKind::kCrossEntropy, ctx, logits, labels, 1.0f);
-    REQUIRE(grad.ok());
-    RequireClose(*grad, ref::ce_grad, "dLogits");
+    RequireLossClose(LossKind::kCrossEntropy, logits, labels, ref::ce_loss, ref::ce_grad,
+                     "dLogits");
   }
   SECTION("mean squared error") {
-    const Tensor pred = T({2, 3}, ref::mse_pred);
-    const Tensor target = T({2, 3}, ref::mse_target);
-    auto loss = LossForward(LossKind::kMse, ctx, pred, target);
-    REQUIRE(loss.ok());
-    RequireClose(*loss, ref::mse_loss, "loss");
-    auto grad = LossBackward(LossKind::kMse, ctx, pred, target, 1.0f);
-    REQUIRE(grad.ok());
-    RequireClose(*grad, ref::mse_grad, "dPrediction");
+    RequireLossClose(LossKind::kMse, T({2, 3}, ref::mse_pred), T({2, 3}, ref::mse_target),
+                     ref::mse_loss, ref::mse_grad, "dPrediction");
   }
   SECTION("sum: loss = sum, gradient = grad_scale everywhere") {
     const Tensor x = T({3}, {1.0f, -2.0f, 4.5f});

@@ -20,7 +20,7 @@ std::vector<float> Trajectory(const OptimizerOptions& options) {
     OptimizerState state = CreateOptimizerState(options, p, allocator);
     // The state is the optimizer's memory: parameter-sized fp32 buffers per NumStateBuffers.
     CHECK(allocator.live_bytes()[MemoryCategory::kOptimizerState] ==
-          NumStateBuffers(options.kind) * 3 * 4);
+          NumStateBuffers(options.kind, /*numel=*/3) * 3 * 4);
     for (const auto* g : {&ref::opt_grad0, &ref::opt_grad1, &ref::opt_grad2}) {
       REQUIRE(ApplyOptimizerStep(options, Tensor::FromValues({3}, *g), p, state).ok());
       for (float v : p.ToVector()) steps.push_back(v);

@@ -40,6 +40,32 @@ TEST_CASE("the counting allocator accounts device bytes per category", "[kernels
   CHECK(allocator.num_allocations() == 3);
 }
 
+TEST_CASE("unzeroed tensors are accounted exactly as zeroed ones", "[kernels]") {
+  CountingCpuAllocator allocator;
+  {
+    // bf16 [3, 5]: 15 elements * 2 bytes = 30 accounted bytes, as Zeros would account.
+    const Tensor t =
+        Tensor::Uninitialized({3, 5}, DType::kBFloat16, allocator, MemoryCategory::kActivations);
+    CHECK(t.numel() == 15);
+    CHECK(t.accounted_bytes() == 30);
+    CHECK(allocator.live_bytes()[MemoryCategory::kActivations] == 30);
+    // The element count is kept through views and copies: [5, 3] and [15] still hold 15.
+    CHECK(t.View({5, 3}).numel() == 15);
+    CHECK(t.View({15}).numel() == 15);
+    const Tensor copy = t;
+    CHECK(copy.numel() == 15);
+    // A [0, 4] tensor has no elements and accounts nothing.
+    const Tensor empty =
+        Tensor::Uninitialized({0, 4}, DType::kFloat32, allocator, MemoryCategory::kOther);
+    CHECK(empty.numel() == 0);
+    CHECK(allocator.live_total() == 30);
+  }
+  CHECK(allocator.live_total() == 0);
+  CHECK(allocator.peak_total() == 30);
+  // An undefined tensor keeps the rank-0 count it always had (one element, no storage).
+  CHECK(Tensor().numel() == 1);
+}
+
 TEST_CASE("tensor views share storage; clones do not", "[kernels]") {
   const Tensor x = Tensor::FromValues({2, 3}, {1, 2, 3, 4, 5, 6});
   const Tensor v = x.View({3, 2});

@@ -1,10 +1,12 @@
 #include "tools/memplan/analysis_session.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "analyzer/advice.h"
 #include "analyzer/config_export/export_config.h"
 #include "analyzer/joint_search.h"
+#include "analyzer/parallel/strategy_search.h"
 #include "analyzer/plan_report.h"
 #include "analyzer/report/plan_explanation.h"
 
@@ -16,11 +18,26 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   session->request = std::move(request);
   PlanRequest& r = session->request;
   progress.Report("importing " + r.analysis.model + "...");
-  MEMPLAN_TRY(session->graph, LoadModel(r.analysis));
+  MEMPLAN_TRY(session->graph, LoadPlannedModel(r));
+  MEMPLAN_TRY(session->attention,
+              ApplyAttentionMode(session->graph, r.attention, r.analysis.model));
   MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(session->graph, r));
 
   progress.Report("planning...");
-  MEMPLAN_TRY(JointPlan joint, PlanJointly(session->graph, r.planner, r.search));
+  JointPlan joint;
+  std::vector<StrategyOutcome> strategies;
+  std::string parallel_explanation;
+  if (r.parallel_auto) {
+    MEMPLAN_TRY(StrategySearch found,
+                SearchParallelStrategies(session->graph, r.planner, r.search));
+    joint = std::move(found.best);
+    strategies = std::move(found.outcomes);
+    parallel_explanation = std::move(found.explanation);
+  } else {
+    MEMPLAN_TRY(joint, PlanJointly(session->graph, r.planner, r.search));
+    if (r.planner.program.data_parallel)
+      strategies.push_back(OutcomeOf(r.planner.program.data_parallel->strategy, joint.plan));
+  }
   session->plan = std::move(joint.plan);
 
   AnalysisReport& report = session->report;
@@ -31,9 +48,17 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   report.options = &session->planner_used;
   report.plan = &session->plan;
   report.advice = AdvisePlan(session->graph, session->plan);
-  report.warnings = session->graph.warnings;
+  // The inference-export warnings first: they say the whole plan is for the wrong model.
+  report.warnings = InferenceExportWarnings(session->graph, session->plan.bindings);
+  report.inference_export = !report.warnings.empty();
+  for (const std::string& w : session->graph.warnings)
+    if (std::find(report.warnings.begin(), report.warnings.end(), w) == report.warnings.end())
+      report.warnings.push_back(w);
   report.choice_explanation = ExplainPlanChoice(joint.trace);
+  report.attention = &session->attention;
   report.checkpoint_nodes = joint.checkpoint_nodes;
+  report.strategies = std::move(strategies);
+  report.parallel_explanation = std::move(parallel_explanation);
   CollectPlanNodeLists(report);
   return session;
 }

@@ -19,6 +19,7 @@ struct AnalysisSession {
   PlanRequest request;
   Graph graph;
   TrainingPlan plan;
+  AttentionPlan attention;      // --attention as applied to `graph`
   PlannerOptions planner_used;  // the chosen configuration's options (precision, recompute)
   AnalysisReport report;        // points into the members above: a session is never moved or copied
 };

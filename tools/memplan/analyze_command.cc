@@ -77,25 +77,7 @@ int RunAnalyze(const AnalyzeFlags& flags) {
     progress.Report("wrote " + flags.export_out);
   }
 
-  std::string out;
-  switch (s.request.analysis.format) {
-    case OutputFormat::kJson: {
-      nlohmann::ordered_json j = SessionJson(s);
-      if (comparison) j["profile"] = ProfileComparisonJson(*comparison);
-      out = j.dump(2) + "\n";
-      break;
-    }
-    case OutputFormat::kMarkdown:
-      out = FormatAnalysisMarkdown(s.report);
-      if (comparison) out += FormatProfileComparison(*comparison);
-      break;
-    case OutputFormat::kText:
-      out = FormatAnalysisText(s.report);
-      if (comparison) out += FormatProfileComparison(*comparison);
-      break;
-  }
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return s.plan.feasible ? kExitSuccess : kExitCheckFailed;
+  return PrintSessionAnalysis(s, comparison ? &*comparison : nullptr);
 }
 
 }  // namespace
@@ -104,7 +86,7 @@ Verb AddAnalyzeCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "analyze", "plan micro-batch, accumulation, FP16 placement and recompute for a GPU");
   auto flags = std::make_shared<AnalyzeFlags>();
-  AddPlanFlags(*command, flags->plan);
+  AddPlanFlags(*command, flags->plan, /*gpu_required=*/true);
   command->add_option("--svg", flags->svg, "also write the memory timeline as a static SVG")
       ->type_name("FILE.svg");
   command

@@ -1,7 +1,9 @@
 // `memplan baseline MODEL.onnx [plan flags] --out memplan.baseline.json [--name NAME]` or
 // `memplan baseline --configs memplan.configs.json --out memplan.baseline.json`: records the
 // predicted peak, its breakdown and the saved bytes per node of one or more configurations, for
-// `memplan check` to compare against (docs/ci_checks.md).
+// `memplan check` to compare against (docs/ci_checks.md), with the plan each was measured on
+// (micro-batch, accumulation, precision, recompute; `check` replays it) and the largest
+// micro-batch that fits. It prints what it pinned.
 // Exit 0 when the file was written, 2 on bad input (nothing is written then).
 #include <cstdio>
 #include <filesystem>
@@ -75,21 +77,27 @@ int RunBaseline(const BaselineFlags& flags, const CLI::App& command) {
 
   Baseline baseline;
   for (const CheckConfiguration& config : list->configurations) {
-    Expected<MemoryResult> result = AnalyseConfiguration(config, list->directory);
+    Expected<ConfigurationAnalysis> result = AnalyseConfiguration(config, list->directory);
     if (!result.ok()) return ReportError(result.error().message);
     // Model paths are rewritten relative to the baseline file, which may live elsewhere.
     CheckConfiguration recorded = config;
     recorded.model =
         ModelPathRelativeTo(ResolveModelPath(list->directory, config.model), flags.out);
-    baseline.entries.push_back(BaselineEntry{std::move(recorded), std::move(*result)});
+    BaselineEntry entry{std::move(recorded), std::move(result->memory)};
+    entry.plan = std::move(result->plan);
+    entry.largest_fitting_micro_batch = result->largest_fitting_micro_batch;
+    baseline.entries.push_back(std::move(entry));
   }
   Status written = WriteBaseline(baseline, flags.out);
   if (!written.ok()) return ReportError(written.error().message);
 
   std::string out;
   for (const BaselineEntry& entry : baseline.entries) {
+    // What `check` will replay, so nobody has to open the file to learn what was pinned.
     out += "recorded " + entry.config.name + ": peak " + FormatBytes(entry.result.peak_bytes) +
-           " (" + std::to_string(entry.result.peak_bytes) + " B)\n";
+           " (" + std::to_string(entry.result.peak_bytes) + " B); pinned plan " +
+           PlanFlagsAsArguments(*entry.plan) + "; largest micro-batch that fits " +
+           std::to_string(*entry.largest_fitting_micro_batch) + "\n";
   }
   out += "wrote " + flags.out + " (" + std::to_string(baseline.entries.size()) +
          (baseline.entries.size() == 1 ? " configuration)\n" : " configurations)\n");
@@ -103,7 +111,7 @@ Verb AddBaselineCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "baseline", "record predicted memory of one or more configurations for `memplan check`");
   auto flags = std::make_shared<BaselineFlags>();
-  AddPlanFlags(*command, flags->plan);
+  AddPlanFlags(*command, flags->plan, /*gpu_required=*/true);
   // The model is optional here: --configs names the models instead.
   command->get_option("model")->required(false);
   command->add_option("--out,--output", flags->out, "the baseline JSON to write (required)")

@@ -13,6 +13,7 @@
 #include "analyzer/baseline/check_format.h"
 #include "analyzer/baseline/check_report.h"
 #include "analyzer/baseline/config_list.h"
+#include "analyzer/baseline/json_file.h"
 #include "analyzer/vocabulary/tolerance.h"
 #include "tools/memplan/check_configuration.h"
 #include "tools/memplan/cli_common.h"
@@ -47,28 +48,52 @@ Expected<std::vector<CheckConfiguration>> CurrentConfigurations(const CheckFlags
   return configs;
 }
 
+// An error after the format is known (exit 2): the one stderr line, and for the machine formats
+// the same error in the format CI reads (a JUnit file with an <error>, a GitHub ::error), so a
+// pipeline that keeps the report never finds it empty.
+int ReportCheckError(const CheckFlags& flags, CheckFormat format, const std::string& message) {
+  std::string out = FormatCheckError(message, flags.baseline, format);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return ReportError(message);
+}
+
 int RunCheck(const CheckFlags& flags) {
-  if (flags.baseline.empty())
-    return ReportError("check: --baseline is required (the file `memplan baseline` wrote)");
-  Expected<Tolerance> tolerance = ParseTolerance(flags.tolerance);
-  if (!tolerance.ok()) return ReportError("--tolerance: " + tolerance.error().message);
   Expected<CheckFormat> format = ParseCheckFormat(flags.format);
   if (!format.ok()) return ReportError("--format: " + format.error().message);
-  if (flags.top_nodes < 0) return ReportError("--top-nodes: expected a count >= 0");
+  if (flags.baseline.empty())
+    return ReportCheckError(flags, *format,
+                            "check: --baseline is required (the file `memplan baseline` wrote)");
+  Expected<Tolerance> tolerance = ParseTolerance(flags.tolerance);
+  if (!tolerance.ok())
+    return ReportCheckError(flags, *format, "--tolerance: " + tolerance.error().message);
+  if (flags.top_nodes < 0)
+    return ReportCheckError(flags, *format, "--top-nodes: expected a count >= 0");
   Expected<Baseline> recorded = ReadBaseline(flags.baseline);
-  if (!recorded.ok()) return ReportError(recorded.error().message);
+  if (!recorded.ok()) return ReportCheckError(flags, *format, recorded.error().message);
   auto configs = CurrentConfigurations(flags, *recorded);
-  if (!configs.ok()) return ReportError(configs.error().message);
+  if (!configs.ok()) return ReportCheckError(flags, *format, configs.error().message);
 
   Baseline current;
   for (CheckConfiguration& config : *configs) {
-    Expected<MemoryResult> result = AnalyseConfiguration(config, recorded->directory);
-    if (!result.ok()) return ReportError(result.error().message);
-    current.entries.push_back(BaselineEntry{std::move(config), std::move(*result)});
+    // The recorded plan is replayed when the configuration is the one recorded: re-planning
+    // would let a grown model pick a smaller micro-batch and hide the growth.
+    const BaselineEntry* before = recorded->Find(config.name);
+    const PlanFlags* replay = before != nullptr && before->plan && before->config == config
+                                  ? &*before->plan
+                                  : nullptr;
+    Expected<ConfigurationAnalysis> result =
+        AnalyseConfiguration(config, recorded->directory, replay);
+    if (!result.ok()) return ReportCheckError(flags, *format, result.error().message);
+    BaselineEntry entry{std::move(config), std::move(result->memory)};
+    entry.plan = std::move(result->plan);
+    entry.largest_fitting_micro_batch = result->largest_fitting_micro_batch;
+    current.entries.push_back(std::move(entry));
   }
   CompareOptions options;
   options.top_nodes = static_cast<size_t>(flags.top_nodes);
   options.baseline_path = flags.baseline;
+  if (Expected<std::string> text = ReadTextFile(flags.baseline); text.ok())
+    options.baseline_lines = ConfigurationLines(*text);
   CheckReport report = CompareToBaseline(*recorded, current, *tolerance, options);
   std::string out = FormatCheckReport(report, *format);
   std::fwrite(out.data(), 1, out.size(), stdout);

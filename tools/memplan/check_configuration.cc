@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iterator>
 
+#include "analyzer/baseline/pinned_plan.h"
 #include "analyzer/plan_report.h"
 
 namespace memplan::cli {
@@ -92,20 +93,42 @@ std::string UnrecordableOption(const CLI::App& command, const std::vector<std::s
   return {};
 }
 
-Expected<MemoryResult> AnalyseConfiguration(const CheckConfiguration& config,
-                                            const std::filesystem::path& directory) {
+namespace {
+
+// One `memplan analyze` run of `flags` on `model`, without progress lines (several
+// configurations in a CI log read better without them).
+Expected<std::unique_ptr<AnalysisSession>> AnalyseFlags(const PlanFlags& flags,
+                                                        const std::string& model) {
+  MEMPLAN_TRY(PlanRequest request, ResolvePlanFlags(CliFlagsOf(flags, model), /*require_gpu=*/true));
+  return RunAnalysisSession(std::move(request), Progress(OutputFormat::kJson));
+}
+
+}  // namespace
+
+Expected<ConfigurationAnalysis> AnalyseConfiguration(const CheckConfiguration& config,
+                                                     const std::filesystem::path& directory,
+                                                     const PlanFlags* replay) {
   const std::string where = "configuration '" + config.name + "': ";
   std::string model = ResolveModelPath(directory, config.model).string();
   if (!config.flags.gpu)
     return MakeError(where + "flag 'gpu' is required (a size like 24G or a name like A100-80GB)");
-  Expected<PlanRequest> request =
-      ResolvePlanFlags(CliFlagsOf(config.flags, model), /*require_gpu=*/true);
-  if (!request.ok()) return MakeError(where + request.error().message);
-  // No progress lines: several configurations in a CI log read better without them.
-  auto session = RunAnalysisSession(std::move(*request), Progress(OutputFormat::kJson));
+  const PlanFlags flags = replay ? OverlayPlanFlags(config.flags, *replay) : config.flags;
+  auto session = AnalyseFlags(flags, model);
   if (!session.ok()) return MakeError(where + session.error().message);
+  ConfigurationAnalysis analysis;
   // The typed facts `analyze --json` prints (analyzer/plan_report.h).
-  return PlanReportOf((*session)->report).memory;
+  analysis.memory = PlanReportOf((*session)->report).memory;
+  analysis.plan = PinnedPlanOf((*session)->plan);
+  analysis.fits = (*session)->plan.feasible;
+  if (replay == nullptr && !FixesMicroBatch(config.flags)) {
+    analysis.largest_fitting_micro_batch = (*session)->plan.largest_fitting_micro_batch;
+    return analysis;
+  }
+  // Searched with the configuration's own flags, as the baseline searched it.
+  auto searched = AnalyseFlags(WithoutFixedMicroBatch(config.flags), model);
+  if (!searched.ok()) return MakeError(where + searched.error().message);
+  analysis.largest_fitting_micro_batch = (*searched)->plan.largest_fitting_micro_batch;
+  return analysis;
 }
 
 }  // namespace memplan::cli

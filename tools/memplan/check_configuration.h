@@ -30,9 +30,21 @@ PlanFlags RecordedFlagsOf(const PlanArguments& flags);
 // RecordedFlagsOf against silently dropping a flag.
 std::string UnrecordableOption(const CLI::App& command, const std::vector<std::string>& own);
 
-// Analyses `config` (its model resolved against `directory`) as `memplan analyze` would. Errors
+// What one configuration's analysis yields for a baseline or a check.
+struct ConfigurationAnalysis {
+  MemoryResult memory;  // of the plan analysed (the replayed one when a plan was given)
+  PlanFlags plan;       // that plan, pinned (analyzer/baseline/pinned_plan.h)
+  bool fits = false;    // that plan fits the GPU
+  // The largest micro-batch that fits with the configuration's flags, the micro-batch searched
+  // rather than fixed (a second analysis when the flags fix it).
+  int64_t largest_fitting_micro_batch = 0;
+};
+
+// Analyses `config` (its model resolved against `directory`) as `memplan analyze` would; with
+// `replay`, the configuration's flags overlaid by that recorded plan (`memplan check`). Errors
 // are prefixed "configuration '<name>': ".
-Expected<MemoryResult> AnalyseConfiguration(const CheckConfiguration& config,
-                                            const std::filesystem::path& directory);
+Expected<ConfigurationAnalysis> AnalyseConfiguration(const CheckConfiguration& config,
+                                                     const std::filesystem::path& directory,
+                                                     const PlanFlags* replay = nullptr);
 
 }  // namespace memplan::cli

@@ -4,10 +4,32 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <system_error>
 
 #include "graph/onnx_import.h"
 
 namespace memplan::cli {
+
+Status CheckOutputPath(std::string_view flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  const std::string named = std::string(flag) + " '" + path + "'";
+  if (path.empty()) return MakeError(std::string(flag) + ": an empty path");
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (fs::exists(status)) {
+    if (fs::is_directory(status)) return MakeError(named + " is a folder, not a file");
+    if (!fs::is_regular_file(status)) return MakeError(named + " is not a regular file");
+  }
+  fs::path folder = fs::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  if (!fs::is_directory(folder, error)) {
+    return MakeError(named + ": the folder '" + folder.string() + "' does not exist");
+  }
+  if (::access(folder.c_str(), W_OK) != 0) {
+    return MakeError(named + ": the folder '" + folder.string() + "' is not writable");
+  }
+  return OkStatus();
+}
 
 int ReportError(std::string_view message) {
   std::string line;

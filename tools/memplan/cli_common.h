@@ -28,6 +28,11 @@ inline constexpr int kExitUsage = 2;
 // returns kExitUsage.
 int ReportError(std::string_view message);
 
+// Checks, before any work, that `path` (the value of `flag`) can be written: its folder exists
+// and is writable, and the path is not a folder or a special file. Long verbs call it first so
+// a typo in an output path fails in a second, not after the run.
+Status CheckOutputPath(std::string_view flag, const std::string& path);
+
 // A verb: its CLI11 subcommand and what runs when it was chosen (returns the exit code).
 struct Verb {
   CLI::App* command = nullptr;

@@ -6,6 +6,7 @@
 // run out of memory, so none is written); 2 on bad input.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "analyzer/baseline/json_file.h"
@@ -23,7 +24,10 @@ struct ExportFlags {
   std::string to;
   std::string out;
   double max_grad_norm = ExportOptions{}.max_grad_norm;
-  double learning_rate = ExportOptions{}.learning_rate;
+  // Hyper-parameters the plan does not decide: written only when given (export_config.h).
+  std::optional<double> learning_rate;
+  std::optional<double> weight_decay;
+  std::optional<double> sgd_momentum;
 };
 
 std::string TargetNames() {
@@ -54,6 +58,8 @@ int RunExport(const ExportFlags& flags) {
   options.plan_path = flags.plan;
   options.max_grad_norm = flags.max_grad_norm;
   options.learning_rate = flags.learning_rate;
+  options.weight_decay = flags.weight_decay;
+  options.sgd_momentum = flags.sgd_momentum;
   Expected<std::string> config = ExportConfig(*plan, *target, options);
   if (!config.ok()) return ReportError(flags.plan + ": " + config.error().message);
   if (flags.out.empty()) {
@@ -81,7 +87,19 @@ Verb AddExportCommand(CLI::App& app) {
       ->add_option("--max-grad-norm", flags->max_grad_norm,
                    "gradient-clipping norm when the plan clips (default 1.0; 0 disables)")
       ->type_name("X");
-  command->add_option("--lr", flags->learning_rate, "learning rate (default 0.001)")
+  // Without a value an export leaves the hyper-parameter to the user (a None constant in Python,
+  // the framework's default in a config) rather than inventing one.
+  command
+      ->add_option("--lr", flags->learning_rate,
+                   "learning rate to write (default: none; the export says it is yours to set)")
+      ->type_name("X");
+  command
+      ->add_option("--weight-decay", flags->weight_decay,
+                   "AdamW weight decay to write (default: none; the framework's default)")
+      ->type_name("X");
+  command
+      ->add_option("--momentum", flags->sgd_momentum,
+                   "SGD momentum to write for a momentum plan (default: none; yours to set)")
       ->type_name("X");
   return Verb{command, [flags] { return RunExport(*flags); }};
 }

@@ -33,6 +33,8 @@ int Main(int argc, char** argv) {
       "Run `memplan <verb> --help` for a verb's flags.\n"
       "Exit codes: 0 success; 1 a check failed; 2 bad input or usage (one line on stderr).");
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("memplan ") + MEMPLAN_VERSION,
+                       "print memplan's version and exit");
 
   std::vector<Verb> verbs = {AddAnalyzeCommand(app), AddInspectCommand(app),
                              AddVerifyCommand(app),  AddProfileCommand(app),
@@ -48,7 +50,8 @@ int Main(int argc, char** argv) {
     return ReportError("unknown verb '" + first + "': expected one of " + VerbNames(verbs) +
                        " (see memplan --help)");
   }
-  if (!first.empty() && first[0] == '-' && first != "-h" && first != "--help") {
+  if (!first.empty() && first[0] == '-' && first != "-h" && first != "--help" &&
+      first != "--version") {
     return ReportError("unknown option '" + first +
                        "' before the verb: flags go after it, e.g. memplan inspect model.onnx "
                        "--json (see memplan --help)");
@@ -58,7 +61,8 @@ int Main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
-      return app.exit(e);  // --help: prints the help of the app or the chosen verb, exit 0
+      // --help (of the app or the chosen verb) and --version print to stdout, exit 0.
+      return app.exit(e);
     }
     std::string where;
     for (const Verb& verb : verbs)

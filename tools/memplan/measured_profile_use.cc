@@ -4,6 +4,7 @@
 
 #include "graph/graph.h"
 #include "profiler/profile_json.h"
+#include "tools/memplan/cli_common.h"
 
 namespace memplan::cli {
 namespace {
@@ -69,6 +70,34 @@ nlohmann::ordered_json ProfileComparisonJson(const ProfileComparison& c) {
   j["plan_changed"] = c.plan_changed;
   j["roofline_plan"] = c.roofline_plan;
   return j;
+}
+
+namespace {
+
+std::string FormatSessionAnalysis(const AnalysisSession& session,
+                                  const ProfileComparison* comparison) {
+  switch (session.request.analysis.format) {
+    case OutputFormat::kJson: {
+      nlohmann::ordered_json j = SessionJson(session);
+      if (comparison) j["profile"] = ProfileComparisonJson(*comparison);
+      return j.dump(2) + "\n";
+    }
+    case OutputFormat::kMarkdown:
+      return FormatAnalysisMarkdown(session.report) +
+             (comparison ? FormatProfileComparison(*comparison) : "");
+    case OutputFormat::kText:
+      return FormatAnalysisText(session.report) +
+             (comparison ? FormatProfileComparison(*comparison) : "");
+  }
+  return "";
+}
+
+}  // namespace
+
+int PrintSessionAnalysis(const AnalysisSession& session, const ProfileComparison* comparison) {
+  const std::string out = FormatSessionAnalysis(session, comparison);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return session.plan.feasible ? kExitSuccess : kExitCheckFailed;
 }
 
 }  // namespace memplan::cli

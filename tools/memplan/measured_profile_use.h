@@ -36,4 +36,9 @@ Expected<ProfileComparison> CompareWithRoofline(const std::string& path,
 std::string FormatProfileComparison(const ProfileComparison& comparison);
 nlohmann::ordered_json ProfileComparisonJson(const ProfileComparison& comparison);
 
+// Prints the session's analysis to stdout in the request's --format (JSON, Markdown or text),
+// with `comparison` appended when there is one, as `analyze` and `report` end. Returns their exit
+// code: success when the plan fits, check-failed when it does not.
+int PrintSessionAnalysis(const AnalysisSession& session, const ProfileComparison* comparison);
+
 }  // namespace memplan::cli

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "analyzer/gpu_specs.h"
 #include "analyzer/memory_size.h"
+#include "analyzer/parallel/data_parallel_options.h"
+#include "analyzer/planner.h"
 #include "analyzer/precision/precision_placement.h"
 #include "graph/bind_symbols.h"
 
@@ -29,7 +32,7 @@ const std::string& PlanArguments::Text(std::string_view key) const {
   return it->second;
 }
 
-void AddPlanFlags(CLI::App& command, PlanArguments& flags) {
+void AddPlanFlags(CLI::App& command, PlanArguments& flags, bool gpu_required) {
   AddAnalysisFlags(command, flags.analysis);
   std::vector<const PlanFlagSpec*> listed;
   for (const PlanFlagSpec& spec : kPlanFlagTable)
@@ -44,8 +47,13 @@ void AddPlanFlags(CLI::App& command, PlanArguments& flags) {
       command.add_flag(argument, flags.clip_grad, help);
       continue;
     }
-    CLI::Option* option = command.add_option(argument, flags.Text(spec->key), help);
-    if (spec->help_shows_default) option->capture_default_str();
+    // --gpu has no default: a verb that needs it says so in its help rather than leaving it to
+    // the error after the fact.
+    const std::string shown_help = spec->key == "gpu" && gpu_required ? help + " (required)" : help;
+    CLI::Option* option = command.add_option(argument, flags.Text(spec->key), shown_help);
+    // Every default is shown, not only the ones the table marks: a user should not have to
+    // read the source to learn that the optimizer is adam.
+    if (spec->help_shows_default || !spec->cli_default.empty()) option->capture_default_str();
   }
 }
 
@@ -72,7 +80,101 @@ Expected<std::optional<int64_t>> OptionalPositive(const PlanArguments& flags,
   const std::string& text = flags.Text(key);
   if (text.empty()) return std::optional<int64_t>();
   MEMPLAN_TRY(int64_t value, ParsePositiveInt(text, ArgumentOf(key)));
+  if (value > kMaxPlannedBatch)
+    return MakeError(ArgumentOf(key) + ": at most 2^62 samples, got " + text);
   return std::optional<int64_t>(value);
+}
+
+// A bare number is bytes (analyzer/memory_size.h), so `--gpu 24` would plan for 24 bytes and
+// `--gpu 3090` for 3,090. No GPU has less than a mebibyte: a bare number below that is a size
+// without its unit or a model number, and the message says which was likely meant: the known GPU
+// names that contain the number, and the number in GiB where that is a plausible GPU size.
+Status RejectBareTinyGpuSize(const std::string& text) {
+  constexpr int64_t kLargestPlausibleGiB = 1024;  // no single GPU has a tebibyte
+  if (text.empty() || text.size() > 7 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return OkStatus();
+  const int64_t value = std::stoll(text);
+  if (value >= kMiB) return OkStatus();
+  std::vector<std::string> meant;
+  if (value > 0 && value <= kLargestPlausibleGiB) meant.push_back(text + "G (" + text + " GiB)");
+  for (const GpuSpec& gpu : KnownGpus())
+    if (gpu.name.find(text) != std::string::npos) meant.push_back(gpu.name);
+  std::string message =
+      "--gpu " + text + ": a bare number is bytes, and no GPU has " + text + " bytes";
+  for (size_t i = 0; i < meant.size(); ++i)
+    message += (i == 0 ? "; did you mean " : " or ") + meant[i];
+  return MakeError(message + (meant.empty() ? " (write a size like 24G or a GPU name)" : "?"));
+}
+
+// --gpus, --parallel, --nodes into planner.program.data_parallel (docs/multi_gpu.md).
+Status ResolveDataParallel(const PlanArguments& flags, PlanRequest& request) {
+  MEMPLAN_TRY(std::optional<int64_t> gpus, OptionalPositive(flags, "gpus"));
+  MEMPLAN_TRY(std::optional<int64_t> nodes, OptionalPositive(flags, "nodes"));
+  const std::string& parallel = flags.Text("parallel");
+  if (!gpus) {
+    if (!parallel.empty() || nodes) return MakeError("--parallel and --nodes need --gpus N");
+    return OkStatus();
+  }
+  DataParallelOptions dp;
+  dp.ranks = *gpus;
+  dp.nodes = nodes.value_or(1);
+  if (dp.nodes > dp.ranks || dp.ranks % dp.nodes != 0) {
+    return MakeError("--nodes " + std::to_string(dp.nodes) + " must divide --gpus " +
+                     std::to_string(dp.ranks) + " (the same number of GPUs on every node)");
+  }
+  if (parallel.empty() || parallel == "auto") {
+    request.parallel_auto = true;
+  } else {
+    bool known = false;
+    for (const NamedValue<ParallelStrategy>& entry : kParallelStrategyNames) {
+      if (entry.name != parallel) continue;
+      dp.strategy = entry.value;
+      known = true;
+    }
+    if (!known) {
+      return MakeError("--parallel: expected " + JoinNames(kParallelStrategyNames, ", ", ", ") +
+                       " or auto, got '" + parallel + "'");
+    }
+  }
+  request.planner.program.data_parallel = dp;
+  return OkStatus();
+}
+
+// --train, --freeze, --lora, --lora-targets, --base-dtype (docs/finetuning.md).
+Status ResolveFineTuningFlags(const PlanArguments& flags, PlanRequest& request) {
+  FineTuneOptions& f = request.finetune;
+  if (!flags.Text("train").empty()) f.selection.train = flags.Text("train");
+  if (!flags.Text("freeze").empty()) f.selection.freeze = flags.Text("freeze");
+  if (!flags.Text("lora").empty()) {
+    MEMPLAN_TRY(int64_t rank, ParsePositiveInt(flags.Text("lora"), "--lora"));
+    f.lora = LoraOptions{rank, flags.Text("lora_targets"), /*freeze_base=*/true};
+  } else if (!flags.Text("lora_targets").empty()) {
+    return MakeError("--lora-targets needs --lora RANK");
+  }
+  if (flags.Text("base_dtype").empty()) return OkStatus();
+  auto base = ParseFlagChoice(kBaseDTypeNames, flags, "base_dtype");
+  if (!base.ok()) return base.error();
+  if (!f.changes_graph())
+    return MakeError("--base-dtype stores frozen weights; give --lora, --train or --freeze");
+  // A 16-bit base must be the 16-bit format the plan computes in: fp16 weights under bf16
+  // autocast (or the reverse) would be cast on every use, which no framework does.
+  const Precision precision = request.planner.program.precision;
+  const bool fixed_precision = FixedPrecision(request.search.precision).has_value();
+  if (fixed_precision &&
+      ((*base == BaseDType::kFp16 && precision == Precision::kBf16) ||
+       (*base == BaseDType::kBf16 && precision == Precision::kFp16)))
+    return MakeError("--base-dtype " + flags.Text("base_dtype") + " cannot pair with --precision " +
+                     std::string(PrecisionName(precision)) + "; use the same 16-bit format");
+  // With --precision auto a 16-bit base computes in its own format, as it would in PyTorch
+  // (the search does not try the other 16-bit format or fp32 over a 16-bit copy).
+  if (!fixed_precision && (*base == BaseDType::kFp16 || *base == BaseDType::kBf16)) {
+    const bool fp16 = *base == BaseDType::kFp16;
+    request.search.precision = fp16 ? PrecisionChoice::kFp16 : PrecisionChoice::kBf16;
+    request.planner.program.precision = fp16 ? Precision::kFp16 : Precision::kBf16;
+  }
+  request.planner.program.base_dtype = *base;
+  return OkStatus();
 }
 
 }  // namespace
@@ -85,6 +187,7 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     if (require_gpu)
       return MakeError("--gpu is required (a size like 24G or a name like A100-80GB)");
   } else {
+    MEMPLAN_RETURN_IF_ERROR(RejectBareTinyGpuSize(flags.Text("gpu")));
     MEMPLAN_TRY(p.gpu, ResolveGpu(flags.Text("gpu")));
   }
   MEMPLAN_TRY(p.global_batch, OptionalPositive(flags, "global_batch"));
@@ -103,6 +206,25 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
               ParseFlagChoice(kPrecisionChoiceNames, flags, "precision"));
   if (std::optional<Precision> fixed = FixedPrecision(request.search.precision))
     p.program.precision = *fixed;
+  // --amp-mode: the regime of a mixed plan; autocast unless given (what exports run).
+  p.program.amp_mode = kDefaultCliAmpMode;
+  if (!flags.Text("amp_mode").empty()) {
+    MEMPLAN_TRY(p.program.amp_mode, ParseFlagChoice(kAmpModeNames, flags, "amp_mode"));
+    if (request.search.precision == PrecisionChoice::kFp32)
+      return MakeError("--amp-mode " + flags.Text("amp_mode") +
+                       " needs mixed precision (--precision fp16, bf16 or auto); fp32 has no "
+                       "AMP regime");
+    if (p.program.amp_mode == AmpMode::kPure && request.search.precision == PrecisionChoice::kFp16)
+      return MakeError("--amp-mode pure keeps bf16 parameters (model.to(torch.bfloat16)); fp16 "
+                       "parameters cannot be loss-scaled by GradScaler: use --precision bf16");
+  }
+  // --headroom: 5% of the budget unless given.
+  p.headroom.fraction = kDefaultCliHeadroomFraction;
+  if (!flags.Text("headroom").empty()) {
+    auto headroom = ParseHeadroom(flags.Text("headroom"));
+    if (!headroom.ok()) return MakeError("--headroom: " + headroom.error().message);
+    p.headroom = *headroom;
+  }
   MEMPLAN_TRY(p.program.optimizer, ParseOptimizerKind(flags.Text("optimizer")));
   MEMPLAN_TRY(p.program.loss, ParseLossKind(flags.Text("loss")));
   MEMPLAN_TRY(p.program.zero_grad, ParseZeroGradMode(flags.Text("zero_grad")));
@@ -110,6 +232,7 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
   p.program.clip_gradients = flags.clip_grad;
   MEMPLAN_TRY(request.search.recompute,
               ParseFlagChoice(kRecomputeChoiceNames, flags, "recompute"));
+  MEMPLAN_TRY(request.attention, ParseFlagChoice(kAttentionModeNames, flags, "attention"));
   MEMPLAN_TRY(request.search.force_fp32, ParseOpList(flags.Text("fp32_ops"), ArgumentOf("fp32_ops")));
   MEMPLAN_TRY(request.search.force_fp16, ParseOpList(flags.Text("fp16_ops"), ArgumentOf("fp16_ops")));
   if (!flags.Text("loss_scaling").empty()) {
@@ -117,6 +240,8 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     if (!scaling.ok()) return MakeError("--loss-scaling: " + scaling.error().message);
     p.program.loss_scaling = *scaling;
   }
+  MEMPLAN_RETURN_IF_ERROR(ResolveDataParallel(flags, request));
+  MEMPLAN_RETURN_IF_ERROR(ResolveFineTuningFlags(flags, request));
   // The planner says the same without naming a flag; the CLI names --reserve.
   if (!flags.Text("gpu").empty() &&
       p.gpu.memory_bytes - p.gpu.context_bytes - p.reserve_bytes <= 0) {
@@ -125,11 +250,42 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
                      std::to_string(p.gpu.context_bytes) + " and --reserve " +
                      std::to_string(p.reserve_bytes));
   }
+  if (p.program.amp_mode == AmpMode::kPure && request.search.precision == PrecisionChoice::kAuto &&
+      !flags.Text("gpu").empty() && !p.gpu.supports_bf16 && !p.gpu.is_generic)
+    return MakeError("--amp-mode pure needs bf16, which " + p.gpu.name +
+                     " lacks; use --amp-mode autocast or master-weights");
+  if (!flags.Text("gpu").empty()) {
+    const int64_t budget = p.gpu.memory_bytes - p.gpu.context_bytes - p.reserve_bytes;
+    if (p.headroom.BytesOf(budget) > budget / 2)
+      return MakeError("--headroom " + flags.Text("headroom") + " is more than half of the " +
+                       FormatBytes(budget) + " budget");
+  }
   return request;
+}
+
+Expected<Graph> LoadPlannedModel(const PlanRequest& request) {
+  MEMPLAN_TRY(Graph graph, LoadModel(request.analysis));
+  if (request.finetune.changes_graph())
+    MEMPLAN_RETURN_IF_ERROR(ApplyFineTuning(graph, request.finetune));
+  return graph;
 }
 
 Status BindPlanSymbols(const Graph& graph, PlanRequest& request) {
   MEMPLAN_TRY(Bindings bindings, BindSymbols(graph, /*batch=*/std::nullopt, request.analysis.dims));
+  // The planner searches the batch dimension itself, so a --dim that binds it would be silently
+  // overwritten: it pins the micro-batch instead, exactly as --batch does.
+  if (std::optional<SymbolId> batch = graph.batch_symbol()) {
+    if (std::optional<int64_t> pinned = bindings.Get(*batch)) {
+      const std::string flag =
+          "--dim " + graph.symbols().Name(*batch) + "=" + std::to_string(*pinned);
+      std::optional<int64_t>& micro_batch = request.planner.micro_batch;
+      if (micro_batch && *micro_batch != *pinned) {
+        return MakeError(flag + " binds the batch dimension, which disagrees with --micro-batch " +
+                         std::to_string(*micro_batch) + "; give one of them");
+      }
+      micro_batch = pinned;
+    }
+  }
   request.planner.bindings = std::move(bindings);
   return OkStatus();
 }

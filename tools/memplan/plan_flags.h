@@ -12,9 +12,11 @@
 #include <string_view>
 
 #include "analyzer/baseline/plan_flags.h"
+#include "analyzer/vocabulary/attention_mode.h"
 #include "analyzer/joint_search.h"
 #include "analyzer/planner.h"
 #include "graph/expected.h"
+#include "graph/fine_tuning.h"
 #include "graph/graph.h"
 #include "tools/memplan/cli_common.h"
 
@@ -38,19 +40,31 @@ struct PlanArguments {
 
 // Adds the analysis flags plus one option per plan-only entry of kPlanFlagTable (--gpu,
 // --global-batch, --precision, ...). A verb may change a default first (verify: --precision fp32);
-// --help shows it where the table says so.
-void AddPlanFlags(CLI::App& command, PlanArguments& flags);
+// --help shows every default. `gpu_required`: the verb cannot plan without --gpu (its
+// ResolvePlanFlags call passes require_gpu = true), and --help marks the flag "(required)".
+void AddPlanFlags(CLI::App& command, PlanArguments& flags, bool gpu_required = false);
 
 struct PlanRequest {
   AnalysisRequest analysis;
   PlannerOptions planner;
   SearchOptions search;  // precision and recompute choices for the joint search
+  // --gpus N with --parallel auto (or without --parallel): try every strategy
+  // (analyzer/parallel/strategy_search.h) instead of planning planner.program.data_parallel's.
+  bool parallel_auto = false;
+  // --attention: applied to the graph when it is loaded (analyzer/attention_plan.h).
+  AttentionMode attention = AttentionMode::kAuto;
+  // --train/--freeze/--lora: applied to the graph right after import (LoadPlannedModel).
+  FineTuneOptions finetune;
 };
 
 // Validates every flag (sizes, enums, positive integers). --batch N is the micro-batch (it binds
 // the batch symbol), the same as --micro-batch N. REQUIRES: --gpu given (the caller says which
 // verbs need it) when `require_gpu`.
 Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_gpu);
+
+// Imports the model and applies the request's fine-tuning changes (--train, --freeze, --lora).
+// Every verb that plans loads its model through this. Errors are bad input (exit 2).
+Expected<Graph> LoadPlannedModel(const PlanRequest& request);
 
 // Binds the request's --dim values (and not the batch) for `graph` into request.planner.bindings.
 Status BindPlanSymbols(const Graph& graph, PlanRequest& request);

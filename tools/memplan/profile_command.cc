@@ -4,7 +4,8 @@
 // Chrome trace (profiler/chrome_trace.h). See docs/profiler.md.
 //
 // Profiling needs a GPU: a build without CUDA, or a machine without a device, exits 2 with
-// "memplan profile: no CUDA device available (profiling needs a GPU)". The GPU work itself lives
+// "memplan: no CUDA device available (profiling needs a GPU)". The output paths are checked
+// before any work. The GPU work itself lives
 // in profiler/gpu_profiling.h; this file only reads flags and writes files.
 #include <cstdio>
 #include <memory>
@@ -40,11 +41,13 @@ Expected<profiler::ProfiledRun> ProfileSessionPlan(const AnalysisSession& sessio
 }
 
 int RunProfile(const ProfileFlags& flags) {
-  if (!profiler::GpuProfilingAvailable()) {
-    std::fprintf(stderr, "memplan profile: %s\n", profiler::kNoGpuForProfiling);
-    return kExitUsage;
-  }
   if (flags.steps < 1) return ReportError("--steps must be at least 1");
+  if (auto s = CheckOutputPath("--out", flags.out); !s.ok()) return ReportError(s.error().message);
+  if (!flags.trace.empty()) {
+    if (auto s = CheckOutputPath("--trace", flags.trace); !s.ok())
+      return ReportError(s.error().message);
+  }
+  if (!profiler::GpuProfilingAvailable()) return ReportError(profiler::kNoGpuForProfiling);
   auto request = ResolvePlanFlags(flags.plan, /*require_gpu=*/false);
   if (!request.ok()) return ReportError(request.error().message);
   Progress progress(request->analysis.format);

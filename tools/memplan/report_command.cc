@@ -13,6 +13,7 @@
 #include "tools/memplan/analysis_session.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
+#include "tools/memplan/measured_profile_use.h"
 #include "tools/memplan/plan_flags.h"
 
 namespace memplan::cli {
@@ -43,20 +44,7 @@ int RunReport(const ReportFlags& flags) {
     progress.Report("wrote " + flags.svg);
   }
 
-  std::string out;
-  switch (s.request.analysis.format) {
-    case OutputFormat::kJson:
-      out = AnalysisToJson(s.report).dump(2) + "\n";
-      break;
-    case OutputFormat::kMarkdown:
-      out = FormatAnalysisMarkdown(s.report);
-      break;
-    case OutputFormat::kText:
-      out = FormatAnalysisText(s.report);
-      break;
-  }
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return s.plan.feasible ? kExitSuccess : kExitCheckFailed;
+  return PrintSessionAnalysis(s, /*comparison=*/nullptr);
 }
 
 }  // namespace
@@ -65,7 +53,7 @@ Verb AddReportCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "report", "write the analysis as a self-contained HTML page (timeline, plan, candidates)");
   auto flags = std::make_shared<ReportFlags>();
-  AddPlanFlags(*command, flags->plan);
+  AddPlanFlags(*command, flags->plan, /*gpu_required=*/true);
   command->add_option("--html", flags->html, "the HTML page to write (required)");
   command->add_option("--svg", flags->svg, "also write the memory timeline as a static SVG");
   return Verb{command, [flags] { return RunReport(*flags); }};

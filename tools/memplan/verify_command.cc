@@ -3,6 +3,8 @@
 // compares measured memory, gradients and training with the simulator (docs/verify.md).
 // Exit 0 when every check passes, 1 when one fails, 2 on bad input (one line on stderr).
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -14,6 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyzer/baseline/json_file.h"
+#include "analyzer/config_export/plan_json_fields.h"
+#include "analyzer/attention_plan.h"
 #include "analyzer/memory_size.h"
 #include "analyzer/vocabulary/tolerance.h"
 #include "graph/bind_symbols.h"
@@ -35,9 +40,30 @@ struct VerifyFlags {
   int steps = 3;
   std::string tolerance = "1%";
   std::string max_cpu_memory = "8G";
-  uint64_t seed = 0;
-  double learning_rate = 0.0;  // 0 = the optimizer's default
+  std::string seed = "0";
+  std::string learning_rate;  // empty: the optimizer's default
 };
+
+// --seed: a whole number from 0 to 2^64 - 1 (CLI11 would wrap "-1" to 2^64 - 1).
+Expected<uint64_t> ParseSeed(const std::string& text) {
+  uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end)
+    return MakeError("--seed: expected a whole number from 0 to 2^64-1, got '" + text + "'");
+  return value;
+}
+
+// --learning-rate: a finite number above 0 (nan, inf and negatives would train nothing or diverge
+// and still report a verdict).
+Expected<double> ParseLearningRate(const std::string& text) {
+  double value = 0.0;
+  const char* end = text.data() + text.size();
+  auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end || !std::isfinite(value) || value <= 0)
+    return MakeError("--learning-rate: expected a finite number above 0, got '" + text + "'");
+  return value;
+}
 
 Expected<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -45,72 +71,101 @@ Expected<std::string> ReadFile(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-Expected<std::vector<NodeId>> NodesNamed(const Graph& graph, const nlohmann::json& names,
-                                         const std::string& key) {
+// plan.<key>: a list of node names, each a node of the model.
+Expected<std::vector<NodeId>> NodesNamed(const Graph& graph, const nlohmann::json& plan,
+                                         const char* key, const std::string& where) {
+  Expected<std::vector<std::string>> names = OptionalPlanStringList(plan, key, "plan.");
+  if (!names.ok()) return MakeError(where + names.error().message);
   std::vector<NodeId> nodes;
-  if (names.is_null()) return nodes;
-  if (!names.is_array()) return MakeError("plan: '" + key + "' must be a list of node names");
-  for (const auto& n : names) {
-    if (!n.is_string()) return MakeError("plan: '" + key + "' must be a list of node names");
-    auto id = graph.FindNode(n.get<std::string>());
+  for (const std::string& name : *names) {
+    auto id = graph.FindNode(name);
     if (!id)
-      return MakeError("plan: " + key + " names node '" + n.get<std::string>() +
+      return MakeError(where + "'plan." + key + "' names node '" + name +
                        "', which the model does not have");
     nodes.push_back(*id);
   }
   return nodes;
 }
 
-// A plan as `memplan analyze --json` prints it (docs/json_schema.md).
-Expected<VerifyPlan> PlanFromJson(const Graph& graph, const std::string& path,
+// Micro-batches verify runs one by one. Peak memory is the same for every accumulation count from
+// 2 up, so a plan beyond this is verified as well with a smaller --global-batch; past it a
+// mistyped plan would run for hours (issue 14: 2^62 accumulation steps never ended).
+constexpr int64_t kMaxVerifiedMicroBatches = 4096;
+
+// A plan as `memplan analyze --json` prints it (docs/json_schema.md); every field it reads is
+// typed, and a field of the wrong type is an error naming it, never a default.
+Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
                                   const PlanRequest& request) {
   MEMPLAN_TRY(std::string text, ReadFile(path));
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object())
     return MakeError("plan '" + path + "' is not JSON (expected `memplan analyze --json` output)");
-  if (!doc.contains("plan") || !doc["plan"].is_object())
-    return MakeError("plan '" + path + "' has no \"plan\" object");
-  const nlohmann::json& p = doc["plan"];
-  auto text_of = [&](const char* key, const char* fallback) {
-    return p.contains(key) && p[key].is_string() ? p[key].get<std::string>()
-                                                 : std::string(fallback);
+  const std::string where = "plan '" + path + "': ";
+  auto in_plan = [&](auto value) -> decltype(value) {
+    if (!value.ok()) return MakeError(where + value.error().message);
+    return value;
   };
-  auto int_of = [&](const char* key) -> Expected<int64_t> {
-    if (!p.contains(key) || !p[key].is_number_integer() || p[key].get<int64_t>() < 1)
-      return MakeError("plan '" + path + "': \"" + key + "\" must be a positive integer");
-    return p[key].get<int64_t>();
+  MEMPLAN_TRY(const nlohmann::json* plan_object, in_plan(PlanObjectOf(doc)));
+  const nlohmann::json& p = *plan_object;
+  auto text_of = [&](const char* key, const char* fallback) -> Expected<std::string> {
+    MEMPLAN_TRY(std::optional<std::string> value, in_plan(OptionalPlanString(p, key, "plan.")));
+    return value.value_or(fallback);
   };
+  // The attention the plan was made with (its node names are the rewritten graph's); a plan
+  // written before --attention existed planned the graph as exported.
+  AttentionMode attention = AttentionMode::kEager;
+  if (p.contains("attention") && p["attention"].is_object()) {
+    MEMPLAN_TRY(std::optional<std::string> requested,
+                in_plan(OptionalPlanString(p["attention"], "requested", "plan.attention.")));
+    MEMPLAN_TRY(attention, in_plan(ParseAttentionMode(requested.value_or("eager"))));
+  }
+  MEMPLAN_RETURN_IF_ERROR(ApplyAttentionMode(graph, attention, request.analysis.model));
   VerifyPlan plan;
   ProgramOptions& o = plan.program;
-  MEMPLAN_TRY(plan.micro_batch, int_of("micro_batch"));
-  MEMPLAN_TRY(o.accumulation_steps, int_of("accumulation_steps"));
-  MEMPLAN_TRY(o.precision, ParsePrecision(text_of("precision", "fp32")));
-  MEMPLAN_TRY(o.optimizer, ParseOptimizerKind(text_of("optimizer", "adam")));
-  MEMPLAN_TRY(o.loss, ParseLossKind(text_of("loss", "auto")));
-  MEMPLAN_TRY(o.zero_grad, ParseZeroGradMode(text_of("zero_grad", "set_to_none")));
-  o.clip_gradients = p.contains("clip_gradients") && p["clip_gradients"].is_boolean() &&
-                     p["clip_gradients"].get<bool>();
-  const std::string scaling = text_of("loss_scaling", "");
+  MEMPLAN_TRY(plan.micro_batch, in_plan(RequiredPlanPositiveInt(p, "micro_batch", "plan.")));
+  MEMPLAN_TRY(o.accumulation_steps,
+              in_plan(RequiredPlanPositiveInt(p, "accumulation_steps", "plan.")));
+  MEMPLAN_TRY(std::string precision, text_of("precision", "fp32"));
+  MEMPLAN_TRY(o.precision, in_plan(ParsePrecision(precision)));
+  // plan.amp_mode is absent from plans written before regimes were modelled: master weights.
+  MEMPLAN_TRY(std::string amp_mode, text_of("amp_mode", "master-weights"));
+  MEMPLAN_TRY(o.amp_mode, in_plan(ParseAmpMode(amp_mode)));
+  MEMPLAN_TRY(std::string optimizer, text_of("optimizer", "adam"));
+  MEMPLAN_TRY(o.optimizer, in_plan(ParseOptimizerKind(optimizer)));
+  MEMPLAN_TRY(std::string loss, text_of("loss", "auto"));
+  MEMPLAN_TRY(o.loss, in_plan(ParseLossKind(loss)));
+  MEMPLAN_TRY(std::string zero_grad, text_of("zero_grad", "set_to_none"));
+  MEMPLAN_TRY(o.zero_grad, in_plan(ParseZeroGradMode(zero_grad)));
+  MEMPLAN_TRY(std::optional<bool> clip, in_plan(OptionalPlanBool(p, "clip_gradients", "plan.")));
+  o.clip_gradients = clip.value_or(false);
+  MEMPLAN_TRY(std::string scaling, text_of("loss_scaling", "dynamic"));
   if (scaling == "none") o.loss_scaling = LossScaling{LossScalingMode::kNone};
-  if (scaling == "static") o.loss_scaling = LossScaling{LossScalingMode::kStatic};
-  MEMPLAN_TRY(o.recompute, NodesNamed(graph, p.value("recompute", nlohmann::json()), "recompute"));
+  else if (scaling == "static") o.loss_scaling = LossScaling{LossScalingMode::kStatic};
+  else if (scaling != "dynamic")
+    return MakeError(where + "'plan.loss_scaling' must be none, static or dynamic, got '" +
+                     scaling + "'");
+  MEMPLAN_TRY(o.recompute, NodesNamed(graph, p, "recompute", where));
   // The placement the planner chose, node by node (ignored in fp32).
   if (o.precision != Precision::kFp32) {
     const DType working = o.precision == Precision::kFp16 ? DType::kFloat16 : DType::kBFloat16;
     o.node_dtype.assign(graph.num_nodes(), std::nullopt);
-    MEMPLAN_TRY(auto fp16, NodesNamed(graph, p.value("fp16_ops", nlohmann::json()), "fp16_ops"));
-    MEMPLAN_TRY(auto fp32, NodesNamed(graph, p.value("fp32_ops", nlohmann::json()), "fp32_ops"));
+    MEMPLAN_TRY(auto fp16, NodesNamed(graph, p, "fp16_ops", where));
+    MEMPLAN_TRY(auto fp32, NodesNamed(graph, p, "fp32_ops", where));
     for (NodeId n : fp16) o.node_dtype[n.index()] = working;
     for (NodeId n : fp32) o.node_dtype[n.index()] = DType::kFloat32;
   }
   // Symbols: the plan's bindings, then --dim on top; the batch symbol is the micro-batch.
   std::vector<DimBinding> dims = request.analysis.dims;
-  if (doc.contains("bindings") && doc["bindings"].is_object()) {
+  if (doc.contains("bindings") && !doc["bindings"].is_null()) {
+    if (!doc["bindings"].is_object())
+      return MakeError(where + "'bindings' is not an object of symbol: size");
     for (const auto& [name, value] : doc["bindings"].items()) {
+      if (!IsInt64(value) || value.get<int64_t>() < 1)
+        return MakeError(where + "'bindings." + name + "' is not a positive integer");
       const bool given = std::any_of(dims.begin(), dims.end(),
                                      [&](const DimBinding& d) { return d.name == name; });
       auto symbol = graph.symbols().Find(name);
-      if (given || !value.is_number_integer() || !symbol) continue;
+      if (given || !symbol) continue;
       if (graph.batch_symbol() && *graph.batch_symbol() == *symbol) continue;
       dims.push_back(DimBinding{name, value.get<int64_t>()});
     }
@@ -161,6 +216,11 @@ int RunVerify(const VerifyFlags& flags) {
     for (std::string_view d : devices) names += (names.empty() ? "" : " or ") + std::string(d);
     return ReportError("--device must be " + names + ", got '" + flags.device + "'");
   }
+  if (const auto& base = request->planner.program.base_dtype;
+      base && (*base == BaseDType::kInt8 || *base == BaseDType::kNf4))
+    return ReportError("verify: the runtime does not execute --base-dtype " +
+                       std::string(BaseDTypeName(*base)) +
+                       " (quantised weights are planned only); verify with --base-dtype bf16");
   const BackendFactory backends = BackendFor(flags.device);
   if (flags.device != "cpu") {
     // Fail before any work when there is no device.
@@ -169,7 +229,9 @@ int RunVerify(const VerifyFlags& flags) {
   }
   VerifyOptions options;
   options.steps = flags.steps;
-  options.seed = flags.seed;
+  Expected<uint64_t> seed = ParseSeed(flags.seed);
+  if (!seed.ok()) return ReportError(seed.error().message);
+  options.seed = *seed;
   if (flags.steps < 1) return ReportError("--steps must be at least 1");
   Expected<Tolerance> tolerance = ParseTolerance(flags.tolerance);
   Expected<double> fraction =
@@ -179,7 +241,11 @@ int RunVerify(const VerifyFlags& flags) {
   auto limit = ParseMemorySize(flags.max_cpu_memory);
   if (!limit.ok()) return ReportError("--max-cpu-memory: " + limit.error().message);
   options.max_memory_bytes = flags.device == "cpu" ? *limit : std::numeric_limits<int64_t>::max();
-  if (flags.learning_rate > 0) options.executor.optimizer.learning_rate = flags.learning_rate;
+  if (!flags.learning_rate.empty()) {
+    Expected<double> rate = ParseLearningRate(flags.learning_rate);
+    if (!rate.ok()) return ReportError(rate.error().message);
+    options.executor.optimizer.learning_rate = *rate;
+  }
 
   Progress progress(request->analysis.format);
   VerifiedPlanInfo info;
@@ -188,7 +254,7 @@ int RunVerify(const VerifyFlags& flags) {
   VerifyPlan plan;
   std::unique_ptr<AnalysisSession> session;
   if (!flags.plan_file.empty()) {
-    auto loaded = LoadModel(request->analysis);
+    auto loaded = LoadPlannedModel(*request);
     if (!loaded.ok()) return ReportError(loaded.error().message);
     graph = std::move(*loaded);
     auto p = PlanFromJson(graph, flags.plan_file, *request);
@@ -196,9 +262,11 @@ int RunVerify(const VerifyFlags& flags) {
     plan = std::move(*p);
     info.plan_source = "--plan " + flags.plan_file;
   } else if (request->planner.micro_batch && flags.plan.Text("gpu").empty()) {
-    auto loaded = LoadModel(request->analysis);
+    auto loaded = LoadPlannedModel(*request);
     if (!loaded.ok()) return ReportError(loaded.error().message);
     graph = std::move(*loaded);
+    auto attention = ApplyAttentionMode(graph, request->attention, request->analysis.model);
+    if (!attention.ok()) return ReportError(attention.error().message);
     auto p = PlanFromFlags(graph, *request, flags.plan);
     if (!p.ok()) return ReportError(p.error().message);
     plan = std::move(*p);
@@ -218,6 +286,11 @@ int RunVerify(const VerifyFlags& flags) {
   } else {
     return ReportError("verify needs a plan: --plan plan.json, --batch N, or --gpu to plan one");
   }
+  if (plan.program.accumulation_steps > kMaxVerifiedMicroBatches)
+    return ReportError("the plan accumulates " + std::to_string(plan.program.accumulation_steps) +
+                       " micro-batches per step; verify runs each one and takes at most " +
+                       std::to_string(kMaxVerifiedMicroBatches) +
+                       " (peak memory is the same from 2 up: verify a smaller global batch)");
   const Graph& g = session ? session->graph : graph;
   info.program = plan.program;
   for (NodeId n : plan.program.recompute) info.recompute.push_back(g.node(n).name);

@@ -47,6 +47,8 @@ nlohmann::ordered_json VerificationToJson(const VerificationReport& r,
   plan["accumulation_steps"] = r.accumulation_steps;
   plan["global_batch"] = r.micro_batch * r.accumulation_steps;
   plan["precision"] = std::string(PrecisionName(info.program.precision));
+  if (info.program.precision != Precision::kFp32)
+    plan["amp_mode"] = std::string(AmpModeName(info.program.amp_mode));
   plan["optimizer"] = std::string(OptimizerKindName(info.program.optimizer));
   plan["loss"] = std::string(LossKindName(r.loss));
   plan["zero_grad"] = std::string(ZeroGradModeName(info.program.zero_grad));

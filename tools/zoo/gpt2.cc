@@ -79,16 +79,7 @@ class Gpt2Writer {
 
   std::string Attention(const std::string& scope, const std::string& prefix, const std::string& x) {
     std::string qkv = b_.Linear(scope + "/c_attn", prefix + ".c_attn", x, c_.width, 3 * c_.width);
-    std::vector<std::string> parts =
-        b_.AddNode(scope, "Split", {qkv, b_.ConstantInts(scope, {c_.width, c_.width, c_.width})},
-                   /*num_outputs=*/3, {IntAttr("axis", 2)});
-    std::string q = b_.SplitHeads(scope, parts[0], c_.heads, c_.width / c_.heads, /*is_key=*/false);
-    std::string k = b_.SplitHeads(scope, parts[1], c_.heads, c_.width / c_.heads, /*is_key=*/true);
-    std::string v = b_.SplitHeads(scope, parts[2], c_.heads, c_.width / c_.heads, /*is_key=*/false);
-
-    std::string scores = b_.Op(scope, "MatMul", {q, k});
-    const float head_dim_sqrt = std::sqrt(static_cast<float>(c_.width / c_.heads));
-    scores = b_.Op(scope, "Div", {scores, b_.ConstantFloatScalar(scope, head_dim_sqrt)});
+    auto [q, k, v, scores] = b_.SplitFusedQkvAndScore(scope, qkv, c_.width, c_.heads);
 
     // causal_mask = self.bias[:, :, key_length - query_length : key_length, :key_length]
     std::string mask =

@@ -300,6 +300,22 @@ std::string ModelBuilder::SplitHeads(const std::string& scope, const std::string
   return Op(scope, "Transpose", {split}, {IntsAttr("perm", perm)});
 }
 
+ModelBuilder::AttentionHeads ModelBuilder::SplitFusedQkvAndScore(const std::string& scope,
+                                                                 const std::string& qkv,
+                                                                 int64_t width, int64_t heads) {
+  std::vector<std::string> parts =
+      AddNode(scope, "Split", {qkv, ConstantInts(scope, {width, width, width})},
+              /*num_outputs=*/3, {IntAttr("axis", 2)});
+  AttentionHeads h;
+  h.q = SplitHeads(scope, parts[0], heads, width / heads, /*is_key=*/false);
+  h.k = SplitHeads(scope, parts[1], heads, width / heads, /*is_key=*/true);
+  h.v = SplitHeads(scope, parts[2], heads, width / heads, /*is_key=*/false);
+  h.scores = Op(scope, "MatMul", {h.q, h.k});
+  const float head_dim_sqrt = std::sqrt(static_cast<float>(width / heads));
+  h.scores = Op(scope, "Div", {h.scores, ConstantFloatScalar(scope, head_dim_sqrt)});
+  return h;
+}
+
 std::string ModelBuilder::MergeHeads(const std::string& scope, const std::string& context,
                                      int64_t width) {
   std::string merged = Op(scope, "Transpose", {context}, {IntsAttr("perm", {0, 2, 1, 3})});

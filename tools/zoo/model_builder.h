@@ -119,6 +119,13 @@ class ModelBuilder {
   // The inverse for the attention context [batch, heads, seq, head_dim]: Transpose to [batch,
   // seq, heads, head_dim], then Reshape to [batch, seq, width].
   std::string MergeHeads(const std::string& scope, const std::string& context, int64_t width);
+  // Self-attention from a fused projection qkv[batch, seq, 3 * width], as GPT-2 and torchvision's
+  // ViT export it: Split into q, k, v, SplitHeads each, then scores = q k / sqrt(head_dim).
+  struct AttentionHeads {
+    std::string q, k, v, scores;
+  };
+  AttentionHeads SplitFusedQkvAndScore(const std::string& scope, const std::string& qkv,
+                                       int64_t width, int64_t heads);
   // nn.Dropout in training mode: Dropout(x, ratio, training_mode=true) -> (output, mask).
   std::string Dropout(const std::string& scope, const std::string& x, float ratio);
 

@@ -78,16 +78,7 @@ class VitWriter {
     std::string in_bias = b_.AddParameter(prefix + ".in_proj_bias", {3 * c_.width}, Init::Zeros());
     std::string qkv = b_.Op(scope, "MatMul", {x, in_weight});
     qkv = b_.Op(scope, "Add", {qkv, in_bias});
-    std::vector<std::string> parts =
-        b_.AddNode(scope, "Split", {qkv, b_.ConstantInts(scope, {c_.width, c_.width, c_.width})},
-                   /*num_outputs=*/3, {IntAttr("axis", 2)});
-    std::string q = b_.SplitHeads(scope, parts[0], c_.heads, c_.width / c_.heads, /*is_key=*/false);
-    std::string k = b_.SplitHeads(scope, parts[1], c_.heads, c_.width / c_.heads, /*is_key=*/true);
-    std::string v = b_.SplitHeads(scope, parts[2], c_.heads, c_.width / c_.heads, /*is_key=*/false);
-
-    std::string scores = b_.Op(scope, "MatMul", {q, k});
-    const float head_dim_sqrt = std::sqrt(static_cast<float>(c_.width / c_.heads));
-    scores = b_.Op(scope, "Div", {scores, b_.ConstantFloatScalar(scope, head_dim_sqrt)});
+    auto [q, k, v, scores] = b_.SplitFusedQkvAndScore(scope, qkv, c_.width, c_.heads);
     std::string probs = b_.Op(scope, "Softmax", {scores}, {IntAttr("axis", -1)});
     std::string context = b_.Op(scope, "MatMul", {probs, v});
     context = b_.MergeHeads(scope, context, c_.width);

@@ -71,7 +71,7 @@ Expected<ForwardResult> BinaryForward(const KernelContext& ctx, const ForwardArg
   MEMPLAN_TRY(Tensor b, RequireTensor(args.inputs, 1, Op::kName, "input"));
   MEMPLAN_TRY(TensorShape shape, BroadcastShapes(a.shape(), b.shape(), Op::kName));
   // ONNX requires equal element types except Pow's exponent; the result takes input 0's type.
-  Tensor y = NewOutput(ctx, shape, a.dtype());
+  Tensor y = NewOverwrittenOutput(ctx, shape, a.dtype());  // both branches write every element
   const float* pa = a.data();
   const float* pb = b.data();
   float* out = y.mutable_data();

@@ -49,12 +49,7 @@ Expected<ForwardResult> DropoutForward(const KernelContext& ctx, const ForwardAr
     mask.mutable_data()[i] = keep ? 1.0f : 0.0f;
     y.mutable_data()[i] = keep ? (active ? x.data()[i] * scale : x.data()[i]) : 0.0f;
   }
-  RoundToOwnDType(y);
-  ForwardResult result;
-  result.outputs.push_back(std::move(y));
-  if (args.num_outputs >= 2) result.outputs.push_back(mask);
-  result.extras["mask"] = std::move(mask);
-  return result;
+  return OutputWithSavedExtras(std::move(y), args.num_outputs, {{"mask", std::move(mask)}});
 }
 
 // dx = dy * mask / (1 - ratio), the scale recomputed from the ratio (a constant input or an

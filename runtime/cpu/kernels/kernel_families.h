@@ -17,5 +17,6 @@ void RegisterReductionKernels(KernelRegistry& registry);      // reduction.cc: R
 void RegisterGatherKernels(KernelRegistry& registry);         // gather.cc: Gather
 void RegisterShapeKernels(KernelRegistry& registry);    // shape.cc: Reshape, Transpose, Concat, ...
 void RegisterDropoutKernels(KernelRegistry& registry);  // dropout.cc: Dropout
+void RegisterSdpaKernels(KernelRegistry& registry);  // sdpa.cc: memplan:ScaledDotProductAttention
 
 }  // namespace memplan

@@ -30,11 +30,27 @@ Tensor NewExtra(const KernelContext& ctx, TensorShape shape, DType dtype) {
   return Tensor::Zeros(std::move(shape), dtype, *ctx.allocator, ctx.extra_category);
 }
 
-Tensor NewInputGradient(const KernelContext& ctx, const BackwardArgs& args, size_t input) {
+namespace {
+DType InputGradientDType(const BackwardArgs& args, size_t input) {
   MEMPLAN_CHECK(input < args.input_shapes.size());
-  const DType dtype = input < args.input_dtypes.size() ? FloatResultType(args.input_dtypes[input])
-                                                       : DType::kFloat32;
+  return input < args.input_dtypes.size() ? FloatResultType(args.input_dtypes[input])
+                                          : DType::kFloat32;
+}
+}  // namespace
+
+Tensor NewInputGradient(const KernelContext& ctx, const BackwardArgs& args, size_t input) {
+  const DType dtype = InputGradientDType(args, input);  // checks `input` first
   return NewOutput(ctx, args.input_shapes[input], dtype);
+}
+
+Tensor NewOverwrittenOutput(const KernelContext& ctx, TensorShape shape, DType dtype) {
+  return Tensor::Uninitialized(std::move(shape), dtype, *ctx.allocator, ctx.output_category);
+}
+
+Tensor NewOverwrittenInputGradient(const KernelContext& ctx, const BackwardArgs& args,
+                                   size_t input) {
+  const DType dtype = InputGradientDType(args, input);
+  return NewOverwrittenOutput(ctx, args.input_shapes[input], dtype);
 }
 
 Expected<InputGradients> MakeGradientSlots(const BackwardArgs& args, size_t required_inputs,
@@ -51,6 +67,19 @@ DType FloatResultType(DType dtype) { return IsFloating(dtype) ? dtype : DType::k
 
 void RoundToOwnDType(const Tensor& tensor) {
   RoundToDTypeInPlace(tensor.mutable_data(), tensor.numel(), tensor.dtype());
+}
+
+ForwardResult OutputWithSavedExtras(Tensor y, int num_outputs,
+                                    std::vector<std::pair<std::string, Tensor>> extras) {
+  RoundToOwnDType(y);
+  ForwardResult result;
+  result.outputs.push_back(std::move(y));
+  for (size_t i = 0; i < extras.size(); ++i) {
+    auto& [name, tensor] = extras[i];
+    if (num_outputs >= static_cast<int>(i) + 2) result.outputs.push_back(tensor);
+    result.extras[name] = std::move(tensor);
+  }
+  return result;
 }
 
 Expected<int64_t> NormalizeAxis(int64_t axis, int64_t rank, std::string_view op) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graph/attributes.h"
@@ -28,6 +29,12 @@ Tensor NewExtra(const KernelContext& ctx, TensorShape shape, DType dtype);
 // A zeroed gradient for forward input `input` (its shape and dtype; fp32 if the dtype is not
 // floating). REQUIRES: args.input_shapes has the entry.
 Tensor NewInputGradient(const KernelContext& ctx, const BackwardArgs& args, size_t input);
+// The same, not zeroed, for a kernel that writes every element before anything reads it
+// (elementwise maps, normalisation outputs): zero-filling each fresh buffer was a large part of
+// a CPU verify run. Accounted exactly as the zeroed ones.
+Tensor NewOverwrittenOutput(const KernelContext& ctx, TensorShape shape, DType dtype);
+Tensor NewOverwrittenInputGradient(const KernelContext& ctx, const BackwardArgs& args,
+                                   size_t input);
 // One undefined gradient slot per forward input, or an error when args lacks the shapes of the
 // first `required_inputs` inputs (the executor must always pass input_shapes).
 Expected<InputGradients> MakeGradientSlots(const BackwardArgs& args, size_t required_inputs,
@@ -36,6 +43,11 @@ Expected<InputGradients> MakeGradientSlots(const BackwardArgs& args, size_t requ
 DType FloatResultType(DType dtype);
 // Rounds every element to the tensor's own dtype (fp16/bf16 emulation; no-op for fp32).
 void RoundToOwnDType(const Tensor& tensor);
+// The forward result of `y`, rounded to its own dtype, and the saved `extras` in order; extra i
+// is also output i + 1 when the node declares that many outputs (Dropout's mask, MaxPool's
+// indices, LayerNormalization's mean and invstd).
+ForwardResult OutputWithSavedExtras(Tensor y, int num_outputs,
+                                    std::vector<std::pair<std::string, Tensor>> extras);
 
 // Maps a possibly negative axis into [0, rank), or an error naming the op.
 Expected<int64_t> NormalizeAxis(int64_t axis, int64_t rank, std::string_view op);

@@ -67,7 +67,7 @@ Expected<ForwardResult> BatchNormForward(const KernelContext& ctx, const Forward
     return MakeError("BatchNormalization: training needs more than one value per channel");
   }
 
-  Tensor y = NewOutput(ctx, x.shape(), x.dtype());
+  Tensor y = NewOverwrittenOutput(ctx, x.shape(), x.dtype());  // every channel's planes
   Tensor mean = NewExtra(ctx, {channels}, DType::kFloat32);
   Tensor invstd = NewExtra(ctx, {channels}, DType::kFloat32);
   Tensor new_mean, new_var;
@@ -137,27 +137,40 @@ Expected<Tensor> RequireExtra(const BackwardArgs& args, const std::string& name,
   return it->second;
 }
 
+// What both normalization backwards read: the output gradient, the saved input and scale, and
+// forward's per-group mean and invstd.
+struct SavedNormalization {
+  Tensor dy, x, scale, mean, invstd;
+};
+
+Expected<SavedNormalization> ReadSavedNormalization(const BackwardArgs& args, std::string_view op) {
+  SavedNormalization saved;
+  MEMPLAN_TRY(saved.dy, RequireTensor(args.grad_outputs, 0, op, "output gradient"));
+  MEMPLAN_TRY(saved.x, RequireTensor(args.inputs, 0, op, "saved input"));
+  MEMPLAN_TRY(saved.scale, RequireTensor(args.inputs, 1, op, "saved input"));
+  MEMPLAN_TRY(saved.mean, RequireExtra(args, "mean", op));
+  MEMPLAN_TRY(saved.invstd, RequireExtra(args, "invstd", op));
+  return saved;
+}
+
 Expected<InputGradients> BatchNormBackward(const KernelContext& ctx, const BackwardArgs& args) {
   constexpr std::string_view kOp = "BatchNormalization";
-  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, kOp, "output gradient"));
-  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, kOp, "saved input"));
-  MEMPLAN_TRY(Tensor scale, RequireTensor(args.inputs, 1, kOp, "saved input"));
-  MEMPLAN_TRY(Tensor mean, RequireExtra(args, "mean", kOp));
-  MEMPLAN_TRY(Tensor invstd, RequireExtra(args, "invstd", kOp));
+  MEMPLAN_TRY(const SavedNormalization saved, ReadSavedNormalization(args, kOp));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 3, kOp));
-  MEMPLAN_TRY(ChannelLayout layout, LayoutOf(x.shape()));
-  Tensor dx = args.NeedsGrad(0) ? NewInputGradient(ctx, args, 0) : Tensor();
+  MEMPLAN_TRY(ChannelLayout layout, LayoutOf(saved.x.shape()));
+  // Every channel's planes (dx) and entries (dscale, dbias) are written.
+  Tensor dx = args.NeedsGrad(0) ? NewOverwrittenInputGradient(ctx, args, 0) : Tensor();
   Tensor dscale = args.NeedsGrad(1) ? NewInputGradient(ctx, args, 1) : Tensor();
   Tensor dbias = args.NeedsGrad(2) ? NewInputGradient(ctx, args, 2) : Tensor();
   const auto count = static_cast<double>(layout.Count());
   ParallelFor(
       layout.channels, ChannelGrain(layout), [&](int64_t first_channel, int64_t last_channel) {
         for (int64_t c = first_channel; c < last_channel; ++c) {
-          const double m = mean.data()[c], inv = invstd.data()[c];
+          const double m = saved.mean.data()[c], inv = saved.invstd.data()[c];
           double sum_dy = 0.0, sum_dy_xhat = 0.0;
           for (int64_t n = 0; n < layout.batch; ++n) {
-            const float* g = dy.data() + layout.Offset(n, c);
-            const float* p = x.data() + layout.Offset(n, c);
+            const float* g = saved.dy.data() + layout.Offset(n, c);
+            const float* p = saved.x.data() + layout.Offset(n, c);
             for (int64_t s = 0; s < layout.spatial; ++s) {
               sum_dy += g[s];
               sum_dy_xhat += g[s] * (p[s] - m) * inv;
@@ -166,10 +179,10 @@ Expected<InputGradients> BatchNormBackward(const KernelContext& ctx, const Backw
           if (dscale.defined()) dscale.mutable_data()[c] = static_cast<float>(sum_dy_xhat);
           if (dbias.defined()) dbias.mutable_data()[c] = static_cast<float>(sum_dy);
           if (!dx.defined()) continue;
-          const double k = scale.data()[c] * inv;
+          const double k = saved.scale.data()[c] * inv;
           for (int64_t n = 0; n < layout.batch; ++n) {
-            const float* g = dy.data() + layout.Offset(n, c);
-            const float* p = x.data() + layout.Offset(n, c);
+            const float* g = saved.dy.data() + layout.Offset(n, c);
+            const float* p = saved.x.data() + layout.Offset(n, c);
             float* out = dx.mutable_data() + layout.Offset(n, c);
             for (int64_t s = 0; s < layout.spatial; ++s) {
               if (ctx.training) {
@@ -247,25 +260,15 @@ Expected<ForwardResult> LayerNormForward(const KernelContext& ctx, const Forward
       q[i] = static_cast<float>((p[i] - m) * inv * scale.data()[i] + b);
     }
   }
-  RoundToOwnDType(y);
-  ForwardResult result;
-  result.outputs.push_back(std::move(y));
-  if (args.num_outputs >= 2) result.outputs.push_back(mean);
-  if (args.num_outputs >= 3) result.outputs.push_back(invstd);
-  result.extras["mean"] = std::move(mean);
-  result.extras["invstd"] = std::move(invstd);
-  return result;
+  return OutputWithSavedExtras(std::move(y), args.num_outputs,
+                               {{"mean", std::move(mean)}, {"invstd", std::move(invstd)}});
 }
 
 Expected<InputGradients> LayerNormBackward(const KernelContext& ctx, const BackwardArgs& args) {
   constexpr std::string_view kOp = "LayerNormalization";
-  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, kOp, "output gradient"));
-  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, kOp, "saved input"));
-  MEMPLAN_TRY(Tensor scale, RequireTensor(args.inputs, 1, kOp, "saved input"));
-  MEMPLAN_TRY(Tensor mean, RequireExtra(args, "mean", kOp));
-  MEMPLAN_TRY(Tensor invstd, RequireExtra(args, "invstd", kOp));
+  MEMPLAN_TRY(const SavedNormalization saved, ReadSavedNormalization(args, kOp));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, kOp));
-  MEMPLAN_TRY(RowLayout layout, RowsOf(AttributesOf(args.attributes), x.shape()));
+  MEMPLAN_TRY(RowLayout layout, RowsOf(AttributesOf(args.attributes), saved.x.shape()));
   Tensor dx = args.NeedsGrad(0) ? NewInputGradient(ctx, args, 0) : Tensor();
   Tensor dscale = args.NeedsGrad(1) ? NewInputGradient(ctx, args, 1) : Tensor();
   Tensor dbias =
@@ -275,13 +278,13 @@ Expected<InputGradients> LayerNormBackward(const KernelContext& ctx, const Backw
   std::vector<double> bias_sum(static_cast<size_t>(layout.width), 0.0);
   const auto width = static_cast<double>(layout.width);
   for (int64_t r = 0; r < layout.rows; ++r) {
-    const float* g = dy.data() + r * layout.width;
-    const float* p = x.data() + r * layout.width;
-    const double m = mean.data()[r], inv = invstd.data()[r];
+    const float* g = saved.dy.data() + r * layout.width;
+    const float* p = saved.x.data() + r * layout.width;
+    const double m = saved.mean.data()[r], inv = saved.invstd.data()[r];
     double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
     for (int64_t i = 0; i < layout.width; ++i) {
       const double xhat = (p[i] - m) * inv;
-      const double dxhat = static_cast<double>(g[i]) * scale.data()[i];
+      const double dxhat = static_cast<double>(g[i]) * saved.scale.data()[i];
       sum_dxhat += dxhat;
       sum_dxhat_xhat += dxhat * xhat;
       scale_sum[static_cast<size_t>(i)] += g[i] * xhat;
@@ -291,7 +294,7 @@ Expected<InputGradients> LayerNormBackward(const KernelContext& ctx, const Backw
     float* out = dx.mutable_data() + r * layout.width;
     for (int64_t i = 0; i < layout.width; ++i) {
       const double xhat = (p[i] - m) * inv;
-      const double dxhat = static_cast<double>(g[i]) * scale.data()[i];
+      const double dxhat = static_cast<double>(g[i]) * saved.scale.data()[i];
       out[i] =
           static_cast<float>(inv * (dxhat - sum_dxhat / width - xhat * sum_dxhat_xhat / width));
     }

@@ -61,7 +61,7 @@ Expected<ForwardResult> MaxPoolForward(const KernelContext& ctx, const ForwardAr
   }
   MEMPLAN_TRY(WindowGeometry g, PoolGeometry("MaxPool", attrs, x.shape()));
   const TensorShape shape = g.OutputShape(g.channels);
-  Tensor y = NewOutput(ctx, shape, x.dtype());
+  Tensor y = NewOverwrittenOutput(ctx, shape, x.dtype());  // set to -inf below
   // The indices are both the optional ONNX output and the saved extra: one buffer, two handles.
   Tensor indices = args.num_outputs >= 2 ? NewOutput(ctx, shape, DType::kInt64)
                                          : NewExtra(ctx, shape, DType::kInt64);
@@ -81,12 +81,7 @@ Expected<ForwardResult> MaxPoolForward(const KernelContext& ctx, const ForwardAr
       }
     }
   });
-  RoundToOwnDType(y);
-  ForwardResult result;
-  result.outputs.push_back(std::move(y));
-  if (args.num_outputs >= 2) result.outputs.push_back(indices);
-  result.extras["indices"] = std::move(indices);
-  return result;
+  return OutputWithSavedExtras(std::move(y), args.num_outputs, {{"indices", std::move(indices)}});
 }
 
 Expected<InputGradients> MaxPoolBackward(const KernelContext& ctx, const BackwardArgs& args) {

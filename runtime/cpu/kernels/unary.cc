@@ -82,7 +82,7 @@ struct ReciprocalOp {
 template <class Op>
 Expected<ForwardResult> UnaryForward(const KernelContext& ctx, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, Op::kName, "input"));
-  Tensor y = NewOutput(ctx, x.shape(), x.dtype());
+  Tensor y = NewOverwrittenOutput(ctx, x.shape(), x.dtype());
   const float* in = x.data();
   float* out = y.mutable_data();
   ParallelFor(x.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
@@ -103,7 +103,7 @@ Expected<InputGradients> UnaryBackward(const KernelContext& ctx, const BackwardA
   }
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, Op::kName));
   if (!args.NeedsGrad(0)) return grads;
-  Tensor dx = NewInputGradient(ctx, args, 0);
+  Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
   const float* g = dy.data();
   const float* s = saved.defined() ? saved.data() : nullptr;
   float* out = dx.mutable_data();

@@ -10,7 +10,7 @@
 
 namespace memplan::cuda {
 
-Expected<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
+Expected<TensorShape> BroadcastShapes(const TensorShape& a, const TensorShape& b) {
   const size_t rank = std::max(a.size(), b.size());
   if (rank > static_cast<size_t>(kMaxRank)) {
     return MakeError("CUDA elementwise kernels support rank up to " + std::to_string(kMaxRank) +
@@ -19,7 +19,8 @@ Expected<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
   return BroadcastDims(a, b);
 }
 
-BroadcastGeometry MakeBroadcastGeometry(const Shape& a, const Shape& b, const Shape& out) {
+BroadcastGeometry MakeBroadcastGeometry(const TensorShape& a, const TensorShape& b,
+                                        const TensorShape& out) {
   BroadcastGeometry g;
   g.rank = static_cast<int>(out.size());
   const std::vector<int64_t> a_strides = BroadcastStrides(a, out);

@@ -17,6 +17,7 @@ struct BroadcastGeometry {
 };
 
 // REQUIRES: out is BroadcastShapes(a, b).
-BroadcastGeometry MakeBroadcastGeometry(const Shape& a, const Shape& b, const Shape& out);
+BroadcastGeometry MakeBroadcastGeometry(const TensorShape& a, const TensorShape& b,
+                                        const TensorShape& out);
 
 }  // namespace memplan::cuda

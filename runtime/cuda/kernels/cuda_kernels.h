@@ -14,10 +14,9 @@
 
 #include "graph/dtype.h"
 #include "graph/expected.h"
+#include "runtime/tensor_shape.h"
 
 namespace memplan::cuda {
-
-using Shape = std::vector<int64_t>;
 
 // ---- elementwise ------------------------------------------------------------------------------
 enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv };
@@ -25,15 +24,15 @@ enum class UnaryOp : uint8_t { kRelu, kGelu, kSigmoid, kTanh, kErf };
 
 // The numpy broadcast of two shapes; error when they do not broadcast. Ranks up to kMaxRank.
 inline constexpr int kMaxRank = 8;
-Expected<Shape> BroadcastShapes(const Shape& a, const Shape& b);
+Expected<TensorShape> BroadcastShapes(const TensorShape& a, const TensorShape& b);
 
 // out = a op b over the broadcast shape.
-Status BinaryForward(BinaryOp op, const float* a, const Shape& a_shape, const float* b,
-                     const Shape& b_shape, float* out, cudaStream_t stream);
+Status BinaryForward(BinaryOp op, const float* a, const TensorShape& a_shape, const float* b,
+                     const TensorShape& b_shape, float* out, cudaStream_t stream);
 // Gradients of out = a op b: da (a_shape) and db (b_shape) are *overwritten*, summed over the
 // broadcast axes; either may be null when not wanted. a and b are needed for Mul and Div.
-Status BinaryBackward(BinaryOp op, const float* a, const Shape& a_shape, const float* b,
-                      const Shape& b_shape, const float* grad_out, float* da, float* db,
+Status BinaryBackward(BinaryOp op, const float* a, const TensorShape& a_shape, const float* b,
+                      const TensorShape& b_shape, const float* grad_out, float* da, float* db,
                       cudaStream_t stream);
 
 // y = f(x), n elements. Gelu is the exact erf form (ONNX Gelu, approximate="none").

@@ -138,7 +138,7 @@ __global__ void FillKernel(float* y, float value, int64_t n) {
   }
 }
 
-int64_t Elements(const Shape& shape) {
+int64_t Elements(const TensorShape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
@@ -146,9 +146,9 @@ int64_t Elements(const Shape& shape) {
 
 }  // namespace
 
-Status BinaryForward(BinaryOp op, const float* a, const Shape& a_shape, const float* b,
-                     const Shape& b_shape, float* out, cudaStream_t stream) {
-  MEMPLAN_TRY(Shape out_shape, BroadcastShapes(a_shape, b_shape));
+Status BinaryForward(BinaryOp op, const float* a, const TensorShape& a_shape, const float* b,
+                     const TensorShape& b_shape, float* out, cudaStream_t stream) {
+  MEMPLAN_TRY(TensorShape out_shape, BroadcastShapes(a_shape, b_shape));
   const int64_t n = Elements(out_shape);
   if (n == 0) return OkStatus();
   const BroadcastGeometry g = MakeBroadcastGeometry(a_shape, b_shape, out_shape);
@@ -156,10 +156,10 @@ Status BinaryForward(BinaryOp op, const float* a, const Shape& a_shape, const fl
   return CheckLaunch("BinaryKernel");
 }
 
-Status BinaryBackward(BinaryOp op, const float* a, const Shape& a_shape, const float* b,
-                      const Shape& b_shape, const float* grad_out, float* da, float* db,
+Status BinaryBackward(BinaryOp op, const float* a, const TensorShape& a_shape, const float* b,
+                      const TensorShape& b_shape, const float* grad_out, float* da, float* db,
                       cudaStream_t stream) {
-  MEMPLAN_TRY(Shape out_shape, BroadcastShapes(a_shape, b_shape));
+  MEMPLAN_TRY(TensorShape out_shape, BroadcastShapes(a_shape, b_shape));
   if (da != nullptr) {
     MEMPLAN_RETURN_IF_ERROR(CheckCuda(
         cudaMemsetAsync(da, 0, sizeof(float) * Elements(a_shape), stream), "cudaMemsetAsync(da)"));

@@ -16,8 +16,8 @@ Status CheckRank(size_t rank) {
 
 }  // namespace
 
-Shape ContiguousStrides(const Shape& shape) {
-  Shape strides(shape.size(), 1);
+TensorShape ContiguousStrides(const TensorShape& shape) {
+  TensorShape strides(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
   return strides;
 }
@@ -39,14 +39,15 @@ void StridedOffsets(const StridedCopyGeometry& g, int64_t flat, int64_t& src, in
   }
 }
 
-Expected<StridedCopyGeometry> TransposeGeometry(const Shape& in, const std::vector<int64_t>& perm) {
+Expected<StridedCopyGeometry> TransposeGeometry(const TensorShape& in,
+                                                const std::vector<int64_t>& perm) {
   MEMPLAN_RETURN_IF_ERROR(CheckRank(in.size()));
   if (perm.size() != in.size()) return MakeError("Transpose: perm does not match the rank");
   std::vector<bool> seen(in.size(), false);
-  const Shape in_strides = ContiguousStrides(in);
+  const TensorShape in_strides = ContiguousStrides(in);
   StridedCopyGeometry g;
   g.rank = static_cast<int>(in.size());
-  Shape out(in.size());
+  TensorShape out(in.size());
   for (size_t i = 0; i < perm.size(); ++i) {
     const int64_t p = perm[i] < 0 ? perm[i] + static_cast<int64_t>(in.size()) : perm[i];
     if (p < 0 || p >= static_cast<int64_t>(in.size()) || seen[static_cast<size_t>(p)])
@@ -56,19 +57,19 @@ Expected<StridedCopyGeometry> TransposeGeometry(const Shape& in, const std::vect
     g.dims[i] = out[i];
     g.src_strides[i] = in_strides[static_cast<size_t>(p)];
   }
-  const Shape out_strides = ContiguousStrides(out);
+  const TensorShape out_strides = ContiguousStrides(out);
   for (size_t i = 0; i < out.size(); ++i) g.dst_strides[i] = out_strides[i];
   return g;
 }
 
-Expected<StridedCopyGeometry> BlockGeometry(const Shape& whole, const Shape& starts,
-                                            const Shape& steps, const Shape& dims,
+Expected<StridedCopyGeometry> BlockGeometry(const TensorShape& whole, const TensorShape& starts,
+                                            const TensorShape& steps, const TensorShape& dims,
                                             bool into_block) {
   MEMPLAN_RETURN_IF_ERROR(CheckRank(whole.size()));
   if (starts.size() != whole.size() || steps.size() != whole.size() || dims.size() != whole.size())
     return MakeError("block geometry: ranks differ");
-  const Shape whole_strides = ContiguousStrides(whole);
-  const Shape block_strides = ContiguousStrides(dims);
+  const TensorShape whole_strides = ContiguousStrides(whole);
+  const TensorShape block_strides = ContiguousStrides(dims);
   StridedCopyGeometry g;
   g.rank = static_cast<int>(whole.size());
   int64_t whole_offset = 0;
@@ -86,14 +87,14 @@ Expected<StridedCopyGeometry> BlockGeometry(const Shape& whole, const Shape& sta
   return g;
 }
 
-Expected<StridedCopyGeometry> ExpandGeometry(const Shape& in, const Shape& out) {
+Expected<StridedCopyGeometry> ExpandGeometry(const TensorShape& in, const TensorShape& out) {
   MEMPLAN_RETURN_IF_ERROR(CheckRank(out.size()));
   if (in.size() > out.size()) return MakeError("Expand: the target has a lower rank");
   // `in` expands to `out` exactly when broadcasting them gives `out` (the shared rule).
   auto broadcast = BroadcastDims(in, out);
   if (!broadcast.ok() || *broadcast != out)
     return MakeError("Expand: " + DimsToString(in) + " does not broadcast to " + DimsToString(out));
-  const Shape out_strides = ContiguousStrides(out);
+  const TensorShape out_strides = ContiguousStrides(out);
   const std::vector<int64_t> in_strides = BroadcastStrides(in, out);
   StridedCopyGeometry g;
   g.rank = static_cast<int>(out.size());
@@ -105,15 +106,15 @@ Expected<StridedCopyGeometry> ExpandGeometry(const Shape& in, const Shape& out) 
   return g;
 }
 
-Expected<WhereGeometry> MakeWhereGeometry(const Shape& condition, const Shape& x, const Shape& y,
-                                          Shape& out) {
-  MEMPLAN_TRY(Shape cx, BroadcastShapes(condition, x));
+Expected<WhereGeometry> MakeWhereGeometry(const TensorShape& condition, const TensorShape& x,
+                                          const TensorShape& y, TensorShape& out) {
+  MEMPLAN_TRY(TensorShape cx, BroadcastShapes(condition, x));
   MEMPLAN_TRY(out, BroadcastShapes(cx, y));
   MEMPLAN_RETURN_IF_ERROR(CheckRank(out.size()));
   WhereGeometry g;
   g.rank = static_cast<int>(out.size());
   for (size_t i = 0; i < out.size(); ++i) g.out_dims[i] = out[i];
-  const Shape* operands[3] = {&condition, &x, &y};
+  const TensorShape* operands[3] = {&condition, &x, &y};
   for (int k = 0; k < 3; ++k) {
     MEMPLAN_TRY(StridedCopyGeometry e, ExpandGeometry(*operands[k], out));
     for (size_t i = 0; i < out.size(); ++i) g.strides[k][i] = e.src_strides[i];

@@ -23,7 +23,7 @@ struct StridedCopyGeometry {
 };
 
 // Row-major element strides of a dense shape.
-Shape ContiguousStrides(const Shape& shape);
+TensorShape ContiguousStrides(const TensorShape& shape);
 // The element count of the copied block.
 int64_t CopyCount(const StridedCopyGeometry& g);
 // The source and destination element offsets of the block's `flat`-th element (host mirror of
@@ -32,14 +32,16 @@ void StridedOffsets(const StridedCopyGeometry& g, int64_t flat, int64_t& src, in
 
 // Geometry of dst (dense, shape `out`) = transpose(src (dense, shape `in`), perm).
 // Errors: perm is not a permutation of the axes, rank beyond kMaxRank.
-Expected<StridedCopyGeometry> TransposeGeometry(const Shape& in, const std::vector<int64_t>& perm);
+Expected<StridedCopyGeometry> TransposeGeometry(const TensorShape& in,
+                                                const std::vector<int64_t>& perm);
 // Geometry of a block `dims` at element `starts` (stepping by `steps`) inside a dense `whole`,
 // mapped to a dense block: `into_block` copies whole -> block (Slice, Split), else block -> whole
 // (their backward, Concat).
-Expected<StridedCopyGeometry> BlockGeometry(const Shape& whole, const Shape& starts,
-                                            const Shape& steps, const Shape& dims, bool into_block);
+Expected<StridedCopyGeometry> BlockGeometry(const TensorShape& whole, const TensorShape& starts,
+                                            const TensorShape& steps, const TensorShape& dims,
+                                            bool into_block);
 // Geometry of dst (dense, `out`) = src (`in`) broadcast to `out` (numpy rules, right-aligned).
-Expected<StridedCopyGeometry> ExpandGeometry(const Shape& in, const Shape& out);
+Expected<StridedCopyGeometry> ExpandGeometry(const TensorShape& in, const TensorShape& out);
 
 // dst[dst_index] = src[src_index] (or += with atomics when `accumulate`: broadcast sources map
 // several block elements to one destination element).
@@ -53,8 +55,8 @@ struct WhereGeometry {
   int64_t out_dims[kMaxRank] = {};
   int64_t strides[3][kMaxRank] = {};
 };
-Expected<WhereGeometry> MakeWhereGeometry(const Shape& condition, const Shape& x, const Shape& y,
-                                          Shape& out);
+Expected<WhereGeometry> MakeWhereGeometry(const TensorShape& condition, const TensorShape& x,
+                                          const TensorShape& y, TensorShape& out);
 Status WhereForward(const float* condition, const float* x, const float* y, float* out,
                     const WhereGeometry& g, cudaStream_t stream);
 // dx/dy (zeroed first by the caller, either may be null) += grad routed by the condition.

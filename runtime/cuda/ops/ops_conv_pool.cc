@@ -17,7 +17,7 @@ namespace {
 constexpr int64_t kMaxColumnElements = int64_t{32} << 20;
 
 // The 2-D window of `op` over NCHW `x` by the shared geometry (auto_pad and ceil_mode included).
-Expected<Window2d> WindowOf(std::string_view op, const Attributes* a, const Shape& x,
+Expected<Window2d> WindowOf(std::string_view op, const Attributes* a, const TensorShape& x,
                             const std::vector<int64_t>& kernel, bool read_ceil_mode) {
   if (x.size() != 4) return Unsupported(op, "tensors other than 2-D NCHW");
   if (kernel.size() != 2) return Unsupported(op, "a kernel that is not 2-D");
@@ -30,7 +30,8 @@ int64_t ChunkImages(const Window2d& w, int64_t images) {
   return std::clamp<int64_t>(kMaxColumnElements / per_image, 1, std::max<int64_t>(images, 1));
 }
 
-Expected<Window2d> ConvWindow(const Attributes* a, const Shape& x, const Shape& weight) {
+Expected<Window2d> ConvWindow(const Attributes* a, const TensorShape& x,
+                              const TensorShape& weight) {
   if (a != nullptr && a->GetInt("group", 1) != 1) return Unsupported("Conv", "group != 1");
   if (weight.size() != 4) return Unsupported("Conv", "a weight that is not 4-D");
   MEMPLAN_TRY(Window2d w, WindowOf("Conv", a, x, {weight[2], weight[3]}, /*read_ceil_mode=*/false));
@@ -46,7 +47,7 @@ Expected<std::vector<DeviceTensor>> ConvForward(CudaContext& ctx, const ForwardC
   MEMPLAN_TRY(Window2d w, ConvWindow(call.attributes, x.shape, weight.shape));
   const int64_t n = x.shape[0];
   const int64_t m = weight.shape[0];
-  const Shape out_shape{n, m, w.out_h(), w.out_w()};
+  const TensorShape out_shape{n, m, w.out_h(), w.out_w()};
   MEMPLAN_TRY(F32Input fx, ctx.ReadF32(x));
   MEMPLAN_TRY(F32Input fw, ctx.ReadF32(weight));
   MEMPLAN_TRY(ForwardTarget t,
@@ -76,8 +77,8 @@ Expected<std::vector<DeviceTensor>> ConvForward(CudaContext& ctx, const ForwardC
 
 Status ConvBackward(CudaContext& ctx, const BackwardCall& call) {
   if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
-  const Shape& xs = call.input_shapes.at(0);
-  const Shape& ws = call.input_shapes.at(1);
+  const TensorShape& xs = call.input_shapes.at(0);
+  const TensorShape& ws = call.input_shapes.at(1);
   MEMPLAN_TRY(Window2d w, ConvWindow(call.attributes, xs, ws));
   const int64_t n = xs[0];
   const int64_t m = ws[0];
@@ -141,7 +142,7 @@ Status ConvBackward(CudaContext& ctx, const BackwardCall& call) {
   return OkStatus();
 }
 
-Expected<Window2d> PoolWindow(const Attributes* a, const Shape& x) {
+Expected<Window2d> PoolWindow(const Attributes* a, const TensorShape& x) {
   if (a != nullptr && a->GetInt("storage_order", 0) != 0)
     return Unsupported("MaxPool", "storage_order=1");
   return WindowOf("MaxPool", a, x, a ? a->GetInts("kernel_shape") : std::vector<int64_t>(),
@@ -155,7 +156,7 @@ Expected<std::vector<DeviceTensor>> MaxPoolForwardOp(CudaContext& ctx, const For
   const DeviceTensor& x = call.inputs[0];
   MEMPLAN_TRY(Window2d w, PoolWindow(call.attributes, x.shape));
   const int64_t planes = x.shape[0] * x.shape[1];
-  const Shape out{x.shape[0], x.shape[1], w.out_h(), w.out_w()};
+  const TensorShape out{x.shape[0], x.shape[1], w.out_h(), w.out_w()};
   MEMPLAN_TRY(F32Input fx, ctx.ReadF32(x));
   MEMPLAN_TRY(ForwardTarget t, PrepareOutput(ctx, call, 0, out, OutputDType(call, 0, x.dtype)));
   // The saved argmax: this backend's own format (index within the plane, exact in fp32).
@@ -180,7 +181,7 @@ Status MaxPoolBackwardOp(CudaContext& ctx, const BackwardCall& call) {
   auto it = call.extras.find("indices");
   if (it == call.extras.end() || !it->second.defined())
     return MakeError("MaxPool backward: the saved indices are missing");
-  const Shape& xs = call.input_shapes.at(0);
+  const TensorShape& xs = call.input_shapes.at(0);
   MEMPLAN_TRY(Window2d w, PoolWindow(call.attributes, xs));
   MEMPLAN_TRY(F32Input argmax, ctx.ReadF32(it->second));
   MEMPLAN_TRY(F32Input dy, ctx.ReadF32(call.grad_outputs[0]));
@@ -196,7 +197,7 @@ Expected<std::vector<DeviceTensor>> GlobalAveragePoolForward(CudaContext& ctx,
   if (call.inputs.empty() || !call.inputs[0].defined() || call.inputs[0].shape.size() < 3)
     return MakeError("GlobalAveragePool: needs an N, C, spatial... input");
   const DeviceTensor& x = call.inputs[0];
-  Shape out{x.shape[0], x.shape[1]};
+  TensorShape out{x.shape[0], x.shape[1]};
   out.resize(x.shape.size(), 1);
   const int64_t planes = x.shape[0] * x.shape[1];
   MEMPLAN_TRY(F32Input fx, ctx.ReadF32(x));
@@ -210,7 +211,7 @@ Expected<std::vector<DeviceTensor>> GlobalAveragePoolForward(CudaContext& ctx,
 Status GlobalAveragePoolBackward(CudaContext& ctx, const BackwardCall& call) {
   if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
   if (!WantsGradient(call, 0)) return OkStatus();
-  const Shape& xs = call.input_shapes.at(0);
+  const TensorShape& xs = call.input_shapes.at(0);
   const int64_t planes = xs[0] * xs[1];
   MEMPLAN_TRY(F32Input dy, ctx.ReadF32(call.grad_outputs[0]));
   MEMPLAN_TRY(F32Output dx, GradientTarget(ctx, call, 0));

@@ -39,7 +39,7 @@ Expected<std::vector<DeviceTensor>> BinaryForwardOp(CudaContext& ctx, const Forw
   const BinaryOp op = *BinaryOf(call.op_type);
   const DeviceTensor& a = call.inputs[0];
   const DeviceTensor& b = call.inputs[1];
-  MEMPLAN_TRY(Shape out_shape, BroadcastShapes(a.shape, b.shape));
+  MEMPLAN_TRY(TensorShape out_shape, BroadcastShapes(a.shape, b.shape));
   MEMPLAN_TRY(F32Input fa, ctx.ReadF32(a));
   MEMPLAN_TRY(F32Input fb, ctx.ReadF32(b));
   MEMPLAN_TRY(ForwardTarget t,
@@ -108,7 +108,7 @@ Status UnaryBackwardOp(CudaContext& ctx, const BackwardCall& call) {
 
 Expected<std::vector<DeviceTensor>> WhereForwardOp(CudaContext& ctx, const ForwardCall& call) {
   MEMPLAN_RETURN_IF_ERROR(RequireInputs(call, 3));
-  Shape out_shape;
+  TensorShape out_shape;
   MEMPLAN_TRY(WhereGeometry g, MakeWhereGeometry(call.inputs[0].shape, call.inputs[1].shape,
                                                  call.inputs[2].shape, out_shape));
   MEMPLAN_TRY(F32Input c, ctx.ReadF32(call.inputs[0]));
@@ -125,7 +125,7 @@ Status WhereBackwardOp(CudaContext& ctx, const BackwardCall& call) {
   if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
   if (call.inputs.empty() || !call.inputs[0].defined())
     return MakeError("Where backward: the condition was not saved");
-  Shape out_shape;
+  TensorShape out_shape;
   MEMPLAN_TRY(WhereGeometry g, MakeWhereGeometry(call.input_shapes.at(0), call.input_shapes.at(1),
                                                  call.input_shapes.at(2), out_shape));
   MEMPLAN_TRY(F32Input c, ctx.ReadF32(call.inputs[0]));

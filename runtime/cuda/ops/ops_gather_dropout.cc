@@ -13,11 +13,11 @@ namespace {
 
 struct GatherLayout {
   size_t axis = 0;
-  Shape out;
+  TensorShape out;
 };
 
-Expected<GatherLayout> GatherLayoutOf(const Attributes* a, const Shape& data,
-                                      const Shape& indices) {
+Expected<GatherLayout> GatherLayoutOf(const Attributes* a, const TensorShape& data,
+                                      const TensorShape& indices) {
   MEMPLAN_TRY(int64_t axis, NormalizeAxis(a ? a->GetInt("axis", 0) : 0, data.size(), "Gather"));
   GatherLayout l;
   l.axis = static_cast<size_t>(axis);
@@ -29,7 +29,7 @@ Expected<GatherLayout> GatherLayoutOf(const Attributes* a, const Shape& data,
 
 // Block copies for constant indices: output slot k along the gathered axes is data's slice
 // indices[k] along `axis`. `to_data` reverses the direction (the backward scatter).
-Status CopyConstantIndices(CudaContext& ctx, const Shape& data, const GatherLayout& l,
+Status CopyConstantIndices(CudaContext& ctx, const TensorShape& data, const GatherLayout& l,
                            const std::vector<int64_t>& indices, const float* src, float* dst,
                            bool to_data) {
   int64_t outer = 1, inner = 1;
@@ -38,8 +38,8 @@ Status CopyConstantIndices(CudaContext& ctx, const Shape& data, const GatherLayo
   const int64_t dim = data[l.axis];
   const auto count = static_cast<int64_t>(indices.size());
   // data viewed as [outer, dim, inner], output as [outer, count, inner].
-  const Shape data3{outer, dim, inner};
-  const Shape out3{outer, count, inner};
+  const TensorShape data3{outer, dim, inner};
+  const TensorShape out3{outer, count, inner};
   for (int64_t k = 0; k < count; ++k) {
     int64_t index = indices[static_cast<size_t>(k)];
     if (index < -dim || index >= dim)
@@ -92,7 +92,7 @@ Status GatherBackward(CudaContext& ctx, const BackwardCall& call) {
   if (!WantsGradient(call, 0)) return OkStatus();
   if (call.inputs.size() < 2 || !call.inputs[1].defined())
     return MakeError("Gather backward: the indices were not saved");
-  const Shape& data = call.input_shapes.at(0);
+  const TensorShape& data = call.input_shapes.at(0);
   const DeviceTensor& indices = call.inputs[1];
   MEMPLAN_TRY(GatherLayout l, GatherLayoutOf(call.attributes, data, indices.shape));
   MEMPLAN_TRY(F32Input dy, ctx.ReadF32(call.grad_outputs[0]));

@@ -30,8 +30,8 @@ Expected<T> Named(std::string_view op, Expected<T> result) {
   return result;
 }
 
-Expected<Shape> ReshapeTarget(const ForwardCall& call) {
-  const Shape& in = call.inputs[0].shape;
+Expected<TensorShape> ReshapeTarget(const ForwardCall& call) {
+  const TensorShape& in = call.inputs[0].shape;
   if (call.op_type == "Identity") return in;
   if (call.op_type == "Flatten") {
     const int64_t axis = call.attributes ? call.attributes->GetInt("axis", 1) : 1;
@@ -59,7 +59,7 @@ Expected<Shape> ReshapeTarget(const ForwardCall& call) {
 
 Expected<std::vector<DeviceTensor>> ViewForward(CudaContext& ctx, const ForwardCall& call) {
   MEMPLAN_RETURN_IF_ERROR(RequireInput(call));
-  MEMPLAN_TRY(Shape shape, ReshapeTarget(call));
+  MEMPLAN_TRY(TensorShape shape, ReshapeTarget(call));
   const DeviceTensor& x = call.inputs[0];
   if (!call.outputs.empty() && call.outputs[0].defined()) {
     // The program gave the output a buffer of its own: copy into it.
@@ -95,7 +95,7 @@ Expected<std::vector<DeviceTensor>> TransposeForward(CudaContext& ctx, const For
   const DeviceTensor& x = call.inputs[0];
   MEMPLAN_TRY(StridedCopyGeometry g,
               TransposeGeometry(x.shape, TransposePerm(call.attributes, x.shape.size())));
-  Shape out(g.dims, g.dims + g.rank);
+  TensorShape out(g.dims, g.dims + g.rank);
   MEMPLAN_TRY(F32Input fx, ctx.ReadF32(x));
   MEMPLAN_TRY(ForwardTarget t, PrepareOutput(ctx, call, 0, out, OutputDType(call, 0, x.dtype)));
   MEMPLAN_RETURN_IF_ERROR(StridedCopy(fx.data, t.out.data(), g, false, ctx.stream()));
@@ -122,10 +122,10 @@ Status TransposeBackward(CudaContext& ctx, const BackwardCall& call) {
 
 // ONNX Slice semantics per axis (positive steps only).
 struct SliceSpec {
-  Shape starts, steps, dims;
+  TensorShape starts, steps, dims;
 };
 
-Expected<SliceSpec> SliceSpecOf(const std::vector<DeviceTensor>& inputs, const Shape& in) {
+Expected<SliceSpec> SliceSpecOf(const std::vector<DeviceTensor>& inputs, const TensorShape& in) {
   MEMPLAN_TRY(std::vector<int64_t> starts, ConstantInts(inputs.at(1), "Slice", "starts"));
   MEMPLAN_TRY(std::vector<int64_t> ends, ConstantInts(inputs.at(2), "Slice", "ends"));
   std::vector<int64_t> axes(starts.size()), steps(starts.size(), 1);
@@ -138,7 +138,7 @@ Expected<SliceSpec> SliceSpecOf(const std::vector<DeviceTensor>& inputs, const S
   }
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     return MakeError("Slice: starts, ends, axes and steps differ in length");
-  SliceSpec s{Shape(in.size(), 0), Shape(in.size(), 1), in};
+  SliceSpec s{TensorShape(in.size(), 0), TensorShape(in.size(), 1), in};
   for (size_t i = 0; i < starts.size(); ++i) {
     MEMPLAN_TRY(int64_t axis, NormalizeAxis(axes[i], in.size(), "Slice"));
     const auto a = static_cast<size_t>(axis);
@@ -170,7 +170,7 @@ Expected<std::vector<DeviceTensor>> SliceForward(CudaContext& ctx, const Forward
 Status SliceBackward(CudaContext& ctx, const BackwardCall& call) {
   if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
   if (!WantsGradient(call, 0)) return OkStatus();
-  const Shape& in = call.input_shapes.at(0);
+  const TensorShape& in = call.input_shapes.at(0);
   MEMPLAN_TRY(SliceSpec s, SliceSpecOf(call.inputs, in));
   MEMPLAN_TRY(StridedCopyGeometry g, BlockGeometry(in, s.starts, s.steps, s.dims, false));
   MEMPLAN_TRY(F32Input fdy, ctx.ReadF32(call.grad_outputs[0]));
@@ -209,10 +209,10 @@ Expected<std::vector<DeviceTensor>> SplitForward(CudaContext& ctx, const Forward
               SplitSizes(call.attributes, call.inputs, x.shape[a], call.num_outputs));
   MEMPLAN_TRY(F32Input fx, ctx.ReadF32(x));
   std::vector<DeviceTensor> outs;
-  Shape starts(x.shape.size(), 0);
-  const Shape steps(x.shape.size(), 1);
+  TensorShape starts(x.shape.size(), 0);
+  const TensorShape steps(x.shape.size(), 1);
   for (size_t j = 0; j < sizes.size(); ++j) {
-    Shape dims = x.shape;
+    TensorShape dims = x.shape;
     dims[a] = sizes[j];
     MEMPLAN_TRY(StridedCopyGeometry g, BlockGeometry(x.shape, starts, steps, dims, true));
     MEMPLAN_TRY(ForwardTarget t, PrepareOutput(ctx, call, j, dims, OutputDType(call, j, x.dtype)));
@@ -226,7 +226,7 @@ Expected<std::vector<DeviceTensor>> SplitForward(CudaContext& ctx, const Forward
 
 Status SplitBackward(CudaContext& ctx, const BackwardCall& call) {
   if (!WantsGradient(call, 0)) return OkStatus();
-  const Shape& in = call.input_shapes.at(0);
+  const TensorShape& in = call.input_shapes.at(0);
   MEMPLAN_TRY(int64_t axis, NormalizeAxis(call.attributes ? call.attributes->GetInt("axis", 0) : 0,
                                           in.size(), "Split"));
   const auto a = static_cast<size_t>(axis);
@@ -234,11 +234,11 @@ Status SplitBackward(CudaContext& ctx, const BackwardCall& call) {
                                                      static_cast<int>(call.grad_outputs.size())));
   MEMPLAN_TRY(F32Output dx, GradientTarget(ctx, call, 0));
   MEMPLAN_RETURN_IF_ERROR(Fill(dx.data(), 0.0f, NumElements(in), ctx.stream()));
-  Shape starts(in.size(), 0);
-  const Shape steps(in.size(), 1);
+  TensorShape starts(in.size(), 0);
+  const TensorShape steps(in.size(), 1);
   for (size_t j = 0; j < sizes.size(); ++j) {
     if (j < call.grad_outputs.size() && call.grad_outputs[j].defined()) {
-      Shape dims = in;
+      TensorShape dims = in;
       dims[a] = sizes[j];
       MEMPLAN_TRY(StridedCopyGeometry g, BlockGeometry(in, starts, steps, dims, false));
       MEMPLAN_TRY(F32Input fdy, ctx.ReadF32(call.grad_outputs[j]));
@@ -251,11 +251,11 @@ Status SplitBackward(CudaContext& ctx, const BackwardCall& call) {
 
 Expected<std::vector<DeviceTensor>> ConcatForward(CudaContext& ctx, const ForwardCall& call) {
   MEMPLAN_RETURN_IF_ERROR(RequireInput(call));
-  const Shape& first = call.inputs[0].shape;
+  const TensorShape& first = call.inputs[0].shape;
   MEMPLAN_TRY(int64_t axis, NormalizeAxis(call.attributes ? call.attributes->GetInt("axis", 0) : 0,
                                           first.size(), "Concat"));
   const auto a = static_cast<size_t>(axis);
-  Shape out = first;
+  TensorShape out = first;
   out[a] = 0;
   for (const DeviceTensor& t : call.inputs) {
     if (!t.defined() || t.shape.size() != first.size())
@@ -264,8 +264,8 @@ Expected<std::vector<DeviceTensor>> ConcatForward(CudaContext& ctx, const Forwar
   }
   MEMPLAN_TRY(ForwardTarget target,
               PrepareOutput(ctx, call, 0, out, OutputDType(call, 0, call.inputs[0].dtype)));
-  Shape starts(out.size(), 0);
-  const Shape steps(out.size(), 1);
+  TensorShape starts(out.size(), 0);
+  const TensorShape steps(out.size(), 1);
   for (const DeviceTensor& t : call.inputs) {
     MEMPLAN_TRY(StridedCopyGeometry g, BlockGeometry(out, starts, steps, t.shape, false));
     MEMPLAN_TRY(F32Input ft, ctx.ReadF32(t));
@@ -283,10 +283,10 @@ Status ConcatBackward(CudaContext& ctx, const BackwardCall& call) {
                                           dy.shape.size(), "Concat"));
   const auto a = static_cast<size_t>(axis);
   MEMPLAN_TRY(F32Input fdy, ctx.ReadF32(dy));
-  Shape starts(dy.shape.size(), 0);
-  const Shape steps(dy.shape.size(), 1);
+  TensorShape starts(dy.shape.size(), 0);
+  const TensorShape steps(dy.shape.size(), 1);
   for (size_t i = 0; i < call.input_shapes.size(); ++i) {
-    const Shape& dims = call.input_shapes[i];
+    const TensorShape& dims = call.input_shapes[i];
     if (WantsGradient(call, i)) {
       MEMPLAN_TRY(StridedCopyGeometry g, BlockGeometry(dy.shape, starts, steps, dims, true));
       MEMPLAN_TRY(F32Output dx, GradientTarget(ctx, call, i));
@@ -304,7 +304,7 @@ Expected<std::vector<DeviceTensor>> ExpandForward(CudaContext& ctx, const Forwar
   MEMPLAN_TRY(
       std::vector<int64_t> target,
       ConstantInts(call.inputs.size() > 1 ? call.inputs[1] : DeviceTensor(), "Expand", "shape"));
-  MEMPLAN_TRY(Shape out, BroadcastShapes(x.shape, target));
+  MEMPLAN_TRY(TensorShape out, BroadcastShapes(x.shape, target));
   MEMPLAN_TRY(StridedCopyGeometry g, ExpandGeometry(x.shape, out));
   MEMPLAN_TRY(F32Input fx, ctx.ReadF32(x));
   MEMPLAN_TRY(ForwardTarget t, PrepareOutput(ctx, call, 0, out, OutputDType(call, 0, x.dtype)));

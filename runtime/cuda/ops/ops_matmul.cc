@@ -81,16 +81,16 @@ struct MatMulPlan {
   Batching batching = Batching::kFoldIntoM;
   int64_t batch = 1;  // batch count (1 when folded)
   int64_t m = 0, n = 0, k = 0;
-  Shape out;
+  TensorShape out;
 };
 
-int64_t Product(const Shape& s, size_t end) {
+int64_t Product(const TensorShape& s, size_t end) {
   int64_t p = 1;
   for (size_t i = 0; i < end; ++i) p *= s[i];
   return p;
 }
 
-Expected<MatMulPlan> PlanMatMul(const Shape& a, const Shape& b) {
+Expected<MatMulPlan> PlanMatMul(const TensorShape& a, const TensorShape& b) {
   if (a.size() < 2 || b.size() < 2) return Unsupported("MatMul", "rank-1 operands");
   MatMulPlan p;
   p.m = a[a.size() - 2];
@@ -98,8 +98,8 @@ Expected<MatMulPlan> PlanMatMul(const Shape& a, const Shape& b) {
   p.n = b.back();
   if (b[b.size() - 2] != p.k)
     return MakeError("MatMul: inner dims differ: " + ShapeToString(a) + " x " + ShapeToString(b));
-  const Shape batch_a(a.begin(), a.end() - 2);
-  const Shape batch_b(b.begin(), b.end() - 2);
+  const TensorShape batch_a(a.begin(), a.end() - 2);
+  const TensorShape batch_b(b.begin(), b.end() - 2);
   MEMPLAN_TRY(p.out, BroadcastShapes(batch_a, batch_b));
   p.out.push_back(p.m);
   p.out.push_back(p.n);
@@ -242,8 +242,8 @@ Expected<std::vector<DeviceTensor>> GemmForward(CudaContext& ctx, const ForwardC
 Status GemmBackward(CudaContext& ctx, const BackwardCall& call) {
   if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
   const GemmAttributes at = GemmAttributesOf(call.attributes);
-  const Shape& sa = call.input_shapes.at(0);
-  const Shape& sb = call.input_shapes.at(1);
+  const TensorShape& sa = call.input_shapes.at(0);
+  const TensorShape& sb = call.input_shapes.at(1);
   const int64_t m = at.trans_a ? sa[1] : sa[0];
   const int64_t k = at.trans_a ? sa[0] : sa[1];
   const int64_t n = at.trans_b ? sb[0] : sb[1];
@@ -280,7 +280,7 @@ Status GemmBackward(CudaContext& ctx, const BackwardCall& call) {
   }
   if (WantsGradient(call, 2)) {
     // dC = beta * dY summed over the axes C broadcast along (C right-aligned to [m, n]).
-    const Shape& sc = call.input_shapes.at(2);
+    const TensorShape& sc = call.input_shapes.at(2);
     const int64_t cm = sc.size() >= 2 ? sc[sc.size() - 2] : 1;
     const int64_t cn = sc.empty() ? 1 : sc.back();
     MEMPLAN_TRY(F32Input g32, ctx.ReadF32(dy));

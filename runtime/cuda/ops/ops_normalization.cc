@@ -86,7 +86,7 @@ struct RowsCols {
   int64_t rows = 1, cols = 1;
 };
 
-Expected<RowsCols> LayerNormLayout(const Attributes* a, const Shape& shape) {
+Expected<RowsCols> LayerNormLayout(const Attributes* a, const TensorShape& shape) {
   MEMPLAN_TRY(int64_t axis,
               NormalizeAxis(a ? a->GetInt("axis", -1) : -1, shape.size(), "LayerNormalization"));
   RowsCols rc;
@@ -114,7 +114,7 @@ Expected<std::vector<DeviceTensor>> LayerNormForwardOp(CudaContext& ctx, const F
   std::vector<DeviceTensor> outs{t.tensor};
   // Optional outputs Mean and InvStdDev: [rows] reshaped like X with the normalized dims as 1.
   for (size_t j = 1; j < static_cast<size_t>(call.num_outputs) && j < 3; ++j) {
-    Shape stat_shape = x.shape;
+    TensorShape stat_shape = x.shape;
     for (size_t i = stat_shape.size(); i-- > 0 && NumElements(stat_shape) > rc.rows;)
       stat_shape[i] = 1;
     MEMPLAN_TRY(DeviceTensor out, ForwardOutput(ctx, call, j, stat_shape, DType::kFloat32));
@@ -154,7 +154,7 @@ struct BatchLayout {
   int64_t n = 0, c = 0, spatial = 1;
 };
 
-Expected<BatchLayout> BatchNormLayout(const Shape& x) {
+Expected<BatchLayout> BatchNormLayout(const TensorShape& x) {
   if (x.size() < 2) return MakeError("BatchNormalization: X needs at least 2 dims");
   BatchLayout l{x[0], x[1], 1};
   for (size_t i = 2; i < x.size(); ++i) l.spatial *= x[i];

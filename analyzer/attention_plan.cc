@@ -1,0 +1,56 @@
+#include "analyzer/attention_plan.h"
+
+#include <filesystem>
+#include <utility>
+
+namespace memplan {
+
+Expected<AttentionPlan> ApplyAttentionMode(Graph& graph, AttentionMode mode,
+                                           const std::string& model) {
+  AttentionPlan plan;
+  plan.requested = mode;
+  if (mode == AttentionMode::kEager) return plan;
+  AttentionFusion fusion = FuseAttention(std::move(graph));
+  graph = std::move(fusion.graph);
+  plan.fused = std::move(fusion.fused);
+  if (mode == AttentionMode::kSdpa && plan.fused.empty()) {
+    return MakeError("--attention sdpa: model '" +
+                     std::filesystem::path(model).filename().string() +
+                     "' has no attention memplan recognises (MatMul -> Softmax -> MatMul or the "
+                     "ONNX Attention op); use --attention eager or auto");
+  }
+  return plan;
+}
+
+nlohmann::ordered_json AttentionPlanToJson(const AttentionPlan& plan) {
+  nlohmann::ordered_json j;
+  j["mode"] = std::string(plan.mode());
+  j["requested"] = std::string(AttentionModeName(plan.requested));
+  j["fused"] = plan.fused.size();
+  nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+  for (const FusedAttention& f : plan.fused) {
+    nlohmann::ordered_json g;
+    g["node"] = f.node;
+    g["mask"] = f.mask;
+    g["grouped_query"] = f.grouped_query;
+    g["dropout"] = f.dropout;
+    g["replaced"] = f.replaced;
+    groups.push_back(std::move(g));
+  }
+  j["groups"] = std::move(groups);
+  return j;
+}
+
+std::vector<std::string> AttentionPlanText(const AttentionPlan& plan) {
+  if (plan.fused.empty()) {
+    return {plan.requested == AttentionMode::kEager
+                ? "eager (--attention eager: softmax outputs and dropout masks saved)"
+                : "eager (no attention recognised)"};
+  }
+  const size_t n = plan.fused.size();
+  return {"sdpa: " + std::to_string(n) + (n == 1 ? " attention" : " attentions") +
+              " fused into scaled_dot_product_attention (flash kernel)",
+          "first " + plan.fused.front().node + "; all: --json, plan.attention"};
+}
+
+}  // namespace memplan

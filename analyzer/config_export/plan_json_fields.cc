@@ -1,0 +1,72 @@
+#include "analyzer/config_export/plan_json_fields.h"
+
+#include "analyzer/baseline/json_file.h"
+
+namespace memplan {
+namespace {
+
+std::string Field(const std::string& where, const char* key) { return "'" + where + key + "'"; }
+
+}  // namespace
+
+Expected<std::string> RequiredPlanString(const nlohmann::json& object, const char* key,
+                                         const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string())
+    return MakeError(Field(where, key) + " is missing or not a string");
+  return it->get<std::string>();
+}
+
+Expected<int64_t> RequiredPlanPositiveInt(const nlohmann::json& object, const char* key,
+                                          const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end() || !IsInt64(*it))
+    return MakeError(Field(where, key) + " is missing or not an integer");
+  const auto value = it->get<int64_t>();
+  if (value < 1) return MakeError(Field(where, key) + " must be at least 1");
+  return value;
+}
+
+Expected<std::optional<std::string>> OptionalPlanString(const nlohmann::json& object,
+                                                        const char* key,
+                                                        const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::optional<std::string>();
+  if (!it->is_string()) return MakeError(Field(where, key) + " is not a string");
+  return std::optional<std::string>(it->get<std::string>());
+}
+
+Expected<std::optional<bool>> OptionalPlanBool(const nlohmann::json& object, const char* key,
+                                               const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::optional<bool>();
+  if (!it->is_boolean()) return MakeError(Field(where, key) + " is not a boolean");
+  return std::optional<bool>(it->get<bool>());
+}
+
+Expected<std::vector<std::string>> OptionalPlanStringList(const nlohmann::json& object,
+                                                          const char* key,
+                                                          const std::string& where) {
+  std::vector<std::string> names;
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return names;
+  if (!it->is_array()) return MakeError(Field(where, key) + " is not an array");
+  for (const nlohmann::json& item : *it) {
+    if (!item.is_string()) return MakeError(Field(where, key) + " holds a non-string");
+    names.push_back(item.get<std::string>());
+  }
+  return names;
+}
+
+Expected<const nlohmann::json*> PlanObjectOf(const nlohmann::json& document) {
+  if (!document.is_object()) return MakeError("the input is not a JSON object");
+  auto schema = document.find("schema");
+  if (schema == document.end() || !schema->is_string() || *schema != kPlanJsonSchema)
+    return MakeError(std::string("'schema' is not \"") + kPlanJsonSchema + "\"");
+  auto plan = document.find("plan");
+  if (plan == document.end() || !plan->is_object())
+    return MakeError("'plan' is missing or not an object");
+  return &*plan;
+}
+
+}  // namespace memplan

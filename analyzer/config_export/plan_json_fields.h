@@ -1,0 +1,37 @@
+#pragma once
+// Typed reads of one field of a saved plan (`memplan analyze --json`), shared by every reader of
+// that file (`memplan export`, `memplan verify --plan`). A field of the wrong type is an error
+// naming it ('plan.loss' is not a string), never a default and never a JSON exception.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include "graph/expected.h"
+
+namespace memplan {
+
+// The schema string every memplan JSON document carries.
+inline constexpr const char* kPlanJsonSchema = "memplan/1";
+
+// Fields are named in errors as `where + key`, e.g. where = "plan." gives 'plan.micro_batch'.
+Expected<std::string> RequiredPlanString(const nlohmann::json& object, const char* key,
+                                         const std::string& where);
+Expected<int64_t> RequiredPlanPositiveInt(const nlohmann::json& object, const char* key,
+                                          const std::string& where);
+// Absent or null: std::nullopt.
+Expected<std::optional<std::string>> OptionalPlanString(const nlohmann::json& object,
+                                                        const char* key, const std::string& where);
+Expected<std::optional<bool>> OptionalPlanBool(const nlohmann::json& object, const char* key,
+                                               const std::string& where);
+// Absent or null: an empty list.
+Expected<std::vector<std::string>> OptionalPlanStringList(const nlohmann::json& object,
+                                                          const char* key,
+                                                          const std::string& where);
+
+// The document is an object whose "schema" is kPlanJsonSchema and which holds a "plan" object.
+Expected<const nlohmann::json*> PlanObjectOf(const nlohmann::json& document);
+
+}  // namespace memplan

@@ -1,0 +1,55 @@
+#pragma once
+// How the training step is spread over data-parallel ranks (--parallel). Each strategy names what
+// every rank keeps whole and what it keeps 1/N of (ZeRO paper, Rajbhandari et al. 2020, with Ψ
+// parameters and K bytes of optimizer state per parameter, fp16 mixed precision):
+//
+//   strategy  parameters  gradients  optimizer state (masters + moments)  model states per rank
+//   ddp       whole       whole      whole                               (2 + 2 + K) Ψ
+//   zero1     whole       whole      1/N                                 (2 + 2) Ψ + K Ψ / N
+//   zero2     whole       1/N        1/N                                 2 Ψ + (2 + K) Ψ / N
+//   zero3     1/N         1/N        1/N                                 (2 + 2 + K) Ψ / N
+//   fsdp      1/N         1/N        1/N  (PyTorch FSDP FULL_SHARD / FSDP2 fully_shard)
+//
+// "auto" is not a strategy: the CLI asks the planner to try each and keep the fastest that fits.
+
+#include <cstdint>
+#include <string_view>
+
+#include "analyzer/vocabulary/name_table.h"
+
+namespace memplan {
+
+enum class ParallelStrategy : uint8_t {
+  kDdp,    // torch DistributedDataParallel: replicas, gradient buckets all-reduced in backward
+  kZero1,  // DeepSpeed ZeRO stage 1: optimizer state (and fp32 masters) partitioned
+  kZero2,  // DeepSpeed ZeRO stage 2: + gradients partitioned (reduce buckets)
+  kZero3,  // DeepSpeed ZeRO stage 3: + parameters partitioned, gathered per module
+  kFsdp,   // PyTorch FSDP (FULL_SHARD) / FSDP2: parameters gathered per wrapped unit
+};
+
+inline constexpr NameTable<ParallelStrategy, 5> kParallelStrategyNames = {{
+    {ParallelStrategy::kDdp, "ddp"},
+    {ParallelStrategy::kZero1, "zero1"},
+    {ParallelStrategy::kZero2, "zero2"},
+    {ParallelStrategy::kZero3, "zero3"},
+    {ParallelStrategy::kFsdp, "fsdp"},
+}};
+
+inline std::string_view ParallelStrategyName(ParallelStrategy strategy) {
+  return NameOf(kParallelStrategyNames, strategy);
+}
+inline Expected<ParallelStrategy> ParseParallelStrategy(std::string_view text) {
+  return ParseName(kParallelStrategyNames, text, "parallel strategy");
+}
+
+// What a strategy shards (the table above).
+inline bool ShardsOptimizerState(ParallelStrategy s) { return s != ParallelStrategy::kDdp; }
+inline bool ShardsGradients(ParallelStrategy s) {
+  return s == ParallelStrategy::kZero2 || s == ParallelStrategy::kZero3 ||
+         s == ParallelStrategy::kFsdp;
+}
+inline bool ShardsParameters(ParallelStrategy s) {
+  return s == ParallelStrategy::kZero3 || s == ParallelStrategy::kFsdp;
+}
+
+}  // namespace memplan

@@ -1,0 +1,488 @@
+#include "graph/attention/attention_fusion.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "graph/ops/sdpa_op.h"
+
+namespace memplan {
+namespace {
+
+// One recognised attention: the node that replaces it and the nodes it replaces.
+struct Match {
+  Node fused;                // ids of the original graph
+  std::set<size_t> removed;  // node indices of the eager pattern
+  size_t anchor = 0;         // where the fused node goes (the last MatMul / the Attention op)
+  FusedAttention summary;
+};
+
+bool IsOp(const Node& n, const char* op) { return n.op_type == op && n.domain.empty(); }
+
+const Node* Producer(const Graph& g, ValueId u) {
+  if (!u.valid()) return nullptr;
+  const Value& v = g.value(u);
+  return v.producer.valid() ? &g.node(v.producer) : nullptr;
+}
+
+// The one node reading `u` (once), when exactly one does and `u` is not a graph output.
+const Node* SoleConsumer(const Graph& g, ValueId u) {
+  const Value& v = g.value(u);
+  if (v.is_graph_output || v.consumers.size() != 1) return nullptr;
+  return &g.node(v.consumers[0]);
+}
+
+int Rank(const Graph& g, ValueId u) {
+  const Value& v = g.value(u);
+  return v.shape.known ? static_cast<int>(v.shape.rank()) : -1;
+}
+
+// The value of a one-element constant whose value the importer kept (a Constant node's tensor or
+// value_float, folded integer contents); nullopt otherwise.
+std::optional<double> ConstantScalar(const Graph& g, ValueId u) {
+  if (!u.valid()) return std::nullopt;
+  const Value& v = g.value(u);
+  if (v.kind != ValueKind::kConstant) return std::nullopt;
+  if (v.contents && v.contents->size() == 1) {
+    if (auto c = v.contents->front().constant_value()) return static_cast<double>(*c);
+  }
+  const Node* p = Producer(g, u);
+  if (p == nullptr || !IsOp(*p, "Constant")) return std::nullopt;
+  if (const TensorAttribute* t = p->attributes.GetTensor("value")) {
+    if (t->float_values.size() == 1) return t->float_values.front();
+    if (t->int_values.size() == 1) return static_cast<double>(t->int_values.front());
+    return std::nullopt;
+  }
+  if (p->attributes.Has("value_float")) return p->attributes.GetFloat("value_float", 0.0);
+  return std::nullopt;
+}
+
+// A one-element floating constant whose value is known only when the executor folds it (torch's
+// 1/sqrt(k.size(-1)) from a Shape sub-graph): the fused node reads it as an input.
+bool IsConstantScalarTensor(const Graph& g, ValueId u) {
+  const Value& v = g.value(u);
+  if (v.kind != ValueKind::kConstant || !IsFloating(v.dtype) || !v.shape.known) return false;
+  return v.shape.NumElements().constant_value() == 1;
+}
+
+// How the scores are scaled: a product of known factors and at most one folded multiplier and
+// one folded divisor.
+struct Scale {
+  double factor = 1.0;
+  ValueId multiplier;
+  ValueId divisor;
+};
+
+// If `n` is Mul/Div of `operand` by a scalar constant, folds the scalar into `scale` and returns
+// the other operand. Mul is commutative; Div only divides.
+std::optional<ValueId> StripScale(const Graph& g, const Node& n, Scale& scale) {
+  if (n.inputs.size() != 2 || n.outputs.size() != 1) return std::nullopt;
+  const bool mul = IsOp(n, "Mul"), div = IsOp(n, "Div");
+  if (!mul && !div) return std::nullopt;
+  for (int side : {1, 0}) {
+    if (div && side == 0) break;
+    const ValueId c = n.inputs[static_cast<size_t>(side)];
+    const ValueId x = n.inputs[static_cast<size_t>(1 - side)];
+    if (auto v = ConstantScalar(g, c)) {
+      if (div && *v == 0.0) return std::nullopt;
+      scale.factor = div ? scale.factor / *v : scale.factor * *v;
+      return x;
+    }
+    if (IsConstantScalarTensor(g, c) && Rank(g, x) >= 3) {
+      ValueId& slot = div ? scale.divisor : scale.multiplier;
+      if (slot.valid()) return std::nullopt;
+      slot = c;
+      return x;
+    }
+  }
+  return std::nullopt;
+}
+
+// repeat_kv: x [B, Hkv, a, b] -> Unsqueeze(axis 2) -> Expand [B, Hkv, n, a, b] -> Reshape
+// [B, Hkv*n, a, b]. Returns x and adds the three nodes to `nodes` when `w` is such a repeat.
+std::optional<ValueId> StripRepeat(const Graph& g, ValueId w, std::set<size_t>& nodes) {
+  const Node* reshape = Producer(g, w);
+  if (reshape == nullptr || !IsOp(*reshape, "Reshape")) return std::nullopt;
+  const Node* expand = Producer(g, reshape->inputs.at(0));
+  if (expand == nullptr || !IsOp(*expand, "Expand")) return std::nullopt;
+  const Node* unsqueeze = Producer(g, expand->inputs.at(0));
+  if (unsqueeze == nullptr || !IsOp(*unsqueeze, "Unsqueeze")) return std::nullopt;
+  const ValueId x = unsqueeze->inputs.at(0);
+  const Value& xv = g.value(x);
+  const Value& uv = g.value(unsqueeze->outputs.at(0));
+  const Value& ev = g.value(expand->outputs.at(0));
+  const Value& wv = g.value(w);
+  if (Rank(g, x) != 4 || Rank(g, uv.id) != 5 || Rank(g, ev.id) != 5 || Rank(g, w) != 4)
+    return std::nullopt;
+  const auto& xd = xv.shape.dims;
+  const auto& ud = uv.shape.dims;
+  const auto& ed = ev.shape.dims;
+  const auto& wd = wv.shape.dims;
+  const bool unsqueezed_at_2 =
+      ud[0] == xd[0] && ud[1] == xd[1] && ud[2] == Dim(1) && ud[3] == xd[2] && ud[4] == xd[3];
+  const bool expanded = ed[0] == xd[0] && ed[1] == xd[1] && ed[3] == xd[2] && ed[4] == xd[3];
+  const bool merged = wd[0] == xd[0] && wd[1] == xd[1] * ed[2] && wd[2] == xd[2] && wd[3] == xd[3];
+  if (!unsqueezed_at_2 || !expanded || !merged) return std::nullopt;
+  nodes.insert({reshape->id.index(), expand->id.index(), unsqueeze->id.index()});
+  return x;
+}
+
+bool IsTransposeOfLastTwo(const Node& n) {
+  return IsOp(n, "Transpose") && n.attributes.GetInts("perm") == std::vector<int64_t>{0, 1, 3, 2};
+}
+
+std::string ScopeOf(const std::string& name) {
+  const size_t slash = name.rfind('/');
+  return slash == std::string::npos ? name : name.substr(0, slash);
+}
+
+// Every value a node of `nodes` makes, except `output`, is read only inside `nodes` and is not a
+// graph output: otherwise the real program keeps it, and fusing would undercount.
+bool SelfContained(const Graph& g, const std::set<size_t>& nodes, ValueId output) {
+  for (size_t n : nodes) {
+    for (ValueId o : g.node(NodeId(n)).outputs) {
+      if (!o.valid() || o == output) continue;
+      const Value& v = g.value(o);
+      if (v.is_graph_output) return false;
+      for (NodeId c : v.consumers)
+        if (!nodes.count(c.index())) return false;
+    }
+  }
+  return true;
+}
+
+bool SoftmaxOverLastAxis(const Graph& g, const Node& s) {
+  const int rank = Rank(g, s.inputs.at(0));
+  if (rank != 3 && rank != 4) return false;
+  if (!s.attributes.Has("axis")) {
+    auto it = g.opset_imports.find("");
+    return it != g.opset_imports.end() && it->second >= 13;  // the default became -1 at 13
+  }
+  const int64_t axis = s.attributes.GetInt("axis", -1);
+  return axis == -1 || axis == rank - 1;
+}
+
+// The eager pattern around Softmax node `s`.
+std::optional<Match> MatchEager(const Graph& g, const Node& s) {
+  if (!IsOp(s, "Softmax") || s.inputs.size() != 1 || s.outputs.size() != 1) return std::nullopt;
+  if (!SoftmaxOverLastAxis(g, s)) return std::nullopt;
+  Match m;
+  m.removed.insert(s.id.index());
+  FusedAttention& summary = m.summary;
+  summary.mask = sdpa::kMaskNone;
+
+  // Forward: [Dropout] -> MatMul(probs, v).
+  ValueId probs = s.outputs[0];
+  const Node* next = SoleConsumer(g, probs);
+  double dropout_ratio = 0.0;
+  if (next != nullptr && IsOp(*next, "Dropout")) {
+    // Opset 12+ gives the ratio as input 1 (torch writes a Constant); before, as an attribute.
+    if (next->inputs.size() > 1 && next->inputs[1].valid()) {
+      auto ratio = ConstantScalar(g, next->inputs[1]);
+      if (!ratio) return std::nullopt;  // a ratio computed at run time
+      dropout_ratio = *ratio;
+    } else {
+      dropout_ratio = next->attributes.GetFloat("ratio", 0.5);
+    }
+    if (next->inputs.size() > 2 && next->inputs[2].valid()) {
+      auto training = ConstantScalar(g, next->inputs[2]);
+      if (!training) return std::nullopt;
+      if (*training == 0.0) dropout_ratio = 0.0;
+    }
+    m.removed.insert(next->id.index());
+    probs = next->outputs[0];
+    next = SoleConsumer(g, probs);
+  }
+  if (next == nullptr || !IsOp(*next, "MatMul") || next->inputs[0] != probs) return std::nullopt;
+  const Node& pv = *next;
+  m.removed.insert(pv.id.index());
+  m.anchor = pv.id.index();
+  ValueId v = pv.inputs[1];
+  const ValueId out = pv.outputs[0];
+
+  // Backward from the softmax input: [mask] <- [scale]* <- MatMul(q, k^T).
+  Scale scale;
+  ValueId cur = s.inputs[0];
+  ValueId mask;
+  double fill = -std::numeric_limits<double>::infinity();
+  const Node* p = Producer(g, cur);
+  // The operand of a mask node that leads to the scores MatMul (through scales).
+  auto leads_to_scores = [&](ValueId u) {
+    Scale probe;
+    for (const Node* q = Producer(g, u); q != nullptr; q = Producer(g, u)) {
+      if (IsOp(*q, "MatMul")) return true;
+      auto x = StripScale(g, *q, probe);
+      if (!x) return false;
+      u = *x;
+    }
+    return false;
+  };
+  if (p != nullptr && IsOp(*p, "Add") && p->inputs.size() == 2) {
+    const int chain = leads_to_scores(p->inputs[0]) ? 0 : leads_to_scores(p->inputs[1]) ? 1 : -1;
+    if (chain < 0) return std::nullopt;
+    mask = p->inputs[static_cast<size_t>(1 - chain)];
+    cur = p->inputs[static_cast<size_t>(chain)];
+    summary.mask = sdpa::kMaskAdd;
+    m.removed.insert(p->id.index());
+  } else if (p != nullptr && IsOp(*p, "Where") && p->inputs.size() == 3) {
+    mask = p->inputs[0];
+    if (leads_to_scores(p->inputs[1]) && ConstantScalar(g, p->inputs[2])) {
+      cur = p->inputs[1];
+      fill = *ConstantScalar(g, p->inputs[2]);
+      summary.mask = sdpa::kMaskKeep;
+    } else if (leads_to_scores(p->inputs[2]) && ConstantScalar(g, p->inputs[1])) {
+      cur = p->inputs[2];
+      fill = *ConstantScalar(g, p->inputs[1]);
+      summary.mask = sdpa::kMaskFillWhere;
+    } else {
+      return std::nullopt;
+    }
+    m.removed.insert(p->id.index());
+  }
+  for (p = Producer(g, cur); p != nullptr && !IsOp(*p, "MatMul"); p = Producer(g, cur)) {
+    auto x = StripScale(g, *p, scale);
+    if (!x) return std::nullopt;
+    m.removed.insert(p->id.index());
+    cur = *x;
+  }
+  if (p == nullptr) return std::nullopt;
+  const Node& qk = *p;
+  m.removed.insert(qk.id.index());
+  ValueId operands[2] = {qk.inputs[0], qk.inputs[1]};
+  for (ValueId& u : operands) {
+    const Node* q = Producer(g, u);
+    if (q == nullptr || SoleConsumer(g, u) != &qk) continue;
+    if (auto x = StripScale(g, *q, scale)) {
+      m.removed.insert(q->id.index());
+      u = *x;
+    }
+  }
+  ValueId query = operands[0];
+  ValueId key = operands[1];
+  const int rank = Rank(g, query);
+  if ((rank != 3 && rank != 4) || Rank(g, key) != rank || Rank(g, v) != rank) return std::nullopt;
+  if (!IsFloating(g.value(query).dtype)) return std::nullopt;
+
+  // Grouped-query attention: read K and V before repeat_kv.
+  bool key_transposed = true;
+  if (rank == 4) {
+    const Node* t = Producer(g, key);
+    if (t != nullptr && IsTransposeOfLastTwo(*t)) {
+      std::set<size_t> repeat;
+      if (auto x = StripRepeat(g, t->inputs[0], repeat)) {
+        m.removed.insert(repeat.begin(), repeat.end());
+        m.removed.insert(t->id.index());
+        key = *x;
+        key_transposed = false;
+        summary.grouped_query = true;
+      }
+    } else {
+      std::set<size_t> repeat;
+      if (auto x = StripRepeat(g, key, repeat)) {
+        m.removed.insert(repeat.begin(), repeat.end());
+        key = *x;
+        summary.grouped_query = true;
+      }
+    }
+    std::set<size_t> repeat;
+    if (auto x = StripRepeat(g, v, repeat)) {
+      m.removed.insert(repeat.begin(), repeat.end());
+      v = *x;
+      summary.grouped_query = true;
+    }
+  }
+  if (!SelfContained(g, m.removed, out)) return std::nullopt;
+
+  Node& f = m.fused;
+  f.op_type = sdpa::kOpType;
+  f.domain = sdpa::kDomain;
+  f.inputs = {query, key, v};
+  if (mask.valid() || scale.multiplier.valid() || scale.divisor.valid()) f.inputs.push_back(mask);
+  if (scale.multiplier.valid() || scale.divisor.valid()) f.inputs.push_back(scale.multiplier);
+  if (scale.divisor.valid()) f.inputs.push_back(scale.divisor);
+  f.outputs = {out};
+  f.attributes.Set(sdpa::kScale, scale.factor);
+  f.attributes.Set(sdpa::kKeyTransposed, int64_t{key_transposed ? 1 : 0});
+  f.attributes.Set(sdpa::kMaskMode, summary.mask);
+  f.attributes.Set(sdpa::kMaskFill, fill);
+  f.attributes.Set(sdpa::kDropoutRatio, dropout_ratio);
+  summary.dropout = dropout_ratio > 0.0;
+  f.name = ScopeOf(s.name);
+  return m;
+}
+
+// The ONNX Attention op with 4D inputs, no past, only Y used, no softcap.
+std::optional<Match> MatchOnnxAttention(const Graph& g, const Node& a) {
+  if (!IsOp(a, "Attention") || a.inputs.size() < 3 || a.outputs.empty()) return std::nullopt;
+  for (size_t i = 4; i < a.inputs.size(); ++i)
+    if (a.inputs[i].valid()) return std::nullopt;  // past key / value
+  for (size_t j = 1; j < a.outputs.size(); ++j) {
+    if (!a.outputs[j].valid()) continue;
+    const Value& o = g.value(a.outputs[j]);
+    if (o.is_graph_output || !o.consumers.empty()) return std::nullopt;
+  }
+  if (a.attributes.GetFloat("softcap", 0.0) != 0.0) return std::nullopt;
+  for (size_t i = 0; i < 3; ++i)
+    if (Rank(g, a.inputs[i]) != 4) return std::nullopt;
+  double scale = a.attributes.GetFloat("scale", 0.0);
+  if (!a.attributes.Has("scale")) {
+    auto head = g.value(a.inputs[0]).shape.dims[3].constant_value();
+    if (!head || *head <= 0) return std::nullopt;
+    scale = 1.0 / std::sqrt(static_cast<double>(*head));
+  }
+  Match m;
+  m.removed.insert(a.id.index());
+  m.anchor = a.id.index();
+  FusedAttention& summary = m.summary;
+  Node& f = m.fused;
+  f.op_type = sdpa::kOpType;
+  f.domain = sdpa::kDomain;
+  f.inputs = {a.inputs[0], a.inputs[1], a.inputs[2]};
+  f.outputs = {a.outputs[0]};
+  summary.mask = sdpa::kMaskNone;
+  if (a.inputs.size() > 3 && a.inputs[3].valid()) {
+    f.inputs.push_back(a.inputs[3]);
+    // A boolean mask marks the positions that take part; a float mask is added.
+    summary.mask = g.value(a.inputs[3]).dtype == DType::kBool ? sdpa::kMaskKeep : sdpa::kMaskAdd;
+  }
+  const bool causal = a.attributes.GetInt("is_causal", 0) != 0;
+  if (causal && summary.mask == sdpa::kMaskNone) summary.mask = "causal";
+  summary.grouped_query =
+      !(g.value(a.inputs[0]).shape.dims[1] == g.value(a.inputs[1]).shape.dims[1]);
+  f.attributes.Set(sdpa::kScale, scale);
+  f.attributes.Set(sdpa::kKeyTransposed, int64_t{0});
+  f.attributes.Set(sdpa::kMaskMode,
+                   f.inputs.size() > 3 ? std::string(summary.mask) : std::string(sdpa::kMaskNone));
+  f.attributes.Set(sdpa::kMaskFill, -std::numeric_limits<double>::infinity());
+  f.attributes.Set(sdpa::kIsCausal, int64_t{causal ? 1 : 0});
+  f.name = a.name;
+  return m;
+}
+
+// Removes nodes whose every output is a constant nobody reads any more (the scale Constants, the
+// shape sub-graphs of repeat_kv): iterated, since removing one can orphan its inputs' producers.
+void RemoveDeadConstants(const Graph& g, std::set<size_t>& removed,
+                         const std::vector<Node>& fused_nodes) {
+  std::vector<int> readers(g.num_values(), 0);
+  auto count = [&](const Node& n, int delta) {
+    for (ValueId in : n.inputs)
+      if (in.valid()) readers[in.index()] += delta;
+  };
+  for (const Node& n : g.nodes())
+    if (!removed.count(n.id.index())) count(n, +1);
+  for (const Node& n : fused_nodes) count(n, +1);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Node& n : g.nodes()) {
+      if (removed.count(n.id.index()) || n.outputs.empty()) continue;
+      bool dead = true;
+      for (ValueId o : n.outputs) {
+        if (!o.valid()) continue;
+        const Value& v = g.value(o);
+        dead =
+            dead && v.kind == ValueKind::kConstant && !v.is_graph_output && readers[o.index()] == 0;
+      }
+      if (!dead) continue;
+      removed.insert(n.id.index());
+      count(n, -1);
+      changed = true;
+    }
+  }
+}
+
+Graph Rebuild(const Graph& g, const std::set<size_t>& removed,
+              const std::map<size_t, const Node*>& fused_at) {
+  Graph out;
+  out.ir_version = g.ir_version;
+  out.opset_imports = g.opset_imports;
+  out.opset_imports[sdpa::kDomain] = 1;
+  out.producer_name = g.producer_name;
+  out.graph_name = g.graph_name;
+  out.warnings = g.warnings;
+  out.symbols() = g.symbols();
+  if (g.batch_symbol()) out.set_batch_symbol(*g.batch_symbol());
+
+  // Values made by removed nodes go (the fused node makes its output again).
+  std::set<size_t> fused_outputs;
+  for (const auto& [anchor, f] : fused_at)
+    for (ValueId o : f->outputs) fused_outputs.insert(o.index());
+  std::vector<ValueId> new_id(g.num_values());
+  for (const Value& v : g.values()) {
+    const bool made_by_removed = v.producer.valid() && removed.count(v.producer.index());
+    if (made_by_removed && !fused_outputs.count(v.id.index())) continue;
+    Value copy = v;
+    copy.producer = NodeId();
+    copy.consumers.clear();
+    copy.is_graph_output = false;
+    new_id[v.id.index()] = out.AddValue(std::move(copy));
+  }
+  auto remap = [&](std::vector<ValueId>& ids) {
+    for (ValueId& u : ids)
+      if (u.valid()) u = new_id[u.index()];
+  };
+  for (ValueId in : g.inputs()) out.MarkInput(new_id[in.index()]);
+  for (const Node& n : g.nodes()) {
+    if (auto it = fused_at.find(n.id.index()); it != fused_at.end()) {
+      Node f = *it->second;
+      remap(f.inputs);
+      remap(f.outputs);
+      out.AddNode(std::move(f));
+      continue;
+    }
+    if (removed.count(n.id.index())) continue;
+    Node copy = n;
+    remap(copy.inputs);
+    remap(copy.outputs);
+    out.AddNode(std::move(copy));
+  }
+  for (ValueId o : g.outputs()) out.MarkOutput(new_id[o.index()]);
+  return out;
+}
+
+}  // namespace
+
+AttentionFusion FuseAttention(Graph graph) {
+  std::vector<Match> matches;
+  std::set<size_t> claimed;
+  for (const Node& n : graph.nodes()) {
+    std::optional<Match> m = MatchEager(graph, n);
+    if (!m) m = MatchOnnxAttention(graph, n);
+    if (!m) continue;
+    bool overlaps = false;
+    for (size_t r : m->removed) overlaps = overlaps || claimed.count(r) > 0;
+    if (overlaps) continue;
+    claimed.insert(m->removed.begin(), m->removed.end());
+    matches.push_back(std::move(*m));
+  }
+  AttentionFusion result;
+  if (matches.empty()) {
+    result.graph = std::move(graph);
+    return result;
+  }
+  std::set<std::string> names;
+  for (const Node& n : graph.nodes())
+    if (!claimed.count(n.id.index())) names.insert(n.name);
+  std::vector<Node> fused_nodes;
+  for (Match& m : matches) {
+    const std::string scope = m.fused.name;
+    std::string name = scope + "/" + sdpa::kOpType;
+    for (int k = 1; names.count(name); ++k)
+      name = scope + "/" + sdpa::kOpType + "_" + std::to_string(k);
+    names.insert(name);
+    m.fused.name = name;
+    m.summary.node = name;
+    for (size_t r : m.removed) m.summary.replaced.push_back(graph.node(NodeId(r)).name);
+    fused_nodes.push_back(m.fused);
+  }
+  RemoveDeadConstants(graph, claimed, fused_nodes);
+  std::map<size_t, const Node*> fused_at;
+  for (size_t i = 0; i < matches.size(); ++i) fused_at[matches[i].anchor] = &fused_nodes[i];
+  result.graph = Rebuild(graph, claimed, fused_at);
+  for (Match& m : matches) result.fused.push_back(std::move(m.summary));
+  return result;
+}
+
+}  // namespace memplan

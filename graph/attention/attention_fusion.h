@@ -1,0 +1,54 @@
+#pragma once
+// Recognises attention in an imported Graph and rewrites each one into one
+// memplan:ScaledDotProductAttention node (graph/ops/sdpa_op.h), the op PyTorch 2 runs for
+// scaled_dot_product_attention. Used by `--attention sdpa|auto`; `eager` leaves the graph as
+// imported, which is what a hand-written attention block runs in eager PyTorch.
+//
+// Why a rewrite of the Graph (after import, not of the ONNX proto): the matcher needs shapes
+// (softmax over the last axis of a rank-3/4 score tensor, GQA head counts), which exist only after
+// shape propagation, and the simulator and the CPU executor must both see the same fused node.
+//
+// Recognised, as exporters write them (torch.onnx, the zoo, HF models):
+//
+//   q ─[Mul/Div by scalar]─┐
+//                          MatMul ─[Mul/Div by scalar]*─[Add mask | Where(mask, ·, fill) |
+//   kᵀ ─[Mul/Div by scalar]┘        Where(mask, fill, ·)]─ Softmax(last axis) ─[Dropout]─ MatMul ─
+//   out
+//                                                                                     v ──┘
+//   with optional repeat_kv on k and v (Unsqueeze(axis 2) → Expand → Reshape to [B, H, S, D],
+//   possibly followed by the key's Transpose(0, 1, 3, 2)): the fused node reads the un-repeated
+//   K and V, as flash kernels do for grouped-query / multi-query attention.
+//   And the ONNX Attention op (opset 23) with 4D inputs, no past key/value, only output Y used and
+//   no softcap.
+//
+// A pattern is fused only when every tensor inside it (scores, probabilities, dropout mask,
+// repeated K/V) is read by nothing outside it and is not a graph output, and every scale and fill
+// is a one-element constant: an extra reader of the S×S scores means the real program keeps them,
+// so it stays eager. Dead constant sub-graphs that fed only the pattern are removed with it.
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace memplan {
+
+// One fused attention, for reports.
+struct FusedAttention {
+  std::string node;                   // the fused node's name
+  std::vector<std::string> replaced;  // the eager nodes it replaces, in graph order
+  std::string mask;                   // sdpa::kMask* mode, or "causal" (ONNX Attention is_causal)
+  bool grouped_query = false;         // K/V read un-repeated (fewer kv heads than query heads)
+  bool dropout = false;
+};
+
+struct AttentionFusion {
+  Graph graph;  // the rewritten graph (the input graph unchanged when nothing matched)
+  std::vector<FusedAttention> fused;
+};
+
+// Rewrites every recognised attention of `graph`. Value and node ids change when something is
+// fused (the graph is rebuilt); names of surviving values and nodes do not.
+AttentionFusion FuseAttention(Graph graph);
+
+}  // namespace memplan

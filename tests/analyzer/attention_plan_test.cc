@@ -1,0 +1,276 @@
+// --attention: which exporter patterns are fused into memplan:ScaledDotProductAttention, and the
+// bytes forward keeps for backward under eager and under sdpa, derived by hand per pattern.
+//
+// Every graph below is one attention block with batch B = 2 (bound), H = 2 heads, S = 16, D = 8,
+// fp32. q, k and v are x + bias (Add saves nothing, derivatives.yaml add.Tensor), so the saved
+// bytes are the attention's alone:
+//   |q| = |k| = |v| = |out| = B*H*S*D = 2*2*16*8 = 512 elements = 2048 bytes
+//   |P| (probabilities, S x S)   = B*H*S*S = 2*2*16*16 = 1024 elements = 4096 bytes
+//   |lse| (fp32 [B, H, S])        = 2*2*16 = 64 elements = 256 bytes
+// Eager (derivatives.yaml): MatMul(q, k^T) keeps q and k (k^T is a view of k); the scale (Div by
+// a constant) keeps only the constant divisor (no activation); Add keeps nothing, Where its
+// constant condition; Softmax keeps P; Dropout keeps its bool mask (|P| bytes); MatMul(P, v)
+// keeps P (the same tensor as Softmax's) or the dropped P' (a new tensor), and v.
+// SDPA (_scaled_dot_product_flash_attention / _efficient_attention): q, k, v, out, lse, and
+// under dropout the philox seed and offset (2 int64 = 16 bytes); the mask when it is an input.
+
+#include <catch2/catch.hpp>
+
+#include <limits>
+
+#include "analyzer/attention_plan.h"
+#include "analyzer/exact_allocator.h"
+#include "analyzer/simulator.h"
+#include "graph/ops/sdpa_op.h"
+#include "tests/analyzer/program_test_derive.h"
+#include "tests/analyzer/program_test_graphs.h"
+
+namespace memplan {
+namespace {
+
+using testing::DeriveVerified;
+using testing::SumLossSgd;
+using testing::TestGraph;
+
+constexpr int64_t kHeads = 2, kSeq = 16, kHead = 8;
+
+enum class Mask { kNone, kAddCausal, kWhereCausal, kPadding };
+
+struct AttentionOptions {
+  Mask mask = Mask::kNone;
+  bool dropout = false;
+  int64_t kv_heads = kHeads;  // fewer: grouped-query attention through repeat_kv
+};
+
+// A constant holding one float, as torch.onnx writes scalars: a Constant node.
+ValueId FloatScalar(TestGraph& t, const std::string& name, double value) {
+  ValueId c = t.Op("Constant", name + "_node", {}, name, {});
+  t.graph.mutable_value(c).kind = ValueKind::kConstant;
+  t.graph.mutable_node(t.graph.value(c).producer).attributes.Set("value_float", value);
+  return c;
+}
+
+ValueId IntConstant(TestGraph& t, const std::string& name, std::vector<int64_t> values) {
+  ValueId c = t.Constant(name, {static_cast<int64_t>(values.size())});
+  std::vector<Dim> contents;
+  for (int64_t v : values) contents.push_back(Dim(v));
+  t.graph.mutable_value(c).contents = contents;
+  return c;
+}
+
+// repeat_kv as HF writes it: [B, Hkv, S, D] -> Unsqueeze(2) -> Expand -> Reshape [B, H, S, D].
+ValueId RepeatKv(TestGraph& t, const std::string& name, ValueId x, int64_t kv_heads) {
+  const int64_t n = kHeads / kv_heads;
+  ValueId u = t.Op("Unsqueeze", name + "_unsqueeze", {x, IntConstant(t, name + "_axes", {2})},
+                   name + "_u", {t.B(), kv_heads, 1, kSeq, kHead});
+  ValueId e = t.Op("Expand", name + "_expand",
+                   {u, IntConstant(t, name + "_expand_shape", {2, kv_heads, n, kSeq, kHead})},
+                   name + "_e", {t.B(), kv_heads, n, kSeq, kHead});
+  return t.Op("Reshape", name + "_reshape",
+              {e, IntConstant(t, name + "_shape", {2, kHeads, kSeq, kHead})}, name + "_r",
+              {t.B(), kHeads, kSeq, kHead});
+}
+
+TestGraph AttentionBlock(const AttentionOptions& o) {
+  TestGraph t;
+  const Dim b = t.B();
+  ValueId x = t.Input("x", {b, kHeads, kSeq, kHead});
+  ValueId xkv = o.kv_heads == kHeads ? x : t.Input("x_kv", {b, o.kv_heads, kSeq, kHead});
+  ValueId q = t.Op("Add", "q_proj", {x, t.Param("bq", {kHead})}, "q", {b, kHeads, kSeq, kHead});
+  ValueId k =
+      t.Op("Add", "k_proj", {xkv, t.Param("bk", {kHead})}, "k", {b, o.kv_heads, kSeq, kHead});
+  ValueId v =
+      t.Op("Add", "v_proj", {xkv, t.Param("bv", {kHead})}, "v", {b, o.kv_heads, kSeq, kHead});
+  if (o.kv_heads != kHeads) {
+    k = RepeatKv(t, "k_repeat", k, o.kv_heads);
+    v = RepeatKv(t, "v_repeat", v, o.kv_heads);
+  }
+  ValueId kt = t.Op("Transpose", "attn/key_t", {k}, "kt", {b, kHeads, kHead, kSeq});
+  t.graph.mutable_node(t.NodeNamed("attn/key_t"))
+      .attributes.Set("perm", std::vector<int64_t>{0, 1, 3, 2});
+  ValueId s = t.Op("MatMul", "attn/qk", {q, kt}, "scores", {b, kHeads, kSeq, kSeq});
+  s = t.Op("Div", "attn/scale", {s, FloatScalar(t, "sqrt_d", 2.8284271247461903)}, "scaled",
+           {b, kHeads, kSeq, kSeq});
+  switch (o.mask) {
+    case Mask::kNone:
+      break;
+    case Mask::kAddCausal:  // scores + triu(full(-inf), 1), a float [1, 1, S, S] constant
+      s = t.Op("Add", "attn/mask", {s, t.Constant("causal", {1, 1, kSeq, kSeq}, DType::kFloat32)},
+               "masked", {b, kHeads, kSeq, kSeq});
+      break;
+    case Mask::kWhereCausal:  // HF GPT-2: where(bias[:, :, :S, :S], scores, finfo.min)
+      s = t.Op("Where", "attn/mask",
+               {t.Constant("causal", {1, 1, kSeq, kSeq}, DType::kBool), s,
+                FloatScalar(t, "lowest", std::numeric_limits<float>::lowest())},
+               "masked", {b, kHeads, kSeq, kSeq});
+      break;
+    case Mask::kPadding:  // BERT: scores + (1 - attention_mask)[:, None, None, :] * min
+      s = t.Op("Add", "attn/mask", {s, t.Input("padding", {b, 1, 1, kSeq}, DType::kFloat32)},
+               "masked", {b, kHeads, kSeq, kSeq});
+      break;
+  }
+  ValueId p = t.Op("Softmax", "attn/softmax", {s}, "probs", {b, kHeads, kSeq, kSeq});
+  t.graph.mutable_node(t.NodeNamed("attn/softmax")).attributes.Set("axis", int64_t{-1});
+  if (o.dropout) {
+    p = t.Op("Dropout", "attn/dropout", {p, FloatScalar(t, "ratio", 0.1)}, "dropped",
+             {b, kHeads, kSeq, kSeq});
+  }
+  t.Output(t.Op("MatMul", "attn/pv", {p, v}, "context", {b, kHeads, kSeq, kHead}));
+  return t;
+}
+
+// What one micro-batch of 2 keeps for backward, in bytes.
+int64_t SavedBytes(const Graph& graph, const TestGraph& t) {
+  TrainingProgram program = DeriveVerified(graph, SumLossSgd());
+  ExactAllocator exact;
+  auto r = Simulate(program, t.Bind(2), exact);
+  REQUIRE(r.ok());
+  return r->saved_activation_bytes;
+}
+
+struct Planned {
+  AttentionPlan plan;
+  int64_t saved_bytes = 0;
+};
+
+Planned PlanWith(AttentionMode mode, const AttentionOptions& o) {
+  TestGraph t = AttentionBlock(o);
+  auto plan = ApplyAttentionMode(t.graph, mode, "block.onnx");
+  REQUIRE(plan.ok());
+  return {std::move(plan).value(), SavedBytes(t.graph, t)};
+}
+
+const FusedAttention& OnlyFused(const AttentionPlan& plan) {
+  REQUIRE(plan.fused.size() == 1);
+  return plan.fused.front();
+}
+
+TEST_CASE("attention without a mask: eager keeps S x S, sdpa q, k, v, out and lse", "[attention]") {
+  const Planned eager = PlanWith(AttentionMode::kEager, {});
+  CHECK(eager.plan.fused.empty());
+  CHECK(eager.plan.mode() == "eager");
+  // q 2048 + k 2048 + P 4096 + v 2048.
+  CHECK(eager.saved_bytes == 10240);
+
+  const Planned sdpa = PlanWith(AttentionMode::kSdpa, {});
+  CHECK(sdpa.plan.mode() == "sdpa");
+  CHECK(OnlyFused(sdpa.plan).mask == sdpa::kMaskNone);
+  CHECK_FALSE(OnlyFused(sdpa.plan).grouped_query);
+  // q 2048 + k 2048 + v 2048 + out 2048 + lse 256.
+  CHECK(sdpa.saved_bytes == 8448);
+
+  // auto fuses what it recognises, like sdpa.
+  CHECK(PlanWith(AttentionMode::kAuto, {}).saved_bytes == 8448);
+}
+
+TEST_CASE("causal mask by Add and by Where: the constant mask costs nothing in either mode",
+          "[attention]") {
+  for (Mask mask : {Mask::kAddCausal, Mask::kWhereCausal}) {
+    const Planned eager = PlanWith(AttentionMode::kEager, {.mask = mask});
+    // As without a mask: Add keeps nothing, Where keeps its condition, a constant.
+    CHECK(eager.saved_bytes == 10240);
+    const Planned sdpa = PlanWith(AttentionMode::kSdpa, {.mask = mask});
+    CHECK(OnlyFused(sdpa.plan).mask ==
+          (mask == Mask::kAddCausal ? sdpa::kMaskAdd : sdpa::kMaskKeep));
+    // q, k, v, out 4 * 2048 + lse 256; the mask is kept but is a constant.
+    CHECK(sdpa.saved_bytes == 8448);
+    // MatMul, Div, the mask, Softmax, MatMul; the key's Transpose stays (the fused node reads
+    // k^T, a view of k, with key_transposed = 1).
+    CHECK(OnlyFused(sdpa.plan).replaced.size() == 5);
+  }
+}
+
+TEST_CASE("attention with dropout: eager keeps the bool mask and P', sdpa the RNG state",
+          "[attention]") {
+  const Planned eager =
+      PlanWith(AttentionMode::kEager, {.mask = Mask::kWhereCausal, .dropout = true});
+  // q 2048 + k 2048 + P 4096 (Softmax's output) + mask 1024 (bool) + P' 4096 + v 2048.
+  CHECK(eager.saved_bytes == 15360);
+  const Planned sdpa =
+      PlanWith(AttentionMode::kSdpa, {.mask = Mask::kWhereCausal, .dropout = true});
+  CHECK(OnlyFused(sdpa.plan).dropout);
+  // 8448 + philox seed and offset 2 * 8.
+  CHECK(sdpa.saved_bytes == 8464);
+}
+
+TEST_CASE("padding mask: a per-batch input the sdpa kernel keeps as attn_bias", "[attention]") {
+  const Planned eager = PlanWith(AttentionMode::kEager, {.mask = Mask::kPadding});
+  CHECK(eager.saved_bytes == 10240);  // Add keeps nothing
+  const Planned sdpa = PlanWith(AttentionMode::kSdpa, {.mask = Mask::kPadding});
+  CHECK(OnlyFused(sdpa.plan).mask == sdpa::kMaskAdd);
+  // 8448 + the mask [B, 1, 1, S] fp32 = 2*16*4 = 128 (the efficient kernel saves attn_bias).
+  CHECK(sdpa.saved_bytes == 8576);
+}
+
+TEST_CASE("grouped-query attention: sdpa keeps K and V before repeat_kv", "[attention]") {
+  // One kv head for two query heads: |k| = |v| = 2*1*16*8 = 256 elements = 1024 bytes.
+  const Planned sdpa = PlanWith(AttentionMode::kSdpa, {.mask = Mask::kAddCausal, .kv_heads = 1});
+  CHECK(OnlyFused(sdpa.plan).grouped_query);
+  // q 2048 + k 1024 + v 1024 + out 2048 + lse 256.
+  CHECK(sdpa.saved_bytes == 6400);
+  // Eager keeps P and q besides the repeated K and V, so it keeps strictly more: at least
+  // q 2048 + P 4096 + k 1024 + v 1024 even with the repeats as views of k and v.
+  const Planned eager = PlanWith(AttentionMode::kEager, {.mask = Mask::kAddCausal, .kv_heads = 1});
+  CHECK(eager.saved_bytes >= 8192);
+}
+
+TEST_CASE("the ONNX Attention op (opset 23, 4D, is_causal) becomes the fused node", "[attention]") {
+  auto block = [] {
+    TestGraph t;
+    const Dim b = t.B();
+    ValueId x = t.Input("x", {b, kHeads, kSeq, kHead});
+    ValueId q = t.Op("Add", "q_proj", {x, t.Param("bq", {kHead})}, "q", {b, kHeads, kSeq, kHead});
+    ValueId k = t.Op("Add", "k_proj", {x, t.Param("bk", {kHead})}, "k", {b, kHeads, kSeq, kHead});
+    ValueId v = t.Op("Add", "v_proj", {x, t.Param("bv", {kHead})}, "v", {b, kHeads, kSeq, kHead});
+    t.Output(t.Op("Attention", "attn", {q, k, v}, "y", {b, kHeads, kSeq, kHead}));
+    t.graph.mutable_node(t.NodeNamed("attn")).attributes.Set("is_causal", int64_t{1});
+    return t;
+  };
+  TestGraph eager = block();
+  REQUIRE(ApplyAttentionMode(eager.graph, AttentionMode::kEager, "block.onnx").ok());
+  // The registry's eager Attention keeps Q, K, V (3 * 2048) and P (4096).
+  CHECK(SavedBytes(eager.graph, eager) == 10240);
+  TestGraph fused = block();
+  auto plan = ApplyAttentionMode(fused.graph, AttentionMode::kAuto, "block.onnx");
+  REQUIRE(plan.ok());
+  CHECK(OnlyFused(*plan).mask == "causal");
+  CHECK(OnlyFused(*plan).replaced == std::vector<std::string>{"attn"});
+  // q, k, v, out 4 * 2048 + lse 256.
+  CHECK(SavedBytes(fused.graph, fused) == 8448);
+}
+
+TEST_CASE("an extra reader of the scores keeps the attention eager", "[attention]") {
+  TestGraph t = AttentionBlock({});
+  t.Output(*t.graph.FindValue("probs"));  // the probabilities are also a model output
+  auto plan = ApplyAttentionMode(t.graph, AttentionMode::kAuto, "block.onnx");
+  REQUIRE(plan.ok());
+  CHECK(plan->fused.empty());
+  CHECK(plan->mode() == "eager");
+}
+
+TEST_CASE("attention mode sdpa on a model without attention is bad input", "[attention]") {
+  TestGraph t = testing::LinearRelu();
+  auto plan = ApplyAttentionMode(t.graph, AttentionMode::kSdpa, "/models/mlp.onnx");
+  REQUIRE_FALSE(plan.ok());
+  CHECK(plan.error().message.find("--attention sdpa: model 'mlp.onnx' has no attention") == 0);
+  // auto and eager accept it and change nothing.
+  CHECK(ApplyAttentionMode(t.graph, AttentionMode::kAuto, "mlp.onnx").ok());
+  CHECK(ApplyAttentionMode(t.graph, AttentionMode::kEager, "mlp.onnx").ok());
+}
+
+TEST_CASE("plan.attention JSON and text name the fused attentions", "[attention]") {
+  const Planned sdpa = PlanWith(AttentionMode::kAuto, {.mask = Mask::kWhereCausal});
+  const nlohmann::ordered_json j = AttentionPlanToJson(sdpa.plan);
+  CHECK(j["mode"] == "sdpa");
+  CHECK(j["requested"] == "auto");
+  CHECK(j["fused"] == 1);
+  CHECK(j["groups"][0]["node"] == "attn/ScaledDotProductAttention");
+  CHECK(j["groups"][0]["mask"] == "keep");
+  const std::vector<std::string> text = AttentionPlanText(sdpa.plan);
+  REQUIRE(text.size() == 2);
+  CHECK(text[0] == "sdpa: 1 attention fused into scaled_dot_product_attention (flash kernel)");
+  CHECK(text[1] == "first attn/ScaledDotProductAttention; all: --json, plan.attention");
+}
+
+}  // namespace
+}  // namespace memplan

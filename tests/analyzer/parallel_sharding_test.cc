@@ -1,0 +1,343 @@
+// The per-rank data-parallel program (analyzer/derivation/rank_sharding.h): model states per
+// stage against the ZeRO paper and DeepSpeed's estimators, DDP buckets, ZeRO-3 gathers, and the
+// collective cost. Every expected byte count is derived in the comment above it.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+#include "analyzer/baseline/plan_flags.h"
+#include "analyzer/exact_allocator.h"
+#include "analyzer/precision/model_state_bytes.h"
+#include "analyzer/parallel/collective_cost.h"
+#include "analyzer/planner.h"
+#include "analyzer/simulator.h"
+#include "tests/analyzer/program_test_derive.h"
+#include "tests/analyzer/program_test_graphs.h"
+
+namespace memplan {
+namespace {
+
+using testing::DeriveVerified;
+using testing::TestGraph;
+
+// x[batch,64] -> MatMul(W1[64,128]) -> Relu -> MatMul(W2[128,32]) -> y.
+// Psi = 64*128 + 128*32 = 8192 + 4096 = 12288 parameters; the largest layer is W1 (8192).
+TestGraph TwoLayerMlp() {
+  TestGraph t;
+  ValueId x = t.Input("x", {t.B(), 64});
+  ValueId w1 = t.Param("W1", {64, 128});
+  ValueId w2 = t.Param("W2", {128, 32});
+  ValueId h = t.Op("MatMul", "mm1", {x, w1}, "h", {t.B(), 128});
+  ValueId r = t.Op("Relu", "relu", {h}, "r", {t.B(), 128});
+  t.Output(t.Op("MatMul", "mm2", {r, w2}, "y", {t.B(), 32}));
+  return t;
+}
+constexpr int64_t kPsi = 12288;
+constexpr int64_t kLargestLayer = 8192;
+constexpr int64_t kRanks = 4;
+
+DataParallelOptions Group(ParallelStrategy strategy) {
+  DataParallelOptions dp;
+  dp.strategy = strategy;
+  dp.ranks = kRanks;
+  // Shard every parameter: DeepSpeed's default threshold (1e5 elements) would keep these small
+  // matrices whole, and the closed forms assume all Psi partitioned.
+  dp.zero3_param_persistence_threshold = 0;
+  dp.fsdp_min_unit_parameters = 1;  // one FSDP unit per parameter, as ZeRO-3's modules
+  return dp;
+}
+
+// fp16 mixed precision with Adam (K = 12: fp32 master 4 + two fp32 moments 8), the ZeRO paper's
+// setting, sum loss.
+ProgramOptions MixedAdam(ParallelStrategy strategy) {
+  ProgramOptions options;
+  options.loss = LossKind::kSum;
+  options.optimizer = OptimizerKind::kAdam;
+  options.precision = Precision::kFp16;
+  options.data_parallel = Group(strategy);
+  return options;
+}
+
+SimulationResult Run(const TestGraph& t, const TrainingProgram& program, int64_t batch = 2) {
+  ExactAllocator exact;
+  auto result = Simulate(program, t.Bind(batch), exact);
+  REQUIRE(result.ok());
+  return std::move(result).value();
+}
+
+ModelStateBytes StatesOf(const TestGraph& t, const ProgramOptions& options) {
+  const TrainingProgram program = DeriveVerified(t.graph, options);
+  return ModelStateBytesOf(program, Run(t, program).buffer_bytes);
+}
+
+TEST_CASE("ZeRO paper (2 + 2 + K) Psi split per stage, per rank", "[parallel]") {
+  const TestGraph t = TwoLayerMlp();
+  // Psi = 12288, N = 4, K = 12 (master 4 + moments 8). fp16 parameters and gradients: 2 Psi =
+  // 24576 bytes whole, 2 Psi / 4 = 6144 sharded; masters 4 Psi = 49152 whole, 12288 sharded;
+  // moments 8 Psi = 98304 whole, 24576 sharded.
+  SECTION("ddp: (2 + 2 + K) Psi = 16 Psi = 196608") {
+    const ModelStateBytes s = StatesOf(t, MixedAdam(ParallelStrategy::kDdp));
+    CHECK(s.parameters == 2 * kPsi);
+    CHECK(s.gradients == 2 * kPsi);
+    CHECK(s.master_weights == 4 * kPsi);
+    CHECK(s.optimizer_state == 8 * kPsi);
+    CHECK(s.total() == 196608);
+  }
+  SECTION("zero1 (P_os): 4 Psi + K Psi / N = 49152 + 36864 = 86016") {
+    const ModelStateBytes s = StatesOf(t, MixedAdam(ParallelStrategy::kZero1));
+    CHECK(s.parameters == 24576);
+    CHECK(s.gradients == 24576);
+    CHECK(s.master_weights == 12288);
+    CHECK(s.optimizer_state == 24576);
+    CHECK(s.total() == 86016);
+  }
+  SECTION("zero2 (P_os+g): 2 Psi + (2 + K) Psi / N = 24576 + 43008 = 67584") {
+    const ModelStateBytes s = StatesOf(t, MixedAdam(ParallelStrategy::kZero2));
+    CHECK(s.parameters == 24576);
+    CHECK(s.gradients == 6144);
+    CHECK(s.total() == 67584);
+  }
+  SECTION("zero3 and fsdp (P_os+g+p): (2 + 2 + K) Psi / N = 49152") {
+    for (ParallelStrategy strategy : {ParallelStrategy::kZero3, ParallelStrategy::kFsdp}) {
+      const ModelStateBytes s = StatesOf(t, MixedAdam(strategy));
+      CHECK(s.parameters == 6144);
+      CHECK(s.gradients == 6144);
+      CHECK(s.master_weights == 12288);
+      CHECK(s.optimizer_state == 24576);
+      CHECK(s.total() == 49152);
+    }
+  }
+}
+
+// Bytes of the buffers named `name` whose ".shard" twin exists: the full (unsharded) copies a
+// rank holds only transiently (gathered parameters, gradients before their reduce).
+int64_t TransientFullBytes(const TrainingProgram& program, const std::vector<int64_t>& bytes,
+                           BufferRole role) {
+  int64_t total = 0;
+  for (const Buffer& b : program.buffers) {
+    if (b.role != role) continue;
+    const bool has_shard =
+        std::any_of(program.buffers.begin(), program.buffers.end(),
+                    [&](const Buffer& s) { return s.name == b.name + ".shard"; });
+    if (has_shard) total += bytes[b.id.index()];
+  }
+  return total;
+}
+
+TEST_CASE("DeepSpeed estimate_zero2/3_model_states_mem_needs from the per-rank buffers",
+          "[parallel]") {
+  const TestGraph t = TwoLayerMlp();
+  // DeepSpeed's estimators (deepspeed/runtime/zero/stage_1_and_2.py, stage3.py) without offload,
+  // num_gpus_per_node = 4, num_nodes = 1, count an fp32 gradient partition (4 Psi / N) besides
+  // masters and moments: memplan's non-fused mixed optimizer (MasterGradientMode::kFullCopy).
+  SECTION("zero2: 4 Psi + int(16 Psi / N) = 49152 + 49152 = 98304") {
+    ProgramOptions options = MixedAdam(ParallelStrategy::kZero2);
+    options.master_gradients = MasterGradientMode::kFullCopy;
+    const TrainingProgram program = DeriveVerified(t.graph, options);
+    const SimulationResult sim = Run(t, program);
+    const ModelStateBytes s = ModelStateBytesOf(program, sim.buffer_bytes);
+    int64_t master_gradients = 0;
+    for (const ParameterBuffers& pb : program.parameters)
+      master_gradients += sim.buffer_bytes[pb.master_gradient.index()];
+    const int64_t full_gradients =
+        TransientFullBytes(program, sim.buffer_bytes, BufferRole::kParameterGradient);
+    // 4 Psi: fp16 parameters (2 Psi = 24576) + the full fp16 gradients of a micro-batch before
+    // their reduce (2 Psi = 24576). 16 Psi / N: masters 12288 + moments 24576 + fp32 gradient
+    // partition 12288 = 49152.
+    CHECK(s.parameters + full_gradients == 4 * kPsi);
+    CHECK(s.master_weights + s.optimizer_state + master_gradients == 16 * kPsi / kRanks);
+    CHECK(s.parameters + full_gradients + s.master_weights + s.optimizer_state + master_gradients ==
+          98304);
+  }
+  SECTION("zero3: 4 L + int(18 Psi / N) = 32768 + 55296 = 88064") {
+    ProgramOptions options = MixedAdam(ParallelStrategy::kZero3);
+    options.master_gradients = MasterGradientMode::kFullCopy;
+    const TrainingProgram program = DeriveVerified(t.graph, options);
+    const SimulationResult sim = Run(t, program);
+    const ModelStateBytes s = ModelStateBytesOf(program, sim.buffer_bytes);
+    int64_t master_gradients = 0;
+    for (const ParameterBuffers& pb : program.parameters)
+      master_gradients += sim.buffer_bytes[pb.master_gradient.index()];
+    // largest_layer_memory = 4 L: the largest unit gathered at once (W1 in fp16: 2 * 8192 =
+    // 16384) and its full fp16 gradient (16384).
+    int64_t largest_gather = 0;
+    for (const Step& step : program.steps) {
+      if (step.kind != StepKind::kCollective || step.collective.kind != CollectiveKind::kAllGather)
+        continue;
+      int64_t bytes = 0;
+      for (BufferId b : step.outputs) bytes += sim.buffer_bytes[b.index()];
+      largest_gather = std::max(largest_gather, bytes);
+    }
+    CHECK(largest_gather == 2 * kLargestLayer);
+    CHECK(largest_gather + 2 * kLargestLayer == 4 * kLargestLayer);
+    // 18 Psi / N: fp16 parameter shards 6144 + masters 12288 + moments 24576 + fp32 gradient
+    // partition 12288 = 55296. (memplan also keeps the fp16 gradient shards, 2 Psi / N = 6144,
+    // which DeepSpeed's estimator leaves out.)
+    CHECK(s.parameters + s.master_weights + s.optimizer_state + master_gradients ==
+          18 * kPsi / kRanks);
+    CHECK(4 * kLargestLayer + 18 * kPsi / kRanks == 88064);
+    CHECK(s.gradients == 2 * kPsi / kRanks);
+  }
+}
+
+// fp32, SGD, sum loss: parameters and gradients only, 4 bytes each.
+ProgramOptions Fp32Sgd(DataParallelOptions dp) {
+  ProgramOptions options = testing::SumLossSgd();
+  options.data_parallel = dp;
+  return options;
+}
+
+TEST_CASE("DDP gradient buckets", "[parallel]") {
+  const TestGraph t = TwoLayerMlp();
+  DataParallelOptions dp = Group(ParallelStrategy::kDdp);
+  SECTION(
+      "default caps: both gradients (4 Psi = 49152 bytes < the 1 MiB first bucket) share "
+      "one bucket and one all-reduce") {
+    const TrainingProgram program = DeriveVerified(t.graph, Fp32Sgd(dp));
+    int reduces = 0;
+    for (const Step& s : program.steps) {
+      if (s.kind != StepKind::kCollective) continue;
+      ++reduces;
+      CHECK(s.collective.kind == CollectiveKind::kAllReduce);
+      CHECK(s.collective.payload_bytes == 4 * kPsi);
+    }
+    CHECK(reduces == 1);
+  }
+  SECTION("buckets are a second copy of the gradients unless gradient_as_bucket_view") {
+    // With a 1-byte cap every gradient closes its own bucket: two all-reduces of 4 * 4096 =
+    // 16384 (W2, ready first) and 4 * 8192 = 32768 (W1) bytes.
+    dp.ddp_first_bucket_bytes = 1;
+    dp.ddp_bucket_cap_bytes = 1;
+    const TrainingProgram copies = DeriveVerified(t.graph, Fp32Sgd(dp));
+    std::vector<int64_t> payloads;
+    for (const Step& s : copies.steps)
+      if (s.kind == StepKind::kCollective) payloads.push_back(s.collective.payload_bytes);
+    CHECK(payloads == std::vector<int64_t>{16384, 32768});
+    dp.ddp_gradient_as_bucket_view = true;
+    const TrainingProgram views = DeriveVerified(t.graph, Fp32Sgd(dp));
+    // Both peaks are at W1's backward step (the last), with the same activations live.
+    // Copies: parameters 49152 + buckets 49152 + W2's gradient 16384 + W1's fresh gradient 32768,
+    // which AccumulateGrad steals as W1's .grad (no second copy).
+    // Views: parameters 49152 + the gradients (bucket views, live since setup) 49152 + W1's fresh
+    // gradient 32768, which must be added into the existing view (it cannot be stolen).
+    // Difference: 147456 - 131072 = 16384 (the buckets save 4 Psi but cost W1's 32768 transient).
+    CHECK(Run(t, copies).peak_bytes - Run(t, views).peak_bytes == 16384);
+    // After the step, set_to_none frees the copies' gradients but not the views: both keep
+    // parameters + 4 Psi of gradient storage = 98304 bytes.
+    CHECK(Run(t, copies).persistent_bytes == 98304);
+    CHECK(Run(t, views).persistent_bytes == 98304);
+  }
+}
+
+TEST_CASE("ZeRO-3 gathers each module before it runs, forward and backward", "[parallel]") {
+  const TestGraph t = TwoLayerMlp();
+  const TrainingProgram program = DeriveVerified(t.graph, Fp32Sgd(Group(ParallelStrategy::kZero3)));
+  // Two modules (mm1 reads W1, mm2 reads W2), each gathered for forward and again for backward
+  // (ZeRO-3 reshards after forward); the integrity check (DeriveVerified) proves nothing reads a
+  // parameter outside its gathered span.
+  int gathers = 0;
+  for (const Step& s : program.steps)
+    if (s.kind == StepKind::kCollective && s.collective.kind == CollectiveKind::kAllGather)
+      ++gathers;
+  CHECK(gathers == 4);
+  CHECK(program.data_parallel_ranks == kRanks);
+  CHECK(program.data_parallel_strategy == "zero3");
+}
+
+// Parameter-category bytes live at the Begin of the first micro-batch's step named `name`.
+int64_t ParameterBytesAt(const TrainingProgram& program, const SimulationResult& sim,
+                         const std::string& name) {
+  for (const TimelinePoint& point : sim.timeline)
+    if (point.at.micro_batch == 0 && program.step(point.at.step).name == name)
+      return point.by_category[MemoryCategory::kParameters];
+  FAIL("no step " << name);
+  return -1;
+}
+
+TEST_CASE("FSDP all-gather peaks: the unit computing plus the one prefetched", "[parallel]") {
+  const TestGraph t = TwoLayerMlp();
+  // fp32: W1 = 8192 * 4 = 32768 bytes, W2 = 4096 * 4 = 16384; shards of both on 4 ranks:
+  // (8192 + 4096) / 4 * 4 = 12288 bytes, always live.
+  DataParallelOptions dp = Group(ParallelStrategy::kFsdp);
+  SECTION("prefetch 1 (default): at mm1's forward W1 and the prefetched W2 are gathered") {
+    const TrainingProgram program = DeriveVerified(t.graph, Fp32Sgd(dp));
+    const SimulationResult sim = Run(t, program);
+    // 12288 + 32768 + 16384 = 61440.
+    CHECK(ParameterBytesAt(program, sim, "mm1") == 61440);
+  }
+  SECTION("prefetch 0: only the unit computing") {
+    dp.prefetch_units = 0;
+    const TrainingProgram program = DeriveVerified(t.graph, Fp32Sgd(dp));
+    const SimulationResult sim = Run(t, program);
+    // 12288 + 32768 = 45056 at mm1; W1 is freed after its forward (reshard_after_forward), so
+    // at mm2 12288 + 16384 = 28672.
+    CHECK(ParameterBytesAt(program, sim, "mm1") == 45056);
+    CHECK(ParameterBytesAt(program, sim, "mm2") == 28672);
+  }
+}
+
+TEST_CASE("ring collective cost", "[parallel]") {
+  CollectiveCostOptions options;
+  options.intra_node = *FindInterconnect("nvlink3");  // 300e9 B/s per direction, 5 us per hop
+  options.bus_efficiency = 0.8;                       // 240e9 B/s
+  // All-reduce of 1e9 bytes on 8 ranks: 2 * 7/8 * 1e9 / 240e9 = 7.291667e-3 s, plus 2 * 7 hops
+  // of 5e-6 s = 7e-5 s: 7.361667e-3 s.
+  CHECK(CollectiveSeconds(CollectiveKind::kAllReduce, 1'000'000'000, 8, options) ==
+        Approx(7.361667e-3).epsilon(1e-6));
+  // All-gather: half the traffic and the hops: 3.645833e-3 + 3.5e-5 = 3.680833e-3 s.
+  CHECK(CollectiveSeconds(CollectiveKind::kAllGather, 1'000'000'000, 8, options) ==
+        Approx(3.680833e-3).epsilon(1e-6));
+  // Across two nodes the ring runs at the network's rate: ib-hdr 25e9 * 0.8 = 20e9 B/s, 10 us
+  // hops: 2 * 7/8 * 1e9 / 20e9 + 14 * 1e-5 = 0.0875 + 0.00014 = 0.08764 s.
+  options.inter_node = *FindInterconnect("ib-hdr");
+  options.nodes = 2;
+  CHECK(CollectiveSeconds(CollectiveKind::kAllReduce, 1'000'000'000, 8, options) ==
+        Approx(0.08764).epsilon(1e-6));
+  CHECK(CollectiveSeconds(CollectiveKind::kAllReduce, 1'000'000'000, 1, options) == 0);
+}
+
+TEST_CASE("the global batch is micro-batch x accumulation x GPUs, exactly", "[parallel]") {
+  const TestGraph t = TwoLayerMlp();
+  PlannerOptions options;
+  options.gpu = *ResolveGpu("A100-80GB");
+  options.program = Fp32Sgd(Group(ParallelStrategy::kZero2));
+  options.global_batch = 24;  // 24 / 4 ranks = 6 samples per rank, m = 6 fits an 80 GB GPU
+  auto plan = PlanTraining(t.graph, options);
+  REQUIRE(plan.ok());
+  CHECK(plan->chosen.micro_batch == 6);
+  CHECK(plan->chosen.accumulation_steps == 1);
+  CHECK(plan->chosen.global_batch == 24);
+  CHECK(plan->global_batch_exact);
+  CHECK(plan->time.communication_total_seconds > 0);
+  // 10 samples cannot be split over 4 ranks: no m, k reach it.
+  options.global_batch = 10;
+  auto unreachable = PlanTraining(t.graph, options);
+  REQUIRE_FALSE(unreachable.ok());
+  CHECK(unreachable.error().message.find("not reachable on 4 GPUs") != std::string::npos);
+}
+
+TEST_CASE("a model without trainable parameters cannot be data parallel", "[parallel]") {
+  TestGraph t;
+  ValueId x = t.Input("x", {t.B(), 4});
+  t.Output(t.Op("Relu", "relu", {x}, "r", {t.B(), 4}));
+  auto program = DeriveTrainingProgram(t.graph, Fp32Sgd(Group(ParallelStrategy::kDdp)));
+  REQUIRE_FALSE(program.ok());
+  CHECK(program.error().message.find("no trainable parameters") != std::string::npos);
+}
+
+TEST_CASE("the data-parallel flags round-trip in configurations and baselines", "[parallel]") {
+  const nlohmann::json json =
+      nlohmann::json::parse(R"({"gpus": 8, "parallel": "zero2", "nodes": 2})");
+  Expected<PlanFlags> flags = PlanFlagsFromJson(json, "");
+  REQUIRE(flags.ok());
+  CHECK(flags->gpus == 8);
+  CHECK(flags->parallel == "zero2");
+  CHECK(nlohmann::json(PlanFlagsToJson(*flags)) == json);
+  CHECK(PlanFlagsAsArguments(*flags) == "--gpus 8 --parallel zero2 --nodes 2");
+  CHECK_FALSE(PlanFlagsFromJson(nlohmann::json::parse(R"({"gpus": 0})"), "").ok());
+}
+
+}  // namespace
+}  // namespace memplan

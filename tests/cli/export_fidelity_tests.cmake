@@ -1,0 +1,47 @@
+# `memplan export` writes what was planned (issue 16): no invented hyper-parameters, the optimizer
+# and clipping kept where the framework takes them from code, comments that name real commands,
+# autocast on the device the loop is given, and a DeepSpeed config that says what it cannot do.
+# (No square brackets in the regexes: CMake would not split the argument list after one.)
+set(EXPORT_PLANS ${MEMPLAN_TEST_FIXTURES}/plans)
+
+memplan_cli_test("export invents no learning rate" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\nLEARNING_RATE = None  # yours to set \\(--lr X\\)"
+  EXPECT_NO_OUTPUT "lr=0\\.001|weight_decay=0\\.01"
+  COMMAND export ${EXPORT_PLANS}/resnet18_fp16_plan.json --to pytorch)
+memplan_cli_test("export --lr and --weight-decay are written as given" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\nLEARNING_RATE = 0\\.01\nWEIGHT_DECAY = 0\\.1\n"
+  COMMAND export ${EXPORT_PLANS}/resnet18_fp16_plan.json --to pytorch --lr 0.01 --weight-decay 0.1)
+memplan_cli_test("export hf-trainer-json leaves the learning rate to the user" EXPECT_EXIT 0
+  EXPECT_NO_OUTPUT "learning_rate"
+  COMMAND export ${EXPORT_PLANS}/resnet18_fp16_plan.json --to hf-trainer-json)
+memplan_cli_test("export --momentum must be positive" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: [^\n]*the SGD momentum must be > 0[^\n]*\n$"
+  COMMAND export ${EXPORT_PLANS}/mlp_fp32_sgd_plan.json --to pytorch --momentum 0)
+
+memplan_cli_test("export lightning keeps the optimizer" EXPECT_EXIT 0
+  EXPECT_OUTPUT "def make_optimizer\\(params\\):.*return torch\\.optim\\.AdamW\\(params, lr=LEARNING_RATE"
+  COMMAND export ${EXPORT_PLANS}/resnet18_fp16_plan.json --to lightning)
+memplan_cli_test("export accelerate keeps the optimizer and clipping" EXPECT_EXIT 0
+  EXPECT_OUTPUT "#   optimizer = torch\\.optim\\.AdamW\\(model\\.parameters\\(\\), lr=LEARNING_RATE.*accelerator\\.clip_grad_norm_\\(model\\.parameters\\(\\), 1\\.0\\)"
+  COMMAND export ${EXPORT_PLANS}/resnet18_fp16_plan.json --to accelerate)
+memplan_cli_test("export comments name memplan export --to, not --target" EXPECT_EXIT 0
+  EXPECT_OUTPUT "`memplan export [^\n`]*resnet18_fp16_plan\\.json --to pytorch` writes"
+  EXPECT_NO_OUTPUT "--target"
+  COMMAND export ${EXPORT_PLANS}/resnet18_fp16_plan.json --to lightning)
+memplan_cli_test("export pytorch autocasts on the device train() is given" EXPECT_EXIT 0
+  EXPECT_OUTPUT "with torch\\.autocast\\(device_type=torch\\.device\\(device\\)\\.type, dtype=torch\\.bfloat16\\)"
+  EXPECT_NO_OUTPUT "device_type=\"cuda\""
+  COMMAND export ${EXPORT_PLANS}/gpt_bf16_plan.json --to pytorch)
+memplan_cli_test("export deepspeed says it cannot make the model recompute" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"_not_expressed\": .\n *\"recompute: the plan recomputes 6 nodes in layer3\\.1, layer4\\.0; a DeepSpeed config cannot"
+  EXPECT_NO_OUTPUT "activation_checkpointing|number_checkpoints"
+  COMMAND export ${EXPORT_PLANS}/resnet18_fp16_plan.json --to deepspeed)
+
+# The exported PyTorch loop, run on CPU on a tiny model in fp32 and bf16 (Debian's python3-torch;
+# skipped, exit 77, where it is absent).
+add_test(NAME "cli: the exported PyTorch loop runs the plan on CPU"
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/exported_loop_test.sh
+                 $<TARGET_FILE:memplan> ${MEMPLAN_TEST_FIXTURES}/ci_check
+                 ${CMAKE_CURRENT_BINARY_DIR}/exported_loop)
+set_tests_properties("cli: the exported PyTorch loop runs the plan on CPU"
+                     PROPERTIES SKIP_RETURN_CODE 77)

@@ -1,0 +1,36 @@
+#!/bin/sh
+# Plans tests/fixtures/ci_check/mlp.onnx with recompute in fp32 and in bf16, exports each plan
+# with `memplan export --to pytorch` and runs the exported loop on CPU (run_exported_loop.py says
+# what it checks). fp16 is not run: torch 1.13's CPU autocast has no float16.
+#
+# usage: exported_loop_test.sh MEMPLAN_BINARY CI_FIXTURES_DIR WORK_DIR
+# Exit 0 pass, 1 fail, 77 skipped (no /usr/bin/python3 with torch; PYTHON overrides it).
+set -u
+
+bin=$1
+fixtures=$2
+work=$3
+here=$(dirname "$0")
+python=${PYTHON:-/usr/bin/python3}
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+[ -x "$python" ] || { echo "SKIP: $python not found"; exit 77; }
+"$python" -c 'import torch' 2>/dev/null || { echo "SKIP: $python has no torch"; exit 77; }
+rm -rf "$work"
+mkdir -p "$work" || fail "cannot create $work"
+
+for precision in fp32 bf16; do
+  # Micro-batch 4, two of them per optimizer step.
+  "$bin" analyze "$fixtures/mlp.onnx" --gpu 24G --batch 4 --global-batch 8 \
+    --precision "$precision" --recompute all --json >"$work/plan-$precision.json" ||
+    fail "analyze --precision $precision exited $?"
+  "$bin" export "$work/plan-$precision.json" --to pytorch --out "$work/loop_$precision.py" ||
+    fail "export --to pytorch ($precision) exited $?"
+  "$python" "$here/run_exported_loop.py" "$work/plan-$precision.json" \
+    "$work/loop_$precision.py" || fail "the exported $precision loop does not run as planned"
+done
+echo "PASS"

@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""Runs the plain-PyTorch loop that `memplan export --to pytorch` wrote, on CPU, on the torch twin
+of tests/fixtures/ci_check/mlp.onnx, and checks that what runs is what was planned:
+
+  * MICRO_BATCH, ACCUMULATION_STEPS and the checkpointed modules are exactly the plan's (the
+    module of every node in plan.recompute: "/fc1/MatMul" -> fc1);
+  * no learning rate is invented: LEARNING_RATE is None and make_optimizer refuses to run until
+    it is set;
+  * every checkpointed module really is recomputed: its forward runs twice per micro-batch (once
+    in forward, once in backward);
+  * autocast runs on the device train() was given: under a bf16 plan on CPU the modules compute
+    in bfloat16 (an autocast hard-coded to "cuda" is disabled on a CPU and computes in float32);
+  * one optimizer (and scheduler) step per ACCUMULATION_STEPS micro-batches, and the weights move.
+
+usage: run_exported_loop.py PLAN.json EXPORTED_LOOP.py   (Debian's python3-torch 1.13 suffices)
+"""
+
+import importlib.util
+import json
+import sys
+
+import torch
+import torch.nn as nn
+from torch.utils.data import TensorDataset
+
+OPTIMIZER_STEPS = 3  # the dataset holds this many optimizer steps' worth of samples
+
+
+class Mlp(nn.Module):
+    """mlp.onnx as torch modules: x[batch,16] -> fc1 (16x32) -> relu1 -> fc2 (32x4)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.relu1 = nn.ReLU()
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(self.relu1(self.fc1(x)))
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location("exported_loop", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main():
+    plan = json.load(open(sys.argv[1]))["plan"]
+    loop = load(sys.argv[2])
+    precision = plan["precision"]
+
+    assert loop.MICRO_BATCH == plan["micro_batch"], (loop.MICRO_BATCH, plan["micro_batch"])
+    assert loop.ACCUMULATION_STEPS == plan["accumulation_steps"]
+    planned = sorted({node.split("/")[1] for node in plan["recompute"]})
+    assert planned, "the test plan must recompute something"
+    assert sorted(loop.CHECKPOINTED_MODULES) == planned, (loop.CHECKPOINTED_MODULES, planned)
+
+    torch.manual_seed(0)
+    model = Mlp()
+    assert loop.LEARNING_RATE is None, "the export invented a learning rate"
+    try:
+        loop.make_optimizer(model.parameters())
+        raise AssertionError("make_optimizer ran without a learning rate")
+    except ValueError as error:
+        assert "LEARNING_RATE" in str(error), error
+    loop.LEARNING_RATE = 0.05
+
+    # Count each planned module's forward calls and the dtype it computes in. Installed before
+    # train() so enable_recompute wraps the counting forward, as it would the module's own.
+    calls = {name: [] for name in planned}
+    for name in planned:
+        module = model.get_submodule(name)
+
+        def counting_forward(*args, _forward=module.forward, _name=name, **kwargs):
+            out = _forward(*args, **kwargs)
+            calls[_name].append(out.dtype)
+            return out
+
+        module.forward = counting_forward
+
+    micro_batches = OPTIMIZER_STEPS * loop.ACCUMULATION_STEPS
+    samples = micro_batches * loop.MICRO_BATCH
+    dataset = TensorDataset(torch.randn(samples, 16), torch.randint(0, 4, (samples,)))
+    scheduler_calls = []
+
+    def make_scheduler(optimizer):
+        # LambdaLR calls the lambda once at construction and once per scheduler.step().
+        return torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: scheduler_calls.append(step) or 1.0)
+
+    before = [p.detach().clone() for p in model.parameters()]
+    loop.train(model, dataset, nn.CrossEntropyLoss(), make_scheduler, epochs=1, device="cpu")
+
+    assert len(scheduler_calls) - 1 == OPTIMIZER_STEPS, scheduler_calls
+    assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters())), "no update"
+    expected_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[precision]
+    for name, dtypes in calls.items():
+        assert len(dtypes) == 2 * micro_batches, (name, len(dtypes), 2 * micro_batches)
+        assert set(dtypes) == {expected_dtype}, (name, set(dtypes), expected_dtype)
+    print(f"PASS {precision}: {micro_batches} micro-batches of {loop.MICRO_BATCH}, "
+          f"{OPTIMIZER_STEPS} optimizer steps, recomputed {planned}")
+
+
+if __name__ == "__main__":
+    main()
