@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <optional>
-#include <regex>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "graph/linear_weight.h"
-#include "graph/trainable_parameters.h"
+#include "graph/name_pattern.h"
 
 namespace memplan {
 namespace {
@@ -20,16 +19,16 @@ struct Target {
   ValueId b;
 };
 
-bool Matches(const Graph& graph, const Value& v, const std::regex& re) {
-  if (std::regex_search(v.name, re)) return true;
+bool Matches(const Graph& graph, const Value& v, const NamePattern& re) {
+  if (re.Matches(v.name)) return true;
   for (NodeId n : v.consumers)
-    if (std::regex_search(graph.node(n).name, re)) return true;
+    if (re.Matches(graph.node(n).name)) return true;
   return false;
 }
 
 Expected<std::vector<Target>> FindTargets(const Graph& graph, const LoraOptions& options) {
   const std::string pattern = options.targets.empty() ? kDefaultLoraTargets : options.targets;
-  MEMPLAN_TRY(std::regex re, CompileNamePattern(pattern, "--lora-targets"));
+  MEMPLAN_TRY(NamePattern re, NamePattern::Compile(pattern, "--lora-targets"));
   std::vector<Target> targets;
   for (const Value& v : graph.values()) {
     if (v.kind != ValueKind::kParameter || !IsFloating(v.dtype) || !v.trainable) continue;

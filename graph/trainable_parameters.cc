@@ -1,7 +1,6 @@
 #include "graph/trainable_parameters.h"
 
-#include <regex>
-
+#include "graph/name_pattern.h"
 #include "graph/ops/op_registry.h"
 
 namespace memplan {
@@ -33,26 +32,17 @@ Status MarkTrainableParameters(Graph& graph) {
   return OkStatus();
 }
 
-Expected<std::regex> CompileNamePattern(const std::string& pattern, const std::string& flag) {
-  try {
-    return std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    return MakeError(flag + ": '" + pattern + "' is not a valid regular expression (" + e.what() +
-                     ")");
-  }
-}
-
 namespace {
 
 // Applies `pattern` to every trainable parameter: `freeze_matching` freezes those that match,
 // otherwise those that do not. Error when nothing matches.
 Status SelectByPattern(Graph& graph, const std::string& pattern, const std::string& flag,
                        bool freeze_matching) {
-  MEMPLAN_TRY(std::regex re, CompileNamePattern(pattern, flag));
+  MEMPLAN_TRY(NamePattern re, NamePattern::Compile(pattern, flag));
   bool any = false;
   for (const Value& v : graph.values()) {
     if (v.kind != ValueKind::kParameter || !IsFloating(v.dtype) || !v.trainable) continue;
-    const bool match = std::regex_search(v.name, re);
+    const bool match = re.Matches(v.name);
     any = any || match;
     if (match == freeze_matching) graph.mutable_value(v.id).frozen = true;
   }

@@ -7,13 +7,10 @@
 //
 // A fine-tuning plan then freezes some trainable parameters (Value::frozen), as
 // `param.requires_grad_(False)` does: --train REGEX keeps only the parameters whose name matches,
-// --freeze REGEX freezes the ones that match. Both are ECMAScript regular expressions (std::regex)
-// with search semantics: a name matches when the pattern occurs anywhere in it ("layer1" matches
-// "layer1.0.conv1.weight"; anchor with ^...$ for whole names).
+// --freeze REGEX freezes the ones that match. Both are NamePatterns (graph/name_pattern.h).
 
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
 
 #include "graph/graph.h"
@@ -28,9 +25,6 @@ inline bool IsTrainedParameter(const Value& value) {
   return value.kind == ValueKind::kParameter && IsFloating(value.dtype) && value.trainable &&
          !value.frozen;
 }
-
-// `pattern` as an ECMAScript regex; an invalid one is an error naming `flag` (one line).
-Expected<std::regex> CompileNamePattern(const std::string& pattern, const std::string& flag);
 
 struct TrainableSelection {
   // Only the trainable parameters whose name matches train; the others are frozen. nullopt = all.

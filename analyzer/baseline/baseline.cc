@@ -1,7 +1,8 @@
 #include "analyzer/baseline/baseline.h"
 
 #include <fstream>
-#include <regex>
+#include <optional>
+#include <string_view>
 #include <set>
 
 #include "analyzer/baseline/config_list.h"
@@ -91,8 +92,32 @@ Status WriteBaseline(const Baseline& baseline, const std::filesystem::path& path
   return OkStatus();
 }
 
+namespace {
+
+// The value of a `"name": "..."` member on one line of pretty-printed JSON (no escapes inside), or
+// nullopt.
+std::optional<std::string> NameMemberOnLine(std::string_view line) {
+  static constexpr std::string_view kKey = "\"name\"";
+  const size_t key = line.find(kKey);
+  if (key == std::string_view::npos) return std::nullopt;
+  size_t i = key + kKey.size();
+  auto skip_spaces = [&] {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  };
+  skip_spaces();
+  if (i >= line.size() || line[i] != ':') return std::nullopt;
+  ++i;
+  skip_spaces();
+  if (i >= line.size() || line[i] != '"') return std::nullopt;
+  const size_t begin = ++i;
+  while (i < line.size() && line[i] != '"' && line[i] != '\\') ++i;
+  if (i >= line.size() || line[i] != '"') return std::nullopt;
+  return std::string(line.substr(begin, i - begin));
+}
+
+}  // namespace
+
 std::map<std::string, int> ConfigurationLines(const std::string& baseline_text) {
-  static const std::regex kNameMember(R"re("name"\s*:\s*"([^"\\]*)")re");
   std::map<std::string, int> lines;
   int line_number = 0;
   size_t begin = 0;
@@ -100,9 +125,9 @@ std::map<std::string, int> ConfigurationLines(const std::string& baseline_text) 
     size_t end = baseline_text.find('\n', begin);
     if (end == std::string::npos) end = baseline_text.size();
     ++line_number;
-    std::smatch match;
-    const std::string line = baseline_text.substr(begin, end - begin);
-    if (std::regex_search(line, match, kNameMember)) lines.emplace(match[1].str(), line_number);
+    const std::string_view line = std::string_view(baseline_text).substr(begin, end - begin);
+    if (std::optional<std::string> name = NameMemberOnLine(line))
+      lines.emplace(std::move(*name), line_number);
     begin = end + 1;
   }
   return lines;
