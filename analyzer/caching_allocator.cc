@@ -10,7 +10,7 @@ void CachingAllocator::Reset() {
   blocks_.clear();
   free_block_slots_.clear();
   segments_.clear();
-  next_segment_ = 0;
+  live_segments_ = 0;
   small_pool_.clear();
   large_pool_.clear();
   block_by_handle_.clear();
@@ -33,36 +33,35 @@ int64_t CachingAllocator::SegmentSize(int64_t rounded) const {
   return r * ((rounded + r - 1) / r);
 }
 
-int64_t CachingAllocator::NewBlock(Block block) {
+int64_t CachingAllocator::NewBlock(Block b) {
   if (!free_block_slots_.empty()) {
     int64_t index = free_block_slots_.back();
     free_block_slots_.pop_back();
-    blocks_[static_cast<size_t>(index)] = block;
+    block(index) = b;
     return index;
   }
-  blocks_.push_back(block);
+  blocks_.push_back(b);
   return static_cast<int64_t>(blocks_.size()) - 1;
 }
 
 void CachingAllocator::InsertFree(int64_t index) {
-  const Block& b = blocks_[static_cast<size_t>(index)];
-  auto& pool = segments_.at(b.segment).small ? small_pool_ : large_pool_;
-  pool.insert({b.size, b.segment, b.offset});
+  const Block& b = block(index);
+  auto& pool = segments_[static_cast<size_t>(b.segment)].small ? small_pool_ : large_pool_;
+  pool.insert({b.size, b.segment, b.offset, index});
 }
 
 void CachingAllocator::EraseFree(int64_t index) {
-  const Block& b = blocks_[static_cast<size_t>(index)];
-  auto& pool = segments_.at(b.segment).small ? small_pool_ : large_pool_;
-  pool.erase({b.size, b.segment, b.offset});
+  const Block& b = block(index);
+  auto& pool = segments_[static_cast<size_t>(b.segment)].small ? small_pool_ : large_pool_;
+  pool.erase({b.size, b.segment, b.offset, index});
 }
 
 std::optional<int64_t> CachingAllocator::FindFreeBlock(bool small, int64_t size) {
   auto& pool = small ? small_pool_ : large_pool_;
   // Best fit: the smallest block >= size, lowest address among equals (BlockComparator).
-  auto it = pool.lower_bound({size, -1, -1});
+  auto it = pool.lower_bound({size, -1, -1, -1});
   if (it == pool.end()) return std::nullopt;
-  auto [block_size, segment, offset] = *it;
-  return segments_.at(segment).blocks.at(offset);
+  return std::get<3>(*it);
 }
 
 std::optional<int64_t> CachingAllocator::NewSegment(bool small, int64_t segment_size) {
@@ -71,35 +70,34 @@ std::optional<int64_t> CachingAllocator::NewSegment(bool small, int64_t segment_
     ReleaseFreeSegments();
     if (reserved_bytes_ + segment_size > *options_.capacity) return std::nullopt;
   }
-  int64_t id = next_segment_++;
-  Segment& segment = segments_[id];
-  segment.size = segment_size;
-  segment.small = small;
-  int64_t block = NewBlock(Block{id, 0, segment_size, true});
-  segment.blocks.emplace(0, block);
+  const auto id = static_cast<int64_t>(segments_.size());
+  int64_t head = NewBlock(Block{id, 0, segment_size, -1, -1, true});
+  segments_.push_back(Segment{segment_size, head, small, false});
+  ++live_segments_;
   reserved_bytes_ += segment_size;
-  return block;
+  return head;
 }
 
 void CachingAllocator::ReleaseFreeSegments() {
-  for (auto it = segments_.begin(); it != segments_.end();) {
-    Segment& segment = it->second;
-    if (segment.blocks.size() == 1 &&
-        blocks_[static_cast<size_t>(segment.blocks.begin()->second)].free) {
-      int64_t block = segment.blocks.begin()->second;
-      EraseFree(block);
-      free_block_slots_.push_back(block);
+  for (Segment& segment : segments_) {
+    if (segment.released) continue;
+    const Block& head = block(segment.head);
+    if (head.next == -1 && head.free) {
+      EraseFree(segment.head);
+      free_block_slots_.push_back(segment.head);
       reserved_bytes_ -= segment.size;
-      it = segments_.erase(it);
-    } else {
-      ++it;
+      segment.released = true;
+      segment.head = -1;
+      --live_segments_;
     }
   }
 }
 
 bool CachingAllocator::Allocate(int64_t handle, int64_t bytes) {
-  MEMPLAN_CHECK(bytes >= 0);
-  MEMPLAN_CHECK(block_by_handle_.count(handle) == 0);
+  MEMPLAN_CHECK(bytes >= 0 && handle >= 0);
+  const auto slot = static_cast<size_t>(handle);
+  if (slot >= block_by_handle_.size()) block_by_handle_.resize(slot + 1, -1);
+  MEMPLAN_CHECK(block_by_handle_[slot] == -1);
   const int64_t size = RoundSize(bytes);
   const bool small = size <= options_.small_size;
   std::optional<int64_t> found = FindFreeBlock(small, size);
@@ -109,52 +107,50 @@ bool CachingAllocator::Allocate(int64_t handle, int64_t bytes) {
     found = NewSegment(small, SegmentSize(size));
     if (!found) return false;
   }
-  int64_t index = *found;
-  Block block = blocks_[static_cast<size_t>(index)];
-  const int64_t remaining = block.size - size;
+  const int64_t index = *found;
+  const Block b = block(index);
+  const int64_t remaining = b.size - size;
   // should_split(): small pool keeps remainders of >= 512 bytes, large pool only those > 1 MiB.
   const bool split = small ? remaining >= options_.min_block_size : remaining > options_.small_size;
   if (split) {
-    int64_t rest = NewBlock(Block{block.segment, block.offset + size, remaining, true});
-    segments_.at(block.segment).blocks.emplace(block.offset + size, rest);
+    const int64_t rest =
+        NewBlock(Block{b.segment, b.offset + size, remaining, index, b.next, true});
+    if (b.next != -1) block(b.next).prev = rest;
+    block(index).next = rest;
     InsertFree(rest);
-    blocks_[static_cast<size_t>(index)].size = size;
+    block(index).size = size;
   }
-  blocks_[static_cast<size_t>(index)].free = false;
-  allocated_bytes_ += blocks_[static_cast<size_t>(index)].size;
-  block_by_handle_.emplace(handle, index);
+  block(index).free = false;
+  allocated_bytes_ += block(index).size;
+  block_by_handle_[slot] = index;
   return true;
 }
 
 void CachingAllocator::Free(int64_t handle) {
-  auto it = block_by_handle_.find(handle);
-  MEMPLAN_CHECK(it != block_by_handle_.end());
-  int64_t index = it->second;
-  block_by_handle_.erase(it);
-  Block& block = blocks_[static_cast<size_t>(index)];
-  allocated_bytes_ -= block.size;
-  block.free = true;
+  MEMPLAN_CHECK(handle >= 0 && static_cast<size_t>(handle) < block_by_handle_.size());
+  const auto slot = static_cast<size_t>(handle);
+  int64_t index = block_by_handle_[slot];
+  MEMPLAN_CHECK(index != -1);
+  block_by_handle_[slot] = -1;
+  allocated_bytes_ -= block(index).size;
+  block(index).free = true;
   // try_merge_blocks(): absorb free neighbours of the same segment.
-  Segment& segment = segments_.at(block.segment);
-  auto pos = segment.blocks.find(block.offset);
-  auto next = std::next(pos);
-  if (next != segment.blocks.end() && blocks_[static_cast<size_t>(next->second)].free) {
-    int64_t n = next->second;
-    EraseFree(n);
-    blocks_[static_cast<size_t>(index)].size += blocks_[static_cast<size_t>(n)].size;
-    segment.blocks.erase(next);
-    free_block_slots_.push_back(n);
+  const int64_t next = block(index).next;
+  if (next != -1 && block(next).free) {
+    EraseFree(next);
+    block(index).size += block(next).size;
+    block(index).next = block(next).next;
+    if (block(next).next != -1) block(block(next).next).prev = index;
+    free_block_slots_.push_back(next);
   }
-  if (pos != segment.blocks.begin()) {
-    auto prev = std::prev(pos);
-    int64_t p = prev->second;
-    if (blocks_[static_cast<size_t>(p)].free) {
-      EraseFree(p);
-      blocks_[static_cast<size_t>(p)].size += blocks_[static_cast<size_t>(index)].size;
-      segment.blocks.erase(pos);
-      free_block_slots_.push_back(index);
-      index = p;
-    }
+  const int64_t prev = block(index).prev;
+  if (prev != -1 && block(prev).free) {
+    EraseFree(prev);
+    block(prev).size += block(index).size;
+    block(prev).next = block(index).next;
+    if (block(index).next != -1) block(block(index).next).prev = prev;
+    free_block_slots_.push_back(index);
+    index = prev;
   }
   InsertFree(index);
 }

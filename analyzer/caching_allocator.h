@@ -17,10 +17,9 @@
 //    segment (release_cached_blocks) and retries; if it still does not fit, Allocate fails.
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <set>
-#include <unordered_map>
+#include <tuple>
 #include <vector>
 
 #include "analyzer/allocator_model.h"
@@ -42,31 +41,38 @@ class CachingAllocator final : public AllocatorModel {
   explicit CachingAllocator(CachingAllocatorOptions options = {});
 
   void Reset() override;
+  // REQUIRES: handle >= 0 (handles index a table: the simulator passes BufferId indices).
   bool Allocate(int64_t handle, int64_t bytes) override;
   void Free(int64_t handle) override;
   int64_t allocated_bytes() const override { return allocated_bytes_; }
   int64_t reserved_bytes() const override { return reserved_bytes_; }
   std::string_view name() const override { return "caching"; }
 
-  int64_t num_segments() const { return static_cast<int64_t>(segments_.size()); }
+  int64_t num_segments() const { return live_segments_; }
   // The rounding rules, exposed for tests and reports.
   int64_t RoundSize(int64_t bytes) const;
   int64_t SegmentSize(int64_t rounded) const;
 
  private:
+  // Blocks of a segment form a doubly linked list in address order (PyTorch's Block::prev/next),
+  // so a free merges with its neighbours in O(1).
   struct Block {
     int64_t segment = 0;
     int64_t offset = 0;  // within the segment
     int64_t size = 0;
+    int64_t prev = -1;  // the block at the next lower address of the segment; -1 none
+    int64_t next = -1;  // the block at the next higher address; -1 none
     bool free = true;
   };
   struct Segment {
     int64_t size = 0;
+    int64_t head = -1;  // the block at offset 0
     bool small = false;
-    std::map<int64_t, int64_t> blocks;  // offset -> block index, in address order
+    bool released = false;  // given back by ReleaseFreeSegments
   };
-  // A free block's key in its pool: size, then address (segment, offset).
-  using FreeKey = std::tuple<int64_t, int64_t, int64_t>;
+  // A free block's key in its pool: size, then address (segment, offset); then the block's
+  // index, which the address already determines (it never changes the order).
+  using FreeKey = std::tuple<int64_t, int64_t, int64_t, int64_t>;
 
   std::optional<int64_t> FindFreeBlock(bool small, int64_t size);
   std::optional<int64_t> NewSegment(bool small, int64_t segment_size);
@@ -74,14 +80,15 @@ class CachingAllocator final : public AllocatorModel {
   void InsertFree(int64_t block);
   void EraseFree(int64_t block);
   int64_t NewBlock(Block block);
+  Block& block(int64_t index) { return blocks_[static_cast<size_t>(index)]; }
 
   CachingAllocatorOptions options_;
   std::vector<Block> blocks_;
   std::vector<int64_t> free_block_slots_;  // recycled indices into blocks_
-  std::unordered_map<int64_t, Segment> segments_;
-  int64_t next_segment_ = 0;
+  std::vector<Segment> segments_;          // by segment id (ids are never reused)
+  int64_t live_segments_ = 0;              // segments not released
   std::set<FreeKey> small_pool_, large_pool_;
-  std::unordered_map<int64_t, int64_t> block_by_handle_;
+  std::vector<int64_t> block_by_handle_;  // by handle: the live block, -1 none
   int64_t allocated_bytes_ = 0;
   int64_t reserved_bytes_ = 0;
 };

@@ -67,6 +67,11 @@ Expected<std::vector<NodeTime>> EstimateNodeTimes(const Graph& graph, const GpuS
                                                   const std::vector<DType>& compute_dtypes,
                                                   const CostModelOptions& options) {
   MEMPLAN_CHECK(compute_dtypes.empty() || compute_dtypes.size() == graph.num_nodes());
+  MEMPLAN_TRY(NodeCosts costs, AnalyzeNodeCosts(graph));
+  return EstimateNodeTimes(costs, gpu, bindings, compute_dtypes, options);
+}
+
+Expected<NodeCosts> AnalyzeNodeCosts(const Graph& graph) {
   MEMPLAN_TRY(std::vector<NodeId> order, graph.TopologicalOrder());
   const OpRegistry& registry = OpRegistry::Get();
 
@@ -76,7 +81,8 @@ Expected<std::vector<NodeTime>> EstimateNodeTimes(const Graph& graph, const GpuS
   for (const Value& v : graph.values())
     if (IsTrainedParameter(v)) needs_grad[v.id.index()] = true;
 
-  std::vector<NodeTime> times(graph.num_nodes());
+  NodeCosts costs;
+  costs.num_nodes = graph.num_nodes();
   for (NodeId id : order) {
     const Node& node = graph.node(id);
     const OpSchema& schema = registry.FindOrUnknown(node.op_type, node.domain);
@@ -103,35 +109,59 @@ Expected<std::vector<NodeTime>> EstimateNodeTimes(const Graph& graph, const GpuS
     if (schema.is_view || IsShapeArithmetic(graph, node)) continue;
 
     OpCost cost = schema.cost(ctx);
-    MEMPLAN_TRY(double flops, EvaluateAsDouble(cost.flops, bindings));
-    MEMPLAN_TRY(double bytes_read, EvaluateAsDouble(cost.bytes_read, bindings));
-    MEMPLAN_TRY(double bytes_written, EvaluateAsDouble(cost.bytes_written, bindings));
+    NodeCost& c = costs.nodes.emplace_back();
+    c.node = id;
+    c.name = node.name;
+    c.flops = std::move(cost.flops);
+    c.bytes_read = std::move(cost.bytes_read);
+    c.bytes_written = std::move(cost.bytes_written);
+    c.imported = ImportedDType(graph, node);
+    c.tensor_core_op = schema.amp == AmpCategory::kFp16Safe;
+    c.has_backward = has_backward;
+    if (has_backward) {
+      double factor = schema.backward_flops_factor;
+      if (frozen_slots > 0 && gradient_slots > frozen_slots)
+        factor *= static_cast<double>(gradient_slots - frozen_slots) / gradient_slots;
+      c.backward_factor = factor;
+    }
+  }
+  return costs;
+}
+
+Expected<std::vector<NodeTime>> EstimateNodeTimes(const NodeCosts& costs, const GpuSpec& gpu,
+                                                  const Bindings& bindings,
+                                                  const std::vector<DType>& compute_dtypes,
+                                                  const CostModelOptions& options) {
+  MEMPLAN_CHECK(compute_dtypes.empty() || compute_dtypes.size() == costs.num_nodes);
+  std::vector<NodeTime> times(costs.num_nodes);
+  for (const NodeCost& c : costs.nodes) {
+    const NodeId id = c.node;
+    MEMPLAN_TRY(double flops, EvaluateAsDouble(c.flops, bindings));
+    MEMPLAN_TRY(double bytes_read, EvaluateAsDouble(c.bytes_read, bindings));
+    MEMPLAN_TRY(double bytes_written, EvaluateAsDouble(c.bytes_written, bindings));
     double bytes = bytes_read + bytes_written;
 
-    DType imported = ImportedDType(graph, node);
+    DType imported = c.imported;
     DType compute = compute_dtypes.empty() ? imported : compute_dtypes[id.index()];
     // The registry's bytes are in the imported dtype; a node moved to fp16 moves half of them.
     if (IsFloating(imported) && IsFloating(compute) && ByteSize(imported) > 0)
       bytes *= static_cast<double>(ByteSize(compute)) / static_cast<double>(ByteSize(imported));
 
-    bool tensor_core_op = schema.amp == AmpCategory::kFp16Safe;
-    double peak = PeakFlopsPerSecond(gpu, compute, tensor_core_op, options);
+    double peak = PeakFlopsPerSecond(gpu, compute, c.tensor_core_op, options);
     NodeTime& t = times[id.index()];
     t.forward_flops = flops;
     t.forward_bytes = bytes;
     t.forward_seconds = RooflineSeconds(flops, bytes, peak, gpu, options);
     t.compute_bound = flops / (peak * options.compute_efficiency) >
                       bytes / (gpu.memory_bytes_per_second * options.bandwidth_efficiency);
-    if (has_backward) {
-      double factor = schema.backward_flops_factor;
-      if (frozen_slots > 0 && gradient_slots > frozen_slots)
-        factor *= static_cast<double>(gradient_slots - frozen_slots) / gradient_slots;
+    if (c.has_backward) {
+      const double factor = c.backward_factor;
       t.backward_seconds = RooflineSeconds(flops * factor, bytes * factor, peak, gpu, options) +
                            (BackwardLaunches(factor) - 1) * options.kernel_launch_seconds;
     }
-    if (auto m = options.measured.find(node.name); m != options.measured.end()) {
+    if (auto m = options.measured.find(c.name); m != options.measured.end()) {
       t.forward_seconds = m->second.forward_seconds;
-      if (has_backward && m->second.has_backward) t.backward_seconds = m->second.backward_seconds;
+      if (c.has_backward && m->second.has_backward) t.backward_seconds = m->second.backward_seconds;
       t.measured = true;
     }
   }

@@ -77,10 +77,35 @@ struct NodeTime {
   bool measured = false;        // the times come from CostModelOptions::measured
 };
 
+// What the cost model knows about a node before the symbols are bound: its FLOPs and bytes as
+// polynomials in the symbols, and what its backward runs. The planner evaluates the times of many
+// micro-batch sizes; the op registry's cost rules run once per graph (NodeCosts), and each size
+// only evaluates the polynomials.
+struct NodeCost {
+  NodeId node;
+  std::string name;  // for CostModelOptions::measured
+  Dim flops, bytes_read, bytes_written;
+  DType imported = DType::kUndefined;  // the dtype its tensors have as imported
+  bool tensor_core_op = false;         // AMP fp16-safe: runs on tensor cores in 16-bit
+  bool has_backward = false;
+  double backward_factor = 0;  // backward work as a multiple of forward (frozen slots removed)
+};
+// The nodes that run a kernel (views and shape arithmetic left out), in topological order.
+struct NodeCosts {
+  size_t num_nodes = 0;
+  std::vector<NodeCost> nodes;
+};
+Expected<NodeCosts> AnalyzeNodeCosts(const Graph& graph);
+
 // Per-node estimates, indexed by NodeId::index().
 // `compute_dtypes`: the dtype each node runs in (the precision plan), indexed by NodeId; empty
 // means every node runs in its first output's dtype as imported. REQUIRES: empty or one per
 // node. Errors: a symbol the cost needs is unbound, or the arithmetic overflows.
+Expected<std::vector<NodeTime>> EstimateNodeTimes(const NodeCosts& costs, const GpuSpec& gpu,
+                                                  const Bindings& bindings,
+                                                  const std::vector<DType>& compute_dtypes,
+                                                  const CostModelOptions& options = {});
+// AnalyzeNodeCosts, then the estimates.
 Expected<std::vector<NodeTime>> EstimateNodeTimes(const Graph& graph, const GpuSpec& gpu,
                                                   const Bindings& bindings,
                                                   const std::vector<DType>& compute_dtypes,

@@ -30,8 +30,8 @@ Expected<AllocatorKind> ParseAllocatorKind(std::string_view text) {
   if (text == "caching") return AllocatorKind::kCaching;
   if (text == "exact") return AllocatorKind::kExact;
   if (text == "expandable") return AllocatorKind::kExpandable;
-  return MakeError("--allocator: expected caching, expandable or exact, got '" +
-                   std::string(text) + "'");
+  return MakeError("--allocator: expected caching, expandable or exact, got '" + std::string(text) +
+                   "'");
 }
 
 Expected<Headroom> ParseHeadroom(std::string_view text) {
@@ -45,8 +45,7 @@ Expected<Headroom> ParseHeadroom(std::string_view text) {
       return MakeError("expected a percentage such as 5% or a size such as 1G, got '" +
                        std::string(text) + "'");
     if (percent < 0 || percent > kMaxHeadroomFraction * 100)
-      return MakeError("must be between 0% and 50% of the budget, got '" + std::string(text) +
-                       "'");
+      return MakeError("must be between 0% and 50% of the budget, got '" + std::string(text) + "'");
     headroom.fraction = percent / 100;
     return headroom;
   }
@@ -90,7 +89,8 @@ std::vector<DType> ComputeDTypes(const Graph& graph, const TrainingProgram& prog
 // plan), so the evaluator memoises what does not depend on more than it must:
 //  * the simulation per (m, min(k, 2)): the simulator replays at most two micro-batches (later
 //    ones repeat the second exactly, analyzer/simulator.h), so every k >= 2 has the same memory;
-//  * the per-node roofline times per m: they depend on the bindings, not on k.
+//  * the per-node roofline times per m: they depend on the bindings, not on k (and the op
+//    registry's symbolic costs behind them on nothing but the graph: analysed once).
 // Both are pure functions of their keys, so the answers are those of re-evaluating.
 class CandidateEvaluator {
  public:
@@ -101,6 +101,7 @@ class CandidateEvaluator {
         program_(std::move(program)),
         recompute_label_(recompute_label),
         compute_dtypes_(ComputeDTypes(graph, program_)),
+        tape_(ProgramTape::Of(program_)),
         ranks_(program_.data_parallel_ranks) {}
 
   const TrainingProgram& program() const { return program_; }
@@ -135,8 +136,9 @@ class CandidateEvaluator {
     return c;
   }
 
-  Expected<SimulationResult> SimulateWith(const Bindings& bindings, const SimulationOptions& sim,
+  Expected<SimulationResult> SimulateWith(const Bindings& bindings, SimulationOptions sim,
                                           AllocatorKind kind) const {
+    sim.tape = &tape_;
     if (kind == AllocatorKind::kCaching) {
       CachingAllocator caching;
       return Simulate(program_, bindings, caching, sim);
@@ -195,9 +197,13 @@ class CandidateEvaluator {
   Expected<const std::vector<NodeTime>*> NodeTimesOf(int64_t m) {
     auto it = node_times_.find(m);
     if (it == node_times_.end()) {
-      MEMPLAN_TRY(
-          std::vector<NodeTime> times,
-          EstimateNodeTimes(graph_, options_.gpu, BindingsFor(m), compute_dtypes_, options_.cost));
+      if (!node_costs_) {
+        MEMPLAN_TRY(NodeCosts costs, AnalyzeNodeCosts(graph_));
+        node_costs_ = std::move(costs);
+      }
+      MEMPLAN_TRY(std::vector<NodeTime> times,
+                  EstimateNodeTimes(*node_costs_, options_.gpu, BindingsFor(m), compute_dtypes_,
+                                    options_.cost));
       it = node_times_.emplace(m, std::move(times)).first;
     }
     return &it->second;
@@ -208,9 +214,11 @@ class CandidateEvaluator {
   TrainingProgram program_;
   RecomputeLabel recompute_label_;
   std::vector<DType> compute_dtypes_;
+  ProgramTape tape_;   // the program's events laid out for its many walks
   int64_t ranks_ = 1;  // data-parallel ranks the program is one of
   std::map<std::pair<int64_t, int64_t>, SimulationResult> simulations_;
   std::map<int64_t, std::vector<NodeTime>> node_times_;
+  std::optional<NodeCosts> node_costs_;  // the symbolic costs, analysed on first use
 };
 
 // The largest m in [1, cap] with fits(m), assuming memory grows with m; 0 when m = 1 does not fit.
@@ -326,7 +334,8 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     return MakeError("global batch " + std::to_string(*options.global_batch) +
                      " is not reachable on " + std::to_string(ranks) +
                      " GPUs: micro-batch x accumulation x GPUs must equal it, so it must be a "
-                     "multiple of " + std::to_string(ranks));
+                     "multiple of " +
+                     std::to_string(ranks));
   }
   const std::optional<int64_t> rank_batch =
       options.global_batch ? std::optional<int64_t>(*options.global_batch / ranks) : std::nullopt;
@@ -334,7 +343,7 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   ProgramOptions program_options = options.program;
   program_options.accumulation_steps = 1;
   MEMPLAN_TRY(TrainingProgram program, DeriveTrainingProgram(graph, program_options));
-  RecomputeLabel label = options.recompute_label ? *options.recompute_label
+  RecomputeLabel label = options.recompute_label      ? *options.recompute_label
                          : program.recomputed.empty() ? RecomputeLabel::kNone
                                                       : RecomputeLabel::kCustom;
   CandidateEvaluator evaluator(graph, options, std::move(program), label);

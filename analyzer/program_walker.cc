@@ -21,6 +21,29 @@ std::string ToString(const TrainingProgram& program, const WalkTrace& trace) {
   return out.str();
 }
 
+ProgramTape ProgramTape::Of(const TrainingProgram& program) {
+  ProgramTape tape;
+  size_t total = 0;
+  for (const Step& step : program.steps) total += step.begin.size() + step.end.size();
+  MEMPLAN_CHECK(total <= UINT32_MAX);
+  tape.events.reserve(total);
+  tape.steps.reserve(program.steps.size());
+  for (const Step& step : program.steps) {
+    StepEvents s;
+    s.begin = static_cast<uint32_t>(tape.events.size());
+    tape.events.insert(tape.events.end(), step.begin.begin(), step.begin.end());
+    s.end_first = static_cast<uint32_t>(tape.events.size());
+    tape.events.insert(tape.events.end(), step.end.begin(), step.end.end());
+    s.end_last = static_cast<uint32_t>(tape.events.size());
+    s.hands_over = std::any_of(step.begin.begin(), step.begin.end(),
+                               [](const MemoryEvent& e) { return e.storage_of.valid(); });
+    tape.steps.push_back(s);
+  }
+  tape.category.reserve(program.buffers.size());
+  for (const Buffer& b : program.buffers) tape.category.push_back(static_cast<uint8_t>(b.category));
+  return tape;
+}
+
 ProgramWalker::ProgramWalker(const TrainingProgram& program, std::vector<int64_t> buffer_bytes,
                              AllocatorModel* model, WalkListener* listener, WalkOptions options)
     : program_(program),
@@ -30,16 +53,11 @@ ProgramWalker::ProgramWalker(const TrainingProgram& program, std::vector<int64_t
       options_(options) {
   MEMPLAN_CHECK(bytes_.size() == program.buffers.size());
   live_.assign(program.buffers.size(), 0);
-  category_.reserve(program.buffers.size());
-  for (const Buffer& b : program.buffers) {
-    MEMPLAN_CHECK(bytes_[b.id.index()] >= 0);
-    category_.push_back(static_cast<size_t>(b.category));
-  }
-  hands_over_.reserve(program.steps.size());
-  for (const Step& step : program.steps) {
-    hands_over_.push_back(std::any_of(step.begin.begin(), step.begin.end(),
-                                      [](const MemoryEvent& e) { return e.storage_of.valid(); }));
-  }
+  for (int64_t bytes : bytes_) MEMPLAN_CHECK(bytes >= 0);
+  tape_ = options.tape;
+  if (tape_ == nullptr) tape_ = &own_tape_.emplace(ProgramTape::Of(program));
+  MEMPLAN_CHECK(tape_->steps.size() == program.steps.size() &&
+                tape_->category.size() == program.buffers.size());
   if (model_ != nullptr) model_->Reset();
 }
 
@@ -67,33 +85,35 @@ Status ProgramWalker::CheckOnlyPersistentLive(const char* when) const {
 Status ProgramWalker::RunRange(StepRange range, int iteration, int64_t micro_batch) {
   for (LogicalTime t = range.begin; t < range.end; ++t) {
     const Step& step = program_.step(t);
+    const ProgramTape::StepEvents& events = tape_->steps[static_cast<size_t>(t)];
     const ExecutionPoint at{t, iteration, micro_batch};
     if (listener_ != nullptr) listener_->OnStepEnter(step, at);
     handed_over_.clear();
-    for (size_t i = 0; i < step.begin.size(); ++i)
-      MEMPLAN_RETURN_IF_ERROR(Apply(step, step.begin, i, at));
+    for (size_t i = events.begin; i < events.end_first; ++i)
+      MEMPLAN_RETURN_IF_ERROR(Apply(step, /*in_begin=*/true, i, events.end_first, at));
     if (!handed_over_.empty()) {
       return Inconsistent(step, "hands over the storage of '" +
                                     program_.buffer(handed_over_.front()).name +
                                     "' but no allocation takes it");
     }
     if (options_.check_operands) MEMPLAN_RETURN_IF_ERROR(CheckOperands(step));
-    SamplePeak(step, at);
+    SamplePeak(at);
     if (listener_ != nullptr) {
       listener_->OnStepBegun(step, at);
       Status status = listener_->RunStep(step, at);
       if (!status.ok())
         return MakeError("step '" + StepToString(program_, t) + "': " + status.error().message);
     }
-    for (size_t i = 0; i < step.end.size(); ++i)
-      MEMPLAN_RETURN_IF_ERROR(Apply(step, step.end, i, at));
+    for (size_t i = events.end_first; i < events.end_last; ++i)
+      MEMPLAN_RETURN_IF_ERROR(Apply(step, /*in_begin=*/false, i, events.end_last, at));
     if (listener_ != nullptr) listener_->OnStepEnded(step, at);
   }
   return OkStatus();
 }
 
-Status ProgramWalker::Apply(const Step& step, const std::vector<MemoryEvent>& events, size_t index,
+Status ProgramWalker::Apply(const Step& step, bool in_begin, size_t index, size_t last,
                             const ExecutionPoint& at) {
+  const std::vector<MemoryEvent>& events = tape_->events;
   const MemoryEvent& e = events[index];
   if (e.guard != MemoryEvent::Guard::kNone &&
       (e.guard == MemoryEvent::Guard::kIfLive) != live(e.guard_buffer))
@@ -116,7 +136,7 @@ Status ProgramWalker::Apply(const Step& step, const std::vector<MemoryEvent>& ev
     }
     live_[b] = 1;
     live_stat_.Allocate(bytes_[b]);
-    by_category_.bytes[category_[b]] += bytes_[b];
+    by_category_.bytes[tape_->category[b]] += bytes_[b];
     ++num_allocations_;
     if (model_ != nullptr && !model_->Allocate(static_cast<int64_t>(b), bytes_[b]) &&
         !out_of_memory())
@@ -130,8 +150,8 @@ Status ProgramWalker::Apply(const Step& step, const std::vector<MemoryEvent>& ev
   // A later event of this Begin takes the storage (its guard is evaluated now: hand-overs pair a
   // free and an allocation under the same guard, which the free does not change).
   bool handed_over = false;
-  if (&events == &step.begin && hands_over_[static_cast<size_t>(at.step)]) {
-    for (size_t j = index + 1; j < events.size(); ++j) {
+  if (in_begin && tape_->steps[static_cast<size_t>(at.step)].hands_over) {
+    for (size_t j = index + 1; j < last; ++j) {
       const MemoryEvent& later = events[j];
       if (later.action != MemoryEvent::Action::kAlloc || later.storage_of != e.buffer) continue;
       handed_over = later.guard == MemoryEvent::Guard::kNone ||
@@ -141,7 +161,7 @@ Status ProgramWalker::Apply(const Step& step, const std::vector<MemoryEvent>& ev
   if (handed_over) handed_over_.push_back(e.buffer);
   live_[b] = 0;
   live_stat_.Free(bytes_[b]);
-  by_category_.bytes[category_[b]] -= bytes_[b];
+  by_category_.bytes[tape_->category[b]] -= bytes_[b];
   if (model_ != nullptr) model_->Free(static_cast<int64_t>(b));
   if (options_.record_trace) Trace(WalkEvent::Kind::kFree, e.buffer, at);
   if (listener_ != nullptr) listener_->OnFree(e.buffer, handed_over);
@@ -177,11 +197,11 @@ Status ProgramWalker::CheckOperands(const Step& step) const {
   return check(step.workspace, "workspace");
 }
 
-void ProgramWalker::SamplePeak(const Step& step, const ExecutionPoint& at) {
-  UpdatePeak(peak_, LiveSample{live_stat_.current, by_category_}, step, at);
+void ProgramWalker::SamplePeak(const ExecutionPoint& at) {
+  UpdatePeak(peak_, LiveSample{live_stat_.current, by_category_}, at);
   if (listener_ != nullptr) {
     if (std::optional<LiveSample> measured = listener_->MeasureLive())
-      UpdatePeak(measured_peak_, *measured, step, at);
+      UpdatePeak(measured_peak_, *measured, at);
   }
   if (model_ != nullptr) {
     model_peak_allocated_ = std::max(model_peak_allocated_, model_->allocated_bytes());
@@ -191,14 +211,19 @@ void ProgramWalker::SamplePeak(const Step& step, const ExecutionPoint& at) {
 
 // The peak rule: the first sample, then only a strictly larger one (the earliest step of equal
 // peaks is named).
-void ProgramWalker::UpdatePeak(WalkPeak& peak, const LiveSample& sample, const Step& step,
-                               const ExecutionPoint& at) {
+void ProgramWalker::UpdatePeak(WalkPeak& peak, const LiveSample& sample, const ExecutionPoint& at) {
   if (sample.total <= peak.bytes && peak.at.step >= 0) return;
   peak.bytes = sample.total;
   peak.at = at;
+  peak.breakdown = sample.by_category;
+}
+
+const WalkPeak& ProgramWalker::Named(WalkPeak& peak) const {
+  if (peak.at.step < 0) return peak;
+  const Step& step = program_.step(peak.at.step);
   peak.step_name =
       std::string(StepKindName(step.kind)) + (step.name.empty() ? "" : " " + step.name);
-  peak.breakdown = sample.by_category;
+  return peak;
 }
 
 void ProgramWalker::Trace(WalkEvent::Kind kind, BufferId b, const ExecutionPoint& at) {

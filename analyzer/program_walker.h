@@ -124,6 +124,26 @@ class WalkListener {
   }
 };
 
+// The program's memory events laid out for walking: every step's Begin and End events in one
+// contiguous array, in step order, with each buffer's category. A walk touches only this (and
+// the buffers' sizes) per event, not the steps' own event lists scattered over the heap, which
+// on a large program costs a cache miss per step. Built once per program: the planner shares one
+// tape between the many simulations of a program (WalkOptions::tape); a walker without one
+// builds its own.
+struct ProgramTape {
+  struct StepEvents {
+    uint32_t begin = 0;  // [begin, end_first): the step's Begin events in `events`
+    uint32_t end_first = 0;
+    uint32_t end_last = 0;    // [end_first, end_last): its End events
+    bool hands_over = false;  // a Begin event takes over freed storage
+  };
+  std::vector<MemoryEvent> events;
+  std::vector<StepEvents> steps;  // by LogicalTime
+  std::vector<uint8_t> category;  // per buffer: its MemoryCategory
+
+  static ProgramTape Of(const TrainingProgram& program);
+};
+
 struct WalkOptions {
   // Append every executed Alloc/Free to trace(). Off by default: the planner walks programs many
   // times and needs only the peak.
@@ -131,6 +151,9 @@ struct WalkOptions {
   // Check that every buffer a step names (operands, casts, saved tensors, gradients, workspace)
   // is live between its Begin and End.
   bool check_operands = true;
+  // The program's tape, when the caller keeps one for many walks; null: the walker builds it.
+  // REQUIRES: ProgramTape::Of(program) of this very program, outliving the walker.
+  const ProgramTape* tape = nullptr;
 };
 
 class ProgramWalker {
@@ -156,9 +179,10 @@ class ProgramWalker {
   const std::vector<int64_t>& buffer_bytes() const { return bytes_; }
   const MemoryStat& live_stat() const { return live_stat_; }  // exact live program bytes
   const CategoryBytes& live_by_category() const { return by_category_; }
-  const WalkPeak& peak() const { return peak_; }  // empty (at.step < 0) before the first step
+  // Empty (at.step < 0) before the first step.
+  const WalkPeak& peak() const { return Named(peak_); }
   // The same rule over the listener's MeasureLive() samples; empty when it measures nothing.
-  const WalkPeak& measured_peak() const { return measured_peak_; }
+  const WalkPeak& measured_peak() const { return Named(measured_peak_); }
   int64_t num_allocations() const { return num_allocations_; }
   // The model's peaks, sampled with the live peak after every Begin (0 without a model).
   int64_t model_peak_allocated_bytes() const { return model_peak_allocated_; }
@@ -170,12 +194,15 @@ class ProgramWalker {
 
  private:
   Status RunRange(StepRange range, int iteration, int64_t micro_batch);
-  Status Apply(const Step& step, const std::vector<MemoryEvent>& events, size_t index,
+  // Event `index` of the step's events [first, last) on the tape; `in_begin`: of its Begin.
+  Status Apply(const Step& step, bool in_begin, size_t index, size_t last,
                const ExecutionPoint& at);
   Status CheckOperands(const Step& step) const;
-  void SamplePeak(const Step& step, const ExecutionPoint& at);
-  static void UpdatePeak(WalkPeak& peak, const LiveSample& sample, const Step& step,
-                         const ExecutionPoint& at);
+  void SamplePeak(const ExecutionPoint& at);
+  static void UpdatePeak(WalkPeak& peak, const LiveSample& sample, const ExecutionPoint& at);
+  // `peak` with its step_name written: the walk records only where a peak is (a chain's forward
+  // raises the peak at every step), the name is formatted when asked for.
+  const WalkPeak& Named(WalkPeak& peak) const;
   void Trace(WalkEvent::Kind kind, BufferId b, const ExecutionPoint& at);
   std::string Where(const Step& step) const;
   Error Inconsistent(const Step& step, const std::string& what) const;
@@ -187,12 +214,12 @@ class ProgramWalker {
   WalkOptions options_;
 
   std::vector<uint8_t> live_;
-  std::vector<size_t> category_;     // per buffer: its MemoryCategory as an index
-  std::vector<uint8_t> hands_over_;  // per step: a Begin event takes over freed storage
+  std::optional<ProgramTape> own_tape_;  // when WalkOptions::tape is null
+  const ProgramTape* tape_ = nullptr;
   MemoryStat live_stat_;
   CategoryBytes by_category_;
-  WalkPeak peak_;
-  WalkPeak measured_peak_;
+  mutable WalkPeak peak_;  // step_name written by Named()
+  mutable WalkPeak measured_peak_;
   int64_t num_allocations_ = 0;
   int64_t model_peak_allocated_ = 0;
   int64_t model_peak_reserved_ = 0;

@@ -46,7 +46,8 @@ class Replay final : public WalkListener {
         // Operands are checked by VerifyProgram after every derivation (tests, debug builds);
         // the planner replays a program many times and needs only the event checks here.
         walker_(program, std::move(sizes), &allocator, this,
-                WalkOptions{/*record_trace=*/options.record_trace, /*check_operands=*/false}) {}
+                WalkOptions{/*record_trace=*/options.record_trace, /*check_operands=*/false,
+                            /*tape=*/options.tape}) {}
 
   Expected<SimulationResult> Run() {
     const int64_t k =

@@ -40,6 +40,9 @@ struct SimulationOptions {
   bool record_timeline = true;
   // Record the walker's event trace (every executed Alloc/Free) in SimulationResult::trace.
   bool record_trace = false;
+  // The program's tape (analyzer/program_walker.h) when the caller replays it many times; null:
+  // the walk builds one. REQUIRES: ProgramTape::Of(program) of the program simulated.
+  const ProgramTape* tape = nullptr;
 };
 
 struct TimelinePoint {
