@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 #include "graph/checked_math.h"
 #include "graph/ops/op_registry.h"
@@ -46,17 +47,25 @@ bool BatchNormIsTraining(const Node& node) {
   return present_outputs > 1;
 }
 
-// True when `value` reaches a MatMul/Einsum directly or through Cast (autocast exports insert
-// Casts): the `softmax(QK^T) @ V` of attention.
-bool FeedsMatMul(const Graph& graph, ValueId value, int depth = 0) {
-  if (!value.valid() || depth > 2) return false;
-  for (NodeId consumer : graph.value(value).consumers) {
-    const Node& n = graph.node(consumer);
-    if (n.op_type == "MatMul" || n.op_type == "Einsum") return true;
-    if (n.op_type == "Cast" && !n.outputs.empty() && FeedsMatMul(graph, n.outputs[0], depth + 1))
-      return true;
+// torch.onnx names a tensor its constant folding made "onnx::<Op>_<n>" (module parameters keep
+// their own names): a Conv weight and bias both named so were computed at export, which is what
+// folding a BatchNorm into the Conv does.
+bool IsFoldedConstantName(const std::string& name) {
+  constexpr std::string_view kPrefix = "onnx::Conv_";
+  if (name.size() <= kPrefix.size() || name.compare(0, kPrefix.size(), kPrefix) != 0) return false;
+  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(kPrefix.size()), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool HasFoldedWeightAndBias(const Graph& graph, const Node& conv) {
+  if (conv.inputs.size() < 3) return false;
+  for (size_t slot : {size_t{1}, size_t{2}}) {
+    const ValueId id = conv.inputs[slot];
+    if (!id.valid()) return false;
+    const Value& v = graph.value(id);
+    if (v.kind != ValueKind::kParameter || !IsFoldedConstantName(v.name)) return false;
   }
-  return false;
+  return true;
 }
 
 void AddParameters(const Graph& graph, const Value& value, const Bindings& bindings,
@@ -98,36 +107,30 @@ void AddParameters(const Graph& graph, const Value& value, const Bindings& bindi
 }
 
 void AddExportWarnings(const Graph& graph, const ModelSummary& summary,
-                       const ModelSummaryOptions& options, std::vector<std::string>& warnings) {
+                       std::vector<std::string>& warnings) {
   int64_t convs = 0;
-  int64_t convs_with_bias = 0;
+  int64_t folded_convs = 0;
   int64_t batchnorms = 0;
   int64_t inference_batchnorms = 0;
-  bool has_dropout = false;
-  bool has_attention = false;
   for (const Node& node : graph.nodes()) {
     if (!IsDefaultDomain(node.domain)) continue;
     if (node.op_type == "Conv") {
       ++convs;
-      if (node.inputs.size() >= 3 && node.inputs[2].valid()) ++convs_with_bias;
+      if (HasFoldedWeightAndBias(graph, node)) ++folded_convs;
     } else if (node.op_type == "BatchNormalization") {
       ++batchnorms;
       if (!BatchNormIsTraining(node)) ++inference_batchnorms;
-    } else if (node.op_type == "Dropout") {
-      has_dropout = true;
-    } else if (node.op_type == "Softmax" && !node.outputs.empty() &&
-               FeedsMatMul(graph, node.outputs[0])) {
-      has_attention = true;
     }
   }
 
-  if (batchnorms == 0 && convs >= options.min_convs_for_folded_batchnorm &&
-      convs_with_bias == convs) {
+  if (folded_convs > 0) {
     warnings.push_back(
-        "this looks like an inference export: every one of the " + std::to_string(convs) +
-        " Conv nodes has a bias and there is no BatchNormalization, so BatchNorm was probably "
-        "folded into Conv; training memory will be underestimated. Export with "
-        "torch.onnx.export(..., training=torch.onnx.TrainingMode.TRAINING)");
+        "this looks like an inference export: " + std::to_string(folded_convs) + " of " +
+        std::to_string(convs) +
+        " Conv nodes have a weight and bias computed at export (initializers named onnx::Conv_N), "
+        "which is how torch.onnx folds BatchNorm into Conv in eval mode; training memory will be "
+        "underestimated. Export with torch.onnx.export(..., "
+        "training=torch.onnx.TrainingMode.TRAINING)");
   }
   if (inference_batchnorms > 0) {
     warnings.push_back(
@@ -135,13 +138,6 @@ void AddExportWarnings(const Graph& graph, const ModelSummary& summary,
         " BatchNormalization nodes run in inference mode (training_mode=0): this looks like an "
         "inference export; the statistics they save for backward are not modelled as in "
         "training. Export with training=torch.onnx.TrainingMode.TRAINING");
-  }
-  if (has_attention && !has_dropout) {
-    warnings.push_back(
-        "this looks like an inference export: the model has attention (Softmax feeding MatMul) "
-        "but no Dropout, so Dropout was probably removed; its masks will not be counted and "
-        "training memory will be underestimated. Export with "
-        "training=torch.onnx.TrainingMode.TRAINING (or confirm the model uses no dropout)");
   }
   if (summary.parameter_count == 0 && summary.node_count > 0) {
     warnings.push_back(
@@ -152,8 +148,7 @@ void AddExportWarnings(const Graph& graph, const ModelSummary& summary,
 
 }  // namespace
 
-ModelSummary SummarizeModel(const Graph& graph, const Bindings& bindings,
-                            const ModelSummaryOptions& options) {
+ModelSummary SummarizeModel(const Graph& graph, const Bindings& bindings) {
   ModelSummary summary;
   summary.graph_name = graph.graph_name;
   summary.producer_name = graph.producer_name;
@@ -189,7 +184,7 @@ ModelSummary SummarizeModel(const Graph& graph, const Bindings& bindings,
         SymbolSummary{symbols.Name(id), graph.batch_symbol() == id, bindings.Get(id)});
   }
 
-  AddExportWarnings(graph, summary, options, summary.warnings);
+  AddExportWarnings(graph, summary, summary.warnings);
   return summary;
 }
 

@@ -2,8 +2,15 @@
 // What `memplan inspect` reports about an imported model: op histogram, parameters by dtype,
 // inputs/outputs with symbolic (and, where bound, concrete) dims, symbols, ops the registry does
 // not know, and warnings — the importer's plus checks for exports that will mislead a training
-// memory estimate (an inference-mode export: BatchNorm folded into Conv, Dropout removed,
-// BatchNorm in inference mode).
+// memory estimate. An inference-mode (eval) export is recognised only by what such an export
+// leaves, never by a layer being absent (SqueezeNet has no BatchNorm, LLaMA no Dropout):
+//  * BatchNormalization in inference mode: training_mode = 0 at opset >= 14, or, before 14, a
+//    node without the running-statistics outputs a training export writes (torch 1.13: 5 outputs
+//    at opset 13, 3 with training_mode = 1 at opset 15);
+//  * BatchNorm folded into Conv: torch.onnx's eval export constant-folds each BatchNorm into the
+//    Conv before it, and the folded weight and bias become initializers that no module owns,
+//    named "onnx::Conv_<n>"; a Conv whose weight and bias both carry such names is that
+//    (a training export keeps the parameters' own names, "features.0.weight").
 //
 // Every collection is in a deterministic order (maps sorted by key, tensors in graph order), so
 // rendering a summary twice gives identical bytes.
@@ -66,18 +73,7 @@ struct ModelSummary {
   std::vector<std::string> warnings;     // importer's first, then the summary's own checks
 };
 
-// Thresholds of the inference-export heuristics, named so tests and docs can refer to them.
-struct ModelSummaryOptions {
-  // A model with at least this many Conv nodes, all carrying a bias and with no
-  // BatchNormalization anywhere, looks like a CNN whose BatchNorms were folded into the convs
-  // (torch.onnx.export in eval mode does this). Small CNNs without BN are common, so the bar
-  // is set above LeNet/AlexNet-sized nets (2-5 convs); VGG without BN (8+ biased convs) will
-  // also trip it, which the warning's wording allows for ("looks like").
-  int64_t min_convs_for_folded_batchnorm = 8;
-};
-
 // REQUIRES: bindings were made for this graph's symbol table (or are empty).
-ModelSummary SummarizeModel(const Graph& graph, const Bindings& bindings,
-                            const ModelSummaryOptions& options = {});
+ModelSummary SummarizeModel(const Graph& graph, const Bindings& bindings);
 
 }  // namespace memplan

@@ -13,14 +13,14 @@
 #include <unordered_set>
 
 #include "graph/constant_weights.h"
-#include "graph/gelu_fusion.h"
+#include "graph/file_byte_source.h"
+#include "graph/fusion/fusion_table.h"
 #include "graph/libonnx_support.h"
 #include "graph/onnx_convert.h"
 #include "graph/onnx_graph_builder.h"
 #include "graph/proto_node_order.h"
-#include "graph/file_byte_source.h"
-#include "graph/tensor_data_check.h"
 #include "graph/shape_propagation.h"
+#include "graph/tensor_data_check.h"
 #include "graph/weight_free_model.h"
 
 namespace memplan {
@@ -166,18 +166,21 @@ InferredTypes RunOnnxShapeInference(onnx::ModelProto& model, Graph& graph) {
 
 Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& path,
                                   const ImportOptions& options) {
-  // Before anything reads a tensor: libonnx trusts dims and data lengths (graph/tensor_data_check.h).
+  // Before anything reads a tensor: libonnx trusts dims and data lengths
+  // (graph/tensor_data_check.h).
   MEMPLAN_RETURN_IF_ERROR(ValidateStoredTensors(model.graph()));
   // Decided on the model as written (before fusion adds com.microsoft nodes).
   const LibOnnxSupport libonnx = AssessLibOnnxSupport(model);
   const int64_t constant_weights = PromoteConstantWeights(model);
-  // ONNX shape inference runs on the model as written: libonnx 1.12 crashes inferring some ops
-  // downstream of a node whose output type it cannot infer (the fused com.microsoft Gelu). The
-  // fusion keeps every surviving value's name, so the types inferred there carry over.
+  // The checker and ONNX shape inference run on the model as written: fused nodes use ops of newer
+  // opsets than the model imports (LayerNormalization in an opset-13 model), which the checker
+  // rejects, and libonnx 1.12 crashes inferring some ops downstream of a node whose output type it
+  // cannot infer (a com.microsoft Gelu). The fusions keep every surviving value's name, so the
+  // types inferred there carry over; the checker judges the file the user gave.
   std::optional<onnx::ModelProto> as_written;
-  if (options.fuse_gelu) {
+  if (options.fusions != FusionSet::kNone) {
     onnx::ModelProto copy = model;
-    if (FuseErfGelu(model) > 0) as_written = std::move(copy);
+    if (FuseImportPatterns(model, options.fusions).total() > 0) as_written = std::move(copy);
   }
   MEMPLAN_TRY(Graph graph, BuildGraphFromProto(model, options));
   if (constant_weights > 0) {
@@ -187,17 +190,21 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
   }
   InferredTypes inferred;
   if (libonnx.covered) {
-    PrepareForChecker(model, graph);
-    MEMPLAN_RETURN_IF_ERROR(RunChecker(model, path, graph));
     bool inferable = true;
     if (as_written) {
       MoveExternalInitializersToInputs(*as_written);
-      // libonnx's inference crashes on unsorted nodes: the fused model was sorted above, the copy
-      // as written is sorted here (it cannot be cyclic when the fused one is not; if it were, the
-      // inference is skipped rather than risked).
+      // The checker and libonnx's inference need sorted nodes: the copy as written is sorted here
+      // (it cannot be cyclic when the fused one is not; if it were, both are skipped rather than
+      // risked).
       inferable = SortProtoNodesTopologically(*as_written->mutable_graph());
+    } else {
+      PrepareForChecker(model, graph);
     }
-    if (inferable) inferred = RunOnnxShapeInference(as_written ? *as_written : model, graph);
+    onnx::ModelProto& checked = as_written ? *as_written : model;
+    if (inferable) {
+      MEMPLAN_RETURN_IF_ERROR(RunChecker(checked, path, graph));
+      inferred = RunOnnxShapeInference(checked, graph);
+    }
   } else {
     // A newer model than libonnx knows: the builder's structural checks have run, and every
     // shape comes from memplan's registry rules (which read each op at the model's opset).

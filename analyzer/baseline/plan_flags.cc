@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 28> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 29> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -193,6 +193,17 @@ const std::array<PlanFlagSpec, 28> kPlanFlagTable = {{
      .help = "storage of the frozen weights: fp32 | bf16 | fp16 | int8 | nf4 (QLoRA 4-bit)",
      .help_position = 24,
      .text = &PlanFlags::base_dtype},
+    // Import (graph/fusion/fusion_table.h).
+    {.key = "fusions",
+     .argument = "--fusions",
+     .type = PlanFlagType::kText,
+     .cli_default = "ops",
+     .help_shows_default = true,
+     .help = "ops (exporters' decompositions of LayerNorm, GELU, SiLU, Hardswish and p=0 Dropout "
+             "become the op PyTorch runs) | all (also hand-written RMSNorm and gelu_new, as fused "
+             "kernels run them) | none (the graph as exported)",
+     .help_position = 25,
+     .text = &PlanFlags::fusions},
 }};
 
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key) {

@@ -46,16 +46,18 @@ struct PlanFlags {
   std::optional<std::string> amp_mode;  // --amp-mode: autocast | master-weights | pure
   std::optional<std::string> headroom;  // --headroom: 5% of the budget, or a size ("1G")
   // Data parallelism (docs/multi_gpu.md).
-  std::optional<int64_t> gpus;          // --gpus: data-parallel ranks
-  std::optional<std::string> parallel;  // --parallel: ddp | zero1 | zero2 | zero3 | fsdp | auto
-  std::optional<int64_t> nodes;         // --nodes: machines the ranks span
-  std::optional<std::string> attention;     // --attention: eager | sdpa | auto
+  std::optional<int64_t> gpus;           // --gpus: data-parallel ranks
+  std::optional<std::string> parallel;   // --parallel: ddp | zero1 | zero2 | zero3 | fsdp | auto
+  std::optional<int64_t> nodes;          // --nodes: machines the ranks span
+  std::optional<std::string> attention;  // --attention: eager | sdpa | auto
   // Fine-tuning (docs/finetuning.md).
   std::optional<std::string> train;         // --train: regex of the parameters that train
   std::optional<std::string> freeze;        // --freeze: regex of the parameters frozen
   std::optional<int64_t> lora;              // --lora: LoRA rank
   std::optional<std::string> lora_targets;  // --lora-targets: regex of the adapted weights
   std::optional<std::string> base_dtype;    // --base-dtype: fp32 | bf16 | fp16 | int8 | nf4
+  // Import (graph/fusion/fusion_table.h).
+  std::optional<std::string> fusions;  // --fusions: ops | all | none
 
   bool operator==(const PlanFlags&) const = default;
 };
@@ -85,7 +87,7 @@ struct PlanFlagSpec {
 };
 
 // Every plan flag, in the order configurations write them and messages list them.
-extern const std::array<PlanFlagSpec, 28> kPlanFlagTable;
+extern const std::array<PlanFlagSpec, 29> kPlanFlagTable;
 
 // The table entry with `key`. REQUIRES: `key` is one of the table's keys.
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key);

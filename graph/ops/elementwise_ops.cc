@@ -143,6 +143,9 @@ void RegisterUnaryOps(OpRegistry& registry) {
       {"HardSwish", kHardActivationFlops + 1, SaveInput0(),
        "hardswish: hardswish_backward(grad, self)"},
       {"Gelu", kGeluFlops, SaveInput0(), "gelu: gelu_backward(grad, self, approximate)"},
+      // Swish (opset 24) with alpha = 1 is SiLU; the import fusion writes it for x * Sigmoid(x).
+      {"Swish", kTranscendentalFlops + kSimpleFlops, SaveInput0(),
+       "silu: silu_backward(grad, self) (infinitely_differentiable_silu_backward under grad mode)"},
       {"Erf", kTranscendentalFlops, SaveInput0(),
        "erf: 2.0 / sqrt(M_PI) * exp(-(self.pow(2))) * grad"},
       {"Sqrt", kSimpleFlops, SaveOutput0(), "sqrt: grad / (2 * result.conj())"},

@@ -111,15 +111,18 @@ TEST_CASE("transformers: saved activations equal what PyTorch autograd keeps", "
   // position ids (arange(32), int64: 256 bytes) are an activation in eager PyTorch but a folded
   // Constant in the export. The exported exact GELU (Div, Erf, Add, Mul, Mul) must be fused for
   // this to hold: unfused, the chain saves two more [32, 32, 256] fp32 tensors per block.
-  // Opset 17 only: below it exporters decompose LayerNorm into ReduceMean/Sub/Pow/Sqrt/Div
-  // nodes, each saving its input, which memplan does not fuse (docs/measurements.md).
+  // At opset 13 exporters also write LayerNorm out (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
+  // Div, Mul, Add); the import fusion turns it back into LayerNormalization, so the same autograd
+  // numbers hold there (unfused, each LayerNorm saves two more activation-sized tensors).
   struct Case {
     const char* file;
     int64_t torch_bytes;
     int64_t unmodelled;
   };
-  for (Case c : {Case{"gpt_opset17.onnx", 11938068, 20 + 256},
-                 Case{"transformer_opset17.onnx", 9519124, 20}}) {
+  for (Case c :
+       {Case{"gpt_opset17.onnx", 11938068, 20 + 256}, Case{"transformer_opset17.onnx", 9519124, 20},
+        Case{"gpt_opset13.onnx", 11938068, 20 + 256},
+        Case{"transformer_opset13.onnx", 9519124, 20}}) {
     INFO(c.file);
     CHECK(SavedBytesWithCrossEntropy(c.file, 32) == c.torch_bytes - c.unmodelled);
   }

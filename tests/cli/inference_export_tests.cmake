@@ -17,3 +17,15 @@ memplan_cli_test("a training export is not marked" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"inference_export\": false"
   EXPECT_NO_OUTPUT "looks like an inference"
   COMMAND analyze ${CMAKE_BINARY_DIR}/zoo/resnet18.onnx --gpu 24G --json)
+
+# torch.onnx's eval export with constant folding (its default) folds BatchNorm into the Conv
+# before it: folded_bn_eval.onnx (make_torch_fixtures.py) is Conv -> BatchNorm2d -> ReLU -> Conv,
+# whose first Conv now reads initializers onnx::Conv_15 and onnx::Conv_16 and has no BatchNorm
+# after it. That is the signal; a CNN without BatchNorm by design (SqueezeNet: biased convs named
+# after their modules) is not warned about (tests/graph/model_summary_test.cc).
+memplan_cli_test("inspect warns about BatchNorm folded into a Conv" EXPECT_EXIT 0
+  EXPECT_OUTPUT "1 of 2 Conv nodes have a weight and bias computed at export"
+  COMMAND inspect ${MEMPLAN_TEST_FIXTURES}/folded_bn_eval.onnx)
+memplan_cli_test("analyze marks a BatchNorm-folded export" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"inference_export\": true"
+  COMMAND analyze ${MEMPLAN_TEST_FIXTURES}/folded_bn_eval.onnx --gpu 24G --json)

@@ -61,6 +61,7 @@ const std::map<std::string, std::string>& NotExecutableOnCuda() {
       {"Resize", "no CUDA op yet"},
       {"ScatterND", "no CUDA op yet"},
       {"Sqrt", "no CUDA op yet"},
+      {"Swish", "no CUDA op yet"},
       {"Tile", "no CUDA op yet"},
       // Opset-23 and ONNX Runtime transformer ops: planned from the registry, not executable yet.
       {"Attention", "no CUDA op yet"},

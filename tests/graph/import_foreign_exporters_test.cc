@@ -98,7 +98,7 @@ TEST_CASE("tf2onnx's fresh unk__N dims are unified with propagated shapes", "[im
 }
 
 // Dropout(x, ratio, training_mode = true) at opset 13: the ratio is an input.
-Graph DropoutModel(float ratio, const std::string& file) {
+Graph DropoutModel(float ratio, const std::string& file, const ImportOptions& options = {}) {
   ProtoModel m(13);
   m.Input("x", kFloat, {std::string("batch"), int64_t{16}});
   m.Initializer("W", kFloat, {16, 16});
@@ -107,7 +107,7 @@ Graph DropoutModel(float ratio, const std::string& file) {
   m.Node("Dropout", {"h", "ratio", "training"}, {"d", "mask"});
   m.Node("Relu", {"d"}, {"y"});
   m.Output("y", kFloat, std::vector<testing::ProtoDim>{std::string("batch"), int64_t{16}});
-  return m.Import(file);
+  return m.Import(file, options);
 }
 
 std::vector<SavedTensor> DropoutSaved(const Graph& g) {
@@ -117,10 +117,19 @@ std::vector<SavedTensor> DropoutSaved(const Graph& g) {
 }
 
 TEST_CASE("Dropout with a constant ratio input of 0 saves no mask", "[import][foreign]") {
-  // PyTorch's dropout with p == 0 returns its input: no mask exists.
-  Graph g = DropoutModel(0.0f, "dropout_p0.onnx");
+  // PyTorch's dropout with p == 0 returns its input: no mask exists. The import fusion makes
+  // such a node an Identity (graph/fusion/zero_dropout.cc); the registry's rule, read on the node
+  // as exported, agrees.
+  ImportOptions as_exported;
+  as_exported.fusions = FusionSet::kNone;
+  Graph g = DropoutModel(0.0f, "dropout_p0.onnx", as_exported);
   CHECK(g.node(*g.FindNode("d_node")).attributes.GetFloat("ratio", -1.0) == 0.0);
   CHECK(DropoutSaved(g).empty());
+  Graph fused = DropoutModel(0.0f, "dropout_p0_fused.onnx");
+  CHECK_FALSE(fused.FindNode("d_node").has_value());
+  int identities = 0;
+  for (const Node& n : fused.nodes()) identities += n.op_type == "Identity";
+  CHECK(identities == 1);
 }
 
 TEST_CASE("Dropout with a nonzero ratio input saves its bool mask", "[import][foreign]") {

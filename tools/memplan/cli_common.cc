@@ -102,7 +102,7 @@ Expected<AnalysisRequest> ResolveAnalysisFlags(const AnalysisFlags& flags) {
   return request;
 }
 
-Expected<Graph> LoadModel(const AnalysisRequest& request) {
+Expected<Graph> LoadModel(const AnalysisRequest& request, FusionSet fusions) {
   std::error_code ec;
   auto status = std::filesystem::status(request.model, ec);
   if (ec || !std::filesystem::exists(status)) {
@@ -113,6 +113,7 @@ Expected<Graph> LoadModel(const AnalysisRequest& request) {
   }
   ImportOptions options;
   options.batch_symbol = request.batch_dim;
+  options.fusions = fusions;
   return ImportOnnxModel(request.model, options);
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "graph/expected.h"
+#include "graph/fusion/fusion_set.h"
 #include "graph/graph.h"
 #include "graph/symbols.h"
 
@@ -73,8 +74,9 @@ struct AnalysisRequest {
 };
 Expected<AnalysisRequest> ResolveAnalysisFlags(const AnalysisFlags& flags);
 
-// Imports the model (errors: missing/unreadable file, anything the importer rejects).
-Expected<Graph> LoadModel(const AnalysisRequest& request);
+// Imports the model (errors: missing/unreadable file, anything the importer rejects), applying
+// the import fusions `fusions` selects (the planning verbs' --fusions; inspect uses the default).
+Expected<Graph> LoadModel(const AnalysisRequest& request, FusionSet fusions = FusionSet::kFusedOps);
 
 // Progress lines ("memplan: importing model.onnx...") on stderr, only when stderr is a terminal
 // and the output is not JSON, so pipes and CI logs stay clean.

@@ -12,11 +12,13 @@
 #include <string_view>
 
 #include "analyzer/baseline/plan_flags.h"
-#include "analyzer/vocabulary/attention_mode.h"
 #include "analyzer/joint_search.h"
 #include "analyzer/planner.h"
+#include "analyzer/vocabulary/attention_mode.h"
+#include "analyzer/vocabulary/fusion_set_names.h"
 #include "graph/expected.h"
 #include "graph/fine_tuning.h"
+#include "graph/fusion/fusion_set.h"
 #include "graph/graph.h"
 #include "tools/memplan/cli_common.h"
 
@@ -55,6 +57,8 @@ struct PlanRequest {
   AttentionMode attention = AttentionMode::kAuto;
   // --train/--freeze/--lora: applied to the graph right after import (LoadPlannedModel).
   FineTuneOptions finetune;
+  // --fusions: which import fusions the importer applies (graph/fusion/fusion_table.h).
+  FusionSet fusions = FusionSet::kFusedOps;
 };
 
 // Validates every flag (sizes, enums, positive integers). --batch N is the micro-batch (it binds

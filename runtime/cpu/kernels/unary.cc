@@ -1,6 +1,6 @@
 // Elementwise unary ops. Each op says which forward tensor its backward reads (the one PyTorch's
 // derivatives.yaml saves): Relu/Sigmoid/Tanh/Sqrt/Exp/Reciprocal the result, Erf/Log/Gelu the
-// input, Neg nothing.
+// input, Swish the input, Neg nothing.
 
 #include <cmath>
 #include <numbers>
@@ -172,6 +172,45 @@ Expected<InputGradients> GeluBackward(const KernelContext& ctx, const BackwardAr
   return grads;
 }
 
+// Swish: x * sigmoid(alpha * x) (SiLU when alpha = 1, as the import fusion writes it); backward
+// reads x, as silu_backward(grad, self) does.
+float Sigmoid(float x) { return SigmoidOp::Forward(x); }
+
+Expected<ForwardResult> SwishForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Swish", "input"));
+  const float alpha = static_cast<float>(AttributesOf(args.attributes).GetFloat("alpha", 1.0));
+  Tensor y = NewOverwrittenOutput(ctx, x.shape(), x.dtype());
+  const float* in = x.data();
+  float* out = y.mutable_data();
+  ParallelFor(x.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = in[i] * Sigmoid(alpha * in[i]);
+  });
+  RoundToOwnDType(y);
+  return SingleOutput(std::move(y));
+}
+
+Expected<InputGradients> SwishBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Swish", "output gradient"));
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Swish", "saved input"));
+  const float alpha = static_cast<float>(AttributesOf(args.attributes).GetFloat("alpha", 1.0));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "Swish"));
+  if (!args.NeedsGrad(0)) return grads;
+  Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
+  const float* in = x.data();
+  const float* g = dy.data();
+  float* out = dx.mutable_data();
+  ParallelFor(dx.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      // d/dx [x s(a x)] = s + a x s (1 - s).
+      const float s = Sigmoid(alpha * in[i]);
+      out[i] = g[i] * (s + alpha * in[i] * s * (1.0f - s));
+    }
+  });
+  RoundToOwnDType(dx);
+  grads[0] = std::move(dx);
+  return grads;
+}
+
 // Identity: the output is a view of the input, the gradient a view of the output gradient.
 Expected<ForwardResult> IdentityForward(const KernelContext&, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Identity", "input"));
@@ -232,6 +271,7 @@ void RegisterUnaryKernels(KernelRegistry& registry) {
   RegisterUnary<ReciprocalOp>(registry);
   registry.Register("Gelu", &GeluForward, &GeluBackward);
   registry.Register("Identity", &IdentityForward, &IdentityBackward);
+  registry.Register("Swish", &SwishForward, &SwishBackward);
   registry.Register("Cast", &CastForward, &CastBackward);
 }
 

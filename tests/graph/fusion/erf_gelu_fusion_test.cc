@@ -1,4 +1,5 @@
-// GELU fusion on hand-built protos: which node chains become one Gelu and which must not.
+// The erf_gelu import fusion on hand-built protos: which node chains become one Gelu and which
+// must not.
 #include <catch2/catch.hpp>
 
 #include <onnx/onnx_pb.h>
@@ -6,53 +7,19 @@
 #include <cmath>
 #include <string>
 
-#include "graph/gelu_fusion.h"
+#include "graph/fusion/fusion_table.h"
 #include "graph/ops/standard_aliases.h"
+#include "tests/graph/fusion/fusion_proto_builder.h"
 #include "tests/graph/import_test_util.h"
 
 namespace memplan {
 namespace {
 
-class ProtoBuilder {
- public:
-  ProtoBuilder() {
-    model_.set_ir_version(8);
-    model_.add_opset_import()->set_version(17);
-  }
-  // A Constant node holding one float; returns its output.
-  std::string Scalar(const std::string& name, float v) {
-    auto* n = graph().add_node();
-    n->set_op_type("Constant");
-    n->set_name(name);
-    n->add_output(name + "_out");
-    auto* a = n->add_attribute();
-    a->set_name("value");
-    a->set_type(onnx::AttributeProto::TENSOR);
-    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
-    a->mutable_t()->add_float_data(v);
-    return name + "_out";
-  }
-  std::string Op(const std::string& type, const std::string& name,
-                 std::initializer_list<std::string> inputs) {
-    auto* n = graph().add_node();
-    n->set_op_type(type);
-    n->set_name(name);
-    for (const auto& in : inputs) n->add_input(in);
-    n->add_output(name + "_out");
-    return name + "_out";
-  }
-  void Output(const std::string& name) { graph().add_output()->set_name(name); }
-  onnx::GraphProto& graph() { return *model_.mutable_graph(); }
-  onnx::ModelProto& model() { return model_; }
+using testing::CountOps;
+using ProtoBuilder = testing::FusionProtoBuilder;
 
- private:
-  onnx::ModelProto model_;
-};
-
-int CountOps(const onnx::GraphProto& g, const std::string& type) {
-  int count = 0;
-  for (const auto& n : g.node()) count += n.op_type() == type;
-  return count;
+int FuseErfGelu(onnx::ModelProto& model) {
+  return ApplyFusion(model, FusionEntryNamed("erf_gelu"));
 }
 
 // torch.onnx's form: Mul(Mul(x, 1 + erf(x / sqrt 2)), 0.5), constants as Constant nodes.
@@ -71,7 +38,7 @@ std::string TorchGelu(ProtoBuilder& b, const std::string& scope, const std::stri
   return ErfGeluShaped(b, scope, x, std::sqrt(2.0f), x);
 }
 
-TEST_CASE("the exported exact GELU becomes one Gelu node", "[import][gelu]") {
+TEST_CASE("the exported exact GELU becomes one Gelu node", "[import][fusion][gelu]") {
   ProtoBuilder b;
   auto x = b.Op("Relu", "/pre", {"input"});
   auto y = TorchGelu(b, "/mlp/act", x);
@@ -93,7 +60,7 @@ TEST_CASE("the exported exact GELU becomes one Gelu node", "[import][gelu]") {
 }
 
 TEST_CASE("GELU variants: x * (1/sqrt 2), 1 + erf swapped, the half applied first",
-          "[import][gelu]") {
+          "[import][fusion][gelu]") {
   ProtoBuilder b;
   auto x = b.Op("Relu", "/pre", {"input"});
   auto s = b.Op("Mul", "/g/Mul_s", {b.Scalar("/g/c0", float(1 / std::sqrt(2.0))), x});
@@ -108,7 +75,7 @@ TEST_CASE("GELU variants: x * (1/sqrt 2), 1 + erf swapped, the half applied firs
   CHECK(b.graph().node(1).output(0) == y);
 }
 
-TEST_CASE("GELU look-alikes are left alone", "[import][gelu]") {
+TEST_CASE("GELU look-alikes are left alone", "[import][fusion][gelu]") {
   SECTION("an intermediate is read elsewhere") {
     ProtoBuilder b;
     auto x = b.Op("Relu", "/pre", {"input"});
@@ -134,12 +101,13 @@ TEST_CASE("GELU look-alikes are left alone", "[import][gelu]") {
   }
 }
 
-TEST_CASE("importing an exported GPT fuses its GELUs unless asked not to", "[import][gelu]") {
+TEST_CASE("importing an exported GPT fuses its GELUs unless asked not to",
+          "[import][fusion][gelu]") {
   using testing::ImportFixture;
   // TinyGPT has 2 blocks, one GELU each: fusing removes 4 nodes and 3 Constant nodes per block.
   const Graph fused = ImportFixture("gpt_opset17.onnx");
   ImportOptions keep;
-  keep.fuse_gelu = false;
+  keep.fusions = FusionSet::kNone;
   const Graph unfused = ImportFixture("gpt_opset17.onnx", keep);
   int gelus = 0, erfs = 0;
   for (const Node& n : fused.nodes()) gelus += n.op_type == "Gelu";
@@ -149,7 +117,7 @@ TEST_CASE("importing an exported GPT fuses its GELUs unless asked not to", "[imp
   CHECK(unfused.num_nodes() - fused.num_nodes() == 2 * 7);
 }
 
-TEST_CASE("backends run the fused Gelu with the standard kernel", "[import][gelu]") {
+TEST_CASE("backends run the fused Gelu with the standard kernel", "[import][fusion][gelu]") {
   CHECK(RunsAsStandardOnnxOp("", "Gelu"));
   CHECK(RunsAsStandardOnnxOp("ai.onnx", "MatMul"));
   CHECK(RunsAsStandardOnnxOp("com.microsoft", "Gelu"));

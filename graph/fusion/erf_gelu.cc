@@ -1,0 +1,62 @@
+// erf_gelu: the exact GELU that exporters write below opset 20 (torch.onnx for nn.GELU / F.gelu,
+// and memplan's zoo):  y = (x * (1 + erf(x / sqrt(2)))) * 0.5  as Div, Erf, Add, Mul, Mul.
+//
+// Autograd saves one tensor for F.gelu (its input: gelu_backward(grad, self, "none")); the chain
+// read node by node saves x / sqrt(2) (for Erf) and 1 + erf (for the Mul) on top of x, two extra
+// activation-sized tensors per MLP. The fused node is com.microsoft's Gelu (ONNX Runtime's contrib
+// op; the same op as opset-20 Gelu, graph/ops/standard_aliases.h).
+//
+// Matched variants: x / c or x * (1 / c) with c = sqrt(2); 1 + erf in either operand order; the
+// 0.5 applied last (to x * (1 + erf)) or first (to x).
+
+#include <cmath>
+
+#include "graph/fusion/patterns.h"
+
+namespace memplan {
+
+std::optional<FusionMatch> MatchErfGelu(const ProtoIndex& index, int erf) {
+  const auto& e = index.node(erf);
+  if (!IsOp(e, "Erf", 1)) return std::nullopt;
+  // x / sqrt(2) or x * (1 / sqrt(2)), feeding only the Erf.
+  auto scale_node = index.Producer(e.input(0));
+  if (!scale_node || !index.SoleConsumer(e.input(0))) return std::nullopt;
+  const auto& s = index.node(*scale_node);
+  std::optional<std::string> x;
+  if (IsOp(s, "Div", 2)) x = OtherThanScalar(s, index, std::sqrt(2.0), /*commutative=*/false);
+  if (IsOp(s, "Mul", 2)) x = OtherThanScalar(s, index, 1.0 / std::sqrt(2.0), /*commutative=*/true);
+  if (!x) return std::nullopt;
+  // 1 + erf.
+  auto add = SoleConsumerOp(index, e.output(0), "Add", 2);
+  if (!add || OtherThanScalar(index.node(*add), index, 1.0, true) != e.output(0))
+    return std::nullopt;
+  const std::string& one_plus = index.node(*add).output(0);
+  auto times = SoleConsumerOp(index, one_plus, "Mul", 2);
+  if (!times) return std::nullopt;
+  const auto other = OtherOperand(index.node(*times), one_plus);
+  if (!other) return std::nullopt;
+
+  FusionMatch m;
+  m.nodes = {*scale_node, erf, *add, *times};
+  if (*other == *x) {
+    // (x * (1 + erf)) * 0.5
+    const std::string& product = index.node(*times).output(0);
+    auto half = SoleConsumerOp(index, product, "Mul", 2);
+    if (!half || OtherThanScalar(index.node(*half), index, 0.5, true) != product)
+      return std::nullopt;
+    m.nodes.push_back(*half);
+    m.last = *half;
+  } else {
+    // (x * 0.5) * (1 + erf): the half product must be x * 0.5 and feed only this Mul.
+    auto half = index.Producer(*other);
+    if (!half || !index.SoleConsumer(*other) || !IsOp(index.node(*half), "Mul", 2) ||
+        OtherThanScalar(index.node(*half), index, 0.5, true) != *x)
+      return std::nullopt;
+    m.nodes.push_back(*half);
+    m.last = *times;
+  }
+  m.fused = FusedNode("Gelu", "com.microsoft", {*x}, index.node(m.last).output(0));
+  return m;
+}
+
+}  // namespace memplan

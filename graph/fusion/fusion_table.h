@@ -1,0 +1,88 @@
+#pragma once
+// Import fusions: exporters write one PyTorch op as several ONNX nodes when the model's opset has
+// no op for it, and memplan would then charge saved-for-backward bytes node by node, where
+// autograd keeps what the fused op's backward needs (docs/saved_for_backward.md, "Fusions at
+// import"). The importer (graph/onnx_import.cc) walks this table once, in order, on the
+// onnx::ModelProto before it becomes a Graph; each entry rewrites every exact occurrence of its
+// pattern into one node of an op the registry (graph/ops) knows:
+//
+//   entry            exported as                                        fused into
+//   layer_norm       ReduceMean, Sub, Pow(2), ReduceMean, Add(eps), Sqrt,  LayerNormalization
+//                    Div, Mul(gamma) [, Add(beta)]  (below opset 17)
+//   rms_norm         Pow(2) | Mul(x,x), ReduceMean, Add(eps), Sqrt,       RMSNormalization
+//                    Reciprocal | Div(1,.), Mul(x,.) | Div(x,.), Mul(w)    (opset 23)   [formulas]
+//   erf_gelu         Div(sqrt2), Erf, Add(1), Mul(x), Mul(0.5)            com.microsoft Gelu
+//   tanh_gelu        Mul(x,x), Mul(x,.), Mul(0.044715), Add(x), Mul(sqrt(2/pi)), Tanh,
+//                    Add(1), Mul(x), Mul(0.5)  (F.gelu(approximate="tanh"))  Gelu approximate=tanh
+//   tanh_gelu_formula  the same with Pow(x, 3), as GPT-2's gelu_new       Gelu approximate=tanh
+//                                                                               [formulas]
+//   silu             Sigmoid(x), Mul(x, .)                                Swish (opset 24)
+//   hard_swish       HardSigmoid(x; 1/6, 0.5), Mul(x, .)                  HardSwish (opset 14)
+//   zero_dropout     Dropout with constant ratio 0 (mask unused)          Identity
+//
+// A pattern matches only where the rewrite is exact: every constant has its exact value, every
+// intermediate feeds only the next node of the pattern and is not a graph output, weights are
+// initializers of the normalised shape's rank. Anything else is left as it is. LayerNorm runs
+// before RMSNorm because a LayerNorm's tail (from Pow on) is an RMSNorm of x - mean.
+//
+// Entries marked [formulas] match what a user writes by hand in PyTorch (LLaMA's RMSNorm, GPT-2's
+// gelu_new), which eager autograd runs op by op and saves for node by node, as memplan plans the
+// unfused chain; they are applied only under FusionSet::kAll (graph/fusion/fusion_set.h).
+// torch 1.13 exports F.gelu(approximate="tanh") with the cube as Mul(x, Mul(x, x)) and gelu_new
+// with Pow(x, 3), so the two are told apart; nn.SiLU and a hand-written x * sigmoid(x) export the
+// same nodes, and the fusion assumes nn.SiLU (what EfficientNet, SwiGLU's F.silu and torchvision
+// use).
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/fusion/fusion_set.h"
+
+namespace memplan {
+
+class ProtoIndex;
+
+// One occurrence of a pattern, found by an entry's matcher.
+struct FusionMatch {
+  std::vector<int> nodes;  // every node of the pattern (indices into the graph): removed
+  int last = -1;  // the node producing the pattern's output: the fused node takes its place
+  // The replacement: op_type, domain, inputs, outputs and attributes. Its name is given by the
+  // table: the scope of the last node's name plus "/" + op_type, made unique.
+  onnx::NodeProto fused;
+};
+
+using FusionMatcher = std::optional<FusionMatch> (*)(const ProtoIndex& index, int node);
+
+struct FusionEntry {
+  const char* name;  // "layer_norm": reports and tests name entries by it
+  FusionSet set;     // kFusedOps: applied by default; kAll: only when asked for
+  // Tries the pattern anchored at node `node` (each matcher documents its anchor op).
+  FusionMatcher match;
+};
+
+// The table, in the order it is applied.
+const std::vector<FusionEntry>& FusionTable();
+
+// How many nodes each entry formed (entries that formed none are absent).
+struct FusionCounts {
+  std::map<std::string, int> by_entry;
+  int total() const;
+};
+
+// Rewrites `model` in place with the entries `set` includes. Constant nodes and initializers that
+// only fed fused patterns are removed; a fused node in a domain the model does not import adds
+// that domain (version 1) to its opset imports.
+FusionCounts FuseImportPatterns(onnx::ModelProto& model, FusionSet set = FusionSet::kFusedOps);
+
+// Applies one entry (tests; FuseImportPatterns applies each in turn). Returns how many nodes it
+// formed.
+int ApplyFusion(onnx::ModelProto& model, const FusionEntry& entry);
+
+// The table entry called `name`; REQUIRES: it exists.
+const FusionEntry& FusionEntryNamed(const std::string& name);
+
+}  // namespace memplan

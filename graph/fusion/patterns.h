@@ -1,0 +1,30 @@
+#pragma once
+// The matchers of the import-fusion table (graph/fusion/fusion_table.h), one file each. Internal
+// to graph/fusion. Each takes the index of the graph and one node index, the pattern's anchor
+// (named below), and returns the occurrence anchored there, if it is exact.
+
+#include <optional>
+#include <string>
+
+#include "graph/fusion/fusion_table.h"
+#include "graph/fusion/proto_index.h"
+
+namespace memplan {
+
+std::optional<FusionMatch> MatchLayerNorm(const ProtoIndex& index, int node);  // first ReduceMean
+std::optional<FusionMatch> MatchRmsNorm(const ProtoIndex& index, int node);    // ReduceMean
+std::optional<FusionMatch> MatchErfGelu(const ProtoIndex& index, int node);    // Erf
+std::optional<FusionMatch> MatchTanhGelu(const ProtoIndex& index, int node);   // Tanh
+std::optional<FusionMatch> MatchTanhGeluFormula(const ProtoIndex& index, int node);  // Tanh
+std::optional<FusionMatch> MatchSilu(const ProtoIndex& index, int node);             // Sigmoid
+std::optional<FusionMatch> MatchHardSwish(const ProtoIndex& index, int node);        // HardSigmoid
+std::optional<FusionMatch> MatchZeroDropout(const ProtoIndex& index, int node);      // Dropout
+
+// A fused node: `op_type` in `domain` reading `inputs`, writing `output`.
+onnx::NodeProto FusedNode(const std::string& op_type, const std::string& domain,
+                          std::initializer_list<std::string> inputs, const std::string& output);
+void SetFloatAttribute(onnx::NodeProto& node, const std::string& name, float value);
+void SetIntAttribute(onnx::NodeProto& node, const std::string& name, int64_t value);
+void SetStringAttribute(onnx::NodeProto& node, const std::string& name, const std::string& value);
+
+}  // namespace memplan

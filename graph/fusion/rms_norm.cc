@@ -1,0 +1,74 @@
+// rms_norm: RMSNorm written out (LLaMA's LlamaRMSNorm, T5's T5LayerNorm):
+//   r = 1 / Sqrt(Add(ReduceMean(x^2, axes=[-k..-1]), eps));  y = (x * r) * w
+// exported below opset 23 as Pow(x, 2) or Mul(x, x), ReduceMean, Add(eps), Sqrt, then
+// Reciprocal, Div(1, .) (torch.rsqrt) and Mul(x, .), or Div(x, .); then Mul(w). Fused into
+// RMSNormalization (opset 23) with axis = -k and epsilon = eps, which the registry plans as
+// PyTorch's fused _fused_rms_norm (input, weight and rstd kept).
+//
+// PyTorch 1.13 has no RMSNorm op: this chain always comes from a formula, which eager autograd
+// runs op by op (torch 1.13 keeps x, the normalised x * r and rstd: one activation-sized tensor
+// more than the fused kernel). So the entry is applied only under FusionSet::kAll, for runs that
+// use a fused RMSNorm kernel (nn.RMSNorm on recent PyTorch, torch.compile, Apex, Liger).
+//
+// Exact only when the reduction is over trailing axes with keepdims = 1, every intermediate feeds
+// only the next node, the same x is squared and normalised, and w is an initializer of rank <= k.
+
+#include "graph/fusion/patterns.h"
+
+namespace memplan {
+
+std::optional<FusionMatch> MatchRmsNorm(const ProtoIndex& index, int mean_node) {
+  const auto& mean = index.node(mean_node);
+  auto k = TrailingReduceMeanAxes(index, mean);
+  if (!k) return std::nullopt;
+  // The square of x, feeding only the mean.
+  const std::string& squared = mean.input(0);
+  auto square = index.Producer(squared);
+  if (!square || !index.SoleConsumer(squared)) return std::nullopt;
+  const auto& sq = index.node(*square);
+  std::optional<std::string> x;
+  if (IsOp(sq, "Pow", 2) && Near(index.Scalar(sq.input(1)), 2.0)) x = sq.input(0);
+  if (IsOp(sq, "Mul", 2) && sq.input(0) == sq.input(1)) x = sq.input(0);
+  if (!x) return std::nullopt;
+  auto add_eps = SoleConsumerOp(index, mean.output(0), "Add", 2);
+  if (!add_eps) return std::nullopt;
+  auto eps_name = OtherOperand(index.node(*add_eps), mean.output(0));
+  auto eps = eps_name ? index.Scalar(*eps_name) : std::nullopt;
+  if (!eps || *eps < 0) return std::nullopt;
+  auto sqrt = SoleConsumerOp(index, index.node(*add_eps).output(0), "Sqrt", 1);
+  if (!sqrt) return std::nullopt;
+  const std::string& root = index.node(*sqrt).output(0);
+
+  FusionMatch m;
+  m.nodes = {*square, mean_node, *add_eps, *sqrt};
+  // x / root, or x * (1 / root) with the reciprocal as Reciprocal or Div(1, root).
+  std::optional<int> normalize;
+  auto after_root = index.SoleConsumer(root);
+  if (!after_root) return std::nullopt;
+  const auto& n = index.node(*after_root);
+  if (IsOp(n, "Div", 2) && n.input(1) == root && n.input(0) == *x) {
+    normalize = after_root;
+  } else {
+    const bool reciprocal = IsOp(n, "Reciprocal", 1) || (IsOp(n, "Div", 2) && n.input(1) == root &&
+                                                         Near(index.Scalar(n.input(0)), 1.0));
+    if (!reciprocal) return std::nullopt;
+    m.nodes.push_back(*after_root);
+    auto mul = SoleConsumerOp(index, n.output(0), "Mul", 2);
+    if (!mul || OtherOperand(index.node(*mul), n.output(0)) != *x) return std::nullopt;
+    normalize = mul;
+  }
+  m.nodes.push_back(*normalize);
+  const std::string& normalized = index.node(*normalize).output(0);
+  auto scale_node = SoleConsumerOp(index, normalized, "Mul", 2);
+  if (!scale_node) return std::nullopt;
+  auto w = OtherOperand(index.node(*scale_node), normalized);
+  if (!w || *w == normalized || !IsSmallRankWeight(index, *w, *k)) return std::nullopt;
+  m.nodes.push_back(*scale_node);
+  m.last = *scale_node;
+  m.fused = FusedNode("RMSNormalization", "", {*x, *w}, index.node(*scale_node).output(0));
+  SetIntAttribute(m.fused, "axis", -*k);
+  SetFloatAttribute(m.fused, "epsilon", static_cast<float>(*eps));
+  return m;
+}
+
+}  // namespace memplan

@@ -1,0 +1,324 @@
+// The activation entries of the import-fusion table on hand-built protos, in the node shapes
+// torch 1.13's exporter writes at opset 13 (read back with torch.onnx.export, training mode):
+// tanh_gelu (and the gelu_new formula), silu, hard_swish, zero_dropout. Each fuses the exported
+// form and leaves look-alikes (a wrong constant, an intermediate read elsewhere or returned as a
+// graph output, a gate multiplying another tensor) as they are.
+#include <catch2/catch.hpp>
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <map>
+#include <numbers>
+#include <string>
+
+#include "graph/fusion/fusion_table.h"
+#include "tests/graph/fusion/fusion_proto_builder.h"
+
+namespace memplan {
+namespace {
+
+using testing::CountOps;
+using testing::FusionProtoBuilder;
+using testing::OnlyNode;
+
+int Fuse(FusionProtoBuilder& b, const char* entry) {
+  return ApplyFusion(b.model(), FusionEntryNamed(entry));
+}
+
+// ---------------------------------------------------------------- tanh GELU
+
+struct TanhGeluConstants {
+  float kappa = 0.044715f;
+  float beta = static_cast<float>(std::sqrt(2.0 / std::numbers::pi));
+  float half = 0.5f;
+};
+
+// F.gelu(x, approximate="tanh") as torch 1.13 exports it (symbolic_opset9.gelu):
+//   Mul(x, x), Mul(x, .), Mul(kappa, .), Add(x, .), Mul(beta, .), Tanh, Add(1, .), Mul(x, .),
+//   Mul(0.5, .)
+std::string TorchTanhGelu(FusionProtoBuilder& b, const std::string& s, const std::string& x,
+                          TanhGeluConstants c = {}) {
+  auto sq = b.Op("Mul", s + "/Mul", {x, x});
+  auto cube = b.Op("Mul", s + "/Mul_1", {x, sq});
+  auto k = b.Op("Mul", s + "/Mul_2", {b.Scalar(s + "/Constant", c.kappa), cube});
+  auto inner = b.Op("Add", s + "/Add", {x, k});
+  auto scaled = b.Op("Mul", s + "/Mul_3", {b.Scalar(s + "/Constant_1", c.beta), inner});
+  auto t = b.Op("Tanh", s + "/Tanh", {scaled});
+  auto gate = b.Op("Add", s + "/Add_1", {b.Scalar(s + "/Constant_2", 1.0f), t});
+  auto prod = b.Op("Mul", s + "/Mul_4", {x, gate});
+  return b.Op("Mul", s + "/Mul_5", {b.Scalar(s + "/Constant_3", c.half), prod});
+}
+
+// GPT-2's gelu_new, 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * pow(x, 3)))), as exported:
+//   Mul(x, 0.5), Pow(x, 3), Mul(., kappa), Add(x, .), Mul(., beta), Tanh, Add(., 1), Mul(half, .)
+std::string GeluNew(FusionProtoBuilder& b, const std::string& s, const std::string& x) {
+  TanhGeluConstants c;
+  auto half = b.Op("Mul", s + "/Mul", {x, b.Scalar(s + "/Constant", 0.5f)});
+  auto cube = b.Op("Pow", s + "/Pow", {x, b.Scalar(s + "/Constant_1", 3.0f)});
+  auto k = b.Op("Mul", s + "/Mul_1", {cube, b.Scalar(s + "/Constant_2", c.kappa)});
+  auto inner = b.Op("Add", s + "/Add", {x, k});
+  auto scaled = b.Op("Mul", s + "/Mul_2", {inner, b.Scalar(s + "/Constant_3", c.beta)});
+  auto t = b.Op("Tanh", s + "/Tanh", {scaled});
+  auto gate = b.Op("Add", s + "/Add_1", {t, b.Scalar(s + "/Constant_4", 1.0f)});
+  return b.Op("Mul", s + "/Mul_3", {half, gate});
+}
+
+TEST_CASE("F.gelu(approximate='tanh') as exported becomes Gelu(approximate=tanh)",
+          "[import][fusion][gelu]") {
+  FusionProtoBuilder b;
+  auto x = b.Op("Relu", "/pre", {"input"});
+  auto y = TorchTanhGelu(b, "/mlp/act", x);
+  b.Output(b.Op("Relu", "/post", {y}));
+  REQUIRE(Fuse(b, "tanh_gelu") == 1);
+  // Relu, Gelu, Relu: the nine pattern nodes and the four Constant nodes are gone.
+  REQUIRE(b.graph().node_size() == 3);
+  const auto& gelu = b.graph().node(1);
+  CHECK(gelu.op_type() == "Gelu");
+  CHECK(gelu.domain().empty());
+  CHECK(gelu.name() == "/mlp/act/Gelu");
+  CHECK(testing::StringAttribute(gelu, "approximate") == "tanh");
+  CHECK(gelu.input(0) == x);
+  CHECK(gelu.output(0) == y);
+  // The formula entry does not take the F.gelu form (its cube is Mul(x, Mul(x, x))).
+  FusionProtoBuilder c;
+  c.Output(TorchTanhGelu(c, "/g", c.Op("Relu", "/pre", {"input"})));
+  CHECK(Fuse(c, "tanh_gelu_formula") == 0);
+}
+
+TEST_CASE("GPT-2's gelu_new is a formula: fused only by the formula entry",
+          "[import][fusion][gelu]") {
+  FusionProtoBuilder b;
+  auto x = b.Op("Relu", "/pre", {"input"});
+  auto y = GeluNew(b, "/h.0/mlp/act", x);
+  b.Output(y);
+  CHECK(Fuse(b, "tanh_gelu") == 0);
+  REQUIRE(Fuse(b, "tanh_gelu_formula") == 1);
+  REQUIRE(b.graph().node_size() == 2);
+  CHECK(b.graph().node(1).op_type() == "Gelu");
+  CHECK(testing::StringAttribute(b.graph().node(1), "approximate") == "tanh");
+  CHECK(b.graph().node(1).input(0) == x);
+  CHECK(b.graph().node(1).output(0) == y);
+
+  // Under the default set only F.gelu's form is fused; kAll takes both.
+  FusionProtoBuilder d;
+  auto xd = d.Op("Relu", "/pre", {"input"});
+  d.Output(GeluNew(d, "/a", xd));
+  d.Output(TorchTanhGelu(d, "/b", xd));
+  CHECK(FuseImportPatterns(d.model()).by_entry == std::map<std::string, int>{{"tanh_gelu", 1}});
+  CHECK(FuseImportPatterns(d.model(), FusionSet::kAll).by_entry ==
+        std::map<std::string, int>{{"tanh_gelu_formula", 1}});
+  CHECK(CountOps(d.graph(), "Tanh") == 0);
+}
+
+TEST_CASE("tanh GELU look-alikes are left alone", "[import][fusion][gelu]") {
+  SECTION("the cubic coefficient is not 0.044715") {
+    FusionProtoBuilder b;
+    TanhGeluConstants c;
+    c.kappa = 0.05f;
+    b.Output(TorchTanhGelu(b, "/g", b.Op("Relu", "/pre", {"input"}), c));
+    CHECK(Fuse(b, "tanh_gelu") == 0);
+  }
+  SECTION("the scale is not sqrt(2/pi)") {
+    FusionProtoBuilder b;
+    TanhGeluConstants c;
+    c.beta = 0.8f;
+    b.Output(TorchTanhGelu(b, "/g", b.Op("Relu", "/pre", {"input"}), c));
+    CHECK(Fuse(b, "tanh_gelu") == 0);
+  }
+  SECTION("the half is not 0.5") {
+    FusionProtoBuilder b;
+    TanhGeluConstants c;
+    c.half = 0.25f;
+    b.Output(TorchTanhGelu(b, "/g", b.Op("Relu", "/pre", {"input"}), c));
+    CHECK(Fuse(b, "tanh_gelu") == 0);
+  }
+  SECTION("tanh's output is also read elsewhere") {
+    FusionProtoBuilder b;
+    b.Output(TorchTanhGelu(b, "/g", b.Op("Relu", "/pre", {"input"})));
+    b.Output(b.Op("Relu", "/other", {"/g/Tanh_out"}));
+    CHECK(Fuse(b, "tanh_gelu") == 0);
+  }
+  SECTION("the cube is a graph output") {
+    FusionProtoBuilder b;
+    b.Output(TorchTanhGelu(b, "/g", b.Op("Relu", "/pre", {"input"})));
+    b.Output("/g/Mul_1_out");
+    CHECK(Fuse(b, "tanh_gelu") == 0);
+    CHECK(CountOps(b.graph(), "Tanh") == 1);
+  }
+}
+
+// ---------------------------------------------------------------- SiLU
+
+TEST_CASE("x * Sigmoid(x) becomes Swish (SiLU)", "[import][fusion][silu]") {
+  FusionProtoBuilder b;
+  auto x = b.Op("Conv", "/features/0/0", {"input", "w"});
+  auto s = b.Op("Sigmoid", "/features/0/2/Sigmoid", {x});
+  auto y = b.Op("Mul", "/features/0/2/Mul", {x, s});
+  b.Output(b.Op("Relu", "/post", {y}));
+  REQUIRE(Fuse(b, "silu") == 1);
+  REQUIRE(b.graph().node_size() == 3);
+  const auto& swish = b.graph().node(1);
+  CHECK(swish.op_type() == "Swish");
+  CHECK(swish.name() == "/features/0/2/Swish");
+  CHECK(testing::FloatAttribute(swish, "alpha") == 1.0f);
+  CHECK(swish.input(0) == x);
+  CHECK(swish.output(0) == y);
+}
+
+TEST_CASE("SiLU look-alikes are left alone", "[import][fusion][silu]") {
+  SECTION("a sigmoid gate times another tensor (squeeze-and-excitation, SwiGLU)") {
+    FusionProtoBuilder b;
+    auto x = b.Op("Relu", "/x", {"input"});
+    auto gate = b.Op("Sigmoid", "/se/Sigmoid", {b.Op("Relu", "/se/fc", {x})});
+    b.Output(b.Op("Mul", "/se/Mul", {gate, x}));
+    CHECK(Fuse(b, "silu") == 0);
+  }
+  SECTION("the sigmoid is read twice") {
+    FusionProtoBuilder b;
+    auto x = b.Op("Relu", "/x", {"input"});
+    auto s = b.Op("Sigmoid", "/Sigmoid", {x});
+    b.Output(b.Op("Mul", "/Mul", {x, s}));
+    b.Output(b.Op("Relu", "/other", {s}));
+    CHECK(Fuse(b, "silu") == 0);
+  }
+  SECTION("the sigmoid is a graph output") {
+    FusionProtoBuilder b;
+    auto x = b.Op("Relu", "/x", {"input"});
+    auto s = b.Op("Sigmoid", "/Sigmoid", {x});
+    b.Output(b.Op("Mul", "/Mul", {x, s}));
+    b.Output(s);
+    CHECK(Fuse(b, "silu") == 0);
+  }
+  SECTION("sigmoid(x) squared") {
+    FusionProtoBuilder b;
+    auto s = b.Op("Sigmoid", "/Sigmoid", {b.Op("Relu", "/x", {"input"})});
+    b.Output(b.Op("Mul", "/Mul", {s, s}));
+    CHECK(Fuse(b, "silu") == 0);
+  }
+}
+
+// ---------------------------------------------------------------- HardSwish
+
+std::string TorchHardSwish(FusionProtoBuilder& b, const std::string& s, const std::string& x,
+                           float alpha = 1.0f / 6.0f) {
+  auto& h = b.Node("HardSigmoid", s + "/HardSigmoid", {x});
+  testing::AddFloat(h, "alpha", alpha);
+  return b.Op("Mul", s + "/Mul", {x, h.output(0)});
+}
+
+TEST_CASE("x * HardSigmoid(x; 1/6) becomes HardSwish", "[import][fusion][hardswish]") {
+  FusionProtoBuilder b;
+  auto x = b.Op("Conv", "/features/0/0", {"input", "w"});
+  auto y = TorchHardSwish(b, "/features/0/2", x);
+  b.Output(y);
+  REQUIRE(Fuse(b, "hard_swish") == 1);
+  REQUIRE(b.graph().node_size() == 2);
+  CHECK(b.graph().node(1).op_type() == "HardSwish");
+  CHECK(b.graph().node(1).input(0) == x);
+  CHECK(b.graph().node(1).output(0) == y);
+}
+
+TEST_CASE("HardSwish look-alikes are left alone", "[import][fusion][hardswish]") {
+  SECTION("ONNX's default HardSigmoid (alpha 0.2)") {
+    FusionProtoBuilder b;
+    auto x = b.Op("Relu", "/x", {"input"});
+    auto h = b.Op("HardSigmoid", "/HardSigmoid", {x});
+    b.Output(b.Op("Mul", "/Mul", {x, h}));
+    CHECK(Fuse(b, "hard_swish") == 0);
+  }
+  SECTION("MobileNetV3's squeeze-and-excitation gate") {
+    FusionProtoBuilder b;
+    auto x = b.Op("Relu", "/x", {"input"});
+    auto& h = b.Node("HardSigmoid", "/se/HardSigmoid", {b.Op("Relu", "/se/fc2", {x})});
+    testing::AddFloat(h, "alpha", 1.0f / 6.0f);
+    b.Output(b.Op("Mul", "/se/Mul", {h.output(0), x}));
+    CHECK(Fuse(b, "hard_swish") == 0);
+  }
+  SECTION("the gate is a graph output") {
+    FusionProtoBuilder b;
+    auto x = b.Op("Relu", "/x", {"input"});
+    b.Output(TorchHardSwish(b, "/a", x));
+    b.Output("/a/HardSigmoid_out");
+    CHECK(Fuse(b, "hard_swish") == 0);
+  }
+}
+
+// ---------------------------------------------------------------- Dropout(p=0)
+
+// nn.Dropout as torch 1.13 exports it in training mode at opset 13: Dropout(x, ratio, True) with
+// both outputs, the mask unread.
+onnx::NodeProto& TorchDropout(FusionProtoBuilder& b, const std::string& s, const std::string& x,
+                              float ratio) {
+  auto r = b.Scalar(s + "/Constant", ratio);
+  auto& train = b.Node("Constant", s + "/Constant_1", {});
+  auto* a = train.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::BOOL);
+  a->mutable_t()->add_int32_data(1);
+  return b.Node("Dropout", s + "/Dropout", {x, r, train.output(0)}, /*outputs=*/2);
+}
+
+TEST_CASE("Dropout with ratio 0 becomes Identity", "[import][fusion][dropout]") {
+  FusionProtoBuilder b;
+  auto x = b.Op("Relu", "/x", {"input"});
+  auto& d = TorchDropout(b, "/drop", x, 0.0f);
+  const std::string y = d.output(0);
+  b.Output(b.Op("Relu", "/post", {y}));
+  REQUIRE(Fuse(b, "zero_dropout") == 1);
+  // Relu, Identity, Relu: the two Constant nodes went with the Dropout.
+  REQUIRE(b.graph().node_size() == 3);
+  CHECK(b.graph().node(1).op_type() == "Identity");
+  CHECK(b.graph().node(1).input_size() == 1);
+  CHECK(b.graph().node(1).input(0) == x);
+  CHECK(b.graph().node(1).output(0) == y);
+
+  SECTION("the opset-10 form: ratio as an attribute") {
+    FusionProtoBuilder o(10);
+    auto xo = o.Op("Relu", "/x", {"input"});
+    auto& n = o.Node("Dropout", "/drop/Dropout", {xo});
+    testing::AddFloat(n, "ratio", 0.0f);
+    o.Output(n.output(0));
+    CHECK(Fuse(o, "zero_dropout") == 1);
+  }
+}
+
+TEST_CASE("Dropout look-alikes are left alone", "[import][fusion][dropout]") {
+  SECTION("ratio 0.1") {
+    FusionProtoBuilder b;
+    b.Output(TorchDropout(b, "/drop", b.Op("Relu", "/x", {"input"}), 0.1f).output(0));
+    CHECK(Fuse(b, "zero_dropout") == 0);
+  }
+  SECTION("no ratio: ONNX's default 0.5") {
+    FusionProtoBuilder b;
+    b.Output(b.Op("Dropout", "/drop/Dropout", {b.Op("Relu", "/x", {"input"})}));
+    CHECK(Fuse(b, "zero_dropout") == 0);
+  }
+  SECTION("a ratio fed at run time") {
+    FusionProtoBuilder b;
+    b.Output(b.Op("Dropout", "/drop/Dropout", {b.Op("Relu", "/x", {"input"}), "p"}));
+    CHECK(Fuse(b, "zero_dropout") == 0);
+  }
+  SECTION("the mask is read") {
+    FusionProtoBuilder b;
+    auto& d = TorchDropout(b, "/drop", b.Op("Relu", "/x", {"input"}), 0.0f);
+    const std::string y = d.output(0);
+    const std::string mask = d.output(1);
+    b.Output(y);
+    b.Output(b.Op("Cast", "/mask/Cast", {mask}));
+    CHECK(Fuse(b, "zero_dropout") == 0);
+  }
+  SECTION("the mask is a graph output") {
+    FusionProtoBuilder b;
+    auto& d = TorchDropout(b, "/drop", b.Op("Relu", "/x", {"input"}), 0.0f);
+    const std::string y = d.output(0);
+    const std::string mask = d.output(1);
+    b.Output(y);
+    b.Output(mask);
+    CHECK(Fuse(b, "zero_dropout") == 0);
+  }
+}
+
+}  // namespace
+}  // namespace memplan

@@ -1,0 +1,125 @@
+#pragma once
+// Hand-built node chains for the import-fusion tests (graph/fusion), written with the protobuf API
+// the way torch.onnx writes them: scalars as Constant nodes, names scoped like "/mlp/act/Mul_1".
+
+#include <onnx/onnx_pb.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace memplan::testing {
+
+class FusionProtoBuilder {
+ public:
+  explicit FusionProtoBuilder(int64_t opset = 13) {
+    model_.set_ir_version(8);
+    model_.add_opset_import()->set_version(opset);
+  }
+  // A Constant node holding one float; returns its output.
+  std::string Scalar(const std::string& name, float v) {
+    auto* n = graph().add_node();
+    n->set_op_type("Constant");
+    n->set_name(name);
+    n->add_output(name + "_out");
+    auto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    a->mutable_t()->add_float_data(v);
+    return name + "_out";
+  }
+  // A float initializer of `dims` (a weight); returns its name.
+  std::string Weight(const std::string& name, std::vector<int64_t> dims) {
+    auto* t = graph().add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t count = 1;
+    for (int64_t d : dims) {
+      t->add_dims(d);
+      count *= d;
+    }
+    for (int64_t i = 0; i < count; ++i) t->add_float_data(1.0f);
+    return name;
+  }
+  // An int64 initializer (opset-18 axes).
+  std::string Int64s(const std::string& name, std::vector<int64_t> values) {
+    auto* t = graph().add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+    return name;
+  }
+  onnx::NodeProto& Node(const std::string& type, const std::string& name,
+                        std::initializer_list<std::string> inputs, int outputs = 1) {
+    auto* n = graph().add_node();
+    n->set_op_type(type);
+    n->set_name(name);
+    for (const auto& in : inputs) n->add_input(in);
+    for (int i = 0; i < outputs; ++i)
+      n->add_output(name + (i == 0 ? "_out" : "_out" + std::to_string(i)));
+    return *n;
+  }
+  // One node with one output; returns the output's name.
+  std::string Op(const std::string& type, const std::string& name,
+                 std::initializer_list<std::string> inputs) {
+    return Node(type, name, inputs).output(0);
+  }
+  void Output(const std::string& name) { graph().add_output()->set_name(name); }
+  onnx::GraphProto& graph() { return *model_.mutable_graph(); }
+  onnx::ModelProto& model() { return model_; }
+
+ private:
+  onnx::ModelProto model_;
+};
+
+inline void AddInts(onnx::NodeProto& n, const std::string& name, std::vector<int64_t> v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+inline void AddInt(onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+inline void AddFloat(onnx::NodeProto& n, const std::string& name, float v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+inline int CountOps(const onnx::GraphProto& g, const std::string& type) {
+  int count = 0;
+  for (const auto& n : g.node()) count += n.op_type() == type;
+  return count;
+}
+
+// The only node of `type` (REQUIRE'd by the caller through CountOps).
+inline const onnx::NodeProto& OnlyNode(const onnx::GraphProto& g, const std::string& type) {
+  for (const auto& n : g.node())
+    if (n.op_type() == type) return n;
+  return g.node(0);
+}
+
+inline float FloatAttribute(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return a.f();
+  return -1.0f;
+}
+inline int64_t IntAttribute(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return a.i();
+  return -999;
+}
+inline std::string StringAttribute(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return a.s();
+  return "";
+}
+
+}  // namespace memplan::testing

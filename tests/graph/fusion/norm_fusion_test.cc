@@ -1,0 +1,242 @@
+// The normalisation entries of the import-fusion table on hand-built protos: layer_norm (torch
+// 1.13's export of nn.LayerNorm below opset 17) and rms_norm (LLaMA's RMSNorm written out), and
+// the look-alikes each must leave alone.
+#include <catch2/catch.hpp>
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/fusion/fusion_table.h"
+#include "tests/graph/fusion/fusion_proto_builder.h"
+
+namespace memplan {
+namespace {
+
+using testing::CountOps;
+using testing::FusionProtoBuilder;
+using testing::OnlyNode;
+
+int Fuse(FusionProtoBuilder& b, const char* entry) {
+  return ApplyFusion(b.model(), FusionEntryNamed(entry));
+}
+
+struct LayerNormShape {
+  std::vector<int64_t> axes = {-1};
+  float exponent = 2.0f;
+  float eps = 1e-5f;
+  std::vector<int64_t> gamma_dims = {8};
+  bool bias = true;
+  bool axes_as_input = false;  // opset 18
+};
+
+// nn.LayerNorm(8) as torch 1.13 exports it at opset 13 (symbolic_opset9.layer_norm):
+//   ReduceMean(x), Sub(x, .), Pow(., 2), ReduceMean, Add(., eps), Sqrt, Div(d, .), Mul(., weight),
+//   Add(., bias)
+std::string TorchLayerNorm(FusionProtoBuilder& b, const std::string& s, const std::string& x,
+                           const LayerNormShape& c = {}) {
+  auto reduce = [&](const std::string& name, const std::string& in) -> std::string {
+    if (c.axes_as_input) return b.Op("ReduceMean", name, {in, b.Int64s(name + "/axes", c.axes)});
+    auto& n = b.Node("ReduceMean", name, {in});
+    testing::AddInts(n, "axes", c.axes);
+    return n.output(0);
+  };
+  auto mean = reduce(s + "/ReduceMean", x);
+  auto d = b.Op("Sub", s + "/Sub", {x, mean});
+  auto sq = b.Op("Pow", s + "/Pow", {d, b.Scalar(s + "/Constant", c.exponent)});
+  auto var = reduce(s + "/ReduceMean_1", sq);
+  auto ve = b.Op("Add", s + "/Add", {var, b.Scalar(s + "/Constant_1", c.eps)});
+  auto root = b.Op("Sqrt", s + "/Sqrt", {ve});
+  auto n = b.Op("Div", s + "/Div", {d, root});
+  auto scaled = b.Op("Mul", s + "/Mul", {n, b.Weight(s + ".weight", c.gamma_dims)});
+  if (!c.bias) return scaled;
+  return b.Op("Add", s + "/Add_1", {scaled, b.Weight(s + ".bias", c.gamma_dims)});
+}
+
+TEST_CASE("nn.LayerNorm exported below opset 17 becomes LayerNormalization",
+          "[import][fusion][layernorm]") {
+  FusionProtoBuilder b;
+  auto x = b.Op("Relu", "/pre", {"input"});
+  auto y = TorchLayerNorm(b, "/ln_1", x);
+  b.Output(b.Op("Relu", "/post", {y}));
+  REQUIRE(Fuse(b, "layer_norm") == 1);
+  // Relu, LayerNormalization, Relu; the Constant nodes are gone, the weights stay.
+  REQUIRE(b.graph().node_size() == 3);
+  const auto& ln = b.graph().node(1);
+  CHECK(ln.op_type() == "LayerNormalization");
+  CHECK(ln.domain().empty());
+  CHECK(ln.name() == "/ln_1/LayerNormalization");
+  REQUIRE(ln.input_size() == 3);
+  CHECK(ln.input(0) == x);
+  CHECK(ln.input(1) == "/ln_1.weight");
+  CHECK(ln.input(2) == "/ln_1.bias");
+  CHECK(ln.output(0) == y);
+  CHECK(testing::IntAttribute(ln, "axis") == -1);
+  CHECK(testing::FloatAttribute(ln, "epsilon") == 1e-5f);
+  CHECK(b.graph().initializer_size() == 2);
+}
+
+TEST_CASE("LayerNorm variants: two axes, no bias, Mul(d, d), opset-18 axes input",
+          "[import][fusion][layernorm]") {
+  SECTION("normalized over the last two axes, eps 1e-6") {
+    FusionProtoBuilder b;
+    LayerNormShape c;
+    c.axes = {-2, -1};
+    c.gamma_dims = {4, 8};
+    c.eps = 1e-6f;
+    b.Output(TorchLayerNorm(b, "/ln", b.Op("Relu", "/pre", {"input"}), c));
+    REQUIRE(Fuse(b, "layer_norm") == 1);
+    const auto& ln = OnlyNode(b.graph(), "LayerNormalization");
+    CHECK(testing::IntAttribute(ln, "axis") == -2);
+    CHECK(testing::FloatAttribute(ln, "epsilon") == 1e-6f);
+  }
+  SECTION("LayerNorm(bias=False): the Mul is the last node") {
+    FusionProtoBuilder b;
+    LayerNormShape c;
+    c.bias = false;
+    auto y = TorchLayerNorm(b, "/ln", b.Op("Relu", "/pre", {"input"}), c);
+    b.Output(b.Op("Add", "/residual", {y, "input"}));
+    REQUIRE(Fuse(b, "layer_norm") == 1);
+    const auto& ln = OnlyNode(b.graph(), "LayerNormalization");
+    CHECK(ln.input_size() == 2);
+    CHECK(ln.output(0) == y);
+    CHECK(CountOps(b.graph(), "Add") == 1);  // the residual add is not a bias
+  }
+  SECTION("opset 18: axes as a constant input") {
+    FusionProtoBuilder b(18);
+    LayerNormShape c;
+    c.axes_as_input = true;
+    b.Output(TorchLayerNorm(b, "/ln", b.Op("Relu", "/pre", {"input"}), c));
+    REQUIRE(Fuse(b, "layer_norm") == 1);
+    // The axes initializers only the ReduceMeans read are gone; weight and bias stay.
+    CHECK(b.graph().initializer_size() == 2);
+  }
+}
+
+TEST_CASE("LayerNorm look-alikes are left alone", "[import][fusion][layernorm]") {
+  auto unfused = [](LayerNormShape c) {
+    FusionProtoBuilder b;
+    b.Output(TorchLayerNorm(b, "/ln", b.Op("Relu", "/pre", {"input"}), c));
+    return Fuse(b, "layer_norm") == 0 && CountOps(b.graph(), "Sqrt") == 1;
+  };
+  LayerNormShape c;
+  c.exponent = 3.0f;
+  CHECK(unfused(c));  // not a variance
+  c = {};
+  c.axes = {1};
+  CHECK(unfused(c));  // a positive (channel) axis: not provably trailing
+  c = {};
+  c.axes = {-3, -1};
+  CHECK(unfused(c));  // not contiguous
+  c = {};
+  c.gamma_dims = {4, 8};
+  CHECK(unfused(c));  // the weight varies along an axis that is not normalised
+
+  SECTION("the centred input is read elsewhere") {
+    FusionProtoBuilder b;
+    b.Output(TorchLayerNorm(b, "/ln", b.Op("Relu", "/pre", {"input"})));
+    b.Output(b.Op("Relu", "/other", {"/ln/Sub_out"}));
+    CHECK(Fuse(b, "layer_norm") == 0);
+  }
+  SECTION("the normalised tensor is a graph output") {
+    FusionProtoBuilder b;
+    b.Output(TorchLayerNorm(b, "/ln", b.Op("Relu", "/pre", {"input"})));
+    b.Output("/ln/Div_out");
+    CHECK(Fuse(b, "layer_norm") == 0);
+  }
+  SECTION("the scale is an activation, not a weight") {
+    FusionProtoBuilder b;
+    auto x = b.Op("Relu", "/pre", {"input"});
+    auto& mean = b.Node("ReduceMean", "/ln/ReduceMean", {x});
+    testing::AddInts(mean, "axes", {-1});
+    auto d = b.Op("Sub", "/ln/Sub", {x, mean.output(0)});
+    auto& var = b.Node("ReduceMean", "/ln/ReduceMean_1", {b.Op("Mul", "/ln/Sq", {d, d})});
+    testing::AddInts(var, "axes", {-1});
+    auto root = b.Op("Sqrt", "/ln/Sqrt",
+                     {b.Op("Add", "/ln/Add", {var.output(0), b.Scalar("/ln/eps", 1e-5f)})});
+    b.Output(b.Op("Mul", "/ln/Mul", {b.Op("Div", "/ln/Div", {d, root}), x}));
+    CHECK(Fuse(b, "layer_norm") == 0);
+  }
+}
+
+// LLaMA's RMSNorm, x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight, as torch 1.13
+// exports it at opset 13: Pow(x, 2), ReduceMean, Add(eps), Sqrt, Div(1, .), Mul(x, .), Mul(w, .).
+std::string TorchRmsNorm(FusionProtoBuilder& b, const std::string& s, const std::string& x,
+                         float one = 1.0f, std::vector<int64_t> w_dims = {8}) {
+  auto sq = b.Op("Pow", s + "/Pow", {x, b.Scalar(s + "/Constant", 2.0f)});
+  auto& mean = b.Node("ReduceMean", s + "/ReduceMean", {sq});
+  testing::AddInts(mean, "axes", {-1});
+  testing::AddInt(mean, "keepdims", 1);
+  auto ve = b.Op("Add", s + "/Add", {mean.output(0), b.Scalar(s + "/Constant_1", 1e-6f)});
+  auto root = b.Op("Sqrt", s + "/Sqrt", {ve});
+  auto r = b.Op("Div", s + "/Div", {b.Scalar(s + "/Constant_2", one), root});
+  auto n = b.Op("Mul", s + "/Mul", {x, r});
+  return b.Op("Mul", s + "/Mul_1", {b.Weight(s + ".weight", w_dims), n});
+}
+
+TEST_CASE("RMSNorm written out becomes RMSNormalization under the formula set",
+          "[import][fusion][rmsnorm]") {
+  FusionProtoBuilder b;
+  auto x = b.Op("Relu", "/pre", {"input"});
+  auto y = TorchRmsNorm(b, "/norm", x);
+  b.Output(y);
+  // A formula: the default set leaves it as written (eager autograd runs it op by op).
+  CHECK(FuseImportPatterns(b.model()).total() == 0);
+  REQUIRE(FuseImportPatterns(b.model(), FusionSet::kAll).by_entry.at("rms_norm") == 1);
+  REQUIRE(b.graph().node_size() == 2);
+  const auto& rms = b.graph().node(1);
+  CHECK(rms.op_type() == "RMSNormalization");
+  CHECK(rms.input(0) == x);
+  CHECK(rms.input(1) == "/norm.weight");
+  CHECK(rms.output(0) == y);
+  CHECK(testing::IntAttribute(rms, "axis") == -1);
+  CHECK(testing::FloatAttribute(rms, "epsilon") == 1e-6f);
+
+  SECTION("Mul(x, x), Reciprocal and Div(x, root) forms") {
+    for (int form = 0; form < 2; ++form) {
+      FusionProtoBuilder c;
+      auto xc = c.Op("Relu", "/pre", {"input"});
+      auto sq = c.Op("Mul", "/n/Sq", {xc, xc});
+      auto& mean = c.Node("ReduceMean", "/n/ReduceMean", {sq});
+      testing::AddInts(mean, "axes", {-1});
+      auto root = c.Op("Sqrt", "/n/Sqrt",
+                       {c.Op("Add", "/n/Add", {mean.output(0), c.Scalar("/n/e", 1e-5f)})});
+      std::string n = form == 0 ? c.Op("Mul", "/n/Mul", {c.Op("Reciprocal", "/n/Rec", {root}), xc})
+                                : c.Op("Div", "/n/Div", {xc, root});
+      c.Output(c.Op("Mul", "/n/Mul_1", {n, c.Weight("w", {8})}));
+      INFO("form " << form);
+      CHECK(Fuse(c, "rms_norm") == 1);
+      CHECK(c.graph().node_size() == 2);
+    }
+  }
+}
+
+TEST_CASE("RMSNorm look-alikes are left alone", "[import][fusion][rmsnorm]") {
+  SECTION("2 / sqrt(.) is not a reciprocal") {
+    FusionProtoBuilder b;
+    b.Output(TorchRmsNorm(b, "/n", b.Op("Relu", "/pre", {"input"}), 2.0f));
+    CHECK(Fuse(b, "rms_norm") == 0);
+  }
+  SECTION("a weight of a higher rank than the normalised axes") {
+    FusionProtoBuilder b;
+    b.Output(TorchRmsNorm(b, "/n", b.Op("Relu", "/pre", {"input"}), 1.0f, {4, 8}));
+    CHECK(Fuse(b, "rms_norm") == 0);
+  }
+  SECTION("the statistic is also returned") {
+    FusionProtoBuilder b;
+    b.Output(TorchRmsNorm(b, "/n", b.Op("Relu", "/pre", {"input"})));
+    b.Output("/n/Sqrt_out");
+    CHECK(Fuse(b, "rms_norm") == 0);
+  }
+  SECTION("a LayerNorm is not an RMSNorm of x - mean: the table fuses it as a LayerNorm first") {
+    FusionProtoBuilder b;
+    b.Output(TorchLayerNorm(b, "/ln", b.Op("Relu", "/pre", {"input"})));
+    auto counts = FuseImportPatterns(b.model(), FusionSet::kAll);
+    CHECK(counts.by_entry == std::map<std::string, int>{{"layer_norm", 1}});
+  }
+}
+
+}  // namespace
+}  // namespace memplan
