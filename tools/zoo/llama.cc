@@ -24,7 +24,8 @@
 // Per layer: cos/sin.unsqueeze(1); rotate_half(x) = cat(-x[..., 64:], x[..., :64]) as Slice,
 // Neg, Concat; repeat_kv as x[:, :, None].expand(b, kv, n_rep, s, d).reshape(b, kv * n_rep, s, d)
 // (Unsqueeze, Expand, Reshape), which memplan's attention fusion reads as grouped-query attention.
-// nn.SiLU is written Sigmoid, Mul (torch.onnx's silu). attention_dropout is 0, so no Dropout.
+// nn.SiLU is written Sigmoid, Mul (torch.onnx's silu); the attention's dropout (p = 0 in the
+// configs, training mode) is a Dropout node of ratio 0, as HF's eager attention exports it.
 // Linear weights are stored [in, out] under their state_dict names, as the other zoo entries do.
 //
 // Parameters per layer: q, o 4096^2 each; k, v 4096 * 1024 each; gate, up, down 4096 * 14336
@@ -190,6 +191,9 @@ class LlamaWriter {
     scores = b_.Op(scope, "Div", {scores, b_.ConstantFloatScalar(scope, head_dim_sqrt)});
     scores = b_.Op(scope, "Add", {scores, mask_});
     std::string probs = b_.Op(scope, "Softmax", {scores}, {IntAttr("axis", -1)});
+    // nn.functional.dropout(p=attention_dropout=0.0, training=True): exported as a Dropout node
+    // of ratio 0 (torch's dropout returns its input unchanged for p = 0).
+    probs = b_.Dropout(scope, probs, 0.0f);
     std::string context = b_.Op(scope, "MatMul", {probs, v});
     context = b_.MergeHeads(scope, context, c_.width);
     return b_.LinearNoBias(scope + "/o_proj", prefix + ".o_proj", context, c_.width, c_.width);
