@@ -155,6 +155,9 @@ void RegisterUnaryOps(OpRegistry& registry) {
        AmpCategory::kFp32Required},
       {"Log", kTranscendentalFlops, SaveInput0(), "log: grad.div(self.conj())",
        AmpCategory::kFp32Required},
+      // Rotary embeddings' cos/sin tables (Llama, Mistral exports).
+      {"Cos", kTranscendentalFlops, SaveInput0(), "cos: grad * -self.sin().conj()"},
+      {"Sin", kTranscendentalFlops, SaveInput0(), "sin: grad * self.cos().conj()"},
   };
   for (const auto& spec : specs) {
     OpSchema schema = UnarySchema(spec);

@@ -43,6 +43,8 @@ TEST_CASE("every compute op is registered with citations", "[registry]") {
                        "Neg",
                        "Exp",
                        "Log",
+                       "Cos",
+                       "Sin",
                        "ReduceMean",
                        "ReduceSum",
                        "ReduceMax",

@@ -70,7 +70,7 @@ TEST_CASE("unary ops save what PyTorch autograd saves", "[registry]") {
     std::vector<std::string> saved;
   };
   // derivatives.yaml: relu/sigmoid/tanh/exp/sqrt/reciprocal use `result`; leaky_relu, clamp,
-  // hardsigmoid, hardswish, gelu, erf, log use `self`; neg needs nothing. torch 1.13's
+  // hardsigmoid, hardswish, gelu, erf, log, cos, sin use `self`; neg needs nothing. torch 1.13's
   // grad_fn._saved_result / _saved_self agree for every one of them.
   const Expectation table[] = {
       {"Relu", {"out0"}},       {"LeakyRelu", {"in0"}},
@@ -80,6 +80,7 @@ TEST_CASE("unary ops save what PyTorch autograd saves", "[registry]") {
       {"Erf", {"in0"}},         {"Exp", {"out0"}},
       {"Log", {"in0"}},         {"Sqrt", {"out0"}},
       {"Reciprocal", {"out0"}}, {"Neg", {}},
+      {"Cos", {"in0"}},         {"Sin", {"in0"}},
   };
   for (const auto& e : table) {
     INFO(e.op);

@@ -48,6 +48,11 @@ PUBLISHED = {
     "gpt2_xl": 1_557_611_200,
     # https://pytorch.org/vision/stable/models/generated/torchvision.models.vit_b_16.html
     "vit_b16": 86_567_656,
+    # Meta-Llama-3-8B (LlamaForCausalLM): 2 x 128256*4096 (embed_tokens, untied lm_head)
+    # + 32 x 218,112,000 + 4096 final norm
+    "llama3_8b": 8_030_261_248,
+    # Mistral-7B-v0.1: 2 x 32000*4096 + 32 x 218,112,000 + 4096
+    "mistral_7b": 7_241_732_096,
 }
 
 # Concrete output shapes for batch=2, seq=8.
@@ -60,6 +65,8 @@ EXPECTED_OUTPUTS = {
     "gpt2_small": [[2, 8, 50257]],
     "gpt2_xl": [[2, 8, 50257]],
     "vit_b16": [[2, 1000]],
+    "llama3_8b": [[2, 8, 128256]],
+    "mistral_7b": [[2, 8, 32000]],
 }
 
 FLOAT_TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16}

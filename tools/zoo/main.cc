@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   app.add_option("--out", options.out_dir, "Directory to write <model>.onnx into")->required();
   app.add_option("--model", options.models,
                  "A model to write (repeatable; default all): mlp, resnet18, resnet50, "
-                 "bert_base, gpt2_small, gpt2_xl, vit_b16");
+                 "bert_base, gpt2_small, gpt2_xl, vit_b16, llama3_8b, mistral_7b");
   app.add_flag("--with-weights", options.with_weights,
                "Also write <model>.onnx.data with seeded random weights (models under 50M "
                "parameters)");

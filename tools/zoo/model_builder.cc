@@ -236,6 +236,24 @@ std::string ModelBuilder::ConstantBoolScalar(const std::string& scope, bool valu
   return Op(scope, "Constant", {}, {TensorAttr(std::move(tensor))});
 }
 
+std::string ModelBuilder::ConstantFloats(const std::string& scope,
+                                         const std::vector<float>& values) {
+  onnx::TensorProto tensor;
+  tensor.set_data_type(onnx::TensorProto::FLOAT);
+  tensor.add_dims(static_cast<int64_t>(values.size()));
+  for (float v : values) tensor.add_float_data(v);
+  return Op(scope, "Constant", {}, {TensorAttr(std::move(tensor))});
+}
+
+std::string ModelBuilder::ConstantOfShapeFloat(const std::string& scope, const std::string& shape,
+                                               float value) {
+  onnx::TensorProto tensor;
+  tensor.set_data_type(onnx::TensorProto::FLOAT);
+  tensor.add_dims(1);
+  tensor.add_float_data(value);
+  return Op(scope, "ConstantOfShape", {shape}, {TensorAttr(std::move(tensor))});
+}
+
 std::string ModelBuilder::DimOf(const std::string& scope, const std::string& tensor, int64_t axis) {
   std::string shape = Op(scope, "Shape", {tensor});
   std::string index = ConstantIntScalar(scope, axis);
@@ -263,6 +281,12 @@ std::string ModelBuilder::Linear(const std::string& scope, const std::string& pa
   std::string bias = AddParameter(param_prefix + ".bias", {out}, Init::UniformFanIn(in));
   std::string product = Op(scope, "MatMul", {x, weight});
   return Op(scope, "Add", {product, bias});
+}
+
+std::string ModelBuilder::LinearNoBias(const std::string& scope, const std::string& param_prefix,
+                                       const std::string& x, int64_t in, int64_t out) {
+  std::string weight = AddParameter(param_prefix + ".weight", {in, out}, Init::UniformFanIn(in));
+  return Op(scope, "MatMul", {x, weight});
 }
 
 std::string ModelBuilder::Gemm(const std::string& scope, const std::string& param_prefix,

@@ -93,6 +93,9 @@ class ModelBuilder {
   std::string ConstantIntScalar(const std::string& scope, int64_t value);
   std::string ConstantFloatScalar(const std::string& scope, float value);
   std::string ConstantBoolScalar(const std::string& scope, bool value);
+  std::string ConstantFloats(const std::string& scope, const std::vector<float>& values);
+  // ConstantOfShape(shape) filled with `value` (torch.full with a computed size).
+  std::string ConstantOfShapeFloat(const std::string& scope, const std::string& shape, float value);
 
   // Shape(tensor) -> Gather(axis): a scalar int64 holding one (possibly symbolic) dimension.
   std::string DimOf(const std::string& scope, const std::string& tensor, int64_t axis);
@@ -103,6 +106,9 @@ class ModelBuilder {
   // Linear layer on a rank-3 input: MatMul(x, weight[in,out]) + Add(bias) in scope.
   std::string Linear(const std::string& scope, const std::string& param_prefix,
                      const std::string& x, int64_t in, int64_t out);
+  // nn.Linear(bias=False) on a rank-3 input: MatMul(x, weight[in,out]) in scope.
+  std::string LinearNoBias(const std::string& scope, const std::string& param_prefix,
+                           const std::string& x, int64_t in, int64_t out);
   // Linear layer on a rank-2 input: Gemm(x, weight[out,in], bias, transB=1).
   std::string Gemm(const std::string& scope, const std::string& param_prefix, const std::string& x,
                    int64_t in, int64_t out);

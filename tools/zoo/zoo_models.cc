@@ -11,6 +11,10 @@ namespace memplan::zoo {
 //  gpt2_small   GPT2LMHeadModel: wte 38,597,376 + wpe 786,432 + 12 x 7,087,872 + ln_f 1,536
 //  gpt2_xl      wte+wpe 82,049,600 + 48 x 30,740,800 + ln_f 3,200
 //  vit_b16      torchvision.models.vit_b_16 docs, "num_params": 86567656
+//  llama3_8b    Meta-Llama-3-8B LlamaForCausalLM: embed_tokens 525,336,576 + 32 x 218,112,000 +
+//               norm 4,096 + lm_head 525,336,576 (untied)
+//  mistral_7b   Mistral-7B-v0.1 MistralForCausalLM: embed_tokens 131,072,000 + 32 x 218,112,000
+//               + norm 4,096 + lm_head 131,072,000
 const std::vector<ZooModel>& AllZooModels() {
   static const std::vector<ZooModel> models = {
       {"mlp", 1'863'690, BuildMlp},
@@ -20,6 +24,8 @@ const std::vector<ZooModel>& AllZooModels() {
       {"gpt2_small", 124'439'808, BuildGpt2Small},
       {"gpt2_xl", 1'557'611'200, BuildGpt2Xl},
       {"vit_b16", 86'567'656, BuildVitB16},
+      {"llama3_8b", 8'030'261'248, BuildLlama3_8b},
+      {"mistral_7b", 7'241'732'096, BuildMistral7b},
   };
   return models;
 }

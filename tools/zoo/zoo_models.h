@@ -25,6 +25,8 @@ void BuildBertBase(ModelBuilder& builder);
 void BuildGpt2Small(ModelBuilder& builder);
 void BuildGpt2Xl(ModelBuilder& builder);
 void BuildVitB16(ModelBuilder& builder);
+void BuildLlama3_8b(ModelBuilder& builder);
+void BuildMistral7b(ModelBuilder& builder);
 
 // In the order the CLI writes them.
 const std::vector<ZooModel>& AllZooModels();
