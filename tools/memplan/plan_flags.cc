@@ -59,9 +59,7 @@ void AddPlanFlags(CLI::App& command, PlanArguments& flags, bool gpu_required) {
 
 namespace {
 
-std::string ArgumentOf(std::string_view key) {
-  return std::string(PlanFlagWithKey(key).argument);
-}
+std::string ArgumentOf(std::string_view key) { return std::string(PlanFlagWithKey(key).argument); }
 
 // The enumerator `text` names in `table`, with the CLI's message for a choice flag:
 // "--recompute: expected none, all, sqrt, optimal or auto, got 'some'".
@@ -161,9 +159,8 @@ Status ResolveFineTuningFlags(const PlanArguments& flags, PlanRequest& request) 
   // autocast (or the reverse) would be cast on every use, which no framework does.
   const Precision precision = request.planner.program.precision;
   const bool fixed_precision = FixedPrecision(request.search.precision).has_value();
-  if (fixed_precision &&
-      ((*base == BaseDType::kFp16 && precision == Precision::kBf16) ||
-       (*base == BaseDType::kBf16 && precision == Precision::kFp16)))
+  if (fixed_precision && ((*base == BaseDType::kFp16 && precision == Precision::kBf16) ||
+                          (*base == BaseDType::kBf16 && precision == Precision::kFp16)))
     return MakeError("--base-dtype " + flags.Text("base_dtype") + " cannot pair with --precision " +
                      std::string(PrecisionName(precision)) + "; use the same 16-bit format");
   // With --precision auto a 16-bit base computes in its own format, as it would in PyTorch
@@ -202,8 +199,7 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     if (!reserve.ok()) return MakeError("--reserve: " + reserve.error().message);
     p.reserve_bytes = *reserve;
   }
-  MEMPLAN_TRY(request.search.precision,
-              ParseFlagChoice(kPrecisionChoiceNames, flags, "precision"));
+  MEMPLAN_TRY(request.search.precision, ParseFlagChoice(kPrecisionChoiceNames, flags, "precision"));
   if (std::optional<Precision> fixed = FixedPrecision(request.search.precision))
     p.program.precision = *fixed;
   // --amp-mode: the regime of a mixed plan; autocast unless given (what exports run).
@@ -215,8 +211,9 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
                        " needs mixed precision (--precision fp16, bf16 or auto); fp32 has no "
                        "AMP regime");
     if (p.program.amp_mode == AmpMode::kPure && request.search.precision == PrecisionChoice::kFp16)
-      return MakeError("--amp-mode pure keeps bf16 parameters (model.to(torch.bfloat16)); fp16 "
-                       "parameters cannot be loss-scaled by GradScaler: use --precision bf16");
+      return MakeError(
+          "--amp-mode pure keeps bf16 parameters (model.to(torch.bfloat16)); fp16 "
+          "parameters cannot be loss-scaled by GradScaler: use --precision bf16");
   }
   // --headroom: 5% of the budget unless given.
   p.headroom.fraction = kDefaultCliHeadroomFraction;
@@ -230,11 +227,19 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
   MEMPLAN_TRY(p.program.zero_grad, ParseZeroGradMode(flags.Text("zero_grad")));
   MEMPLAN_TRY(p.allocator, ParseAllocatorKind(flags.Text("allocator")));
   p.program.clip_gradients = flags.clip_grad;
-  MEMPLAN_TRY(request.search.recompute,
-              ParseFlagChoice(kRecomputeChoiceNames, flags, "recompute"));
+  MEMPLAN_TRY(request.search.recompute, ParseFlagChoice(kRecomputeChoiceNames, flags, "recompute"));
+  MEMPLAN_TRY(request.search.recompute_unit,
+              ParseFlagChoice(kRecomputeUnitNames, flags, "recompute_unit"));
+  if (request.search.recompute_unit == RecomputeUnit::kModule &&
+      request.search.recompute == RecomputeChoice::kSqrt)
+    return MakeError(
+        "--recompute-unit module: --recompute sqrt places node-level segments, which "
+        "no module checkpoint expresses; use --recompute all, optimal or auto");
   MEMPLAN_TRY(request.attention, ParseFlagChoice(kAttentionModeNames, flags, "attention"));
-  MEMPLAN_TRY(request.search.force_fp32, ParseOpList(flags.Text("fp32_ops"), ArgumentOf("fp32_ops")));
-  MEMPLAN_TRY(request.search.force_fp16, ParseOpList(flags.Text("fp16_ops"), ArgumentOf("fp16_ops")));
+  MEMPLAN_TRY(request.search.force_fp32,
+              ParseOpList(flags.Text("fp32_ops"), ArgumentOf("fp32_ops")));
+  MEMPLAN_TRY(request.search.force_fp16,
+              ParseOpList(flags.Text("fp16_ops"), ArgumentOf("fp16_ops")));
   if (!flags.Text("loss_scaling").empty()) {
     auto scaling = ParseLossScaling(flags.Text("loss_scaling"));
     if (!scaling.ok()) return MakeError("--loss-scaling: " + scaling.error().message);
