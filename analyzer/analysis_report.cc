@@ -241,6 +241,9 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   p["loss_scaler_bytes"] = LossScalerBytes(plan);
   p["recompute"] = report.recompute_nodes;
   p["checkpoints"] = report.checkpoint_nodes;
+  p["recompute_unit"] = std::string(RecomputeUnitName(plan.recompute_unit));
+  p["recompute_modules"] = plan.checkpoint_modules;
+  p["checkpointable_modules"] = plan.checkpointable_modules;
   p["fp16_ops"] = report.fp16_nodes;
   p["fp32_ops"] = report.fp32_nodes;
   if (plan.placement) p["placement"] = PlacementJson(graph, plan);
@@ -307,6 +310,16 @@ namespace {
 
 // The placement in a few lines of text: counts per reason, the overrides, the casts, loss
 // scaling. The per-node list is in the JSON only (plan.placement.nodes).
+// "none", "42 nodes", or "7 of 12 modules (42 nodes)" for a module plan.
+std::string RecomputeSummary(const AnalysisReport& report) {
+  const TrainingPlan& plan = *report.plan;
+  if (report.recompute_nodes.empty()) return "none";
+  const std::string nodes = std::to_string(report.recompute_nodes.size()) + " nodes";
+  if (plan.checkpoint_modules.empty()) return nodes;
+  return std::to_string(plan.checkpoint_modules.size()) + " of " +
+         std::to_string(plan.checkpointable_modules) + " modules (" + nodes + ")";
+}
+
 std::string PlacementText(const TrainingPlan& plan) {
   const PrecisionPlacement& placement = *plan.placement;
   std::map<PlacementReason, int64_t> counts = CountByReason(placement);
@@ -354,10 +367,16 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   s << "Plan     " << PlanLine(plan) << "\n";
   s << "         " << PrecisionName(plan.program.precision) << ", "
     << OptimizerKindName(plan.program.optimizer_kind) << ", loss "
-    << LossKindName(plan.program.loss) << ", recompute "
-    << (report.recompute_nodes.empty() ? std::string("none")
-                                       : std::to_string(report.recompute_nodes.size()) + " nodes")
-    << "\n";
+    << LossKindName(plan.program.loss) << ", recompute " << RecomputeSummary(report) << "\n";
+  if (!plan.checkpoint_modules.empty()) {
+    // The modules the exports wrap in torch.utils.checkpoint, exactly what was simulated.
+    constexpr size_t kShown = 8;
+    s << "Checkpoint " << plan.checkpoint_modules.size() << " modules: ";
+    for (size_t i = 0; i < std::min(kShown, plan.checkpoint_modules.size()); ++i)
+      s << (i ? ", " : "") << plan.checkpoint_modules[i];
+    if (plan.checkpoint_modules.size() > kShown) s << ", ... (all: --json, plan.recompute_modules)";
+    s << "\n";
+  }
   if (!report.checkpoint_nodes.empty()) {
     // The segment boundaries kept in memory, by ONNX node name (PyTorch exports carry module
     // paths): the first few here, all of them in --json (plan.checkpoints).
@@ -388,8 +407,8 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     s << "         headroom " << FormatBytes(plan.headroom_bytes) << " ("
       << FormatPercent(plan.headroom_bytes, plan.budget_bytes) << " of the budget) kept free; ";
     if (plan.largest_fitting_micro_batch > plan.largest_within_headroom) {
-      s << "the largest micro-batch that fits is m=" << plan.largest_fitting_micro_batch
-        << " at " << FormatPercent(plan.largest_fitting_peak_bytes, plan.budget_bytes)
+      s << "the largest micro-batch that fits is m=" << plan.largest_fitting_micro_batch << " at "
+        << FormatPercent(plan.largest_fitting_peak_bytes, plan.budget_bytes)
         << " of the budget (--headroom 0)";
     } else if (plan.budget_bytes - plan.chosen.peak_bytes < plan.headroom_bytes) {
       s << "m=" << plan.chosen.micro_batch << " is the smallest plan and still eats into it";
@@ -416,8 +435,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   {
     const ModelStateBytes state = ModelStateBytesOf(plan.program, sim.buffer_bytes);
     s << "State    ";
-    if (plan.program.precision != Precision::kFp32)
-      s << AmpModeName(plan.program.amp_mode) << ": ";
+    if (plan.program.precision != Precision::kFp32) s << AmpModeName(plan.program.amp_mode) << ": ";
     s << "parameters " << FormatBytes(state.parameters);
     if (state.master_weights > 0) s << ", master weights " << FormatBytes(state.master_weights);
     s << ", gradients " << FormatBytes(state.gradients) << ", optimizer state "
@@ -458,8 +476,9 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
               : "  ",
           static_cast<long long>(c.micro_batch), static_cast<long long>(c.accumulation_steps),
           static_cast<long long>(c.global_batch), std::string(PrecisionName(c.precision)).c_str(),
-          std::string(RecomputeLabelName(c.recompute)).c_str(), FormatBytes(c.peak_bytes).c_str(), c.fits ? "yes" : "no",
-          FormatFixed(c.step_seconds, 4).c_str(), FormatFixed(c.samples_per_second, 1).c_str());
+          std::string(RecomputeLabelName(c.recompute)).c_str(), FormatBytes(c.peak_bytes).c_str(),
+          c.fits ? "yes" : "no", FormatFixed(c.step_seconds, 4).c_str(),
+          FormatFixed(c.samples_per_second, 1).c_str());
       s << line;
     }
   }
@@ -502,9 +521,9 @@ std::string FormatAnalysisMarkdown(const AnalysisReport& report) {
        "|\n|---:|---:|---:|---|---|---:|---|---:|---:|\n";
   for (const PlanCandidate& c : plan.candidates)
     s << "| " << c.micro_batch << " | " << c.accumulation_steps << " | " << c.global_batch << " | "
-      << PrecisionName(c.precision) << " | " << RecomputeLabelName(c.recompute) << " | " << FormatBytes(c.peak_bytes)
-      << " | " << (c.fits ? "yes" : "no") << " | " << FormatFixed(c.step_seconds, 4) << " | "
-      << FormatFixed(c.samples_per_second, 1) << " |\n";
+      << PrecisionName(c.precision) << " | " << RecomputeLabelName(c.recompute) << " | "
+      << FormatBytes(c.peak_bytes) << " | " << (c.fits ? "yes" : "no") << " | "
+      << FormatFixed(c.step_seconds, 4) << " | " << FormatFixed(c.samples_per_second, 1) << " |\n";
   if (!report.advice.empty()) {
     s << "\n### Advice\n\n";
     for (const AdviceItem& a : report.advice) s << "- " << a.message << "\n";

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include "analyzer/derivation/recompute_set.h"
 #include "analyzer/precision/precision_placement.h"
 #include "analyzer/recompute/baseline_planners.h"
 #include "analyzer/recompute/chain_decomposition.h"
+#include "analyzer/recompute/module_units.h"
 #include "analyzer/recompute/optimal_chain_planner.h"
 
 namespace memplan {
@@ -24,8 +26,8 @@ std::vector<Precision> PrecisionsToTry(PrecisionChoice choice, const GpuSpec& gp
     case PrecisionChoice::kBf16:
       return {Precision::kBf16};
     case PrecisionChoice::kAuto:
-      return {Precision::kFp32, gpu.supports_bf16 || mode == AmpMode::kPure ? Precision::kBf16
-                                                                             : Precision::kFp16};
+      return {Precision::kFp32,
+              gpu.supports_bf16 || mode == AmpMode::kPure ? Precision::kBf16 : Precision::kFp16};
   }
   return {Precision::kFp32};
 }
@@ -54,9 +56,8 @@ bool SameRow(const PlanCandidate& a, const PlanCandidate& b) {
 std::vector<PlanCandidate> CandidatesTable(const std::vector<PlanCandidate>& all,
                                            const std::vector<PlanCandidate>& configuration_picks,
                                            const PlanCandidate& chosen) {
-  const bool larger_fits = std::any_of(all.begin(), all.end(), [](const PlanCandidate& c) {
-    return c.fits && c.micro_batch > 1;
-  });
+  const bool larger_fits = std::any_of(
+      all.begin(), all.end(), [](const PlanCandidate& c) { return c.fits && c.micro_batch > 1; });
   std::vector<PlanCandidate> table;
   auto add = [&table](const PlanCandidate& c) {
     if (std::none_of(table.begin(), table.end(),
@@ -93,6 +94,7 @@ struct Configuration {
   TrainingPlan plan;
   PlannerOptions options;
   std::vector<std::string> checkpoints;
+  std::vector<std::string> modules;  // module unit: the checkpointed module paths, forward order
 };
 
 // The graph as a chain of stages for the recompute planners, sized at micro-batch m in the
@@ -169,12 +171,140 @@ Expected<std::optional<Configuration>> PlanOptimalCalibrated(
   return best;
 }
 
+// ---- module unit (--recompute-unit module) ----------------------------------------------------
+//
+// Which modules to wrap in torch.utils.checkpoint: a greedy order plus a binary search over the
+// count. The modules are ordered by estimated bytes dropped per second of forward re-run
+// (ModuleCheckpointOrder: homogeneous blocks keep forward order, h.0 first), and the plan
+// checkpoints a prefix of that order: the shortest prefix whose simulated peak at the target
+// micro-batch fits the budget less the headroom, found by binary search (each probe derives the
+// program with those modules and simulates it). Adding a module never keeps more, so the fit is
+// monotone in the count up to the recompute transients, which the probes see. Exact search over
+// subsets is unnecessary for repeated blocks: any c of n equal blocks save the same bytes at the
+// same cost.
+
+// Estimated bytes dropped and seconds re-run per module at micro-batch m, for the order only.
+Expected<std::vector<ModuleCheckpointCost>> ModuleCostsAt(
+    const Graph& graph, const PlannerOptions& options, std::optional<SymbolId> batch, int64_t m,
+    const std::vector<CheckpointableModule>& modules) {
+  Bindings bindings = options.bindings;
+  if (batch) bindings.Bind(*batch, m);
+  MEMPLAN_TRY(std::vector<NodeTime> times,
+              EstimateNodeTimes(graph, options.gpu, bindings, {}, options.cost));
+  const bool half = options.program.precision != Precision::kFp32;
+  std::vector<ModuleCheckpointCost> costs;
+  for (const CheckpointableModule& module : modules) {
+    MEMPLAN_TRY(RecomputeSet set, ResolveRecomputeSet(graph, {}, {module.nodes}));
+    ModuleCheckpointCost cost;
+    for (NodeId n : set.nodes) {
+      cost.rerun_seconds += times[n.index()].forward_seconds;
+      for (ValueId o : graph.node(n).outputs) {
+        const Value& value = graph.value(o);
+        if (!value.shape.known) continue;
+        auto elements = value.shape.NumElements().Evaluate(bindings);
+        if (value.kind == ValueKind::kConstant || !elements.ok()) continue;
+        const int64_t bytes = half && value.dtype == DType::kFloat32 ? 2 : ByteSize(value.dtype);
+        cost.dropped_bytes += static_cast<double>(*elements * bytes);
+      }
+    }
+    costs.push_back(cost);
+  }
+  return costs;
+}
+
+// `base` with the modules `chosen` (indices into `modules`) checkpointed and nothing else.
+PlannerOptions WithModules(const PlannerOptions& base,
+                           const std::vector<CheckpointableModule>& modules,
+                           const std::vector<size_t>& chosen) {
+  PlannerOptions options = base;
+  options.program.recompute.clear();
+  options.program.recompute_modules.clear();
+  for (size_t i : chosen) options.program.recompute_modules.push_back(modules[i].nodes);
+  return options;
+}
+
+// Whether checkpointing the first `count` modules of `order` fits micro-batch m: under the
+// budget less the headroom, as the micro-batch search recommends (a fixed --micro-batch: the
+// budget, as PlanTraining judges it).
+Expected<bool> ModulePrefixFits(const Graph& graph, const PlannerOptions& base,
+                                const std::vector<CheckpointableModule>& modules,
+                                const std::vector<size_t>& order, size_t count, int64_t m) {
+  PlannerOptions probe = WithModules(
+      base, modules, std::vector<size_t>(order.begin(), order.begin() + static_cast<long>(count)));
+  probe.micro_batch = m;
+  probe.max_candidates = 1;
+  MEMPLAN_TRY(TrainingPlan plan, PlanTraining(graph, probe));
+  const int64_t limit =
+      base.micro_batch ? plan.budget_bytes : plan.budget_bytes - plan.headroom_bytes;
+  return plan.chosen.peak_bytes <= limit;
+}
+
+// Plans the micro-batch with the modules `chosen` checkpointed; nullopt when `chosen` is empty or
+// was already planned (`tried` holds the node lists of the module sets planned).
+Expected<std::optional<Configuration>> PlanModuleSelection(
+    const Graph& graph, const PlannerOptions& base,
+    const std::vector<CheckpointableModule>& modules, std::vector<size_t> chosen,
+    RecomputeLabel label, std::vector<std::vector<NodeId>>& tried) {
+  if (chosen.empty()) return std::optional<Configuration>();
+  std::sort(chosen.begin(), chosen.end());
+  std::vector<NodeId> key;
+  for (size_t i : chosen) key.insert(key.end(), modules[i].nodes.begin(), modules[i].nodes.end());
+  if (std::find(tried.begin(), tried.end(), key) != tried.end())
+    return std::optional<Configuration>();
+  tried.push_back(std::move(key));
+  Configuration attempt;
+  attempt.options = WithModules(base, modules, chosen);
+  attempt.options.recompute_label = label;
+  MEMPLAN_TRY(attempt.plan, PlanTraining(graph, attempt.options));
+  for (size_t i : chosen) attempt.modules.push_back(modules[i].path);
+  return std::optional<Configuration>(std::move(attempt));
+}
+
+// One module recompute plan of `kind` for target micro-batch m_target: all = every module (what
+// HF's gradient_checkpointing runs); optimal = the shortest prefix of the greedy order that fits.
+Expected<std::optional<Configuration>> PlanModuleRecompute(
+    const Graph& graph, const PlannerOptions& base, RecomputeChoice kind,
+    const TrainingPlan& without, int64_t m_target, const std::vector<CheckpointableModule>& modules,
+    std::vector<std::vector<NodeId>>& tried) {
+  std::vector<size_t> chosen;
+  if (kind == RecomputeChoice::kAll) {
+    for (size_t i = 0; i < modules.size(); ++i) chosen.push_back(i);
+    return PlanModuleSelection(graph, base, modules, chosen, RecomputeLabel::kAll, tried);
+  }
+  MEMPLAN_TRY(std::vector<ModuleCheckpointCost> costs,
+              ModuleCostsAt(graph, base, without.program.batch_symbol, m_target, modules));
+  const std::vector<size_t> order = ModuleCheckpointOrder(costs);
+  if (order.empty()) return std::optional<Configuration>();
+  size_t lo = 1;
+  size_t hi = order.size();
+  // When even every module does not fit m_target, the plan with all of them is still the one
+  // with the largest micro-batch; Better() compares it with the other targets.
+  MEMPLAN_TRY(bool all_fit, ModulePrefixFits(graph, base, modules, order, hi, m_target));
+  if (all_fit) {
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      MEMPLAN_TRY(bool fits, ModulePrefixFits(graph, base, modules, order, mid, m_target));
+      if (fits) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+  }
+  chosen.assign(order.begin(), order.begin() + static_cast<long>(hi));
+  return PlanModuleSelection(graph, base, modules, chosen, RecomputeLabel::kOptimal, tried);
+}
+
 // `tried` holds the recompute node sets already planned for this precision and kind: two targets
 // whose schedules select the same nodes give the same program and the same plan, so the second is
 // skipped (the first stays the better of equals).
+// `modules`: the module unit's candidates, null for the node unit.
 Expected<std::optional<Configuration>> PlanWithRecompute(
     const Graph& graph, const PlannerOptions& base, RecomputeChoice kind,
-    const TrainingPlan& without, int64_t m_target, std::vector<std::vector<NodeId>>& tried) {
+    const TrainingPlan& without, int64_t m_target, std::vector<std::vector<NodeId>>& tried,
+    const std::vector<CheckpointableModule>* modules) {
+  if (modules != nullptr)
+    return PlanModuleRecompute(graph, base, kind, without, m_target, *modules, tried);
   std::optional<SymbolId> batch = without.program.batch_symbol;
   MEMPLAN_TRY(ChainDecomposition chain, ChainAt(graph, base, batch, m_target));
   if (chain.chain.num_stages() < 2) return std::optional<Configuration>();
@@ -262,10 +392,9 @@ std::vector<int64_t> RecomputeTargets(const PlannerOptions& base, RecomputeChoic
 }
 
 // The best recompute plan of one kind over its targets, or nullopt when none was made.
-Expected<std::optional<Configuration>> BestRecomputeAttempt(const Graph& graph,
-                                                            const PlannerOptions& options,
-                                                            RecomputeChoice kind,
-                                                            const TrainingPlan& without) {
+Expected<std::optional<Configuration>> BestRecomputeAttempt(
+    const Graph& graph, const PlannerOptions& options, RecomputeChoice kind,
+    const TrainingPlan& without, const std::vector<CheckpointableModule>* modules) {
   std::optional<Configuration> best;
   std::vector<std::vector<NodeId>> tried;
   for (int64_t target : RecomputeTargets(options, kind, without)) {
@@ -276,7 +405,7 @@ Expected<std::optional<Configuration>> BestRecomputeAttempt(const Graph& graph,
         options.micro_batch ? without.feasible : target <= without.largest_within_headroom;
     if (kind == RecomputeChoice::kOptimal && fits_without) continue;
     MEMPLAN_TRY(std::optional<Configuration> attempt,
-                PlanWithRecompute(graph, options, kind, without, target, tried));
+                PlanWithRecompute(graph, options, kind, without, target, tried, modules));
     if (!attempt) continue;
     if (!best || Better(attempt->plan, best->plan)) best = std::move(attempt);
   }
@@ -286,7 +415,8 @@ Expected<std::optional<Configuration>> BestRecomputeAttempt(const Graph& graph,
 // Plans one precision: without recompute, then each recompute kind to try; appends the
 // configurations kept.
 Status PlanPrecision(const Graph& graph, const PlannerOptions& base, const SearchOptions& search,
-                     Precision precision, std::vector<Configuration>& configurations) {
+                     Precision precision, const std::vector<CheckpointableModule>* modules,
+                     std::vector<Configuration>& configurations) {
   PlannerOptions options = base;
   options.program.precision = precision;
   options.recompute_label = RecomputeLabel::kNone;
@@ -304,7 +434,7 @@ Status PlanPrecision(const Graph& graph, const PlannerOptions& base, const Searc
   const size_t before = configurations.size();
   for (RecomputeChoice kind : RecomputeKindsToTry(search.recompute, without)) {
     MEMPLAN_TRY(std::optional<Configuration> attempt,
-                BestRecomputeAttempt(graph, options, kind, without));
+                BestRecomputeAttempt(graph, options, kind, without, modules));
     if (!attempt) continue;
     attempt->plan.placement = placed;
     configurations.push_back(std::move(*attempt));
@@ -312,7 +442,7 @@ Status PlanPrecision(const Graph& graph, const PlannerOptions& base, const Searc
   // Without recompute stays a candidate unless the user forced a recompute kind that worked.
   if (!forced || configurations.size() == before) {
     without.placement = std::move(placed);
-    configurations.push_back({std::move(without), options, {}});
+    configurations.push_back({std::move(without), options, {}, {}});
   }
   return OkStatus();
 }
@@ -323,6 +453,7 @@ ConfigurationOutcome OutcomeOf(const Configuration& c) {
   outcome.feasible = c.plan.feasible;
   outcome.largest_fitting_micro_batch = c.plan.largest_fitting_micro_batch;
   outcome.recomputed_nodes = c.plan.program.recomputed.size();
+  outcome.checkpointed_modules = c.modules.size();
   return outcome;
 }
 
@@ -330,9 +461,29 @@ ConfigurationOutcome OutcomeOf(const Configuration& c) {
 
 Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
                                 const SearchOptions& search) {
+  // The recompute unit: module wherever the node names say which modules a script can wrap.
+  const std::vector<CheckpointableModule> modules = FindCheckpointableModules(graph);
+  RecomputeUnit unit = search.recompute_unit;
+  if (unit == RecomputeUnit::kAuto)
+    unit = !modules.empty() && search.recompute != RecomputeChoice::kSqrt ? RecomputeUnit::kModule
+                                                                          : RecomputeUnit::kNode;
+  if (unit == RecomputeUnit::kModule && search.recompute == RecomputeChoice::kSqrt)
+    return MakeError(
+        "recompute sqrt places node-level segments, which have no module form; with "
+        "the module unit use all, optimal or auto");
+  if (unit == RecomputeUnit::kModule && modules.empty() &&
+      search.recompute != RecomputeChoice::kNone)
+    return MakeError(
+        "the module recompute unit needs node names with module scopes, such as "
+        "/h.0/attn/MatMul from torch.onnx.export; no node of this model has an "
+        "indexed module scope, so use the node unit");
+  const std::vector<CheckpointableModule>* module_units =
+      unit == RecomputeUnit::kModule ? &modules : nullptr;
+
   std::vector<Configuration> configurations;
   for (Precision precision : PrecisionsToTry(search.precision, base.gpu, base.program.amp_mode))
-    MEMPLAN_RETURN_IF_ERROR(PlanPrecision(graph, base, search, precision, configurations));
+    MEMPLAN_RETURN_IF_ERROR(
+        PlanPrecision(graph, base, search, precision, module_units, configurations));
 
   size_t best = 0;
   for (size_t i = 1; i < configurations.size(); ++i)
@@ -343,6 +494,7 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
   result.trace.fixed_micro_batch = base.micro_batch;
   result.trace.global_batch = base.global_batch;
   result.trace.recompute = search.recompute;
+  result.trace.recompute_unit = unit;
   std::vector<PlanCandidate> all;
   std::vector<PlanCandidate> picks;
   for (const Configuration& c : configurations) {
@@ -354,6 +506,9 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
   result.plan = std::move(chosen.plan);
   result.options_used = std::move(chosen.options);
   result.checkpoint_nodes = std::move(chosen.checkpoints);
+  result.plan.recompute_unit = unit;
+  result.plan.checkpoint_modules = std::move(chosen.modules);
+  result.plan.checkpointable_modules = modules.size();
   if (configurations.size() > 1)
     result.plan.candidates = CandidatesTable(all, picks, result.plan.chosen);
   return result;

@@ -13,6 +13,7 @@
 #include "analyzer/planner.h"
 #include "analyzer/vocabulary/precision.h"
 #include "analyzer/vocabulary/recompute_choice.h"
+#include "analyzer/vocabulary/recompute_unit.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 
@@ -23,6 +24,10 @@ struct SearchOptions {
   // auto = none when the largest micro-batch without recompute reaches the target (the global
   // batch, or any m when none is given), optimal otherwise.
   RecomputeChoice recompute = RecomputeChoice::kNone;
+  // node: any node set (the chain DP); module: whole checkpoint modules, exactly what the exports
+  // wrap in torch.utils.checkpoint; auto: module when the node names carry module scopes and the
+  // kind has a module form (all, optimal, auto; not sqrt), node otherwise.
+  RecomputeUnit recompute_unit = RecomputeUnit::kAuto;
   // --fp32-ops / --fp16-ops: op types or node names forced to a dtype in mixed precision.
   std::vector<std::string> force_fp32;
   std::vector<std::string> force_fp16;
@@ -34,7 +39,8 @@ struct ConfigurationOutcome {
   PlanCandidate chosen;  // its chosen (m, k); chosen.recompute is the recompute label
   bool feasible = false;
   int64_t largest_fitting_micro_batch = 0;
-  size_t recomputed_nodes = 0;  // nodes its program re-runs in backward
+  size_t recomputed_nodes = 0;      // nodes its program re-runs in backward
+  size_t checkpointed_modules = 0;  // modules it checkpoints (module unit)
 };
 
 // What the search decided and what it compared: every configuration kept, in search order
@@ -43,9 +49,10 @@ struct ConfigurationOutcome {
 struct SearchTrace {
   std::vector<ConfigurationOutcome> configurations;
   size_t chosen = 0;
-  std::optional<int64_t> fixed_micro_batch;            // --micro-batch
-  std::optional<int64_t> global_batch;                 // --global-batch
-  RecomputeChoice recompute = RecomputeChoice::kNone;  // --recompute as asked
+  std::optional<int64_t> fixed_micro_batch;             // --micro-batch
+  std::optional<int64_t> global_batch;                  // --global-batch
+  RecomputeChoice recompute = RecomputeChoice::kNone;   // --recompute as asked
+  RecomputeUnit recompute_unit = RecomputeUnit::kNode;  // --recompute-unit as resolved
 };
 
 struct JointPlan {
@@ -55,6 +62,8 @@ struct JointPlan {
   std::vector<std::string> checkpoint_nodes;  // nodes kept as recompute checkpoints
 };
 
+// Errors: the planner's; --recompute-unit module with sqrt (no module form) or on a model whose
+// node names carry no module scope while a recompute kind is asked.
 Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
                                 const SearchOptions& search);
 

@@ -20,6 +20,9 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
   r.clip_gradients = report.options->program.clip_gradients;
   r.loss_scaling = program.loss_scaling.mode;
   r.recompute_nodes = report.recompute_nodes;
+  r.recompute_unit = plan.recompute_unit;
+  r.recompute_modules = plan.checkpoint_modules;
+  r.checkpointable_modules = static_cast<int64_t>(plan.checkpointable_modules);
   r.fp16_nodes = report.fp16_nodes;
   r.fp32_nodes = report.fp32_nodes;
   for (size_t s = 0; s < program.symbols.size(); ++s) {

@@ -16,10 +16,11 @@
 #include "analyzer/baseline/memory_result.h"
 #include "analyzer/parallel/data_parallel_options.h"
 #include "analyzer/precision/loss_scaling.h"
+#include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/loss_kind.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
 #include "analyzer/vocabulary/precision.h"
-#include "analyzer/vocabulary/amp_mode.h"
+#include "analyzer/vocabulary/recompute_unit.h"
 #include "analyzer/vocabulary/zero_grad_mode.h"
 #include "graph/symbols.h"
 
@@ -39,8 +40,13 @@ struct PlanReport {
   bool clip_gradients = false;
   LossScalingMode loss_scaling = LossScalingMode::kNone;
   std::vector<std::string> recompute_nodes;  // plan.recompute, in plan order
-  std::vector<std::string> fp16_nodes;       // plan.fp16_ops
-  std::vector<std::string> fp32_nodes;       // plan.fp32_ops
+  // plan.recompute_unit, plan.recompute_modules (module unit: the module paths checkpointed, in
+  // forward order), plan.checkpointable_modules (the repeated blocks the model has).
+  RecomputeUnit recompute_unit = RecomputeUnit::kNode;
+  std::vector<std::string> recompute_modules;
+  int64_t checkpointable_modules = 0;
+  std::vector<std::string> fp16_nodes;  // plan.fp16_ops
+  std::vector<std::string> fp32_nodes;  // plan.fp32_ops
   std::vector<DimBinding>
       bindings;  // bindings: every bound symbol, the batch included, in id order
   // peak_bytes, breakdown, saved_activation_bytes, saved_activations_by_node

@@ -24,6 +24,7 @@
 #include "analyzer/simulator.h"
 #include "analyzer/training_program.h"
 #include "analyzer/vocabulary/recompute_choice.h"
+#include "analyzer/vocabulary/recompute_unit.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 #include "graph/symbols.h"
@@ -133,12 +134,12 @@ struct InfeasibleReport {
 struct TrainingPlan {
   bool feasible = false;
   PlanCandidate chosen;
-  int64_t budget_bytes = 0;             // gpu memory - context - reserve
-  bool global_batch_requested = false;  // G came from --global-batch
-  bool micro_batch_fixed = false;       // m came from --micro-batch (no search)
-  bool global_batch_exact = true;       // m * k * ranks == requested G
-  int64_t requested_global_batch = 0;  // G as asked, over all data-parallel ranks
-  bool micro_batch_capped = false;  // the search stopped at max_micro_batch
+  int64_t budget_bytes = 0;                 // gpu memory - context - reserve
+  bool global_batch_requested = false;      // G came from --global-batch
+  bool micro_batch_fixed = false;           // m came from --micro-batch (no search)
+  bool global_batch_exact = true;           // m * k * ranks == requested G
+  int64_t requested_global_batch = 0;       // G as asked, over all data-parallel ranks
+  bool micro_batch_capped = false;          // the search stopped at max_micro_batch
   int64_t largest_fitting_micro_batch = 0;  // under the budget: the absolute maximum
   // The headroom in bytes, and the largest micro-batch under budget - headroom (what the search
   // recommends; equals largest_fitting_micro_batch without headroom). At least 1 when anything
@@ -159,6 +160,12 @@ struct TrainingPlan {
   // fills it, analyzer/precision/precision_placement.h); nullopt in fp32 or when the caller set
   // ProgramOptions::node_dtype itself.
   std::optional<PrecisionPlacement> placement;
+  // The granularity the recompute set was chosen at (the joint search sets it; never kAuto):
+  // kModule plans checkpoint whole modules, named in checkpoint_modules (forward order), out of
+  // the checkpointable_modules repeated blocks the model has (analyzer/recompute/module_units.h).
+  RecomputeUnit recompute_unit = RecomputeUnit::kNode;
+  std::vector<std::string> checkpoint_modules;
+  size_t checkpointable_modules = 0;
 };
 
 // Errors (exit 2): an unbound non-batch symbol, a budget that is not positive (reserve larger than

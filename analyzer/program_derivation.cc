@@ -61,7 +61,8 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
   }
   const OpRegistry& registry = options.registry ? *options.registry : OpRegistry::Get();
   DerivationAnalysis analysis;
-  MEMPLAN_TRY(analysis.recompute, ResolveRecomputeSet(graph, options.recompute));
+  MEMPLAN_TRY(analysis.recompute,
+              ResolveRecomputeSet(graph, options.recompute, options.recompute_modules));
   MEMPLAN_TRY(analysis.order, graph.TopologicalOrder());
   MEMPLAN_RETURN_IF_ERROR(ResolveLossTarget(graph, options, analysis));
   MEMPLAN_TRY(analysis.loss_scaling, ResolveLossScaling(options));

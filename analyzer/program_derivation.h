@@ -43,8 +43,8 @@
 #include <vector>
 
 #include "analyzer/parallel/data_parallel_options.h"
-#include "analyzer/precision/loss_scaling.h"
 #include "analyzer/precision/amp_regime.h"
+#include "analyzer/precision/loss_scaling.h"
 #include "analyzer/training_program.h"
 #include "analyzer/vocabulary/base_dtype.h"
 #include "graph/expected.h"
@@ -98,6 +98,12 @@ struct ProgramOptions {
   // Nodes whose outputs are dropped after forward and recomputed in backward, just before the
   // first backward step that needs them (inputs of a recomputed segment are kept as checkpoints).
   std::vector<NodeId> recompute;
+  // Checkpointed modules (--recompute-unit module), each the node ids of one module: what
+  // torch.utils.checkpoint does to that module. Forward keeps only what leaves the module (its
+  // inputs are held by whoever produced them; outputs read outside it or graph outputs stay);
+  // every other node of it is dropped as if listed in `recompute`, and backward re-runs all of
+  // them at once, the first time any of its saved tensors is needed (derivation/recompute_set.h).
+  std::vector<std::vector<NodeId>> recompute_modules;
 
   // Data parallelism (--gpus, --parallel): nullopt derives the single-GPU program; a value derives
   // the program of one rank (analyzer/derivation/rank_sharding.h).

@@ -18,6 +18,10 @@ PlanFlags PinnedPlanOf(const TrainingPlan& plan) {
   // A recompute label is a recompute flag value except kCustom, which no flag names.
   if (chosen.recompute != RecomputeLabel::kCustom)
     pinned.recompute = std::string(RecomputeLabelName(chosen.recompute));
+  // The unit the recompute set was chosen at, so a replay checkpoints modules (or nodes) again
+  // whatever the default resolves to then.
+  if (chosen.recompute != RecomputeLabel::kNone && chosen.recompute != RecomputeLabel::kCustom)
+    pinned.recompute_unit = std::string(RecomputeUnitName(plan.recompute_unit));
   return pinned;
 }
 

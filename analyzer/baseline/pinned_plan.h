@@ -15,8 +15,9 @@
 namespace memplan {
 
 // The chosen plan of `plan` as flags: micro_batch, global_batch (the requested G, or m * k when
-// the plan accumulates without one), precision and recompute as the plan resolved them. A
-// recompute set no flag can name (a caller-given custom set) is left out.
+// the plan accumulates without one), precision, recompute and its unit (when it recomputes) as
+// the plan resolved them. A recompute set no flag can name (a caller-given custom set) is left
+// out.
 PlanFlags PinnedPlanOf(const TrainingPlan& plan);
 
 // `configured` with every flag `pinned` sets replacing its own. A pinned micro-batch replaces

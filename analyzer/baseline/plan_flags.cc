@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 29> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 30> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -90,44 +90,54 @@ const std::array<PlanFlagSpec, 29> kPlanFlagTable = {{
              "needs it, none otherwise)",
      .help_position = 9,
      .text = &PlanFlags::recompute},
+    {.key = "recompute_unit",
+     .argument = "--recompute-unit",
+     .type = PlanFlagType::kText,
+     .cli_default = "auto",
+     .help_shows_default = true,
+     .help = "what recompute chooses: node (any node set) | module (whole blocks such as h.5, "
+             "each one torch.utils.checkpoint: what the exports run) | auto (module when node "
+             "names carry module scopes and --recompute is not sqrt, node otherwise)",
+     .help_position = 10,
+     .text = &PlanFlags::recompute_unit},
     {.key = "fp32_ops",
      .argument = "--fp32-ops",
      .type = PlanFlagType::kText,
      .help = "comma list of op types or node names forced to fp32 in mixed precision",
-     .help_position = 10,
+     .help_position = 11,
      .text = &PlanFlags::fp32_ops},
     {.key = "fp16_ops",
      .argument = "--fp16-ops",
      .type = PlanFlagType::kText,
      .help = "comma list of op types or node names forced to fp16/bf16",
-     .help_position = 11,
+     .help_position = 12,
      .text = &PlanFlags::fp16_ops},
     {.key = "loss_scaling",
      .argument = "--loss-scaling",
      .type = PlanFlagType::kText,
      .help = "none | dynamic | static:<scale> (or a bare scale such as 1024); default: dynamic "
              "for fp16, none for bf16",
-     .help_position = 12,
+     .help_position = 13,
      .text = &PlanFlags::loss_scaling},
     {.key = "clip_grad",
      .argument = "--clip-grad",
      .type = PlanFlagType::kSwitch,
      .help = "plan for gradient-norm clipping",
-     .help_position = 13},
+     .help_position = 14},
     {.key = "amp_mode",
      .argument = "--amp-mode",
      .type = PlanFlagType::kText,
      .help = "mixed-precision regime: autocast (fp32 parameters and gradients, per-op casts; "
              "default) | master-weights (half parameters and gradients + fp32 masters, as "
              "DeepSpeed) | pure (bf16 parameters, gradients and optimizer state)",
-     .help_position = 14,
+     .help_position = 15,
      .text = &PlanFlags::amp_mode},
     {.key = "headroom",
      .argument = "--headroom",
      .type = PlanFlagType::kText,
      .help = "memory the recommended micro-batch leaves unused below the budget: a percentage "
              "of it (default 5%) or a size (1G); 0 recommends the largest that fits",
-     .help_position = 15,
+     .help_position = 16,
      .text = &PlanFlags::headroom},
     // Data parallelism (analyzer/parallel/, docs/multi_gpu.md).
     {.key = "gpus",
@@ -135,20 +145,20 @@ const std::array<PlanFlagSpec, 29> kPlanFlagTable = {{
      .type = PlanFlagType::kPositiveInt,
      .help = "data-parallel ranks (GPUs); the plan is per rank and the global batch is "
              "micro-batch x accumulation x GPUs",
-     .help_position = 16,
+     .help_position = 17,
      .integer = &PlanFlags::gpus},
     {.key = "parallel",
      .argument = "--parallel",
      .type = PlanFlagType::kText,
      .help = "ddp | zero1 | zero2 | zero3 | fsdp | auto (the fastest that fits; the default "
              "with --gpus)",
-     .help_position = 17,
+     .help_position = 18,
      .text = &PlanFlags::parallel},
     {.key = "nodes",
      .argument = "--nodes",
      .type = PlanFlagType::kPositiveInt,
      .help = "machines the --gpus span (collectives then cross the inter-node link); default 1",
-     .help_position = 18,
+     .help_position = 19,
      .integer = &PlanFlags::nodes},
     {.key = "attention",
      .argument = "--attention",
@@ -157,7 +167,7 @@ const std::array<PlanFlagSpec, 29> kPlanFlagTable = {{
      .help_shows_default = true,
      .help = "eager | sdpa (recognised attention as PyTorch 2's scaled_dot_product_attention "
              "flash kernel: no S x S tensor saved) | auto (sdpa where attention is recognised)",
-     .help_position = 19,
+     .help_position = 20,
      .text = &PlanFlags::attention},
     // Fine-tuning (docs/finetuning.md).
     {.key = "train",
@@ -165,33 +175,33 @@ const std::array<PlanFlagSpec, 29> kPlanFlagTable = {{
      .type = PlanFlagType::kText,
      .help = "train only the parameters whose name matches this ECMAScript regex (searched "
              "anywhere in the name); the rest are frozen",
-     .help_position = 20,
+     .help_position = 21,
      .text = &PlanFlags::train},
     {.key = "freeze",
      .argument = "--freeze",
      .type = PlanFlagType::kText,
      .help = "freeze the parameters whose name matches this regex (no gradient, no optimizer "
              "state)",
-     .help_position = 21,
+     .help_position = 22,
      .text = &PlanFlags::freeze},
     {.key = "lora",
      .argument = "--lora",
      .type = PlanFlagType::kPositiveInt,
      .help = "add LoRA adapters of this rank to the --lora-targets weights and freeze the base",
-     .help_position = 22,
+     .help_position = 23,
      .integer = &PlanFlags::lora},
     {.key = "lora_targets",
      .argument = "--lora-targets",
      .type = PlanFlagType::kText,
      .help = "regex over weight and node names choosing the LoRA targets (default: the "
              "attention projections q/k/v/o_proj, query/key/value, c_attn, ...)",
-     .help_position = 23,
+     .help_position = 24,
      .text = &PlanFlags::lora_targets},
     {.key = "base_dtype",
      .argument = "--base-dtype",
      .type = PlanFlagType::kText,
      .help = "storage of the frozen weights: fp32 | bf16 | fp16 | int8 | nf4 (QLoRA 4-bit)",
-     .help_position = 24,
+     .help_position = 25,
      .text = &PlanFlags::base_dtype},
     // Import (graph/fusion/fusion_table.h).
     {.key = "fusions",
@@ -202,7 +212,7 @@ const std::array<PlanFlagSpec, 29> kPlanFlagTable = {{
      .help = "ops (exporters' decompositions of LayerNorm, GELU, SiLU, Hardswish and p=0 Dropout "
              "become the op PyTorch runs) | all (also hand-written RMSNorm and gelu_new, as fused "
              "kernels run them) | none (the graph as exported)",
-     .help_position = 25,
+     .help_position = 26,
      .text = &PlanFlags::fusions},
 }};
 

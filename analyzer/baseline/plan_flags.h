@@ -38,10 +38,11 @@ struct PlanFlags {
   std::optional<std::string> zero_grad;  // --zero-grad: set_to_none | zero
   std::optional<std::string> allocator;  // --allocator: caching | exact
   std::optional<std::string> recompute;  // --recompute: none | all | sqrt | optimal | auto
-  std::optional<std::string> fp32_ops;   // --fp32-ops: comma list of op types / node names
-  std::optional<std::string> fp16_ops;   // --fp16-ops: comma list of op types / node names
-  std::optional<std::string> loss_scaling;  // --loss-scaling: none | dynamic | static:<scale>
-  bool clip_grad = false;                   // --clip-grad
+  std::optional<std::string> recompute_unit;  // --recompute-unit: auto | node | module
+  std::optional<std::string> fp32_ops;        // --fp32-ops: comma list of op types / node names
+  std::optional<std::string> fp16_ops;        // --fp16-ops: comma list of op types / node names
+  std::optional<std::string> loss_scaling;    // --loss-scaling: none | dynamic | static:<scale>
+  bool clip_grad = false;                     // --clip-grad
   // issue 10 (amp): the mixed-precision regime and the headroom below the budget.
   std::optional<std::string> amp_mode;  // --amp-mode: autocast | master-weights | pure
   std::optional<std::string> headroom;  // --headroom: 5% of the budget, or a size ("1G")
@@ -87,7 +88,7 @@ struct PlanFlagSpec {
 };
 
 // Every plan flag, in the order configurations write them and messages list them.
-extern const std::array<PlanFlagSpec, 29> kPlanFlagTable;
+extern const std::array<PlanFlagSpec, 30> kPlanFlagTable;
 
 // The table entry with `key`. REQUIRES: `key` is one of the table's keys.
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key);

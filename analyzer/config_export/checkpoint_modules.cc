@@ -18,15 +18,15 @@ std::vector<std::string_view> SplitOnSlash(std::string_view text) {
   return parts;
 }
 
-bool EndsInNumericIndex(std::string_view module_path) {
+}  // namespace
+
+bool IsRepeatedBlockPath(std::string_view module_path) {
   size_t dot = module_path.rfind('.');
   std::string_view last = dot == std::string_view::npos ? module_path : module_path.substr(dot + 1);
   if (last.empty()) return false;
   return std::all_of(last.begin(), last.end(),
                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
 }
-
-}  // namespace
 
 std::vector<std::string> ModuleScopesOfNode(std::string_view onnx_node_name) {
   if (onnx_node_name.empty() || onnx_node_name.front() != '/') return {};
@@ -60,7 +60,7 @@ std::optional<std::string> CheckpointModuleForNode(std::string_view onnx_node_na
   std::vector<std::string> scopes = ModuleScopesOfNode(onnx_node_name);
   if (scopes.empty()) return std::nullopt;
   for (const std::string& scope : scopes)
-    if (EndsInNumericIndex(scope)) return scope;
+    if (IsRepeatedBlockPath(scope)) return scope;
   return scopes.back();
 }
 
@@ -76,6 +76,24 @@ CheckpointModules GroupRecomputeByModule(const std::vector<std::string>& recompu
                            [&](const CheckpointModule& m) { return m.module_path == *module; });
     if (it == result.modules.end()) {
       result.modules.push_back(CheckpointModule{*module, {node}});
+    } else {
+      it->nodes.push_back(node);
+    }
+  }
+  return result;
+}
+
+CheckpointModules GroupRecomputeByPlannedModules(const std::vector<std::string>& modules,
+                                                 const std::vector<std::string>& recompute_nodes) {
+  CheckpointModules result;
+  for (const std::string& path : modules) result.modules.push_back(CheckpointModule{path, {}});
+  for (const std::string& node : recompute_nodes) {
+    std::optional<std::string> module = CheckpointModuleForNode(node);
+    auto it =
+        std::find_if(result.modules.begin(), result.modules.end(),
+                     [&](const CheckpointModule& m) { return module && m.module_path == *module; });
+    if (it == result.modules.end()) {
+      result.unmapped_nodes.push_back(node);
     } else {
       it->nodes.push_back(node);
     }

@@ -32,6 +32,10 @@ namespace memplan {
 // does not have the exporter's "/scope/.../OpType" form.
 std::vector<std::string> ModuleScopesOfNode(std::string_view onnx_node_name);
 
+// Whether a module path ends in a numeric index ("h.5", "layer3.1"): an element of a
+// Sequential/ModuleList, the repeated block a checkpoint wraps.
+bool IsRepeatedBlockPath(std::string_view module_path);
+
 // The module to checkpoint for one recomputed node (rules above), or nullopt.
 std::optional<std::string> CheckpointModuleForNode(std::string_view onnx_node_name);
 
@@ -53,5 +57,11 @@ struct CheckpointModules {
 
 // Groups recomputed node names by checkpoint module.
 CheckpointModules GroupRecomputeByModule(const std::vector<std::string>& recompute_nodes);
+
+// A module plan (plan.recompute_unit "module"): exactly the planned modules, in plan order, each
+// with the recomputed nodes that map to it; recomputed nodes of no planned module (none, for a
+// plan memplan wrote) are unmapped.
+CheckpointModules GroupRecomputeByPlannedModules(const std::vector<std::string>& modules,
+                                                 const std::vector<std::string>& recompute_nodes);
 
 }  // namespace memplan

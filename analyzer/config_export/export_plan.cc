@@ -18,8 +18,8 @@ std::string Lower(std::string text) {
 
 Error PlanError(const std::string& what) {
   return MakeError("cannot export this plan: " + what +
-                   " (expected the output of `memplan analyze --json`, schema " +
-                   kPlanJsonSchema + ")");
+                   " (expected the output of `memplan analyze --json`, schema " + kPlanJsonSchema +
+                   ")");
 }
 
 // The field readers' messages, with this reader's context.
@@ -58,6 +58,12 @@ Expected<bool> ParseZeroGrad(const nlohmann::json& plan) {
   return PlanError("unknown plan.zero_grad '" + *text + "' (expected none/set_to_none or zero)");
 }
 
+CheckpointModules CheckpointsOf(const ExportPlan& plan) {
+  if (plan.module_unit)
+    return GroupRecomputeByPlannedModules(plan.recompute_modules, plan.recompute_nodes);
+  return GroupRecomputeByModule(plan.recompute_nodes);
+}
+
 }  // namespace
 
 ExportPlan ExportPlanOf(const PlanReport& report) {
@@ -72,7 +78,10 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.zero_grad_set_to_none = report.zero_grad == ZeroGradMode::kSetToNone;
   result.clip_gradients = report.clip_gradients;
   result.recompute_nodes = report.recompute_nodes;
-  result.checkpoints = GroupRecomputeByModule(result.recompute_nodes);
+  result.module_unit = report.recompute_unit == RecomputeUnit::kModule;
+  result.recompute_modules = report.recompute_modules;
+  result.checkpointable_modules = report.checkpointable_modules;
+  result.checkpoints = CheckpointsOf(result);
   result.data_parallel = report.data_parallel;
   return result;
 }
@@ -109,7 +118,25 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
   MEMPLAN_TRY(std::optional<bool> clip, InPlan(OptionalPlanBool(plan, "clip_gradients", "plan.")));
   if (clip) result.clip_gradients = *clip;
   MEMPLAN_TRY(result.recompute_nodes, InPlan(OptionalPlanStringList(plan, "recompute", "plan.")));
-  result.checkpoints = GroupRecomputeByModule(result.recompute_nodes);
+  MEMPLAN_TRY(std::optional<std::string> unit,
+              InPlan(OptionalPlanString(plan, "recompute_unit", "plan.")));
+  if (unit) {
+    Expected<RecomputeUnit> parsed = ParseRecomputeUnit(Lower(*unit));
+    if (!parsed.ok() || *parsed == RecomputeUnit::kAuto)
+      return PlanError("plan.recompute_unit: expected node or module, got '" + *unit + "'");
+    result.module_unit = *parsed == RecomputeUnit::kModule;
+  }
+  MEMPLAN_TRY(result.recompute_modules,
+              InPlan(OptionalPlanStringList(plan, "recompute_modules", "plan.")));
+  if (!result.recompute_modules.empty() && !result.module_unit)
+    return PlanError("plan.recompute_modules is given, but plan.recompute_unit is not \"module\"");
+  auto total = plan.find("checkpointable_modules");
+  if (total != plan.end() && !total->is_null()) {
+    if (!total->is_number_integer() || total->get<int64_t>() < 0)
+      return PlanError("plan.checkpointable_modules is not an integer >= 0");
+    result.checkpointable_modules = total->get<int64_t>();
+  }
+  result.checkpoints = CheckpointsOf(result);
   // Data parallel (docs/multi_gpu.md): plan.parallel names the strategy, plan.gpus the ranks.
   if (plan.contains("parallel")) {
     MEMPLAN_TRY(std::string strategy, InPlan(RequiredPlanString(plan, "parallel", "plan.")));

@@ -35,7 +35,15 @@ struct ExportPlan {
   // When false every export disables clipping, whatever ExportOptions::max_grad_norm says.
   bool clip_gradients = true;
   std::vector<std::string> recompute_nodes;  // plan.recompute, in plan order
-  CheckpointModules checkpoints;             // recompute_nodes grouped by module
+  // plan.recompute_unit == "module": the plan checkpointed whole modules, plan.recompute_modules,
+  // and simulated exactly torch.utils.checkpoint on each; plan.checkpointable_modules is how many
+  // repeated blocks the model has (0 when the plan does not say).
+  bool module_unit = false;
+  std::vector<std::string> recompute_modules;
+  int64_t checkpointable_modules = 0;
+  // recompute_nodes grouped by module: the planned modules for a module plan, else each node's
+  // checkpoint module (CheckpointModuleForNode: more than the plan simulated).
+  CheckpointModules checkpoints;
 
   // plan.parallel / plan.gpus / plan.nodes: the data-parallel strategy and group (nullopt: one
   // GPU). Bucket sizes and the other engine settings are the defaults the plan was derived with.
@@ -46,7 +54,12 @@ struct ExportPlan {
   // Samples per optimizer step over every GPU. Computed, never read from plan.global_batch:
   // DeepSpeed asserts train_batch_size == micro * accumulation * GPUs.
   int64_t SamplesPerStep() const { return micro_batch * accumulation_steps * Gpus(); }
-  bool UsesRecompute() const { return !recompute_nodes.empty(); }
+  bool UsesRecompute() const { return !recompute_nodes.empty() || !recompute_modules.empty(); }
+  // A module plan that checkpoints every repeated block: what HF's gradient_checkpointing runs.
+  bool ChecksEveryModule() const {
+    return module_unit && checkpointable_modules > 0 &&
+           static_cast<int64_t>(recompute_modules.size()) == checkpointable_modules;
+  }
 };
 
 // The plan of this process's analysis, without a JSON round trip.
@@ -59,6 +72,8 @@ ExportPlan ExportPlanOf(const PlanReport& report);
 //                    "adafactor"
 //   plan.zero_grad:  "set_to_none" / "none" (default when absent) | "zero" / "zeros"
 //   plan.clip_gradients: true | false (default true)
+//   plan.recompute_unit: "node" (default when absent) | "module"; with "module",
+//                    plan.recompute_modules (module paths) and plan.checkpointable_modules (>= 0)
 // Errors name the missing or invalid key.
 Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json);
 

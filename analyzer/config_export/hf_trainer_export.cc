@@ -79,17 +79,40 @@ std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOp
   return fields;
 }
 
+// gradient_checkpointing=True checkpoints every layer (every block of a model that supports it):
+// exact for a module plan of all blocks; otherwise the comment says which part the flag cannot
+// express.
+std::string HfRecomputeComment(const ExportPlan& plan, const ExportOptions& options) {
+  if (!plan.UsesRecompute()) return "";
+  if (plan.ChecksEveryModule()) {
+    return "# gradient_checkpointing=True checkpoints every layer, exactly as planned: the plan\n"
+           "# checkpoints all " +
+           std::to_string(plan.checkpointable_modules) + " blocks (" +
+           CommentSafe(plan.recompute_modules.front()) + " ... " +
+           CommentSafe(plan.recompute_modules.back()) + ").\n";
+  }
+  const std::string all = plan.checkpointable_modules > 0
+                              ? "all " + std::to_string(plan.checkpointable_modules) + " blocks"
+                              : "every layer of a model that supports it";
+  return RecomputeModuleComment(
+      plan,
+      "TrainingArguments cannot express the plan's recompute: gradient_checkpointing=True\n"
+      "# checkpoints " +
+          all +
+          " (more than planned: less memory, a slower step;\n"
+          "# `" +
+          ExportCommand(options, "pytorch") +
+          "` runs exactly the plan, or re-plan with\n"
+          "# --recompute all for what Trainer runs). The plan recomputes only these modules:");
+}
+
 }  // namespace
 
 std::string ExportHfTrainerPython(const ExportPlan& plan, const ExportOptions& options) {
   std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
   out += "# Trainer runs per_device_train_batch_size samples per forward/backward and steps the\n";
   out += "# optimizer every gradient_accumulation_steps micro-batches.\n";
-  out += RecomputeModuleComment(
-      plan,
-      "TrainingArguments cannot express the plan's recompute: gradient_checkpointing=True\n"
-      "# recomputes every layer of a model that supports it (more than planned: less memory, a\n"
-      "# slower step). The plan recomputes only these modules:");
+  out += HfRecomputeComment(plan, options);
   std::vector<std::string> unset;
   if (!options.learning_rate) unset.push_back("learning_rate");
   if (!WrittenWeightDecay(plan, options)) unset.push_back("weight_decay");

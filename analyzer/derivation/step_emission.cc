@@ -81,6 +81,9 @@ class StepEmitter {
     stored_frozen_.assign(g_.num_values(), false);
     quantized_.assign(g_.num_values(), false);
     nodes_.assign(g_.num_nodes(), NodeInfo{});
+    group_recomputed_.assign(a_.recompute.groups.size(), false);
+    order_position_.assign(g_.num_nodes(), 0);
+    for (size_t i = 0; i < order_.size(); ++i) order_position_[order_[i].index()] = i;
     for (NodeId n : order_) {
       const Node& node = g_.node(n);
       NodeInfo& info = nodes_[n.index()];
@@ -197,14 +200,13 @@ class StepEmitter {
                                 MemoryCategory::kGradients, grad_dtype, v.shape, v.id, NodeId(),
                                 /*persistent=*/true);
         for (const auto& state : OptimizerStates(options_.optimizer, v.shape)) {
-          pb.optimizer_states.push_back(
-              NewBuffer(std::string(OptimizerKindName(options_.optimizer)) + "." + state.name +
-                            "(" + v.name + ")",
-                        BufferRole::kOptimizerState, MemoryCategory::kOptimizerState,
-                        // bitsandbytes' 8-bit state keeps its own dtypes in every regime.
-                        EightBitOptimizer(options_.optimizer) ? state.dtype
-                                                              : regime_.optimizer_state,
-                        state.shape, v.id, NodeId(), /*persistent=*/true));
+          pb.optimizer_states.push_back(NewBuffer(
+              std::string(OptimizerKindName(options_.optimizer)) + "." + state.name + "(" + v.name +
+                  ")",
+              BufferRole::kOptimizerState, MemoryCategory::kOptimizerState,
+              // bitsandbytes' 8-bit state keeps its own dtypes in every regime.
+              EightBitOptimizer(options_.optimizer) ? state.dtype : regime_.optimizer_state,
+              state.shape, v.id, NodeId(), /*persistent=*/true));
         }
         if (regime_.keeps_master_copy() &&
             options_.master_gradients == MasterGradientMode::kFullCopy) {
@@ -256,10 +258,9 @@ class StepEmitter {
   // of a frozen weight kept in another dtype, or the dequantisation of a quantised one.
   BufferId ParameterCast(ValueId u, BufferId src, DType dtype, const std::string& reader) {
     const std::string what = quantized_[u.index()] ? ".dequantized." : ".";
-    BufferId cast = NewBuffer(g_.value(u).name + what + std::string(DTypeName(dtype)) + "@" +
-                                  reader,
-                              BufferRole::kCast, MemoryCategory::kTransients, dtype, ShapeOf(u), u,
-                              p_.steps.back().node);
+    BufferId cast = NewBuffer(
+        g_.value(u).name + what + std::string(DTypeName(dtype)) + "@" + reader, BufferRole::kCast,
+        MemoryCategory::kTransients, dtype, ShapeOf(u), u, p_.steps.back().node);
     AllocateHere(cast);
     p_.steps.back().casts.push_back(CastOp{src, cast});
     return cast;
@@ -488,6 +489,19 @@ class StepEmitter {
   void Recompute(NodeId n) {
     NodeInfo& info = nodes_[n.index()];
     if (info.recomputed_in_backward) return;
+    // A node of a checkpointed module: re-run the whole module now, in forward order, as
+    // torch.utils.checkpoint re-runs the module's forward at the first unpack of one of its saved
+    // tensors (recompute_set.h). Each member then recurses into its inputs as below.
+    const int group = a_.recompute.group_of[n.index()];
+    if (group >= 0 && !group_recomputed_[static_cast<size_t>(group)]) {
+      group_recomputed_[static_cast<size_t>(group)] = true;
+      std::vector<NodeId> members = a_.recompute.groups[static_cast<size_t>(group)];
+      std::sort(members.begin(), members.end(), [this](NodeId a, NodeId b) {
+        return order_position_[a.index()] < order_position_[b.index()];
+      });
+      for (NodeId m : members) Recompute(m);
+      return;
+    }
     const Node& node = g_.node(n);
     // Inputs first: they may themselves be dropped (a recomputed segment).
     std::vector<BufferId> sources(node.inputs.size());
@@ -596,9 +610,9 @@ class StepEmitter {
     const DType dtype = p_.buffer(grad).dtype;
     Step& step = NewStep(StepKind::kCastGradient, "cast(" + half.name + ")", half.node);
     step.compute_dtype = dtype;
-    BufferId part = NewBuffer(half.name + "." + std::string(DTypeName(dtype)),
-                              BufferRole::kGradientPart, MemoryCategory::kGradients, dtype,
-                              half.shape, half.value, half.node);
+    BufferId part =
+        NewBuffer(half.name + "." + std::string(DTypeName(dtype)), BufferRole::kGradientPart,
+                  MemoryCategory::kGradients, dtype, half.shape, half.value, half.node);
     AllocateHere(part);
     MarkExplicitFree(part);
     Touch(half_part);
@@ -801,6 +815,8 @@ class StepEmitter {
   std::vector<NodeInfo> nodes_;
   std::vector<BufferId> value_storage_;       // forward buffer of each value (views: the base's)
   std::vector<BufferId> recomputed_storage_;  // its copy re-created in backward
+  std::vector<bool> group_recomputed_;        // per checkpointed module: re-run in backward
+  std::vector<size_t> order_position_;        // per node: its index in order_
   std::vector<BufferId> gradient_;            // gradient buffer of each activation
   std::vector<int> param_index_;              // value -> index into parameters, -1 otherwise
   std::vector<bool> stored_frozen_;  // per value: a frozen parameter stored per --base-dtype

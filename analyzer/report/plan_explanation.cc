@@ -18,6 +18,14 @@ bool WithoutRecompute(const ConfigurationOutcome& c) {
   return c.chosen.recompute == RecomputeLabel::kNone;
 }
 
+// "checkpointing 7 modules" (module unit: what the export wraps) or "recomputing 42 nodes".
+std::string RecomputedWhat(const ConfigurationOutcome& c) {
+  if (c.checkpointed_modules > 0)
+    return "checkpointing " + std::to_string(c.checkpointed_modules) +
+           (c.checkpointed_modules == 1 ? " module" : " modules");
+  return "recomputing " + std::to_string(c.recomputed_nodes) + " nodes";
+}
+
 // What m is, said so it cannot contradict "m=511 fits" elsewhere in the sentence: with a global
 // batch G the planner takes the largest divisor of G that fits (or G itself), not the largest m.
 std::string WhyThisMicroBatch(const SearchTrace& trace, const ConfigurationOutcome& chosen) {
@@ -69,8 +77,8 @@ std::string ExplainPlanChoice(const SearchTrace& trace) {
     why << "; ";
   }
   if (!WithoutRecompute(chosen) && plain != nullptr) {
-    why << "recomputing " << chosen.recomputed_nodes << " nodes ("
-        << RecomputeLabelName(pick.recompute) << ") lets m=" << pick.micro_batch
+    why << RecomputedWhat(chosen) << " (" << RecomputeLabelName(pick.recompute)
+        << ") lets m=" << pick.micro_batch
         << " fit (without: m=" << plain->largest_fitting_micro_batch << ")";
     const double reference_cost = SecondsPerSample(plain->chosen);
     if (plain->feasible && reference_cost > 0)
@@ -79,8 +87,8 @@ std::string ExplainPlanChoice(const SearchTrace& trace) {
     why << ".";
   } else if (!WithoutRecompute(chosen)) {
     // A forced --recompute kind: no plan without recompute was kept to compare with.
-    why << "recomputing " << chosen.recomputed_nodes << " nodes ("
-        << RecomputeLabelName(pick.recompute) << ", as asked) fits m=" << pick.micro_batch << ".";
+    why << RecomputedWhat(chosen) << " (" << RecomputeLabelName(pick.recompute)
+        << ", as asked) fits m=" << pick.micro_batch << ".";
   } else {
     why << "m=" << pick.micro_batch << " " << WhyThisMicroBatch(trace, chosen);
     if (pick.accumulation_steps > 1)

@@ -45,3 +45,11 @@ add_test(NAME "cli: the exported PyTorch loop runs the plan on CPU"
                  ${CMAKE_CURRENT_BINARY_DIR}/exported_loop)
 set_tests_properties("cli: the exported PyTorch loop runs the plan on CPU"
                      PROPERTIES SKIP_RETURN_CODE 77)
+
+# A module plan's exports checkpoint exactly its modules (PyTorch loop, HF, DeepSpeed).
+add_test(NAME "cli: the exports checkpoint exactly the plan's modules"
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/module_checkpoints_test.sh
+                 $<TARGET_FILE:memplan> ${MEMPLAN_TEST_FIXTURES}
+                 ${CMAKE_CURRENT_BINARY_DIR}/module_checkpoints)
+set_tests_properties("cli: the exports checkpoint exactly the plan's modules"
+                     PROPERTIES SKIP_RETURN_CODE 77)

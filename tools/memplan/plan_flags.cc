@@ -228,6 +228,13 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
   MEMPLAN_TRY(p.allocator, ParseAllocatorKind(flags.Text("allocator")));
   p.program.clip_gradients = flags.clip_grad;
   MEMPLAN_TRY(request.search.recompute, ParseFlagChoice(kRecomputeChoiceNames, flags, "recompute"));
+  MEMPLAN_TRY(request.search.recompute_unit,
+              ParseFlagChoice(kRecomputeUnitNames, flags, "recompute_unit"));
+  if (request.search.recompute_unit == RecomputeUnit::kModule &&
+      request.search.recompute == RecomputeChoice::kSqrt)
+    return MakeError(
+        "--recompute-unit module: --recompute sqrt places node-level segments, which "
+        "no module checkpoint expresses; use --recompute all, optimal or auto");
   MEMPLAN_TRY(request.attention, ParseFlagChoice(kAttentionModeNames, flags, "attention"));
   MEMPLAN_TRY(request.fusions, ParseFlagChoice(kFusionSetNames, flags, "fusions"));
   MEMPLAN_TRY(request.search.force_fp32,

@@ -16,10 +16,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyzer/attention_plan.h"
 #include "analyzer/baseline/json_file.h"
 #include "analyzer/config_export/plan_json_fields.h"
-#include "analyzer/attention_plan.h"
 #include "analyzer/memory_size.h"
+#include "analyzer/recompute/module_units.h"
 #include "analyzer/vocabulary/tolerance.h"
 #include "graph/bind_symbols.h"
 #include "runtime/backend_factory.h"
@@ -139,12 +140,32 @@ Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
   MEMPLAN_TRY(std::optional<bool> clip, in_plan(OptionalPlanBool(p, "clip_gradients", "plan.")));
   o.clip_gradients = clip.value_or(false);
   MEMPLAN_TRY(std::string scaling, text_of("loss_scaling", "dynamic"));
-  if (scaling == "none") o.loss_scaling = LossScaling{LossScalingMode::kNone};
-  else if (scaling == "static") o.loss_scaling = LossScaling{LossScalingMode::kStatic};
+  if (scaling == "none")
+    o.loss_scaling = LossScaling{LossScalingMode::kNone};
+  else if (scaling == "static")
+    o.loss_scaling = LossScaling{LossScalingMode::kStatic};
   else if (scaling != "dynamic")
     return MakeError(where + "'plan.loss_scaling' must be none, static or dynamic, got '" +
                      scaling + "'");
   MEMPLAN_TRY(o.recompute, NodesNamed(graph, p, "recompute", where));
+  // A module plan (plan.recompute_unit "module"): the same nodes, re-run module by module as
+  // torch.utils.checkpoint does (analyzer/derivation/recompute_set.h).
+  MEMPLAN_TRY(std::string unit, text_of("recompute_unit", "node"));
+  if (unit == "module") {
+    MEMPLAN_TRY(std::vector<std::string> paths,
+                in_plan(OptionalPlanStringList(p, "recompute_modules", "plan.")));
+    const std::vector<CheckpointableModule> modules = FindCheckpointableModules(graph);
+    for (const std::string& path : paths) {
+      auto it = std::find_if(modules.begin(), modules.end(),
+                             [&](const CheckpointableModule& m) { return m.path == path; });
+      if (it == modules.end())
+        return MakeError(where + "'plan.recompute_modules' names '" + path +
+                         "', which is no checkpointable module of this model");
+      o.recompute_modules.push_back(it->nodes);
+    }
+  } else if (unit != "node") {
+    return MakeError(where + "'plan.recompute_unit' must be node or module, got '" + unit + "'");
+  }
   // The placement the planner chose, node by node (ignored in fp32).
   if (o.precision != Precision::kFp32) {
     const DType working = o.precision == Precision::kFp16 ? DType::kFloat16 : DType::kBFloat16;
