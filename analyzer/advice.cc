@@ -28,8 +28,7 @@ RedundantBias FindRedundantConvBias(const Graph& graph, const Bindings& bindings
     if (n.op_type != "Conv" || n.inputs.size() < 3 || !n.inputs[2].valid()) continue;
     if (n.outputs.empty() || !n.outputs[0].valid()) continue;
     const Value& out = graph.value(n.outputs[0]);
-    if (out.consumers.size() != 1 ||
-        graph.node(out.consumers[0]).op_type != "BatchNormalization")
+    if (out.consumers.size() != 1 || graph.node(out.consumers[0]).op_type != "BatchNormalization")
       continue;
     const Value& bias = graph.value(n.inputs[2]);
     if (bias.kind != ValueKind::kParameter) continue;
@@ -94,8 +93,8 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
       } else if (plan.largest_fitting_micro_batch >= target) {
         s << "m=" << target << " fits this budget (--micro-batch " << target << "). ";
       } else {
-        s << "m=" << target << " does not fit (largest that fits: m="
-          << plan.largest_fitting_micro_batch << "). ";
+        s << "m=" << target
+          << " does not fit (largest that fits: m=" << plan.largest_fitting_micro_batch << "). ";
       }
       s << "Or replace BatchNorm with GroupNorm, or use SyncBatchNorm across GPUs.";
       advice.push_back({"batchnorm-accumulation", s.str()});
@@ -114,9 +113,9 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
       const int64_t ranks = plan.program.data_parallel_ranks;
       s << "The effective batch is m*k" << (ranks > 1 ? "*GPUs" : "") << "=" << m << "*" << k
         << (ranks > 1 ? "*" + std::to_string(ranks) : std::string()) << "=" << g
-        << ", not the requested "
-        << plan.requested_global_batch << ": scale the learning rate by " << g << "/"
-        << plan.requested_global_batch << " (linear scaling rule, Goyal et al. 2017) or choose a "
+        << ", not the requested " << plan.requested_global_batch << ": scale the learning rate by "
+        << g << "/" << plan.requested_global_batch
+        << " (linear scaling rule, Goyal et al. 2017) or choose a "
         << "global batch divisible by a micro-batch that fits.";
     } else {
       s << "The effective batch is " << g
@@ -131,14 +130,15 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
 
   if (runs && k > 1) {
     std::ostringstream s;
-    s << "Clip gradients once per optimizer step, after the last of the k=" << k << " micro-batches";
+    s << "Clip gradients once per optimizer step, after the last of the k=" << k
+      << " micro-batches";
     if (plan.chosen.precision == Precision::kFp16) s << " and after scaler.unscale_(optimizer)";
     s << "; clipping each micro-batch's partial gradient clips the wrong quantity.";
     advice.push_back({"clip-after-accumulation", s.str()});
     std::ostringstream t;
     t << "Learning-rate schedulers and warm-up count optimizer steps, not micro-batches: call "
-      << "scheduler.step() once every " << k << " micro-batches (an epoch of N samples has N/"
-      << g << " optimizer steps).";
+      << "scheduler.step() once every " << k << " micro-batches (an epoch of N samples has N/" << g
+      << " optimizer steps).";
     advice.push_back({"scheduler-steps", t.str()});
   } else if (plan.chosen.precision == Precision::kFp16) {
     advice.push_back({"clip-after-unscale",

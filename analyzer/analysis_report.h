@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/advice.h"
-#include "analyzer/parallel/strategy_search.h"
 #include "analyzer/attention_plan.h"
+#include "analyzer/parallel/strategy_search.h"
 #include "analyzer/planner.h"
 #include "analyzer/vocabulary/step_phase.h"
 #include "graph/graph.h"

@@ -4,7 +4,8 @@
 // `ExpandableSegment`): instead of one cudaMalloc per segment, each pool reserves one virtual
 // address range and maps physical pages at its end as it grows, so blocks of any size can merge
 // across what would have been separate segments.
-//  * round_size and the small/large pools as in the caching allocator (analyzer/caching_allocator.h);
+//  * round_size and the small/large pools as in the caching allocator
+//  (analyzer/caching_allocator.h);
 //  * pages: 2 MiB (kSmallBuffer) in the small pool, 20 MiB (kLargeBuffer) in the large pool;
 //  * get_free_block: best fit among the pool's free blocks (ties: the lowest address);
 //  * otherwise the range grows: when its last block is free, by the request minus that block,
@@ -27,10 +28,10 @@
 namespace memplan {
 
 struct ExpandableAllocatorOptions {
-  int64_t min_block_size = 512;        // kMinBlockSize
-  int64_t small_size = 1 << 20;        // kSmallSize: small-pool threshold, 1 MiB
-  int64_t small_page = 2 << 20;        // kSmallBuffer: the small pool's mapping granularity
-  int64_t large_page = 20 << 20;       // kLargeBuffer: the large pool's mapping granularity
+  int64_t min_block_size = 512;   // kMinBlockSize
+  int64_t small_size = 1 << 20;   // kSmallSize: small-pool threshold, 1 MiB
+  int64_t small_page = 2 << 20;   // kSmallBuffer: the small pool's mapping granularity
+  int64_t large_page = 20 << 20;  // kLargeBuffer: the large pool's mapping granularity
 };
 
 class ExpandableAllocator final : public AllocatorModel {
@@ -48,9 +49,9 @@ class ExpandableAllocator final : public AllocatorModel {
 
  private:
   struct Range {
-    int64_t mapped = 0;                          // bytes of pages mapped at [0, mapped)
+    int64_t mapped = 0;                                  // bytes of pages mapped at [0, mapped)
     std::map<int64_t, std::pair<int64_t, bool>> blocks;  // offset -> (size, free), in address order
-    std::set<std::pair<int64_t, int64_t>> free;  // (size, offset): best fit, lowest address
+    std::set<std::pair<int64_t, int64_t>> free;          // (size, offset): best fit, lowest address
   };
   Range& RangeFor(bool small) { return small ? small_ : large_; }
   void Grow(Range& range, int64_t size, int64_t page);

@@ -24,7 +24,7 @@ std::string_view GpuGenerationName(GpuGeneration generation) {
 
 int64_t CublasWorkspaceBytes(GpuGeneration generation) {
   if (generation == GpuGeneration::kHopper) return int64_t{32} << 20;  // 32 MiB
-  return (int64_t{8} << 20) + (int64_t{128} << 10);                   // 8 MiB + 128 KiB
+  return (int64_t{8} << 20) + (int64_t{128} << 10);                    // 8 MiB + 128 KiB
 }
 
 int64_t CudaContextBytes(GpuGeneration generation) {
@@ -65,40 +65,52 @@ std::vector<GpuSpec> MakeTable() {
   // NVIDIA Ampere GA102 GPU Architecture whitepaper, Table 9 (GeForce RTX 3090): FP32 35.6
   // TFLOPS, TF32 tensor 35.6 dense, FP16 tensor with FP32 accumulate 71 dense (GeForce runs
   // FP32-accumulate at half rate), 936 GB/s GDDR6X, 24 GB.
-  gpus.push_back(Entry("RTX3090", "NVIDIA GeForce RTX 3090 24GB", GpuGeneration::kAmpere, 24576, 35.6, 35.6, 71.0, 936,
+  gpus.push_back(Entry("RTX3090", "NVIDIA GeForce RTX 3090 24GB", GpuGeneration::kAmpere, 24576,
+                       35.6, 35.6, 71.0, 936,
                        /*bf16=*/true));
   // NVIDIA Ada Lovelace GPU Architecture whitepaper, Appendix A (GeForce RTX 4090): FP32 82.6,
   // TF32 82.6 dense, FP16 tensor with FP32 accumulate 165.2 dense, 1008 GB/s GDDR6X, 24 GB.
-  gpus.push_back(Entry("RTX4090", "NVIDIA GeForce RTX 4090 24GB", GpuGeneration::kAda, 24564, 82.6, 82.6, 165.2, 1008,
+  gpus.push_back(Entry("RTX4090", "NVIDIA GeForce RTX 4090 24GB", GpuGeneration::kAda, 24564, 82.6,
+                       82.6, 165.2, 1008,
                        /*bf16=*/true));
   // NVIDIA A100 Tensor Core GPU datasheet (SXM4): FP32 19.5, TF32 156, FP16/BF16 312 dense;
   // 1555 GB/s HBM2 (40GB), 2039 GB/s HBM2e (80GB).
-  gpus.push_back(Entry("A100-40GB", "NVIDIA A100 40GB SXM4", GpuGeneration::kAmpere, 40960, 19.5, 156, 312, 1555, true));
-  gpus.push_back(Entry("A100-80GB", "NVIDIA A100 80GB SXM4", GpuGeneration::kAmpere, 81920, 19.5, 156, 312, 2039, true));
+  gpus.push_back(Entry("A100-40GB", "NVIDIA A100 40GB SXM4", GpuGeneration::kAmpere, 40960, 19.5,
+                       156, 312, 1555, true));
+  gpus.push_back(Entry("A100-80GB", "NVIDIA A100 80GB SXM4", GpuGeneration::kAmpere, 81920, 19.5,
+                       156, 312, 2039, true));
   // NVIDIA H100 Tensor Core GPU datasheet (H100 SXM): FP32 67, TF32 989 and FP16/BF16 1979 "with
   // sparsity" (dense: half), 3.35 TB/s HBM3, 80 GB.
-  gpus.push_back(Entry("H100", "NVIDIA H100 80GB SXM5", GpuGeneration::kHopper, 81559, 67, 494.5, 989.5, 3350, true));
+  gpus.push_back(Entry("H100", "NVIDIA H100 80GB SXM5", GpuGeneration::kHopper, 81559, 67, 494.5,
+                       989.5, 3350, true));
   // NVIDIA H200 Tensor Core GPU datasheet (H200 SXM): the H100 SXM's compute; 141 GB HBM3e
   // (143771 MiB usable) at 4.8 TB/s.
-  gpus.push_back(Entry("H200", "NVIDIA H200 141GB SXM", GpuGeneration::kHopper, 143771, 67, 494.5, 989.5, 4800, true));
+  gpus.push_back(Entry("H200", "NVIDIA H200 141GB SXM", GpuGeneration::kHopper, 143771, 67, 494.5,
+                       989.5, 4800, true));
   // NVIDIA Tesla V100 datasheet (SXM2): FP32 15.7, tensor (FP16) 125 TFLOPS, 900 GB/s HBM2.
   // Volta has neither TF32 nor BF16.
-  gpus.push_back(Entry("V100-16GB", "NVIDIA Tesla V100 16GB SXM2", GpuGeneration::kVolta, 16160, 15.7, 15.7, 125, 900,
+  gpus.push_back(Entry("V100-16GB", "NVIDIA Tesla V100 16GB SXM2", GpuGeneration::kVolta, 16160,
+                       15.7, 15.7, 125, 900,
                        /*bf16=*/false));
-  gpus.push_back(Entry("V100-32GB", "NVIDIA Tesla V100 32GB SXM2", GpuGeneration::kVolta, 32768, 15.7, 15.7, 125, 900,
+  gpus.push_back(Entry("V100-32GB", "NVIDIA Tesla V100 32GB SXM2", GpuGeneration::kVolta, 32768,
+                       15.7, 15.7, 125, 900,
                        /*bf16=*/false));
   // NVIDIA L4 Tensor Core GPU datasheet: FP32 30.3, TF32 120 and FP16/BF16 242 with sparsity
   // (dense: 60, 121), 300 GB/s GDDR6, 24 GB.
-  gpus.push_back(Entry("L4", "NVIDIA L4 24GB", GpuGeneration::kAda, 23034, 30.3, 60, 121, 300, true));
+  gpus.push_back(
+      Entry("L4", "NVIDIA L4 24GB", GpuGeneration::kAda, 23034, 30.3, 60, 121, 300, true));
   // NVIDIA T4 Tensor Core GPU datasheet: FP32 8.1, mixed-precision (FP16/FP32) 65 TFLOPS,
   // 320 GB/s GDDR6, 16 GB (15 GiB usable with ECC on). Turing has neither TF32 nor BF16.
-  gpus.push_back(Entry("T4", "NVIDIA T4 16GB", GpuGeneration::kTuring, 15360, 8.1, 8.1, 65, 320, /*bf16=*/false));
+  gpus.push_back(Entry("T4", "NVIDIA T4 16GB", GpuGeneration::kTuring, 15360, 8.1, 8.1, 65, 320,
+                       /*bf16=*/false));
   // NVIDIA A10 Tensor Core GPU datasheet: FP32 31.2, TF32 62.5, BF16/FP16 125 dense (250 with
   // sparsity), 600 GB/s GDDR6, 24 GB.
-  gpus.push_back(Entry("A10", "NVIDIA A10 24GB", GpuGeneration::kAmpere, 23028, 31.2, 62.5, 125, 600, true));
+  gpus.push_back(
+      Entry("A10", "NVIDIA A10 24GB", GpuGeneration::kAmpere, 23028, 31.2, 62.5, 125, 600, true));
   // NVIDIA RTX A6000 datasheet: FP32 38.7, tensor 309.7 TFLOPS with sparsity (FP16 dense 154.8,
   // TF32 dense 77.4 per the GA102 whitepaper), 768 GB/s GDDR6, 48 GB.
-  gpus.push_back(Entry("A6000", "NVIDIA RTX A6000 48GB", GpuGeneration::kAmpere, 49140, 38.7, 77.4, 154.8, 768, true));
+  gpus.push_back(Entry("A6000", "NVIDIA RTX A6000 48GB", GpuGeneration::kAmpere, 49140, 38.7, 77.4,
+                       154.8, 768, true));
   return gpus;
 }
 

@@ -47,7 +47,7 @@ struct GpuSpec {
   GpuGeneration generation = GpuGeneration::kTuring;
   int64_t cuda_context_bytes = 0;
   int64_t cublas_workspace_bytes = 0;  // per handle: CublasWorkspaceBytes(generation)
-  double fp32_flops_per_second = 0;  // CUDA-core FP32 (non-tensor)
+  double fp32_flops_per_second = 0;    // CUDA-core FP32 (non-tensor)
   // TF32 tensor cores (Ampere+); equals fp32_flops_per_second on GPUs without TF32.
   double tf32_flops_per_second = 0;
   // FP16 tensor cores with FP32 accumulation (what mixed-precision training uses); BF16 is the

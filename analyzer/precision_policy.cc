@@ -37,8 +37,8 @@ LossScaling DefaultLossScaling(Precision precision) {
   return scaling;
 }
 
-DType CategoryDType(DType working, AmpCategory amp, const std::vector<DType>& activation_input_dtypes,
-                    DType no_activation_dtype) {
+DType CategoryDType(DType working, AmpCategory amp,
+                    const std::vector<DType>& activation_input_dtypes, DType no_activation_dtype) {
   switch (amp) {
     case AmpCategory::kFp16Safe:
       return working;

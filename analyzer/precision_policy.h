@@ -26,8 +26,8 @@ LossScaling DefaultLossScaling(Precision precision);
 //    are read as whichever copy matches), `no_activation_dtype` when there is none (the dtype the
 //    forward sees parameters in: an embedding's Gather on an fp32 weight under autocast is fp32,
 //    on the working copy under master weights the working dtype).
-DType CategoryDType(DType working, AmpCategory amp, const std::vector<DType>& activation_input_dtypes,
-                    DType no_activation_dtype);
+DType CategoryDType(DType working, AmpCategory amp,
+                    const std::vector<DType>& activation_input_dtypes, DType no_activation_dtype);
 
 // The dtype an op computes in under `regime`:
 //  * fp32: kUndefined (every value keeps its graph dtype);

@@ -38,9 +38,9 @@
 
 #include "analyzer/memory_category.h"
 #include "analyzer/precision/loss_scaling.h"
+#include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/loss_kind.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
-#include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/precision.h"
 #include "analyzer/vocabulary/zero_grad_mode.h"
 #include "graph/dim.h"

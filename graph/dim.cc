@@ -177,8 +177,9 @@ std::string Dim::ToString(const SymbolTable& symbols) const {
   std::string out;
   // Print higher-degree terms first so `seq + 1` reads naturally.
   std::vector<Term> ordered = terms_;
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [](const Term& a, const Term& b) { return a.symbols.size() > b.symbols.size(); });
+  std::stable_sort(ordered.begin(), ordered.end(), [](const Term& a, const Term& b) {
+    return a.symbols.size() > b.symbols.size();
+  });
   for (size_t i = 0; i < ordered.size(); ++i) {
     const Term& t = ordered[i];
     int64_t c = t.coefficient;

@@ -27,7 +27,7 @@ class Dim {
     friend bool operator==(const Term&, const Term&) = default;
   };
 
-  Dim() = default;  // the constant 0
+  Dim() = default;        // the constant 0
   Dim(int64_t constant);  // NOLINT(google-explicit-constructor): dims are integers most of the time
   static Dim Symbol(SymbolId id);
 

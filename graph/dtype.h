@@ -57,7 +57,7 @@ int64_t BitSize(DType dtype);
 // Symbolic counts are exact when the packing divides them (2*batch int4 elements = batch bytes);
 // otherwise the rounded-up per-element size is the conservative answer.
 Dim TensorBytes(const Dim& elements, DType dtype);
-bool IsFloating(DType dtype);  // float16/bfloat16/float32/float64
+bool IsFloating(DType dtype);             // float16/bfloat16/float32/float64
 std::string_view DTypeName(DType dtype);  // "float32", "float16", ...
 std::optional<DType> DTypeFromName(std::string_view name);
 // TensorProto.DataType (1 = FLOAT, 10 = FLOAT16, 16 = BFLOAT16, ...); nullopt for unknown codes.

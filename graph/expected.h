@@ -22,7 +22,7 @@ inline Error MakeError(std::string message) { return Error{std::move(message)}; 
 template <class T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Expected(T value) : state_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Expected(Error error) : state_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(state_); }
@@ -48,7 +48,8 @@ struct Ok {};
 using Status = Expected<Ok>;
 inline Status OkStatus() { return Ok{}; }
 
-[[noreturn]] inline void InternalInvariantFailure(const char* condition, const char* file, int line) {
+[[noreturn]] inline void InternalInvariantFailure(const char* condition, const char* file,
+                                                  int line) {
   std::fprintf(stderr, "memplan: internal invariant violated: %s (%s:%d)\n", condition, file, line);
   std::abort();
 }
@@ -65,13 +66,13 @@ inline Status OkStatus() { return Ok{}; }
   if (!tmp.ok()) return tmp.error();      \
   decl = std::move(tmp).value()
 
-#define MEMPLAN_RETURN_IF_ERROR(expr)                                      \
-  do {                                                                     \
-    auto memplan_status_ = (expr);                                         \
-    if (!memplan_status_.ok()) return memplan_status_.error();             \
+#define MEMPLAN_RETURN_IF_ERROR(expr)                          \
+  do {                                                         \
+    auto memplan_status_ = (expr);                             \
+    if (!memplan_status_.ok()) return memplan_status_.error(); \
   } while (false)
 
-#define MEMPLAN_CHECK(cond)                                                     \
-  do {                                                                          \
+#define MEMPLAN_CHECK(cond)                                                      \
+  do {                                                                           \
     if (!(cond)) ::memplan::InternalInvariantFailure(#cond, __FILE__, __LINE__); \
   } while (false)

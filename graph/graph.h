@@ -33,7 +33,7 @@ struct Value {
   DType dtype = DType::kUndefined;
   Shape shape = Shape::Unknown();
   ValueKind kind = ValueKind::kIntermediate;
-  NodeId producer;               // invalid for inputs, parameters and initializer constants
+  NodeId producer;                // invalid for inputs, parameters and initializer constants
   std::vector<NodeId> consumers;  // in node order; a node appears once per input slot using it
   bool is_graph_output = false;
   // For kParameter: whether training updates it. Floating initializers that no gradient reaches
@@ -54,9 +54,9 @@ struct Node {
   NodeId id;
   std::string name;  // ONNX node name (generated "<op>_<n>" when the file has none)
   std::string op_type;
-  std::string domain;             // "" = ai.onnx
-  std::vector<ValueId> inputs;    // invalid id for an omitted optional input
-  std::vector<ValueId> outputs;   // invalid id for an omitted optional output
+  std::string domain;            // "" = ai.onnx
+  std::vector<ValueId> inputs;   // invalid id for an omitted optional input
+  std::vector<ValueId> outputs;  // invalid id for an omitted optional output
   Attributes attributes;
 };
 

@@ -30,5 +30,7 @@ using SymbolId = int32_t;  // index into SymbolTable
 
 template <class Tag>
 struct std::hash<memplan::StrongId<Tag>> {
-  size_t operator()(memplan::StrongId<Tag> id) const noexcept { return std::hash<int32_t>{}(id.value); }
+  size_t operator()(memplan::StrongId<Tag> id) const noexcept {
+    return std::hash<int32_t>{}(id.value);
+  }
 };

@@ -78,8 +78,7 @@ void ApplyUnifiedSymbols(Graph& graph, const DeclaredSymbolUnifier& unifier) {
 // An ONNX-inferred type as a Shape: named dims become symbols (or the dim a declared symbol was
 // unified with), unknown ones fresh symbols.
 Shape ShapeFromInferred(const InferredType& type, SymbolTable& symbols,
-                        const DeclaredSymbolUnifier& unifier,
-                        std::set<std::string>& unified_uses) {
+                        const DeclaredSymbolUnifier& unifier, std::set<std::string>& unified_uses) {
   if (!type.has_shape) return Shape::Unknown();
   Shape shape;
   for (const InferredDim& d : type.dims) {

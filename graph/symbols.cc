@@ -51,7 +51,8 @@ Expected<DimBinding> ParseDimBinding(std::string_view text) {
   if (eq == std::string_view::npos || eq == 0) {
     return MakeError("--dim: expected name=value (e.g. seq=512), got '" + std::string(text) + "'");
   }
-  MEMPLAN_TRY(int64_t value, ParsePositiveInt(text.substr(eq + 1), "--dim " + std::string(text.substr(0, eq))));
+  MEMPLAN_TRY(int64_t value,
+              ParsePositiveInt(text.substr(eq + 1), "--dim " + std::string(text.substr(0, eq))));
   return DimBinding{std::string(text.substr(0, eq)), value};
 }
 

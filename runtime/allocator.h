@@ -74,9 +74,7 @@ class CountingCpuAllocator final : public Allocator {
     size_t accounted_bytes;
     MemoryCategory category;
   };
-  MemoryStat& stat(MemoryCategory category) {
-    return by_category_[static_cast<size_t>(category)];
-  }
+  MemoryStat& stat(MemoryCategory category) { return by_category_[static_cast<size_t>(category)]; }
 
   std::unordered_map<void*, Block> blocks_;
   // The shared accounting primitive (analyzer/memory_stat.h), per category and in total.

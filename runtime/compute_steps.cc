@@ -52,8 +52,8 @@ uint64_t ComputeSteps::NodeSeed(NodeId n) const {
 
 bool ComputeSteps::Training(const Node& node) const {
   // The fused attention (graph/ops/sdpa_op.h) drops inside the kernel, like Dropout.
-  const bool drops = node.op_type == "Dropout" ||
-                     (node.domain == sdpa::kDomain && node.op_type == sdpa::kOpType);
+  const bool drops =
+      node.op_type == "Dropout" || (node.domain == sdpa::kDomain && node.op_type == sdpa::kOpType);
   return !(disable_dropout_ && drops);
 }
 

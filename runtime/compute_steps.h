@@ -36,7 +36,7 @@ class ComputeSteps {
   // kLossBackward: d(grad_scale * loss) / d(prediction).
   Status LossBackward(const Step& step, float grad_scale);
   Status Backward(const Step& step);
-  Status Accumulate(const Step& step);  // kAccumulateGradient
+  Status Accumulate(const Step& step);    // kAccumulateGradient
   Status CastGradient(const Step& step);  // kCastGradient: runs the step's casts
 
  private:

@@ -87,8 +87,7 @@ void EightBitAdamW(const OptimizerOptions& options, int64_t step, const float* g
     for (int64_t i = begin; i < end; ++i) {
       const size_t k = static_cast<size_t>(i - begin);
       m[k] = b1 * Dequantize(signed_map, m_code[i], m_absmax[block]) + one_minus_b1 * g[i];
-      v[k] = b2 * Dequantize(unsigned_map, v_code[i], v_absmax[block]) +
-             one_minus_b2 * g[i] * g[i];
+      v[k] = b2 * Dequantize(unsigned_map, v_code[i], v_absmax[block]) + one_minus_b2 * g[i] * g[i];
       p[i] *= decay;
       const float denom = std::sqrt(v[k]) / static_cast<float>(correction2_sqrt) + eps;
       p[i] -= step_size * m[k] / denom;

@@ -48,7 +48,8 @@ struct OptimizerOptions {
   double weight_decay = 0.0;
 };
 
-// Whether this runtime implements `kind`'s update (every kind but Adafactor, which is planned only).
+// Whether this runtime implements `kind`'s update (every kind but Adafactor, which is planned
+// only).
 bool RunsOptimizer(OptimizerKind kind);
 
 // How many state buffers the optimizer keeps for a parameter of `numel` elements: 0, 1, 2, 2,

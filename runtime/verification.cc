@@ -175,9 +175,8 @@ Expected<EquivalenceResult> CheckRecomputeEquivalence(const Graph& graph,
   for (size_t p = 0; identical && p < a.gradients.size(); ++p) {
     // An empty gradient's data() may be null, which memcmp must not see.
     identical = a.gradients[p].size() == b.gradients[p].size() &&
-                (a.gradients[p].empty() ||
-                 std::memcmp(a.gradients[p].data(), b.gradients[p].data(),
-                            a.gradients[p].size() * sizeof(float)) == 0);
+                (a.gradients[p].empty() || std::memcmp(a.gradients[p].data(), b.gradients[p].data(),
+                                                       a.gradients[p].size() * sizeof(float)) == 0);
   }
   r.max_rel_error = MaxRelativeError(a.gradients, b.gradients);
   r.passed = identical;

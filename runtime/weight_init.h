@@ -40,7 +40,8 @@ Expected<std::vector<float>> SyntheticConstantValues(const Value& value, const T
 //   float inputs: standard normal; integer inputs: uniform ids below the vocabulary (dim 0 of the
 //     Gather table the input indexes; 2 when none);
 //   cross entropy: per position, the class a fixed random linear teacher scores highest on the
-//     position's first 4096 features, or (token inputs with one id per position) a fixed map of the id;
+//     position's first 4096 features, or (token inputs with one id per position) a fixed map of the
+//     id;
 //   mse: a fixed random linear teacher of the sample's features through tanh;
 //   sum: no label.
 class SyntheticData {

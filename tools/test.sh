@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The README's test command: installs what is missing,
+# The README's test command: installs what is missing, checks the formatting (tools/check_format.sh),
 # builds with warnings as errors under
 # AddressSanitizer + UndefinedBehaviorSanitizer, runs every test suite (ctest), then runs each
 # libFuzzer target for MEMPLAN_FUZZ_SECONDS (default 60; 0 skips) from its seed corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
+tools/check_format.sh
 build_dir=${MEMPLAN_TEST_BUILD_DIR:-build-asan}
 jobs=$(nproc)
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMEMPLAN_WERROR=ON \

@@ -10,8 +10,8 @@
 
 #include <fstream>
 #include <optional>
-#include <string_view>
 #include <set>
+#include <string_view>
 
 #include "analyzer/baseline/config_list.h"
 #include "analyzer/baseline/json_file.h"

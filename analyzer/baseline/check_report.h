@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "analyzer/baseline/baseline.h"
-#include "analyzer/vocabulary/tolerance.h"
 #include "analyzer/memory_category.h"
+#include "analyzer/vocabulary/tolerance.h"
 
 namespace memplan {
 

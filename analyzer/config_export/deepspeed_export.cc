@@ -138,11 +138,11 @@ std::string ExportDeepSpeed(const ExportPlan& plan, const ExportOptions& options
   nlohmann::ordered_json config;
   std::string comment = ProvenanceSentence(plan, options);
   if (plan.data_parallel) {
-    comment += " Launch: deepspeed --num_gpus " + std::to_string(plan.Gpus() / plan.Nodes()) +
-               (plan.Nodes() > 1 ? " --num_nodes " + std::to_string(plan.Nodes()) +
-                                       " --hostfile hostfile"
-                                 : std::string()) +
-               " train.py --deepspeed ds_config.json";
+    comment +=
+        " Launch: deepspeed --num_gpus " + std::to_string(plan.Gpus() / plan.Nodes()) +
+        (plan.Nodes() > 1 ? " --num_nodes " + std::to_string(plan.Nodes()) + " --hostfile hostfile"
+                          : std::string()) +
+        " train.py --deepspeed ds_config.json";
   }
   config["_comment"] = comment;
   config["train_batch_size"] = plan.SamplesPerStep();  // micro * accumulation * GPUs

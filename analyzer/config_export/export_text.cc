@@ -61,12 +61,12 @@ std::string ProvenanceSentence(const ExportPlan& plan, const ExportOptions& opti
   if (!options.plan_path.empty()) text += " (plan '" + options.plan_path + "')";
   text += ": micro-batch " + std::to_string(plan.micro_batch) + " x " +
           std::to_string(plan.accumulation_steps) + " accumulation steps" +
-          (plan.data_parallel ? " x " + std::to_string(plan.Gpus()) + " GPUs (" +
-                                    std::string(ParallelStrategyName(plan.data_parallel->strategy)) +
-                                    ")"
-                              : std::string()) +
-          " = " + std::to_string(plan.SamplesPerStep()) +
-          " samples per optimizer step, " + std::string(PrecisionName(plan.precision));
+          (plan.data_parallel
+               ? " x " + std::to_string(plan.Gpus()) + " GPUs (" +
+                     std::string(ParallelStrategyName(plan.data_parallel->strategy)) + ")"
+               : std::string()) +
+          " = " + std::to_string(plan.SamplesPerStep()) + " samples per optimizer step, " +
+          std::string(PrecisionName(plan.precision));
   size_t modules = plan.checkpoints.modules.size() + plan.checkpoints.unmapped_nodes.size();
   if (plan.UsesRecompute()) {
     size_t nodes = plan.recompute_nodes.size();

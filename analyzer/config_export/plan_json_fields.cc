@@ -28,8 +28,7 @@ Expected<int64_t> RequiredPlanPositiveInt(const nlohmann::json& object, const ch
 }
 
 Expected<std::optional<std::string>> OptionalPlanString(const nlohmann::json& object,
-                                                        const char* key,
-                                                        const std::string& where) {
+                                                        const char* key, const std::string& where) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return std::optional<std::string>();
   if (!it->is_string()) return MakeError(Field(where, key) + " is not a string");

@@ -17,9 +17,8 @@ ProgramDTypes DeriveProgramDTypes(const Graph& graph, const OpRegistry& registry
   // The loss follows its category in every mixed regime: autocast has no override for it, and a
   // pure bf16 model upcasts its logits for the loss (HF's logits.float(), torchtune's upcast).
   if (regime.mixed())
-    dtypes.loss_compute = CategoryDType(regime.working, loss_amp,
-                                        {dtypes.value[model_output.index()]},
-                                        regime.forward_parameter);
+    dtypes.loss_compute = CategoryDType(
+        regime.working, loss_amp, {dtypes.value[model_output.index()]}, regime.forward_parameter);
   return dtypes;
 }
 

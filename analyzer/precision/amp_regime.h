@@ -5,9 +5,9 @@
 //
 //                      parameters   working copy   gradients   optimizer state   weight casts
 //   fp32               fp32         -              fp32        fp32              -
-//   autocast           fp32         -              fp32        fp32              per forward (cached)
-//   master-weights     fp32 master  half (persist) half        fp32              -
-//   pure (bf16)        bf16         -              bf16        bf16              -
+//   autocast           fp32         -              fp32        fp32              per forward
+//   (cached) master-weights     fp32 master  half (persist) half        fp32              - pure
+//   (bf16)        bf16         -              bf16        bf16              -
 //
 // Autocast (torch.autocast + GradScaler): an fp16-safe op reading a parameter reads a half copy
 // made by the first such op of the forward and kept in autocast's weight-cast cache until the

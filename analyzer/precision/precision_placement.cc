@@ -63,8 +63,8 @@ class Placer {
     std::vector<std::optional<DType>> node_override(g_.num_nodes());
     for (size_t n = 0; n < g_.num_nodes(); ++n)
       if (const OverrideEntry* e = OverrideFor(NodeId(n))) node_override[n] = e->dtype;
-    PropagatedDTypes propagated =
-        PropagateDTypes(g_, registry_, order, RegimeOf(options_.mode, options_.amp_mode), node_override);
+    PropagatedDTypes propagated = PropagateDTypes(
+        g_, registry_, order, RegimeOf(options_.mode, options_.amp_mode), node_override);
     for (size_t n = 0; n < g_.num_nodes(); ++n) {
       const NodeDType& decided = propagated.nodes[n];
       if (!decided.placed) continue;

@@ -268,10 +268,10 @@ class HtmlBuilder {
            << (is_chosen ? "&#9733;" : "") << "</td><td class=\"num\">" << c.micro_batch
            << "</td><td class=\"num\">" << c.accumulation_steps << "</td><td class=\"num\">"
            << c.global_batch << "</td><td>" << PrecisionName(c.precision) << "</td><td>"
-           << EscapeMarkup(RecomputeLabelName(c.recompute)) << "</td><td class=\"num\">" << FormatBytes(c.peak_bytes)
-           << "</td><td>" << (c.fits ? "yes" : "no") << "</td><td class=\"num\">"
-           << FormatFixed(c.step_seconds, 4) << "</td><td class=\"num\">"
-           << FormatFixed(c.samples_per_second, 1) << "</td></tr>\n";
+           << EscapeMarkup(RecomputeLabelName(c.recompute)) << "</td><td class=\"num\">"
+           << FormatBytes(c.peak_bytes) << "</td><td>" << (c.fits ? "yes" : "no")
+           << "</td><td class=\"num\">" << FormatFixed(c.step_seconds, 4)
+           << "</td><td class=\"num\">" << FormatFixed(c.samples_per_second, 1) << "</td></tr>\n";
     }
     out_ << "</tbody></table>\n</div>\n";
   }

@@ -178,8 +178,7 @@ class SvgBuilder {
     for (int64_t tick = 0; tick <= points; tick += x_step) {
       const double x = frame_.X(static_cast<double>(tick));
       out_ << "<line class=\"x-tick\"" << Attr("x1", x) << Attr("x2", x)
-           << Attr("y1", frame_.bottom) << Attr("y2", frame_.bottom + 4)
-           << " stroke=\"#333333\"/>"
+           << Attr("y1", frame_.bottom) << Attr("y2", frame_.bottom + 4) << " stroke=\"#333333\"/>"
            << "<text class=\"x-tick-label\"" << Attr("x", x) << Attr("y", frame_.bottom + 14)
            << " text-anchor=\"middle\" fill=\"#555555\">" << tick << "</text>\n";
     }
@@ -290,7 +289,7 @@ class SvgBuilder {
     const double x = frame_.X(static_cast<double>(chart_.peak) + 0.5);
     const double y = frame_.Y(chart_.peak_bytes);
     const bool right_half = x > (frame_.left + frame_.right) / 2;
-    constexpr double kGap = 6;         // between the label's baseline and a line under it
+    constexpr double kGap = 6;          // between the label's baseline and a line under it
     constexpr double kTextHeight = 11;  // the font size
     const int64_t reserved = ReservedAt(chart_.peak);
     const double line_y = reserved > 0 ? std::min(y, frame_.Y(reserved)) : y;
@@ -309,8 +308,8 @@ class SvgBuilder {
          << Attr("y", label_y) << " text-anchor=\"" << (right_half ? "end" : "start")
          << "\" font-weight=\"bold\" fill=\"#222222\""
          // A white outline under the glyphs keeps the label legible over lines and layers.
-         << " stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">"
-         << EscapeMarkup(text) << "</text></g>\n";
+         << " stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">" << EscapeMarkup(text)
+         << "</text></g>\n";
   }
 
   void Legend() {

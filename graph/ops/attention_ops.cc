@@ -152,9 +152,9 @@ std::vector<SavedTensor> EagerAttentionSaved(const OpContext& ctx, AttentionDims
   if (auto k = SavedKeyOrValue(ctx, d, d.key_slot, d.past_key_slot, 1, "repeated_key", d.head,
                                /*input_already_saved=*/d.key_slot == 0))
     saved.push_back(*k);
-  if (auto v = SavedKeyOrValue(ctx, d, d.value_slot, d.past_value_slot, 2, "repeated_value",
-                               d.v_head, /*input_already_saved=*/d.value_slot == 0 ||
-                                             d.value_slot == d.key_slot))
+  if (auto v =
+          SavedKeyOrValue(ctx, d, d.value_slot, d.past_value_slot, 2, "repeated_value", d.v_head,
+                          /*input_already_saved=*/d.value_slot == 0 || d.value_slot == d.key_slot))
     saved.push_back(*v);
   saved.push_back(SaveExtra("attention_probs", ctx.inputs[0].dtype, ScoresShape(d)));
   return saved;

@@ -9,20 +9,20 @@ namespace memplan {
 class OpRegistry;
 struct OpContext;
 
-void RegisterShapeOps(OpRegistry& registry);        // shape_ops.cc: Shape, Constant, Reshape, ...
-void RegisterElementwiseOps(OpRegistry& registry);  // elementwise_ops.cc: Add, Relu, Gelu, ...
-void RegisterMatMulOps(OpRegistry& registry);       // matmul_ops.cc: MatMul, Gemm, Einsum
-void RegisterRecurrentOps(OpRegistry& registry);    // recurrent_ops.cc: LSTM, GRU, RNN
-void RegisterConvOps(OpRegistry& registry);         // conv_ops.cc: Conv, ConvTranspose
+void RegisterShapeOps(OpRegistry& registry);          // shape_ops.cc: Shape, Constant, Reshape, ...
+void RegisterElementwiseOps(OpRegistry& registry);    // elementwise_ops.cc: Add, Relu, Gelu, ...
+void RegisterMatMulOps(OpRegistry& registry);         // matmul_ops.cc: MatMul, Gemm, Einsum
+void RegisterRecurrentOps(OpRegistry& registry);      // recurrent_ops.cc: LSTM, GRU, RNN
+void RegisterConvOps(OpRegistry& registry);           // conv_ops.cc: Conv, ConvTranspose
 void RegisterNormalizationOps(OpRegistry& registry);  // normalization_ops.cc
-void RegisterPoolingOps(OpRegistry& registry);      // pooling_ops.cc
-void RegisterReductionOps(OpRegistry& registry);    // reduction_ops.cc: Reduce*, Softmax, ...
-void RegisterResamplingOps(OpRegistry& registry);   // resampling_ops.cc: Pad, Resize
+void RegisterPoolingOps(OpRegistry& registry);        // pooling_ops.cc
+void RegisterReductionOps(OpRegistry& registry);      // reduction_ops.cc: Reduce*, Softmax, ...
+void RegisterResamplingOps(OpRegistry& registry);     // resampling_ops.cc: Pad, Resize
 void RegisterLossOps(OpRegistry& registry);  // loss_ops.cc: SoftmaxCrossEntropyLoss, memplan losses
-void RegisterMaskingOps(OpRegistry& registry);     // masking_ops.cc: Mod, Trilu, Bernoulli
+void RegisterMaskingOps(OpRegistry& registry);      // masking_ops.cc: Mod, Trilu, Bernoulli
 void RegisterGeluVariantOps(OpRegistry& registry);  // gelu_variants_ops.cc: FastGelu, BiasGelu
-void RegisterRmsNormOps(OpRegistry& registry);  // rms_norm_ops.cc: RMSNormalization, Skip*Norm
-void RegisterAttentionOps(OpRegistry& registry);  // attention_ops.cc: Attention, RotaryEmbedding
+void RegisterRmsNormOps(OpRegistry& registry);      // rms_norm_ops.cc: RMSNormalization, Skip*Norm
+void RegisterAttentionOps(OpRegistry& registry);    // attention_ops.cc: Attention, RotaryEmbedding
 void RegisterSdpaOps(OpRegistry& registry);  // sdpa_ops.cc: memplan:ScaledDotProductAttention
 
 // FLOPs per element of ai.onnx Gelu: its `approximate` attribute picks erf or tanh

@@ -52,9 +52,11 @@ OpRegistry::OpRegistry() {
   unknown_.saved_for_backward = [](const OpContext& ctx) {
     std::vector<SavedTensor> saved;
     for (size_t i = 0; i < ctx.inputs.size(); ++i)
-      if (ctx.inputs[i].present) saved.push_back({SavedTensor::Source::kInput, static_cast<int>(i)});
+      if (ctx.inputs[i].present)
+        saved.push_back({SavedTensor::Source::kInput, static_cast<int>(i)});
     for (size_t i = 0; i < ctx.outputs.size(); ++i)
-      if (ctx.outputs[i].present) saved.push_back({SavedTensor::Source::kOutput, static_cast<int>(i)});
+      if (ctx.outputs[i].present)
+        saved.push_back({SavedTensor::Source::kOutput, static_cast<int>(i)});
     return saved;
   };
   unknown_.cost = DefaultCost;
@@ -85,11 +87,11 @@ const OpRegistry& OpRegistry::Get() {
 
 void OpRegistry::Register(OpSchema schema) {
   if (!schema.cost) schema.cost = DefaultCost;
-  if (!schema.saved_for_backward) schema.saved_for_backward = [](const OpContext&) {
-    return std::vector<SavedTensor>{};
-  };
+  if (!schema.saved_for_backward)
+    schema.saved_for_backward = [](const OpContext&) { return std::vector<SavedTensor>{}; };
   if (!schema.gradient_inputs) schema.gradient_inputs = FloatingInputs;
-  if (!schema.backward_workspace) schema.backward_workspace = [](const OpContext&) { return Dim(0); };
+  if (!schema.backward_workspace)
+    schema.backward_workspace = [](const OpContext&) { return Dim(0); };
   MEMPLAN_CHECK(static_cast<bool>(schema.infer_shapes));
   std::string key = Key(schema.domain, schema.op_type);
   MEMPLAN_CHECK(schemas_.count(key) == 0);

@@ -81,16 +81,17 @@ struct OpSchema {
   std::string op_type;
   std::string domain;  // "" = ai.onnx
   ShapeRule infer_shapes;
-  CostRule cost;                 // default: flops = output elements, bytes = inputs + outputs
-  SavedRule saved_for_backward;  // default: nothing saved
-  GradientRule gradient_inputs;  // default: every present floating input
-  WorkspaceRule backward_workspace;  // default: 0
+  CostRule cost;                       // default: flops = output elements, bytes = inputs + outputs
+  SavedRule saved_for_backward;        // default: nothing saved
+  GradientRule gradient_inputs;        // default: every present floating input
+  WorkspaceRule backward_workspace;    // default: 0
   double backward_flops_factor = 1.0;  // backward FLOPs as a multiple of forward FLOPs
   AmpCategory amp = AmpCategory::kFollowInputs;
   // True when every output is a view of input 0's storage (Reshape, Squeeze, Transpose...): the
   // simulator allocates nothing for it and keeps input 0's storage alive while the view lives.
   bool is_view = false;
-  // Where the saved-for-backward and AMP facts come from (PyTorch derivatives.yaml, autocast lists).
+  // Where the saved-for-backward and AMP facts come from (PyTorch derivatives.yaml, autocast
+  // lists).
   std::string saved_source;
   std::string amp_source;
   bool is_known = true;  // false only for the conservative entry used for unknown ops

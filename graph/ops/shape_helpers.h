@@ -12,7 +12,6 @@
 
 namespace memplan {
 
-
 // Maps a possibly negative axis into [0, rank); error when out of range, naming the node.
 Expected<int64_t> NormalizeAxis(int64_t axis, size_t rank, const Node& node);
 

@@ -340,7 +340,8 @@ Status CpuBackend::LossBackward(const LossBackwardCall& call) {
 Status CpuBackend::OptimizerStep(const OptimizerCall& call) {
   MEMPLAN_CHECK(call.hyper != nullptr);
   Expected<OptimizerKind> kind = ParseOptimizerKind(call.hyper->kind);
-  if (!kind.ok() || !RunsOptimizer(*kind)) return MakeError("the cpu runtime has no optimizer '" + call.hyper->kind + "'");
+  if (!kind.ok() || !RunsOptimizer(*kind))
+    return MakeError("the cpu runtime has no optimizer '" + call.hyper->kind + "'");
   OptimizerOptions options;
   options.kind = *kind;
   options.learning_rate = call.hyper->learning_rate;

@@ -11,13 +11,12 @@ namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
-TEST_CASE("expandable segments: freed blocks merge with new pages into one range",
-          "[allocator]") {
+TEST_CASE("expandable segments: freed blocks merge with new pages into one range", "[allocator]") {
   // A = B = 8 MiB, both freed, then C = 30 MiB.
   ExpandableAllocator expandable;
-  REQUIRE(expandable.Allocate(0, 8 * kMiB));   // maps one 20 MiB page: A at [0, 8)
+  REQUIRE(expandable.Allocate(0, 8 * kMiB));  // maps one 20 MiB page: A at [0, 8)
   CHECK(expandable.reserved_bytes() == 20 * kMiB);
-  REQUIRE(expandable.Allocate(1, 8 * kMiB));   // best fit in the free [8, 20): B at [8, 16)
+  REQUIRE(expandable.Allocate(1, 8 * kMiB));  // best fit in the free [8, 20): B at [8, 16)
   CHECK(expandable.reserved_bytes() == 20 * kMiB);
   expandable.Free(0);
   expandable.Free(1);  // [0, 20) free again, one block
@@ -43,10 +42,10 @@ TEST_CASE("expandable segments: a busy last block makes new pages for the whole 
   REQUIRE(a.Allocate(0, 12 * kMiB));  // [0, 12), free [12, 20)
   REQUIRE(a.Allocate(1, 8 * kMiB));   // exactly the free 8 MiB: [12, 20), nothing left to split
   CHECK(a.reserved_bytes() == 20 * kMiB);
-  REQUIRE(a.Allocate(2, 4 * kMiB));   // the last block is busy: one new 20 MiB page, [20, 24)
+  REQUIRE(a.Allocate(2, 4 * kMiB));  // the last block is busy: one new 20 MiB page, [20, 24)
   CHECK(a.reserved_bytes() == 40 * kMiB);
   CHECK(a.allocated_bytes() == 24 * kMiB);
-  a.Free(1);  // [12, 20) free, between two busy blocks
+  a.Free(1);                         // [12, 20) free, between two busy blocks
   REQUIRE(a.Allocate(3, 6 * kMiB));  // best fit: the 8 MiB hole (16 MiB tail is larger)
   CHECK(a.reserved_bytes() == 40 * kMiB);
   // Live: A 12 + the 4 MiB block + 6 MiB (B was freed) = 22 MiB; the 2 MiB left of the hole is

@@ -13,8 +13,8 @@ TEST_CASE("cuBLAS workspace per handle: 32 MiB on Hopper, 8 MiB + 128 KiB before
   // 32 MiB = 33554432 B.
   CHECK(CublasWorkspaceBytes(GpuGeneration::kHopper) == 33554432);
   // ":4096:2:16:8" = 2 x 4096 KiB + 8 x 16 KiB = 8192 KiB + 128 KiB = 8320 KiB = 8519680 B.
-  for (GpuGeneration g : {GpuGeneration::kVolta, GpuGeneration::kTuring, GpuGeneration::kAmpere,
-                          GpuGeneration::kAda})
+  for (GpuGeneration g :
+       {GpuGeneration::kVolta, GpuGeneration::kTuring, GpuGeneration::kAmpere, GpuGeneration::kAda})
     CHECK(CublasWorkspaceBytes(g) == 8519680);
 }
 

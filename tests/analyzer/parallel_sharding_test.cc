@@ -9,9 +9,9 @@
 
 #include "analyzer/baseline/plan_flags.h"
 #include "analyzer/exact_allocator.h"
-#include "analyzer/precision/model_state_bytes.h"
 #include "analyzer/parallel/collective_cost.h"
 #include "analyzer/planner.h"
+#include "analyzer/precision/model_state_bytes.h"
 #include "analyzer/simulator.h"
 #include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"

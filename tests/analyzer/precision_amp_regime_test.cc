@@ -86,10 +86,10 @@ TEST_CASE("each AMP regime keeps its parameters, gradients and optimizer state",
   SECTION("autocast: fp32 parameters, fp32 gradients, fp32 Adam state, no master") {
     const TrainingProgram p = Derive(t, Precision::kFp16, AmpMode::kAutocast);
     const ModelStateBytes s = StateOf(t, p);
-    CHECK(s.parameters == 160);       // 40 x 4
-    CHECK(s.master_weights == 0);     // the parameters are the fp32 copy
-    CHECK(s.gradients == 160);        // 40 x 4
-    CHECK(s.optimizer_state == 320);  // 2 states x 40 x 4
+    CHECK(s.parameters == 160);               // 40 x 4
+    CHECK(s.master_weights == 0);             // the parameters are the fp32 copy
+    CHECK(s.gradients == 160);                // 40 x 4
+    CHECK(s.optimizer_state == 320);          // 2 states x 40 x 4
     CHECK(Find(p, "W1.float16") == nullptr);  // no persistent working copy
     CHECK(Named(p, "grad(W1)").dtype == DType::kFloat32);
   }
@@ -105,7 +105,7 @@ TEST_CASE("each AMP regime keeps its parameters, gradients and optimizer state",
   SECTION("pure bf16: bf16 parameters, gradients and optimizer state") {
     const TrainingProgram p = Derive(t, Precision::kBf16, AmpMode::kPure);
     const ModelStateBytes s = StateOf(t, p);
-    CHECK(s.parameters == 80);        // 40 x 2
+    CHECK(s.parameters == 80);  // 40 x 2
     CHECK(s.master_weights == 0);
     CHECK(s.gradients == 80);         // 40 x 2
     CHECK(s.optimizer_state == 160);  // 2 x 40 x 2: 8 B per Adam parameter in all

@@ -100,9 +100,9 @@ TEST_CASE("program dtypes: each node's dtype under fp16, an override, and fp32",
     return d.node_compute[t.NodeNamed(name).index()];
   };
   const AmpCategory loss_amp = AmpCategory::kFp32Required;  // SoftmaxCrossEntropyLoss
-  ProgramDTypes fp16 = DeriveProgramDTypes(t.graph, OpRegistry::Get(), Order(t),
-                                           RegimeOf(Precision::kFp16, AmpMode::kMasterWeights),
-                                           {}, g.v, loss_amp);
+  ProgramDTypes fp16 =
+      DeriveProgramDTypes(t.graph, OpRegistry::Get(), Order(t),
+                          RegimeOf(Precision::kFp16, AmpMode::kMasterWeights), {}, g.v, loss_amp);
   CHECK(node(fp16, "mm") == DType::kFloat16);
   CHECK(node(fp16, "sm") == DType::kFloat32);
   CHECK(node(fp16, "relu") == DType::kFloat16);
@@ -118,16 +118,16 @@ TEST_CASE("program dtypes: each node's dtype under fp16, an override, and fp32",
   std::vector<std::optional<DType>> override_dtype(t.graph.num_nodes());
   override_dtype[t.NodeNamed("relu").index()] = DType::kFloat32;
   ProgramDTypes forced = DeriveProgramDTypes(t.graph, OpRegistry::Get(), Order(t),
-                                           RegimeOf(Precision::kFp16, AmpMode::kMasterWeights),
+                                             RegimeOf(Precision::kFp16, AmpMode::kMasterWeights),
                                              override_dtype, g.v, loss_amp);
   CHECK(node(forced, "relu") == DType::kFloat32);
   CHECK(forced.value[g.r.index()] == DType::kFloat32);
   CHECK(node(forced, "mm") == DType::kFloat16);
 
   // fp32 runs the graph as written: no compute dtype anywhere, graph dtypes for every value.
-  ProgramDTypes fp32 = DeriveProgramDTypes(t.graph, OpRegistry::Get(), Order(t),
-                                           RegimeOf(Precision::kFp32, AmpMode::kMasterWeights),
-                                           {}, g.v, loss_amp);
+  ProgramDTypes fp32 =
+      DeriveProgramDTypes(t.graph, OpRegistry::Get(), Order(t),
+                          RegimeOf(Precision::kFp32, AmpMode::kMasterWeights), {}, g.v, loss_amp);
   for (DType d : fp32.node_compute) CHECK(d == DType::kUndefined);
   CHECK(fp32.value[g.h.index()] == DType::kFloat32);
   CHECK(fp32.loss_compute == DType::kUndefined);

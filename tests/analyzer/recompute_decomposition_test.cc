@@ -258,7 +258,7 @@ TEST_CASE("decomposition: the zoo's ResNet-18 cuts after every block Add and ReL
 }
 
 std::vector<std::vector<std::string>> StageNames(const GraphBuilder& b,
-                                                  const ChainDecomposition& d) {
+                                                 const ChainDecomposition& d) {
   std::vector<std::vector<std::string>> names;
   for (const ChainStageNodes& s : d.stages) names.push_back(b.Names(s.nodes));
   return names;
@@ -278,8 +278,7 @@ TEST_CASE("decomposition: a chain cuts after every node", "[recompute]") {
   CHECK(d->stages[1].output == v2);
 }
 
-TEST_CASE("decomposition: a diamond is one stage between its fork and its join",
-          "[recompute]") {
+TEST_CASE("decomposition: a diamond is one stage between its fork and its join", "[recompute]") {
   // a -> {b, c} -> d -> e. Live after each node in order a, b, c, d: {a}, {a, b}, {b, c}, {d}:
   // cuts after a and after d; the two branches share a stage.
   GraphBuilder b;

@@ -82,8 +82,7 @@ bool BitwiseEqual(const std::vector<std::vector<float>>& a,
   for (size_t p = 0; p < a.size(); ++p)
     // memcmp on an empty vector's data() (which may be null) is undefined, so size first.
     if (a[p].size() != b[p].size() ||
-        (!a[p].empty() &&
-         std::memcmp(a[p].data(), b[p].data(), a[p].size() * sizeof(float)) != 0))
+        (!a[p].empty() && std::memcmp(a[p].data(), b[p].data(), a[p].size() * sizeof(float)) != 0))
       return false;
   return true;
 }

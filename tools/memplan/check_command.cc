@@ -78,9 +78,8 @@ int RunCheck(const CheckFlags& flags) {
     // The recorded plan is replayed when the configuration is the one recorded: re-planning
     // would let a grown model pick a smaller micro-batch and hide the growth.
     const BaselineEntry* before = recorded->Find(config.name);
-    const PlanFlags* replay = before != nullptr && before->plan && before->config == config
-                                  ? &*before->plan
-                                  : nullptr;
+    const PlanFlags* replay =
+        before != nullptr && before->plan && before->config == config ? &*before->plan : nullptr;
     Expected<ConfigurationAnalysis> result =
         AnalyseConfiguration(config, recorded->directory, replay);
     if (!result.ok()) return ReportCheckError(flags, *format, result.error().message);

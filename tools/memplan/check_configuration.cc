@@ -31,8 +31,7 @@ PlanArguments CliFlagsOf(const PlanFlags& recorded, const std::string& model) {
   for (const PlanFlagSpec& spec : kPlanFlagTable) {
     switch (spec.type) {
       case PlanFlagType::kPositiveInt:
-        if (recorded.*spec.integer)
-          TextOf(flags, spec) = std::to_string(*(recorded.*spec.integer));
+        if (recorded.*spec.integer) TextOf(flags, spec) = std::to_string(*(recorded.*spec.integer));
         break;
       case PlanFlagType::kText:
         if (recorded.*spec.text) TextOf(flags, spec) = *(recorded.*spec.text);
@@ -99,7 +98,8 @@ namespace {
 // configurations in a CI log read better without them).
 Expected<std::unique_ptr<AnalysisSession>> AnalyseFlags(const PlanFlags& flags,
                                                         const std::string& model) {
-  MEMPLAN_TRY(PlanRequest request, ResolvePlanFlags(CliFlagsOf(flags, model), /*require_gpu=*/true));
+  MEMPLAN_TRY(PlanRequest request,
+              ResolvePlanFlags(CliFlagsOf(flags, model), /*require_gpu=*/true));
   return RunAnalysisSession(std::move(request), Progress(OutputFormat::kJson));
 }
 

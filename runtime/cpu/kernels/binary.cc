@@ -44,7 +44,7 @@ struct DivOp {
   static constexpr const char* kName = "Div";
   static constexpr bool kNeedsOperands = true;
   static constexpr bool kGradAReadsA = false;  // besides b
-  static constexpr bool kGradBReadsB = true;  // besides a
+  static constexpr bool kGradBReadsB = true;   // besides a
   static float Forward(float a, float b) { return a / b; }
   static float GradA(float, float b, float dy) { return dy / b; }
   static float GradB(float a, float b, float dy) { return -dy * a / (b * b); }

@@ -74,8 +74,10 @@ Status CastBuffer(const void* src, DType from, void* dst, DType to, int64_t n,
                   cudaStream_t stream) {
   if (n == 0) return OkStatus();
   switch (from) {
-    case DType::kFloat32: return LaunchTo(static_cast<const float*>(src), dst, to, n, stream);
-    case DType::kFloat16: return LaunchTo(static_cast<const __half*>(src), dst, to, n, stream);
+    case DType::kFloat32:
+      return LaunchTo(static_cast<const float*>(src), dst, to, n, stream);
+    case DType::kFloat16:
+      return LaunchTo(static_cast<const __half*>(src), dst, to, n, stream);
     case DType::kBFloat16:
       return LaunchTo(static_cast<const __nv_bfloat16*>(src), dst, to, n, stream);
     default:

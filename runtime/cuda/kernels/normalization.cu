@@ -104,8 +104,8 @@ __global__ void LayerNormBackwardKernel(const float* x, const float* gamma, cons
 // One thread per column sums over rows (rows are few compared with a GPU; fine for a reference
 // backend, and deterministic).
 __global__ void LayerNormParamGradKernel(const float* x, const float* mean, const float* invstd,
-                                         const float* dy, float* dgamma, float* dbeta,
-                                         int64_t rows, int64_t cols) {
+                                         const float* dy, float* dgamma, float* dbeta, int64_t rows,
+                                         int64_t cols) {
   for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < cols;
        c += int64_t{blockDim.x} * gridDim.x) {
     float sum_gamma = 0.0f;
@@ -155,9 +155,9 @@ Status LayerNormForward(const float* x, const float* gamma, const float* beta, f
   return CheckLaunch("LayerNormKernel");
 }
 
-Status LayerNormBackward(const float* x, const float* gamma, const float* mean,
-                         const float* invstd, const float* dy, float* dx, float* dgamma,
-                         float* dbeta, int64_t rows, int64_t cols, cudaStream_t stream) {
+Status LayerNormBackward(const float* x, const float* gamma, const float* mean, const float* invstd,
+                         const float* dy, float* dx, float* dgamma, float* dbeta, int64_t rows,
+                         int64_t cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return OkStatus();
   MEMPLAN_RETURN_IF_ERROR(CheckRows(rows, "LayerNormBackwardKernel"));
   if (dx != nullptr) {

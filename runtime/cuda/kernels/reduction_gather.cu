@@ -47,9 +47,8 @@ __global__ void GatherRowsKernel(const float* table, int64_t rows, int64_t cols,
   }
 }
 
-__global__ void GatherRowsBackwardKernel(const float* grad_out, const float* indices,
-                                         int64_t count, int64_t rows, int64_t cols,
-                                         float* dtable) {
+__global__ void GatherRowsBackwardKernel(const float* grad_out, const float* indices, int64_t count,
+                                         int64_t rows, int64_t cols, float* dtable) {
   const int64_t n = count * cols;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
@@ -84,19 +83,19 @@ Status GatherRows(const float* table, int64_t rows, int64_t cols, const float* i
                   int64_t count, float* out, cudaStream_t stream) {
   const int64_t n = count * cols;
   if (n == 0) return OkStatus();
-  GatherRowsKernel<<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(table, rows, cols, indices,
-                                                                  count, out);
+  GatherRowsKernel<<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(table, rows, cols, indices, count,
+                                                                  out);
   return CheckLaunch("GatherRowsKernel");
 }
 
-Status GatherRowsBackward(const float* grad_out, const float* indices, int64_t count,
-                          int64_t rows, int64_t cols, float* dtable, cudaStream_t stream) {
-  MEMPLAN_RETURN_IF_ERROR(CheckCuda(
-      cudaMemsetAsync(dtable, 0, sizeof(float) * rows * cols, stream), "cudaMemsetAsync(dtable)"));
+Status GatherRowsBackward(const float* grad_out, const float* indices, int64_t count, int64_t rows,
+                          int64_t cols, float* dtable, cudaStream_t stream) {
+  MEMPLAN_RETURN_IF_ERROR(CheckCuda(cudaMemsetAsync(dtable, 0, sizeof(float) * rows * cols, stream),
+                                    "cudaMemsetAsync(dtable)"));
   const int64_t n = count * cols;
   if (n == 0) return OkStatus();
-  GatherRowsBackwardKernel<<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(grad_out, indices,
-                                                                          count, rows, cols, dtable);
+  GatherRowsBackwardKernel<<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(grad_out, indices, count,
+                                                                          rows, cols, dtable);
   return CheckLaunch("GatherRowsBackwardKernel");
 }
 
