@@ -42,6 +42,12 @@ const std::vector<Published>& PublishedCounts() {
       // conv_proj 768*3*16*16+768 = 590,592; class token 768; pos 197*768 = 151,296;
       // 12 x 7,087,872; encoder.ln 1,536; head 768*1000+1000 = 769,000.
       {"vit_b16", 86'567'656},
+      // embed_tokens and the untied lm_head 128256*4096 = 525,336,576 each; per layer
+      // q, o 4096*4096, k, v 4096*1024, gate, up, down 4096*14336, two norms 4096:
+      // 218,112,000, x32; final norm 4,096.
+      {"llama3_8b", 8'030'261'248},
+      // the same decoder with vocab 32000: 2 * 131,072,000 + 32 * 218,112,000 + 4,096.
+      {"mistral_7b", 7'241'732'096},
   };
   return counts;
 }
@@ -184,4 +190,23 @@ TEST_CASE("gpt2 ties its LM head to the token embedding", "[zoo]") {
   }
   // The embedding lookup and the head's transpose read the one initializer.
   CHECK(consumers == std::vector<std::string>{"Gather", "Transpose"});
+}
+
+TEST_CASE("llama3_8b: untied head, grouped-query K/V, no floating buffers", "[zoo]") {
+  const onnx::ModelProto model = LoadZooModel("llama3_8b");
+  std::map<std::string, std::vector<int64_t>> dims;
+  for (const auto& tensor : model.graph().initializer()) {
+    dims[tensor.name()] = {tensor.dims().begin(), tensor.dims().end()};
+    // Rotary tables and the causal mask are computed (Constant inv_freq), not initializers, so
+    // every floating initializer is a parameter of PyTorch's parameters().
+    INFO(tensor.name());
+    CHECK(tensor.name().ends_with(".weight"));
+  }
+  CHECK(dims.at("model.embed_tokens.weight") == std::vector<int64_t>{128256, 4096});
+  CHECK(dims.at("lm_head.weight") == std::vector<int64_t>{4096, 128256});
+  // 8 KV heads of 128: k_proj and v_proj map 4096 -> 1024; stored [in, out] for MatMul.
+  CHECK(dims.at("model.layers.31.self_attn.k_proj.weight") == std::vector<int64_t>{4096, 1024});
+  CHECK(dims.at("model.layers.31.self_attn.v_proj.weight") == std::vector<int64_t>{4096, 1024});
+  CHECK(dims.at("model.layers.0.mlp.down_proj.weight") == std::vector<int64_t>{14336, 4096});
+  CHECK(dims.size() == 2 + 32 * 9 + 1);
 }
