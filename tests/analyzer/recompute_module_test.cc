@@ -7,9 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/analysis_report.h"
+#include "analyzer/config_export/export_plan.h"
 #include "analyzer/derivation/recompute_set.h"
 #include "analyzer/exact_allocator.h"
 #include "analyzer/joint_search.h"
+#include "analyzer/plan_report.h"
 #include "analyzer/recompute/module_units.h"
 #include "analyzer/simulator.h"
 #include "program_test_derive.h"
@@ -209,6 +212,41 @@ TEST_CASE("module search: the fewest blocks that fit, earliest first", "[recompu
   CHECK(all.plan.checkpoint_modules ==
         std::vector<std::string>{"blocks.0", "blocks.1", "blocks.2"});
   CHECK(all.plan.chosen.peak_bytes == peaks[3]);
+}
+
+TEST_CASE("a module plan reads back from --json as it is in process", "[recompute][report]") {
+  Blocks b;
+  SearchOptions search;
+  search.recompute = RecomputeChoice::kAll;
+  JointPlan joint = PlanJointly(b.t.graph, ExactPlanner(int64_t{1} << 30, 8), search).value();
+  AnalysisReport report;
+  report.model_path = "blocks.onnx";
+  report.model_name = "blocks";
+  report.graph = &b.t.graph;
+  report.options = &joint.options_used;
+  report.plan = &joint.plan;
+  CollectPlanNodeLists(report);
+  const nlohmann::json json = nlohmann::json::parse(AnalysisToJson(report).dump());
+  CHECK(json["plan"]["recompute_unit"] == "module");
+  CHECK(json["plan"]["recompute_modules"] ==
+        nlohmann::json::array({"blocks.0", "blocks.1", "blocks.2"}));
+  CHECK(json["plan"]["checkpointable_modules"] == 3);
+  // Relu and Sigmoid of each block; the Adds write what leaves the blocks.
+  CHECK(json["plan"]["recompute"].size() == 6);
+
+  const ExportPlan typed = ExportPlanOf(PlanReportOf(report));
+  const ExportPlan read = ReadExportPlan(json).value();
+  CHECK(typed.module_unit);
+  CHECK(read.module_unit);
+  CHECK(typed.recompute_modules == read.recompute_modules);
+  CHECK(typed.checkpointable_modules == read.checkpointable_modules);
+  REQUIRE(read.checkpoints.modules.size() == 3);
+  for (size_t k = 0; k < 3; ++k) {
+    CHECK(read.checkpoints.modules[k].module_path == "blocks." + std::to_string(k));
+    CHECK(read.checkpoints.modules[k].nodes.size() == 2);
+  }
+  CHECK(read.checkpoints.unmapped_nodes.empty());
+  CHECK(read.ChecksEveryModule());
 }
 
 TEST_CASE("recompute unit: auto follows the node names; module needs scopes and no sqrt",

@@ -17,11 +17,12 @@ memplan_cli_test("recompute-unit node keeps node-level checkpoints" EXPECT_EXIT 
   EXPECT_OUTPUT "recompute [0-9]+ nodes\nKeep     [0-9]+ checkpoints: /"
   EXPECT_NO_OUTPUT "Checkpoint [0-9]+ modules"
   COMMAND analyze ${U} --recompute optimal --recompute-unit node)
+# TinyGPT has two transformer blocks: blocks.0 and blocks.1.
 memplan_cli_test("recompute-unit module all checkpoints every block" EXPECT_EXIT 0
-  EXPECT_OUTPUT "recompute ([0-9]+) of \\1 modules"
+  EXPECT_OUTPUT "recompute 2 of 2 modules \\([0-9]+ nodes\\)\nCheckpoint 2 modules: blocks\\.0, blocks\\.1\n"
   COMMAND analyze ${U} --recompute all --recompute-unit module)
 memplan_cli_test("recompute-unit is in the JSON plan" EXPECT_EXIT 0
-  EXPECT_OUTPUT "\"recompute_unit\": \"module\",\n *\"recompute_modules\": .\n *\"blocks\\.0\",.*\"checkpointable_modules\": [0-9]+"
+  EXPECT_OUTPUT "\"recompute_unit\": \"module\",\n *\"recompute_modules\": .\n *\"blocks\\.0\"[,\n].*\"checkpointable_modules\": 2,"
   COMMAND analyze ${U} --recompute optimal --json)
 memplan_cli_test("recompute-unit rejects an unknown unit" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --recompute-unit: expected auto, node or module, got 'layer'\n$"

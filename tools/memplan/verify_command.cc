@@ -155,11 +155,11 @@ Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
     MEMPLAN_TRY(std::vector<std::string> paths,
                 in_plan(OptionalPlanStringList(p, "recompute_modules", "plan.")));
     const std::vector<CheckpointableModule> modules = FindCheckpointableModules(graph);
-    for (const std::string& path : paths) {
+    for (const std::string& module_path : paths) {
       auto it = std::find_if(modules.begin(), modules.end(),
-                             [&](const CheckpointableModule& m) { return m.path == path; });
+                             [&](const CheckpointableModule& m) { return m.path == module_path; });
       if (it == modules.end())
-        return MakeError(where + "'plan.recompute_modules' names '" + path +
+        return MakeError(where + "'plan.recompute_modules' names '" + module_path +
                          "', which is no checkpointable module of this model");
       o.recompute_modules.push_back(it->nodes);
     }
