@@ -59,6 +59,8 @@ def torch_saved_bytes(model, inputs, loss_fn):
 
 
 def memplan_saved_bytes(memplan, model, example, dynamic_axes, extra_flags, opset=17):
+    """memplan's saved bytes for the model as exported; `--attention eager` because the reference
+    runs the models' own eager attention (memplan's default plans recognised attention as SDPA)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.onnx")
         model.train()
@@ -67,7 +69,8 @@ def memplan_saved_bytes(memplan, model, example, dynamic_axes, extra_flags, opse
                           opset_version=opset, training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False)
         out = subprocess.run([memplan, "analyze", path, "--gpu", "80GB", "--json", "--micro-batch",
-                              str(BATCH), "--precision", "fp32", "--loss", "cross_entropy"] + extra_flags,
+                              str(BATCH), "--precision", "fp32", "--loss", "cross_entropy",
+                              "--attention", "eager"] + extra_flags,
                              capture_output=True, text=True, check=True)
         return json.loads(out.stdout)["saved_activation_bytes"]
 

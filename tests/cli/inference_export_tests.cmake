@@ -25,7 +25,7 @@ memplan_cli_test("a training export is not marked" EXPECT_EXIT 0
 # after their modules) is not warned about (tests/graph/model_summary_test.cc).
 memplan_cli_test("inspect warns about BatchNorm folded into a Conv" EXPECT_EXIT 0
   EXPECT_OUTPUT "1 of 2 Conv nodes have a weight and bias computed at export"
-  COMMAND inspect ${MEMPLAN_TEST_FIXTURES}/folded_bn_eval.onnx)
+  COMMAND inspect ${MEMPLAN_TEST_FIXTURES}/folded_bn_eval.onnx --json)
 memplan_cli_test("analyze marks a BatchNorm-folded export" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"inference_export\": true"
   COMMAND analyze ${MEMPLAN_TEST_FIXTURES}/folded_bn_eval.onnx --gpu 24G --json)
