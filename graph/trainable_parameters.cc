@@ -1,11 +1,3 @@
-// GCC 12 at -O1 with the sanitizers reports -Wmaybe-uninitialized inside libstdc++'s std::regex
-// (std::function members of its NFA states, std_function.h) once CompileNamePattern's regex is
-// inlined here: a false positive in the library. The pragma comes first so that it covers the
-// headers' lines, where the warning is reported.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 #include "graph/trainable_parameters.h"
 
 #include "graph/name_pattern.h"

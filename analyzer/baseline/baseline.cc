@@ -1,11 +1,3 @@
-// GCC 12 at -O1 with the sanitizers reports -Wmaybe-uninitialized inside libstdc++'s std::regex
-// (std::function members of its NFA states, std_function.h) where a regex is built in this file:
-// a false positive in the library. The pragma comes first so that it covers the headers' lines,
-// where the warning is reported.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 #include "analyzer/baseline/baseline.h"
 
 #include <fstream>
