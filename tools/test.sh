@@ -2,7 +2,8 @@
 # The README's test command: installs what is missing, checks the formatting (tools/check_format.sh),
 # builds with warnings as errors under
 # AddressSanitizer + UndefinedBehaviorSanitizer, runs every test suite (ctest), then runs each
-# libFuzzer target for MEMPLAN_FUZZ_SECONDS (default 60; 0 skips) from its seed corpus.
+# libFuzzer target for MEMPLAN_FUZZ_SECONDS from its seed corpus (default 0 = skipped: the clang
+# fuzz build does not fit in the CI time budget beside the sanitizer build; tools/fuzz.sh runs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -15,7 +16,7 @@ cmake --build "$build_dir" -j "$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
-fuzz_seconds=${MEMPLAN_FUZZ_SECONDS:-60}
+fuzz_seconds=${MEMPLAN_FUZZ_SECONDS:-0}
 if [ "$fuzz_seconds" != 0 ]; then
   ZOO_DIR="$build_dir/zoo" JOBS="$jobs" tools/fuzz.sh "$fuzz_seconds"
 fi
