@@ -33,6 +33,15 @@ TEST_CASE("unary backward kernels match finite differences", "[gradcheck]") {
   SECTION("Erf") {
     MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Erf", RandomTensor(shape, 4, -2.0f, 2.0f)));
   }
+  SECTION("Cos") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Cos", RandomTensor(shape, 41, -3.0f, 3.0f)));
+  }
+  SECTION("Sin") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Sin", RandomTensor(shape, 42, -3.0f, 3.0f)));
+  }
+  SECTION("Swish") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Swish", RandomTensor(shape, 43, -4.0f, 4.0f)));
+  }
   SECTION("Sigmoid") {
     MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Sigmoid", RandomTensor(shape, 5, -4.0f, 4.0f)));
   }

@@ -1,6 +1,6 @@
 // Elementwise unary ops. Each op says which forward tensor its backward reads (the one PyTorch's
-// derivatives.yaml saves): Relu/Sigmoid/Tanh/Sqrt/Exp/Reciprocal the result, Erf/Log/Gelu the
-// input, Swish the input, Neg nothing.
+// derivatives.yaml saves): Relu/Sigmoid/Tanh/Sqrt/Exp/Reciprocal the result, Erf/Log/Gelu/Cos/Sin
+// the input, Swish the input, Neg nothing.
 
 #include <cmath>
 #include <numbers>
@@ -47,6 +47,18 @@ struct ErfOp {
   static constexpr Saves kSaves = Saves::kInput;
   static float Forward(float x) { return std::erf(x); }
   static float Grad(float x, float dy) { return dy * kTwoOverSqrtPi * std::exp(-x * x); }
+};
+struct CosOp {
+  static constexpr const char* kName = "Cos";
+  static constexpr Saves kSaves = Saves::kInput;
+  static float Forward(float x) { return std::cos(x); }
+  static float Grad(float x, float dy) { return -dy * std::sin(x); }
+};
+struct SinOp {
+  static constexpr const char* kName = "Sin";
+  static constexpr Saves kSaves = Saves::kInput;
+  static float Forward(float x) { return std::sin(x); }
+  static float Grad(float x, float dy) { return dy * std::cos(x); }
 };
 struct SqrtOp {
   static constexpr const char* kName = "Sqrt";
@@ -264,6 +276,8 @@ void RegisterUnaryKernels(KernelRegistry& registry) {
   RegisterUnary<SigmoidOp>(registry);
   RegisterUnary<TanhOp>(registry);
   RegisterUnary<ErfOp>(registry);
+  RegisterUnary<CosOp>(registry);
+  RegisterUnary<SinOp>(registry);
   RegisterUnary<SqrtOp>(registry);
   RegisterUnary<NegOp>(registry);
   RegisterUnary<ExpOp>(registry);
