@@ -92,7 +92,7 @@ TEST_CASE("a frozen first layer saves nothing for its weight and has no gradient
     if (step.kind == StepKind::kBackward) CHECK(step.name == "mm2");
 }
 
-TEST_CASE("--train keeps only matching parameters; bad patterns are one-line errors",
+TEST_CASE("a --train pattern keeps only matching parameters, bad patterns are one-line errors",
           "[finetune]") {
   TestGraph t = TwoLayerMlp();
   TrainableSelection train_second;
