@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "analyzer/config_export/export_plan.h"
+#include "analyzer/config_export/export_target.h"
 #include "analyzer/config_export/exporters.h"
 
 namespace memplan {
@@ -23,32 +24,13 @@ Status ValidateOptions(const ExportOptions& options) {
   return OkStatus();
 }
 
-// Which mixed-precision regimes a framework's configuration can express: DeepSpeed's fp16/bf16
-// sections keep half parameters with fp32 masters; the Trainer, Accelerate and Lightning's
-// "-mixed" precisions run torch.autocast on fp32 parameters; Lightning's "-true" precisions and
-// a plain loop's model.to(dtype) run pure half parameters.
-bool Expresses(ExportTarget target, AmpMode mode) {
-  switch (target) {
-    case ExportTarget::kDeepSpeed:
-      return mode == AmpMode::kMasterWeights;
-    case ExportTarget::kHfTrainer:
-    case ExportTarget::kHfTrainerJson:
-    case ExportTarget::kAccelerate:
-      return mode == AmpMode::kAutocast;
-    case ExportTarget::kLightning:
-    case ExportTarget::kPytorchLoop:
-      return mode == AmpMode::kAutocast || mode == AmpMode::kPure;
-  }
-  return false;
-}
-
 // A config that runs another regime than the plan modelled would make the plan's memory figure
 // wrong, so the export refuses and names the regimes the target can run.
 Status CheckRegime(const ExportPlan& plan, ExportTarget target) {
-  if (!plan.amp_mode || Expresses(target, *plan.amp_mode)) return OkStatus();
+  if (!plan.amp_mode || ExportTargetRuns(target, *plan.amp_mode)) return OkStatus();
   std::string supported;
   for (const NamedValue<AmpMode>& mode : kAmpModeNames)
-    if (Expresses(target, mode.value))
+    if (ExportTargetRuns(target, mode.value))
       supported += (supported.empty() ? "" : " or ") + std::string(mode.name);
   return MakeError("export: " + std::string(ExportTargetName(target)) +
                    " cannot express --amp-mode " + std::string(AmpModeName(*plan.amp_mode)) +

@@ -51,4 +51,24 @@ std::string_view ExportTargetDefaultFileName(ExportTarget target) {
   return "train_loop.py";
 }
 
+bool ExportTargetRuns(ExportTarget target, AmpMode mode) {
+  switch (target) {
+    case ExportTarget::kDeepSpeed:
+      return mode == AmpMode::kMasterWeights;
+    case ExportTarget::kHfTrainer:
+    case ExportTarget::kHfTrainerJson:
+    case ExportTarget::kAccelerate:
+      return mode == AmpMode::kAutocast;
+    case ExportTarget::kLightning:
+    case ExportTarget::kPytorchLoop:
+      return mode == AmpMode::kAutocast || mode == AmpMode::kPure;
+  }
+  return false;
+}
+
+AmpMode ExportTargetDefaultAmpMode(ExportTarget target) {
+  return ExportTargetRuns(target, kDefaultCliAmpMode) ? kDefaultCliAmpMode
+                                                      : AmpMode::kMasterWeights;
+}
+
 }  // namespace memplan

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "analyzer/vocabulary/amp_mode.h"
 #include "graph/expected.h"
 
 namespace memplan {
@@ -34,5 +35,15 @@ Expected<ExportTarget> ParseExportTarget(std::string_view name);
 // The file name a user would save the output as ("ds_config.json", "train_loop.py", ...), for
 // help texts and docs.
 std::string_view ExportTargetDefaultFileName(ExportTarget target);
+
+// Which mixed-precision regimes a framework's configuration can express: DeepSpeed's fp16/bf16
+// sections keep half parameters with fp32 masters; the Trainer, Accelerate and Lightning's
+// "-mixed" precisions run torch.autocast on fp32 parameters; Lightning's "-true" precisions and
+// a plain loop's model.to(dtype) run pure half parameters.
+bool ExportTargetRuns(ExportTarget target, AmpMode mode);
+
+// The regime a plan for `target` is made in when --amp-mode is not given: autocast, except for
+// DeepSpeed, which cannot run it.
+AmpMode ExportTargetDefaultAmpMode(ExportTarget target);
 
 }  // namespace memplan

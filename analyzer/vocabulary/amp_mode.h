@@ -26,7 +26,8 @@ inline constexpr NameTable<AmpMode, 3> kAmpModeNames = {{
     {AmpMode::kPure, "pure"},
 }};
 
-// The CLI's regime when --amp-mode is not given: what every exported config runs.
+// The CLI's regime when --amp-mode is not given: what the HF Trainer, Accelerate, Lightning and
+// PyTorch-loop exports run (analyze --export deepspeed plans master weights instead).
 inline constexpr AmpMode kDefaultCliAmpMode = AmpMode::kAutocast;
 
 inline std::string_view AmpModeName(AmpMode mode) { return NameOf(kAmpModeNames, mode); }

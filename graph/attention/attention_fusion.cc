@@ -195,6 +195,11 @@ std::optional<Match> MatchEager(const Graph& g, const Node& s) {
     m.removed.insert(next->id.index());
     probs = next->outputs[0];
     next = SoleConsumer(g, probs);
+  } else if (next != nullptr && IsOp(*next, "Identity") && next->inputs.size() == 1) {
+    // A zero-ratio Dropout the import fusions (graph/fusion/zero_dropout.cc) already rewrote.
+    m.removed.insert(next->id.index());
+    probs = next->outputs[0];
+    next = SoleConsumer(g, probs);
   }
   if (next == nullptr || !IsOp(*next, "MatMul") || next->inputs[0] != probs) return std::nullopt;
   const Node& pv = *next;

@@ -53,7 +53,7 @@ TEST_CASE("expandable segments: a busy last block makes new pages for the whole 
   CHECK(a.allocated_bytes() == 22 * kMiB);
 }
 
-TEST_CASE("expandable segments split large blocks down to 512 bytes; small pool pages are 2 MiB",
+TEST_CASE("expandable segments split large blocks down to 512 bytes, small pool pages are 2 MiB",
           "[allocator]") {
   // 19.5 MiB in a 20 MiB page leaves 0.5 MiB: split under expandable segments (>= 512 B), so
   // exactly 19.5 MiB is allocated. The caching allocator keeps a large-pool remainder only above

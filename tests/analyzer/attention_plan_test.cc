@@ -39,7 +39,8 @@ enum class Mask { kNone, kAddCausal, kWhereCausal, kPadding };
 struct AttentionOptions {
   Mask mask = Mask::kNone;
   bool dropout = false;
-  int64_t kv_heads = kHeads;  // fewer: grouped-query attention through repeat_kv
+  bool identity_after_softmax = false;  // what the import fusions leave of a ratio-0 Dropout
+  int64_t kv_heads = kHeads;            // fewer: grouped-query attention through repeat_kv
 };
 
 // A constant holding one float, as torch.onnx writes scalars: a Constant node.
@@ -114,6 +115,9 @@ TestGraph AttentionBlock(const AttentionOptions& o) {
   if (o.dropout) {
     p = t.Op("Dropout", "attn/dropout", {p, FloatScalar(t, "ratio", 0.1)}, "dropped",
              {b, kHeads, kSeq, kSeq});
+  }
+  if (o.identity_after_softmax) {
+    p = t.Op("Identity", "attn/dropout", {p}, "dropped", {b, kHeads, kSeq, kSeq});
   }
   t.Output(t.Op("MatMul", "attn/pv", {p, v}, "context", {b, kHeads, kSeq, kHead}));
   return t;
@@ -191,6 +195,17 @@ TEST_CASE("attention with dropout: eager keeps the bool mask and P', sdpa the RN
   CHECK(OnlyFused(sdpa.plan).dropout);
   // 8448 + philox seed and offset 2 * 8.
   CHECK(sdpa.saved_bytes == 8464);
+}
+
+TEST_CASE("an Identity left by a ratio-0 Dropout is fused with the attention around it",
+          "[attention]") {
+  const Planned sdpa =
+      PlanWith(AttentionMode::kSdpa, {.mask = Mask::kAddCausal, .identity_after_softmax = true});
+  CHECK_FALSE(OnlyFused(sdpa.plan).dropout);
+  // MatMul, Div, Add, Softmax, Identity, MatMul.
+  CHECK(OnlyFused(sdpa.plan).replaced.size() == 6);
+  // As without the Identity: q, k, v, out 4 * 2048 + lse 256.
+  CHECK(sdpa.saved_bytes == 8448);
 }
 
 TEST_CASE("padding mask: a per-batch input the sdpa kernel keeps as attn_bias", "[attention]") {

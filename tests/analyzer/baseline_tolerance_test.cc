@@ -83,7 +83,7 @@ TEST_CASE("Tolerance edges are inclusive", "[baseline]") {
   CHECK(StatusFor(1000, 999, "0%") == CheckStatus::kImprovement);
 }
 
-TEST_CASE("A bare decimal is a fraction of the reference; verify reads the relative forms",
+TEST_CASE("A bare decimal is a fraction of the reference, verify reads the relative forms",
           "[baseline][vocabulary]") {
   // 0.01 = 1%: the same allowance as "1%" (1% of 1,000,000 B = 10,000 B).
   Tolerance one = Parse("0.01");

@@ -244,7 +244,7 @@ TEST_CASE("an nf4 base is stored packed and dequantised per use, forward and bac
   CHECK(l2_casts == 2);
 }
 
-TEST_CASE("8-bit AdamW keeps uint8 moments with fp32 absmax per 2048; Lion one fp32 moment",
+TEST_CASE("8-bit AdamW keeps uint8 moments with fp32 absmax per 2048, Lion one fp32 moment",
           "[finetune][optimizer]") {
   auto bytes = [](OptimizerKind kind, std::vector<Dim> dims) {
     int64_t total = 0;

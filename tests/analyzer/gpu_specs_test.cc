@@ -70,7 +70,7 @@ TEST_CASE("a memory size resolves to a generic GPU with T4 throughput", "[gpu_sp
   CHECK(Resolved("24GiB").name == "generic 24.0 GiB");
 }
 
-TEST_CASE("unknown GPU names list the known ones; bad sizes say why", "[gpu_specs]") {
+TEST_CASE("unknown GPU names list the known ones, bad sizes say why", "[gpu_specs]") {
   Expected<GpuSpec> unknown = ResolveGpu("B200X");
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.error().message.find("unknown GPU 'B200X'") == 0);

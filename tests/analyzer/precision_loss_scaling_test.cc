@@ -84,7 +84,7 @@ TEST_CASE("static loss scaling keeps no device state, still checks overflow", "[
   CHECK(m.optimizer_live_bytes == kParameters + kGradient + 4);
 }
 
-TEST_CASE("bf16 needs no loss scaling unless asked; fp32 never scales", "[precision]") {
+TEST_CASE("bf16 needs no loss scaling unless asked, fp32 never scales", "[precision]") {
   ScalerMemory bf16 = Measure(Linear(), Precision::kBf16);
   CHECK(bf16.mode == LossScalingMode::kNone);
   CHECK(bf16.scalars.empty());

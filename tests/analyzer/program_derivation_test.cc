@@ -87,7 +87,7 @@ TEST_CASE("auto loss picks cross entropy for [batch, classes] logits, with int64
   CHECK(program.step(program.loss_step).op_type == "SoftmaxCrossEntropyLoss");
 }
 
-TEST_CASE("auto loss picks mse for a rank-4 output; cross entropy on it is an error", "[program]") {
+TEST_CASE("auto loss picks mse for a rank-4 output, cross entropy on it is an error", "[program]") {
   TestGraph t;
   ValueId x = t.Input("x", {t.B(), 2, 3, 3});
   t.Output(t.Op("Relu", "relu", {x}, "y", {t.B(), 2, 3, 3}));

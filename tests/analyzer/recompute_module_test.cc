@@ -70,7 +70,7 @@ struct Blocks {
   }
 };
 
-TEST_CASE("module units: the indexed scopes, in forward order; the stem is none", "[recompute]") {
+TEST_CASE("module units: the indexed scopes, in forward order, the stem is none", "[recompute]") {
   Blocks b;
   std::vector<CheckpointableModule> units = FindCheckpointableModules(b.t.graph);
   REQUIRE(units.size() == 3);
@@ -249,7 +249,7 @@ TEST_CASE("a module plan reads back from --json as it is in process", "[recomput
   CHECK(read.ChecksEveryModule());
 }
 
-TEST_CASE("recompute unit: auto follows the node names; module needs scopes and no sqrt",
+TEST_CASE("recompute unit: auto follows the node names, module needs scopes and no sqrt",
           "[recompute][planner]") {
   Blocks b;
   SearchOptions search;

@@ -50,7 +50,18 @@ memplan_cli_test("--headroom larger than half the budget is one line, exit 2" EX
 # Exports emit the regime the plan modelled and refuse one their framework cannot express.
 memplan_cli_test("export deepspeed refuses an autocast plan, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: [^\n]*deepspeed cannot express --amp-mode autocast[^\n]*re-plan with --amp-mode master-weights\n$"
+  COMMAND analyze ${F}/tiny_mlp.onnx --gpu 24G --batch 4 --precision fp16 --amp-mode autocast
+          --export deepspeed)
+# Without --amp-mode, analyze --export deepspeed plans the regime DeepSpeed runs: fp16 working
+# weights plus fp32 masters, so the config's fp16 section is the plan that was simulated.
+memplan_cli_test("analyze --export deepspeed without --amp-mode plans master weights" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"fp16\": {\n *\"enabled\": true"
   COMMAND analyze ${F}/tiny_mlp.onnx --gpu 24G --batch 4 --precision fp16 --export deepspeed)
+memplan_cli_test("analyze --export deepspeed without --amp-mode: JSON says master-weights"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"amp_mode\": \"master-weights\""
+  COMMAND analyze ${F}/tiny_mlp.onnx --gpu 24G --batch 4 --precision fp16 --export deepspeed
+          --export-out ${CMAKE_CURRENT_BINARY_DIR}/amp_default_ds.json --json)
 memplan_cli_test("export pytorch of a pure plan converts the model to bf16" EXPECT_EXIT 0
   EXPECT_OUTPUT "model.to\\(device=device, dtype=torch.bfloat16\\)"
   COMMAND analyze ${F}/tiny_mlp.onnx --gpu 24G --batch 4 --precision bf16 --amp-mode pure

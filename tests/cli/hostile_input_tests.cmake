@@ -42,7 +42,7 @@ memplan_cli_test("verify --seed -1 is one line, exit 2" EXPECT_EXIT 2
 # --dim on the batch dimension used to be overwritten by the micro-batch search (m ran to 65536):
 # it pins the micro-batch exactly as --batch does, and contradicting --micro-batch is refused.
 memplan_cli_test("analyze --dim batch=8 pins the micro-batch" EXPECT_EXIT 0
-  EXPECT_OUTPUT "\"micro_batch\": 8,\n[^\n]*\n    \"global_batch\": 8,"
+  EXPECT_OUTPUT "\"micro_batch\": 8,\n    \"max_micro_batch\": 8,\n    \"accumulation_steps\": 1,\n    \"global_batch\": 8,"
   COMMAND analyze ${MEMPLAN_TEST_FIXTURES}/tiny_mlp.onnx --gpu 24G --dim batch=8 --json)
 memplan_cli_test("analyze --dim batch=8 with --micro-batch 4 is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --dim batch=8 binds the batch dimension, which disagrees with --micro-batch 4; give one of them\n$"

@@ -57,7 +57,7 @@ TEST_CASE("SAME padding with stride 2 on an odd size", "[geometry]") {
   CHECK(PaddedWindowOutput(7, 4, 2, 1, u->pad_begin, u->pad_end, false) == 4);
 }
 
-TEST_CASE("VALID ignores pads; dilation widens the span", "[geometry]") {
+TEST_CASE("VALID ignores pads, dilation widens the span", "[geometry]") {
   Attributes a;
   a.Set("auto_pad", std::string("VALID"));
   a.Set("pads", Ints{5, 5});

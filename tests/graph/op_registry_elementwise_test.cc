@@ -95,7 +95,7 @@ TEST_CASE("unary ops save what PyTorch autograd saves", "[registry]") {
   CHECK(clip.Gradients() == std::vector<bool>{true, false, false});
 }
 
-TEST_CASE("Add/Sub save nothing; Mul/Div/Pow save conditionally", "[registry]") {
+TEST_CASE("Add/Sub save nothing, Mul/Div/Pow save conditionally", "[registry]") {
   TensorInfo act = F32({4, 8});
   TensorInfo constant = Tensor(DType::kFloat32, {}, ValueKind::kConstant);
   TensorInfo input = F32({4, 8}, ValueKind::kInput);

@@ -51,7 +51,7 @@ TEST_CASE("sdpa 4D: shape, FLOPs, saved q, k, v, out and an fp32 logsumexp",
   CHECK(c.schema().amp == AmpCategory::kFp16Safe);
 }
 
-TEST_CASE("sdpa with dropout keeps the RNG state; the mask gets no gradient",
+TEST_CASE("sdpa with dropout keeps the RNG state, the mask gets no gradient",
           "[registry][attention]") {
   // Grouped-query: 8 query heads over 2 kv heads, key given transposed [B, Hkv, D, S].
   OpCase c = Sdpa({F32({2, 8, 16, 32}), F32({2, 2, 32, 16}), F32({2, 2, 16, 32}),

@@ -111,7 +111,7 @@ TEST_CASE("Reshape rejects an element-count mismatch", "[folding]") {
         "node 'bad_reshape' (Reshape): cannot reshape [3, 4] (12 elements) to [5]");
 }
 
-TEST_CASE("Gather picks symbols out of a shape; Unsqueeze and Concat build a target", "[folding]") {
+TEST_CASE("Gather picks symbols out of a shape, Unsqueeze and Concat build a target", "[folding]") {
   Micro m;
   ValueId shape = m.Ints("shape", {m.B(), m.S(), 768});
   auto batch = m.Run("Gather", {shape, m.Scalar("i0", 0)}, Attr("axis", int64_t{0}));

@@ -48,7 +48,7 @@ void CheckVerifies(const Graph& graph, const VerifyPlan& plan, double learning_r
   CHECK(report->passed);
 }
 
-TEST_CASE("runtime: a frozen GPT stem gets no gradient, keeps its values; the rest trains",
+TEST_CASE("runtime: a frozen GPT stem gets no gradient, keeps its values, the rest trains",
           "[executor][finetune]") {
   Graph graph = LoadFixture("gpt_opset17.onnx");
   FineTuneOptions ft;

@@ -66,7 +66,7 @@ TEST_CASE("unzeroed tensors are accounted exactly as zeroed ones", "[kernels]") 
   CHECK(Tensor().numel() == 1);
 }
 
-TEST_CASE("tensor views share storage; clones do not", "[kernels]") {
+TEST_CASE("tensor views share storage, clones do not", "[kernels]") {
   const Tensor x = Tensor::FromValues({2, 3}, {1, 2, 3, 4, 5, 6});
   const Tensor v = x.View({3, 2});
   v.mutable_data()[0] = 10.0f;

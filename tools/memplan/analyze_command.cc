@@ -39,6 +39,10 @@ int RunAnalyze(const AnalyzeFlags& flags) {
     // Checked before the analysis so a typo costs no planning time.
     Expected<ExportTarget> target = ParseExportTarget(flags.export_target);
     if (!target.ok()) return ReportError("--export: " + target.error().message);
+    // Without --amp-mode the plan is made in the regime the target runs (DeepSpeed: master
+    // weights), so the exported config is the plan that was simulated.
+    if (flags.plan.Text("amp_mode").empty())
+      request->planner.program.amp_mode = ExportTargetDefaultAmpMode(*target);
   }
   std::optional<PlanRequest> roofline_request;
   if (!flags.profile.empty()) {

@@ -5,7 +5,7 @@
 namespace memplan {
 namespace {
 
-TEST_CASE("AMP mode names round-trip; unknown ones list the choices", "[vocabulary]") {
+TEST_CASE("AMP mode names round-trip, unknown ones list the choices", "[vocabulary]") {
   vocabulary_test::CheckRoundTrip(kAmpModeNames, ParseAmpMode);
   vocabulary_test::CheckParseError(
       ParseAmpMode, "apex",

@@ -5,7 +5,7 @@
 namespace memplan {
 namespace {
 
-TEST_CASE("attention mode names round-trip; unknown ones list the choices", "[vocabulary]") {
+TEST_CASE("attention mode names round-trip, unknown ones list the choices", "[vocabulary]") {
   vocabulary_test::CheckRoundTrip(kAttentionModeNames, ParseAttentionMode);
   vocabulary_test::CheckParseError(
       ParseAttentionMode, "flash",

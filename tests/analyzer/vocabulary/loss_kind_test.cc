@@ -5,7 +5,7 @@
 namespace memplan {
 namespace {
 
-TEST_CASE("Loss names round-trip; unknown ones list the choices", "[vocabulary]") {
+TEST_CASE("Loss names round-trip, unknown ones list the choices", "[vocabulary]") {
   vocabulary_test::CheckRoundTrip(kLossKindNames, ParseLossKind);
   CHECK(LossKindName(LossKind::kCrossEntropy) == "cross_entropy");
   CHECK(LossKindName(LossKind::kMse) == "mse");

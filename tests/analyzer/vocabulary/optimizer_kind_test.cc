@@ -5,7 +5,7 @@
 namespace memplan {
 namespace {
 
-TEST_CASE("Optimizer names round-trip; unknown ones list the choices", "[vocabulary]") {
+TEST_CASE("Optimizer names round-trip, unknown ones list the choices", "[vocabulary]") {
   vocabulary_test::CheckRoundTrip(kOptimizerKindNames, ParseOptimizerKind);
   // sgd, momentum, adam, adamw, adafactor, adamw8bit, paged-adamw8bit, lion
   CHECK(kOptimizerKindNames.size() == 8);

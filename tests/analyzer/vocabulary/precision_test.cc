@@ -5,7 +5,7 @@
 namespace memplan {
 namespace {
 
-TEST_CASE("Precision names round-trip; unknown ones list the choices", "[vocabulary]") {
+TEST_CASE("Precision names round-trip, unknown ones list the choices", "[vocabulary]") {
   vocabulary_test::CheckRoundTrip(kPrecisionNames, ParsePrecision);
   vocabulary_test::CheckParseError(ParsePrecision, "auto",
                                    "unknown precision 'auto' (choose one of: fp32, fp16, bf16)");

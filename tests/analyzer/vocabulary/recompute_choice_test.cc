@@ -5,7 +5,7 @@
 namespace memplan {
 namespace {
 
-TEST_CASE("Recompute choices and labels round-trip; unknown ones list the choices",
+TEST_CASE("Recompute choices and labels round-trip, unknown ones list the choices",
           "[vocabulary]") {
   vocabulary_test::CheckRoundTrip(kRecomputeChoiceNames, ParseRecomputeChoice);
   vocabulary_test::CheckRoundTrip(kRecomputeLabelNames, ParseRecomputeLabel);

@@ -5,7 +5,7 @@
 namespace memplan {
 namespace {
 
-TEST_CASE("Recompute unit names round-trip; unknown ones list the choices", "[vocabulary]") {
+TEST_CASE("Recompute unit names round-trip, unknown ones list the choices", "[vocabulary]") {
   vocabulary_test::CheckRoundTrip(kRecomputeUnitNames, ParseRecomputeUnit);
   vocabulary_test::CheckParseError(
       ParseRecomputeUnit, "layer",

@@ -5,7 +5,7 @@
 namespace memplan {
 namespace {
 
-TEST_CASE("Step phase names round-trip; unknown ones list the choices", "[vocabulary]") {
+TEST_CASE("Step phase names round-trip, unknown ones list the choices", "[vocabulary]") {
   vocabulary_test::CheckRoundTrip(kStepPhaseNames, ParseStepPhase);
   vocabulary_test::CheckParseError(
       ParseStepPhase, "loss",

@@ -5,7 +5,7 @@
 namespace memplan {
 namespace {
 
-TEST_CASE("zero_grad mode names round-trip; unknown ones list the choices", "[vocabulary]") {
+TEST_CASE("zero_grad mode names round-trip, unknown ones list the choices", "[vocabulary]") {
   vocabulary_test::CheckRoundTrip(kZeroGradModeNames, ParseZeroGradMode);
   vocabulary_test::CheckParseError(
       ParseZeroGradMode, "none",

@@ -207,7 +207,7 @@ std::string TorchHardSwish(FusionProtoBuilder& b, const std::string& s, const st
   return b.Op("Mul", s + "/Mul", {x, h.output(0)});
 }
 
-TEST_CASE("x * HardSigmoid(x; 1/6) becomes HardSwish", "[import][fusion][hardswish]") {
+TEST_CASE("x * HardSigmoid(x, 1/6) becomes HardSwish", "[import][fusion][hardswish]") {
   FusionProtoBuilder b;
   auto x = b.Op("Conv", "/features/0/0", {"input", "w"});
   auto y = TorchHardSwish(b, "/features/0/2", x);
