@@ -27,12 +27,16 @@ Status ValidateOptions(const ExportOptions& options) {
 // A config that runs another regime than the plan modelled would make the plan's memory figure
 // wrong, so the export refuses and names the regimes the target can run.
 Status CheckRegime(const ExportPlan& plan, ExportTarget target) {
-  if (!plan.amp_mode || ExportTargetRuns(target, *plan.amp_mode)) return OkStatus();
+  std::optional<ParallelStrategy> strategy;
+  if (plan.data_parallel) strategy = plan.data_parallel->strategy;
+  if (!plan.amp_mode || ExportTargetRuns(target, *plan.amp_mode, strategy)) return OkStatus();
   std::string supported;
   for (const NamedValue<AmpMode>& mode : kAmpModeNames)
-    if (ExportTargetRuns(target, mode.value))
+    if (ExportTargetRuns(target, mode.value, strategy))
       supported += (supported.empty() ? "" : " or ") + std::string(mode.name);
-  return MakeError("export: " + std::string(ExportTargetName(target)) +
+  const std::string under =
+      strategy ? " under --parallel " + std::string(ParallelStrategyName(*strategy)) : "";
+  return MakeError("export: " + std::string(ExportTargetName(target)) + under +
                    " cannot express --amp-mode " + std::string(AmpModeName(*plan.amp_mode)) +
                    ", which the plan modelled; re-plan with --amp-mode " + supported);
 }

@@ -51,7 +51,10 @@ std::string_view ExportTargetDefaultFileName(ExportTarget target) {
   return "train_loop.py";
 }
 
-bool ExportTargetRuns(ExportTarget target, AmpMode mode) {
+bool ExportTargetRuns(ExportTarget target, AmpMode mode, std::optional<ParallelStrategy> strategy) {
+  const bool zero = strategy == ParallelStrategy::kZero1 || strategy == ParallelStrategy::kZero2 ||
+                    strategy == ParallelStrategy::kZero3;
+  if (zero && target != ExportTarget::kPytorchLoop) return mode == AmpMode::kMasterWeights;
   switch (target) {
     case ExportTarget::kDeepSpeed:
       return mode == AmpMode::kMasterWeights;
@@ -66,9 +69,9 @@ bool ExportTargetRuns(ExportTarget target, AmpMode mode) {
   return false;
 }
 
-AmpMode ExportTargetDefaultAmpMode(ExportTarget target) {
-  return ExportTargetRuns(target, kDefaultCliAmpMode) ? kDefaultCliAmpMode
-                                                      : AmpMode::kMasterWeights;
+AmpMode ExportTargetDefaultAmpMode(ExportTarget target, std::optional<ParallelStrategy> strategy) {
+  return ExportTargetRuns(target, kDefaultCliAmpMode, strategy) ? kDefaultCliAmpMode
+                                                                : AmpMode::kMasterWeights;
 }
 
 }  // namespace memplan

@@ -5,9 +5,11 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "analyzer/vocabulary/amp_mode.h"
+#include "analyzer/vocabulary/parallel_strategy.h"
 #include "graph/expected.h"
 
 namespace memplan {
@@ -39,11 +41,15 @@ std::string_view ExportTargetDefaultFileName(ExportTarget target);
 // Which mixed-precision regimes a framework's configuration can express: DeepSpeed's fp16/bf16
 // sections keep half parameters with fp32 masters; the Trainer, Accelerate and Lightning's
 // "-mixed" precisions run torch.autocast on fp32 parameters; Lightning's "-true" precisions and
-// a plain loop's model.to(dtype) run pure half parameters.
-bool ExportTargetRuns(ExportTarget target, AmpMode mode);
+// a plain loop's model.to(dtype) run pure half parameters. A ZeRO strategy runs DeepSpeed's
+// engine whichever framework launches it (Trainer's deepspeed=, Accelerate's DEEPSPEED,
+// Lightning's deepspeed_stage_N), so only master-weights.
+bool ExportTargetRuns(ExportTarget target, AmpMode mode,
+                      std::optional<ParallelStrategy> strategy = std::nullopt);
 
-// The regime a plan for `target` is made in when --amp-mode is not given: autocast, except for
-// DeepSpeed, which cannot run it.
-AmpMode ExportTargetDefaultAmpMode(ExportTarget target);
+// The regime a plan for `target` (under `strategy`) is made in when --amp-mode is not given:
+// autocast where the target runs it, else master-weights.
+AmpMode ExportTargetDefaultAmpMode(ExportTarget target,
+                                   std::optional<ParallelStrategy> strategy = std::nullopt);
 
 }  // namespace memplan
