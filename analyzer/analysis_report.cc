@@ -276,6 +276,10 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
         {"dominant_category", std::string(MemoryCategoryName(plan.infeasible->dominant))},
         {"dominant_bytes", plan.infeasible->dominant_bytes}};
   }
+  if (report.alternatives != nullptr) {
+    j["alternatives"] = AlternativesJson(*report.alternatives);
+    j["alternatives_not_planned"] = AlternativesNotPlannedJson(*report.alternatives);
+  }
   j["warnings"] = report.warnings;
   return j;
 }
@@ -364,6 +368,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   s << "\n\n";
   if (report.inference_export) s << InferenceExportText(report) << "\n\n";
   if (plan.infeasible && !plan.feasible) s << InfeasibleText(plan) << "\n\n";
+  if (report.alternatives != nullptr) s << AlternativesText(*report.alternatives) << "\n";
   s << "Plan     " << PlanLine(plan) << "\n";
   s << "         " << PrecisionName(plan.program.precision) << ", "
     << OptimizerKindName(plan.program.optimizer_kind) << ", loss "
@@ -501,6 +506,7 @@ std::string FormatAnalysisMarkdown(const AnalysisReport& report) {
   s << "## memplan: " << report.model_name << " on " << options.gpu.name << "\n\n";
   if (report.inference_export) s << "**" << InferenceExportText(report) << "**\n\n";
   if (plan.infeasible && !plan.feasible) s << "**" << InfeasibleText(plan) << "**\n\n";
+  if (report.alternatives != nullptr) s << AlternativesMarkdown(*report.alternatives) << "\n";
   s << "| | |\n|---|---|\n";
   s << "| plan | " << PlanLine(plan) << " |\n";
   s << "| precision | " << PrecisionName(plan.program.precision) << " |\n";

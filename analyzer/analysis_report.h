@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/advice.h"
+#include "analyzer/alternatives/alternatives_report.h"
 #include "analyzer/attention_plan.h"
 #include "analyzer/parallel/strategy_search.h"
 #include "analyzer/planner.h"
@@ -41,6 +42,9 @@ struct AnalysisReport {
   std::string parallel_explanation;
   // --attention as applied to the graph (null: not reported, e.g. a plan read back from JSON).
   const AttentionPlan* attention = nullptr;
+  // When nothing fits: the alternatives planned (analyzer/alternatives/), null when they were not
+  // searched (the plan fits, or the verb does not search them).
+  const AlternativesReport* alternatives = nullptr;
 };
 
 // Fills the node lists of `report` from the plan's program (recomputed nodes, per-node dtypes).

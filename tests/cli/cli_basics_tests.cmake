@@ -42,12 +42,13 @@ memplan_cli_test("--json conflicts with --format text" EXPECT_EXIT 2
   COMMAND inspect absent.onnx --json --format text)
 
 # analyze: the bundled example fits a 24G GPU (exit 0); an impossible budget is exit 1 with what
-# would fit; a malformed size is exit 2.
+# would fit (the planned alternatives are skipped here: alternatives_tests.cmake tests them); a
+# malformed size is exit 2.
 memplan_cli_test("analyze resnet18 fits 24G" EXPECT_EXIT 0 EXPECT_OUTPUT "fits"
   COMMAND analyze ${CMAKE_BINARY_DIR}/zoo/resnet18.onnx --gpu 24G)
 memplan_cli_test("analyze gpt2_xl on 1G does not fit" EXPECT_EXIT 1
   EXPECT_OUTPUT "Does not fit even at micro-batch 1"
-  COMMAND analyze ${CMAKE_BINARY_DIR}/zoo/gpt2_xl.onnx --gpu 1G --dim seq=1024)
+  COMMAND analyze ${CMAKE_BINARY_DIR}/zoo/gpt2_xl.onnx --gpu 1G --dim seq=1024 --no-alternatives)
 memplan_cli_test("analyze bad --gpu is one line" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: [^\n]*\n$"
   COMMAND analyze ${CMAKE_BINARY_DIR}/zoo/resnet18.onnx --gpu 24Q)

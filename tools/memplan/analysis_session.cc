@@ -24,20 +24,8 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(session->graph, r));
 
   progress.Report("planning...");
-  JointPlan joint;
-  std::vector<StrategyOutcome> strategies;
-  std::string parallel_explanation;
-  if (r.parallel_auto) {
-    MEMPLAN_TRY(StrategySearch found,
-                SearchParallelStrategies(session->graph, r.planner, r.search));
-    joint = std::move(found.best);
-    strategies = std::move(found.outcomes);
-    parallel_explanation = std::move(found.explanation);
-  } else {
-    MEMPLAN_TRY(joint, PlanJointly(session->graph, r.planner, r.search));
-    if (r.planner.program.data_parallel)
-      strategies.push_back(OutcomeOf(r.planner.program.data_parallel->strategy, joint.plan));
-  }
+  MEMPLAN_TRY(RequestPlan planned, PlanRequestOn(session->graph, r));
+  JointPlan& joint = planned.joint;
   session->plan = std::move(joint.plan);
 
   AnalysisReport& report = session->report;
@@ -57,10 +45,27 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   report.choice_explanation = ExplainPlanChoice(joint.trace);
   report.attention = &session->attention;
   report.checkpoint_nodes = joint.checkpoint_nodes;
-  report.strategies = std::move(strategies);
-  report.parallel_explanation = std::move(parallel_explanation);
+  report.strategies = std::move(planned.strategies);
+  report.parallel_explanation = std::move(planned.parallel_explanation);
   CollectPlanNodeLists(report);
   return session;
+}
+
+Expected<RequestPlan> PlanRequestOn(const Graph& graph, const PlanRequest& request) {
+  RequestPlan planned;
+  if (request.parallel_auto) {
+    MEMPLAN_TRY(StrategySearch found,
+                SearchParallelStrategies(graph, request.planner, request.search));
+    planned.joint = std::move(found.best);
+    planned.strategies = std::move(found.outcomes);
+    planned.parallel_explanation = std::move(found.explanation);
+    return planned;
+  }
+  MEMPLAN_TRY(planned.joint, PlanJointly(graph, request.planner, request.search));
+  if (request.planner.program.data_parallel)
+    planned.strategies.push_back(
+        OutcomeOf(request.planner.program.data_parallel->strategy, planned.joint.plan));
+  return planned;
 }
 
 nlohmann::ordered_json SessionJson(const AnalysisSession& session) {

@@ -3,12 +3,16 @@
 // analyze, baseline, check, export and report so every verb plans exactly the same way.
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "analyzer/alternatives/alternatives_report.h"
 #include "analyzer/analysis_report.h"
 #include "analyzer/config_export/export_target.h"
+#include "analyzer/joint_search.h"
+#include "analyzer/parallel/strategy_search.h"
 #include "analyzer/planner.h"
 #include "graph/graph.h"
 #include "tools/memplan/plan_flags.h"
@@ -21,12 +25,24 @@ struct AnalysisSession {
   TrainingPlan plan;
   AttentionPlan attention;      // --attention as applied to `graph`
   PlannerOptions planner_used;  // the chosen configuration's options (precision, recompute)
-  AnalysisReport report;        // points into the members above: a session is never moved or copied
+  // When nothing fits and the verb searched them (session_alternatives.h).
+  std::optional<AlternativesReport> alternatives;
+  AnalysisReport report;  // points into the members above: a session is never moved or copied
 };
 
 // Runs the whole analysis for `request`. Errors are bad input (exit 2).
 Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest request,
                                                               const Progress& progress);
+
+// What the planner makes of `request` on `graph` (loaded, fine-tuned and with attention applied
+// by the request; REQUIRES: BindPlanSymbols done): the chosen plan and, with --gpus, every
+// strategy planned. The one planning path: RunAnalysisSession and the alternatives use it.
+struct RequestPlan {
+  JointPlan joint;
+  std::vector<StrategyOutcome> strategies;
+  std::string parallel_explanation;
+};
+Expected<RequestPlan> PlanRequestOn(const Graph& graph, const PlanRequest& request);
 
 // The session's memplan/1 JSON: what `analyze --json` prints and `memplan export` reads.
 nlohmann::ordered_json SessionJson(const AnalysisSession& session);

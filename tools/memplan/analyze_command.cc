@@ -1,5 +1,7 @@
 // `memplan analyze model.onnx --gpu 24G [plan flags] [--svg timeline.svg] [--profile profile.json]
-// [--export TARGET [--export-out FILE]]`: what fits, the fastest plan, why.
+// [--export TARGET [--export-out FILE]] [--no-alternatives]`: what fits, the fastest plan, why.
+// When nothing fits it also plans the alternatives (tools/memplan/session_alternatives.h) unless
+// --no-alternatives.
 // --svg also writes the memory timeline as a static picture. --export writes the chosen plan as a
 // training-framework config (what `memplan export` makes from the --json output): to --export-out,
 // or, without it, to stdout in place of the analysis (`analyze ... --export deepspeed > ds.json`).
@@ -18,6 +20,7 @@
 #include "tools/memplan/commands.h"
 #include "tools/memplan/measured_profile_use.h"
 #include "tools/memplan/plan_flags.h"
+#include "tools/memplan/session_alternatives.h"
 
 namespace memplan::cli {
 namespace {
@@ -28,26 +31,38 @@ struct AnalyzeFlags {
   std::string export_target;
   std::string export_out;
   std::string profile;
+  bool no_alternatives = false;
 };
+
+// `plan` resolved as analyze plans it: without --amp-mode, the regime the --export target runs;
+// with --profile, the measured times (unless `with_profile` is false). The alternatives of a plan
+// that does not fit are resolved the same way.
+Expected<PlanRequest> ResolveAnalyzeRequest(const AnalyzeFlags& flags, const PlanArguments& plan,
+                                            bool with_profile) {
+  MEMPLAN_TRY(PlanRequest request, ResolvePlanFlags(plan, /*require_gpu=*/true));
+  if (!flags.export_target.empty()) {
+    Expected<ExportTarget> target = ParseExportTarget(flags.export_target);
+    if (!target.ok()) return MakeError("--export: " + target.error().message);
+    // Without --amp-mode the plan is made in the regime the target runs (DeepSpeed: master
+    // weights), so the exported config is the plan that was simulated.
+    if (plan.Text("amp_mode").empty()) {
+      std::optional<ParallelStrategy> strategy;
+      if (request.planner.program.data_parallel && !request.parallel_auto)
+        strategy = request.planner.program.data_parallel->strategy;
+      request.planner.program.amp_mode = ExportTargetDefaultAmpMode(*target, strategy);
+    }
+  }
+  if (with_profile && !flags.profile.empty())
+    MEMPLAN_RETURN_IF_ERROR(ApplyMeasuredProfile(flags.profile, request));
+  return request;
+}
 
 int RunAnalyze(const AnalyzeFlags& flags) {
   if (!flags.export_out.empty() && flags.export_target.empty())
     return ReportError("analyze: --export-out needs --export TARGET");
-  Expected<PlanRequest> request = ResolvePlanFlags(flags.plan, /*require_gpu=*/true);
+  // Checked before the analysis so a typo in --export costs no planning time.
+  Expected<PlanRequest> request = ResolveAnalyzeRequest(flags, flags.plan, /*with_profile=*/false);
   if (!request.ok()) return ReportError(request.error().message);
-  if (!flags.export_target.empty()) {
-    // Checked before the analysis so a typo costs no planning time.
-    Expected<ExportTarget> target = ParseExportTarget(flags.export_target);
-    if (!target.ok()) return ReportError("--export: " + target.error().message);
-    // Without --amp-mode the plan is made in the regime the target runs (DeepSpeed: master
-    // weights), so the exported config is the plan that was simulated.
-    if (flags.plan.Text("amp_mode").empty()) {
-      std::optional<ParallelStrategy> strategy;
-      if (request->planner.program.data_parallel && !request->parallel_auto)
-        strategy = request->planner.program.data_parallel->strategy;
-      request->planner.program.amp_mode = ExportTargetDefaultAmpMode(*target, strategy);
-    }
-  }
   std::optional<PlanRequest> roofline_request;
   if (!flags.profile.empty()) {
     roofline_request = *request;
@@ -57,6 +72,14 @@ int RunAnalyze(const AnalyzeFlags& flags) {
   Progress progress(request->analysis.format);
   auto session = RunAnalysisSession(std::move(*request), progress);
   if (!session.ok()) return ReportError(session.error().message);
+  // When nothing fits: what would (each alternative resolved as the request was).
+  if (!flags.no_alternatives)
+    AddSessionAlternatives(
+        **session, flags.plan,
+        [&flags](const PlanArguments& plan) {
+          return ResolveAnalyzeRequest(flags, plan, /*with_profile=*/true);
+        },
+        progress);
   const AnalysisSession& s = **session;
   std::optional<ProfileComparison> comparison;
   if (roofline_request) {
@@ -110,6 +133,8 @@ Verb AddAnalyzeCommand(CLI::App& app) {
                    "use the per-node times `memplan profile` measured instead of the roofline, "
                    "and say how much that changed the estimate")
       ->type_name("profile.json");
+  command->add_flag("--no-alternatives", flags->no_alternatives,
+                    "when nothing fits, exit 1 without planning the alternatives that would fit");
   return Verb{command, [flags] { return RunAnalyze(*flags); }};
 }
 

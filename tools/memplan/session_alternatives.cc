@@ -1,0 +1,108 @@
+#include "tools/memplan/session_alternatives.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "analyzer/alternatives/alternative_search.h"
+#include "analyzer/precision/model_state_bytes.h"
+#include "tools/memplan/check_configuration.h"
+
+namespace memplan::cli {
+namespace {
+
+// The flags that decide the graph a request plans on (LoadPlannedModel, ApplyAttentionMode).
+PlanFlags GraphFlagsOf(const PlanFlags& flags) {
+  PlanFlags graph;
+  graph.train = flags.train;
+  graph.freeze = flags.freeze;
+  graph.lora = flags.lora;
+  graph.lora_targets = flags.lora_targets;
+  graph.fusions = flags.fusions;
+  graph.attention = flags.attention;
+  return graph;
+}
+
+// Parameters (with fp32 masters) and optimizer state: what lives through the whole step.
+int64_t PersistentStateBytes(const TrainingPlan& plan) {
+  const ModelStateBytes state = ModelStateBytesOf(plan.program, plan.simulation.buffer_bytes);
+  return state.parameters + state.master_weights + state.optimizer_state;
+}
+
+// Plans alternatives on the session's graph, or on the model loaded again with other
+// fine-tuning flags (kept for the next change with the same ones).
+class AlternativePlanner {
+ public:
+  AlternativePlanner(const AnalysisSession& session, const PlanFlags& asked,
+                     const RequestResolver& resolve, const Progress& progress)
+      : session_(session),
+        asked_graph_(PlanFlagsAsArguments(GraphFlagsOf(asked))),
+        resolve_(resolve),
+        progress_(progress) {}
+
+  Expected<AlternativePlan> Plan(const PlanFlags& flags, const PlanFlags& change) {
+    progress_.Report("alternative " + PlanFlagsAsArguments(change) + "...");
+    MEMPLAN_TRY(PlanRequest request, resolve_(CliFlagsOf(flags, session_.request.analysis.model)));
+    MEMPLAN_TRY(const Graph* graph, GraphFor(flags, request));
+    MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(*graph, request));
+    MEMPLAN_TRY(RequestPlan planned, PlanRequestOn(*graph, request));
+    const TrainingPlan& plan = planned.joint.plan;
+    AlternativePlan result;
+    result.fits = plan.feasible;
+    result.chosen = plan.chosen;
+    result.budget_bytes = plan.budget_bytes;
+    result.persistent_state_bytes = PersistentStateBytes(plan);
+    result.gpu = request.planner.gpu.name;
+    result.gpus = plan.program.data_parallel_ranks;
+    return result;
+  }
+
+ private:
+  Expected<const Graph*> GraphFor(const PlanFlags& flags, const PlanRequest& request) {
+    const std::string key = PlanFlagsAsArguments(GraphFlagsOf(flags));
+    if (key == asked_graph_) return &session_.graph;
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) {
+      MEMPLAN_TRY(Graph graph, LoadPlannedModel(request));
+      MEMPLAN_TRY(AttentionPlan attention,
+                  ApplyAttentionMode(graph, request.attention, request.analysis.model));
+      (void)attention;  // the graph is what the plan needs; the report is the session's
+      it = graphs_.emplace(key, std::make_unique<Graph>(std::move(graph))).first;
+    }
+    return it->second.get();
+  }
+
+  const AnalysisSession& session_;
+  const std::string asked_graph_;
+  const RequestResolver& resolve_;
+  const Progress& progress_;
+  std::map<std::string, std::unique_ptr<Graph>> graphs_;
+};
+
+}  // namespace
+
+void AddSessionAlternatives(AnalysisSession& session, const PlanArguments& asked,
+                            const RequestResolver& resolve, const Progress& progress) {
+  const TrainingPlan& plan = session.plan;
+  if (plan.feasible || !plan.infeasible) return;
+  AlternativeContext context;
+  context.asked = RecordedFlagsOf(asked);
+  context.budget_bytes = plan.budget_bytes;
+  context.persistent_state_bytes = PersistentStateBytes(plan);
+  context.gpus = plan.program.data_parallel_ranks;
+  context.gpu_supports_bf16 = session.request.planner.gpu.supports_bf16;
+  context.smallest_fitting_gpu = plan.infeasible->smallest_fitting_gpu;
+  if (std::optional<SymbolId> batch = session.graph.batch_symbol())
+    context.batch_symbol = session.graph.symbols().Name(*batch);
+  AlternativePlanner planner(session, context.asked, resolve, progress);
+  AlternativesReport& report = session.alternatives.emplace();
+  report.asked = context.asked;
+  report.search = SearchAlternatives(context, AlternativeOptions{},
+                                     [&planner](const PlanFlags& flags, const PlanFlags& change) {
+                                       return planner.Plan(flags, change);
+                                     });
+  session.report.alternatives = &report;
+}
+
+}  // namespace memplan::cli

@@ -1,0 +1,27 @@
+#pragma once
+// `memplan analyze` when nothing fits: the alternatives (analyzer/alternatives/
+// alternative_search.h), each the asked flags with one change, resolved as the verb resolves its
+// own flags and planned by PlanRequestOn, the session's one planning path.
+
+#include <functional>
+
+#include "graph/expected.h"
+#include "tools/memplan/analysis_session.h"
+#include "tools/memplan/cli_common.h"
+#include "tools/memplan/plan_flags.h"
+
+namespace memplan::cli {
+
+// The verb's own resolution of plan arguments into a request (analyze: ResolvePlanFlags, then
+// the --export regime and the --profile times).
+using RequestResolver = std::function<Expected<PlanRequest>(const PlanArguments&)>;
+
+// When `session`'s plan does not fit even at micro-batch 1, searches the alternatives of the
+// flags `asked` (what `session` was resolved from) and points session.report.alternatives at
+// them; otherwise does nothing. A change that keeps the model as loaded reuses the session's
+// graph; one that changes fine-tuning (--lora) loads the model again, once per such change.
+// Progress: one line per request planned.
+void AddSessionAlternatives(AnalysisSession& session, const PlanArguments& asked,
+                            const RequestResolver& resolve, const Progress& progress);
+
+}  // namespace memplan::cli
