@@ -51,13 +51,15 @@ std::string_view ExportTargetDefaultFileName(ExportTarget target) {
   return "train_loop.py";
 }
 
-bool ExportTargetRuns(ExportTarget target, AmpMode mode) {
+bool ExportTargetRuns(ExportTarget target, AmpMode mode, OffloadMode offload) {
   switch (target) {
     case ExportTarget::kDeepSpeed:
       return mode == AmpMode::kMasterWeights;
+    case ExportTarget::kAccelerate:
+      if (OffloadsOptimizer(offload)) return mode == AmpMode::kMasterWeights;
+      return mode == AmpMode::kAutocast;
     case ExportTarget::kHfTrainer:
     case ExportTarget::kHfTrainerJson:
-    case ExportTarget::kAccelerate:
       return mode == AmpMode::kAutocast;
     case ExportTarget::kLightning:
     case ExportTarget::kPytorchLoop:
@@ -66,9 +68,23 @@ bool ExportTargetRuns(ExportTarget target, AmpMode mode) {
   return false;
 }
 
-AmpMode ExportTargetDefaultAmpMode(ExportTarget target) {
-  return ExportTargetRuns(target, kDefaultCliAmpMode) ? kDefaultCliAmpMode
-                                                      : AmpMode::kMasterWeights;
+AmpMode ExportTargetDefaultAmpMode(ExportTarget target, OffloadMode offload) {
+  return ExportTargetRuns(target, kDefaultCliAmpMode, offload) ? kDefaultCliAmpMode
+                                                               : AmpMode::kMasterWeights;
+}
+
+bool ExportTargetOffloads(ExportTarget target, OffloadMode offload) {
+  switch (offload) {
+    case OffloadMode::kNone:
+      return true;
+    case OffloadMode::kOptimizer:
+    case OffloadMode::kOptimizerAndParams:
+      return target == ExportTarget::kDeepSpeed || target == ExportTarget::kAccelerate;
+    case OffloadMode::kActivations:
+      return target == ExportTarget::kPytorchLoop || target == ExportTarget::kDeepSpeed ||
+             target == ExportTarget::kAccelerate;
+  }
+  return false;
 }
 
 }  // namespace memplan

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "analyzer/vocabulary/amp_mode.h"
+#include "analyzer/vocabulary/offload_mode.h"
 #include "graph/expected.h"
 
 namespace memplan {
@@ -39,11 +40,19 @@ std::string_view ExportTargetDefaultFileName(ExportTarget target);
 // Which mixed-precision regimes a framework's configuration can express: DeepSpeed's fp16/bf16
 // sections keep half parameters with fp32 masters; the Trainer, Accelerate and Lightning's
 // "-mixed" precisions run torch.autocast on fp32 parameters; Lightning's "-true" precisions and
-// a plain loop's model.to(dtype) run pure half parameters.
-bool ExportTargetRuns(ExportTarget target, AmpMode mode);
+// a plain loop's model.to(dtype) run pure half parameters. Accelerate runs an optimizer offload
+// through its DeepSpeed plugin, so with one it runs DeepSpeed's regime.
+bool ExportTargetRuns(ExportTarget target, AmpMode mode, OffloadMode offload = OffloadMode::kNone);
 
-// The regime a plan for `target` is made in when --amp-mode is not given: autocast, except for
-// DeepSpeed, which cannot run it.
-AmpMode ExportTargetDefaultAmpMode(ExportTarget target);
+// The regime a plan for `target` is made in when --amp-mode is not given: autocast, except where
+// the target cannot run it (DeepSpeed; Accelerate with an optimizer offload).
+AmpMode ExportTargetDefaultAmpMode(ExportTarget target, OffloadMode offload = OffloadMode::kNone);
+
+// Which --offload modes a target carries: the optimizer modes are DeepSpeed's offload_optimizer
+// and offload_param (also through Accelerate's DeepSpeed plugin); activations is
+// torch.autograd.graph.save_on_cpu around the forward, which the PyTorch loop writes and the
+// DeepSpeed and Accelerate outputs name as the script line to add. The Trainer and Lightning
+// argument lists have no setting for either.
+bool ExportTargetOffloads(ExportTarget target, OffloadMode offload);
 
 }  // namespace memplan

@@ -42,7 +42,8 @@ int RunAnalyze(const AnalyzeFlags& flags) {
     // Without --amp-mode the plan is made in the regime the target runs (DeepSpeed: master
     // weights), so the exported config is the plan that was simulated.
     if (flags.plan.Text("amp_mode").empty())
-      request->planner.program.amp_mode = ExportTargetDefaultAmpMode(*target);
+      request->planner.program.amp_mode =
+          ExportTargetDefaultAmpMode(*target, request->planner.program.offload.mode);
   }
   std::optional<PlanRequest> roofline_request;
   if (!flags.profile.empty()) {
