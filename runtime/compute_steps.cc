@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "graph/ops/sdpa_op.h"
+#include "graph/ops/op_registry.h"
 
 namespace memplan {
 namespace {
@@ -51,10 +51,8 @@ uint64_t ComputeSteps::NodeSeed(NodeId n) const {
 }
 
 bool ComputeSteps::Training(const Node& node) const {
-  // The fused attention (graph/ops/sdpa_op.h) drops inside the kernel, like Dropout.
-  const bool drops =
-      node.op_type == "Dropout" || (node.domain == sdpa::kDomain && node.op_type == sdpa::kOpType);
-  return !(disable_dropout_ && drops);
+  return !(disable_dropout_ &&
+           OpRegistry::Get().FindOrUnknown(node.op_type, node.domain).stochastic);
 }
 
 Expected<DeviceTensor> ComputeSteps::InputTensor(const Node& node, size_t i,

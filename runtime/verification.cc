@@ -7,6 +7,7 @@
 #include "analyzer/caching_allocator.h"
 #include "analyzer/exact_allocator.h"
 #include "analyzer/memory_size.h"
+#include "graph/ops/op_registry.h"
 #include "runtime/program_shapes.h"
 #include "runtime/weight_init.h"
 
@@ -100,9 +101,11 @@ double MaxRelativeError(const std::vector<std::vector<float>>& a,
   return worst;
 }
 
-bool HasOp(const Graph& graph, const char* op_type) {
-  return std::any_of(graph.nodes().begin(), graph.nodes().end(),
-                     [&](const Node& n) { return n.op_type == op_type; });
+// The first node whose training normalises over the batch (the registry's couples_batch).
+const Node* BatchCouplingNode(const Graph& graph) {
+  for (const Node& n : graph.nodes())
+    if (OpRegistry::Get().FindOrUnknown(n.op_type, n.domain).couples_batch) return &n;
+  return nullptr;
 }
 
 Expected<EquivalenceResult> CheckGradientEquivalence(const Graph& graph,
@@ -112,10 +115,9 @@ Expected<EquivalenceResult> CheckGradientEquivalence(const Graph& graph,
                                                      const VerifyOptions& options) {
   EquivalenceResult r;
   r.bound = EquivalenceBound(program.precision);
-  if (HasOp(graph, "BatchNormalization")) {
-    r.note =
-        "skipped: BatchNormalization normalises over the micro-batch, so k micro-batches of "
-        "m are not one batch of k*m";
+  if (const Node* coupled = BatchCouplingNode(graph)) {
+    r.note = "skipped: " + coupled->op_type +
+             " normalises over the micro-batch, so k micro-batches of m are not one batch of k*m";
     return r;
   }
   int64_t k = program.accumulation_steps, m = plan.micro_batch;

@@ -27,15 +27,19 @@ Status ValidateOptions(const ExportOptions& options) {
 // A config that runs another regime than the plan modelled would make the plan's memory figure
 // wrong, so the export refuses and names the regimes the target can run.
 Status CheckRegime(const ExportPlan& plan, ExportTarget target) {
-  if (!plan.amp_mode || ExportTargetRuns(target, *plan.amp_mode, plan.offload)) return OkStatus();
+  std::optional<ParallelStrategy> strategy;
+  if (plan.data_parallel) strategy = plan.data_parallel->strategy;
+  if (!plan.amp_mode || ExportTargetRuns(target, *plan.amp_mode, strategy, plan.offload))
+    return OkStatus();
   std::string supported;
   for (const NamedValue<AmpMode>& mode : kAmpModeNames)
-    if (ExportTargetRuns(target, mode.value, plan.offload))
+    if (ExportTargetRuns(target, mode.value, strategy, plan.offload))
       supported += (supported.empty() ? "" : " or ") + std::string(mode.name);
-  const std::string why = OffloadsOptimizer(plan.offload) && target == ExportTarget::kAccelerate
-                              ? " with --offload " + std::string(OffloadModeName(plan.offload)) +
-                                    " (its DeepSpeed plugin keeps fp32 masters)"
-                              : "";
+  std::string why =
+      strategy ? " under --parallel " + std::string(ParallelStrategyName(*strategy)) : "";
+  if (OffloadsOptimizer(plan.offload) && target == ExportTarget::kAccelerate)
+    why += " with --offload " + std::string(OffloadModeName(plan.offload)) +
+           " (its DeepSpeed plugin keeps fp32 masters)";
   return MakeError("export: " + std::string(ExportTargetName(target)) + why +
                    " cannot express --amp-mode " + std::string(AmpModeName(*plan.amp_mode)) +
                    ", which the plan modelled; re-plan with --amp-mode " + supported);

@@ -51,7 +51,11 @@ std::string_view ExportTargetDefaultFileName(ExportTarget target) {
   return "train_loop.py";
 }
 
-bool ExportTargetRuns(ExportTarget target, AmpMode mode, OffloadMode offload) {
+bool ExportTargetRuns(ExportTarget target, AmpMode mode, std::optional<ParallelStrategy> strategy,
+                      OffloadMode offload) {
+  const bool zero = strategy == ParallelStrategy::kZero1 || strategy == ParallelStrategy::kZero2 ||
+                    strategy == ParallelStrategy::kZero3;
+  if (zero && target != ExportTarget::kPytorchLoop) return mode == AmpMode::kMasterWeights;
   switch (target) {
     case ExportTarget::kDeepSpeed:
       return mode == AmpMode::kMasterWeights;
@@ -68,9 +72,10 @@ bool ExportTargetRuns(ExportTarget target, AmpMode mode, OffloadMode offload) {
   return false;
 }
 
-AmpMode ExportTargetDefaultAmpMode(ExportTarget target, OffloadMode offload) {
-  return ExportTargetRuns(target, kDefaultCliAmpMode, offload) ? kDefaultCliAmpMode
-                                                               : AmpMode::kMasterWeights;
+AmpMode ExportTargetDefaultAmpMode(ExportTarget target, std::optional<ParallelStrategy> strategy,
+                                   OffloadMode offload) {
+  return ExportTargetRuns(target, kDefaultCliAmpMode, strategy, offload) ? kDefaultCliAmpMode
+                                                                         : AmpMode::kMasterWeights;
 }
 
 bool ExportTargetOffloads(ExportTarget target, OffloadMode offload) {

@@ -5,10 +5,12 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/offload_mode.h"
+#include "analyzer/vocabulary/parallel_strategy.h"
 #include "graph/expected.h"
 
 namespace memplan {
@@ -40,13 +42,19 @@ std::string_view ExportTargetDefaultFileName(ExportTarget target);
 // Which mixed-precision regimes a framework's configuration can express: DeepSpeed's fp16/bf16
 // sections keep half parameters with fp32 masters; the Trainer, Accelerate and Lightning's
 // "-mixed" precisions run torch.autocast on fp32 parameters; Lightning's "-true" precisions and
-// a plain loop's model.to(dtype) run pure half parameters. Accelerate runs an optimizer offload
-// through its DeepSpeed plugin, so with one it runs DeepSpeed's regime.
-bool ExportTargetRuns(ExportTarget target, AmpMode mode, OffloadMode offload = OffloadMode::kNone);
+// a plain loop's model.to(dtype) run pure half parameters. A ZeRO strategy runs DeepSpeed's
+// engine whichever framework launches it (Trainer's deepspeed=, Accelerate's DEEPSPEED,
+// Lightning's deepspeed_stage_N), so only master-weights; Accelerate runs an optimizer offload
+// through its DeepSpeed plugin, so with one it runs DeepSpeed's regime too.
+bool ExportTargetRuns(ExportTarget target, AmpMode mode,
+                      std::optional<ParallelStrategy> strategy = std::nullopt,
+                      OffloadMode offload = OffloadMode::kNone);
 
-// The regime a plan for `target` is made in when --amp-mode is not given: autocast, except where
-// the target cannot run it (DeepSpeed; Accelerate with an optimizer offload).
-AmpMode ExportTargetDefaultAmpMode(ExportTarget target, OffloadMode offload = OffloadMode::kNone);
+// The regime a plan for `target` (under `strategy` and `offload`) is made in when --amp-mode is
+// not given: autocast where the target runs it, else master-weights.
+AmpMode ExportTargetDefaultAmpMode(ExportTarget target,
+                                   std::optional<ParallelStrategy> strategy = std::nullopt,
+                                   OffloadMode offload = OffloadMode::kNone);
 
 // Which --offload modes a target carries: the optimizer modes are DeepSpeed's offload_optimizer
 // and offload_param (also through Accelerate's DeepSpeed plugin); activations is

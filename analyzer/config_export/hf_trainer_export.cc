@@ -1,5 +1,9 @@
 // Hugging Face transformers.TrainingArguments, as a Python snippet and as the JSON object
 // HfArgumentParser(TrainingArguments).parse_json_file reads.
+//
+// On N ranks Trainer reads the launcher's world size (torchrun / deepspeed), so the batch fields
+// stay per device; the strategy is `fsdp` + `fsdp_config` for FSDP, `deepspeed` (the path of the
+// DeepSpeed config `memplan export --to deepspeed` writes) for a ZeRO stage, nothing for DDP.
 
 #include <optional>
 #include <utility>
@@ -20,6 +24,11 @@ struct Field {
 };
 
 std::string PythonBool(bool value) { return value ? "True" : "False"; }
+
+// Where Trainer's deepspeed= argument points: the DeepSpeed export's usual file name.
+std::string DeepSpeedConfigFile() {
+  return std::string(ExportTargetDefaultFileName(ExportTarget::kDeepSpeed));
+}
 
 // Trainer optimizer names: "adamw_torch" is torch.optim.AdamW (with weight_decay 0 it is exactly
 // Adam); "sgd" is torch.optim.SGD without momentum.
@@ -76,7 +85,46 @@ std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOp
   }
   add_int("dataloader_num_workers", options.dataloader_num_workers);
   add_bool("dataloader_pin_memory", options.pin_memory);
+  if (plan.data_parallel) {
+    const DataParallelOptions& dp = *plan.data_parallel;
+    if (dp.strategy == ParallelStrategy::kFsdp) {
+      add_string("fsdp",
+                 dp.reshard_after_forward ? "full_shard auto_wrap" : "shard_grad_op auto_wrap");
+      nlohmann::ordered_json config = {{"min_num_params", dp.fsdp_min_unit_parameters},
+                                       {"backward_prefetch", "backward_pre"}};
+      fields.push_back(Field{"fsdp_config",
+                             "{\"min_num_params\": " + std::to_string(dp.fsdp_min_unit_parameters) +
+                                 ", \"backward_prefetch\": \"backward_pre\"}",
+                             config});
+    } else if (dp.strategy != ParallelStrategy::kDdp) {
+      add_string("deepspeed", DeepSpeedConfigFile());
+    }
+  }
   return fields;
+}
+
+// The launch line for N ranks: torchrun for DDP and FSDP, the deepspeed launcher for ZeRO (the
+// config file must exist: it is written by the DeepSpeed export of the same plan).
+std::string HfLaunchComment(const ExportPlan& plan, const ExportOptions& options) {
+  if (!plan.data_parallel) return "";
+  const std::string per_node = std::to_string(plan.Gpus() / plan.Nodes());
+  const std::string nodes = std::to_string(plan.Nodes());
+  std::string out = "# " + std::to_string(plan.Gpus()) +
+                    " GPUs: " + std::to_string(plan.SamplesPerStep()) +
+                    " samples per optimizer step (per-device batch x accumulation x GPUs).\n";
+  if (plan.data_parallel->strategy == ParallelStrategy::kDdp ||
+      plan.data_parallel->strategy == ParallelStrategy::kFsdp) {
+    out += "# Launch: torchrun --nproc_per_node " + per_node +
+           (plan.Nodes() > 1 ? " --nnodes " + nodes + " --node_rank R --master_addr HOST" : "") +
+           " train.py\n";
+  } else {
+    out += "# " + DeepSpeedConfigFile() + " is the DeepSpeed config of this plan: `" +
+           ExportCommand(options, "deepspeed") + " > " + DeepSpeedConfigFile() + "`.\n";
+    out += "# Launch: deepspeed --num_gpus " + per_node +
+           (plan.Nodes() > 1 ? " --num_nodes " + nodes + " --hostfile hostfile" : "") +
+           " train.py\n";
+  }
+  return out;
 }
 
 // gradient_checkpointing=True checkpoints every layer (every block of a model that supports it):
@@ -113,6 +161,7 @@ std::string ExportHfTrainerPython(const ExportPlan& plan, const ExportOptions& o
   out += "# Trainer runs per_device_train_batch_size samples per forward/backward and steps the\n";
   out += "# optimizer every gradient_accumulation_steps micro-batches.\n";
   out += HfRecomputeComment(plan, options);
+  out += HfLaunchComment(plan, options);
   std::vector<std::string> unset;
   if (!options.learning_rate) unset.push_back("learning_rate");
   if (!WrittenWeightDecay(plan, options)) unset.push_back("weight_decay");

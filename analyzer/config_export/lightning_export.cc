@@ -2,6 +2,11 @@
 // "32-true"), and the plan's optimizer as make_optimizer(params) for the LightningModule's
 // configure_optimizers: Lightning takes the optimizer from the module, not the Trainer, and the
 // plan's memory depends on it (its state). Clipping is a Trainer argument.
+//
+// On N ranks: devices per machine, num_nodes, and the strategy the per-rank program was derived
+// with: "ddp", FSDPStrategy (FULL_SHARD or SHARD_GRAD_OP, size-based wrapping at the plan's unit
+// size) or Lightning's registered "deepspeed_stage_1/2/3" (DeepSpeed's engine: its fp16/bf16
+// sections keep fp32 masters, which is why a ZeRO plan must be --amp-mode master-weights).
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
@@ -23,6 +28,28 @@ std::string LightningPrecision(Precision precision, std::optional<AmpMode> mode)
   return "32-true";
 }
 
+// The Trainer's strategy= value for a data-parallel plan; empty for one GPU.
+std::string LightningStrategy(const ExportPlan& plan) {
+  if (!plan.data_parallel) return "";
+  const DataParallelOptions& dp = *plan.data_parallel;
+  switch (dp.strategy) {
+    case ParallelStrategy::kDdp:
+      return PythonString("ddp");
+    case ParallelStrategy::kZero1:
+      return PythonString("deepspeed_stage_1");
+    case ParallelStrategy::kZero2:
+      return PythonString("deepspeed_stage_2");
+    case ParallelStrategy::kZero3:
+      return PythonString("deepspeed_stage_3");
+    case ParallelStrategy::kFsdp:
+      return std::string("FSDPStrategy(\n") + "        sharding_strategy=" +
+             PythonString(dp.reshard_after_forward ? "FULL_SHARD" : "SHARD_GRAD_OP") + ",\n" +
+             "        auto_wrap_policy=functools.partial(size_based_auto_wrap_policy, " +
+             "min_num_params=" + std::to_string(dp.fsdp_min_unit_parameters) + "),\n" + "    )";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options) {
@@ -35,9 +62,25 @@ std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options
       "Recompute is not a Trainer argument: in your LightningModule, wrap these submodules in\n"
       "# torch.utils.checkpoint.checkpoint (`" +
           ExportCommand(options, "pytorch") + "` writes\n# enable_recompute(model) for them):");
+  const bool fsdp = plan.data_parallel && plan.data_parallel->strategy == ParallelStrategy::kFsdp;
+  if (plan.data_parallel) {
+    out += "# " + std::to_string(plan.Gpus()) + " GPUs: " + std::to_string(plan.SamplesPerStep()) +
+           " samples per optimizer step (micro-batch x accumulation x GPUs). Launch: python\n" +
+           "# train.py (Lightning starts one process per device)" +
+           (plan.Nodes() > 1 ? "; on each of the " + std::to_string(plan.Nodes()) +
+                                   " machines, with MASTER_ADDR,\n# MASTER_PORT and NODE_RANK set"
+                             : std::string()) +
+           ".\n";
+  }
+  if (fsdp) out += "import functools\n\n";
   out += "import lightning.pytorch as pl  # Lightning < 2.0: import pytorch_lightning as pl\n";
   out += "import torch\n";
-  out += "from torch.utils.data import DataLoader\n\n";
+  out += "from torch.utils.data import DataLoader\n";
+  if (fsdp) {
+    out += "from lightning.pytorch.strategies import FSDPStrategy\n";
+    out += "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n";
+  }
+  out += "\n";
   out += "MICRO_BATCH = " + std::to_string(plan.micro_batch) + "\n";
   out += HyperParameterConstants(plan, options);
   out += "\n\n";
@@ -48,7 +91,11 @@ std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options
   out += "\n\n";
   out += "trainer = pl.Trainer(\n";
   out += "    accelerator=\"gpu\",\n";
-  out += "    devices=1,\n";
+  out += "    devices=" + std::to_string(plan.Gpus() / plan.Nodes()) + ",\n";
+  if (plan.data_parallel) {
+    out += "    num_nodes=" + std::to_string(plan.Nodes()) + ",\n";
+    out += "    strategy=" + LightningStrategy(plan) + ",\n";
+  }
   out += "    precision=" + PythonString(LightningPrecision(plan.precision, plan.amp_mode)) + ",\n";
   out += "    accumulate_grad_batches=" + std::to_string(plan.accumulation_steps) + ",\n";
   if (options.max_grad_norm > 0) {

@@ -262,6 +262,7 @@ void RegisterBinaryOps(OpRegistry& registry) {
 void RegisterDropout(OpRegistry& registry) {
   OpSchema s;
   s.op_type = "Dropout";
+  s.stochastic = true;
   s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
     MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
     auto outs = EmptyOutputs(ctx);

@@ -54,6 +54,7 @@ std::string NormAmpSource(bool fp32) {
 OpSchema BatchNormSchema() {
   OpSchema s;
   s.op_type = "BatchNormalization";
+  s.couples_batch = true;
   s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
     MEMPLAN_TRY(auto outs, NormOutputs(ctx));
     DType stats = ctx.has_input(3) ? ctx.inputs[3].dtype : ctx.inputs[0].dtype;

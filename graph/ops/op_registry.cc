@@ -114,6 +114,12 @@ std::vector<std::string> OpRegistry::OpTypes() const {
   return types;
 }
 
+std::vector<const OpSchema*> OpRegistry::Schemas() const {
+  std::vector<const OpSchema*> schemas;
+  for (const auto& [key, schema] : schemas_) schemas.push_back(&schema);
+  return schemas;
+}
+
 OpContext MakeOpContext(const Graph& graph, NodeId id, SymbolTable* symbols) {
   const Node& node = graph.node(id);
   OpContext ctx{node, {}, {}, symbols};

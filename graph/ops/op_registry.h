@@ -26,6 +26,8 @@ class OpRegistry {
   // Find() or Unknown().
   const OpSchema& FindOrUnknown(std::string_view op_type, std::string_view domain = "") const;
   std::vector<std::string> OpTypes() const;
+  // Every registered entry, in key order (domain:op_type).
+  std::vector<const OpSchema*> Schemas() const;
 
   OpRegistry();
 

@@ -90,6 +90,12 @@ struct OpSchema {
   // True when every output is a view of input 0's storage (Reshape, Squeeze, Transpose...): the
   // simulator allocates nothing for it and keeps input 0's storage alive while the view lives.
   bool is_view = false;
+  // True when training draws random numbers (Dropout, the fused attention's dropout): the
+  // executor seeds it per node and micro-batch, and verify can run it as the identity.
+  bool stochastic = false;
+  // True when training normalises over the batch (BatchNormalization): k micro-batches of m then
+  // differ from one batch of k*m, so gradient accumulation is not exactly one large batch.
+  bool couples_batch = false;
   // Where the saved-for-backward and AMP facts come from (PyTorch derivatives.yaml, autocast
   // lists).
   std::string saved_source;

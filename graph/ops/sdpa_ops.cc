@@ -108,6 +108,7 @@ Dim SdpaBackwardWorkspace(const OpContext& ctx) {
 OpSchema SdpaSchema() {
   OpSchema s;
   s.op_type = sdpa::kOpType;
+  s.stochastic = true;  // dropout_p > 0 drops inside the kernel
   s.domain = sdpa::kDomain;
   s.infer_shapes = SdpaShape;
   s.cost = SdpaCost;

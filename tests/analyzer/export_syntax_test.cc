@@ -74,6 +74,31 @@ TEST_CASE("Generated Python compiles with python3 -m py_compile", "[export][pyth
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("Generated Python for N ranks compiles with python3 -m py_compile", "[export][python]") {
+  if (!HavePython()) {
+    WARN("skipped: " << kPython << " not found");
+    return;
+  }
+  std::filesystem::path dir = ScratchDir();
+  for (const char* strategy : {"ddp", "fsdp", "zero2", "zero3"}) {
+    nlohmann::json plan = LoadPlan("gpt_bf16_plan.json");
+    plan["plan"]["parallel"] = strategy;
+    plan["plan"]["gpus"] = 16;
+    plan["plan"]["nodes"] = 2;
+    // A ZeRO stage runs DeepSpeed's engine, which keeps fp32 masters.
+    plan["plan"]["amp_mode"] =
+        std::string(strategy).rfind("zero", 0) == 0 ? "master-weights" : "autocast";
+    for (ExportTarget target : {ExportTarget::kHfTrainer, ExportTarget::kLightning}) {
+      Expected<std::string> text = ExportConfig(plan, target, ExportOptions{});
+      REQUIRE(text.ok());
+      std::filesystem::path file = WriteFile(dir / "snippet.py", *text);
+      INFO(strategy << " -> " << ExportTargetName(target) << ":\n" << *text);
+      CHECK(Run(std::string(kPython) + " -m py_compile " + file.string()) == 0);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("Generated accelerate YAML loads with PyYAML as the expected mapping",
           "[export][python]") {
   if (!HavePython() || Run(std::string(kPython) + " -c 'import yaml'") != 0) {

@@ -17,6 +17,34 @@ memplan_cli_test("analyze --parallel auto says why" EXPECT_EXIT 0
 memplan_cli_test("export deepspeed for 8 ranks: stage and train_batch_size" EXPECT_EXIT 0
   EXPECT_OUTPUT "deepspeed --num_gpus 8 train.py[^\n]*\n *\"train_batch_size\": 64,\n *\"train_micro_batch_size_per_gpu\": 8,[^$]*\"zero_optimization\": {\n *\"stage\": 3,"
   COMMAND analyze ${PP} --gpu A100-80GB --gpus 8 --parallel zero3 --global-batch 64 --export deepspeed)
+# Lightning and Trainer on N ranks: devices per machine, nodes, and the strategy the per-rank
+# program was derived with. 16 GPUs on 2 nodes: 8 devices each; 64 samples = 4 x 1 x 16.
+memplan_cli_test("export lightning for 2 nodes x 8 GPUs: devices, num_nodes, fsdp strategy"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "devices=8,\n    num_nodes=2,\n    strategy=FSDPStrategy\\(\n        sharding_strategy=\"FULL_SHARD\",\n        auto_wrap_policy=functools.partial\\(size_based_auto_wrap_policy, min_num_params=100000000\\),"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel fsdp --global-batch 64
+          --precision bf16 --export lightning)
+# A ZeRO stage runs DeepSpeed's engine under Lightning too: without --amp-mode the plan is made
+# with master weights, and the strategy is Lightning's registered deepspeed_stage_2.
+memplan_cli_test("export lightning of a zero2 plan: deepspeed_stage_2, bf16-mixed" EXPECT_EXIT 0
+  EXPECT_OUTPUT "strategy=\"deepspeed_stage_2\",\n    precision=\"bf16-mixed\","
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 8 --parallel zero2 --global-batch 64
+          --precision bf16 --export lightning)
+memplan_cli_test("export lightning refuses an autocast zero2 plan, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: export: lightning under --parallel zero2 cannot express --amp-mode autocast[^\n]*re-plan with --amp-mode master-weights\n$"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 8 --parallel zero2 --global-batch 64
+          --precision bf16 --amp-mode autocast --export lightning)
+memplan_cli_test("export hf-trainer for 8 ranks of ddp: the torchrun launch" EXPECT_EXIT 0
+  EXPECT_OUTPUT "# Launch: torchrun --nproc_per_node 8 train.py\n"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 8 --parallel ddp --global-batch 64 --export hf-trainer)
+memplan_cli_test("export hf-trainer-json of a zero3 plan points deepspeed at ds_config.json"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"per_device_train_batch_size\": 8,[^$]*\"deepspeed\": \"ds_config.json\""
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 8 --parallel zero3 --global-batch 64
+          --export hf-trainer-json)
+memplan_cli_test("export hf-trainer of an fsdp plan: fsdp and fsdp_config" EXPECT_EXIT 0
+  EXPECT_OUTPUT "fsdp=\"full_shard auto_wrap\",\n    fsdp_config={\"min_num_params\": 100000000, \"backward_prefetch\": \"backward_pre\"},"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 8 --parallel fsdp --global-batch 64 --export hf-trainer)
 
 # Errors: one line, exit 2.
 memplan_cli_test("--gpus 0 is one line, exit 2" EXPECT_EXIT 2

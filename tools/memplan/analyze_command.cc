@@ -41,9 +41,13 @@ int RunAnalyze(const AnalyzeFlags& flags) {
     if (!target.ok()) return ReportError("--export: " + target.error().message);
     // Without --amp-mode the plan is made in the regime the target runs (DeepSpeed: master
     // weights), so the exported config is the plan that was simulated.
-    if (flags.plan.Text("amp_mode").empty())
+    if (flags.plan.Text("amp_mode").empty()) {
+      std::optional<ParallelStrategy> strategy;
+      if (request->planner.program.data_parallel && !request->parallel_auto)
+        strategy = request->planner.program.data_parallel->strategy;
       request->planner.program.amp_mode =
-          ExportTargetDefaultAmpMode(*target, request->planner.program.offload.mode);
+          ExportTargetDefaultAmpMode(*target, strategy, request->planner.program.offload.mode);
+    }
   }
   std::optional<PlanRequest> roofline_request;
   if (!flags.profile.empty()) {
