@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "analyzer/memory_size.h"
+#include "analyzer/offload/offload_report.h"
 #include "analyzer/parallel/parallel_report.h"
 #include "analyzer/plan_report.h"
 #include "analyzer/precision/model_state_bytes.h"
@@ -254,6 +255,8 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   p["trainable_parameter_count"] = TrainedParameterCount(graph);
   if (options.program.base_dtype)
     p["base_dtype"] = std::string(BaseDTypeName(*options.program.base_dtype));
+  // --offload: what lives in host memory and what the copies cost (offload_report.h).
+  if (IsOffloadReport(report)) p["offload"] = OffloadJson(report);
   j["plan"] = p;
   if (IsDataParallelReport(report)) AddDataParallelJson(report, j);
   nlohmann::ordered_json bindings = nlohmann::ordered_json::object();
@@ -435,6 +438,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   if (sim.peak_at.step >= 0)
     s << "         peak in " << CoarsePhaseNameAt(plan.program, sim.peak_at.step) << ", step "
       << sim.peak_step_name << "\n";
+  if (IsOffloadReport(report)) s << OffloadText(report);
   s << "Saved    " << FormatBytes(sim.saved_activation_bytes)
     << " of activations held for backward per micro-batch\n";
   {
@@ -517,6 +521,10 @@ std::string FormatAnalysisMarkdown(const AnalysisReport& report) {
     << (plan.feasible ? "fits" : "**does not fit**") << " |\n";
   s << "| saved activations | " << FormatBytes(sim.saved_activation_bytes)
     << " per micro-batch |\n";
+  if (IsOffloadReport(report))
+    s << "| host (--offload " << OffloadModeName(plan.program.offload) << ") | "
+      << FormatBytes(sim.host_peak_bytes) << " pinned, " << FormatBytes(plan.time.transfer_bytes)
+      << " over the host link per step |\n";
   s << "| step time | " << FormatFixed(plan.time.step_seconds, 4) << " s ("
     << FormatFixed(plan.chosen.samples_per_second, 1) << " samples/s, roofline) |\n\n";
   s << "### Breakdown at peak\n\n| category | bytes | share |\n|---|---:|---:|\n";

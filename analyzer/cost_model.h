@@ -134,7 +134,15 @@ struct StepTimeEstimate {
   // time compute does not hide, and all of it.
   double communication_seconds = 0;
   double communication_total_seconds = 0;
-  double step_seconds = 0;  // the total above (communication_seconds, not the total)
+  // --offload only (the planner adds them, analyzer/offload/offload_cost.h): host-link copies the
+  // compute does not hide, all of them and their bytes, per step; and the optimizer step on the
+  // CPU, which then replaces optimizer_seconds (0).
+  double transfer_seconds = 0;
+  double transfer_total_seconds = 0;
+  int64_t transfer_bytes = 0;
+  double host_optimizer_seconds = 0;
+  // The total above (communication_seconds and transfer_seconds, not the totals).
+  double step_seconds = 0;
 };
 
 // Combines node times with the plan. REQUIRES: node_times from EstimateNodeTimes on the graph

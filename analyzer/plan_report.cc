@@ -32,6 +32,7 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
           DimBinding{std::string(program.symbols.Name(static_cast<SymbolId>(s))), *v});
   }
   r.data_parallel = report.options->program.data_parallel;
+  r.offload = program.offload;
   if (r.data_parallel) r.data_parallel->nodes = ResolvedCollectiveOptions(*report.options).nodes;
   r.memory.peak_bytes = plan.chosen.peak_bytes;
   r.memory.breakdown = sim.peak_breakdown;

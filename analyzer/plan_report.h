@@ -18,6 +18,7 @@
 #include "analyzer/precision/loss_scaling.h"
 #include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/loss_kind.h"
+#include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
 #include "analyzer/vocabulary/precision.h"
 #include "analyzer/vocabulary/recompute_unit.h"
@@ -54,6 +55,8 @@ struct PlanReport {
   // plan.parallel, plan.gpus, plan.nodes (--gpus): the strategy the plan runs and the engine
   // defaults it was derived with; nullopt for a single-GPU plan.
   std::optional<DataParallelOptions> data_parallel;
+  // plan.offload.mode (--offload): what the plan keeps in host memory.
+  OffloadMode offload = OffloadMode::kNone;
 };
 
 // The report's facts. REQUIRES: `report` points at its graph, options and plan.

@@ -64,6 +64,12 @@ CollectiveCostOptions ResolvedCollectiveOptions(const PlannerOptions& options) {
   return resolved;
 }
 
+OffloadCostOptions ResolvedOffloadCostOptions(const PlannerOptions& options) {
+  OffloadCostOptions resolved = options.offload_cost;
+  if (resolved.host_link.bytes_per_second <= 0) resolved.host_link = DefaultHostLink(options.gpu);
+  return resolved;
+}
+
 namespace {
 
 // REQUIRES: a >= 0, b > 0. Never forms a + b, which overflows for a global batch near 2^63.
@@ -158,16 +164,31 @@ class CandidateEvaluator {
     inputs.accumulation_steps = k;
     inputs.recomputed_nodes = program_.recomputed;
     // The optimizer step streams every parameter copy, gradient and state: it reads masters,
-    // gradients and states and writes masters, states and working copies.
+    // gradients and states and writes masters, states and working copies. With the optimizer
+    // offloaded it runs on the CPU instead (EstimateOffload below).
+    const bool cpu_optimizer = OffloadsOptimizer(program_.offload);
     for (const ParameterBuffers& p : program_.parameters) {
       auto bytes = [&](BufferId id) { return id.valid() ? buffer_bytes[id.index()] : 0; };
-      inputs.gradient_bytes += bytes(p.gradient);
+      // Gradients the host accumulates (optimizer+params) add nothing on the GPU.
+      if (p.gradient.valid() && !program_.buffer(p.gradient).on_host())
+        inputs.gradient_bytes += bytes(p.gradient);
+      if (cpu_optimizer) continue;
       int64_t states = 0;
       for (BufferId s : p.optimizer_states) states += bytes(s);
       inputs.optimizer_bytes += 2 * bytes(p.master) + bytes(p.gradient) + 2 * states +
                                 bytes(p.working) + 2 * bytes(p.master_gradient);
     }
     StepTimeEstimate time = EstimateStepTime(*node_times, inputs, options_.gpu, options_.cost);
+    if (program_.offload != OffloadMode::kNone) {
+      // Host-link copies compute does not hide and the CPU optimizer step (offload_cost.h).
+      const OffloadEstimate offload =
+          EstimateOffload(program_, buffer_bytes, k, time, ResolvedOffloadCostOptions(options_));
+      time.transfer_seconds = offload.exposed_transfer_seconds;
+      time.transfer_total_seconds = offload.transfer_seconds;
+      time.transfer_bytes = offload.transfer_bytes;
+      time.host_optimizer_seconds = offload.host_optimizer_seconds;
+      time.step_seconds += offload.exposed_transfer_seconds + offload.host_optimizer_seconds;
+    }
     if (ranks_ > 1) {
       // Data parallel: the collectives compute does not hide (analyzer/parallel/collective_cost.h).
       const CommunicationEstimate comm =

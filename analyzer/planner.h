@@ -18,6 +18,7 @@
 
 #include "analyzer/cost_model.h"
 #include "analyzer/gpu_specs.h"
+#include "analyzer/offload/offload_cost.h"
 #include "analyzer/parallel/collective_cost.h"
 #include "analyzer/precision/precision_placement.h"
 #include "analyzer/program_derivation.h"
@@ -89,6 +90,9 @@ struct PlannerOptions {
   // bandwidth is the default for the GPU (ResolvedCollectiveOptions); nodes come from
   // program.data_parallel.
   CollectiveCostOptions collectives;
+  // --offload (program.offload): the host link the copies cross and the CPU optimizer's memory
+  // bandwidth. A link with no bandwidth is the GPU's (ResolvedOffloadCostOptions).
+  OffloadCostOptions offload_cost;
   // Bindings of the non-batch symbols (--dim seq=512); the batch symbol is bound per candidate.
   Bindings bindings;
   // The search stops growing m here; a model this small per sample is limited by the data, not
@@ -108,6 +112,8 @@ struct PlannerOptions {
 // `options.collectives` with the defaults filled in: the GPU's intra-node link, the default
 // inter-node link, the node count of program.data_parallel.
 CollectiveCostOptions ResolvedCollectiveOptions(const PlannerOptions& options);
+// `options.offload_cost` with the GPU's host link (DefaultHostLink) when none is given.
+OffloadCostOptions ResolvedOffloadCostOptions(const PlannerOptions& options);
 
 // One (m, k) evaluated: simulated peak and estimated time.
 struct PlanCandidate {

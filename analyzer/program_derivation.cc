@@ -5,6 +5,7 @@
 #include <string>
 
 #include "analyzer/derivation/gradient_flow.h"
+#include "analyzer/derivation/host_offload.h"
 #include "analyzer/derivation/liveness.h"
 #include "analyzer/derivation/program_dtypes.h"
 #include "analyzer/derivation/rank_sharding.h"
@@ -16,7 +17,9 @@
 
 // The derivation is a sequence of passes, each a function returning a value
 // (analyzer/derivation/): resolve the loss target, the recompute set, gradient flow, dtypes;
-// then step emission writes the steps, and liveness places the frees.
+// then step emission writes the steps (with --offload activations, the saved-tensor copies), and
+// liveness places the frees; data parallelism rewrites the program per rank, and --offload
+// optimizer(+params) moves state to the host.
 
 namespace memplan {
 namespace {
@@ -59,6 +62,16 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
     return MakeError("accumulation steps must be >= 1, got " +
                      std::to_string(options.accumulation_steps));
   }
+  if (options.offload.mode != OffloadMode::kNone && options.data_parallel) {
+    return MakeError("--offload " + std::string(OffloadModeName(options.offload.mode)) +
+                     " is modelled for one GPU; with --gpus it is not planned yet");
+  }
+  if (options.offload.mode == OffloadMode::kActivations &&
+      (!options.recompute.empty() || !options.recompute_modules.empty())) {
+    return MakeError(
+        "--offload activations keeps no saved tensor on the GPU, so there is nothing for "
+        "recompute to drop; plan it with --recompute none");
+  }
   const OpRegistry& registry = options.registry ? *options.registry : OpRegistry::Get();
   DerivationAnalysis analysis;
   MEMPLAN_TRY(analysis.recompute,
@@ -78,6 +91,7 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
   if (options.data_parallel) {
     MEMPLAN_TRY(program, DerivePerRankProgram(std::move(program), *options.data_parallel));
   }
+  MEMPLAN_TRY(program, OffloadToHost(std::move(program), graph, options.offload));
 #ifndef NDEBUG
   if (auto status = VerifyProgram(program); !status.ok()) {
     std::fprintf(stderr, "memplan: derived program fails verification: %s\n",

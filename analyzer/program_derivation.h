@@ -37,11 +37,16 @@
 //  * Loss scaling (analyzer/precision/loss_scaling.h; default dynamic for fp16, none for bf16):
 //    dynamic keeps scale + growth tracker and makes found_inf and inv_scale at unscale; static
 //    makes found_inf only.
+//  * Offload (--offload, ProgramOptions::offload): buffers in pinned host memory
+//    (Buffer::space) and kTransfer steps for every copy; activations are packed and unpacked by
+//    step emission (derivation/saved_tensor_offload.h), the optimizer modes rewrite the derived
+//    program (derivation/host_offload.h).
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "analyzer/offload/offload_options.h"
 #include "analyzer/parallel/data_parallel_options.h"
 #include "analyzer/precision/amp_regime.h"
 #include "analyzer/precision/loss_scaling.h"
@@ -109,12 +114,17 @@ struct ProgramOptions {
   // the program of one rank (analyzer/derivation/rank_sharding.h).
   std::optional<DataParallelOptions> data_parallel;
 
+  // --offload: what lives in pinned host memory (analyzer/derivation/host_offload.h,
+  // saved_tensor_offload.h). Single-GPU programs only; activations excludes recompute.
+  OffloadOptions offload;
+
   // The op registry to read; null = OpRegistry::Get().
   const OpRegistry* registry = nullptr;
 };
 
 // REQUIRES: graph shapes inferred. Errors name the problem (no output, unknown loss shape,
-// a recompute id out of range, k < 1, a cycle).
+// a recompute id out of range, k < 1, a cycle, an offload mode with data parallelism or
+// activations offload with recompute).
 Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const ProgramOptions& options);
 
 }  // namespace memplan

@@ -40,7 +40,11 @@ ProgramTape ProgramTape::Of(const TrainingProgram& program) {
     tape.steps.push_back(s);
   }
   tape.category.reserve(program.buffers.size());
-  for (const Buffer& b : program.buffers) tape.category.push_back(static_cast<uint8_t>(b.category));
+  tape.host.reserve(program.buffers.size());
+  for (const Buffer& b : program.buffers) {
+    tape.category.push_back(static_cast<uint8_t>(b.category));
+    tape.host.push_back(b.on_host() ? 1 : 0);
+  }
   return tape;
 }
 
@@ -57,7 +61,8 @@ ProgramWalker::ProgramWalker(const TrainingProgram& program, std::vector<int64_t
   tape_ = options.tape;
   if (tape_ == nullptr) tape_ = &own_tape_.emplace(ProgramTape::Of(program));
   MEMPLAN_CHECK(tape_->steps.size() == program.steps.size() &&
-                tape_->category.size() == program.buffers.size());
+                tape_->category.size() == program.buffers.size() &&
+                tape_->host.size() == program.buffers.size());
   if (model_ != nullptr) model_->Reset();
 }
 
@@ -135,12 +140,18 @@ Status ProgramWalker::Apply(const Step& step, bool in_begin, size_t index, size_
       handed_over_.erase(it);
     }
     live_[b] = 1;
-    live_stat_.Allocate(bytes_[b]);
-    by_category_.bytes[tape_->category[b]] += bytes_[b];
     ++num_allocations_;
-    if (model_ != nullptr && !model_->Allocate(static_cast<int64_t>(b), bytes_[b]) &&
-        !out_of_memory())
-      out_of_memory_at_ = at;
+    if (tape_->host[b]) {
+      // Pinned host memory: counted apart, never against the GPU or its allocator.
+      host_stat_.Allocate(bytes_[b]);
+      host_by_category_.bytes[tape_->category[b]] += bytes_[b];
+    } else {
+      live_stat_.Allocate(bytes_[b]);
+      by_category_.bytes[tape_->category[b]] += bytes_[b];
+      if (model_ != nullptr && !model_->Allocate(static_cast<int64_t>(b), bytes_[b]) &&
+          !out_of_memory())
+        out_of_memory_at_ = at;
+    }
     if (options_.record_trace) Trace(WalkEvent::Kind::kAlloc, e.buffer, at);
     if (listener_ != nullptr) return listener_->OnAlloc(e.buffer, e.storage_of);
     return OkStatus();
@@ -160,9 +171,14 @@ Status ProgramWalker::Apply(const Step& step, bool in_begin, size_t index, size_
   }
   if (handed_over) handed_over_.push_back(e.buffer);
   live_[b] = 0;
-  live_stat_.Free(bytes_[b]);
-  by_category_.bytes[tape_->category[b]] -= bytes_[b];
-  if (model_ != nullptr) model_->Free(static_cast<int64_t>(b));
+  if (tape_->host[b]) {
+    host_stat_.Free(bytes_[b]);
+    host_by_category_.bytes[tape_->category[b]] -= bytes_[b];
+  } else {
+    live_stat_.Free(bytes_[b]);
+    by_category_.bytes[tape_->category[b]] -= bytes_[b];
+    if (model_ != nullptr) model_->Free(static_cast<int64_t>(b));
+  }
   if (options_.record_trace) Trace(WalkEvent::Kind::kFree, e.buffer, at);
   if (listener_ != nullptr) listener_->OnFree(e.buffer, handed_over);
   return OkStatus();
@@ -199,6 +215,8 @@ Status ProgramWalker::CheckOperands(const Step& step) const {
 
 void ProgramWalker::SamplePeak(const ExecutionPoint& at) {
   UpdatePeak(peak_, LiveSample{live_stat_.current, by_category_}, at);
+  if (host_stat_.current > 0)
+    UpdatePeak(host_peak_, LiveSample{host_stat_.current, host_by_category_}, at);
   if (listener_ != nullptr) {
     if (std::optional<LiveSample> measured = listener_->MeasureLive())
       UpdatePeak(measured_peak_, *measured, at);

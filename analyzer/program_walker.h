@@ -18,6 +18,9 @@
 //    micro-batch, a storage hand-over only of storage the same Begin released;
 //  * the peak rule: live bytes are sampled after each Begin (all of the step's allocations made,
 //    none of its frees); a later step becomes the peak only when strictly larger;
+//  * the memory spaces: live bytes, the peak, the breakdown and the allocator model are the
+//    device's; buffers in pinned host memory (--offload, Buffer::space) are counted apart, by the
+//    same rule (host_peak());
 //  * an optional AllocatorModel (the strategy: exact live bytes, PyTorch's caching allocator) fed
 //    the same Alloc/Free sequence, with its allocated/reserved peaks and the first refusal;
 //  * an event trace: every executed Alloc/Free with its bytes and the live bytes after it, a value
@@ -140,6 +143,7 @@ struct ProgramTape {
   std::vector<MemoryEvent> events;
   std::vector<StepEvents> steps;  // by LogicalTime
   std::vector<uint8_t> category;  // per buffer: its MemoryCategory
+  std::vector<uint8_t> host;      // per buffer: 1 when it lives in host memory
 
   static ProgramTape Of(const TrainingProgram& program);
 };
@@ -179,6 +183,10 @@ class ProgramWalker {
   const std::vector<int64_t>& buffer_bytes() const { return bytes_; }
   const MemoryStat& live_stat() const { return live_stat_; }  // exact live program bytes
   const CategoryBytes& live_by_category() const { return by_category_; }
+  // Pinned host memory (--offload): live bytes now and the peak, sampled after each Begin as the
+  // device peak is; empty (bytes 0, at.step < 0) when the program keeps nothing on the host.
+  const MemoryStat& host_stat() const { return host_stat_; }
+  const WalkPeak& host_peak() const { return Named(host_peak_); }
   // Empty (at.step < 0) before the first step.
   const WalkPeak& peak() const { return Named(peak_); }
   // The same rule over the listener's MeasureLive() samples; empty when it measures nothing.
@@ -218,6 +226,9 @@ class ProgramWalker {
   const ProgramTape* tape_ = nullptr;
   MemoryStat live_stat_;
   CategoryBytes by_category_;
+  MemoryStat host_stat_;
+  CategoryBytes host_by_category_;
+  mutable WalkPeak host_peak_;
   mutable WalkPeak peak_;  // step_name written by Named()
   mutable WalkPeak measured_peak_;
   int64_t num_allocations_ = 0;

@@ -75,6 +75,9 @@ class Replay final : public WalkListener {
     if (result_.out_of_memory) result_.out_of_memory_at = walker_.out_of_memory_at();
     result_.num_allocations = walker_.num_allocations();
     result_.persistent_bytes = walker_.live_stat().current;
+    result_.host_peak_bytes = walker_.host_peak().bytes;
+    result_.host_peak_breakdown = walker_.host_peak().breakdown;
+    result_.host_persistent_bytes = walker_.host_stat().current;
     result_.fragmentation_bytes = result_.peak_reserved_bytes - result_.peak_bytes;
     result_.trace = walker_.trace();
     return std::move(result_);
@@ -90,20 +93,35 @@ class Replay final : public WalkListener {
 
   void OnStepEnded(const Step& step, const ExecutionPoint& at) override {
     (void)step;
-    if (at.step == program_.loss_step && at.micro_batch == 0 &&
-        at.iteration == options_.iterations - 1)
-      result_.saved_activation_bytes = HeldForBackwardBytes();
+    if (at.step == saved_sample_step_ && at.micro_batch == 0 &&
+        at.iteration == options_.iterations - 1) {
+      result_.saved_activation_bytes = HeldForBackwardBytes(MemorySpace::kDevice);
+      result_.host_saved_activation_bytes = HeldForBackwardBytes(MemorySpace::kHost);
+    }
   }
 
  private:
-  int64_t HeldForBackwardBytes() const {
+  int64_t HeldForBackwardBytes(MemorySpace space) const {
     int64_t total = 0;
     for (const Buffer& b : program_.buffers)
-      if (b.held_for_backward && walker_.live(b.id)) total += walker_.bytes(b.id);
+      if (b.held_for_backward && b.space == space && walker_.live(b.id))
+        total += walker_.bytes(b.id);
     return total;
   }
 
+  // Where one micro-batch's forward ends: the loss step, or the copies to the host that follow
+  // it (--offload activations packs what the loss saved right after it; until then those
+  // tensors are still on the GPU, after it only on the host).
+  static LogicalTime SavedSampleStep(const TrainingProgram& program) {
+    LogicalTime t = program.loss_step;
+    while (t + 1 < program.micro_batch.end && program.step(t + 1).kind == StepKind::kTransfer &&
+           program.step(t + 1).transfer.direction == TransferDirection::kToHost)
+      ++t;
+    return t;
+  }
+
   const TrainingProgram& program_;
+  const LogicalTime saved_sample_step_ = SavedSampleStep(program_);
   AllocatorModel& allocator_;
   const SimulationOptions& options_;
   ProgramWalker walker_;

@@ -68,9 +68,18 @@ struct SimulationResult {
   ExecutionPoint out_of_memory_at;
 
   // Bytes of held_for_backward buffers live at the End of the first micro-batch's loss step of
-  // the last iteration: what one micro-batch's forward keeps for backward.
+  // the last iteration (after the copies to the host that follow it, with --offload
+  // activations): what one micro-batch's forward keeps for backward on the GPU.
   int64_t saved_activation_bytes = 0;
-  int64_t persistent_bytes = 0;  // live after the last iteration (parameters, states...)
+  int64_t persistent_bytes = 0;  // live on the GPU after the last iteration (parameters, ...)
+
+  // Pinned host memory (--offload): its peak by the walker's rule and the breakdown there, the
+  // saved tensors held on the host at the same point as saved_activation_bytes, and what stays
+  // on the host after the last iteration. All 0 when the program keeps nothing on the host.
+  int64_t host_peak_bytes = 0;
+  CategoryBytes host_peak_breakdown;
+  int64_t host_saved_activation_bytes = 0;
+  int64_t host_persistent_bytes = 0;
 
   std::vector<int64_t> buffer_bytes;  // evaluated size of every buffer, by BufferId
   std::vector<TimelinePoint> timeline;

@@ -40,6 +40,8 @@ std::string_view BufferRoleName(BufferRole role) {
       return "scalar";
     case BufferRole::kQuantizationState:
       return "quantization_state";
+    case BufferRole::kOffloadCopy:
+      return "offload_copy";
   }
   return "value";
 }
@@ -76,8 +78,14 @@ std::string_view StepKindName(StepKind kind) {
       return "zero_gradients";
     case StepKind::kCollective:
       return "collective";
+    case StepKind::kTransfer:
+      return "transfer";
   }
   return "forward";
+}
+
+std::string_view TransferDirectionName(TransferDirection direction) {
+  return direction == TransferDirection::kToHost ? "to_host" : "to_device";
 }
 
 std::string_view CollectiveKindName(CollectiveKind kind) {
@@ -143,6 +151,7 @@ std::string ToString(const TrainingProgram& program) {
     out << "  b" << b.id.value << " " << b.name << "  " << MemoryCategoryName(b.category) << " "
         << BufferRoleName(b.role) << " " << DTypeName(b.dtype) << " "
         << b.shape.ToString(program.symbols) << " bytes=" << b.bytes.ToString(program.symbols);
+    if (b.on_host()) out << " host";
     if (b.persistent) out << " persistent";
     if (b.held_for_backward) out << " held_for_backward";
     out << "\n";

@@ -40,6 +40,7 @@
 #include "analyzer/precision/loss_scaling.h"
 #include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/loss_kind.h"
+#include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
 #include "analyzer/vocabulary/precision.h"
 #include "analyzer/vocabulary/zero_grad_mode.h"
@@ -72,8 +73,19 @@ enum class BufferRole : uint8_t {
   kWorkspace,          // kernel scratch of one step
   kScalar,             // small bookkeeping tensors: found_inf, gradient norm, loss scale
   kQuantizationState,  // a quantised frozen weight's constants (absmax, scales; uint8 bytes)
+  // A tensor's copy in the other memory space (--offload): a saved tensor packed to the host or
+  // unpacked back to the GPU, the host copy of a parameter or gradient a CPU optimizer reads.
+  kOffloadCopy,
 };
 std::string_view BufferRoleName(BufferRole role);
+
+// Where a buffer lives. The simulator counts device bytes against the GPU (peak, breakdown,
+// allocator model) and host bytes apart (SimulationResult::host_peak_bytes); --offload decides
+// (analyzer/derivation/host_offload.h, saved_tensor_offload.h).
+enum class MemorySpace : uint8_t {
+  kDevice,  // GPU memory
+  kHost,    // pinned host memory (page-locked, so copies run at the link's full rate)
+};
 
 struct Buffer {
   BufferId id;
@@ -93,6 +105,8 @@ struct Buffer {
   // kSavedExtra: the op registry's name of the extra saved tensor ("save_mean", "rstd",
   // "dropout_mask"), how a kernel is told where each extra goes. Empty for other roles.
   std::string saved_name;
+  MemorySpace space = MemorySpace::kDevice;
+  bool on_host() const { return space == MemorySpace::kHost; }
 };
 
 enum class StepKind : uint8_t {
@@ -115,6 +129,10 @@ enum class StepKind : uint8_t {
   // parallel group (all-gather of parameters, reduce-scatter or all-reduce of gradients). Its
   // memory (gathered parameters, gradient shards, buckets) is its Begin/End events.
   kCollective,
+  // --offload: a copy between GPU and pinned host memory over the host link (Step::transfer).
+  // Its inputs are the sources, its outputs the destinations; its Begin allocates destinations
+  // that did not exist yet.
+  kTransfer,
 };
 std::string_view StepKindName(StepKind kind);
 
@@ -163,6 +181,11 @@ struct ParameterBuffers {
   // A frozen weight stored quantised (--base-dtype int8/nf4): its constants; the master then
   // holds the codes and every read dequantises it (a kCast). Invalid otherwise.
   BufferId quantization_state;
+  // --offload optimizer / optimizer+params (analyzer/derivation/host_offload.h): the host copy of
+  // the parameter that the CPU optimizer updates (the master itself when the master moved, else a
+  // host twin of it) and the host copy of the gradient it reads. Invalid otherwise.
+  BufferId host_parameter;
+  BufferId host_gradient;
 };
 
 // What a kCollective step communicates: the kind and the full (unsharded) payload in bytes, from
@@ -175,6 +198,19 @@ struct Collective {
   // Gradient collectives issued during backward overlap with the remaining backward compute, as
   // DDP's buckets and ZeRO's reduce buckets do; the optimizer phase's do not.
   bool overlaps_backward = false;
+};
+
+// What a kTransfer step copies over the host link. Its payload is the bytes of its device-side
+// buffers (the inputs of a copy to the host, the outputs of a copy to the device), which the cost
+// model divides by the link's rate (analyzer/offload/offload_cost.h).
+enum class TransferDirection : uint8_t { kToHost, kToDevice };
+std::string_view TransferDirectionName(TransferDirection direction);
+// The compute a transfer hides behind: a copy issued on a side stream while the forward (or
+// backward) runs costs only what exceeds that compute; kNone is a copy the compute waits for.
+enum class TransferOverlap : uint8_t { kNone, kForward, kBackward };
+struct Transfer {
+  TransferDirection direction = TransferDirection::kToHost;
+  TransferOverlap overlap = TransferOverlap::kNone;
 };
 
 struct Step {
@@ -208,6 +244,7 @@ struct Step {
   BufferId accumulate_part;
 
   Collective collective;  // kCollective only
+  Transfer transfer;      // kTransfer only
 
   std::vector<MemoryEvent> begin;  // allocations (and steal frees) before the kernel runs
   std::vector<MemoryEvent> end;    // frees after it ran
@@ -247,6 +284,9 @@ struct TrainingProgram {
   // and the strategy's name ("ddp", "zero3"; empty for a single-GPU program).
   int64_t data_parallel_ranks = 1;
   std::string data_parallel_strategy;
+  // What moves to host memory (--offload); the optimizer step runs on the CPU when
+  // OffloadsOptimizer(offload).
+  OffloadMode offload = OffloadMode::kNone;
   BufferId loss_buffer;
   BufferId label_buffer;       // invalid for the sum loss
   BufferId loss_scale_buffer;  // the dynamic loss scale (kScalar); invalid without one

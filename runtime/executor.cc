@@ -197,6 +197,11 @@ class Executor::Impl final : public WalkListener {
         // Per-rank programs (--gpus) are simulated; this executor runs one unsharded program.
         return MakeError("a per-rank data-parallel program (collective '" + step.name +
                          "') is simulated only; the executor runs single-GPU programs");
+      case StepKind::kTransfer:
+        // --offload programs are simulated; this executor keeps every buffer in one memory.
+        return MakeError("an --offload program (host transfer '" + step.name +
+                         "') is simulated only; the executor runs programs that keep everything "
+                         "on the device");
     }
     return OkStatus();
   }

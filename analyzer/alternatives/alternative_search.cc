@@ -61,10 +61,9 @@ class AlternativeSearcher {
     if (lora) Try({AlternativeKind::kLora}, *lora);
     std::optional<AlternativePlan> qlora_plan;
     if (qlora) qlora_plan = Try({AlternativeKind::kQlora}, *qlora);
-    // --offload (analyzer/vocabulary/alternative_kind.h), once the flag exists:
-    //   Try({AlternativeKind::kOffload}, Change(&PlanFlags::offload, "optimizer"));
     ShorterSequence({AlternativeKind::kShorterSequence}, PlanFlags{},
                     context_.persistent_state_bytes);
+    Offload();
 
     // Pairs, when no single change fits the GPU asked.
     if (!AnyFitsOnGpuAsked()) {
@@ -199,6 +198,15 @@ class AlternativeSearcher {
       SearchChanges(kinds, changes);
       return;
     }
+  }
+
+  // --offload optimizer, then optimizer+params: the first that fits (host memory is not
+  // budgeted). One GPU only (memplan plans offload for one GPU), and only where none was asked.
+  void Offload() {
+    if (context_.gpus != 1) return;
+    if (AskedText(context_.asked, &PlanFlags::offload, "offload") != "none") return;
+    SearchChanges({AlternativeKind::kOffload}, {Change(&PlanFlags::offload, "optimizer"),
+                                                Change(&PlanFlags::offload, "optimizer+params")});
   }
 
   // --gpus N --parallel zero3 for N = 2, 4, ... up to max_gpus, more than the GPUs asked. On one

@@ -14,6 +14,8 @@
 //   qlora             --lora 16 --base-dtype nf4 (--base-dtype nf4 alone with --lora)
 //   shorter_sequence  --dim S=v/2, v/4, v/8 (the first that fits) when a --dim binds a symbol
 //                     that names a sequence (IsSequenceSymbol)
+//   offload           --offload optimizer, then optimizer+params (the first that fits), on one
+//                     GPU when no offload was asked; host memory is reported, not budgeted
 //   sharding          --gpus N --parallel zero3 for the smallest N in 2, 4, ..., 64 (more than
 //                     the GPUs asked) that fits; from one GPU, N starts where the parameters and
 //                     optimizer state divided by N fit the budget
@@ -22,7 +24,7 @@
 // Recompute and a shorter sequence shrink activations only: they are not planned when the
 // parameters and optimizer state of the plan as asked already exceed the budget.
 // Pairs, only when no single change fits the GPU asked (recompute, optimizer, lora, qlora,
-// shorter_sequence): adamw8bit, lora and qlora each with --recompute auto (when none was asked),
+// shorter_sequence, offload): adamw8bit, lora and qlora each with --recompute auto (when none was asked),
 // then qlora with the shorter-sequence search.
 //
 // Ranking: the plans that fit first; among them the changes to the run on the GPU asked

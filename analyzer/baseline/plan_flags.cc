@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 30> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 31> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -169,6 +169,18 @@ const std::array<PlanFlagSpec, 30> kPlanFlagTable = {{
              "flash kernel: no S x S tensor saved) | auto (sdpa where attention is recognised)",
      .help_position = 20,
      .text = &PlanFlags::attention},
+    // Host memory (analyzer/derivation/host_offload.h, docs/finetuning.md).
+    {.key = "offload",
+     .argument = "--offload",
+     .type = PlanFlagType::kText,
+     .cli_default = "none",
+     .help_shows_default = true,
+     .help = "what lives in pinned host memory: none | optimizer (DeepSpeed ZeRO-Offload: "
+             "optimizer state and the parameter copies it updates, a CPU optimizer step) | "
+             "optimizer+params (ZeRO-3 offload_param / FSDP CPUOffload: parameters too, "
+             "fetched per block) | activations (torch.autograd.graph.save_on_cpu)",
+     .help_position = 27,
+     .text = &PlanFlags::offload},
     // Fine-tuning (docs/finetuning.md).
     {.key = "train",
      .argument = "--train",

@@ -51,6 +51,9 @@ struct PlanFlags {
   std::optional<std::string> parallel;   // --parallel: ddp | zero1 | zero2 | zero3 | fsdp | auto
   std::optional<int64_t> nodes;          // --nodes: machines the ranks span
   std::optional<std::string> attention;  // --attention: eager | sdpa | auto
+  // Host memory (docs/finetuning.md, --offload).
+  std::optional<std::string>
+      offload;  // --offload: none | optimizer | optimizer+params | activations
   // Fine-tuning (docs/finetuning.md).
   std::optional<std::string> train;         // --train: regex of the parameters that train
   std::optional<std::string> freeze;        // --freeze: regex of the parameters frozen
@@ -88,7 +91,7 @@ struct PlanFlagSpec {
 };
 
 // Every plan flag, in the order configurations write them and messages list them.
-extern const std::array<PlanFlagSpec, 30> kPlanFlagTable;
+extern const std::array<PlanFlagSpec, 31> kPlanFlagTable;
 
 // The table entry with `key`. REQUIRES: `key` is one of the table's keys.
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key);

@@ -41,7 +41,8 @@ std::string IndentedComment(const std::string& lines) {
 
 // accelerate's distributed_type for a data-parallel strategy.
 std::string DistributedType(const ExportPlan& plan) {
-  if (!plan.data_parallel) return "'NO'";
+  // One GPU with an optimizer offload runs DeepSpeed's ZeRO-Offload through the plugin.
+  if (!plan.data_parallel) return OffloadsOptimizer(plan.offload) ? "DEEPSPEED" : "'NO'";
   switch (plan.data_parallel->strategy) {
     case ParallelStrategy::kDdp:
       return "MULTI_GPU";
@@ -54,8 +55,25 @@ std::string DistributedType(const ExportPlan& plan) {
 
 // deepspeed_config (ZeRO stages) or fsdp_config, with the settings the per-rank program was
 // derived with; empty for DDP and one GPU.
+// The plugin's deepspeed_config block for ZeRO `stage`, with the plan's offload devices.
+std::string DeepSpeedPluginSection(const ExportPlan& plan, int stage) {
+  const bool optimizer = OffloadsOptimizer(plan.offload);
+  const bool params = plan.offload == OffloadMode::kOptimizerAndParams;
+  std::string out = "deepspeed_config:\n";
+  out += "  gradient_accumulation_steps: " + std::to_string(plan.accumulation_steps) + "\n";
+  out += std::string("  offload_optimizer_device: ") + (optimizer ? "cpu" : "none") + "\n";
+  out += std::string("  offload_param_device: ") + (params ? "cpu" : "none") + "\n";
+  out += "  zero3_init_flag: false\n";
+  out += "  zero_stage: " + std::to_string(stage) + "\n";
+  return out;
+}
+
 std::string EngineSection(const ExportPlan& plan) {
-  if (!plan.data_parallel) return "";
+  if (!plan.data_parallel) {
+    // One GPU: ZeRO-Offload is stage 2 (stage 3 with the parameters offloaded).
+    if (!OffloadsOptimizer(plan.offload)) return "";
+    return DeepSpeedPluginSection(plan, plan.offload == OffloadMode::kOptimizerAndParams ? 3 : 2);
+  }
   const DataParallelOptions& dp = *plan.data_parallel;
   std::string out;
   switch (dp.strategy) {
@@ -66,7 +84,8 @@ std::string EngineSection(const ExportPlan& plan) {
       out += "  fsdp_auto_wrap_policy: SIZE_BASED_WRAP\n";
       out += "  fsdp_backward_prefetch: BACKWARD_PRE\n";
       out += "  fsdp_min_num_params: " + std::to_string(dp.fsdp_min_unit_parameters) + "\n";
-      out += "  fsdp_offload_params: false\n";
+      out += std::string("  fsdp_offload_params: ") +
+             (plan.offload == OffloadMode::kOptimizerAndParams ? "true" : "false") + "\n";
       out += std::string("  fsdp_sharding_strategy: ") +
              (dp.reshard_after_forward ? "FULL_SHARD" : "SHARD_GRAD_OP") + "\n";
       out += "  fsdp_state_dict_type: SHARDED_STATE_DICT\n";
@@ -77,13 +96,7 @@ std::string EngineSection(const ExportPlan& plan) {
       const int stage = dp.strategy == ParallelStrategy::kZero1   ? 1
                         : dp.strategy == ParallelStrategy::kZero2 ? 2
                                                                   : 3;
-      out += "deepspeed_config:\n";
-      out += "  gradient_accumulation_steps: " + std::to_string(plan.accumulation_steps) + "\n";
-      out += "  offload_optimizer_device: none\n";
-      out += "  offload_param_device: none\n";
-      out += "  zero3_init_flag: false\n";
-      out += "  zero_stage: " + std::to_string(stage) + "\n";
-      return out;
+      return DeepSpeedPluginSection(plan, stage);
     }
   }
   return out;
@@ -117,6 +130,12 @@ std::string ExportAccelerate(const ExportPlan& plan, const ExportOptions& option
       "Recompute is not a config key: wrap these modules in torch.utils.checkpoint.checkpoint\n"
       "# (`" +
           ExportCommand(options, "pytorch") + "` writes enable_recompute(model)):");
+  if (plan.offload == OffloadMode::kActivations) {
+    out += "# Saved activations live in pinned host memory, as planned; not a config key: in the\n";
+    out += "# training script, run forward and loss under save_on_cpu:\n";
+    out += "#   with torch.autograd.graph.save_on_cpu(pin_memory=True):\n";
+    out += "#       loss = loss_fn(model(inputs), targets)\n";
+  }
   if (plan.data_parallel) {
     out += "# Launch: accelerate launch --config_file accelerate.yaml train.py (on each of the " +
            std::to_string(plan.Nodes()) + " machines, with its machine_rank).\n";

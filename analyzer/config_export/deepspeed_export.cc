@@ -88,6 +88,14 @@ std::vector<std::string> NotExpressed(const ExportPlan& plan, const ExportOption
     notes.push_back(
         "optimizer.params.lr: yours to set (the plan does not decide it); without "
         "it the optimizer's own default applies.");
+  if (plan.offload == OffloadMode::kActivations)
+    notes.push_back(
+        "offload activations: the plan copies every tensor saved for backward to pinned host "
+        "memory (torch.autograd.graph.save_on_cpu(pin_memory=True)); a DeepSpeed config cannot. "
+        "Run the model's forward and loss inside `with "
+        "torch.autograd.graph.save_on_cpu(pin_memory=True):` (" +
+        ExportCommand(options, "pytorch") +
+        " writes it); without it the run keeps every saved activation on the GPU.");
   if (plan.optimizer == OptimizerKind::kMomentum && !options.sgd_momentum)
     notes.push_back(
         "optimizer.params.momentum: yours to set, > 0 (the plan keeps a momentum "
@@ -132,6 +140,36 @@ nlohmann::ordered_json ZeroSection(const DataParallelOptions& dp) {
   return zero;
 }
 
+// ZeRO's offload sections for --offload optimizer / optimizer+params, pinned host memory as the
+// plan counts it (offload_param is valid only with stage 3).
+void AddOffload(OffloadMode offload, nlohmann::ordered_json& zero) {
+  if (!OffloadsOptimizer(offload)) return;
+  const nlohmann::ordered_json cpu = {{"device", "cpu"}, {"pin_memory", true}};
+  zero["offload_optimizer"] = cpu;
+  if (offload == OffloadMode::kOptimizerAndParams) zero["offload_param"] = cpu;
+}
+
+// One GPU with --offload optimizer(+params): DeepSpeed offloads only under ZeRO. ZeRO-Offload is
+// stage 2 with offload_optimizer (offload_param needs stage 3); partitioning over one rank
+// changes nothing else. contiguous_gradients and overlap_comm are off: on, they allocate reduce
+// buckets of reduce_bucket_size elements (5e8 by default, two with overlap_comm) that the
+// single-GPU plan does not hold. Stage 3 keeps no parameter whole
+// (stage3_param_persistence_threshold 0) and releases each after use
+// (stage3_max_reuse_distance 0), as the plan offloads and refetches every unit.
+nlohmann::ordered_json SingleGpuOffloadSection(OffloadMode offload) {
+  const bool params = offload == OffloadMode::kOptimizerAndParams;
+  nlohmann::ordered_json zero;
+  zero["stage"] = params ? 3 : 2;
+  AddOffload(offload, zero);
+  zero["contiguous_gradients"] = false;
+  zero["overlap_comm"] = false;
+  if (params) {
+    zero["stage3_param_persistence_threshold"] = 0;
+    zero["stage3_max_reuse_distance"] = 0;
+  }
+  return zero;
+}
+
 }  // namespace
 
 std::string ExportDeepSpeed(const ExportPlan& plan, const ExportOptions& options) {
@@ -144,13 +182,24 @@ std::string ExportDeepSpeed(const ExportPlan& plan, const ExportOptions& options
                           : std::string()) +
         " train.py --deepspeed ds_config.json";
   }
+  if (OffloadsOptimizer(plan.offload) && !plan.data_parallel) {
+    comment += " --offload " + std::string(OffloadModeName(plan.offload)) +
+               " on one GPU: ZeRO stage " +
+               (plan.offload == OffloadMode::kOptimizerAndParams ? "3" : "2") +
+               " with the optimizer step on the CPU (launch with deepspeed --num_gpus 1).";
+  }
   config["_comment"] = comment;
   config["train_batch_size"] = plan.SamplesPerStep();  // micro * accumulation * GPUs
   config["train_micro_batch_size_per_gpu"] = plan.micro_batch;
   config["gradient_accumulation_steps"] = plan.accumulation_steps;
   config["gradient_clipping"] = options.max_grad_norm;  // 0.0 disables clipping in DeepSpeed
   config["optimizer"] = OptimizerSection(plan, options);
-  if (plan.data_parallel) config["zero_optimization"] = ZeroSection(*plan.data_parallel);
+  if (plan.data_parallel) {
+    config["zero_optimization"] = ZeroSection(*plan.data_parallel);
+    AddOffload(plan.offload, config["zero_optimization"]);
+  } else if (OffloadsOptimizer(plan.offload)) {
+    config["zero_optimization"] = SingleGpuOffloadSection(plan.offload);
+  }
   if (plan.precision == Precision::kFp16) {
     nlohmann::ordered_json fp16;
     fp16["enabled"] = true;

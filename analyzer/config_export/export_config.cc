@@ -29,16 +29,33 @@ Status ValidateOptions(const ExportOptions& options) {
 Status CheckRegime(const ExportPlan& plan, ExportTarget target) {
   std::optional<ParallelStrategy> strategy;
   if (plan.data_parallel) strategy = plan.data_parallel->strategy;
-  if (!plan.amp_mode || ExportTargetRuns(target, *plan.amp_mode, strategy)) return OkStatus();
+  if (!plan.amp_mode || ExportTargetRuns(target, *plan.amp_mode, strategy, plan.offload))
+    return OkStatus();
   std::string supported;
   for (const NamedValue<AmpMode>& mode : kAmpModeNames)
-    if (ExportTargetRuns(target, mode.value, strategy))
+    if (ExportTargetRuns(target, mode.value, strategy, plan.offload))
       supported += (supported.empty() ? "" : " or ") + std::string(mode.name);
-  const std::string under =
+  std::string why =
       strategy ? " under --parallel " + std::string(ParallelStrategyName(*strategy)) : "";
-  return MakeError("export: " + std::string(ExportTargetName(target)) + under +
+  if (OffloadsOptimizer(plan.offload) && target == ExportTarget::kAccelerate)
+    why += " with --offload " + std::string(OffloadModeName(plan.offload)) +
+           " (its DeepSpeed plugin keeps fp32 masters)";
+  return MakeError("export: " + std::string(ExportTargetName(target)) + why +
                    " cannot express --amp-mode " + std::string(AmpModeName(*plan.amp_mode)) +
                    ", which the plan modelled; re-plan with --amp-mode " + supported);
+}
+
+// Likewise for --offload: a config that keeps on the GPU what the plan put on the host would
+// run out of the memory the plan freed.
+Status CheckOffload(const ExportPlan& plan, ExportTarget target) {
+  if (ExportTargetOffloads(target, plan.offload)) return OkStatus();
+  std::string supported;
+  for (ExportTarget t : kAllExportTargets)
+    if (ExportTargetOffloads(t, plan.offload))
+      supported += (supported.empty() ? "" : " or ") + std::string(ExportTargetName(t));
+  return MakeError("export: " + std::string(ExportTargetName(target)) +
+                   " cannot express --offload " + std::string(OffloadModeName(plan.offload)) +
+                   ", which the plan modelled; export with --to " + supported);
 }
 
 }  // namespace
@@ -53,6 +70,7 @@ Expected<std::string> ExportConfig(const nlohmann::json& plan_json, ExportTarget
 Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
                                    const ExportOptions& options) {
   MEMPLAN_RETURN_IF_ERROR(ValidateOptions(options));
+  MEMPLAN_RETURN_IF_ERROR(CheckOffload(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckRegime(plan, target));
   // A plan simulated without clipping exports without clipping: the clip's transient is not in
   // its memory figure.

@@ -83,6 +83,7 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.checkpointable_modules = report.checkpointable_modules;
   result.checkpoints = CheckpointsOf(result);
   result.data_parallel = report.data_parallel;
+  result.offload = report.offload;
   return result;
 }
 
@@ -149,6 +150,15 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
       MEMPLAN_TRY(dp.nodes, InPlan(RequiredPlanPositiveInt(plan, "nodes", "plan.")));
     }
     result.data_parallel = dp;
+  }
+  // --offload (docs/json_schema.md): plan.offload is an object whose mode names it.
+  auto offload = plan.find("offload");
+  if (offload != plan.end() && !offload->is_null()) {
+    if (!offload->is_object()) return PlanError("plan.offload is not an object");
+    MEMPLAN_TRY(std::string mode, InPlan(RequiredPlanString(*offload, "mode", "plan.offload.")));
+    Expected<OffloadMode> parsed = ParseOffloadMode(Lower(mode));
+    if (!parsed.ok()) return PlanError("plan.offload.mode: " + parsed.error().message);
+    result.offload = *parsed;
   }
   return result;
 }

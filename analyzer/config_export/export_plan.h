@@ -13,6 +13,7 @@
 #include "analyzer/parallel/data_parallel_options.h"
 #include "analyzer/plan_report.h"
 #include "analyzer/vocabulary/amp_mode.h"
+#include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
 #include "analyzer/vocabulary/precision.h"
 #include "graph/expected.h"
@@ -48,6 +49,9 @@ struct ExportPlan {
   // plan.parallel / plan.gpus / plan.nodes: the data-parallel strategy and group (nullopt: one
   // GPU). Bucket sizes and the other engine settings are the defaults the plan was derived with.
   std::optional<DataParallelOptions> data_parallel;
+  // plan.offload.mode (absent: none): what the plan keeps in pinned host memory. The exports
+  // write it as the engine setting that does it or refuse (export_config.cc).
+  OffloadMode offload = OffloadMode::kNone;
 
   int64_t Gpus() const { return data_parallel ? data_parallel->ranks : 1; }
   int64_t Nodes() const { return data_parallel ? data_parallel->nodes : 1; }
@@ -74,6 +78,8 @@ ExportPlan ExportPlanOf(const PlanReport& report);
 //   plan.clip_gradients: true | false (default true)
 //   plan.recompute_unit: "node" (default when absent) | "module"; with "module",
 //                    plan.recompute_modules (module paths) and plan.checkpointable_modules (>= 0)
+//   plan.offload.mode: "none" (default when plan.offload is absent) | "optimizer" |
+//                    "optimizer+params" | "activations"
 // Errors name the missing or invalid key.
 Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json);
 

@@ -51,16 +51,19 @@ std::string_view ExportTargetDefaultFileName(ExportTarget target) {
   return "train_loop.py";
 }
 
-bool ExportTargetRuns(ExportTarget target, AmpMode mode, std::optional<ParallelStrategy> strategy) {
+bool ExportTargetRuns(ExportTarget target, AmpMode mode, std::optional<ParallelStrategy> strategy,
+                      OffloadMode offload) {
   const bool zero = strategy == ParallelStrategy::kZero1 || strategy == ParallelStrategy::kZero2 ||
                     strategy == ParallelStrategy::kZero3;
   if (zero && target != ExportTarget::kPytorchLoop) return mode == AmpMode::kMasterWeights;
   switch (target) {
     case ExportTarget::kDeepSpeed:
       return mode == AmpMode::kMasterWeights;
+    case ExportTarget::kAccelerate:
+      if (OffloadsOptimizer(offload)) return mode == AmpMode::kMasterWeights;
+      return mode == AmpMode::kAutocast;
     case ExportTarget::kHfTrainer:
     case ExportTarget::kHfTrainerJson:
-    case ExportTarget::kAccelerate:
       return mode == AmpMode::kAutocast;
     case ExportTarget::kLightning:
     case ExportTarget::kPytorchLoop:
@@ -69,9 +72,24 @@ bool ExportTargetRuns(ExportTarget target, AmpMode mode, std::optional<ParallelS
   return false;
 }
 
-AmpMode ExportTargetDefaultAmpMode(ExportTarget target, std::optional<ParallelStrategy> strategy) {
-  return ExportTargetRuns(target, kDefaultCliAmpMode, strategy) ? kDefaultCliAmpMode
-                                                                : AmpMode::kMasterWeights;
+AmpMode ExportTargetDefaultAmpMode(ExportTarget target, std::optional<ParallelStrategy> strategy,
+                                   OffloadMode offload) {
+  return ExportTargetRuns(target, kDefaultCliAmpMode, strategy, offload) ? kDefaultCliAmpMode
+                                                                         : AmpMode::kMasterWeights;
+}
+
+bool ExportTargetOffloads(ExportTarget target, OffloadMode offload) {
+  switch (offload) {
+    case OffloadMode::kNone:
+      return true;
+    case OffloadMode::kOptimizer:
+    case OffloadMode::kOptimizerAndParams:
+      return target == ExportTarget::kDeepSpeed || target == ExportTarget::kAccelerate;
+    case OffloadMode::kActivations:
+      return target == ExportTarget::kPytorchLoop || target == ExportTarget::kDeepSpeed ||
+             target == ExportTarget::kAccelerate;
+  }
+  return false;
 }
 
 }  // namespace memplan

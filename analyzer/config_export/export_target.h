@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "analyzer/vocabulary/amp_mode.h"
+#include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/parallel_strategy.h"
 #include "graph/expected.h"
 
@@ -43,13 +44,23 @@ std::string_view ExportTargetDefaultFileName(ExportTarget target);
 // "-mixed" precisions run torch.autocast on fp32 parameters; Lightning's "-true" precisions and
 // a plain loop's model.to(dtype) run pure half parameters. A ZeRO strategy runs DeepSpeed's
 // engine whichever framework launches it (Trainer's deepspeed=, Accelerate's DEEPSPEED,
-// Lightning's deepspeed_stage_N), so only master-weights.
+// Lightning's deepspeed_stage_N), so only master-weights; Accelerate runs an optimizer offload
+// through its DeepSpeed plugin, so with one it runs DeepSpeed's regime too.
 bool ExportTargetRuns(ExportTarget target, AmpMode mode,
-                      std::optional<ParallelStrategy> strategy = std::nullopt);
+                      std::optional<ParallelStrategy> strategy = std::nullopt,
+                      OffloadMode offload = OffloadMode::kNone);
 
-// The regime a plan for `target` (under `strategy`) is made in when --amp-mode is not given:
-// autocast where the target runs it, else master-weights.
+// The regime a plan for `target` (under `strategy` and `offload`) is made in when --amp-mode is
+// not given: autocast where the target runs it, else master-weights.
 AmpMode ExportTargetDefaultAmpMode(ExportTarget target,
-                                   std::optional<ParallelStrategy> strategy = std::nullopt);
+                                   std::optional<ParallelStrategy> strategy = std::nullopt,
+                                   OffloadMode offload = OffloadMode::kNone);
+
+// Which --offload modes a target carries: the optimizer modes are DeepSpeed's offload_optimizer
+// and offload_param (also through Accelerate's DeepSpeed plugin); activations is
+// torch.autograd.graph.save_on_cpu around the forward, which the PyTorch loop writes and the
+// DeepSpeed and Accelerate outputs name as the script line to add. The Trainer and Lightning
+// argument lists have no setting for either.
+bool ExportTargetOffloads(ExportTarget target, OffloadMode offload);
 
 }  // namespace memplan

@@ -6,6 +6,9 @@
 // torch.utils.checkpoint on the planned modules (checkpoint_modules.h explains how ONNX node
 // names become module paths).
 
+#include <string>
+#include <vector>
+
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
 
@@ -88,10 +91,22 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   out += "        targets = targets.to(device, non_blocking=True)\n";
   out +=
       "        # Dividing by k makes the k accumulated gradients an average, as one big batch's.\n";
+  // --offload activations: every tensor autograd saves goes to pinned host memory when saved
+  // and comes back for its backward (torch.autograd.graph.save_on_cpu).
+  std::vector<std::string> contexts;
+  if (plan.offload == OffloadMode::kActivations)
+    contexts.push_back("torch.autograd.graph.save_on_cpu(pin_memory=True)");
   if (autocast) {
     // The device type of the device train() was given: "cuda" for "cuda:1", "cpu" for "cpu".
-    out += "        with torch.autocast(device_type=torch.device(device).type, dtype=" +
-           std::string(TorchDtype(plan.precision)) + "):\n";
+    contexts.push_back("torch.autocast(device_type=torch.device(device).type, dtype=" +
+                       std::string(TorchDtype(plan.precision)) + ")");
+  }
+  if (!contexts.empty()) {
+    if (plan.offload == OffloadMode::kActivations)
+      out += "        # Saved tensors go to pinned host memory and come back for backward.\n";
+    out += "        with ";
+    for (size_t i = 0; i < contexts.size(); ++i) out += (i == 0 ? "" : ", ") + contexts[i];
+    out += ":\n";
     out += "            loss = loss_fn(model(inputs), targets) / ACCUMULATION_STEPS\n";
   } else {
     out += "        loss = loss_fn(model(inputs), targets) / ACCUMULATION_STEPS\n";

@@ -6,9 +6,12 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/derivation/program_rewrite.h"
+
 // The rewrite collects new steps to insert before or after original steps and new events on
 // original steps, then lays the steps out again and re-derives the phase ranges, so every
-// original step keeps its events and order (see rank_sharding.h for the memory model).
+// original step keeps its events and order (see rank_sharding.h for the memory model; the
+// bookkeeping is analyzer/derivation/program_rewrite.h, shared with the offload pass).
 
 namespace memplan {
 namespace {
@@ -33,32 +36,21 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // A group of parameters gathered together (an FSDP unit, a ZeRO-3 module).
 struct Unit {
-  std::vector<int> parameters;     // indices into TrainingProgram::parameters
-  std::vector<BufferId> gathered;  // full buffers the compute steps read
-  std::vector<BufferId> shards;    // their persistent shards (the all-gather's inputs)
-  std::vector<NodeId> nodes;       // forward nodes reading the unit
+  std::vector<int> parameters;   // indices into TrainingProgram::parameters
+  ParameterUnit span;            // the full buffers the compute steps read, and when
+  std::vector<BufferId> shards;  // their persistent shards (the all-gather's inputs)
   int64_t elements = 0;
-  LogicalTime forward_first = -1, forward_last = -1;
-  LogicalTime backward_first = -1, backward_last = -1;  // backward steps reading the unit
   LogicalTime last_accumulation = -1;
 };
-
-void Widen(LogicalTime t, LogicalTime& first, LogicalTime& last) {
-  if (first < 0 || t < first) first = t;
-  if (t > last) last = t;
-}
 
 class RankSharder {
  public:
   RankSharder(TrainingProgram program, const DataParallelOptions& options)
-      : p_(std::move(program)), o_(options) {}
+      : p_(std::move(program)), o_(options), insert_(p_) {}
 
   Expected<TrainingProgram> Run() {
     MEMPLAN_RETURN_IF_ERROR(Validate());
-    const size_t n = p_.steps.size();
-    before_.assign(n, {});
-    after_.assign(n, {});
-    RecordBodyUses();
+    body_ = RecordBodyUses(p_);
     p_.data_parallel_ranks = o_.ranks;
     p_.data_parallel_strategy = std::string(ParallelStrategyName(o_.strategy));
     const ParallelStrategy s = o_.strategy;
@@ -78,7 +70,7 @@ class RankSharder {
     if (s == ParallelStrategy::kZero1 || s == ParallelStrategy::kZero2 ||
         s == ParallelStrategy::kZero3)
       GatherUpdatedParameters();
-    Relayout();
+    insert_.Apply(p_);
     return std::move(p_);
   }
 
@@ -114,25 +106,6 @@ class RankSharder {
 
   int64_t Bytes(BufferId b) const { return *p_.buffer(b).bytes.constant_value(); }
   int64_t Elements(BufferId b) const { return *p_.buffer(b).shape.NumElements().constant_value(); }
-
-  // Every body step that names a buffer as an operand.
-  void RecordBodyUses() {
-    uses_.assign(p_.buffers.size(), {});
-    last_accumulation_.assign(p_.parameters.size(), -1);
-    for (LogicalTime t = p_.micro_batch.begin; t < p_.micro_batch.end; ++t) {
-      const Step& s = p_.step(t);
-      auto use = [&](BufferId b) {
-        if (b.valid() && (uses_[b.index()].empty() || uses_[b.index()].back() != t))
-          uses_[b.index()].push_back(t);
-      };
-      for (BufferId b : s.inputs) use(b);
-      for (BufferId b : s.outputs) use(b);
-      for (const CastOp& c : s.casts) use(c.source);
-      for (BufferId b : s.saved) use(b);
-      if (s.kind == StepKind::kAccumulateGradient && s.parameter >= 0)
-        last_accumulation_[static_cast<size_t>(s.parameter)] = t;
-    }
-  }
 
   // Turns `b` into its shard in place: ceil(elements / N) elements of the same dtype.
   // Idempotent: a buffer is sharded at most once (optimizer state and parameter passes meet at the
@@ -200,11 +173,11 @@ class RankSharder {
   std::vector<int> ParametersByGradientReady() const {
     std::vector<int> order;
     for (size_t i = 0; i < p_.parameters.size(); ++i)
-      if (p_.parameters[i].gradient.valid() && last_accumulation_[i] >= 0)
+      if (p_.parameters[i].gradient.valid() && body_.last_accumulation[i] >= 0)
         order.push_back(static_cast<int>(i));
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return last_accumulation_[static_cast<size_t>(a)] <
-             last_accumulation_[static_cast<size_t>(b)];
+      return body_.last_accumulation[static_cast<size_t>(a)] <
+             body_.last_accumulation[static_cast<size_t>(b)];
     });
     return order;
   }
@@ -230,7 +203,7 @@ class RankSharder {
       LogicalTime last = -1;
       for (int i : members) {
         reduce.inputs.push_back(p_.parameters[static_cast<size_t>(i)].gradient);
-        last = std::max(last, last_accumulation_[static_cast<size_t>(i)]);
+        last = std::max(last, body_.last_accumulation[static_cast<size_t>(i)]);
       }
       if (o_.ddp_gradient_as_bucket_view) {
         reduce.outputs = reduce.inputs;  // in place: the gradients are the bucket
@@ -242,7 +215,7 @@ class RankSharder {
         AllocateAtSetup(bucket);
         reduce.outputs = {bucket};
       }
-      after_[static_cast<size_t>(last)].push_back(std::move(reduce));
+      insert_.After(last).push_back(std::move(reduce));
       ++bucket_index;
     }
     // gradient_as_bucket_view: the gradients are views of buckets the Reducer allocates at
@@ -274,7 +247,7 @@ class RankSharder {
     for (ParameterBuffers& pb : p_.parameters) {
       for (BufferId s : pb.optimizer_states) ShardInPlace(s);
       ShardInPlace(pb.master_gradient);
-      if (pb.working.valid() && uses_[pb.master.index()].empty()) ShardInPlace(pb.master);
+      if (pb.working.valid() && body_.steps[pb.master.index()].empty()) ShardInPlace(pb.master);
     }
   }
 
@@ -287,7 +260,7 @@ class RankSharder {
       reduce.inputs.push_back(pb.gradient);
     }
     reduce.collective.payload_bytes = bytes;
-    before_[static_cast<size_t>(p_.optimizer.begin)].push_back(std::move(reduce));
+    insert_.Before(p_.optimizer.begin).push_back(std::move(reduce));
   }
 
   void GatherUpdatedParameters() {
@@ -304,7 +277,7 @@ class RankSharder {
     if (gather.outputs.empty()) return;
     for (LogicalTime t = p_.optimizer.begin; t < p_.optimizer.end; ++t) {
       if (p_.step(t).kind == StepKind::kOptimizerStep) {
-        after_[static_cast<size_t>(t)].push_back(std::move(gather));
+        insert_.After(t).push_back(std::move(gather));
         return;
       }
     }
@@ -325,8 +298,9 @@ class RankSharder {
           zero3 && Elements(pb.master) <= o_.zero3_param_persistence_threshold;
       LogicalTime first = -1;
       for (BufferId b : {pb.master, pb.working}) {
-        if (!b.valid() || uses_[b.index()].empty()) continue;
-        first = first < 0 ? uses_[b.index()].front() : std::min(first, uses_[b.index()].front());
+        if (!b.valid() || body_.steps[b.index()].empty()) continue;
+        first = first < 0 ? body_.steps[b.index()].front()
+                          : std::min(first, body_.steps[b.index()].front());
       }
       if (persistent_whole) continue;
       if (first < 0) {
@@ -368,95 +342,51 @@ class RankSharder {
       ParameterBuffers& pb = p_.parameters[static_cast<size_t>(i)];
       for (BufferId* slot : {&pb.master, &pb.working}) {
         if (!slot->valid()) continue;
-        if (uses_[slot->index()].empty()) {
+        if (body_.steps[slot->index()].empty()) {
           ShardInPlace(*slot);  // a mixed-precision master no op reads: optimizer state only
           continue;
         }
         const BufferId full = *slot;
         const BufferId shard = NewShard(full);
         p_.buffers[full.index()].persistent = false;
-        unit.gathered.push_back(full);
+        unit.span.buffers.push_back(full);
         unit.shards.push_back(shard);
         shard_of[full] = shard;
         *slot = shard;
       }
       unit.last_accumulation =
-          std::max(unit.last_accumulation, last_accumulation_[static_cast<size_t>(i)]);
+          std::max(unit.last_accumulation, body_.last_accumulation[static_cast<size_t>(i)]);
     }
     // Setup allocates the shards in place of the full buffers.
     for (LogicalTime t = p_.setup.begin; t < p_.setup.end; ++t)
       for (MemoryEvent& e : p_.steps[static_cast<size_t>(t)].begin)
         if (auto it = shard_of.find(e.buffer); it != shard_of.end()) e.buffer = it->second;
-    // Spans: forward uses up to the loss, backward uses after it, and the backward steps of the
-    // nodes whose forward read the unit (the unit is gathered for its whole backward).
-    for (BufferId b : unit.gathered) {
-      for (LogicalTime t : uses_[b.index()]) {
-        if (t < p_.loss_step) {
-          Widen(t, unit.forward_first, unit.forward_last);
-          const Step& s = p_.step(t);
-          if (s.kind == StepKind::kForward && s.node.valid() &&
-              std::find(unit.nodes.begin(), unit.nodes.end(), s.node) == unit.nodes.end())
-            unit.nodes.push_back(s.node);
-        } else {
-          Widen(t, unit.backward_first, unit.backward_last);
-        }
-      }
-    }
-    for (LogicalTime t = p_.loss_step + 1; t < p_.micro_batch.end; ++t) {
-      const Step& s = p_.step(t);
-      if (s.kind == StepKind::kBackward &&
-          std::find(unit.nodes.begin(), unit.nodes.end(), s.node) != unit.nodes.end())
-        Widen(t, unit.backward_first, unit.backward_last);
-    }
+    ComputeUnitSpan(p_, body_, unit.span);
   }
 
   Step GatherStep(const Unit& unit, size_t index, const char* when) const {
     int64_t bytes = 0;
-    for (BufferId b : unit.gathered) bytes += Bytes(b);
+    for (BufferId b : unit.span.buffers) bytes += Bytes(b);
     Step s = Collective(CollectiveKind::kAllGather,
                         "all_gather unit" + std::to_string(index) + " " + when, bytes, false);
     s.inputs = unit.shards;
-    s.outputs = unit.gathered;
-    for (BufferId b : unit.gathered) s.begin.push_back(Alloc(b));
+    s.outputs = unit.span.buffers;
+    for (BufferId b : unit.span.buffers) s.begin.push_back(Alloc(b));
     return s;
-  }
-
-  void FreeAtEnd(LogicalTime t, const std::vector<BufferId>& buffers) {
-    for (BufferId b : buffers) p_.steps[static_cast<size_t>(t)].end.push_back(Free(b));
   }
 
   // Each unit is gathered prefetch_units units ahead of the one computing (forward in forward
   // order, backward in backward order) and freed after its last use in the phase.
   void PlaceGathers() {
-    const size_t prefetch = static_cast<size_t>(o_.prefetch_units);
     const bool reshard = o_.reshard_after_forward || o_.strategy == ParallelStrategy::kZero3;
-    std::vector<size_t> forward(units_.size());
-    for (size_t u = 0; u < units_.size(); ++u) forward[u] = u;
-    std::stable_sort(forward.begin(), forward.end(), [&](size_t a, size_t b) {
-      return units_[a].forward_first < units_[b].forward_first;
-    });
-    std::vector<size_t> backward;
-    for (size_t u : forward)
-      if (units_[u].backward_first >= 0) backward.push_back(u);
-    std::stable_sort(backward.begin(), backward.end(), [&](size_t a, size_t b) {
-      return units_[a].backward_first < units_[b].backward_first;
-    });
-    for (size_t j = 0; j < forward.size(); ++j) {
-      const Unit& unit = units_[forward[j]];
-      const Unit& anchor = units_[forward[j >= prefetch ? j - prefetch : 0]];
-      before_[static_cast<size_t>(anchor.forward_first)].push_back(
-          GatherStep(unit, forward[j], "(forward)"));
-      const bool keep = !reshard && unit.backward_last >= 0;
-      FreeAtEnd(keep ? unit.backward_last : unit.forward_last, unit.gathered);
-    }
-    if (!reshard) return;
-    for (size_t j = 0; j < backward.size(); ++j) {
-      const Unit& unit = units_[backward[j]];
-      const Unit& anchor = units_[backward[j >= prefetch ? j - prefetch : 0]];
-      before_[static_cast<size_t>(anchor.backward_first)].push_back(
-          GatherStep(unit, backward[j], "(backward)"));
-      FreeAtEnd(unit.backward_last, unit.gathered);
-    }
+    std::vector<ParameterUnit> spans;
+    for (const Unit& unit : units_) spans.push_back(unit.span);
+    PlaceUnitFetches(
+        p_, spans, o_.prefetch_units, reshard,
+        [&](size_t u, bool backward) {
+          return GatherStep(units_[u], u, backward ? "(backward)" : "(forward)");
+        },
+        insert_);
   }
 
   // ---- gradients (zero2, zero3, fsdp) --------------------------------------------------------
@@ -496,12 +426,12 @@ class RankSharder {
       int64_t bytes = 0;
       for (int i : groups[g]) {
         if (!p_.parameters[static_cast<size_t>(i)].gradient.valid() ||
-            last_accumulation_[static_cast<size_t>(i)] < 0)
+            body_.last_accumulation[static_cast<size_t>(i)] < 0)
           continue;
         full.push_back(ShardGradient(i));
         shards.push_back(p_.parameters[static_cast<size_t>(i)].gradient);
         bytes += Bytes(full.back());
-        last = std::max(last, last_accumulation_[static_cast<size_t>(i)]);
+        last = std::max(last, body_.last_accumulation[static_cast<size_t>(i)]);
       }
       if (full.empty()) continue;
       const BufferId input = NewBuffer("reduce_scatter_input(unit" + std::to_string(g) + ")",
@@ -516,7 +446,7 @@ class RankSharder {
       for (BufferId b : shards) s.begin.push_back(AllocIfNotLive(b));
       for (BufferId b : full) s.end.push_back(Free(b));
       s.end.push_back(Free(input));
-      after_[static_cast<size_t>(last)].push_back(std::move(s));
+      insert_.After(last).push_back(std::move(s));
     }
   }
 
@@ -546,17 +476,17 @@ class RankSharder {
         bytes += full_bytes;
         s.begin.push_back(AllocIfNotLive(shard));
         s.outputs.push_back(shard);
-        last = std::max(last, last_accumulation_[static_cast<size_t>(i)]);
+        last = std::max(last, body_.last_accumulation[static_cast<size_t>(i)]);
       }
       s.collective.payload_bytes = bytes;
-      after_[static_cast<size_t>(last)].push_back(std::move(s));
+      insert_.After(last).push_back(std::move(s));
       members.clear();
       elements = 0;
     };
     for (int i : order) {
       const BufferId full = ShardGradient(i);
       const int64_t n = Elements(full);
-      const LogicalTime last = last_accumulation_[static_cast<size_t>(i)];
+      const LogicalTime last = body_.last_accumulation[static_cast<size_t>(i)];
       if (n > o_.zero_reduce_bucket_elements) {
         flush();
         Step s = Collective(CollectiveKind::kReduceScatter, "reduce " + p_.buffer(full).name,
@@ -566,7 +496,7 @@ class RankSharder {
         s.outputs = {shard};
         s.begin.push_back(AllocIfNotLive(shard));
         s.end.push_back(Free(full));
-        after_[static_cast<size_t>(last)].push_back(std::move(s));
+        insert_.After(last).push_back(std::move(s));
         continue;
       }
       if (elements + n > o_.zero_reduce_bucket_elements) flush();
@@ -577,34 +507,10 @@ class RankSharder {
     flush();
   }
 
-  // ---- layout ------------------------------------------------------------------------------
-
-  void Relayout() {
-    const size_t n = p_.steps.size();
-    std::vector<Step> steps;
-    std::vector<LogicalTime> block_begin(n + 1, 0);  // where before_[t] starts
-    std::vector<LogicalTime> position(n, 0);
-    for (size_t t = 0; t < n; ++t) {
-      block_begin[t] = static_cast<LogicalTime>(steps.size());
-      for (Step& s : before_[t]) steps.push_back(std::move(s));
-      position[t] = static_cast<LogicalTime>(steps.size());
-      steps.push_back(std::move(p_.steps[t]));
-      for (Step& s : after_[t]) steps.push_back(std::move(s));
-    }
-    block_begin[n] = static_cast<LogicalTime>(steps.size());
-    auto begin_of = [&](LogicalTime t) { return block_begin[static_cast<size_t>(t)]; };
-    p_.setup = StepRange{0, begin_of(p_.micro_batch.begin)};
-    p_.micro_batch = StepRange{begin_of(p_.micro_batch.begin), begin_of(p_.optimizer.begin)};
-    p_.optimizer = StepRange{begin_of(p_.optimizer.begin), static_cast<LogicalTime>(steps.size())};
-    p_.loss_step = position[static_cast<size_t>(p_.loss_step)];
-    p_.steps = std::move(steps);
-  }
-
   TrainingProgram p_;
   const DataParallelOptions& o_;
-  std::vector<std::vector<Step>> before_, after_;  // new steps around each original step
-  std::vector<std::vector<LogicalTime>> uses_;     // per buffer: body steps naming it
-  std::vector<LogicalTime> last_accumulation_;     // per parameter; -1 without one
+  StepInsertions insert_;  // new steps around each original step
+  BodyUses body_;          // per buffer: body steps naming it; per parameter: its last accumulation
   std::vector<Unit> units_;
   std::vector<LogicalTime> unit_first_use_;
   int reduce_index_ = 0;

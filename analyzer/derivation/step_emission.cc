@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "analyzer/derivation/runtime_values.h"
+#include "analyzer/derivation/saved_tensor_offload.h"
 #include "analyzer/frozen_weight_storage.h"
 #include "analyzer/optimizer_state.h"
 #include "analyzer/precision_policy.h"
@@ -40,6 +41,9 @@ struct NodeInfo {
   std::vector<BufferId> extras;    // kExtra buffers (forward or recompute)
   LogicalTime forward_step = -1;
   bool recomputed_in_backward = false;
+  // --offload activations: per entry of `saved`, its host copy made after the forward step
+  // (invalid: not packed, resolved as without offload). Empty when nothing was packed.
+  std::vector<BufferId> packed;
 };
 
 // The mutable state of one emission; EmitSteps() is its facade.
@@ -54,6 +58,7 @@ class StepEmitter {
         regime_(analysis.regime),
         working_(analysis.regime.working),
         builder_(graph),
+        saved_offload_(builder_),
         p_(builder_.program()),
         order_(analysis.order),
         model_output_(analysis.model_output),
@@ -73,6 +78,7 @@ class StepEmitter {
     p_.zero_grad = options_.zero_grad;
     p_.loss = loss_.kind;
     p_.recomputed = a_.recompute.nodes;
+    p_.offload = options_.offload.mode;
 
     value_storage_.assign(g_.num_values(), BufferId());
     recomputed_storage_.assign(g_.num_values(), BufferId());
@@ -390,9 +396,55 @@ class StepEmitter {
         info.saved = info.schema->saved_for_backward(ctx);
         info.workspace = info.schema->backward_workspace(ctx);
         if (!info.recompute) CreateExtras(n);
+        if (OffloadsActivations())
+          info.packed = saved_offload_.Pack(node.name, n, SavedAtForward(n));
       }
     }
     return OkStatus();
+  }
+
+  bool OffloadsActivations() const { return options_.offload.mode == OffloadMode::kActivations; }
+
+  // --offload activations: the buffer each entry of the node's saved rule names right after its
+  // forward step, as BuildBackward resolves it for a node that is not recomputed (derivation
+  // refuses recompute with this mode). Invalid for entries that name nothing and for quantised
+  // weights, which bitsandbytes keeps outside autograd's saved tensors (so save_on_cpu never
+  // sees them) and dequantises again in backward.
+  std::vector<BufferId> SavedAtForward(NodeId n) const {
+    const Node& node = g_.node(n);
+    const NodeInfo& info = nodes_[n.index()];
+    std::vector<BufferId> saved(info.saved.size());
+    size_t extra = 0;
+    for (size_t k = 0; k < info.saved.size(); ++k) {
+      const SavedTensor& s = info.saved[k];
+      if (s.source == SavedTensor::Source::kInput) {
+        const auto i = static_cast<size_t>(s.index);
+        if (i >= node.inputs.size() || !IsRuntimeValue(node.inputs[i])) continue;
+        const ValueId u = node.inputs[i];
+        if (IsParameter(u) && quantized_[u.index()]) continue;
+        saved[k] =
+            IsParameter(u) || info.read_is_cast[i] ? info.read[i] : value_storage_[u.index()];
+      } else if (s.source == SavedTensor::Source::kOutput) {
+        const auto j = static_cast<size_t>(s.index);
+        if (j >= node.outputs.size() || !IsRuntimeValue(node.outputs[j])) continue;
+        saved[k] = value_storage_[node.outputs[j].index()];
+      } else if (extra < info.extras.size()) {
+        saved[k] = info.extras[extra++];
+      }
+    }
+    return saved;
+  }
+
+  // --offload activations: one unpack step bringing back the host copies `unpack` names, written
+  // into their places in `saved` (the list the next backward step reads).
+  void UnpackInto(const std::string& name, NodeId n,
+                  const std::vector<std::pair<size_t, BufferId>>& unpack,
+                  std::vector<BufferId>& saved) {
+    if (unpack.empty()) return;
+    std::vector<BufferId> host;
+    for (const auto& [at, copy] : unpack) host.push_back(copy);
+    const std::vector<BufferId> device = saved_offload_.Unpack(name, n, host);
+    for (size_t i = 0; i < unpack.size(); ++i) saved[unpack[i].first] = device[i];
   }
 
   void BuildLoss() {
@@ -454,6 +506,12 @@ class StepEmitter {
       loss_extras_.push_back(b);
     }
     p_.steps.back().extras = loss_extras_;
+    if (OffloadsActivations() && needs_grad_[model_output_.index()]) {
+      std::vector<BufferId> saved;
+      size_t extra = 0;
+      for (const SavedTensor& s : loss_saved_) saved.push_back(LossSaved(s, extra));
+      loss_packed_ = saved_offload_.Pack("loss", NodeId(), saved);
+    }
   }
 
   // ---- backward -------------------------------------------------------------------------------
@@ -631,23 +689,28 @@ class StepEmitter {
     return b;
   }
 
+  // The buffer the loss's saved rule entry `s` names (logits as read, label, loss, extras in
+  // order: `extra` counts the extras taken).
+  BufferId LossSaved(const SavedTensor& s, size_t& extra) const {
+    if (s.source == SavedTensor::Source::kInput)
+      return s.index == 0 ? loss_read_
+                          : (loss_.has_label && s.index == 1 ? p_.label_buffer : BufferId());
+    if (s.source == SavedTensor::Source::kOutput) return p_.loss_buffer;
+    return extra < loss_extras_.size() ? loss_extras_[extra++] : BufferId();
+  }
+
   void BuildLossBackward() {
     if (!needs_grad_[model_output_.index()]) return;
+    // --offload activations: what the loss saved comes back from the host first.
+    const std::vector<BufferId> unpacked = saved_offload_.Unpack("loss", NodeId(), loss_packed_);
     Step& step = NewStep(StepKind::kLossBackward, "loss");
     step.op_type = loss_.op_type;
     step.domain = loss_.domain;
     std::vector<BufferId> saved;
     size_t extra = 0;
-    for (const SavedTensor& s : loss_saved_) {
-      BufferId b;
-      if (s.source == SavedTensor::Source::kInput) {
-        b = s.index == 0 ? loss_read_
-                         : (loss_.has_label && s.index == 1 ? p_.label_buffer : BufferId());
-      } else if (s.source == SavedTensor::Source::kOutput) {
-        b = p_.loss_buffer;
-      } else if (extra < loss_extras_.size()) {
-        b = loss_extras_[extra++];
-      }
+    for (size_t k = 0; k < loss_saved_.size(); ++k) {
+      BufferId b = LossSaved(loss_saved_[k], extra);
+      if (k < unpacked.size() && unpacked[k].valid()) b = unpacked[k];
       if (!b.valid()) continue;
       Touch(b);
       saved.push_back(b);
@@ -668,8 +731,17 @@ class StepEmitter {
       // Resolve the saved tensors first: this may emit recompute steps.
       std::vector<BufferId> saved;
       std::vector<std::pair<size_t, ValueId>> dequantize;  // (index in saved, weight)
+      std::vector<std::pair<size_t, BufferId>> unpack;     // (index in saved, host copy)
       size_t extra = 0;
-      for (const SavedTensor& s : info.saved) {
+      for (size_t k = 0; k < info.saved.size(); ++k) {
+        const SavedTensor& s = info.saved[k];
+        if (k < info.packed.size() && info.packed[k].valid()) {
+          // --offload activations: the host copy made after forward comes back below.
+          if (s.source == SavedTensor::Source::kExtra) ++extra;
+          unpack.emplace_back(saved.size(), info.packed[k]);
+          saved.emplace_back();
+          continue;
+        }
         BufferId b;
         if (s.source == SavedTensor::Source::kInput) {
           size_t i = static_cast<size_t>(s.index);
@@ -700,6 +772,7 @@ class StepEmitter {
         }
         if (b.valid()) saved.push_back(b);
       }
+      UnpackInto(node.name, n, unpack, saved);
       Step& step = NewStep(StepKind::kBackward, node.name, n);
       step.compute_dtype = info.compute;
       for (const auto& [index, u] : dequantize) {
@@ -796,7 +869,8 @@ class StepEmitter {
   const AmpRegime& regime_;
   const DType working_;
   ProgramBuilder builder_;
-  TrainingProgram& p_;  // builder_'s program
+  SavedTensorOffload saved_offload_;  // --offload activations (saved_tensor_offload.h)
+  TrainingProgram& p_;                // builder_'s program
   const std::vector<NodeId>& order_;
   const ValueId model_output_;
   const LossSpec& loss_;
@@ -809,6 +883,7 @@ class StepEmitter {
   std::vector<SavedTensor> loss_saved_;
   Dim loss_workspace_;
   std::vector<BufferId> loss_extras_;
+  std::vector<BufferId> loss_packed_;  // --offload activations: host copies of the loss's saved
   BufferId loss_read_;
   BufferId loss_scale_;
 

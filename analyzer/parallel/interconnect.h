@@ -39,4 +39,9 @@ Interconnect DefaultIntraNodeLink(const GpuSpec& gpu);
 // DGX A100 class machines.
 Interconnect DefaultInterNodeLink();
 
+// The link between `gpu` and its host's memory, which --offload copies cross
+// (analyzer/offload/offload_cost.h): the PCIe generation of the part's host interface (H100/H200:
+// PCIe 5; V100, T4: PCIe 3; every other GPU and a generic size: PCIe 4), x16.
+Interconnect DefaultHostLink(const GpuSpec& gpu);
+
 }  // namespace memplan

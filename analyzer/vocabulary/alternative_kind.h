@@ -14,7 +14,7 @@ enum class AlternativeKind : uint8_t {
   kOptimizer,        // --optimizer adamw8bit | adafactor | lion in place of adam/adamw
   kLora,             // --lora r with a 16-bit frozen base (--base-dtype bf16 or fp16)
   kQlora,            // --lora r --base-dtype nf4
-  kOffload,          // --offload ... (reserved: added once the flag exists)
+  kOffload,          // --offload optimizer, or optimizer+params (one GPU)
   kShorterSequence,  // --dim <sequence symbol>=<half, quarter, eighth>
   kSharding,         // --gpus N --parallel zero3
   kLargerGpu,        // --gpu <the smallest GPU of memplan's table that fits>

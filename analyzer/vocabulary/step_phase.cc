@@ -25,8 +25,10 @@ StepPhase PhaseOfStep(StepKind kind) {
     case StepKind::kZeroGradients:
       return StepPhase::kOptimizer;
     case StepKind::kCollective:
-      // A collective belongs to the phase it sits in; by kind alone it is communication, which
-      // reports group with the optimizer phase unless PhaseOfStep(program, t) places it.
+    case StepKind::kTransfer:
+      // A collective or a host transfer belongs to the phase it sits in; by kind alone it is
+      // communication, which reports group with the optimizer phase unless PhaseOfStep(program,
+      // t) places it.
       return StepPhase::kOptimizer;
   }
   MEMPLAN_CHECK(false && "a step kind without a phase");

@@ -41,10 +41,11 @@ std::string_view CoarsePhaseName(StepPhase phase);
 std::string_view CoarsePhaseNameAt(const TrainingProgram& program, LogicalTime t);
 
 // The phase of `program.steps[t]`. REQUIRES: 0 <= t < program.steps.size().
-// A collective (per-rank programs) takes the phase of where it sits: setup, forward (up to the
-// loss), backward (after it) or optimizer.
+// A collective (per-rank programs) or a host transfer (--offload) takes the phase of where it
+// sits: setup, forward (up to the loss), backward (after it) or optimizer.
 inline StepPhase PhaseOfStep(const TrainingProgram& program, LogicalTime t) {
-  if (program.step(t).kind == StepKind::kCollective) {
+  const StepKind kind = program.step(t).kind;
+  if (kind == StepKind::kCollective || kind == StepKind::kTransfer) {
     if (program.setup.contains(t)) return StepPhase::kSetup;
     if (program.micro_batch.contains(t))
       return t <= program.loss_step ? StepPhase::kForward : StepPhase::kBackward;

@@ -24,8 +24,11 @@ namespace {
 //   activations        `activations` B at seq 4096, proportional to seq; a quarter unless
 //                      --recompute none (the joint search recomputes what the budget needs)
 //   --gpus N           weights, gradients and state divided by N (zero3); activations are not
+//   --offload          optimizer: no optimizer state on the GPU; optimizer+params: no weights
+//                      either (both on the host, which is not budgeted)
 //   budget             the GPU's memory less its context (ResolveGpu: 512 MiB)
-//   samples/s          10 x N, x 0.8 with an nf4 base (dequantisation), x 4096 / seq
+//   samples/s          10 x N, x 0.8 with an nf4 base (dequantisation), x 4096 / seq,
+//                      x 0.5 with --offload optimizer, x 0.25 with optimizer+params (PCIe)
 struct FakeModel {
   int64_t parameters = 0;
   int64_t activations = 0;
@@ -36,11 +39,14 @@ struct FakeModel {
     const bool lora = f.lora.has_value();
     const int64_t trained = lora ? parameters / 100 : parameters;
     const std::string base = f.base_dtype.value_or("fp32");
-    const int64_t weights = !lora           ? 4 * parameters
-                            : base == "nf4" ? parameters / 2
-                                            : 2 * parameters;
+    const std::string offload = f.offload.value_or("none");
+    const int64_t weights = offload == "optimizer+params" ? 0
+                            : !lora                       ? 4 * parameters
+                            : base == "nf4"               ? parameters / 2
+                                                          : 2 * parameters;
     const std::string optimizer = f.optimizer.value_or("adam");
-    const int64_t state_bytes = optimizer == "adamw8bit"   ? 2
+    const int64_t state_bytes = offload != "none"          ? 0
+                                : optimizer == "adamw8bit" ? 2
                                 : optimizer == "lion"      ? 4
                                 : optimizer == "adafactor" ? 0
                                                            : 8;
@@ -54,8 +60,11 @@ struct FakeModel {
     plan.persistent_state_bytes = (weights + state_bytes * trained) / n;
     plan.chosen.micro_batch = 1;
     plan.chosen.peak_bytes = (weights + 4 * trained + state_bytes * trained) / n + act;
+    const double pcie = offload == "optimizer"          ? 0.5
+                        : offload == "optimizer+params" ? 0.25
+                                                        : 1.0;
     plan.chosen.samples_per_second = 10.0 * static_cast<double>(n) * (base == "nf4" ? 0.8 : 1.0) *
-                                     4096 / static_cast<double>(seq);
+                                     pcie * 4096 / static_cast<double>(seq);
     plan.fits = plan.chosen.peak_bytes <= plan.budget_bytes;
     plan.gpu = gpu.name;
     plan.gpus = n;
@@ -117,18 +126,22 @@ TEST_CASE("alternatives of a full fine-tune: LoRA, QLoRA, 4 GPUs, a larger GPU",
                            "--dim seq=4096 --gpu 24G --optimizer lion",
                            "--dim seq=4096 --gpu 24G --lora 16 --base-dtype fp16",
                            "--dim seq=4096 --gpu 24G --lora 16 --base-dtype nf4",
+                           "--dim seq=4096 --gpu 24G --offload optimizer",
+                           "--dim seq=4096 --gpu 24G --offload optimizer+params",
                            "--dim seq=4096 --gpu 24G --gpus 2 --parallel zero3",
                            "--dim seq=4096 --gpu 24G --gpus 4 --parallel zero3",
                            "--dim seq=4096 --gpu A6000",
                        });
-  CHECK(search.plans == 8);
+  CHECK(search.plans == 10);
   // LoRA (fp16 base: the GPU has no bf16): 6e9 + 3e7 x (4 + 8) + 2e9 = 8.36e9 B, 10 samples/s.
-  // QLoRA: 1.5e9 + 0.36e9 + 2e9 = 3.86e9 B, 8 samples/s. 2 GPUs: 48e9 / 2 + 2e9 = 26e9 B, no;
+  // QLoRA: 1.5e9 + 0.36e9 + 2e9 = 3.86e9 B, 8 samples/s. Offload optimizer: 12e9 + 12e9 + 2e9 =
+  // 26e9 B, no; optimizer+params: 12e9 + 2e9 = 14e9 B, 2.5 samples/s. 2 GPUs: 48e9 / 2 + 2e9 = 26e9 B, no;
   // 4 GPUs: 12e9 + 2e9 = 14e9 B, 40 samples/s (ranked after the one-GPU changes). A6000: fits.
   // Not fitting, by peak: adafactor 12e9 + 12e9 + 2e9 = 26e9, adamw8bit 32e9, lion 38e9.
   CHECK(ChangesOf(search) == std::vector<std::string>{
                                  "--lora 16 --base-dtype fp16 fits",
                                  "--lora 16 --base-dtype nf4 fits",
+                                 "--offload optimizer+params fits",
                                  "--gpus 4 --parallel zero3 fits",
                                  "--gpu A6000 fits",
                                  "--optimizer adafactor no",
@@ -136,8 +149,10 @@ TEST_CASE("alternatives of a full fine-tune: LoRA, QLoRA, 4 GPUs, a larger GPU",
                                  "--optimizer lion no",
                              });
   CHECK(search.planned[1].plan.chosen.peak_bytes == 3'860'000'000);
-  CHECK(search.planned[2].plan.gpus == 4);
-  CHECK(search.planned[3].plan.budget_bytes == 50'990'153'728);
+  CHECK(search.planned[2].kinds == std::vector<AlternativeKind>{AlternativeKind::kOffload});
+  CHECK(search.planned[2].plan.chosen.peak_bytes == 14'000'000'000);
+  CHECK(search.planned[3].plan.gpus == 4);
+  CHECK(search.planned[4].plan.budget_bytes == 50'990'153'728);
   REQUIRE(search.skipped.size() == 1);
   CHECK(search.skipped[0].kinds == std::vector<AlternativeKind>{AlternativeKind::kShorterSequence});
   CHECK(PlanFlagsAsArguments(search.skipped[0].change) == "--dim seq=2048");
@@ -158,7 +173,8 @@ TEST_CASE("alternatives when activations dominate: recompute, a shorter sequence
   // 64 GPUs: 3.2e9 / 64 + 40e9 still does not fit: the search ends there, the last one kept.
   // No pair: a single change fits this GPU. Not fitting, at 10 samples/s by peak: LoRA
   // 0.4e9 + 2e6 x 12 + 40e9 = 40.424e9, adafactor 41.6e9, adamw8bit 42.0e9, lion 42.4e9; then
-  // QLoRA (8 samples/s), then 64 GPUs (a later group).
+  // QLoRA (8 samples/s); offload: optimizer 0.8e9 + 0.8e9 + 40e9 = 41.6e9 no, so optimizer+params
+  // 40.8e9, no, kept (2.5 samples/s); then 64 GPUs (a later group).
   CHECK(ChangesOf(search) == std::vector<std::string>{
                                  "--recompute auto fits",
                                  "--dim seq=2048 fits",
@@ -168,10 +184,11 @@ TEST_CASE("alternatives when activations dominate: recompute, a shorter sequence
                                  "--optimizer adamw8bit no",
                                  "--optimizer lion no",
                                  "--lora 16 --base-dtype nf4 no",
+                                 "--offload optimizer+params no",
                                  "--gpus 64 --parallel zero3 no",
                              });
-  // 1 recompute + 3 optimizers + 2 LoRA + 1 sequence + 6 GPU counts (2..64) + 1 GPU.
-  CHECK(search.plans == 14);
+  // 1 recompute + 3 optimizers + 2 LoRA + 1 sequence + 2 offloads + 6 GPU counts (2..64) + 1 GPU.
+  CHECK(search.plans == 16);
   CHECK(search.skipped.empty());
   AlternativesReport report{context.asked, search};
   CHECK(AlternativesJson(report)[0]["replaces"] == "--recompute none");
@@ -208,6 +225,37 @@ TEST_CASE("alternatives pair QLoRA with recompute when no single change fits", "
   REQUIRE(search.skipped.size() == 3);
   CHECK(search.skipped[0].kinds == std::vector<AlternativeKind>{AlternativeKind::kRecompute});
   CHECK(search.skipped[2].reason == "no GPU in memplan's table has enough memory");
+}
+
+TEST_CASE("alternatives offload: the first mode that fits, one GPU only", "[alternatives]") {
+  // 2e9 parameters, 8e9 B of activations (2e9 recomputed). As asked: 8e9 + 8e9 + 16e9 + 2e9 =
+  // 34e9 B, no. --offload optimizer: 8e9 + 8e9 + 2e9 = 18e9 B fits: optimizer+params is not
+  // planned.
+  FakeModel model{.parameters = 2'000'000'000, .activations = 8'000'000'000};
+  AlternativeContext context = ContextFor(model, Asked(std::nullopt));
+  const AlternativeSearch search = Search(model, context);
+  std::vector<std::string> offloads;
+  for (const std::string& asked : model.asked)
+    if (asked.find("--offload") != std::string::npos) offloads.push_back(asked);
+  CHECK(offloads == std::vector<std::string>{"--dim seq=4096 --gpu 24G --offload optimizer"});
+  bool fits = false;
+  for (const Alternative& a : search.planned)
+    fits |= a.kinds == std::vector<AlternativeKind>{AlternativeKind::kOffload} && a.plan.fits &&
+            a.plan.chosen.peak_bytes == 18'000'000'000;
+  CHECK(fits);
+
+  // Not tried on 2 GPUs (memplan plans offload for one), nor when an offload was asked.
+  model.asked.clear();
+  context.gpus = 2;
+  Search(model, context);
+  for (const std::string& asked : model.asked) CHECK(asked.find("--offload") == std::string::npos);
+  PlanFlags asked = Asked(std::nullopt);
+  asked.offload = "activations";
+  model.asked.clear();
+  context = ContextFor(model, asked);
+  Search(model, context);
+  for (const std::string& a : model.asked)
+    CHECK(a.find("--offload optimizer") == std::string::npos);
 }
 
 TEST_CASE("alternatives the planner refuses are listed with its reason", "[alternatives]") {

@@ -244,6 +244,16 @@ TEST_CASE("the attention flag round-trips through configurations and baselines",
   CHECK(PlanFlagsAsArguments(*flags) == "--attention eager");
 }
 
+TEST_CASE("the offload flag round-trips through configurations and baselines", "[baseline]") {
+  nlohmann::json json = nlohmann::json::parse(R"({"offload": "optimizer+params"})");
+  Expected<PlanFlags> flags = PlanFlagsFromJson(json, "");
+  REQUIRE(flags.ok());
+  CHECK(flags->offload == "optimizer+params");
+  CHECK(nlohmann::json(PlanFlagsToJson(*flags)) == json);
+  CHECK(PlanFlagsAsArguments(*flags) == "--offload optimizer+params");
+  CHECK(PlanFlagWithKey("offload").argument == "--offload");
+}
+
 }  // namespace
 }  // namespace memplan
 

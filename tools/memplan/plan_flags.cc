@@ -8,6 +8,7 @@
 #include "analyzer/parallel/data_parallel_options.h"
 #include "analyzer/planner.h"
 #include "analyzer/precision/precision_placement.h"
+#include "analyzer/vocabulary/offload_mode.h"
 #include "graph/bind_symbols.h"
 
 namespace memplan::cli {
@@ -139,6 +140,26 @@ Status ResolveDataParallel(const PlanArguments& flags, PlanRequest& request) {
   return OkStatus();
 }
 
+// --offload into planner.program.offload (analyzer/derivation/host_offload.h). One GPU only;
+// activations offload plans no recompute (there is no activation left on the GPU to drop).
+Status ResolveOffload(const PlanArguments& flags, PlanRequest& request) {
+  MEMPLAN_TRY(OffloadMode mode, ParseFlagChoice(kOffloadModeNames, flags, "offload"));
+  request.planner.program.offload.mode = mode;
+  if (mode == OffloadMode::kNone) return OkStatus();
+  const std::string flag = "--offload " + flags.Text("offload");
+  if (request.planner.program.data_parallel)
+    return MakeError(flag + " is planned for one GPU; with --gpus it is not modelled yet");
+  if (mode == OffloadMode::kActivations) {
+    if (request.search.recompute == RecomputeChoice::kAuto) {
+      request.search.recompute = RecomputeChoice::kNone;
+    } else if (request.search.recompute != RecomputeChoice::kNone) {
+      return MakeError(flag + " keeps no saved tensor on the GPU, so --recompute " +
+                       flags.Text("recompute") + " has nothing to drop; use --recompute none");
+    }
+  }
+  return OkStatus();
+}
+
 // --train, --freeze, --lora, --lora-targets, --base-dtype (docs/finetuning.md).
 Status ResolveFineTuningFlags(const PlanArguments& flags, PlanRequest& request) {
   FineTuneOptions& f = request.finetune;
@@ -247,6 +268,7 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     p.program.loss_scaling = *scaling;
   }
   MEMPLAN_RETURN_IF_ERROR(ResolveDataParallel(flags, request));
+  MEMPLAN_RETURN_IF_ERROR(ResolveOffload(flags, request));
   MEMPLAN_RETURN_IF_ERROR(ResolveFineTuningFlags(flags, request));
   // The planner says the same without naming a flag; the CLI names --reserve.
   if (!flags.Text("gpu").empty() &&

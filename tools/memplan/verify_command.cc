@@ -121,6 +121,15 @@ Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
     MEMPLAN_TRY(attention, in_plan(ParseAttentionMode(requested.value_or("eager"))));
   }
   MEMPLAN_RETURN_IF_ERROR(ApplyAttentionMode(graph, attention, request.analysis.model));
+  // A plan that keeps state in host memory (plan.offload) is planned only: the runtime keeps
+  // every buffer in one memory, so its measurement would not be of that plan.
+  if (p.contains("offload") && p["offload"].is_object()) {
+    MEMPLAN_TRY(std::optional<std::string> offload,
+                in_plan(OptionalPlanString(p["offload"], "mode", "plan.offload.")));
+    if (offload && *offload != "none")
+      return MakeError(where + "the runtime does not execute --offload " + *offload +
+                       " (host memory and its copies are planned only)");
+  }
   VerifyPlan plan;
   ProgramOptions& o = plan.program;
   MEMPLAN_TRY(plan.micro_batch, in_plan(RequiredPlanPositiveInt(p, "micro_batch", "plan.")));
@@ -242,6 +251,11 @@ int RunVerify(const VerifyFlags& flags) {
     return ReportError("verify: the runtime does not execute --base-dtype " +
                        std::string(BaseDTypeName(*base)) +
                        " (quantised weights are planned only); verify with --base-dtype bf16");
+  if (const OffloadMode offload = request->planner.program.offload.mode;
+      offload != OffloadMode::kNone)
+    return ReportError("verify: the runtime does not execute --offload " +
+                       std::string(OffloadModeName(offload)) +
+                       " (host memory and its copies are planned only); verify without --offload");
   const BackendFactory backends = BackendFor(flags.device);
   if (flags.device != "cpu") {
     // Fail before any work when there is no device.

@@ -29,6 +29,10 @@ TEST_CASE("Every step kind has one phase and one coarse phase", "[vocabulary]") 
   CHECK(PhaseOfStep(StepKind::kClipGradients) == StepPhase::kOptimizer);
   CHECK(PhaseOfStep(StepKind::kOptimizerStep) == StepPhase::kOptimizer);
   CHECK(PhaseOfStep(StepKind::kZeroGradients) == StepPhase::kOptimizer);
+  // Collectives and host transfers take the phase of where they sit (PhaseOfStep(program, t));
+  // by kind alone they group with the optimizer phase.
+  CHECK(PhaseOfStep(StepKind::kCollective) == StepPhase::kOptimizer);
+  CHECK(PhaseOfStep(StepKind::kTransfer) == StepPhase::kOptimizer);
 
   CHECK(CoarsePhaseName(StepPhase::kSetup) == "optimizer");
   CHECK(CoarsePhaseName(StepPhase::kLoad) == "forward");

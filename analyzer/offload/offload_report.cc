@@ -1,0 +1,71 @@
+#include "analyzer/offload/offload_report.h"
+
+#include <sstream>
+
+#include "analyzer/analysis_report.h"
+#include "analyzer/memory_size.h"
+#include "analyzer/report/number_format.h"
+
+namespace memplan {
+namespace {
+
+// What the mode keeps on the host, for the text line.
+std::string_view OffloadedWhat(OffloadMode mode) {
+  switch (mode) {
+    case OffloadMode::kNone:
+      return "nothing";
+    case OffloadMode::kOptimizer:
+      return "optimizer state, the parameter copies it updates and gradients";
+    case OffloadMode::kOptimizerAndParams:
+      return "parameters, optimizer state and gradients";
+    case OffloadMode::kActivations:
+      return "saved activations";
+  }
+  return "nothing";
+}
+
+}  // namespace
+
+bool IsOffloadReport(const AnalysisReport& report) {
+  return report.plan != nullptr && report.plan->program.offload != OffloadMode::kNone;
+}
+
+nlohmann::ordered_json OffloadJson(const AnalysisReport& report) {
+  const TrainingPlan& plan = *report.plan;
+  const SimulationResult& sim = plan.simulation;
+  const OffloadCostOptions cost = ResolvedOffloadCostOptions(*report.options);
+  nlohmann::ordered_json j;
+  j["mode"] = std::string(OffloadModeName(plan.program.offload));
+  j["host_bytes"] = sim.host_peak_bytes;
+  nlohmann::ordered_json breakdown;
+  for (MemoryCategory c : kAllMemoryCategories)
+    breakdown[std::string(MemoryCategoryName(c))] = sim.host_peak_breakdown[c];
+  j["host_breakdown"] = breakdown;
+  j["host_saved_activation_bytes"] = sim.host_saved_activation_bytes;
+  j["host_link"] = std::string(cost.host_link.name);
+  j["host_link_bytes_per_second"] = cost.host_link.bytes_per_second * cost.copy_efficiency;
+  j["transfer_bytes_per_step"] = plan.time.transfer_bytes;
+  j["transfer_seconds_per_step"] = plan.time.transfer_total_seconds;
+  j["exposed_transfer_seconds_per_step"] = plan.time.transfer_seconds;
+  j["host_optimizer_seconds"] = plan.time.host_optimizer_seconds;
+  return j;
+}
+
+std::string OffloadText(const AnalysisReport& report) {
+  const TrainingPlan& plan = *report.plan;
+  const OffloadCostOptions cost = ResolvedOffloadCostOptions(*report.options);
+  std::ostringstream s;
+  s << "Host     " << FormatBytes(plan.simulation.host_peak_bytes) << " pinned ("
+    << OffloadedWhat(plan.program.offload) << " offloaded)\n";
+  s << "         " << cost.host_link.description << " at "
+    << FormatFixed(cost.host_link.bytes_per_second * cost.copy_efficiency / 1e9, 1)
+    << " GB/s: " << FormatBytes(plan.time.transfer_bytes) << " per step, "
+    << FormatFixed(plan.time.transfer_total_seconds, 4) << " s ("
+    << FormatFixed(plan.time.transfer_seconds, 4) << " s not hidden by compute)";
+  if (OffloadsOptimizer(plan.program.offload))
+    s << "; optimizer step on the CPU " << FormatFixed(plan.time.host_optimizer_seconds, 4) << " s";
+  s << "\n";
+  return s.str();
+}
+
+}  // namespace memplan

@@ -1,0 +1,56 @@
+# `memplan analyze --offload ...` (docs/finetuning.md, "Offload"): the host bytes beside the GPU
+# peak, the plan.offload JSON object, the exports that carry it and the one-line errors.
+# tests/fixtures/tiny_mlp.onnx has 676 parameters (fc1 16x32 + 32, fc2 32x4 + 4), fp32.
+set(OF ${MEMPLAN_TEST_FIXTURES}/tiny_mlp.onnx)
+
+# fp32 Adam, optimizer offloaded: the host keeps an fp32 twin of the parameters (4 x 676 = 2704),
+# fp32 gradients (2704) and Adam's moments (8 x 676 = 5408): 16 x 676 = 10816 bytes = 10.6 KiB.
+memplan_cli_test("analyze --offload optimizer reports the host bytes beside the peak" EXPECT_EXIT 0
+  EXPECT_OUTPUT "Peak     [^\n]*\n[^$]*Host     10.6 KiB pinned \\(optimizer state, the parameter copies it updates and gradients offloaded\\)\n         PCIe 4.0 x16 at 25.2 GB/s: [^\n]* per step, [^\n]*; optimizer step on the CPU "
+  COMMAND analyze ${OF} --gpu 24G --precision fp32 --optimizer adam --offload optimizer)
+memplan_cli_test("analyze --offload optimizer JSON: plan.offload with hand-derived host bytes" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"offload\": {[ \n]*\"mode\": \"optimizer\",[ \n]*\"host_bytes\": 10816,[ \n]*\"host_breakdown\": {[ \n]*\"parameters\": 2704,[ \n]*\"gradients\": 2704,[ \n]*\"optimizer_state\": 5408,[^}]*},[ \n]*\"host_saved_activation_bytes\": 0,[ \n]*\"host_link\": \"pcie4\",[ \n]*\"host_link_bytes_per_second\": 25200000000[.0]*,[ \n]*\"transfer_bytes_per_step\": 5408,"
+  COMMAND analyze ${OF} --gpu 24G --precision fp32 --optimizer adam --offload optimizer --json)
+# bf16 master weights, parameters offloaded too: bf16 working copies 2 x 676 = 1352, fp32
+# masters 2704, fp32 gradients 2704, moments 5408: 18 x 676 = 12168 bytes. H100: PCIe 5.
+memplan_cli_test("analyze --offload optimizer+params: 18 bytes per parameter on the host" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"offload\": {[ \n]*\"mode\": \"optimizer\\+params\",[ \n]*\"host_bytes\": 12168,[^}]*}[^}]*\"host_link\": \"pcie5\","
+  COMMAND analyze ${OF} --gpu H100 --precision bf16 --amp-mode master-weights --optimizer adam --offload optimizer+params --json)
+# save_on_cpu: nothing saved stays on the GPU at the end of the forward.
+memplan_cli_test("analyze --offload activations keeps no saved bytes on the GPU" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"saved_activation_bytes\": 0,[^$]*\"offload\": {[ \n]*\"mode\": \"activations\","
+  COMMAND analyze ${OF} --gpu 24G --precision fp32 --micro-batch 8 --offload activations --json)
+memplan_cli_test("analyze without --offload has no plan.offload" EXPECT_EXIT 0
+  EXPECT_NO_OUTPUT "\"offload\""
+  COMMAND analyze ${OF} --gpu 24G --precision fp32 --json)
+
+# Exports.
+memplan_cli_test("--offload optimizer exports DeepSpeed ZeRO-Offload (stage 2 on one GPU)" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"zero_optimization\": {\n *\"stage\": 2,\n *\"offload_optimizer\": {\n *\"device\": \"cpu\",\n *\"pin_memory\": true\n *},"
+  COMMAND analyze ${OF} --gpu 24G --precision fp32 --offload optimizer --export deepspeed)
+memplan_cli_test("--offload optimizer+params exports offload_param under stage 3" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"stage\": 3,\n *\"offload_optimizer\": {[^}]*},\n *\"offload_param\": {\n *\"device\": \"cpu\",\n *\"pin_memory\": true\n *}"
+  COMMAND analyze ${OF} --gpu 24G --precision fp32 --offload optimizer+params --export deepspeed)
+memplan_cli_test("--offload optimizer exports Accelerate's DeepSpeed plugin" EXPECT_EXIT 0
+  EXPECT_OUTPUT "offload_optimizer_device: cpu\n  offload_param_device: none\n[^$]*distributed_type: DEEPSPEED\n"
+  COMMAND analyze ${OF} --gpu A100-80GB --precision bf16 --offload optimizer --export accelerate)
+memplan_cli_test("--offload activations exports save_on_cpu in the PyTorch loop" EXPECT_EXIT 0
+  EXPECT_OUTPUT "with torch.autograd.graph.save_on_cpu\\(pin_memory=True\\):\n            loss = "
+  COMMAND analyze ${OF} --gpu 24G --precision fp32 --offload activations --export pytorch)
+memplan_cli_test("--offload optimizer cannot be exported to the HF Trainer" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: export: hf-trainer cannot express --offload optimizer, which the plan modelled; export with --to deepspeed or accelerate\n$"
+  COMMAND analyze ${OF} --gpu 24G --precision fp32 --offload optimizer --export hf-trainer)
+
+# Errors: one line, exit 2.
+memplan_cli_test("--offload bogus is one line listing the choices" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --offload: expected none, optimizer, optimizer\\+params or activations, got 'bogus'\n$"
+  COMMAND analyze ${OF} --gpu 24G --offload bogus)
+memplan_cli_test("--offload with --gpus is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --offload optimizer is planned for one GPU; with --gpus it is not modelled yet\n$"
+  COMMAND analyze ${OF} --gpu 24G --gpus 2 --offload optimizer)
+memplan_cli_test("--offload activations with --recompute all is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --offload activations keeps no saved tensor on the GPU, so --recompute all has nothing to drop; use --recompute none\n$"
+  COMMAND analyze ${OF} --gpu 24G --offload activations --recompute all)
+memplan_cli_test("verify refuses an --offload plan, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: verify: the runtime does not execute --offload optimizer[^\n]*\n$"
+  COMMAND verify ${OF} --batch 4 --offload optimizer)
