@@ -24,8 +24,8 @@
 // Recompute and a shorter sequence shrink activations only: they are not planned when the
 // parameters and optimizer state of the plan as asked already exceed the budget.
 // Pairs, only when no single change fits the GPU asked (recompute, optimizer, lora, qlora,
-// shorter_sequence, offload): adamw8bit, lora and qlora each with --recompute auto (when none was asked),
-// then qlora with the shorter-sequence search.
+// shorter_sequence, offload): adamw8bit, lora and qlora each with --recompute auto (when none was
+// asked), then qlora with the shorter-sequence search.
 //
 // Ranking: the plans that fit first; among them the changes to the run on the GPU asked
 // (recompute, optimizer, lora, qlora, offload and their pairs), then a shorter sequence (it

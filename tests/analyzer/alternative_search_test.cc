@@ -60,9 +60,7 @@ struct FakeModel {
     plan.persistent_state_bytes = (weights + state_bytes * trained) / n;
     plan.chosen.micro_batch = 1;
     plan.chosen.peak_bytes = (weights + 4 * trained + state_bytes * trained) / n + act;
-    const double pcie = offload == "optimizer"          ? 0.5
-                        : offload == "optimizer+params" ? 0.25
-                                                        : 1.0;
+    const double pcie = offload == "optimizer" ? 0.5 : offload == "optimizer+params" ? 0.25 : 1.0;
     plan.chosen.samples_per_second = 10.0 * static_cast<double>(n) * (base == "nf4" ? 0.8 : 1.0) *
                                      pcie * 4096 / static_cast<double>(seq);
     plan.fits = plan.chosen.peak_bytes <= plan.budget_bytes;
@@ -135,9 +133,9 @@ TEST_CASE("alternatives of a full fine-tune: LoRA, QLoRA, 4 GPUs, a larger GPU",
   CHECK(search.plans == 10);
   // LoRA (fp16 base: the GPU has no bf16): 6e9 + 3e7 x (4 + 8) + 2e9 = 8.36e9 B, 10 samples/s.
   // QLoRA: 1.5e9 + 0.36e9 + 2e9 = 3.86e9 B, 8 samples/s. Offload optimizer: 12e9 + 12e9 + 2e9 =
-  // 26e9 B, no; optimizer+params: 12e9 + 2e9 = 14e9 B, 2.5 samples/s. 2 GPUs: 48e9 / 2 + 2e9 = 26e9 B, no;
-  // 4 GPUs: 12e9 + 2e9 = 14e9 B, 40 samples/s (ranked after the one-GPU changes). A6000: fits.
-  // Not fitting, by peak: adafactor 12e9 + 12e9 + 2e9 = 26e9, adamw8bit 32e9, lion 38e9.
+  // 26e9 B, no; optimizer+params: 12e9 + 2e9 = 14e9 B, 2.5 samples/s. 2 GPUs: 48e9 / 2 + 2e9 = 26e9
+  // B, no; 4 GPUs: 12e9 + 2e9 = 14e9 B, 40 samples/s (ranked after the one-GPU changes). A6000:
+  // fits. Not fitting, by peak: adafactor 12e9 + 12e9 + 2e9 = 26e9, adamw8bit 32e9, lion 38e9.
   CHECK(ChangesOf(search) == std::vector<std::string>{
                                  "--lora 16 --base-dtype fp16 fits",
                                  "--lora 16 --base-dtype nf4 fits",

@@ -49,7 +49,8 @@ Expected<PlanRequest> ResolveAnalyzeRequest(const AnalyzeFlags& flags, const Pla
       std::optional<ParallelStrategy> strategy;
       if (request.planner.program.data_parallel && !request.parallel_auto)
         strategy = request.planner.program.data_parallel->strategy;
-      request.planner.program.amp_mode = ExportTargetDefaultAmpMode(*target, strategy, request.planner.program.offload.mode);
+      request.planner.program.amp_mode =
+          ExportTargetDefaultAmpMode(*target, strategy, request.planner.program.offload.mode);
     }
   }
   if (with_profile && !flags.profile.empty())
