@@ -40,7 +40,7 @@ BLOCKS = 4
 FEATURES = 16
 CLASSES = 4
 SAMPLES = 512  # 8 micro-batches of 64 per epoch
-EPOCHS = 5
+EPOCHS = 2
 LEARNING_RATE = 0.01
 
 
