@@ -62,3 +62,21 @@ add_test(NAME "cli: the exported loop checkpoints the plan's modules at run time
                  $<TARGET_FILE:memplan> ${CMAKE_CURRENT_BINARY_DIR}/module_loop)
 set_tests_properties("cli: the exported loop checkpoints the plan's modules at run time"
                      PROPERTIES SKIP_RETURN_CODE 77)
+
+# The export of a node-level plan: a torch >= 2.4 selective-checkpoint policy over exactly the
+# ATen ops of the plan's recomputed nodes, and the whole-module fallback running on torch 1.13.
+add_test(NAME "cli: a node plan's loop keeps its recompute set in a selective policy"
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/selective_loop_test.sh
+                 $<TARGET_FILE:memplan> ${CMAKE_CURRENT_BINARY_DIR}/selective_loop)
+set_tests_properties("cli: a node plan's loop keeps its recompute set in a selective policy"
+                     PROPERTIES SKIP_RETURN_CODE 77)
+
+# The HF Trainer and Lightning argument sets, built by TrainingArguments(**exported) and
+# Trainer(**exported) where transformers / lightning import (skipped, exit 77, where neither
+# does: Debian 12 and CI).
+add_test(NAME "cli: HF Trainer and Lightning accept the exported arguments"
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/framework_signatures_test.sh
+                 $<TARGET_FILE:memplan> ${MEMPLAN_TEST_FIXTURES}
+                 ${CMAKE_CURRENT_BINARY_DIR}/framework_signatures)
+set_tests_properties("cli: HF Trainer and Lightning accept the exported arguments"
+                     PROPERTIES SKIP_RETURN_CODE 77)
