@@ -3,7 +3,10 @@
 // policies (torch >= 2.4, create_selective_checkpoint_contexts) see them: OpOverload packets below
 // autograd, after composite ops have decomposed. "Gemm" (nn.Linear on a 2-D input) runs as
 // aten.addmm, or aten.mm without a bias; "MatMul" as aten.mm / aten.bmm, or aten.addmm where it is
-// the MatMul + Add that nn.Linear over a [batch, seq, features] input exports to.
+// the MatMul + Add that nn.Linear over a [batch, seq, features] input exports to. An ONNX op that
+// is one piece of a decomposition torch does not run (LayerNorm below opset 17 as ReduceMean, Sub,
+// Pow, ..., Add) still maps to the ATen op of its own type: the names are per op type, not per
+// pattern.
 //
 // This is the registry's table of torch names: keyed by the op types graph/ops registers (a test
 // checks every key is registered), kept beside the registry rather than in OpSchema so that the

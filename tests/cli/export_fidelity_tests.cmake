@@ -37,6 +37,21 @@ memplan_cli_test("export deepspeed says it cannot make the model recompute" EXPE
   EXPECT_NO_OUTPUT "activation_checkpointing|number_checkpoints"
   COMMAND export ${EXPORT_PLANS}/resnet18_fp16_plan.json --to deepspeed)
 
+# A node plan's PyTorch export keys a torch >= 2.4 selective policy on the ATen ops of its nodes.
+# By hand from gpt_bf16_plan.json's recompute list: blocks.0 has attn/MatMul and mlp.0/MatMul
+# (MatMul: aten.mm, aten.bmm, aten.addmm) and attn/Softmax (aten._softmax); blocks.1 has ln1/Add
+# (aten.add); /Cast has no module scope.
+memplan_cli_test("export pytorch of a node plan writes the selective policy's ATen ops" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\nRECOMPUTED_ATEN_OPS = .\n    .blocks\\.0.: ..aten\\.mm., .aten\\.bmm., .aten\\.addmm., .aten\\._softmax..,\n    .blocks\\.1.: ..aten\\.add..,\n.\n.*options..context_fn.. = selective_context_fn\\(path\\)"
+  COMMAND export ${EXPORT_PLANS}/gpt_bf16_plan.json --to pytorch)
+# A module plan is exactly whole-module checkpoints: no selective policy.
+memplan_cli_test("export pytorch of a module plan checkpoints whole modules, no policy" EXPECT_EXIT 0
+  EXPECT_OUTPUT "CHECKPOINTED_MODULES = .\n    \"blocks\\.0\",\n    \"blocks\\.1\",\n.\n"
+  EXPECT_NO_OUTPUT "RECOMPUTED_ATEN_OPS|create_selective_checkpoint_contexts|context_fn"
+  COMMAND analyze ${MEMPLAN_TEST_FIXTURES}/gpt_opset17.onnx --micro-batch 32 --dim seq=32
+          --precision fp32 --allocator exact --attention eager --recompute-unit module
+          --gpu 525M --recompute all --export pytorch)
+
 # The exported PyTorch loop, run on CPU on a tiny model in fp32 and bf16 (Debian's python3-torch;
 # skipped, exit 77, where it is absent).
 add_test(NAME "cli: the exported PyTorch loop runs the plan on CPU"
