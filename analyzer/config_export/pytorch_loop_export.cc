@@ -4,19 +4,80 @@
 // hyper-parameter constants the user sets (export_text.h), clipping of the unscaled gradients
 // after the k-th micro-batch only, one scheduler step per optimizer step, and
 // torch.utils.checkpoint on the planned modules (checkpoint_modules.h explains how ONNX node
-// names become module paths).
+// names become module paths): whole modules for a module plan, a selective policy on torch >= 2.4
+// for a node plan (selective_recompute.h).
 
 #include <string>
 #include <vector>
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
+#include "analyzer/config_export/selective_recompute.h"
 
 namespace memplan::config_export {
 namespace {
 
+// A node-level plan recomputes single nodes, which a whole-module checkpoint cannot express: on
+// torch >= 2.4 each module runs under a selective policy that recomputes the ATen ops of the
+// plan's nodes in it and saves every other op's output (selective_recompute.h); older torch falls
+// back to checkpointing the whole modules.
+std::string SelectivePolicySection(const ExportPlan& plan) {
+  std::string out;
+  out += "# The plan recomputes single nodes, not whole modules. On torch >= 2.4 each module\n";
+  out += "# above runs under torch.utils.checkpoint with a selective policy\n";
+  out +=
+      "# (create_selective_checkpoint_contexts): the ATen ops of the plan's recomputed nodes in\n";
+  out +=
+      "# it are recomputed in backward (PREFER_RECOMPUTE) and every other op's output is saved\n";
+  out += "# (MUST_SAVE). A policy keys on the op, not the node: every call of a listed op inside\n";
+  out += "# the module is recomputed. Older torch has no such policy and falls back to\n";
+  out += "# checkpointing the whole modules, which recomputes every op in them: a lower peak and\n";
+  out += "# a longer step than the plan's.\n";
+  out +=
+      "TORCH_VERSION = tuple(int(part) for part in re.findall(r\"\\d+\", torch.__version__)[:2])\n";
+  out += "SELECTIVE_CHECKPOINT = TORCH_VERSION >= (2, 4)\n";
+  out += "if SELECTIVE_CHECKPOINT:\n";
+  out +=
+      "    from torch.utils.checkpoint import CheckpointPolicy, "
+      "create_selective_checkpoint_contexts\n";
+  out += "\n";
+  std::vector<SelectiveModule> modules = SelectiveRecomputeOf(plan.checkpoints);
+  out += "RECOMPUTED_ATEN_OPS = {\n";
+  for (const SelectiveModule& m : modules) {
+    out += "    " + PythonString(m.module_path) + ": [";
+    for (size_t i = 0; i < m.aten_ops.size(); ++i)
+      out += (i == 0 ? "" : ", ") + PythonString(m.aten_ops[i]);
+    out += "],\n";
+  }
+  out += "}\n";
+  bool any_unmapped = false;
+  for (const SelectiveModule& m : modules) any_unmapped |= !m.unmapped_nodes.empty();
+  if (any_unmapped) {
+    out += "# Recomputed nodes whose op has no known ATen op: the policy saves them instead.\n";
+    for (const SelectiveModule& m : modules)
+      for (const std::string& node : m.unmapped_nodes) out += "#   " + CommentSafe(node) + "\n";
+  }
+  out += "\n\n";
+  out += "def recomputes(op, module_path):\n";
+  out += "    \"\"\"Whether the policy recomputes `op`, an ATen OpOverload such as\n";
+  out += "    torch.ops.aten.mm.default, inside the module at module_path.\"\"\"\n";
+  out += "    return str(op.overloadpacket) in RECOMPUTED_ATEN_OPS.get(module_path, ())\n";
+  out += "\n\n";
+  out += "def selective_context_fn(module_path):\n";
+  out +=
+      "    \"\"\"checkpoint's context_fn for the module at module_path (torch >= 2.4).\"\"\"\n\n";
+  out += "    def policy(ctx, op, *args, **kwargs):\n";
+  out += "        if recomputes(op, module_path):\n";
+  out += "            return CheckpointPolicy.PREFER_RECOMPUTE\n";
+  out += "        return CheckpointPolicy.MUST_SAVE\n\n";
+  out += "    return functools.partial(create_selective_checkpoint_contexts, policy)\n";
+  return out;
+}
+
 std::string RecomputeSection(const ExportPlan& plan) {
   std::string out;
+  // A module plan simulated exactly torch.utils.checkpoint on whole modules.
+  const bool selective = plan.UsesRecompute() && !plan.module_unit;
   if (!plan.UsesRecompute()) {
     out += "# The plan recomputes nothing: every activation is kept for backward.\n";
     out += "CHECKPOINTED_MODULES = []\n";
@@ -39,6 +100,7 @@ std::string RecomputeSection(const ExportPlan& plan) {
       out += "    " + PythonString(m.module_path) + ",\n";
     out += "]\n";
   }
+  if (selective) out += "\n" + SelectivePolicySection(plan);
   out += "\n\n";
   out += "def enable_recompute(model, module_paths=CHECKPOINTED_MODULES):\n";
   out +=
@@ -47,9 +109,19 @@ std::string RecomputeSection(const ExportPlan& plan) {
   out += "    freed after forward and recomputed during backward.\"\"\"\n";
   out += "    for path in module_paths:\n";
   out += "        module = model.get_submodule(path)\n";
-  out += "        forward = module.forward\n\n";
-  out += "        def checkpointed_forward(*args, _forward=forward, **kwargs):\n";
-  out += "            return checkpoint(_forward, *args, use_reentrant=False, **kwargs)\n\n";
+  out += "        forward = module.forward\n";
+  if (selective) {
+    out += "        options = {\"use_reentrant\": False}\n";
+    out += "        if SELECTIVE_CHECKPOINT:\n";
+    out += "            options[\"context_fn\"] = selective_context_fn(path)\n\n";
+    out +=
+        "        def checkpointed_forward(*args, _forward=forward, _options=options, **kwargs):\n";
+    out += "            return checkpoint(_forward, *args, **_options, **kwargs)\n\n";
+  } else {
+    out += "\n";
+    out += "        def checkpointed_forward(*args, _forward=forward, **kwargs):\n";
+    out += "            return checkpoint(_forward, *args, use_reentrant=False, **kwargs)\n\n";
+  }
   out += "        module.forward = checkpointed_forward\n";
   return out;
 }
@@ -68,6 +140,10 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
   out += "# Provide model, dataset, loss_fn(outputs, targets), make_scheduler(optimizer) and the\n";
   out += "# hyper-parameters below; the rest is the plan memplan simulated.\n";
+  if (plan.UsesRecompute() && !plan.module_unit) {
+    out += "import functools\n";
+    out += "import re\n\n";
+  }
   out += "import torch\n";
   out += "from torch.utils.checkpoint import checkpoint\n";
   out += "from torch.utils.data import DataLoader\n\n";

@@ -37,6 +37,21 @@ memplan_cli_test("export deepspeed says it cannot make the model recompute" EXPE
   EXPECT_NO_OUTPUT "activation_checkpointing|number_checkpoints"
   COMMAND export ${EXPORT_PLANS}/resnet18_fp16_plan.json --to deepspeed)
 
+# A node plan's PyTorch export keys a torch >= 2.4 selective policy on the ATen ops of its nodes.
+# By hand from gpt_bf16_plan.json's recompute list: blocks.0 has attn/MatMul and mlp.0/MatMul
+# (MatMul: aten.mm, aten.bmm, aten.addmm) and attn/Softmax (aten._softmax); blocks.1 has ln1/Add
+# (aten.add); /Cast has no module scope.
+memplan_cli_test("export pytorch of a node plan writes the selective policy's ATen ops" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\nRECOMPUTED_ATEN_OPS = .\n    .blocks\\.0.: ..aten\\.mm., .aten\\.bmm., .aten\\.addmm., .aten\\._softmax..,\n    .blocks\\.1.: ..aten\\.add..,\n.\n.*options..context_fn.. = selective_context_fn\\(path\\)"
+  COMMAND export ${EXPORT_PLANS}/gpt_bf16_plan.json --to pytorch)
+# A module plan is exactly whole-module checkpoints: no selective policy.
+memplan_cli_test("export pytorch of a module plan checkpoints whole modules, no policy" EXPECT_EXIT 0
+  EXPECT_OUTPUT "CHECKPOINTED_MODULES = .\n    \"blocks\\.0\",\n    \"blocks\\.1\",\n.\n"
+  EXPECT_NO_OUTPUT "RECOMPUTED_ATEN_OPS|create_selective_checkpoint_contexts|context_fn"
+  COMMAND analyze ${MEMPLAN_TEST_FIXTURES}/gpt_opset17.onnx --micro-batch 32 --dim seq=32
+          --precision fp32 --allocator exact --attention eager --recompute-unit module
+          --gpu 525M --recompute all --export pytorch)
+
 # The exported PyTorch loop, run on CPU on a tiny model in fp32 and bf16 (Debian's python3-torch;
 # skipped, exit 77, where it is absent).
 add_test(NAME "cli: the exported PyTorch loop runs the plan on CPU"
@@ -52,4 +67,31 @@ add_test(NAME "cli: the exports checkpoint exactly the plan's modules"
                  $<TARGET_FILE:memplan> ${MEMPLAN_TEST_FIXTURES}
                  ${CMAKE_CURRENT_BINARY_DIR}/module_checkpoints)
 set_tests_properties("cli: the exports checkpoint exactly the plan's modules"
+                     PROPERTIES SKIP_RETURN_CODE 77)
+
+# The exported loop of a module plan, run on CPU: exactly the plan's modules are checkpointed at
+# run time (torch.utils.checkpoint calls and forward counts), with the planned micro-batch and
+# accumulation, and the loss falls (Debian's python3-torch; skipped, exit 77, where it is absent).
+add_test(NAME "cli: the exported loop checkpoints the plan's modules at run time"
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/module_loop_test.sh
+                 $<TARGET_FILE:memplan> ${CMAKE_CURRENT_BINARY_DIR}/module_loop)
+set_tests_properties("cli: the exported loop checkpoints the plan's modules at run time"
+                     PROPERTIES SKIP_RETURN_CODE 77)
+
+# The export of a node-level plan: a torch >= 2.4 selective-checkpoint policy over exactly the
+# ATen ops of the plan's recomputed nodes, and the whole-module fallback running on torch 1.13.
+add_test(NAME "cli: a node plan's loop keeps its recompute set in a selective policy"
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/selective_loop_test.sh
+                 $<TARGET_FILE:memplan> ${CMAKE_CURRENT_BINARY_DIR}/selective_loop)
+set_tests_properties("cli: a node plan's loop keeps its recompute set in a selective policy"
+                     PROPERTIES SKIP_RETURN_CODE 77)
+
+# The HF Trainer and Lightning argument sets, built by TrainingArguments(**exported) and
+# Trainer(**exported) where transformers / lightning import (skipped, exit 77, where neither
+# does: Debian 12 and CI).
+add_test(NAME "cli: HF Trainer and Lightning accept the exported arguments"
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/framework_signatures_test.sh
+                 $<TARGET_FILE:memplan> ${MEMPLAN_TEST_FIXTURES}
+                 ${CMAKE_CURRENT_BINARY_DIR}/framework_signatures)
+set_tests_properties("cli: HF Trainer and Lightning accept the exported arguments"
                      PROPERTIES SKIP_RETURN_CODE 77)

@@ -8,8 +8,9 @@ of tests/fixtures/ci_check/mlp.onnx, and checks that what runs is what was plann
     it is set;
   * every checkpointed module really is recomputed: its forward runs twice per micro-batch (once
     in forward, once in backward);
-  * autocast runs on the device train() was given: under a bf16 plan on CPU the modules compute
-    in bfloat16 (an autocast hard-coded to "cuda" is disabled on a CPU and computes in float32);
+  * autocast runs on the device train() was given: under a bf16 (fp16, where CPU autocast has
+    float16: torch 2.x) plan on CPU the modules compute in bfloat16 (float16); an autocast
+    hard-coded to "cuda" is disabled on a CPU and computes in float32;
   * one optimizer (and scheduler) step per ACCUMULATION_STEPS micro-batches, and the weights move.
 
 usage: run_exported_loop.py PLAN.json EXPORTED_LOOP.py   (Debian's python3-torch 1.13 suffices)
@@ -95,7 +96,8 @@ def main():
 
     assert len(scheduler_calls) - 1 == OPTIMIZER_STEPS, scheduler_calls
     assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters())), "no update"
-    expected_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[precision]
+    expected_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16,
+                      "fp16": torch.float16}[precision]
     for name, dtypes in calls.items():
         assert len(dtypes) == 2 * micro_batches, (name, len(dtypes), 2 * micro_batches)
         assert set(dtypes) == {expected_dtype}, (name, set(dtypes), expected_dtype)
