@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 tools/check_format.sh
+tools/check_test_names.sh
 build_dir=${MEMPLAN_TEST_BUILD_DIR:-build-asan}
 jobs=$(nproc)
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMEMPLAN_WERROR=ON \

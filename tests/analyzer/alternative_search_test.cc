@@ -279,7 +279,7 @@ TEST_CASE("alternatives the planner refuses are listed with its reason", "[alter
   CHECK(two_gpus);
 }
 
-TEST_CASE("alternatives with LoRA asked: an nf4 base only; none for an nf4 base",
+TEST_CASE("alternatives with LoRA asked: an nf4 base only, none for an nf4 base",
           "[alternatives]") {
   FakeModel model{.parameters = 3'000'000'000, .activations = 8'000'000'000};
   PlanFlags asked = Asked(std::nullopt);

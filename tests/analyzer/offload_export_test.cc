@@ -43,7 +43,7 @@ std::string Refusal(const nlohmann::json& plan, ExportTarget target) {
   return text.error().message;
 }
 
-TEST_CASE("plan.offload.mode is read back; absent means none", "[export][offload]") {
+TEST_CASE("plan.offload.mode is read back, absent means none", "[export][offload]") {
   Expected<ExportPlan> none = ReadExportPlan(MlpPlan("none"));
   REQUIRE(none.ok());
   CHECK(none->offload == OffloadMode::kNone);

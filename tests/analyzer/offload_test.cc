@@ -87,8 +87,9 @@ Moved TransferredBytes(const TrainingProgram& program, const SimulationResult& s
   return moved;
 }
 
-TEST_CASE("--offload optimizer, fp32 Adam: state, a parameter twin and gradients on the host",
-          "[offload]") {
+TEST_CASE(
+    "offload: --offload optimizer, fp32 Adam: state, a parameter twin and gradients on the host",
+    "[offload]") {
   const TestGraph t = TwoLayerMlp();
   const TrainingProgram on_gpu =
       DeriveVerified(t.graph, Adam(Precision::kFp32, OffloadMode::kNone));
@@ -123,7 +124,7 @@ TEST_CASE("--offload optimizer, fp32 Adam: state, a parameter twin and gradients
   CHECK(offloaded.offload == OffloadMode::kOptimizer);
 }
 
-TEST_CASE("--offload optimizer with master weights: DeepSpeed ZeRO-Offload's 2 + 2 and 16",
+TEST_CASE("offload: --offload optimizer with master weights: DeepSpeed ZeRO-Offload's 2 + 2 and 16",
           "[offload]") {
   // bf16 (no loss scaler, so no scalars on the GPU) with fp32 masters and Adam.
   const TestGraph t = TwoLayerMlp();
@@ -148,8 +149,9 @@ TEST_CASE("--offload optimizer with master weights: DeepSpeed ZeRO-Offload's 2 +
   CHECK(TransferredBytes(program, sim).optimizer == 2 * 2 * kPsi);
 }
 
-TEST_CASE("--offload optimizer+params: 18 bytes per parameter on the host, units on the GPU",
-          "[offload]") {
+TEST_CASE(
+    "offload: --offload optimizer+params: 18 bytes per parameter on the host, units on the GPU",
+    "[offload]") {
   const TestGraph t = TwoLayerMlp();
   ProgramOptions options = Adam(Precision::kBf16, OffloadMode::kOptimizerAndParams);
   options.accumulation_steps = 2;
@@ -192,8 +194,9 @@ TEST_CASE("--offload optimizer+params: 18 bytes per parameter on the host, units
 
 // x[batch,4] -> MatMul(W[4,3]) -> y -> Relu -> r: MatMul saves x (for W's gradient; x needs
 // none, so W is not saved) and Relu saves its output r (threshold_backward(grad, result)).
-TEST_CASE("--offload activations: every saved tensor on the host, one op's back on the GPU",
-          "[offload]") {
+TEST_CASE(
+    "offload: --offload activations: every saved tensor on the host, one op's back on the GPU",
+    "[offload]") {
   const TestGraph t = testing::LinearRelu();
   ProgramOptions options = testing::SumLossSgd();
   const TrainingProgram kept = DeriveVerified(t.graph, options);
@@ -221,7 +224,7 @@ TEST_CASE("--offload activations: every saved tensor on the host, one op's back 
   CHECK(sim.host_persistent_bytes == 0);
 }
 
-TEST_CASE("--offload activations packs a tensor once per op that saves it", "[offload]") {
+TEST_CASE("offload: --offload activations packs a tensor once per op that saves it", "[offload]") {
   // x[batch,4] read by two MatMuls (W1, W2 [4,3]), their sum the output: both save x.
   TestGraph t;
   ValueId x = t.Input("x", {t.B(), 4});
@@ -240,7 +243,7 @@ TEST_CASE("--offload activations packs a tensor once per op that saves it", "[of
   CHECK(offloaded.host_saved_activation_bytes == 64);
 }
 
-TEST_CASE("--offload refuses what it does not model", "[offload]") {
+TEST_CASE("offload: --offload refuses what it does not model", "[offload]") {
   const TestGraph t = TwoLayerMlp();
   SECTION("data parallelism") {
     ProgramOptions options = Adam(Precision::kFp32, OffloadMode::kOptimizer);
