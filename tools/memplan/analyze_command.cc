@@ -43,13 +43,17 @@ Expected<PlanRequest> ResolveAnalyzeRequest(const AnalyzeFlags& flags, const Pla
   if (!flags.export_target.empty()) {
     Expected<ExportTarget> target = ParseExportTarget(flags.export_target);
     if (!target.ok()) return MakeError("--export: " + target.error().message);
+    // --parallel auto tries only what the target can run.
+    if (*target == ExportTarget::kDeepSpeed)
+      request.parallel_excluded.push_back(ParallelStrategy::kHybridShard);
     // Without --amp-mode the plan is made in the regime the target runs (DeepSpeed: master
     // weights), so the exported config is the plan that was simulated.
     if (plan.Text("amp_mode").empty()) {
       std::optional<ParallelStrategy> strategy;
       if (request.planner.program.data_parallel && !request.parallel_auto)
         strategy = request.planner.program.data_parallel->strategy;
-      request.planner.program.amp_mode = ExportTargetDefaultAmpMode(*target, strategy, request.planner.program.offload.mode);
+      request.planner.program.amp_mode =
+          ExportTargetDefaultAmpMode(*target, strategy, request.planner.program.offload.mode);
     }
   }
   if (with_profile && !flags.profile.empty())
