@@ -192,12 +192,17 @@ struct ParameterBuffers {
 // which the cost model derives the ring time (analyzer/parallel/collective_cost.h).
 enum class CollectiveKind : uint8_t { kAllGather, kReduceScatter, kAllReduce };
 std::string_view CollectiveKindName(CollectiveKind kind);
+// The ranks a collective runs among, and so its link: every data-parallel rank (across nodes the
+// ring runs at the slower link), the ranks of this rank's node (the intra-node link), or this
+// rank's peers on the other nodes, one per node (the inter-node link; hybrid-shard's replicas).
+enum class CollectiveGroup : uint8_t { kAllRanks, kWithinNode, kAcrossNodes };
 struct Collective {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   int64_t payload_bytes = 0;  // bytes of the full tensor(s) the group gathers or reduces
   // Gradient collectives issued during backward overlap with the remaining backward compute, as
   // DDP's buckets and ZeRO's reduce buckets do; the optimizer phase's do not.
   bool overlaps_backward = false;
+  CollectiveGroup group = CollectiveGroup::kAllRanks;
 };
 
 // What a kTransfer step copies over the host link. Its payload is the bytes of its device-side

@@ -150,8 +150,8 @@ const std::array<PlanFlagSpec, 31> kPlanFlagTable = {{
     {.key = "parallel",
      .argument = "--parallel",
      .type = PlanFlagType::kText,
-     .help = "ddp | zero1 | zero2 | zero3 | fsdp | auto (the fastest that fits; the default "
-             "with --gpus)",
+     .help = "ddp | zero1 | zero2 | zero3 | fsdp | hybrid-shard | auto (the fastest that "
+             "fits; the default with --gpus)",
      .help_position = 18,
      .text = &PlanFlags::parallel},
     {.key = "nodes",

@@ -47,6 +47,7 @@ std::string DistributedType(const ExportPlan& plan) {
     case ParallelStrategy::kDdp:
       return "MULTI_GPU";
     case ParallelStrategy::kFsdp:
+    case ParallelStrategy::kHybridShard:
       return "FSDP";
     default:
       return "DEEPSPEED";
@@ -80,14 +81,14 @@ std::string EngineSection(const ExportPlan& plan) {
     case ParallelStrategy::kDdp:
       return "";
     case ParallelStrategy::kFsdp:
+    case ParallelStrategy::kHybridShard:
       out += "fsdp_config:\n";
       out += "  fsdp_auto_wrap_policy: SIZE_BASED_WRAP\n";
       out += "  fsdp_backward_prefetch: BACKWARD_PRE\n";
       out += "  fsdp_min_num_params: " + std::to_string(dp.fsdp_min_unit_parameters) + "\n";
       out += std::string("  fsdp_offload_params: ") +
              (plan.offload == OffloadMode::kOptimizerAndParams ? "true" : "false") + "\n";
-      out += std::string("  fsdp_sharding_strategy: ") +
-             (dp.reshard_after_forward ? "FULL_SHARD" : "SHARD_GRAD_OP") + "\n";
+      out += "  fsdp_sharding_strategy: " + FsdpShardingStrategy(dp) + "\n";
       out += "  fsdp_state_dict_type: SHARDED_STATE_DICT\n";
       return out;
     case ParallelStrategy::kZero1:

@@ -116,6 +116,8 @@ int ZeroStage(ParallelStrategy strategy) {
     case ParallelStrategy::kZero3:
     case ParallelStrategy::kFsdp:
       return 3;
+    case ParallelStrategy::kHybridShard:  // refused before rendering (export_config.cc)
+      return 3;
   }
   return 0;
 }

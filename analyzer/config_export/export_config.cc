@@ -58,6 +58,19 @@ Status CheckOffload(const ExportPlan& plan, ExportTarget target) {
                    ", which the plan modelled; export with --to " + supported);
 }
 
+// DeepSpeed has no hybrid-shard: ZeRO++ hpZ keeps a secondary parameter shard within the node
+// but still partitions the optimizer state and gradients over every rank, a different plan.
+Status CheckStrategy(const ExportPlan& plan, ExportTarget target) {
+  if (!plan.data_parallel || target != ExportTarget::kDeepSpeed ||
+      !ShardsWithinNode(plan.data_parallel->strategy))
+    return OkStatus();
+  return MakeError(
+      "export: deepspeed cannot express --parallel hybrid-shard (sharding within a node with "
+      "replicas across nodes is PyTorch FSDP's; ZeRO++ hpZ still shards optimizer state over "
+      "every rank); export with --to accelerate, lightning, hf-trainer or pytorch, or re-plan "
+      "with --parallel zero3");
+}
+
 }  // namespace
 
 Expected<std::string> ExportConfig(const nlohmann::json& plan_json, ExportTarget target,
@@ -70,6 +83,7 @@ Expected<std::string> ExportConfig(const nlohmann::json& plan_json, ExportTarget
 Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
                                    const ExportOptions& options) {
   MEMPLAN_RETURN_IF_ERROR(ValidateOptions(options));
+  MEMPLAN_RETURN_IF_ERROR(CheckStrategy(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOffload(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckRegime(plan, target));
   // A plan simulated without clipping exports without clipping: the clip's transient is not in
@@ -88,6 +102,10 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
     case ExportTarget::kLightning:
       return config_export::ExportLightning(plan, effective);
     case ExportTarget::kPytorchLoop:
+      // ddp, fsdp and hybrid-shard plans run under torchrun (torchrun_export.cc).
+      if (plan.data_parallel && (plan.data_parallel->strategy == ParallelStrategy::kDdp ||
+                                 IsFsdp(plan.data_parallel->strategy)))
+        return config_export::ExportTorchrunScript(plan, effective);
       return config_export::ExportPytorchLoop(plan, effective);
   }
   MEMPLAN_CHECK(false && "unhandled ExportTarget");

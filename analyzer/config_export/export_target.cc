@@ -66,8 +66,11 @@ bool ExportTargetRuns(ExportTarget target, AmpMode mode, std::optional<ParallelS
     case ExportTarget::kHfTrainerJson:
       return mode == AmpMode::kAutocast;
     case ExportTarget::kLightning:
-    case ExportTarget::kPytorchLoop:
       return mode == AmpMode::kAutocast || mode == AmpMode::kPure;
+    case ExportTarget::kPytorchLoop:
+      // The FSDP2 script's MixedPrecisionPolicy(param_dtype=half) runs master weights too.
+      return mode == AmpMode::kAutocast || mode == AmpMode::kPure ||
+             (mode == AmpMode::kMasterWeights && strategy && IsFsdp(*strategy));
   }
   return false;
 }

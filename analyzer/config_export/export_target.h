@@ -45,7 +45,9 @@ std::string_view ExportTargetDefaultFileName(ExportTarget target);
 // a plain loop's model.to(dtype) run pure half parameters. A ZeRO strategy runs DeepSpeed's
 // engine whichever framework launches it (Trainer's deepspeed=, Accelerate's DEEPSPEED,
 // Lightning's deepspeed_stage_N), so only master-weights; Accelerate runs an optimizer offload
-// through its DeepSpeed plugin, so with one it runs DeepSpeed's regime too.
+// through its DeepSpeed plugin, so with one it runs DeepSpeed's regime too. The PyTorch target's
+// FSDP2 script (fsdp, hybrid-shard) also runs master-weights: MixedPrecisionPolicy(param_dtype=
+// half) gathers half copies of fp32 sharded parameters.
 bool ExportTargetRuns(ExportTarget target, AmpMode mode,
                       std::optional<ParallelStrategy> strategy = std::nullopt,
                       OffloadMode offload = OffloadMode::kNone);

@@ -54,6 +54,11 @@ std::string_view TorchDtype(Precision precision) {
   return precision == Precision::kFp16 ? "torch.float16" : "torch.bfloat16";
 }
 
+std::string FsdpShardingStrategy(const DataParallelOptions& dp) {
+  if (ShardsWithinNode(dp.strategy)) return "HYBRID_SHARD";
+  return dp.reshard_after_forward ? "FULL_SHARD" : "SHARD_GRAD_OP";
+}
+
 std::string ProvenanceSentence(const ExportPlan& plan, const ExportOptions& options) {
   std::string model = plan.model_path.empty() ? plan.model_name : plan.model_path;
   if (model.empty()) model = "<unnamed model>";

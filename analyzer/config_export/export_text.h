@@ -27,6 +27,12 @@ std::string ProvenanceSentence(const ExportPlan& plan, const ExportOptions& opti
 // Python's `torch.float16` / `torch.bfloat16` for the autocast dtype (REQUIRES: not fp32).
 std::string_view TorchDtype(Precision precision);
 
+// PyTorch FSDP's ShardingStrategy name for an fsdp or hybrid-shard plan, as Accelerate's
+// fsdp_sharding_strategy and Lightning's FSDPStrategy(sharding_strategy=...) spell it:
+// "FULL_SHARD" (fsdp), "SHARD_GRAD_OP" (fsdp without reshard_after_forward), "HYBRID_SHARD"
+// (hybrid-shard; memplan plans it with reshard_after_forward, the default).
+std::string FsdpShardingStrategy(const DataParallelOptions& dp);
+
 // The Python constants of the hyper-parameters the plan does not decide and its optimizer reads:
 // LEARNING_RATE always, WEIGHT_DECAY for AdamW, SGD_MOMENTUM for SGD with momentum. Each holds the
 // value the user passed (ExportOptions) or None with a comment saying it is the user's to set.

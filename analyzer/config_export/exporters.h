@@ -15,5 +15,8 @@ std::string ExportHfTrainerJson(const ExportPlan& plan, const ExportOptions& opt
 std::string ExportAccelerate(const ExportPlan& plan, const ExportOptions& options);
 std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options);
 std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& options);
+// The PyTorch target for a ddp, fsdp or hybrid-shard plan: a torchrun script
+// (torchrun_export.cc).
+std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& options);
 
 }  // namespace memplan::config_export

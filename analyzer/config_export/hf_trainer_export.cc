@@ -87,9 +87,13 @@ std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOp
   add_bool("dataloader_pin_memory", options.pin_memory);
   if (plan.data_parallel) {
     const DataParallelOptions& dp = *plan.data_parallel;
-    if (dp.strategy == ParallelStrategy::kFsdp) {
-      add_string("fsdp",
-                 dp.reshard_after_forward ? "full_shard auto_wrap" : "shard_grad_op auto_wrap");
+    if (IsFsdp(dp.strategy)) {
+      // TrainingArguments' FSDPOption spellings: full_shard, shard_grad_op, hybrid_shard.
+      const std::string strategy = FsdpShardingStrategy(dp);
+      add_string("fsdp", (strategy == "HYBRID_SHARD"    ? "hybrid_shard"
+                          : strategy == "SHARD_GRAD_OP" ? "shard_grad_op"
+                                                        : "full_shard") +
+                             std::string(" auto_wrap"));
       nlohmann::ordered_json config = {{"min_num_params", dp.fsdp_min_unit_parameters},
                                        {"backward_prefetch", "backward_pre"}};
       fields.push_back(Field{"fsdp_config",
@@ -113,7 +117,7 @@ std::string HfLaunchComment(const ExportPlan& plan, const ExportOptions& options
                     " GPUs: " + std::to_string(plan.SamplesPerStep()) +
                     " samples per optimizer step (per-device batch x accumulation x GPUs).\n";
   if (plan.data_parallel->strategy == ParallelStrategy::kDdp ||
-      plan.data_parallel->strategy == ParallelStrategy::kFsdp) {
+      IsFsdp(plan.data_parallel->strategy)) {
     out += "# Launch: torchrun --nproc_per_node " + per_node +
            (plan.Nodes() > 1 ? " --nnodes " + nodes + " --node_rank R --master_addr HOST" : "") +
            " train.py\n";

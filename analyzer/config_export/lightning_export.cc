@@ -42,8 +42,9 @@ std::string LightningStrategy(const ExportPlan& plan) {
     case ParallelStrategy::kZero3:
       return PythonString("deepspeed_stage_3");
     case ParallelStrategy::kFsdp:
-      return std::string("FSDPStrategy(\n") + "        sharding_strategy=" +
-             PythonString(dp.reshard_after_forward ? "FULL_SHARD" : "SHARD_GRAD_OP") + ",\n" +
+    case ParallelStrategy::kHybridShard:
+      return std::string("FSDPStrategy(\n") +
+             "        sharding_strategy=" + PythonString(FsdpShardingStrategy(dp)) + ",\n" +
              "        auto_wrap_policy=functools.partial(size_based_auto_wrap_policy, " +
              "min_num_params=" + std::to_string(dp.fsdp_min_unit_parameters) + "),\n" + "    )";
   }
@@ -62,7 +63,7 @@ std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options
       "Recompute is not a Trainer argument: in your LightningModule, wrap these submodules in\n"
       "# torch.utils.checkpoint.checkpoint (`" +
           ExportCommand(options, "pytorch") + "` writes\n# enable_recompute(model) for them):");
-  const bool fsdp = plan.data_parallel && plan.data_parallel->strategy == ParallelStrategy::kFsdp;
+  const bool fsdp = plan.data_parallel && IsFsdp(plan.data_parallel->strategy);
   if (plan.data_parallel) {
     out += "# " + std::to_string(plan.Gpus()) + " GPUs: " + std::to_string(plan.SamplesPerStep()) +
            " samples per optimizer step (micro-batch x accumulation x GPUs). Launch: python\n" +

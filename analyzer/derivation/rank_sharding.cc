@@ -58,7 +58,7 @@ class RankSharder {
     if (ShardsOptimizerState(s)) ShardOptimizerState();
     if (ShardsParameters(s)) ShardParameters();
     if (ShardsGradients(s)) {
-      if (s == ParallelStrategy::kFsdp) {
+      if (IsFsdp(s)) {
         ReduceScatterPerUnit();
       } else {
         ReduceThroughBucket();
@@ -118,11 +118,13 @@ class RankSharder {
     Buffer& b = p_.buffers[id.index()];
     const int64_t elements = *b.shape.NumElements().constant_value();
     const int64_t bytes = *b.bytes.constant_value();
-    const int64_t shard_elements = CeilDiv(elements, o_.ranks);
+    // hybrid-shard shards within a node only (DataParallelOptions::ShardRanks).
+    const int64_t ranks = o_.ShardRanks();
+    const int64_t shard_elements = CeilDiv(elements, ranks);
     // Packed dtypes (4-bit) have no whole bytes per element: shard the bytes instead.
     const int64_t shard_bytes = elements > 0 && bytes % elements == 0
                                     ? shard_elements * (bytes / elements)
-                                    : CeilDiv(bytes, o_.ranks);
+                                    : CeilDiv(bytes, ranks);
     b.shape = Shape{{Dim(shard_elements)}};
     b.bytes = Dim(shard_bytes);
   }
@@ -155,11 +157,15 @@ class RankSharder {
     return p_.buffers.back().id;
   }
 
-  static Step Collective(CollectiveKind kind, std::string name, int64_t payload, bool overlaps) {
+  // hybrid-shard's all-gathers and reduce-scatters stay within the node; every other
+  // strategy's collectives span all ranks.
+  Step Collective(CollectiveKind kind, std::string name, int64_t payload, bool overlaps) const {
     Step s;
     s.kind = StepKind::kCollective;
     s.name = std::move(name);
-    s.collective = memplan::Collective{kind, payload, overlaps};
+    s.collective = memplan::Collective{
+        kind, payload, overlaps,
+        ShardsWithinNode(o_.strategy) ? CollectiveGroup::kWithinNode : CollectiveGroup::kAllRanks};
     return s;
   }
 
@@ -407,6 +413,8 @@ class RankSharder {
 
   // FSDP: one reduce-scatter per unit after its last accumulation (FSDP2 foreach_reduce copies
   // the unit's gradients into a reduce-scatter input, drops them, reduce-scatters into shards).
+  // hybrid-shard on several nodes then all-reduces the unit's gradient shards among the node
+  // replicas, in place (FSDP2 foreach_reduce's all_reduce over the mesh's replicate dimension).
   void ReduceScatterPerUnit() {
     std::vector<std::vector<int>> groups;
     std::vector<bool> grouped(p_.parameters.size(), false);
@@ -447,6 +455,17 @@ class RankSharder {
       for (BufferId b : full) s.end.push_back(Free(b));
       s.end.push_back(Free(input));
       insert_.After(last).push_back(std::move(s));
+      if (ShardsWithinNode(o_.strategy) && o_.nodes > 1) {
+        int64_t shard_bytes = 0;
+        for (BufferId b : shards) shard_bytes += Bytes(b);
+        Step across = Collective(CollectiveKind::kAllReduce,
+                                 "all_reduce unit" + std::to_string(g) + " across nodes",
+                                 shard_bytes, /*overlaps=*/true);
+        across.collective.group = CollectiveGroup::kAcrossNodes;
+        across.inputs = shards;
+        across.outputs = shards;
+        insert_.After(last).push_back(std::move(across));
+      }
     }
   }
 

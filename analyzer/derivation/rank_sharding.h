@@ -28,6 +28,10 @@
 //    after forward), gathered again before its first backward step and freed after its last
 //    backward use. ZeRO-3 keeps parameters of at most zero3_param_persistence_threshold elements
 //    whole.
+//  * hybrid-shard: fsdp with N replaced by the GPUs of one node, G = N / nodes (every state is
+//    ceil(elements / G)); its all-gathers and reduce-scatters run within the node
+//    (CollectiveGroup::kWithinNode) and, on several nodes, each reduce-scatter is followed by an
+//    in-place all-reduce of the unit's gradient shards among the nodes (kAcrossNodes).
 //  * DDP: persistent gradient buckets (first 1 MiB, then 25 MiB, in gradient-ready order) are
 //    allocated at setup; an all-reduce step follows each bucket's last accumulation. With
 //    gradient_as_bucket_view the gradients are the buckets: allocated at setup, never freed.

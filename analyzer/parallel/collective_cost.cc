@@ -23,6 +23,26 @@ double CollectiveSeconds(CollectiveKind kind, int64_t payload_bytes, int64_t ran
          passes * (n - 1) * hop;
 }
 
+double CollectiveSeconds(const Collective& c, int64_t ranks, const CollectiveCostOptions& options) {
+  const int64_t nodes = std::max<int64_t>(1, options.nodes);
+  switch (c.group) {
+    case CollectiveGroup::kAllRanks:
+      return CollectiveSeconds(c.kind, c.payload_bytes, ranks, options);
+    case CollectiveGroup::kWithinNode: {
+      CollectiveCostOptions one_node = options;
+      one_node.nodes = 1;
+      return CollectiveSeconds(c.kind, c.payload_bytes, ranks / nodes, one_node);
+    }
+    case CollectiveGroup::kAcrossNodes: {
+      // One rank per node: the ring's every hop crosses the network.
+      CollectiveCostOptions network = options;
+      network.intra_node = options.inter_node;
+      return CollectiveSeconds(c.kind, c.payload_bytes, nodes, network);
+    }
+  }
+  return 0;
+}
+
 CommunicationEstimate EstimateCommunication(const TrainingProgram& program,
                                             int64_t accumulation_steps,
                                             const StepTimeEstimate& compute,
@@ -34,8 +54,7 @@ CommunicationEstimate EstimateCommunication(const TrainingProgram& program,
   for (LogicalTime t = 0; t < static_cast<LogicalTime>(program.steps.size()); ++t) {
     const Step& s = program.step(t);
     if (s.kind != StepKind::kCollective) continue;
-    const double seconds =
-        CollectiveSeconds(s.collective.kind, s.collective.payload_bytes, ranks, options);
+    const double seconds = CollectiveSeconds(s.collective, ranks, options);
     switch (PhaseOfStep(program, t)) {
       case StepPhase::kForward:
         e.forward_seconds += seconds;

@@ -11,6 +11,9 @@
 //
 // With the ranks on several nodes every ring crosses the network, so B is the slower of the
 // intra- and inter-node links (one adapter per GPU) and the hop latency the larger.
+// A collective of a smaller group (Collective::group, hybrid-shard) runs on its own link: within
+// a node, N / nodes ranks on the intra-node link; across nodes, `nodes` ranks (this rank and its
+// peers on the other nodes) on the inter-node link, each GPU's ring on its own adapter.
 //
 // Overlap, as the engines do it (communication on its own stream):
 //  * collectives of the forward (ZeRO-3/FSDP prefetched all-gathers) hide behind the forward
@@ -42,6 +45,10 @@ struct CollectiveCostOptions {
 // Seconds of one collective of `payload_bytes` over `ranks` ranks; 0 for one rank.
 double CollectiveSeconds(CollectiveKind kind, int64_t payload_bytes, int64_t ranks,
                          const CollectiveCostOptions& options);
+
+// Seconds of the collective `c` in a program of `ranks` data-parallel ranks: its group's rank
+// count and link (see above).
+double CollectiveSeconds(const Collective& c, int64_t ranks, const CollectiveCostOptions& options);
 
 struct CommunicationEstimate {
   // Per micro-batch, summed over the collectives of each phase.

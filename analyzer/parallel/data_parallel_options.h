@@ -57,6 +57,12 @@ struct DataParallelOptions {
   // FSDP reshard_after_forward (FULL_SHARD: true; SHARD_GRAD_OP: false). ZeRO-3 always reshards.
   // False keeps every unit's full parameters from its forward to the end of its backward.
   bool reshard_after_forward = true;
+
+  // The ranks one state is sharded over: N, or the GPUs of one node (N / nodes) for
+  // hybrid-shard, whose nodes each hold a replica.
+  int64_t ShardRanks() const {
+    return ShardsWithinNode(strategy) && nodes > 0 ? ranks / nodes : ranks;
+  }
 };
 
 }  // namespace memplan

@@ -77,6 +77,17 @@ std::string DataParallelText(const AnalysisReport& report) {
     << (links.nodes == 1 ? " node, " : " nodes, ") << links.intra_node.description;
   if (links.nodes > 1) s << " + " << links.inter_node.description;
   s << "); memory and peak are per rank\n";
+  if (plan.program.data_parallel_strategy == ParallelStrategyName(ParallelStrategy::kHybridShard)) {
+    const int64_t ranks = plan.program.data_parallel_ranks;
+    if (links.nodes <= 1) {
+      s << "         hybrid-shard on one node shards over all " << ranks
+        << " GPUs and has no replica to all-reduce with: the same plan as fsdp\n";
+    } else {
+      s << "         hybrid-shard: states sharded over the " << ranks / links.nodes
+        << " GPUs of each node, replicated on " << links.nodes
+        << " nodes; only gradient shards cross the network\n";
+    }
+  }
   s << "         model states per rank: parameters " << FormatBytes(states.parameters)
     << ", masters " << FormatBytes(states.master_weights) << ", gradients "
     << FormatBytes(states.gradients) << ", optimizer state " << FormatBytes(states.optimizer_state)

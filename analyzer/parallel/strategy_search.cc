@@ -1,5 +1,6 @@
 #include "analyzer/parallel/strategy_search.h"
 
+#include <algorithm>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -21,11 +22,16 @@ StrategyOutcome OutcomeOf(ParallelStrategy strategy, const TrainingPlan& plan) {
 }
 
 Expected<StrategySearch> SearchParallelStrategies(const Graph& graph, const PlannerOptions& base,
-                                                  const SearchOptions& search) {
+                                                  const SearchOptions& search,
+                                                  const std::vector<ParallelStrategy>& excluded) {
   MEMPLAN_CHECK(base.program.data_parallel.has_value());
   StrategySearch result;
   std::optional<JointPlan> best;
+  const int64_t nodes = base.program.data_parallel->nodes;
   for (const NamedValue<ParallelStrategy>& entry : kParallelStrategyNames) {
+    // On one node hybrid-shard's shard group is every rank: the fsdp plan again.
+    if (ShardsWithinNode(entry.value) && nodes <= 1) continue;
+    if (std::find(excluded.begin(), excluded.end(), entry.value) != excluded.end()) continue;
     PlannerOptions options = base;
     options.program.data_parallel->strategy = entry.value;
     MEMPLAN_TRY(JointPlan joint, PlanJointly(graph, options, search));
@@ -49,8 +55,8 @@ Expected<StrategySearch> SearchParallelStrategies(const Graph& graph, const Plan
     }
   }
   result.best = std::move(*best);
-  result.explanation =
-      ExplainStrategyChoice(result.outcomes, result.chosen, base.program.data_parallel->ranks);
+  result.explanation = ExplainStrategyChoice(result.outcomes, result.chosen,
+                                             base.program.data_parallel->ranks, nodes);
   return result;
 }
 
@@ -67,7 +73,7 @@ std::string ShardedStates(ParallelStrategy s) {
 }  // namespace
 
 std::string ExplainStrategyChoice(const std::vector<StrategyOutcome>& outcomes, size_t chosen,
-                                  int64_t ranks) {
+                                  int64_t ranks, int64_t nodes) {
   MEMPLAN_CHECK(chosen < outcomes.size());
   const StrategyOutcome& pick = outcomes[chosen];
   const StrategyOutcome* ddp = nullptr;
@@ -86,7 +92,9 @@ std::string ExplainStrategyChoice(const std::vector<StrategyOutcome>& outcomes, 
     << pick.chosen.accumulation_steps << " x " << ranks << " GPUs";
   if (pick.strategy != ParallelStrategy::kDdp && ddp != nullptr) {
     const int64_t freed = ddp->model_states.total() - pick.model_states.total();
-    s << "; " << ShardedStates(pick.strategy) << " sharded " << ranks << " ways frees "
+    const int64_t ways = ShardsWithinNode(pick.strategy) && nodes > 0 ? ranks / nodes : ranks;
+    s << "; " << ShardedStates(pick.strategy) << " sharded " << ways << " ways"
+      << (ways == ranks ? "" : " within each node (replicated across nodes)") << " frees "
       << FormatBytes(freed) << " of model states per rank against ddp";
   }
   for (const StrategyOutcome& o : outcomes) {

@@ -1,5 +1,6 @@
 #pragma once
-// `--parallel auto`: plan every data-parallel strategy (ddp, zero1, zero2, zero3, fsdp) with the
+// `--parallel auto`: plan every data-parallel strategy (ddp, zero1, zero2, zero3, fsdp, and
+// hybrid-shard when the ranks span several nodes: on one node it is fsdp) with the
 // joint search (analyzer/joint_search.h) on the same ranks, budget and global batch, keep the
 // fastest (samples/s over all ranks) that fits, and say why in one sentence. When none fits, the
 // one with the smallest per-rank peak is returned (infeasible), so the report says what is
@@ -28,21 +29,24 @@ struct StrategyOutcome {
 
 struct StrategySearch {
   JointPlan best;                         // the chosen strategy's plan
-  std::vector<StrategyOutcome> outcomes;  // in kParallelStrategyNames order
+  std::vector<StrategyOutcome> outcomes;  // in kParallelStrategyNames order, those tried
   size_t chosen = 0;                      // index into outcomes
   std::string explanation;                // "zero2: the fastest that fits ..."
 };
 
 // REQUIRES: base.program.data_parallel set (ranks, nodes, engine defaults); its strategy is
-// ignored. Errors: those of PlanJointly (the first strategy's, which every strategy shares).
-Expected<StrategySearch> SearchParallelStrategies(const Graph& graph, const PlannerOptions& base,
-                                                  const SearchOptions& search);
+// ignored. `excluded` strategies are not tried (an export target that cannot run them).
+// Errors: those of PlanJointly (the first strategy's, which every strategy shares).
+Expected<StrategySearch> SearchParallelStrategies(
+    const Graph& graph, const PlannerOptions& base, const SearchOptions& search,
+    const std::vector<ParallelStrategy>& excluded = {});
 
 // The outcome of a plan already made with one strategy (for reports of a fixed --parallel).
 StrategyOutcome OutcomeOf(ParallelStrategy strategy, const TrainingPlan& plan);
 
-// The sentence for `outcomes[chosen]` against the others.
+// The sentence for `outcomes[chosen]` against the others, on `ranks` GPUs over `nodes` machines
+// (hybrid-shard shards ranks / nodes ways).
 std::string ExplainStrategyChoice(const std::vector<StrategyOutcome>& outcomes, size_t chosen,
-                                  int64_t ranks);
+                                  int64_t ranks, int64_t nodes = 1);
 
 }  // namespace memplan

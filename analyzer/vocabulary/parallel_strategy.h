@@ -9,6 +9,12 @@
 //   zero2     whole       1/N        1/N                                 2 Ψ + (2 + K) Ψ / N
 //   zero3     1/N         1/N        1/N                                 (2 + 2 + K) Ψ / N
 //   fsdp      1/N         1/N        1/N  (PyTorch FSDP FULL_SHARD / FSDP2 fully_shard)
+//   hybrid-shard  1/G     1/G        1/G  G = N / nodes, the GPUs of one node
+//
+// hybrid-shard is PyTorch FSDP HYBRID_SHARD (FSDP2: fully_shard over a 2-D DeviceMesh
+// (replicate, shard)): fsdp within each node, replicas across nodes, so the per-unit all-gathers
+// and reduce-scatters stay on the intra-node link and only the 1/G gradient shard crosses the
+// network (one all-reduce among the M nodes). With one node it is fsdp.
 //
 // "auto" is not a strategy: the CLI asks the planner to try each and keep the fastest that fits.
 
@@ -25,14 +31,16 @@ enum class ParallelStrategy : uint8_t {
   kZero2,  // DeepSpeed ZeRO stage 2: + gradients partitioned (reduce buckets)
   kZero3,  // DeepSpeed ZeRO stage 3: + parameters partitioned, gathered per module
   kFsdp,   // PyTorch FSDP (FULL_SHARD) / FSDP2: parameters gathered per wrapped unit
+  kHybridShard,  // PyTorch FSDP HYBRID_SHARD / FSDP2 2-D mesh: fsdp within a node, replicated
 };
 
-inline constexpr NameTable<ParallelStrategy, 5> kParallelStrategyNames = {{
+inline constexpr NameTable<ParallelStrategy, 6> kParallelStrategyNames = {{
     {ParallelStrategy::kDdp, "ddp"},
     {ParallelStrategy::kZero1, "zero1"},
     {ParallelStrategy::kZero2, "zero2"},
     {ParallelStrategy::kZero3, "zero3"},
     {ParallelStrategy::kFsdp, "fsdp"},
+    {ParallelStrategy::kHybridShard, "hybrid-shard"},
 }};
 
 inline std::string_view ParallelStrategyName(ParallelStrategy strategy) {
@@ -42,14 +50,20 @@ inline Expected<ParallelStrategy> ParseParallelStrategy(std::string_view text) {
   return ParseName(kParallelStrategyNames, text, "parallel strategy");
 }
 
+// PyTorch FSDP's engine (FULL_SHARD or HYBRID_SHARD): units gathered, reduce-scattered per unit.
+inline bool IsFsdp(ParallelStrategy s) {
+  return s == ParallelStrategy::kFsdp || s == ParallelStrategy::kHybridShard;
+}
+
 // What a strategy shards (the table above).
 inline bool ShardsOptimizerState(ParallelStrategy s) { return s != ParallelStrategy::kDdp; }
 inline bool ShardsGradients(ParallelStrategy s) {
-  return s == ParallelStrategy::kZero2 || s == ParallelStrategy::kZero3 ||
-         s == ParallelStrategy::kFsdp;
+  return s == ParallelStrategy::kZero2 || s == ParallelStrategy::kZero3 || IsFsdp(s);
 }
 inline bool ShardsParameters(ParallelStrategy s) {
-  return s == ParallelStrategy::kZero3 || s == ParallelStrategy::kFsdp;
+  return s == ParallelStrategy::kZero3 || IsFsdp(s);
 }
+// Shards only within a node and replicates across nodes (the sharding degree is N / nodes).
+inline bool ShardsWithinNode(ParallelStrategy s) { return s == ParallelStrategy::kHybridShard; }
 
 }  // namespace memplan

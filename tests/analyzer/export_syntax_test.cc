@@ -80,15 +80,18 @@ TEST_CASE("Generated Python for N ranks compiles with python3 -m py_compile", "[
     return;
   }
   std::filesystem::path dir = ScratchDir();
-  for (const char* strategy : {"ddp", "fsdp", "zero2", "zero3"}) {
+  for (const char* strategy : {"ddp", "fsdp", "hybrid-shard", "zero2", "zero3"}) {
     nlohmann::json plan = LoadPlan("gpt_bf16_plan.json");
     plan["plan"]["parallel"] = strategy;
     plan["plan"]["gpus"] = 16;
     plan["plan"]["nodes"] = 2;
     // A ZeRO stage runs DeepSpeed's engine, which keeps fp32 masters.
-    plan["plan"]["amp_mode"] =
-        std::string(strategy).rfind("zero", 0) == 0 ? "master-weights" : "autocast";
-    for (ExportTarget target : {ExportTarget::kHfTrainer, ExportTarget::kLightning}) {
+    const bool zero = std::string(strategy).rfind("zero", 0) == 0;
+    plan["plan"]["amp_mode"] = zero ? "master-weights" : "autocast";
+    for (ExportTarget target :
+         {ExportTarget::kHfTrainer, ExportTarget::kLightning, ExportTarget::kPytorchLoop}) {
+      // The PyTorch target's torchrun script runs ddp and FSDP, not DeepSpeed's engine.
+      if (zero && target == ExportTarget::kPytorchLoop) continue;
       Expected<std::string> text = ExportConfig(plan, target, ExportOptions{});
       REQUIRE(text.ok());
       std::filesystem::path file = WriteFile(dir / "snippet.py", *text);

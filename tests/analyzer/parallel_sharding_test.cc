@@ -298,6 +298,105 @@ TEST_CASE("ring collective cost", "[parallel]") {
   CHECK(CollectiveSeconds(CollectiveKind::kAllReduce, 1'000'000'000, 1, options) == 0);
 }
 
+// hybrid-shard on 16 GPUs on 2 nodes: fsdp within each node of G = 8 GPUs, replicated.
+DataParallelOptions HybridGroup(int64_t ranks, int64_t nodes) {
+  DataParallelOptions dp = Group(ParallelStrategy::kHybridShard);
+  dp.ranks = ranks;
+  dp.nodes = nodes;
+  return dp;
+}
+
+TEST_CASE("hybrid-shard shards within a node: N replaced by the GPUs per node", "[parallel]") {
+  const TestGraph t = TwoLayerMlp();
+  ProgramOptions options = MixedAdam(ParallelStrategy::kHybridShard);
+  options.data_parallel = HybridGroup(16, 2);
+  const ModelStateBytes s = StatesOf(t, options);
+  // G = 16 / 2 = 8 (both matrices divide by 8 exactly). fp16 parameters and gradients 2 Psi / 8
+  // = 3072 each; fp32 masters 4 Psi / 8 = 6144 and moments 8 Psi / 8 = 12288, i.e. Adam's fp32
+  // state K Psi = 12 Psi costs 12 Psi / 8 = 18432 per rank, not 12 Psi / 16 = 9216.
+  CHECK(s.parameters == 3072);
+  CHECK(s.gradients == 3072);
+  CHECK(s.master_weights + s.optimizer_state == 12 * kPsi / 8);
+  CHECK(s.total() == 16 * kPsi / 8);
+  // fsdp on the same 16 GPUs shards 16 ways: half of it.
+  ProgramOptions fsdp = MixedAdam(ParallelStrategy::kFsdp);
+  fsdp.data_parallel->ranks = 16;
+  fsdp.data_parallel->nodes = 2;
+  CHECK(StatesOf(t, fsdp).total() == 16 * kPsi / 16);
+}
+
+TEST_CASE("hybrid-shard collectives: gathers within the node, shards all-reduced across nodes",
+          "[parallel]") {
+  const TestGraph t = TwoLayerMlp();
+  // fp32 SGD, one unit per parameter (fsdp_min_unit_parameters = 1): W1 32768 bytes, W2 16384.
+  struct Seen {
+    int within_gathers = 0;
+    int within_reduce_scatters = 0;
+    std::vector<int64_t> across_all_reduces;  // payloads
+  };
+  auto collectives = [&](int64_t ranks, int64_t nodes) {
+    const TrainingProgram program = DeriveVerified(t.graph, Fp32Sgd(HybridGroup(ranks, nodes)));
+    Seen seen;
+    for (const Step& step : program.steps) {
+      if (step.kind != StepKind::kCollective) continue;
+      const Collective& c = step.collective;
+      if (c.group == CollectiveGroup::kWithinNode && c.kind == CollectiveKind::kAllGather)
+        ++seen.within_gathers;
+      if (c.group == CollectiveGroup::kWithinNode && c.kind == CollectiveKind::kReduceScatter)
+        ++seen.within_reduce_scatters;
+      if (c.group == CollectiveGroup::kAcrossNodes) {
+        CHECK(c.kind == CollectiveKind::kAllReduce);
+        seen.across_all_reduces.push_back(c.payload_bytes);
+      }
+      CHECK(c.group != CollectiveGroup::kAllRanks);
+    }
+    std::sort(seen.across_all_reduces.begin(), seen.across_all_reduces.end());
+    return seen;
+  };
+  SECTION("2 nodes of 8: each unit's gradient shard (bytes / 8) crosses the network once") {
+    const Seen seen = collectives(16, 2);
+    // Two units, each gathered for forward and again for backward, as ZeRO-3's two modules
+    // above (reshard after forward), all within the node.
+    CHECK(seen.within_gathers == 4);
+    CHECK(seen.within_reduce_scatters == 2);
+    // W2: 16384 / 8 = 2048; W1: 32768 / 8 = 4096.
+    CHECK(seen.across_all_reduces == std::vector<int64_t>{2048, 4096});
+  }
+  SECTION("one node: no replica, no all-reduce (the fsdp program)") {
+    const Seen seen = collectives(8, 1);
+    CHECK(seen.within_reduce_scatters == 2);
+    CHECK(seen.across_all_reduces.empty());
+  }
+}
+
+TEST_CASE("collective cost per group: intra-node rings and the inter-node all-reduce",
+          "[parallel]") {
+  CollectiveCostOptions options;
+  options.intra_node = *FindInterconnect("nvlink3");  // 300e9 x 0.8 = 240e9 B/s, 5 us per hop
+  options.inter_node = *FindInterconnect("ib-hdr");   // 25e9 x 0.8 = 20e9 B/s, 10 us per hop
+  options.nodes = 2;
+  Collective c;
+  c.kind = CollectiveKind::kAllGather;
+  c.payload_bytes = 1'000'000'000;
+  c.group = CollectiveGroup::kWithinNode;
+  // 16 ranks on 2 nodes: the 8 of a node on NVLink, 7/8 x 1e9 / 240e9 + 7 x 5e-6 = 3.645833e-3
+  // + 3.5e-5 = 3.680833e-3 s (the one-node 8-rank figure above).
+  CHECK(CollectiveSeconds(c, 16, options) == Approx(3.680833e-3).epsilon(1e-6));
+  // The same gather over all 16 ranks crosses InfiniBand: 15/16 x 1e9 / 20e9 + 15 x 1e-5 =
+  // 0.046875 + 0.00015 = 0.047025 s.
+  c.group = CollectiveGroup::kAllRanks;
+  CHECK(CollectiveSeconds(c, 16, options) == Approx(0.047025).epsilon(1e-6));
+  // The shard (1e9 / 8 = 1.25e8 bytes) all-reduced between the 2 nodes: 2 x 1/2 x 1.25e8 / 20e9
+  // + 2 x 1 x 1e-5 = 6.25e-3 + 2e-5 = 6.27e-3 s.
+  c.kind = CollectiveKind::kAllReduce;
+  c.payload_bytes = 125'000'000;
+  c.group = CollectiveGroup::kAcrossNodes;
+  CHECK(CollectiveSeconds(c, 16, options) == Approx(6.27e-3).epsilon(1e-6));
+  // One node: nobody to all-reduce with.
+  options.nodes = 1;
+  CHECK(CollectiveSeconds(c, 8, options) == 0);
+}
+
 TEST_CASE("the global batch is micro-batch x accumulation x GPUs, exactly", "[parallel]") {
   const TestGraph t = TwoLayerMlp();
   PlannerOptions options;

@@ -51,7 +51,7 @@ memplan_cli_test("--gpus 0 is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --gpus: expected a positive integer, got '0'\n$"
   COMMAND analyze ${PP} --gpu 24G --gpus 0)
 memplan_cli_test("--parallel unknown strategy is one line, exit 2" EXPECT_EXIT 2
-  EXPECT_OUTPUT "^memplan: --parallel: expected ddp, zero1, zero2, zero3, fsdp or auto, got 'zero4'\n$"
+  EXPECT_OUTPUT "^memplan: --parallel: expected ddp, zero1, zero2, zero3, fsdp, hybrid-shard or auto, got 'zero4'\n$"
   COMMAND analyze ${PP} --gpu 24G --gpus 4 --parallel zero4)
 memplan_cli_test("--parallel without --gpus is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --parallel and --nodes need --gpus N\n$"
@@ -66,3 +66,93 @@ memplan_cli_test("a global batch no m, k, N reach is one line, exit 2" EXPECT_EX
 memplan_cli_test("a strategy the model cannot use is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --parallel fsdp: the model has no trainable parameters[^\n]*\n$"
   COMMAND analyze ${MEMPLAN_TEST_FIXTURES}/shape_chain.onnx --gpu 24G --gpus 4 --parallel fsdp)
+
+# --parallel hybrid-shard (PyTorch FSDP HYBRID_SHARD, FSDP2 on a 2-D mesh): fsdp within each
+# node, replicas across nodes. tiny_mlp's parameters W1 16x32 = 512, b1 32, W2 32x4 = 128, b2 4
+# elements; fp32 Adam: 4 bytes of parameter, 4 of gradient, 8 of moments per element.
+# 16 GPUs on 2 nodes shard over the 8 GPUs of a node, per parameter, rounding up:
+# ceil(512/8) + ceil(32/8) + ceil(128/8) + ceil(4/8) = 64 + 4 + 16 + 1 = 85 elements:
+# parameters 340, gradients 340, optimizer state 680 bytes (fsdp over 16: 32 + 2 + 8 + 1 = 43).
+memplan_cli_test("hybrid-shard on 2 nodes x 8 shards 8 ways: model_state_bytes" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"model_state_bytes\": {[ \n]*\"parameters\": 340,[ \n]*\"master_weights\": 0,[ \n]*\"gradients\": 340,[ \n]*\"optimizer_state\": 680"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
+          --global-batch 128 --precision fp32 --optimizer adam --json)
+memplan_cli_test("fsdp on 2 nodes x 8 shards 16 ways: model_state_bytes" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"model_state_bytes\": {[ \n]*\"parameters\": 172,[ \n]*\"master_weights\": 0,[ \n]*\"gradients\": 172,[ \n]*\"optimizer_state\": 344"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel fsdp
+          --global-batch 128 --precision fp32 --optimizer adam --json)
+# Collectives per step (k = 1: 128 samples = 8 per rank, m = 8 fits). One FSDP unit (676 <
+# min_num_params) of 676 x 4 = 2704 bytes, gathered for forward and again for backward (W2 is
+# read by fc2's backward), reduce-scattered once, within the node (8 ranks, A100: nvlink3
+# 300e9 B/s x 0.8 = 240e9, 5 us per hop): each 7/8 x 2704 / 240e9 + 7 x 5e-6 = 3.50098583e-5 s.
+# Then the 340-byte gradient shard is all-reduced between the 2 nodes (ib-hdr 25e9 x 0.8 =
+# 20e9 B/s, 10 us per hop): 2 x 1/2 x 340 / 20e9 + 2 x 1e-5 = 2.0017e-5 s.
+# Total 3 x 3.50098583e-5 + 2.0017e-5 = 1.25046575e-4 s.
+memplan_cli_test("hybrid-shard collectives: within the node on NVLink, the shard across nodes"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"strategy\": \"hybrid-shard\",[^$]*\"communication_total_seconds\": 0\\.0001250465"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
+          --global-batch 128 --precision fp32 --optimizer adam --json)
+memplan_cli_test("hybrid-shard text names the shard group" EXPECT_EXIT 0
+  EXPECT_OUTPUT "Parallel hybrid-shard on 16 GPUs \\(2 nodes, [^\n]*\n *hybrid-shard: states sharded over the 8 GPUs of each node, replicated on 2 nodes"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
+          --global-batch 128 --precision fp32)
+# On one node the shard group is every GPU: 8 GPUs shard 8 ways, the same 340 bytes as above,
+# and the report says it is fsdp's plan.
+memplan_cli_test("hybrid-shard on one node is fsdp, and says so" EXPECT_EXIT 0
+  EXPECT_OUTPUT "hybrid-shard on one node shards over all 8 GPUs and has no replica to all-reduce with: the same plan as fsdp"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 8 --parallel hybrid-shard --global-batch 64
+          --precision fp32)
+memplan_cli_test("auto tries hybrid-shard on several nodes" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"strategies\": .[^$]*\"strategy\": \"hybrid-shard\""
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --global-batch 128 --json)
+memplan_cli_test("auto does not try hybrid-shard on one node (it is fsdp)" EXPECT_EXIT 0
+  EXPECT_NO_OUTPUT "hybrid-shard"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 8 --global-batch 64 --json)
+# Exports of a hybrid-shard plan: each framework's HYBRID_SHARD spelling, 16 ranks on 2 machines.
+memplan_cli_test("export accelerate of hybrid-shard: FSDP with HYBRID_SHARD" EXPECT_EXIT 0
+  EXPECT_OUTPUT "distributed_type: FSDP\nfsdp_config:\n[^$]*  fsdp_sharding_strategy: HYBRID_SHARD\n[^$]*num_machines: 2\nnum_processes: 16\n"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
+          --global-batch 128 --precision bf16 --export accelerate)
+memplan_cli_test("export lightning of hybrid-shard: FSDPStrategy HYBRID_SHARD" EXPECT_EXIT 0
+  EXPECT_OUTPUT "devices=8,\n    num_nodes=2,\n    strategy=FSDPStrategy\\(\n        sharding_strategy=\"HYBRID_SHARD\","
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
+          --global-batch 128 --precision bf16 --export lightning)
+memplan_cli_test("export hf-trainer of hybrid-shard: fsdp hybrid_shard auto_wrap" EXPECT_EXIT 0
+  EXPECT_OUTPUT "# Launch: torchrun --nproc_per_node 8 --nnodes 2 [^$]*fsdp=\"hybrid_shard auto_wrap\","
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
+          --global-batch 128 --precision bf16 --export hf-trainer)
+memplan_cli_test("export deepspeed refuses hybrid-shard, one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: export: deepspeed cannot express --parallel hybrid-shard [^\n]*\n$"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
+          --global-batch 128 --export deepspeed)
+memplan_cli_test("auto with --export deepspeed does not pick hybrid-shard" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"zero_optimization\""
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --global-batch 128 --export deepspeed)
+
+# The PyTorch target of a data-parallel plan is a torchrun script (torchrun_export.cc).
+# hybrid-shard on 2 x 8: a 2-D mesh (replicate, shard), 128 samples = 8 x 1 x 16.
+memplan_cli_test("export pytorch of hybrid-shard: torchrun, 2-D mesh, fully_shard" EXPECT_EXIT 0
+  EXPECT_OUTPUT "torchrun --nproc-per-node 8 --nnodes 2 [^$]*fully_shard in torch.distributed._composable.fsdp[^$]*from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard\n[^$]*GPUS = 16\nNODES = 2\nMICRO_BATCH = 8  # per rank\nACCUMULATION_STEPS = 1  # one optimizer step per 128 samples over all ranks\nMIN_NUM_PARAMS = 100000000[^$]*mesh_dim_names=\\(\"replicate\", \"shard\"\\)[^$]*fully_shard\\(model, mesh=mesh, mp_policy=policy[^$]*DistributedSampler\\(dataset"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
+          --global-batch 128 --precision bf16 --export pytorch)
+# A master-weights fsdp plan gathers bf16 copies of fp32 shards: MixedPrecisionPolicy.
+memplan_cli_test("export pytorch of a master-weights fsdp plan: MixedPrecisionPolicy(bf16)"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "torchrun --nproc-per-node 8 --nnodes 1 train.py[^$]*mesh_dim_names=\\(\"shard\",\\)[^$]*policy = MixedPrecisionPolicy\\(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16\\)"
+  EXPECT_NO_OUTPUT "torch.autocast"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 8 --parallel fsdp --global-batch 64
+          --precision bf16 --amp-mode master-weights --export pytorch)
+memplan_cli_test("export pytorch of a ddp plan: DistributedDataParallel, 25 MiB buckets"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "BUCKET_CAP_MB = 25\nGRADIENT_AS_BUCKET_VIEW = False\n[^$]*DistributedDataParallel\\([^$]*bucket_cap_mb=BUCKET_CAP_MB"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 8 --parallel ddp --global-batch 64 --export pytorch)
+
+# The torchrun scripts compile, and the ddp one runs as one rank on CPU (skipped, exit 77,
+# without Debian's python3-torch).
+add_test(NAME "cli: the exported torchrun scripts compile and the ddp one runs on CPU"
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/torchrun_export_test.sh
+                 $<TARGET_FILE:memplan> ${MEMPLAN_TEST_FIXTURES}/ci_check
+                 ${CMAKE_CURRENT_BINARY_DIR}/torchrun_export)
+set_tests_properties("cli: the exported torchrun scripts compile and the ddp one runs on CPU"
+                     PROPERTIES SKIP_RETURN_CODE 77)

@@ -55,7 +55,8 @@ Expected<RequestPlan> PlanRequestOn(const Graph& graph, const PlanRequest& reque
   RequestPlan planned;
   if (request.parallel_auto) {
     MEMPLAN_TRY(StrategySearch found,
-                SearchParallelStrategies(graph, request.planner, request.search));
+                SearchParallelStrategies(graph, request.planner, request.search,
+                                         request.parallel_excluded));
     planned.joint = std::move(found.best);
     planned.strategies = std::move(found.outcomes);
     planned.parallel_explanation = std::move(found.explanation);

@@ -43,6 +43,9 @@ Expected<PlanRequest> ResolveAnalyzeRequest(const AnalyzeFlags& flags, const Pla
   if (!flags.export_target.empty()) {
     Expected<ExportTarget> target = ParseExportTarget(flags.export_target);
     if (!target.ok()) return MakeError("--export: " + target.error().message);
+    // --parallel auto tries only what the target can run.
+    if (*target == ExportTarget::kDeepSpeed)
+      request.parallel_excluded.push_back(ParallelStrategy::kHybridShard);
     // Without --amp-mode the plan is made in the regime the target runs (DeepSpeed: master
     // weights), so the exported config is the plan that was simulated.
     if (plan.Text("amp_mode").empty()) {

@@ -10,12 +10,14 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "analyzer/baseline/plan_flags.h"
 #include "analyzer/joint_search.h"
 #include "analyzer/planner.h"
 #include "analyzer/vocabulary/attention_mode.h"
 #include "analyzer/vocabulary/fusion_set_names.h"
+#include "analyzer/vocabulary/parallel_strategy.h"
 #include "graph/expected.h"
 #include "graph/fine_tuning.h"
 #include "graph/fusion/fusion_set.h"
@@ -53,6 +55,9 @@ struct PlanRequest {
   // --gpus N with --parallel auto (or without --parallel): try every strategy
   // (analyzer/parallel/strategy_search.h) instead of planning planner.program.data_parallel's.
   bool parallel_auto = false;
+  // Strategies parallel_auto does not try: those the --export target cannot run (DeepSpeed has
+  // no hybrid-shard).
+  std::vector<ParallelStrategy> parallel_excluded;
   // --attention: applied to the graph when it is loaded (analyzer/attention_plan.h).
   AttentionMode attention = AttentionMode::kAuto;
   // --train/--freeze/--lora: applied to the graph right after import (LoadPlannedModel).

@@ -1,0 +1,333 @@
+// The PyTorch target for a data-parallel plan: a training script that runs under torchrun, one
+// process per GPU, as the per-rank program memplan simulated (docs/multi_gpu.md).
+//
+//  * ddp: torch DistributedDataParallel with the plan's bucket_cap_mb and
+//    gradient_as_bucket_view; no_sync() on all but the last micro-batch of an accumulation (the
+//    cost model assumes it).
+//  * fsdp / hybrid-shard: FSDP2 (fully_shard) over a 1-D DeviceMesh of every rank, or a 2-D mesh
+//    (replicate = nodes, shard = GPUs per node) for hybrid-shard (HSDP). fully_shard is applied
+//    to each wrapped unit, then to the root: a module becomes a unit once the parameters it holds
+//    outside units already made reach min_num_params, visiting children first (what
+//    size_based_auto_wrap_policy does for the other FSDP exports; memplan's units group
+//    parameters in forward order up to the same size). Every micro-batch reduce-scatters, as
+//    FSDP2 does by default and as memplan planned.
+//  * Mixed precision: autocast plans run torch.autocast with fp32 parameters gathered
+//    (MixedPrecisionPolicy() leaves them fp32, as planned); master-weights plans gather half
+//    copies of fp32 shards (MixedPrecisionPolicy(param_dtype=half, reduce_dtype=half)); pure
+//    plans move the model to half first. fp16 scales the loss (ShardedGradScaler under FSDP).
+//
+// Each rank reads MICRO_BATCH samples per micro-batch through a DistributedSampler, so one
+// optimizer step consumes micro-batch x accumulation x GPUs samples, the plan's global batch.
+// Recompute is the PyTorch loop's enable_recompute (torch.utils.checkpoint per planned module),
+// applied before wrapping.
+
+#include <cstdint>
+#include <string>
+
+#include "analyzer/config_export/export_text.h"
+#include "analyzer/config_export/exporters.h"
+
+namespace memplan::config_export {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// How the script runs the plan's precision.
+struct PrecisionRecipe {
+  bool autocast = false;      // torch.autocast around forward and loss
+  bool fsdp_mp_half = false;  // MixedPrecisionPolicy(param_dtype=half, reduce_dtype=half)
+  bool pure = false;          // model.to(half) before wrapping
+  bool scale = false;         // fp16 loss scaling
+};
+
+PrecisionRecipe RecipeOf(const ExportPlan& plan) {
+  PrecisionRecipe r;
+  if (plan.precision == Precision::kFp32) return r;
+  const AmpMode mode = plan.amp_mode.value_or(AmpMode::kAutocast);
+  r.pure = mode == AmpMode::kPure;
+  r.fsdp_mp_half = mode == AmpMode::kMasterWeights;
+  r.autocast = mode == AmpMode::kAutocast;
+  r.scale = plan.precision == Precision::kFp16 && !r.pure;
+  return r;
+}
+
+std::string LaunchComment(const ExportPlan& plan) {
+  const int64_t per_node = plan.Gpus() / plan.Nodes();
+  std::string out = "# Launch (torchrun starts one process per GPU";
+  if (plan.Nodes() > 1) {
+    out += "; run it on each of the " + std::to_string(plan.Nodes()) +
+           " machines with its NODE_RANK, 0 to " + std::to_string(plan.Nodes() - 1) + "):\n";
+    out += "#   torchrun --nproc-per-node " + std::to_string(per_node) + " --nnodes " +
+           std::to_string(plan.Nodes()) +
+           " --node-rank NODE_RANK --master-addr HOST --master-port 29500 train.py\n";
+  } else {
+    out += "):\n";
+    out += "#   torchrun --nproc-per-node " + std::to_string(per_node) + " --nnodes 1 train.py\n";
+  }
+  out += "# where train.py imports this file and calls train(model, dataset, loss_fn,\n";
+  out += "# make_scheduler).\n";
+  return out;
+}
+
+std::string RecomputeSection(const ExportPlan& plan) {
+  std::string out;
+  if (!plan.UsesRecompute()) {
+    out += "# The plan recomputes nothing: every activation is kept for backward.\n";
+    out += "CHECKPOINTED_MODULES = []\n";
+  } else {
+    out += "# Modules whose activations are recomputed in backward (the plan's recompute nodes):\n";
+    for (const CheckpointModule& m : plan.checkpoints.modules)
+      out += "#   " + CommentSafe(m.module_path) + "\n";
+    for (const std::string& node : plan.checkpoints.unmapped_nodes)
+      out += "#   (no module scope, wrap by hand) " + CommentSafe(node) + "\n";
+    out += "CHECKPOINTED_MODULES = [\n";
+    for (const CheckpointModule& m : plan.checkpoints.modules)
+      out += "    " + PythonString(m.module_path) + ",\n";
+    out += "]\n";
+  }
+  out += "\n\n";
+  out += "def enable_recompute(model, module_paths=CHECKPOINTED_MODULES):\n";
+  out +=
+      "    \"\"\"Runs each listed submodule under torch.utils.checkpoint (before "
+      "wrapping).\"\"\"\n";
+  out += "    for path in module_paths:\n";
+  out += "        module = model.get_submodule(path)\n";
+  out += "        forward = module.forward\n\n";
+  out += "        def checkpointed_forward(*args, _forward=forward, **kwargs):\n";
+  out += "            return checkpoint(_forward, *args, use_reentrant=False, **kwargs)\n\n";
+  out += "        module.forward = checkpointed_forward\n";
+  return out;
+}
+
+std::string SetupFunction() {
+  std::string out;
+  out += "def setup():\n";
+  out +=
+      "    \"\"\"Joins the process group torchrun describes (RANK, WORLD_SIZE, "
+      "LOCAL_RANK).\"\"\"\n";
+  out += "    local_rank = int(os.environ.get(\"LOCAL_RANK\", \"0\"))\n";
+  out += "    if torch.cuda.is_available():\n";
+  out += "        device = torch.device(\"cuda\", local_rank)\n";
+  out += "        torch.cuda.set_device(device)\n";
+  out += "    else:\n";
+  out += "        device = torch.device(\"cpu\")\n";
+  out += "    dist.init_process_group(backend=\"nccl\" if device.type == \"cuda\" else \"gloo\")\n";
+  out += "    if dist.get_world_size() != GPUS and dist.get_rank() == 0:\n";
+  out += "        print(f\"memplan planned {GPUS} ranks; running {dist.get_world_size()}: the \"\n";
+  out += "              \"per-rank memory and the global batch differ from the plan\")\n";
+  out += "    return device\n";
+  return out;
+}
+
+std::string FsdpWrapFunction(const ExportPlan& plan, const PrecisionRecipe& r) {
+  const bool hybrid = ShardsWithinNode(plan.data_parallel->strategy);
+  std::string out;
+  out += "def shard_model(model, device):\n";
+  if (hybrid) {
+    out += "    \"\"\"HSDP: a 2-D mesh, replicas across the NODES machines, shards over the GPUs\n";
+    out += "    of each; fully_shard on each unit, then the root.\"\"\"\n";
+    out += "    world = dist.get_world_size()\n";
+    out += "    replicas = NODES if world % NODES == 0 else 1\n";
+    out += "    mesh = init_device_mesh(device.type, (replicas, world // replicas),\n";
+    out += "                            mesh_dim_names=(\"replicate\", \"shard\"))\n";
+  } else {
+    out += "    \"\"\"FSDP2 over every rank: fully_shard on each unit, then the root.\"\"\"\n";
+    out += "    mesh = init_device_mesh(device.type, (dist.get_world_size(),),\n";
+    out += "                            mesh_dim_names=(\"shard\",))\n";
+  }
+  if (r.fsdp_mp_half) {
+    const std::string dtype(TorchDtype(plan.precision));
+    out += "    # Half copies of the fp32 shards are gathered and reduced; the optimizer updates\n";
+    out += "    # the fp32 shards (the plan's master weights).\n";
+    out += "    policy = MixedPrecisionPolicy(param_dtype=" + dtype + ", reduce_dtype=" + dtype +
+           ")\n";
+  } else {
+    out += "    # No casting by FSDP: parameters are gathered in their own dtype, as planned.\n";
+    out += "    policy = MixedPrecisionPolicy()\n";
+  }
+  out += "\n";
+  out += "    def wrap_units(module):\n";
+  out += "        # Parameters held by `module` outside the units made below it.\n";
+  out += "        held = sum(wrap_units(child) for child in module.children())\n";
+  out += "        held += sum(p.numel() for p in module.parameters(recurse=False))\n";
+  out += "        if module is not model and held >= MIN_NUM_PARAMS:\n";
+  out +=
+      "            fully_shard(module, mesh=mesh, mp_policy=policy, reshard_after_forward=True)\n";
+  out += "            return 0\n";
+  out += "        return held\n\n";
+  out += "    wrap_units(model)\n";
+  out += "    fully_shard(model, mesh=mesh, mp_policy=policy, reshard_after_forward=True)\n";
+  out += "    return model\n";
+  return out;
+}
+
+std::string DdpWrapFunction() {
+  std::string out;
+  out += "def shard_model(model, device):\n";
+  out += "    \"\"\"DDP replicas; gradients all-reduced in buckets of BUCKET_CAP_MB.\"\"\"\n";
+  out += "    return DistributedDataParallel(\n";
+  out += "        model,\n";
+  out += "        device_ids=[device.index] if device.type == \"cuda\" else None,\n";
+  out += "        bucket_cap_mb=BUCKET_CAP_MB,\n";
+  out += "        gradient_as_bucket_view=GRADIENT_AS_BUCKET_VIEW,\n";
+  out += "    )\n";
+  return out;
+}
+
+}  // namespace
+
+std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& options) {
+  MEMPLAN_CHECK(plan.data_parallel.has_value());
+  const DataParallelOptions& dp = *plan.data_parallel;
+  const bool ddp = dp.strategy == ParallelStrategy::kDdp;
+  const PrecisionRecipe r = RecipeOf(plan);
+  const bool clip = options.max_grad_norm > 0;
+  const std::string set_to_none = plan.zero_grad_set_to_none ? "True" : "False";
+  const std::string strategy(ParallelStrategyName(dp.strategy));
+
+  std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
+  out += "# " + strategy + " on " + std::to_string(plan.Gpus()) +
+         (plan.Gpus() == 1 ? " GPU (" : " GPUs (") + std::to_string(plan.Nodes()) +
+         (plan.Nodes() == 1 ? " node" : " nodes") + ", " +
+         std::to_string(plan.Gpus() / plan.Nodes()) + " per node): " +
+         (ddp ? "DistributedDataParallel"
+          : ShardsWithinNode(dp.strategy)
+              ? "FSDP2 fully_shard on a 2-D mesh (HSDP: sharded within a node, replicated across)"
+              : "FSDP2 fully_shard on a 1-D mesh") +
+         ".\n";
+  out += LaunchComment(plan);
+  if (ddp) {
+    out += "# Needs torch >= 2.0 (the hyphenated torchrun options).\n";
+  } else {
+    out +=
+        "# Needs torch >= 2.4 (fully_shard in torch.distributed._composable.fsdp); torch >= 2.6\n";
+    out += "# exports it as torch.distributed.fsdp.fully_shard.\n";
+  }
+  out += "# Provide model, dataset, loss_fn(outputs, targets), make_scheduler(optimizer) and the\n";
+  out += "# hyper-parameters below; the rest is the plan memplan simulated per rank.\n";
+  if (ddp) out += "import contextlib\n";  // no_sync on all but the last micro-batch
+  out += "import os\n\n";
+  out += "import torch\n";
+  out += "import torch.distributed as dist\n";
+  if (ddp) {
+    out += "from torch.nn.parallel import DistributedDataParallel\n";
+  } else {
+    out += "from torch.distributed.device_mesh import init_device_mesh\n";
+    if (r.scale)
+      out += "from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n";
+  }
+  out += "from torch.utils.checkpoint import checkpoint\n";
+  out += "from torch.utils.data import DataLoader\n";
+  out += "from torch.utils.data.distributed import DistributedSampler\n";
+  if (!ddp) {
+    out += "\n";
+    out += "try:  # torch >= 2.6\n";
+    out += "    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard\n";
+    out += "except ImportError:  # torch 2.4, 2.5\n";
+    out += "    from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard\n";
+  }
+  out += "\n";
+  out += "GPUS = " + std::to_string(plan.Gpus()) + "\n";
+  out += "NODES = " + std::to_string(plan.Nodes()) + "\n";
+  out += "MICRO_BATCH = " + std::to_string(plan.micro_batch) + "  # per rank\n";
+  out += "ACCUMULATION_STEPS = " + std::to_string(plan.accumulation_steps) +
+         "  # one optimizer step per " + std::to_string(plan.SamplesPerStep()) +
+         " samples over all ranks\n";
+  if (ddp) {
+    // DDP's bucket_cap_mb is MiB; a whole number is written as an int, as users write it.
+    const std::string cap =
+        dp.ddp_bucket_cap_bytes % kMiB == 0
+            ? std::to_string(dp.ddp_bucket_cap_bytes / kMiB)
+            : PythonFloat(static_cast<double>(dp.ddp_bucket_cap_bytes) / static_cast<double>(kMiB));
+    out += "BUCKET_CAP_MB = " + cap + "\n";
+    out += std::string("GRADIENT_AS_BUCKET_VIEW = ") +
+           (dp.ddp_gradient_as_bucket_view ? "True" : "False") + "\n";
+  } else {
+    out += "MIN_NUM_PARAMS = " + std::to_string(dp.fsdp_min_unit_parameters) +
+           "  # FSDP unit size (size_based_auto_wrap_policy's min_num_params)\n";
+  }
+  if (clip) out += "MAX_GRAD_NORM = " + PythonFloat(options.max_grad_norm) + "\n";
+  out += HyperParameterConstants(plan, options);
+  out += "\n";
+  out += RecomputeSection(plan);
+  out += "\n\n";
+  out += MakeOptimizerFunction(plan, options);
+  out += "\n\n";
+  out += SetupFunction();
+  out += "\n\n";
+  out += ddp ? DdpWrapFunction() : FsdpWrapFunction(plan, r);
+  out += "\n\n";
+
+  // One epoch.
+  out += "def train_one_epoch(model, loader, loss_fn, optimizer, scheduler, scaler, device):\n";
+  out += "    model.train()\n";
+  out += "    optimizer.zero_grad(set_to_none=" + set_to_none + ")\n";
+  out += "    for index, (inputs, targets) in enumerate(loader):\n";
+  out += "        inputs = inputs.to(device, non_blocking=True)\n";
+  out += "        targets = targets.to(device, non_blocking=True)\n";
+  out += "        last = (index + 1) % ACCUMULATION_STEPS == 0\n";
+  std::string indent = "        ";
+  if (ddp) {
+    out += "        # All-reduce only on the last micro-batch of an accumulation.\n";
+    out += "        with contextlib.nullcontext() if last else model.no_sync():\n";
+    indent += "    ";
+  }
+  if (r.autocast) {
+    out += indent + "with torch.autocast(device_type=device.type, dtype=" +
+           std::string(TorchDtype(plan.precision)) + "):\n";
+    out += indent + "    loss = loss_fn(model(inputs), targets) / ACCUMULATION_STEPS\n";
+  } else {
+    out += indent + "loss = loss_fn(model(inputs), targets) / ACCUMULATION_STEPS\n";
+  }
+  out += indent + (r.scale ? "scaler.scale(loss).backward()\n" : "loss.backward()\n");
+  out += "        if not last:\n";
+  out += "            continue\n";
+  if (clip) {
+    if (r.scale) out += "        scaler.unscale_(optimizer)\n";
+    out += "        torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)\n";
+  }
+  if (r.scale) {
+    out += "        scaler.step(optimizer)\n";
+    out += "        scaler.update()\n";
+  } else {
+    out += "        optimizer.step()\n";
+  }
+  out += "        scheduler.step()\n";
+  out += "        optimizer.zero_grad(set_to_none=" + set_to_none + ")\n\n\n";
+
+  // The entry point.
+  out += "def train(model, dataset, loss_fn, make_scheduler, epochs=1):\n";
+  out += "    device = setup()\n";
+  if (r.pure) {
+    out += "    model.to(device=device, dtype=" + std::string(TorchDtype(plan.precision)) +
+           ")  # parameters, gradients and optimizer state in half\n";
+  } else {
+    out += "    model.to(device)\n";
+  }
+  out += "    enable_recompute(model)\n";
+  out += "    model = shard_model(model, device)\n";
+  out += "    optimizer = make_optimizer(model.parameters())\n";
+  out += "    scheduler = make_scheduler(optimizer)\n";
+  if (r.scale) {
+    if (ddp) {
+      out += "    scaler = torch.cuda.amp.GradScaler(enabled=device.type == \"cuda\")\n";
+    } else {
+      out += "    scaler = ShardedGradScaler(enabled=device.type == \"cuda\")\n";
+    }
+  } else {
+    out += "    scaler = None\n";
+  }
+  out += "    sampler = DistributedSampler(dataset, shuffle=True, drop_last=True)\n";
+  out += "    loader = DataLoader(dataset, batch_size=MICRO_BATCH, sampler=sampler, num_workers=" +
+         std::to_string(options.dataloader_num_workers) +
+         ", pin_memory=" + (options.pin_memory ? "True" : "False") + ", drop_last=True)\n";
+  out += "    for epoch in range(epochs):\n";
+  out +=
+      "        sampler.set_epoch(epoch)  # a different shuffle per epoch, the same on every rank\n";
+  out += "        train_one_epoch(model, loader, loss_fn, optimizer, scheduler, scaler, device)\n";
+  out += "    dist.destroy_process_group()\n";
+  out += "    return model\n";
+  return out;
+}
+
+}  // namespace memplan::config_export

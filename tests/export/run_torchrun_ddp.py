@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""Runs the torchrun DDP script that `memplan export --to pytorch` writes for a --parallel ddp
+plan, as one rank (world size 1, gloo, CPU), on the torch twin of tests/fixtures/ci_check/mlp.onnx,
+and checks that what runs is what was planned:
+
+  * GPUS, NODES, MICRO_BATCH, ACCUMULATION_STEPS are the plan's, BUCKET_CAP_MB is DDP's default
+    25 (the plan's bucket) and the model is wrapped in DistributedDataParallel with that bucket
+    cap (bucket_bytes_cap = 25 MiB) and gradient_as_bucket_view=False;
+  * gradients are all-reduced once per optimizer step, not per micro-batch (no_sync on all but
+    the last micro-batch of an accumulation): a communication hook counts the bucket reductions;
+  * the DistributedSampler hands the rank MICRO_BATCH samples per micro-batch, one optimizer
+    (and scheduler) step per ACCUMULATION_STEPS micro-batches, and the weights move.
+
+usage: run_torchrun_ddp.py PLAN.json EXPORTED_SCRIPT.py   (Debian's python3-torch 1.13 suffices)
+This validates the script on one process; it is not a multi-GPU run.
+"""
+
+import importlib.util
+import json
+import os
+import socket
+import sys
+
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+OPTIMIZER_STEPS = 3
+
+
+class Mlp(nn.Module):
+    """mlp.onnx as torch modules: x[batch,16] -> fc1 (16x32) -> relu1 -> fc2 (32x4)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.relu1 = nn.ReLU()
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(self.relu1(self.fc1(x)))
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location("exported_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    plan = json.load(open(sys.argv[1]))["plan"]
+    script = load(sys.argv[2])
+    assert plan["parallel"] == "ddp", plan["parallel"]
+    assert script.GPUS == plan["gpus"] == 1, (script.GPUS, plan["gpus"])
+    assert script.NODES == plan["nodes"] == 1
+    assert script.MICRO_BATCH == plan["micro_batch"], (script.MICRO_BATCH, plan["micro_batch"])
+    assert script.ACCUMULATION_STEPS == plan["accumulation_steps"]
+    assert script.ACCUMULATION_STEPS > 1, "the test plan must accumulate"
+    assert script.BUCKET_CAP_MB == 25 and script.GRADIENT_AS_BUCKET_VIEW is False
+
+    # One rank, as torchrun would describe it.
+    os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
+                       "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"})
+    script.LEARNING_RATE = 0.05
+
+    reductions = []
+    wrapped = []
+    shard_model = script.shard_model
+
+    def counting_shard_model(model, device):
+        ddp = shard_model(model, device)
+        wrapped.append(ddp)
+
+        def hook(state, bucket):
+            reductions.append(bucket.buffer().numel())
+            future = torch.futures.Future()
+            future.set_result(bucket.buffer())
+            return future
+
+        ddp.register_comm_hook(None, hook)
+        return ddp
+
+    script.shard_model = counting_shard_model
+    # Loader workers in the test process only slow it down.
+    script.DataLoader = lambda *args, **kwargs: DataLoader(*args, **{**kwargs, "num_workers": 0})
+
+    torch.manual_seed(0)
+    model = Mlp()
+    micro_batches = OPTIMIZER_STEPS * script.ACCUMULATION_STEPS
+    samples = micro_batches * script.MICRO_BATCH
+    dataset = TensorDataset(torch.randn(samples, 16), torch.randint(0, 4, (samples,)))
+    scheduler_calls = []
+
+    def make_scheduler(optimizer):
+        return torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: scheduler_calls.append(step) or 1.0)
+
+    before = [p.detach().clone() for p in model.parameters()]
+    script.train(model, dataset, nn.CrossEntropyLoss(), make_scheduler, epochs=1)
+
+    ddp = wrapped[0]
+    assert isinstance(ddp, torch.nn.parallel.DistributedDataParallel)
+    assert ddp.bucket_bytes_cap == 25 * 1024 * 1024, ddp.bucket_bytes_cap
+    assert ddp.gradient_as_bucket_view is False
+    assert len(scheduler_calls) - 1 == OPTIMIZER_STEPS, scheduler_calls
+    # 16*32 + 32 + 32*4 + 4 = 676 gradient elements fit one bucket: one reduction per step.
+    assert reductions == [676] * OPTIMIZER_STEPS, reductions
+    assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters())), "no update"
+    print(f"PASS {plan['precision']}: {micro_batches} micro-batches of {script.MICRO_BATCH}, "
+          f"{OPTIMIZER_STEPS} optimizer steps, {len(reductions)} all-reduces")
+
+
+if __name__ == "__main__":
+    main()
