@@ -801,7 +801,9 @@ class StepEmitter {
         if (IsParameter(u)) {
           writes.push_back(ParameterGradientWrite(slot, u, n, node.name));
         } else {
-          BufferId alias = (info.schema->is_view && i == 0) ? output_gradients[0] : BufferId();
+          const bool gradient_is_view =
+              info.schema->is_view && !info.schema->view_is_partial && i == 0;
+          BufferId alias = gradient_is_view ? output_gradients[0] : BufferId();
           writes.push_back(ValueGradientWrite(slot, u, n, alias));
         }
         written.push_back(u);

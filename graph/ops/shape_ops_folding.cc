@@ -75,6 +75,49 @@ bool IsInteger(DType dtype) {
 
 bool IsFoldableDType(DType dtype) { return IsInteger(dtype) || dtype == DType::kBool; }
 
+std::optional<std::vector<Dim>> StridedContents(const TensorInfo& info,
+                                                const std::vector<int64_t>& out_dims,
+                                                const std::vector<int64_t>& axis_of,
+                                                const std::vector<int64_t>& first,
+                                                const std::vector<int64_t>& step) {
+  if (!info.present || !info.contents) return std::nullopt;
+  auto in_dims = ConstantDims(info.shape);
+  auto in_count = FoldableElementCount(info.shape);
+  const size_t rank = out_dims.size();
+  if (!in_dims || !in_count || static_cast<int64_t>(info.contents->size()) != *in_count ||
+      in_dims->size() != rank || axis_of.size() != rank || first.size() != rank ||
+      step.size() != rank)
+    return std::nullopt;
+  int64_t out_count = 1;
+  for (int64_t d : out_dims) {
+    auto product = CheckedMul(out_count, d);
+    if (d < 0 || !product || *product > kMaxFoldedElements) return std::nullopt;
+    out_count = *product;
+  }
+  // Row-major strides of the input.
+  std::vector<int64_t> in_stride(rank, 1);
+  for (size_t i = rank; i-- > 1;) in_stride[i - 1] = in_stride[i] * (*in_dims)[i];
+  std::vector<Dim> out;
+  out.reserve(static_cast<size_t>(out_count));
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t flat = 0; flat < out_count; ++flat) {
+    int64_t in_flat = 0;
+    for (size_t a = 0; a < rank; ++a) {
+      const auto axis = static_cast<size_t>(axis_of[a]);
+      if (axis >= rank) return std::nullopt;
+      const int64_t at = first[a] + index[a] * step[a];
+      if (at < 0 || at >= (*in_dims)[axis]) return std::nullopt;
+      in_flat += at * in_stride[axis];
+    }
+    out.push_back((*info.contents)[static_cast<size_t>(in_flat)]);
+    for (size_t a = rank; a-- > 0;) {
+      if (++index[a] < out_dims[a]) break;
+      index[a] = 0;
+    }
+  }
+  return out;
+}
+
 std::optional<std::vector<Dim>> BroadcastContents(const TensorInfo& info,
                                                   const std::vector<int64_t>& out_dims) {
   if (!info.present || !info.contents) return std::nullopt;

@@ -36,6 +36,17 @@ bool IsFoldableDType(DType dtype);
 std::optional<std::vector<Dim>> BroadcastContents(const TensorInfo& info,
                                                   const std::vector<int64_t>& out_dims);
 
+// The contents of a strided view of `info` (constant shape, contents present) over the constant
+// `out_dims`: output axis a walks input axis axis_of[a] from first[a] in steps of step[a]
+// (Transpose: axis_of = perm, first 0, step 1; Slice: axis_of = identity). nullopt when `info`
+// has no contents, a non-constant shape, or an index falls outside it. torch.nn.functional.pad's
+// export flips its [n, 2] pads table with a Slice and a Transpose of rank 2.
+std::optional<std::vector<Dim>> StridedContents(const TensorInfo& info,
+                                                const std::vector<int64_t>& out_dims,
+                                                const std::vector<int64_t>& axis_of,
+                                                const std::vector<int64_t>& first,
+                                                const std::vector<int64_t>& step);
+
 // Three-valued comparisons of Dims, assuming every symbol stands for a positive integer (dims
 // are). nullopt when undecidable, e.g. `seq < 128`.
 std::optional<bool> DimsEqual(const Dim& a, const Dim& b);

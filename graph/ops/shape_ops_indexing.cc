@@ -234,19 +234,18 @@ Expected<std::vector<TensorInfo>> InferSlice(const OpContext& ctx) {
     stride[axis] = steps[i];
   }
 
-  // Contents of a sliced vector (the usual shape-tensor case).
+  // Contents of a sliced shape tensor (a vector, or F.pad's [n, 2] pads table flipped).
   std::optional<std::vector<Dim>> contents;
-  auto len = rank == 1 ? out.dims[0].constant_value() : std::nullopt;
-  if (data.contents && len && first[0]) {
-    contents.emplace();
-    for (int64_t k = 0; k < *len; ++k) {
-      int64_t idx = *first[0] + k * stride[0];
-      if (idx < 0 || idx >= static_cast<int64_t>(data.contents->size())) {
-        contents.reset();
-        break;
-      }
-      contents->push_back((*data.contents)[static_cast<size_t>(idx)]);
+  auto out_dims = ConstantDims(out);
+  const bool firsts_known =
+      std::all_of(first.begin(), first.end(), [](const auto& f) { return f.has_value(); });
+  if (data.contents && out_dims && firsts_known) {
+    std::vector<int64_t> identity(rank), starts_at(rank);
+    for (size_t a = 0; a < rank; ++a) {
+      identity[a] = static_cast<int64_t>(a);
+      starts_at[a] = *first[a];
     }
+    contents = StridedContents(data, *out_dims, identity, starts_at, stride);
   }
   return std::vector<TensorInfo>{MakeOutput(data.dtype, out, std::move(contents))};
 }
@@ -312,15 +311,31 @@ void Add(OpRegistry& registry, const char* op, ShapeRule rule, const char* saved
   registry.Register(std::move(schema));
 }
 
+// torch.split / narrow return views: a consumer that saves one chunk keeps the whole input alive
+// (ShuffleNetV2's channel split saves half of each block's input and retains all of it), and
+// the split itself moves no bytes.
+void AddPartialView(OpRegistry& registry, const char* op, ShapeRule rule,
+                    const char* saved_source) {
+  OpSchema schema = ShapeOpSchema(op);
+  schema.infer_shapes = std::move(rule);
+  schema.cost = NoCost;
+  schema.is_view = true;
+  schema.view_is_partial = true;
+  schema.saved_source = saved_source;
+  registry.Register(std::move(schema));
+}
+
 }  // namespace
 
 void RegisterIndexingOps(OpRegistry& registry) {
   Add(registry, "Concat", InferConcat,
       "derivatives.yaml: cat: cat_tensors_backward(grad, sizes, dtypes, dim), nothing saved");
-  Add(registry, "Split", InferSplit,
-      "derivatives.yaml: split/split_with_sizes: split_backward(grads, sizes, dim), nothing saved");
-  Add(registry, "Slice", InferSlice,
-      "derivatives.yaml: slice: slice_backward_wrapper(grad, self.sizes(), ...), nothing saved");
+  AddPartialView(registry, "Split", InferSplit,
+                 "derivatives.yaml: split/split_with_sizes: split_backward(grads, sizes, dim), "
+                 "nothing saved; the chunks are views of the input");
+  AddPartialView(registry, "Slice", InferSlice,
+                 "derivatives.yaml: slice: slice_backward_wrapper(grad, self.sizes(), ...), "
+                 "nothing saved; the slice is a view of the input");
   Add(registry, "Gather", InferGather,
       "derivatives.yaml: embedding / index_select: backward takes `indices` (saved)", SavesIndices);
   Add(registry, "GatherElements", InferGatherElements,

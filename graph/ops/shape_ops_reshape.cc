@@ -93,9 +93,18 @@ Expected<std::vector<TensorInfo>> InferTranspose(const OpContext& ctx) {
     used[static_cast<size_t>(axis)] = true;
     out.dims.push_back(data.shape.dims[static_cast<size_t>(axis)]);
   }
-  // Row-major order is unchanged only for rank <= 1.
-  return std::vector<TensorInfo>{
-      MakeOutput(data.dtype, out, rank <= 1 ? data.contents : std::nullopt)};
+  // Row-major order is unchanged only for rank <= 1; above it the contents are permuted (F.pad's
+  // export transposes its [n, 2] pads table).
+  std::optional<std::vector<Dim>> contents;
+  if (rank <= 1) {
+    contents = data.contents;
+  } else if (auto out_dims = ConstantDims(out)) {
+    std::vector<int64_t> zeros(rank, 0), ones(rank, 1);
+    std::vector<int64_t> axes;
+    for (int64_t p : perm) axes.push_back(p < 0 ? p + static_cast<int64_t>(rank) : p);
+    contents = StridedContents(data, *out_dims, axes, zeros, ones);
+  }
+  return std::vector<TensorInfo>{MakeOutput(data.dtype, out, std::move(contents))};
 }
 
 Expected<std::vector<TensorInfo>> InferExpand(const OpContext& ctx) {

@@ -174,6 +174,35 @@ TEST_CASE("Slice with symbolic ends, negative starts and steps", "[folding]") {
   CHECK(m.Text(*tail[0].contents) == "[seq, 768]");
 }
 
+TEST_CASE("F.pad's pads table folds through a rank-2 Slice and Transpose", "[folding]") {
+  Micro m;
+  // torch.onnx writes F.pad(x, (0, 0, 0, r, 0, b)) at opset >= 11 as: the 6 pads (each dim's
+  // (begin, end), last dim first) Reshape'd to [3, 2], flipped on axis 0 by Slice(-1, -INT64_MAX,
+  // step -1), Transpose'd to [2, 3], Reshape'd to [6]: ONNX's begins-then-ends order, first dim
+  // first. Pads (0, 0, 0, r, 0, b) with r = seq, b = 3:
+  //   [3, 2] table  [[0, 0], [0, seq], [0, 3]]
+  //   flipped       [[0, 3], [0, seq], [0, 0]]
+  //   transposed    [[0, 0, 0], [3, seq, 0]]  ->  [0, 0, 0, 3, seq, 0]
+  ValueId table = m.Tensor("table", DType::kInt64, {3, 2});
+  m.g.mutable_value(table).contents = std::vector<Dim>{0, 0, 0, m.S(), 0, 3};
+  auto flipped = m.Run("Slice", {table, m.Ints("st", {-1}), m.Ints("en", {-INT64_MAX}),
+                                 m.Ints("ax", {0}), m.Ints("sp", {-1})});
+  CHECK(m.Text(flipped[0]) == "[3, 2]");
+  REQUIRE(flipped[0].contents);
+  CHECK(m.Text(*flipped[0].contents) == "[0, 3, 0, seq, 0, 0]");
+  ValueId f = m.Tensor("flipped", DType::kInt64, {3, 2});
+  m.g.mutable_value(f).contents = flipped[0].contents;
+  auto transposed = m.Run("Transpose", {f}, Attr("perm", std::vector<int64_t>{1, 0}));
+  CHECK(m.Text(transposed[0]) == "[2, 3]");
+  REQUIRE(transposed[0].contents);
+  CHECK(m.Text(*transposed[0].contents) == "[0, 0, 0, 3, seq, 0]");
+  // A rank-2 slice of rows and columns: [[0, 3], [0, seq], [0, 0]][1:, 1:] = [seq, 0].
+  auto corner =
+      m.Run("Slice", {f, m.Ints("s2", {1, 1}), m.Ints("e2", {3, 2}), m.Ints("a2", {0, 1})});
+  REQUIRE(corner[0].contents);
+  CHECK(m.Text(*corner[0].contents) == "[seq, 0]");
+}
+
 TEST_CASE("Split into equal symbolic parts and by sizes", "[folding]") {
   Micro m;
   // qkv [batch, seq, 192] split in 3 on axis 2 (no sizes): 192 / 3 = 64 each.
@@ -266,14 +295,17 @@ TEST_CASE("Range, ConstantOfShape, Constant, Cast, Size, Tile, Flatten, Transpos
 
 TEST_CASE("shape-op schema facts: views and saved tensors", "[folding]") {
   const OpRegistry& r = OpRegistry::Get();
-  for (const char* view :
-       {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Expand"}) {
+  for (const char* view : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose",
+                           "Expand", "Split", "Slice"}) {
     INFO(view);
     REQUIRE(r.Find(view));
     CHECK(r.Find(view)->is_view);
     CHECK_FALSE(r.Find(view)->saved_source.empty());
+    // torch.split / narrow view a part of their input; the others all of it.
+    const std::string name = view;
+    CHECK(r.Find(view)->view_is_partial == (name == "Split" || name == "Slice"));
   }
-  for (const char* copy : {"Concat", "Slice", "Split", "Gather", "Cast", "Where", "Tile"}) {
+  for (const char* copy : {"Concat", "Gather", "Cast", "Where", "Tile"}) {
     INFO(copy);
     CHECK_FALSE(r.Find(copy)->is_view);
   }

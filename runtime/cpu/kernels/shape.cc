@@ -1,7 +1,8 @@
 // Data-movement ops. Reshape, Flatten, Squeeze and Unsqueeze return views (no buffer, as the op
 // registry's is_view says) and so do their backwards. Transpose, Expand, Concat, Split and Slice
 // copy; their backwards are the adjoint copies (inverse permutation, sum over broadcast dims,
-// split, concatenation, scatter into zeros).
+// split, concatenation, scatter into zeros). Split and Slice are views in the program, as
+// torch's are: their copies here are backend scratch that the program does not count.
 
 #include <algorithm>
 #include <array>
