@@ -87,13 +87,13 @@ struct OpSchema {
   WorkspaceRule backward_workspace;    // default: 0
   double backward_flops_factor = 1.0;  // backward FLOPs as a multiple of forward FLOPs
   AmpCategory amp = AmpCategory::kFollowInputs;
-  // True when every output is a view of input 0's storage (Reshape, Squeeze, Split, Slice...):
+  // True when every output is a view of input 0's storage (Reshape, Squeeze, Split...):
   // the simulator allocates nothing for it and keeps input 0's storage alive while the view lives
   // (a saved chunk of torch.split keeps its whole input alive).
   bool is_view = false;
-  // For a view: each output views only part of input 0 (Split, Slice: torch.split / narrow).
-  // The input's gradient is then a new tensor (split_backward / slice_backward write the output
-  // gradients into it), not a view of an output's gradient as a Reshape's is.
+  // For a view: each output views only part of input 0 (Split: torch.split / chunk). The
+  // input's gradient is then a new tensor (split_backward writes the output gradients into it),
+  // not a view of an output's gradient as a Reshape's is.
   bool view_is_partial = false;
   // True when training draws random numbers (Dropout, the fused attention's dropout): the
   // executor seeds it per node and micro-batch, and verify can run it as the identity.

@@ -311,7 +311,7 @@ void Add(OpRegistry& registry, const char* op, ShapeRule rule, const char* saved
   registry.Register(std::move(schema));
 }
 
-// torch.split / narrow return views: a consumer that saves one chunk keeps the whole input alive
+// torch.split returns views: a consumer that saves one chunk keeps the whole input alive
 // (ShuffleNetV2's channel split saves half of each block's input and retains all of it), and
 // the split itself moves no bytes.
 void AddPartialView(OpRegistry& registry, const char* op, ShapeRule rule,
@@ -333,9 +333,12 @@ void RegisterIndexingOps(OpRegistry& registry) {
   AddPartialView(registry, "Split", InferSplit,
                  "derivatives.yaml: split/split_with_sizes: split_backward(grads, sizes, dim), "
                  "nothing saved; the chunks are views of the input");
-  AddPartialView(registry, "Slice", InferSlice,
-                 "derivatives.yaml: slice: slice_backward_wrapper(grad, self.sizes(), ...), "
-                 "nothing saved; the slice is a view of the input");
+  // torch's slice is a view too, but exporters' slices are mostly followed by a reshape that
+  // copies the non-contiguous slice (nn.MultiheadAttention's packed q/k/v chunks), and memplan
+  // does not model contiguity yet: planned as a copy, a Slice counts what those copies keep.
+  // A slice saved as is (ViT-style x[:, 1:]) is under-counted by the rest of its input.
+  Add(registry, "Slice", InferSlice,
+      "derivatives.yaml: slice: slice_backward_wrapper(grad, self.sizes(), ...), nothing saved");
   Add(registry, "Gather", InferGather,
       "derivatives.yaml: embedding / index_select: backward takes `indices` (saved)", SavesIndices);
   Add(registry, "GatherElements", InferGatherElements,

@@ -295,17 +295,17 @@ TEST_CASE("Range, ConstantOfShape, Constant, Cast, Size, Tile, Flatten, Transpos
 
 TEST_CASE("shape-op schema facts: views and saved tensors", "[folding]") {
   const OpRegistry& r = OpRegistry::Get();
-  for (const char* view : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose",
-                           "Expand", "Split", "Slice"}) {
+  for (const char* view :
+       {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Expand", "Split"}) {
     INFO(view);
     REQUIRE(r.Find(view));
     CHECK(r.Find(view)->is_view);
     CHECK_FALSE(r.Find(view)->saved_source.empty());
-    // torch.split / narrow view a part of their input; the others all of it.
-    const std::string name = view;
-    CHECK(r.Find(view)->view_is_partial == (name == "Split" || name == "Slice"));
+    // torch.split views a part of its input; the others all of it.
+    CHECK(r.Find(view)->view_is_partial == (std::string(view) == "Split"));
   }
-  for (const char* copy : {"Concat", "Gather", "Cast", "Where", "Tile"}) {
+  // Slice: a copy until contiguity is modelled (graph/ops/shape_ops_indexing.cc says why).
+  for (const char* copy : {"Concat", "Slice", "Gather", "Cast", "Where", "Tile"}) {
     INFO(copy);
     CHECK_FALSE(r.Find(copy)->is_view);
   }
