@@ -7,10 +7,14 @@ same model in PyTorch (CPU) under torch.autograd.graph.saved_tensors_hooks and c
 tensor once per storage, parameters and buffers excluded. Prints a markdown table (the one in
 docs/measurements.md). Needs Debian's python3-torch / python3-torchvision (not needed by CI):
 
-    /usr/bin/python3 tools/compare_saved_activations.py build/tools/memplan [--only fusion]
+    /usr/bin/python3 tools/compare_saved_activations.py build/tools/memplan [--only GROUP|NAME]
 
-`--only fusion` runs the models whose exports the import fusions rewrite (graph/fusion/
-fusion_table.h): SiLU, Hardswish, LayerNorm and tanh-GELU written out at opset 13.
+Groups: `basic` (the first five models, opset 17), `fusion` (the models whose exports the import
+fusions rewrite, graph/fusion/fusion_table.h: SiLU, Hardswish, LayerNorm and tanh-GELU written out
+at opset 13), `suite` (the exporter suite of issue 9: torchvision classification, video and
+segmentation models, ViT/Swin/MaxViT, a LLaMA-style decoder, an encoder with a padding mask, an
+encoder-decoder, LSTM/GRU LMs, at opsets 11-17; tools/suite_models.py). Any other word selects
+the models whose name contains it. Without --only, every model runs.
 """
 import json
 import os
@@ -24,6 +28,7 @@ import torchvision
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures"))
 from make_torch_fixtures import TinyGPT, TransformerModel  # noqa: E402
+import suite_models  # noqa: E402  (tools/, beside this script)
 
 BATCH = 8
 
@@ -40,38 +45,45 @@ def cuda_style_dropout(input, p=0.5, training=True, inplace=False):
 
 
 def torch_saved_bytes(model, inputs, loss_fn):
-    persistent = {p.data_ptr() for p in model.parameters()} | {b.data_ptr() for b in model.buffers()}
+    # Keyed by storage: a saved view (a chunk of a split, a slice) keeps its whole storage alive,
+    # and two views of one storage are one allocation.
+    persistent = {p.storage().data_ptr() for p in model.parameters()} | \
+        {b.storage().data_ptr() for b in model.buffers()}
     seen = {}
 
     def pack(t):
-        if t.data_ptr() not in persistent:
-            seen[t.data_ptr()] = max(seen.get(t.data_ptr(), 0), t.storage().nbytes())
+        storage = t.storage()
+        if storage.data_ptr() not in persistent:
+            seen[storage.data_ptr()] = max(seen.get(storage.data_ptr(), 0), storage.nbytes())
         return t
 
     original_dropout = torch.nn.functional.dropout
     torch.nn.functional.dropout = cuda_style_dropout
     try:
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            loss_fn(model(inputs))
+            loss_fn(model(*inputs))
     finally:
         torch.nn.functional.dropout = original_dropout
     return sum(seen.values())
 
 
-def memplan_saved_bytes(memplan, model, example, dynamic_axes, extra_flags, opset=17):
+def memplan_saved_bytes(memplan, case):
     """memplan's saved bytes for the model as exported; `--attention eager` because the reference
     runs the models' own eager attention (memplan's default plans recognised attention as SDPA)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.onnx")
-        model.train()
-        torch.onnx.export(model, (example,), path, input_names=["input"], output_names=["output"],
-                          dynamic_axes={"input": dynamic_axes, "output": dynamic_axes},
-                          opset_version=opset, training=torch.onnx.TrainingMode.TRAINING,
+        case.model.train()
+        torch.onnx.export(case.model, case.inputs, path, input_names=case.input_names,
+                          output_names=["output"],
+                          dynamic_axes={**case.input_axes, "output": case.output_axes},
+                          opset_version=case.opset, training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False)
         out = subprocess.run([memplan, "analyze", path, "--gpu", "80GB", "--json", "--micro-batch",
                               str(BATCH), "--precision", "fp32", "--loss", "cross_entropy",
-                              "--attention", "eager"] + extra_flags,
-                             capture_output=True, text=True, check=True)
+                              "--attention", "eager"] + case.flags,
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(out.stderr.strip() or f"memplan exited {out.returncode}")
         return json.loads(out.stdout)["saved_activation_bytes"]
 
 
@@ -98,57 +110,170 @@ class Activations(nn.Module):
         return self.head(h).mean(1)
 
 
-def classification(name, model, size, opset, batch_axes=None):
-    ce = nn.CrossEntropyLoss()
-    return (name, model, torch.randn(BATCH, 3, size, size), batch_axes or {0: "batch"}, [],
-            lambda out: ce(out, torch.randint(0, out.shape[1], (BATCH,))), opset)
+class Case:
+    """One model of the suite: its inputs (names, dynamic axes), the loss PyTorch computes on its
+    output, the flags memplan needs (--dim for symbolic axes) and the export opset."""
+
+    def __init__(self, name, model, inputs, input_names, input_axes, output_axes, loss, opset,
+                 flags=(), group="suite"):
+        self.name, self.model, self.inputs, self.opset = name, model, inputs, opset
+        self.input_names, self.input_axes, self.output_axes = input_names, input_axes, output_axes
+        self.loss, self.flags, self.group = loss, list(flags), group
+
+
+CE = nn.CrossEntropyLoss()
+
+
+def class_loss(out):
+    """Cross entropy over dim 1 ([N, C] or [N, C, d...]) against random class ids."""
+    target = torch.randint(0, out.shape[1], (out.shape[0],) + tuple(out.shape[2:]))
+    return CE(out, target)
+
+
+def token_loss(out):
+    """Cross entropy of [batch, seq, vocab] logits against random next tokens."""
+    return CE(out.reshape(-1, out.shape[-1]), torch.randint(0, out.shape[-1], (out.shape[0] * out.shape[1],)))
+
+
+def image(name, model, size, opset, group="suite"):
+    return Case(name, model, (torch.randn(BATCH, 3, size, size),), ["input"], {"input": {0: "batch"}},
+                {0: "batch"}, class_loss, opset, group=group)
+
+
+def video(name, model, opset, frames=8, size=112):
+    return Case(name, model, (torch.randn(BATCH, 3, frames, size, size),), ["input"],
+                {"input": {0: "batch"}}, {0: "batch"}, class_loss, opset)
+
+
+def tokens(name, model, seq, vocab, opset, group="suite"):
+    return Case(name, model, (torch.randint(0, vocab, (BATCH, seq)),), ["input"],
+                {"input": {0: "batch", 1: "seq"}}, {0: "batch", 1: "seq"}, token_loss, opset,
+                flags=["--dim", f"seq={seq}"], group=group)
+
+
+class SegmentationLogits(nn.Module):
+    """torchvision's segmentation models return {"out": logits}; the loss reads the logits."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+def padded_encoder_case(opset):
+    seq = 48
+    ids = torch.randint(0, 200, (BATCH, seq))
+    padding = torch.zeros(BATCH, seq, dtype=torch.bool)
+    padding[:, seq - 8:] = True  # the last 8 positions are padding
+    return Case(f"BERT-style encoder, padding mask (seq {seq}, opset {opset})",
+                suite_models.PaddedEncoder(), (ids, padding), ["ids", "padding"],
+                {"ids": {0: "batch", 1: "seq"}, "padding": {0: "batch", 1: "seq"}},
+                {0: "batch", 1: "seq"}, token_loss, opset, flags=["--dim", f"seq={seq}"])
+
+
+def seq2seq_case(opset):
+    src, tgt = 40, 24
+    return Case(f"nn.Transformer encoder-decoder (src {src}, tgt {tgt}, opset {opset})",
+                suite_models.Seq2Seq(), (torch.randn(BATCH, src, 64), torch.randn(BATCH, tgt, 64)),
+                ["src", "tgt"], {"src": {0: "batch", 1: "src"}, "tgt": {0: "batch", 1: "tgt"}},
+                {0: "batch", 1: "tgt"}, token_loss, opset,
+                flags=["--dim", f"src={src}", "--dim", f"tgt={tgt}"])
+
+
+def without_stochastic_depth(model):
+    """Stochastic depth off (p = 0): it is random per sample, and some builders fix its rate."""
+    for module in model.modules():
+        if isinstance(module, torchvision.ops.StochasticDepth):
+            module.p = 0.0
+    return model
+
+
+def cases():
+    """Factories, one per model: each model is built when its row runs (all at once do not fit
+    comfortably in memory)."""
+    tv = torchvision.models
+    basic = [
+        lambda: image("resnet18 (224x224)", tv.resnet18(), 224, 17, "basic"),
+        lambda: image("resnet50 (224x224)", tv.resnet50(), 224, 17, "basic"),
+        lambda: image("mobilenet_v2 (224x224)", tv.mobilenet_v2(), 224, 17, "basic"),
+        lambda: Case("transformer encoder (seq 128)", TransformerModel(), (torch.randn(BATCH, 128, 64),),
+             ["input"], {"input": {0: "batch", 1: "seq"}}, {0: "batch", 1: "seq"}, token_loss, 17,
+             flags=["--dim", "seq=128"], group="basic"),
+        lambda: tokens("tiny GPT (seq 32)", TinyGPT(), 32, 100, 17, "basic"),
+    ]
+    fusion = [
+        lambda: image("SiLU/Hardswish/LayerNorm/tanh-GELU block (8x8, opset 13)", Activations(), 8, 13,
+              "fusion"),
+        lambda: image("efficientnet_b0 (224x224, opset 13)", tv.efficientnet_b0(stochastic_depth_prob=0.0),
+              224, 13, "fusion"),
+        lambda: image("mobilenet_v3_small (224x224, opset 13)", tv.mobilenet_v3_small(), 224, 13, "fusion"),
+        lambda: Case("transformer encoder (seq 128, opset 13)", TransformerModel(),
+             (torch.randn(BATCH, 128, 64),), ["input"], {"input": {0: "batch", 1: "seq"}},
+             {0: "batch", 1: "seq"}, token_loss, 13, flags=["--dim", "seq=128"], group="fusion"),
+        lambda: tokens("tiny GPT (seq 32, opset 13)", TinyGPT(), 32, 100, 13, "fusion"),
+    ]
+    seg = tv.segmentation
+    suite = [
+        lambda: image("resnet18 (224x224, opset 11)", tv.resnet18(), 224, 11),
+        lambda: image("vgg11_bn (224x224, opset 14)", tv.vgg11_bn(), 224, 14),
+        lambda: image("densenet121 (224x224, opset 13)", tv.densenet121(), 224, 13),
+        lambda: image("squeezenet1_1 (224x224, opset 11)", tv.squeezenet1_1(), 224, 11),
+        lambda: image("shufflenet_v2_x1_0 (224x224, opset 14)", tv.shufflenet_v2_x1_0(), 224, 14),
+        lambda: image("googlenet (224x224, opset 13)", tv.googlenet(aux_logits=False, init_weights=True), 224, 13),
+        lambda: image("mnasnet1_0 (224x224, opset 17)", tv.mnasnet1_0(), 224, 17),
+        lambda: image("regnet_y_400mf (224x224, opset 17)", tv.regnet_y_400mf(), 224, 17),
+        lambda: image("resnext50_32x4d (224x224, opset 14)", tv.resnext50_32x4d(), 224, 14),
+        lambda: image("mobilenet_v3_large (224x224, opset 17)", tv.mobilenet_v3_large(), 224, 17),
+        lambda: image("efficientnet_v2_s (224x224, opset 14)", without_stochastic_depth(tv.efficientnet_v2_s()),
+              224, 14),
+        lambda: image("convnext_tiny (224x224, opset 17)", without_stochastic_depth(tv.convnext_tiny()), 224, 17),
+        lambda: image("vit_b_16 (224x224, opset 14)", tv.vit_b_16(), 224, 14),
+        lambda: image("swin_t (224x224, opset 17)", without_stochastic_depth(tv.swin_t()), 224, 17),
+        lambda: image("maxvit_t (224x224, opset 17)", without_stochastic_depth(tv.maxvit_t()), 224, 17),
+        lambda: video("r3d_18 (8x112x112, opset 13)", tv.video.r3d_18(), 13),
+        lambda: video("mc3_18 (8x112x112, opset 17)", tv.video.mc3_18(), 17),
+        lambda: video("r2plus1d_18 (8x112x112, opset 11)", tv.video.r2plus1d_18(), 11),
+        lambda: image("fcn_resnet50 (224x224, opset 13)",
+              SegmentationLogits(seg.fcn_resnet50(weights_backbone=None, aux_loss=False)), 224, 13),
+        lambda: image("deeplabv3_mobilenet_v3_large (224x224, opset 17)",
+              SegmentationLogits(seg.deeplabv3_mobilenet_v3_large(weights_backbone=None, aux_loss=False)),
+              224, 17),
+        lambda: image("lraspp_mobilenet_v3_large (224x224, opset 14)",
+              SegmentationLogits(seg.lraspp_mobilenet_v3_large(weights_backbone=None)), 224, 14),
+        lambda: tokens("LLaMA-style decoder: RMSNorm, rotary, SwiGLU, GQA (seq 64, opset 17)",
+               suite_models.LlamaStyle(), 64, 256, 17),
+        lambda: tokens("LLaMA-style decoder (seq 64, opset 14)", suite_models.LlamaStyle(), 64, 256, 14),
+        lambda: padded_encoder_case(17),
+        lambda: seq2seq_case(13),
+        lambda: tokens("LSTM LM, 2 layers (seq 32, opset 14)", suite_models.RecurrentLM("lstm"), 32, 200, 14),
+        lambda: tokens("GRU LM, 2 layers (seq 32, opset 14)", suite_models.RecurrentLM("gru"), 32, 200, 14),
+    ]
+    return basic + fusion + suite
 
 
 def main():
     memplan = sys.argv[1] if len(sys.argv) > 1 else "build/tools/memplan"
-    only_fusion = "--only" in sys.argv and sys.argv[sys.argv.index("--only") + 1] == "fusion"
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
     torch.manual_seed(0)
-    ce = nn.CrossEntropyLoss()
-    fusion_cases = [
-        classification("SiLU/Hardswish/LayerNorm/tanh-GELU block (8x8, opset 13)", Activations(), 8, 13),
-        classification("efficientnet_b0 (224x224, opset 13)",
-                       torchvision.models.efficientnet_b0(stochastic_depth_prob=0.0), 224, 13),
-        classification("mobilenet_v3_small (224x224, opset 13)",
-                       torchvision.models.mobilenet_v3_small(), 224, 13),
-        ("transformer encoder (seq 128, opset 13)", TransformerModel(), torch.randn(BATCH, 128, 64),
-         {0: "batch", 1: "seq"}, ["--dim", "seq=128"],
-         lambda out: ce(out.reshape(-1, 10), torch.randint(0, 10, (BATCH * 128,))), 13),
-        ("tiny GPT (seq 32, opset 13)", TinyGPT(), torch.randint(0, 100, (BATCH, 32)),
-         {0: "batch", 1: "seq"}, ["--dim", "seq=32"],
-         lambda out: ce(out.reshape(-1, 100), torch.randint(0, 100, (BATCH * 32,))), 13),
-    ]
-    cases = [
-        ("resnet18 (224x224)", torchvision.models.resnet18(), torch.randn(BATCH, 3, 224, 224),
-         {0: "batch"}, [], lambda out: ce(out, torch.randint(0, 1000, (BATCH,)))),
-        ("resnet50 (224x224)", torchvision.models.resnet50(), torch.randn(BATCH, 3, 224, 224),
-         {0: "batch"}, [], lambda out: ce(out, torch.randint(0, 1000, (BATCH,)))),
-        ("mobilenet_v2 (224x224)", torchvision.models.mobilenet_v2(), torch.randn(BATCH, 3, 224, 224),
-         {0: "batch"}, [], lambda out: ce(out, torch.randint(0, 1000, (BATCH,)))),
-        ("transformer encoder (seq 128)", TransformerModel(), torch.randn(BATCH, 128, 64),
-         {0: "batch", 1: "seq"}, ["--dim", "seq=128"],
-         lambda out: ce(out.reshape(-1, 10), torch.randint(0, 10, (BATCH * 128,)))),
-        ("tiny GPT (seq 32)", TinyGPT(), torch.randint(0, 100, (BATCH, 32)),
-         {0: "batch", 1: "seq"}, ["--dim", "seq=32"],
-         lambda out: ce(out.reshape(-1, 100), torch.randint(0, 100, (BATCH * 32,)))),
-    ]
-    cases = [c + (17,) for c in cases]
-    if only_fusion:
-        cases = fusion_cases
-    else:
-        cases += fusion_cases
     print("| model | PyTorch autograd saved bytes | memplan saved_activation_bytes | difference |")
     print("|---|---:|---:|---:|")
-    for name, model, example, axes, flags, loss_fn, opset in cases:
-        model.train()
-        reference = torch_saved_bytes(model, example, loss_fn)
-        predicted = memplan_saved_bytes(memplan, model, example, axes, flags, opset)
+    for make in cases():
+        case = make()
+        if only is not None and case.group != only and (
+                only in ("basic", "fusion", "suite") or only.lower() not in case.name.lower()):
+            continue
+        case.model.train()
+        reference = torch_saved_bytes(case.model, case.inputs, case.loss)
+        try:
+            predicted = memplan_saved_bytes(memplan, case)
+        except Exception as error:  # noqa: BLE001 - the table reports the failure and goes on
+            print(f"| {case.name} | {reference:,} | failed: {str(error).splitlines()[-1][:120]} | |",
+                  flush=True)
+            continue
         diff = 100.0 * (predicted - reference) / reference
-        print(f"| {name} | {reference:,} | {predicted:,} | {diff:+.2f}% |")
+        print(f"| {case.name} | {reference:,} | {predicted:,} | {diff:+.2f}% |", flush=True)
 
 
 if __name__ == "__main__":
