@@ -26,6 +26,13 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+def repeat_kv(x, n_rep):
+    """HF transformers' repeat_kv: [b, kv, s, d] -> [b, kv * n_rep, s, d] by expand + reshape
+    (repeat_interleave would export as a Loop)."""
+    b, kv, s, d = x.shape
+    return x[:, :, None, :, :].expand(b, kv, n_rep, s, d).reshape(b, kv * n_rep, s, d)
+
+
 class LlamaAttention(nn.Module):
     def __init__(self, dim, heads, kv_heads, max_seq):
         super().__init__()
@@ -50,9 +57,7 @@ class LlamaAttention(nn.Module):
         cos, sin = self.cos[:, :, :t], self.sin[:, :, :t]
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        repeat = self.heads // self.kv_heads
-        k = k.repeat_interleave(repeat, dim=1)
-        v = v.repeat_interleave(repeat, dim=1)
+        k, v = repeat_kv(k, self.heads // self.kv_heads), repeat_kv(v, self.heads // self.kv_heads)
         scores = q @ k.transpose(2, 3) / math.sqrt(self.head_dim) + self.mask[:t, :t]
         y = F.softmax(scores, dim=-1) @ v
         return self.o(y.transpose(1, 2).reshape(b, t, -1))
