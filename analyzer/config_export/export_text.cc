@@ -194,4 +194,30 @@ std::string RecomputeModuleComment(const ExportPlan& plan, std::string_view what
   return out;
 }
 
+std::string EnableRecomputeFunction(bool selective) {
+  std::string out;
+  out += "def enable_recompute(model, module_paths=CHECKPOINTED_MODULES):\n";
+  out +=
+      "    \"\"\"Runs each listed submodule under torch.utils.checkpoint: its inner activations "
+      "are\n";
+  out += "    freed after forward and recomputed during backward.\"\"\"\n";
+  out += "    for path in module_paths:\n";
+  out += "        module = model.get_submodule(path)\n";
+  out += "        forward = module.forward\n";
+  if (selective) {
+    out += "        options = {\"use_reentrant\": False}\n";
+    out += "        if SELECTIVE_CHECKPOINT:\n";
+    out += "            options[\"context_fn\"] = selective_context_fn(path)\n\n";
+    out +=
+        "        def checkpointed_forward(*args, _forward=forward, _options=options, **kwargs):\n";
+    out += "            return checkpoint(_forward, *args, **_options, **kwargs)\n\n";
+  } else {
+    out += "\n";
+    out += "        def checkpointed_forward(*args, _forward=forward, **kwargs):\n";
+    out += "            return checkpoint(_forward, *args, use_reentrant=False, **kwargs)\n\n";
+  }
+  out += "        module.forward = checkpointed_forward\n";
+  return out;
+}
+
 }  // namespace memplan::config_export

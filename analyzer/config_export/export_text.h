@@ -69,4 +69,10 @@ std::string ExportCommand(const ExportOptions& options, std::string_view target)
 // Empty when the plan recomputes nothing.
 std::string RecomputeModuleComment(const ExportPlan& plan, std::string_view what);
 
+// The Python `enable_recompute(model, module_paths=CHECKPOINTED_MODULES)` that runs each listed
+// submodule under torch.utils.checkpoint (non-reentrant), shared by the PyTorch loop and the
+// torchrun script. With `selective`, checkpoint's context_fn is selective_context_fn(path) where
+// SELECTIVE_CHECKPOINT is true (the loop's torch >= 2.4 policy section defines both).
+std::string EnableRecomputeFunction(bool selective);
+
 }  // namespace memplan::config_export

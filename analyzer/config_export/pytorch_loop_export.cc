@@ -102,27 +102,7 @@ std::string RecomputeSection(const ExportPlan& plan) {
   }
   if (selective) out += "\n" + SelectivePolicySection(plan);
   out += "\n\n";
-  out += "def enable_recompute(model, module_paths=CHECKPOINTED_MODULES):\n";
-  out +=
-      "    \"\"\"Runs each listed submodule under torch.utils.checkpoint: its inner activations "
-      "are\n";
-  out += "    freed after forward and recomputed during backward.\"\"\"\n";
-  out += "    for path in module_paths:\n";
-  out += "        module = model.get_submodule(path)\n";
-  out += "        forward = module.forward\n";
-  if (selective) {
-    out += "        options = {\"use_reentrant\": False}\n";
-    out += "        if SELECTIVE_CHECKPOINT:\n";
-    out += "            options[\"context_fn\"] = selective_context_fn(path)\n\n";
-    out +=
-        "        def checkpointed_forward(*args, _forward=forward, _options=options, **kwargs):\n";
-    out += "            return checkpoint(_forward, *args, **_options, **kwargs)\n\n";
-  } else {
-    out += "\n";
-    out += "        def checkpointed_forward(*args, _forward=forward, **kwargs):\n";
-    out += "            return checkpoint(_forward, *args, use_reentrant=False, **kwargs)\n\n";
-  }
-  out += "        module.forward = checkpointed_forward\n";
+  out += EnableRecomputeFunction(selective);
   return out;
 }
 

@@ -86,16 +86,7 @@ std::string RecomputeSection(const ExportPlan& plan) {
     out += "]\n";
   }
   out += "\n\n";
-  out += "def enable_recompute(model, module_paths=CHECKPOINTED_MODULES):\n";
-  out +=
-      "    \"\"\"Runs each listed submodule under torch.utils.checkpoint (before "
-      "wrapping).\"\"\"\n";
-  out += "    for path in module_paths:\n";
-  out += "        module = model.get_submodule(path)\n";
-  out += "        forward = module.forward\n\n";
-  out += "        def checkpointed_forward(*args, _forward=forward, **kwargs):\n";
-  out += "            return checkpoint(_forward, *args, use_reentrant=False, **kwargs)\n\n";
-  out += "        module.forward = checkpointed_forward\n";
+  out += EnableRecomputeFunction(/*selective=*/false);
   return out;
 }
 
