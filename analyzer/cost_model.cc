@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analyzer/derivation/view_aliasing.h"
 #include "graph/ops/op_registry.h"
 #include "graph/trainable_parameters.h"
 
@@ -81,6 +82,8 @@ Expected<NodeCosts> AnalyzeNodeCosts(const Graph& graph) {
   for (const Value& v : graph.values())
     if (IsTrainedParameter(v)) needs_grad[v.id.index()] = true;
 
+  // Views move no bytes; a reshape that copies a strided view does (ViewAliasing decides).
+  const ViewAliasing views = DecideViews(graph, registry, order);
   NodeCosts costs;
   costs.num_nodes = graph.num_nodes();
   for (NodeId id : order) {
@@ -106,7 +109,7 @@ Expected<NodeCosts> AnalyzeNodeCosts(const Graph& graph) {
       if (out.valid() && has_backward && IsFloating(graph.value(out).dtype))
         needs_grad[out.index()] = true;
 
-    if (schema.is_view || IsShapeArithmetic(graph, node)) continue;
+    if (views.node_is_view[id.index()] || IsShapeArithmetic(graph, node)) continue;
 
     OpCost cost = schema.cost(ctx);
     NodeCost& c = costs.nodes.emplace_back();

@@ -18,16 +18,18 @@ Expected<LossSpec> ResolveLoss(LossKind requested, const std::string& op_type,
   }
   switch (spec.kind) {
     case LossKind::kCrossEntropy:
-      if (rank != 2 && rank != 3) {
+      if (rank < 2) {
         return MakeError(
-            "cross-entropy loss needs [batch, classes] or [batch, seq, vocab] logits, "
-            "but model output '" +
+            "cross-entropy loss needs [batch, classes], [batch, seq, vocab] or [N, C, d...] "
+            "logits, but model output '" +
             output_name + "' has rank " + std::to_string(rank) + "; choose --loss mse or sum");
       }
       spec.op_type = "SoftmaxCrossEntropyLoss";
       spec.domain = "";
       spec.label_dtype = DType::kInt64;
-      spec.label_shape.dims.assign(output_shape.dims.begin(), output_shape.dims.end() - 1);
+      spec.label_shape.dims = output_shape.dims;
+      spec.label_shape.dims.erase(spec.label_shape.dims.begin() +
+                                  static_cast<std::ptrdiff_t>(CrossEntropyClassAxis(rank)));
       break;
     case LossKind::kMse:
       spec.op_type = "MseLoss";

@@ -20,10 +20,12 @@ struct LossSpec {
 };
 
 // Resolves kAuto (cross entropy for rank-2/3 floating logits [batch, classes] or
-// [batch, seq, vocab], mse otherwise) and the label: int64 class ids [batch] / [batch, seq] for
-// cross entropy, the output's dtype and shape for mse, none for sum. Empty op_type/domain pick the
-// built-in op (ai.onnx SoftmaxCrossEntropyLoss, memplan MseLoss, memplan SumLoss).
-// Errors: unknown output shape, cross entropy on an output that is not rank 2 or 3.
+// [batch, seq, vocab], mse otherwise: a rank-4 output may be a segmentation map or an image, so
+// per-pixel cross entropy is asked for explicitly) and the label: int64 class ids, the logits'
+// shape without CrossEntropyClassAxis ([batch], [batch, seq], [N, H, W]...), for cross entropy,
+// the output's dtype and shape for mse, none for sum. Empty op_type/domain pick the built-in op
+// (ai.onnx SoftmaxCrossEntropyLoss, memplan MseLoss, memplan SumLoss).
+// Errors: unknown output shape, cross entropy on an output of rank below 2.
 Expected<LossSpec> ResolveLoss(LossKind requested, const std::string& op_type,
                                const std::string& domain, DType output_dtype,
                                const Shape& output_shape, const std::string& output_name);

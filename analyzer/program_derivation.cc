@@ -11,6 +11,7 @@
 #include "analyzer/derivation/rank_sharding.h"
 #include "analyzer/derivation/recompute_set.h"
 #include "analyzer/derivation/step_emission.h"
+#include "analyzer/derivation/view_aliasing.h"
 #include "analyzer/precision_policy.h"
 #include "analyzer/program_integrity.h"
 #include "graph/ops/op_registry.h"
@@ -80,6 +81,7 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
   MEMPLAN_RETURN_IF_ERROR(ResolveLossTarget(graph, options, analysis));
   MEMPLAN_TRY(analysis.loss_scaling, ResolveLossScaling(options));
   analysis.gradients = AnalyzeGradientFlow(graph, registry, analysis.order, analysis.model_output);
+  analysis.views = DecideViews(graph, registry, analysis.order);
   const OpSchema& loss_schema = registry.FindOrUnknown(analysis.loss.op_type, analysis.loss.domain);
   analysis.regime = RegimeOf(options.precision, options.amp_mode);
   analysis.dtypes = DeriveProgramDTypes(graph, registry, analysis.order, analysis.regime,

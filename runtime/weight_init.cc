@@ -150,10 +150,10 @@ Expected<SyntheticData> SyntheticData::Create(const Graph& graph, const Training
     MEMPLAN_TRY(TensorShape shape, EvaluateShape(label.shape, one));
     data.label_positions_ = NumElements(shape);
     if (program.loss == LossKind::kCrossEntropy) {
-      // The model output the loss reads: [N, C] or [N, S, C].
+      // The model output the loss reads: [N, C], [N, S, C] or [N, C, d...].
       const Buffer& loss_in = program.buffer(program.step(program.loss_step).inputs.at(0));
       MEMPLAN_TRY(TensorShape logits, EvaluateShape(loss_in.shape, one));
-      data.classes_ = logits.size() == 2 ? logits[1] : logits.back();
+      data.classes_ = logits.at(CrossEntropyClassAxis(logits.size()));
     }
   }
   return data;

@@ -15,22 +15,6 @@
 namespace memplan {
 namespace {
 
-using Action = MemoryEvent::Action;
-using Guard = MemoryEvent::Guard;
-
-MemoryEvent Event(Action action, BufferId b, Guard guard = Guard::kNone) {
-  MemoryEvent e;
-  e.action = action;
-  e.buffer = b;
-  e.guard = guard;
-  if (guard != Guard::kNone) e.guard_buffer = b;
-  return e;
-}
-MemoryEvent Alloc(BufferId b) { return Event(Action::kAlloc, b); }
-MemoryEvent Free(BufferId b) { return Event(Action::kFree, b); }
-// Host gradients are made by the first copy that reaches them, then persist.
-MemoryEvent AllocIfNotLive(BufferId b) { return Event(Action::kAlloc, b, Guard::kIfNotLive); }
-
 Step TransferStep(std::string name, TransferDirection direction, TransferOverlap overlap) {
   Step s;
   s.kind = StepKind::kTransfer;
@@ -88,7 +72,7 @@ class HostOffloader {
 
   void AllocateAtSetup(BufferId b) {
     MEMPLAN_CHECK(p_.setup.size() > 0 && "internal invariant: a program without a setup step");
-    p_.steps[static_cast<size_t>(p_.setup.begin)].begin.push_back(Alloc(b));
+    p_.steps[static_cast<size_t>(p_.setup.begin)].begin.push_back(AllocEvent(b));
   }
 
   // Every event of the optimizer phase on `b` removed.
@@ -165,7 +149,7 @@ class HostOffloader {
               backward ? TransferOverlap::kBackward : TransferOverlap::kForward);
           s.inputs = hosts[u];
           s.outputs = units_[u].buffers;
-          for (BufferId b : units_[u].buffers) s.begin.push_back(Alloc(b));
+          for (BufferId b : units_[u].buffers) s.begin.push_back(AllocEvent(b));
           return s;
         },
         insert_);
@@ -200,7 +184,7 @@ class HostOffloader {
       }
       to_host.inputs.push_back(gpu_gradient);
       to_host.outputs.push_back(pb.host_gradient);
-      to_host.begin.push_back(AllocIfNotLive(pb.host_gradient));
+      to_host.begin.push_back(AllocIfNotLiveEvent(pb.host_gradient));
       // What the GPU reads of the parameter is refreshed from the updated host copy.
       to_device.inputs.push_back(pb.host_parameter);
       for (BufferId b : {pb.working, pb.master})
@@ -239,8 +223,8 @@ class HostOffloader {
                           TransferOverlap::kBackward);
     s.inputs = {gpu};
     s.outputs = {pb.host_gradient};
-    s.begin.push_back(AllocIfNotLive(pb.host_gradient));
-    s.end.push_back(Free(gpu));
+    s.begin.push_back(AllocIfNotLiveEvent(pb.host_gradient));
+    s.end.push_back(FreeEvent(gpu));
     insert_.After(last).push_back(std::move(s));
     for (LogicalTime t = p_.optimizer.begin; t < p_.optimizer.end; ++t)
       for (MemoryEvent& e : p_.steps[static_cast<size_t>(t)].end)

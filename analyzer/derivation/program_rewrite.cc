@@ -10,10 +10,6 @@ void Widen(LogicalTime t, LogicalTime& first, LogicalTime& last) {
   if (t > last) last = t;
 }
 
-MemoryEvent FreeEvent(BufferId b) {
-  return MemoryEvent{MemoryEvent::Action::kFree, b, MemoryEvent::Guard::kNone, BufferId()};
-}
-
 }  // namespace
 
 BodyUses RecordBodyUses(const TrainingProgram& program) {

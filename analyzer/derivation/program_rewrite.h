@@ -13,6 +13,24 @@
 
 namespace memplan {
 
+// The memory events a rewrite attaches to the steps it inserts or extends. An allocation guarded
+// kIfNotLive is made by the first micro-batch that reaches its step and then persists (shards,
+// host gradients, lazily made buffers); the guard names the event's own buffer.
+inline MemoryEvent RewriteEvent(MemoryEvent::Action action, BufferId b,
+                                MemoryEvent::Guard guard = MemoryEvent::Guard::kNone) {
+  MemoryEvent e;
+  e.action = action;
+  e.buffer = b;
+  e.guard = guard;
+  if (guard != MemoryEvent::Guard::kNone) e.guard_buffer = b;
+  return e;
+}
+inline MemoryEvent AllocEvent(BufferId b) { return RewriteEvent(MemoryEvent::Action::kAlloc, b); }
+inline MemoryEvent FreeEvent(BufferId b) { return RewriteEvent(MemoryEvent::Action::kFree, b); }
+inline MemoryEvent AllocIfNotLiveEvent(BufferId b) {
+  return RewriteEvent(MemoryEvent::Action::kAlloc, b, MemoryEvent::Guard::kIfNotLive);
+}
+
 // Where the micro-batch body names each buffer as an operand: inputs, outputs, cast sources and
 // saved tensors, in step order (each step once), and per parameter the body step of its last
 // gradient accumulation.

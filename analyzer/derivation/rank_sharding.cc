@@ -17,20 +17,6 @@ namespace memplan {
 namespace {
 
 using Action = MemoryEvent::Action;
-using Guard = MemoryEvent::Guard;
-
-MemoryEvent Event(Action action, BufferId b, Guard guard = Guard::kNone) {
-  MemoryEvent e;
-  e.action = action;
-  e.buffer = b;
-  e.guard = guard;
-  if (guard != Guard::kNone) e.guard_buffer = b;
-  return e;
-}
-MemoryEvent Alloc(BufferId b) { return Event(Action::kAlloc, b); }
-MemoryEvent Free(BufferId b) { return Event(Action::kFree, b); }
-// Shards and lazily made buffers: allocated by the first micro-batch that reaches the step.
-MemoryEvent AllocIfNotLive(BufferId b) { return Event(Action::kAlloc, b, Guard::kIfNotLive); }
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -172,7 +158,7 @@ class RankSharder {
   // Setup allocates persistent buffers of the whole rank (buckets, the reduce bucket).
   void AllocateAtSetup(BufferId b) {
     MEMPLAN_CHECK(p_.setup.size() > 0 && "internal invariant: a program without a setup step");
-    p_.steps[static_cast<size_t>(p_.setup.begin)].begin.push_back(Alloc(b));
+    p_.steps[static_cast<size_t>(p_.setup.begin)].begin.push_back(AllocEvent(b));
   }
 
   // Parameters with a gradient in the order their last accumulation runs (gradient-ready order).
@@ -377,7 +363,7 @@ class RankSharder {
                         "all_gather unit" + std::to_string(index) + " " + when, bytes, false);
     s.inputs = unit.shards;
     s.outputs = unit.span.buffers;
-    for (BufferId b : unit.span.buffers) s.begin.push_back(Alloc(b));
+    for (BufferId b : unit.span.buffers) s.begin.push_back(AllocEvent(b));
     return s;
   }
 
@@ -450,10 +436,10 @@ class RankSharder {
       s.inputs = full;
       s.outputs = shards;
       s.outputs.push_back(input);
-      s.begin.push_back(Alloc(input));
-      for (BufferId b : shards) s.begin.push_back(AllocIfNotLive(b));
-      for (BufferId b : full) s.end.push_back(Free(b));
-      s.end.push_back(Free(input));
+      s.begin.push_back(AllocEvent(input));
+      for (BufferId b : shards) s.begin.push_back(AllocIfNotLiveEvent(b));
+      for (BufferId b : full) s.end.push_back(FreeEvent(b));
+      s.end.push_back(FreeEvent(input));
       insert_.After(last).push_back(std::move(s));
       if (ShardsWithinNode(o_.strategy) && o_.nodes > 1) {
         int64_t shard_bytes = 0;
@@ -493,7 +479,7 @@ class RankSharder {
       for (const auto& [i, full_bytes] : members) {
         const BufferId shard = p_.parameters[static_cast<size_t>(i)].gradient;
         bytes += full_bytes;
-        s.begin.push_back(AllocIfNotLive(shard));
+        s.begin.push_back(AllocIfNotLiveEvent(shard));
         s.outputs.push_back(shard);
         last = std::max(last, body_.last_accumulation[static_cast<size_t>(i)]);
       }
@@ -513,13 +499,13 @@ class RankSharder {
         const BufferId shard = p_.parameters[static_cast<size_t>(i)].gradient;
         s.inputs = {full};
         s.outputs = {shard};
-        s.begin.push_back(AllocIfNotLive(shard));
-        s.end.push_back(Free(full));
+        s.begin.push_back(AllocIfNotLiveEvent(shard));
+        s.end.push_back(FreeEvent(full));
         insert_.After(last).push_back(std::move(s));
         continue;
       }
       if (elements + n > o_.zero_reduce_bucket_elements) flush();
-      p_.steps[static_cast<size_t>(last)].end.push_back(Free(full));  // copied into the bucket
+      p_.steps[static_cast<size_t>(last)].end.push_back(FreeEvent(full));  // copied into the bucket
       members.emplace_back(i, Bytes(full));
       elements += n;
     }

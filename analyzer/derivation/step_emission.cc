@@ -28,6 +28,7 @@ MemoryEvent Guarded(Action action, BufferId b, Guard guard, BufferId guard_buffe
 // recompute emitted for the node (backward reads it).
 struct NodeInfo {
   const OpSchema* schema = nullptr;
+  bool is_view = false;               // ViewAliasing: outputs alias input 0 (allocate nothing)
   bool active = false;                // has a runtime step (not a constant/shape computation)
   bool needs_backward = false;        // gets a kBackward step (GradientFlow)
   bool recompute = false;             // RecomputeSet
@@ -94,6 +95,7 @@ class StepEmitter {
       const Node& node = g_.node(n);
       NodeInfo& info = nodes_[n.index()];
       info.schema = &registry_.FindOrUnknown(node.op_type, node.domain);
+      info.is_view = a_.views.node_is_view[n.index()];
       info.active = RunsAtRuntime(g_, n);
       info.recompute = a_.recompute.recompute[n.index()];
       info.needs_backward = a_.gradients.needs_backward[n.index()];
@@ -372,13 +374,13 @@ class StepEmitter {
           return MakeError("node '" + node.name + "' reads '" + g_.value(u).name +
                            "', which no earlier node produces and is not a graph input");
       }
-      ReadInputs(n, info.compute, !info.schema->is_view, /*share_casts=*/true,
+      ReadInputs(n, info.compute, !info.is_view, /*share_casts=*/true,
                  [&](size_t i) { return value_storage_[node.inputs[i].index()]; });
       std::vector<BufferId> outputs(node.outputs.size());
       for (size_t j = 0; j < node.outputs.size(); ++j) {
         ValueId o = node.outputs[j];
         if (!IsRuntimeValue(o)) continue;
-        if (info.schema->is_view && info.read.size() > 0 && info.read[0].valid()) {
+        if (info.is_view && info.read.size() > 0 && info.read[0].valid()) {
           outputs[j] = info.read[0];
         } else {
           if (!g_.value(o).shape.known)
@@ -526,7 +528,7 @@ class StepEmitter {
       Recompute(producer);
       return recomputed_storage_[v.index()];
     }
-    if (info.schema->is_view) {
+    if (info.is_view) {
       ValueId base = g_.node(producer).inputs[0];
       if (!IsRuntimeValue(base) || IsParameter(base)) return value_storage_[v.index()];
       BufferId b = EnsureAvailable(base);
@@ -570,13 +572,13 @@ class StepEmitter {
     info.recomputed_in_backward = true;
     Step& step = NewStep(StepKind::kRecompute, node.name, n);
     step.compute_dtype = info.compute;
-    ReadInputs(n, info.compute, !info.schema->is_view, /*share_casts=*/false,
+    ReadInputs(n, info.compute, !info.is_view, /*share_casts=*/false,
                [&](size_t i) { return sources[i]; });
     std::vector<BufferId> outputs(node.outputs.size());
     for (size_t j = 0; j < node.outputs.size(); ++j) {
       ValueId o = node.outputs[j];
       if (!IsRuntimeValue(o)) continue;
-      if (info.schema->is_view && !info.read.empty() && info.read[0].valid()) {
+      if (info.is_view && !info.read.empty() && info.read[0].valid()) {
         outputs[j] = info.read[0];
       } else {
         outputs[j] = NewBuffer(g_.value(o).name + ".recomputed", BufferRole::kRecomputed,
@@ -801,8 +803,7 @@ class StepEmitter {
         if (IsParameter(u)) {
           writes.push_back(ParameterGradientWrite(slot, u, n, node.name));
         } else {
-          const bool gradient_is_view =
-              info.schema->is_view && !info.schema->view_is_partial && i == 0;
+          const bool gradient_is_view = info.is_view && !info.schema->view_is_partial && i == 0;
           BufferId alias = gradient_is_view ? output_gradients[0] : BufferId();
           writes.push_back(ValueGradientWrite(slot, u, n, alias));
         }

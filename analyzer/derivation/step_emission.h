@@ -13,6 +13,7 @@
 #include "analyzer/derivation/program_builder.h"
 #include "analyzer/derivation/program_dtypes.h"
 #include "analyzer/derivation/recompute_set.h"
+#include "analyzer/derivation/view_aliasing.h"
 #include "analyzer/loss_spec.h"
 #include "analyzer/program_derivation.h"
 #include "graph/expected.h"
@@ -31,6 +32,7 @@ struct DerivationAnalysis {
   GradientFlow gradients;
   ProgramDTypes dtypes;
   RecomputeSet recompute;
+  ViewAliasing views;
 };
 
 struct EmittedProgram {

@@ -2,6 +2,7 @@
 // Which loss the training program appends to the model output: the one type the planner
 // (analyzer/loss_spec.h), the runtime's loss kernels and the CLI share.
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -11,7 +12,7 @@ namespace memplan {
 
 enum class LossKind : uint8_t {
   kAuto,          // a request only: cross entropy for [batch, classes] logits, mse otherwise
-  kCrossEntropy,  // logits [N, C, d...] against class ids [N, d...] (-100 ignored)
+  kCrossEntropy,  // logits against class ids, one per position (-100 ignored); see below
   kMse,           // mean squared error against a target of the prediction's shape
   kSum,           // the sum of the output's elements; no label (a memory benchmark's loss)
 };
@@ -24,6 +25,13 @@ inline constexpr NameTable<LossKind, 4> kLossKindNames = {{
 }};
 
 inline std::string_view LossKindName(LossKind kind) { return NameOf(kLossKindNames, kind); }
+// Which dimension of cross-entropy logits holds the classes; the labels have the logits' shape
+// without it. The last one for [batch, classes] and for a language model's [batch, seq, vocab] (the
+// logits torch's LM losses flatten to rows); dimension 1 of [N, C, d1, d2, ...] at rank 4 and
+// above, the per-pixel / per-voxel loss of segmentation models, as F.cross_entropy and ONNX
+// SoftmaxCrossEntropyLoss take it. Rank 1 has no batch: it is refused before this is asked.
+inline size_t CrossEntropyClassAxis(size_t logits_rank) { return logits_rank == 3 ? 2 : 1; }
+
 // "cross_entropy" -> kCrossEntropy; error "unknown loss 'x' (choose one of: auto, ...)".
 inline Expected<LossKind> ParseLossKind(std::string_view text) {
   return ParseName(kLossKindNames, text, "loss");

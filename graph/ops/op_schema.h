@@ -95,6 +95,16 @@ struct OpSchema {
   // input's gradient is then a new tensor (split_backward writes the output gradients into it),
   // not a view of an output's gradient as a Reshape's is.
   bool view_is_partial = false;
+  // For a view: whether its outputs are still contiguous (dense row-major blocks, as a fresh
+  // tensor is) when input 0 is. Null = always (Reshape, Squeeze, Unsqueeze, Identity). Transpose
+  // and a broadcasting Expand return strided views; so does a Split or Slice along an axis with
+  // more than one element before it (a channel chunk of [N, C, H, W]).
+  std::function<bool(const OpContext&)> view_stays_contiguous;
+  // For a view: it views only a contiguous input. torch's reshape (and the exported
+  // .contiguous().view() or flatten) copies a strided tensor into a new one, so a Reshape or
+  // Flatten of a Transpose, a broadcasting Expand or an inner-axis Slice allocates, as HF's
+  // repeat_kv (expand, reshape) and nn.MultiheadAttention's packed q, k, v (chunk, view) do.
+  bool view_needs_contiguous_input = false;
   // True when training draws random numbers (Dropout, the fused attention's dropout): the
   // executor seeds it per node and micro-batch, and verify can run it as the identity.
   bool stochastic = false;

@@ -8,6 +8,7 @@
 #include "graph/ops/shape_helpers.h"
 #include "graph/ops/shape_ops_folding.h"
 #include "graph/ops/shape_ops_internal.h"
+#include "graph/ops/view_layout.h"
 
 namespace memplan {
 namespace {
@@ -321,6 +322,7 @@ void AddPartialView(OpRegistry& registry, const char* op, ShapeRule rule,
   schema.cost = NoCost;
   schema.is_view = true;
   schema.view_is_partial = true;
+  schema.view_stays_contiguous = NarrowedBlockIsContiguous;
   schema.saved_source = saved_source;
   registry.Register(std::move(schema));
 }
@@ -333,12 +335,11 @@ void RegisterIndexingOps(OpRegistry& registry) {
   AddPartialView(registry, "Split", InferSplit,
                  "derivatives.yaml: split/split_with_sizes: split_backward(grads, sizes, dim), "
                  "nothing saved; the chunks are views of the input");
-  // torch's slice is a view too, but exporters' slices are mostly followed by a reshape that
-  // copies the non-contiguous slice (nn.MultiheadAttention's packed q/k/v chunks), and memplan
-  // does not model contiguity yet: planned as a copy, a Slice counts what those copies keep.
-  // A slice saved as is (ViT-style x[:, 1:]) is under-counted by the rest of its input.
-  Add(registry, "Slice", InferSlice,
-      "derivatives.yaml: slice: slice_backward_wrapper(grad, self.sizes(), ...), nothing saved");
+  // torch's slice is a view (torch.onnx writes chunk as Slices: ShuffleNetV2's channel split); a
+  // reshape of a strided one copies it (nn.MultiheadAttention's packed q/k/v chunks).
+  AddPartialView(registry, "Slice", InferSlice,
+                 "derivatives.yaml: slice: slice_backward_wrapper(grad, self.sizes(), ...), "
+                 "nothing saved; the slice is a view of the input");
   Add(registry, "Gather", InferGather,
       "derivatives.yaml: embedding / index_select: backward takes `indices` (saved)", SavesIndices);
   Add(registry, "GatherElements", InferGatherElements,

@@ -6,6 +6,7 @@
 #include "graph/ops/shape_helpers.h"
 #include "graph/ops/shape_ops_folding.h"
 #include "graph/ops/shape_ops_internal.h"
+#include "graph/ops/view_layout.h"
 
 namespace memplan {
 namespace {
@@ -141,11 +142,18 @@ Expected<std::vector<TensorInfo>> InferTile(const OpContext& ctx) {
   return std::vector<TensorInfo>{MakeOutput(data.dtype, out, std::move(contents))};
 }
 
-void AddView(OpRegistry& registry, const char* op, ShapeRule rule, const char* saved_source) {
+// A full view of input 0. `stays_contiguous`: OpSchema::view_stays_contiguous (null: always);
+// `needs_contiguous`: a reshape, which copies a strided input instead of viewing it.
+void AddView(OpRegistry& registry, const char* op, ShapeRule rule, const char* saved_source,
+             std::function<bool(const OpContext&)> stays_contiguous = {},
+             bool needs_contiguous = false) {
   OpSchema schema = ShapeOpSchema(op);
   schema.infer_shapes = std::move(rule);
-  schema.cost = NoCost;
+  // A view moves nothing; a reshape that copies a strided input moves it.
+  schema.cost = needs_contiguous ? MovementCost : NoCost;
   schema.is_view = true;
+  schema.view_stays_contiguous = std::move(stays_contiguous);
+  schema.view_needs_contiguous_input = needs_contiguous;
   schema.saved_source = saved_source;
   registry.Register(std::move(schema));
 }
@@ -155,17 +163,23 @@ void AddView(OpRegistry& registry, const char* op, ShapeRule rule, const char* s
 void RegisterReshapeOps(OpRegistry& registry) {
   AddView(registry, "Reshape", InferReshape,
           "derivatives.yaml: view/_reshape_alias: grad.reshape_symint(self.sym_sizes()), nothing "
-          "saved");
+          "saved; reshape copies a strided input (TensorShape.cpp: reshape -> clone when "
+          "computeStride fails)",
+          {}, /*needs_contiguous=*/true);
   AddView(registry, "Flatten", InferFlatten,
-          "derivatives.yaml: flatten is a view: grad.reshape(self.sizes()), nothing saved");
+          "derivatives.yaml: flatten is a view: grad.reshape(self.sizes()), nothing saved; "
+          "flatten reshapes, so a strided input is copied",
+          {}, /*needs_contiguous=*/true);
   AddView(registry, "Squeeze", InferSqueeze,
           "derivatives.yaml: squeeze: unsqueeze_to(grad, self.sizes()), nothing saved");
   AddView(registry, "Unsqueeze", InferUnsqueeze,
           "derivatives.yaml: unsqueeze: grad.squeeze(dim), nothing saved");
   AddView(registry, "Transpose", InferTranspose,
-          "derivatives.yaml: permute/transpose: grad.permute(inverse), nothing saved");
+          "derivatives.yaml: permute/transpose: grad.permute(inverse), nothing saved",
+          PermutationIsContiguous);
   AddView(registry, "Expand", InferExpand,
-          "derivatives.yaml: expand: at::sum_to(grad, self.sizes()), nothing saved");
+          "derivatives.yaml: expand: at::sum_to(grad, self.sizes()), nothing saved",
+          ExpansionIsContiguous);
 
   OpSchema tile = ShapeOpSchema("Tile");
   tile.infer_shapes = InferTile;

@@ -50,12 +50,7 @@ Status CopyRounded(const Tensor& src, const Tensor& dst, bool add, std::string_v
   return OkStatus();
 }
 
-// Logits [N, C] as they are, or [N, S, C] (vocabulary last, as the program's label [N, S] says)
-// viewed as [N*S, C] with labels [N*S]: the mean over positions is the same loss.
-Tensor AsRows(const Tensor& t) {
-  if (!t.defined() || t.rank() <= 2) return t;
-  return t.View({t.numel() / t.dim(t.rank() - 1), t.dim(t.rank() - 1)});
-}
+// Cross-entropy labels as one id per position of CrossEntropyLogitsView's [N, C, d...].
 Tensor AsFlat(const Tensor& t) { return t.defined() ? t.View({t.numel()}) : t; }
 
 Expected<LossKind> LossFromName(std::string_view name) {
@@ -292,27 +287,14 @@ Status CpuBackend::LossForward(const LossCall& call) {
   Tensor prediction = AsTensor(call.prediction);
   Tensor label = AsTensor(call.label);
   if (kind == LossKind::kCrossEntropy) {
-    prediction = AsRows(prediction);
+    prediction = CrossEntropyLogitsView(prediction);
     label = AsFlat(label);
   }
   MEMPLAN_TRY(Tensor loss, memplan::LossForward(kind, ctx, prediction, label));
   MEMPLAN_RETURN_IF_ERROR(CopyRounded(loss, AsTensor(call.loss_value), false, "loss"));
   if (call.log_prob.defined()) {
-    // log_softmax over the classes, in double like the loss itself.
     Tensor out = AsTensor(call.log_prob);
-    MEMPLAN_RETURN_IF_ERROR(CheckSameCount(prediction, out, "log_prob"));
-    const int64_t classes = prediction.dim(1);
-    for (int64_t r = 0; r < prediction.dim(0); ++r) {
-      const float* z = prediction.data() + r * classes;
-      double max = -INFINITY;
-      for (int64_t c = 0; c < classes; ++c) max = std::max<double>(max, z[c]);
-      double sum = 0.0;
-      for (int64_t c = 0; c < classes; ++c) sum += std::exp(z[c] - max);
-      const double lse = max + std::log(sum);
-      for (int64_t c = 0; c < classes; ++c)
-        out.mutable_data()[r * classes + c] =
-            RoundToDType(static_cast<float>(z[c] - lse), out.dtype());
-    }
+    MEMPLAN_RETURN_IF_ERROR(CrossEntropyLogProb(prediction, out));
   }
   return OkStatus();
 }
@@ -327,7 +309,7 @@ Status CpuBackend::LossBackward(const LossBackwardCall& call) {
   if (kind == LossKind::kCrossEntropy) {
     // softmax(log_softmax(z)) == softmax(z): the kept log-probabilities give the same gradient.
     if (call.log_prob.defined()) source = AsTensor(call.log_prob);
-    source = AsRows(source);
+    source = CrossEntropyLogitsView(source);
     label = AsFlat(label);
   } else if (kind == LossKind::kSum) {
     source = Tensor::Zeros(dest.shape(), DType::kFloat32, scratch_, MemoryCategory::kOther);

@@ -1,10 +1,12 @@
 #include "runtime/cpu/losses.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "runtime/cpu/kernels/kernel_util.h"
+#include "runtime/precision_emulation.h"
 
 namespace memplan {
 namespace {
@@ -73,6 +75,40 @@ Status CheckSameShape(const Tensor& prediction, const Tensor& target) {
 }
 
 }  // namespace
+
+Tensor CrossEntropyLogitsView(const Tensor& logits) {
+  if (!logits.defined() || logits.rank() < 3) return logits;
+  const auto rank = static_cast<size_t>(logits.rank());
+  if (CrossEntropyClassAxis(rank) != rank - 1) return logits;
+  const int64_t classes = logits.dim(logits.rank() - 1);
+  return logits.View({classes == 0 ? 0 : logits.numel() / classes, classes});
+}
+
+Status CrossEntropyLogProb(const Tensor& logits, Tensor& out) {
+  if (logits.rank() < 2) return MakeError("cross_entropy: logits must be [N, C, ...]");
+  if (out.numel() != logits.numel()) {
+    return MakeError("cross_entropy: log_prob " + ShapeToString(out.shape()) +
+                     " does not match logits " + ShapeToString(logits.shape()));
+  }
+  ClassLayout layout;
+  layout.batch = logits.dim(0);
+  layout.classes = logits.dim(1);
+  for (int64_t d = 2; d < logits.rank(); ++d) layout.inner *= logits.dim(d);
+  for (int64_t p = 0; p < layout.Positions(); ++p) {
+    const float* z = logits.data() + layout.Base(p);
+    float* o = out.mutable_data() + layout.Base(p);
+    double max = -INFINITY;
+    for (int64_t c = 0; c < layout.classes; ++c) max = std::max<double>(max, z[c * layout.inner]);
+    double sum = 0.0;
+    for (int64_t c = 0; c < layout.classes; ++c) sum += std::exp(z[c * layout.inner] - max);
+    const double lse = max + std::log(sum);
+    for (int64_t c = 0; c < layout.classes; ++c) {
+      o[c * layout.inner] =
+          RoundToDType(static_cast<float>(z[c * layout.inner] - lse), out.dtype());
+    }
+  }
+  return OkStatus();
+}
 
 Expected<Tensor> LossForward(LossKind kind, const KernelContext& ctx, const Tensor& prediction,
                              const Tensor& target) {

@@ -14,7 +14,8 @@
 namespace memplan {
 
 // The loss is one of analyzer/vocabulary/loss_kind.h's, resolved (never LossKind::kAuto):
-//   kCrossEntropy  prediction: logits [N, C, d...]; target: class ids [N, d...] (-100 ignored)
+//   kCrossEntropy  prediction: logits [N, C, d...]; target: class ids [N, d...] (-100 ignored);
+//                  CrossEntropyLogitsView makes that layout of a program's logits
 //   kMse           prediction and target of the same shape
 //   kSum           the sum of the prediction's elements; no target (a memory benchmark's loss)
 
@@ -27,5 +28,14 @@ Expected<Tensor> LossForward(LossKind kind, const KernelContext& ctx, const Tens
 // accumulation (each micro-batch's loss is divided by the number of micro-batches).
 Expected<Tensor> LossBackward(LossKind kind, const KernelContext& ctx, const Tensor& prediction,
                               const Tensor& target, float grad_scale);
+
+// The program's cross-entropy logits as the kernels here read them, [N, C, d...]: logits whose
+// classes are last (CrossEntropyClassAxis: [batch, seq, vocab]) become rows [batch * seq, vocab];
+// [N, C] and [N, C, d1, d2, ...] are already in that layout.
+Tensor CrossEntropyLogitsView(const Tensor& logits);
+
+// log_softmax over the classes (dimension 1) of [N, C, d...] logits, written into `out` (the same
+// element count, any float dtype: each value is rounded to it). Computed in double like the loss.
+Status CrossEntropyLogProb(const Tensor& logits, Tensor& out);
 
 }  // namespace memplan

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "analyzer/vocabulary/loss_kind.h"
 #include "graph/ops/standard_aliases.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/cuda_context.h"
@@ -228,7 +229,7 @@ class CudaBackend final : public Backend {
         MEMPLAN_TRY(log_prob, ctx_->WriteF32(call.log_prob, false));
       }
       MEMPLAN_RETURN_IF_ERROR(cuda::CrossEntropyForward(p.data, label.data, rows.rows, rows.classes,
-                                                        loss.data(), log_prob.data(),
+                                                        rows.inner, loss.data(), log_prob.data(),
                                                         ctx_->stream()));
       if (log_prob.defined()) MEMPLAN_RETURN_IF_ERROR(ctx_->Commit(log_prob));
     } else if (call.loss == "mse") {
@@ -255,8 +256,8 @@ class CudaBackend final : public Backend {
       MEMPLAN_TRY(F32Input s, ctx_->ReadF32(source));
       MEMPLAN_TRY(F32Input label, ctx_->ReadF32(call.label));
       MEMPLAN_RETURN_IF_ERROR(cuda::CrossEntropyBackward(s.data, label.data, rows.rows,
-                                                         rows.classes, call.grad_scale, grad.data(),
-                                                         ctx_->stream()));
+                                                         rows.classes, rows.inner, call.grad_scale,
+                                                         grad.data(), ctx_->stream()));
     } else if (call.loss == "mse") {
       MEMPLAN_RETURN_IF_ERROR(CheckSameCount(call.prediction, call.label, "mse loss backward"));
       MEMPLAN_TRY(F32Input p, ctx_->ReadF32(call.prediction));
@@ -334,13 +335,17 @@ class CudaBackend final : public Backend {
   struct Rows {
     int64_t rows = 0;
     int64_t classes = 0;
+    int64_t inner = 1;  // the stride between one position's classes
   };
 
-  // Logits [N, C] or [N, S, C] (classes last) as rows of classes; one label per row.
+  // Logits as positions of classes (CrossEntropyClassAxis: the last dimension of [N, C] and
+  // [N, S, C], dimension 1 of [N, C, d...]); one label per position.
   static Expected<Rows> RowsOf(const DeviceTensor& prediction, const DeviceTensor& label) {
-    if (prediction.shape.empty()) return MakeError("cross entropy: a scalar prediction");
+    if (prediction.shape.size() < 2) return MakeError("cross entropy: logits of rank below 2");
+    const size_t axis = CrossEntropyClassAxis(prediction.shape.size());
     Rows r;
-    r.classes = prediction.shape.back();
+    r.classes = prediction.shape[axis];
+    for (size_t d = axis + 1; d < prediction.shape.size(); ++d) r.inner *= prediction.shape[d];
     r.rows = r.classes == 0 ? 0 : prediction.numel() / r.classes;
     if (!label.defined() || label.numel() != r.rows)
       return MakeError("cross entropy: " + std::to_string(r.rows) + " rows but " +

@@ -87,18 +87,37 @@ TEST_CASE("auto loss picks cross entropy for [batch, classes] logits, with int64
   CHECK(program.step(program.loss_step).op_type == "SoftmaxCrossEntropyLoss");
 }
 
-TEST_CASE("auto loss picks mse for a rank-4 output, cross entropy on it is an error", "[program]") {
+TEST_CASE("auto loss picks mse for a rank-4 output, per-pixel cross entropy when asked",
+          "[program]") {
   TestGraph t;
   ValueId x = t.Input("x", {t.B(), 2, 3, 3});
   t.Output(t.Op("Relu", "relu", {x}, "y", {t.B(), 2, 3, 3}));
   auto program = DeriveTrainingProgram(t.graph, ProgramOptions{});
   REQUIRE(program.ok());
   CHECK(program->loss == LossKind::kMse);
+  // A segmentation map [N, C, H, W]: the classes are dimension 1 (F.cross_entropy's and ONNX
+  // SoftmaxCrossEntropyLoss's layout), one int64 label per pixel: [batch, 3, 3] = 9 * 8 B.
   ProgramOptions ce;
   ce.loss = LossKind::kCrossEntropy;
-  auto bad = DeriveTrainingProgram(t.graph, ce);
+  auto seg = DeriveTrainingProgram(t.graph, ce);
+  REQUIRE(seg.ok());
+  CHECK(seg->loss == LossKind::kCrossEntropy);
+  const Buffer& label = seg->buffer(seg->label_buffer);
+  CHECK(label.dtype == DType::kInt64);
+  CHECK(label.bytes == Dim(72) * t.B());
+  // The loss keeps the fp32 log-probabilities of every pixel, [batch, 2, 3, 3] = 18 * 4 B
+  // (torch: _log_softmax saves its result, nll_loss2d saves it and the target).
+  const Step& loss = seg->step(seg->loss_step);
+  REQUIRE(loss.extras.size() == 1);
+  CHECK(seg->buffer(loss.extras[0]).bytes == Dim(72) * t.B());
+  CHECK(seg->buffer(loss.extras[0]).dtype == DType::kFloat32);
+  // Rank 1 has no batch of positions: cross entropy on it is an error naming the rank.
+  TestGraph v;
+  ValueId a = v.Input("a", {v.B()});
+  v.Output(v.Op("Relu", "relu", {a}, "b", {v.B()}));
+  auto bad = DeriveTrainingProgram(v.graph, ce);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.error().message.find("rank 4") != std::string::npos);
+  CHECK(bad.error().message.find("rank 1") != std::string::npos);
 }
 
 TEST_CASE("bad options are errors naming the problem", "[program]") {

@@ -14,17 +14,9 @@ bin=$1
 fixtures=$2
 work=$3
 here=$(dirname "$0")
-python=${PYTHON:-/usr/bin/python3}
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-[ -x "$python" ] || { echo "SKIP: $python not found"; exit 77; }
-"$python" -c 'import torch' 2>/dev/null || { echo "SKIP: $python has no torch"; exit 77; }
-rm -rf "$work"
-mkdir -p "$work" || fail "cannot create $work"
+. "$here/export_test_preamble.sh"
+require_python torch
+fresh_dir "$work"
 
 precisions="fp32 bf16"
 if reason=$("$python" "$here/cpu_fp16_autocast.py"); then

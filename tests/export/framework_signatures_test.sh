@@ -14,14 +14,8 @@ bin=$1
 fixtures=$2
 work=$3
 here=$(dirname "$0")
-python=${PYTHON:-/usr/bin/python3}
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-[ -x "$python" ] || { echo "SKIP: $python not found"; exit 77; }
+. "$here/export_test_preamble.sh"
+require_python
 if ! "$python" -c 'import transformers' 2>/dev/null &&
   ! "$python" -c 'import lightning.pytorch' 2>/dev/null; then
   echo "SKIP: $python imports neither transformers nor lightning.pytorch"

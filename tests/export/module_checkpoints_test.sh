@@ -17,16 +17,9 @@ bin=$1
 fixtures=$2
 work=$3
 here=$(dirname "$0")
-python=${PYTHON:-/usr/bin/python3}
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-[ -x "$python" ] || { echo "SKIP: $python not found"; exit 77; }
-rm -rf "$work"
-mkdir -p "$work" || fail "cannot create $work"
+. "$here/export_test_preamble.sh"
+require_python
+fresh_dir "$work"
 
 # 13 MiB for TinyGPT at m=32, seq 32 in fp32: more than it fits without recompute
 # (tests/cli/recompute_tests.cmake).

@@ -12,17 +12,9 @@ set -u
 bin=$1
 work=$2
 here=$(dirname "$0")
-python=${PYTHON:-/usr/bin/python3}
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-[ -x "$python" ] || { echo "SKIP: $python not found"; exit 77; }
-"$python" -c 'import torch' 2>/dev/null || { echo "SKIP: $python has no torch"; exit 77; }
-rm -rf "$work"
-mkdir -p "$work" || fail "cannot create $work"
+. "$here/export_test_preamble.sh"
+require_python torch
+fresh_dir "$work"
 
 "$python" "$here/run_module_loop.py" onnx "$work/blocknet.onnx" || fail "cannot export BlockNet"
 for kind in all sqrt; do

@@ -13,16 +13,9 @@ bin=$1
 fixtures=$2
 work=$3
 here=$(dirname "$0")
-python=${PYTHON:-/usr/bin/python3}
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-[ -x "$python" ] || { echo "SKIP: $python not found"; exit 77; }
-rm -rf "$work"
-mkdir -p "$work" || fail "cannot create $work"
+. "$here/export_test_preamble.sh"
+require_python
+fresh_dir "$work"
 
 # 16 GPUs on 2 nodes, 64 samples per step: 4 per rank.
 for strategy in ddp fsdp hybrid-shard; do

@@ -295,17 +295,19 @@ TEST_CASE("Range, ConstantOfShape, Constant, Cast, Size, Tile, Flatten, Transpos
 
 TEST_CASE("shape-op schema facts: views and saved tensors", "[folding]") {
   const OpRegistry& r = OpRegistry::Get();
-  for (const char* view :
-       {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose", "Expand", "Split"}) {
+  for (const char* view : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose",
+                           "Expand", "Split", "Slice"}) {
     INFO(view);
     REQUIRE(r.Find(view));
     CHECK(r.Find(view)->is_view);
     CHECK_FALSE(r.Find(view)->saved_source.empty());
-    // torch.split views a part of its input; the others all of it.
-    CHECK(r.Find(view)->view_is_partial == (std::string(view) == "Split"));
+    // torch.split and slicing view a part of their input; the others all of it.
+    const std::string op = view;
+    CHECK(r.Find(view)->view_is_partial == (op == "Split" || op == "Slice"));
+    // Only a reshape copies a strided input (torch's reshape; view_aliasing.h).
+    CHECK(r.Find(view)->view_needs_contiguous_input == (op == "Reshape" || op == "Flatten"));
   }
-  // Slice: a copy until contiguity is modelled (graph/ops/shape_ops_indexing.cc says why).
-  for (const char* copy : {"Concat", "Slice", "Gather", "Cast", "Where", "Tile"}) {
+  for (const char* copy : {"Concat", "Gather", "Cast", "Where", "Tile"}) {
     INFO(copy);
     CHECK_FALSE(r.Find(copy)->is_view);
   }

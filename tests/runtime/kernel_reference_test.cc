@@ -226,6 +226,22 @@ TEST_CASE("losses match torch cross_entropy and mse_loss", "[kernels]") {
     RequireLossClose(LossKind::kCrossEntropy, logits, labels, ref::ce_loss, ref::ce_grad,
                      "dLogits");
   }
+  SECTION("per-pixel cross entropy over [N, C, H, W], an ignored pixel") {
+    const Tensor logits = T({2, 3, 2, 2}, ref::seg_logits);
+    const Tensor labels = Tensor::FromValues({2, 2, 2}, ref::seg_labels, DType::kInt64);
+    RequireLossClose(LossKind::kCrossEntropy, logits, labels, ref::seg_loss, ref::seg_grad,
+                     "dLogits");
+    Tensor log_prob =
+        Tensor::Zeros({2, 3, 2, 2}, DType::kFloat32, *ctx.allocator, MemoryCategory::kOther);
+    REQUIRE(CrossEntropyLogProb(logits, log_prob).ok());
+    RequireClose(log_prob, ref::seg_log_prob, "log_softmax(dim=1)");
+  }
+  SECTION("the program's logits: class-last [N, S, V] as rows, [N, C, H, W] as they are") {
+    const Tensor lm = T({2, 3, 4}, std::vector<float>(24, 0.0f));
+    CHECK(CrossEntropyLogitsView(lm).shape() == std::vector<int64_t>{6, 4});
+    const Tensor seg = T({2, 3, 2, 2}, ref::seg_logits);
+    CHECK(CrossEntropyLogitsView(seg).shape() == std::vector<int64_t>{2, 3, 2, 2});
+  }
   SECTION("mean squared error") {
     RequireLossClose(LossKind::kMse, T({2, 3}, ref::mse_pred), T({2, 3}, ref::mse_target),
                      ref::mse_loss, ref::mse_grad, "dPrediction");

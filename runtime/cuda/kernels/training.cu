@@ -44,21 +44,27 @@ __device__ bool Counted(float label, int64_t classes) {
 
 // One block per row: log-sum-exp, the row's loss term, optional log-probabilities. The row terms
 // and the counted rows accumulate into totals[0] and totals[1].
+// The offset of row `row`'s first class; its classes follow at stride `inner`.
+__device__ int64_t RowBase(int64_t row, int64_t classes, int64_t inner) {
+  return (row / inner) * classes * inner + row % inner;
+}
+
 __global__ void CrossEntropyRows(const float* z, const float* labels, int64_t classes,
-                                 float* log_prob, float* totals) {
+                                 int64_t inner, float* log_prob, float* totals) {
   const int64_t row = blockIdx.x;
-  const float* zr = z + row * classes;
+  const int64_t base = RowBase(row, classes, inner);
+  const float* zr = z + base;
   float m = -INFINITY;
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) m = fmaxf(m, zr[c]);
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) m = fmaxf(m, zr[c * inner]);
   m = BlockMax(m);
   float s = 0.0f;
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) s += expf(zr[c] - m);
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) s += expf(zr[c * inner] - m);
   const float lse = m + logf(BlockSum(s));
   if (log_prob != nullptr)
     for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-      log_prob[row * classes + c] = zr[c] - lse;
+      log_prob[base + c * inner] = zr[c * inner] - lse;
   if (threadIdx.x == 0 && Counted(labels[row], classes)) {
-    atomicAdd(&totals[0], lse - zr[static_cast<int64_t>(labels[row])]);
+    atomicAdd(&totals[0], lse - zr[static_cast<int64_t>(labels[row]) * inner]);
     atomicAdd(&totals[1], 1.0f);
   }
 }
@@ -73,24 +79,26 @@ __global__ void CountLabels(const float* labels, int64_t rows, int64_t classes, 
 }
 
 __global__ void CrossEntropyGradRows(const float* source, const float* labels, int64_t classes,
-                                     float scale, const float* counted, float* grad) {
+                                     int64_t inner, float scale, const float* counted,
+                                     float* grad) {
   const int64_t row = blockIdx.x;
-  const float* zr = source + row * classes;
-  float* gr = grad + row * classes;
+  const int64_t base = RowBase(row, classes, inner);
+  const float* zr = source + base;
+  float* gr = grad + base;
   if (!Counted(labels[row], classes)) {
-    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) gr[c] = 0.0f;
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) gr[c * inner] = 0.0f;
     return;
   }
   float m = -INFINITY;
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) m = fmaxf(m, zr[c]);
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) m = fmaxf(m, zr[c * inner]);
   m = BlockMax(m);
   float s = 0.0f;
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) s += expf(zr[c] - m);
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) s += expf(zr[c * inner] - m);
   s = BlockSum(s);
   const float k = scale / counted[0];
   const auto label = static_cast<int64_t>(labels[row]);
   for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-    gr[c] = k * (expf(zr[c] - m) / s - (c == label ? 1.0f : 0.0f));
+    gr[c * inner] = k * (expf(zr[c * inner] - m) / s - (c == label ? 1.0f : 0.0f));
 }
 
 __global__ void SquaredErrorSum(const float* p, const float* l, int64_t n, float* total) {
@@ -201,12 +209,12 @@ namespace {
 // The kernels of cross entropy forward, given its stream-ordered temporary `totals` (the sum of
 // row terms and the counted rows).
 Status LaunchCrossEntropyForward(const float* logits, const float* labels, int64_t rows,
-                                 int64_t classes, float* loss, float* log_prob, float* totals,
-                                 cudaStream_t stream) {
+                                 int64_t classes, int64_t inner, float* loss, float* log_prob,
+                                 float* totals, cudaStream_t stream) {
   MEMPLAN_RETURN_IF_ERROR(Zero(totals, 2, stream));
   if (rows > 0) {
     CrossEntropyRows<<<static_cast<unsigned>(rows), kThreadsPerBlock, 0, stream>>>(
-        logits, labels, classes, log_prob, totals);
+        logits, labels, classes, inner, log_prob, totals);
     MEMPLAN_RETURN_IF_ERROR(CheckLaunch("CrossEntropyRows"));
   }
   Divide<<<1, 1, 0, stream>>>(totals, loss);
@@ -214,39 +222,39 @@ Status LaunchCrossEntropyForward(const float* logits, const float* labels, int64
 }
 
 Status LaunchCrossEntropyBackward(const float* source, const float* labels, int64_t rows,
-                                  int64_t classes, float scale, float* grad, float* counted,
-                                  cudaStream_t stream) {
+                                  int64_t classes, int64_t inner, float scale, float* grad,
+                                  float* counted, cudaStream_t stream) {
   CountLabels<<<1, kThreadsPerBlock, 0, stream>>>(labels, rows, classes, counted);
   MEMPLAN_RETURN_IF_ERROR(CheckLaunch("CountLabels"));
   CrossEntropyGradRows<<<static_cast<unsigned>(rows), kThreadsPerBlock, 0, stream>>>(
-      source, labels, classes, scale, counted, grad);
+      source, labels, classes, inner, scale, counted, grad);
   return CheckLaunch("CrossEntropyGradRows");
 }
 
 }  // namespace
 
 Status CrossEntropyForward(const float* logits, const float* labels, int64_t rows, int64_t classes,
-                           float* loss, float* log_prob, cudaStream_t stream) {
+                           int64_t inner, float* loss, float* log_prob, cudaStream_t stream) {
   float* totals = nullptr;
   MEMPLAN_RETURN_IF_ERROR(
       CheckCuda(cudaMallocAsync(reinterpret_cast<void**>(&totals), 2 * sizeof(float), stream),
                 "cudaMallocAsync(cross entropy totals)"));
-  const Status launched =
-      LaunchCrossEntropyForward(logits, labels, rows, classes, loss, log_prob, totals, stream);
+  const Status launched = LaunchCrossEntropyForward(logits, labels, rows, classes, inner, loss,
+                                                    log_prob, totals, stream);
   const Status freed =
       CheckCuda(cudaFreeAsync(totals, stream), "cudaFreeAsync(cross entropy totals)");
   return launched.ok() ? freed : launched;
 }
 
 Status CrossEntropyBackward(const float* source, const float* labels, int64_t rows, int64_t classes,
-                            float scale, float* grad, cudaStream_t stream) {
+                            int64_t inner, float scale, float* grad, cudaStream_t stream) {
   if (rows == 0) return OkStatus();
   float* counted = nullptr;
   MEMPLAN_RETURN_IF_ERROR(
       CheckCuda(cudaMallocAsync(reinterpret_cast<void**>(&counted), sizeof(float), stream),
                 "cudaMallocAsync(cross entropy count)"));
-  const Status launched =
-      LaunchCrossEntropyBackward(source, labels, rows, classes, scale, grad, counted, stream);
+  const Status launched = LaunchCrossEntropyBackward(source, labels, rows, classes, inner, scale,
+                                                     grad, counted, stream);
   const Status freed =
       CheckCuda(cudaFreeAsync(counted, stream), "cudaFreeAsync(cross entropy count)");
   return launched.ok() ? freed : launched;

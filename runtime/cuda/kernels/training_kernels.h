@@ -19,12 +19,14 @@ inline constexpr int64_t kIgnoreLabel = -100;
 // the mean over counted rows into loss[0] and, when log_prob is not null, log_softmax(logits).
 // Errors reported by the kernel cannot name the row; labels outside [0, classes) other than
 // kIgnoreLabel count as ignored (the host validates them when it uploads labels).
+// Row r's class c is at (r / inner) * classes * inner + r % inner + c * inner: inner = 1 for
+// [rows, classes]; the product of d... for [N, C, d...] logits (rows = N * d...).
 Status CrossEntropyForward(const float* logits, const float* labels, int64_t rows, int64_t classes,
-                           float* loss, float* log_prob, cudaStream_t stream);
+                           int64_t inner, float* loss, float* log_prob, cudaStream_t stream);
 // grad = scale * (softmax(source) - onehot(label)) / counted. `source` may hold logits or
 // log-probabilities (softmax of either is the same).
 Status CrossEntropyBackward(const float* source, const float* labels, int64_t rows, int64_t classes,
-                            float scale, float* grad, cudaStream_t stream);
+                            int64_t inner, float scale, float* grad, cudaStream_t stream);
 // mean((p - l)^2) into loss[0]; its gradient 2 * scale * (p - l) / n.
 Status MseForward(const float* prediction, const float* label, int64_t n, float* loss,
                   cudaStream_t stream);
