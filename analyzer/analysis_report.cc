@@ -13,6 +13,7 @@
 #include "analyzer/precision/placement_report.h"
 #include "analyzer/precision_policy.h"
 #include "analyzer/report/number_format.h"
+#include "analyzer/vocabulary/optimizer_impl.h"
 #include "graph/trainable_parameters.h"
 
 namespace memplan {
@@ -233,6 +234,10 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   if (plan.program.precision != Precision::kFp32)
     p["amp_mode"] = std::string(AmpModeName(plan.program.amp_mode));
   p["optimizer"] = std::string(OptimizerKindName(plan.program.optimizer_kind));
+  // torch.optim's implementation, which decides the optimizer step's intermediates; absent for
+  // optimizers that run their own kernels.
+  if (HasTorchOptimizerImpls(plan.program.optimizer_kind))
+    p["optimizer_impl"] = std::string(OptimizerImplName(plan.program.optimizer_impl));
   p["loss"] = std::string(LossKindName(plan.program.loss));
   p["zero_grad"] = std::string(ZeroGradModeName(plan.program.zero_grad));
   p["clip_gradients"] = options.program.clip_gradients;
@@ -374,7 +379,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   if (report.alternatives != nullptr) s << AlternativesText(*report.alternatives) << "\n";
   s << "Plan     " << PlanLine(plan) << "\n";
   s << "         " << PrecisionName(plan.program.precision) << ", "
-    << OptimizerKindName(plan.program.optimizer_kind) << ", loss "
+    << OptimizerLabel(plan.program.optimizer_kind, plan.program.optimizer_impl) << ", loss "
     << LossKindName(plan.program.loss) << ", recompute " << RecomputeSummary(report) << "\n";
   if (!plan.checkpoint_modules.empty()) {
     // The modules the exports wrap in torch.utils.checkpoint, exactly what was simulated.
@@ -514,7 +519,8 @@ std::string FormatAnalysisMarkdown(const AnalysisReport& report) {
   s << "| | |\n|---|---|\n";
   s << "| plan | " << PlanLine(plan) << " |\n";
   s << "| precision | " << PrecisionName(plan.program.precision) << " |\n";
-  s << "| optimizer | " << OptimizerKindName(plan.program.optimizer_kind) << " |\n";
+  s << "| optimizer | " << OptimizerLabel(plan.program.optimizer_kind, plan.program.optimizer_impl)
+    << " |\n";
   s << "| peak | " << FormatBytes(plan.chosen.peak_bytes) << " of "
     << FormatBytes(plan.budget_bytes) << " ("
     << FormatPercent(plan.chosen.peak_bytes, plan.budget_bytes) << "), "

@@ -15,6 +15,7 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
   r.precision = program.precision;
   r.amp_mode = program.amp_mode;
   r.optimizer = program.optimizer_kind;
+  r.optimizer_impl = program.optimizer_impl;
   r.loss = program.loss;
   r.zero_grad = program.zero_grad;
   r.clip_gradients = report.options->program.clip_gradients;

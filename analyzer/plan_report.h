@@ -19,6 +19,7 @@
 #include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/loss_kind.h"
 #include "analyzer/vocabulary/offload_mode.h"
+#include "analyzer/vocabulary/optimizer_impl.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
 #include "analyzer/vocabulary/precision.h"
 #include "analyzer/vocabulary/recompute_unit.h"
@@ -36,6 +37,8 @@ struct PlanReport {
   Precision precision = Precision::kFp32;
   AmpMode amp_mode = AmpMode::kMasterWeights;  // plan.amp_mode (mixed precision only)
   OptimizerKind optimizer = OptimizerKind::kAdam;
+  // plan.optimizer_impl (written for torch.optim's classes only)
+  OptimizerImpl optimizer_impl = OptimizerImpl::kFused;
   LossKind loss = LossKind::kAuto;  // resolved in a derived plan
   ZeroGradMode zero_grad = ZeroGradMode::kSetToNone;
   bool clip_gradients = false;

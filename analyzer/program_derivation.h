@@ -78,6 +78,15 @@ struct ProgramOptions {
   std::string loss_op_domain;
 
   OptimizerKind optimizer = OptimizerKind::kAdam;
+  // Which implementation of a torch.optim step runs (analyzer/optimizer_transient.h): foreach and
+  // for-loop allocate intermediates inside the kOptimizerStep step, fused none. The library keeps
+  // fused, the model its tests were derived with; the CLI's default is foreach
+  // (kDefaultCliOptimizerImpl), torch.optim's default on CUDA.
+  OptimizerImpl optimizer_impl = OptimizerImpl::kFused;
+  // torch.optim's weight_decay != 0. SGD's and Adam's decay is coupled (grad + wd * param makes a
+  // gradient-sized copy); AdamW's is decoupled (params *= 1 - lr * wd in place, no copy). The
+  // CLI plans torch's defaults (weight_decay 0 for SGD and Adam; AdamW's decay costs nothing).
+  bool weight_decay = false;
   Precision precision = Precision::kFp32;
   // The mixed-precision regime (analyzer/precision/amp_regime.h); ignored in fp32. The library
   // keeps master weights, the model its tests were derived with; the CLI's default is autocast

@@ -42,6 +42,8 @@ std::string_view BufferRoleName(BufferRole role) {
       return "quantization_state";
     case BufferRole::kOffloadCopy:
       return "offload_copy";
+    case BufferRole::kOptimizerTransient:
+      return "optimizer_transient";
   }
   return "value";
 }

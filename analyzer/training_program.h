@@ -41,6 +41,7 @@
 #include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/loss_kind.h"
 #include "analyzer/vocabulary/offload_mode.h"
+#include "analyzer/vocabulary/optimizer_impl.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
 #include "analyzer/vocabulary/precision.h"
 #include "analyzer/vocabulary/zero_grad_mode.h"
@@ -76,6 +77,10 @@ enum class BufferRole : uint8_t {
   // A tensor's copy in the other memory space (--offload): a saved tensor packed to the host or
   // unpacked back to the GPU, the host copy of a parameter or gradient a CPU optimizer reads.
   kOffloadCopy,
+  // An intermediate torch.optim's step allocates and frees inside kOptimizerStep (category
+  // kTransients): foreach Adam's sqrt(exp_avg_sq) per parameter, the for-loop's denominators,
+  // a coupled weight decay's gradient copy (analyzer/optimizer_transient.h).
+  kOptimizerTransient,
 };
 std::string_view BufferRoleName(BufferRole role);
 
@@ -280,6 +285,8 @@ struct TrainingProgram {
   // What the program was derived with (echoed into reports).
   LossKind loss = LossKind::kAuto;  // resolved: never kAuto after derivation
   OptimizerKind optimizer_kind = OptimizerKind::kAdam;
+  // The step's implementation (--optimizer-impl); it decides the kOptimizerTransient buffers.
+  OptimizerImpl optimizer_impl = OptimizerImpl::kFused;
   Precision precision = Precision::kFp32;
   AmpMode amp_mode = AmpMode::kMasterWeights;  // the regime (analyzer/precision/amp_regime.h)
   LossScaling loss_scaling;  // resolved: none in fp32, the option or the precision's default

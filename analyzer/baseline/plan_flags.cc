@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 31> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 32> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -59,6 +59,14 @@ const std::array<PlanFlagSpec, 31> kPlanFlagTable = {{
      .help = "sgd | momentum | adam | adamw | adafactor",
      .help_position = 5,
      .text = &PlanFlags::optimizer},
+    {.key = "optimizer_impl",
+     .argument = "--optimizer-impl",
+     .type = PlanFlagType::kText,
+     .help = "how torch.optim's Adam/AdamW/SGD step runs: foreach (PyTorch's default on CUDA: "
+             "Adam holds sqrt(exp_avg_sq) of every parameter at once; default) | fused (no "
+             "intermediate; DeepSpeed plans) | for-loop (foreach=False: one parameter at a time)",
+     .help_position = 28,
+     .text = &PlanFlags::optimizer_impl},
     {.key = "loss",
      .argument = "--loss",
      .type = PlanFlagType::kText,

@@ -39,6 +39,7 @@ struct PlanFlags {
   std::optional<std::string> allocator;  // --allocator: caching | exact
   std::optional<std::string> recompute;  // --recompute: none | all | sqrt | optimal | auto
   std::optional<std::string> recompute_unit;  // --recompute-unit: auto | node | module
+  std::optional<std::string> optimizer_impl;  // --optimizer-impl: foreach | fused | for-loop
   std::optional<std::string> fp32_ops;        // --fp32-ops: comma list of op types / node names
   std::optional<std::string> fp16_ops;        // --fp16-ops: comma list of op types / node names
   std::optional<std::string> loss_scaling;    // --loss-scaling: none | dynamic | static:<scale>
@@ -91,7 +92,7 @@ struct PlanFlagSpec {
 };
 
 // Every plan flag, in the order configurations write them and messages list them.
-extern const std::array<PlanFlagSpec, 31> kPlanFlagTable;
+extern const std::array<PlanFlagSpec, 32> kPlanFlagTable;
 
 // The table entry with `key`. REQUIRES: `key` is one of the table's keys.
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key);

@@ -96,6 +96,17 @@ std::vector<std::string> NotExpressed(const ExportPlan& plan, const ExportOption
         "torch.autograd.graph.save_on_cpu(pin_memory=True):` (" +
         ExportCommand(options, "pytorch") +
         " writes it); without it the run keeps every saved activation on the GPU.");
+  // DeepSpeed builds FusedAdam: no step intermediate. A plan made with torch's foreach or
+  // for-loop Adam counted one, so it over-estimates this run (never under-estimates it).
+  if ((plan.optimizer == OptimizerKind::kAdam || plan.optimizer == OptimizerKind::kAdamW) &&
+      plan.optimizer_impl && *plan.optimizer_impl != OptimizerImpl::kFused &&
+      !OffloadsOptimizer(plan.offload))
+    notes.push_back("optimizer: the plan modelled torch.optim's " +
+                    std::string(OptimizerImplName(*plan.optimizer_impl)) +
+                    " Adam, whose step holds intermediates (sqrt(exp_avg_sq) or its for-loop "
+                    "peak); DeepSpeed's FusedAdam holds none, so this run peaks lower than "
+                    "planned at the optimizer step (plan with --optimizer-impl fused for the "
+                    "exact figure).");
   if (plan.optimizer == OptimizerKind::kMomentum && !options.sgd_momentum)
     notes.push_back(
         "optimizer.params.momentum: yours to set, > 0 (the plan keeps a momentum "

@@ -45,6 +45,26 @@ Status CheckRegime(const ExportPlan& plan, ExportTarget target) {
                    ", which the plan modelled; re-plan with --amp-mode " + supported);
 }
 
+// Likewise for --optimizer-impl, where the run could hold more than the plan: a for-loop Adam plan
+// for the Trainer, whose optim names only foreach and fused (export_target.h).
+Status CheckOptimizerImpl(const ExportPlan& plan, ExportTarget target) {
+  if (!plan.optimizer_impl) return OkStatus();
+  std::optional<ParallelStrategy> strategy;
+  if (plan.data_parallel) strategy = plan.data_parallel->strategy;
+  if (ExportTargetRunsOptimizerImpl(target, plan.optimizer, *plan.optimizer_impl, strategy,
+                                    plan.offload))
+    return OkStatus();
+  std::string supported;
+  for (const NamedValue<OptimizerImpl>& impl : kOptimizerImplNames)
+    if (ExportTargetRunsOptimizerImpl(target, plan.optimizer, impl.value, strategy, plan.offload))
+      supported += (supported.empty() ? "" : " or ") + std::string(impl.name);
+  const std::string why = " (TrainingArguments.optim has adamw_torch and adamw_torch_fused)";
+  return MakeError("export: " + std::string(ExportTargetName(target)) + why +
+                   " cannot express --optimizer-impl " +
+                   std::string(OptimizerImplName(*plan.optimizer_impl)) +
+                   ", which the plan modelled; re-plan with --optimizer-impl " + supported);
+}
+
 // Likewise for --offload: a config that keeps on the GPU what the plan put on the host would
 // run out of the memory the plan freed.
 Status CheckOffload(const ExportPlan& plan, ExportTarget target) {
@@ -86,6 +106,7 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
   MEMPLAN_RETURN_IF_ERROR(CheckStrategy(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOffload(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckRegime(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckOptimizerImpl(plan, target));
   // A plan simulated without clipping exports without clipping: the clip's transient is not in
   // its memory figure.
   ExportOptions effective = options;

@@ -75,6 +75,7 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.precision = report.precision;
   if (report.precision != Precision::kFp32) result.amp_mode = report.amp_mode;
   result.optimizer = report.optimizer;
+  if (HasTorchOptimizerImpls(report.optimizer)) result.optimizer_impl = report.optimizer_impl;
   result.zero_grad_set_to_none = report.zero_grad == ZeroGradMode::kSetToNone;
   result.clip_gradients = report.clip_gradients;
   result.recompute_nodes = report.recompute_nodes;
@@ -115,6 +116,13 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
   }
   MEMPLAN_TRY(std::string optimizer, InPlan(RequiredPlanString(plan, "optimizer", "plan.")));
   MEMPLAN_TRY(result.optimizer, PlanOptimizer(optimizer));
+  MEMPLAN_TRY(std::optional<std::string> optimizer_impl,
+              InPlan(OptionalPlanString(plan, "optimizer_impl", "plan.")));
+  if (optimizer_impl && HasTorchOptimizerImpls(result.optimizer)) {
+    Expected<OptimizerImpl> parsed = ParseOptimizerImpl(*optimizer_impl);
+    if (!parsed.ok()) return PlanError("plan.optimizer_impl: " + parsed.error().message);
+    result.optimizer_impl = *parsed;
+  }
   MEMPLAN_TRY(result.zero_grad_set_to_none, ParseZeroGrad(plan));
   MEMPLAN_TRY(std::optional<bool> clip, InPlan(OptionalPlanBool(plan, "clip_gradients", "plan.")));
   if (clip) result.clip_gradients = *clip;

@@ -14,6 +14,7 @@
 #include "analyzer/plan_report.h"
 #include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/offload_mode.h"
+#include "analyzer/vocabulary/optimizer_impl.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
 #include "analyzer/vocabulary/precision.h"
 #include "graph/expected.h"
@@ -30,6 +31,10 @@ struct ExportPlan {
   // before memplan modelled regimes, exported as it always was (each framework's own AMP).
   std::optional<AmpMode> amp_mode;
   OptimizerKind optimizer = OptimizerKind::kAdamW;
+  // plan.optimizer_impl: the torch.optim implementation the plan modelled (foreach / fused /
+  // for-loop), written as the constructor's foreach= / fused= keyword. nullopt: a plan written
+  // before memplan modelled it, or an optimizer with its own kernels: no keyword is written.
+  std::optional<OptimizerImpl> optimizer_impl;
   // optimizer.zero_grad(set_to_none=...): true frees the gradients between optimizer steps.
   bool zero_grad_set_to_none = true;
   // plan.clip_gradients: whether the simulated program clips the gradient norm (absent: true).
@@ -74,6 +79,7 @@ ExportPlan ExportPlanOf(const PlanReport& report);
 //   plan.amp_mode:   "autocast" | "master-weights" | "pure" (optional; read for mixed plans)
 //   plan.optimizer:  "sgd" | "momentum" / "sgd-momentum" / "sgd_momentum" | "adam" | "adamw" |
 //                    "adafactor"
+//   plan.optimizer_impl: "foreach" | "fused" | "for-loop" (optional)
 //   plan.zero_grad:  "set_to_none" / "none" (default when absent) | "zero" / "zeros"
 //   plan.clip_gradients: true | false (default true)
 //   plan.recompute_unit: "node" (default when absent) | "module"; with "module",

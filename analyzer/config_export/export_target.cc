@@ -81,6 +81,39 @@ AmpMode ExportTargetDefaultAmpMode(ExportTarget target, std::optional<ParallelSt
                                                                          : AmpMode::kMasterWeights;
 }
 
+std::optional<OptimizerImpl> ExportTargetFixedOptimizerImpl(
+    ExportTarget target, OptimizerKind optimizer, std::optional<ParallelStrategy> strategy,
+    OffloadMode offload) {
+  const bool adam = optimizer == OptimizerKind::kAdam || optimizer == OptimizerKind::kAdamW;
+  if (!adam) return std::nullopt;
+  const bool zero = strategy == ParallelStrategy::kZero1 || strategy == ParallelStrategy::kZero2 ||
+                    strategy == ParallelStrategy::kZero3;
+  const bool deepspeed_engine =
+      target == ExportTarget::kDeepSpeed ||
+      ((target == ExportTarget::kHfTrainer || target == ExportTarget::kHfTrainerJson) && zero);
+  if (deepspeed_engine || (OffloadsOptimizer(offload) && target == ExportTarget::kAccelerate))
+    return OptimizerImpl::kFused;
+  return std::nullopt;
+}
+
+bool ExportTargetRunsOptimizerImpl(ExportTarget target, OptimizerKind optimizer, OptimizerImpl impl,
+                                   std::optional<ParallelStrategy> strategy, OffloadMode offload) {
+  const bool adam = optimizer == OptimizerKind::kAdam || optimizer == OptimizerKind::kAdamW;
+  if (!adam) return true;
+  if (ExportTargetFixedOptimizerImpl(target, optimizer, strategy, offload) == OptimizerImpl::kFused)
+    return true;
+  if (target == ExportTarget::kHfTrainer || target == ExportTarget::kHfTrainerJson)
+    return impl != OptimizerImpl::kForLoop;
+  return true;
+}
+
+OptimizerImpl ExportTargetDefaultOptimizerImpl(ExportTarget target, OptimizerKind optimizer,
+                                               std::optional<ParallelStrategy> strategy,
+                                               OffloadMode offload) {
+  return ExportTargetFixedOptimizerImpl(target, optimizer, strategy, offload)
+      .value_or(kDefaultCliOptimizerImpl);
+}
+
 bool ExportTargetOffloads(ExportTarget target, OffloadMode offload) {
   switch (offload) {
     case OffloadMode::kNone:

@@ -10,6 +10,8 @@
 
 #include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/offload_mode.h"
+#include "analyzer/vocabulary/optimizer_impl.h"
+#include "analyzer/vocabulary/optimizer_kind.h"
 #include "analyzer/vocabulary/parallel_strategy.h"
 #include "graph/expected.h"
 
@@ -57,6 +59,34 @@ bool ExportTargetRuns(ExportTarget target, AmpMode mode,
 AmpMode ExportTargetDefaultAmpMode(ExportTarget target,
                                    std::optional<ParallelStrategy> strategy = std::nullopt,
                                    OffloadMode offload = OffloadMode::kNone);
+
+// The torch.optim implementation (--optimizer-impl) a target's config runs for `optimizer`
+// whatever the plan says, or nullopt where the config constructs the one the plan names (the
+// Python targets write foreach= / fused=). The DeepSpeed config's optimizer section builds
+// DeepSpeed's FusedAdam for Adam and AdamW, and so does the Trainer's deepspeed= under a ZeRO
+// strategy (it points at that config): fused. With an optimizer offload the step is DeepSpeed's
+// CPU Adam, which holds nothing on the GPU: fused too.
+std::optional<OptimizerImpl> ExportTargetFixedOptimizerImpl(
+    ExportTarget target, OptimizerKind optimizer,
+    std::optional<ParallelStrategy> strategy = std::nullopt,
+    OffloadMode offload = OffloadMode::kNone);
+
+// Whether a config for `target` runs a plan made with `impl` within the plan's memory. A fused
+// step holds no intermediate, so a target that runs fused runs every plan (a foreach or for-loop
+// plan over-estimates it; the DeepSpeed export says by how much). TrainingArguments.optim names
+// adamw_torch (foreach, torch's default) and adamw_torch_fused but no for-loop, and foreach can
+// hold more than for-loop: a for-loop Adam plan is refused there. SGD's implementations differ
+// in memory only with weight decay, which plans do not model: every target runs each of them.
+bool ExportTargetRunsOptimizerImpl(ExportTarget target, OptimizerKind optimizer, OptimizerImpl impl,
+                                   std::optional<ParallelStrategy> strategy = std::nullopt,
+                                   OffloadMode offload = OffloadMode::kNone);
+
+// The implementation a plan for `target` is made with when --optimizer-impl is not given: the
+// fixed one where the target has one, else kDefaultCliOptimizerImpl (foreach).
+OptimizerImpl ExportTargetDefaultOptimizerImpl(
+    ExportTarget target, OptimizerKind optimizer,
+    std::optional<ParallelStrategy> strategy = std::nullopt,
+    OffloadMode offload = OffloadMode::kNone);
 
 // Which --offload modes a target carries: the optimizer modes are DeepSpeed's offload_optimizer
 // and offload_param (also through Accelerate's DeepSpeed plugin); activations is

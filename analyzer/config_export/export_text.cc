@@ -125,22 +125,37 @@ std::string HyperParameterConstants(const ExportPlan& plan, const ExportOptions&
   return out;
 }
 
+std::string TorchOptimizerImplKeyword(const ExportPlan& plan) {
+  if (!plan.optimizer_impl || !HasTorchOptimizerImpls(plan.optimizer)) return "";
+  switch (*plan.optimizer_impl) {
+    case OptimizerImpl::kForeach:
+      return ", foreach=True";
+    case OptimizerImpl::kFused:
+      return ", fused=True";
+    case OptimizerImpl::kForLoop:
+      return ", foreach=False";
+  }
+  return "";
+}
+
 std::string TorchOptimizerCall(const ExportPlan& plan, const ExportOptions& options,
                                std::string_view params_expression) {
   std::string head = "(" + std::string(params_expression) + ", lr=LEARNING_RATE";
   std::string adam_tail = ", betas=(" + PythonFloat(kAdamBeta1) + ", " + PythonFloat(kAdamBeta2) +
                           "), eps=" + PythonFloat(kAdamEps);
+  // The implementation the plan modelled (its step intermediates differ); none for old plans.
+  const std::string impl = TorchOptimizerImplKeyword(plan);
   switch (plan.optimizer) {
     case OptimizerKind::kSgd:
-      return "torch.optim.SGD" + head + ")";
+      return "torch.optim.SGD" + head + impl + ")";
     case OptimizerKind::kMomentum:
-      return "torch.optim.SGD" + head + ", momentum=SGD_MOMENTUM)";
+      return "torch.optim.SGD" + head + ", momentum=SGD_MOMENTUM" + impl + ")";
     case OptimizerKind::kAdam:
-      return "torch.optim.Adam" + head + adam_tail + ")";
+      return "torch.optim.Adam" + head + adam_tail + impl + ")";
     case OptimizerKind::kAdamW:
       // Without a value the keyword is left out, so torch's default applies, not memplan's.
       return "torch.optim.AdamW" + head + adam_tail +
-             (options.weight_decay ? ", weight_decay=WEIGHT_DECAY" : "") + ")";
+             (options.weight_decay ? ", weight_decay=WEIGHT_DECAY" : "") + impl + ")";
     case OptimizerKind::kAdafactor:
       return "torch.optim.Adafactor" + head + ")";
     case OptimizerKind::kAdamW8bit:

@@ -39,9 +39,14 @@ std::string FsdpShardingStrategy(const DataParallelOptions& dp);
 // Lines end with '\n'; preceded by a comment line saying why they are the user's.
 std::string HyperParameterConstants(const ExportPlan& plan, const ExportOptions& options);
 
+// The keyword that selects the plan's torch.optim implementation: ", foreach=True",
+// ", fused=True" or ", foreach=False"; empty when the plan does not say (plan.optimizer_impl).
+std::string TorchOptimizerImplKeyword(const ExportPlan& plan);
+
 // The torch.optim constructor call for the plan's optimizer over the constants above, e.g.
-// "torch.optim.AdamW(params, lr=LEARNING_RATE, betas=(0.9, 0.999), eps=1e-08)" (AdamW without a
-// weight decay given keeps torch's default; Adam and SGD get none, as the plan simulated).
+// "torch.optim.AdamW(params, lr=LEARNING_RATE, betas=(0.9, 0.999), eps=1e-08, foreach=True)"
+// (AdamW without a weight decay given keeps torch's default; Adam and SGD get none, as the plan
+// simulated; the implementation keyword as TorchOptimizerImplKeyword).
 std::string TorchOptimizerCall(const ExportPlan& plan, const ExportOptions& options,
                                std::string_view params_expression);
 

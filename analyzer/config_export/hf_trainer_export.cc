@@ -31,8 +31,13 @@ std::string DeepSpeedConfigFile() {
 }
 
 // Trainer optimizer names: "adamw_torch" is torch.optim.AdamW (with weight_decay 0 it is exactly
-// Adam); "sgd" is torch.optim.SGD without momentum.
-std::string HfOptimName(OptimizerKind optimizer) {
+// Adam) with torch's default implementation (foreach on CUDA), "adamw_torch_fused" the same with
+// fused=True (what a plan with --optimizer-impl fused modelled); "sgd" is torch.optim.SGD without
+// momentum. A for-loop plan is refused before this (export_config.cc).
+std::string HfOptimName(OptimizerKind optimizer, std::optional<OptimizerImpl> impl) {
+  if ((optimizer == OptimizerKind::kAdam || optimizer == OptimizerKind::kAdamW) &&
+      impl == OptimizerImpl::kFused)
+    return "adamw_torch_fused";
   switch (optimizer) {
     case OptimizerKind::kSgd:
     case OptimizerKind::kMomentum:
@@ -73,7 +78,7 @@ std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOp
   add_bool("bf16", plan.precision == Precision::kBf16);
   add_bool("gradient_checkpointing", plan.UsesRecompute());
   add_float("max_grad_norm", options.max_grad_norm);
-  add_string("optim", HfOptimName(plan.optimizer));
+  add_string("optim", HfOptimName(plan.optimizer, plan.optimizer_impl));
   // Not invented: written when the user gave them, else TrainingArguments' defaults apply.
   if (options.learning_rate) add_float("learning_rate", *options.learning_rate);
   if (std::optional<double> decay = WrittenWeightDecay(plan, options))

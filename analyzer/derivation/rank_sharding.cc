@@ -234,13 +234,19 @@ class RankSharder {
   // ---- optimizer state -----------------------------------------------------------------------
 
   // Moments, master-gradient copies and, in mixed precision, the fp32 masters no compute step
-  // reads (an op that reads the master itself needs it whole).
+  // reads (an op that reads the master itself needs it whole). The optimizer step's
+  // intermediates (analyzer/optimizer_transient.h) follow the state they copy: a rank steps only
+  // its shard. A for-loop's one-at-a-time peak is divided as a whole, which is its per-parameter
+  // formula over the shards up to the padding of ceil(elements / N).
   void ShardOptimizerState() {
     for (ParameterBuffers& pb : p_.parameters) {
       for (BufferId s : pb.optimizer_states) ShardInPlace(s);
       ShardInPlace(pb.master_gradient);
       if (pb.working.valid() && body_.steps[pb.master.index()].empty()) ShardInPlace(pb.master);
     }
+    for (size_t i = 0; i < p_.buffers.size(); ++i)
+      if (p_.buffers[i].role == BufferRole::kOptimizerTransient)
+        ShardInPlace(BufferId(static_cast<int>(i)));
   }
 
   void ReduceAtOptimizerPhase() {

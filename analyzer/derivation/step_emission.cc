@@ -9,6 +9,7 @@
 #include "analyzer/derivation/saved_tensor_offload.h"
 #include "analyzer/frozen_weight_storage.h"
 #include "analyzer/optimizer_state.h"
+#include "analyzer/optimizer_transient.h"
 #include "analyzer/precision_policy.h"
 #include "graph/ops/op_registry.h"
 
@@ -73,6 +74,7 @@ class StepEmitter {
     p_.batch_symbol = g_.batch_symbol();
     p_.accumulation_steps = options_.accumulation_steps;
     p_.optimizer_kind = options_.optimizer;
+    p_.optimizer_impl = options_.optimizer_impl;
     p_.precision = options_.precision;
     p_.amp_mode = options_.amp_mode;
     p_.loss_scaling = a_.loss_scaling;
@@ -109,7 +111,7 @@ class StepEmitter {
     BuildLoss();
     BuildBackward();
     p_.micro_batch.end = Now();
-    BuildOptimizer();
+    MEMPLAN_RETURN_IF_ERROR(BuildOptimizer());
     EmittedProgram emitted;
     emitted.uses = builder_.uses();
     emitted.program = builder_.TakeProgram();
@@ -816,7 +818,7 @@ class StepEmitter {
 
   // ---- optimizer phase ------------------------------------------------------------------------
 
-  void BuildOptimizer() {
+  Status BuildOptimizer() {
     p_.optimizer.begin = Now();
     BufferId found_inf;
     if (p_.loss_scaling.mode != LossScalingMode::kNone) {
@@ -856,6 +858,7 @@ class StepEmitter {
         p_.steps.back().end.push_back(Free(pb.master_gradient));
       }
     }
+    MEMPLAN_RETURN_IF_ERROR(EmitOptimizerTransients());
     if (found_inf.valid()) p_.steps.back().end.push_back(Free(found_inf));
     NewStep(StepKind::kZeroGradients, std::string(ZeroGradModeName(options_.zero_grad)));
     if (options_.zero_grad == ZeroGradMode::kSetToNone) {
@@ -863,6 +866,51 @@ class StepEmitter {
         if (pb.gradient.valid()) p_.steps.back().end.push_back(Free(pb.gradient));
     }
     p_.optimizer.end = Now();
+    return OkStatus();
+  }
+
+  // The intermediates the kOptimizerStep step (the current step) allocates beyond the state
+  // (analyzer/optimizer_transient.h): allocated at its Begin, after the lazily created states
+  // (torch's _init_group runs before the update), and freed at its End. None when the optimizer
+  // runs on the host (--offload optimizer: DeepSpeed's CPU Adam is one fused C++ loop).
+  Status EmitOptimizerTransients() {
+    if (OffloadsOptimizer(options_.offload.mode) ||
+        options_.optimizer_impl == OptimizerImpl::kFused ||
+        !HasTorchOptimizerImpls(options_.optimizer))
+      return OkStatus();
+    std::vector<OptimizerStepParameter> trainable;
+    std::vector<const ParameterBuffers*> owner;
+    for (const ParameterBuffers& pb : p_.parameters) {
+      if (!pb.gradient.valid()) continue;  // frozen: torch skips parameters whose grad is None
+      const Buffer& grad = p_.buffer(pb.gradient);
+      const std::optional<int64_t> elements = grad.shape.NumElements().constant_value();
+      if (!elements) {
+        return MakeError("--optimizer-impl: parameter '" + g_.value(pb.value).name +
+                         "' has a symbolic shape, so its optimizer step cannot be sized");
+      }
+      const DType state = pb.optimizer_states.empty() ? regime_.optimizer_state
+                                                      : p_.buffer(pb.optimizer_states[0]).dtype;
+      trainable.push_back({*elements, grad.dtype, state});
+      owner.push_back(&pb);
+    }
+    const std::vector<OptimizerTransient> transients = OptimizerStepTransients(
+        options_.optimizer, options_.optimizer_impl, options_.weight_decay, trainable);
+    const std::string prefix = std::string(OptimizerKindName(options_.optimizer)) + ".";
+    for (const OptimizerTransient& t : transients) {
+      ValueId value;
+      std::string name = prefix + t.name;
+      if (t.parameter >= 0) {
+        value = owner[static_cast<size_t>(t.parameter)]->value;
+        name += "(" + g_.value(value).name + ")";
+      }
+      const BufferId b =
+          NewBuffer(name, BufferRole::kOptimizerTransient, MemoryCategory::kTransients, t.dtype,
+                    Shape{{Dim(t.elements)}}, value);
+      MarkExplicitFree(b);
+      p_.steps.back().begin.push_back(Alloc(b));
+      p_.steps.back().end.push_back(Free(b));
+    }
+    return OkStatus();
   }
 
   const Graph& g_;

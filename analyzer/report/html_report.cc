@@ -172,7 +172,7 @@ class HtmlBuilder {
                   ? " (asked " + std::to_string(plan_.requested_global_batch) + ")"
                   : ""));
     Card("precision", std::string(PrecisionName(plan_.program.precision)));
-    Card("optimizer", std::string(OptimizerKindName(plan_.program.optimizer_kind)));
+    Card("optimizer", OptimizerLabel(plan_.program.optimizer_kind, plan_.program.optimizer_impl));
     Card("recompute", report_.recompute_nodes.empty()
                           ? std::string("none")
                           : std::to_string(report_.recompute_nodes.size()) + " nodes");

@@ -254,6 +254,18 @@ TEST_CASE("the offload flag round-trips through configurations and baselines", "
   CHECK(PlanFlagWithKey("offload").argument == "--offload");
 }
 
+TEST_CASE("the optimizer-impl flag round-trips through configurations and baselines",
+          "[baseline]") {
+  nlohmann::json json =
+      nlohmann::json::parse(R"({"optimizer": "adamw", "optimizer_impl": "for-loop"})");
+  Expected<PlanFlags> flags = PlanFlagsFromJson(json, "");
+  REQUIRE(flags.ok());
+  CHECK(flags->optimizer_impl == "for-loop");
+  CHECK(nlohmann::json(PlanFlagsToJson(*flags)) == json);
+  CHECK(PlanFlagsAsArguments(*flags) == "--optimizer adamw --optimizer-impl for-loop");
+  CHECK(PlanFlagWithKey("optimizer_impl").argument == "--optimizer-impl");
+}
+
 }  // namespace
 }  // namespace memplan
 

@@ -36,6 +36,7 @@ struct Analysed {
     options.micro_batch = 8;
     options.global_batch = 32;
     options.program.optimizer = OptimizerKind::kMomentum;
+    options.program.optimizer_impl = OptimizerImpl::kForLoop;
     options.program.zero_grad = ZeroGradMode::kZero;
     options.program.clip_gradients = true;
     SearchOptions search;
@@ -61,6 +62,7 @@ TEST_CASE("PlanReport facts are what analyze --json says", "[report]") {
   CHECK(facts.accumulation_steps == 4);
   CHECK(facts.precision == Precision::kFp16);
   CHECK(facts.optimizer == OptimizerKind::kMomentum);
+  CHECK(facts.optimizer_impl == OptimizerImpl::kForLoop);
   CHECK(facts.zero_grad == ZeroGradMode::kZero);
   CHECK(facts.clip_gradients);
   CHECK(facts.model_path == "models/mlp.onnx");
@@ -80,6 +82,9 @@ TEST_CASE("PlanReport facts are what analyze --json says", "[report]") {
   CHECK(typed.accumulation_steps == read->accumulation_steps);
   CHECK(typed.precision == read->precision);
   CHECK(typed.optimizer == read->optimizer);
+  CHECK(typed.optimizer_impl == read->optimizer_impl);
+  CHECK(typed.optimizer_impl == OptimizerImpl::kForLoop);
+  CHECK(json["plan"]["optimizer_impl"] == "for-loop");
   CHECK(typed.zero_grad_set_to_none == read->zero_grad_set_to_none);
   CHECK(typed.clip_gradients == read->clip_gradients);
   CHECK(typed.recompute_nodes == read->recompute_nodes);

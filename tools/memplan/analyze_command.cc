@@ -48,12 +48,18 @@ Expected<PlanRequest> ResolveAnalyzeRequest(const AnalyzeFlags& flags, const Pla
       request.parallel_excluded.push_back(ParallelStrategy::kHybridShard);
     // Without --amp-mode the plan is made in the regime the target runs (DeepSpeed: master
     // weights), so the exported config is the plan that was simulated.
+    std::optional<ParallelStrategy> strategy;
+    if (request.planner.program.data_parallel && !request.parallel_auto)
+      strategy = request.planner.program.data_parallel->strategy;
     if (plan.Text("amp_mode").empty()) {
-      std::optional<ParallelStrategy> strategy;
-      if (request.planner.program.data_parallel && !request.parallel_auto)
-        strategy = request.planner.program.data_parallel->strategy;
       request.planner.program.amp_mode =
           ExportTargetDefaultAmpMode(*target, strategy, request.planner.program.offload.mode);
+    }
+    // Likewise the optimizer's implementation (DeepSpeed: its fused Adam).
+    if (plan.Text("optimizer_impl").empty()) {
+      request.planner.program.optimizer_impl =
+          ExportTargetDefaultOptimizerImpl(*target, request.planner.program.optimizer, strategy,
+                                           request.planner.program.offload.mode);
     }
   }
   if (with_profile && !flags.profile.empty())

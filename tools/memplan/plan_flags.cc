@@ -9,6 +9,7 @@
 #include "analyzer/planner.h"
 #include "analyzer/precision/precision_placement.h"
 #include "analyzer/vocabulary/offload_mode.h"
+#include "analyzer/vocabulary/optimizer_impl.h"
 #include "graph/bind_symbols.h"
 
 namespace memplan::cli {
@@ -244,6 +245,13 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     p.headroom = *headroom;
   }
   MEMPLAN_TRY(p.program.optimizer, ParseOptimizerKind(flags.Text("optimizer")));
+  // --optimizer-impl: torch.optim's default on CUDA (foreach) unless given; `analyze --export
+  // deepspeed` plans DeepSpeed's fused Adam instead (tools/memplan/analyze_command.cc).
+  p.program.optimizer_impl = kDefaultCliOptimizerImpl;
+  if (!flags.Text("optimizer_impl").empty()) {
+    MEMPLAN_TRY(p.program.optimizer_impl,
+                ParseFlagChoice(kOptimizerImplNames, flags, "optimizer_impl"));
+  }
   MEMPLAN_TRY(p.program.loss, ParseLossKind(flags.Text("loss")));
   MEMPLAN_TRY(p.program.zero_grad, ParseZeroGradMode(flags.Text("zero_grad")));
   MEMPLAN_TRY(p.allocator, ParseAllocatorKind(flags.Text("allocator")));

@@ -21,6 +21,7 @@
 #include "analyzer/config_export/plan_json_fields.h"
 #include "analyzer/memory_size.h"
 #include "analyzer/recompute/module_units.h"
+#include "analyzer/vocabulary/optimizer_impl.h"
 #include "analyzer/vocabulary/tolerance.h"
 #include "graph/bind_symbols.h"
 #include "runtime/backend_factory.h"
@@ -142,6 +143,10 @@ Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
   MEMPLAN_TRY(o.amp_mode, in_plan(ParseAmpMode(amp_mode)));
   MEMPLAN_TRY(std::string optimizer, text_of("optimizer", "adam"));
   MEMPLAN_TRY(o.optimizer, in_plan(ParseOptimizerKind(optimizer)));
+  // plan.optimizer_impl is absent from plans written before the step's intermediates were
+  // modelled (and for optimizers without torch.optim implementations): fused, no intermediate.
+  MEMPLAN_TRY(std::string optimizer_impl, text_of("optimizer_impl", "fused"));
+  MEMPLAN_TRY(o.optimizer_impl, in_plan(ParseOptimizerImpl(optimizer_impl)));
   MEMPLAN_TRY(std::string loss, text_of("loss", "auto"));
   MEMPLAN_TRY(o.loss, in_plan(ParseLossKind(loss)));
   MEMPLAN_TRY(std::string zero_grad, text_of("zero_grad", "set_to_none"));
