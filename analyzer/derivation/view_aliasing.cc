@@ -23,9 +23,8 @@ ViewAliasing DecideViews(const Graph& graph, const OpRegistry& registry,
     const bool base_strided = views.value_is_strided[base.index()];
     if (base_strided && schema.view_needs_contiguous_input) continue;  // a copy: contiguous
     views.node_is_view[n.index()] = true;
-    const bool strided =
-        base_strided ||
-        (schema.view_stays_contiguous && !schema.view_stays_contiguous(MakeOpContext(graph, n)));
+    const bool strided = base_strided || (schema.view_stays_contiguous &&
+                                          !schema.view_stays_contiguous(MakeOpContext(graph, n)));
     for (ValueId out : node.outputs)
       if (out.valid()) views.value_is_strided[out.index()] = strided;
   }
