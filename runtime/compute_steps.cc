@@ -109,7 +109,23 @@ Status ComputeSteps::Forward(const Step& step) {
   for (size_t j = 0; j < step.outputs.size() && j < node.outputs.size(); ++j)
     if (step.outputs[j].valid() && !is_view_output(j))
       call.outputs[j] = buffers_.Get(step.outputs[j]);
-  call.extras = ExtrasOf(step.extras);
+  // A contiguous copy the registry saves in an input's place (SaveContiguousCopy) is made here;
+  // the kernel sees the other extras.
+  std::vector<BufferId> kernel_extras;
+  for (BufferId b : step.extras) {
+    const std::optional<int> copied = ContiguousCopyInput(p_.buffer(b).saved_name);
+    if (!copied) {
+      kernel_extras.push_back(b);
+      continue;
+    }
+    const auto i = static_cast<size_t>(*copied);
+    if (i >= call.inputs.size() || !call.inputs[i].defined())
+      return MakeError("node '" + node.name + "' saves a copy of input " + std::to_string(i) +
+                       ", which it does not have");
+    const DeviceTensor& source = call.inputs[i];
+    MEMPLAN_RETURN_IF_ERROR(backend_.Cast(source, buffers_.Get(b).View(source.shape)));
+  }
+  call.extras = ExtrasOf(kernel_extras);
   MEMPLAN_TRY(std::vector<DeviceTensor> outs, backend_.Forward(call));
   for (size_t j = 0; j < node.outputs.size() && j < outs.size(); ++j) {
     ValueId o = node.outputs[j];
@@ -209,6 +225,14 @@ Status ComputeSteps::Backward(const Step& step) {
   std::vector<BufferId> extras;
   for (BufferId b : step.saved) {
     if (p_.buffer(b).role == BufferRole::kSavedExtra) {
+      // A saved contiguous copy of an input is that input to the kernel.
+      if (const std::optional<int> copied = ContiguousCopyInput(p_.buffer(b).saved_name);
+          copied && static_cast<size_t>(*copied) < n_in) {
+        const auto i = static_cast<size_t>(*copied);
+        call.inputs[i] = buffers_.Get(b).View(call.input_shapes[i]);
+        call.input_dtypes[i] = p_.buffer(b).dtype;
+        continue;
+      }
       extras.push_back(b);
       continue;
     }

@@ -125,7 +125,8 @@ class StepEmitter {
   // The context the registry's saved/workspace rules see for `n`: dtypes as the program runs it
   // (after casts), and activations that do not require grad (and frozen parameters) marked as
   // inputs, so rules that save an operand only for another operand's gradient decide as autograd
-  // would.
+  // would. An input read as it is (not through a cast, which makes a new tensor) has the layout
+  // the view pass gave it.
   OpContext ProgramContext(NodeId n) const {
     OpContext ctx = MakeOpContext(g_, n);
     const Node& node = g_.node(n);
@@ -135,6 +136,8 @@ class StepEmitter {
       if (!IsRuntimeValue(u)) continue;
       if (i < info.read.size() && info.read[i].valid())
         ctx.inputs[i].dtype = p_.buffer(info.read[i]).dtype;
+      const bool through_cast = i < info.read_is_cast.size() && info.read_is_cast[i];
+      if (!through_cast) ctx.inputs[i].strides = a_.views.value_strides[u.index()];
       if (ctx.inputs[i].kind == ValueKind::kIntermediate && !requires_grad_[u.index()])
         ctx.inputs[i].kind = ValueKind::kInput;
       // A frozen parameter is a constant to autograd: nothing is saved for its gradient.

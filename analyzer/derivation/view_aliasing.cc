@@ -2,6 +2,7 @@
 
 #include "analyzer/derivation/runtime_values.h"
 #include "graph/ops/op_registry.h"
+#include "graph/ops/view_layout.h"
 
 namespace memplan {
 
@@ -9,24 +10,47 @@ ViewAliasing DecideViews(const Graph& graph, const OpRegistry& registry,
                          const std::vector<NodeId>& order) {
   ViewAliasing views;
   views.node_is_view.assign(graph.num_nodes(), false);
+  views.value_strides.assign(graph.num_values(), Strides());
   views.value_is_strided.assign(graph.num_values(), false);
   for (NodeId n : order) {
     const Node& node = graph.node(n);
     const OpSchema& schema = registry.FindOrUnknown(node.op_type, node.domain);
     if (!schema.is_view || node.inputs.empty() || !node.inputs[0].valid()) continue;
+    const OpContext ctx = MakeOpContext(graph, n);
+    if (!schema.IsViewFor(ctx)) continue;
     const ValueId base = node.inputs[0];
     // Constants and shape arithmetic have no storage to alias; the program folds them away.
     if (!IsRuntimeValue(graph, base)) {
       views.node_is_view[n.index()] = true;
       continue;
     }
-    const bool base_strided = views.value_is_strided[base.index()];
-    if (base_strided && schema.view_needs_contiguous_input) continue;  // a copy: contiguous
-    views.node_is_view[n.index()] = true;
-    const bool strided = base_strided || (schema.view_stays_contiguous &&
-                                          !schema.view_stays_contiguous(MakeOpContext(graph, n)));
+    const Shape& base_shape = graph.value(base).shape;
+    const Strides& base_strides = views.value_strides[base.index()];
+    bool shapes_known = base_shape.known;
     for (ValueId out : node.outputs)
-      if (out.valid()) views.value_is_strided[out.index()] = strided;
+      if (out.valid() && !graph.value(out).shape.known) shapes_known = false;
+    if (!shapes_known) {
+      // No layout to reason about: a view that keeps its input's strided-ness (the program
+      // refuses unknown shapes where it needs sizes).
+      views.node_is_view[n.index()] = true;
+      for (ValueId out : node.outputs)
+        if (out.valid()) views.value_is_strided[out.index()] = views.value_is_strided[base.index()];
+      continue;
+    }
+    const Strides input = LayoutOf(base_shape, base_strides);
+    std::optional<std::vector<Strides>> outputs =
+        schema.view_strides ? schema.view_strides(ctx, input)
+                            : std::vector<Strides>(node.outputs.size(), input);
+    if (!outputs || outputs->size() != node.outputs.size()) continue;  // torch copies
+    views.node_is_view[n.index()] = true;
+    for (size_t j = 0; j < node.outputs.size(); ++j) {
+      const ValueId out = node.outputs[j];
+      if (!out.valid()) continue;
+      const bool strided = !IsContiguousLayout(graph.value(out).shape, (*outputs)[j]);
+      views.value_is_strided[out.index()] = strided;
+      // A dense view is laid out as a fresh tensor of its shape.
+      if (strided) views.value_strides[out.index()] = std::move((*outputs)[j]);
+    }
   }
   return views;
 }

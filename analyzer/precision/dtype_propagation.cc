@@ -41,7 +41,7 @@ class Propagation {
       return;
     }
     const OpSchema& schema = registry_.FindOrUnknown(node.op_type, node.domain);
-    if (schema.is_view) {
+    if (schema.is_view && schema.IsViewFor(MakeOpContext(g_, n))) {
       ValueId in = node.inputs.empty() ? ValueId() : node.inputs[0];
       if (IsParameter(in)) {
         d.compute = regime_.forward_parameter;

@@ -8,6 +8,7 @@
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
 #include "graph/ops/shape_helpers.h"
+#include "graph/ops/view_layout.h"
 
 namespace memplan {
 namespace {
@@ -102,11 +103,58 @@ OpSchema TwoOperandContractionSchema(const char* op_type, ShapeRule infer_shapes
   return s;
 }
 
+// torch's matmul (LinearAlgebra.cpp, _matmul_impl) runs a 3-D+ operand as mm/bmm over a reshape
+// of it: by a matrix, `tensor1.reshape(-1, k)` (the batch folded into rows); batched, each operand
+// expanded to the batch and reshaped to [batch, rows, cols]. A reshape that cannot view its
+// operand copies it (nn.MultiheadAttention's batch_first `query.transpose(1, 0)` into its
+// in-projection, a transposed q or k of HF attention, an expanded query token), and mm/bmm save
+// the copy, not the operand. Operands that broadcast a batch dim keep the operand (not modelled).
+std::optional<Shape> MatMulOperandView(const OpContext& ctx, size_t operand) {
+  const Shape& a = ctx.inputs[0].shape;
+  const Shape& b = ctx.inputs[1].shape;
+  const Shape& self = ctx.inputs[operand].shape;
+  if (self.rank() < 3) return std::nullopt;
+  if (operand == 0 && b.rank() <= 2) {
+    Shape rows;
+    rows.dims.push_back(Dim(1));
+    for (size_t d = 0; d + 1 < self.rank(); ++d) rows.dims[0] = rows.dims[0] * self.dims[d];
+    rows.dims.push_back(self.dims.back());
+    return rows;
+  }
+  if (a.rank() < 3 || b.rank() < 3 || a.rank() != b.rank()) return std::nullopt;
+  for (size_t d = 0; d + 2 < a.rank(); ++d)
+    if (!(a.dims[d] == b.dims[d])) return std::nullopt;  // a broadcast batch
+  Shape batched;
+  batched.dims.push_back(Dim(1));
+  for (size_t d = 0; d + 2 < self.rank(); ++d) batched.dims[0] = batched.dims[0] * self.dims[d];
+  batched.dims.push_back(self.dims[self.rank() - 2]);
+  batched.dims.push_back(self.dims.back());
+  return batched;
+}
+
+std::vector<SavedTensor> MatMulSaved(const OpContext& ctx) {
+  std::vector<SavedTensor> saved = SaveOperandsForOthers(ctx, 2);
+  if (ctx.inputs.size() < 2 || !ctx.inputs[0].shape.known || !ctx.inputs[1].shape.known)
+    return saved;
+  for (SavedTensor& s : saved) {
+    if (s.source != SavedTensor::Source::kInput) continue;
+    const auto operand = static_cast<size_t>(s.index);
+    const TensorInfo& in = ctx.inputs[operand];
+    if (in.strides.empty()) continue;  // dense: every reshape views it
+    const std::optional<Shape> view = MatMulOperandView(ctx, operand);
+    if (view && !ReshapedStrides(in.shape, in.strides, *view)) s = SaveContiguousCopy(ctx, s.index);
+  }
+  return saved;
+}
+
 OpSchema MatMulSchema() {
-  return TwoOperandContractionSchema(
+  OpSchema s = TwoOperandContractionSchema(
       "MatMul", MatMulShape, MatMulCost,
       "mm: self: mm_mat1_backward(grad, mat2, ...), mat2: mm_mat2_backward(grad, self, ...); bmm "
-      "likewise (matmul is composite over mm/bmm on views)");
+      "likewise (matmul is composite over mm/bmm on reshapes of its operands; one that reshape "
+      "cannot view is saved as its copy)");
+  s.saved_for_backward = MatMulSaved;
+  return s;
 }
 
 // Gemm: Y = alpha * A' B' + beta * C with A' = transA ? A^T : A ([M, K]), B' likewise ([K, N]).

@@ -1,5 +1,7 @@
 #include "graph/ops/op_registry.h"
 
+#include <string_view>
+
 #include "graph/ops/op_families.h"
 
 namespace memplan {
@@ -139,6 +141,29 @@ OpContext MakeOpContext(const Graph& graph, NodeId id, SymbolTable* symbols) {
   for (ValueId v : node.inputs) ctx.inputs.push_back(info(v));
   for (ValueId v : node.outputs) ctx.outputs.push_back(info(v));
   return ctx;
+}
+
+namespace {
+constexpr std::string_view kContiguousCopyPrefix = "contiguous_input";
+}  // namespace
+
+SavedTensor SaveContiguousCopy(const OpContext& ctx, int input) {
+  SavedTensor s;
+  s.source = SavedTensor::Source::kExtra;
+  s.name = std::string(kContiguousCopyPrefix) + std::to_string(input);
+  const TensorInfo& in = ctx.inputs.at(static_cast<size_t>(input));
+  s.dtype = in.dtype;
+  s.shape = in.shape;
+  return s;
+}
+
+std::optional<int> ContiguousCopyInput(const std::string& saved_name) {
+  if (saved_name.size() != kContiguousCopyPrefix.size() + 1 ||
+      saved_name.compare(0, kContiguousCopyPrefix.size(), kContiguousCopyPrefix) != 0)
+    return std::nullopt;
+  const char digit = saved_name.back();
+  if (digit < '0' || digit > '9') return std::nullopt;
+  return digit - '0';
 }
 
 }  // namespace memplan

@@ -15,6 +15,11 @@
 
 namespace memplan {
 
+// A view's element strides over its storage, one per dim, as torch keeps them (a Transpose
+// permutes them, a broadcasting Expand sets 0). Empty: the dense row-major layout of a fresh
+// tensor.
+using Strides = std::vector<Dim>;
+
 // What a rule sees of one input or output.
 struct TensorInfo {
   bool present = true;  // false for an omitted optional input/output
@@ -22,6 +27,9 @@ struct TensorInfo {
   Shape shape = Shape::Unknown();
   ValueKind kind = ValueKind::kIntermediate;
   std::optional<std::vector<Dim>> contents;  // symbolic contents of small int tensors
+  // Its layout when it is a view (empty: dense row-major). Only the derivation knows it (it
+  // decides the views); MakeOpContext leaves it empty.
+  Strides strides;
 
   Dim Bytes() const { return TensorBytes(shape.NumElements(), dtype); }
 };
@@ -64,6 +72,13 @@ struct SavedTensor {
 };
 using SavedRule = std::function<std::vector<SavedTensor>(const OpContext&)>;
 
+// A kExtra that is a contiguous copy of input `input`: forward copies the input into it and
+// backward reads it in the input's place. torch's matmul reshapes its 3-D+ operands for mm/bmm;
+// a reshape that cannot view one copies it, and autograd saves the copy, not the operand.
+SavedTensor SaveContiguousCopy(const OpContext& ctx, int input);
+// The input a kExtra named by SaveContiguousCopy copies; nullopt for any other extra.
+std::optional<int> ContiguousCopyInput(const std::string& saved_name);
+
 // Which inputs receive a gradient (true per input slot). Integer inputs never do.
 using GradientRule = std::function<std::vector<bool>(const OpContext&)>;
 
@@ -95,16 +110,16 @@ struct OpSchema {
   // input's gradient is then a new tensor (split_backward writes the output gradients into it),
   // not a view of an output's gradient as a Reshape's is.
   bool view_is_partial = false;
-  // For a view: whether its outputs are still contiguous (dense row-major blocks, as a fresh
-  // tensor is) when input 0 is. Null = always (Reshape, Squeeze, Unsqueeze, Identity). Transpose
-  // and a broadcasting Expand return strided views; so does a Split or Slice along an axis with
-  // more than one element before it (a channel chunk of [N, C, H, W]).
-  std::function<bool(const OpContext&)> view_stays_contiguous;
-  // For a view: it views only a contiguous input. torch's reshape (and the exported
-  // .contiguous().view() or flatten) copies a strided tensor into a new one, so a Reshape or
-  // Flatten of a Transpose, a broadcasting Expand or an inner-axis Slice allocates, as HF's
-  // repeat_kv (expand, reshape) and nn.MultiheadAttention's packed q, k, v (chunk, view) do.
-  bool view_needs_contiguous_input = false;
+  // For a view: whether this node is one. Null = always. Gather with a scalar index is torch's
+  // select (a view, ViT's class token x[:, 0]); with an index tensor it is a gather (a copy).
+  std::function<bool(const OpContext&)> view_applies;
+  // For a view: each output's strides given input 0's (spelled out, never empty), or nullopt
+  // when torch cannot view it and copies instead: a reshape whose strides computeStride refuses
+  // (a Reshape or Flatten of a Transpose, a broadcasting Expand or an inner-axis Slice, as HF's
+  // repeat_kv and nn.MultiheadAttention's packed q, k, v are). Null = the outputs keep input 0's
+  // strides (Identity). Rules in graph/ops/view_layout.h.
+  std::function<std::optional<std::vector<Strides>>(const OpContext&, const Strides& input)>
+      view_strides;
   // True when training draws random numbers (Dropout, the fused attention's dropout): the
   // executor seeds it per node and micro-batch, and verify can run it as the identity.
   bool stochastic = false;
@@ -116,6 +131,11 @@ struct OpSchema {
   std::string saved_source;
   std::string amp_source;
   bool is_known = true;  // false only for the conservative entry used for unknown ops
+
+  // Whether this node's outputs are views of input 0 (is_view, where view_applies allows).
+  bool IsViewFor(const OpContext& ctx) const {
+    return is_view && (!view_applies || view_applies(ctx));
+  }
 };
 
 }  // namespace memplan

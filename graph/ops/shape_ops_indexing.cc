@@ -319,11 +319,29 @@ void AddPartialView(OpRegistry& registry, const char* op, ShapeRule rule,
                     const char* saved_source) {
   OpSchema schema = ShapeOpSchema(op);
   schema.infer_shapes = std::move(rule);
-  schema.cost = NoCost;
+  schema.cost = MovementCost;  // only when it copies: a backward-stepping Slice (torch.flip)
   schema.is_view = true;
   schema.view_is_partial = true;
-  schema.view_stays_contiguous = NarrowedBlockIsContiguous;
+  schema.view_strides = NarrowViewStrides;
   schema.saved_source = saved_source;
+  registry.Register(std::move(schema));
+}
+
+// Gather gathers rows into a new tensor (embedding, index_select), except with one constant
+// scalar index: then it is torch's select, a partial view (ViT's class token x[:, 0]: the head
+// that saves it keeps the whole [B, S, E] encoder output alive, as torch's does).
+void AddGather(OpRegistry& registry) {
+  OpSchema schema = ShapeOpSchema("Gather");
+  schema.infer_shapes = InferGather;
+  schema.cost = MovementCost;
+  schema.saved_for_backward = SavesIndices;
+  schema.is_view = true;
+  schema.view_is_partial = true;
+  schema.view_applies = GatherSelectsOne;
+  schema.view_strides = SelectViewStrides;
+  schema.saved_source =
+      "derivatives.yaml: embedding / index_select: backward takes `indices` (saved); select: "
+      "select_backward(grad, self.sizes(), dim, index), nothing saved, a view of the input";
   registry.Register(std::move(schema));
 }
 
@@ -340,8 +358,7 @@ void RegisterIndexingOps(OpRegistry& registry) {
   AddPartialView(registry, "Slice", InferSlice,
                  "derivatives.yaml: slice: slice_backward_wrapper(grad, self.sizes(), ...), "
                  "nothing saved; the slice is a view of the input");
-  Add(registry, "Gather", InferGather,
-      "derivatives.yaml: embedding / index_select: backward takes `indices` (saved)", SavesIndices);
+  AddGather(registry);
   Add(registry, "GatherElements", InferGatherElements,
       "derivatives.yaml: gather: gather_backward(grad, self, dim, index) saves index",
       SavesIndices);

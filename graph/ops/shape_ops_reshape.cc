@@ -142,18 +142,15 @@ Expected<std::vector<TensorInfo>> InferTile(const OpContext& ctx) {
   return std::vector<TensorInfo>{MakeOutput(data.dtype, out, std::move(contents))};
 }
 
-// A full view of input 0. `stays_contiguous`: OpSchema::view_stays_contiguous (null: always);
-// `needs_contiguous`: a reshape, which copies a strided input instead of viewing it.
+// A full view of input 0; `strides`: OpSchema::view_strides (null: input 0's). A Reshape or
+// Flatten that cannot view its input copies it, which moves its bytes.
 void AddView(OpRegistry& registry, const char* op, ShapeRule rule, const char* saved_source,
-             std::function<bool(const OpContext&)> stays_contiguous = {},
-             bool needs_contiguous = false) {
+             decltype(OpSchema::view_strides) strides, CostRule cost = NoCost) {
   OpSchema schema = ShapeOpSchema(op);
   schema.infer_shapes = std::move(rule);
-  // A view moves nothing; a reshape that copies a strided input moves it.
-  schema.cost = needs_contiguous ? MovementCost : NoCost;
+  schema.cost = std::move(cost);
   schema.is_view = true;
-  schema.view_stays_contiguous = std::move(stays_contiguous);
-  schema.view_needs_contiguous_input = needs_contiguous;
+  schema.view_strides = std::move(strides);
   schema.saved_source = saved_source;
   registry.Register(std::move(schema));
 }
@@ -165,21 +162,22 @@ void RegisterReshapeOps(OpRegistry& registry) {
           "derivatives.yaml: view/_reshape_alias: grad.reshape_symint(self.sym_sizes()), nothing "
           "saved; reshape copies a strided input (TensorShape.cpp: reshape -> clone when "
           "computeStride fails)",
-          {}, /*needs_contiguous=*/true);
+          ReshapeViewStrides, MovementCost);
   AddView(registry, "Flatten", InferFlatten,
           "derivatives.yaml: flatten is a view: grad.reshape(self.sizes()), nothing saved; "
-          "flatten reshapes, so a strided input is copied",
-          {}, /*needs_contiguous=*/true);
+          "flatten reshapes, so an input it cannot view is copied",
+          ReshapeViewStrides, MovementCost);
   AddView(registry, "Squeeze", InferSqueeze,
-          "derivatives.yaml: squeeze: unsqueeze_to(grad, self.sizes()), nothing saved");
+          "derivatives.yaml: squeeze: unsqueeze_to(grad, self.sizes()), nothing saved",
+          ReshapeViewStrides);
   AddView(registry, "Unsqueeze", InferUnsqueeze,
-          "derivatives.yaml: unsqueeze: grad.squeeze(dim), nothing saved");
+          "derivatives.yaml: unsqueeze: grad.squeeze(dim), nothing saved", ReshapeViewStrides);
   AddView(registry, "Transpose", InferTranspose,
           "derivatives.yaml: permute/transpose: grad.permute(inverse), nothing saved",
-          PermutationIsContiguous);
+          TransposeViewStrides);
   AddView(registry, "Expand", InferExpand,
           "derivatives.yaml: expand: at::sum_to(grad, self.sizes()), nothing saved",
-          ExpansionIsContiguous);
+          ExpandViewStrides);
 
   OpSchema tile = ShapeOpSchema("Tile");
   tile.infer_shapes = InferTile;

@@ -1,5 +1,6 @@
 #include "graph/ops/view_layout.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -9,66 +10,174 @@ namespace {
 
 bool IsOne(const Dim& d) { return d.constant_value() == std::optional<int64_t>(1); }
 
-// Output `out` of input `in` (same rank) is one dense block: every axis before the first narrowed
-// one has size 1 and no later axis is narrowed.
-bool OneLeadingBlock(const Shape& in, const Shape& out) {
-  if (!in.known || !out.known || in.rank() != out.rank()) return false;
-  bool narrowed = false;
-  for (size_t d = 0; d < in.rank(); ++d) {
-    const bool differs = !(in.dims[d] == out.dims[d]);
-    if (narrowed && differs) return false;  // a second narrowed axis
-    if (narrowed) continue;
-    if (differs) {
-      narrowed = true;
-    } else if (!IsOne(in.dims[d])) {
-      // An axis longer than 1 before any narrowing: a narrowing after it is strided. Keep looking
-      // only to tell "nothing narrowed" (contiguous) from "narrowed later" (strided).
-      for (size_t e = d + 1; e < in.rank(); ++e)
-        if (!(in.dims[e] == out.dims[e])) return false;
-      return true;
-    }
-  }
+std::optional<size_t> NormalizedAxis(int64_t axis, size_t rank) {
+  if (axis < 0) axis += static_cast<int64_t>(rank);
+  if (axis < 0 || axis >= static_cast<int64_t>(rank)) return std::nullopt;
+  return static_cast<size_t>(axis);
+}
+
+bool ShapesKnown(const OpContext& ctx) {
+  if (ctx.inputs.empty() || !ctx.inputs[0].shape.known) return false;
+  for (const TensorInfo& out : ctx.outputs)
+    if (out.present && !out.shape.known) return false;
   return true;
 }
 
 }  // namespace
 
-bool NarrowedBlockIsContiguous(const OpContext& ctx) {
-  if (ctx.inputs.empty()) return false;
-  // Slice(data, starts, ends, axes, steps): a step other than 1 skips elements.
-  if (ctx.node.op_type == "Slice" && ctx.has_input(4)) {
-    if (!ctx.inputs[4].contents) return false;
-    for (const Dim& step : *ctx.inputs[4].contents)
-      if (!IsOne(step)) return false;
+Strides RowMajorStrides(const Shape& shape) {
+  Strides strides(shape.rank(), Dim(1));
+  Dim running(1);
+  for (size_t d = shape.rank(); d-- > 0;) {
+    strides[d] = running;
+    running = running * shape.dims[d];
   }
-  for (const TensorInfo& out : ctx.outputs)
-    if (out.present && !OneLeadingBlock(ctx.inputs[0].shape, out.shape)) return false;
+  return strides;
+}
+
+Strides LayoutOf(const Shape& shape, const Strides& strides) {
+  return strides.empty() ? RowMajorStrides(shape) : strides;
+}
+
+bool IsContiguousLayout(const Shape& shape, const Strides& strides) {
+  if (strides.empty()) return true;
+  if (!shape.known || strides.size() != shape.rank()) return false;
+  Dim expected(1);
+  for (size_t d = shape.rank(); d-- > 0;) {
+    if (IsOne(shape.dims[d])) continue;
+    if (!(strides[d] == expected)) return false;
+    expected = expected * shape.dims[d];
+  }
   return true;
 }
 
-bool PermutationIsContiguous(const OpContext& ctx) {
-  if (ctx.inputs.empty() || !ctx.inputs[0].shape.known) return false;
-  const Shape& in = ctx.inputs[0].shape;
+// at::detail::computeStride (aten/src/ATen/TensorUtils.cpp): the old dims split into chunks that
+// are each one dense run of memory; every chunk must be made of whole view dims. Symbolic products
+// compare exactly (Dim is a polynomial), so "fewer view elements than tensor elements" becomes
+// "not yet equal": a view that overshoots never comes back to equal and fails the same way.
+std::optional<Strides> ReshapedStrides(const Shape& from, const Strides& strides, const Shape& to) {
+  if (!from.known || !to.known) return std::nullopt;
+  Strides out(to.rank(), Dim(1));
+  if (from.rank() == 0) return out;
+  const Strides old = LayoutOf(from, strides);
+  if (old.size() != from.rank()) return std::nullopt;
+  auto view_d = static_cast<int64_t>(to.rank()) - 1;
+  Dim chunk_base_stride = old.back();
+  Dim tensor_numel(1);
+  Dim view_numel(1);
+  for (size_t d = from.rank(); d-- > 0;) {
+    tensor_numel = tensor_numel * from.dims[d];
+    const bool chunk_ends =
+        d == 0 || (!IsOne(from.dims[d - 1]) && !(old[d - 1] == tensor_numel * chunk_base_stride));
+    if (!chunk_ends) continue;
+    while (view_d >= 0 &&
+           (!(view_numel == tensor_numel) || IsOne(to.dims[static_cast<size_t>(view_d)]))) {
+      out[static_cast<size_t>(view_d)] = view_numel * chunk_base_stride;
+      view_numel = view_numel * to.dims[static_cast<size_t>(view_d)];
+      --view_d;
+    }
+    if (!(view_numel == tensor_numel)) return std::nullopt;
+    if (d > 0) {
+      chunk_base_stride = old[d - 1];
+      tensor_numel = Dim(1);
+      view_numel = Dim(1);
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+std::optional<Strides> ExpandedStrides(const Shape& from, const Strides& strides, const Shape& to) {
+  if (!from.known || !to.known || to.rank() < from.rank()) return std::nullopt;
+  const Strides old = LayoutOf(from, strides);
+  const size_t offset = to.rank() - from.rank();
+  Strides out(to.rank(), Dim(0));
+  for (size_t i = 0; i < from.rank(); ++i) {
+    if (from.dims[i] == to.dims[offset + i]) {
+      out[offset + i] = old[i];
+    } else if (!IsOne(from.dims[i])) {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<Strides>> ReshapeViewStrides(const OpContext& ctx, const Strides& input) {
+  if (!ShapesKnown(ctx) || ctx.outputs.empty()) return std::nullopt;
+  auto strides = ReshapedStrides(ctx.inputs[0].shape, input, ctx.outputs[0].shape);
+  if (!strides) return std::nullopt;
+  return std::vector<Strides>{std::move(*strides)};
+}
+
+std::optional<std::vector<Strides>> TransposeViewStrides(const OpContext& ctx,
+                                                         const Strides& input) {
+  if (!ShapesKnown(ctx)) return std::nullopt;
+  const size_t rank = ctx.inputs[0].shape.rank();
+  const Strides old = LayoutOf(ctx.inputs[0].shape, input);
   std::vector<int64_t> perm = ctx.attrs().GetInts("perm");
   if (perm.empty())
-    for (size_t i = in.rank(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-  int64_t last = -1;
+    for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  if (perm.size() != rank) return std::nullopt;
+  Strides out;
   for (int64_t p : perm) {
-    const int64_t axis = p < 0 ? p + static_cast<int64_t>(in.rank()) : p;
-    if (axis < 0 || axis >= static_cast<int64_t>(in.rank())) return false;
-    if (IsOne(in.dims[static_cast<size_t>(axis)])) continue;
-    if (axis < last) return false;
-    last = axis;
+    auto axis = NormalizedAxis(p, rank);
+    if (!axis) return std::nullopt;
+    out.push_back(old[*axis]);
   }
-  return true;
+  return std::vector<Strides>{std::move(out)};
 }
 
-bool ExpansionIsContiguous(const OpContext& ctx) {
-  if (ctx.inputs.empty() || ctx.outputs.empty()) return false;
-  const Shape& in = ctx.inputs[0].shape;
-  const Shape& out = ctx.outputs[0].shape;
-  if (!in.known || !out.known) return false;
-  return in.NumElements() == out.NumElements();
+std::optional<std::vector<Strides>> ExpandViewStrides(const OpContext& ctx, const Strides& input) {
+  if (!ShapesKnown(ctx) || ctx.outputs.empty()) return std::nullopt;
+  auto strides = ExpandedStrides(ctx.inputs[0].shape, input, ctx.outputs[0].shape);
+  if (!strides) return std::nullopt;
+  return std::vector<Strides>{std::move(*strides)};
+}
+
+std::optional<std::vector<Strides>> NarrowViewStrides(const OpContext& ctx, const Strides& input) {
+  if (!ShapesKnown(ctx)) return std::nullopt;
+  const size_t rank = ctx.inputs[0].shape.rank();
+  Strides strides = LayoutOf(ctx.inputs[0].shape, input);
+  // Slice(data, starts, ends, axes, steps): a step of k keeps every k-th element. torch slices
+  // only forwards; a negative step (torch.flip) copies.
+  if (ctx.node.op_type == "Slice" && ctx.has_input(4)) {
+    if (!ctx.inputs[4].contents) return std::nullopt;
+    const std::vector<Dim>& steps = *ctx.inputs[4].contents;
+    std::vector<Dim> axes;
+    if (ctx.has_input(3)) {
+      if (!ctx.inputs[3].contents) return std::nullopt;
+      axes = *ctx.inputs[3].contents;
+    } else {
+      for (size_t i = 0; i < steps.size(); ++i) axes.emplace_back(static_cast<int64_t>(i));
+    }
+    if (axes.size() != steps.size()) return std::nullopt;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const auto step = steps[i].constant_value();
+      const auto a = axes[i].constant_value();
+      if (!step || *step <= 0 || !a) return std::nullopt;
+      auto axis = NormalizedAxis(*a, rank);
+      if (!axis) return std::nullopt;
+      strides[*axis] = strides[*axis] * Dim(*step);
+    }
+  }
+  return std::vector<Strides>(ctx.outputs.size(), strides);
+}
+
+std::optional<std::vector<Strides>> SelectViewStrides(const OpContext& ctx, const Strides& input) {
+  if (!ShapesKnown(ctx)) return std::nullopt;
+  const size_t rank = ctx.inputs[0].shape.rank();
+  auto axis = NormalizedAxis(ctx.attrs().GetInt("axis", 0), rank);
+  if (!axis) return std::nullopt;
+  Strides strides = LayoutOf(ctx.inputs[0].shape, input);
+  strides.erase(strides.begin() + static_cast<std::ptrdiff_t>(*axis));
+  return std::vector<Strides>{std::move(strides)};
+}
+
+bool GatherSelectsOne(const OpContext& ctx) {
+  if (!ctx.has_input(1)) return false;
+  const TensorInfo& index = ctx.inputs[1];
+  return index.shape.known && index.shape.rank() == 0 && index.contents.has_value() &&
+         index.contents->size() == 1;
 }
 
 }  // namespace memplan

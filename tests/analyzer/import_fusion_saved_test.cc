@@ -15,16 +15,15 @@
 #include <numbers>
 #include <string>
 
-#include "analyzer/exact_allocator.h"
-#include "analyzer/program_derivation.h"
-#include "analyzer/simulator.h"
 #include "graph/onnx_import.h"
+#include "tests/analyzer/program_test_derive.h"
 #include "tests/graph/proto_model.h"
 
 namespace memplan {
 namespace {
 
 using testing::ProtoModel;
+using testing::SimulateSumLoss;
 using Pattern = std::function<std::string(ProtoModel&, const std::string& r)>;
 
 void SetFloat(onnx::NodeProto& n, const std::string& name, float v) {
@@ -63,17 +62,7 @@ ProtoModel ModelWith(const Pattern& pattern) {
 int64_t SavedBytes(const ProtoModel& model, const std::string& file, FusionSet fusions) {
   ImportOptions options;
   options.fusions = fusions;
-  const Graph graph = model.Import(file, options);
-  ProgramOptions program_options;
-  program_options.loss = LossKind::kSum;
-  auto program = DeriveTrainingProgram(graph, program_options);
-  REQUIRE(program.ok());
-  Bindings bindings(&program->symbols);
-  bindings.Bind(*program->symbols.Find("batch"), 2);
-  ExactAllocator exact;
-  auto r = Simulate(*program, bindings, exact);
-  REQUIRE(r.ok());
-  return r->saved_activation_bytes;
+  return SimulateSumLoss(model.Import(file, options)).saved_activation_bytes;
 }
 
 int CountOp(const ProtoModel& model, const std::string& file, const std::string& op) {

@@ -17,17 +17,16 @@
 
 #include <string>
 
-#include "analyzer/exact_allocator.h"
-#include "analyzer/program_derivation.h"
-#include "analyzer/simulator.h"
 #include "graph/onnx_import.h"
 #include "graph/ops/op_registry.h"
+#include "tests/analyzer/program_test_derive.h"
 #include "tests/graph/proto_model.h"
 
 namespace memplan {
 namespace {
 
 using testing::ProtoModel;
+using testing::SimulateSumLoss;
 
 ProtoModel ChunkModel(bool use_slice) {
   ProtoModel m(/*opset=*/13);
@@ -60,20 +59,6 @@ ProtoModel ChunkModel(bool use_slice) {
   return m;
 }
 
-SimulationResult SimulateModel(const ProtoModel& model, const std::string& file) {
-  const Graph graph = model.Import(file);
-  ProgramOptions options;
-  options.loss = LossKind::kSum;
-  auto program = DeriveTrainingProgram(graph, options);
-  REQUIRE(program.ok());
-  Bindings bindings(&program->symbols);
-  bindings.Bind(*program->symbols.Find("batch"), 2);
-  ExactAllocator exact;
-  auto r = Simulate(*program, bindings, exact);
-  REQUIRE(r.ok());
-  return *r;
-}
-
 TEST_CASE("Split and Slice are partial views in the registry", "[views][saved]") {
   for (const char* op : {"Split", "Slice"}) {
     const OpSchema* schema = OpRegistry::Get().Find(op, "");
@@ -89,13 +74,13 @@ TEST_CASE("Split and Slice are partial views in the registry", "[views][saved]")
 }
 
 TEST_CASE("a saved chunk of a Split keeps the whole input alive", "[views][saved]") {
-  CHECK(SimulateModel(ChunkModel(/*use_slice=*/false), "split_view.onnx").saved_activation_bytes ==
-        512);
+  CHECK(SimulateSumLoss(ChunkModel(/*use_slice=*/false).Import("split_view.onnx"))
+            .saved_activation_bytes == 512);
 }
 
 TEST_CASE("a saved Slice keeps the whole input alive", "[views][saved]") {
-  CHECK(SimulateModel(ChunkModel(/*use_slice=*/true), "slice_view.onnx").saved_activation_bytes ==
-        512);
+  CHECK(SimulateSumLoss(ChunkModel(/*use_slice=*/true).Import("slice_view.onnx"))
+            .saved_activation_bytes == 512);
 }
 
 }  // namespace

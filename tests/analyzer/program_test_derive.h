@@ -6,8 +6,10 @@
 
 #include <utility>
 
+#include "analyzer/exact_allocator.h"
 #include "analyzer/program_derivation.h"
 #include "analyzer/program_integrity.h"
+#include "analyzer/simulator.h"
 
 namespace memplan::testing {
 
@@ -25,6 +27,21 @@ inline TrainingProgram DeriveVerified(const Graph& graph, const ProgramOptions& 
   REQUIRE(program.ok());
   REQUIRE(VerifyProgram(*program).ok());
   return std::move(program).value();
+}
+
+// The hand-built saved-bytes models: trained with loss = sum(y) (it saves nothing), fp32, the
+// symbol `batch` bound to `batch`, replayed with the exact allocator.
+inline SimulationResult SimulateSumLoss(const Graph& graph, int64_t batch = 2) {
+  ProgramOptions options;
+  options.loss = LossKind::kSum;
+  auto program = DeriveTrainingProgram(graph, options);
+  REQUIRE(program.ok());
+  Bindings bindings(&program->symbols);
+  bindings.Bind(*program->symbols.Find("batch"), batch);
+  ExactAllocator exact;
+  auto r = Simulate(*program, bindings, exact);
+  REQUIRE(r.ok());
+  return std::move(r).value();
 }
 
 }  // namespace memplan::testing

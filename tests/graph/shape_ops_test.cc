@@ -304,18 +304,24 @@ TEST_CASE("shape-op schema facts: views and saved tensors", "[folding]") {
     // torch.split and slicing view a part of their input; the others all of it.
     const std::string op = view;
     CHECK(r.Find(view)->view_is_partial == (op == "Split" || op == "Slice"));
-    // Only a reshape copies a strided input (torch's reshape; view_aliasing.h).
-    CHECK(r.Find(view)->view_needs_contiguous_input == (op == "Reshape" || op == "Flatten"));
+    // Only Identity keeps its input's strides without a rule.
+    CHECK(static_cast<bool>(r.Find(view)->view_strides) == (op != "Identity"));
   }
-  for (const char* copy : {"Concat", "Gather", "Cast", "Where", "Tile"}) {
+  for (const char* copy : {"Concat", "Cast", "Where", "Tile"}) {
     INFO(copy);
     CHECK_FALSE(r.Find(copy)->is_view);
   }
+  // Gather is a view only as torch's select (one constant scalar index, view_layout.h).
+  REQUIRE(r.Find("Gather"));
+  CHECK(r.Find("Gather")->is_view);
+  CHECK(r.Find("Gather")->view_is_partial);
+  CHECK(static_cast<bool>(r.Find("Gather")->view_applies));
   Micro m;
   ValueId table = m.Tensor("table", DType::kFloat32, {100, 64}, ValueKind::kParameter);
   ValueId ids = m.Tensor("ids", DType::kInt64, {m.B(), m.S()}, ValueKind::kInput);
   m.Run("Gather", {table, ids});
   auto ctx = MakeOpContext(m.g, NodeId(0), nullptr);
+  CHECK_FALSE(r.Find("Gather")->IsViewFor(ctx));  // an index tensor: an embedding lookup
   // embedding backward needs the indices only.
   auto saved = r.Find("Gather")->saved_for_backward(ctx);
   REQUIRE(saved.size() == 1);
