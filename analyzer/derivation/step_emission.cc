@@ -598,7 +598,10 @@ class StepEmitter {
   // What the registry's forward_workspace rule asks for the node's forward (or recompute) step,
   // allocated at its Begin and freed at its End (liveness: the step is its only use).
   void EmitForwardWorkspace(NodeId n) {
-    const Dim bytes = nodes_[n.index()].schema->forward_workspace(ProgramContext(n));
+    // Most ops have no rule (none: no workspace), which spares building their context.
+    const OpSchema& schema = *nodes_[n.index()].schema;
+    if (!schema.forward_workspace) return;
+    const Dim bytes = schema.forward_workspace(ProgramContext(n));
     BufferId b = NewWorkspace(bytes, g_.node(n).name + ".forward", n);
     if (b.valid()) p_.steps.back().workspace = b;
   }

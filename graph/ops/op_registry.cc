@@ -93,7 +93,6 @@ void OpRegistry::Register(OpSchema schema) {
   if (!schema.gradient_inputs) schema.gradient_inputs = FloatingInputs;
   if (!schema.backward_workspace)
     schema.backward_workspace = [](const OpContext&) { return Dim(0); };
-  if (!schema.forward_workspace) schema.forward_workspace = [](const OpContext&) { return Dim(0); };
   MEMPLAN_CHECK(static_cast<bool>(schema.infer_shapes));
   std::string key = Key(schema.domain, schema.op_type);
   MEMPLAN_CHECK(schemas_.count(key) == 0);
