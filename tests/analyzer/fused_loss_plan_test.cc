@@ -182,6 +182,34 @@ TEST_CASE("fused loss peaks at its forward, with the V x H product and the logit
   CHECK(Simulated(unfused, none, 8).peak == 153092);
 }
 
+TEST_CASE("the fused op's registry entry: saved gradients, forward workspace, FLOPs",
+          "[fused_loss]") {
+  TestGraph t = LmHead();
+  const FusedLossPlan plan = Apply(t, true);
+  REQUIRE(plan.fused());
+  const NodeId node = *t.graph.FindNode(plan.node);
+  const OpSchema* schema = OpRegistry::Get().Find(fused_loss::kOpType, fused_loss::kDomain);
+  REQUIRE(schema != nullptr);
+  const OpContext ctx = MakeOpContext(t.graph, node);
+  const Bindings b2 = t.Bind(2);
+  // Saved: grad_input [b, 16, 32] fp32 and grad_weight [32, 100] fp32 (the weight's layout).
+  const std::vector<SavedTensor> saved = schema->saved_for_backward(ctx);
+  REQUIRE(saved.size() == 2);
+  CHECK(saved[0].name == fused_loss::kGradInput);
+  CHECK(TensorBytes(saved[0].shape.NumElements(), saved[0].dtype).Evaluate(b2).value() == 4096);
+  CHECK(saved[1].name == fused_loss::kGradWeight);
+  CHECK(TensorBytes(saved[1].shape.NumElements(), saved[1].dtype).Evaluate(b2).value() == 12800);
+  // Backward returns them: input 0 and the weight (input 1) from the saved tensors.
+  CHECK(schema->gradients_from_saved.size() == 3);
+  CHECK(schema->gradient_inputs(ctx) == std::vector<bool>{true, true, false});
+  // Forward workspace at b = 2: tile 8 * 100 * 4 = 3200 (4 rows per sample: the rewrite's
+  // tile_rows_per_sample = cdiv(16, 4)), loss_1d 128, target_mask 32, [100, 32] product 12800.
+  CHECK(schema->forward_workspace(ctx).Evaluate(b2).value() == 3200 + 128 + 32 + 12800);
+  // FLOPs: 6 * BT * H * V + 5 * BT * V = 6 * 32 * 32 * 100 + 5 * 32 * 100 = 614400 + 16000.
+  CHECK(schema->cost(ctx).flops.Evaluate(b2).value() == 630400);
+  CHECK(schema->backward_flops_factor == 0.0);
+}
+
 TEST_CASE("fused loss recognises the tied, biased and Gemm heads", "[fused_loss]") {
   {
     TestGraph t = LmHead(Head::kTransposed);
