@@ -19,6 +19,14 @@
 namespace memplan {
 namespace {
 
+// The loss the plan trains with: the program's, except that a fused loss (--fused-loss) is cross
+// entropy inside the fused node while the program only sums its scalar.
+std::string_view ReportedLossName(const AnalysisReport& report) {
+  if (report.fused_loss != nullptr && report.fused_loss->fused())
+    return LossKindName(LossKind::kCrossEntropy);
+  return LossKindName(report.plan->program.loss);
+}
+
 std::string PlanLine(const TrainingPlan& plan) {
   const PlanCandidate& c = plan.chosen;
   std::ostringstream s;
@@ -238,7 +246,7 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   // optimizers that run their own kernels.
   if (HasTorchOptimizerImpls(plan.program.optimizer_kind))
     p["optimizer_impl"] = std::string(OptimizerImplName(plan.program.optimizer_impl));
-  p["loss"] = std::string(LossKindName(plan.program.loss));
+  p["loss"] = std::string(ReportedLossName(report));
   p["zero_grad"] = std::string(ZeroGradModeName(plan.program.zero_grad));
   p["clip_gradients"] = options.program.clip_gradients;
   p["loss_scaling"] = std::string(LossScalingModeName(plan.program.loss_scaling.mode));
@@ -255,6 +263,10 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   if (plan.placement) p["placement"] = PlacementJson(graph, plan);
   if (IsDataParallelReport(report)) AddDataParallelPlanKeys(report, p);
   if (report.attention != nullptr) p["attention"] = AttentionPlanToJson(*report.attention);
+  if (report.fused_loss != nullptr) {
+    const nlohmann::ordered_json fused = FusedLossPlanToJson(*report.fused_loss, plan.bindings);
+    for (const auto& [key, value] : fused.items()) p[key] = value;
+  }
   // Fine-tuning (docs/finetuning.md): the elements the optimizer updates; equal to
   // model.parameter_count unless --train/--freeze/--lora froze some.
   p["trainable_parameter_count"] = TrainedParameterCount(graph);
@@ -380,7 +392,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   s << "Plan     " << PlanLine(plan) << "\n";
   s << "         " << PrecisionName(plan.program.precision) << ", "
     << OptimizerLabel(plan.program.optimizer_kind, plan.program.optimizer_impl) << ", loss "
-    << LossKindName(plan.program.loss) << ", recompute " << RecomputeSummary(report) << "\n";
+    << ReportedLossName(report) << ", recompute " << RecomputeSummary(report) << "\n";
   if (!plan.checkpoint_modules.empty()) {
     // The modules the exports wrap in torch.utils.checkpoint, exactly what was simulated.
     constexpr size_t kShown = 8;
@@ -461,6 +473,8 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     for (size_t i = 0; i < lines.size(); ++i)
       s << (i == 0 ? "Attn     " : "         ") << lines[i] << "\n";
   }
+  if (report.fused_loss != nullptr && report.fused_loss->fused())
+    s << "Loss     " << FusedLossPlanText(*report.fused_loss, plan.bindings) << "\n";
   s << "Time     " << FormatFixed(plan.time.step_seconds, 4) << " s per optimizer step, "
     << FormatFixed(plan.chosen.samples_per_second, 1) << " samples/s (roofline estimate)\n";
   if (!report.choice_explanation.empty()) s << "Why      " << report.choice_explanation << "\n";

@@ -11,6 +11,7 @@
 #include "analyzer/advice.h"
 #include "analyzer/alternatives/alternatives_report.h"
 #include "analyzer/attention_plan.h"
+#include "analyzer/fused_loss_plan.h"
 #include "analyzer/parallel/strategy_search.h"
 #include "analyzer/planner.h"
 #include "analyzer/vocabulary/step_phase.h"
@@ -42,6 +43,8 @@ struct AnalysisReport {
   std::string parallel_explanation;
   // --attention as applied to the graph (null: not reported, e.g. a plan read back from JSON).
   const AttentionPlan* attention = nullptr;
+  // --fused-loss as applied to the graph (null: not reported, as for attention).
+  const FusedLossPlan* fused_loss = nullptr;
   // When nothing fits: the alternatives planned (analyzer/alternatives/), null when they were not
   // searched (the plan fits, or the verb does not search them).
   const AlternativesReport* alternatives = nullptr;

@@ -16,7 +16,9 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
   r.amp_mode = program.amp_mode;
   r.optimizer = program.optimizer_kind;
   r.optimizer_impl = program.optimizer_impl;
-  r.loss = program.loss;
+  r.fused_loss = report.fused_loss != nullptr && report.fused_loss->fused();
+  // The fused node computes the cross entropy; the program only sums its scalar.
+  r.loss = r.fused_loss ? LossKind::kCrossEntropy : program.loss;
   r.zero_grad = program.zero_grad;
   r.clip_gradients = report.options->program.clip_gradients;
   r.loss_scaling = program.loss_scaling.mode;

@@ -60,6 +60,9 @@ struct PlanReport {
   std::optional<DataParallelOptions> data_parallel;
   // plan.offload.mode (--offload): what the plan keeps in host memory.
   OffloadMode offload = OffloadMode::kNone;
+  // plan.fused_loss (--fused-loss): the LM head and cross entropy run as Liger's fused linear
+  // cross entropy (analyzer/fused_loss_plan.h); `loss` then says cross_entropy.
+  bool fused_loss = false;
 };
 
 // The report's facts. REQUIRES: `report` points at its graph, options and plan.

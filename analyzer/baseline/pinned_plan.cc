@@ -38,7 +38,7 @@ PlanFlags OverlayPlanFlags(PlanFlags configured, const PlanFlags& pinned) {
         for (const auto& [name, size] : pinned.dims) configured.dims[name] = size;
         break;
       case PlanFlagType::kSwitch:
-        configured.clip_grad = configured.clip_grad || pinned.clip_grad;
+        configured.*spec.flag = configured.*spec.flag || pinned.*spec.flag;
         break;
     }
   }

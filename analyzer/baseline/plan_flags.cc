@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 32> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 33> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -131,7 +131,8 @@ const std::array<PlanFlagSpec, 32> kPlanFlagTable = {{
      .argument = "--clip-grad",
      .type = PlanFlagType::kSwitch,
      .help = "plan for gradient-norm clipping",
-     .help_position = 14},
+     .help_position = 14,
+     .flag = &PlanFlags::clip_grad},
     {.key = "amp_mode",
      .argument = "--amp-mode",
      .type = PlanFlagType::kText,
@@ -177,6 +178,13 @@ const std::array<PlanFlagSpec, 32> kPlanFlagTable = {{
              "flash kernel: no S x S tensor saved) | auto (sdpa where attention is recognised)",
      .help_position = 20,
      .text = &PlanFlags::attention},
+    {.key = "fused_loss",
+     .argument = "--fused-loss",
+     .type = PlanFlagType::kSwitch,
+     .help = "plan the LM head and cross entropy as Liger's fused linear cross entropy "
+             "(use_liger_kernel): chunked, no [batch, seq, vocab] logits; exit 2 without a head",
+     .help_position = 29,
+     .flag = &PlanFlags::fused_loss},
     // Host memory (analyzer/derivation/host_offload.h, docs/finetuning.md).
     {.key = "offload",
      .argument = "--offload",
@@ -285,7 +293,7 @@ Status ReadFlag(const PlanFlagSpec& spec, const nlohmann::json& value, const std
       break;
     case PlanFlagType::kSwitch:
       if (!value.is_boolean()) return MakeError(what + " must be true or false");
-      result.clip_grad = value.get<bool>();
+      result.*spec.flag = value.get<bool>();
       break;
   }
   return OkStatus();
@@ -326,7 +334,7 @@ nlohmann::ordered_json PlanFlagsToJson(const PlanFlags& flags) {
         }
         break;
       case PlanFlagType::kSwitch:
-        if (flags.clip_grad) out[key] = true;
+        if (flags.*spec.flag) out[key] = true;
         break;
     }
   }
@@ -353,7 +361,7 @@ std::string PlanFlagsAsArguments(const PlanFlags& flags) {
           add(spec.argument, name + "=" + std::to_string(size));
         break;
       case PlanFlagType::kSwitch:
-        if (flags.clip_grad) add(spec.argument, "");
+        if (flags.*spec.flag) add(spec.argument, "");
         break;
     }
   }

@@ -52,6 +52,7 @@ struct PlanFlags {
   std::optional<std::string> parallel;   // --parallel: ddp | zero1 | zero2 | zero3 | fsdp | auto
   std::optional<int64_t> nodes;          // --nodes: machines the ranks span
   std::optional<std::string> attention;  // --attention: eager | sdpa | auto
+  bool fused_loss = false;               // --fused-loss: LM head + cross entropy fused (Liger)
   // Host memory (docs/finetuning.md, --offload).
   std::optional<std::string>
       offload;  // --offload: none | optimizer | optimizer+params | activations
@@ -71,7 +72,7 @@ enum class PlanFlagType : uint8_t {
   kPositiveInt,  // an integer >= 1 (PlanFlagSpec::integer)
   kText,         // a non-empty string (PlanFlagSpec::text)
   kDims,         // name=value pairs (PlanFlags::dims), repeatable on the command line
-  kSwitch,       // present or not (PlanFlags::clip_grad)
+  kSwitch,       // present or not (PlanFlagSpec::flag: clip_grad, fused_loss)
 };
 
 // One plan flag: its names, its type, where PlanFlags keeps it and how the CLI presents it.
@@ -89,10 +90,11 @@ struct PlanFlagSpec {
   int help_position = 0;            // where --help lists it among the plan-only flags (from 0)
   std::optional<int64_t> PlanFlags::*integer = nullptr;   // kPositiveInt
   std::optional<std::string> PlanFlags::*text = nullptr;  // kText
+  bool PlanFlags::*flag = nullptr;                        // kSwitch
 };
 
 // Every plan flag, in the order configurations write them and messages list them.
-extern const std::array<PlanFlagSpec, 32> kPlanFlagTable;
+extern const std::array<PlanFlagSpec, 33> kPlanFlagTable;
 
 // The table entry with `key`. REQUIRES: `key` is one of the table's keys.
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key);
@@ -102,7 +104,7 @@ const PlanFlagSpec& PlanFlagWithKey(std::string_view key);
 // ("configuration 'resnet-b32': ").
 Expected<PlanFlags> PlanFlagsFromJson(const nlohmann::json& flags, const std::string& where);
 
-// Writes only the flags that are set (clip_grad only when true), in table order.
+// Writes only the flags that are set (a switch only when true), in table order.
 nlohmann::ordered_json PlanFlagsToJson(const PlanFlags& flags);
 
 // The flags as `memplan analyze` arguments, for messages and docs:

@@ -78,6 +78,19 @@ Status CheckOffload(const ExportPlan& plan, ExportTarget target) {
                    ", which the plan modelled; export with --to " + supported);
 }
 
+// --fused-loss: only the HF Trainer has a switch for Liger's fused linear cross entropy
+// (TrainingArguments.use_liger_kernel, transformers >= 4.45); a config that runs the unfused loss
+// would materialise the logits the plan left out.
+Status CheckFusedLoss(const ExportPlan& plan, ExportTarget target) {
+  if (!plan.fused_loss || target == ExportTarget::kHfTrainer ||
+      target == ExportTarget::kHfTrainerJson)
+    return OkStatus();
+  return MakeError("export: " + std::string(ExportTargetName(target)) +
+                   " cannot express --fused-loss (Liger's fused linear cross entropy), which the "
+                   "plan modelled; export with --to hf-trainer or hf-trainer-json "
+                   "(use_liger_kernel=True), or re-plan without --fused-loss");
+}
+
 // DeepSpeed has no hybrid-shard: ZeRO++ hpZ keeps a secondary parameter shard within the node
 // but still partitions the optimizer state and gradients over every rank, a different plan.
 Status CheckStrategy(const ExportPlan& plan, ExportTarget target) {
@@ -107,6 +120,7 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
   MEMPLAN_RETURN_IF_ERROR(CheckOffload(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckRegime(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOptimizerImpl(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckFusedLoss(plan, target));
   // A plan simulated without clipping exports without clipping: the clip's transient is not in
   // its memory figure.
   ExportOptions effective = options;

@@ -85,6 +85,7 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.checkpoints = CheckpointsOf(result);
   result.data_parallel = report.data_parallel;
   result.offload = report.offload;
+  result.fused_loss = report.fused_loss;
   return result;
 }
 
@@ -126,6 +127,9 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
   MEMPLAN_TRY(result.zero_grad_set_to_none, ParseZeroGrad(plan));
   MEMPLAN_TRY(std::optional<bool> clip, InPlan(OptionalPlanBool(plan, "clip_gradients", "plan.")));
   if (clip) result.clip_gradients = *clip;
+  MEMPLAN_TRY(std::optional<bool> fused_loss,
+              InPlan(OptionalPlanBool(plan, "fused_loss", "plan.")));
+  result.fused_loss = fused_loss.value_or(false);
   MEMPLAN_TRY(result.recompute_nodes, InPlan(OptionalPlanStringList(plan, "recompute", "plan.")));
   MEMPLAN_TRY(std::optional<std::string> unit,
               InPlan(OptionalPlanString(plan, "recompute_unit", "plan.")));

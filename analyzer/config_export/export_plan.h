@@ -57,6 +57,9 @@ struct ExportPlan {
   // plan.offload.mode (absent: none): what the plan keeps in pinned host memory. The exports
   // write it as the engine setting that does it or refuse (export_config.cc).
   OffloadMode offload = OffloadMode::kNone;
+  // plan.fused_loss (absent: false): the plan modelled Liger's fused linear cross entropy, which
+  // the training run must use too (HF Trainer: use_liger_kernel=True; elsewhere a note).
+  bool fused_loss = false;
 
   int64_t Gpus() const { return data_parallel ? data_parallel->ranks : 1; }
   int64_t Nodes() const { return data_parallel ? data_parallel->nodes : 1; }
@@ -86,6 +89,7 @@ ExportPlan ExportPlanOf(const PlanReport& report);
 //                    plan.recompute_modules (module paths) and plan.checkpointable_modules (>= 0)
 //   plan.offload.mode: "none" (default when plan.offload is absent) | "optimizer" |
 //                    "optimizer+params" | "activations"
+//   plan.fused_loss: true | false (default false)
 // Errors name the missing or invalid key.
 Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json);
 

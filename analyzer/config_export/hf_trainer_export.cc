@@ -77,6 +77,9 @@ std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOp
   add_bool("fp16", plan.precision == Precision::kFp16);
   add_bool("bf16", plan.precision == Precision::kBf16);
   add_bool("gradient_checkpointing", plan.UsesRecompute());
+  // --fused-loss: Liger's fused linear cross entropy, as the plan modelled (transformers >= 4.45
+  // with liger-kernel installed).
+  if (plan.fused_loss) add_bool("use_liger_kernel", true);
   add_float("max_grad_norm", options.max_grad_norm);
   add_string("optim", HfOptimName(plan.optimizer, plan.optimizer_impl));
   // Not invented: written when the user gave them, else TrainingArguments' defaults apply.

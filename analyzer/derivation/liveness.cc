@@ -8,9 +8,12 @@ LivenessPlan PlanLiveness(const TrainingProgram& program, const std::vector<Buff
   LivenessPlan plan;
   for (const Buffer& b : program.buffers) {
     const BufferUse& use = uses[b.id.index()];
-    if (b.persistent || use.explicit_free || use.alloc < 0) continue;
+    // A saved tensor that backward hands on as a gradient (OpSchema::gradients_from_saved) is
+    // freed by the step that consumes it, but is held for backward all the same.
+    const bool saved_extra = b.role == BufferRole::kSavedExtra;
+    if (b.persistent || (use.explicit_free && !saved_extra) || use.alloc < 0) continue;
     const LogicalTime last = std::max(use.last_use, use.alloc);
-    plan.frees.push_back(PlannedFree{last, b.id});
+    if (!use.explicit_free) plan.frees.push_back(PlannedFree{last, b.id});
     if (use.alloc <= program.loss_step && last > program.loss_step)
       plan.held_for_backward.push_back(b.id);
   }

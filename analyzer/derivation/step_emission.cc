@@ -398,6 +398,7 @@ class StepEmitter {
         value_storage_[o.index()] = outputs[j];
       }
       p_.steps.back().outputs = outputs;
+      EmitForwardWorkspace(n);
       if (info.needs_backward) {
         OpContext ctx = ProgramContext(n);
         info.saved = info.schema->saved_for_backward(ctx);
@@ -593,14 +594,51 @@ class StepEmitter {
       recomputed_storage_[o.index()] = outputs[j];
     }
     p_.steps.back().outputs = outputs;
+    EmitForwardWorkspace(n);
     if (info.needs_backward) CreateExtras(n);
   }
 
-  // Where a backward step writes the gradient of activation (non-parameter) `u`.
-  GradientWrite ValueGradientWrite(int slot, ValueId u, NodeId n, BufferId alias) {
+  // What the registry's forward_workspace rule asks for the node's forward (or recompute) step,
+  // allocated at its Begin and freed at its End (liveness: the step is its only use).
+  void EmitForwardWorkspace(NodeId n) {
+    // Most ops have no rule (none: no workspace), which spares building their context.
+    const OpSchema& schema = *nodes_[n.index()].schema;
+    if (!schema.forward_workspace) return;
+    const Dim bytes = schema.forward_workspace(ProgramContext(n));
+    BufferId b = NewWorkspace(bytes, g_.node(n).name + ".forward", n);
+    if (b.valid()) p_.steps.back().workspace = b;
+  }
+
+  // The saved extra that backward returns as input `slot`'s gradient
+  // (OpSchema::gradients_from_saved), or invalid: then a gradient buffer is made as usual. Not
+  // with --offload activations, whose unpacked copies are other buffers.
+  BufferId GradientFromSaved(NodeId n, size_t slot) const {
+    const NodeInfo& info = nodes_[n.index()];
+    if (!info.packed.empty()) return BufferId();
+    for (const auto& [input, name] : info.schema->gradients_from_saved) {
+      if (static_cast<size_t>(input) != slot) continue;
+      for (BufferId b : info.extras)
+        if (p_.buffer(b).saved_name == name) return b;
+    }
+    return BufferId();
+  }
+
+  // Where a backward step writes the gradient of activation (non-parameter) `u`. `from_saved`:
+  // the saved tensor forward already computed it into (GradientFromSaved): it becomes the
+  // gradient, or the part added into an existing one, and nothing is allocated.
+  GradientWrite ValueGradientWrite(int slot, ValueId u, NodeId n, BufferId alias,
+                                   BufferId from_saved = BufferId()) {
     GradientWrite w;
     w.slot = slot;
     BufferId& grad = gradient_[u.index()];
+    if (!alias.valid()) alias = from_saved;
+    if (grad.valid() && from_saved.valid()) {
+      w.target = grad;
+      Touch(grad);
+      w.part = from_saved;
+      Touch(from_saved);
+      return w;
+    }
     if (!grad.valid() && alias.valid()) {
       grad = alias;  // a view's input gradient is a view of its output gradient
       w.target = grad;
@@ -626,7 +664,18 @@ class StepEmitter {
   // A parameter gradient contribution: written into a part, then accumulated by its own step.
   // Under autocast the op read a cast of the parameter, so its backward writes the gradient in
   // the cast's dtype; EmitAccumulations casts it to the gradient's dtype first.
-  GradientWrite ParameterGradientWrite(int slot, ValueId u, NodeId n, std::string_view producer) {
+  // `from_saved` as for ValueGradientWrite: the saved tensor is the contribution (AccumulateGrad
+  // then steals it or adds it in and frees it).
+  GradientWrite ParameterGradientWrite(int slot, ValueId u, NodeId n, std::string_view producer,
+                                       BufferId from_saved = BufferId()) {
+    if (from_saved.valid()) {
+      GradientWrite w;
+      w.slot = slot;
+      w.target = from_saved;
+      Touch(from_saved);
+      MarkExplicitFree(from_saved);
+      return w;
+    }
     const ParameterBuffers& pb = p_.parameters[static_cast<size_t>(param_index_[u.index()])];
     const Buffer grad = p_.buffer(pb.gradient);  // a copy: NewBuffer grows the buffer vector
     const NodeInfo& info = nodes_[n.index()];
@@ -805,12 +854,13 @@ class StepEmitter {
         ValueId u = node.inputs[i];
         if (!info.gradient_inputs[i] || !needs_grad_[u.index()]) continue;
         int slot = static_cast<int>(i);
+        const BufferId from_saved = GradientFromSaved(n, i);
         if (IsParameter(u)) {
-          writes.push_back(ParameterGradientWrite(slot, u, n, node.name));
+          writes.push_back(ParameterGradientWrite(slot, u, n, node.name, from_saved));
         } else {
           const bool gradient_is_view = info.is_view && !info.schema->view_is_partial && i == 0;
           BufferId alias = gradient_is_view ? output_gradients[0] : BufferId();
-          writes.push_back(ValueGradientWrite(slot, u, n, alias));
+          writes.push_back(ValueGradientWrite(slot, u, n, alias, from_saved));
         }
         written.push_back(u);
       }

@@ -23,7 +23,8 @@ void RegisterMaskingOps(OpRegistry& registry);      // masking_ops.cc: Mod, Tril
 void RegisterGeluVariantOps(OpRegistry& registry);  // gelu_variants_ops.cc: FastGelu, BiasGelu
 void RegisterRmsNormOps(OpRegistry& registry);      // rms_norm_ops.cc: RMSNormalization, Skip*Norm
 void RegisterAttentionOps(OpRegistry& registry);    // attention_ops.cc: Attention, RotaryEmbedding
-void RegisterSdpaOps(OpRegistry& registry);  // sdpa_ops.cc: memplan:ScaledDotProductAttention
+void RegisterSdpaOps(OpRegistry& registry);       // sdpa_ops.cc: memplan:ScaledDotProductAttention
+void RegisterFusedLossOps(OpRegistry& registry);  // fused_loss_ops.cc: memplan:FusedLinear...
 
 // FLOPs per element of ai.onnx Gelu: its `approximate` attribute picks erf or tanh
 // (gelu_variants_ops.cc, beside the com.microsoft forms).

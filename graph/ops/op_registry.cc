@@ -80,6 +80,7 @@ OpRegistry::OpRegistry() {
   RegisterRmsNormOps(*this);
   RegisterAttentionOps(*this);
   RegisterSdpaOps(*this);
+  RegisterFusedLossOps(*this);
 }
 
 const OpRegistry& OpRegistry::Get() {

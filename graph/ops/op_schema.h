@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/dim.h"
@@ -96,10 +97,18 @@ struct OpSchema {
   std::string op_type;
   std::string domain;  // "" = ai.onnx
   ShapeRule infer_shapes;
-  CostRule cost;                       // default: flops = output elements, bytes = inputs + outputs
-  SavedRule saved_for_backward;        // default: nothing saved
-  GradientRule gradient_inputs;        // default: every present floating input
-  WorkspaceRule backward_workspace;    // default: 0
+  CostRule cost;                     // default: flops = output elements, bytes = inputs + outputs
+  SavedRule saved_for_backward;      // default: nothing saved
+  GradientRule gradient_inputs;      // default: every present floating input
+  WorkspaceRule backward_workspace;  // default: 0
+  // Extra bytes forward needs while it runs beyond its outputs and saved tensors, freed at the
+  // forward step's End (the chunked logits tile of a fused linear cross entropy). Default: 0.
+  WorkspaceRule forward_workspace;
+  // Input gradients forward already computed and saved: {input slot, name of a kExtra saved
+  // tensor}. Backward returns that saved tensor as the slot's gradient instead of allocating one
+  // (Liger's fused linear cross entropy computes grad_input and grad_weight in forward; its
+  // backward only scales them in place). Empty for every op whose backward computes gradients.
+  std::vector<std::pair<int, std::string>> gradients_from_saved;
   double backward_flops_factor = 1.0;  // backward FLOPs as a multiple of forward FLOPs
   AmpCategory amp = AmpCategory::kFollowInputs;
   // True when every output is a view of input 0's storage (Reshape, Squeeze, Split...):

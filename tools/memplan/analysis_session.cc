@@ -22,6 +22,12 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   MEMPLAN_TRY(session->attention,
               ApplyAttentionMode(session->graph, r.attention, r.analysis.model));
   MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(session->graph, r));
+  // After binding: the fused loss sizes its logits tile with the --dim values (seq). The rewrite
+  // keeps the symbol table, so the bindings hold for the rewritten graph.
+  MEMPLAN_TRY(session->fused_loss,
+              ApplyFusedLoss(session->graph, r.fused_loss, r.planner.program.loss,
+                             r.planner.bindings, r.analysis.model));
+  r.planner.program.loss = session->fused_loss.ProgramLoss(r.planner.program.loss);
 
   progress.Report("planning...");
   MEMPLAN_TRY(RequestPlan planned, PlanRequestOn(session->graph, r));
@@ -44,6 +50,7 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
       report.warnings.push_back(w);
   report.choice_explanation = ExplainPlanChoice(joint.trace);
   report.attention = &session->attention;
+  report.fused_loss = &session->fused_loss;
   report.checkpoint_nodes = joint.checkpoint_nodes;
   report.strategies = std::move(planned.strategies);
   report.parallel_explanation = std::move(planned.parallel_explanation);

@@ -24,6 +24,7 @@ struct AnalysisSession {
   Graph graph;
   TrainingPlan plan;
   AttentionPlan attention;      // --attention as applied to `graph`
+  FusedLossPlan fused_loss;     // --fused-loss as applied to `graph` (after attention)
   PlannerOptions planner_used;  // the chosen configuration's options (precision, recompute)
   // When nothing fits and the verb searched them (session_alternatives.h).
   std::optional<AlternativesReport> alternatives;

@@ -41,7 +41,7 @@ PlanArguments CliFlagsOf(const PlanFlags& recorded, const std::string& model) {
           flags.analysis.dims.push_back(name + "=" + std::to_string(size));
         break;
       case PlanFlagType::kSwitch:
-        flags.clip_grad = recorded.clip_grad;
+        flags.Switch(spec.key) = recorded.*spec.flag;
         break;
     }
   }
@@ -73,7 +73,7 @@ PlanFlags RecordedFlagsOf(const PlanArguments& flags) {
         }
         break;
       case PlanFlagType::kSwitch:
-        recorded.clip_grad = flags.clip_grad;
+        recorded.*spec.flag = flags.Switch(spec.key);
         break;
     }
   }

@@ -19,7 +19,20 @@ PlanArguments::PlanArguments() {
     if (spec.analysis_flag) continue;
     if (spec.type == PlanFlagType::kText || spec.type == PlanFlagType::kPositiveInt)
       text.emplace(std::string(spec.key), std::string(spec.cli_default));
+    if (spec.type == PlanFlagType::kSwitch) switches.emplace(std::string(spec.key), false);
   }
+}
+
+bool& PlanArguments::Switch(std::string_view key) {
+  auto it = switches.find(key);
+  MEMPLAN_CHECK(it != switches.end());
+  return it->second;
+}
+
+bool PlanArguments::Switch(std::string_view key) const {
+  auto it = switches.find(key);
+  MEMPLAN_CHECK(it != switches.end());
+  return it->second;
 }
 
 std::string& PlanArguments::Text(std::string_view key) {
@@ -46,7 +59,7 @@ void AddPlanFlags(CLI::App& command, PlanArguments& flags, bool gpu_required) {
     const std::string argument(spec->argument);
     const std::string help(spec->help);
     if (spec->type == PlanFlagType::kSwitch) {
-      command.add_flag(argument, flags.clip_grad, help);
+      command.add_flag(argument, flags.Switch(spec->key), help);
       continue;
     }
     // --gpu has no default: a verb that needs it says so in its help rather than leaving it to
@@ -255,7 +268,7 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
   MEMPLAN_TRY(p.program.loss, ParseLossKind(flags.Text("loss")));
   MEMPLAN_TRY(p.program.zero_grad, ParseZeroGradMode(flags.Text("zero_grad")));
   MEMPLAN_TRY(p.allocator, ParseAllocatorKind(flags.Text("allocator")));
-  p.program.clip_gradients = flags.clip_grad;
+  p.program.clip_gradients = flags.Switch("clip_grad");
   MEMPLAN_TRY(request.search.recompute, ParseFlagChoice(kRecomputeChoiceNames, flags, "recompute"));
   MEMPLAN_TRY(request.search.recompute_unit,
               ParseFlagChoice(kRecomputeUnitNames, flags, "recompute_unit"));
@@ -265,6 +278,7 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
         "--recompute-unit module: --recompute sqrt places node-level segments, which "
         "no module checkpoint expresses; use --recompute all, optimal or auto");
   MEMPLAN_TRY(request.attention, ParseFlagChoice(kAttentionModeNames, flags, "attention"));
+  request.fused_loss = flags.Switch("fused_loss");
   MEMPLAN_TRY(request.fusions, ParseFlagChoice(kFusionSetNames, flags, "fusions"));
   MEMPLAN_TRY(request.search.force_fp32,
               ParseOpList(flags.Text("fp32_ops"), ArgumentOf("fp32_ops")));

@@ -28,18 +28,21 @@ namespace memplan::cli {
 
 // The plan flags as typed. Values are kept as text and validated by ResolvePlanFlags so errors
 // use memplan's own one-line messages. The analysis flags (--batch, --dim, --batch-dim) live in
-// `analysis`, every other flag of kPlanFlagTable in `text` (integers and strings) or `clip_grad`.
+// `analysis`, every other flag of kPlanFlagTable in `text` (integers and strings) or `switches`.
 struct PlanArguments {
   // Every plan-only text holds its table default (empty when the flag has none).
   PlanArguments();
 
   AnalysisFlags analysis;
   std::map<std::string, std::string, std::less<>> text;  // by table key: "gpu" -> "24G"
-  bool clip_grad = false;
+  std::map<std::string, bool, std::less<>> switches;     // by table key: "clip_grad" -> true
 
   // The text of a plan-only kText or kPositiveInt flag. REQUIRES: `key` names one.
   std::string& Text(std::string_view key);
   const std::string& Text(std::string_view key) const;
+  // The value of a kSwitch flag. REQUIRES: `key` names one.
+  bool& Switch(std::string_view key);
+  bool Switch(std::string_view key) const;
 };
 
 // Adds the analysis flags plus one option per plan-only entry of kPlanFlagTable (--gpu,
@@ -60,6 +63,9 @@ struct PlanRequest {
   std::vector<ParallelStrategy> parallel_excluded;
   // --attention: applied to the graph when it is loaded (analyzer/attention_plan.h).
   AttentionMode attention = AttentionMode::kAuto;
+  // --fused-loss: applied to the graph after attention (analyzer/fused_loss_plan.h); the
+  // requested loss stays in planner.program.loss until the rewrite says what the program plans.
+  bool fused_loss = false;
   // --train/--freeze/--lora: applied to the graph right after import (LoadPlannedModel).
   FineTuneOptions finetune;
   // --fusions: which import fusions the importer applies (graph/fusion/fusion_table.h).

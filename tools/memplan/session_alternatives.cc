@@ -12,7 +12,8 @@
 namespace memplan::cli {
 namespace {
 
-// The flags that decide the graph a request plans on (LoadPlannedModel, ApplyAttentionMode).
+// The flags that decide the graph a request plans on (LoadPlannedModel, ApplyAttentionMode,
+// ApplyFusedLoss).
 PlanFlags GraphFlagsOf(const PlanFlags& flags) {
   PlanFlags graph;
   graph.train = flags.train;
@@ -21,6 +22,7 @@ PlanFlags GraphFlagsOf(const PlanFlags& flags) {
   graph.lora_targets = flags.lora_targets;
   graph.fusions = flags.fusions;
   graph.attention = flags.attention;
+  graph.fused_loss = flags.fused_loss;
   return graph;
 }
 
@@ -45,6 +47,9 @@ class AlternativePlanner {
     progress_.Report("alternative " + PlanFlagsAsArguments(change) + "...");
     MEMPLAN_TRY(PlanRequest request, resolve_(CliFlagsOf(flags, session_.request.analysis.model)));
     MEMPLAN_TRY(const Graph* graph, GraphFor(flags, request));
+    // Every graph of this session fuses the loss as the session's did (--fused-loss is not a
+    // change alternatives make, and fine-tuning flags leave the LM head as it is).
+    request.planner.program.loss = session_.fused_loss.ProgramLoss(request.planner.program.loss);
     MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(*graph, request));
     MEMPLAN_TRY(RequestPlan planned, PlanRequestOn(*graph, request));
     const TrainingPlan& plan = planned.joint.plan;
@@ -67,7 +72,13 @@ class AlternativePlanner {
       MEMPLAN_TRY(Graph graph, LoadPlannedModel(request));
       MEMPLAN_TRY(AttentionPlan attention,
                   ApplyAttentionMode(graph, request.attention, request.analysis.model));
-      (void)attention;  // the graph is what the plan needs; the report is the session's
+      (void)attention;              // the graph is what the plan needs; the report is the session's
+      PlanRequest bound = request;  // the --dim values size the fused loss's tile
+      MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(graph, bound));
+      MEMPLAN_TRY(FusedLossPlan fused,
+                  ApplyFusedLoss(graph, request.fused_loss, request.planner.program.loss,
+                                 bound.planner.bindings, request.analysis.model));
+      (void)fused;
       it = graphs_.emplace(key, std::make_unique<Graph>(std::move(graph))).first;
     }
     return it->second.get();

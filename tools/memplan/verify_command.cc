@@ -94,6 +94,10 @@ Expected<std::vector<NodeId>> NodesNamed(const Graph& graph, const nlohmann::jso
 // mistyped plan would run for hours (issue 14: 2^62 accumulation steps never ended).
 constexpr int64_t kMaxVerifiedMicroBatches = 4096;
 
+constexpr const char* kFusedLossNotExecuted =
+    "the runtime does not execute Liger's fused linear cross entropy (a --fused-loss plan is "
+    "planned only); verify the plan without --fused-loss";
+
 // A plan as `memplan analyze --json` prints it (docs/json_schema.md); every field it reads is
 // typed, and a field of the wrong type is an error naming it, never a default.
 Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
@@ -131,6 +135,10 @@ Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
       return MakeError(where + "the runtime does not execute --offload " + *offload +
                        " (host memory and its copies are planned only)");
   }
+  // A fused-loss plan (plan.fused_loss) is planned only: the runtime has no kernel for the fused
+  // linear cross entropy.
+  MEMPLAN_TRY(std::optional<bool> fused_loss, in_plan(OptionalPlanBool(p, "fused_loss", "plan.")));
+  if (fused_loss.value_or(false)) return MakeError(where + kFusedLossNotExecuted);
   VerifyPlan plan;
   ProgramOptions& o = plan.program;
   MEMPLAN_TRY(plan.micro_batch, in_plan(RequiredPlanPositiveInt(p, "micro_batch", "plan.")));
@@ -287,6 +295,8 @@ int RunVerify(const VerifyFlags& flags) {
     options.executor.optimizer.learning_rate = *rate;
   }
 
+  if (request->fused_loss)
+    return ReportError(std::string("--fused-loss: ") + kFusedLossNotExecuted);
   Progress progress(request->analysis.format);
   VerifiedPlanInfo info;
   info.model = request->analysis.model;
