@@ -43,18 +43,10 @@ ProtoModel ChunkModel(bool use_slice) {
     m.Node("Slice", {"s", "starts_c", "ends_c", "axes"}, {"c"});
   } else {
     m.Int64s("sizes", {4, 4});
-    auto& split = m.Node("Split", {"s", "sizes"}, {"a", "c"});
-    auto* axis = split.add_attribute();
-    axis->set_name("axis");
-    axis->set_type(onnx::AttributeProto::INT);
-    axis->set_i(2);
+    testing::SetInt(m.Node("Split", {"s", "sizes"}, {"a", "c"}), "axis", 2);
   }
   m.Node("MatMul", {"c", "W2"}, {"m"});
-  auto& concat = m.Node("Concat", {"a", "m"}, {"y"});
-  auto* axis = concat.add_attribute();
-  axis->set_name("axis");
-  axis->set_type(onnx::AttributeProto::INT);
-  axis->set_i(2);
+  testing::SetInt(m.Node("Concat", {"a", "m"}, {"y"}), "axis", 2);
   m.Output("y", onnx::TensorProto::FLOAT, {{"batch", 4, 8}});
   return m;
 }

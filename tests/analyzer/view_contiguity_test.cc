@@ -18,23 +18,9 @@ namespace memplan {
 namespace {
 
 using testing::ProtoModel;
+using testing::SetInt;
+using testing::SetInts;
 using testing::SimulateSumLoss;
-
-onnx::NodeProto& WithPerm(onnx::NodeProto& node, std::initializer_list<int64_t> perm) {
-  auto* a = node.add_attribute();
-  a->set_name("perm");
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t p : perm) a->add_ints(p);
-  return node;
-}
-
-onnx::NodeProto& WithAxis(onnx::NodeProto& node, int64_t axis) {
-  auto* a = node.add_attribute();
-  a->set_name("axis");
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(axis);
-  return node;
-}
 
 // x [batch, 4, 8] -> MatMul(W [8, 8]) -> s; c = Slice(s, last axis 0:4) [batch, 4, 4];
 // r = Reshape(c, [0, 16]); y = MatMul(r, W3 [16, 4]).
@@ -77,13 +63,9 @@ ProtoModel LeadingSplitModel() {
   m.Initializer("W", onnx::TensorProto::FLOAT, {8, 8});
   m.Int64s("sizes", {2, 2}).Int64s("shape", {0, 0, 2, 4});
   m.Node("MatMul", {"x", "W"}, {"s"});
-  auto& t = m.Node("Transpose", {"s"}, {"t"});
-  auto* perm = t.add_attribute();
-  perm->set_name("perm");
-  perm->set_type(onnx::AttributeProto::INTS);
-  for (int64_t p : {1, 0, 2}) perm->add_ints(p);
+  SetInts(m.Node("Transpose", {"s"}, {"t"}), "perm", {1, 0, 2});
   m.Node("Identity", {"t"}, {"t2"});
-  WithAxis(m.Node("Split", {"t2", "sizes"}, {"a", "c"}), 0);
+  SetInt(m.Node("Split", {"t2", "sizes"}, {"a", "c"}), "axis", 0);
   m.Node("Reshape", {"c", "shape"}, {"r"});
   m.Output("r", onnx::TensorProto::FLOAT, {{2, "batch", 2, 4}});
   return m;
@@ -100,10 +82,10 @@ ProtoModel TransposedFoldModel() {
   m.Initializer("Wa", onnx::TensorProto::FLOAT, {8, 4});
   m.Initializer("Wc", onnx::TensorProto::FLOAT, {8, 4});
   m.Node("MatMul", {"x", "W"}, {"s"});
-  WithPerm(m.Node("Transpose", {"s"}, {"t"}), {1, 0, 2});
+  SetInts(m.Node("Transpose", {"s"}, {"t"}), "perm", {1, 0, 2});
   m.Node("MatMul", {"t", "Wa"}, {"a"});
   m.Node("MatMul", {"s", "Wc"}, {"c"});
-  WithPerm(m.Node("Transpose", {"a"}, {"at"}), {1, 0, 2});
+  SetInts(m.Node("Transpose", {"a"}, {"at"}), "perm", {1, 0, 2});
   m.Node("Add", {"at", "c"}, {"y"});
   m.Output("y", onnx::TensorProto::FLOAT, {{"batch", 4, 4}});
   return m;
@@ -135,8 +117,8 @@ ProtoModel AttentionScoresModel() {
   m.Node("MatMul", {"x", "Wk"}, {"h2"});
   m.Node("Reshape", {"h1", "heads"}, {"r1"});
   m.Node("Reshape", {"h2", "heads"}, {"r2"});
-  WithPerm(m.Node("Transpose", {"r1"}, {"q"}), {0, 2, 1, 3});
-  WithPerm(m.Node("Transpose", {"r2"}, {"kT"}), {0, 2, 3, 1});
+  SetInts(m.Node("Transpose", {"r1"}, {"q"}), "perm", {0, 2, 1, 3});
+  SetInts(m.Node("Transpose", {"r2"}, {"kT"}), "perm", {0, 2, 3, 1});
   m.Node("MatMul", {"q", "kT"}, {"y"});
   m.Output("y", onnx::TensorProto::FLOAT, {{"batch", 2, 4, 4}});
   return m;

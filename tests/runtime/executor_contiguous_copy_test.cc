@@ -16,14 +16,7 @@ namespace {
 using testing::Batches;
 using testing::BindAllSymbols;
 using testing::ProtoModel;
-
-onnx::NodeProto& WithPerm(onnx::NodeProto& node, std::initializer_list<int64_t> perm) {
-  auto* a = node.add_attribute();
-  a->set_name("perm");
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t p : perm) a->add_ints(p);
-  return node;
-}
+using testing::SetInts;
 
 // y = x @ Wa, written as torch's batch_first attention writes it (transpose, project, transpose
 // back) or directly. Same input, same weight: the rows are only visited in another order.
@@ -32,9 +25,9 @@ Graph ProjectionModel(bool transposed) {
   m.Input("x", onnx::TensorProto::FLOAT, {"batch", 4, 8});
   m.Initializer("Wa", onnx::TensorProto::FLOAT, {8, 4});
   if (transposed) {
-    WithPerm(m.Node("Transpose", {"x"}, {"t"}), {1, 0, 2});
+    SetInts(m.Node("Transpose", {"x"}, {"t"}), "perm", {1, 0, 2});
     m.Node("MatMul", {"t", "Wa"}, {"a"});
-    WithPerm(m.Node("Transpose", {"a"}, {"y"}), {1, 0, 2});
+    SetInts(m.Node("Transpose", {"a"}, {"y"}), "perm", {1, 0, 2});
   } else {
     m.Node("MatMul", {"x", "Wa"}, {"y"});
   }
