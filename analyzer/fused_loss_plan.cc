@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "analyzer/loss_spec.h"
+#include "graph/model_facts.h"
 #include "graph/ops/fused_loss_op.h"
 
 namespace memplan {
@@ -146,14 +147,8 @@ std::string FreshName(const Graph& g, const std::string& base) {
 Graph Rebuild(const Graph& g, const HeadMatch& m, ValueId logits, const Shape& label_shape,
               const std::string& node_name, int64_t tile_rows_per_sample) {
   Graph out;
-  out.ir_version = g.ir_version;
-  out.opset_imports = g.opset_imports;
+  CopyModelFacts(g, out);
   out.opset_imports[fused_loss::kDomain] = 1;
-  out.producer_name = g.producer_name;
-  out.graph_name = g.graph_name;
-  out.warnings = g.warnings;
-  out.symbols() = g.symbols();
-  if (g.batch_symbol()) out.set_batch_symbol(*g.batch_symbol());
 
   std::vector<ValueId> new_id(g.num_values());
   for (const Value& v : g.values()) {

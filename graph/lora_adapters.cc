@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/linear_weight.h"
+#include "graph/model_facts.h"
 #include "graph/name_pattern.h"
 
 namespace memplan {
@@ -133,13 +134,7 @@ Status InsertLoraAdapters(Graph& graph, const LoraOptions& options) {
     out.mutable_value(v).kind = kind;
   }
   for (ValueId v : graph.outputs()) out.MarkOutput(v);
-  out.symbols() = graph.symbols();
-  if (std::optional<SymbolId> batch = graph.batch_symbol()) out.set_batch_symbol(*batch);
-  out.ir_version = graph.ir_version;
-  out.opset_imports = graph.opset_imports;
-  out.producer_name = graph.producer_name;
-  out.graph_name = graph.graph_name;
-  out.warnings = graph.warnings;
+  CopyModelFacts(graph, out);
   graph = std::move(out);
   return OkStatus();
 }

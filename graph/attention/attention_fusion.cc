@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "graph/model_facts.h"
 #include "graph/ops/sdpa_op.h"
 
 namespace memplan {
@@ -401,14 +402,8 @@ void RemoveDeadConstants(const Graph& g, std::set<size_t>& removed,
 Graph Rebuild(const Graph& g, const std::set<size_t>& removed,
               const std::map<size_t, const Node*>& fused_at) {
   Graph out;
-  out.ir_version = g.ir_version;
-  out.opset_imports = g.opset_imports;
+  CopyModelFacts(g, out);
   out.opset_imports[sdpa::kDomain] = 1;
-  out.producer_name = g.producer_name;
-  out.graph_name = g.graph_name;
-  out.warnings = g.warnings;
-  out.symbols() = g.symbols();
-  if (g.batch_symbol()) out.set_batch_symbol(*g.batch_symbol());
 
   // Values made by removed nodes go (the fused node makes its output again).
   std::set<size_t> fused_outputs;
