@@ -86,6 +86,7 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
   analysis.regime = RegimeOf(options.precision, options.amp_mode);
   analysis.dtypes = DeriveProgramDTypes(graph, registry, analysis.order, analysis.regime,
                                         options.node_dtype, analysis.model_output, loss_schema.amp);
+  AliasSameDTypeCasts(graph, analysis.order, analysis.dtypes.value, analysis.views);
 
   MEMPLAN_TRY(EmittedProgram emitted, EmitSteps(graph, options, registry, analysis));
   ApplyLiveness(PlanLiveness(emitted.program, emitted.uses), emitted.program);

@@ -161,6 +161,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;  // "cpu", "cuda"
+  // Whether two runs of the same program give bit-identical results. A GPU's atomic
+  // reductions and cuBLAS's split-K sums add in a different order run to run.
+  virtual bool deterministic() const { return true; }
 
   // Called by the executor before each step's Begin events: the backend notes the step
   // (NoteStep), then the observer, if any, is told.

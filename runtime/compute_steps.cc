@@ -131,8 +131,12 @@ Status ComputeSteps::Forward(const Step& step) {
     ValueId o = node.outputs[j];
     if (!o.valid() || j >= step.outputs.size() || !step.outputs[j].valid()) continue;
     const DeviceTensor& buffer = buffers_.Get(step.outputs[j]);
-    // A view's buffer is its base: a Split chunk or a Slice is part of it.
-    if (is_view_output(j) ? outs[j].numel() > buffer.numel() : outs[j].numel() != buffer.numel())
+    // A view's buffer is its base: a Split chunk or a Slice that shares its storage is part of
+    // it. What the backend materialised instead (an Expand's broadcast copy) is scratch of any
+    // size.
+    const bool shares_base = outs[j].storage == buffer.storage;
+    if (is_view_output(j) ? shares_base && outs[j].numel() > buffer.numel()
+                          : outs[j].numel() != buffer.numel())
       return MakeError("output '" + g_.value(o).name + "' " + ShapeToString(outs[j].shape) +
                        " does not fit its buffer " + ShapeToString(buffer.shape));
     buffers_.set_value_shape(o, outs[j].shape);

@@ -55,4 +55,25 @@ ViewAliasing DecideViews(const Graph& graph, const OpRegistry& registry,
   return views;
 }
 
+void AliasSameDTypeCasts(const Graph& graph, const std::vector<NodeId>& order,
+                         const std::vector<DType>& value_dtype, ViewAliasing& views) {
+  auto stored = [&](ValueId v) {
+    const DType placed = v.index() < value_dtype.size() ? value_dtype[v.index()] : DType::kUndefined;
+    return placed != DType::kUndefined ? placed : graph.value(v).dtype;
+  };
+  for (NodeId n : order) {
+    const Node& node = graph.node(n);
+    if (node.op_type != "Cast" || !node.domain.empty() || node.inputs.empty() ||
+        node.outputs.size() != 1)
+      continue;
+    const ValueId in = node.inputs[0];
+    const ValueId out = node.outputs[0];
+    if (!in.valid() || !out.valid() || !IsRuntimeValue(graph, in)) continue;
+    if (stored(in) != stored(out) || stored(in) == DType::kUndefined) continue;
+    views.node_is_view[n.index()] = true;
+    views.value_strides[out.index()] = views.value_strides[in.index()];
+    views.value_is_strided[out.index()] = views.value_is_strided[in.index()];
+  }
+}
+
 }  // namespace memplan

@@ -32,4 +32,13 @@ struct ViewAliasing {
 ViewAliasing DecideViews(const Graph& graph, const OpRegistry& registry,
                          const std::vector<NodeId>& order);
 
+// A Cast to the dtype its input is already stored in is torch's `x.to(dtype)` / `x.float()`
+// returning x itself: no copy, the output aliases the input (HF's RMSNorm `.to(float32)` of an
+// fp32 residual, `softmax(..., dtype=float32).to(query.dtype)` in fp32). Whether it is depends
+// on the program's dtypes, not the graph's (under autocast the second one is a real bf16 copy),
+// so this runs once they are placed. `value_dtype` is per value the stored dtype (kUndefined:
+// the graph's own).
+void AliasSameDTypeCasts(const Graph& graph, const std::vector<NodeId>& order,
+                         const std::vector<DType>& value_dtype, ViewAliasing& views);
+
 }  // namespace memplan

@@ -175,9 +175,17 @@ std::optional<Match> MatchEager(const Graph& g, const Node& s) {
   FusedAttention& summary = m.summary;
   summary.mask = sdpa::kMaskNone;
 
-  // Forward: [Dropout] -> MatMul(probs, v).
+  // Forward: [Cast to the same dtype]* -> [Dropout] -> MatMul(probs, v). HF's eager attention
+  // writes softmax(..., dtype=float32).to(query.dtype): in an fp32 export, casts that change
+  // nothing.
   ValueId probs = s.outputs[0];
   const Node* next = SoleConsumer(g, probs);
+  while (next != nullptr && IsOp(*next, "Cast") && next->outputs.size() == 1 &&
+         next->outputs[0].valid() && g.value(next->outputs[0]).dtype == g.value(probs).dtype) {
+    m.removed.insert(next->id.index());
+    probs = next->outputs[0];
+    next = SoleConsumer(g, probs);
+  }
   double dropout_ratio = 0.0;
   if (next != nullptr && IsOp(*next, "Dropout")) {
     // Opset 12+ gives the ratio as input 1 (torch writes a Constant); before, as an attribute.

@@ -58,6 +58,7 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   std::string_view name() const override { return "cuda"; }
+  bool deterministic() const override { return false; }  // atomicAdd reductions, split-K GEMMs
 
   void NoteStep(const StepSite& site) override {
     ctx_->program_allocator().SetSite(std::string(site.name), std::string(site.node));

@@ -40,6 +40,7 @@ struct AttentionOptions {
   Mask mask = Mask::kNone;
   bool dropout = false;
   bool identity_after_softmax = false;  // what the import fusions leave of a ratio-0 Dropout
+  int same_dtype_casts = 0;  // HF's softmax(..., dtype=float32).to(query.dtype), exported in fp32
   int64_t kv_heads = kHeads;            // fewer: grouped-query attention through repeat_kv
 };
 
@@ -112,6 +113,11 @@ TestGraph AttentionBlock(const AttentionOptions& o) {
   }
   ValueId p = t.Op("Softmax", "attn/softmax", {s}, "probs", {b, kHeads, kSeq, kSeq});
   t.graph.mutable_node(t.NodeNamed("attn/softmax")).attributes.Set("axis", int64_t{-1});
+  for (int i = 0; i < o.same_dtype_casts; ++i) {
+    const std::string name = "attn/cast" + std::to_string(i);
+    p = t.Op("Cast", name, {p}, "cast" + std::to_string(i), {b, kHeads, kSeq, kSeq});
+    t.graph.mutable_node(t.NodeNamed(name)).attributes.Set("to", int64_t{1});  // FLOAT
+  }
   if (o.dropout) {
     p = t.Op("Dropout", "attn/dropout", {p, FloatScalar(t, "ratio", 0.1)}, "dropped",
              {b, kHeads, kSeq, kSeq});
@@ -205,6 +211,18 @@ TEST_CASE("an Identity left by a ratio-0 Dropout is fused with the attention aro
   // MatMul, Div, Add, Softmax, Identity, MatMul.
   CHECK(OnlyFused(sdpa.plan).replaced.size() == 6);
   // As without the Identity: q, k, v, out 4 * 2048 + lse 256.
+  CHECK(sdpa.saved_bytes == 8448);
+}
+
+TEST_CASE("same-dtype casts after the softmax are part of the attention", "[attention]") {
+  // HF llama's eager attention in an fp32 export: Softmax -> Cast(float) -> Cast(float) ->
+  // Dropout(0) -> MatMul. Eager: the casts alias P (torch's .to() of an fp32 tensor returns it),
+  // so the bytes are those without them: q 2048 + k 2048 + P 4096 + v 2048.
+  const Planned eager = PlanWith(AttentionMode::kEager, {.same_dtype_casts = 2});
+  CHECK(eager.saved_bytes == 10240);
+  // sdpa fuses the casts too: MatMul, Div, Softmax, 2 Casts, MatMul; q, k, v, out + lse.
+  const Planned sdpa = PlanWith(AttentionMode::kSdpa, {.same_dtype_casts = 2});
+  CHECK(OnlyFused(sdpa.plan).replaced.size() == 6);
   CHECK(sdpa.saved_bytes == 8448);
 }
 

@@ -37,7 +37,12 @@ Status BinaryBackward(BinaryOp op, const float* a, const TensorShape& a_shape, c
 
 // y = f(x), n elements. Gelu is the exact erf form (ONNX Gelu, approximate="none").
 Status UnaryForward(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream);
-// dx = f'(x) * dy; Relu, Gelu, Erf read x, Sigmoid and Tanh read y.
+// Whether an op's backward reads its result y (what PyTorch's derivatives.yaml saves, and so what
+// the training program keeps: Relu, Sigmoid, Tanh) rather than its input x (Gelu, Erf).
+constexpr bool UnaryBackwardReadsOutput(UnaryOp op) {
+  return op == UnaryOp::kRelu || op == UnaryOp::kSigmoid || op == UnaryOp::kTanh;
+}
+// dx = f'(x) * dy, reading y where UnaryBackwardReadsOutput says so, else x (the other may be null).
 Status UnaryBackward(UnaryOp op, const float* x, const float* y, const float* dy, float* dx,
                      int64_t n, cudaStream_t stream);
 

@@ -57,13 +57,15 @@ __global__ void BinaryBackwardKernel(BinaryOp op, const float* a, const float* b
       case BinaryOp::kSub:
         gb = -dy;
         break;
+      // Only what a wanted gradient needs is read: the program saves no operand that no
+      // gradient reads (x / scale keeps the scale alone).
       case BinaryOp::kMul:
-        ga = dy * b[ib];
-        gb = dy * a[ia];
+        if (da != nullptr) ga = dy * b[ib];
+        if (db != nullptr) gb = dy * a[ia];
         break;
       case BinaryOp::kDiv:
-        ga = dy / b[ib];
-        gb = -dy * a[ia] / (b[ib] * b[ib]);
+        if (da != nullptr) ga = dy / b[ib];
+        if (db != nullptr) gb = -dy * a[ia] / (b[ib] * b[ib]);
         break;
     }
     if (da != nullptr) atomicAdd(&da[ia], ga);
@@ -101,8 +103,8 @@ __global__ void UnaryBackwardKernel(UnaryOp op, const float* x, const float* y, 
        i += int64_t{blockDim.x} * gridDim.x) {
     const float g = dy[i];
     switch (op) {
-      case UnaryOp::kRelu:
-        dx[i] = x[i] > 0.0f ? g : 0.0f;
+      case UnaryOp::kRelu:  // y > 0 exactly where x > 0
+        dx[i] = y[i] > 0.0f ? g : 0.0f;
         break;
       case UnaryOp::kGelu: {
         const float v = x[i];

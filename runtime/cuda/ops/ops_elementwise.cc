@@ -53,12 +53,25 @@ Expected<std::vector<DeviceTensor>> BinaryForwardOp(CudaContext& ctx, const Forw
 Status BinaryBackwardOp(CudaContext& ctx, const BackwardCall& call) {
   if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
   const BinaryOp op = *BinaryOf(call.op_type);
-  const bool reads_inputs = op == BinaryOp::kMul || op == BinaryOp::kDiv;
+  // What derivatives.yaml saves, and so the program: Mul's gradient for one operand reads the
+  // other; Div's for a reads b, for b reads both.
+  const bool want_a = WantsGradient(call, 0);
+  const bool want_b = WantsGradient(call, 1);
+  const bool needs_a = (op == BinaryOp::kMul || op == BinaryOp::kDiv) && want_b;
+  const bool needs_b =
+      (op == BinaryOp::kMul && want_a) || (op == BinaryOp::kDiv && (want_a || want_b));
+  auto saved = [&](size_t i) -> Status {
+    if (call.inputs.size() > i && call.inputs[i].defined()) return OkStatus();
+    return MakeError(std::string(call.op_type) + " backward: its saved input " +
+                     std::to_string(i) + " is missing");
+  };
   F32Input fa, fb;
-  if (reads_inputs) {
-    if (call.inputs.size() < 2 || !call.inputs[0].defined() || !call.inputs[1].defined())
-      return MakeError(std::string(call.op_type) + " backward: the inputs were not saved");
+  if (needs_a) {
+    MEMPLAN_RETURN_IF_ERROR(saved(0));
     MEMPLAN_TRY(fa, ctx.ReadF32(call.inputs[0]));
+  }
+  if (needs_b) {
+    MEMPLAN_RETURN_IF_ERROR(saved(1));
     MEMPLAN_TRY(fb, ctx.ReadF32(call.inputs[1]));
   }
   MEMPLAN_TRY(F32Input dy, ctx.ReadF32(call.grad_outputs[0]));
@@ -90,7 +103,7 @@ Status UnaryBackwardOp(CudaContext& ctx, const BackwardCall& call) {
   if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
   if (!WantsGradient(call, 0)) return OkStatus();
   const UnaryOp op = *UnaryOf(call.op_type);
-  const bool reads_output = op == UnaryOp::kSigmoid || op == UnaryOp::kTanh;
+  const bool reads_output = UnaryBackwardReadsOutput(op);
   const DeviceTensor& saved = reads_output
                                   ? (call.outputs.empty() ? DeviceTensor() : call.outputs[0])
                                   : (call.inputs.empty() ? DeviceTensor() : call.inputs[0]);

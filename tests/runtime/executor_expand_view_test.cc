@@ -1,0 +1,88 @@
+// The executor runs an Expand that views its input with a broadcast (zero) stride: the view is
+// larger than the buffer it reads (ViT's class token, `cls.expand(batch, -1, -1)`), and the
+// backend may materialise it. The token's gradient equals the one a broadcasting Mul gives.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "tests/graph/proto_model.h"
+#include "tests/runtime/executor_test_support.h"
+
+namespace memplan {
+namespace {
+
+using testing::Batches;
+using testing::BindAllSymbols;
+using testing::ProtoModel;
+
+// y = concat(token broadcast over the batch, x) along the sequence axis; the batch is bound to 3.
+Graph ClassTokenModel(bool expand) {
+  ProtoModel m(/*opset=*/13);
+  m.Input("x", onnx::TensorProto::FLOAT, {"batch", 2, 4});
+  m.Initializer("cls", onnx::TensorProto::FLOAT, {1, 1, 4});
+  // The target shape [batch, 1, 4] computed from x, as exporters write it.
+  m.Int64s("zero", {0});
+  m.Int64s("one", {1});
+  m.Int64s("rest", {1, 4});
+  m.Node("Shape", {"x"}, {"x_shape"});
+  m.Node("Slice", {"x_shape", "zero", "one"}, {"batch"});
+  testing::SetInt(m.Node("Concat", {"batch", "rest"}, {"shape"}), "axis", 0);
+  if (expand) {
+    m.Node("Expand", {"cls", "shape"}, {"tokens"});
+  } else {
+    // The same rows computed: the token times ones of that shape (a broadcasting Mul).
+    m.Node("ConstantOfShape", {"shape"}, {"ones"})
+        .add_attribute()
+        ->CopyFrom([] {
+          onnx::AttributeProto a;
+          a.set_name("value");
+          a.set_type(onnx::AttributeProto::TENSOR);
+          a.mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+          a.mutable_t()->add_dims(1);
+          a.mutable_t()->add_float_data(1.0f);
+          return a;
+        }());
+    m.Node("Mul", {"cls", "ones"}, {"tokens"});
+  }
+  testing::SetInt(m.Node("Concat", {"tokens", "x"}, {"y"}), "axis", 1);
+  m.Output("y", onnx::TensorProto::FLOAT, {{"batch", 3, 4}});
+  return m.Import(expand ? "expand_token.onnx" : "broadcast_token.onnx");
+}
+
+std::vector<float> TokenGradient(const Graph& graph) {
+  ProgramOptions options;
+  options.loss = LossKind::kMse;
+  auto program = DeriveTrainingProgram(graph, options);
+  REQUIRE(program.ok());
+  const Bindings bindings = BindAllSymbols(*program, /*batch=*/3, /*other=*/1);
+  auto data = SyntheticData::Create(graph, *program, bindings, /*seed=*/11);
+  REQUIRE(data.ok());
+  CpuBackend backend;
+  auto executor = Executor::Create(graph, *program, bindings, backend, ExecutorOptions());
+  if (!executor.ok()) FAIL(executor.error().message);
+  for (const MicroBatch& b : Batches(*data, 1, 3)) {
+    auto status = (*executor)->RunMicroBatch(b);
+    if (!status.ok()) FAIL(status.error().message);
+  }
+  auto grads = (*executor)->Gradients();
+  REQUIRE(grads.ok());
+  REQUIRE(grads->size() == 1);
+  return grads->front();
+}
+
+TEST_CASE("executor: an Expand view larger than its input runs", "[executor][views]") {
+  const std::vector<float> viewed = TokenGradient(ClassTokenModel(/*expand=*/true));
+  const std::vector<float> copied = TokenGradient(ClassTokenModel(/*expand=*/false));  // Mul
+  REQUIRE(viewed.size() == 4);
+  REQUIRE(copied.size() == 4);
+  // The same three rows summed, perhaps in another order: 1e-6 relative leaves margin.
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("element " << i);
+    CHECK(viewed[i] == Approx(copied[i]).epsilon(1e-6));
+  }
+  CHECK(std::any_of(viewed.begin(), viewed.end(), [](float g) { return g != 0.0f; }));
+}
+
+}  // namespace
+}  // namespace memplan
