@@ -58,7 +58,8 @@ ViewAliasing DecideViews(const Graph& graph, const OpRegistry& registry,
 void AliasSameDTypeCasts(const Graph& graph, const std::vector<NodeId>& order,
                          const std::vector<DType>& value_dtype, ViewAliasing& views) {
   auto stored = [&](ValueId v) {
-    const DType placed = v.index() < value_dtype.size() ? value_dtype[v.index()] : DType::kUndefined;
+    const DType placed =
+        v.index() < value_dtype.size() ? value_dtype[v.index()] : DType::kUndefined;
     return placed != DType::kUndefined ? placed : graph.value(v).dtype;
   };
   for (NodeId n : order) {

@@ -40,8 +40,8 @@ struct AttentionOptions {
   Mask mask = Mask::kNone;
   bool dropout = false;
   bool identity_after_softmax = false;  // what the import fusions leave of a ratio-0 Dropout
-  int same_dtype_casts = 0;  // HF's softmax(..., dtype=float32).to(query.dtype), exported in fp32
-  int64_t kv_heads = kHeads;            // fewer: grouped-query attention through repeat_kv
+  int same_dtype_casts = 0;   // HF's softmax(..., dtype=float32).to(query.dtype), exported in fp32
+  int64_t kv_heads = kHeads;  // fewer: grouped-query attention through repeat_kv
 };
 
 // A constant holding one float, as torch.onnx writes scalars: a Constant node.

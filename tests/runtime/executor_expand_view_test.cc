@@ -32,17 +32,15 @@ Graph ClassTokenModel(bool expand) {
     m.Node("Expand", {"cls", "shape"}, {"tokens"});
   } else {
     // The same rows computed: the token times ones of that shape (a broadcasting Mul).
-    m.Node("ConstantOfShape", {"shape"}, {"ones"})
-        .add_attribute()
-        ->CopyFrom([] {
-          onnx::AttributeProto a;
-          a.set_name("value");
-          a.set_type(onnx::AttributeProto::TENSOR);
-          a.mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
-          a.mutable_t()->add_dims(1);
-          a.mutable_t()->add_float_data(1.0f);
-          return a;
-        }());
+    m.Node("ConstantOfShape", {"shape"}, {"ones"}).add_attribute()->CopyFrom([] {
+      onnx::AttributeProto a;
+      a.set_name("value");
+      a.set_type(onnx::AttributeProto::TENSOR);
+      a.mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+      a.mutable_t()->add_dims(1);
+      a.mutable_t()->add_float_data(1.0f);
+      return a;
+    }());
     m.Node("Mul", {"cls", "ones"}, {"tokens"});
   }
   testing::SetInt(m.Node("Concat", {"tokens", "x"}, {"y"}), "axis", 1);

@@ -42,7 +42,8 @@ Status UnaryForward(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_
 constexpr bool UnaryBackwardReadsOutput(UnaryOp op) {
   return op == UnaryOp::kRelu || op == UnaryOp::kSigmoid || op == UnaryOp::kTanh;
 }
-// dx = f'(x) * dy, reading y where UnaryBackwardReadsOutput says so, else x (the other may be null).
+// dx = f'(x) * dy, reading y where UnaryBackwardReadsOutput says so, else x (the other may be
+// null).
 Status UnaryBackward(UnaryOp op, const float* x, const float* y, const float* dy, float* dx,
                      int64_t n, cudaStream_t stream);
 

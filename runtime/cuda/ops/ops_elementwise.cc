@@ -62,8 +62,8 @@ Status BinaryBackwardOp(CudaContext& ctx, const BackwardCall& call) {
       (op == BinaryOp::kMul && want_a) || (op == BinaryOp::kDiv && (want_a || want_b));
   auto saved = [&](size_t i) -> Status {
     if (call.inputs.size() > i && call.inputs[i].defined()) return OkStatus();
-    return MakeError(std::string(call.op_type) + " backward: its saved input " +
-                     std::to_string(i) + " is missing");
+    return MakeError(std::string(call.op_type) + " backward: its saved input " + std::to_string(i) +
+                     " is missing");
   };
   F32Input fa, fb;
   if (needs_a) {
