@@ -6,14 +6,17 @@
 namespace memplan {
 
 Expected<AttentionPlan> ApplyAttentionMode(Graph& graph, AttentionMode mode,
-                                           const std::string& model) {
+                                           const std::string& model, bool fp32_only) {
   AttentionPlan plan;
   plan.requested = mode;
   if (mode == AttentionMode::kEager) return plan;
-  AttentionFusion fusion = FuseAttention(std::move(graph));
+  KeepEager math_kernel;
+  if (fp32_only) math_kernel = [](const FusedAttention& f) { return f.grouped_query; };
+  AttentionFusion fusion = FuseAttention(std::move(graph), math_kernel);
   graph = std::move(fusion.graph);
   plan.fused = std::move(fusion.fused);
-  if (mode == AttentionMode::kSdpa && plan.fused.empty()) {
+  plan.math_kernel = std::move(fusion.kept_eager);
+  if (mode == AttentionMode::kSdpa && plan.fused.empty() && plan.math_kernel.empty()) {
     return MakeError("--attention sdpa: model '" +
                      std::filesystem::path(model).filename().string() +
                      "' has no attention memplan recognises (MatMul -> Softmax -> MatMul or the "
@@ -38,10 +41,16 @@ nlohmann::ordered_json AttentionPlanToJson(const AttentionPlan& plan) {
     groups.push_back(std::move(g));
   }
   j["groups"] = std::move(groups);
+  j["math_kernel"] = plan.math_kernel.size();
   return j;
 }
 
 std::vector<std::string> AttentionPlanText(const AttentionPlan& plan) {
+  if (plan.fused.empty() && !plan.math_kernel.empty()) {
+    return {"eager: " + std::to_string(plan.math_kernel.size()) +
+            " grouped-query attentions run SDPA's math kernel in fp32 (flash needs fp16/bf16), "
+            "which keeps the softmax outputs as eager does"};
+  }
   if (plan.fused.empty()) {
     return {plan.requested == AttentionMode::kEager
                 ? "eager (--attention eager: softmax outputs and dropout masks saved)"

@@ -452,9 +452,10 @@ Graph Rebuild(const Graph& g, const std::set<size_t>& removed,
 
 }  // namespace
 
-AttentionFusion FuseAttention(Graph graph) {
+AttentionFusion FuseAttention(Graph graph, const KeepEager& keep_eager) {
   std::vector<Match> matches;
   std::set<size_t> claimed;
+  AttentionFusion result;
   for (const Node& n : graph.nodes()) {
     std::optional<Match> m = MatchEager(graph, n);
     if (!m) m = MatchOnnxAttention(graph, n);
@@ -463,13 +464,20 @@ AttentionFusion FuseAttention(Graph graph) {
     for (size_t r : m->removed) overlaps = overlaps || claimed.count(r) > 0;
     if (overlaps) continue;
     claimed.insert(m->removed.begin(), m->removed.end());
+    if (keep_eager && keep_eager(m->summary)) {
+      m->summary.node = n.name;  // the pattern's softmax (or Attention node), as written
+      result.kept_eager.push_back(std::move(m->summary));
+      continue;
+    }
     matches.push_back(std::move(*m));
   }
-  AttentionFusion result;
   if (matches.empty()) {
     result.graph = std::move(graph);
     return result;
   }
+  // What the rewrite removes: the fused patterns' nodes (not those kept eager).
+  claimed.clear();
+  for (const Match& m : matches) claimed.insert(m.removed.begin(), m.removed.end());
   std::set<std::string> names;
   for (const Node& n : graph.nodes())
     if (!claimed.count(n.id.index())) names.insert(n.name);

@@ -26,6 +26,7 @@
 // is a one-element constant: an extra reader of the S×S scores means the real program keeps them,
 // so it stays eager. Dead constant sub-graphs that fed only the pattern are removed with it.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,16 @@ struct FusedAttention {
 struct AttentionFusion {
   Graph graph;  // the rewritten graph (the input graph unchanged when nothing matched)
   std::vector<FusedAttention> fused;
+  std::vector<FusedAttention> kept_eager;  // recognised, but `keep_eager` left them as written
 };
 
-// Rewrites every recognised attention of `graph`. Value and node ids change when something is
-// fused (the graph is rebuilt); names of surviving values and nodes do not.
-AttentionFusion FuseAttention(Graph graph);
+// Says of a recognised attention that it runs as written (the caller knows that PyTorch's SDPA
+// would run its math kernel, which keeps what eager keeps).
+using KeepEager = std::function<bool(const FusedAttention&)>;
+
+// Rewrites every recognised attention of `graph` that `keep_eager` (when set) does not keep.
+// Value and node ids change when something is fused (the graph is rebuilt); names of surviving
+// values and nodes do not.
+AttentionFusion FuseAttention(Graph graph, const KeepEager& keep_eager = {});
 
 }  // namespace memplan

@@ -143,9 +143,9 @@ struct Planned {
   int64_t saved_bytes = 0;
 };
 
-Planned PlanWith(AttentionMode mode, const AttentionOptions& o) {
+Planned PlanWith(AttentionMode mode, const AttentionOptions& o, bool fp32_only = false) {
   TestGraph t = AttentionBlock(o);
-  auto plan = ApplyAttentionMode(t.graph, mode, "block.onnx");
+  auto plan = ApplyAttentionMode(t.graph, mode, "block.onnx", fp32_only);
   REQUIRE(plan.ok());
   return {std::move(plan).value(), SavedBytes(t.graph, t)};
 }
@@ -245,6 +245,28 @@ TEST_CASE("grouped-query attention: sdpa keeps K and V before repeat_kv", "[atte
   // q 2048 + P 4096 + k 1024 + v 1024 even with the repeats as views of k and v.
   const Planned eager = PlanWith(AttentionMode::kEager, {.mask = Mask::kAddCausal, .kv_heads = 1});
   CHECK(eager.saved_bytes >= 8192);
+}
+
+TEST_CASE("grouped-query attention in an fp32 plan stays eager: SDPA runs its math kernel",
+          "[attention]") {
+  // HF passes enable_gqa=True; flash needs fp16/bf16 and the memory-efficient kernel takes no
+  // grouped K/V, so fp32 falls back to the math kernel, which keeps what eager keeps (measured on
+  // an H100: a 1.1B Llama in fp32 peaks the same under sdpa and eager, docs/measurements.md).
+  const AttentionOptions gqa{.mask = Mask::kAddCausal, .kv_heads = 1};
+  const Planned fp32 = PlanWith(AttentionMode::kSdpa, gqa, /*fp32_only=*/true);
+  CHECK(fp32.plan.fused.empty());
+  REQUIRE(fp32.plan.math_kernel.size() == 1);
+  CHECK(fp32.plan.math_kernel.front().grouped_query);
+  CHECK(fp32.plan.mode() == "eager");
+  CHECK(fp32.saved_bytes == PlanWith(AttentionMode::kEager, gqa).saved_bytes);
+  CHECK(AttentionPlanToJson(fp32.plan)["math_kernel"] == 1);
+  // Without grouped K/V the fp32 plan fuses (the memory-efficient kernel takes fp32): 8448 as
+  // in the first case.
+  const Planned mha = PlanWith(AttentionMode::kSdpa, {.mask = Mask::kAddCausal}, true);
+  CHECK(mha.plan.fused.size() == 1);
+  CHECK(mha.saved_bytes == 8448);
+  // A plan that may run in bf16 fuses the grouped one: 6400 as above.
+  CHECK(PlanWith(AttentionMode::kSdpa, gqa).saved_bytes == 6400);
 }
 
 TEST_CASE("the ONNX Attention op (opset 23, 4D, is_causal) becomes the fused node", "[attention]") {

@@ -19,8 +19,10 @@
 //     2048b + 2048b + 12800 -> b=2: 20992, b=4: 29184
 //
 // Peak (exact allocator, every live byte; see each test for the step):
-//   unfused, b=2, at lm_head's backward: parameters 16896 + x 4096 + h 4096 + grad(logits) 12800
-//     + grad(h) 4096 + W's gradient 12800 = 54784, plus the loss scalars alive then (below).
+//   unfused, b=2, at the loss's backward: torch's nll_loss_backward writes the log-probs'
+//     gradient, then _log_softmax_backward_data the logits' gradient while that is live:
+//     parameters 16896 + x 4096 + labels 256 + h 4096 + log-probs 12800 + their gradient 12800
+//     + grad(logits) 12800 = 63744 (lm_head's backward after it: 54784 and the loss scalars).
 //   fused, b=2, at the fused forward: parameters 16896 + x 4096 + labels 256 + h 4096 + the loss
 //     4 + grad_input 4096 + grad_weight 12800 + forward workspace: the logits tile 8 rows
 //     (cdiv(32, cdiv(100, 32) = 4) = 8, a power of two) * 100 * 4 = 3200, loss_1d 32*4 = 128,
@@ -176,10 +178,12 @@ TEST_CASE("fused loss peaks at its forward, with the V x H product and the logit
   //   fused forward: 16896 + x 16384 + labels 1024 + h 16384 + loss 4 + grad_input 16384
   //     + grad_weight 12800 + tile 32*100*4 = 12800 + loss_1d 512 + mask 128 + product 12800
   //     = 106116;
-  //   unfused, at the loss step (logits and log-probabilities both live): 16896 + x 16384
-  //     + labels 1024 + h 16384 + logits 51200 + log-probabilities 51200 + loss 4 = 153092.
+  //   unfused, at the loss's backward (file comment): 16896 + x 16384 + labels 1024 + h 16384
+  //     + log-probabilities 51200 + their gradient 51200 + grad(logits) 51200 = 204288 (the
+  //     loss step before it, logits and log-probabilities both live: 153092).
   CHECK(Simulated(fused, plan, 8).peak == 106116);
-  CHECK(Simulated(unfused, none, 8).peak == 153092);
+  CHECK(Simulated(unfused, none, 8).peak == 204288);
+  CHECK(Simulated(unfused, none, 2).peak == 63744);
 }
 
 TEST_CASE("the fused op's registry entry: saved gradients, forward workspace, FLOPs",

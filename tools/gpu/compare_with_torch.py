@@ -429,10 +429,25 @@ def phase_peaks(model, optimizer, inputs, labels, config, device, baseline):
 
     optimizer.zero_grad(set_to_none=True)
     torch.cuda.reset_peak_memory_stats()
-    with autocast(config, device):
+    # What autograd saves, once per storage, parameters excluded (memplan's
+    # saved_activation_bytes), by dtype: where an autocast difference sits.
+    param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved = {}
+
+    def pack(t):
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in param_ptrs:
+            saved[ptr] = (max(saved.get(ptr, (0, ""))[0], t.untyped_storage().nbytes()),
+                          str(t.dtype).replace("torch.", ""))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast(config, device):
         loss = loss_of(model(*inputs), labels)
     forward = peak()
-    saved = torch.cuda.memory_allocated() - baseline
+    saved_by_dtype = {}
+    for nbytes, dtype in saved.values():
+        saved_by_dtype[dtype] = saved_by_dtype.get(dtype, 0) + nbytes
+    after_forward = torch.cuda.memory_allocated() - baseline
     loss.backward()
     del loss
     backward = peak()
@@ -445,7 +460,9 @@ def phase_peaks(model, optimizer, inputs, labels, config, device, baseline):
                       for t in state.values() if torch.is_tensor(t) and t.is_cuda)
     return {"torch_phase_peak_bytes": {"forward": forward, "backward": backward,
                                        "optimizer": step},
-            "torch_after_forward_bytes": saved,
+            "torch_after_forward_bytes": after_forward,
+            "torch_saved_bytes": sum(saved_by_dtype.values()),
+            "torch_saved_bytes_by_dtype": saved_by_dtype,
             "torch_model_state_bytes": {
                 "parameters": sum(p.numel() * p.element_size() for p in params),
                 "gradients": gradient_bytes, "optimizer_state": state_bytes}}

@@ -91,7 +91,7 @@ fi
 if has bench; then
   echo "== bench: CUDA backend step time against PyTorch eager"
   PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT:-300}" python3 "$(dirname "$0")/../bench/bench_cuda_vs_torch.py" \
-    --memplan "$memplan" --zoo "$b/zoo" --steps 5 >"$out/bench.log" 2>&1
+    --memplan "$memplan" --zoo "$b/zoo" --steps 5 ${BENCH_MODELS:+--models $BENCH_MODELS} >"$out/bench.log" 2>&1
   echo "bench exit $?"; grep -v -i warn "$out/bench.log" | tail -n 15
 fi
 

@@ -125,7 +125,9 @@ Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
                 in_plan(OptionalPlanString(p["attention"], "requested", "plan.attention.")));
     MEMPLAN_TRY(attention, in_plan(ParseAttentionMode(requested.value_or("eager"))));
   }
-  MEMPLAN_RETURN_IF_ERROR(ApplyAttentionMode(graph, attention, request.analysis.model));
+  MEMPLAN_TRY(std::string plan_precision, text_of("precision", "fp32"));
+  MEMPLAN_RETURN_IF_ERROR(
+      ApplyAttentionMode(graph, attention, request.analysis.model, plan_precision == "fp32"));
   // A plan that keeps state in host memory (plan.offload) is planned only: the runtime keeps
   // every buffer in one memory, so its measurement would not be of that plan.
   if (p.contains("offload") && p["offload"].is_object()) {
@@ -315,7 +317,9 @@ int RunVerify(const VerifyFlags& flags) {
     auto loaded = LoadPlannedModel(*request);
     if (!loaded.ok()) return ReportError(loaded.error().message);
     graph = std::move(*loaded);
-    auto attention = ApplyAttentionMode(graph, request->attention, request->analysis.model);
+    auto attention =
+        ApplyAttentionMode(graph, request->attention, request->analysis.model,
+                           request->search.precision == PrecisionChoice::kFp32);
     if (!attention.ok()) return ReportError(attention.error().message);
     auto p = PlanFromFlags(graph, *request, flags.plan);
     if (!p.ok()) return ReportError(p.error().message);
