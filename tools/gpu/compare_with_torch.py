@@ -576,10 +576,12 @@ def row_for(case, config, args, onnx_path, source):
     if "torch_max_allocated_bytes" in row and "predicted_allocated_bytes" in row:
         step_alloc = row["torch_max_allocated_bytes"] - row["torch_baseline_allocated_bytes"]
         step_reserved = row["torch_max_reserved_bytes"] - row["torch_baseline_reserved_bytes"]
-        row["allocated_error_pct"] = round(
-            100.0 * (row["predicted_allocated_bytes"] - step_alloc) / step_alloc, 2)
-        row["reserved_error_pct"] = round(
-            100.0 * (row["predicted_peak_bytes"] - step_reserved) / step_reserved, 2)
+        if step_alloc > 0:
+            row["allocated_error_pct"] = round(
+                100.0 * (row["predicted_allocated_bytes"] - step_alloc) / step_alloc, 2)
+        if step_reserved > 0:
+            row["reserved_error_pct"] = round(
+                100.0 * (row["predicted_peak_bytes"] - step_reserved) / step_reserved, 2)
     return row
 
 
@@ -612,7 +614,9 @@ def main():
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--deadline", type=float, default=0, help="stop starting rows after N s")
     parser.add_argument("--verify", action="store_true", help="also run memplan verify --device cuda")
-    parser.add_argument("--memtracker", action="store_true", help="also run PyTorch's MemTracker (each model's first row)")
+    parser.add_argument("--memtracker", action="store_true",
+                        help="also run PyTorch's MemTracker (each model's first row; it keeps "
+                             "references, so the rows after it have no clean reserved figure)")
     parser.add_argument("--keep-onnx", default="", help="folder to keep the exports in")
     parser.add_argument("--batch", type=int, default=0, help="every model at this micro-batch")
     parser.add_argument("--graphs", default="", help="also keep each export, weights stripped, here")
