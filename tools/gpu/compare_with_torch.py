@@ -622,6 +622,8 @@ def main():
     parser.add_argument("--graphs", default="", help="also keep each export, weights stripped, here")
     parser.add_argument("--export-one", default="", help=argparse.SUPPRESS)
     parser.add_argument("--export-to", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 when a row could not be exported, analyzed or measured")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
     if args.export_one:
@@ -684,6 +686,14 @@ def main():
         run_row(args, case, config, onnx_path, source)
         written += 1
     print(f"{written} rows appended to {args.out}")
+    if args.strict:
+        with open(args.out) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        failed = [r for r in rows if any(k in r for k in (
+            "export_error", "memplan_error", "torch_error", "error"))]
+        if failed or not rows:
+            print(f"--strict: {len(failed)} of {len(rows)} rows failed", file=sys.stderr)
+            return 1
     return 0
 
 
