@@ -13,8 +13,6 @@
 namespace memplan {
 namespace {
 
-using testing::Batches;
-using testing::BindAllSymbols;
 using testing::ProtoModel;
 using testing::SetInts;
 
@@ -48,18 +46,8 @@ Result Train(const Graph& graph) {
   Result result;
   for (const Buffer& b : program->buffers)
     if (b.role == BufferRole::kSavedExtra && ContiguousCopyInput(b.saved_name)) ++result.copies;
-  const Bindings bindings = BindAllSymbols(*program, /*batch=*/3, /*other=*/1);
-  auto data = SyntheticData::Create(graph, *program, bindings, /*seed=*/5);
-  REQUIRE(data.ok());
-  CpuBackend backend;
-  auto executor = Executor::Create(graph, *program, bindings, backend, ExecutorOptions());
-  if (!executor.ok()) FAIL(executor.error().message);
-  for (const MicroBatch& b : Batches(*data, 1, 3)) {
-    auto status = (*executor)->RunMicroBatch(b);
-    if (!status.ok()) FAIL(status.error().message);
-  }
-  auto grads = (*executor)->Gradients();
-  REQUIRE(grads.ok());
+  auto grads = testing::OneMicroBatchGradients(graph, *program, /*rows=*/3, /*seed=*/5);
+  if (!grads.ok()) FAIL(grads.error().message);
   REQUIRE(grads->size() == 1);
   result.gradient = grads->front();
   return result;

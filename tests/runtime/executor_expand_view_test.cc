@@ -12,8 +12,6 @@
 namespace memplan {
 namespace {
 
-using testing::Batches;
-using testing::BindAllSymbols;
 using testing::ProtoModel;
 
 // y = concat(token broadcast over the batch, x) along the sequence axis; the batch is bound to 3.
@@ -53,18 +51,8 @@ std::vector<float> TokenGradient(const Graph& graph) {
   options.loss = LossKind::kMse;
   auto program = DeriveTrainingProgram(graph, options);
   REQUIRE(program.ok());
-  const Bindings bindings = BindAllSymbols(*program, /*batch=*/3, /*other=*/1);
-  auto data = SyntheticData::Create(graph, *program, bindings, /*seed=*/11);
-  REQUIRE(data.ok());
-  CpuBackend backend;
-  auto executor = Executor::Create(graph, *program, bindings, backend, ExecutorOptions());
-  if (!executor.ok()) FAIL(executor.error().message);
-  for (const MicroBatch& b : Batches(*data, 1, 3)) {
-    auto status = (*executor)->RunMicroBatch(b);
-    if (!status.ok()) FAIL(status.error().message);
-  }
-  auto grads = (*executor)->Gradients();
-  REQUIRE(grads.ok());
+  auto grads = testing::OneMicroBatchGradients(graph, *program, /*rows=*/3, /*seed=*/11);
+  if (!grads.ok()) FAIL(grads.error().message);
   REQUIRE(grads->size() == 1);
   return grads->front();
 }

@@ -2,6 +2,7 @@
 // Shared helpers of the executor tests: load a fixture, derive its program, run it on the CPU
 // backend with synthetic data, and simulate the same program.
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,20 @@ inline std::vector<MicroBatch> Batches(const SyntheticData& data, int64_t k, int
     batches.push_back(std::move(*b));
   }
   return batches;
+}
+
+// One micro-batch of `rows` seeded synthetic samples through `program` on the CPU backend (every
+// other symbol bound to 1): the gradient of every trained parameter.
+inline Expected<std::vector<std::vector<float>>> OneMicroBatchGradients(
+    const Graph& graph, const TrainingProgram& program, int64_t rows, uint64_t seed) {
+  const Bindings bindings = BindAllSymbols(program, rows, /*other=*/1);
+  MEMPLAN_TRY(SyntheticData data, SyntheticData::Create(graph, program, bindings, seed));
+  MEMPLAN_TRY(MicroBatch batch, data.Batch(0, rows));
+  CpuBackend backend;
+  MEMPLAN_TRY(std::unique_ptr<Executor> executor,
+              Executor::Create(graph, program, bindings, backend, ExecutorOptions()));
+  MEMPLAN_RETURN_IF_ERROR(executor->RunMicroBatch(batch));
+  return executor->Gradients();
 }
 
 }  // namespace memplan::testing

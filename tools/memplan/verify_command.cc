@@ -146,8 +146,7 @@ Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
   MEMPLAN_TRY(plan.micro_batch, in_plan(RequiredPlanPositiveInt(p, "micro_batch", "plan.")));
   MEMPLAN_TRY(o.accumulation_steps,
               in_plan(RequiredPlanPositiveInt(p, "accumulation_steps", "plan.")));
-  MEMPLAN_TRY(std::string precision, text_of("precision", "fp32"));
-  MEMPLAN_TRY(o.precision, in_plan(ParsePrecision(precision)));
+  MEMPLAN_TRY(o.precision, in_plan(ParsePrecision(plan_precision)));
   // plan.amp_mode is absent from plans written before regimes were modelled: master weights.
   MEMPLAN_TRY(std::string amp_mode, text_of("amp_mode", "master-weights"));
   MEMPLAN_TRY(o.amp_mode, in_plan(ParseAmpMode(amp_mode)));
