@@ -279,9 +279,10 @@ class StepEmitter {
     return cast;
   }
 
-  // The buffer holding activation `u` (in `src`) as `dtype` for the current step: a cast this
-  // step makes, or, with `share`, the cast an earlier forward step made of the same value (one
-  // cast per (value, dtype) in the forward, as "chains of fp16-safe ops share one cast").
+  // The buffer holding `u` (in `src`) as `dtype` for the current step: a cast this step makes,
+  // or, with `share`, the cast an earlier forward step made of the same value (one cast per
+  // (value, dtype) in the forward: autocast's weight-cast cache for parameters, and for
+  // activations in the regimes whose casts are the model's own).
   BufferId CastFor(ValueId u, BufferId src, DType dtype, const std::string& reader, bool share) {
     const std::pair<size_t, DType> key{u.index(), dtype};
     if (share) {
@@ -326,14 +327,23 @@ class StepEmitter {
       BufferId src = source(i);
       Touch(src);
       DType have = dtype_[u.index()];
-      if (allow_casts && compute != DType::kUndefined && IsFloating(have) && have != compute) {
-        info.read[i] = CastFor(u, src, compute, node.name, share_casts);
+      if (allow_casts && compute != DType::kUndefined && IsFloating(have) && have != compute &&
+          !PromotesInKernel(*info.schema, have, compute)) {
+        info.read[i] =
+            CastFor(u, src, compute, node.name, share_casts && !regime_.casts_activations_per_op);
         info.read_is_cast[i] = true;
       } else {
         info.read[i] = src;
       }
     }
     p_.steps.back().inputs = info.read;
+  }
+
+  // Whether an op computing in `compute` reads an activation stored as the narrower `have` as it
+  // is: a follows-inputs op under autocast promotes inside its kernel (amp_regime.h).
+  bool PromotesInKernel(const OpSchema& schema, DType have, DType compute) const {
+    return regime_.promotes_in_kernel && schema.amp == AmpCategory::kFollowInputs &&
+           BitSize(have) < BitSize(compute);
   }
 
   void CreateExtras(NodeId n) {
@@ -773,6 +783,16 @@ class StepEmitter {
     }
     p_.steps.back().saved = saved;
     p_.steps.back().workspace = NewWorkspace(loss_workspace_, "loss", NodeId());
+    // The loss read a cast of the logits (autocast's fp32 loss): its gradient comes out in the
+    // loss's dtype and is cast to the logits' after (see GradientComputeDType).
+    const DType computed = p_.buffer(loss_read_).dtype;
+    if (loss_read_ != value_storage_[model_output_.index()] &&
+        computed != dtype_[model_output_.index()]) {
+      GradientWrite w = ComputedGradientWrite(0, model_output_, NodeId(), computed);
+      p_.steps.back().input_gradients = {w};
+      EmitValueGradientCast(model_output_, w.target);
+      return;
+    }
     GradientWrite w = ValueGradientWrite(0, model_output_, NodeId(), BufferId());
     p_.steps.back().input_gradients = {w};
   }
@@ -850,6 +870,7 @@ class StepEmitter {
       p_.steps.back().workspace = NewWorkspace(info.workspace, node.name, n);
       std::vector<GradientWrite> writes;
       std::vector<ValueId> written;
+      std::vector<std::pair<ValueId, BufferId>> to_cast;  // (activation, part computed)
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         ValueId u = node.inputs[i];
         if (!info.gradient_inputs[i] || !needs_grad_[u.index()]) continue;
@@ -857,6 +878,10 @@ class StepEmitter {
         const BufferId from_saved = GradientFromSaved(n, i);
         if (IsParameter(u)) {
           writes.push_back(ParameterGradientWrite(slot, u, n, node.name, from_saved));
+        } else if (const DType computed = GradientComputeDType(n, i);
+                   computed != DType::kUndefined && !from_saved.valid()) {
+          writes.push_back(ComputedGradientWrite(slot, u, n, computed));
+          to_cast.emplace_back(u, writes.back().target);
         } else {
           const bool gradient_is_view = info.is_view && !info.schema->view_is_partial && i == 0;
           BufferId alias = gradient_is_view ? output_gradients[0] : BufferId();
@@ -866,8 +891,78 @@ class StepEmitter {
       }
       p_.steps.back().input_gradients = writes;
       EmitAccumulations(writes, written);
+      for (const auto& [u, part] : to_cast) EmitValueGradientCast(u, part);
     }
   }
+
+  // The dtype backward computes input `slot`'s gradient in when that differs from how the
+  // activation is stored, else kUndefined. The op saw a cast of the activation, or promoted it
+  // inside its kernel: its backward yields the gradient in the dtype it computed in, and autograd
+  // casts it to the input's dtype afterwards (ToCopyBackward for a cast; the engine's
+  // validate_outputs for a promoted input). Both are live while that cast runs.
+  DType GradientComputeDType(NodeId n, size_t slot) const {
+    const NodeInfo& info = nodes_[n.index()];
+    const ValueId u = g_.node(n).inputs[slot];
+    DType computed = DType::kUndefined;
+    if (slot < info.read_is_cast.size() && info.read_is_cast[slot])
+      computed = p_.buffer(info.read[slot]).dtype;
+    else if (info.compute != DType::kUndefined && !info.is_view && IsFloating(dtype_[u.index()]) &&
+             PromotesInKernel(*info.schema, dtype_[u.index()], info.compute))
+      computed = info.compute;
+    return computed == dtype_[u.index()] ? DType::kUndefined : computed;
+  }
+
+  // A backward write of activation `u`'s gradient in `dtype` (GradientComputeDType), into a part
+  // that EmitValueGradientCast turns into the gradient.
+  GradientWrite ComputedGradientWrite(int slot, ValueId u, NodeId n, DType dtype) {
+    GradientWrite w;
+    w.slot = slot;
+    w.target = NewBuffer(
+        "grad(" + g_.value(u).name + ")@" + NameOf(n) + "." + std::string(DTypeName(dtype)),
+        BufferRole::kGradientPart, MemoryCategory::kTransients, dtype, ShapeOf(u), u, n);
+    AllocateHere(w.target);
+    MarkExplicitFree(w.target);
+    return w;
+  }
+
+  // The cast after a ComputedGradientWrite: the part becomes grad(u) in u's dtype, or a part in
+  // that dtype added into the gradient an earlier consumer wrote. The computed part is freed at
+  // the cast's End, the added one at the accumulation's.
+  void EmitValueGradientCast(ValueId u, BufferId computed) {
+    const Buffer from = p_.buffer(computed);  // a copy: NewBuffer grows the buffer vector
+    const DType dtype = dtype_[u.index()];
+    BufferId& grad = gradient_[u.index()];
+    const bool first = !grad.valid();
+    NewStep(StepKind::kCastGradient, "cast(" + from.name + ")", from.node).compute_dtype = dtype;
+    BufferId target;
+    if (first) {
+      grad = NewBuffer("grad(" + g_.value(u).name + ")", BufferRole::kValueGradient,
+                       MemoryCategory::kTransients, dtype, ShapeOf(u), u, from.node);
+      target = grad;
+      AllocateHere(target);
+    } else {
+      target = NewBuffer(from.name + "." + std::string(DTypeName(dtype)), BufferRole::kGradientPart,
+                         MemoryCategory::kTransients, dtype, ShapeOf(u), u, from.node);
+      AllocateHere(target);
+      MarkExplicitFree(target);
+    }
+    Touch(computed);
+    Step& cast = p_.steps.back();
+    cast.inputs = {computed};
+    cast.outputs = {target};
+    cast.casts.push_back(CastOp{computed, target});
+    cast.end.push_back(Free(computed));
+    if (first) return;
+    Step& add = NewStep(StepKind::kAccumulateGradient, "grad(" + g_.value(u).name + ")", from.node);
+    Touch(grad);
+    Touch(target);
+    add.accumulate_part = target;
+    add.inputs = {target};
+    add.outputs = {grad};
+    add.end.push_back(Free(target));
+  }
+
+  std::string NameOf(NodeId n) const { return n.valid() ? g_.node(n).name : std::string("loss"); }
 
   // ---- optimizer phase ------------------------------------------------------------------------
 

@@ -6,6 +6,24 @@
 
 namespace memplan {
 
+namespace {
+
+// A node that writes its outputs in a layout of its own (OpSchema::output_strides): the views
+// after it start from that layout.
+void RecordOutputLayout(const Graph& graph, NodeId n, const std::vector<Strides>& strides,
+                        ViewAliasing& views) {
+  const Node& node = graph.node(n);
+  for (size_t j = 0; j < node.outputs.size() && j < strides.size(); ++j) {
+    const ValueId out = node.outputs[j];
+    if (!out.valid() || strides[j].empty() || !graph.value(out).shape.known) continue;
+    if (IsContiguousLayout(graph.value(out).shape, strides[j])) continue;
+    views.value_is_strided[out.index()] = true;
+    views.value_strides[out.index()] = strides[j];
+  }
+}
+
+}  // namespace
+
 ViewAliasing DecideViews(const Graph& graph, const OpRegistry& registry,
                          const std::vector<NodeId>& order) {
   ViewAliasing views;
@@ -15,6 +33,10 @@ ViewAliasing DecideViews(const Graph& graph, const OpRegistry& registry,
   for (NodeId n : order) {
     const Node& node = graph.node(n);
     const OpSchema& schema = registry.FindOrUnknown(node.op_type, node.domain);
+    if (schema.output_strides && !schema.IsViewFor(MakeOpContext(graph, n))) {
+      RecordOutputLayout(graph, n, schema.output_strides(MakeOpContext(graph, n)), views);
+      continue;
+    }
     if (!schema.is_view || node.inputs.empty() || !node.inputs[0].valid()) continue;
     const OpContext ctx = MakeOpContext(graph, n);
     if (!schema.IsViewFor(ctx)) continue;

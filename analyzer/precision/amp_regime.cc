@@ -16,6 +16,8 @@ AmpRegime RegimeOf(Precision precision, AmpMode mode) {
       r.gradient = DType::kFloat32;
       r.optimizer_state = DType::kFloat32;
       r.casts_weights_per_forward = true;
+      r.casts_activations_per_op = true;
+      r.promotes_in_kernel = true;
       r.placed_by_op_category = true;
       r.forward_parameter = DType::kFloat32;
       break;

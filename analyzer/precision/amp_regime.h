@@ -14,6 +14,12 @@
 // autocast context exits (after the loss); backward's copy of a saved cast keeps it alive longer.
 // The parameter gradient is computed in half by the op's backward and cast to fp32 (autograd's
 // ToCopyBackward) before AccumulateGrad takes it.
+//
+// Autocast's cache holds only leaf tensors that require grad (the parameters): an activation is
+// cast anew by every listed op that reads it (q, k and v projections of one fp32 hidden state
+// make three half copies, each saved by its Linear). Ops autocast does not list run through
+// TensorIterator's type promotion, which reads mixed dtypes in the kernel: a Mul of a bf16 and
+// an fp32 tensor computes in fp32 without copying either and saves both as they are.
 
 #include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/precision.h"
@@ -37,6 +43,12 @@ struct AmpRegime {
   DType optimizer_state = DType::kFloat32;
   // Autocast's per-forward weight casts (see above).
   bool casts_weights_per_forward = false;
+  // Every op casts the activations it reads for itself: no cast of an activation is shared
+  // between two readers (autocast's cache skips non-leaf tensors; see above).
+  bool casts_activations_per_op = false;
+  // Ops that follow their inputs' dtype read mixed-dtype activations as stored (type promotion
+  // inside the kernel) instead of reading a cast copy of the narrower ones.
+  bool promotes_in_kernel = false;
   // Whether op categories decide each node's dtype (autocast's policy). Pure runs every op in
   // its inputs' dtype, i.e. the working dtype throughout (no autocast context).
   bool placed_by_op_category = false;

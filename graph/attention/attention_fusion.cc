@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <utility>
 
 #include "graph/model_facts.h"
@@ -166,6 +167,28 @@ bool SoftmaxOverLastAxis(const Graph& g, const Node& s) {
   return axis == -1 || axis == rank - 1;
 }
 
+// Whether `v` is computed, through floating values, from a parameter that is trained (a
+// floating, unfrozen initializer). Shapes, indices and booleans carry no gradient, nor does
+// CastLike's dtype operand (HF builds its masks from the embeddings' shape and dtype).
+bool DependsOnTrainedParameter(const Graph& g, ValueId v) {
+  std::vector<ValueId> stack{v};
+  std::unordered_set<size_t> seen;
+  while (!stack.empty()) {
+    const ValueId u = stack.back();
+    stack.pop_back();
+    if (!u.valid() || !seen.insert(u.index()).second) continue;
+    const Value& value = g.value(u);
+    if (!IsFloating(value.dtype)) continue;
+    if (value.kind == ValueKind::kParameter && !value.frozen) return true;
+    const Node* producer = Producer(g, u);
+    if (producer == nullptr) continue;
+    const size_t data_inputs = IsOp(*producer, "CastLike") ? 1 : producer->inputs.size();
+    for (size_t i = 0; i < data_inputs && i < producer->inputs.size(); ++i)
+      stack.push_back(producer->inputs[i]);
+  }
+  return false;
+}
+
 // The eager pattern around Softmax node `s`.
 std::optional<Match> MatchEager(const Graph& g, const Node& s) {
   if (!IsOp(s, "Softmax") || s.inputs.size() != 1 || s.outputs.size() != 1) return std::nullopt;
@@ -238,6 +261,10 @@ std::optional<Match> MatchEager(const Graph& g, const Node& s) {
     const int chain = leads_to_scores(p->inputs[0]) ? 0 : leads_to_scores(p->inputs[1]) ? 1 : -1;
     if (chain < 0) return std::nullopt;
     mask = p->inputs[static_cast<size_t>(1 - chain)];
+    // A learned score bias (Swin's and BEiT's relative-position tables, T5's position bias) is
+    // trained through the scores: models that have one write their attention out by hand, and
+    // the fused op would give the bias no gradient. It stays eager.
+    if (DependsOnTrainedParameter(g, mask)) return std::nullopt;
     cur = p->inputs[static_cast<size_t>(chain)];
     summary.mask = sdpa::kMaskAdd;
     m.removed.insert(p->id.index());

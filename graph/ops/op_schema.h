@@ -129,6 +129,11 @@ struct OpSchema {
   // strides (Identity). Rules in graph/ops/view_layout.h.
   std::function<std::optional<std::vector<Strides>>(const OpContext&, const Strides& input)>
       view_strides;
+  // The layout a node's outputs are created in, for ops that do not write them dense row-major
+  // (null: all row-major). Each entry spelled out; an empty one is row-major. Flash and
+  // memory-efficient attention write [B, S, H, D] and return it transposed to [B, H, S, D], so the
+  // Transpose back and the Reshape after it are views (HF's attn_output.transpose(1, 2).reshape).
+  std::function<std::vector<Strides>(const OpContext&)> output_strides;
   // True when training draws random numbers (Dropout, the fused attention's dropout): the
   // executor seeds it per node and micro-batch, and verify can run it as the identity.
   bool stochastic = false;

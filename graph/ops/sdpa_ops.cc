@@ -105,6 +105,17 @@ Dim SdpaBackwardWorkspace(const OpContext& ctx) {
   return TensorBytes(softmax_d + dq_accum, DType::kFloat32);
 }
 
+// Flash and memory-efficient attention allocate their output as [B, Sq, H, Dv] and return it
+// transposed (pytorch's _flash_attention_forward / _efficient_attention_forward, then
+// .transpose(1, 2)): element strides of [B, H, Sq, Dv] are then (Sq*H*Dv, Dv, H*Dv, 1). The 3D
+// form folds the heads into the batch: row-major.
+std::vector<Strides> SdpaOutputStrides(const OpContext& ctx) {
+  auto dims = ReadSdpaDims(ctx);
+  if (!dims.ok() || !dims->has_value() || (*dims)->three_d) return {Strides()};
+  const SdpaDims& d = **dims;
+  return {Strides{d.q_seq * d.heads * d.v_head, d.v_head, d.heads * d.v_head, Dim(1)}};
+}
+
 OpSchema SdpaSchema() {
   OpSchema s;
   s.op_type = sdpa::kOpType;
@@ -121,6 +132,7 @@ OpSchema SdpaSchema() {
     return grads;
   };
   s.backward_workspace = SdpaBackwardWorkspace;
+  s.output_strides = SdpaOutputStrides;
   s.backward_flops_factor = kFlashBackwardFactor;
   s.amp = AmpCategory::kFp16Safe;
   s.saved_source = std::string(kDerivativesYaml) +

@@ -34,7 +34,11 @@ using testing::TestGraph;
 
 constexpr int64_t kHeads = 2, kSeq = 16, kHead = 8;
 
-enum class Mask { kNone, kAddCausal, kWhereCausal, kPadding };
+enum class Mask { kNone, kAddCausal, kWhereCausal, kPadding, kLearnedBias };
+
+// HF: context.transpose(1, 2).reshape(B, S, H*D); torch's nn.MultiheadAttention:
+// context.permute(2, 0, 1, 3).contiguous().view(S*B, H*D).
+enum class OutProjection { kNone, kHf, kMultiheadAttention };
 
 struct AttentionOptions {
   Mask mask = Mask::kNone;
@@ -42,6 +46,8 @@ struct AttentionOptions {
   bool identity_after_softmax = false;  // what the import fusions leave of a ratio-0 Dropout
   int same_dtype_casts = 0;   // HF's softmax(..., dtype=float32).to(query.dtype), exported in fp32
   int64_t kv_heads = kHeads;  // fewer: grouped-query attention through repeat_kv
+  // How the context goes into the output projection (a MatMul with Wo [H*D, H*D]).
+  OutProjection out_projection = OutProjection::kNone;
 };
 
 // A constant holding one float, as torch.onnx writes scalars: a Constant node.
@@ -106,6 +112,10 @@ TestGraph AttentionBlock(const AttentionOptions& o) {
                 FloatScalar(t, "lowest", std::numeric_limits<float>::lowest())},
                "masked", {b, kHeads, kSeq, kSeq});
       break;
+    case Mask::kLearnedBias:  // Swin: scores + relative_position_bias (a trained table)
+      s = t.Op("Add", "attn/mask", {s, t.Param("position_bias", {1, kHeads, kSeq, kSeq})}, "masked",
+               {b, kHeads, kSeq, kSeq});
+      break;
     case Mask::kPadding:  // BERT: scores + (1 - attention_mask)[:, None, None, :] * min
       s = t.Op("Add", "attn/mask", {s, t.Input("padding", {b, 1, 1, kSeq}, DType::kFloat32)},
                "masked", {b, kHeads, kSeq, kSeq});
@@ -125,7 +135,27 @@ TestGraph AttentionBlock(const AttentionOptions& o) {
   if (o.identity_after_softmax) {
     p = t.Op("Identity", "attn/dropout", {p}, "dropped", {b, kHeads, kSeq, kSeq});
   }
-  t.Output(t.Op("MatMul", "attn/pv", {p, v}, "context", {b, kHeads, kSeq, kHead}));
+  ValueId context = t.Op("MatMul", "attn/pv", {p, v}, "context", {b, kHeads, kSeq, kHead});
+  if (o.out_projection == OutProjection::kNone) {
+    t.Output(context);
+    return t;
+  }
+  const bool hf = o.out_projection == OutProjection::kHf;
+  const std::vector<int64_t> perm =
+      hf ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{2, 0, 1, 3};
+  ValueId moved = t.Op("Transpose", "attn/out_t", {context}, "context_t",
+                       hf ? std::vector<Dim>{b, Dim(kSeq), Dim(kHeads), Dim(kHead)}
+                          : std::vector<Dim>{Dim(kSeq), b, Dim(kHeads), Dim(kHead)});
+  t.graph.mutable_node(t.NodeNamed("attn/out_t")).attributes.Set("perm", perm);
+  const int64_t width = kHeads * kHead;
+  ValueId merged =
+      hf ? t.Op("Reshape", "attn/merge", {moved, IntConstant(t, "merge_shape", {2, kSeq, width})},
+                "merged", {b, kSeq, width})
+         : t.Op("Reshape", "attn/merge", {moved, IntConstant(t, "merge_shape", {kSeq * 2, width})},
+                "merged", {Dim(kSeq) * b, width});
+  t.Output(t.Op("MatMul", "attn/out_proj", {merged, t.Param("Wo", {width, width})}, "out",
+                hf ? std::vector<Dim>{b, Dim(kSeq), Dim(width)}
+                   : std::vector<Dim>{Dim(kSeq) * b, Dim(width)}));
   return t;
 }
 
@@ -171,6 +201,43 @@ TEST_CASE("attention without a mask: eager keeps S x S, sdpa q, k, v, out and ls
 
   // auto fuses what it recognises, like sdpa.
   CHECK(PlanWith(AttentionMode::kAuto, {}).saved_bytes == 8448);
+}
+
+// The output projection saves its input (for Wo's gradient), a [B, S, H*D] tensor of 2048 bytes.
+// Eager attention's context is dense [B, H, S, D]: moving the heads next to the features makes
+// a strided view, and the Reshape copies it (a new 2048 B). Flash and memory-efficient attention
+// write their output as [B, S, H, D] and return it transposed (_efficient_attention_forward,
+// then .transpose(1, 2)): HF's transpose(1, 2) makes it dense again and the reshape is a view
+// of the saved output, so nothing new is kept. nn.MultiheadAttention's permute(2, 0, 1, 3) puts
+// the sequence first, which no layout of the output makes dense: it copies in both modes.
+// Measured on an H100 (docs/measurements.md): BERT-base fp32 under sdpa kept exactly one
+// [B, S, 768] tensor per layer less than the eager count minus the S x S tensors.
+TEST_CASE("the sdpa output is [B, S, H, D] in memory: HF's merge of the heads is a view",
+          "[attention][views]") {
+  AttentionOptions hf;
+  hf.out_projection = OutProjection::kHf;
+  CHECK(PlanWith(AttentionMode::kEager, hf).saved_bytes == 10240 + 2048);
+  CHECK(PlanWith(AttentionMode::kSdpa, hf).saved_bytes == 8448);
+
+  AttentionOptions mha;
+  mha.out_projection = OutProjection::kMultiheadAttention;
+  CHECK(PlanWith(AttentionMode::kEager, mha).saved_bytes == 10240 + 2048);
+  CHECK(PlanWith(AttentionMode::kSdpa, mha).saved_bytes == 8448 + 2048);
+}
+
+// torchvision's Swin adds a trained relative-position bias to the scores and writes its attention
+// out by hand (q.matmul(k.transpose(-2, -1)), softmax, dropout, matmul(v)): PyTorch runs it eager,
+// and the fused op would give the bias no gradient. Measured on an H100: Swin-T's saved bytes are
+// eager's to 0.2 MiB in fp32 and bf16. Eager: q 2048 + k 2048 + P 4096 + v 2048 (Add saves
+// nothing).
+TEST_CASE("attention with a trained score bias stays eager", "[attention]") {
+  AttentionOptions learned;
+  learned.mask = Mask::kLearnedBias;
+  const Planned planned = PlanWith(AttentionMode::kAuto, learned);
+  CHECK(planned.plan.fused.empty());
+  CHECK(planned.saved_bytes == 10240);
+  TestGraph t = AttentionBlock(learned);
+  CHECK_FALSE(ApplyAttentionMode(t.graph, AttentionMode::kSdpa, "swin.onnx", false).ok());
 }
 
 TEST_CASE("causal mask by Add and by Where: the constant mask costs nothing in either mode",

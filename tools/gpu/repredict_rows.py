@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Re-predict recorded GPU rows with the current memplan, without a GPU.
+
+compare_with_torch.py --graphs DIR keeps each export (weights stripped) beside the rows it appends
+to docs/gpu_validation.jsonl. PyTorch's figures in a row are measurements of that export's model;
+memplan's are a function of the export and the row's flags. So a change to memplan's model can be
+checked against the recorded measurements here, on the CPU, by running `memplan analyze --json`
+with each row's flags on its stored graph:
+
+    tools/gpu/repredict_rows.py --memplan build/tools/memplan --graphs DIR [--rows FILE] [--model S]
+
+Prints, per (model, config), the recorded and the new error against max_memory_allocated and the
+saved-for-backward difference (memplan - torch, MiB). Rows whose config memplan cannot express
+without the live model (LoRA, a frozen backbone, checkpointing of HF modules) are skipped.
+"""
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+MiB = 2**20
+SKIPPED = ("checkpoint", "lora", "frozen")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memplan", required=True, help="the memplan binary")
+    parser.add_argument("--graphs", required=True, help="the --graphs folder of the GPU run")
+    parser.add_argument("--rows", default=os.path.join(here, "..", "..", "docs",
+                                                       "gpu_validation.jsonl"))
+    parser.add_argument("--model", default="", help="only models whose name contains this")
+    args = parser.parse_args()
+
+    seen = set()
+    within = total = 0
+    with open(args.rows) as rows:
+        for line in rows:
+            row = json.loads(line)
+            if "torch_max_allocated_bytes" not in row or "flags" not in row:
+                continue
+            key = (row["model"], row["config"])
+            graph = os.path.join(args.graphs, row["model"] + ".onnx")
+            if (key in seen or args.model not in row["model"] or not os.path.exists(graph)
+                    or any(word in row["config"] for word in SKIPPED)):
+                continue
+            seen.add(key)
+            run = subprocess.run([args.memplan, "analyze", graph, "--json"] +
+                                 shlex.split(row["flags"]), capture_output=True, text=True)
+            name = f"{row['model']:18s} {row['config']:22s}"
+            if run.returncode != 0:
+                print(f"{name} memplan: {run.stderr.strip().splitlines()[-1][:100]}")
+                continue
+            report = json.loads(run.stdout)
+            torch_bytes = row["torch_max_allocated_bytes"] - row.get("torch_baseline_allocated_bytes", 0)
+            error = 100.0 * (report["exact_peak_bytes"] - torch_bytes) / torch_bytes
+            saved_then = (row["predicted_saved_activation_bytes"] - row["torch_saved_bytes"]) / MiB
+            saved_now = (report["saved_activation_bytes"] - row["torch_saved_bytes"]) / MiB
+            total += 1
+            within += abs(error) <= 3.0
+            print(f"{name} recorded {row.get('allocated_error_pct', 0.0):+6.2f}%  now {error:+6.2f}%"
+                  f"   saved vs torch: recorded {saved_then:+8.1f}  now {saved_now:+8.1f} MiB")
+    print(f"{within} of {total} re-predicted rows within 3% of max_memory_allocated")
+    return 0 if total else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
