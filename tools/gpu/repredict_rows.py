@@ -5,13 +5,12 @@ compare_with_torch.py --graphs DIR keeps each export (weights stripped) beside t
 to docs/gpu_validation.jsonl. PyTorch's figures in a row are measurements of that export's model;
 memplan's are a function of the export and the row's flags. So a change to memplan's model can be
 checked against the recorded measurements here, on the CPU, by running `memplan analyze --json`
-with each row's flags on its stored graph:
+with each row's flags (LoRA and --train included) on its stored graph:
 
     tools/gpu/repredict_rows.py --memplan build/tools/memplan --graphs DIR [--rows FILE] [--model S]
 
 Prints, per (model, config), the recorded and the new error against max_memory_allocated and the
-saved-for-backward difference (memplan - torch, MiB). Rows whose config memplan cannot express
-without the live model (LoRA, a frozen backbone, checkpointing of HF modules) are skipped.
+saved-for-backward difference (memplan - torch, MiB).
 """
 import argparse
 import json
@@ -21,7 +20,6 @@ import subprocess
 import sys
 
 MiB = 2**20
-SKIPPED = ("checkpoint", "lora", "frozen")
 
 
 def main():
@@ -43,8 +41,7 @@ def main():
                 continue
             key = (row["model"], row["config"])
             graph = os.path.join(args.graphs, row["model"] + ".onnx")
-            if (key in seen or args.model not in row["model"] or not os.path.exists(graph)
-                    or any(word in row["config"] for word in SKIPPED)):
+            if key in seen or args.model not in row["model"] or not os.path.exists(graph):
                 continue
             seen.add(key)
             run = subprocess.run([args.memplan, "analyze", graph, "--json"] +
