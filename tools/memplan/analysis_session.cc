@@ -19,8 +19,7 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   PlanRequest& r = session->request;
   progress.Report("importing " + r.analysis.model + "...");
   MEMPLAN_TRY(session->graph, LoadPlannedModel(r));
-  MEMPLAN_TRY(session->attention, ApplyAttentionMode(session->graph, r.attention, r.analysis.model,
-                                                     r.search.precision == PrecisionChoice::kFp32));
+  MEMPLAN_TRY(session->attention, ApplyRequestedAttention(session->graph, r));
   MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(session->graph, r));
   // After binding: the fused loss sizes its logits tile with the --dim values (seq). The rewrite
   // keeps the symbol table, so the bindings hold for the rewritten graph.

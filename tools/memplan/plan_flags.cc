@@ -320,6 +320,11 @@ Expected<Graph> LoadPlannedModel(const PlanRequest& request) {
   return graph;
 }
 
+Expected<AttentionPlan> ApplyRequestedAttention(Graph& graph, const PlanRequest& request) {
+  return ApplyAttentionMode(graph, request.attention, request.analysis.model,
+                            request.search.precision == PrecisionChoice::kFp32);
+}
+
 Status BindPlanSymbols(const Graph& graph, PlanRequest& request) {
   MEMPLAN_TRY(Bindings bindings, BindSymbols(graph, /*batch=*/std::nullopt, request.analysis.dims));
   // The planner searches the batch dimension itself, so a --dim that binds it would be silently

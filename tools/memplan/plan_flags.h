@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/attention_plan.h"
 #include "analyzer/baseline/plan_flags.h"
 #include "analyzer/joint_search.h"
 #include "analyzer/planner.h"
@@ -80,6 +81,11 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
 // Imports the model and applies the request's fine-tuning changes (--train, --freeze, --lora).
 // Every verb that plans loads its model through this. Errors are bad input (exit 2).
 Expected<Graph> LoadPlannedModel(const PlanRequest& request);
+
+// Applies the request's --attention to its loaded graph. The plan's precision says whether SDPA
+// could run a fused kernel: an fp32-only plan keeps grouped-query attention eager
+// (ApplyAttentionMode's fp32_only).
+Expected<AttentionPlan> ApplyRequestedAttention(Graph& graph, const PlanRequest& request);
 
 // Binds the request's --dim values (and not the batch) for `graph` into request.planner.bindings.
 Status BindPlanSymbols(const Graph& graph, PlanRequest& request);

@@ -70,9 +70,7 @@ class AlternativePlanner {
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
       MEMPLAN_TRY(Graph graph, LoadPlannedModel(request));
-      MEMPLAN_TRY(AttentionPlan attention,
-                  ApplyAttentionMode(graph, request.attention, request.analysis.model,
-                                     request.search.precision == PrecisionChoice::kFp32));
+      MEMPLAN_TRY(AttentionPlan attention, ApplyRequestedAttention(graph, request));
       (void)attention;              // the graph is what the plan needs; the report is the session's
       PlanRequest bound = request;  // the --dim values size the fused loss's tile
       MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(graph, bound));

@@ -316,8 +316,7 @@ int RunVerify(const VerifyFlags& flags) {
     auto loaded = LoadPlannedModel(*request);
     if (!loaded.ok()) return ReportError(loaded.error().message);
     graph = std::move(*loaded);
-    auto attention = ApplyAttentionMode(graph, request->attention, request->analysis.model,
-                                        request->search.precision == PrecisionChoice::kFp32);
+    auto attention = ApplyRequestedAttention(graph, *request);
     if (!attention.ok()) return ReportError(attention.error().message);
     auto p = PlanFromFlags(graph, *request, flags.plan);
     if (!p.ok()) return ReportError(p.error().message);
