@@ -7,7 +7,10 @@ behaviour can be checked without a GPU:
   * the parameters stay fp32 and every .grad is fp32 (autocast casts per op; ToCopyBackward casts
     the half gradient back to the parameter's dtype);
   * what autograd saves (saved-tensor hooks, counted once per storage) are bf16 casts: the input
-    cast and the weight cast a Linear saves for its input's gradient, the bf16 ReLU output.
+    cast and the weight cast a Linear saves for its input's gradient, the bf16 ReLU output;
+  * an fp32 activation read by three Linears is cast three times (autocast caches only leaf
+    tensors), and a Mul of a bf16 and an fp32 tensor saves both as they are (type promotion in
+    the kernel, no copy): the `Readers` model.
 
 memplan's prediction for the same model, exported to ONNX: `memplan analyze --precision bf16
 --amp-mode autocast --json` gives saved_activation_bytes and model_state_bytes, which must equal
@@ -40,6 +43,23 @@ class Mlp(nn.Module):
 
     def forward(self, x):
         return self.fc2(self.act(self.fc1(x)))
+
+
+class Readers(nn.Module):
+    """An fp32 activation read by three projections, and a Mul of a bf16 and an fp32 tensor: what
+    autocast keeps per reader and what type promotion keeps."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc0 = nn.Linear(8, 16)
+        self.q = nn.Linear(16, 16)
+        self.k = nn.Linear(16, 16)
+        self.v = nn.Linear(16, 16)
+
+    def forward(self, x):
+        h = torch.relu(self.fc0(x)).float()  # an fp32 hidden state, as a norm's output would be
+        a = self.q(h) + self.k(h)             # bf16
+        return a * h + self.v(h)              # bf16 * fp32 promotes in the kernel: fp32
 
 
 def torch_autocast_run(model, x):
@@ -82,6 +102,24 @@ def memplan_plan(memplan, model):
         return json.loads(out.stdout)
 
 
+def readers_checks(memplan):
+    """Readers: torch and memplan keep the same bytes, derived by hand."""
+    model = Readers()
+    saved, saved_dtypes, _, _, _, _ = torch_autocast_run(model, torch.randn(BATCH, 8))
+    plan = memplan_plan(memplan, model)
+    # fc0: bf16 x (4 x 8 x 2 = 64 B); ReLU its bf16 output (4 x 16 x 2 = 128 B); q, k and v each
+    # their own bf16 cast of h (3 x 128 B) and of their weight (3 x 16 x 16 x 2 = 3 x 512 B); the
+    # Mul a (bf16, 128 B) and h (fp32, 4 x 16 x 4 = 256 B): 64 + 128 + 384 + 1536 + 128 + 256.
+    hand = 64 + 128 + 3 * 128 + 3 * 512 + 128 + 256
+    return [
+        ("readers: saved bytes (hand: %d)" % hand,
+         saved == hand and plan["saved_activation_bytes"] == saved,
+         "torch %d, memplan %d" % (saved, plan["saved_activation_bytes"])),
+        ("readers: saved dtypes", saved_dtypes == {torch.bfloat16, torch.float32},
+         str(saved_dtypes)),
+    ]
+
+
 def main():
     memplan = sys.argv[1] if len(sys.argv) > 1 else "build/tools/memplan"
     torch.manual_seed(0)
@@ -107,7 +145,7 @@ def main():
          "torch %d, memplan %d" % (grad_bytes, state["gradients"])),
         ("plan.amp_mode", plan["plan"].get("amp_mode") == "autocast",
          str(plan["plan"].get("amp_mode"))),
-    ]
+    ] + readers_checks(memplan)
     failed = 0
     for name, ok, detail in checks:
         print("%-34s %s  (%s)" % (name, "ok" if ok else "MISMATCH", detail))
