@@ -9,8 +9,9 @@ with each row's flags (LoRA and --train included) on its stored graph:
 
     tools/gpu/repredict_rows.py --memplan build/tools/memplan --graphs DIR [--rows FILE] [--model S]
 
-Prints, per (model, config), the recorded and the new error against max_memory_allocated and the
-saved-for-backward difference (memplan - torch, MiB).
+Prints, per (model, config), the recorded and the new error against max_memory_allocated, the
+saved-for-backward difference (memplan - torch, MiB) and, where the row's reserved figure is clean,
+the error of memplan's caching-allocator peak against max_memory_reserved.
 """
 import argparse
 import json
@@ -57,8 +58,15 @@ def main():
             saved_now = (report["saved_activation_bytes"] - row["torch_saved_bytes"]) / MiB
             total += 1
             within += abs(error) <= 3.0
+            reserved = "-"
+            if row.get("reserved_error_pct") is not None:  # rows whose reserved figure is clean
+                torch_reserved = (row["torch_max_reserved_bytes"] -
+                                  row.get("torch_baseline_reserved_bytes", 0))
+                now = 100.0 * (report["peak_bytes"] - torch_reserved) / torch_reserved
+                reserved = f"{row['reserved_error_pct']:+6.2f}% -> {now:+6.2f}%"
             print(f"{name} recorded {row.get('allocated_error_pct', 0.0):+6.2f}%  now {error:+6.2f}%"
-                  f"   saved vs torch: recorded {saved_then:+8.1f}  now {saved_now:+8.1f} MiB")
+                  f"   saved vs torch: recorded {saved_then:+8.1f}  now {saved_now:+8.1f} MiB"
+                  f"   reserved: {reserved}")
     print(f"{within} of {total} re-predicted rows within 3% of max_memory_allocated")
     return 0 if total else 1
 
