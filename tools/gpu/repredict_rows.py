@@ -8,6 +8,11 @@ checked against the recorded measurements here, on the CPU, by running `memplan 
 with each row's flags (LoRA and --train included) on its stored graph:
 
     tools/gpu/repredict_rows.py --memplan build/tools/memplan --graphs DIR [--rows FILE] [--model S]
+        [--check [--open MODEL:CONFIG,...]]
+
+DIR holds MODEL.onnx or MODEL.onnx.xz (tests/fixtures/gpu_rows keeps the H100 run's, compressed).
+--check makes it a test: exit 1 when a row's saved bytes differ from PyTorch's by more than 1 MiB
+(or 0.1%) or its allocated peak by more than 3%, except the rows --open names (known gaps).
 
 Prints, per (model, config), the recorded and the new error against max_memory_allocated, the
 saved-for-backward difference (memplan - torch, MiB) and, where the row's reserved figure is clean,
@@ -15,10 +20,12 @@ the error of memplan's caching-allocator peak against max_memory_reserved.
 """
 import argparse
 import json
+import lzma
 import os
 import shlex
 import subprocess
 import sys
+import tempfile
 
 MiB = 2**20
 
@@ -31,9 +38,33 @@ def main():
     parser.add_argument("--rows", default=os.path.join(here, "..", "..", "docs",
                                                        "gpu_validation.jsonl"))
     parser.add_argument("--model", default="", help="only models whose name contains this")
+    parser.add_argument("--check", action="store_true", help="fail on rows outside tolerance")
+    parser.add_argument("--open", default="", help="MODEL:CONFIG,... rows --check lets pass")
     args = parser.parse_args()
+    open_rows = {tuple(item.split(":", 1)) for item in args.open.split(",") if ":" in item}
+    with tempfile.TemporaryDirectory() as unpacked:
+        return repredict(args, open_rows, unpacked)
+
+
+def graph_path(graphs, model, unpacked):
+    """The row's stored export: MODEL.onnx, or MODEL.onnx.xz unpacked into `unpacked`."""
+    plain = os.path.join(graphs, model + ".onnx")
+    if os.path.exists(plain):
+        return plain
+    packed = plain + ".xz"
+    if not os.path.exists(packed):
+        return None
+    target = os.path.join(unpacked, model + ".onnx")
+    if not os.path.exists(target):
+        with lzma.open(packed) as source, open(target, "wb") as out:
+            out.write(source.read())
+    return target
+
+
+def repredict(args, open_rows, unpacked):
 
     seen = set()
+    failures = []
     within = total = 0
     with open(args.rows) as rows:
         for line in rows:
@@ -41,8 +72,10 @@ def main():
             if "torch_max_allocated_bytes" not in row or "flags" not in row:
                 continue
             key = (row["model"], row["config"])
-            graph = os.path.join(args.graphs, row["model"] + ".onnx")
-            if key in seen or args.model not in row["model"] or not os.path.exists(graph):
+            if key in seen or args.model not in row["model"]:
+                continue
+            graph = graph_path(args.graphs, row["model"], unpacked)
+            if graph is None:
                 continue
             seen.add(key)
             run = subprocess.run([args.memplan, "analyze", graph, "--json"] +
@@ -58,6 +91,10 @@ def main():
             saved_now = (report["saved_activation_bytes"] - row["torch_saved_bytes"]) / MiB
             total += 1
             within += abs(error) <= 3.0
+            saved_tolerance = max(1.0, row["torch_saved_bytes"] / MiB / 1000.0)  # 1 MiB or 0.1%
+            if args.check and key not in open_rows and (abs(error) > 3.0 or
+                                                         abs(saved_now) > saved_tolerance):
+                failures.append(f"{row['model']}:{row['config']}")
             reserved = "-"
             if row.get("reserved_error_pct") is not None:  # rows whose reserved figure is clean
                 torch_reserved = (row["torch_max_reserved_bytes"] -
@@ -68,7 +105,9 @@ def main():
                   f"   saved vs torch: recorded {saved_then:+8.1f}  now {saved_now:+8.1f} MiB"
                   f"   reserved: {reserved}")
     print(f"{within} of {total} re-predicted rows within 3% of max_memory_allocated")
-    return 0 if total else 1
+    if failures:
+        print("outside tolerance (3% allocated, 1 MiB or 0.1% saved): " + ", ".join(failures))
+    return 0 if total and not failures else 1
 
 
 if __name__ == "__main__":
