@@ -20,7 +20,8 @@ Expected<AttentionPlan> ApplyAttentionMode(Graph& graph, AttentionMode mode,
     return MakeError("--attention sdpa: model '" +
                      std::filesystem::path(model).filename().string() +
                      "' has no attention memplan recognises (MatMul -> Softmax -> MatMul or the "
-                     "ONNX Attention op); use --attention eager or auto");
+                     "ONNX Attention op; scores with a trained bias, as Swin's, stay eager); use "
+                     "--attention eager or auto");
   }
   return plan;
 }

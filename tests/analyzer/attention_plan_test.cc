@@ -237,7 +237,9 @@ TEST_CASE("attention with a trained score bias stays eager", "[attention]") {
   CHECK(planned.plan.fused.empty());
   CHECK(planned.saved_bytes == 10240);
   TestGraph t = AttentionBlock(learned);
-  CHECK_FALSE(ApplyAttentionMode(t.graph, AttentionMode::kSdpa, "swin.onnx", false).ok());
+  auto sdpa = ApplyAttentionMode(t.graph, AttentionMode::kSdpa, "swin.onnx", false);
+  REQUIRE_FALSE(sdpa.ok());
+  CHECK_THAT(sdpa.error().message, Catch::Contains("trained bias"));
 }
 
 TEST_CASE("causal mask by Add and by Where: the constant mask costs nothing in either mode",
