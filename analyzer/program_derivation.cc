@@ -81,11 +81,11 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
   MEMPLAN_RETURN_IF_ERROR(ResolveLossTarget(graph, options, analysis));
   MEMPLAN_TRY(analysis.loss_scaling, ResolveLossScaling(options));
   analysis.gradients = AnalyzeGradientFlow(graph, registry, analysis.order, analysis.model_output);
-  analysis.views = DecideViews(graph, registry, analysis.order);
   const OpSchema& loss_schema = registry.FindOrUnknown(analysis.loss.op_type, analysis.loss.domain);
   analysis.regime = RegimeOf(options.precision, options.amp_mode);
   analysis.dtypes = DeriveProgramDTypes(graph, registry, analysis.order, analysis.regime,
                                         options.node_dtype, analysis.model_output, loss_schema.amp);
+  analysis.views = DecideViews(graph, registry, analysis.order, &analysis.dtypes);
   AliasSameDTypeCasts(graph, analysis.order, analysis.dtypes.value, analysis.views);
 
   MEMPLAN_TRY(EmittedProgram emitted, EmitSteps(graph, options, registry, analysis));

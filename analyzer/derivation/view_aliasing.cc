@@ -25,7 +25,7 @@ void RecordOutputLayout(const Graph& graph, NodeId n, const std::vector<Strides>
 }  // namespace
 
 ViewAliasing DecideViews(const Graph& graph, const OpRegistry& registry,
-                         const std::vector<NodeId>& order) {
+                         const std::vector<NodeId>& order, const ProgramDTypes* dtypes) {
   ViewAliasing views;
   views.node_is_view.assign(graph.num_nodes(), false);
   views.value_strides.assign(graph.num_values(), Strides());
@@ -34,7 +34,20 @@ ViewAliasing DecideViews(const Graph& graph, const OpRegistry& registry,
     const Node& node = graph.node(n);
     const OpSchema& schema = registry.FindOrUnknown(node.op_type, node.domain);
     if (schema.output_strides && !schema.IsViewFor(MakeOpContext(graph, n))) {
-      RecordOutputLayout(graph, n, schema.output_strides(MakeOpContext(graph, n)), views);
+      // The rule sees its inputs as the node reads them: their layouts, and floating ones in the
+      // dtype the node computes in.
+      OpContext ctx = MakeOpContext(graph, n);
+      const DType compute = dtypes != nullptr && n.index() < dtypes->node_compute.size()
+                                ? dtypes->node_compute[n.index()]
+                                : DType::kUndefined;
+      for (size_t i = 0; i < node.inputs.size() && i < ctx.inputs.size(); ++i) {
+        const ValueId in = node.inputs[i];
+        if (!in.valid()) continue;
+        ctx.inputs[i].strides = views.value_strides[in.index()];
+        if (compute != DType::kUndefined && IsFloating(ctx.inputs[i].dtype))
+          ctx.inputs[i].dtype = compute;
+      }
+      RecordOutputLayout(graph, n, schema.output_strides(ctx), views);
       continue;
     }
     if (!schema.is_view || node.inputs.empty() || !node.inputs[0].valid()) continue;

@@ -14,6 +14,7 @@
 
 #include <vector>
 
+#include "analyzer/derivation/program_dtypes.h"
 #include "graph/graph.h"
 #include "graph/ids.h"
 #include "graph/ops/op_schema.h"
@@ -29,8 +30,12 @@ struct ViewAliasing {
 };
 
 // REQUIRES: `order` is a topological order of `graph`.
+// `dtypes`: the program's dtypes, when known: a node that lays its outputs out itself
+// (OpSchema::output_strides) may depend on the dtype it computes in (flash attention runs only in
+// half precision); it sees its floating inputs in that dtype (an op reads casts of the others,
+// which keep their layout). Without them the graph's dtypes stand.
 ViewAliasing DecideViews(const Graph& graph, const OpRegistry& registry,
-                         const std::vector<NodeId>& order);
+                         const std::vector<NodeId>& order, const ProgramDTypes* dtypes = nullptr);
 
 // A Cast to the dtype its input is already stored in is torch's `x.to(dtype)` / `x.float()`
 // returning x itself: no copy, the output aliases the input (HF's RMSNorm `.to(float32)` of an

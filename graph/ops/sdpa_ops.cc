@@ -16,6 +16,9 @@
 // (FlashAttention-2, section 3.2). Its workspace is flash-attn's mha_bwd buffers: softmax_d fp32
 // [B, H, Sq] and the fp32 dq accumulator [B, Sq, H, D].
 
+#include <algorithm>
+#include <optional>
+
 #include "graph/ops/common_rules.h"
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
@@ -105,15 +108,51 @@ Dim SdpaBackwardWorkspace(const OpContext& ctx) {
   return TensorBytes(softmax_d + dq_accum, DType::kFloat32);
 }
 
-// Flash and memory-efficient attention allocate their output as [B, Sq, H, Dv] and return it
-// transposed (pytorch's _flash_attention_forward / _efficient_attention_forward, then
-// .transpose(1, 2)): element strides of [B, H, Sq, Dv] are then (Sq*H*Dv, Dv, H*Dv, 1). The 3D
-// form folds the heads into the batch: row-major.
+// Where the output lies in memory, as logical [B, H, Sq, Dv] strides. The memory-efficient
+// kernel (fp32, or a runtime mask) allocates it as a fresh [B, Sq, H, Dv] and returns it
+// transposed (_efficient_attention_forward: at::empty({B, M, num_heads, Kv})). The flash kernel
+// (fp16/bf16, no runtime mask, equal head sizes) allocates empty_like(q.transpose(1, 2)), which
+// keeps q's layout when q is dense: nn.MultiheadAttention's q, a view of its packed [S, B, E]
+// projection, gives an output already laid out [S, B, H, D], so its permute(2, 0, 1, 3) is dense.
+// The 3D form folds the heads into the batch: row-major.
+bool FlashKernel(const OpContext& ctx, const SdpaDims& d) {
+  const DType dtype = ctx.inputs[0].dtype;
+  const bool half = dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+  const bool runtime_mask = ctx.has_input(3) && ctx.inputs[3].kind != ValueKind::kConstant;
+  return half && !runtime_mask && d.head == d.v_head;
+}
+
+// `strides` when they lay `shape` out densely in some order of its dims (torch's
+// is_non_overlapping_and_dense: what empty_like preserves), else nullopt. Size-1 dims do not count.
+std::optional<Strides> DenseLayout(const Shape& shape, const Strides& strides) {
+  if (strides.size() != shape.rank()) return std::nullopt;
+  std::vector<size_t> order(shape.rank());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  do {
+    Dim running(1);
+    bool dense = true;
+    for (size_t k = order.size(); k-- > 0 && dense;) {
+      const size_t d = order[k];
+      if (shape.dims[d] == Dim(1)) continue;
+      dense = strides[d] == running;
+      running = running * shape.dims[d];
+    }
+    if (dense) return strides;
+  } while (std::next_permutation(order.begin(), order.end()));
+  return std::nullopt;
+}
+
 std::vector<Strides> SdpaOutputStrides(const OpContext& ctx) {
   auto dims = ReadSdpaDims(ctx);
   if (!dims.ok() || !dims->has_value() || (*dims)->three_d) return {Strides()};
   const SdpaDims& d = **dims;
-  return {Strides{d.q_seq * d.heads * d.v_head, d.v_head, d.heads * d.v_head, Dim(1)}};
+  const Strides fresh{d.q_seq * d.heads * d.v_head, d.v_head, d.heads * d.v_head, Dim(1)};
+  // q's layout is known only when views made it. A q that an op wrote (row-major to memplan) is in
+  // torch laid out like that op's inputs (TensorIterator keeps their memory order, which memplan
+  // does not follow): HF's rotary embedding on the transposed projection leaves q [B, S, H, D],
+  // as the fresh layout says.
+  if (!FlashKernel(ctx, d) || ctx.inputs[0].strides.empty()) return {fresh};
+  return {DenseLayout(ctx.inputs[0].shape, ctx.inputs[0].strides).value_or(fresh)};
 }
 
 OpSchema SdpaSchema() {

@@ -225,6 +225,66 @@ TEST_CASE("the sdpa output is [B, S, H, D] in memory: HF's merge of the heads is
   CHECK(PlanWith(AttentionMode::kSdpa, mha).saved_bytes == 8448 + 2048);
 }
 
+// nn.MultiheadAttention's q, k and v are views of its packed [S, B, E] projection: [B, H, S, D]
+// laid out [S, B, H, D]. The flash kernel (half precision, no runtime mask) allocates its output
+// like q (empty_like(q.transpose(1, 2))), so permute(2, 0, 1, 3) of it is dense and the merge of
+// the heads a view; the memory-efficient kernel (fp32) writes a fresh [B, S, H, D], which that
+// permute cannot view: a copy. Measured on an H100: torchvision ViT-B/16 in bf16 keeps no copy
+// (saved bytes equal PyTorch's to 0.1 MiB with this rule, 110.8 MiB over without it).
+// Here x [S, B, H, D] fp32 (S = 16, B = 2, H = 2, D = 8); q, k, v = (x + b).permute(1, 2, 0, 3).
+// bf16 autocast, sum loss, SGD: the fused node saves its own bf16 casts of q, k, v (3 x 512 x 2
+// = 3072 B), its output (1024 B) and logsumexp (256 B); the projection saves the merged heads
+// (the output itself under flash, 1024 B more as a copy) and its bf16 weight cast (16 x 16 x 2
+// = 512 B): 4864 B under flash. In fp32 (efficient kernel): q, k, v, out 4 x 2048 + lse 256 +
+// the copy 2048 = 10496 B (the weight is fp32, no cast).
+TEST_CASE("flash attention's output follows q's layout: nn.MultiheadAttention merges by a view",
+          "[attention][views]") {
+  TestGraph t;
+  const Dim b = t.B();
+  ValueId x = t.Input("x", {kSeq, b, kHeads, kHead});
+  auto head_view = [&](const std::string& name) {
+    ValueId sum = t.Op("Add", name + "_proj", {x, t.Param("b" + name, {kHead})}, name + "_sum",
+                       {kSeq, b, kHeads, kHead});
+    ValueId view = t.Op("Transpose", name + "_heads", {sum}, name, {b, kHeads, kSeq, kHead});
+    t.graph.mutable_node(t.NodeNamed(name + "_heads"))
+        .attributes.Set("perm", std::vector<int64_t>{1, 2, 0, 3});
+    return view;
+  };
+  ValueId q = head_view("q"), k = head_view("k"), v = head_view("v");
+  ValueId kt = t.Op("Transpose", "attn/key_t", {k}, "kt", {b, kHeads, kHead, kSeq});
+  t.graph.mutable_node(t.NodeNamed("attn/key_t"))
+      .attributes.Set("perm", std::vector<int64_t>{0, 1, 3, 2});
+  ValueId s = t.Op("MatMul", "attn/qk", {q, kt}, "scores", {b, kHeads, kSeq, kSeq});
+  s = t.Op("Div", "attn/scale", {s, FloatScalar(t, "sqrt_d", 2.8284271247461903)}, "scaled",
+           {b, kHeads, kSeq, kSeq});
+  ValueId p = t.Op("Softmax", "attn/softmax", {s}, "probs", {b, kHeads, kSeq, kSeq});
+  t.graph.mutable_node(t.NodeNamed("attn/softmax")).attributes.Set("axis", int64_t{-1});
+  ValueId context = t.Op("MatMul", "attn/pv", {p, v}, "context", {b, kHeads, kSeq, kHead});
+  ValueId moved = t.Op("Transpose", "attn/out_t", {context}, "context_t", {kSeq, b, kHeads, kHead});
+  t.graph.mutable_node(t.NodeNamed("attn/out_t"))
+      .attributes.Set("perm", std::vector<int64_t>{2, 0, 1, 3});
+  const int64_t width = kHeads * kHead;
+  ValueId merged =
+      t.Op("Reshape", "attn/merge", {moved, IntConstant(t, "merge_shape", {kSeq * 2, width})},
+           "merged", {Dim(kSeq) * b, width});
+  t.Output(t.Op("MatMul", "attn/out_proj", {merged, t.Param("Wo", {width, width})}, "out",
+                {Dim(kSeq) * b, width}));
+  REQUIRE(ApplyAttentionMode(t.graph, AttentionMode::kSdpa, "mha.onnx").ok());
+
+  auto saved = [&](Precision precision) {
+    ProgramOptions options = SumLossSgd();
+    options.precision = precision;
+    options.amp_mode = AmpMode::kAutocast;
+    TrainingProgram program = DeriveVerified(t.graph, options);
+    ExactAllocator exact;
+    auto r = Simulate(program, t.Bind(2), exact);
+    REQUIRE(r.ok());
+    return r->saved_activation_bytes;
+  };
+  CHECK(saved(Precision::kBf16) == 4864);
+  CHECK(saved(Precision::kFp32) == 10496);
+}
+
 // torchvision's Swin adds a trained relative-position bias to the scores and writes its attention
 // out by hand (q.matmul(k.transpose(-2, -1)), softmax, dropout, matmul(v)): PyTorch runs it eager,
 // and the fused op would give the bias no gradient. Measured on an H100: Swin-T's saved bytes are
