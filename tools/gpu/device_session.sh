@@ -97,7 +97,12 @@ fi
 
 if has compare; then
   echo "== compare_with_torch"
+  # The exports come back too (weights stripped, one archive): tests/fixtures/gpu_rows keeps
+  # them so tools/gpu/repredict_rows.py can check later changes against these rows without a GPU.
   PYTHONUNBUFFERED=1 python3 "$(dirname "$0")/compare_with_torch.py" --memplan "$memplan" \
-    --out "$out/gpu_validation.jsonl" "$@" 2>"$out/compare.err"
+    --out "$out/gpu_validation.jsonl" --graphs "$out/graphs" "$@" 2>"$out/compare.err"
   echo "compare exit $?"; grep -v -i warn "$out/compare.err" | tail -n 20
+  if [ -d "$out/graphs" ]; then
+    tar -C "$out" -cJf "$out/graphs.tar.xz" graphs && rm -rf "$out/graphs"
+  fi
 fi
