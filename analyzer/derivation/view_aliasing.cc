@@ -22,6 +22,26 @@ void RecordOutputLayout(const Graph& graph, NodeId n, const std::vector<Strides>
   }
 }
 
+// The context an output_strides rule sees: `n`'s inputs as it reads them, with the layouts the
+// views so far gave them and, floating ones, in the dtype the node computes in (an op reads
+// casts of the others, which keep their layout).
+OpContext ReadingContext(const Graph& graph, NodeId n, const ViewAliasing& views,
+                         const ProgramDTypes* dtypes) {
+  OpContext ctx = MakeOpContext(graph, n);
+  const Node& node = graph.node(n);
+  const DType compute = dtypes != nullptr && n.index() < dtypes->node_compute.size()
+                            ? dtypes->node_compute[n.index()]
+                            : DType::kUndefined;
+  for (size_t i = 0; i < node.inputs.size() && i < ctx.inputs.size(); ++i) {
+    const ValueId in = node.inputs[i];
+    if (!in.valid()) continue;
+    ctx.inputs[i].strides = views.value_strides[in.index()];
+    if (compute != DType::kUndefined && IsFloating(ctx.inputs[i].dtype))
+      ctx.inputs[i].dtype = compute;
+  }
+  return ctx;
+}
+
 }  // namespace
 
 ViewAliasing DecideViews(const Graph& graph, const OpRegistry& registry,
@@ -33,21 +53,9 @@ ViewAliasing DecideViews(const Graph& graph, const OpRegistry& registry,
   for (NodeId n : order) {
     const Node& node = graph.node(n);
     const OpSchema& schema = registry.FindOrUnknown(node.op_type, node.domain);
-    if (schema.output_strides && !schema.IsViewFor(MakeOpContext(graph, n))) {
-      // The rule sees its inputs as the node reads them: their layouts, and floating ones in the
-      // dtype the node computes in.
-      OpContext ctx = MakeOpContext(graph, n);
-      const DType compute = dtypes != nullptr && n.index() < dtypes->node_compute.size()
-                                ? dtypes->node_compute[n.index()]
-                                : DType::kUndefined;
-      for (size_t i = 0; i < node.inputs.size() && i < ctx.inputs.size(); ++i) {
-        const ValueId in = node.inputs[i];
-        if (!in.valid()) continue;
-        ctx.inputs[i].strides = views.value_strides[in.index()];
-        if (compute != DType::kUndefined && IsFloating(ctx.inputs[i].dtype))
-          ctx.inputs[i].dtype = compute;
-      }
-      RecordOutputLayout(graph, n, schema.output_strides(ctx), views);
+    if (schema.output_strides) {  // a node that writes new tensors in a layout of its own
+      RecordOutputLayout(graph, n, schema.output_strides(ReadingContext(graph, n, views, dtypes)),
+                         views);
       continue;
     }
     if (!schema.is_view || node.inputs.empty() || !node.inputs[0].valid()) continue;

@@ -48,6 +48,9 @@ struct AttentionOptions {
   int64_t kv_heads = kHeads;  // fewer: grouped-query attention through repeat_kv
   // How the context goes into the output projection (a MatMul with Wo [H*D, H*D]).
   OutProjection out_projection = OutProjection::kNone;
+  // x is [S, B, H, D] and q, k, v are (x + b).permute(1, 2, 0, 3): [B, H, S, D] views laid out
+  // sequence first, as nn.MultiheadAttention's packed projection gives them.
+  bool sequence_first = false;
 };
 
 // A constant holding one float, as torch.onnx writes scalars: a Constant node.
@@ -66,6 +69,14 @@ ValueId IntConstant(TestGraph& t, const std::string& name, std::vector<int64_t> 
   return c;
 }
 
+// Transpose(x, perm) named `name`, its output `out` of shape `dims`.
+ValueId Permute(TestGraph& t, const std::string& name, ValueId x, std::vector<int64_t> perm,
+                const std::string& out, std::vector<Dim> dims) {
+  ValueId y = t.Op("Transpose", name, {x}, out, std::move(dims));
+  t.graph.mutable_node(t.NodeNamed(name)).attributes.Set("perm", std::move(perm));
+  return y;
+}
+
 // repeat_kv as HF writes it: [B, Hkv, S, D] -> Unsqueeze(2) -> Expand -> Reshape [B, H, S, D].
 ValueId RepeatKv(TestGraph& t, const std::string& name, ValueId x, int64_t kv_heads) {
   const int64_t n = kHeads / kv_heads;
@@ -82,20 +93,29 @@ ValueId RepeatKv(TestGraph& t, const std::string& name, ValueId x, int64_t kv_he
 TestGraph AttentionBlock(const AttentionOptions& o) {
   TestGraph t;
   const Dim b = t.B();
-  ValueId x = t.Input("x", {b, kHeads, kSeq, kHead});
-  ValueId xkv = o.kv_heads == kHeads ? x : t.Input("x_kv", {b, o.kv_heads, kSeq, kHead});
-  ValueId q = t.Op("Add", "q_proj", {x, t.Param("bq", {kHead})}, "q", {b, kHeads, kSeq, kHead});
-  ValueId k =
-      t.Op("Add", "k_proj", {xkv, t.Param("bk", {kHead})}, "k", {b, o.kv_heads, kSeq, kHead});
-  ValueId v =
-      t.Op("Add", "v_proj", {xkv, t.Param("bv", {kHead})}, "v", {b, o.kv_heads, kSeq, kHead});
+  ValueId q, k, v;
+  if (o.sequence_first) {
+    ValueId x = t.Input("x", {kSeq, b, kHeads, kHead});
+    auto head_view = [&](const std::string& name) {
+      ValueId sum = t.Op("Add", name + "_proj", {x, t.Param("b" + name, {kHead})}, name + "_sum",
+                         {kSeq, b, kHeads, kHead});
+      return Permute(t, name + "_heads", sum, {1, 2, 0, 3}, name, {b, kHeads, kSeq, kHead});
+    };
+    q = head_view("q");
+    k = head_view("k");
+    v = head_view("v");
+  } else {
+    ValueId x = t.Input("x", {b, kHeads, kSeq, kHead});
+    ValueId xkv = o.kv_heads == kHeads ? x : t.Input("x_kv", {b, o.kv_heads, kSeq, kHead});
+    q = t.Op("Add", "q_proj", {x, t.Param("bq", {kHead})}, "q", {b, kHeads, kSeq, kHead});
+    k = t.Op("Add", "k_proj", {xkv, t.Param("bk", {kHead})}, "k", {b, o.kv_heads, kSeq, kHead});
+    v = t.Op("Add", "v_proj", {xkv, t.Param("bv", {kHead})}, "v", {b, o.kv_heads, kSeq, kHead});
+  }
   if (o.kv_heads != kHeads) {
     k = RepeatKv(t, "k_repeat", k, o.kv_heads);
     v = RepeatKv(t, "v_repeat", v, o.kv_heads);
   }
-  ValueId kt = t.Op("Transpose", "attn/key_t", {k}, "kt", {b, kHeads, kHead, kSeq});
-  t.graph.mutable_node(t.NodeNamed("attn/key_t"))
-      .attributes.Set("perm", std::vector<int64_t>{0, 1, 3, 2});
+  ValueId kt = Permute(t, "attn/key_t", k, {0, 1, 3, 2}, "kt", {b, kHeads, kHead, kSeq});
   ValueId s = t.Op("MatMul", "attn/qk", {q, kt}, "scores", {b, kHeads, kSeq, kSeq});
   s = t.Op("Div", "attn/scale", {s, FloatScalar(t, "sqrt_d", 2.8284271247461903)}, "scaled",
            {b, kHeads, kSeq, kSeq});
@@ -141,12 +161,9 @@ TestGraph AttentionBlock(const AttentionOptions& o) {
     return t;
   }
   const bool hf = o.out_projection == OutProjection::kHf;
-  const std::vector<int64_t> perm =
-      hf ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{2, 0, 1, 3};
-  ValueId moved = t.Op("Transpose", "attn/out_t", {context}, "context_t",
-                       hf ? std::vector<Dim>{b, Dim(kSeq), Dim(kHeads), Dim(kHead)}
-                          : std::vector<Dim>{Dim(kSeq), b, Dim(kHeads), Dim(kHead)});
-  t.graph.mutable_node(t.NodeNamed("attn/out_t")).attributes.Set("perm", perm);
+  ValueId moved =
+      hf ? Permute(t, "attn/out_t", context, {0, 2, 1, 3}, "context_t", {b, kSeq, kHeads, kHead})
+         : Permute(t, "attn/out_t", context, {2, 0, 1, 3}, "context_t", {kSeq, b, kHeads, kHead});
   const int64_t width = kHeads * kHead;
   ValueId merged =
       hf ? t.Op("Reshape", "attn/merge", {moved, IntConstant(t, "merge_shape", {2, kSeq, width})},
@@ -239,36 +256,8 @@ TEST_CASE("the sdpa output is [B, S, H, D] in memory: HF's merge of the heads is
 // the copy 2048 = 10496 B (the weight is fp32, no cast).
 TEST_CASE("flash attention's output follows q's layout: nn.MultiheadAttention merges by a view",
           "[attention][views]") {
-  TestGraph t;
-  const Dim b = t.B();
-  ValueId x = t.Input("x", {kSeq, b, kHeads, kHead});
-  auto head_view = [&](const std::string& name) {
-    ValueId sum = t.Op("Add", name + "_proj", {x, t.Param("b" + name, {kHead})}, name + "_sum",
-                       {kSeq, b, kHeads, kHead});
-    ValueId view = t.Op("Transpose", name + "_heads", {sum}, name, {b, kHeads, kSeq, kHead});
-    t.graph.mutable_node(t.NodeNamed(name + "_heads"))
-        .attributes.Set("perm", std::vector<int64_t>{1, 2, 0, 3});
-    return view;
-  };
-  ValueId q = head_view("q"), k = head_view("k"), v = head_view("v");
-  ValueId kt = t.Op("Transpose", "attn/key_t", {k}, "kt", {b, kHeads, kHead, kSeq});
-  t.graph.mutable_node(t.NodeNamed("attn/key_t"))
-      .attributes.Set("perm", std::vector<int64_t>{0, 1, 3, 2});
-  ValueId s = t.Op("MatMul", "attn/qk", {q, kt}, "scores", {b, kHeads, kSeq, kSeq});
-  s = t.Op("Div", "attn/scale", {s, FloatScalar(t, "sqrt_d", 2.8284271247461903)}, "scaled",
-           {b, kHeads, kSeq, kSeq});
-  ValueId p = t.Op("Softmax", "attn/softmax", {s}, "probs", {b, kHeads, kSeq, kSeq});
-  t.graph.mutable_node(t.NodeNamed("attn/softmax")).attributes.Set("axis", int64_t{-1});
-  ValueId context = t.Op("MatMul", "attn/pv", {p, v}, "context", {b, kHeads, kSeq, kHead});
-  ValueId moved = t.Op("Transpose", "attn/out_t", {context}, "context_t", {kSeq, b, kHeads, kHead});
-  t.graph.mutable_node(t.NodeNamed("attn/out_t"))
-      .attributes.Set("perm", std::vector<int64_t>{2, 0, 1, 3});
-  const int64_t width = kHeads * kHead;
-  ValueId merged =
-      t.Op("Reshape", "attn/merge", {moved, IntConstant(t, "merge_shape", {kSeq * 2, width})},
-           "merged", {Dim(kSeq) * b, width});
-  t.Output(t.Op("MatMul", "attn/out_proj", {merged, t.Param("Wo", {width, width})}, "out",
-                {Dim(kSeq) * b, width}));
+  TestGraph t = AttentionBlock(
+      {.out_projection = OutProjection::kMultiheadAttention, .sequence_first = true});
   REQUIRE(ApplyAttentionMode(t.graph, AttentionMode::kSdpa, "mha.onnx").ok());
 
   auto saved = [&](Precision precision) {
