@@ -16,6 +16,7 @@
 #include "graph/file_byte_source.h"
 #include "graph/fusion/fusion_table.h"
 #include "graph/libonnx_support.h"
+#include "graph/local_functions.h"
 #include "graph/onnx_convert.h"
 #include "graph/onnx_graph_builder.h"
 #include "graph/proto_node_order.h"
@@ -166,6 +167,8 @@ InferredTypes RunOnnxShapeInference(onnx::ModelProto& model, Graph& graph) {
 
 Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& path,
                                   const ImportOptions& options) {
+  // Calls of model-local functions become the functions' bodies before anything reads the graph.
+  MEMPLAN_TRY(const InlinedFunctions inlined, InlineLocalFunctions(model));
   // Before anything reads a tensor: libonnx trusts dims and data lengths
   // (graph/tensor_data_check.h).
   MEMPLAN_RETURN_IF_ERROR(ValidateStoredTensors(model.graph()));
@@ -183,6 +186,12 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
     if (FuseImportPatterns(model, options.fusions).total() > 0) as_written = std::move(copy);
   }
   MEMPLAN_TRY(Graph graph, BuildGraphFromProto(model, options));
+  if (inlined.calls > 0) {
+    graph.warnings.push_back(std::to_string(inlined.calls) + " calls of " +
+                             std::to_string(inlined.functions) + " model-local function" +
+                             (inlined.functions == 1 ? "" : "s") + " (" + inlined.names +
+                             ") are analysed as their bodies, written out in the graph");
+  }
   if (constant_weights > 0) {
     graph.warnings.push_back(std::to_string(constant_weights) +
                              " weights stored as Constant nodes (a paddle2onnx/TensorFlow-style "

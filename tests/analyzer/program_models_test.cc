@@ -97,7 +97,9 @@ TEST_CASE("resnet18: saved activations equal what PyTorch autograd keeps", "[pro
   // program_saved_reference.py counts the tensors autograd saves for torchvision's resnet18 in
   // training mode at batch 32, 64x64: 58166020 bytes, of which nll_loss's 4-byte total_weight
   // scalar is not modelled by the op registry.
-  for (const char* file : {"resnet18_opset13.onnx", "resnet18_opset17.onnx"}) {
+  // resnet18_functions_opset17 is the same model with each BasicBlock a model-local function.
+  for (const char* file :
+       {"resnet18_opset13.onnx", "resnet18_opset17.onnx", "resnet18_functions_opset17.onnx"}) {
     INFO(file);
     CHECK(SavedBytesWithCrossEntropy(file, 32) == 58166020 - 4);
   }
@@ -114,6 +116,7 @@ TEST_CASE("transformers: saved activations equal what PyTorch autograd keeps", "
   // At opset 13 exporters also write LayerNorm out (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
   // Div, Mul, Add); the import fusion turns it back into LayerNormalization, so the same autograd
   // numbers hold there (unfused, each LayerNorm saves two more activation-sized tensors).
+  // gpt_functions_opset17 is TinyGPT with each Block a model-local function, its body inlined.
   struct Case {
     const char* file;
     int64_t torch_bytes;
@@ -122,6 +125,7 @@ TEST_CASE("transformers: saved activations equal what PyTorch autograd keeps", "
   for (Case c :
        {Case{"gpt_opset17.onnx", 11938068, 20 + 256}, Case{"transformer_opset17.onnx", 9519124, 20},
         Case{"gpt_opset13.onnx", 11938068, 20 + 256},
+        Case{"gpt_functions_opset17.onnx", 11938068, 20 + 256},
         Case{"transformer_opset13.onnx", 9519124, 20}}) {
     INFO(c.file);
     CHECK(SavedBytesWithCrossEntropy(c.file, 32) == c.torch_bytes - c.unmodelled);

@@ -89,3 +89,10 @@ memplan_cli_test("inspect zoo vit_b16 parameters" EXPECT_EXIT 0
 add_test(NAME "cli: inspect text of bert_base fits 80 columns"
   COMMAND sh -c "\"$1\" inspect \"$2\" --batch 8 --dim seq=64 > \"$3\" && ! awk 'length > 80' \"$3\" | grep -q ."
           sh $<TARGET_FILE:memplan> ${MEMPLAN_ZOO_DIR}/bert_base.onnx ${CMAKE_CURRENT_BINARY_DIR}/inspect_width_bert.txt)
+
+# resnet18_functions_opset17.onnx writes each BasicBlock as a model-local function
+# (make_torch_fixtures.py, export_modules_as_functions): 8 blocks, two variants (with and without
+# a downsample). inspect counts the bodies' ops: resnet18's 20 Conv and 20 BatchNormalization.
+memplan_cli_test("inspect expands model-local functions into their ops" EXPECT_EXIT 0
+  EXPECT_OUTPUT "BatchNormalization +20 +GlobalAveragePool.*8 calls of 2 model-local functions \\(torchvision\\.models\\.resnet\\.BasicBlock,"
+  COMMAND inspect ${F}/resnet18_functions_opset17.onnx)

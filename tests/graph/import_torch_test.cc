@@ -50,8 +50,9 @@ std::vector<std::string> OutputShapes(const Graph& g, const std::string& op_type
 }
 
 TEST_CASE("torch fixtures: parameter counts match the onnx package", "[import]") {
-  for (const char* name : {"resnet18_opset13", "resnet18_opset17", "transformer_opset13",
-                           "transformer_opset17", "gpt_opset13", "gpt_opset17"}) {
+  for (const char* name :
+       {"resnet18_opset13", "resnet18_opset17", "transformer_opset13", "transformer_opset17",
+        "gpt_opset13", "gpt_opset17", "resnet18_functions_opset17", "gpt_functions_opset17"}) {
     INFO(name);
     nlohmann::json expected = ExpectedNumbers(name);
     Graph g = ImportFixture(std::string(name) + ".onnx");
@@ -71,8 +72,9 @@ TEST_CASE("torch fixtures: parameter counts match the onnx package", "[import]")
         2048);
   // memplan's trainable count (floating initializers a gradient reaches) equals torch's own
   // sum(p.numel() for p in model.parameters()) for every fixture: buffers are told apart.
-  for (const char* name : {"resnet18_opset13", "resnet18_opset17", "gpt_opset13", "gpt_opset17",
-                           "transformer_opset13", "transformer_opset17"}) {
+  for (const char* name :
+       {"resnet18_opset13", "resnet18_opset17", "gpt_opset13", "gpt_opset17", "transformer_opset13",
+        "transformer_opset17", "resnet18_functions_opset17", "gpt_functions_opset17"}) {
     INFO(name);
     Graph g = ImportFixture(std::string(name) + ".onnx");
     int64_t trainable = 0;
