@@ -242,31 +242,53 @@ class CandidateEvaluator {
   std::optional<NodeCosts> node_costs_;  // the symbolic costs, analysed on first use
 };
 
-// The largest m in [1, cap] with fits(m), assuming memory grows with m; 0 when m = 1 does not fit.
-template <class Fits>
-Expected<int64_t> LargestFitting(int64_t cap, Fits fits) {
-  MEMPLAN_TRY(bool one, fits(1));
-  if (!one) return int64_t{0};
+// The largest m in [1, cap] whose peak (peak_of(m), an Expected<int64_t>) is at most `limit`,
+// assuming memory grows with m; 0 when m = 1 does not fit. Every probe is a simulation of the
+// whole program, so the search spends as few as it can:
+//  * growing: m doubles from 1 until it does not fit (the candidates table shows these powers of
+//    two, so their simulations are used twice);
+//  * closing: the peak is nearly affine in m (every activation scales with the batch), so the probe
+//    is where the line through the bracket's ends crosses the limit, followed by its neighbour
+//    across the crossing, which closes the bracket when the line was right (two probes instead
+//    of bisection's log2 of the bracket). Where the allocator's rounding bends the line and a
+//    secant step does not halve the bracket, the next step halves it, so the worst case stays
+//    within a small multiple of bisection's.
+template <class PeakOf>
+Expected<int64_t> LargestFitting(int64_t cap, int64_t limit, PeakOf peak_of) {
+  MEMPLAN_TRY(int64_t peak_one, peak_of(1));
+  if (peak_one > limit) return int64_t{0};
   int64_t lo = 1;  // fits
   int64_t hi = 0;  // first known not to fit (0 = none yet)
-  while (hi == 0 && lo < cap) {
-    int64_t next = std::min(cap, lo * 2);
-    MEMPLAN_TRY(bool ok, fits(next));
-    if (ok) {
-      lo = next;
+  int64_t lo_peak = peak_one;
+  int64_t hi_peak = 0;
+  auto probe = [&](int64_t m) -> Status {
+    MEMPLAN_TRY(int64_t peak, peak_of(m));
+    if (peak <= limit) {
+      lo = m;
+      lo_peak = peak;
     } else {
-      hi = next;
+      hi = m;
+      hi_peak = peak;
     }
-  }
+    return OkStatus();
+  };
+  while (hi == 0 && lo < cap) MEMPLAN_RETURN_IF_ERROR(probe(std::min(cap, lo * 2)));
   if (hi == 0) return lo;
+  bool halve = false;
   while (hi - lo > 1) {
-    int64_t mid = lo + (hi - lo) / 2;
-    MEMPLAN_TRY(bool ok, fits(mid));
-    if (ok) {
-      lo = mid;
+    const int64_t width = hi - lo;
+    if (halve) {
+      MEMPLAN_RETURN_IF_ERROR(probe(lo + width / 2));
     } else {
-      hi = mid;
+      // lo_peak <= limit < hi_peak, so the crossing lies in [lo, hi).
+      const double fraction = static_cast<double>(limit - lo_peak) /
+                              static_cast<double>(hi_peak - lo_peak);
+      const int64_t guess = std::clamp<int64_t>(
+          lo + static_cast<int64_t>(fraction * static_cast<double>(width)), lo + 1, hi - 1);
+      MEMPLAN_RETURN_IF_ERROR(probe(guess));
+      if (hi - lo > 1) MEMPLAN_RETURN_IF_ERROR(probe(lo == guess ? guess + 1 : guess - 1));
     }
+    halve = 2 * (hi - lo) > width;
   }
   return lo;
 }
@@ -376,13 +398,11 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   // k matters for memory only through k > 1 (the persistent gradients exist during the second
   // micro-batch's forward), so the fit test uses the k the plan would have.
   const int64_t fit_k = rank_batch ? 2 : 1;
-  auto fits_under = [&](int64_t limit) {
-    return [&evaluator, &rank_batch, fit_k, limit](int64_t m) -> Expected<bool> {
-      int64_t k = rank_batch ? std::max<int64_t>(1, CeilDiv(*rank_batch, m)) : 1;
-      MEMPLAN_TRY(PlanCandidate c,
-                  evaluator.Evaluate(m, std::min(k, fit_k), limit, /*with_time=*/false));
-      return c.fits;
-    };
+  auto peak_at = [&evaluator, &rank_batch, fit_k, budget](int64_t m) -> Expected<int64_t> {
+    int64_t k = rank_batch ? std::max<int64_t>(1, CeilDiv(*rank_batch, m)) : 1;
+    MEMPLAN_TRY(PlanCandidate c,
+                evaluator.Evaluate(m, std::min(k, fit_k), budget, /*with_time=*/false));
+    return c.peak_bytes;
   };
 
   int64_t largest = 1;
@@ -391,10 +411,10 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     largest = *options.micro_batch;
     recommended = largest;
   } else if (has_batch) {
-    MEMPLAN_TRY(largest, LargestFitting(options.max_micro_batch, fits_under(budget)));
+    MEMPLAN_TRY(largest, LargestFitting(options.max_micro_batch, budget, peak_at));
     recommended = largest;
     if (plan.headroom_bytes > 0 && largest > 0) {
-      MEMPLAN_TRY(recommended, LargestFitting(largest, fits_under(budget - plan.headroom_bytes)));
+      MEMPLAN_TRY(recommended, LargestFitting(largest, budget - plan.headroom_bytes, peak_at));
       recommended = std::max<int64_t>(recommended, 1);
       MEMPLAN_TRY(PlanCandidate at_max, evaluator.Evaluate(largest, 1, budget, false));
       plan.largest_fitting_peak_bytes = at_max.peak_bytes;

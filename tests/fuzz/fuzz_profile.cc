@@ -11,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::json document = nlohmann::json::parse(data, data + size, nullptr,
                                                   /*allow_exceptions=*/false);
   if (document.is_discarded()) return 0;
-  auto profile = memplan::ParseProfile(document, "fuzz.json");
+  auto profile = memplan::profiler::ParseProfile(document, "fuzz.json");
   (void)profile;
   return 0;
 }
