@@ -281,8 +281,8 @@ Expected<int64_t> LargestFitting(int64_t cap, int64_t limit, PeakOf peak_of) {
       MEMPLAN_RETURN_IF_ERROR(probe(lo + width / 2));
     } else {
       // lo_peak <= limit < hi_peak, so the crossing lies in [lo, hi).
-      const double fraction = static_cast<double>(limit - lo_peak) /
-                              static_cast<double>(hi_peak - lo_peak);
+      const double fraction =
+          static_cast<double>(limit - lo_peak) / static_cast<double>(hi_peak - lo_peak);
       const int64_t guess = std::clamp<int64_t>(
           lo + static_cast<int64_t>(fraction * static_cast<double>(width)), lo + 1, hi - 1);
       MEMPLAN_RETURN_IF_ERROR(probe(guess));

@@ -83,8 +83,7 @@ class Inliner {
       return MakeError("node '" + call.name() + "' calls model-local function '" + Describe(key) +
                        "' with " + std::to_string(call.input_size()) + " inputs and " +
                        std::to_string(call.output_size()) + " outputs; it declares " +
-                       std::to_string(f.input_size()) + " and " +
-                       std::to_string(f.output_size()));
+                       std::to_string(f.input_size()) + " and " + std::to_string(f.output_size()));
     ++calls_;
     called_.insert(key);
     const std::string scope = call.name().empty() ? Fresh(f.name()) : call.name();

@@ -86,7 +86,8 @@ TEST_CASE("calls of a model-local function import as its body, with the call's a
   m.Output("y", kFloat, kBatchBy4);
   const Graph g = m.Import("local_dense.onnx");
 
-  CHECK(OpTypes(g) == std::vector<std::string>{"MatMul", "LeakyRelu", "MatMul", "LeakyRelu", "Mul"});
+  CHECK(OpTypes(g) ==
+        std::vector<std::string>{"MatMul", "LeakyRelu", "MatMul", "LeakyRelu", "Mul"});
   CHECK(g.node(*g.FindNode("/l1/Dense/LeakyRelu_1")).attributes.GetFloat("alpha", 0) == 0.5);
   CHECK(g.node(*g.FindNode("/l2/Dense/LeakyRelu_1")).attributes.GetFloat("alpha", 0) == 0.25);
   CHECK(ShapeOf(g, "/l1/Dense/t") == "[batch, 16]");
