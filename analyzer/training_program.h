@@ -112,6 +112,11 @@ struct Buffer {
   std::string saved_name;
   MemorySpace space = MemorySpace::kDevice;
   bool on_host() const { return space == MemorySpace::kHost; }
+  // Per-rank programs (analyzer/derivation/rank_sharding.h): this buffer is one rank's shard of
+  // a tensor of `shard_of_elements` elements. With G = TrainingProgram::shard_ranks and
+  // s = ceil(shard_of_elements / G) (this buffer's element count), the rank at position i of its
+  // shard group holds elements [i*s, (i+1)*s) of the whole, zeros past its end. 0: a whole tensor.
+  int64_t shard_of_elements = 0;
 };
 
 enum class StepKind : uint8_t {
@@ -296,6 +301,10 @@ struct TrainingProgram {
   // and the strategy's name ("ddp", "zero3"; empty for a single-GPU program).
   int64_t data_parallel_ranks = 1;
   std::string data_parallel_strategy;
+  // The ranks a sharded state is split over (Buffer::shard_of_elements): every rank, or the GPUs
+  // of one node for hybrid-shard. Rank r is at position r % shard_ranks of its shard group, whose
+  // members are the ranks of one node (r / shard_ranks); 1 without data parallelism.
+  int64_t shard_ranks = 1;
   // What moves to host memory (--offload); the optimizer step runs on the CPU when
   // OffloadsOptimizer(offload).
   OffloadMode offload = OffloadMode::kNone;

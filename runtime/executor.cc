@@ -7,10 +7,12 @@
 
 #include "analyzer/caching_allocator.h"
 #include "analyzer/program_walker.h"
+#include "runtime/collective_steps.h"
 #include "runtime/compute_steps.h"
 #include "runtime/constant_values.h"
 #include "runtime/optimizer_phase.h"
 #include "runtime/program_buffers.h"
+#include "runtime/program_shapes.h"
 #include "runtime/weight_init.h"
 
 namespace memplan {
@@ -29,9 +31,14 @@ class Executor::Impl final : public WalkListener {
         constants_(graph, bindings, backend),
         compute_(graph, program, backend, buffers_, constants_, options.seed,
                  options.disable_dropout),
+        collectives_(options.rank_group == nullptr
+                         ? nullptr
+                         : std::make_unique<CollectiveSteps>(program, backend, buffers_,
+                                                             *options.rank_group, options.rank)),
         optimizer_(program, backend, buffers_,
                    OptimizerPhaseOptions{options.optimizer, options.clip_max_norm,
-                                         options.loss_scaler, options.initial_loss_scale}),
+                                         options.loss_scaler, options.initial_loss_scale},
+                   collectives_.get()),
         bindings_(bindings) {}
 
   ~Impl() override {
@@ -43,6 +50,11 @@ class Executor::Impl final : public WalkListener {
   Status Init() {
     k_ = options_.accumulation_steps > 0 ? options_.accumulation_steps : p_.accumulation_steps;
     if (k_ < 1) return MakeError("accumulation steps must be >= 1, got " + std::to_string(k_));
+    if (collectives_ && (options_.rank < 0 || options_.rank >= options_.rank_group->ranks() ||
+                         options_.rank_group->ranks() != p_.data_parallel_ranks))
+      return MakeError("rank " + std::to_string(options_.rank) + " of a group of " +
+                       std::to_string(options_.rank_group->ranks()) + " cannot run a program of " +
+                       std::to_string(p_.data_parallel_ranks) + " ranks");
     MEMPLAN_RETURN_IF_ERROR(buffers_.Init(bindings_));
     walker_.emplace(p_, buffers_.AccountedBytes(), &caching_, this,
                     WalkOptions{/*record_trace=*/options_.record_trace, /*check_operands=*/true});
@@ -137,12 +149,14 @@ class Executor::Impl final : public WalkListener {
 
   void OnStepEnter(const Step& step, const ExecutionPoint& at) override {
     site_name_ = std::string(StepKindName(step.kind)) + (step.name.empty() ? "" : " " + step.name);
+    fresh_.clear();
     backend_.EnterStep(StepSite{
         at.step, std::max<int64_t>(at.micro_batch, 0), site_name_,
         step.node.valid() ? std::string_view(g_.node(step.node).name) : std::string_view()});
   }
 
   Status OnAlloc(BufferId buffer, BufferId storage_of) override {
+    fresh_.push_back(buffer);
     return buffers_.Allocate(buffer, storage_of);
   }
 
@@ -190,13 +204,18 @@ class Executor::Impl final : public WalkListener {
       case StepKind::kClipGradients:
         return optimizer_.Clip(step);
       case StepKind::kOptimizerStep:
+        if (options_.observe_update_gradients) {
+          MEMPLAN_TRY(std::vector<std::vector<float>> gradients, Gradients());
+          options_.observe_update_gradients(std::move(gradients));
+        }
         return optimizer_.Update();
       case StepKind::kZeroGradients:
-        return optimizer_.ZeroGradients();
+        return optimizer_.ZeroGradients(step);
       case StepKind::kCollective:
-        // Per-rank programs (--gpus) are simulated; this executor runs one unsharded program.
-        return MakeError("a per-rank data-parallel program (collective '" + step.name +
-                         "') is simulated only; the executor runs single-GPU programs");
+        if (!collectives_)
+          return MakeError("a per-rank data-parallel program (collective '" + step.name +
+                           "') runs only as a rank of a group (verify --gpus)");
+        return collectives_->Run(step, fresh_);
       case StepKind::kTransfer:
         // --offload programs are simulated; this executor keeps every buffer in one memory.
         return MakeError("an --offload program (host transfer '" + step.name +
@@ -207,15 +226,37 @@ class Executor::Impl final : public WalkListener {
   }
 
  private:
+  // Every parameter from the same whole initial values; a rank stores its part where the master
+  // (and working copy) is a shard.
   Status InitParameters() {
     for (const ParameterBuffers& pb : p_.parameters) {
-      const TensorShape& shape = buffers_.shape(pb.master);
+      const Value& value = g_.value(pb.value);
+      const bool sharded = p_.buffer(pb.master).shard_of_elements != 0;
+      TensorShape shape = buffers_.shape(pb.master);
+      if (sharded) {
+        MEMPLAN_TRY(shape, EvaluateShape(value.shape, bindings_));
+      }
       buffers_.set_value_shape(pb.value, shape);
-      MEMPLAN_RETURN_IF_ERROR(
-          backend_.Upload(buffers_.Get(pb.master),
-                          InitialParameterValues(g_.value(pb.value), shape, options_.seed)));
-      if (pb.working.valid())
-        MEMPLAN_RETURN_IF_ERROR(backend_.Cast(buffers_.Get(pb.master), buffers_.Get(pb.working)));
+      std::vector<float> values = InitialParameterValues(value, shape, options_.seed);
+      if (sharded) {
+        const ShardSlice slice = SliceOfShard(static_cast<int64_t>(values.size()), p_.shard_ranks,
+                                              collectives_->shard_position());
+        std::vector<float> part(static_cast<size_t>(buffers_.Get(pb.master).numel()), 0.0f);
+        std::copy_n(values.begin() + slice.begin, slice.size, part.begin());
+        values = std::move(part);
+      }
+      MEMPLAN_RETURN_IF_ERROR(backend_.Upload(buffers_.Get(pb.master), values));
+      if (pb.working.valid()) {
+        // A whole working copy beside a sharded master (ZeRO-1/2 in mixed precision) starts
+        // from the whole values, as every rank's model does.
+        const DeviceTensor& working = buffers_.Get(pb.working);
+        if (working.numel() == buffers_.Get(pb.master).numel()) {
+          MEMPLAN_RETURN_IF_ERROR(backend_.Cast(buffers_.Get(pb.master), working));
+        } else {
+          MEMPLAN_RETURN_IF_ERROR(
+              backend_.Upload(working, InitialParameterValues(value, shape, options_.seed)));
+        }
+      }
     }
     return OkStatus();
   }
@@ -256,10 +297,12 @@ class Executor::Impl final : public WalkListener {
   ProgramBuffers buffers_;
   ConstantValues constants_;
   ComputeSteps compute_;
+  std::unique_ptr<CollectiveSteps> collectives_;  // on a rank of a group only
   OptimizerPhase optimizer_;
   Bindings bindings_;
   CachingAllocator caching_;
   std::optional<ProgramWalker> walker_;
+  std::vector<BufferId> fresh_;  // allocated by the current step's Begin
   int64_t k_ = 1;
 
   MemoryMeasurement memory_;

@@ -31,6 +31,7 @@
 //   MEMPLAN_TRY(StepRecord step, executor->RunOptimizerStep(batches));
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +46,7 @@
 #include "runtime/backend.h"
 #include "runtime/loss_scaler.h"
 #include "runtime/micro_batch.h"
+#include "runtime/rank_group.h"
 
 namespace memplan {
 
@@ -68,6 +70,15 @@ struct ExecutorOptions {
   bool disable_dropout = false;
   // Record the walker's event trace (every executed Alloc/Free), see Executor::trace().
   bool record_trace = false;
+  // A per-rank program (--gpus) runs as rank `rank` of a simulated group that meets at its
+  // kCollective steps (runtime/rank_group.h, runtime/collective_steps.h); its parameters start as
+  // this rank's parts of the same initial values a single-GPU run has. Null: the executor runs
+  // single-GPU programs only. REQUIRES: the group outlives the executor.
+  RankGroup* rank_group = nullptr;
+  int64_t rank = 0;
+  // Called at every kOptimizerStep with the gradients it reads, after any reduction among ranks,
+  // unscaling and clipping (Gradients()'s layout). Unset: nothing is copied.
+  std::function<void(std::vector<std::vector<float>>)> observe_update_gradients;
 };
 
 // Where and how large the measured peak was (compare with SimulationResult).
@@ -123,7 +134,8 @@ class Executor {
   // The parameter gradients as they are now (scaled by the loss scale in fp16 until the optimizer
   // phase unscales them), one entry per TrainingProgram::parameters (empty: none live).
   Expected<std::vector<std::vector<float>>> Gradients();
-  // Master values of parameter `index` (TrainingProgram::parameters order).
+  // Master values of parameter `index` (TrainingProgram::parameters order); on a rank, what the
+  // rank holds (its shard when the master is sharded).
   Expected<std::vector<float>> ParameterValues(int index);
   // Overwrites the master (and refreshes the working copy).
   Status SetParameterValues(int index, const std::vector<float>& values);

@@ -9,6 +9,7 @@
 #include "analyzer/memory_size.h"
 #include "graph/ops/op_registry.h"
 #include "runtime/program_shapes.h"
+#include "runtime/rank_verification.h"
 #include "runtime/weight_init.h"
 
 namespace memplan {
@@ -199,6 +200,40 @@ Expected<EquivalenceResult> CheckRecomputeEquivalence(const Graph& graph,
   return r;
 }
 
+// The training run of a single-GPU program: the same k*m samples every step.
+Status RunTraining(const Graph& graph, const VerifyPlan& plan, const TrainingProgram& program,
+                   const BackendFactory& backends, const VerifyOptions& options,
+                   VerificationReport& report) {
+  const Bindings bindings = WithBatch(plan.bindings, program.batch_symbol, plan.micro_batch);
+  MEMPLAN_TRY(std::unique_ptr<Backend> backend, backends());
+  report.device = std::string(backend->name());
+  ExecutorOptions eo = options.executor;
+  eo.seed = options.seed;
+  // Dropout off keeps the loss trend free of mask noise; memory is unchanged (the masks are
+  // still made and kept, the program allocates them either way).
+  eo.disable_dropout = true;
+  MEMPLAN_TRY(SyntheticData data, SyntheticData::Create(graph, program, bindings, options.seed));
+  std::vector<MicroBatch> batches;
+  for (int64_t i = 0; i < program.accumulation_steps; ++i) {
+    MEMPLAN_TRY(MicroBatch b, data.Batch(i * plan.micro_batch, plan.micro_batch));
+    batches.push_back(std::move(b));
+  }
+  MEMPLAN_TRY(std::unique_ptr<Executor> executor,
+              Executor::Create(graph, program, bindings, *backend, eo));
+  double seconds = 0.0;
+  for (int s = 0; s < options.steps; ++s) {
+    MEMPLAN_TRY(StepRecord record, executor->RunOptimizerStep(batches));
+    seconds += record.seconds;
+    report.steps.push_back(std::move(record));
+  }
+  report.measured = executor->memory();
+  report.step_seconds = seconds / options.steps;
+  const double samples =
+      static_cast<double>(options.steps * program.accumulation_steps * plan.micro_batch);
+  report.samples_per_second = seconds > 0 ? samples / seconds : 0.0;
+  return OkStatus();
+}
+
 }  // namespace
 
 Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const VerifyPlan& plan,
@@ -222,41 +257,22 @@ Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const Verif
     MEMPLAN_TRY(report.predicted_caching, Simulate(program, bindings, caching, so));
   }
 
-  // The training run: the same k*m samples every step.
-  MEMPLAN_TRY(std::unique_ptr<Backend> backend, backends());
-  report.device = std::string(backend->name());
-  {
-    ExecutorOptions eo = options.executor;
-    eo.seed = options.seed;
-    // Dropout off keeps the loss trend free of mask noise; memory is unchanged (the masks are
-    // still made and kept, the program allocates them either way).
-    eo.disable_dropout = true;
-    MEMPLAN_TRY(SyntheticData data, SyntheticData::Create(graph, program, bindings, options.seed));
-    std::vector<MicroBatch> batches;
-    for (int64_t i = 0; i < program.accumulation_steps; ++i) {
-      MEMPLAN_TRY(MicroBatch b, data.Batch(i * plan.micro_batch, plan.micro_batch));
-      batches.push_back(std::move(b));
+  if (!program.data_parallel_strategy.empty()) {
+    // --gpus: the ranks of the per-rank program against the single-GPU program.
+    MEMPLAN_RETURN_IF_ERROR(VerifyRanks(graph, plan, program, backends, options, report));
+  } else {
+    MEMPLAN_RETURN_IF_ERROR(RunTraining(graph, plan, program, backends, options, report));
+  }
+  for (size_t s = 0; s < report.steps.size(); ++s) {
+    const StepRecord& record = report.steps[s];
+    report.losses_finite = report.losses_finite && std::isfinite(record.loss);
+    const int step = static_cast<int>(s);
+    if (record.skipped) {
+      report.scaler_events.push_back(
+          {step, "overflow_skip", record.loss_scale, record.next_loss_scale});
+    } else if (record.next_loss_scale > record.loss_scale) {
+      report.scaler_events.push_back({step, "growth", record.loss_scale, record.next_loss_scale});
     }
-    MEMPLAN_TRY(std::unique_ptr<Executor> executor,
-                Executor::Create(graph, program, bindings, *backend, eo));
-    double seconds = 0.0;
-    for (int s = 0; s < options.steps; ++s) {
-      MEMPLAN_TRY(StepRecord record, executor->RunOptimizerStep(batches));
-      seconds += record.seconds;
-      report.losses_finite = report.losses_finite && std::isfinite(record.loss);
-      if (record.skipped) {
-        report.scaler_events.push_back(
-            {s, "overflow_skip", record.loss_scale, record.next_loss_scale});
-      } else if (record.next_loss_scale > record.loss_scale) {
-        report.scaler_events.push_back({s, "growth", record.loss_scale, record.next_loss_scale});
-      }
-      report.steps.push_back(std::move(record));
-    }
-    report.measured = executor->memory();
-    report.step_seconds = seconds / options.steps;
-    const double samples =
-        static_cast<double>(options.steps * program.accumulation_steps * plan.micro_batch);
-    report.samples_per_second = seconds > 0 ? samples / seconds : 0.0;
   }
   // The loss falls when a later step (after at least one applied update) is below the first.
   const StepRecord* first = report.steps.empty() ? nullptr : &report.steps.front();
@@ -267,19 +283,37 @@ Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const Verif
     const bool lower = report.steps[s + 1].loss < first->loss;
     report.loss_decreased = report.loss_decreased.value_or(false) || lower;
   }
-  report.memory_passed =
-      static_cast<double>(report.measured.peak_bytes) <=
-      static_cast<double>(report.predicted.peak_bytes) * (1.0 + options.tolerance);
-
-  if (options.check_gradient_equivalence) {
-    MEMPLAN_TRY(report.gradient, CheckGradientEquivalence(graph, program, plan, backends, options));
-  }
-  if (options.check_recompute_equivalence) {
-    MEMPLAN_TRY(report.recompute,
-                CheckRecomputeEquivalence(graph, program, plan, backends, options));
+  const auto within = [&](const MemoryMeasurement& measured) {
+    return static_cast<double>(measured.peak_bytes) <=
+           static_cast<double>(report.predicted.peak_bytes) * (1.0 + options.tolerance);
+  };
+  report.memory_passed = within(report.measured);
+  bool ranks_passed = true;
+  if (report.ranks) {
+    for (const MemoryMeasurement& measured : report.ranks->measured)
+      report.memory_passed = report.memory_passed && within(measured);
+    ranks_passed = report.ranks->weights.passed;
+    // Recomputation is a property of the single-GPU program the ranks run a sharded copy of.
+    VerifyPlan single = plan;
+    single.program.data_parallel.reset();
+    if (options.check_recompute_equivalence) {
+      MEMPLAN_TRY(TrainingProgram single_program, DeriveTrainingProgram(graph, single.program));
+      MEMPLAN_TRY(report.recompute,
+                  CheckRecomputeEquivalence(graph, single_program, single, backends, options));
+      report.recompute.note += " (on the single-GPU program)";
+    }
+  } else {
+    if (options.check_gradient_equivalence) {
+      MEMPLAN_TRY(report.gradient,
+                  CheckGradientEquivalence(graph, program, plan, backends, options));
+    }
+    if (options.check_recompute_equivalence) {
+      MEMPLAN_TRY(report.recompute,
+                  CheckRecomputeEquivalence(graph, program, plan, backends, options));
+    }
   }
   report.passed = report.memory_passed && report.gradient.passed && report.recompute.passed &&
-                  report.losses_finite && report.loss_decreased.value_or(true);
+                  ranks_passed && report.losses_finite && report.loss_decreased.value_or(true);
   return report;
 }
 

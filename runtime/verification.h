@@ -76,6 +76,18 @@ struct LossScalerEvent {
   float scale_after = 0;
 };
 
+// verify of a per-rank program (--gpus N): N ranks run in one process (runtime/rank_group.h)
+// and are compared with the single-GPU program of the same global batch.
+struct RankCheck {
+  std::string strategy;                     // "ddp", "fsdp", ...
+  int64_t ranks = 1;                        // N
+  int64_t shard_ranks = 1;                  // the ranks a state is split over
+  std::vector<MemoryMeasurement> measured;  // per rank; each compared with the same prediction
+  // Each rank's part of the parameters after the first optimizer step against the single-GPU
+  // step of the global batch; error relative to that step's largest update.
+  EquivalenceResult weights;
+};
+
 struct VerificationReport {
   std::string device;
   int64_t micro_batch = 0;
@@ -86,9 +98,13 @@ struct VerificationReport {
   MemoryMeasurement measured;
   bool memory_passed = false;
   double tolerance = 0;
+  // Single GPU: k micro-batches against one batch of k*m. Per-rank program: every rank's
+  // gradients (its shard, or the whole averaged gradient) against the single-GPU program's over
+  // the global batch.
   EquivalenceResult gradient;
   EquivalenceResult recompute;
-  std::vector<StepRecord> steps;
+  std::optional<RankCheck> ranks;  // per-rank programs only; `measured` is then rank 0's
+  std::vector<StepRecord> steps;   // per rank program: rank 0's (every rank's loss is its own)
   std::vector<LossScalerEvent> scaler_events;
   bool losses_finite = true;
   std::optional<bool> loss_decreased;  // nullopt with fewer than 2 applied steps

@@ -151,18 +151,7 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
   }
   result.checkpoints = CheckpointsOf(result);
   // Data parallel (docs/multi_gpu.md): plan.parallel names the strategy, plan.gpus the ranks.
-  if (plan.contains("parallel")) {
-    MEMPLAN_TRY(std::string strategy, InPlan(RequiredPlanString(plan, "parallel", "plan.")));
-    Expected<ParallelStrategy> parsed = ParseParallelStrategy(Lower(strategy));
-    if (!parsed.ok()) return PlanError("unknown plan.parallel '" + strategy + "'");
-    DataParallelOptions dp;
-    dp.strategy = *parsed;
-    MEMPLAN_TRY(dp.ranks, InPlan(RequiredPlanPositiveInt(plan, "gpus", "plan.")));
-    if (plan.contains("nodes")) {
-      MEMPLAN_TRY(dp.nodes, InPlan(RequiredPlanPositiveInt(plan, "nodes", "plan.")));
-    }
-    result.data_parallel = dp;
-  }
+  MEMPLAN_TRY(result.data_parallel, InPlan(OptionalPlanDataParallel(plan)));
   // --offload (docs/json_schema.md): plan.offload is an object whose mode names it.
   auto offload = plan.find("offload");
   if (offload != plan.end() && !offload->is_null()) {

@@ -1,5 +1,7 @@
 #include "analyzer/config_export/plan_json_fields.h"
 
+#include <cctype>
+
 #include "analyzer/baseline/json_file.h"
 
 namespace memplan {
@@ -66,6 +68,26 @@ Expected<const nlohmann::json*> PlanObjectOf(const nlohmann::json& document) {
   if (plan == document.end() || !plan->is_object())
     return MakeError("'plan' is missing or not an object");
   return &*plan;
+}
+
+Expected<std::optional<DataParallelOptions>> OptionalPlanDataParallel(const nlohmann::json& plan) {
+  if (!plan.contains("parallel") || plan["parallel"].is_null())
+    return std::optional<DataParallelOptions>();
+  MEMPLAN_TRY(std::string strategy, RequiredPlanString(plan, "parallel", "plan."));
+  std::string lower = strategy;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  Expected<ParallelStrategy> parsed = ParseParallelStrategy(lower);
+  if (!parsed.ok()) return MakeError("unknown plan.parallel '" + strategy + "'");
+  DataParallelOptions dp;
+  dp.strategy = *parsed;
+  MEMPLAN_TRY(dp.ranks, RequiredPlanPositiveInt(plan, "gpus", "plan."));
+  if (plan.contains("nodes")) {
+    MEMPLAN_TRY(dp.nodes, RequiredPlanPositiveInt(plan, "nodes", "plan."));
+  }
+  if (dp.ranks % dp.nodes != 0)
+    return MakeError("plan.nodes " + std::to_string(dp.nodes) + " does not divide plan.gpus " +
+                     std::to_string(dp.ranks));
+  return std::optional<DataParallelOptions>(dp);
 }
 
 }  // namespace memplan

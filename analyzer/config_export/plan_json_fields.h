@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include "analyzer/parallel/data_parallel_options.h"
 #include "graph/expected.h"
 
 namespace memplan {
@@ -33,5 +34,9 @@ Expected<std::vector<std::string>> OptionalPlanStringList(const nlohmann::json& 
 
 // The document is an object whose "schema" is kPlanJsonSchema and which holds a "plan" object.
 Expected<const nlohmann::json*> PlanObjectOf(const nlohmann::json& document);
+
+// The data-parallel plan (docs/multi_gpu.md): plan.parallel names the strategy, plan.gpus the
+// ranks, plan.nodes the machines (1 when absent). nullopt: a single-GPU plan (no plan.parallel).
+Expected<std::optional<DataParallelOptions>> OptionalPlanDataParallel(const nlohmann::json& plan);
 
 }  // namespace memplan

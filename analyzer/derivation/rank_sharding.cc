@@ -39,6 +39,7 @@ class RankSharder {
     body_ = RecordBodyUses(p_);
     p_.data_parallel_ranks = o_.ranks;
     p_.data_parallel_strategy = std::string(ParallelStrategyName(o_.strategy));
+    p_.shard_ranks = o_.ShardRanks();
     const ParallelStrategy s = o_.strategy;
     if (s == ParallelStrategy::kDdp) AddDdpBuckets();
     if (ShardsOptimizerState(s)) ShardOptimizerState();
@@ -113,6 +114,7 @@ class RankSharder {
                                     : CeilDiv(bytes, ranks);
     b.shape = Shape{{Dim(shard_elements)}};
     b.bytes = Dim(shard_bytes);
+    b.shard_of_elements = elements;
   }
 
   // A new persistent buffer holding this rank's shard of `full`.

@@ -24,6 +24,7 @@
 #include "analyzer/vocabulary/optimizer_impl.h"
 #include "analyzer/vocabulary/tolerance.h"
 #include "graph/bind_symbols.h"
+#include "graph/checked_math.h"
 #include "runtime/backend_factory.h"
 #include "runtime/verification.h"
 #include "tools/memplan/analysis_session.h"
@@ -171,6 +172,8 @@ Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
     return MakeError(where + "'plan.loss_scaling' must be none, static or dynamic, got '" +
                      scaling + "'");
   MEMPLAN_TRY(o.recompute, NodesNamed(graph, p, "recompute", where));
+  // A multi-GPU plan (plan.parallel, plan.gpus) runs as that many simulated ranks.
+  MEMPLAN_TRY(o.data_parallel, in_plan(OptionalPlanDataParallel(p)));
   // A module plan (plan.recompute_unit "module"): the same nodes, re-run module by module as
   // torch.utils.checkpoint does (analyzer/derivation/recompute_set.h).
   MEMPLAN_TRY(std::string unit, text_of("recompute_unit", "node"));
@@ -226,12 +229,18 @@ Expected<VerifyPlan> PlanFromFlags(const Graph& graph, const PlanRequest& reques
   plan.program = request.planner.program;
   if (request.search.precision == PrecisionChoice::kAuto)
     return MakeError("--precision auto needs the planner: give --gpu, or a precision");
+  if (request.parallel_auto)
+    return MakeError("--parallel auto needs the planner: give --gpu, or a strategy");
   const int64_t m = plan.micro_batch;
+  // The global batch is micro-batch x accumulation x data-parallel ranks (docs/multi_gpu.md).
+  const int64_t ranks = plan.program.data_parallel ? plan.program.data_parallel->ranks : 1;
   if (request.planner.global_batch) {
-    if (*request.planner.global_batch % m != 0)
+    const int64_t per_step = CheckedMul(m, ranks).value_or(0);
+    if (per_step == 0 || *request.planner.global_batch % per_step != 0)
       return MakeError("--global-batch " + std::to_string(*request.planner.global_batch) +
-                       " is not a multiple of the micro-batch " + std::to_string(m));
-    plan.program.accumulation_steps = *request.planner.global_batch / m;
+                       " is not a multiple of the micro-batch " + std::to_string(m) +
+                       (ranks > 1 ? " x " + std::to_string(ranks) + " GPUs" : ""));
+    plan.program.accumulation_steps = *request.planner.global_batch / per_step;
   }
   switch (request.search.recompute) {
     case RecomputeChoice::kNone:
