@@ -25,16 +25,16 @@ std::vector<int64_t> CollectiveSteps::Members(CollectiveGroup group) const {
   const int64_t per_node = std::max<int64_t>(1, p_.shard_ranks);
   std::vector<int64_t> members;
   for (int64_t q = 0; q < group_.ranks(); ++q) {
-    const bool member = group == CollectiveGroup::kAllRanks ||
-                        (group == CollectiveGroup::kWithinNode && q / per_node == rank_ / per_node) ||
-                        (group == CollectiveGroup::kAcrossNodes && q % per_node == rank_ % per_node);
+    const bool member =
+        group == CollectiveGroup::kAllRanks ||
+        (group == CollectiveGroup::kWithinNode && q / per_node == rank_ / per_node) ||
+        (group == CollectiveGroup::kAcrossNodes && q % per_node == rank_ % per_node);
     if (member) members.push_back(q);
   }
   return members;
 }
 
-Expected<const RankGroup::Contributions*> CollectiveSteps::Exchange(
-    RankGroup::Contribution mine) {
+Expected<const RankGroup::Contributions*> CollectiveSteps::Exchange(RankGroup::Contribution mine) {
   return group_.Exchange(rank_, std::move(mine));
 }
 
@@ -51,9 +51,9 @@ Status CollectiveSteps::Run(const Step& step, const std::vector<BufferId>& fresh
 
 Status CollectiveSteps::AllGather(const Step& step) {
   // Shard-group members in position order: the all-gathers of sharded states run within it.
-  const std::vector<int64_t> members = Members(p_.shard_ranks == p_.data_parallel_ranks
-                                                   ? CollectiveGroup::kAllRanks
-                                                   : CollectiveGroup::kWithinNode);
+  const std::vector<int64_t> members =
+      Members(p_.shard_ranks == p_.data_parallel_ranks ? CollectiveGroup::kAllRanks
+                                                       : CollectiveGroup::kWithinNode);
   const int64_t position = shard_position();
   RankGroup::Contribution mine;
   for (size_t i = 0; i < step.outputs.size(); ++i) {
@@ -130,8 +130,7 @@ Status CollectiveSteps::Reduce(const Step& step, const std::vector<BufferId>& fr
     for (int64_t e = 0; e < slice.size; ++e)
       part[static_cast<size_t>(e)] =
           static_cast<float>(mean[static_cast<size_t>(slice.begin + e)] * share);
-    const bool written_here =
-        std::find(fresh.begin(), fresh.end(), scatter_to[i]) != fresh.end();
+    const bool written_here = std::find(fresh.begin(), fresh.end(), scatter_to[i]) != fresh.end();
     if (!written_here) {
       MEMPLAN_TRY(std::vector<float> before, backend_.Download(shard));
       for (size_t e = 0; e < part.size(); ++e) part[e] += before[e];
@@ -142,8 +141,7 @@ Status CollectiveSteps::Reduce(const Step& step, const std::vector<BufferId>& fr
 }
 
 Expected<double> CollectiveSteps::SumOverShardGroup(double value) {
-  MEMPLAN_TRY(const RankGroup::Contributions* all,
-              Exchange({{static_cast<float>(value)}}));
+  MEMPLAN_TRY(const RankGroup::Contributions* all, Exchange({{static_cast<float>(value)}}));
   // float is enough: the caller sums squared norms to take one square root.
   double sum = 0.0;
   const int64_t per_node = std::max<int64_t>(1, p_.shard_ranks);

@@ -70,15 +70,28 @@ Status ProgramBuffers::Allocate(BufferId b, BufferId storage_of) {
 }
 
 void ProgramBuffers::Release(BufferId b, bool handed_over) {
+  const DeviceStorage* storage = buffers_[b.index()].storage.get();
+  DropViewsOf(b, storage);
   if (handed_over) handed_over_[b.index()] = std::move(buffers_[b.index()]);
   buffers_[b.index()] = DeviceTensor();
-  DropViewsOf(b);
 }
 
-void ProgramBuffers::DropViewsOf(BufferId base) {
+// A view dies with its base, except one of a parameter that the backend materialised as scratch
+// (a Transpose of a weight): it keeps the values the parameter had when it ran, and the
+// parameter can be live again only with those values (gathered again before backward by an
+// FSDP or ZeRO-3 rank that freed it after forward, as the engines re-fill the very storage the
+// saved view aliases). A view sharing the base's storage is the base reinterpreted, which
+// ValueThrough rebuilds.
+void ProgramBuffers::DropViewsOf(BufferId base, const DeviceStorage* storage) {
+  const BufferRole role = p_.buffer(base).role;
+  const bool parameter =
+      role == BufferRole::kParameterMaster || role == BufferRole::kParameterWorking;
   for (auto* views : {&forward_views_, &recomputed_views_}) {
-    for (auto it = views->begin(); it != views->end();)
-      it = it->second.base == base ? views->erase(it) : std::next(it);
+    for (auto it = views->begin(); it != views->end();) {
+      const bool dies =
+          it->second.base == base && (!parameter || it->second.tensor.storage.get() == storage);
+      it = dies ? views->erase(it) : std::next(it);
+    }
   }
 }
 

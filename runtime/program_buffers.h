@@ -62,7 +62,7 @@ class ProgramBuffers {
     DeviceTensor tensor;
     BufferId base;  // the buffer the view aliases; the view is dropped when it is freed
   };
-  void DropViewsOf(BufferId base);
+  void DropViewsOf(BufferId base, const DeviceStorage* storage);
 
   const Graph& g_;
   const TrainingProgram& p_;

@@ -61,15 +61,17 @@ Status CheckRunnable(const TrainingProgram& p) {
     for (BufferId s : pb.optimizer_states)
       sharded_state = sharded_state || p.buffer(s).shard_of_elements != 0;
   if (sharded_state && !ElementwiseOptimizer(p.optimizer_kind))
-    return MakeError("verify --gpus: the runtime shards only elementwise optimizer state (sgd, "
-                     "momentum, adam, adamw, lion), not " +
-                     std::string(OptimizerKindName(p.optimizer_kind)) + "'s");
+    return MakeError(
+        "verify --gpus: the runtime shards only elementwise optimizer state (sgd, "
+        "momentum, adam, adamw, lion), not " +
+        std::string(OptimizerKindName(p.optimizer_kind)) + "'s");
   if (p.data_parallel_strategy == "zero2" || p.data_parallel_strategy == "zero3")
-    return MakeError("verify --gpus: the runtime does not execute DeepSpeed's contiguous reduce "
-                     "bucket (" +
-                     p.data_parallel_strategy +
-                     " copies gradients into it outside the program's steps); verify ddp, zero1, "
-                     "fsdp or hybrid-shard");
+    return MakeError(
+        "verify --gpus: the runtime does not execute DeepSpeed's contiguous reduce "
+        "bucket (" +
+        p.data_parallel_strategy +
+        " copies gradients into it outside the program's steps); verify ddp, zero1, "
+        "fsdp or hybrid-shard");
   return OkStatus();
 }
 
@@ -147,10 +149,11 @@ EquivalenceResult CompareGradients(const TrainingProgram& p, const std::vector<R
     const std::vector<float>& want = reference.gradients[i];
     const double scale = MaxAbs(want);
     for (size_t q = 0; q < ranks.size(); ++q) {
-      const ShardSlice slice = HeldSlice(p, p.parameters[i].gradient,
-                                         static_cast<int64_t>(want.size()), static_cast<int64_t>(q));
+      const ShardSlice slice = HeldSlice(
+          p, p.parameters[i].gradient, static_cast<int64_t>(want.size()), static_cast<int64_t>(q));
       const double diff = MaxDifference(ranks[q].gradients[i], want, slice, {});
-      if (diff > 0.0) r.max_rel_error = std::max(r.max_rel_error, scale > 0 ? diff / scale : INFINITY);
+      if (diff > 0.0)
+        r.max_rel_error = std::max(r.max_rel_error, scale > 0 ? diff / scale : INFINITY);
     }
   }
   r.passed = r.max_rel_error <= r.bound;
@@ -181,18 +184,19 @@ EquivalenceResult CompareWeights(const TrainingProgram& p, const std::vector<Run
     const double rounding =
         4.0 * UnitRoundoff(p.buffer(p.parameters[i].master).dtype) * MaxAbs(after);
     for (size_t q = 0; q < ranks.size(); ++q) {
-      const ShardSlice slice = HeldSlice(p, p.parameters[i].master,
-                                         static_cast<int64_t>(after.size()), static_cast<int64_t>(q));
-      const double beyond = std::max(0.0, MaxDifference(ranks[q].weights[i], after, slice, skip) -
-                                              rounding);
+      const ShardSlice slice = HeldSlice(
+          p, p.parameters[i].master, static_cast<int64_t>(after.size()), static_cast<int64_t>(q));
+      const double beyond =
+          std::max(0.0, MaxDifference(ranks[q].weights[i], after, slice, skip) - rounding);
       if (beyond > 0.0)
         r.max_rel_error = std::max(r.max_rel_error, update > 0 ? beyond / update : INFINITY);
     }
   }
   r.passed = r.max_rel_error <= r.bound;
-  r.note = "each rank's parameters after one step vs the single-GPU step, relative to its largest "
-           "update (" +
-           std::to_string(left_out) + " elements with a gradient within rounding of 0 left out)";
+  r.note =
+      "each rank's parameters after one step vs the single-GPU step, relative to its largest "
+      "update (" +
+      std::to_string(left_out) + " elements with a gradient within rounding of 0 left out)";
   return r;
 }
 
@@ -227,8 +231,8 @@ Status VerifyRanks(const Graph& graph, const VerifyPlan& plan, const TrainingPro
   {
     MEMPLAN_TRY(std::unique_ptr<Backend> backend, backends());
     report.device = std::string(backend->name());
-    MEMPLAN_RETURN_IF_ERROR(Run(graph, reference_program, bindings, data, m, 0, 1, *backend, eo,
-                                reference));
+    MEMPLAN_RETURN_IF_ERROR(
+        Run(graph, reference_program, bindings, data, m, 0, 1, *backend, eo, reference));
   }
 
   std::vector<std::unique_ptr<Backend>> rank_backends;
@@ -247,9 +251,10 @@ Status VerifyRanks(const Graph& graph, const VerifyPlan& plan, const TrainingPro
         mine.rank_group = &group;
         mine.rank = r;
         const size_t i = static_cast<size_t>(r);
-        status[i] = Run(graph, per_rank, bindings, data, m, r * k, options.steps,
-                        *rank_backends[i], mine, runs[i]);
-        if (!status[i].ok()) group.Abort("rank " + std::to_string(r) + ": " + status[i].error().message);
+        status[i] = Run(graph, per_rank, bindings, data, m, r * k, options.steps, *rank_backends[i],
+                        mine, runs[i]);
+        if (!status[i].ok())
+          group.Abort("rank " + std::to_string(r) + ": " + status[i].error().message);
       });
     }
     for (std::thread& t : threads) t.join();

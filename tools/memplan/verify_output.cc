@@ -45,7 +45,7 @@ nlohmann::ordered_json VerificationToJson(const VerificationReport& r,
   nlohmann::ordered_json plan;
   plan["micro_batch"] = r.micro_batch;
   plan["accumulation_steps"] = r.accumulation_steps;
-  plan["global_batch"] = r.micro_batch * r.accumulation_steps;
+  plan["global_batch"] = r.micro_batch * r.accumulation_steps * (r.ranks ? r.ranks->ranks : 1);
   plan["precision"] = std::string(PrecisionName(info.program.precision));
   if (info.program.precision != Precision::kFp32)
     plan["amp_mode"] = std::string(AmpModeName(info.program.amp_mode));
@@ -72,6 +72,18 @@ nlohmann::ordered_json VerificationToJson(const VerificationReport& r,
   j["memory"] = memory;
   j["gradient_equivalence"] = Equivalence(r.gradient);
   j["recompute_equivalence"] = Equivalence(r.recompute);
+  if (r.ranks) {
+    // verify --gpus: every simulated rank's measurement (the top-level one is rank 0's).
+    nlohmann::ordered_json ranks;
+    ranks["parallel"] = r.ranks->strategy;
+    ranks["gpus"] = r.ranks->ranks;
+    ranks["shard_ranks"] = r.ranks->shard_ranks;
+    nlohmann::ordered_json peaks = nlohmann::ordered_json::array();
+    for (const MemoryMeasurement& m : r.ranks->measured) peaks.push_back(m.peak_bytes);
+    ranks["measured_peak_bytes"] = peaks;
+    ranks["weight_equivalence"] = Equivalence(r.ranks->weights);
+    j["ranks"] = ranks;
+  }
   nlohmann::ordered_json losses = nlohmann::ordered_json::array();
   for (const StepRecord& s : r.steps) losses.push_back(s.loss);
   j["losses"] = losses;
@@ -135,7 +147,14 @@ std::string FormatVerificationText(const VerificationReport& r, const VerifiedPl
     }
     out << "  " << Verdict(e.passed) << "\n            " << e.note << "\n";
   };
+  if (r.ranks) {
+    out << "ranks       " << r.ranks->ranks << " simulated " << r.ranks->strategy
+        << " ranks, measured peaks";
+    for (const MemoryMeasurement& m : r.ranks->measured) out << " " << m.peak_bytes;
+    out << " B (each against the prediction above)\n";
+  }
   equivalence("gradients   ", r.gradient, false);
+  if (r.ranks) equivalence("weights     ", r.ranks->weights, false);
   equivalence("recompute   ", r.recompute, true);
   out << "loss        ";
   for (size_t i = 0; i < r.steps.size(); ++i) out << (i ? " -> " : "") << Number(r.steps[i].loss);
