@@ -17,6 +17,12 @@
 namespace memplan {
 namespace {
 
+// How far a rank's updated parameters may be from the single-GPU step's, relative to its largest
+// update. Adam divides by sqrt(v) + eps, which turns the summation-order difference of a gradient
+// element near eps into up to a few 1e-4 of the update (measured on the transformer fixture); an
+// update missed, doubled or applied to the wrong part is of the order of the update itself.
+constexpr double kUpdateBound = 1e-2;
+
 // What one run (a rank, or the single-GPU reference) leaves to compare.
 struct RunResult {
   std::vector<StepRecord> records;
@@ -278,7 +284,7 @@ Status VerifyRanks(const Graph& graph, const VerifyPlan& plan, const TrainingPro
                          " micro-batches of " + std::to_string(m) +
                          " vs the single-GPU program over the same " + std::to_string(n * k * m) +
                          " samples (dropout off)";
-  check.weights = CompareWeights(per_rank, runs, reference, bound);
+  check.weights = CompareWeights(per_rank, runs, reference, std::max(bound, kUpdateBound));
   const bool rank_skipped = runs[0].records[0].skipped;
   if (rank_skipped != reference.records[0].skipped) {
     check.weights.passed = false;

@@ -11,9 +11,12 @@
 //    single-GPU program's over the whole global batch (k*N micro-batches of m): the same samples,
 //    summed in another order, within EquivalenceBound;
 //  * weights: each rank's part of the parameters after the first optimizer step against that
-//    single-GPU step, relative to its largest update. Elements whose reference gradient is within
-//    the gradient bound of zero are left out: Adam's first step moves by lr * sign(gradient),
-//    and the sign of a gradient that is zero up to rounding is the summation order's.
+//    single-GPU step, relative to its largest update, within 1e-2 (or the gradient bound if
+//    larger): Adam's division by sqrt(v) + eps magnifies rounding in tiny gradients, while a
+//    missed or misplaced update is of the order of the update itself. Elements whose reference
+//    gradient is within the gradient bound of zero are left out: Adam's first step moves by lr *
+//    sign(gradient), and the sign of a gradient that is zero up to rounding is the summation
+//    order's.
 //
 // Dropout is off (masks depend on the batch shape and the micro-batch counter). Sharded optimizer
 // state needs an elementwise optimizer (SGD, momentum, Adam, AdamW, Lion); ZeRO-2/3's contiguous

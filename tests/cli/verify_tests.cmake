@@ -44,3 +44,19 @@ endif()
 memplan_cli_test("verify --plan bf16 with recompute passes" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"precision\": \"bf16\".*\"exact_match\": true.*\"passed\": true\n}"
   COMMAND verify ${F}/transformer_opset17.onnx --plan ${F}/plans/transformer_bf16_sqrt_verify_plan.json --json --steps 2)
+
+# --gpus: the per-rank program runs as N simulated ranks in one process, each rank's measured
+# peak against the prediction, gradients and weights against the single-GPU step of the same
+# global batch (runtime/rank_verification.h).
+memplan_cli_test("verify --gpus 2 --parallel fsdp runs two ranks" EXPECT_EXIT 0
+  EXPECT_OUTPUT "exact match  PASS.*ranks +2 simulated fsdp ranks.*gradients +max rel error[^\n]*PASS.*weights +max rel error[^\n]*PASS.*result: PASS"
+  COMMAND verify ${F}/tiny_mlp.onnx --batch 2 --global-batch 8 --gpus 2 --parallel fsdp --steps 2)
+memplan_cli_test("verify --plan of a two-GPU plan runs its ranks" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"gpus\": 2.*\"measured_peak_bytes\".*\"weight_equivalence\""
+  COMMAND verify ${F}/tiny_mlp.onnx --plan ${F}/plans/tiny_mlp_fsdp2_plan.json --json --steps 2)
+memplan_cli_test("verify --gpus of a zero3 plan is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: verify --gpus: the runtime does not execute DeepSpeed's contiguous reduce bucket[^\n]*\n$"
+  COMMAND verify ${F}/tiny_mlp.onnx --batch 2 --gpus 2 --parallel zero3)
+memplan_cli_test("verify --global-batch not a multiple of m x GPUs is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --global-batch 6 is not a multiple of the micro-batch 2 x 2 GPUs\n$"
+  COMMAND verify ${F}/tiny_mlp.onnx --batch 2 --gpus 2 --parallel ddp --global-batch 6)
