@@ -80,6 +80,8 @@ std::string_view StepKindName(StepKind kind) {
       return "zero_gradients";
     case StepKind::kCollective:
       return "collective";
+    case StepKind::kBucketCopy:
+      return "bucket_copy";
     case StepKind::kTransfer:
       return "transfer";
   }

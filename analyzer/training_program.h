@@ -139,6 +139,10 @@ enum class StepKind : uint8_t {
   // parallel group (all-gather of parameters, reduce-scatter or all-reduce of gradients). Its
   // memory (gathered parameters, gradient shards, buckets) is its Begin/End events.
   kCollective,
+  // Per-rank programs, ZeRO-2/3 (DeepSpeed contiguous_gradients): a ready gradient (its only
+  // input) copied into the reduce bucket (its only output) at Step::bucket_offset elements; its
+  // End frees the gradient. The bucket's reduce collective reads what these copies put there.
+  kBucketCopy,
   // --offload: a copy between GPU and pinned host memory over the host link (Step::transfer).
   // Its inputs are the sources, its outputs the destinations; its Begin allocates destinations
   // that did not exist yet.
@@ -258,8 +262,9 @@ struct Step {
   int parameter = -1;  // index into parameters for kAccumulateGradient
   BufferId accumulate_part;
 
-  Collective collective;  // kCollective only
-  Transfer transfer;      // kTransfer only
+  Collective collective;      // kCollective only
+  int64_t bucket_offset = 0;  // kBucketCopy: where in the bucket the gradient starts (elements)
+  Transfer transfer;          // kTransfer only
 
   std::vector<MemoryEvent> begin;  // allocations (and steal frees) before the kernel runs
   std::vector<MemoryEvent> end;    // frees after it ran

@@ -1,6 +1,7 @@
 #include "runtime/collective_steps.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
 
 namespace memplan {
@@ -81,30 +82,61 @@ Status CollectiveSteps::AllGather(const Step& step) {
   return group_.Done(rank_);
 }
 
+// Where reduced elements go: pieces of an input, each a whole tensor at `offset` in the input
+// whose shard this rank keeps in `shard`.
+struct ScatterPiece {
+  BufferId shard;
+  int64_t offset = 0;
+};
+
 Status CollectiveSteps::Reduce(const Step& step, const std::vector<BufferId>& fresh) {
   const std::vector<int64_t> members = Members(step.collective.group);
   const double share = 1.0 / static_cast<double>(members.size());
-  // An input is scattered into the output in the same slot when that output is its shard.
-  std::vector<BufferId> scatter_to(step.inputs.size());
-  for (size_t i = 0; i < step.inputs.size() && i < step.outputs.size(); ++i) {
-    const Buffer& out = p_.buffer(step.outputs[i]);
-    if (step.outputs[i] != step.inputs[i] && out.shard_of_elements != 0 &&
-        out.shard_of_elements == buffers_.Get(step.inputs[i]).numel())
-      scatter_to[i] = step.outputs[i];
-  }
+  // Per input: the shards it is scattered into; none: averaged in place.
+  std::vector<std::vector<ScatterPiece>> scatter(step.inputs.size());
+  bool paired_all = true;
   for (size_t i = 0; i < step.outputs.size(); ++i) {
     const Buffer& out = p_.buffer(step.outputs[i]);
-    const bool paired = i < step.inputs.size() &&
-                        (scatter_to[i] == step.outputs[i] || step.inputs[i] == step.outputs[i]);
-    if (out.shard_of_elements != 0 && !paired) {
-      // ZeRO-2/3's reduce bucket: the gradients copied into it are not steps of the program.
-      return MakeError("collective '" + step.name + "' reduces into the shard '" + out.name +
-                       "' from a bucket whose contents the program does not state; the runtime "
-                       "does not execute DeepSpeed's contiguous reduce bucket (zero2, zero3)");
+    if (out.shard_of_elements == 0) continue;  // a staging buffer, or in place below
+    const bool in_place = i < step.inputs.size() && step.inputs[i] == step.outputs[i];
+    const bool paired =
+        i < step.inputs.size() && out.shard_of_elements == buffers_.Get(step.inputs[i]).numel();
+    if (in_place) continue;
+    if (paired) {
+      scatter[i].push_back({step.outputs[i], 0});
+    } else {
+      paired_all = false;
     }
+  }
+  if (!paired_all) {
+    // ZeRO's reduce bucket: one input holding the members back to back (kBucketCopy steps put
+    // them there), the outputs their shards in that order.
+    if (step.inputs.size() != 1)
+      return MakeError("collective '" + step.name +
+                       "' scatters into shards that match none of "
+                       "its inputs; the runtime cannot tell where their elements are");
+    scatter[0].clear();
+    int64_t offset = 0;
+    for (BufferId out : step.outputs) {
+      const Buffer& b = p_.buffer(out);
+      if (b.shard_of_elements == 0) continue;
+      scatter[0].push_back({out, offset});
+      offset += b.shard_of_elements;
+    }
+    if (offset > buffers_.Get(step.inputs[0]).numel())
+      return MakeError("collective '" + step.name + "' scatters more elements than '" +
+                       p_.buffer(step.inputs[0]).name + "' holds");
   }
   RankGroup::Contribution mine;
   for (BufferId in : step.inputs) {
+    if (!paired_all) {
+      // The bucket: what the copies put there, up to the last member's end.
+      std::vector<float> used = bucket_contents_[in.index()];
+      const ScatterPiece& last = scatter[0].back();
+      used.resize(static_cast<size_t>(last.offset + p_.buffer(last.shard).shard_of_elements), 0.0f);
+      mine.push_back(std::move(used));
+      continue;
+    }
     MEMPLAN_TRY(std::vector<float> values, backend_.Download(buffers_.Get(in)));
     mine.push_back(std::move(values));
   }
@@ -115,29 +147,49 @@ Status CollectiveSteps::Reduce(const Step& step, const std::vector<BufferId>& fr
     std::vector<double> mean(own.size(), 0.0);
     for (int64_t q : members) {
       const std::vector<float>& theirs = (*all)[static_cast<size_t>(q)][i];
-      for (size_t e = 0; e < mean.size(); ++e) mean[e] += theirs[e];
+      for (size_t e = 0; e < mean.size(); ++e) mean[e] += theirs[e] * share;
     }
-    if (!scatter_to[i].valid()) {
-      std::vector<float> result(mean.size());
-      for (size_t e = 0; e < mean.size(); ++e) result[e] = static_cast<float>(mean[e] * share);
-      MEMPLAN_RETURN_IF_ERROR(backend_.Upload(buffers_.Get(step.inputs[i]), result));
+    if (scatter[i].empty()) {
+      MEMPLAN_RETURN_IF_ERROR(backend_.Upload(buffers_.Get(step.inputs[i]),
+                                              std::vector<float>(mean.begin(), mean.end())));
       continue;
     }
-    const DeviceTensor& shard = buffers_.Get(scatter_to[i]);
-    const ShardSlice slice =
-        SliceOfShard(static_cast<int64_t>(mean.size()), p_.shard_ranks, position);
-    std::vector<float> part(static_cast<size_t>(shard.numel()), 0.0f);
-    for (int64_t e = 0; e < slice.size; ++e)
-      part[static_cast<size_t>(e)] =
-          static_cast<float>(mean[static_cast<size_t>(slice.begin + e)] * share);
-    const bool written_here = std::find(fresh.begin(), fresh.end(), scatter_to[i]) != fresh.end();
-    if (!written_here) {
-      MEMPLAN_TRY(std::vector<float> before, backend_.Download(shard));
-      for (size_t e = 0; e < part.size(); ++e) part[e] += before[e];
+    for (const ScatterPiece& piece : scatter[i]) {
+      const DeviceTensor& shard = buffers_.Get(piece.shard);
+      const ShardSlice slice =
+          SliceOfShard(p_.buffer(piece.shard).shard_of_elements, p_.shard_ranks, position);
+      std::vector<float> part(static_cast<size_t>(shard.numel()), 0.0f);
+      for (int64_t e = 0; e < slice.size; ++e)
+        part[static_cast<size_t>(e)] =
+            static_cast<float>(mean[static_cast<size_t>(piece.offset + slice.begin + e)]);
+      // A shard this step's Begin allocated is written; one that lived on (a gradient shard of
+      // an earlier micro-batch) accumulates.
+      if (std::find(fresh.begin(), fresh.end(), piece.shard) == fresh.end()) {
+        MEMPLAN_TRY(std::vector<float> before, backend_.Download(shard));
+        for (size_t e = 0; e < part.size(); ++e) part[e] += before[e];
+      }
+      MEMPLAN_RETURN_IF_ERROR(backend_.Upload(shard, part));
     }
-    MEMPLAN_RETURN_IF_ERROR(backend_.Upload(shard, part));
   }
   return group_.Done(rank_);
+}
+
+// The bucket's contents are kept beside its storage, only as far as the copies reach: the
+// engines' default bucket holds 5e8 elements, and copying all of it per gradient would make a
+// small model's verification take minutes. The storage is still allocated (and measured).
+Status CollectiveSteps::CopyIntoBucket(const Step& step) {
+  if (step.inputs.size() != 1 || step.outputs.size() != 1)
+    return MakeError("bucket copy '" + step.name + "' needs one gradient and one bucket");
+  MEMPLAN_TRY(std::vector<float> gradient, backend_.Download(buffers_.Get(step.inputs[0])));
+  if (step.bucket_offset < 0 || step.bucket_offset + static_cast<int64_t>(gradient.size()) >
+                                    buffers_.Get(step.outputs[0]).numel())
+    return MakeError("bucket copy '" + step.name + "' does not fit its bucket");
+  std::vector<float>& contents = bucket_contents_[step.outputs[0].index()];
+  const auto offset = static_cast<size_t>(step.bucket_offset);
+  if (contents.size() < offset + gradient.size()) contents.resize(offset + gradient.size(), 0.0f);
+  std::copy(gradient.begin(), gradient.end(),
+            contents.begin() + static_cast<std::ptrdiff_t>(offset));
+  return OkStatus();
 }
 
 Expected<double> CollectiveSteps::SumOverShardGroup(double value) {

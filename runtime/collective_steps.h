@@ -7,10 +7,13 @@
 //    (Buffer::shard_of_elements): read from the paired input shard, or, without one, from the
 //    member's own copy of the output (ZeRO-1/2 gathering the parameters each rank updated).
 //  * reduce-scatter: an input paired with a shard output (FSDP's reduce-scatter, ZeRO's reduce
-//    of one large gradient) gives this rank the mean over its group of its part; the shard is
-//    written when this step's Begin allocated it and added to otherwise (a gradient shard
-//    accumulating over micro-batches). Any other input (ZeRO-1's gradients before the step) is
-//    averaged in place.
+//    of one large gradient) gives this rank the mean over its group of its part; ZeRO's reduce
+//    bucket (one input, the outputs its members' shards, back to back in bucket order as the
+//    kBucketCopy steps put them) gives each member's part the same way. A shard is written when
+//    this step's Begin allocated it and added to otherwise (a gradient shard accumulating over
+//    micro-batches). Any other input (ZeRO-1's gradients before the step) is averaged in place.
+//  * bucket copy (kBucketCopy, not a collective: no other rank takes part): the gradient into the
+//    bucket at the step's offset.
 //  * all-reduce: every input is averaged in place over the group (DDP's buckets; hybrid-shard's
 //    gradient shards among the nodes). A bucket output is the engine's staging memory and holds
 //    no values of its own.
@@ -22,6 +25,7 @@
 // overflow anywhere (SumOverShardGroup, AnyRank), which the engines do with a small all-reduce.
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "analyzer/training_program.h"
@@ -56,6 +60,9 @@ class CollectiveSteps {
   // group stopped, an operand pairing the runtime does not execute (named).
   Status Run(const Step& step, const std::vector<BufferId>& fresh);
 
+  // Runs one kBucketCopy step.
+  Status CopyIntoBucket(const Step& step);
+
   // The sum of `value` over this rank's shard group (squared gradient norms of shards).
   Expected<double> SumOverShardGroup(double value);
   // Whether `value` holds on any rank (an overflow found in some rank's gradients).
@@ -73,6 +80,8 @@ class CollectiveSteps {
   const ProgramBuffers& buffers_;
   RankGroup& group_;
   const int64_t rank_;
+  // Per reduce bucket (by buffer index): what the kBucketCopy steps put there (CopyIntoBucket).
+  std::map<size_t, std::vector<float>> bucket_contents_;
 };
 
 }  // namespace memplan

@@ -216,6 +216,11 @@ class Executor::Impl final : public WalkListener {
           return MakeError("a per-rank data-parallel program (collective '" + step.name +
                            "') runs only as a rank of a group (verify --gpus)");
         return collectives_->Run(step, fresh_);
+      case StepKind::kBucketCopy:
+        if (!collectives_)
+          return MakeError("a per-rank data-parallel program (bucket copy '" + step.name +
+                           "') runs only as a rank of a group (verify --gpus)");
+        return collectives_->CopyIntoBucket(step);
       case StepKind::kTransfer:
         // --offload programs are simulated; this executor keeps every buffer in one memory.
         return MakeError("an --offload program (host transfer '" + step.name +

@@ -71,13 +71,6 @@ Status CheckRunnable(const TrainingProgram& p) {
         "verify --gpus: the runtime shards only elementwise optimizer state (sgd, "
         "momentum, adam, adamw, lion), not " +
         std::string(OptimizerKindName(p.optimizer_kind)) + "'s");
-  if (p.data_parallel_strategy == "zero2" || p.data_parallel_strategy == "zero3")
-    return MakeError(
-        "verify --gpus: the runtime does not execute DeepSpeed's contiguous reduce "
-        "bucket (" +
-        p.data_parallel_strategy +
-        " copies gradients into it outside the program's steps); verify ddp, zero1, "
-        "fsdp or hybrid-shard");
   return OkStatus();
 }
 

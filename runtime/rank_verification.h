@@ -19,10 +19,8 @@
 //    order's.
 //
 // Dropout is off (masks depend on the batch shape and the micro-batch counter). Sharded optimizer
-// state needs an elementwise optimizer (SGD, momentum, Adam, AdamW, Lion); ZeRO-2/3's contiguous
-// reduce bucket is not executed (the copies into it are not steps of the program): both are
-// errors naming what the runtime does not run. This validates the per-rank program, not a
-// distributed engine.
+// state needs an elementwise optimizer (SGD, momentum, Adam, AdamW, Lion): another is an error
+// naming it. This validates the per-rank program, not a distributed engine.
 
 #include "analyzer/training_program.h"
 #include "graph/expected.h"

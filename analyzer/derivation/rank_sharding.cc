@@ -513,7 +513,14 @@ class RankSharder {
         continue;
       }
       if (elements + n > o_.zero_reduce_bucket_elements) flush();
-      p_.steps[static_cast<size_t>(last)].end.push_back(FreeEvent(full));  // copied into the bucket
+      Step copy;
+      copy.kind = StepKind::kBucketCopy;
+      copy.name = "copy " + p_.buffer(full).name + " into zero_reduce_bucket";
+      copy.inputs = {full};
+      copy.outputs = {bucket};
+      copy.bucket_offset = elements;
+      copy.end.push_back(FreeEvent(full));
+      insert_.After(last).push_back(std::move(copy));
       members.emplace_back(i, Bytes(full));
       elements += n;
     }

@@ -15,8 +15,10 @@
 //  * Gradients (zero2, zero3, fsdp): each parameter gets a persistent gradient shard, the
 //    accumulated gradient the optimizer reads; the full gradient lives only within a micro-batch.
 //      - ZeRO-2/3 (DeepSpeed contiguous_gradients): a persistent reduce bucket of
-//        zero_reduce_bucket_elements is allocated at setup; a gradient is copied into it and freed
-//        at the end of its last accumulation; a reduce step per bucket allocates the shards.
+//        zero_reduce_bucket_elements is allocated at setup; after its last accumulation a
+//        kBucketCopy step copies a gradient into it (members back to back from offset 0) and
+//        frees it; a reduce step per bucket reads the bucket and allocates the shards, its
+//        outputs the members' shards in bucket order.
 //      - FSDP: after a unit's last accumulation a reduce-scatter step copies the unit's gradients
 //        into a reduce-scatter input (FSDP2 foreach_reduce), allocates the shards and frees both.
 //  * Parameters (zero3, fsdp): the full buffers the compute steps read (working copies; fp32

@@ -25,6 +25,7 @@ StepPhase PhaseOfStep(StepKind kind) {
     case StepKind::kZeroGradients:
       return StepPhase::kOptimizer;
     case StepKind::kCollective:
+    case StepKind::kBucketCopy:
     case StepKind::kTransfer:
       // A collective or a host transfer belongs to the phase it sits in; by kind alone it is
       // communication, which reports group with the optimizer phase unless PhaseOfStep(program,

@@ -45,7 +45,8 @@ std::string_view CoarsePhaseNameAt(const TrainingProgram& program, LogicalTime t
 // sits: setup, forward (up to the loss), backward (after it) or optimizer.
 inline StepPhase PhaseOfStep(const TrainingProgram& program, LogicalTime t) {
   const StepKind kind = program.step(t).kind;
-  if (kind == StepKind::kCollective || kind == StepKind::kTransfer) {
+  if (kind == StepKind::kCollective || kind == StepKind::kBucketCopy ||
+      kind == StepKind::kTransfer) {
     if (program.setup.contains(t)) return StepPhase::kSetup;
     if (program.micro_batch.contains(t))
       return t <= program.loss_step ? StepPhase::kForward : StepPhase::kBackward;

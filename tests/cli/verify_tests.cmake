@@ -54,9 +54,9 @@ memplan_cli_test("verify --gpus 2 --parallel fsdp runs two ranks" EXPECT_EXIT 0
 memplan_cli_test("verify --plan of a two-GPU plan runs its ranks" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"gpus\": 2.*\"measured_peak_bytes\".*\"weight_equivalence\""
   COMMAND verify ${F}/tiny_mlp.onnx --plan ${F}/plans/tiny_mlp_fsdp2_plan.json --json --steps 2)
-memplan_cli_test("verify --gpus of a zero3 plan is one line, exit 2" EXPECT_EXIT 2
-  EXPECT_OUTPUT "^memplan: verify --gpus: the runtime does not execute DeepSpeed's contiguous reduce bucket[^\n]*\n$"
-  COMMAND verify ${F}/tiny_mlp.onnx --batch 2 --gpus 2 --parallel zero3)
+memplan_cli_test("verify --gpus of sharded Adafactor state is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: verify --gpus: the runtime shards only elementwise optimizer state[^\n]*\n$"
+  COMMAND verify ${F}/tiny_mlp.onnx --batch 2 --gpus 2 --parallel zero1 --optimizer adafactor)
 memplan_cli_test("verify --global-batch not a multiple of m x GPUs is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --global-batch 6 is not a multiple of the micro-batch 2 x 2 GPUs\n$"
   COMMAND verify ${F}/tiny_mlp.onnx --batch 2 --gpus 2 --parallel ddp --global-batch 6)
