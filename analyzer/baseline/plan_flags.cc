@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 33> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 34> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -169,6 +169,13 @@ const std::array<PlanFlagSpec, 33> kPlanFlagTable = {{
      .help = "machines the --gpus span (collectives then cross the inter-node link); default 1",
      .help_position = 19,
      .integer = &PlanFlags::nodes},
+    {.key = "engine_options",
+     .argument = "--engine-options",
+     .type = PlanFlagType::kText,
+     .help = "engine settings of a --gpus plan, as the engines name them: "
+             "bucket_cap_mb=50,reshard_after_forward=false (docs/multi_gpu.md)",
+     .help_position = 30,
+     .text = &PlanFlags::engine_options},
     {.key = "attention",
      .argument = "--attention",
      .type = PlanFlagType::kText,

@@ -48,9 +48,11 @@ struct PlanFlags {
   std::optional<std::string> amp_mode;  // --amp-mode: autocast | master-weights | pure
   std::optional<std::string> headroom;  // --headroom: 5% of the budget, or a size ("1G")
   // Data parallelism (docs/multi_gpu.md).
-  std::optional<int64_t> gpus;           // --gpus: data-parallel ranks
-  std::optional<std::string> parallel;   // --parallel: ddp | zero1 | zero2 | zero3 | fsdp | auto
-  std::optional<int64_t> nodes;          // --nodes: machines the ranks span
+  std::optional<int64_t> gpus;          // --gpus: data-parallel ranks
+  std::optional<std::string> parallel;  // --parallel: ddp | zero1 | zero2 | zero3 | fsdp | auto
+  std::optional<int64_t> nodes;         // --nodes: machines the ranks span
+  // --engine-options: engine settings of a data-parallel plan (analyzer/parallel/engine_options.h)
+  std::optional<std::string> engine_options;
   std::optional<std::string> attention;  // --attention: eager | sdpa | auto
   bool fused_loss = false;               // --fused-loss: LM head + cross entropy fused (Liger)
   // Host memory (docs/finetuning.md, --offload).
@@ -94,7 +96,7 @@ struct PlanFlagSpec {
 };
 
 // Every plan flag, in the order configurations write them and messages list them.
-extern const std::array<PlanFlagSpec, 33> kPlanFlagTable;
+extern const std::array<PlanFlagSpec, 34> kPlanFlagTable;
 
 // The table entry with `key`. REQUIRES: `key` is one of the table's keys.
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key);

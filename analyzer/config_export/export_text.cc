@@ -55,7 +55,8 @@ std::string_view TorchDtype(Precision precision) {
 }
 
 std::string FsdpShardingStrategy(const DataParallelOptions& dp) {
-  if (ShardsWithinNode(dp.strategy)) return "HYBRID_SHARD";
+  if (ShardsWithinNode(dp.strategy))
+    return dp.reshard_after_forward ? "HYBRID_SHARD" : "HYBRID_SHARD_ZERO2";
   return dp.reshard_after_forward ? "FULL_SHARD" : "SHARD_GRAD_OP";
 }
 

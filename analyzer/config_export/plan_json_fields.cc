@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "analyzer/baseline/json_file.h"
+#include "analyzer/parallel/engine_options.h"
 
 namespace memplan {
 namespace {
@@ -83,6 +84,9 @@ Expected<std::optional<DataParallelOptions>> OptionalPlanDataParallel(const nloh
   MEMPLAN_TRY(dp.ranks, RequiredPlanPositiveInt(plan, "gpus", "plan."));
   if (plan.contains("nodes")) {
     MEMPLAN_TRY(dp.nodes, RequiredPlanPositiveInt(plan, "nodes", "plan."));
+  }
+  if (plan.contains("engine_options") && !plan["engine_options"].is_null()) {
+    MEMPLAN_RETURN_IF_ERROR(EngineOptionsFromJson(plan["engine_options"], dp));
   }
   if (dp.ranks % dp.nodes != 0)
     return MakeError("plan.nodes " + std::to_string(dp.nodes) + " does not divide plan.gpus " +

@@ -36,7 +36,8 @@ Expected<std::vector<std::string>> OptionalPlanStringList(const nlohmann::json& 
 Expected<const nlohmann::json*> PlanObjectOf(const nlohmann::json& document);
 
 // The data-parallel plan (docs/multi_gpu.md): plan.parallel names the strategy, plan.gpus the
-// ranks, plan.nodes the machines (1 when absent). nullopt: a single-GPU plan (no plan.parallel).
+// ranks, plan.nodes the machines (1 when absent), plan.engine_options the engine settings that
+// differ from the defaults (analyzer/parallel/engine_options.h). nullopt: a single-GPU plan.
 Expected<std::optional<DataParallelOptions>> OptionalPlanDataParallel(const nlohmann::json& plan);
 
 }  // namespace memplan

@@ -142,12 +142,13 @@ std::string FsdpWrapFunction(const ExportPlan& plan, const PrecisionRecipe& r) {
   out += "        held = sum(wrap_units(child) for child in module.children())\n";
   out += "        held += sum(p.numel() for p in module.parameters(recurse=False))\n";
   out += "        if module is not model and held >= MIN_NUM_PARAMS:\n";
-  out +=
-      "            fully_shard(module, mesh=mesh, mp_policy=policy, reshard_after_forward=True)\n";
+  out += "            fully_shard(module, mesh=mesh, mp_policy=policy,\n";
+  out += "                        reshard_after_forward=RESHARD_AFTER_FORWARD)\n";
   out += "            return 0\n";
   out += "        return held\n\n";
   out += "    wrap_units(model)\n";
-  out += "    fully_shard(model, mesh=mesh, mp_policy=policy, reshard_after_forward=True)\n";
+  out += "    fully_shard(model, mesh=mesh, mp_policy=policy,\n";
+  out += "                reshard_after_forward=RESHARD_AFTER_FORWARD)\n";
   out += "    return model\n";
   return out;
 }
@@ -236,6 +237,8 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
   } else {
     out += "MIN_NUM_PARAMS = " + std::to_string(dp.fsdp_min_unit_parameters) +
            "  # FSDP unit size (size_based_auto_wrap_policy's min_num_params)\n";
+    out += std::string("RESHARD_AFTER_FORWARD = ") + (dp.reshard_after_forward ? "True" : "False") +
+           "  # False: parameters stay gathered from forward to backward\n";
   }
   if (clip) out += "MAX_GRAD_NORM = " + PythonFloat(options.max_grad_norm) + "\n";
   out += HyperParameterConstants(plan, options);

@@ -4,6 +4,7 @@
 
 #include "analyzer/analysis_report.h"
 #include "analyzer/memory_size.h"
+#include "analyzer/parallel/engine_options.h"
 #include "analyzer/report/number_format.h"
 
 namespace memplan {
@@ -33,6 +34,12 @@ void AddDataParallelPlanKeys(const AnalysisReport& report, nlohmann::ordered_jso
   plan_json["parallel"] = program.data_parallel_strategy;
   plan_json["gpus"] = program.data_parallel_ranks;
   plan_json["nodes"] = ResolvedCollectiveOptions(*report.options).nodes;
+  // The engine settings the plan was made with, where they differ from the engines' defaults
+  // (export and verify --plan read them back).
+  if (report.options->program.data_parallel) {
+    nlohmann::ordered_json settings = EngineOptionsToJson(*report.options->program.data_parallel);
+    if (!settings.empty()) plan_json["engine_options"] = std::move(settings);
+  }
 }
 
 void AddDataParallelJson(const AnalysisReport& report, nlohmann::ordered_json& json) {

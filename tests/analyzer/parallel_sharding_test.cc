@@ -10,6 +10,7 @@
 #include "analyzer/baseline/plan_flags.h"
 #include "analyzer/exact_allocator.h"
 #include "analyzer/parallel/collective_cost.h"
+#include "analyzer/parallel/engine_options.h"
 #include "analyzer/planner.h"
 #include "analyzer/precision/model_state_bytes.h"
 #include "analyzer/simulator.h"
@@ -229,6 +230,74 @@ TEST_CASE("DDP gradient buckets", "[parallel]") {
     CHECK(Run(t, copies).persistent_bytes == 98304);
     CHECK(Run(t, views).persistent_bytes == 98304);
   }
+}
+
+TEST_CASE("ZeRO-2 copies each ready gradient into the reduce bucket at its offset", "[parallel]") {
+  const TestGraph t = TwoLayerMlp();
+  DataParallelOptions dp = Group(ParallelStrategy::kZero2);
+  auto copies_and_reduces = [&](int64_t bucket_elements) {
+    dp.zero_reduce_bucket_elements = bucket_elements;
+    const TrainingProgram program = DeriveVerified(t.graph, Fp32Sgd(dp));
+    std::vector<int64_t> offsets;
+    std::vector<size_t> reduce_outputs;
+    for (const Step& s : program.steps) {
+      if (s.kind == StepKind::kBucketCopy) offsets.push_back(s.bucket_offset);
+      if (s.kind == StepKind::kCollective && s.collective.kind == CollectiveKind::kReduceScatter)
+        reduce_outputs.push_back(s.outputs.size());
+    }
+    return std::make_pair(offsets, reduce_outputs);
+  };
+  // Gradient-ready order is W2 (4096 elements) then W1 (8192). A bucket of Psi = 12288 takes
+  // both back to back (offsets 0 and 4096) and is reduced once into the two shards.
+  auto [whole_offsets, whole_reduces] = copies_and_reduces(kPsi);
+  CHECK(whole_offsets == std::vector<int64_t>{0, 4096});
+  CHECK(whole_reduces == std::vector<size_t>{2});
+  // A bucket of 8192: W1 would overflow it after W2 (4096 + 8192), so W2's bucket is reduced
+  // first and W1 starts a new one at offset 0.
+  auto [split_offsets, split_reduces] = copies_and_reduces(8192);
+  CHECK(split_offsets == std::vector<int64_t>{0, 0});
+  CHECK(split_reduces == std::vector<size_t>{1, 1});
+}
+
+TEST_CASE("engine options by the engines' names", "[parallel]") {
+  DataParallelOptions dp;
+  REQUIRE(ApplyEngineOptions("bucket_cap_mb=50,gradient_as_bucket_view=true,reduce_bucket_size="
+                             "1000,stage3_param_persistence_threshold=0,min_num_params=0,"
+                             "reshard_after_forward=false,prefetch_units=2",
+                             dp)
+              .ok());
+  CHECK(dp.ddp_bucket_cap_bytes == 50 * 1048576);  // DDP's bucket_cap_mb is MiB
+  CHECK(dp.ddp_gradient_as_bucket_view);
+  CHECK(dp.zero_reduce_bucket_elements == 1000);
+  CHECK(dp.zero3_param_persistence_threshold == 0);
+  CHECK(dp.fsdp_min_unit_parameters == 0);
+  CHECK_FALSE(dp.reshard_after_forward);
+  CHECK(dp.prefetch_units == 2);
+  // Only what differs from the defaults is written, and reads back to the same options.
+  const nlohmann::ordered_json j = EngineOptionsToJson(dp);
+  CHECK(j.size() == 7);
+  CHECK(j["bucket_cap_mb"] == 50);
+  CHECK(EngineOptionsToJson(DataParallelOptions()).empty());
+  DataParallelOptions back;
+  REQUIRE(EngineOptionsFromJson(nlohmann::json::parse(j.dump()), back).ok());
+  CHECK(back.ddp_bucket_cap_bytes == dp.ddp_bucket_cap_bytes);
+  CHECK(back.prefetch_units == 2);
+  CHECK_FALSE(back.reshard_after_forward);
+  // Errors name the setting.
+  DataParallelOptions bad;
+  CHECK(ApplyEngineOptions("bucket_size=1", bad)
+            .error()
+            .message.find("unknown engine option "
+                          "'bucket_size'") == 0);
+  CHECK(ApplyEngineOptions("bucket_cap_mb=0", bad).error().message.find("at least 1") !=
+        std::string::npos);
+  CHECK(ApplyEngineOptions("reduce_bucket_size=1e5", bad).error().message.find("whole number") !=
+        std::string::npos);
+  CHECK(ApplyEngineOptions("bucket_cap_mb=9223372036854775807", bad)
+            .error()
+            .message.find("too large") != std::string::npos);
+  CHECK_FALSE(ApplyEngineOptions("reshard_after_forward", bad).ok());
+  CHECK_FALSE(EngineOptionsFromJson(nlohmann::json::parse(R"({"prefetch_units": -1})"), bad).ok());
 }
 
 TEST_CASE("ZeRO-3 gathers each module before it runs, forward and backward", "[parallel]") {

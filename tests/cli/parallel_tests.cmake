@@ -54,7 +54,7 @@ memplan_cli_test("--parallel unknown strategy is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --parallel: expected ddp, zero1, zero2, zero3, fsdp, hybrid-shard or auto, got 'zero4'\n$"
   COMMAND analyze ${PP} --gpu 24G --gpus 4 --parallel zero4)
 memplan_cli_test("--parallel without --gpus is one line, exit 2" EXPECT_EXIT 2
-  EXPECT_OUTPUT "^memplan: --parallel and --nodes need --gpus N\n$"
+  EXPECT_OUTPUT "^memplan: --parallel, --nodes and --engine-options need --gpus N\n$"
   COMMAND analyze ${PP} --gpu 24G --parallel zero2)
 memplan_cli_test("--nodes that do not divide --gpus is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --nodes 3 must divide --gpus 8[^\n]*\n$"
@@ -156,3 +156,18 @@ add_test(NAME "cli: the exported torchrun scripts compile and the ddp one runs o
                  ${CMAKE_CURRENT_BINARY_DIR}/torchrun_export)
 set_tests_properties("cli: the exported torchrun scripts compile and the ddp one runs on CPU"
                      PROPERTIES SKIP_RETURN_CODE 77)
+
+# --engine-options: engine settings under the engines' own names, carried into the plan JSON and
+# the exports (analyzer/parallel/engine_options.h).
+memplan_cli_test("--engine-options reach the plan JSON and the DeepSpeed export" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"reduce_bucket_size\": 1000"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 8 --parallel zero2 --global-batch 64
+    --precision fp16 --amp-mode master-weights --engine-options reduce_bucket_size=1000
+    --export deepspeed)
+memplan_cli_test("--engine-options reshard_after_forward=false exports SHARD_GRAD_OP" EXPECT_EXIT 0
+  EXPECT_OUTPUT "fsdp_sharding_strategy: SHARD_GRAD_OP"
+  COMMAND analyze ${PP} --gpu A100-80GB --gpus 8 --parallel fsdp --global-batch 64
+    --engine-options reshard_after_forward=false --export accelerate)
+memplan_cli_test("--engine-options with an unknown setting is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --engine-options: unknown engine option 'bucket_size' \\(known: bucket_cap_mb,[^\n]*\n$"
+  COMMAND analyze ${PP} --gpu 24G --gpus 4 --engine-options bucket_size=1)

@@ -60,3 +60,9 @@ memplan_cli_test("verify --gpus of sharded Adafactor state is one line, exit 2" 
 memplan_cli_test("verify --global-batch not a multiple of m x GPUs is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --global-batch 6 is not a multiple of the micro-batch 2 x 2 GPUs\n$"
   COMMAND verify ${F}/tiny_mlp.onnx --batch 2 --gpus 2 --parallel ddp --global-batch 6)
+foreach(stage zero2 zero3)
+  memplan_cli_test("verify --gpus 3 --parallel ${stage} with a small reduce bucket runs" EXPECT_EXIT 0
+    EXPECT_OUTPUT "ranks +3 simulated ${stage} ranks.*result: PASS"
+    COMMAND verify ${F}/tiny_mlp.onnx --batch 2 --global-batch 12 --gpus 3 --parallel ${stage}
+      --engine-options reduce_bucket_size=500,stage3_param_persistence_threshold=0 --steps 2)
+endforeach()

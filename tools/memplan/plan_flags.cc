@@ -6,6 +6,7 @@
 #include "analyzer/gpu_specs.h"
 #include "analyzer/memory_size.h"
 #include "analyzer/parallel/data_parallel_options.h"
+#include "analyzer/parallel/engine_options.h"
 #include "analyzer/planner.h"
 #include "analyzer/precision/precision_placement.h"
 #include "analyzer/vocabulary/offload_mode.h"
@@ -125,8 +126,10 @@ Status ResolveDataParallel(const PlanArguments& flags, PlanRequest& request) {
   MEMPLAN_TRY(std::optional<int64_t> gpus, OptionalPositive(flags, "gpus"));
   MEMPLAN_TRY(std::optional<int64_t> nodes, OptionalPositive(flags, "nodes"));
   const std::string& parallel = flags.Text("parallel");
+  const std::string& engine_options = flags.Text("engine_options");
   if (!gpus) {
-    if (!parallel.empty() || nodes) return MakeError("--parallel and --nodes need --gpus N");
+    if (!parallel.empty() || nodes || !engine_options.empty())
+      return MakeError("--parallel, --nodes and --engine-options need --gpus N");
     return OkStatus();
   }
   DataParallelOptions dp;
@@ -150,6 +153,8 @@ Status ResolveDataParallel(const PlanArguments& flags, PlanRequest& request) {
                        " or auto, got '" + parallel + "'");
     }
   }
+  if (Status applied = ApplyEngineOptions(engine_options, dp); !applied.ok())
+    return MakeError("--engine-options: " + applied.error().message);
   request.planner.program.data_parallel = dp;
   return OkStatus();
 }
