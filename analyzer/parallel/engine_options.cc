@@ -25,8 +25,8 @@ constexpr std::array<EngineOption, 10> kEngineOptions = {{
     {"gradient_as_bucket_view", nullptr, &DataParallelOptions::ddp_gradient_as_bucket_view, 1, 0},
     {"reduce_bucket_size", &DataParallelOptions::zero_reduce_bucket_elements, nullptr, 1, 1},
     {"allgather_bucket_size", &DataParallelOptions::zero_allgather_bucket_elements, nullptr, 1, 1},
-    {"stage3_param_persistence_threshold",
-     &DataParallelOptions::zero3_param_persistence_threshold, nullptr, 1, 0},
+    {"stage3_param_persistence_threshold", &DataParallelOptions::zero3_param_persistence_threshold,
+     nullptr, 1, 0},
     {"stage3_prefetch_bucket_size", &DataParallelOptions::zero3_prefetch_bucket_elements, nullptr,
      1, 1},
     {"stage3_max_live_parameters", &DataParallelOptions::zero3_max_live_parameters, nullptr, 1, 1},
@@ -54,8 +54,8 @@ Status SetInteger(const EngineOption& o, int64_t value, DataParallelOptions& opt
                      std::to_string(o.minimum) + ", got " + std::to_string(value));
   const std::optional<int64_t> scaled = CheckedMul(value, o.unit);
   if (!scaled)
-    return MakeError("engine option " + std::string(o.name) + " is too large: " +
-                     std::to_string(value));
+    return MakeError("engine option " + std::string(o.name) +
+                     " is too large: " + std::to_string(value));
   options.*o.integer = *scaled;
   return OkStatus();
 }
@@ -115,7 +115,8 @@ Status EngineOptionsFromJson(const nlohmann::json& object, DataParallelOptions& 
   for (const auto& [name, value] : object.items()) {
     const EngineOption* o = Find(name);
     const std::string field = "'plan.engine_options." + name + "'";
-    if (o == nullptr) return MakeError(field + " is no engine option (known: " + KnownNames() + ")");
+    if (o == nullptr)
+      return MakeError(field + " is no engine option (known: " + KnownNames() + ")");
     if (o->flag != nullptr) {
       if (!value.is_boolean()) return MakeError(field + " is not true or false");
       options.*o->flag = value.get<bool>();

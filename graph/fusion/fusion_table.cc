@@ -1,5 +1,6 @@
 #include "graph/fusion/fusion_table.h"
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -29,14 +30,14 @@ void ImportDomain(onnx::ModelProto& model, const std::string& domain) {
 
 const std::vector<FusionEntry>& FusionTable() {
   static const std::vector<FusionEntry> table = {
-      {"layer_norm", FusionSet::kFusedOps, &MatchLayerNorm},
-      {"rms_norm", FusionSet::kAll, &MatchRmsNorm},
-      {"erf_gelu", FusionSet::kFusedOps, &MatchErfGelu},
-      {"tanh_gelu", FusionSet::kFusedOps, &MatchTanhGelu},
-      {"tanh_gelu_formula", FusionSet::kAll, &MatchTanhGeluFormula},
-      {"silu", FusionSet::kFusedOps, &MatchSilu},
-      {"hard_swish", FusionSet::kFusedOps, &MatchHardSwish},
-      {"zero_dropout", FusionSet::kFusedOps, &MatchZeroDropout},
+      {"layer_norm", FusionSet::kFusedOps, &MatchLayerNorm, "ReduceMean"},
+      {"rms_norm", FusionSet::kAll, &MatchRmsNorm, "ReduceMean"},
+      {"erf_gelu", FusionSet::kFusedOps, &MatchErfGelu, "Erf"},
+      {"tanh_gelu", FusionSet::kFusedOps, &MatchTanhGelu, "Tanh"},
+      {"tanh_gelu_formula", FusionSet::kAll, &MatchTanhGeluFormula, "Tanh"},
+      {"silu", FusionSet::kFusedOps, &MatchSilu, "Sigmoid"},
+      {"hard_swish", FusionSet::kFusedOps, &MatchHardSwish, "HardSigmoid"},
+      {"zero_dropout", FusionSet::kFusedOps, &MatchZeroDropout, "Dropout"},
   };
   return table;
 }
@@ -56,6 +57,9 @@ int FusionCounts::total() const {
 
 int ApplyFusion(onnx::ModelProto& model, const FusionEntry& entry) {
   onnx::GraphProto& g = *model.mutable_graph();
+  const bool anchored = std::any_of(g.node().begin(), g.node().end(),
+                                    [&](const auto& n) { return n.op_type() == entry.anchor_op; });
+  if (!anchored) return 0;
   std::vector<FusionMatch> matches;
   std::unordered_set<int> claimed;
   {

@@ -62,6 +62,9 @@ struct FusionEntry {
   FusionSet set;     // kFusedOps: applied by default; kAll: only when asked for
   // Tries the pattern anchored at node `node` (each matcher documents its anchor op).
   FusionMatcher match;
+  // The default-domain op every occurrence is anchored at: a graph without one has nothing to
+  // match, and the entry costs no index of it (a 100,000-initializer model).
+  const char* anchor_op;
 };
 
 // The table, in the order it is applied.
