@@ -50,6 +50,9 @@ class Executor::Impl final : public WalkListener {
   Status Init() {
     k_ = options_.accumulation_steps > 0 ? options_.accumulation_steps : p_.accumulation_steps;
     if (k_ < 1) return MakeError("accumulation steps must be >= 1, got " + std::to_string(k_));
+    if (!collectives_ && !p_.data_parallel_strategy.empty())
+      return MakeError("a per-rank " + p_.data_parallel_strategy +
+                       " program runs only as a rank of a group (verify --gpus)");
     if (collectives_ && (options_.rank < 0 || options_.rank >= options_.rank_group->ranks() ||
                          options_.rank_group->ranks() != p_.data_parallel_ranks))
       return MakeError("rank " + std::to_string(options_.rank) + " of a group of " +

@@ -165,6 +165,19 @@ TEST_CASE("verify --gpus: a per-rank program without its collectives fails the c
 
 TEST_CASE("verify --gpus: what the runtime does not execute is an error naming it", "[ranks]") {
   const Graph graph = LoadFixture("tiny_mlp.onnx");
+  {
+    // A per-rank program outside a group has no one to gather from.
+    const VerifyPlan plan = RankPlan(graph, ParallelStrategy::kFsdp, 2, 1, 2, 1);
+    auto program = DeriveTrainingProgram(graph, plan.program);
+    REQUIRE(program.ok());
+    CpuBackend backend;
+    auto alone = Executor::Create(graph, *program,
+                                  WithBatch(plan.bindings, program->batch_symbol, 2), backend);
+    REQUIRE_FALSE(alone.ok());
+    CHECK(alone.error().message ==
+          "a per-rank fsdp program runs only as a rank of a group "
+          "(verify --gpus)");
+  }
   VerifyPlan adafactor = RankPlan(graph, ParallelStrategy::kFsdp, 2, 1, 2, 1);
   adafactor.program.optimizer = OptimizerKind::kAdafactor;
   auto refused = VerifyPlanOnBackend(graph, adafactor, Cpu(), {});
