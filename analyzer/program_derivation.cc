@@ -14,6 +14,7 @@
 #include "analyzer/derivation/view_aliasing.h"
 #include "analyzer/precision_policy.h"
 #include "analyzer/program_integrity.h"
+#include "analyzer/recompute/module_units.h"
 #include "graph/ops/op_registry.h"
 
 // The derivation is a sequence of passes, each a function returning a value
@@ -92,7 +93,16 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
   ApplyLiveness(PlanLiveness(emitted.program, emitted.uses), emitted.program);
   TrainingProgram program = std::move(emitted.program);
   if (options.data_parallel) {
-    MEMPLAN_TRY(program, DerivePerRankProgram(std::move(program), *options.data_parallel));
+    // FSDP's transformer wrap shards block by block: which block each node is part of.
+    std::vector<int> block_of_node;
+    if (options.data_parallel->fsdp_wrap_blocks) {
+      block_of_node.assign(graph.num_nodes(), -1);
+      const std::vector<CheckpointableModule> blocks = FindCheckpointableModules(graph);
+      for (size_t b = 0; b < blocks.size(); ++b)
+        for (NodeId n : blocks[b].nodes) block_of_node[n.index()] = static_cast<int>(b);
+    }
+    MEMPLAN_TRY(program,
+                DerivePerRankProgram(std::move(program), *options.data_parallel, block_of_node));
   }
   MEMPLAN_TRY(program, OffloadToHost(std::move(program), graph, options.offload));
 #ifndef NDEBUG

@@ -83,9 +83,16 @@ std::string EngineSection(const ExportPlan& plan) {
     case ParallelStrategy::kFsdp:
     case ParallelStrategy::kHybridShard:
       out += "fsdp_config:\n";
-      out += "  fsdp_auto_wrap_policy: SIZE_BASED_WRAP\n";
-      out += "  fsdp_backward_prefetch: BACKWARD_PRE\n";
-      out += "  fsdp_min_num_params: " + std::to_string(dp.fsdp_min_unit_parameters) + "\n";
+      if (dp.fsdp_wrap_blocks) {
+        // Accelerate wraps the classes in the model's _no_split_modules (every HF model's
+        // decoder or encoder layer); for another model, add fsdp_transformer_layer_cls_to_wrap.
+        out += "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n";
+        out += "  fsdp_backward_prefetch: BACKWARD_PRE\n";
+      } else {
+        out += "  fsdp_auto_wrap_policy: SIZE_BASED_WRAP\n";
+        out += "  fsdp_backward_prefetch: BACKWARD_PRE\n";
+        out += "  fsdp_min_num_params: " + std::to_string(dp.fsdp_min_unit_parameters) + "\n";
+      }
       out += std::string("  fsdp_offload_params: ") +
              (plan.offload == OffloadMode::kOptimizerAndParams ? "true" : "false") + "\n";
       out += "  fsdp_sharding_strategy: " + FsdpShardingStrategy(dp) + "\n";

@@ -104,6 +104,18 @@ Status CheckStrategy(const ExportPlan& plan, ExportTarget target) {
       "with --parallel zero3");
 }
 
+// Lightning's FSDPStrategy names the wrapped blocks by their class (auto_wrap_policy={Block}),
+// which an ONNX graph does not carry; the other FSDP targets wrap blocks without it.
+Status CheckWrapPolicy(const ExportPlan& plan, ExportTarget target) {
+  if (!plan.data_parallel || !IsFsdp(plan.data_parallel->strategy) ||
+      !plan.data_parallel->fsdp_wrap_blocks || target != ExportTarget::kLightning)
+    return OkStatus();
+  return MakeError(
+      "export: lightning cannot express the FSDP auto_wrap_policy=transformer the plan modelled "
+      "(FSDPStrategy names the block class, which the model file does not carry); export with "
+      "--to accelerate, hf-trainer or pytorch, or re-plan with auto_wrap_policy=size");
+}
+
 }  // namespace
 
 Expected<std::string> ExportConfig(const nlohmann::json& plan_json, ExportTarget target,
@@ -121,6 +133,7 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
   MEMPLAN_RETURN_IF_ERROR(CheckRegime(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOptimizerImpl(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckFusedLoss(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckWrapPolicy(plan, target));
   // A plan simulated without clipping exports without clipping: the clip's transient is not in
   // its memory figure.
   ExportOptions effective = options;

@@ -98,16 +98,24 @@ std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOp
     if (IsFsdp(dp.strategy)) {
       // TrainingArguments' FSDPOption spellings: full_shard, shard_grad_op, hybrid_shard.
       const std::string strategy = FsdpShardingStrategy(dp);
-      add_string("fsdp", (strategy == "HYBRID_SHARD"    ? "hybrid_shard"
-                          : strategy == "SHARD_GRAD_OP" ? "shard_grad_op"
-                                                        : "full_shard") +
+      add_string("fsdp", (strategy == "HYBRID_SHARD"         ? "hybrid_shard"
+                          : strategy == "HYBRID_SHARD_ZERO2" ? "hybrid_shard_zero2"
+                          : strategy == "SHARD_GRAD_OP"      ? "shard_grad_op"
+                                                             : "full_shard") +
                              std::string(" auto_wrap"));
-      nlohmann::ordered_json config = {{"min_num_params", dp.fsdp_min_unit_parameters},
-                                       {"backward_prefetch", "backward_pre"}};
-      fields.push_back(Field{"fsdp_config",
-                             "{\"min_num_params\": " + std::to_string(dp.fsdp_min_unit_parameters) +
-                                 ", \"backward_prefetch\": \"backward_pre\"}",
-                             config});
+      if (dp.fsdp_wrap_blocks) {
+        // Without min_num_params the Trainer wraps the model's _no_split_modules (its layers).
+        nlohmann::ordered_json config = {{"backward_prefetch", "backward_pre"}};
+        fields.push_back(Field{"fsdp_config", "{\"backward_prefetch\": \"backward_pre\"}", config});
+      } else {
+        nlohmann::ordered_json config = {{"min_num_params", dp.fsdp_min_unit_parameters},
+                                         {"backward_prefetch", "backward_pre"}};
+        fields.push_back(
+            Field{"fsdp_config",
+                  "{\"min_num_params\": " + std::to_string(dp.fsdp_min_unit_parameters) +
+                      ", \"backward_prefetch\": \"backward_pre\"}",
+                  config});
+      }
     } else if (dp.strategy != ParallelStrategy::kDdp) {
       add_string("deepspeed", DeepSpeedConfigFile());
     }

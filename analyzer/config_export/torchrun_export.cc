@@ -9,7 +9,9 @@
 //    to each wrapped unit, then to the root: a module becomes a unit once the parameters it holds
 //    outside units already made reach min_num_params, visiting children first (what
 //    size_based_auto_wrap_policy does for the other FSDP exports; memplan's units group
-//    parameters in forward order up to the same size). Every micro-batch reduce-scatters, as
+//    parameters in forward order up to the same size); with auto_wrap_policy=transformer,
+//    fully_shard on every block (the shallowest module whose path ends in an index, memplan's
+//    unit). Every micro-batch reduce-scatters, as
 //    FSDP2 does by default and as memplan planned.
 //  * Mixed precision: autocast plans run torch.autocast with fp32 parameters gathered
 //    (MixedPrecisionPolicy() leaves them fp32, as planned); master-weights plans gather half
@@ -137,16 +139,27 @@ std::string FsdpWrapFunction(const ExportPlan& plan, const PrecisionRecipe& r) {
     out += "    policy = MixedPrecisionPolicy()\n";
   }
   out += "\n";
-  out += "    def wrap_units(module):\n";
-  out += "        # Parameters held by `module` outside the units made below it.\n";
-  out += "        held = sum(wrap_units(child) for child in module.children())\n";
-  out += "        held += sum(p.numel() for p in module.parameters(recurse=False))\n";
-  out += "        if module is not model and held >= MIN_NUM_PARAMS:\n";
-  out += "            fully_shard(module, mesh=mesh, mp_policy=policy,\n";
-  out += "                        reshard_after_forward=RESHARD_AFTER_FORWARD)\n";
-  out += "            return 0\n";
-  out += "        return held\n\n";
-  out += "    wrap_units(model)\n";
+  if (plan.data_parallel->fsdp_wrap_blocks) {
+    // transformer_auto_wrap_policy as FSDP2 scripts write it: fully_shard on every block. A
+    // block is what memplan's units are: the shallowest module whose path ends in an index.
+    out += "    for name, module in model.named_modules():\n";
+    out += "        parts = name.split(\".\")\n";
+    out +=
+        "        if name and parts[-1].isdigit() and not any(p.isdigit() for p in parts[:-1]):\n";
+    out += "            fully_shard(module, mesh=mesh, mp_policy=policy,\n";
+    out += "                        reshard_after_forward=RESHARD_AFTER_FORWARD)\n";
+  } else {
+    out += "    def wrap_units(module):\n";
+    out += "        # Parameters held by `module` outside the units made below it.\n";
+    out += "        held = sum(wrap_units(child) for child in module.children())\n";
+    out += "        held += sum(p.numel() for p in module.parameters(recurse=False))\n";
+    out += "        if module is not model and held >= MIN_NUM_PARAMS:\n";
+    out += "            fully_shard(module, mesh=mesh, mp_policy=policy,\n";
+    out += "                        reshard_after_forward=RESHARD_AFTER_FORWARD)\n";
+    out += "            return 0\n";
+    out += "        return held\n\n";
+    out += "    wrap_units(model)\n";
+  }
   out += "    fully_shard(model, mesh=mesh, mp_policy=policy,\n";
   out += "                reshard_after_forward=RESHARD_AFTER_FORWARD)\n";
   out += "    return model\n";
@@ -235,8 +248,9 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
     out += std::string("GRADIENT_AS_BUCKET_VIEW = ") +
            (dp.ddp_gradient_as_bucket_view ? "True" : "False") + "\n";
   } else {
-    out += "MIN_NUM_PARAMS = " + std::to_string(dp.fsdp_min_unit_parameters) +
-           "  # FSDP unit size (size_based_auto_wrap_policy's min_num_params)\n";
+    if (!dp.fsdp_wrap_blocks)
+      out += "MIN_NUM_PARAMS = " + std::to_string(dp.fsdp_min_unit_parameters) +
+             "  # FSDP unit size (size_based_auto_wrap_policy's min_num_params)\n";
     out += std::string("RESHARD_AFTER_FORWARD = ") + (dp.reshard_after_forward ? "True" : "False") +
            "  # False: parameters stay gathered from forward to backward\n";
   }

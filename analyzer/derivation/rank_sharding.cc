@@ -31,8 +31,9 @@ struct Unit {
 
 class RankSharder {
  public:
-  RankSharder(TrainingProgram program, const DataParallelOptions& options)
-      : p_(std::move(program)), o_(options), insert_(p_) {}
+  RankSharder(TrainingProgram program, const DataParallelOptions& options,
+              const std::vector<int>& block_of_node)
+      : p_(std::move(program)), o_(options), block_of_node_(block_of_node), insert_(p_) {}
 
   Expected<TrainingProgram> Run() {
     MEMPLAN_RETURN_IF_ERROR(Validate());
@@ -316,23 +317,38 @@ class RankSharder {
         candidates.begin(), candidates.end(),
         [](const Candidate& a, const Candidate& b) { return a.first_use < b.first_use; });
     // Group into units.
+    const bool by_block = !zero3 && o_.fsdp_wrap_blocks;
+    std::map<int, size_t> unit_of_block;  // FSDP transformer wrap: block (-1: root) -> unit
     for (const Candidate& c : candidates) {
       const int64_t elements = Elements(p_.parameters[static_cast<size_t>(c.parameter)].master);
-      bool join = false;
-      if (!units_.empty()) {
-        join = zero3 ? unit_first_use_.back() == c.first_use
-                     : units_.back().elements < o_.fsdp_min_unit_parameters;
+      size_t unit = units_.size();
+      if (by_block) {
+        const int block = BlockOf(c.first_use);
+        auto [it, added] = unit_of_block.emplace(block, units_.size());
+        unit = it->second;
+        (void)added;
+      } else if (!units_.empty()) {
+        const bool join = zero3 ? unit_first_use_.back() == c.first_use
+                                : units_.back().elements < o_.fsdp_min_unit_parameters;
+        if (join) unit = units_.size() - 1;
       }
-      if (!join) {
+      if (unit == units_.size()) {
         units_.emplace_back();
         unit_first_use_.push_back(c.first_use);
       }
-      units_.back().parameters.push_back(c.parameter);
+      units_[unit].parameters.push_back(c.parameter);
       in_unit_[static_cast<size_t>(c.parameter)] = true;
-      units_.back().elements += elements;
+      units_[unit].elements += elements;
     }
     for (size_t u = 0; u < units_.size(); ++u) BuildUnit(units_[u]);
     PlaceGathers();
+  }
+
+  // The repeated block the node of step `t` belongs to; -1 outside every block (the root).
+  int BlockOf(LogicalTime t) const {
+    const NodeId node = p_.step(t).node;
+    if (!node.valid() || node.index() >= block_of_node_.size()) return -1;
+    return block_of_node_[node.index()];
   }
 
   // The unit's gathered buffers, shards (replacing them at setup) and time spans.
@@ -529,8 +545,9 @@ class RankSharder {
 
   TrainingProgram p_;
   const DataParallelOptions& o_;
-  StepInsertions insert_;  // new steps around each original step
-  BodyUses body_;          // per buffer: body steps naming it; per parameter: its last accumulation
+  const std::vector<int>& block_of_node_;  // by NodeId: the repeated block, -1 for none
+  StepInsertions insert_;                  // new steps around each original step
+  BodyUses body_;  // per buffer: body steps naming it; per parameter: its last accumulation
   std::vector<Unit> units_;
   std::vector<LogicalTime> unit_first_use_;
   int reduce_index_ = 0;
@@ -541,8 +558,15 @@ class RankSharder {
 }  // namespace
 
 Expected<TrainingProgram> DerivePerRankProgram(TrainingProgram single,
-                                               const DataParallelOptions& options) {
-  RankSharder sharder(std::move(single), options);
+                                               const DataParallelOptions& options,
+                                               const std::vector<int>& block_of_node) {
+  if (options.fsdp_wrap_blocks && IsFsdp(options.strategy) &&
+      std::none_of(block_of_node.begin(), block_of_node.end(), [](int b) { return b >= 0; }))
+    return MakeError(
+        "FSDP auto_wrap_policy=transformer: no node name of the model names a "
+        "repeated block (a module path ending in an index, such as \"h.5\"), so "
+        "there is no block to wrap; use auto_wrap_policy=size");
+  RankSharder sharder(std::move(single), options, block_of_node);
   return sharder.Run();
 }
 

@@ -41,16 +41,22 @@
 // Because the walker checks every step's operands, "nothing used before it is gathered" and
 // "nothing freed twice" are the program integrity check (analyzer/program_integrity.h).
 
+#include <vector>
+
 #include "analyzer/parallel/data_parallel_options.h"
 #include "analyzer/training_program.h"
 #include "graph/expected.h"
 
 namespace memplan {
 
+// `block_of_node`: by NodeId, the repeated block (analyzer/recompute/module_units.h) each node
+// belongs to, -1 for none; read by FSDP's transformer wrap (options.fsdp_wrap_blocks: a unit per
+// block, the other parameters in one root unit), may be empty otherwise.
 // REQUIRES: `single` is a derived, verified single-GPU program (data_parallel_ranks == 1).
 // Errors: ranks or nodes < 1, more nodes than ranks, a model without trainable parameters (no
-// strategy applies), a parameter whose size is symbolic.
+// strategy applies), a parameter whose size is symbolic, the transformer wrap without blocks.
 Expected<TrainingProgram> DerivePerRankProgram(TrainingProgram single,
-                                               const DataParallelOptions& options);
+                                               const DataParallelOptions& options,
+                                               const std::vector<int>& block_of_node = {});
 
 }  // namespace memplan

@@ -51,6 +51,11 @@ struct DataParallelOptions {
   // with its default min_num_params = 1e8; the last unit takes the remainder. ZeRO-3 gathers per
   // module instead: one unit per op that reads parameters.
   int64_t fsdp_min_unit_parameters = 100'000'000;
+  // FSDP auto_wrap_policy: false is size_based_auto_wrap_policy (above); true is
+  // transformer_auto_wrap_policy, what FSDP2 scripts do by calling fully_shard on every block:
+  // one unit per repeated block (a module path ending in an index, "h.5", "encoder.layer.3"),
+  // every other parameter (embeddings, final norm, head) in the root unit.
+  bool fsdp_wrap_blocks = false;
   // Units all-gathered ahead of the one computing (FSDP backward_prefetch BACKWARD_PRE / FSDP2's
   // implicit prefetch, ZeRO-3's prefetch): 1 keeps two units' full parameters live at a time.
   int64_t prefetch_units = 1;

@@ -18,9 +18,12 @@ struct EngineOption {
   bool DataParallelOptions::*flag = nullptr;        // true|false settings
   int64_t unit = 1;                                 // bytes per unit of the value (MiB: 2^20)
   int64_t minimum = 1;
+  // What a flag setting is written as: true|false, or the engine's two words for it.
+  std::string_view on = "true";
+  std::string_view off = "false";
 };
 
-constexpr std::array<EngineOption, 10> kEngineOptions = {{
+constexpr std::array<EngineOption, 11> kEngineOptions = {{
     {"bucket_cap_mb", &DataParallelOptions::ddp_bucket_cap_bytes, nullptr, kMiB, 1},
     {"gradient_as_bucket_view", nullptr, &DataParallelOptions::ddp_gradient_as_bucket_view, 1, 0},
     {"reduce_bucket_size", &DataParallelOptions::zero_reduce_bucket_elements, nullptr, 1, 1},
@@ -31,6 +34,8 @@ constexpr std::array<EngineOption, 10> kEngineOptions = {{
      1, 1},
     {"stage3_max_live_parameters", &DataParallelOptions::zero3_max_live_parameters, nullptr, 1, 1},
     {"min_num_params", &DataParallelOptions::fsdp_min_unit_parameters, nullptr, 1, 0},
+    {"auto_wrap_policy", nullptr, &DataParallelOptions::fsdp_wrap_blocks, 1, 0, "transformer",
+     "size"},
     {"reshard_after_forward", nullptr, &DataParallelOptions::reshard_after_forward, 1, 0},
     {"prefetch_units", &DataParallelOptions::prefetch_units, nullptr, 1, 0},
 }};
@@ -66,10 +71,10 @@ Status Set(std::string_view name, std::string_view value, DataParallelOptions& o
     return MakeError("unknown engine option '" + std::string(name) + "' (known: " + KnownNames() +
                      ")");
   if (o->flag != nullptr) {
-    if (value != "true" && value != "false")
-      return MakeError("engine option " + std::string(name) + " must be true or false, got '" +
-                       std::string(value) + "'");
-    options.*o->flag = value == "true";
+    if (value != o->on && value != o->off)
+      return MakeError("engine option " + std::string(name) + " must be " + std::string(o->on) +
+                       " or " + std::string(o->off) + ", got '" + std::string(value) + "'");
+    options.*o->flag = value == o->on;
     return OkStatus();
   }
   int64_t number = 0;
@@ -102,7 +107,12 @@ nlohmann::ordered_json EngineOptionsToJson(const DataParallelOptions& options) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const EngineOption& o : kEngineOptions) {
     if (o.flag != nullptr) {
-      if (options.*o.flag != defaults.*o.flag) j[std::string(o.name)] = options.*o.flag;
+      if (options.*o.flag == defaults.*o.flag) continue;
+      if (o.on == "true") {
+        j[std::string(o.name)] = options.*o.flag;
+      } else {
+        j[std::string(o.name)] = std::string(options.*o.flag ? o.on : o.off);
+      }
     } else if (options.*o.integer != defaults.*o.integer) {
       j[std::string(o.name)] = options.*o.integer / o.unit;
     }
@@ -118,8 +128,16 @@ Status EngineOptionsFromJson(const nlohmann::json& object, DataParallelOptions& 
     if (o == nullptr)
       return MakeError(field + " is no engine option (known: " + KnownNames() + ")");
     if (o->flag != nullptr) {
-      if (!value.is_boolean()) return MakeError(field + " is not true or false");
-      options.*o->flag = value.get<bool>();
+      if (o->on == "true") {
+        if (!value.is_boolean()) return MakeError(field + " is not true or false");
+        options.*o->flag = value.get<bool>();
+      } else {
+        if (!value.is_string() ||
+            (value.get<std::string>() != o->on && value.get<std::string>() != o->off))
+          return MakeError(field + " is not \"" + std::string(o->on) + "\" or \"" +
+                           std::string(o->off) + "\"");
+        options.*o->flag = value.get<std::string>() == o->on;
+      }
       continue;
     }
     if (!value.is_number_integer()) return MakeError(field + " is not a whole number");

@@ -13,6 +13,7 @@
 //   stage3_prefetch_bucket_size         DeepSpeed ZeRO-3 (elements, 5e7)
 //   stage3_max_live_parameters          DeepSpeed ZeRO-3 (elements, 1e9)
 //   min_num_params                      FSDP size_based_auto_wrap_policy (elements, 1e8; 0 allowed)
+//   auto_wrap_policy                    FSDP: size (default) | transformer (a unit per block)
 //   reshard_after_forward               FSDP (true|false, default true; false is SHARD_GRAD_OP)
 //   prefetch_units                      units gathered ahead of the computing one (1; 0 allowed)
 //

@@ -297,7 +297,51 @@ TEST_CASE("engine options by the engines' names", "[parallel]") {
             .error()
             .message.find("too large") != std::string::npos);
   CHECK_FALSE(ApplyEngineOptions("reshard_after_forward", bad).ok());
+  CHECK(ApplyEngineOptions("auto_wrap_policy=modules", bad).error().message ==
+        "engine option auto_wrap_policy must be transformer or size, got 'modules'");
+  DataParallelOptions wrap;
+  REQUIRE(ApplyEngineOptions("auto_wrap_policy=transformer", wrap).ok());
+  CHECK(wrap.fsdp_wrap_blocks);
+  CHECK(EngineOptionsToJson(wrap).dump() == R"({"auto_wrap_policy":"transformer"})");
   CHECK_FALSE(EngineOptionsFromJson(nlohmann::json::parse(R"({"prefetch_units": -1})"), bad).ok());
+}
+
+TEST_CASE("FSDP transformer wrap: a unit per block, the rest in the root unit", "[parallel]") {
+  // x[batch,16] -> embed (W0 16x16) -> blocks.0 (W1 16x16) -> blocks.1 (W2 16x16) -> head (W3
+  // 16x4), node names in the exporter's scope form.
+  TestGraph t;
+  ValueId h = t.Input("x", {t.B(), 16});
+  const char* names[] = {"/embed/MatMul", "/blocks/blocks.0/MatMul", "/blocks/blocks.1/MatMul",
+                         "/head/MatMul"};
+  for (int i = 0; i < 4; ++i) {
+    const int64_t out = i == 3 ? 4 : 16;
+    ValueId w = t.Param("W" + std::to_string(i), {16, out});
+    h = t.Op("MatMul", names[i], {h, w}, "h" + std::to_string(i), {t.B(), out});
+  }
+  t.Output(h);
+  DataParallelOptions dp = Group(ParallelStrategy::kFsdp);
+  dp.prefetch_units = 0;
+  auto forward_gathers = [&](bool blocks) {
+    dp.fsdp_wrap_blocks = blocks;
+    const TrainingProgram program = DeriveVerified(t.graph, Fp32Sgd(dp));
+    std::vector<int64_t> payloads;
+    for (const Step& s : program.steps)
+      if (s.kind == StepKind::kCollective && s.collective.kind == CollectiveKind::kAllGather &&
+          s.name.find("(forward)") != std::string::npos)
+        payloads.push_back(s.collective.payload_bytes);
+    return payloads;
+  };
+  // Size wrap with min_num_params 1: one unit per weight, 1024 bytes each, the head 256.
+  CHECK(forward_gathers(false) == std::vector<int64_t>{1024, 1024, 1024, 256});
+  // Transformer wrap: the root unit (W0 and W3: 1024 + 256 = 1280 bytes) is gathered first, for
+  // the embedding, and stays gathered until the head; then one unit per block.
+  CHECK(forward_gathers(true) == std::vector<int64_t>{1280, 1024, 1024});
+  // Without blocks there is nothing to wrap.
+  DataParallelOptions plain = Group(ParallelStrategy::kFsdp);
+  plain.fsdp_wrap_blocks = true;
+  auto refused = DeriveTrainingProgram(TwoLayerMlp().graph, Fp32Sgd(plain));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("no block to wrap") != std::string::npos);
 }
 
 TEST_CASE("ZeRO-3 gathers each module before it runs, forward and backward", "[parallel]") {

@@ -171,3 +171,16 @@ memplan_cli_test("--engine-options reshard_after_forward=false exports SHARD_GRA
 memplan_cli_test("--engine-options with an unknown setting is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --engine-options: unknown engine option 'bucket_size' \\(known: bucket_cap_mb,[^\n]*\n$"
   COMMAND analyze ${PP} --gpu 24G --gpus 4 --engine-options bucket_size=1)
+# auto_wrap_policy=transformer: a unit per repeated block (FSDP2's fully_shard per block).
+set(GPT ${MEMPLAN_TEST_FIXTURES}/gpt_opset17.onnx)
+memplan_cli_test("--engine-options auto_wrap_policy=transformer exports TRANSFORMER_BASED_WRAP" EXPECT_EXIT 0
+  EXPECT_OUTPUT "fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP"
+  COMMAND analyze ${GPT} --dim seq=64 --gpu 24G --gpus 4 --parallel fsdp
+    --engine-options auto_wrap_policy=transformer --export accelerate)
+memplan_cli_test("auto_wrap_policy=transformer to lightning is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: export: lightning cannot express the FSDP auto_wrap_policy=transformer[^\n]*\n$"
+  COMMAND analyze ${GPT} --dim seq=64 --gpu 24G --gpus 4 --parallel fsdp
+    --engine-options auto_wrap_policy=transformer --export lightning)
+memplan_cli_test("auto_wrap_policy=transformer on a model without blocks is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: FSDP auto_wrap_policy=transformer: no node name of the model names a repeated block[^\n]*\n$"
+  COMMAND analyze ${PP} --gpu 24G --gpus 4 --parallel fsdp --engine-options auto_wrap_policy=transformer)

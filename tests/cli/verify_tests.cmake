@@ -66,3 +66,7 @@ foreach(stage zero2 zero3)
     COMMAND verify ${F}/tiny_mlp.onnx --batch 2 --global-batch 12 --gpus 3 --parallel ${stage}
       --engine-options reduce_bucket_size=500,stage3_param_persistence_threshold=0 --steps 2)
 endforeach()
+memplan_cli_test("verify --gpus 2 fsdp with a unit per transformer block passes" EXPECT_EXIT 0
+  EXPECT_OUTPUT "ranks +2 simulated fsdp ranks.*result: PASS"
+  COMMAND verify ${F}/gpt_opset17.onnx --batch 1 --dim seq=16 --global-batch 4 --gpus 2
+    --parallel fsdp --engine-options auto_wrap_policy=transformer --steps 2)
