@@ -65,6 +65,9 @@ Status CollectiveSteps::AllGather(const Step& step) {
                        "', a shard; the runtime gathers whole tensors only");
     const ShardSlice slice = SliceOfShard(whole, p_.shard_ranks, position);
     const bool from_shard = i < step.inputs.size();
+    if (from_shard && p_.buffer(step.inputs[i]).shard_of_elements != whole)
+      return MakeError("collective '" + step.name + "' gathers '" + p_.buffer(out).name +
+                       "' from '" + p_.buffer(step.inputs[i]).name + "', which is not its shard");
     MEMPLAN_TRY(std::vector<float> source,
                 backend_.Download(buffers_.Get(from_shard ? step.inputs[i] : out)));
     const int64_t offset = from_shard ? 0 : slice.begin;

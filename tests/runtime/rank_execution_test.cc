@@ -146,7 +146,8 @@ TEST_CASE("verify --gpus: a per-rank program without its collectives fails the c
   int collectives = 0;
   for (Step& step : broken.steps) {
     if (step.kind != StepKind::kCollective) continue;
-    step.collective.kind = CollectiveKind::kAllGather;
+    // Among "the ranks of other nodes with this rank's position": on one node, itself alone.
+    step.collective.group = CollectiveGroup::kAcrossNodes;
     ++collectives;
   }
   REQUIRE(collectives > 0);
@@ -156,11 +157,17 @@ TEST_CASE("verify --gpus: a per-rank program without its collectives fails the c
                             exact, SimulationOptions());
   REQUIRE(predicted.ok());
   report.predicted = *predicted;
-  // An all-gather into the staging bucket leaves each rank its own samples' gradients.
+  // Averaging over one rank leaves each rank its own samples' gradients.
   const Status status = VerifyRanks(graph, plan, broken, Cpu(), VerifyOptions(), report);
   if (!status.ok()) FAIL(status.error().message);
   CHECK(report.gradient.max_rel_error > 1e-3);
   CHECK_FALSE(report.gradient.passed);
+  // A gather whose inputs are not the outputs' shards is refused, naming them, on every rank.
+  for (Step& step : broken.steps)
+    if (step.kind == StepKind::kCollective) step.collective.kind = CollectiveKind::kAllGather;
+  const Status refused = VerifyRanks(graph, plan, broken, Cpu(), VerifyOptions(), report);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("which is not its shard") != std::string::npos);
 }
 
 TEST_CASE("verify --gpus: what the runtime does not execute is an error naming it", "[ranks]") {
