@@ -55,7 +55,7 @@ TEST_CASE("SliceOfShard: ceil(n / G) per position, the last one short or empty",
   CHECK(SliceOfShard(2, 4, 3).size == 0);
 }
 
-TEST_CASE("RankGroup: every rank reads every contribution; Abort wakes the waiting", "[ranks]") {
+TEST_CASE("RankGroup: every rank reads every contribution, Abort wakes the waiting", "[ranks]") {
   RankGroup group(3);
   std::vector<float> seen(3, 0.0f);
   std::vector<std::thread> threads;
