@@ -106,10 +106,16 @@ void PlaceUnitFetches(TrainingProgram& program, const std::vector<ParameterUnit>
     const ParameterUnit& unit = units[forward[j]];
     const ParameterUnit& anchor = units[forward[j >= prefetch ? j - prefetch : 0]];
     insertions.Before(anchor.forward_first).push_back(fetch(forward[j], /*backward=*/false));
-    const bool keep = !reshard_after_forward && unit.backward_last >= 0;
+    const bool keep = (!reshard_after_forward || unit.keep_gathered) && unit.backward_last >= 0;
     free_at_end(keep ? unit.backward_last : unit.forward_last, unit.buffers);
   }
   if (!reshard_after_forward) return;
+  // Units kept gathered are not fetched again (nor counted in the prefetch distance).
+  backward.erase(std::remove_if(backward.begin(), backward.end(),
+                                [&](size_t u) {
+                                  return units[u].keep_gathered && units[u].forward_first >= 0;
+                                }),
+                 backward.end());
   for (size_t j = 0; j < backward.size(); ++j) {
     const ParameterUnit& unit = units[backward[j]];
     const ParameterUnit& anchor = units[backward[j >= prefetch ? j - prefetch : 0]];

@@ -63,6 +63,10 @@ struct ParameterUnit {
   std::vector<NodeId> nodes;      // the forward nodes that read them
   LogicalTime forward_first = -1, forward_last = -1;
   LogicalTime backward_first = -1, backward_last = -1;
+  // Stays gathered from its forward to the end of its backward whatever reshard_after_forward
+  // says: FSDP2's root unit (fully_shard sets the root's reshard_after_forward to False, since
+  // backward would gather it again at once).
+  bool keep_gathered = false;
 };
 
 // Fills `unit`'s nodes and spans from its buffers' uses: forward uses up to the loss, backward

@@ -341,6 +341,9 @@ class RankSharder {
       units_[unit].elements += elements;
     }
     for (size_t u = 0; u < units_.size(); ++u) BuildUnit(units_[u]);
+    // The transformer wrap's root unit (the parameters outside every block) is FSDP2's root.
+    if (auto root = unit_of_block.find(-1); root != unit_of_block.end())
+      units_[root->second].span.keep_gathered = true;
     PlaceGathers();
   }
 

@@ -321,21 +321,26 @@ TEST_CASE("FSDP transformer wrap: a unit per block, the rest in the root unit", 
   t.Output(h);
   DataParallelOptions dp = Group(ParallelStrategy::kFsdp);
   dp.prefetch_units = 0;
-  auto forward_gathers = [&](bool blocks) {
+  auto gathers = [&](bool blocks, const char* phase) {
     dp.fsdp_wrap_blocks = blocks;
     const TrainingProgram program = DeriveVerified(t.graph, Fp32Sgd(dp));
     std::vector<int64_t> payloads;
     for (const Step& s : program.steps)
       if (s.kind == StepKind::kCollective && s.collective.kind == CollectiveKind::kAllGather &&
-          s.name.find("(forward)") != std::string::npos)
+          s.name.find(phase) != std::string::npos)
         payloads.push_back(s.collective.payload_bytes);
     return payloads;
   };
+  auto forward_gathers = [&](bool blocks) { return gathers(blocks, "(forward)"); };
   // Size wrap with min_num_params 1: one unit per weight, 1024 bytes each, the head 256.
   CHECK(forward_gathers(false) == std::vector<int64_t>{1024, 1024, 1024, 256});
   // Transformer wrap: the root unit (W0 and W3: 1024 + 256 = 1280 bytes) is gathered first, for
   // the embedding, and stays gathered until the head; then one unit per block.
   CHECK(forward_gathers(true) == std::vector<int64_t>{1280, 1024, 1024});
+  // Backward gathers the blocks again, last first; the root unit is FSDP2's root, which stays
+  // gathered from forward through backward (fully_shard sets its reshard_after_forward False).
+  CHECK(gathers(false, "(backward)") == std::vector<int64_t>{256, 1024, 1024, 1024});
+  CHECK(gathers(true, "(backward)") == std::vector<int64_t>{1024, 1024});
   // Without blocks there is nothing to wrap.
   DataParallelOptions plain = Group(ParallelStrategy::kFsdp);
   plain.fsdp_wrap_blocks = true;
