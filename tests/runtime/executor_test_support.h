@@ -12,6 +12,7 @@
 #include "graph/onnx_import.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/executor.h"
+#include "runtime/verification.h"
 #include "runtime/weight_init.h"
 
 namespace memplan::testing {
@@ -28,6 +29,22 @@ inline Bindings BindAllSymbols(const TrainingProgram& program, int64_t batch, in
   for (SymbolId s = 0; s < static_cast<SymbolId>(program.symbols.size()); ++s)
     bindings.Bind(s, program.batch_symbol && *program.batch_symbol == s ? batch : other);
   return bindings;
+}
+
+// The graph's symbols bound but the batch symbol (a VerifyPlan binds that to its micro-batch):
+// every other one (seq...) to `other`.
+inline Bindings BindNonBatchSymbols(const Graph& graph, int64_t other) {
+  Bindings bindings(&graph.symbols());
+  for (SymbolId s = 0; s < static_cast<SymbolId>(graph.symbols().size()); ++s)
+    if (!graph.batch_symbol() || *graph.batch_symbol() != s) bindings.Bind(s, other);
+  return bindings;
+}
+
+// VerifyPlanOnBackend's backends: a fresh CPU backend each call.
+inline BackendFactory CpuBackends() {
+  return []() -> Expected<std::unique_ptr<Backend>> {
+    return std::unique_ptr<Backend>(new CpuBackend());
+  };
 }
 
 // k micro-batches of `rows` samples, the i-th optimizer step's (samples numbered on).

@@ -18,28 +18,20 @@ using testing::Batches;
 using testing::BindAllSymbols;
 using testing::LoadFixture;
 
-BackendFactory Cpu() {
-  return []() -> Expected<std::unique_ptr<Backend>> {
-    return std::unique_ptr<Backend>(new CpuBackend());
-  };
-}
-
 // Micro-batch 2, accumulation 2, every other symbol (seq) 8.
 VerifyPlan SmallPlan(const Graph& graph, OptimizerKind optimizer) {
   VerifyPlan plan;
   plan.micro_batch = 2;
   plan.program.accumulation_steps = 2;
   plan.program.optimizer = optimizer;
-  plan.bindings = Bindings(&graph.symbols());
-  for (SymbolId s = 0; s < static_cast<SymbolId>(graph.symbols().size()); ++s)
-    if (!graph.batch_symbol() || *graph.batch_symbol() != s) plan.bindings.Bind(s, 8);
+  plan.bindings = testing::BindNonBatchSymbols(graph, 8);
   return plan;
 }
 
 void CheckVerifies(const Graph& graph, const VerifyPlan& plan, double learning_rate = 1e-3) {
   VerifyOptions options;
   options.executor.optimizer.learning_rate = learning_rate;
-  auto report = VerifyPlanOnBackend(graph, plan, Cpu(), options);
+  auto report = VerifyPlanOnBackend(graph, plan, testing::CpuBackends(), options);
   if (!report.ok()) FAIL(report.error().message);
   CHECK(report->measured.peak_bytes == report->predicted.peak_bytes);
   CHECK(report->memory_passed);

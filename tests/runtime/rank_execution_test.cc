@@ -21,12 +21,6 @@ namespace {
 
 using testing::LoadFixture;
 
-BackendFactory Cpu() {
-  return []() -> Expected<std::unique_ptr<Backend>> {
-    return std::unique_ptr<Backend>(new CpuBackend());
-  };
-}
-
 VerifyPlan RankPlan(const Graph& graph, ParallelStrategy strategy, int64_t ranks, int64_t nodes,
                     int64_t m, int64_t k) {
   VerifyPlan plan;
@@ -37,9 +31,7 @@ VerifyPlan RankPlan(const Graph& graph, ParallelStrategy strategy, int64_t ranks
   dp.ranks = ranks;
   dp.nodes = nodes;
   plan.program.data_parallel = dp;
-  plan.bindings = Bindings(&graph.symbols());
-  for (SymbolId s = 0; s < static_cast<SymbolId>(graph.symbols().size()); ++s)
-    if (!graph.batch_symbol() || *graph.batch_symbol() != s) plan.bindings.Bind(s, 8);
+  plan.bindings = testing::BindNonBatchSymbols(graph, 8);
   return plan;
 }
 
@@ -102,7 +94,7 @@ TEST_CASE("verify --gpus: every strategy the runtime runs matches the single-GPU
     plan.program.data_parallel->zero_reduce_bucket_elements = 3000;
     VerifyOptions options;
     options.steps = 2;
-    auto report = VerifyPlanOnBackend(graph, plan, Cpu(), options);
+    auto report = VerifyPlanOnBackend(graph, plan, testing::CpuBackends(), options);
     if (!report.ok()) FAIL(report.error().message);
     REQUIRE(report->ranks);
     CHECK(report->ranks->ranks == c.ranks);
@@ -127,7 +119,7 @@ TEST_CASE("verify --gpus: mixed precision and clipping across sharded gradients"
   VerifyOptions options;
   options.steps = 2;
   options.executor.clip_max_norm = 1e-3;  // clips: the norm must be the whole gradient's
-  auto report = VerifyPlanOnBackend(graph, plan, Cpu(), options);
+  auto report = VerifyPlanOnBackend(graph, plan, testing::CpuBackends(), options);
   if (!report.ok()) FAIL(report.error().message);
   CHECK(report->ranks->measured[1].peak_bytes == report->predicted.peak_bytes);
   CHECK(report->gradient.max_rel_error <= EquivalenceBound(Precision::kFp16));
@@ -158,14 +150,16 @@ TEST_CASE("verify --gpus: a per-rank program without its collectives fails the c
   REQUIRE(predicted.ok());
   report.predicted = *predicted;
   // Averaging over one rank leaves each rank its own samples' gradients.
-  const Status status = VerifyRanks(graph, plan, broken, Cpu(), VerifyOptions(), report);
+  const Status status =
+      VerifyRanks(graph, plan, broken, testing::CpuBackends(), VerifyOptions(), report);
   if (!status.ok()) FAIL(status.error().message);
   CHECK(report.gradient.max_rel_error > 1e-3);
   CHECK_FALSE(report.gradient.passed);
   // A gather whose inputs are not the outputs' shards is refused, naming them, on every rank.
   for (Step& step : broken.steps)
     if (step.kind == StepKind::kCollective) step.collective.kind = CollectiveKind::kAllGather;
-  const Status refused = VerifyRanks(graph, plan, broken, Cpu(), VerifyOptions(), report);
+  const Status refused =
+      VerifyRanks(graph, plan, broken, testing::CpuBackends(), VerifyOptions(), report);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().message.find("which is not its shard") != std::string::npos);
 }
@@ -187,7 +181,7 @@ TEST_CASE("verify --gpus: what the runtime does not execute is an error naming i
   }
   VerifyPlan adafactor = RankPlan(graph, ParallelStrategy::kFsdp, 2, 1, 2, 1);
   adafactor.program.optimizer = OptimizerKind::kAdafactor;
-  auto refused = VerifyPlanOnBackend(graph, adafactor, Cpu(), {});
+  auto refused = VerifyPlanOnBackend(graph, adafactor, testing::CpuBackends(), {});
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().message.find("elementwise") != std::string::npos);
 }

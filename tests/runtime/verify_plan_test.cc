@@ -12,19 +12,11 @@ namespace {
 
 using testing::LoadFixture;
 
-BackendFactory Cpu() {
-  return []() -> Expected<std::unique_ptr<Backend>> {
-    return std::unique_ptr<Backend>(new CpuBackend());
-  };
-}
-
 VerifyPlan PlanFor(const Graph& graph, int64_t m, int64_t k) {
   VerifyPlan plan;
   plan.micro_batch = m;
   plan.program.accumulation_steps = k;
-  plan.bindings = Bindings(&graph.symbols());
-  for (SymbolId s = 0; s < static_cast<SymbolId>(graph.symbols().size()); ++s)
-    if (!graph.batch_symbol() || *graph.batch_symbol() != s) plan.bindings.Bind(s, 8);
+  plan.bindings = testing::BindNonBatchSymbols(graph, 8);
   return plan;
 }
 
@@ -33,7 +25,7 @@ TEST_CASE("verify: a transformer plan passes every check", "[verify]") {
   VerifyPlan plan = PlanFor(graph, /*m=*/2, /*k=*/2);
   plan.program.recompute = {NodeId(5), NodeId(6)};
   VerifyOptions options;
-  auto report = VerifyPlanOnBackend(graph, plan, Cpu(), options);
+  auto report = VerifyPlanOnBackend(graph, plan, testing::CpuBackends(), options);
   if (!report.ok()) FAIL(report.error().message);
   CHECK(report->device == "cpu");
   CHECK(report->measured.peak_bytes == report->predicted.peak_bytes);
@@ -51,7 +43,8 @@ TEST_CASE("verify: a transformer plan passes every check", "[verify]") {
 
 TEST_CASE("verify: BatchNormalization skips the accumulation check with a reason", "[verify]") {
   const Graph graph = LoadFixture("tiny_resnet.onnx");
-  auto report = VerifyPlanOnBackend(graph, PlanFor(graph, 2, 2), Cpu(), VerifyOptions());
+  auto report =
+      VerifyPlanOnBackend(graph, PlanFor(graph, 2, 2), testing::CpuBackends(), VerifyOptions());
   if (!report.ok()) FAIL(report.error().message);
   CHECK_FALSE(report->gradient.checked);
   CHECK(report->gradient.note.find("BatchNormalization") != std::string::npos);
@@ -66,7 +59,7 @@ TEST_CASE("verify: fp16 plan with accumulation passes within the fp16 bound", "[
   VerifyOptions options;
   options.steps = 4;
   options.executor.optimizer.learning_rate = 1e-2;
-  auto report = VerifyPlanOnBackend(graph, plan, Cpu(), options);
+  auto report = VerifyPlanOnBackend(graph, plan, testing::CpuBackends(), options);
   if (!report.ok()) FAIL(report.error().message);
   CHECK(report->gradient.checked);
   CHECK(report->gradient.bound == 1e-2);
@@ -79,7 +72,7 @@ TEST_CASE("verify: a plan above the memory limit is refused", "[verify]") {
   const Graph graph = LoadFixture("tiny_mlp.onnx");
   VerifyOptions options;
   options.max_memory_bytes = 1024;  // tiny_mlp's parameters alone are 676 * 4 = 2704 bytes
-  auto report = VerifyPlanOnBackend(graph, PlanFor(graph, 4, 1), Cpu(), options);
+  auto report = VerifyPlanOnBackend(graph, PlanFor(graph, 4, 1), testing::CpuBackends(), options);
   REQUIRE_FALSE(report.ok());
   CHECK(report.error().message.find("--max-cpu-memory") != std::string::npos);
 }
@@ -92,7 +85,7 @@ TEST_CASE("verify: a tolerance below the measured excess fails the memory check"
   options.tolerance = -0.5;
   options.check_gradient_equivalence = false;
   options.check_recompute_equivalence = false;
-  auto report = VerifyPlanOnBackend(graph, PlanFor(graph, 4, 1), Cpu(), options);
+  auto report = VerifyPlanOnBackend(graph, PlanFor(graph, 4, 1), testing::CpuBackends(), options);
   REQUIRE(report.ok());
   CHECK_FALSE(report->memory_passed);
   CHECK_FALSE(report->passed);
@@ -167,7 +160,7 @@ TEST_CASE("verify: measured above predicted fails beyond the tolerance, passes w
   VerifyOptions options;
   options.check_gradient_equivalence = false;
   options.check_recompute_equivalence = false;
-  auto exact = VerifyPlanOnBackend(graph, PlanFor(graph, 4, 1), Cpu(), options);
+  auto exact = VerifyPlanOnBackend(graph, PlanFor(graph, 4, 1), testing::CpuBackends(), options);
   REQUIRE(exact.ok());
   const int64_t predicted = exact->predicted.peak_bytes;
   REQUIRE(predicted > 200);
@@ -198,7 +191,7 @@ TEST_CASE("verify: an fp16 overflow is reported as a loss-scaler event", "[verif
   options.check_gradient_equivalence = false;
   options.check_recompute_equivalence = false;
   options.executor.initial_loss_scale = std::ldexp(1.0f, 100);
-  auto report = VerifyPlanOnBackend(graph, plan, Cpu(), options);
+  auto report = VerifyPlanOnBackend(graph, plan, testing::CpuBackends(), options);
   if (!report.ok()) FAIL(report.error().message);
   REQUIRE_FALSE(report->scaler_events.empty());
   const LossScalerEvent& first = report->scaler_events.front();
