@@ -27,15 +27,17 @@ std::string_view ReportedLossName(const AnalysisReport& report) {
   return LossKindName(report.plan->program.loss);
 }
 
-std::string PlanLine(const TrainingPlan& plan) {
+// `tensor_parallel`: GPUs per replica (--tp); the data-parallel ranks are then replicas.
+std::string PlanLine(const TrainingPlan& plan, int64_t tensor_parallel) {
   const PlanCandidate& c = plan.chosen;
   std::ostringstream s;
   s << "micro-batch " << c.micro_batch;
   const int64_t ranks = plan.program.data_parallel_ranks;
   if (ranks > 1) {
     // Data parallel: m and k are per rank.
-    s << " x " << c.accumulation_steps << " accumulation steps x " << ranks
-      << " GPUs = global batch " << c.global_batch;
+    s << " x " << c.accumulation_steps << " accumulation steps x " << ranks;
+    if (tensor_parallel > 1) s << " replicas of " << tensor_parallel;
+    s << " GPUs = global batch " << c.global_batch;
   } else if (c.accumulation_steps > 1) {
     s << " x " << c.accumulation_steps << " accumulation steps = global batch " << c.global_batch;
   } else {
@@ -262,6 +264,7 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   p["fp32_ops"] = report.fp32_nodes;
   if (plan.placement) p["placement"] = PlacementJson(graph, plan);
   if (IsDataParallelReport(report)) AddDataParallelPlanKeys(report, p);
+  AddTensorParallelPlanKeys(report, p);
   if (report.attention != nullptr) p["attention"] = AttentionPlanToJson(*report.attention);
   if (report.fused_loss != nullptr) {
     const nlohmann::ordered_json fused = FusedLossPlanToJson(*report.fused_loss, plan.bindings);
@@ -389,7 +392,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   if (report.inference_export) s << InferenceExportText(report) << "\n\n";
   if (plan.infeasible && !plan.feasible) s << InfeasibleText(plan) << "\n\n";
   if (report.alternatives != nullptr) s << AlternativesText(*report.alternatives) << "\n";
-  s << "Plan     " << PlanLine(plan) << "\n";
+  s << "Plan     " << PlanLine(plan, report.options->tensor_parallel.degree) << "\n";
   s << "         " << PrecisionName(plan.program.precision) << ", "
     << OptimizerLabel(plan.program.optimizer_kind, plan.program.optimizer_impl) << ", loss "
     << ReportedLossName(report) << ", recompute " << RecomputeSummary(report) << "\n";
@@ -414,6 +417,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   }
   if (plan.placement) s << PlacementText(plan);
   if (IsDataParallelReport(report)) s << DataParallelText(report);
+  s << TensorParallelText(report);
   const int64_t trained = TrainedParameterCount(*report.graph);
   const int64_t model_parameters = ModelParameterCount(*report.graph);
   if (trained != model_parameters) {
@@ -531,7 +535,7 @@ std::string FormatAnalysisMarkdown(const AnalysisReport& report) {
   if (plan.infeasible && !plan.feasible) s << "**" << InfeasibleText(plan) << "**\n\n";
   if (report.alternatives != nullptr) s << AlternativesMarkdown(*report.alternatives) << "\n";
   s << "| | |\n|---|---|\n";
-  s << "| plan | " << PlanLine(plan) << " |\n";
+  s << "| plan | " << PlanLine(plan, report.options->tensor_parallel.degree) << " |\n";
   s << "| precision | " << PrecisionName(plan.program.precision) << " |\n";
   s << "| optimizer | " << OptimizerLabel(plan.program.optimizer_kind, plan.program.optimizer_impl)
     << " |\n";

@@ -36,6 +36,9 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
   }
   r.data_parallel = report.options->program.data_parallel;
   r.offload = program.offload;
+  r.tensor_parallel = report.options->tensor_parallel.degree;
+  r.column_parallel = report.options->tensor_parallel.column;
+  r.row_parallel = report.options->tensor_parallel.row;
   if (r.data_parallel) r.data_parallel->nodes = ResolvedCollectiveOptions(*report.options).nodes;
   r.memory.peak_bytes = plan.chosen.peak_bytes;
   r.memory.breakdown = sim.peak_breakdown;

@@ -58,6 +58,11 @@ struct PlanReport {
   // plan.parallel, plan.gpus, plan.nodes (--gpus): the strategy the plan runs and the engine
   // defaults it was derived with; nullopt for a single-GPU plan.
   std::optional<DataParallelOptions> data_parallel;
+  // plan.tensor_parallel (--tp): the ranks of one model replica and the linear layers split
+  // column- and row-parallel (analyzer/parallel/tensor_parallel.h); degree 1 without --tp.
+  int64_t tensor_parallel = 1;
+  std::vector<std::string> column_parallel;
+  std::vector<std::string> row_parallel;
   // plan.offload.mode (--offload): what the plan keeps in host memory.
   OffloadMode offload = OffloadMode::kNone;
   // plan.fused_loss (--fused-loss): the LM head and cross entropy run as Liger's fused linear

@@ -1,5 +1,7 @@
 #include "analyzer/planner.h"
 
+#include "graph/checked_math.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -197,10 +199,39 @@ class CandidateEvaluator {
       time.communication_total_seconds = comm.total_seconds;
       time.step_seconds += comm.exposed_seconds;
     }
+    if (options_.tensor_parallel.enabled()) {
+      MEMPLAN_TRY(const double tp, TensorParallelSeconds(m));
+      time.communication_seconds += static_cast<double>(k) * tp;
+      time.communication_total_seconds += static_cast<double>(k) * tp;
+      time.step_seconds += static_cast<double>(k) * tp;
+    }
     return time;
   }
 
  private:
+  // --tp, per micro-batch: the group all-reduces every row-parallel output (forward) and every
+  // column-parallel input gradient (backward) in the working dtype on the intra-node link. The
+  // next op reads the result, so compute hides none of it (Megatron without sequence parallel).
+  Expected<double> TensorParallelSeconds(int64_t m) const {
+    const TensorParallelPlan& tp = options_.tensor_parallel;
+    CollectiveCostOptions link = ResolvedCollectiveOptions(options_);
+    link.nodes = 1;
+    const int64_t element_bytes = program_.precision == Precision::kFp32 ? 4 : 2;
+    const Bindings bindings = BindingsFor(m);
+    double seconds = 0;
+    for (const std::vector<Dim>* list : {&tp.forward_all_reduces, &tp.backward_all_reduces}) {
+      for (const Dim& elements : *list) {
+        MEMPLAN_TRY(int64_t n, elements.Evaluate(bindings));
+        const std::optional<int64_t> bytes = CheckedMul(n, element_bytes);
+        if (!bytes)
+          return MakeError("a tensor-parallel all-reduce of " + std::to_string(n) +
+                           " elements overflows 64-bit bytes");
+        seconds += CollectiveSeconds(CollectiveKind::kAllReduce, *bytes, tp.degree, link);
+      }
+    }
+    return seconds;
+  }
+
   // The planner's-allocator simulation at (m, k) without a timeline, memoised per (m, min(k, 2)).
   Expected<const SimulationResult*> MemoryOf(int64_t m, int64_t k) {
     const std::pair<int64_t, int64_t> key(m, std::min<int64_t>(k, 2));

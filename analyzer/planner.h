@@ -20,6 +20,7 @@
 #include "analyzer/gpu_specs.h"
 #include "analyzer/offload/offload_cost.h"
 #include "analyzer/parallel/collective_cost.h"
+#include "analyzer/parallel/tensor_parallel.h"
 #include "analyzer/precision/precision_placement.h"
 #include "analyzer/program_derivation.h"
 #include "analyzer/simulator.h"
@@ -90,6 +91,9 @@ struct PlannerOptions {
   // bandwidth is the default for the GPU (ResolvedCollectiveOptions); nodes come from
   // program.data_parallel.
   CollectiveCostOptions collectives;
+  // --tp: the split applied to the graph (analyzer/parallel/tensor_parallel.h). The graph is
+  // already one tensor-parallel rank's; the planner adds the group's all-reduces to the step time.
+  TensorParallelPlan tensor_parallel;
   // --offload (program.offload): the host link the copies cross and the CPU optimizer's memory
   // bandwidth. A link with no bandwidth is the GPU's (ResolvedOffloadCostOptions).
   OffloadCostOptions offload_cost;

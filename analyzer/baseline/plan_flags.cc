@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 34> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 35> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -176,6 +176,13 @@ const std::array<PlanFlagSpec, 34> kPlanFlagTable = {{
              "bucket_cap_mb=50,reshard_after_forward=false (docs/multi_gpu.md)",
      .help_position = 30,
      .text = &PlanFlags::engine_options},
+    {.key = "tp",
+     .argument = "--tp",
+     .type = PlanFlagType::kPositiveInt,
+     .help = "tensor-parallel ranks per model replica (Megatron-style: attention heads and MLP "
+             "hidden units of each repeated block split T ways); needs --gpus, a multiple of T",
+     .help_position = 31,
+     .integer = &PlanFlags::tp},
     {.key = "attention",
      .argument = "--attention",
      .type = PlanFlagType::kText,

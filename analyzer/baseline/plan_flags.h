@@ -53,6 +53,7 @@ struct PlanFlags {
   std::optional<int64_t> nodes;         // --nodes: machines the ranks span
   // --engine-options: engine settings of a data-parallel plan (analyzer/parallel/engine_options.h)
   std::optional<std::string> engine_options;
+  std::optional<int64_t> tp;             // --tp: tensor-parallel ranks per replica (of --gpus)
   std::optional<std::string> attention;  // --attention: eager | sdpa | auto
   bool fused_loss = false;               // --fused-loss: LM head + cross entropy fused (Liger)
   // Host memory (docs/finetuning.md, --offload).
@@ -96,7 +97,7 @@ struct PlanFlagSpec {
 };
 
 // Every plan flag, in the order configurations write them and messages list them.
-extern const std::array<PlanFlagSpec, 34> kPlanFlagTable;
+extern const std::array<PlanFlagSpec, 35> kPlanFlagTable;
 
 // The table entry with `key`. REQUIRES: `key` is one of the table's keys.
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key);

@@ -188,7 +188,7 @@ nlohmann::ordered_json SingleGpuOffloadSection(OffloadMode offload) {
 std::string ExportDeepSpeed(const ExportPlan& plan, const ExportOptions& options) {
   nlohmann::ordered_json config;
   std::string comment = ProvenanceSentence(plan, options);
-  if (plan.data_parallel) {
+  if (plan.Gpus() > 1) {
     comment +=
         " Launch: deepspeed --num_gpus " + std::to_string(plan.Gpus() / plan.Nodes()) +
         (plan.Nodes() > 1 ? " --num_nodes " + std::to_string(plan.Nodes()) + " --hostfile hostfile"
@@ -207,6 +207,11 @@ std::string ExportDeepSpeed(const ExportPlan& plan, const ExportOptions& options
   config["gradient_accumulation_steps"] = plan.accumulation_steps;
   config["gradient_clipping"] = options.max_grad_norm;  // 0.0 disables clipping in DeepSpeed
   config["optimizer"] = OptimizerSection(plan, options);
+  if (plan.tensor_parallel > 1) {
+    // AutoTP training (DeepSpeed >= 0.16.4): each linear layer of the blocks split over
+    // autotp_size GPUs, as the plan's column- and row-parallel layers are.
+    config["tensor_parallel"]["autotp_size"] = plan.tensor_parallel;
+  }
   if (plan.data_parallel) {
     config["zero_optimization"] = ZeroSection(*plan.data_parallel);
     AddOffload(plan.offload, config["zero_optimization"]);

@@ -116,6 +116,30 @@ Status CheckWrapPolicy(const ExportPlan& plan, ExportTarget target) {
       "--to accelerate, hf-trainer or pytorch, or re-plan with auto_wrap_policy=size");
 }
 
+// --tp: DeepSpeed's AutoTP training ("tensor_parallel": {"autotp_size": T}, DeepSpeed >= 0.16.4)
+// splits the same linear layers Megatron-style, with ZeRO stages 0 to 2. The other targets have
+// no config switch that splits a model's layers (they need code: a DTensor parallelize_module
+// plan per block, or a Megatron model), so they refuse rather than run replicated layers.
+Status CheckTensorParallel(const ExportPlan& plan, ExportTarget target) {
+  if (plan.tensor_parallel <= 1) return OkStatus();
+  const std::string tp = "--tp " + std::to_string(plan.tensor_parallel);
+  if (target != ExportTarget::kDeepSpeed) {
+    return MakeError("export: " + std::string(ExportTargetName(target)) + " cannot express " + tp +
+                     " (tensor-parallel layers), which the plan modelled; export with --to "
+                     "deepspeed (AutoTP training), or re-plan without --tp");
+  }
+  if (plan.data_parallel && plan.data_parallel->strategy != ParallelStrategy::kDdp &&
+      plan.data_parallel->strategy != ParallelStrategy::kZero1 &&
+      plan.data_parallel->strategy != ParallelStrategy::kZero2) {
+    return MakeError("export: deepspeed runs " + tp +
+                     " (AutoTP) with ZeRO stages 0 to 2 only, "
+                     "not --parallel " +
+                     std::string(ParallelStrategyName(plan.data_parallel->strategy)) +
+                     "; re-plan with --parallel ddp, zero1 or zero2");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Expected<std::string> ExportConfig(const nlohmann::json& plan_json, ExportTarget target,
@@ -134,6 +158,7 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
   MEMPLAN_RETURN_IF_ERROR(CheckOptimizerImpl(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckFusedLoss(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckWrapPolicy(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckTensorParallel(plan, target));
   // A plan simulated without clipping exports without clipping: the clip's transient is not in
   // its memory figure.
   ExportOptions effective = options;

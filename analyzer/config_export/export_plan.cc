@@ -84,6 +84,9 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.checkpointable_modules = report.checkpointable_modules;
   result.checkpoints = CheckpointsOf(result);
   result.data_parallel = report.data_parallel;
+  result.tensor_parallel = report.tensor_parallel;
+  result.column_parallel = report.column_parallel;
+  result.row_parallel = report.row_parallel;
   result.offload = report.offload;
   result.fused_loss = report.fused_loss;
   return result;
@@ -152,6 +155,14 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
   result.checkpoints = CheckpointsOf(result);
   // Data parallel (docs/multi_gpu.md): plan.parallel names the strategy, plan.gpus the ranks.
   MEMPLAN_TRY(result.data_parallel, InPlan(OptionalPlanDataParallel(plan)));
+  MEMPLAN_TRY(result.tensor_parallel, InPlan(PlanTensorParallelDegree(plan)));
+  auto split = plan.find("tensor_parallel");
+  if (split != plan.end() && split->is_object()) {
+    MEMPLAN_TRY(result.column_parallel,
+                InPlan(OptionalPlanStringList(*split, "column_parallel", "plan.tensor_parallel.")));
+    MEMPLAN_TRY(result.row_parallel,
+                InPlan(OptionalPlanStringList(*split, "row_parallel", "plan.tensor_parallel.")));
+  }
   // --offload (docs/json_schema.md): plan.offload is an object whose mode names it.
   auto offload = plan.find("offload");
   if (offload != plan.end() && !offload->is_null()) {

@@ -61,11 +61,20 @@ struct ExportPlan {
   // the training run must use too (HF Trainer: use_liger_kernel=True; elsewhere a note).
   bool fused_loss = false;
 
-  int64_t Gpus() const { return data_parallel ? data_parallel->ranks : 1; }
+  // plan.tensor_parallel (--tp): GPUs per model replica, and the weights split column- and
+  // row-parallel (parameter names, in graph order). 1 and empty without --tp.
+  int64_t tensor_parallel = 1;
+  std::vector<std::string> column_parallel;
+  std::vector<std::string> row_parallel;
+
+  // Every GPU (process) the plan runs on: data-parallel replicas x tensor-parallel ranks.
+  int64_t Gpus() const { return DataParallelRanks() * tensor_parallel; }
+  int64_t DataParallelRanks() const { return data_parallel ? data_parallel->ranks : 1; }
   int64_t Nodes() const { return data_parallel ? data_parallel->nodes : 1; }
-  // Samples per optimizer step over every GPU. Computed, never read from plan.global_batch:
-  // DeepSpeed asserts train_batch_size == micro * accumulation * GPUs.
-  int64_t SamplesPerStep() const { return micro_batch * accumulation_steps * Gpus(); }
+  // Samples per optimizer step over every replica. Computed, never read from plan.global_batch:
+  // DeepSpeed asserts train_batch_size == micro * accumulation * data-parallel ranks (the ranks
+  // of one tensor-parallel group read the same samples).
+  int64_t SamplesPerStep() const { return micro_batch * accumulation_steps * DataParallelRanks(); }
   bool UsesRecompute() const { return !recompute_nodes.empty() || !recompute_modules.empty(); }
   // A module plan that checkpoints every repeated block: what HF's gradient_checkpointing runs.
   bool ChecksEveryModule() const {

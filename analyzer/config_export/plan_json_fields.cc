@@ -71,6 +71,13 @@ Expected<const nlohmann::json*> PlanObjectOf(const nlohmann::json& document) {
   return &*plan;
 }
 
+Expected<int64_t> PlanTensorParallelDegree(const nlohmann::json& plan) {
+  auto split = plan.find("tensor_parallel");
+  if (split == plan.end() || split->is_null()) return int64_t{1};
+  if (!split->is_object()) return MakeError("plan.tensor_parallel is not an object");
+  return RequiredPlanPositiveInt(*split, "degree", "plan.tensor_parallel.");
+}
+
 Expected<std::optional<DataParallelOptions>> OptionalPlanDataParallel(const nlohmann::json& plan) {
   if (!plan.contains("parallel") || plan["parallel"].is_null())
     return std::optional<DataParallelOptions>();
@@ -82,6 +89,11 @@ Expected<std::optional<DataParallelOptions>> OptionalPlanDataParallel(const nloh
   DataParallelOptions dp;
   dp.strategy = *parsed;
   MEMPLAN_TRY(dp.ranks, RequiredPlanPositiveInt(plan, "gpus", "plan."));
+  MEMPLAN_TRY(int64_t tp, PlanTensorParallelDegree(plan));
+  if (dp.ranks % tp != 0)
+    return MakeError("plan.tensor_parallel.degree " + std::to_string(tp) +
+                     " does not divide plan.gpus " + std::to_string(dp.ranks));
+  dp.ranks /= tp;
   if (plan.contains("nodes")) {
     MEMPLAN_TRY(dp.nodes, RequiredPlanPositiveInt(plan, "nodes", "plan."));
   }

@@ -40,4 +40,8 @@ Expected<const nlohmann::json*> PlanObjectOf(const nlohmann::json& document);
 // differ from the defaults (analyzer/parallel/engine_options.h). nullopt: a single-GPU plan.
 Expected<std::optional<DataParallelOptions>> OptionalPlanDataParallel(const nlohmann::json& plan);
 
+// plan.tensor_parallel.degree (--tp), 1 when plan.tensor_parallel is absent or null. plan.gpus
+// counts every GPU: OptionalPlanDataParallel divides it by this for the data-parallel ranks.
+Expected<int64_t> PlanTensorParallelDegree(const nlohmann::json& plan);
+
 }  // namespace memplan

@@ -5,6 +5,7 @@
 #include "analyzer/analysis_report.h"
 #include "analyzer/memory_size.h"
 #include "analyzer/parallel/engine_options.h"
+#include "analyzer/parallel/tensor_parallel.h"
 #include "analyzer/report/number_format.h"
 
 namespace memplan {
@@ -32,7 +33,7 @@ bool IsDataParallelReport(const AnalysisReport& report) {
 void AddDataParallelPlanKeys(const AnalysisReport& report, nlohmann::ordered_json& plan_json) {
   const TrainingProgram& program = report.plan->program;
   plan_json["parallel"] = program.data_parallel_strategy;
-  plan_json["gpus"] = program.data_parallel_ranks;
+  plan_json["gpus"] = PlannedGpus(report);
   plan_json["nodes"] = ResolvedCollectiveOptions(*report.options).nodes;
   // The engine settings the plan was made with, where they differ from the engines' defaults
   // (export and verify --plan read them back).
@@ -48,7 +49,7 @@ void AddDataParallelJson(const AnalysisReport& report, nlohmann::ordered_json& j
   json["model_state_bytes"] = ModelStateBytesJson(ChosenModelStates(report));
   nlohmann::ordered_json p;
   p["strategy"] = plan.program.data_parallel_strategy;
-  p["gpus"] = plan.program.data_parallel_ranks;
+  p["gpus"] = PlannedGpus(report);
   p["nodes"] = links.nodes;
   p["intra_node_link"] = std::string(links.intra_node.name);
   if (links.nodes > 1) p["inter_node_link"] = std::string(links.inter_node.name);
@@ -80,8 +81,11 @@ std::string DataParallelText(const AnalysisReport& report) {
   const ModelStateBytes states = ChosenModelStates(report);
   std::ostringstream s;
   s << "Parallel " << plan.program.data_parallel_strategy << " on "
-    << plan.program.data_parallel_ranks << " GPUs (" << links.nodes
-    << (links.nodes == 1 ? " node, " : " nodes, ") << links.intra_node.description;
+    << plan.program.data_parallel_ranks;
+  const int64_t tp = report.options->tensor_parallel.degree;
+  if (tp > 1) s << " replicas of " << tp << " tensor-parallel GPUs = " << PlannedGpus(report);
+  s << " GPUs (" << links.nodes << (links.nodes == 1 ? " node, " : " nodes, ")
+    << links.intra_node.description;
   if (links.nodes > 1) s << " + " << links.inter_node.description;
   s << "); memory and peak are per rank\n";
   if (plan.program.data_parallel_strategy == ParallelStrategyName(ParallelStrategy::kHybridShard)) {
@@ -103,6 +107,25 @@ std::string DataParallelText(const AnalysisReport& report) {
     << " s per step, " << FormatFixed(plan.time.communication_seconds, 4)
     << " s of it not hidden by compute\n";
   if (!report.parallel_explanation.empty()) s << "Strategy " << report.parallel_explanation << "\n";
+  return s.str();
+}
+
+int64_t PlannedGpus(const AnalysisReport& report) {
+  const int64_t tp = report.options != nullptr ? report.options->tensor_parallel.degree : 1;
+  return report.plan->program.data_parallel_ranks * tp;
+}
+
+void AddTensorParallelPlanKeys(const AnalysisReport& report, nlohmann::ordered_json& plan_json) {
+  if (report.options == nullptr || !report.options->tensor_parallel.enabled()) return;
+  plan_json["gpus"] = PlannedGpus(report);
+  plan_json["tensor_parallel"] = TensorParallelJson(report.options->tensor_parallel);
+}
+
+std::string TensorParallelText(const AnalysisReport& report) {
+  if (report.options == nullptr || !report.options->tensor_parallel.enabled()) return "";
+  std::ostringstream s;
+  s << "Tensor   " << TensorParallelLine(report.options->tensor_parallel) << "; memory and peak "
+    << "are per GPU\n";
   return s.str();
 }
 

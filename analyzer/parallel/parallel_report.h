@@ -3,6 +3,7 @@
 // plan.gpus, plan.nodes, model_state_bytes and the "parallel" object, and the text lines. Kept
 // apart from analysis_report.cc, which calls these in one place each (docs/multi_gpu.md).
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -27,5 +28,13 @@ void AddDataParallelJson(const AnalysisReport& report, nlohmann::ordered_json& j
 
 // The text block: strategy and links, model states per rank, communication, why.
 std::string DataParallelText(const AnalysisReport& report);
+
+// --tp: every GPU the plan runs on (data-parallel replicas x tensor-parallel ranks).
+int64_t PlannedGpus(const AnalysisReport& report);
+// Adds plan.gpus and plan.tensor_parallel (analyzer/parallel/tensor_parallel.h) to `plan_json`
+// when the plan splits the model; nothing otherwise.
+void AddTensorParallelPlanKeys(const AnalysisReport& report, nlohmann::ordered_json& plan_json);
+// The "Tensor" line, empty without --tp.
+std::string TensorParallelText(const AnalysisReport& report);
 
 }  // namespace memplan

@@ -54,7 +54,7 @@ memplan_cli_test("--parallel unknown strategy is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --parallel: expected ddp, zero1, zero2, zero3, fsdp, hybrid-shard or auto, got 'zero4'\n$"
   COMMAND analyze ${PP} --gpu 24G --gpus 4 --parallel zero4)
 memplan_cli_test("--parallel without --gpus is one line, exit 2" EXPECT_EXIT 2
-  EXPECT_OUTPUT "^memplan: --parallel, --nodes and --engine-options need --gpus N\n$"
+  EXPECT_OUTPUT "^memplan: --parallel, --nodes, --tp and --engine-options need --gpus N\n$"
   COMMAND analyze ${PP} --gpu 24G --parallel zero2)
 memplan_cli_test("--nodes that do not divide --gpus is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --nodes 3 must divide --gpus 8[^\n]*\n$"
@@ -184,3 +184,46 @@ memplan_cli_test("auto_wrap_policy=transformer to lightning is one line, exit 2"
 memplan_cli_test("auto_wrap_policy=transformer on a model without blocks is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: FSDP auto_wrap_policy=transformer: no node name of the model names a repeated block[^\n]*\n$"
   COMMAND analyze ${PP} --gpu 24G --gpus 4 --parallel fsdp --engine-options auto_wrap_policy=transformer)
+
+# --tp (analyzer/parallel/tensor_parallel.h): Megatron-style tensor parallelism of the blocks.
+# The zoo's GPT-2 small (12 blocks, 12 heads, hidden 768, MLP 3072, vocabulary 50257): a block
+# holds 2 LayerNorms 2 x 1536, c_attn 768 x 2304 + 2304, attn.c_proj 768 x 768 + 768, c_fc
+# 768 x 3072 + 3072, mlp.c_proj 3072 x 768 + 768 = 7,087,872 parameters; wte 38,597,376, wpe
+# 786,432 and ln_f 1,536 (39,385,344) stay whole. Split 2 ways a block keeps the norms (3,072),
+# half of c_attn (884,736 + 1,152), of attn.c_proj's weight (294,912; its bias 768 is added after
+# the all-reduce, whole), of c_fc (1,179,648 + 1,536) and of mlp.c_proj's weight (1,179,648;
+# bias 768): 3,546,240. Per GPU: 12 x 3,546,240 + 39,385,344 = 81,940,224 of 124,439,808.
+set(GPT2 ${MEMPLAN_ZOO_DIR}/gpt2_small.onnx)
+memplan_cli_test("--tp 2 splits every GPT-2 block: parameters per GPU" EXPECT_EXIT 0
+  EXPECT_OUTPUT "Tensor   tensor parallel 2: 24 column-, 24 row-parallel linear layers \\(12 of 12 blocks split\\), 81940224 of 124439808 parameters per rank, 48 all-reduces per micro-batch"
+  COMMAND analyze ${GPT2} --dim seq=1024 --gpu A100-80GB --gpus 2 --tp 2 --precision bf16)
+# 8 GPUs = 4 replicas x 2: the global batch counts replicas (8 x 1 x 4 = 32), plan.gpus every GPU.
+memplan_cli_test("--gpus 8 --tp 2 JSON: gpus 8, data-parallel replicas make the global batch" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"global_batch\": 32,[^$]*\"parallel\": \"zero1\",[ \n]*\"gpus\": 8,[ \n]*\"nodes\": 1,[ \n]*\"tensor_parallel\": {[ \n]*\"degree\": 2,"
+  COMMAND analyze ${GPT2} --dim seq=1024 --gpu A100-80GB --gpus 8 --tp 2 --parallel zero1
+    --micro-batch 8 --global-batch 32 --precision bf16 --json)
+# DeepSpeed AutoTP: train_batch_size counts data-parallel ranks (8 x 1 x 4), autotp_size the split.
+memplan_cli_test("--tp 2 exports DeepSpeed AutoTP" EXPECT_EXIT 0
+  EXPECT_OUTPUT "deepspeed --num_gpus 8 train.py[^\n]*\n *\"train_batch_size\": 32,[^$]*\"tensor_parallel\": {\n *\"autotp_size\": 2\n *},"
+  COMMAND analyze ${GPT2} --dim seq=1024 --gpu A100-80GB --gpus 8 --tp 2 --parallel zero1
+    --micro-batch 8 --global-batch 32 --precision bf16 --export deepspeed)
+memplan_cli_test("--tp to accelerate is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: export: accelerate cannot express --tp 2 \\(tensor-parallel layers\\)[^\n]*\n$"
+  COMMAND analyze ${GPT2} --dim seq=1024 --gpu A100-80GB --gpus 2 --tp 2 --export accelerate)
+# Bad input: 12 heads do not split 8 ways (768 features would); --tp must divide --gpus.
+memplan_cli_test("--tp that does not divide the heads is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --tp 8: node '[^']*' \\(Reshape\\) in block 'h.0' of [^\n]*cannot split 8 ways: the heads or hidden units it splits are not a multiple of 8\n$"
+  COMMAND analyze ${GPT2} --dim seq=1024 --gpu A100-80GB --gpus 8 --tp 8)
+memplan_cli_test("--tp that does not divide --gpus is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --tp 4 must divide the 6 GPUs of a node[^\n]*\n$"
+  COMMAND analyze ${GPT2} --gpu 24G --gpus 6 --tp 4)
+memplan_cli_test("--tp without --gpus is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --parallel, --nodes, --tp and --engine-options need --gpus N\n$"
+  COMMAND analyze ${GPT2} --gpu 24G --tp 2)
+# tiny_resnet's only linear layer makes the output: nothing to split.
+memplan_cli_test("--tp on a model with nothing to split is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --tp 2: no linear layer of [^\n]*tiny_resnet.onnx splits 2 ways[^\n]*\n$"
+  COMMAND analyze ${MEMPLAN_TEST_FIXTURES}/tiny_resnet.onnx --gpu 24G --gpus 2 --tp 2)
+memplan_cli_test("verify --tp is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: verify: the runtime does not execute tensor-parallel plans[^\n]*\n$"
+  COMMAND verify ${GPT2} --dim seq=64 --gpus 2 --tp 2 --micro-batch 1 --precision fp32)

@@ -27,6 +27,7 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
               ApplyFusedLoss(session->graph, r.fused_loss, r.planner.program.loss,
                              r.planner.bindings, r.analysis.model));
   r.planner.program.loss = session->fused_loss.ProgramLoss(r.planner.program.loss);
+  MEMPLAN_RETURN_IF_ERROR(ApplyRequestedTensorParallel(session->graph, r));
 
   progress.Report("planning...");
   MEMPLAN_TRY(RequestPlan planned, PlanRequestOn(session->graph, r));

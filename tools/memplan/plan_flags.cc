@@ -7,6 +7,7 @@
 #include "analyzer/memory_size.h"
 #include "analyzer/parallel/data_parallel_options.h"
 #include "analyzer/parallel/engine_options.h"
+#include "analyzer/parallel/tensor_parallel.h"
 #include "analyzer/planner.h"
 #include "analyzer/precision/precision_placement.h"
 #include "analyzer/vocabulary/offload_mode.h"
@@ -125,11 +126,12 @@ Status RejectBareTinyGpuSize(const std::string& text) {
 Status ResolveDataParallel(const PlanArguments& flags, PlanRequest& request) {
   MEMPLAN_TRY(std::optional<int64_t> gpus, OptionalPositive(flags, "gpus"));
   MEMPLAN_TRY(std::optional<int64_t> nodes, OptionalPositive(flags, "nodes"));
+  MEMPLAN_TRY(std::optional<int64_t> tp, OptionalPositive(flags, "tp"));
   const std::string& parallel = flags.Text("parallel");
   const std::string& engine_options = flags.Text("engine_options");
   if (!gpus) {
-    if (!parallel.empty() || nodes || !engine_options.empty())
-      return MakeError("--parallel, --nodes and --engine-options need --gpus N");
+    if (!parallel.empty() || nodes || !engine_options.empty() || tp)
+      return MakeError("--parallel, --nodes, --tp and --engine-options need --gpus N");
     return OkStatus();
   }
   DataParallelOptions dp;
@@ -138,6 +140,27 @@ Status ResolveDataParallel(const PlanArguments& flags, PlanRequest& request) {
   if (dp.nodes > dp.ranks || dp.ranks % dp.nodes != 0) {
     return MakeError("--nodes " + std::to_string(dp.nodes) + " must divide --gpus " +
                      std::to_string(dp.ranks) + " (the same number of GPUs on every node)");
+  }
+  if (tp && *tp > 1) {
+    // Megatron places a tensor-parallel group on the GPUs of one node: its all-reduces sit on
+    // the critical path of every block and need the intra-node link.
+    const int64_t per_node = dp.ranks / dp.nodes;
+    if (per_node % *tp != 0) {
+      return MakeError("--tp " + std::to_string(*tp) + " must divide the " +
+                       std::to_string(per_node) +
+                       " GPUs of a node (--gpus / --nodes): a tensor-parallel group stays "
+                       "within one node");
+    }
+    request.tensor_parallel = *tp;
+    dp.ranks /= *tp;  // data-parallel replicas, each of tp GPUs
+    if (dp.ranks == 1) {
+      if ((!parallel.empty() && parallel != "auto") || !engine_options.empty()) {
+        return MakeError("--gpus " + std::to_string(*gpus) + " --tp " + std::to_string(*tp) +
+                         " leaves one model replica: no data parallelism for --parallel or "
+                         "--engine-options to set");
+      }
+      return OkStatus();
+    }
   }
   if (parallel.empty() || parallel == "auto") {
     request.parallel_auto = true;
@@ -328,6 +351,12 @@ Expected<Graph> LoadPlannedModel(const PlanRequest& request) {
 Expected<AttentionPlan> ApplyRequestedAttention(Graph& graph, const PlanRequest& request) {
   return ApplyAttentionMode(graph, request.attention, request.analysis.model,
                             request.search.precision == PrecisionChoice::kFp32);
+}
+
+Status ApplyRequestedTensorParallel(Graph& graph, PlanRequest& request) {
+  MEMPLAN_TRY(request.planner.tensor_parallel,
+              ApplyTensorParallel(graph, request.tensor_parallel, request.analysis.model));
+  return OkStatus();
 }
 
 Status BindPlanSymbols(const Graph& graph, PlanRequest& request) {

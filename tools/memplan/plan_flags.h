@@ -71,6 +71,9 @@ struct PlanRequest {
   FineTuneOptions finetune;
   // --fusions: which import fusions the importer applies (graph/fusion/fusion_table.h).
   FusionSet fusions = FusionSet::kFusedOps;
+  // --tp: tensor-parallel ranks per replica, applied to the graph after the fused loss
+  // (ApplyRequestedTensorParallel); planner.program.data_parallel then holds --gpus / tp ranks.
+  int64_t tensor_parallel = 1;
 };
 
 // Validates every flag (sizes, enums, positive integers). --batch N is the micro-batch (it binds
@@ -86,6 +89,10 @@ Expected<Graph> LoadPlannedModel(const PlanRequest& request);
 // could run a fused kernel: an fp32-only plan keeps grouped-query attention eager
 // (ApplyAttentionMode's fp32_only).
 Expected<AttentionPlan> ApplyRequestedAttention(Graph& graph, const PlanRequest& request);
+
+// Applies the request's --tp to its graph (loaded, attention and fused loss applied) and puts
+// the split in request.planner.tensor_parallel, where the planner costs its all-reduces.
+Status ApplyRequestedTensorParallel(Graph& graph, PlanRequest& request);
 
 // Binds the request's --dim values (and not the batch) for `graph` into request.planner.bindings.
 Status BindPlanSymbols(const Graph& graph, PlanRequest& request);

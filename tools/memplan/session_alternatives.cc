@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "analyzer/alternatives/alternative_search.h"
 #include "analyzer/precision/model_state_bytes.h"
@@ -13,7 +14,7 @@ namespace memplan::cli {
 namespace {
 
 // The flags that decide the graph a request plans on (LoadPlannedModel, ApplyAttentionMode,
-// ApplyFusedLoss).
+// ApplyFusedLoss, ApplyRequestedTensorParallel).
 PlanFlags GraphFlagsOf(const PlanFlags& flags) {
   PlanFlags graph;
   graph.train = flags.train;
@@ -23,6 +24,7 @@ PlanFlags GraphFlagsOf(const PlanFlags& flags) {
   graph.fusions = flags.fusions;
   graph.attention = flags.attention;
   graph.fused_loss = flags.fused_loss;
+  graph.tp = flags.tp;
   return graph;
 }
 
@@ -47,6 +49,7 @@ class AlternativePlanner {
     progress_.Report("alternative " + PlanFlagsAsArguments(change) + "...");
     MEMPLAN_TRY(PlanRequest request, resolve_(CliFlagsOf(flags, session_.request.analysis.model)));
     MEMPLAN_TRY(const Graph* graph, GraphFor(flags, request));
+    request.planner.tensor_parallel = *tensor_parallel_.at(graph);
     // Every graph of this session fuses the loss as the session's did (--fused-loss is not a
     // change alternatives make, and fine-tuning flags leave the LM head as it is).
     request.planner.program.loss = session_.fused_loss.ProgramLoss(request.planner.program.loss);
@@ -59,14 +62,17 @@ class AlternativePlanner {
     result.budget_bytes = plan.budget_bytes;
     result.persistent_state_bytes = PersistentStateBytes(plan);
     result.gpu = request.planner.gpu.name;
-    result.gpus = plan.program.data_parallel_ranks;
+    result.gpus = plan.program.data_parallel_ranks * request.planner.tensor_parallel.degree;
     return result;
   }
 
  private:
   Expected<const Graph*> GraphFor(const PlanFlags& flags, const PlanRequest& request) {
     const std::string key = PlanFlagsAsArguments(GraphFlagsOf(flags));
-    if (key == asked_graph_) return &session_.graph;
+    if (key == asked_graph_) {
+      tensor_parallel_[&session_.graph] = &session_.request.planner.tensor_parallel;
+      return &session_.graph;
+    }
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
       MEMPLAN_TRY(Graph graph, LoadPlannedModel(request));
@@ -78,7 +84,11 @@ class AlternativePlanner {
                   ApplyFusedLoss(graph, request.fused_loss, request.planner.program.loss,
                                  bound.planner.bindings, request.analysis.model));
       (void)fused;
+      PlanRequest split = request;
+      MEMPLAN_RETURN_IF_ERROR(ApplyRequestedTensorParallel(graph, split));
       it = graphs_.emplace(key, std::make_unique<Graph>(std::move(graph))).first;
+      splits_.push_back(std::make_unique<TensorParallelPlan>(split.planner.tensor_parallel));
+      tensor_parallel_[it->second.get()] = splits_.back().get();
     }
     return it->second.get();
   }
@@ -88,6 +98,9 @@ class AlternativePlanner {
   const RequestResolver& resolve_;
   const Progress& progress_;
   std::map<std::string, std::unique_ptr<Graph>> graphs_;
+  // The --tp split of each graph (the planner costs its all-reduces).
+  std::vector<std::unique_ptr<TensorParallelPlan>> splits_;
+  std::map<const Graph*, const TensorParallelPlan*> tensor_parallel_;
 };
 
 }  // namespace
@@ -100,7 +113,7 @@ void AddSessionAlternatives(AnalysisSession& session, const PlanArguments& asked
   context.asked = RecordedFlagsOf(asked);
   context.budget_bytes = plan.budget_bytes;
   context.persistent_state_bytes = PersistentStateBytes(plan);
-  context.gpus = plan.program.data_parallel_ranks;
+  context.gpus = plan.program.data_parallel_ranks * session.request.planner.tensor_parallel.degree;
   context.gpu_supports_bf16 = session.request.planner.gpu.supports_bf16;
   context.smallest_fitting_gpu = plan.infeasible->smallest_fitting_gpu;
   if (std::optional<SymbolId> batch = session.graph.batch_symbol())

@@ -95,6 +95,11 @@ Expected<std::vector<NodeId>> NodesNamed(const Graph& graph, const nlohmann::jso
 // mistyped plan would run for hours (issue 14: 2^62 accumulation steps never ended).
 constexpr int64_t kMaxVerifiedMicroBatches = 4096;
 
+// The runtime's ranks (runtime/rank_group.h) are data-parallel: each runs whole kernels, so a
+// program split by --tp (analyzer/parallel/tensor_parallel.h) has no kernel that computes a part.
+constexpr const char* kTensorParallelNotExecuted =
+    "the runtime does not execute tensor-parallel plans (--tp is planned only: its ranks run "
+    "whole kernels); verify the same plan without --tp";
 constexpr const char* kFusedLossNotExecuted =
     "the runtime does not execute Liger's fused linear cross entropy (a --fused-loss plan is "
     "planned only); verify the plan without --fused-loss";
@@ -138,6 +143,10 @@ Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
       return MakeError(where + "the runtime does not execute --offload " + *offload +
                        " (host memory and its copies are planned only)");
   }
+  // A tensor-parallel plan (plan.tensor_parallel) is planned only: the runtime's ranks are
+  // data-parallel, with whole kernels.
+  if (p.contains("tensor_parallel") && !p["tensor_parallel"].is_null())
+    return MakeError(where + kTensorParallelNotExecuted);
   // A fused-loss plan (plan.fused_loss) is planned only: the runtime has no kernel for the fused
   // linear cross entropy.
   MEMPLAN_TRY(std::optional<bool> fused_loss, in_plan(OptionalPlanBool(p, "fused_loss", "plan.")));
@@ -279,6 +288,8 @@ int RunVerify(const VerifyFlags& flags) {
     return ReportError("verify: the runtime does not execute --offload " +
                        std::string(OffloadModeName(offload)) +
                        " (host memory and its copies are planned only); verify without --offload");
+  if (request->tensor_parallel > 1)
+    return ReportError(std::string("verify: ") + kTensorParallelNotExecuted);
   const BackendFactory backends = BackendFor(flags.device);
   if (flags.device != "cpu") {
     // Fail before any work when there is no device.
