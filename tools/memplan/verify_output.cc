@@ -72,6 +72,9 @@ nlohmann::ordered_json VerificationToJson(const VerificationReport& r,
   j["memory"] = memory;
   j["gradient_equivalence"] = Equivalence(r.gradient);
   j["recompute_equivalence"] = Equivalence(r.recompute);
+  // --fused-loss plans only: the fused head and loss against the unfused graph.
+  if (r.fused_loss.checked || !r.fused_loss.note.empty())
+    j["fused_loss_equivalence"] = Equivalence(r.fused_loss);
   if (r.ranks) {
     // verify --gpus: every simulated rank's measurement (the top-level one is rank 0's).
     nlohmann::ordered_json ranks;
@@ -156,6 +159,8 @@ std::string FormatVerificationText(const VerificationReport& r, const VerifiedPl
   equivalence("gradients   ", r.gradient, false);
   if (r.ranks) equivalence("weights     ", r.ranks->weights, false);
   equivalence("recompute   ", r.recompute, true);
+  if (r.fused_loss.checked || !r.fused_loss.note.empty())
+    equivalence("fused loss  ", r.fused_loss, false);
   out << "loss        ";
   for (size_t i = 0; i < r.steps.size(); ++i) out << (i ? " -> " : "") << Number(r.steps[i].loss);
   if (r.loss_decreased) {
