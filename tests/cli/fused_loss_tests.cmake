@@ -52,15 +52,27 @@ memplan_cli_test("--fused-loss with per-pixel cross entropy is one line, exit 2"
 # The fused-vs-unfused check compares every gradient and the loss within the fp32 bound 1e-5.
 memplan_cli_test("verify --fused-loss runs lm_head on the CPU kernel, memory exact at 92196 B"
   EXPECT_EXIT 0
-  EXPECT_OUTPUT "memory      predicted [^\n]*\\(92196 B\\)  measured [^\n]*\\(92196 B\\)  exact match  PASS.*fused loss  max rel error [^\n]* \\(bound 1e-05\\)  PASS.*falls  PASS.*result: PASS"
+  EXPECT_OUTPUT "loss sum \\(of the fused linear cross entropy\\).*memory      predicted [^\n]*\\(92196 B\\)  measured [^\n]*\\(92196 B\\)  exact match  PASS.*fused loss  max rel error [^\n]* \\(bound 1e-05\\)  PASS.*falls  PASS.*result: PASS"
   COMMAND verify ${F}/lm_head.onnx --batch 2 --fused-loss)
 memplan_cli_test("verify --fused-loss --json reports fused_loss_equivalence" EXPECT_EXIT 0
-  EXPECT_OUTPUT "\"measured_peak_bytes\": 92196,.*\"fused_loss_equivalence\": \\{\n    \"checked\": true,\n    \"passed\": true,.*\"passed\": true\n\\}"
+  EXPECT_OUTPUT "\"loss\": \"sum\",.*\"fused_loss\": true\n  \\},.*\"measured_peak_bytes\": 92196,.*\"fused_loss_equivalence\": \\{\n    \"checked\": true,\n    \"passed\": true,.*\"passed\": true\n\\}"
   COMMAND verify ${F}/lm_head.onnx --batch 2 --fused-loss --json)
 memplan_cli_test("verify --fused-loss with accumulation and recompute passes every check"
   EXPECT_EXIT 0
   EXPECT_OUTPUT "exact match  PASS.*gradients   max rel error [^\n]*PASS.*recompute   bitwise identical  PASS.*fused loss  max rel error [^\n]*PASS.*result: PASS"
   COMMAND verify ${F}/lm_head.onnx --batch 2 --global-batch 4 --recompute all --fused-loss)
+# A GPT (tests/fixtures/gpt_opset17.onnx) whose head is nn.Linear without bias, MatMul(h,
+# Transpose(W)): the kernel reads its weight as [V, H]; every one of its 31 parameters' gradients
+# is compared with the unfused graph's.
+memplan_cli_test("verify --fused-loss on a GPT with a transposed head passes every check"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "exact match  PASS.*fused loss  max rel error [^\n]*PASS\n[^\n]*31 parameter gradients and the loss.*result: PASS"
+  COMMAND verify ${F}/gpt_opset17.onnx --batch 2 --dim seq=8 --fused-loss)
+# bf16: the kernel rounds the logits tile, its gradient and each chunk's grad_weight to bf16; the
+# unfused graph rounds its logits and their gradient: within the bf16 accumulation bound 5e-2.
+memplan_cli_test("verify --fused-loss --precision bf16 passes within the bf16 bound" EXPECT_EXIT 0
+  EXPECT_OUTPUT "exact match  PASS.*fused loss  max rel error [^\n]* \\(bound 0.05\\)  PASS.*result: PASS"
+  COMMAND verify ${F}/lm_head.onnx --batch 2 --fused-loss --precision bf16)
 # A plan JSON with plan.fused_loss (tests/fixtures/plans/lm_head_fused_plan.json, written by hand
 # with the keys verify reads): m = 2, k = 2, AdamW. The second micro-batch's fused forward holds
 # the first one's parameter gradients too, 16896 B above the 92196 B above: 109092.

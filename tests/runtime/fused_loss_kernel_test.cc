@@ -30,8 +30,7 @@ Expected<ForwardResult> Forward(const std::vector<Tensor>& inputs, bool transpos
 }
 
 // Backward with the saved gradients of `forward` and the upstream gradient `dy`.
-InputGradients Backward(const std::vector<Tensor>& inputs, const ForwardResult& forward,
-                        float dy) {
+InputGradients Backward(const std::vector<Tensor>& inputs, const ForwardResult& forward, float dy) {
   Attributes attrs;
   attrs.Set(fused_loss::kTransposedWeight, int64_t{1});
   BackwardArgs args;

@@ -417,6 +417,7 @@ int RunVerify(const VerifyFlags& flags) {
                        "the plan with --device cpu");
   const Graph& g = session ? session->graph : graph;
   info.program = plan.program;
+  info.fused_loss = plan.unfused_graph != nullptr;
   for (NodeId n : plan.program.recompute) info.recompute.push_back(g.node(n).name);
 
   progress.Report("running the plan on " + flags.device + "...");

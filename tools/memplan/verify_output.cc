@@ -54,6 +54,7 @@ nlohmann::ordered_json VerificationToJson(const VerificationReport& r,
   plan["zero_grad"] = std::string(ZeroGradModeName(info.program.zero_grad));
   plan["clip_gradients"] = info.program.clip_gradients;
   plan["recompute"] = info.recompute;
+  if (info.fused_loss) plan["fused_loss"] = true;
   j["plan"] = plan;
   j["predicted_peak_bytes"] = r.predicted.peak_bytes;
   j["measured_peak_bytes"] = r.measured.peak_bytes;
@@ -118,7 +119,8 @@ std::string FormatVerificationText(const VerificationReport& r, const VerifiedPl
   out << "  plan: micro-batch " << r.micro_batch << " x " << r.accumulation_steps
       << " accumulation steps, " << PrecisionName(info.program.precision) << ", "
       << OptimizerKindName(info.program.optimizer) << ", loss " << LossKindName(r.loss)
-      << ", recompute " << info.recompute.size() << " nodes\n\n";
+      << (info.fused_loss ? " (of the fused linear cross entropy)" : "") << ", recompute "
+      << info.recompute.size() << " nodes\n\n";
   out << "memory      predicted " << FormatBytes(r.predicted.peak_bytes) << " ("
       << r.predicted.peak_bytes << " B)  measured " << FormatBytes(r.measured.peak_bytes) << " ("
       << r.measured.peak_bytes << " B)";

@@ -171,9 +171,8 @@ Expected<InputGradients> FusedLossBackward(const KernelContext& ctx, const Backw
                      " is not a scalar");
   const float scale = dy.data()[0];
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 3, kOp));
-  const std::pair<size_t, const char*> saved[] = {{0, fused_loss::kGradInput},
-                                                  {1, fused_loss::kGradWeight},
-                                                  {3, fused_loss::kGradBias}};
+  const std::pair<size_t, const char*> saved[] = {
+      {0, fused_loss::kGradInput}, {1, fused_loss::kGradWeight}, {3, fused_loss::kGradBias}};
   for (const auto& [input, name] : saved) {
     if (!args.InputPresent(input) || !args.NeedsGrad(input)) continue;
     auto it = args.extras.find(name);
