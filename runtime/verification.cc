@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "analyzer/caching_allocator.h"
 #include "analyzer/exact_allocator.h"
@@ -41,6 +44,7 @@ struct GradientRun {
   std::vector<std::vector<float>> gradients;
   bool finite = true;
   bool deterministic = true;  // the backend's: equal programs give bit-equal gradients
+  double loss = 0.0;          // the micro-batches' mean loss, when asked for
 };
 
 Expected<SimulationResult> SimulateExact(const TrainingProgram& program, const Bindings& bindings) {
@@ -60,9 +64,11 @@ Status CheckFits(const SimulationResult& predicted, const VerifyOptions& options
 }
 
 // Gradients of `k` micro-batches of `rows` samples (samples 0 .. k*rows-1), unscaled.
+// `with_loss`: the optimizer phase then runs too, for the step's loss (GradientRun::loss).
 Expected<GradientRun> RunGradients(const Graph& graph, const TrainingProgram& program,
                                    const Bindings& base, int64_t k, int64_t rows,
-                                   const BackendFactory& backends, ExecutorOptions options) {
+                                   const BackendFactory& backends, ExecutorOptions options,
+                                   bool with_loss = false) {
   const Bindings bindings = WithBatch(base, program.batch_symbol, rows);
   MEMPLAN_TRY(SyntheticData data, SyntheticData::Create(graph, program, bindings, options.seed));
   options.accumulation_steps = k;
@@ -85,7 +91,13 @@ Expected<GradientRun> RunGradients(const Graph& graph, const TrainingProgram& pr
           run.finite = run.finite && std::isfinite(v);
         }
       }
-      if (run.finite || program.loss_scaling.mode == LossScalingMode::kNone) return run;
+      if (run.finite || program.loss_scaling.mode == LossScalingMode::kNone) {
+        if (with_loss) {
+          MEMPLAN_TRY(StepRecord record, executor->RunOptimizerPhase());
+          run.loss = record.loss;
+        }
+        return run;
+      }
       options.initial_loss_scale = scale * kScaleBackoff;
     }
   }
@@ -197,6 +209,68 @@ Expected<EquivalenceResult> CheckRecomputeEquivalence(const Graph& graph,
     r.passed = a.finite && b.finite && r.max_rel_error <= r.bound;
     r.note += " (a non-deterministic backend: within ten times the summation-order bound)";
   }
+  return r;
+}
+
+// Check (4) of the header: one micro-batch of the fused plan against the unfused graph.
+Expected<EquivalenceResult> CheckFusedLossEquivalence(const Graph& graph,
+                                                      const TrainingProgram& program,
+                                                      const VerifyPlan& plan,
+                                                      const BackendFactory& backends,
+                                                      const VerifyOptions& options) {
+  EquivalenceResult r;
+  r.bound = EquivalenceBound(program.precision);
+  const Graph& unfused = *plan.unfused_graph;
+  ProgramOptions other = plan.program;
+  other.loss = plan.unfused_loss;
+  // Node ids are the fused graph's. Recompute changes no arithmetic (check 3), so the reference
+  // recomputes nothing; the precision placement is carried over by node name (the head nodes the
+  // fused node replaced get the derivation's default).
+  other.recompute.clear();
+  other.recompute_modules.clear();
+  if (!plan.program.node_dtype.empty()) {
+    other.node_dtype.assign(unfused.num_nodes(), std::nullopt);
+    for (const Node& n : unfused.nodes()) {
+      const std::optional<NodeId> id = graph.FindNode(n.name);
+      if (id && id->index() < plan.program.node_dtype.size())
+        other.node_dtype[n.id.index()] = plan.program.node_dtype[id->index()];
+    }
+  }
+  MEMPLAN_TRY(TrainingProgram reference, DeriveTrainingProgram(unfused, other));
+  ExecutorOptions eo = options.executor;
+  eo.seed = options.seed;
+  eo.disable_dropout = true;
+  MEMPLAN_TRY(GradientRun fused, RunGradients(graph, program, plan.bindings, 1, plan.micro_batch,
+                                              backends, eo, /*with_loss=*/true));
+  MEMPLAN_TRY(GradientRun whole, RunGradients(unfused, reference, plan.bindings, 1,
+                                              plan.micro_batch, backends, eo, /*with_loss=*/true));
+  // The parameters matched by name (both programs list them in their own graph's order).
+  std::vector<std::vector<float>> a, b;
+  for (size_t p = 0; p < reference.parameters.size() && p < whole.gradients.size(); ++p) {
+    const std::string& name = unfused.value(reference.parameters[p].value).name;
+    size_t q = 0;
+    while (q < program.parameters.size() && graph.value(program.parameters[q].value).name != name)
+      ++q;
+    if (q >= program.parameters.size() || q >= fused.gradients.size()) {
+      r.checked = true;
+      r.passed = false;
+      r.max_rel_error = INFINITY;
+      r.note = "parameter '" + name + "' of the unfused graph is not in the fused plan";
+      return r;
+    }
+    a.push_back(std::move(fused.gradients[q]));
+    b.push_back(std::move(whole.gradients[p]));
+  }
+  r.checked = true;
+  const double loss_error = std::fabs(fused.loss - whole.loss) / std::fabs(whole.loss);
+  r.max_rel_error =
+      std::max(MaxRelativeError(a, b), std::isnan(loss_error) ? INFINITY : loss_error);
+  r.passed = fused.finite && whole.finite && r.max_rel_error <= r.bound;
+  char losses[96];
+  std::snprintf(losses, sizeof losses, "%.6g vs %.6g", fused.loss, whole.loss);
+  r.note = "one micro-batch of " + std::to_string(plan.micro_batch) +
+           ": the fused head and loss vs the unfused graph, " + std::to_string(a.size()) +
+           " parameter gradients and the loss (" + losses + ")";
   return r;
 }
 
@@ -312,8 +386,17 @@ Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const Verif
                   CheckRecomputeEquivalence(graph, program, plan, backends, options));
     }
   }
+  if (options.check_fused_loss_equivalence && plan.unfused_graph != nullptr) {
+    // Per-rank programs run the fused node as the single-GPU program does: compare that one.
+    VerifyPlan single = plan;
+    single.program.data_parallel.reset();
+    MEMPLAN_TRY(TrainingProgram single_program, DeriveTrainingProgram(graph, single.program));
+    MEMPLAN_TRY(report.fused_loss,
+                CheckFusedLossEquivalence(graph, single_program, single, backends, options));
+  }
   report.passed = report.memory_passed && report.gradient.passed && report.recompute.passed &&
-                  ranks_passed && report.losses_finite && report.loss_decreased.value_or(true);
+                  report.fused_loss.passed && ranks_passed && report.losses_finite &&
+                  report.loss_decreased.value_or(true);
   return report;
 }
 

@@ -15,7 +15,16 @@
 //  3. Recompute equivalence: one micro-batch with and without the plan's recompute (a plan with
 //     none is compared with recomputing every node) gives bitwise identical gradients: the same
 //     kernels run on the same data, Dropout masks are seeded per node and micro-batch.
-//  4. Training: the loss per step, that it falls on the synthetic task (the same k*m samples every
+//  4. Fused loss (--fused-loss): one micro-batch of the plan, whose head and cross entropy are
+//     memplan:FusedLinearCrossEntropy (runtime/cpu/kernels/fused_loss.cc), against the same
+//     micro-batch through the unfused graph (the head's MatMul/Gemm and the backend's cross
+//     entropy), with the same initial parameters and data: every parameter's gradient, matched
+//     by name, and the loss. Error: the largest of max|a - b| / max|b| per parameter and
+//     |loss_a - loss_b| / |loss_b|; bound EquivalenceBound: the two differ by summation order
+//     (the fused kernel sums grad_weight chunk by chunk of rows) and, in fp16/bf16, by rounding
+//     each chunk's partial grad_weight to the gradient dtype, the same two effects as (2) with
+//     chunks in place of micro-batches.
+//  5. Training: the loss per step, that it falls on the synthetic task (the same k*m samples every
 //     step, so the model memorises them; Dropout off so masks add no noise to the trend),
 //     loss-scaler events, step time and samples/s.
 
@@ -48,6 +57,12 @@ struct VerifyPlan {
   ProgramOptions program;
   int64_t micro_batch = 1;
   Bindings bindings;
+  // --fused-loss: the model before analyzer/fused_loss_plan.h fused its head and loss, and the
+  // loss that graph's program appends (cross entropy); check (4) compares the plan with it. Null
+  // for a plan without a fused loss. REQUIRES: outlives VerifyPlanOnBackend, and has the fused
+  // graph's symbols (the rewrite keeps the symbol table), so `bindings` hold for it.
+  const Graph* unfused_graph = nullptr;
+  LossKind unfused_loss = LossKind::kCrossEntropy;
 };
 
 struct VerifyOptions {
@@ -58,7 +73,8 @@ struct VerifyOptions {
   int64_t max_memory_bytes = int64_t{8} << 30;
   bool check_gradient_equivalence = true;
   bool check_recompute_equivalence = true;
-  ExecutorOptions executor;  // hyper-parameters; seed and dropout are set per run
+  bool check_fused_loss_equivalence = true;  // with VerifyPlan::unfused_graph
+  ExecutorOptions executor;                  // hyper-parameters; seed and dropout are set per run
 };
 
 struct EquivalenceResult {
@@ -103,6 +119,7 @@ struct VerificationReport {
   // the global batch.
   EquivalenceResult gradient;
   EquivalenceResult recompute;
+  EquivalenceResult fused_loss;    // --fused-loss: the fused plan against the unfused graph
   std::optional<RankCheck> ranks;  // per-rank programs only; `measured` is then rank 0's
   std::vector<StepRecord> steps;   // per rank program: rank 0's (every rank's loss is its own)
   std::vector<LossScalerEvent> scaler_events;

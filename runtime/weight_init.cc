@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "graph/ops/fused_loss_op.h"
 #include "runtime/program_shapes.h"
 
 namespace memplan {
@@ -144,6 +145,21 @@ Expected<SyntheticData> SyntheticData::Create(const Graph& graph, const Training
       }
     }
     data.inputs_.push_back(std::move(input));
+    // The target of a fused linear cross entropy: labels below the head's vocabulary.
+    if (!b.value.valid() || program.label_buffer.valid() || data.inputs_.size() < 2) continue;
+    for (NodeId n : graph.value(b.value).consumers) {
+      const Node& node = graph.node(n);
+      if (node.op_type != fused_loss::kOpType || node.domain != fused_loss::kDomain ||
+          node.inputs.size() < 3 || node.inputs[2] != b.value || !node.inputs[1].valid())
+        continue;
+      const Shape& weight = graph.value(node.inputs[1]).shape;
+      if (!weight.known || weight.rank() != 2)
+        return MakeError("fused loss '" + node.name + "' has no 2-D weight");
+      const bool transposed = node.attributes.GetInt(fused_loss::kTransposedWeight, 0) != 0;
+      MEMPLAN_TRY(data.classes_, weight.dims[transposed ? 0 : 1].Evaluate(one));
+      data.label_input_ = static_cast<int64_t>(data.inputs_.size()) - 1;
+      data.label_positions_ = NumElements(data.inputs_.back().sample_shape);
+    }
   }
   if (program.label_buffer.valid()) {
     const Buffer& label = program.buffer(program.label_buffer);
@@ -165,6 +181,10 @@ Expected<MicroBatch> SyntheticData::Batch(int64_t first, int64_t rows) const {
   std::vector<std::vector<double>> features(static_cast<size_t>(rows));
   for (size_t k = 0; k < inputs_.size(); ++k) {
     const Input& in = inputs_[k];
+    if (static_cast<int64_t>(k) == label_input_) {
+      batch.inputs.emplace_back();  // the labels, below
+      continue;
+    }
     const int64_t per_sample = NumElements(in.sample_shape);
     std::vector<float> values(static_cast<size_t>(per_sample * rows));
     for (int64_t r = 0; r < rows; ++r) {
@@ -200,7 +220,7 @@ Expected<MicroBatch> SyntheticData::Batch(int64_t first, int64_t rows) const {
     for (int64_t p = 0; p < positions; ++p) {
       const int64_t offset = split ? p * fan_in : 0;
       float label = 0.0f;
-      if (program_->loss == LossKind::kCrossEntropy) {
+      if (program_->loss == LossKind::kCrossEntropy || label_input_ >= 0) {
         if (tokens && split && fan_in == 1) {
           label = static_cast<float>((static_cast<int64_t>(x[static_cast<size_t>(p)]) * 7 + 3) %
                                      classes_);
@@ -227,6 +247,10 @@ Expected<MicroBatch> SyntheticData::Batch(int64_t first, int64_t rows) const {
       }
       batch.label[static_cast<size_t>(r * positions + p)] = label;
     }
+  }
+  if (label_input_ >= 0) {
+    batch.inputs[static_cast<size_t>(label_input_)] = std::move(batch.label);
+    batch.label.clear();  // the program's own loss (a sum) has none
   }
   return batch;
 }

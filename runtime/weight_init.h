@@ -42,6 +42,10 @@ Expected<std::vector<float>> SyntheticConstantValues(const Value& value, const T
 //   cross entropy: per position, the class a fixed random linear teacher scores highest on the
 //     position's first 4096 features, or (token inputs with one id per position) a fixed map of the
 //     id;
+//   --fused-loss (the program's loss is the sum over memplan:FusedLinearCrossEntropy's scalar):
+//     the graph input the fused node reads as its target gets the labels the unfused graph's
+//     cross entropy would get (the same rule, with the head's V classes), so the fused and the
+//     unfused program train on the same task and their gradients can be compared;
 //   mse: a fixed random linear teacher of the sample's features through tanh;
 //   sum: no label.
 class SyntheticData {
@@ -63,6 +67,8 @@ class SyntheticData {
   std::vector<Input> inputs_;
   int64_t label_positions_ = 0;  // label elements per sample
   int64_t classes_ = 0;          // cross entropy
+  // The index in inputs_ of the fused loss's target (its labels), or -1.
+  int64_t label_input_ = -1;
   uint64_t seed_ = 0;
 };
 

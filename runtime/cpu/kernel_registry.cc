@@ -22,6 +22,7 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterShapeKernels(r);
     RegisterDropoutKernels(r);
     RegisterSdpaKernels(r);
+    RegisterFusedLossKernels(r);
     return r;
   }();
   return registry;

@@ -36,9 +36,60 @@ memplan_cli_test("--fused-loss on a segmentation CNN (mse by default) is one lin
 memplan_cli_test("--fused-loss with per-pixel cross entropy is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --fused-loss: output '[^']*' of model 'seg_net.onnx' is not \\[batch, classes\\] or \\[batch, seq, vocab\\] logits \\(rank 4\\)\n$"
   COMMAND analyze ${F}/seg_net.onnx --gpu 24G --batch 2 --loss cross_entropy --fused-loss)
-memplan_cli_test("verify refuses a --fused-loss plan in one line, exit 2" EXPECT_EXIT 2
-  EXPECT_OUTPUT "^memplan: --fused-loss: the runtime does not execute Liger's fused linear cross entropy[^\n]*\n$"
+
+# verify runs the fused node on the CPU reference kernel (runtime/cpu/kernels/fused_loss.cc).
+# lm_head at b = 2, fp32, Adam, no accumulation; the peak is the fused node's forward Begin of a
+# step after the first (the Adam states exist, the gradients of the last step were set to None):
+#   parameters W1 32*32*4 = 4096 + W 32*100*4 = 12800                          16896
+#   Adam exp_avg + exp_avg_sq, 2 * 16896                                        33792
+#   micro-batch x 2*16*32*4 = 4096, labels 2*16 int64 = 256                      4352
+#   h = x @ W1 [2, 16, 32] fp32 (the fused node's input)                         4096
+#   the fused node's output (the fp32 loss) 4, saved grad_input [32, 32] 4096
+#   and grad_weight [32, 100] 12800                                             16900
+#   forward workspace (fused_loss_ops.cc): logits tile 8 rows * 100 * 4 = 3200,
+#   loss_1d 32*4 = 128, target_mask 32, the [V, H] mm product 100*32*4 = 12800  16160
+#   total                                                                       92196
+# The fused-vs-unfused check compares every gradient and the loss within the fp32 bound 1e-5.
+memplan_cli_test("verify --fused-loss runs lm_head on the CPU kernel, memory exact at 92196 B"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "loss sum \\(of the fused linear cross entropy\\).*memory      predicted [^\n]*\\(92196 B\\)  measured [^\n]*\\(92196 B\\)  exact match  PASS.*fused loss  max rel error [^\n]* \\(bound 1e-05\\)  PASS.*falls  PASS.*result: PASS"
   COMMAND verify ${F}/lm_head.onnx --batch 2 --fused-loss)
+memplan_cli_test("verify --fused-loss --json reports fused_loss_equivalence" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"loss\": \"sum\",.*\"fused_loss\": true\n  \\},.*\"measured_peak_bytes\": 92196,.*\"fused_loss_equivalence\": \\{\n    \"checked\": true,\n    \"passed\": true,.*\"passed\": true\n\\}"
+  COMMAND verify ${F}/lm_head.onnx --batch 2 --fused-loss --json)
+memplan_cli_test("verify --fused-loss with accumulation and recompute passes every check"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "exact match  PASS.*gradients   max rel error [^\n]*PASS.*recompute   bitwise identical  PASS.*fused loss  max rel error [^\n]*PASS.*result: PASS"
+  COMMAND verify ${F}/lm_head.onnx --batch 2 --global-batch 4 --recompute all --fused-loss)
+# A GPT (tests/fixtures/gpt_opset17.onnx) whose head is nn.Linear without bias, MatMul(h,
+# Transpose(W)): the kernel reads its weight as [V, H]; every one of its 31 parameters' gradients
+# is compared with the unfused graph's.
+memplan_cli_test("verify --fused-loss on a GPT with a transposed head passes every check"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "exact match  PASS.*fused loss  max rel error [^\n]*PASS\n[^\n]*31 parameter gradients and the loss.*result: PASS"
+  COMMAND verify ${F}/gpt_opset17.onnx --batch 2 --dim seq=8 --fused-loss)
+# bf16: the kernel rounds the logits tile, its gradient and each chunk's grad_weight to bf16; the
+# unfused graph rounds its logits and their gradient: within the bf16 accumulation bound 5e-2.
+memplan_cli_test("verify --fused-loss --precision bf16 passes within the bf16 bound" EXPECT_EXIT 0
+  EXPECT_OUTPUT "exact match  PASS.*fused loss  max rel error [^\n]* \\(bound 0.05\\)  PASS.*result: PASS"
+  COMMAND verify ${F}/lm_head.onnx --batch 2 --fused-loss --precision bf16)
+# A plan JSON with plan.fused_loss (tests/fixtures/plans/lm_head_fused_plan.json, written by hand
+# with the keys verify reads): m = 2, k = 2, AdamW. The second micro-batch's fused forward holds
+# the first one's parameter gradients too, 16896 B above the 92196 B above: 109092.
+memplan_cli_test("verify --plan of a fused-loss plan runs it, memory exact at 109092 B"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "\\(109092 B\\)  measured [^\n]*\\(109092 B\\)  exact match  PASS.*fused loss  max rel error [^\n]*PASS.*result: PASS"
+  COMMAND verify ${F}/lm_head.onnx --plan ${F}/plans/lm_head_fused_plan.json)
+memplan_cli_test("verify without --fused-loss prints no fused loss check" EXPECT_EXIT 0
+  EXPECT_NO_OUTPUT "fused loss"
+  COMMAND verify ${F}/lm_head.onnx --batch 2)
+memplan_cli_test("verify --fused-loss on a model without an LM head is one line, exit 2"
+  EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --fused-loss: fuses an LM head with cross entropy, but the loss of model 'seg_net.onnx'[^\n]* is mse[^\n]*\n$"
+  COMMAND verify ${F}/seg_net.onnx --batch 2 --fused-loss)
+memplan_cli_test("verify --fused-loss --device cuda is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: [^\n]*\n$"
+  COMMAND verify ${F}/lm_head.onnx --batch 2 --fused-loss --device cuda)
 
 # Exports: the HF Trainer switches Liger on; a target without the switch refuses.
 memplan_cli_test("--fused-loss exports use_liger_kernel=True to the HF Trainer" EXPECT_EXIT 0

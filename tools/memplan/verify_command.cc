@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -19,6 +20,7 @@
 #include "analyzer/attention_plan.h"
 #include "analyzer/baseline/json_file.h"
 #include "analyzer/config_export/plan_json_fields.h"
+#include "analyzer/fused_loss_plan.h"
 #include "analyzer/memory_size.h"
 #include "analyzer/recompute/module_units.h"
 #include "analyzer/vocabulary/optimizer_impl.h"
@@ -100,13 +102,35 @@ constexpr int64_t kMaxVerifiedMicroBatches = 4096;
 constexpr const char* kTensorParallelNotExecuted =
     "the runtime does not execute tensor-parallel plans (--tp is planned only: its ranks run "
     "whole kernels); verify the same plan without --tp";
-constexpr const char* kFusedLossNotExecuted =
-    "the runtime does not execute Liger's fused linear cross entropy (a --fused-loss plan is "
-    "planned only); verify the plan without --fused-loss";
+
+// A plan and, for a --fused-loss plan, the model as it was before the head and loss were fused
+// (VerifyPlan::unfused_graph points into `unfused`).
+struct LoadedPlan {
+  VerifyPlan plan;
+  std::unique_ptr<Graph> unfused;
+};
+
+// --fused-loss on `graph` (after its attention rewrite, as analyze applies it) for verify: the
+// graph before the rewrite is imported again (a Graph is not copyable) and rewritten by
+// `attention` as `graph` was, and the plan's loss becomes the program's (a sum over the fused
+// scalar) while the unfused graph keeps `loss`.
+Status FuseLossForVerify(Graph& graph, const PlanRequest& request, LossKind loss,
+                         const Bindings& dims, const std::function<Status(Graph&)>& attention,
+                         LoadedPlan& loaded) {
+  MEMPLAN_TRY(Graph unfused, LoadPlannedModel(request));
+  MEMPLAN_RETURN_IF_ERROR(attention(unfused));
+  MEMPLAN_TRY(FusedLossPlan fused,
+              ApplyFusedLoss(graph, /*requested=*/true, loss, dims, request.analysis.model));
+  loaded.unfused = std::make_unique<Graph>(std::move(unfused));
+  loaded.plan.unfused_graph = loaded.unfused.get();
+  loaded.plan.unfused_loss = loss;
+  loaded.plan.program.loss = fused.ProgramLoss(loss);
+  return OkStatus();
+}
 
 // A plan as `memplan analyze --json` prints it (docs/json_schema.md); every field it reads is
 // typed, and a field of the wrong type is an error naming it, never a default.
-Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
+Expected<LoadedPlan> PlanFromJson(Graph& graph, const std::string& path,
                                   const PlanRequest& request) {
   MEMPLAN_TRY(std::string text, ReadFile(path));
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -132,8 +156,12 @@ Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
     MEMPLAN_TRY(attention, in_plan(ParseAttentionMode(requested.value_or("eager"))));
   }
   MEMPLAN_TRY(std::string plan_precision, text_of("precision", "fp32"));
-  MEMPLAN_RETURN_IF_ERROR(
-      ApplyAttentionMode(graph, attention, request.analysis.model, plan_precision == "fp32"));
+  auto apply_attention = [&](Graph& g) -> Status {
+    MEMPLAN_RETURN_IF_ERROR(
+        ApplyAttentionMode(g, attention, request.analysis.model, plan_precision == "fp32"));
+    return OkStatus();
+  };
+  MEMPLAN_RETURN_IF_ERROR(apply_attention(graph));
   // A plan that keeps state in host memory (plan.offload) is planned only: the runtime keeps
   // every buffer in one memory, so its measurement would not be of that plan.
   if (p.contains("offload") && p["offload"].is_object()) {
@@ -147,12 +175,37 @@ Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
   // data-parallel, with whole kernels.
   if (p.contains("tensor_parallel") && !p["tensor_parallel"].is_null())
     return MakeError(where + kTensorParallelNotExecuted);
-  // A fused-loss plan (plan.fused_loss) is planned only: the runtime has no kernel for the fused
-  // linear cross entropy.
+  // Symbols: the plan's bindings, then --dim on top; the batch symbol is the micro-batch.
+  std::vector<DimBinding> dims = request.analysis.dims;
+  if (doc.contains("bindings") && !doc["bindings"].is_null()) {
+    if (!doc["bindings"].is_object())
+      return MakeError(where + "'bindings' is not an object of symbol: size");
+    for (const auto& [name, value] : doc["bindings"].items()) {
+      if (!IsInt64(value) || value.get<int64_t>() < 1)
+        return MakeError(where + "'bindings." + name + "' is not a positive integer");
+      const bool given = std::any_of(dims.begin(), dims.end(),
+                                     [&](const DimBinding& d) { return d.name == name; });
+      auto symbol = graph.symbols().Find(name);
+      if (given || !symbol) continue;
+      if (graph.batch_symbol() && *graph.batch_symbol() == *symbol) continue;
+      dims.push_back(DimBinding{name, value.get<int64_t>()});
+    }
+  }
+  LoadedPlan loaded;
+  VerifyPlan& plan = loaded.plan;
+  MEMPLAN_TRY(plan.bindings, BindSymbols(graph, std::nullopt, dims));
+  MEMPLAN_TRY(std::string loss, text_of("loss", "auto"));
+  MEMPLAN_TRY(LossKind requested_loss, in_plan(ParseLossKind(loss)));
+  // A fused-loss plan (plan.fused_loss): the head and loss fused as analyze fused them (the
+  // rewrite keeps the symbols, so the bindings hold), before the plan's node names are read.
   MEMPLAN_TRY(std::optional<bool> fused_loss, in_plan(OptionalPlanBool(p, "fused_loss", "plan.")));
-  if (fused_loss.value_or(false)) return MakeError(where + kFusedLossNotExecuted);
-  VerifyPlan plan;
   ProgramOptions& o = plan.program;
+  o.loss = requested_loss;
+  if (fused_loss.value_or(false)) {
+    Status fused =
+        FuseLossForVerify(graph, request, requested_loss, plan.bindings, apply_attention, loaded);
+    if (!fused.ok()) return MakeError(where + fused.error().message);
+  }
   MEMPLAN_TRY(plan.micro_batch, in_plan(RequiredPlanPositiveInt(p, "micro_batch", "plan.")));
   MEMPLAN_TRY(o.accumulation_steps,
               in_plan(RequiredPlanPositiveInt(p, "accumulation_steps", "plan.")));
@@ -166,8 +219,6 @@ Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
   // modelled (and for optimizers without torch.optim implementations): fused, no intermediate.
   MEMPLAN_TRY(std::string optimizer_impl, text_of("optimizer_impl", "fused"));
   MEMPLAN_TRY(o.optimizer_impl, in_plan(ParseOptimizerImpl(optimizer_impl)));
-  MEMPLAN_TRY(std::string loss, text_of("loss", "auto"));
-  MEMPLAN_TRY(o.loss, in_plan(ParseLossKind(loss)));
   MEMPLAN_TRY(std::string zero_grad, text_of("zero_grad", "set_to_none"));
   MEMPLAN_TRY(o.zero_grad, in_plan(ParseZeroGradMode(zero_grad)));
   MEMPLAN_TRY(std::optional<bool> clip, in_plan(OptionalPlanBool(p, "clip_gradients", "plan.")));
@@ -210,24 +261,7 @@ Expected<VerifyPlan> PlanFromJson(Graph& graph, const std::string& path,
     for (NodeId n : fp16) o.node_dtype[n.index()] = working;
     for (NodeId n : fp32) o.node_dtype[n.index()] = DType::kFloat32;
   }
-  // Symbols: the plan's bindings, then --dim on top; the batch symbol is the micro-batch.
-  std::vector<DimBinding> dims = request.analysis.dims;
-  if (doc.contains("bindings") && !doc["bindings"].is_null()) {
-    if (!doc["bindings"].is_object())
-      return MakeError(where + "'bindings' is not an object of symbol: size");
-    for (const auto& [name, value] : doc["bindings"].items()) {
-      if (!IsInt64(value) || value.get<int64_t>() < 1)
-        return MakeError(where + "'bindings." + name + "' is not a positive integer");
-      const bool given = std::any_of(dims.begin(), dims.end(),
-                                     [&](const DimBinding& d) { return d.name == name; });
-      auto symbol = graph.symbols().Find(name);
-      if (given || !symbol) continue;
-      if (graph.batch_symbol() && *graph.batch_symbol() == *symbol) continue;
-      dims.push_back(DimBinding{name, value.get<int64_t>()});
-    }
-  }
-  MEMPLAN_TRY(plan.bindings, BindSymbols(graph, std::nullopt, dims));
-  return plan;
+  return loaded;
 }
 
 // A plan from the flags alone: a fixed micro-batch (--batch / --micro-batch) and the options.
@@ -316,30 +350,46 @@ int RunVerify(const VerifyFlags& flags) {
     options.executor.optimizer.learning_rate = *rate;
   }
 
-  if (request->fused_loss)
-    return ReportError(std::string("--fused-loss: ") + kFusedLossNotExecuted);
   Progress progress(request->analysis.format);
   VerifiedPlanInfo info;
   info.model = request->analysis.model;
   Graph graph;
-  VerifyPlan plan;
+  LoadedPlan loaded_plan;
+  VerifyPlan& plan = loaded_plan.plan;
   std::unique_ptr<AnalysisSession> session;
+  auto requested_attention = [&](Graph& g) -> Status {
+    MEMPLAN_RETURN_IF_ERROR(ApplyRequestedAttention(g, *request));
+    return OkStatus();
+  };
   if (!flags.plan_file.empty()) {
     auto loaded = LoadPlannedModel(*request);
     if (!loaded.ok()) return ReportError(loaded.error().message);
     graph = std::move(*loaded);
     auto p = PlanFromJson(graph, flags.plan_file, *request);
     if (!p.ok()) return ReportError(p.error().message);
-    plan = std::move(*p);
+    loaded_plan = std::move(*p);
     info.plan_source = "--plan " + flags.plan_file;
   } else if (request->planner.micro_batch && flags.plan.Text("gpu").empty()) {
     auto loaded = LoadPlannedModel(*request);
     if (!loaded.ok()) return ReportError(loaded.error().message);
     graph = std::move(*loaded);
-    auto attention = ApplyRequestedAttention(graph, *request);
-    if (!attention.ok()) return ReportError(attention.error().message);
+    if (Status attention = requested_attention(graph); !attention.ok())
+      return ReportError(attention.error().message);
+    // --fused-loss: the rewrite sizes the logits tile with the --dim values (as analyze does).
+    Expected<Bindings> dims = BindSymbols(graph, std::nullopt, request->analysis.dims);
+    if (!dims.ok()) return ReportError(dims.error().message);
+    if (request->fused_loss) {
+      Status fused = FuseLossForVerify(graph, *request, request->planner.program.loss, *dims,
+                                       requested_attention, loaded_plan);
+      if (!fused.ok()) return ReportError(fused.error().message);
+    }
     auto p = PlanFromFlags(graph, *request, flags.plan);
     if (!p.ok()) return ReportError(p.error().message);
+    if (request->fused_loss) {
+      p->program.loss = plan.program.loss;
+      p->unfused_graph = plan.unfused_graph;
+      p->unfused_loss = plan.unfused_loss;
+    }
     plan = std::move(*p);
     info.plan_source = "flags";
   } else if (!flags.plan.Text("gpu").empty()) {
@@ -349,10 +399,20 @@ int RunVerify(const VerifyFlags& flags) {
     if (!session->plan.feasible)
       return ReportError("the planner found no plan that fits " + flags.plan.Text("gpu") +
                          "; nothing to verify");
+    if (session->fused_loss.fused()) {
+      // The session fused its graph; the reference is the model imported again, unfused.
+      auto unfused = LoadPlannedModel(*request);
+      if (!unfused.ok()) return ReportError(unfused.error().message);
+      if (Status attention = requested_attention(*unfused); !attention.ok())
+        return ReportError(attention.error().message);
+      loaded_plan.unfused = std::make_unique<Graph>(std::move(*unfused));
+    }
     plan.program = session->planner_used.program;
     plan.program.accumulation_steps = session->plan.chosen.accumulation_steps;
     plan.micro_batch = session->plan.chosen.micro_batch;
     plan.bindings = session->plan.bindings;
+    plan.unfused_graph = loaded_plan.unfused.get();
+    plan.unfused_loss = request->planner.program.loss;
     info.plan_source = "the planner (--gpu " + flags.plan.Text("gpu") + ")";
   } else {
     return ReportError("verify needs a plan: --plan plan.json, --batch N, or --gpu to plan one");
@@ -362,8 +422,14 @@ int RunVerify(const VerifyFlags& flags) {
                        " micro-batches per step; verify runs each one and takes at most " +
                        std::to_string(kMaxVerifiedMicroBatches) +
                        " (peak memory is the same from 2 up: verify a smaller global batch)");
+  // The fused loss has a CPU reference kernel only (runtime/cpu/kernels/fused_loss.cc).
+  if (plan.unfused_graph != nullptr && flags.device != "cpu")
+    return ReportError("--fused-loss: the " + flags.device +
+                       " backend has no kernel for Liger's fused linear cross entropy; verify "
+                       "the plan with --device cpu");
   const Graph& g = session ? session->graph : graph;
   info.program = plan.program;
+  info.fused_loss = plan.unfused_graph != nullptr;
   for (NodeId n : plan.program.recompute) info.recompute.push_back(g.node(n).name);
 
   progress.Report("running the plan on " + flags.device + "...");

@@ -54,6 +54,7 @@ nlohmann::ordered_json VerificationToJson(const VerificationReport& r,
   plan["zero_grad"] = std::string(ZeroGradModeName(info.program.zero_grad));
   plan["clip_gradients"] = info.program.clip_gradients;
   plan["recompute"] = info.recompute;
+  if (info.fused_loss) plan["fused_loss"] = true;
   j["plan"] = plan;
   j["predicted_peak_bytes"] = r.predicted.peak_bytes;
   j["measured_peak_bytes"] = r.measured.peak_bytes;
@@ -72,6 +73,9 @@ nlohmann::ordered_json VerificationToJson(const VerificationReport& r,
   j["memory"] = memory;
   j["gradient_equivalence"] = Equivalence(r.gradient);
   j["recompute_equivalence"] = Equivalence(r.recompute);
+  // --fused-loss plans only: the fused head and loss against the unfused graph.
+  if (r.fused_loss.checked || !r.fused_loss.note.empty())
+    j["fused_loss_equivalence"] = Equivalence(r.fused_loss);
   if (r.ranks) {
     // verify --gpus: every simulated rank's measurement (the top-level one is rank 0's).
     nlohmann::ordered_json ranks;
@@ -115,7 +119,8 @@ std::string FormatVerificationText(const VerificationReport& r, const VerifiedPl
   out << "  plan: micro-batch " << r.micro_batch << " x " << r.accumulation_steps
       << " accumulation steps, " << PrecisionName(info.program.precision) << ", "
       << OptimizerKindName(info.program.optimizer) << ", loss " << LossKindName(r.loss)
-      << ", recompute " << info.recompute.size() << " nodes\n\n";
+      << (info.fused_loss ? " (of the fused linear cross entropy)" : "") << ", recompute "
+      << info.recompute.size() << " nodes\n\n";
   out << "memory      predicted " << FormatBytes(r.predicted.peak_bytes) << " ("
       << r.predicted.peak_bytes << " B)  measured " << FormatBytes(r.measured.peak_bytes) << " ("
       << r.measured.peak_bytes << " B)";
@@ -156,6 +161,8 @@ std::string FormatVerificationText(const VerificationReport& r, const VerifiedPl
   equivalence("gradients   ", r.gradient, false);
   if (r.ranks) equivalence("weights     ", r.ranks->weights, false);
   equivalence("recompute   ", r.recompute, true);
+  if (r.fused_loss.checked || !r.fused_loss.note.empty())
+    equivalence("fused loss  ", r.fused_loss, false);
   out << "loss        ";
   for (size_t i = 0; i < r.steps.size(); ++i) out << (i ? " -> " : "") << Number(r.steps[i].loss);
   if (r.loss_decreased) {

@@ -18,6 +18,9 @@ struct VerifiedPlanInfo {
   std::string plan_source;  // "--plan plan.json", "flags", "planner (--gpu 24G)"
   ProgramOptions program;
   std::vector<std::string> recompute;  // node names
+  // --fused-loss: the head and cross entropy run as one node; the program's loss is the sum over
+  // its scalar (plan.loss "sum").
+  bool fused_loss = false;
 };
 
 nlohmann::ordered_json VerificationToJson(const VerificationReport& report,

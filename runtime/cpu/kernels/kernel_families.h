@@ -18,5 +18,7 @@ void RegisterGatherKernels(KernelRegistry& registry);         // gather.cc: Gath
 void RegisterShapeKernels(KernelRegistry& registry);    // shape.cc: Reshape, Transpose, Concat, ...
 void RegisterDropoutKernels(KernelRegistry& registry);  // dropout.cc: Dropout
 void RegisterSdpaKernels(KernelRegistry& registry);  // sdpa.cc: memplan:ScaledDotProductAttention
+// fused_loss.cc: memplan:FusedLinearCrossEntropy (Liger's fused linear cross entropy)
+void RegisterFusedLossKernels(KernelRegistry& registry);
 
 }  // namespace memplan
