@@ -150,16 +150,11 @@ class CandidateEvaluator {
                                         AllocatorKind kind) const {
     sim.tape = &tape_;
     MEMPLAN_TRY(std::vector<int64_t> sizes, SizesAt(m));
-    if (kind == AllocatorKind::kCaching) {
-      CachingAllocator caching;
-      return SimulateSized(program_, std::move(sizes), caching, sim);
-    }
-    if (kind == AllocatorKind::kExpandable) {
-      ExpandableAllocator expandable;
-      return SimulateSized(program_, std::move(sizes), expandable, sim);
-    }
-    ExactAllocator exact;
-    return SimulateSized(program_, std::move(sizes), exact, sim);
+    if (kind == AllocatorKind::kCaching)
+      return SimulateSized(program_, std::move(sizes), caching_, sim);
+    if (kind == AllocatorKind::kExpandable)
+      return SimulateSized(program_, std::move(sizes), expandable_, sim);
+    return SimulateSized(program_, std::move(sizes), exact_, sim);
   }
 
   // EvaluateBufferSizes(program, BindingsFor(m)).
@@ -247,7 +242,12 @@ class CandidateEvaluator {
   std::vector<DType> compute_dtypes_;
   ProgramTape tape_;        // the program's events laid out for its many walks
   BatchLinearSizes sizes_;  // the buffers' sizes as linear forms in m
-  int64_t ranks_ = 1;       // data-parallel ranks the program is one of
+  // The allocator models, reset by every simulation: one per evaluator keeps their arrays'
+  // capacity from one simulation to the next instead of growing them anew each time.
+  mutable CachingAllocator caching_;
+  mutable ExpandableAllocator expandable_;
+  mutable ExactAllocator exact_;
+  int64_t ranks_ = 1;  // data-parallel ranks the program is one of
   std::map<std::pair<int64_t, int64_t>, SimulationResult> simulations_;
   std::map<int64_t, std::vector<NodeTime>> node_times_;
   std::optional<NodeCosts> node_costs_;  // the symbolic costs, analysed on first use
