@@ -79,6 +79,12 @@ bool StoresNoData(const onnx::TensorProto& t) {
 
 void MoveExternalInitializersToInputs(onnx::ModelProto& model) {
   onnx::GraphProto& g = *model.mutable_graph();
+  // Most models store every initializer inline: nothing moves, and the list is not rebuilt (a
+  // new TensorProto per initializer).
+  const auto& initializers = g.initializer();
+  if (std::none_of(initializers.begin(), initializers.end(),
+                   [](const onnx::TensorProto& t) { return IsExternal(t) || StoresNoData(t); }))
+    return;
   std::unordered_set<std::string> inputs;
   for (const auto& in : g.input()) inputs.insert(in.name());
   google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
