@@ -34,8 +34,8 @@ class ReferenceCaching {
       for (size_t i = 0; i < segments_[s].blocks.size(); ++i) {
         const Block& b = segments_[s].blocks[i];
         if (!b.free || b.size < size) continue;
-        auto key = std::make_tuple(b.size, static_cast<int64_t>(s), static_cast<size_t>(b.offset),
-                                   i);
+        auto key =
+            std::make_tuple(b.size, static_cast<int64_t>(s), static_cast<size_t>(b.offset), i);
         if (!best || key < *best) best = key;
       }
     }
@@ -45,9 +45,10 @@ class ReferenceCaching {
       seg = static_cast<size_t>(std::get<1>(*best));
       index = std::get<3>(*best);
     } else {
-      const int64_t segment_size = small                ? 2 * kMiB
-                                   : size < 10 * kMiB ? 20 * kMiB
-                                                      : (size + 2 * kMiB - 1) / (2 * kMiB) * 2 * kMiB;
+      const int64_t segment_size = small ? 2 * kMiB
+                                   : size < 10 * kMiB
+                                       ? 20 * kMiB
+                                       : (size + 2 * kMiB - 1) / (2 * kMiB) * 2 * kMiB;
       if (capacity_ && reserved_ + segment_size > *capacity_) {
         for (Segment& s : segments_) {
           if (s.released || s.blocks.size() != 1 || !s.blocks[0].free) continue;
@@ -124,7 +125,7 @@ void Replay(std::optional<int64_t> capacity, uint32_t seed) {
   CachingAllocator model(options);
   ReferenceCaching reference(capacity);
   // Few distinct sizes, so many free blocks share one (and one address order decides).
-  const std::vector<int64_t> sizes = {100,     512,         300 * 1024, 700 * 1024, kMiB,
+  const std::vector<int64_t> sizes = {100,          512,      300 * 1024, 700 * 1024, kMiB,
                                       3 * kMiB / 2, 3 * kMiB, 5 * kMiB,   12 * kMiB};
   std::mt19937 random(seed);
   std::vector<int64_t> live;

@@ -57,9 +57,21 @@ void CheckSame(const SizedProgram& p, const Bindings& base, int64_t m) {
   }
 }
 
-const std::vector<int64_t> kMicroBatches = {
-    1, 2, 3, 7, 64, 99, 100, 101, 4096, int64_t{1} << 30, (int64_t{1} << 31) + 1,
-    (int64_t{1} << 40) - 3, int64_t{1} << 55, int64_t{1} << 58, int64_t{1} << 61};
+const std::vector<int64_t> kMicroBatches = {1,
+                                            2,
+                                            3,
+                                            7,
+                                            64,
+                                            99,
+                                            100,
+                                            101,
+                                            4096,
+                                            int64_t{1} << 30,
+                                            (int64_t{1} << 31) + 1,
+                                            (int64_t{1} << 40) - 3,
+                                            int64_t{1} << 55,
+                                            int64_t{1} << 58,
+                                            int64_t{1} << 61};
 
 TEST_CASE("linear sizes equal EvaluateBufferSizes on linear and non-linear sizes",
           "[simulator][planner]") {
@@ -90,7 +102,8 @@ TEST_CASE("linear sizes report an unbound symbol as EvaluateBufferSizes does",
   for (int64_t m : {1, 8}) CheckSame(p, p.Base(0), m);
 }
 
-TEST_CASE("linear sizes overflow where EvaluateBufferSizes does", "[simulator][planner][bad-input]") {
+TEST_CASE("linear sizes overflow where EvaluateBufferSizes does",
+          "[simulator][planner][bad-input]") {
   SizedProgram p;
   // 2^40 m overflows 64 bits from m = 2^23 on; with seq = 2^20, 2^20 m * seq also does.
   p.Add("wide", p.B() * (int64_t{1} << 40));
