@@ -41,13 +41,9 @@ ProgramTape ProgramTape::Of(const TrainingProgram& program) {
   }
   tape.category.reserve(program.buffers.size());
   tape.host.reserve(program.buffers.size());
-  tape.persistent.reserve(program.buffers.size());
-  tape.held_for_backward.reserve(program.buffers.size());
   for (const Buffer& b : program.buffers) {
     tape.category.push_back(static_cast<uint8_t>(b.category));
     tape.host.push_back(b.on_host() ? 1 : 0);
-    tape.persistent.push_back(b.persistent ? 1 : 0);
-    tape.held_for_backward.push_back(b.held_for_backward ? 1 : 0);
   }
   return tape;
 }
@@ -66,9 +62,7 @@ ProgramWalker::ProgramWalker(const TrainingProgram& program, std::vector<int64_t
   if (tape_ == nullptr) tape_ = &own_tape_.emplace(ProgramTape::Of(program));
   MEMPLAN_CHECK(tape_->steps.size() == program.steps.size() &&
                 tape_->category.size() == program.buffers.size() &&
-                tape_->host.size() == program.buffers.size() &&
-                tape_->persistent.size() == program.buffers.size() &&
-                tape_->held_for_backward.size() == program.buffers.size());
+                tape_->host.size() == program.buffers.size());
   if (model_ != nullptr) model_->Reset();
 }
 
@@ -84,9 +78,8 @@ Status ProgramWalker::RunOptimizerPhase(int iteration) {
 }
 
 Status ProgramWalker::CheckOnlyPersistentLive(const char* when) const {
-  const std::vector<uint8_t>& persistent = tape_->persistent;
   for (size_t i = 0; i < live_.size(); ++i) {
-    if (live_[i] && !persistent[i]) {
+    if (live_[i] && !program_.buffers[i].persistent) {
       return MakeError("inconsistent training program: buffer '" + program_.buffers[i].name +
                        "' is still live at " + when + " but is not persistent (a leak)");
     }

@@ -144,10 +144,6 @@ struct ProgramTape {
   std::vector<StepEvents> steps;  // by LogicalTime
   std::vector<uint8_t> category;  // per buffer: its MemoryCategory
   std::vector<uint8_t> host;      // per buffer: 1 when it lives in host memory
-  // Per buffer: 1 when persistent, 1 when held for backward. A check and a sample read these
-  // for every buffer once per micro-batch, not the Buffers themselves (far apart on the heap).
-  std::vector<uint8_t> persistent;
-  std::vector<uint8_t> held_for_backward;
 
   static ProgramTape Of(const TrainingProgram& program);
 };
@@ -203,7 +199,6 @@ class ProgramWalker {
   bool out_of_memory() const { return out_of_memory_at_.step >= 0; }
   const ExecutionPoint& out_of_memory_at() const { return out_of_memory_at_; }
   const WalkTrace& trace() const { return trace_; }
-  const ProgramTape& tape() const { return *tape_; }
 
  private:
   Status RunRange(StepRange range, int iteration, int64_t micro_batch);

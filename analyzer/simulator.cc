@@ -108,16 +108,10 @@ class Replay final : public WalkListener {
 
  private:
   int64_t HeldForBackwardBytes(MemorySpace space) const {
-    // The tape's per-buffer flags, not the Buffers: this runs once per simulation over every
-    // buffer of the program.
-    const ProgramTape& tape = walker_.tape();
-    const uint8_t host = space == MemorySpace::kHost ? 1 : 0;
     int64_t total = 0;
-    for (size_t i = 0; i < tape.held_for_backward.size(); ++i) {
-      const BufferId b(i);
-      if (tape.held_for_backward[i] && tape.host[i] == host && walker_.live(b))
-        total += walker_.bytes(b);
-    }
+    for (const Buffer& b : program_.buffers)
+      if (b.held_for_backward && b.space == space && walker_.live(b.id))
+        total += walker_.bytes(b.id);
     return total;
   }
 
