@@ -1,5 +1,7 @@
 #include "analyzer/caching_allocator.h"
 
+#include <algorithm>
+
 #include "graph/expected.h"
 
 namespace memplan {
@@ -13,6 +15,7 @@ void CachingAllocator::Reset() {
   live_segments_ = 0;
   small_pool_.clear();
   large_pool_.clear();
+  last_stamp_ = 0;
   block_by_handle_.clear();
   allocated_bytes_ = 0;
   reserved_bytes_ = 0;
@@ -44,24 +47,67 @@ int64_t CachingAllocator::NewBlock(Block b) {
   return static_cast<int64_t>(blocks_.size()) - 1;
 }
 
+namespace {
+
+// The heap order of a bucket: std::push_heap keeps the greatest on top, so "greater" puts the
+// lowest address there.
+struct HigherAddress {
+  template <class Entry>
+  bool operator()(const Entry& a, const Entry& b) const {
+    return a.segment != b.segment ? a.segment > b.segment : a.offset > b.offset;
+  }
+};
+
+}  // namespace
+
+void CachingAllocator::Compact(SizeBucket& bucket) {
+  constexpr size_t kSlack = 16;  // stale entries tolerated on top of the live count
+  if (bucket.heap.size() <= 2 * static_cast<size_t>(bucket.live) + kSlack) return;
+  std::erase_if(bucket.heap, [this](const FreeEntry& e) { return Stale(e); });
+  std::make_heap(bucket.heap.begin(), bucket.heap.end(), HigherAddress{});
+}
+
 void CachingAllocator::InsertFree(int64_t index) {
-  const Block& b = block(index);
-  auto& pool = segments_[static_cast<size_t>(b.segment)].small ? small_pool_ : large_pool_;
-  pool.insert({b.size, b.segment, b.offset, index});
+  Block& b = block(index);
+  SizeBucket& bucket = PoolOf(b)[b.size];
+  b.stamp = ++last_stamp_;
+  bucket.heap.push_back(FreeEntry{b.segment, b.offset, index, b.stamp});
+  std::push_heap(bucket.heap.begin(), bucket.heap.end(), HigherAddress{});
+  ++bucket.live;
+  Compact(bucket);
 }
 
 void CachingAllocator::EraseFree(int64_t index) {
-  const Block& b = block(index);
-  auto& pool = segments_[static_cast<size_t>(b.segment)].small ? small_pool_ : large_pool_;
-  pool.erase({b.size, b.segment, b.offset, index});
+  Block& b = block(index);
+  MEMPLAN_CHECK(b.stamp != -1);
+  b.stamp = -1;
+  FreePool& pool = PoolOf(b);
+  auto it = pool.find(b.size);
+  MEMPLAN_CHECK(it != pool.end() && it->second.live > 0);
+  if (--it->second.live == 0) {
+    pool.erase(it);
+  } else {
+    Compact(it->second);
+  }
 }
 
-std::optional<int64_t> CachingAllocator::FindFreeBlock(bool small, int64_t size) {
-  auto& pool = small ? small_pool_ : large_pool_;
-  // Best fit: the smallest block >= size, lowest address among equals (BlockComparator).
-  auto it = pool.lower_bound({size, -1, -1, -1});
+std::optional<int64_t> CachingAllocator::TakeFreeBlock(bool small, int64_t size) {
+  FreePool& pool = small ? small_pool_ : large_pool_;
+  // Best fit: the smallest size >= size (every bucket in the map has a live block), then the
+  // lowest address of that size (BlockComparator).
+  auto it = pool.lower_bound(size);
   if (it == pool.end()) return std::nullopt;
-  return std::get<3>(*it);
+  std::vector<FreeEntry>& heap = it->second.heap;
+  for (;;) {
+    MEMPLAN_CHECK(!heap.empty());
+    std::pop_heap(heap.begin(), heap.end(), HigherAddress{});
+    const FreeEntry top = heap.back();
+    heap.pop_back();
+    if (Stale(top)) continue;
+    block(top.block).stamp = -1;
+    if (--it->second.live == 0) pool.erase(it);
+    return top.block;
+  }
 }
 
 std::optional<int64_t> CachingAllocator::NewSegment(bool small, int64_t segment_size) {
@@ -100,10 +146,8 @@ bool CachingAllocator::Allocate(int64_t handle, int64_t bytes) {
   MEMPLAN_CHECK(block_by_handle_[slot] == -1);
   const int64_t size = RoundSize(bytes);
   const bool small = size <= options_.small_size;
-  std::optional<int64_t> found = FindFreeBlock(small, size);
-  if (found) {
-    EraseFree(*found);
-  } else {
+  std::optional<int64_t> found = TakeFreeBlock(small, size);
+  if (!found) {
     found = NewSegment(small, SegmentSize(size));
     if (!found) return false;
   }

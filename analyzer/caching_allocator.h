@@ -17,9 +17,8 @@
 //    segment (release_cached_blocks) and retries; if it still does not fit, Allocate fails.
 
 #include <cstdint>
+#include <map>
 #include <optional>
-#include <set>
-#include <tuple>
 #include <vector>
 
 #include "analyzer/allocator_model.h"
@@ -63,6 +62,7 @@ class CachingAllocator final : public AllocatorModel {
     int64_t prev = -1;  // the block at the next lower address of the segment; -1 none
     int64_t next = -1;  // the block at the next higher address; -1 none
     bool free = true;
+    int64_t stamp = -1;  // the stamp of its entry in its pool's heap; -1 when not in a pool
   };
   struct Segment {
     int64_t size = 0;
@@ -70,11 +70,34 @@ class CachingAllocator final : public AllocatorModel {
     bool small = false;
     bool released = false;  // given back by ReleaseFreeSegments
   };
-  // A free block's key in its pool: size, then address (segment, offset); then the block's
-  // index, which the address already determines (it never changes the order).
-  using FreeKey = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+  // The free blocks of a pool in PyTorch's BlockComparator order: size, then address (segment,
+  // offset). Every simulated allocation takes a block out and puts its remainder back, and a
+  // balanced tree of all free blocks (a node per block, a cache miss per level) was most of the
+  // model's cost. Programs have few distinct sizes and many blocks of each, so the pool is a map
+  // from size to a bucket, and a bucket a binary min-heap by address in one array. A block
+  // leaves the pool by losing its stamp (Block::stamp); its heap entry stays behind, is skipped
+  // when it reaches the top, and is dropped when stale entries outnumber live ones.
+  struct FreeEntry {
+    int64_t segment = 0;
+    int64_t offset = 0;
+    int64_t block = 0;
+    int64_t stamp = 0;  // live while block(block).stamp == stamp
+  };
+  struct SizeBucket {
+    std::vector<FreeEntry> heap;  // min-heap by (segment, offset)
+    int64_t live = 0;             // blocks of this size in the pool
+  };
+  using FreePool = std::map<int64_t, SizeBucket>;  // by block size; no empty bucket
 
-  std::optional<int64_t> FindFreeBlock(bool small, int64_t size);
+  // Takes the best-fitting free block out of its pool: the smallest block of at least `size`,
+  // the lowest address among equals; nullopt when none is large enough.
+  std::optional<int64_t> TakeFreeBlock(bool small, int64_t size);
+  FreePool& PoolOf(const Block& b) {
+    return segments_[static_cast<size_t>(b.segment)].small ? small_pool_ : large_pool_;
+  }
+  bool Stale(const FreeEntry& e) { return block(e.block).stamp != e.stamp; }
+  // Drops the stale entries of a bucket once they outnumber the live ones.
+  void Compact(SizeBucket& bucket);
   std::optional<int64_t> NewSegment(bool small, int64_t segment_size);
   void ReleaseFreeSegments();
   void InsertFree(int64_t block);
@@ -87,7 +110,8 @@ class CachingAllocator final : public AllocatorModel {
   std::vector<int64_t> free_block_slots_;  // recycled indices into blocks_
   std::vector<Segment> segments_;          // by segment id (ids are never reused)
   int64_t live_segments_ = 0;              // segments not released
-  std::set<FreeKey> small_pool_, large_pool_;
+  FreePool small_pool_, large_pool_;
+  int64_t last_stamp_ = 0;
   std::vector<int64_t> block_by_handle_;  // by handle: the live block, -1 none
   int64_t allocated_bytes_ = 0;
   int64_t reserved_bytes_ = 0;

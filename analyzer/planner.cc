@@ -8,6 +8,7 @@
 #include <map>
 #include <utility>
 
+#include "analyzer/batch_linear_sizes.h"
 #include "analyzer/caching_allocator.h"
 #include "analyzer/exact_allocator.h"
 #include "analyzer/expandable_allocator.h"
@@ -110,6 +111,7 @@ class CandidateEvaluator {
         recompute_label_(recompute_label),
         compute_dtypes_(ComputeDTypes(graph, program_)),
         tape_(ProgramTape::Of(program_)),
+        sizes_(BatchLinearSizes::Of(program_, options_.bindings, program_.batch_symbol)),
         ranks_(program_.data_parallel_ranks) {}
 
   const TrainingProgram& program() const { return program_; }
@@ -144,19 +146,22 @@ class CandidateEvaluator {
     return c;
   }
 
-  Expected<SimulationResult> SimulateWith(const Bindings& bindings, SimulationOptions sim,
-                                          AllocatorKind kind) const {
+  // The simulation at micro-batch m: Simulate(program, BindingsFor(m), ...), with the sizes
+  // evaluated from their linear forms.
+  Expected<SimulationResult> SimulateAt(int64_t m, SimulationOptions sim,
+                                        AllocatorKind kind) const {
     sim.tape = &tape_;
-    if (kind == AllocatorKind::kCaching) {
-      CachingAllocator caching;
-      return Simulate(program_, bindings, caching, sim);
-    }
-    if (kind == AllocatorKind::kExpandable) {
-      ExpandableAllocator expandable;
-      return Simulate(program_, bindings, expandable, sim);
-    }
-    ExactAllocator exact;
-    return Simulate(program_, bindings, exact, sim);
+    MEMPLAN_TRY(std::vector<int64_t> sizes, SizesAt(m));
+    if (kind == AllocatorKind::kCaching)
+      return SimulateSized(program_, std::move(sizes), caching_, sim);
+    if (kind == AllocatorKind::kExpandable)
+      return SimulateSized(program_, std::move(sizes), expandable_, sim);
+    return SimulateSized(program_, std::move(sizes), exact_, sim);
+  }
+
+  // EvaluateBufferSizes(program, BindingsFor(m)).
+  Expected<std::vector<int64_t>> SizesAt(int64_t m) const {
+    return sizes_.At(program_, BindingsFor(m), m);
   }
 
   Expected<StepTimeEstimate> EstimateTime(int64_t m, int64_t k,
@@ -240,7 +245,7 @@ class CandidateEvaluator {
       SimulationOptions sim;
       sim.accumulation_steps = key.second;
       sim.record_timeline = false;
-      MEMPLAN_TRY(SimulationResult result, SimulateWith(BindingsFor(m), sim, options_.allocator));
+      MEMPLAN_TRY(SimulationResult result, SimulateAt(m, sim, options_.allocator));
       it = simulations_.emplace(key, std::move(result)).first;
     }
     return &it->second;
@@ -266,7 +271,13 @@ class CandidateEvaluator {
   TrainingProgram program_;
   RecomputeLabel recompute_label_;
   std::vector<DType> compute_dtypes_;
-  ProgramTape tape_;   // the program's events laid out for its many walks
+  ProgramTape tape_;        // the program's events laid out for its many walks
+  BatchLinearSizes sizes_;  // the buffers' sizes as linear forms in m
+  // The allocator models, reset by every simulation: one per evaluator keeps their arrays'
+  // capacity from one simulation to the next instead of growing them anew each time.
+  mutable CachingAllocator caching_;
+  mutable ExpandableAllocator expandable_;
+  mutable ExactAllocator exact_;
   int64_t ranks_ = 1;  // data-parallel ranks the program is one of
   std::map<std::pair<int64_t, int64_t>, SimulationResult> simulations_;
   std::map<int64_t, std::vector<NodeTime>> node_times_;
@@ -423,7 +434,7 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   CandidateEvaluator evaluator(graph, options, std::move(program), label);
   const bool has_batch = evaluator.program().batch_symbol.has_value();
   // Every symbol but the batch must be bound: check once with m = 1 so the error names it.
-  MEMPLAN_RETURN_IF_ERROR(EvaluateBufferSizes(evaluator.program(), evaluator.BindingsFor(1)));
+  MEMPLAN_RETURN_IF_ERROR(evaluator.SizesAt(1));
 
   const int64_t budget = plan.budget_bytes;
   // k matters for memory only through k > 1 (the persistent gradients exist during the second
@@ -459,8 +470,7 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     // Nothing fits: report m = 1 and what would be needed.
     MEMPLAN_TRY(PlanCandidate one, evaluator.Evaluate(1, 1, budget));
     SimulationOptions sim;
-    MEMPLAN_TRY(SimulationResult at_one,
-                evaluator.SimulateWith(evaluator.BindingsFor(1), sim, options.allocator));
+    MEMPLAN_TRY(SimulationResult at_one, evaluator.SimulateAt(1, sim, options.allocator));
     plan.feasible = false;
     plan.chosen = one;
     plan.infeasible = ExplainInfeasible(at_one, one.peak_bytes, options);
@@ -504,8 +514,7 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   if (!plan.feasible && options.micro_batch) {
     // A fixed m that does not fit: still report it (exit 1 in the CLI) with what would fit.
     SimulationOptions sim;
-    MEMPLAN_TRY(SimulationResult at_one,
-                evaluator.SimulateWith(evaluator.BindingsFor(1), sim, options.allocator));
+    MEMPLAN_TRY(SimulationResult at_one, evaluator.SimulateAt(1, sim, options.allocator));
     int64_t peak_one =
         FitsReservedBytes(options.allocator) ? at_one.peak_reserved_bytes : at_one.peak_bytes;
     if (peak_one > budget) plan.infeasible = ExplainInfeasible(at_one, peak_one, options);
@@ -534,7 +543,7 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   plan.bindings = evaluator.BindingsFor(m);
   SimulationOptions sim;
   sim.accumulation_steps = k;
-  MEMPLAN_TRY(plan.simulation, evaluator.SimulateWith(plan.bindings, sim, options.allocator));
+  MEMPLAN_TRY(plan.simulation, evaluator.SimulateAt(m, sim, options.allocator));
   MEMPLAN_TRY(plan.time, evaluator.EstimateTime(m, k, plan.simulation.buffer_bytes));
   plan.program = evaluator.TakeProgram();
   plan.program.accumulation_steps = k;

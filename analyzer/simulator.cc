@@ -2,32 +2,38 @@
 
 #include <algorithm>
 
+#include "analyzer/batch_linear_sizes.h"
 #include "graph/checked_math.h"
 
 namespace memplan {
 
-Expected<std::vector<int64_t>> EvaluateBufferSizes(const TrainingProgram& program,
-                                                   const Bindings& bindings) {
+Status CheckBufferSize(const Buffer& b, const Expected<int64_t>& bytes, int64_t& total) {
   // 4 EiB: far above any GPU, and leaves 2^62 of headroom for rounding and reserve sums.
   constexpr int64_t kMaxTotalBufferBytes = int64_t{1} << 62;
+  if (!bytes.ok()) return MakeError("size of buffer '" + b.name + "': " + bytes.error().message);
+  if (*bytes < 0) {
+    return MakeError("size of buffer '" + b.name + "' is negative (" + std::to_string(*bytes) +
+                     " bytes); check the dimension bindings");
+  }
+  // Every live, category and allocator sum is at most the total of all buffers (plus the
+  // caching allocator's rounding), so one checked total keeps them all from overflowing.
+  auto next = CheckedAdd(total, *bytes);
+  if (!next || *next > kMaxTotalBufferBytes) {
+    return MakeError("the program's buffers total more than 2^62 bytes (buffer '" + b.name +
+                     "' is " + std::to_string(*bytes) + " bytes); check the dimension bindings");
+  }
+  total = *next;
+  return OkStatus();
+}
+
+Expected<std::vector<int64_t>> EvaluateBufferSizes(const TrainingProgram& program,
+                                                   const Bindings& bindings) {
   std::vector<int64_t> sizes(program.buffers.size());
   int64_t total = 0;
   for (const Buffer& b : program.buffers) {
-    auto bytes = b.bytes.Evaluate(bindings);
-    if (!bytes.ok()) return MakeError("size of buffer '" + b.name + "': " + bytes.error().message);
-    if (*bytes < 0) {
-      return MakeError("size of buffer '" + b.name + "' is negative (" + std::to_string(*bytes) +
-                       " bytes); check the dimension bindings");
-    }
+    Expected<int64_t> bytes = b.bytes.Evaluate(bindings);
+    MEMPLAN_RETURN_IF_ERROR(CheckBufferSize(b, bytes, total));
     sizes[b.id.index()] = *bytes;
-    // Every live, category and allocator sum is at most the total of all buffers (plus the
-    // caching allocator's rounding), so one checked total keeps them all from overflowing.
-    auto next = CheckedAdd(total, *bytes);
-    if (!next || *next > kMaxTotalBufferBytes) {
-      return MakeError("the program's buffers total more than 2^62 bytes (buffer '" + b.name +
-                       "' is " + std::to_string(*bytes) + " bytes); check the dimension bindings");
-    }
-    total = *next;
   }
   return sizes;
 }
@@ -133,7 +139,14 @@ class Replay final : public WalkListener {
 Expected<SimulationResult> Simulate(const TrainingProgram& program, const Bindings& bindings,
                                     AllocatorModel& allocator, const SimulationOptions& options) {
   MEMPLAN_TRY(std::vector<int64_t> sizes, EvaluateBufferSizes(program, bindings));
-  Replay replay(program, allocator, options, std::move(sizes));
+  return SimulateSized(program, std::move(sizes), allocator, options);
+}
+
+Expected<SimulationResult> SimulateSized(const TrainingProgram& program,
+                                         std::vector<int64_t> buffer_bytes,
+                                         AllocatorModel& allocator,
+                                         const SimulationOptions& options) {
+  Replay replay(program, allocator, options, std::move(buffer_bytes));
   return replay.Run();
 }
 

@@ -1,7 +1,6 @@
 #include "graph/dim.h"
 
 #include <algorithm>
-#include <map>
 
 #include "graph/checked_math.h"
 
@@ -36,20 +35,30 @@ Dim Dim::Symbol(SymbolId id) {
   return d;
 }
 
+// Sorts each term's symbols, merges terms of equal symbols (their coefficients summed in the
+// order the terms come, an overflowing sum poisoning the Dim and restarting at 0) and drops zero
+// coefficients; the terms end sorted by their symbols. A stable sort and one merging pass: every
+// arithmetic operation on a Dim ends here, so it allocates nothing beyond the result.
 void Dim::Normalize() {
-  std::map<std::vector<SymbolId>, int64_t> merged;
-  for (auto& t : terms_) {
-    std::sort(t.symbols.begin(), t.symbols.end());
-    auto sum = CheckedAdd(merged[t.symbols], t.coefficient);
-    if (!sum) {
-      overflowed_ = true;
-      sum = 0;
+  for (auto& t : terms_) std::sort(t.symbols.begin(), t.symbols.end());
+  std::stable_sort(terms_.begin(), terms_.end(),
+                   [](const Term& a, const Term& b) { return a.symbols < b.symbols; });
+  size_t kept = 0;  // terms_[0, kept) are merged
+  for (size_t i = 0; i < terms_.size(); ++i) {
+    if (kept > 0 && terms_[kept - 1].symbols == terms_[i].symbols) {
+      auto sum = CheckedAdd(terms_[kept - 1].coefficient, terms_[i].coefficient);
+      if (!sum) {
+        overflowed_ = true;
+        sum = 0;
+      }
+      terms_[kept - 1].coefficient = *sum;
+      continue;
     }
-    merged[t.symbols] = *sum;
+    if (kept != i) terms_[kept] = std::move(terms_[i]);
+    ++kept;
   }
-  terms_.clear();
-  for (auto& [symbols, coefficient] : merged)
-    if (coefficient != 0) terms_.push_back(Term{symbols, coefficient});
+  terms_.resize(kept);
+  std::erase_if(terms_, [](const Term& t) { return t.coefficient == 0; });
 }
 
 bool Dim::is_constant() const {

@@ -65,6 +65,10 @@ class Builder {
     }
     graph_.producer_name = model_.producer_name();
     graph_.graph_name = g_.name();
+    // Every initializer, input and node output gets an id: one table size, no rehashing.
+    size_t named = static_cast<size_t>(g_.initializer_size() + g_.input_size());
+    for (const auto& n : g_.node()) named += static_cast<size_t>(n.output_size());
+    ids_.reserve(named);
     names_ = NodeNames(g_);
 
     MEMPLAN_RETURN_IF_ERROR(CheckStructure());
@@ -110,6 +114,7 @@ class Builder {
     }
     // Every name that something defines: initializers, graph inputs, node outputs (once each).
     std::unordered_set<std::string> defined;
+    defined.reserve(static_cast<size_t>(g_.initializer_size() + g_.input_size()));
     for (const auto& t : g_.initializer()) defined.insert(t.name());
     for (const auto& in : g_.input()) defined.insert(in.name());
     std::unordered_set<std::string> produced;

@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <exception>
 #include <limits>
 #include <optional>
@@ -78,6 +79,12 @@ bool StoresNoData(const onnx::TensorProto& t) {
 
 void MoveExternalInitializersToInputs(onnx::ModelProto& model) {
   onnx::GraphProto& g = *model.mutable_graph();
+  // Most models store every initializer inline: nothing moves, and the list is not rebuilt (a
+  // new TensorProto per initializer).
+  const auto& initializers = g.initializer();
+  if (std::none_of(initializers.begin(), initializers.end(),
+                   [](const onnx::TensorProto& t) { return IsExternal(t) || StoresNoData(t); }))
+    return;
   std::unordered_set<std::string> inputs;
   for (const auto& in : g.input()) inputs.insert(in.name());
   google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
@@ -146,6 +153,45 @@ InferredType TypeOf(const onnx::TypeProto& type) {
   return t;
 }
 
+// Whether FuseImportPatterns(model, set) can change anything: every entry is anchored at a
+// default-domain op of the top-level graph, and a graph with none of the anchors of `set` has
+// nothing any entry matches, before or after another entry ran (none of them ran).
+bool AnyFusionAnchored(const onnx::ModelProto& model, FusionSet set) {
+  if (set == FusionSet::kNone) return false;
+  std::unordered_set<std::string_view> anchors;
+  for (const FusionEntry& entry : FusionTable())
+    if (entry.set != FusionSet::kAll || set == FusionSet::kAll) anchors.insert(entry.anchor_op);
+  const auto& nodes = model.graph().node();
+  return std::any_of(nodes.begin(), nodes.end(),
+                     [&](const onnx::NodeProto& n) { return anchors.count(n.op_type()) > 0; });
+}
+
+// Drops the initializers no node reads and that no graph input, output or value_info names from the
+// model shape inference is about to see (after the checker judged them): they cannot change the
+// type inferred for any node's output, the only types memplan reads back, but libonnx builds a
+// TypeProto and a map entry for each (a quarter of the import of a model with 100,000 of them).
+// A graph with subgraph attributes keeps everything (an outer-scope name read from within).
+void DropUnreadInitializers(onnx::ModelProto& model) {
+  onnx::GraphProto& g = *model.mutable_graph();
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute())
+      if (a.has_g() || a.graphs_size() > 0) return;
+  std::unordered_set<std::string_view> read;
+  for (const auto& n : g.node())
+    for (const auto& in : n.input()) read.insert(in);
+  for (const auto& in : g.input()) read.insert(in.name());
+  for (const auto& out : g.output()) read.insert(out.name());
+  for (const auto& vi : g.value_info()) read.insert(vi.name());  // a declared type to merge
+  const auto& initializers = g.initializer();
+  if (std::all_of(initializers.begin(), initializers.end(),
+                  [&](const onnx::TensorProto& t) { return read.count(t.name()) > 0; }))
+    return;
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+  for (auto& t : *g.mutable_initializer())
+    if (read.count(t.name()) > 0) kept.Add()->Swap(&t);
+  g.mutable_initializer()->Swap(&kept);
+}
+
 // ONNX shape inference; a failure is a warning (memplan's own rules still run).
 InferredTypes RunOnnxShapeInference(onnx::ModelProto& model, Graph& graph) {
   InferredTypes types;
@@ -181,7 +227,7 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
   // cannot infer (a com.microsoft Gelu). The fusions keep every surviving value's name, so the
   // types inferred there carry over; the checker judges the file the user gave.
   std::optional<onnx::ModelProto> as_written;
-  if (options.fusions != FusionSet::kNone) {
+  if (AnyFusionAnchored(model, options.fusions)) {
     onnx::ModelProto copy = model;
     if (FuseImportPatterns(model, options.fusions).total() > 0) as_written = std::move(copy);
   }
@@ -212,6 +258,7 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
     onnx::ModelProto& checked = as_written ? *as_written : model;
     if (inferable) {
       MEMPLAN_RETURN_IF_ERROR(RunChecker(checked, path, graph));
+      DropUnreadInitializers(checked);
       inferred = RunOnnxShapeInference(checked, graph);
     }
   } else {
