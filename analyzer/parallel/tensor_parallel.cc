@@ -53,7 +53,7 @@ class Regions {
 // (the weight itself, or the Transpose of it that torch.onnx writes for nn.Linear).
 struct LinearProduct {
   ValueId weight;
-  ValueId operand;           // node input 1
+  ValueId operand;               // node input 1
   bool weight_rows_out = false;  // W is [out, in] (Gemm transB = 1, or read through Transpose)
 };
 
@@ -91,7 +91,7 @@ Pass Sweep(const Graph& graph, const std::vector<NodeId>& order,
   // A parameter or constant is split by the first node that splits it; every other reader must
   // split it the same way, in the same region.
   std::map<ValueId, std::pair<TensorSplit, int>> split_inputs;  // value -> (split, region)
-  std::map<ValueId, int> split_readers;  // value -> readers that split it
+  std::map<ValueId, int> split_readers;                         // value -> readers that split it
 
   auto split_value = [&](ValueId v, const TensorSplit& split, int region) {
     p.split[v.index()] = split;

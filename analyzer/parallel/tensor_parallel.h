@@ -40,11 +40,11 @@
 namespace memplan {
 
 struct TensorParallelPlan {
-  int64_t degree = 1;                 // T; 1 = no tensor parallelism
-  int64_t blocks = 0;                 // repeated blocks found
-  int64_t blocks_split = 0;           // blocks with at least one region split
-  std::vector<std::string> column;    // column-parallel weights, in graph order
-  std::vector<std::string> row;       // row-parallel weights, in graph order
+  int64_t degree = 1;               // T; 1 = no tensor parallelism
+  int64_t blocks = 0;               // repeated blocks found
+  int64_t blocks_split = 0;         // blocks with at least one region split
+  std::vector<std::string> column;  // column-parallel weights, in graph order
+  std::vector<std::string> row;     // row-parallel weights, in graph order
   // The elements each all-reduce of one micro-batch carries (symbolic in the batch), forward
   // (row outputs) and backward (gradients of column inputs).
   std::vector<Dim> forward_all_reduces;

@@ -11,17 +11,64 @@ namespace {
 
 // Ops whose every output element reads only the same element of each (broadcast) input.
 const std::set<std::string>& ElementwiseOps() {
-  static const std::set<std::string> ops = {
-      "Add",        "Sub",         "Mul",         "Div",       "Pow",           "Where",
-      "Max",        "Min",         "Sum",         "Mean",      "Equal",         "Less",
-      "Greater",    "LessOrEqual", "GreaterOrEqual",         "And",           "Or",
-      "Xor",        "Not",         "Relu",        "LeakyRelu", "Elu",           "Selu",
-      "Celu",       "Gelu",        "Erf",         "Tanh",      "Sigmoid",       "HardSigmoid",
-      "HardSwish",  "Swish",       "Exp",         "Log",       "Sqrt",          "Reciprocal",
-      "Neg",        "Abs",         "Cast",        "CastLike",  "Identity",      "Softplus",
-      "Softsign",   "Clip",        "Sin",         "Cos",       "Mish",          "Sign",
-      "Floor",      "Ceil",        "Round",       "IsNaN",     "IsInf",         "ThresholdedRelu",
-      "Dropout",    "FastGelu",    "BiasGelu",    "QuickGelu", "Trilu"};
+  static const std::set<std::string> ops = {"Add",
+                                            "Sub",
+                                            "Mul",
+                                            "Div",
+                                            "Pow",
+                                            "Where",
+                                            "Max",
+                                            "Min",
+                                            "Sum",
+                                            "Mean",
+                                            "Equal",
+                                            "Less",
+                                            "Greater",
+                                            "LessOrEqual",
+                                            "GreaterOrEqual",
+                                            "And",
+                                            "Or",
+                                            "Xor",
+                                            "Not",
+                                            "Relu",
+                                            "LeakyRelu",
+                                            "Elu",
+                                            "Selu",
+                                            "Celu",
+                                            "Gelu",
+                                            "Erf",
+                                            "Tanh",
+                                            "Sigmoid",
+                                            "HardSigmoid",
+                                            "HardSwish",
+                                            "Swish",
+                                            "Exp",
+                                            "Log",
+                                            "Sqrt",
+                                            "Reciprocal",
+                                            "Neg",
+                                            "Abs",
+                                            "Cast",
+                                            "CastLike",
+                                            "Identity",
+                                            "Softplus",
+                                            "Softsign",
+                                            "Clip",
+                                            "Sin",
+                                            "Cos",
+                                            "Mish",
+                                            "Sign",
+                                            "Floor",
+                                            "Ceil",
+                                            "Round",
+                                            "IsNaN",
+                                            "IsInf",
+                                            "ThresholdedRelu",
+                                            "Dropout",
+                                            "FastGelu",
+                                            "BiasGelu",
+                                            "QuickGelu",
+                                            "Trilu"};
   return ops;
 }
 
@@ -34,8 +81,8 @@ const std::set<std::string>& TrailingNormOps() {
 
 const std::set<std::string>& ReduceOps() {
   static const std::set<std::string> ops = {
-      "ReduceMean", "ReduceSum",       "ReduceMax",   "ReduceMin",      "ReduceProd",
-      "ReduceL1",   "ReduceL2",        "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum"};
+      "ReduceMean", "ReduceSum", "ReduceMax",       "ReduceMin",       "ReduceProd",
+      "ReduceL1",   "ReduceL2",  "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum"};
   return ops;
 }
 
@@ -227,8 +274,7 @@ std::optional<SplitAxes> Reduce(const Graph& graph, const Node& node,
 // every rank keeps its part of each piece, as Megatron lays out a fused QKV weight, so each piece
 // is a whole-axis split again.
 std::optional<SplitAxes> PiecesOfSplitAxis(const Graph& graph, const Node& node,
-                                           const std::vector<TensorSplit>& inputs,
-                                           int64_t parts) {
+                                           const std::vector<TensorSplit>& inputs, int64_t parts) {
   const Shape* in = ShapeOf(graph, node.inputs.at(0));
   if (!in || !(inputs[0].inner == Dim(1)) || !(Dim(inputs[0].factor) == in->dims[inputs[0].axis]))
     return std::nullopt;

@@ -50,33 +50,33 @@ ValueId Block(TestGraph& t, int index, ValueId x) {
   ValueId h = ln("ln_1", x);
   auto heads = [&](const std::string& name) {
     ValueId weight = t.Param(w + "attn." + name + ".weight", {kHidden, kHidden});
-    ValueId proj = t.Op("MatMul", p + "attn/" + name + "/MatMul", {h, weight}, p + name,
-                        {B, kSeq, kHidden});
+    ValueId proj =
+        t.Op("MatMul", p + "attn/" + name + "/MatMul", {h, weight}, p + name, {B, kSeq, kHidden});
     ValueId shape = t.Constant(p + name + "_shape", {4});
-    ValueId split = t.Op("Reshape", p + "attn/Reshape_" + name, {proj, shape},
-                         p + name + "_heads", {B, kSeq, kHeads, kHeadDim});
+    ValueId split = t.Op("Reshape", p + "attn/Reshape_" + name, {proj, shape}, p + name + "_heads",
+                         {B, kSeq, kHeads, kHeadDim});
     return split;
   };
-  ValueId q = Transposed(t, p + "attn/Transpose_q", heads("q"), {0, 2, 1, 3},
-                         {B, kHeads, kSeq, kHeadDim});
-  ValueId k = Transposed(t, p + "attn/Transpose_k", heads("k"), {0, 2, 3, 1},
-                         {B, kHeads, kHeadDim, kSeq});
-  ValueId v = Transposed(t, p + "attn/Transpose_v", heads("v"), {0, 2, 1, 3},
-                         {B, kHeads, kSeq, kHeadDim});
-  ValueId scores = t.Op("MatMul", p + "attn/MatMul_scores", {q, k}, p + "scores",
-                        {B, kHeads, kSeq, kSeq});
-  ValueId probs = t.Op("Softmax", p + "attn/Softmax", {scores}, p + "probs",
-                       {B, kHeads, kSeq, kSeq});
+  ValueId q =
+      Transposed(t, p + "attn/Transpose_q", heads("q"), {0, 2, 1, 3}, {B, kHeads, kSeq, kHeadDim});
+  ValueId k =
+      Transposed(t, p + "attn/Transpose_k", heads("k"), {0, 2, 3, 1}, {B, kHeads, kHeadDim, kSeq});
+  ValueId v =
+      Transposed(t, p + "attn/Transpose_v", heads("v"), {0, 2, 1, 3}, {B, kHeads, kSeq, kHeadDim});
+  ValueId scores =
+      t.Op("MatMul", p + "attn/MatMul_scores", {q, k}, p + "scores", {B, kHeads, kSeq, kSeq});
+  ValueId probs =
+      t.Op("Softmax", p + "attn/Softmax", {scores}, p + "probs", {B, kHeads, kSeq, kSeq});
   ValueId context = t.Op("MatMul", p + "attn/MatMul_context", {probs, v}, p + "context",
                          {B, kHeads, kSeq, kHeadDim});
   ValueId merged = Transposed(t, p + "attn/Transpose_context", context, {0, 2, 1, 3},
                               {B, kSeq, kHeads, kHeadDim});
-  ValueId flat = t.Op("Reshape", p + "attn/Reshape_context",
-                      {merged, t.Constant(p + "context_shape", {3})}, p + "context_flat",
-                      {B, kSeq, kHidden});
+  ValueId flat =
+      t.Op("Reshape", p + "attn/Reshape_context", {merged, t.Constant(p + "context_shape", {3})},
+           p + "context_flat", {B, kSeq, kHidden});
   ValueId wo = t.Param(w + "attn.c_proj.weight", {kHidden, kHidden});
-  ValueId attn = t.Op("MatMul", p + "attn/c_proj/MatMul", {flat, wo}, p + "attn_out",
-                      {B, kSeq, kHidden});
+  ValueId attn =
+      t.Op("MatMul", p + "attn/c_proj/MatMul", {flat, wo}, p + "attn_out", {B, kSeq, kHidden});
   ValueId r1 = t.Op("Add", p + "Add", {x, attn}, p + "residual_1", {B, kSeq, kHidden});
   ValueId h2 = ln("ln_2", r1);
   ValueId w1 = t.Param(w + "mlp.c_fc.weight", {kHidden, kFfn});
@@ -179,8 +179,8 @@ TEST_CASE("an MLP outside any block splits too", "[tensor_parallel]") {
   // Parameters 16 * 32 + 32 * 4 = 640; split 2 ways 256 + 64 = 320.
   TestGraph t;
   const Dim B = t.B();
-  ValueId h = t.Op("MatMul", "fc1", {t.Input("x", {B, 16}), t.Param("fc1.weight", {16, 32})},
-                   "h", {B, 32});
+  ValueId h =
+      t.Op("MatMul", "fc1", {t.Input("x", {B, 16}), t.Param("fc1.weight", {16, 32})}, "h", {B, 32});
   ValueId r = t.Op("Relu", "relu", {h}, "r", {B, 32});
   t.Output(t.Op("MatMul", "fc2", {r, t.Param("fc2.weight", {32, 4})}, "y", {B, 4}));
   Expected<TensorParallelPlan> plan = ApplyTensorParallel(t.graph, 2, "mlp");
@@ -198,12 +198,12 @@ TEST_CASE("a split that reaches a norm over the split axis stays whole", "[tenso
   TestGraph t;
   const Dim B = t.B();
   ValueId x = t.Input("x", {B, 16});
-  ValueId a = t.Op("MatMul", "/h.0/fc/MatMul", {x, t.Param("h.0.fc.weight", {16, 32})}, "a",
-                   {B, 32});
+  ValueId a =
+      t.Op("MatMul", "/h.0/fc/MatMul", {x, t.Param("h.0.fc.weight", {16, 32})}, "a", {B, 32});
   ValueId n = t.Op("LayerNormalization", "/h.0/norm/LayerNormalization",
                    {a, t.Param("h.0.norm.weight", {32})}, "n", {B, 32});
-  t.Output(t.Op("MatMul", "/h.0/out/MatMul", {n, t.Param("h.0.out.weight", {32, 16})}, "y",
-                {B, 16}));
+  t.Output(
+      t.Op("MatMul", "/h.0/out/MatMul", {n, t.Param("h.0.out.weight", {32, 16})}, "y", {B, 16}));
   Expected<TensorParallelPlan> plan = ApplyTensorParallel(t.graph, 2, "norm");
   REQUIRE_FALSE(plan.ok());
   CHECK(ShapeOf(t, "h.0.fc.weight").dims == std::vector<Dim>{16, 32});
@@ -233,8 +233,8 @@ TEST_CASE("split rules carry the axis through layout ops", "[tensor_parallel]") 
       PropagateSplit(t.graph, t.graph.node(t.NodeNamed("t")), {two->outputs[0]}, 2);
   REQUIRE(by_head);
   CHECK(by_head->outputs[0].axis == 1);
-  std::optional<SplitAxes> folded = PropagateSplit(
-      t.graph, t.graph.node(t.NodeNamed("fold")), {by_head->outputs[0], TensorSplit{}}, 2);
+  std::optional<SplitAxes> folded = PropagateSplit(t.graph, t.graph.node(t.NodeNamed("fold")),
+                                                   {by_head->outputs[0], TensorSplit{}}, 2);
   REQUIRE(folded);
   CHECK(folded->outputs[0].axis == 0);
   CHECK(folded->outputs[0].factor == 4);
@@ -249,11 +249,11 @@ TEST_CASE("tensor parallel halves the MLP's saved activations", "[tensor_paralle
     TestGraph t;
     const Dim B = t.B();
     ValueId x = t.Input("x", {B, 16});
-    ValueId f = t.Op("MatMul", "/h.0/fc1/MatMul", {x, t.Param("h.0.fc1.weight", {16, 64})}, "f",
-                     {B, 64});
+    ValueId f =
+        t.Op("MatMul", "/h.0/fc1/MatMul", {x, t.Param("h.0.fc1.weight", {16, 64})}, "f", {B, 64});
     ValueId g = t.Op("Gelu", "/h.0/Gelu", {f}, "g", {B, 64});
-    t.Output(t.Op("MatMul", "/h.0/fc2/MatMul", {g, t.Param("h.0.fc2.weight", {64, 16})}, "y",
-                  {B, 16}));
+    t.Output(
+        t.Op("MatMul", "/h.0/fc2/MatMul", {g, t.Param("h.0.fc2.weight", {64, 16})}, "y", {B, 16}));
     return t;
   };
   auto saved = [](TestGraph& t) {
