@@ -179,8 +179,8 @@ const std::array<PlanFlagSpec, 35> kPlanFlagTable = {{
     {.key = "tp",
      .argument = "--tp",
      .type = PlanFlagType::kPositiveInt,
-     .help = "tensor-parallel ranks per model replica (Megatron-style: attention heads and MLP "
-             "hidden units of each repeated block split T ways); needs --gpus, a multiple of T",
+     .help = "tensor-parallel GPUs per model replica (Megatron-style: attention heads and MLP "
+             "hidden units split T ways); needs --gpus N, a multiple of T (docs/multi_gpu.md)",
      .help_position = 31,
      .integer = &PlanFlags::tp},
     {.key = "attention",
