@@ -170,20 +170,6 @@ void CollectPlanNodeLists(AnalysisReport& report) {
   }
 }
 
-namespace {
-
-// Elements of the model's trainable parameters, frozen or not (model.parameter_count).
-int64_t ModelParameterCount(const Graph& graph) {
-  int64_t count = 0;
-  for (const Value& v : graph.values()) {
-    if (v.kind != ValueKind::kParameter || !v.trainable) continue;
-    if (std::optional<int64_t> n = v.shape.NumElements().constant_value()) count += *n;
-  }
-  return count;
-}
-
-}  // namespace
-
 nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   const TrainingPlan& plan = *report.plan;
   const PlannerOptions& options = *report.options;

@@ -74,4 +74,13 @@ int64_t TrainedParameterCount(const Graph& graph) {
   return count;
 }
 
+int64_t ModelParameterCount(const Graph& graph) {
+  int64_t count = 0;
+  for (const Value& v : graph.values()) {
+    if (v.kind != ValueKind::kParameter || !v.trainable) continue;
+    if (std::optional<int64_t> n = v.shape.NumElements().constant_value()) count += *n;
+  }
+  return count;
+}
+
 }  // namespace memplan

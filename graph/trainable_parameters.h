@@ -43,4 +43,8 @@ Status ApplyTrainableSelection(Graph& graph, const TrainableSelection& selection
 // REQUIRES parameter shapes to be constant (initializers always are).
 int64_t TrainedParameterCount(const Graph& graph);
 
+// Elements of the model's trainable parameters, frozen or not (model.parameter_count): what a
+// checkpoint of the model holds. Parameters with a symbolic shape are not counted.
+int64_t ModelParameterCount(const Graph& graph);
+
 }  // namespace memplan

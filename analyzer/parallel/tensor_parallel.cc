@@ -9,6 +9,7 @@
 #include "analyzer/recompute/module_units.h"
 #include "graph/linear_weight.h"
 #include "graph/ops/split_axis_rules.h"
+#include "graph/trainable_parameters.h"
 
 namespace memplan {
 namespace {
@@ -159,15 +160,6 @@ Pass Sweep(const Graph& graph, const std::vector<NodeId>& order,
   return p;
 }
 
-int64_t TrainableElements(const Graph& graph) {
-  int64_t total = 0;
-  for (const Value& v : graph.values()) {
-    if (v.kind != ValueKind::kParameter || !v.trainable || !v.shape.known) continue;
-    total += v.shape.NumElements().constant_value().value_or(0);
-  }
-  return total;
-}
-
 Status DivideAxis(Graph& graph, ValueId id, int axis, int64_t parts) {
   Value& v = graph.mutable_value(id);
   std::optional<Dim> part = v.shape.dims.at(axis).DivideExactly(Dim(parts));
@@ -224,7 +216,7 @@ Expected<TensorParallelPlan> ApplyTensorParallel(Graph& graph, int64_t degree,
                      std::to_string(degree) + ")");
   }
 
-  plan.parameters_before = TrainableElements(graph);
+  plan.parameters_before = ModelParameterCount(graph);
   std::set<int> blocks_split;
   std::set<ValueId> column_inputs;
   for (const auto& [node, region] : pass.column) {
@@ -255,7 +247,7 @@ Expected<TensorParallelPlan> ApplyTensorParallel(Graph& graph, int64_t degree,
     MEMPLAN_RETURN_IF_ERROR(DivideAxis(graph, v.id, split.axis, degree));
   }
   plan.blocks_split = static_cast<int64_t>(blocks_split.size());
-  plan.parameters_after = TrainableElements(graph);
+  plan.parameters_after = ModelParameterCount(graph);
   return plan;
 }
 
