@@ -20,5 +20,7 @@ if(MEMPLAN_CUDA)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES 90)
   endif()
+  # cuBLAS is opened at run time, not linked (runtime/cuda/cublas_library.h): by this soname.
+  set(MEMPLAN_CUBLAS_SONAME "libcublas.so.${CUDAToolkit_VERSION_MAJOR}")
   message(STATUS "memplan: CUDA ${CUDAToolkit_VERSION} found - building the CUDA backend and profiler")
 endif()

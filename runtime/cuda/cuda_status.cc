@@ -1,5 +1,7 @@
 #include "runtime/cuda/cuda_status.h"
 
+#include "runtime/cuda/cublas_library.h"
+
 namespace memplan::cuda {
 
 Status CheckCuda(cudaError_t result, const std::string& call) {
@@ -10,8 +12,12 @@ Status CheckCuda(cudaError_t result, const std::string& call) {
 
 Status CheckCublas(cublasStatus_t result, const std::string& call) {
   if (result == CUBLAS_STATUS_SUCCESS) return OkStatus();
-  return MakeError(call + " failed: " + cublasGetStatusName(result) + " (" +
-                   cublasGetStatusString(result) + ")");
+  Expected<const CublasLibrary*> library = LoadCublas();
+  if (!library) {  // cannot happen after a call into cuBLAS; the code is all there is to say
+    return MakeError(call + " failed: cuBLAS status " + std::to_string(static_cast<int>(result)));
+  }
+  return MakeError(call + " failed: " + (*library)->status_name(result) + " (" +
+                   (*library)->status_string(result) + ")");
 }
 
 Status CheckLaunch(const std::string& kernel) {

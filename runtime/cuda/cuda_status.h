@@ -1,9 +1,8 @@
 #pragma once
-// CUDA / cuBLAS / cuBLASLt status codes -> memplan Errors. Every call into CUDA in runtime/cuda
+// CUDA / cuBLAS status codes -> memplan Errors. Every call into CUDA in runtime/cuda
 // goes through one of these, so a failure names the call that failed:
 //   "cudaMemcpy(download) failed: cudaErrorIllegalAddress (an illegal memory access ...)".
 
-#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 

@@ -27,17 +27,18 @@ bool FitsInt(int64_t v) { return v >= 0 && v <= std::numeric_limits<int>::max();
 }  // namespace
 
 Expected<std::unique_ptr<BlasHandle>> BlasHandle::Create(cudaStream_t stream) {
+  MEMPLAN_TRY(const CublasLibrary* library, LoadCublas());
   cublasHandle_t handle = nullptr;
-  MEMPLAN_RETURN_IF_ERROR(CheckCublas(cublasCreate(&handle), "cublasCreate"));
-  std::unique_ptr<BlasHandle> owned(new BlasHandle(handle));
-  MEMPLAN_RETURN_IF_ERROR(CheckCublas(cublasSetStream(handle, stream), "cublasSetStream"));
+  MEMPLAN_RETURN_IF_ERROR(CheckCublas(library->create(&handle), "cublasCreate"));
+  std::unique_ptr<BlasHandle> owned(new BlasHandle(*library, handle));
+  MEMPLAN_RETURN_IF_ERROR(CheckCublas(library->set_stream(handle, stream), "cublasSetStream"));
   // fp32 GEMMs must match the CPU reference: no TF32 down-conversion.
   MEMPLAN_RETURN_IF_ERROR(
-      CheckCublas(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH), "cublasSetMathMode"));
+      CheckCublas(library->set_math_mode(handle, CUBLAS_DEFAULT_MATH), "cublasSetMathMode"));
   return owned;
 }
 
-BlasHandle::~BlasHandle() { (void)cublasDestroy(handle_); }
+BlasHandle::~BlasHandle() { (void)library_.destroy(handle_); }
 
 Status Gemm(const BlasHandle& blas, const GemmShape& s, DType dtype, float alpha, const void* a,
             const void* b, float beta, void* c) {
@@ -55,7 +56,7 @@ Status Gemm(const BlasHandle& blas, const GemmShape& s, DType dtype, float alpha
   const int ldb = s.transpose_b ? k : n;
   const cublasOperation_t op_a = s.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = s.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  return CheckCublas(cublasGemmStridedBatchedEx(blas.get(), op_b, op_a, n, m, k, &alpha, b, type,
+  return CheckCublas(blas.library().gemm_strided_batched(blas.get(), op_b, op_a, n, m, k, &alpha, b, type,
                                                 ldb, s.stride_b, a, type, lda, s.stride_a, &beta, c,
                                                 type, n, s.stride_c, static_cast<int>(s.batch),
                                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),

@@ -12,20 +12,25 @@
 
 #include "graph/dtype.h"
 #include "graph/expected.h"
+#include "runtime/cuda/cublas_library.h"
 
 namespace memplan::cuda {
 
 // An owned cuBLAS handle bound to a stream.
 class BlasHandle {
  public:
+  // Opens cuBLAS on the first call in the process (runtime/cuda/cublas_library.h).
   static Expected<std::unique_ptr<BlasHandle>> Create(cudaStream_t stream);
   ~BlasHandle();
   BlasHandle(const BlasHandle&) = delete;
   BlasHandle& operator=(const BlasHandle&) = delete;
   cublasHandle_t get() const { return handle_; }
+  const CublasLibrary& library() const { return library_; }
 
  private:
-  explicit BlasHandle(cublasHandle_t handle) : handle_(handle) {}
+  BlasHandle(const CublasLibrary& library, cublasHandle_t handle)
+      : library_(library), handle_(handle) {}
+  const CublasLibrary& library_;
   cublasHandle_t handle_;
 };
 
