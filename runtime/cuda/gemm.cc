@@ -56,10 +56,10 @@ Status Gemm(const BlasHandle& blas, const GemmShape& s, DType dtype, float alpha
   const int ldb = s.transpose_b ? k : n;
   const cublasOperation_t op_a = s.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = s.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  return CheckCublas(blas.library().gemm_strided_batched(blas.get(), op_b, op_a, n, m, k, &alpha, b, type,
-                                                ldb, s.stride_b, a, type, lda, s.stride_a, &beta, c,
-                                                type, n, s.stride_c, static_cast<int>(s.batch),
-                                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  return CheckCublas(blas.library().gemm_strided_batched(
+                         blas.get(), op_b, op_a, n, m, k, &alpha, b, type, ldb, s.stride_b, a, type,
+                         lda, s.stride_a, &beta, c, type, n, s.stride_c, static_cast<int>(s.batch),
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                      "cublasGemmStridedBatchedEx(" + std::to_string(s.m) + "x" +
                          std::to_string(s.k) + " * " + std::to_string(s.k) + "x" +
                          std::to_string(s.n) + ", batch " + std::to_string(s.batch) + ")");
