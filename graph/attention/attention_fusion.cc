@@ -355,7 +355,23 @@ std::optional<Match> MatchEager(const Graph& g, const Node& s) {
   return m;
 }
 
-// The ONNX Attention op with 4D inputs, no past, only Y used, no softcap.
+// The head size of an ONNX Attention op with 3D inputs ([B, S, heads * head], the heads counted by
+// q_num_heads / kv_num_heads): nullopt unless the hidden sizes are known whole heads of one size.
+std::optional<int64_t> PackedHeadSize(const Graph& g, const Node& a) {
+  const int64_t q_heads = a.attributes.GetInt("q_num_heads", 0);
+  const int64_t kv_heads = a.attributes.GetInt("kv_num_heads", 0);
+  auto q_hidden = g.value(a.inputs[0]).shape.dims[2].constant_value();
+  auto k_hidden = g.value(a.inputs[1]).shape.dims[2].constant_value();
+  auto v_hidden = g.value(a.inputs[2]).shape.dims[2].constant_value();
+  if (q_heads <= 0 || kv_heads <= 0 || q_heads % kv_heads != 0 || !q_hidden || !k_hidden ||
+      !v_hidden || *q_hidden % q_heads != 0 || *v_hidden % kv_heads != 0)
+    return std::nullopt;
+  const int64_t head = *q_hidden / q_heads;
+  if (head <= 0 || *k_hidden != head * kv_heads) return std::nullopt;
+  return head;
+}
+
+// The ONNX Attention op, 4D or 3D, no past, only Y used, no softcap.
 std::optional<Match> MatchOnnxAttention(const Graph& g, const Node& a) {
   if (!IsOp(a, "Attention") || a.inputs.size() < 3 || a.outputs.empty()) return std::nullopt;
   for (size_t i = 4; i < a.inputs.size(); ++i)
@@ -366,11 +382,18 @@ std::optional<Match> MatchOnnxAttention(const Graph& g, const Node& a) {
     if (o.is_graph_output || !o.consumers.empty()) return std::nullopt;
   }
   if (a.attributes.GetFloat("softcap", 0.0) != 0.0) return std::nullopt;
-  for (size_t i = 0; i < 3; ++i)
-    if (Rank(g, a.inputs[i]) != 4) return std::nullopt;
+  const int rank = Rank(g, a.inputs[0]);
+  if (rank != 3 && rank != 4) return std::nullopt;
+  for (size_t i = 1; i < 3; ++i)
+    if (Rank(g, a.inputs[i]) != rank) return std::nullopt;
+  std::optional<int64_t> packed_head;
+  if (rank == 3) {
+    packed_head = PackedHeadSize(g, a);
+    if (!packed_head) return std::nullopt;
+  }
   double scale = a.attributes.GetFloat("scale", 0.0);
   if (!a.attributes.Has("scale")) {
-    auto head = g.value(a.inputs[0]).shape.dims[3].constant_value();
+    auto head = packed_head ? packed_head : g.value(a.inputs[0]).shape.dims[3].constant_value();
     if (!head || *head <= 0) return std::nullopt;
     scale = 1.0 / std::sqrt(static_cast<double>(*head));
   }
@@ -392,7 +415,9 @@ std::optional<Match> MatchOnnxAttention(const Graph& g, const Node& a) {
   const bool causal = a.attributes.GetInt("is_causal", 0) != 0;
   if (causal && summary.mask == sdpa::kMaskNone) summary.mask = "causal";
   summary.grouped_query =
-      !(g.value(a.inputs[0]).shape.dims[1] == g.value(a.inputs[1]).shape.dims[1]);
+      packed_head ? a.attributes.GetInt("q_num_heads", 0) != a.attributes.GetInt("kv_num_heads", 0)
+                  : !(g.value(a.inputs[0]).shape.dims[1] == g.value(a.inputs[1]).shape.dims[1]);
+  if (packed_head) f.attributes.Set(sdpa::kHeadSize, *packed_head);
   f.attributes.Set(sdpa::kScale, scale);
   f.attributes.Set(sdpa::kKeyTransposed, int64_t{0});
   f.attributes.Set(sdpa::kMaskMode,

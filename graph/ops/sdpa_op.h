@@ -16,7 +16,13 @@
 //            (torch's 1/sqrt(k.size(-1)) computed from a Shape sub-graph); scores are multiplied /
 //            divided by them besides the `scale` attribute
 //     output [B, H, Sq, Dv]
-//   Also 3D: [N, S, D] with the heads folded into N (bmm-style exports), no grouped-query then.
+//   Also 3D, two ways:
+//     folded (no head_size): [N, S, D] with the heads folded into N (bmm-style exports), no
+//            grouped-query then;
+//     packed (head_size = D > 0): [B, S, H*D] with the heads side by side in the last axis, as
+//            the ONNX Attention op takes 3D inputs (q_num_heads = hidden / D); key [B, Sk, Hkv*D],
+//            value [B, Sk, Hkv*Dv], output [B, Sq, H*Dv]. The head count follows from the
+//            hidden size, so a tensor-parallel rank holding H/T whole heads reads them right.
 //   scores = scale * q k^T;  masked per mask_mode / is_causal;  p = softmax(scores, -1);
 //   p = dropout(p, dropout_ratio);  output = p v
 //
@@ -34,6 +40,7 @@ inline constexpr const char* kMaskMode = "mask_mode";            // string [kMas
 inline constexpr const char* kMaskFill = "mask_fill";            // float [-inf]
 inline constexpr const char* kDropoutRatio = "dropout_ratio";    // float [0]
 inline constexpr const char* kIsCausal = "is_causal";            // int [0]: key j > query i masked
+inline constexpr const char* kHeadSize = "head_size";  // int [0]: 3D inputs packed, heads this wide
 
 // mask_mode values: how input 3 applies to the scores.
 inline constexpr const char* kMaskNone = "none";  // no mask input

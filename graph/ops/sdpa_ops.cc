@@ -34,11 +34,44 @@ constexpr double kFlashBackwardFactor = 2.5;
 constexpr int64_t kRngStateElements = 2;
 
 // Rank 4 is [B, heads, seq, head]; rank 3 is [N, seq, head] with the heads folded into N (what
-// torch 1.13's nn.MultiheadAttention exports: bmm over [B*heads, seq, head]), read as heads = 1.
+// torch 1.13's nn.MultiheadAttention exports: bmm over [B*heads, seq, head]), read as heads = 1,
+// or, with a head_size attribute, [B, seq, heads*head] with the heads packed (ONNX Attention 3D).
 struct SdpaDims {
-  bool three_d = false;
+  bool three_d = false;  // folded
+  bool packed = false;
   Dim batch, heads, kv_heads, q_seq, kv_seq, head, v_head;
 };
+
+// The packed 3D form: heads = hidden / head_size for q, k and v alike.
+Expected<std::optional<SdpaDims>> ReadPackedDims(const OpContext& ctx, const Shape& q,
+                                                 const Shape& k, const Shape& v,
+                                                 int64_t head_size) {
+  if (ctx.attrs().GetInt(sdpa::kKeyTransposed, 0) != 0)
+    return MakeError(NodeError(ctx.node, "packed 3D heads (head_size) with a transposed key"));
+  SdpaDims d;
+  d.packed = true;
+  d.batch = q.dims[0];
+  d.q_seq = q.dims[1];
+  d.kv_seq = k.dims[1];
+  d.head = Dim(head_size);
+  auto heads = q.dims[2].DivideExactly(d.head);
+  auto kv_heads = k.dims[2].DivideExactly(d.head);
+  if (!heads || !kv_heads) {
+    return MakeError(NodeError(ctx.node,
+                               "the query and key hidden sizes are not whole heads of "
+                               "head_size " +
+                                   std::to_string(head_size)));
+  }
+  auto v_head = v.dims[2].DivideExactly(*kv_heads);
+  if (!v_head) {
+    return MakeError(
+        NodeError(ctx.node, "the value hidden size does not split into the key heads"));
+  }
+  d.heads = *heads;
+  d.kv_heads = *kv_heads;
+  d.v_head = *v_head;
+  return std::optional<SdpaDims>{d};
+}
 
 // nullopt when a shape is unknown; an error when q, k, v are not all 3D or all 4D.
 Expected<std::optional<SdpaDims>> ReadSdpaDims(const OpContext& ctx) {
@@ -49,6 +82,10 @@ Expected<std::optional<SdpaDims>> ReadSdpaDims(const OpContext& ctx) {
   const size_t rank = q->shape.rank();
   if ((rank != 3 && rank != 4) || k->shape.rank() != rank || v->shape.rank() != rank)
     return MakeError(NodeError(ctx.node, "query, key and value must all be 3D or all be 4D"));
+  const int64_t head_size = ctx.attrs().GetInt(sdpa::kHeadSize, 0);
+  if (head_size < 0 || (head_size > 0 && rank != 3))
+    return MakeError(NodeError(ctx.node, "head_size applies to 3D inputs and must be positive"));
+  if (head_size > 0) return ReadPackedDims(ctx, q->shape, k->shape, v->shape, head_size);
   const bool transposed = ctx.attrs().GetInt(sdpa::kKeyTransposed, 0) != 0;
   const size_t o = rank - 3;  // dims before [seq, head]: batch, then heads when 4D
   SdpaDims d;
@@ -73,8 +110,12 @@ Expected<std::vector<TensorInfo>> SdpaShape(const OpContext& ctx) {
   for (auto& o : outs) o.dtype = ctx.inputs[0].dtype;
   if (!dims || outs.empty()) return outs;
   const SdpaDims& d = *dims;
-  outs[0].shape = d.three_d ? Shape{{d.batch, d.q_seq, d.v_head}}
-                            : Shape{{d.batch, d.heads, d.q_seq, d.v_head}};
+  if (d.packed) {
+    outs[0].shape = Shape{{d.batch, d.q_seq, d.heads * d.v_head}};
+  } else {
+    outs[0].shape = d.three_d ? Shape{{d.batch, d.q_seq, d.v_head}}
+                              : Shape{{d.batch, d.heads, d.q_seq, d.v_head}};
+  }
   return outs;
 }
 
@@ -114,7 +155,8 @@ Dim SdpaBackwardWorkspace(const OpContext& ctx) {
 // (fp16/bf16, no runtime mask, equal head sizes) allocates empty_like(q.transpose(1, 2)), which
 // keeps q's layout when q is dense: nn.MultiheadAttention's q, a view of its packed [S, B, E]
 // projection, gives an output already laid out [S, B, H, D], so its permute(2, 0, 1, 3) is dense.
-// The 3D form folds the heads into the batch: row-major.
+// The 3D forms are row-major: heads folded into the batch, or packed, where both kernels' output,
+// laid out [B, Sq, H, Dv], is the packed [B, Sq, H*Dv] itself.
 bool FlashKernel(const OpContext& ctx, const SdpaDims& d) {
   const DType dtype = ctx.inputs[0].dtype;
   const bool half = dtype == DType::kFloat16 || dtype == DType::kBFloat16;
@@ -144,7 +186,7 @@ std::optional<Strides> DenseLayout(const Shape& shape, const Strides& strides) {
 
 std::vector<Strides> SdpaOutputStrides(const OpContext& ctx) {
   auto dims = ReadSdpaDims(ctx);
-  if (!dims.ok() || !dims->has_value() || (*dims)->three_d) return {Strides()};
+  if (!dims.ok() || !dims->has_value() || (*dims)->three_d || (*dims)->packed) return {Strides()};
   const SdpaDims& d = **dims;
   const Strides fresh{d.q_seq * d.heads * d.v_head, d.v_head, d.heads * d.v_head, Dim(1)};
   // q's layout is known only when views made it. A q that an op wrote (row-major to memplan) is in

@@ -379,12 +379,51 @@ std::optional<SplitAxes> MatMul(const Graph& graph, const Node& node,
   return result;
 }
 
-// memplan:ScaledDotProductAttention on [B, H, S, D] split by heads (axis 1), or on the 3-D
-// [B*H, S, D] of bmm-style exports split along the folded heads (axis 0).
+// Whether each rank's part of a packed [B, S, heads * head] tensor split on its last axis is whole
+// heads: one contiguous block per rank (nothing repeats outside the factor) a multiple of `head`.
+bool WholeHeadsPerRank(const Shape& shape, const TensorSplit& split, int64_t head, int64_t parts) {
+  auto n = shape.dims[2].constant_value();
+  auto inner = split.inner.constant_value();
+  if (split.axis != 2 || !n || !inner || split.factor * *inner != *n || *n % parts != 0)
+    return false;
+  return (*n / parts) % head == 0;
+}
+
+// The packed 3D form ([B, S, heads * head], head_size set): q, k and v split on the hidden axis
+// into whole heads; the output likewise.
+std::optional<SplitAxes> PackedAttention(const Graph& graph, const Node& node,
+                                         const std::vector<TensorSplit>& inputs, int64_t head,
+                                         int64_t parts) {
+  for (int slot = 0; slot < 3; ++slot) {
+    const Shape* s = ShapeOf(graph, node.inputs.at(slot));
+    if (!s || s->rank() != 3 || !WholeHeadsPerRank(*s, inputs[slot], head, parts))
+      return std::nullopt;
+  }
+  // A mask broadcasts over the heads axis of [B, H, Sq, Sk]; one with its own heads stays whole
+  // only where it has none.
+  if (node.inputs.size() > 3 && node.inputs[3].valid()) {
+    const Shape* mask = ShapeOf(graph, node.inputs[3]);
+    if (!mask || inputs[3].split()) return std::nullopt;
+    const int heads_axis = static_cast<int>(mask->rank()) - 3;  // right-aligned against 4D
+    if (heads_axis >= 0 && !(mask->dims[heads_axis] == Dim(1))) return std::nullopt;
+  }
+  for (size_t slot = 4; slot < inputs.size(); ++slot)
+    if (inputs[slot].split()) return std::nullopt;
+  const Shape* out = ShapeOf(graph, node.outputs.at(0));
+  if (!out || out->rank() != 3) return std::nullopt;
+  SplitAxes result{inputs, {}};
+  result.outputs.push_back(WholeAxisSplit(2, out->dims[2]));
+  return result;
+}
+
+// memplan:ScaledDotProductAttention on [B, H, S, D] split by heads (axis 1), on the 3-D
+// [B*H, S, D] of bmm-style exports split along the folded heads (axis 0), or packed (above).
 std::optional<SplitAxes> Attention(const Graph& graph, const Node& node,
-                                   const std::vector<TensorSplit>& inputs) {
+                                   const std::vector<TensorSplit>& inputs, int64_t parts) {
   const Shape* query = ShapeOf(graph, node.inputs.at(0));
   if (!query || (query->rank() != 3 && query->rank() != 4)) return std::nullopt;
+  const int64_t head_size = node.attributes.GetInt(sdpa::kHeadSize, 0);
+  if (head_size > 0) return PackedAttention(graph, node, inputs, head_size, parts);
   const int rank = static_cast<int>(query->rank());
   const int heads_axis = rank == 4 ? 1 : 0;
   for (int slot = 0; slot < 3; ++slot) {
@@ -412,7 +451,8 @@ std::optional<SplitAxes> Attention(const Graph& graph, const Node& node,
 std::optional<SplitAxes> Propagate(const Graph& graph, const Node& node,
                                    const std::vector<TensorSplit>& inputs, int64_t parts) {
   const std::string& op = node.op_type;
-  if (node.domain == sdpa::kDomain && op == sdpa::kOpType) return Attention(graph, node, inputs);
+  if (node.domain == sdpa::kDomain && op == sdpa::kOpType)
+    return Attention(graph, node, inputs, parts);
   if (op == "Shape" || op == "Size")  // reads no element
     return SplitAxes{inputs, std::vector<TensorSplit>(node.outputs.size())};
   if (op == "Expand") {

@@ -16,6 +16,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <limits>
 
 #include "analyzer/attention_plan.h"
@@ -410,6 +411,54 @@ TEST_CASE("the ONNX Attention op (opset 23, 4D, is_causal) becomes the fused nod
   CHECK(OnlyFused(*plan).replaced == std::vector<std::string>{"attn"});
   // q, k, v, out 4 * 2048 + lse 256.
   CHECK(SavedBytes(fused.graph, fused) == 8448);
+}
+
+TEST_CASE("the ONNX Attention op with 3D inputs (heads packed) becomes the fused node",
+          "[attention]") {
+  // x [b, 16, 2 heads * 8]; k and v [b, 16, kv_heads * 8].
+  auto block = [](int64_t kv_heads, int64_t q_hidden) {
+    TestGraph t;
+    const Dim b = t.B();
+    const int64_t kv_hidden = kv_heads * kHead;
+    ValueId x = t.Input("x", {b, kSeq, q_hidden});
+    ValueId q = t.Op("Add", "q_proj", {x, t.Param("bq", {q_hidden})}, "q", {b, kSeq, q_hidden});
+    ValueId xk = t.Input("xk", {b, kSeq, kv_hidden});
+    ValueId k = t.Op("Add", "k_proj", {xk, t.Param("bk", {kv_hidden})}, "k", {b, kSeq, kv_hidden});
+    ValueId v = t.Op("Add", "v_proj", {xk, t.Param("bv", {kv_hidden})}, "v", {b, kSeq, kv_hidden});
+    t.Output(t.Op("Attention", "attn", {q, k, v}, "y", {b, kSeq, q_hidden}));
+    Attributes& a = t.graph.mutable_node(t.NodeNamed("attn")).attributes;
+    a.Set("is_causal", int64_t{1});
+    a.Set("q_num_heads", kHeads);
+    a.Set("kv_num_heads", kv_heads);
+    return t;
+  };
+  TestGraph eager = block(kHeads, kHeads * kHead);
+  REQUIRE(ApplyAttentionMode(eager.graph, AttentionMode::kEager, "block.onnx").ok());
+  // At b = 2 each of Q, K, V is 2*16*16 floats = 2048 bytes, P [2, 2, 16, 16] 4096: 10240, as
+  // the 4D op above.
+  CHECK(SavedBytes(eager.graph, eager) == 10240);
+  TestGraph fused = block(kHeads, kHeads * kHead);
+  auto plan = ApplyAttentionMode(fused.graph, AttentionMode::kAuto, "block.onnx");
+  REQUIRE(plan.ok());
+  CHECK(OnlyFused(*plan).mask == "causal");
+  CHECK_FALSE(OnlyFused(*plan).grouped_query);
+  const Node& node = fused.graph.node(fused.NodeNamed(OnlyFused(*plan).node));
+  CHECK(node.attributes.GetInt(sdpa::kHeadSize, 0) == kHead);
+  // No scale attribute: 1/sqrt(head_size 8), not 1/sqrt(hidden 16).
+  CHECK(node.attributes.GetFloat(sdpa::kScale, 0.0) == Approx(1.0 / std::sqrt(8.0)));
+  // q, k, v, out 4 * 2048 + logsumexp [2, 2 heads, 16] fp32 256 = 8448, as the 4D op.
+  CHECK(SavedBytes(fused.graph, fused) == 8448);
+  // Grouped-query, one kv head: q 2048, k and v 1024 each, out 2048, logsumexp 256 = 6400.
+  TestGraph gqa = block(1, kHeads * kHead);
+  auto gqa_plan = ApplyAttentionMode(gqa.graph, AttentionMode::kAuto, "block.onnx");
+  REQUIRE(gqa_plan.ok());
+  CHECK(OnlyFused(*gqa_plan).grouped_query);
+  CHECK(SavedBytes(gqa.graph, gqa) == 6400);
+  // A hidden size that is not whole heads (15 over 2) is not recognised: it stays eager.
+  TestGraph odd = block(kHeads, 15);
+  auto odd_plan = ApplyAttentionMode(odd.graph, AttentionMode::kAuto, "block.onnx");
+  REQUIRE(odd_plan.ok());
+  CHECK(odd_plan->fused.empty());
 }
 
 TEST_CASE("an extra reader of the scores keeps the attention eager", "[attention]") {

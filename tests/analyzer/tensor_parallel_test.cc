@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "analyzer/attention_plan.h"
 #include "analyzer/exact_allocator.h"
 #include "analyzer/gpu_specs.h"
 #include "analyzer/parallel/collective_cost.h"
@@ -161,6 +162,47 @@ TEST_CASE("a tensor-parallel degree that does not divide the heads is refused",
   REQUIRE_FALSE(none.ok());
   CHECK(none.error().message.find("no linear layer of two_blocks splits 3 ways") !=
         std::string::npos);
+}
+
+// x [B, 8, 16] -> q, k, v projections 16 -> 16 -> ONNX Attention with 3D inputs (4 heads of 4
+// packed in the hidden axis) -> output projection -> y; fused into the sdpa node (head_size 4).
+TestGraph PackedAttentionBlock() {
+  TestGraph t;
+  const Dim B = t.B();
+  ValueId x = t.Input("x", {B, kSeq, kHidden});
+  auto proj = [&](const std::string& name) {
+    return t.Op("MatMul", name + "_proj", {x, t.Param(name + ".weight", {kHidden, kHidden})}, name,
+                {B, kSeq, kHidden});
+  };
+  ValueId q = proj("q"), k = proj("k"), v = proj("v");
+  ValueId a = t.Op("Attention", "attn", {q, k, v}, "a", {B, kSeq, kHidden});
+  Attributes& attrs = t.graph.mutable_node(t.NodeNamed("attn")).attributes;
+  attrs.Set("q_num_heads", kHeads);
+  attrs.Set("kv_num_heads", kHeads);
+  t.Output(t.Op("MatMul", "o_proj", {a, t.Param("o.weight", {kHidden, kHidden})}, "y",
+                {B, kSeq, kHidden}));
+  REQUIRE(ApplyAttentionMode(t.graph, AttentionMode::kSdpa, "packed").ok());
+  return t;
+}
+
+TEST_CASE("a fused attention with packed 3D heads splits by whole heads", "[tensor_parallel]") {
+  TestGraph t = PackedAttentionBlock();
+  Expected<TensorParallelPlan> plan = ApplyTensorParallel(t.graph, 2, "packed");
+  REQUIRE(plan.ok());
+  CHECK(plan->column == std::vector<std::string>{"q.weight", "k.weight", "v.weight"});
+  CHECK(plan->row == std::vector<std::string>{"o.weight"});
+  // 2 of the 4 heads per rank: q and the attention output [B, 8, 8]; the node's head_size (4)
+  // makes 8 / 4 = 2 heads of it. 4 * 256 = 1024 parameters -> 3 * 128 + 128 = 512.
+  CHECK(ShapeOf(t, "q").dims == std::vector<Dim>{t.B(), kSeq, 8});
+  CHECK(ShapeOf(t, "a").dims == std::vector<Dim>{t.B(), kSeq, 8});
+  CHECK(plan->parameters_before == 1024);
+  CHECK(plan->parameters_after == 512);
+  // 8 ways would leave 2 features of a 4-wide head per rank: refused at the attention.
+  TestGraph u = PackedAttentionBlock();
+  Expected<TensorParallelPlan> eight = ApplyTensorParallel(u.graph, 8, "packed");
+  REQUIRE_FALSE(eight.ok());
+  CHECK(eight.error().message.find("(ScaledDotProductAttention)") != std::string::npos);
+  CHECK(eight.error().message.find("cannot split 8 ways") != std::string::npos);
 }
 
 TEST_CASE("a lone linear layer whose output is the model's does not split", "[tensor_parallel]") {

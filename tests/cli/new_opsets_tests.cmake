@@ -14,3 +14,7 @@ memplan_cli_test("inspect an opset-23 model says libonnx was not run" EXPECT_EXI
 memplan_cli_test("inspect an opset-23 model counts its parameters" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"parameter_count\": 4128,"
   COMMAND inspect ${F}/opset23_block.onnx --json)
+# Its 3D Attention (4 heads packed in the hidden axis of 32) runs as the fused sdpa node.
+memplan_cli_test("the opset-23 3D Attention op is fused under --attention auto" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"attention\": {\n      \"mode\": \"sdpa\",\n      \"requested\": \"auto\",\n      \"fused\": 1,"
+  COMMAND analyze ${F}/opset23_block.onnx --gpu 24G --micro-batch 4 --dim seq=128 --json)

@@ -76,5 +76,39 @@ TEST_CASE("sdpa 3D: heads folded into the batch", "[registry][attention]") {
   CHECK_FALSE(c.schema().amp_source.empty());
 }
 
+TEST_CASE("sdpa 3D packed: heads side by side in the hidden axis (ONNX Attention 3D)",
+          "[registry][attention]") {
+  // q [2, 16, 4 heads * 8], k and v [2, 12, 2 heads * 8]: grouped-query, head_size 8.
+  OpCase c = Sdpa({F32({2, 16, 32}), F32({2, 12, 16}), F32({2, 12, 16})});
+  c.Attr(sdpa::kHeadSize, int64_t{8});
+  CHECK(c.OutputShape() == Dims({2, 16, 32}));
+  // Scores 2*4*16*12 = 1536: 2 matmuls 2*1536*8 = 24576 each, softmax 5*1536 = 7680. 56832.
+  CHECK(Eval(c.Cost().flops) == 56832);
+  CHECK(Describe(c.Saved()) == Names{"in0", "in1", "in2", "out0", "extra:logsumexp"});
+  // logsumexp fp32 [2, 4, 16] = 128 elements = 512 bytes (per head, not per folded row).
+  CHECK(ExtraBytes(c.Saved()) == 512);
+  // softmax_d [2, 4, 16] (128) + dq accumulator [2, 16, 4, 8] (1024) = 1152 * 4 = 4608 bytes.
+  CHECK(Eval(c.schema().backward_workspace(c.Context())) == 4608);
+  // v's heads may be wider: 2 kv heads of 12 -> output 4 heads * 12.
+  OpCase wide = Sdpa({F32({2, 16, 32}), F32({2, 12, 16}), F32({2, 12, 24})});
+  wide.Attr(sdpa::kHeadSize, int64_t{8});
+  CHECK(wide.OutputShape() == Dims({2, 16, 48}));
+}
+
+TEST_CASE("sdpa 3D packed: hidden sizes that are not whole heads are refused",
+          "[registry][attention]") {
+  OpCase q_odd = Sdpa({F32({2, 16, 30}), F32({2, 12, 16}), F32({2, 12, 16})});
+  q_odd.Attr(sdpa::kHeadSize, int64_t{8});
+  auto r = q_odd.Infer();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("not whole heads of head_size 8") != std::string::npos);
+  OpCase v_odd = Sdpa({F32({2, 16, 32}), F32({2, 12, 16}), F32({2, 12, 15})});
+  v_odd.Attr(sdpa::kHeadSize, int64_t{8});
+  REQUIRE_FALSE(v_odd.Infer().ok());
+  OpCase four_d = Sdpa({F32({2, 4, 16, 8}), F32({2, 4, 16, 8}), F32({2, 4, 16, 8})});
+  four_d.Attr(sdpa::kHeadSize, int64_t{8});
+  REQUIRE_FALSE(four_d.Infer().ok());
+}
+
 }  // namespace
 }  // namespace memplan

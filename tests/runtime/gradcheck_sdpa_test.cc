@@ -140,6 +140,48 @@ TEST_CASE("sdpa backward matches central differences", "[gradcheck]") {
   }
 }
 
+// [B, H, S, D] -> [B, S, H*D]: the packed layout of the same heads.
+Tensor Packed(const Tensor& t) {
+  const int64_t b = t.dim(0), h = t.dim(1), s = t.dim(2), d = t.dim(3);
+  std::vector<float> values(static_cast<size_t>(t.numel()));
+  for (int64_t n = 0; n < b; ++n)
+    for (int64_t hh = 0; hh < h; ++hh)
+      for (int64_t i = 0; i < s; ++i)
+        for (int64_t e = 0; e < d; ++e)
+          values[static_cast<size_t>(((n * s + i) * h + hh) * d + e)] =
+              t.data()[((n * h + hh) * s + i) * d + e];
+  return Tensor::FromValues({b, s, h * d}, values);
+}
+
+TEST_CASE("sdpa 3D packed heads equal the 4D heads laid out [B, S, H*D]", "[kernels]") {
+  // Grouped-query (4 query heads over 2 kv heads), causal, v heads wider than q heads: the
+  // packed run must give the 4D run's output and logsumexp, element for element.
+  GradCheckCase four_d = SdpaCase({2, 4, 3, 2}, {2, 2, 5, 2}, {2, 2, 5, 3}, 0.5);
+  four_d.attributes.Set(sdpa::kIsCausal, int64_t{1});
+  GradCheckCase packed = four_d;
+  packed.attributes.Set(sdpa::kHeadSize, int64_t{2});
+  for (Tensor& t : packed.inputs) t = Packed(t);
+  const ForwardResult want = Forward(four_d);
+  const ForwardResult got = Forward(packed);
+  const Tensor want_y = Packed(want.outputs.at(0));
+  REQUIRE(got.outputs.at(0).shape() == TensorShape{2, 3, 12});
+  for (int64_t e = 0; e < want_y.numel(); ++e)
+    CHECK(got.outputs.at(0).data()[e] == want_y.data()[e]);
+  const Tensor& lse = got.extras.at(sdpa::kLogSumExp);
+  REQUIRE(lse.shape() == TensorShape{2, 4, 3});
+  for (int64_t e = 0; e < lse.numel(); ++e)
+    CHECK(lse.data()[e] == want.extras.at(sdpa::kLogSumExp).data()[e]);
+}
+
+TEST_CASE("sdpa 3D packed backward matches central differences", "[gradcheck]") {
+  // 2 query heads over 1 kv head, head_size 2, additive mask [Sq, Sk].
+  GradCheckCase c = SdpaCase({1, 3, 4}, {1, 4, 2}, {1, 4, 6}, 0.7);
+  c.attributes.Set(sdpa::kHeadSize, int64_t{2});
+  c.inputs.push_back(RandomTensor({3, 4}, 41));
+  c.attributes.Set(sdpa::kMaskMode, std::string(sdpa::kMaskAdd));
+  MEMPLAN_REQUIRE_GRADIENTS_MATCH(c);
+}
+
 TEST_CASE("sdpa under dropout keeps the RNG state beside logsumexp", "[kernels]") {
   GradCheckCase c = SdpaCase({1, 2, 3, 4}, {1, 2, 3, 4}, {1, 2, 3, 4}, 0.5);
   c.attributes.Set(sdpa::kDropoutRatio, 0.3);

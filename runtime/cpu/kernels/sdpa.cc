@@ -52,14 +52,36 @@ struct Attention {
   std::vector<int64_t> mask_strides;  // the mask's element strides through [B, H, Sq, Sk]
 
   int64_t KvHead(int64_t h) const { return h / (heads / kv_heads); }
-  // Offsets of row (b, h, i) of q / the output and of head (b, kh) of k and v.
+  // Packed 3D ([B, S, H*D]) keeps a sequence position's heads side by side, so one head's rows
+  // are `heads * head` apart; 4D and folded 3D keep each head's [S, D] block contiguous.
+  bool packed = false;
+  int64_t QRowStride() const { return packed ? heads * head : head; }
+  int64_t KRowStride() const { return packed ? kv_heads * head : head; }
+  int64_t VRowStride() const { return packed ? kv_heads * v_head : v_head; }
+  // Offsets of row (b, h, i) of q and of the output, and of head (b, kh) of k and v.
   int64_t QRow(int64_t b, int64_t h, int64_t i) const {
-    return ((b * heads + h) * q_seq + i) * head;
+    return packed ? (b * q_seq + i) * heads * head + h * head
+                  : ((b * heads + h) * q_seq + i) * head;
   }
-  int64_t KBase(int64_t b, int64_t kh) const { return (b * kv_heads + kh) * kv_seq * head; }
-  int64_t VBase(int64_t b, int64_t kh) const { return (b * kv_heads + kh) * kv_seq * v_head; }
+  int64_t OutRow(int64_t b, int64_t h, int64_t i) const {
+    return packed ? (b * q_seq + i) * heads * v_head + h * v_head
+                  : ((b * heads + h) * q_seq + i) * v_head;
+  }
+  int64_t KBase(int64_t b, int64_t kh) const {
+    return packed ? b * kv_seq * kv_heads * head + kh * head : (b * kv_heads + kh) * kv_seq * head;
+  }
+  int64_t VBase(int64_t b, int64_t kh) const {
+    return packed ? b * kv_seq * kv_heads * v_head + kh * v_head
+                  : (b * kv_heads + kh) * kv_seq * v_head;
+  }
   // Element (j, d) of a key head: [Sk, D] or, transposed, [D, Sk].
-  int64_t KAt(int64_t j, int64_t d) const { return key_transposed ? d * kv_seq + j : j * head + d; }
+  int64_t KAt(int64_t j, int64_t d) const {
+    return key_transposed ? d * kv_seq + j : j * KRowStride() + d;
+  }
+  // Element (j, d) of a value head.
+  int64_t VAt(int64_t j, int64_t d) const { return j * VRowStride() + d; }
+  // logsumexp [B, H, Sq] in every form.
+  int64_t StatIndex(int64_t b, int64_t h, int64_t i) const { return (b * heads + h) * q_seq + i; }
   int64_t ScoreIndex(int64_t b, int64_t h, int64_t i, int64_t j) const {
     return ((b * heads + h) * q_seq + i) * kv_seq + j;
   }
@@ -109,20 +131,40 @@ Expected<Attention> ReadAttention(const KernelContext& ctx, const Attributes* at
   const int64_t rank = a.q.rank();
   if ((rank != 3 && rank != 4) || a.k.rank() != rank || a.v.rank() != rank)
     return MakeError(std::string(kOp) + ": query, key and value must all be 3D or all be 4D");
-  a.three_d = rank == 3;
-  const int64_t o = rank - 3;
   a.key_transposed = attrs.GetInt(sdpa::kKeyTransposed, 0) != 0;
+  const int64_t head_size = attrs.GetInt(sdpa::kHeadSize, 0);
+  a.packed = head_size > 0;
+  if (head_size < 0 || (a.packed && (rank != 3 || a.key_transposed)))
+    return MakeError(std::string(kOp) +
+                     ": head_size applies to 3D inputs with an untransposed key");
+  a.three_d = rank == 3 && !a.packed;
+  const int64_t o = rank - 3;
   a.batch = a.q.dim(0);
-  a.heads = a.three_d ? 1 : a.q.dim(1);
-  a.kv_heads = a.three_d ? 1 : a.k.dim(1);
-  a.q_seq = a.q.dim(o + 1);
-  a.head = a.q.dim(o + 2);
-  a.kv_seq = a.key_transposed ? a.k.dim(o + 2) : a.k.dim(o + 1);
-  a.v_head = a.v.dim(o + 2);
-  const int64_t key_head = a.key_transposed ? a.k.dim(o + 1) : a.k.dim(o + 2);
-  if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0 || key_head != a.head ||
-      a.v.dim(o + 1) != a.kv_seq || a.k.dim(0) != a.batch || a.v.dim(0) != a.batch ||
-      (!a.three_d && a.v.dim(1) != a.kv_heads)) {
+  int64_t key_head = 0;
+  if (a.packed) {
+    a.head = head_size;
+    a.heads = a.q.dim(2) / head_size;
+    a.kv_heads = a.k.dim(2) / head_size;
+    a.q_seq = a.q.dim(1);
+    a.kv_seq = a.k.dim(1);
+    a.v_head = a.kv_heads > 0 ? a.v.dim(2) / a.kv_heads : 0;
+    // Whole heads everywhere: the divisions above must be exact.
+    key_head = a.q.dim(2) % head_size == 0 && a.k.dim(2) % head_size == 0 && a.kv_heads > 0 &&
+                       a.v.dim(2) % a.kv_heads == 0
+                   ? head_size
+                   : -1;
+  } else {
+    a.heads = a.three_d ? 1 : a.q.dim(1);
+    a.kv_heads = a.three_d ? 1 : a.k.dim(1);
+    a.q_seq = a.q.dim(o + 1);
+    a.head = a.q.dim(o + 2);
+    a.kv_seq = a.key_transposed ? a.k.dim(o + 2) : a.k.dim(o + 1);
+    a.v_head = a.v.dim(o + 2);
+    key_head = a.key_transposed ? a.k.dim(o + 1) : a.k.dim(o + 2);
+  }
+  const int64_t v_seq = a.v.dim(a.packed ? 1 : o + 1);
+  if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0 || key_head != a.head || v_seq != a.kv_seq ||
+      a.k.dim(0) != a.batch || a.v.dim(0) != a.batch || (rank == 4 && a.v.dim(1) != a.kv_heads)) {
     return MakeError(std::string(kOp) + ": query " + ShapeToString(a.q.shape()) + ", key " +
                      ShapeToString(a.k.shape()) + " and value " + ShapeToString(a.v.shape()) +
                      " do not form an attention");
@@ -155,6 +197,7 @@ Expected<Attention> ReadAttention(const KernelContext& ctx, const Attributes* at
 }
 
 TensorShape OutputShape(const Attention& a) {
+  if (a.packed) return TensorShape{a.batch, a.q_seq, a.heads * a.v_head};
   return a.three_d ? TensorShape{a.batch, a.q_seq, a.v_head}
                    : TensorShape{a.batch, a.heads, a.q_seq, a.v_head};
 }
@@ -175,16 +218,15 @@ Expected<ForwardResult> SdpaForward(const KernelContext& ctx, const ForwardArgs&
         double sum = 0.0;
         for (float x : s) sum += std::exp(static_cast<double>(x) - max);
         const double log_sum = max + std::log(sum);
-        lse.mutable_data()[(b * a.heads + h) * a.q_seq + i] = static_cast<float>(log_sum);
+        lse.mutable_data()[a.StatIndex(b, h, i)] = static_cast<float>(log_sum);
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = 0; j < a.kv_seq; ++j) {
           const double p = std::exp(static_cast<double>(s[static_cast<size_t>(j)]) - log_sum) *
                            a.DropFactor(ctx.seed, b, h, i, j);
           if (p == 0.0) continue;
-          for (int64_t d = 0; d < a.v_head; ++d)
-            acc[static_cast<size_t>(d)] += p * vh[j * a.v_head + d];
+          for (int64_t d = 0; d < a.v_head; ++d) acc[static_cast<size_t>(d)] += p * vh[a.VAt(j, d)];
         }
-        float* yr = y.mutable_data() + ((b * a.heads + h) * a.q_seq + i) * a.v_head;
+        float* yr = y.mutable_data() + a.OutRow(b, h, i);
         for (int64_t d = 0; d < a.v_head; ++d)
           yr[d] = static_cast<float>(acc[static_cast<size_t>(d)]);
       }
@@ -227,22 +269,21 @@ Expected<InputGradients> SdpaBackward(const KernelContext& ctx, const BackwardAr
       const float* kp = a.k.data() + a.KBase(b, kh);
       const float* vp = a.v.data() + a.VBase(b, kh);
       for (int64_t i = 0; i < a.q_seq; ++i) {
-        const int64_t row = (b * a.heads + h) * a.q_seq + i;
-        const float* dor = dy.data() + row * a.v_head;
-        const float* orow = out.data() + row * a.v_head;
+        const float* dor = dy.data() + a.OutRow(b, h, i);
+        const float* orow = out.data() + a.OutRow(b, h, i);
         const float* qr = a.q.data() + a.QRow(b, h, i);
         double big_d = 0.0;
         for (int64_t d = 0; d < a.v_head; ++d) big_d += static_cast<double>(dor[d]) * orow[d];
         a.Scores(b, h, i, s, &filled);
-        const double log_sum = lse.data()[row];
+        const double log_sum = lse.data()[a.StatIndex(b, h, i)];
         for (int64_t j = 0; j < a.kv_seq; ++j) {
           const double p = std::exp(static_cast<double>(s[static_cast<size_t>(j)]) - log_sum);
           if (p == 0.0) continue;
           const double drop = a.DropFactor(ctx.seed, b, h, i, j);
           double dp = 0.0;
           for (int64_t d = 0; d < a.v_head; ++d) {
-            dp += static_cast<double>(dor[d]) * vp[j * a.v_head + d];
-            dv[static_cast<size_t>(a.VBase(b, kh) + j * a.v_head + d)] += p * drop * dor[d];
+            dp += static_cast<double>(dor[d]) * vp[a.VAt(j, d)];
+            dv[static_cast<size_t>(a.VBase(b, kh) + a.VAt(j, d))] += p * drop * dor[d];
           }
           if (filled[static_cast<size_t>(j)]) continue;
           const double ds = p * (dp * drop - big_d) * a.scale;
