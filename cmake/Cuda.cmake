@@ -10,6 +10,12 @@ if(MEMPLAN_CUDA)
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS "${CUDAToolkit_BIN_DIR}/nvcc")
     set(CMAKE_CUDA_COMPILER "${CUDAToolkit_BIN_DIR}/nvcc")
   endif()
+  # nvcc compiles the .cu files' host code with the build's C++ compiler, so one compiler's
+  # sanitizer and coverage instrumentation runs through the whole binary (the clang fuzz/CI
+  # build passes -fsanitize=fuzzer-no-link, which gcc, nvcc's default, does not know).
+  if(NOT CMAKE_CUDA_HOST_COMPILER AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    set(CMAKE_CUDA_HOST_COMPILER "${CMAKE_CXX_COMPILER}")
+  endif()
   # One CUDA runtime per process: the .cu objects would otherwise pull in cudart_static beside
   # the shared CUDA::cudart that cuBLAS and CUPTI use.
   set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)

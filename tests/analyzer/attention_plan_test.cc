@@ -461,6 +461,49 @@ TEST_CASE("the ONNX Attention op with 3D inputs (heads packed) becomes the fused
   CHECK(odd_plan->fused.empty());
 }
 
+TEST_CASE("ONNX Runtime's MultiHeadAttention (com.microsoft, 3D) becomes the fused node",
+          "[attention]") {
+  // query, key, value [b, 16, 2 heads * 8], unidirectional (causal); `extra` adds a projection
+  // bias (slot 3), which leaves the op eager.
+  auto block = [](bool bias) {
+    TestGraph t;
+    const Dim b = t.B();
+    const int64_t hidden = kHeads * kHead;
+    ValueId x = t.Input("x", {b, kSeq, hidden});
+    auto proj = [&](const std::string& name) {
+      return t.Op("Add", name + "_proj", {x, t.Param("b" + name, {hidden})}, name,
+                  {b, kSeq, hidden});
+    };
+    ValueId q = proj("q"), k = proj("k"), v = proj("v");
+    std::vector<ValueId> inputs = {q, k, v};
+    if (bias) inputs.push_back(t.Param("qkv_bias", {3 * hidden}));
+    t.Output(t.Op("MultiHeadAttention", "mha", inputs, "y", {b, kSeq, hidden}));
+    Node& mha = t.graph.mutable_node(t.NodeNamed("mha"));
+    mha.domain = "com.microsoft";
+    mha.attributes.Set("num_heads", kHeads);
+    mha.attributes.Set("unidirectional", int64_t{1});
+    return t;
+  };
+  TestGraph eager = block(false);
+  REQUIRE(ApplyAttentionMode(eager.graph, AttentionMode::kEager, "block.onnx").ok());
+  // The registry's eager entry: Q, K, V 3 * 2048 and P [2, 2, 16, 16] 4096 at b = 2.
+  CHECK(SavedBytes(eager.graph, eager) == 10240);
+  TestGraph fused = block(false);
+  auto plan = ApplyAttentionMode(fused.graph, AttentionMode::kAuto, "block.onnx");
+  REQUIRE(plan.ok());
+  CHECK(OnlyFused(*plan).mask == "causal");
+  CHECK(OnlyFused(*plan).replaced == std::vector<std::string>{"mha"});
+  const Node& node = fused.graph.node(fused.NodeNamed(OnlyFused(*plan).node));
+  CHECK(node.attributes.GetInt(sdpa::kHeadSize, 0) == kHead);
+  CHECK(node.attributes.GetFloat(sdpa::kScale, 0.0) == Approx(1.0 / std::sqrt(8.0)));
+  // q, k, v, out 4 * 2048 + logsumexp 256.
+  CHECK(SavedBytes(fused.graph, fused) == 8448);
+  TestGraph with_bias = block(true);
+  auto bias_plan = ApplyAttentionMode(with_bias.graph, AttentionMode::kAuto, "block.onnx");
+  REQUIRE(bias_plan.ok());
+  CHECK(bias_plan->fused.empty());
+}
+
 TEST_CASE("an extra reader of the scores keeps the attention eager", "[attention]") {
   TestGraph t = AttentionBlock({});
   t.Output(*t.graph.FindValue("probs"));  // the probabilities are also a model output
