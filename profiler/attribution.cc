@@ -1,7 +1,6 @@
 #include "profiler/attribution.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -14,7 +13,6 @@ namespace memplan::profiler {
 namespace {
 
 constexpr double kSecondsPerNanosecond = 1e-9;
-constexpr uint64_t kNoBoundary = std::numeric_limits<uint64_t>::max();
 
 double DurationSeconds(uint64_t start_ns, uint64_t end_ns) {
   return end_ns > start_ns ? static_cast<double>(end_ns - start_ns) * kSecondsPerNanosecond : 0.0;
