@@ -180,7 +180,9 @@ Expected<LoadedPlan> PlanFromJson(Graph& graph, const std::string& path,
   if (doc.contains("bindings") && !doc["bindings"].is_null()) {
     if (!doc["bindings"].is_object())
       return MakeError(where + "'bindings' is not an object of symbol: size");
-    for (const auto& [name, value] : doc["bindings"].items()) {
+    for (const auto& item : doc["bindings"].items()) {
+      const std::string& name = item.key();
+      const nlohmann::json& value = item.value();
       if (!IsInt64(value) || value.get<int64_t>() < 1)
         return MakeError(where + "'bindings." + name + "' is not a positive integer");
       const bool given = std::any_of(dims.begin(), dims.end(),
