@@ -58,7 +58,7 @@ TEST_CASE("alternatives JSON: the change, what it replaces, the whole request", 
   const AlternativesReport report = Made();
   const nlohmann::ordered_json j = AlternativesJson(report);
   REQUIRE(j.size() == 2);
-  CHECK(j[0]["kinds"] == nlohmann::json::array({"qlora", "recompute"}));
+  CHECK(j[0]["kinds"] == nlohmann::ordered_json::array({"qlora", "recompute"}));
   CHECK(j[0]["flags"] == "--recompute auto --lora 16 --base-dtype nf4");
   CHECK(j[0]["replaces"] == "--recompute none");
   CHECK(j[0]["arguments"] == "--gpu 24G --recompute auto --lora 16 --base-dtype nf4");
@@ -68,7 +68,7 @@ TEST_CASE("alternatives JSON: the change, what it replaces, the whole request", 
   CHECK(j[1]["gpus"] == 8);
   const nlohmann::ordered_json skipped = AlternativesNotPlannedJson(report);
   REQUIRE(skipped.size() == 1);
-  CHECK(skipped[0]["kinds"] == nlohmann::json::array({"gpu"}));
+  CHECK(skipped[0]["kinds"] == nlohmann::ordered_json::array({"gpu"}));
   CHECK(skipped[0]["flags"] == "");
 }
 
