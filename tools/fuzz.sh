@@ -4,6 +4,8 @@
 # with the reproducer's path and its base64 bytes printed.
 # Usage: tools/fuzz.sh [SECONDS] [TARGET...]   (targets: fuzz_import fuzz_plan_json
 #        fuzz_baseline fuzz_profile; default all). JOBS=n sets the build's parallelism (default 2).
+#        FUZZ_BUILD_DIR=dir uses an existing build configured with MEMPLAN_FUZZ=ON (tools/test.sh
+#        passes its sanitizer build, which has the targets) instead of build-fuzz.
 # Needs clang++ and libFuzzer (Debian 12: clang and libclang-rt-14-dev, see tools/setup.sh).
 set -euo pipefail
 seconds=${1:-60}
@@ -11,7 +13,7 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(fuzz_import fuzz_plan_json fuzz_baseline fuzz_profile)
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build-fuzz
+build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 cxx=${CXX:-clang++}
 command -v "$cxx" >/dev/null || { echo "fuzz.sh: $cxx not found (tools/setup.sh clang libclang-rt-14-dev)"; exit 2; }
 

@@ -261,8 +261,8 @@ TEST_CASE("placement renders as a table and as JSON", "[precision]") {
   CHECK(j["loss_scaling"] == "dynamic");
   CHECK(j["loss_scale"] == 65536.0);
   CHECK(j["fp16_ops"] == nlohmann::ordered_json::parse(R"(["h_proj", "o_proj"])"));
-  CHECK(j["fp32_ops"] ==
-        nlohmann::ordered_json::parse(R"(["attn", "residual", "reshape", "act", "ln", "bias_add"])"));
+  CHECK(j["fp32_ops"] == nlohmann::ordered_json::parse(
+                             R"(["attn", "residual", "reshape", "act", "ln", "bias_add"])"));
   CHECK(j["nodes"][2]["decided_by"] == "p");
   CHECK(j["nodes"][5]["override"] == "act");
 }
