@@ -98,8 +98,9 @@ std::vector<DType> ComputeDTypes(const Graph& graph, const TrainingProgram& prog
 //
 // The search asks about the same m several times (the fit test, the candidates table, the chosen
 // plan), so the evaluator memoises what does not depend on more than it must:
-//  * the simulation per (m, min(k, 2)): the simulator replays at most two micro-batches (later
-//    ones repeat the second exactly, analyzer/simulator.h), so every k >= 2 has the same memory;
+//  * the simulated peaks per (m, min(k, 2)): the simulator replays at most two micro-batches
+//    (later ones repeat the second exactly, analyzer/simulator.h), so every k >= 2 has the same
+//    memory;
 //  * the per-node roofline times per m: they depend on the bindings, not on k (and the op
 //    registry's symbolic costs behind them on nothing but the graph: analysed once).
 // Both are pure functions of their keys, so the answers are those of re-evaluating.
@@ -155,11 +156,7 @@ class CandidateEvaluator {
                                         AllocatorKind kind) const {
     sim.tape = &tape_;
     MEMPLAN_TRY(std::vector<int64_t> sizes, SizesAt(m));
-    if (kind == AllocatorKind::kCaching)
-      return SimulateSized(program_, std::move(sizes), caching_, sim);
-    if (kind == AllocatorKind::kExpandable)
-      return SimulateSized(program_, std::move(sizes), expandable_, sim);
-    return SimulateSized(program_, std::move(sizes), exact_, sim);
+    return SimulateSized(program_, std::move(sizes), ModelOf(kind), sim);
   }
 
   // EvaluateBufferSizes(program, BindingsFor(m)).
@@ -251,14 +248,14 @@ class CandidateEvaluator {
     auto it = simulations_.find(key);
     if (it == simulations_.end()) {
       MEMPLAN_TRY(const std::vector<int64_t> sizes, SizesAt(m));
-      std::optional<AllocationScript>& script = scripts_[static_cast<size_t>(key.second - 1)];
+      const auto slot = static_cast<size_t>(key.second - 1);
+      std::optional<AllocationScript>& script = scripts_[slot];
       if (!script) {
         MEMPLAN_TRY(
             AllocationScript recorded,
             AllocationScript::Record(program_, key.second, SimulationOptions{}.iterations, &tape_));
         script = std::move(recorded);
       }
-      const size_t slot = static_cast<size_t>(key.second - 1);
       const ScriptPeaks peaks =
           options_.allocator == AllocatorKind::kCaching
               ? caching_memos_[slot].PeaksAt(
