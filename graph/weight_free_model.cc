@@ -236,9 +236,8 @@ class Stripper {
       const bool delimited = f.wire_type == kLengthDelimited;
       if (delimited && level == Level::kModel && f.number == kModelGraph) {
         // The graph is most of the model: it is copied once, into `out` behind room for its tag
-        // and length (known only after the copy), and the gap left is closed by one move.
-        out.reserve(out.size() + 2 * kMaxVarintBytes +
-                    static_cast<size_t>(f.end - f.payload_begin));
+        // and length (known only after the copy), and the gap left is closed by one move. (No
+        // reserve: the field's size in the file includes the payloads about to be dropped.)
         const size_t header = out.size();
         out.append(2 * kMaxVarintBytes, '\0');
         MEMPLAN_RETURN_IF_ERROR(CopyMessage(f.payload_begin, f.end, Level::kGraph, out));

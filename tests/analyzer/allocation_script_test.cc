@@ -104,11 +104,21 @@ TEST_CASE("allocation script records the simulation's errors", "[simulator][plan
   REQUIRE_FALSE(no_iterations.ok());
   CHECK(no_iterations.error().message == "simulation needs at least one iteration");
 
-  // A program that frees a buffer twice: the walk's error, as Simulate reports it.
+  // A program that frees a buffer twice (an unguarded free of the body, repeated): the walk's
+  // error, as Simulate reports it.
   TrainingProgram broken = program;
-  Step& last = broken.steps[static_cast<size_t>(broken.micro_batch.end - 1)];
-  last.end.push_back(last.end.empty() ? MemoryEvent{MemoryEvent::Action::kFree, broken.loss_buffer}
-                                      : last.end.front());
+  bool doubled = false;
+  for (LogicalTime t = broken.micro_batch.begin; t < broken.micro_batch.end && !doubled; ++t) {
+    std::vector<MemoryEvent>& end = broken.steps[static_cast<size_t>(t)].end;
+    for (const MemoryEvent& e : end) {
+      if (e.action != MemoryEvent::Action::kFree || e.guard != MemoryEvent::Guard::kNone) continue;
+      const MemoryEvent copy = e;
+      end.push_back(copy);
+      doubled = true;
+      break;
+    }
+  }
+  REQUIRE(doubled);
   auto recorded = AllocationScript::Record(broken, 1, 2);
   ExactAllocator exact;
   auto simulated = Simulate(broken, BindAt(broken, 2), exact);
