@@ -13,8 +13,8 @@ void CachingAllocator::Reset() {
   free_block_slots_.clear();
   segments_.clear();
   live_segments_ = 0;
-  small_pool_.clear();
-  large_pool_.clear();
+  for (FreePool* pool : {&small_pool_, &large_pool_})
+    while (!pool->sizes.empty()) DropBucket(*pool, pool->sizes.size() - 1);
   last_stamp_ = 0;
   block_by_handle_.clear();
   allocated_bytes_ = 0;
@@ -67,9 +67,40 @@ void CachingAllocator::Compact(SizeBucket& bucket) {
   std::make_heap(bucket.heap.begin(), bucket.heap.end(), HigherAddress{});
 }
 
+size_t CachingAllocator::FirstAtLeast(const FreePool& pool, int64_t size) {
+  return static_cast<size_t>(std::lower_bound(pool.sizes.begin(), pool.sizes.end(), size) -
+                             pool.sizes.begin());
+}
+
+CachingAllocator::SizeBucket& CachingAllocator::BucketOf(FreePool& pool, int64_t size) {
+  const size_t i = FirstAtLeast(pool, size);
+  if (i < pool.sizes.size() && pool.sizes[i] == size) return buckets_[pool.slots[i]];
+  uint32_t slot = 0;
+  if (spare_slots_.empty()) {
+    MEMPLAN_CHECK(buckets_.size() < UINT32_MAX);
+    slot = static_cast<uint32_t>(buckets_.size());
+    buckets_.emplace_back();
+  } else {
+    slot = spare_slots_.back();
+    spare_slots_.pop_back();
+  }
+  pool.sizes.insert(pool.sizes.begin() + static_cast<std::ptrdiff_t>(i), size);
+  pool.slots.insert(pool.slots.begin() + static_cast<std::ptrdiff_t>(i), slot);
+  return buckets_[slot];
+}
+
+void CachingAllocator::DropBucket(FreePool& pool, size_t position) {
+  const uint32_t slot = pool.slots[position];
+  buckets_[slot].heap.clear();
+  buckets_[slot].live = 0;
+  spare_slots_.push_back(slot);
+  pool.sizes.erase(pool.sizes.begin() + static_cast<std::ptrdiff_t>(position));
+  pool.slots.erase(pool.slots.begin() + static_cast<std::ptrdiff_t>(position));
+}
+
 void CachingAllocator::InsertFree(int64_t index) {
   Block& b = block(index);
-  SizeBucket& bucket = PoolOf(b)[b.size];
+  SizeBucket& bucket = BucketOf(PoolOf(b), b.size);
   b.stamp = ++last_stamp_;
   bucket.heap.push_back(FreeEntry{b.segment, b.offset, index, b.stamp});
   std::push_heap(bucket.heap.begin(), bucket.heap.end(), HigherAddress{});
@@ -82,22 +113,25 @@ void CachingAllocator::EraseFree(int64_t index) {
   MEMPLAN_CHECK(b.stamp != -1);
   b.stamp = -1;
   FreePool& pool = PoolOf(b);
-  auto it = pool.find(b.size);
-  MEMPLAN_CHECK(it != pool.end() && it->second.live > 0);
-  if (--it->second.live == 0) {
-    pool.erase(it);
+  const size_t i = FirstAtLeast(pool, b.size);
+  MEMPLAN_CHECK(i < pool.sizes.size() && pool.sizes[i] == b.size);
+  SizeBucket& bucket = buckets_[pool.slots[i]];
+  MEMPLAN_CHECK(bucket.live > 0);
+  if (--bucket.live == 0) {
+    DropBucket(pool, i);
   } else {
-    Compact(it->second);
+    Compact(bucket);
   }
 }
 
 std::optional<int64_t> CachingAllocator::TakeFreeBlock(bool small, int64_t size) {
   FreePool& pool = small ? small_pool_ : large_pool_;
-  // Best fit: the smallest size >= size (every bucket in the map has a live block), then the
+  // Best fit: the smallest size >= size (every bucket in the pool has a live block), then the
   // lowest address of that size (BlockComparator).
-  auto it = pool.lower_bound(size);
-  if (it == pool.end()) return std::nullopt;
-  std::vector<FreeEntry>& heap = it->second.heap;
+  const size_t i = FirstAtLeast(pool, size);
+  if (i == pool.sizes.size()) return std::nullopt;
+  SizeBucket& bucket = buckets_[pool.slots[i]];
+  std::vector<FreeEntry>& heap = bucket.heap;
   for (;;) {
     MEMPLAN_CHECK(!heap.empty());
     std::pop_heap(heap.begin(), heap.end(), HigherAddress{});
@@ -105,7 +139,7 @@ std::optional<int64_t> CachingAllocator::TakeFreeBlock(bool small, int64_t size)
     heap.pop_back();
     if (Stale(top)) continue;
     block(top.block).stamp = -1;
-    if (--it->second.live == 0) pool.erase(it);
+    if (--bucket.live == 0) DropBucket(pool, i);
     return top.block;
   }
 }

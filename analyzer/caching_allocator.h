@@ -17,7 +17,6 @@
 //    segment (release_cached_blocks) and retries; if it still does not fit, Allocate fails.
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <vector>
 
@@ -73,10 +72,11 @@ class CachingAllocator final : public AllocatorModel {
   // The free blocks of a pool in PyTorch's BlockComparator order: size, then address (segment,
   // offset). Every simulated allocation takes a block out and puts its remainder back, and a
   // balanced tree of all free blocks (a node per block, a cache miss per level) was most of the
-  // model's cost. Programs have few distinct sizes and many blocks of each, so the pool is a map
-  // from size to a bucket, and a bucket a binary min-heap by address in one array. A block
-  // leaves the pool by losing its stamp (Block::stamp); its heap entry stays behind, is skipped
-  // when it reaches the top, and is dropped when stale entries outnumber live ones.
+  // model's cost. Programs have few distinct sizes (under a hundred free at once on a
+  // 50,000-node chain) and many blocks of each, so a pool is a sorted array of the sizes with a
+  // free block, each with a bucket, and a bucket a binary min-heap by address in one array. A
+  // block leaves the pool by losing its stamp (Block::stamp); its heap entry stays behind, is
+  // skipped when it reaches the top, and is dropped when stale entries outnumber live ones.
   struct FreeEntry {
     int64_t segment = 0;
     int64_t offset = 0;
@@ -87,7 +87,13 @@ class CachingAllocator final : public AllocatorModel {
     std::vector<FreeEntry> heap;  // min-heap by (segment, offset)
     int64_t live = 0;             // blocks of this size in the pool
   };
-  using FreePool = std::map<int64_t, SizeBucket>;  // by block size; no empty bucket
+  // The sizes are searched on every request: a flat array of them (one or two cache lines) beats
+  // a tree, and a bucket that empties and refills (a size nothing else has free, as a chain's
+  // activations) keeps its heap array in `buckets_` instead of going back to malloc.
+  struct FreePool {
+    std::vector<int64_t> sizes;   // ascending; a size has a bucket while a block of it is free
+    std::vector<uint32_t> slots;  // sizes[i]'s bucket: buckets_[slots[i]]
+  };
 
   // Takes the best-fitting free block out of its pool: the smallest block of at least `size`,
   // the lowest address among equals; nullopt when none is large enough.
@@ -102,6 +108,12 @@ class CachingAllocator final : public AllocatorModel {
   void ReleaseFreeSegments();
   void InsertFree(int64_t block);
   void EraseFree(int64_t block);
+  // The position of the first size >= `size` in `pool` (pool.sizes.size() when none).
+  static size_t FirstAtLeast(const FreePool& pool, int64_t size);
+  // The bucket of `size` in `pool`, made (from a spare slot when one is left) when absent.
+  SizeBucket& BucketOf(FreePool& pool, int64_t size);
+  // Removes the emptied bucket at `position` of `pool`; its slot becomes a spare.
+  void DropBucket(FreePool& pool, size_t position);
   int64_t NewBlock(Block block);
   Block& block(int64_t index) { return blocks_[static_cast<size_t>(index)]; }
 
@@ -111,6 +123,8 @@ class CachingAllocator final : public AllocatorModel {
   std::vector<Segment> segments_;          // by segment id (ids are never reused)
   int64_t live_segments_ = 0;              // segments not released
   FreePool small_pool_, large_pool_;
+  std::vector<SizeBucket> buckets_;    // by slot: the pools' buckets and the spares
+  std::vector<uint32_t> spare_slots_;  // slots of buckets_ no pool uses (emptied, capacity kept)
   int64_t last_stamp_ = 0;
   std::vector<int64_t> block_by_handle_;  // by handle: the live block, -1 none
   int64_t allocated_bytes_ = 0;

@@ -8,8 +8,10 @@
 #include <map>
 #include <utility>
 
+#include "analyzer/allocation_script.h"
 #include "analyzer/batch_linear_sizes.h"
 #include "analyzer/caching_allocator.h"
+#include "analyzer/caching_peak_memo.h"
 #include "analyzer/exact_allocator.h"
 #include "analyzer/expandable_allocator.h"
 #include "analyzer/memory_size.h"
@@ -96,8 +98,9 @@ std::vector<DType> ComputeDTypes(const Graph& graph, const TrainingProgram& prog
 //
 // The search asks about the same m several times (the fit test, the candidates table, the chosen
 // plan), so the evaluator memoises what does not depend on more than it must:
-//  * the simulation per (m, min(k, 2)): the simulator replays at most two micro-batches (later
-//    ones repeat the second exactly, analyzer/simulator.h), so every k >= 2 has the same memory;
+//  * the simulated peaks per (m, min(k, 2)): the simulator replays at most two micro-batches
+//    (later ones repeat the second exactly, analyzer/simulator.h), so every k >= 2 has the same
+//    memory;
 //  * the per-node roofline times per m: they depend on the bindings, not on k (and the op
 //    registry's symbolic costs behind them on nothing but the graph: analysed once).
 // Both are pure functions of their keys, so the answers are those of re-evaluating.
@@ -127,19 +130,20 @@ class CandidateEvaluator {
   // unless `with_time` is false (the fit test of the micro-batch search needs memory only, and
   // the roofline estimate of every node costs as much as the simulation).
   Expected<PlanCandidate> Evaluate(int64_t m, int64_t k, int64_t budget, bool with_time = true) {
-    MEMPLAN_TRY(const SimulationResult* result, MemoryOf(m, k));
+    MEMPLAN_TRY(const ScriptPeaks* result, MemoryOf(m, k));
     PlanCandidate c;
     c.micro_batch = m;
     c.accumulation_steps = k;
     c.global_batch = m * k * ranks_;  // every data-parallel rank runs m x k samples
     c.precision = program_.precision;
     c.recompute = recompute_label_;
-    c.exact_peak_bytes = result->peak_bytes;
+    c.exact_peak_bytes = result->live_bytes;
     c.peak_bytes =
-        FitsReservedBytes(options_.allocator) ? result->peak_reserved_bytes : result->peak_bytes;
+        FitsReservedBytes(options_.allocator) ? result->reserved_bytes : result->live_bytes;
     c.fits = c.peak_bytes <= budget;
     if (!with_time) return c;
-    MEMPLAN_TRY(StepTimeEstimate time, EstimateTime(m, k, result->buffer_bytes));
+    MEMPLAN_TRY(const std::vector<int64_t> sizes, SizesAt(m));
+    MEMPLAN_TRY(StepTimeEstimate time, EstimateTime(m, k, sizes));
     c.step_seconds = time.step_seconds;
     c.samples_per_second =
         time.step_seconds > 0 ? static_cast<double>(c.global_batch) / time.step_seconds : 0;
@@ -152,11 +156,7 @@ class CandidateEvaluator {
                                         AllocatorKind kind) const {
     sim.tape = &tape_;
     MEMPLAN_TRY(std::vector<int64_t> sizes, SizesAt(m));
-    if (kind == AllocatorKind::kCaching)
-      return SimulateSized(program_, std::move(sizes), caching_, sim);
-    if (kind == AllocatorKind::kExpandable)
-      return SimulateSized(program_, std::move(sizes), expandable_, sim);
-    return SimulateSized(program_, std::move(sizes), exact_, sim);
+    return SimulateSized(program_, std::move(sizes), ModelOf(kind), sim);
   }
 
   // EvaluateBufferSizes(program, BindingsFor(m)).
@@ -237,18 +237,39 @@ class CandidateEvaluator {
     return seconds;
   }
 
-  // The planner's-allocator simulation at (m, k) without a timeline, memoised per (m, min(k, 2)).
-  Expected<const SimulationResult*> MemoryOf(int64_t m, int64_t k) {
+  // The planner's-allocator peaks at (m, k), memoised per (m, min(k, 2)): the simulation's
+  // allocation script (analyzer/allocation_script.h, recorded once per min(k, 2)) replayed at
+  // the sizes of m, which yields the simulation's peaks without its walk; under the caching
+  // model a replay whose sizes round as an earlier one's reuses its peaks
+  // (analyzer/caching_peak_memo.h).
+  Expected<const ScriptPeaks*> MemoryOf(int64_t m, int64_t k) {
+    MEMPLAN_CHECK(k >= 1);
     const std::pair<int64_t, int64_t> key(m, std::min<int64_t>(k, 2));
     auto it = simulations_.find(key);
     if (it == simulations_.end()) {
-      SimulationOptions sim;
-      sim.accumulation_steps = key.second;
-      sim.record_timeline = false;
-      MEMPLAN_TRY(SimulationResult result, SimulateAt(m, sim, options_.allocator));
-      it = simulations_.emplace(key, std::move(result)).first;
+      MEMPLAN_TRY(const std::vector<int64_t> sizes, SizesAt(m));
+      const auto slot = static_cast<size_t>(key.second - 1);
+      std::optional<AllocationScript>& script = scripts_[slot];
+      if (!script) {
+        MEMPLAN_TRY(
+            AllocationScript recorded,
+            AllocationScript::Record(program_, key.second, SimulationOptions{}.iterations, &tape_));
+        script = std::move(recorded);
+      }
+      const ScriptPeaks peaks =
+          options_.allocator == AllocatorKind::kCaching
+              ? caching_memos_[slot].PeaksAt(
+                    *script, m, sizes, [this](int64_t at) { return SizesAt(at); }, caching_)
+              : script->Replay(sizes, ModelOf(options_.allocator));
+      it = simulations_.emplace(key, peaks).first;
     }
     return &it->second;
+  }
+
+  AllocatorModel& ModelOf(AllocatorKind kind) const {
+    if (kind == AllocatorKind::kCaching) return caching_;
+    if (kind == AllocatorKind::kExpandable) return expandable_;
+    return exact_;
   }
 
   Expected<const std::vector<NodeTime>*> NodeTimesOf(int64_t m) {
@@ -279,7 +300,9 @@ class CandidateEvaluator {
   mutable ExpandableAllocator expandable_;
   mutable ExactAllocator exact_;
   int64_t ranks_ = 1;  // data-parallel ranks the program is one of
-  std::map<std::pair<int64_t, int64_t>, SimulationResult> simulations_;
+  std::map<std::pair<int64_t, int64_t>, ScriptPeaks> simulations_;
+  std::optional<AllocationScript> scripts_[2];  // by min(k, 2) - 1, recorded on first use
+  CachingPeakMemo caching_memos_[2];            // the caching model's peaks per script
   std::map<int64_t, std::vector<NodeTime>> node_times_;
   std::optional<NodeCosts> node_costs_;  // the symbolic costs, analysed on first use
 };

@@ -60,9 +60,16 @@ class Replay final : public WalkListener {
         options_.accumulation_steps > 0 ? options_.accumulation_steps : program_.accumulation_steps;
     if (k < 1) return MakeError("accumulation steps must be >= 1, got " + std::to_string(k));
     if (options_.iterations < 1) return MakeError("simulation needs at least one iteration");
-    MEMPLAN_RETURN_IF_ERROR(walker_.RunSetup());
     // Micro-batches after the second repeat the second exactly (see simulator.h).
     const int64_t replayed = std::min<int64_t>(k, 2);
+    if (options_.record_timeline) {
+      // One point per executed step, known up front: a point is ~100 bytes and a large program
+      // executes hundreds of thousands of steps, which growing the vector copied twice over.
+      result_.timeline.reserve(static_cast<size_t>(
+          program_.setup.size() + options_.iterations * (replayed * program_.micro_batch.size() +
+                                                         program_.optimizer.size())));
+    }
+    MEMPLAN_RETURN_IF_ERROR(walker_.RunSetup());
     for (int it = 0; it < options_.iterations; ++it) {
       for (int64_t mb = 0; mb < replayed; ++mb)
         MEMPLAN_RETURN_IF_ERROR(walker_.RunMicroBatch(it, mb));

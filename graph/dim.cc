@@ -108,6 +108,24 @@ Dim operator-(const Dim& a, const Dim& b) {
 Dim operator*(const Dim& a, const Dim& b) {
   Dim r;
   r.overflowed_ = a.overflowed_ || b.overflowed_;
+  // A nonzero constant factor (most dims are one; NumElements starts from 1) scales the other's
+  // terms, which stay sorted and distinct: of the general product's Normalize only the dropping
+  // of the terms whose product overflowed (to a zero coefficient) is left to do. The products
+  // are formed in the same order (a's coefficient times b's) as below.
+  const bool a_constant = a.terms_.size() == 1 && a.terms_[0].symbols.empty();
+  const bool b_constant = b.terms_.size() == 1 && b.terms_[0].symbols.empty();
+  if (a_constant || b_constant) {
+    const Dim& scaled = a_constant ? b : a;
+    const int64_t factor = a_constant ? a.terms_[0].coefficient : b.terms_[0].coefficient;
+    r.terms_.reserve(scaled.terms_.size());
+    for (const auto& t : scaled.terms_) {
+      auto c = a_constant ? CheckedMul(factor, t.coefficient) : CheckedMul(t.coefficient, factor);
+      if (!c) r.overflowed_ = true;
+      if (c.value_or(0) == 0) continue;
+      r.terms_.push_back(Dim::Term{t.symbols, *c});
+    }
+    return r;
+  }
   for (const auto& x : a.terms_) {
     for (const auto& y : b.terms_) {
       Dim::Term t;

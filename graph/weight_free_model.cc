@@ -30,6 +30,8 @@ enum WireType : uint32_t {
   kFixed32 = 5,
 };
 
+constexpr size_t kMaxVarintBytes = 10;  // a 64-bit varint's longest encoding
+
 Error Malformed(const std::string& what) { return Error{"not well-formed: " + what}; }
 
 // The source read through one bounded window: the graph's own bytes (nodes, value infos, small
@@ -233,9 +235,18 @@ class Stripper {
       offset = f.end;
       const bool delimited = f.wire_type == kLengthDelimited;
       if (delimited && level == Level::kModel && f.number == kModelGraph) {
-        std::string graph;
-        MEMPLAN_RETURN_IF_ERROR(CopyMessage(f.payload_begin, f.end, Level::kGraph, graph));
-        AppendMessageField(f.number, graph, out);
+        // The graph is most of the model: it is copied once, into `out` behind room for its tag
+        // and length (known only after the copy), and the gap left is closed by one move. (No
+        // reserve: the field's size in the file includes the payloads about to be dropped.)
+        const size_t header = out.size();
+        out.append(2 * kMaxVarintBytes, '\0');
+        MEMPLAN_RETURN_IF_ERROR(CopyMessage(f.payload_begin, f.end, Level::kGraph, out));
+        std::string prefix;
+        AppendVarint((static_cast<uint64_t>(f.number) << 3) | kLengthDelimited, prefix);
+        AppendVarint(out.size() - header - 2 * kMaxVarintBytes, prefix);
+        const size_t start = header + 2 * kMaxVarintBytes - prefix.size();
+        std::memcpy(out.data() + start, prefix.data(), prefix.size());
+        out.erase(header, start - header);
       } else if (delimited && level == Level::kGraph && f.number == kGraphInitializer) {
         MEMPLAN_RETURN_IF_ERROR(CopyTensor(f, out));
       } else {

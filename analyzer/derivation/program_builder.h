@@ -20,7 +20,7 @@ struct BufferUse {
 
 class ProgramBuilder {
  public:
-  explicit ProgramBuilder(const Graph& graph) : graph_(graph) {}
+  explicit ProgramBuilder(const Graph& graph);
 
   TrainingProgram& program() { return program_; }
   const TrainingProgram& program() const { return program_; }

@@ -1,0 +1,52 @@
+#include "analyzer/caching_peak_memo.h"
+
+namespace memplan {
+namespace {
+
+// splitmix64's finaliser: every bit of a size moves the hash.
+uint64_t Mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t HashOfRounded(const std::vector<int64_t>& sizes, const CachingAllocator& model) {
+  uint64_t h = sizes.size();
+  for (const int64_t bytes : sizes) h = Mix(h ^ static_cast<uint64_t>(model.RoundSize(bytes)));
+  return h;
+}
+
+bool SameRounded(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                 const CachingAllocator& model) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (model.RoundSize(a[i]) != model.RoundSize(b[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+ScriptPeaks CachingPeakMemo::PeaksAt(const AllocationScript& script, int64_t m,
+                                     const std::vector<int64_t>& sizes, const SizesAt& sizes_at,
+                                     CachingAllocator& model) {
+  const uint64_t hash = HashOfRounded(sizes, model);
+  std::vector<Entry>& entries = by_hash_[hash];
+  for (const Entry& e : entries) {
+    Expected<std::vector<int64_t>> earlier = sizes_at(e.m);
+    MEMPLAN_CHECK(earlier.ok());  // evaluated without error before, and it is deterministic
+    if (!SameRounded(*earlier, sizes, model)) continue;
+    ++hits_;
+    ScriptPeaks peaks;
+    peaks.live_bytes = script.LivePeak(sizes);
+    peaks.allocated_bytes = e.allocated_bytes;
+    peaks.reserved_bytes = e.reserved_bytes;
+    return peaks;
+  }
+  const ScriptPeaks peaks = script.Replay(sizes, model);
+  entries.push_back(Entry{m, peaks.allocated_bytes, peaks.reserved_bytes});
+  return peaks;
+}
+
+}  // namespace memplan
