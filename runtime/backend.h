@@ -40,6 +40,10 @@ namespace memplan {
 class DeviceStorage {
  public:
   virtual ~DeviceStorage() = default;
+  // Counts the storage under `category` from now on. The program hands a buffer's storage on to
+  // a buffer of another category (a fused loss's saved weight gradient, which the parameter's
+  // gradient steals), and the device's per-category figures follow it as the simulator's do.
+  virtual void Recategorize(MemoryCategory category) = 0;
 };
 
 struct DeviceTensor {

@@ -58,8 +58,11 @@ Status ProgramBuffers::Allocate(BufferId b, BufferId storage_of) {
   if (storage_of.valid()) {
     auto it = handed_over_.find(storage_of.index());
     MEMPLAN_CHECK(it != handed_over_.end());
-    // The program hands over storage only between buffers of one dtype, shape and category.
+    // The program hands over storage only between buffers of one dtype and shape; the category
+    // may change (a saved gradient becomes a parameter's gradient).
     MEMPLAN_CHECK(it->second.dtype == buffer.dtype && it->second.shape == shapes_[b.index()]);
+    if (p_.buffer(storage_of).category != buffer.category)
+      it->second.storage->Recategorize(buffer.category);
     buffers_[b.index()] = std::move(it->second);
     handed_over_.erase(it);
     return OkStatus();

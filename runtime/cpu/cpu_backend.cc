@@ -20,6 +20,7 @@ class CpuStorage final : public DeviceStorage {
  public:
   explicit CpuStorage(Tensor tensor) : tensor_(std::move(tensor)) {}
   const Tensor& tensor() const { return tensor_; }
+  void Recategorize(MemoryCategory category) override { tensor_.Recategorize(category); }
 
  private:
   Tensor tensor_;

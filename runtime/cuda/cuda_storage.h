@@ -35,6 +35,7 @@ class CudaStorage final : public DeviceStorage {
 
   void* data() const { return data_; }
   DType stored_dtype() const { return stored_; }
+  void Recategorize(MemoryCategory category) override { allocator_.Recategorize(data_, category); }
   // Constants keep their values on the host too, so shape arithmetic over them (Concat of
   // dims, Gather of a Shape) folds on the host instead of launching kernels.
   const std::optional<std::vector<float>>& host_values() const { return host_; }

@@ -75,10 +75,12 @@ memplan_cli_test("verify --fused-loss --precision bf16 passes within the bf16 bo
   COMMAND verify ${F}/lm_head.onnx --batch 2 --fused-loss --precision bf16)
 # A plan JSON with plan.fused_loss (tests/fixtures/plans/lm_head_fused_plan.json, written by hand
 # with the keys verify reads): m = 2, k = 2, AdamW. The second micro-batch's fused forward holds
-# the first one's parameter gradients too, 16896 B above the 92196 B above: 109092.
+# the first one's parameter gradients too, 16896 B above the 92196 B above: 109092. Those are
+# gradients: W1 [32, 32] (4096 B) and the head's W [32, 100] (12800 B), the latter the saved
+# grad_weight whose storage the gradient took over, measured under gradients as predicted.
 memplan_cli_test("verify --plan of a fused-loss plan runs it, memory exact at 109092 B"
   EXPECT_EXIT 0
-  EXPECT_OUTPUT "\\(109092 B\\)  measured [^\n]*\\(109092 B\\)  exact match  PASS.*fused loss  max rel error [^\n]*PASS.*result: PASS"
+  EXPECT_OUTPUT "\\(109092 B\\)  measured [^\n]*\\(109092 B\\)  exact match  PASS\n[^\n]*\n[^\n]*\n *gradients +predicted +16896  measured +16896\n.*fused loss  max rel error [^\n]*PASS.*result: PASS"
   COMMAND verify ${F}/lm_head.onnx --plan ${F}/plans/lm_head_fused_plan.json)
 memplan_cli_test("verify without --fused-loss prints no fused loss check" EXPECT_EXIT 0
   EXPECT_NO_OUTPUT "fused loss"
