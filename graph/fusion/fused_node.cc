@@ -27,6 +27,14 @@ void SetIntAttribute(onnx::NodeProto& node, const std::string& name, int64_t val
   a->set_i(value);
 }
 
+void SetIntsAttribute(onnx::NodeProto& node, const std::string& name,
+                      const std::vector<int64_t>& values) {
+  auto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
 void SetStringAttribute(onnx::NodeProto& node, const std::string& name, const std::string& value) {
   auto* a = node.add_attribute();
   a->set_name(name);

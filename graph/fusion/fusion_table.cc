@@ -38,6 +38,7 @@ const std::vector<FusionEntry>& FusionTable() {
       {"silu", FusionSet::kFusedOps, &MatchSilu, "Sigmoid"},
       {"hard_swish", FusionSet::kFusedOps, &MatchHardSwish, "HardSigmoid"},
       {"zero_dropout", FusionSet::kFusedOps, &MatchZeroDropout, "Dropout"},
+      {"pad_avg_pool", FusionSet::kFusedOps, &MatchPadAvgPool, "Pad"},
   };
   return table;
 }
@@ -100,8 +101,11 @@ int ApplyFusion(onnx::ModelProto& model, const FusionEntry& entry) {
       removed.insert(i);
   }
 
+  // Names of the nodes that stay: a fused node may take a removed node's name (pad_avg_pool's
+  // AveragePool keeps the exported pool's).
   std::unordered_set<std::string> names;
-  for (const auto& n : g.node()) names.insert(n.name());
+  for (int i = 0; i < g.node_size(); ++i)
+    if (!removed.count(i)) names.insert(g.node(i).name());
   std::unordered_map<int, FusionMatch*> fused_at;
   for (auto& m : matches) fused_at[m.last] = &m;
 

@@ -19,6 +19,8 @@
 //   silu             Sigmoid(x), Mul(x, .)                                Swish (opset 24)
 //   hard_swish       HardSigmoid(x; 1/6, 0.5), Mul(x, .)                  HardSwish (opset 14)
 //   zero_dropout     Dropout with constant ratio 0 (mask unused)          Identity
+//   pad_avg_pool     Pad(constant 0, spatial axes), AveragePool (no pads)  AveragePool with pads,
+//                    (nn.AvgPool2d(padding=p), count_include_pad=True)      count_include_pad=1
 //
 // A pattern matches only where the rewrite is exact: every constant has its exact value, every
 // intermediate feeds only the next node of the pattern and is not a graph output, weights are

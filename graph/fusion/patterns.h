@@ -3,8 +3,10 @@
 // to graph/fusion. Each takes the index of the graph and one node index, the pattern's anchor
 // (named below), and returns the occurrence anchored there, if it is exact.
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "graph/fusion/fusion_table.h"
 #include "graph/fusion/proto_index.h"
@@ -19,6 +21,7 @@ std::optional<FusionMatch> MatchTanhGeluFormula(const ProtoIndex& index, int nod
 std::optional<FusionMatch> MatchSilu(const ProtoIndex& index, int node);             // Sigmoid
 std::optional<FusionMatch> MatchHardSwish(const ProtoIndex& index, int node);        // HardSigmoid
 std::optional<FusionMatch> MatchZeroDropout(const ProtoIndex& index, int node);      // Dropout
+std::optional<FusionMatch> MatchPadAvgPool(const ProtoIndex& index, int node);       // Pad
 
 // A fused node: `op_type` in `domain` reading `inputs`, writing `output`.
 onnx::NodeProto FusedNode(const std::string& op_type, const std::string& domain,
@@ -26,5 +29,7 @@ onnx::NodeProto FusedNode(const std::string& op_type, const std::string& domain,
 void SetFloatAttribute(onnx::NodeProto& node, const std::string& name, float value);
 void SetIntAttribute(onnx::NodeProto& node, const std::string& name, int64_t value);
 void SetStringAttribute(onnx::NodeProto& node, const std::string& name, const std::string& value);
+void SetIntsAttribute(onnx::NodeProto& node, const std::string& name,
+                      const std::vector<int64_t>& values);
 
 }  // namespace memplan

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
 #include <map>
 
 #include "graph/ops/shape_helpers.h"
@@ -138,6 +139,68 @@ Expected<EinsumShapes> EinsumOutputShape(const EinsumEquation& equation,
     result.output.dims.push_back(it->second);
   }
   return result;
+}
+
+std::optional<std::array<EinsumBmmOperand, 2>> EinsumBmmOperands(const EinsumEquation& equation,
+                                                                 const std::vector<Shape>& inputs) {
+  if (equation.inputs.size() != 2 || inputs.size() != 2) return std::nullopt;
+  const std::string& left = equation.inputs[0];
+  const std::string& right = equation.inputs[1];
+  const std::string& out = equation.output;
+  if (out.empty()) return std::nullopt;  // everything contracted: torch's dot of flattened operands
+  for (const std::string* term : {&left, &right, &out}) {
+    if (term->find(kEllipsis) != std::string::npos) return std::nullopt;
+    for (size_t i = 0; i < term->size(); ++i)
+      if (term->find((*term)[i], i + 1) != std::string::npos) return std::nullopt;
+  }
+  for (size_t k = 0; k < 2; ++k)
+    if (!inputs[k].known || inputs[k].rank() != equation.inputs[k].size()) return std::nullopt;
+  const auto has = [](const std::string& term, char c) {
+    return term.find(c) != std::string::npos;
+  };
+  std::string contracted;
+  for (char c : left) {
+    if (has(right, c)) {
+      if (!(inputs[0].dims[left.find(c)] == inputs[1].dims[right.find(c)])) return std::nullopt;
+      if (!has(out, c)) contracted.push_back(c);
+    } else if (!has(out, c)) {
+      return std::nullopt;  // summed in the left operand alone
+    }
+  }
+  for (char c : right)
+    if (!has(left, c) && !has(out, c)) return std::nullopt;  // summed in the right operand alone
+  if (contracted.empty())
+    return std::nullopt;  // no contraction: torch multiplies (mul saves as is)
+  // torch numbers labels A-Z (0-25) then a-z (26-51) and places contracted dims in that order.
+  const auto label = [](char c) {
+    return std::isupper(static_cast<unsigned char>(c)) ? c - 'A' : 26 + (c - 'a');
+  };
+  std::sort(contracted.begin(), contracted.end(),
+            [&](char a, char b) { return label(a) < label(b); });
+  std::string batch, left_kept, right_kept;
+  for (char c : out) {
+    if (has(left, c) && has(right, c)) {
+      batch.push_back(c);
+    } else if (has(left, c)) {
+      left_kept.push_back(c);
+    } else if (has(right, c)) {
+      right_kept.push_back(c);
+    } else {
+      return std::nullopt;  // an output letter no operand has (EinsumOutputShape refuses it)
+    }
+  }
+  const auto layout = [](const std::string& term,
+                         std::initializer_list<const std::string*> groups) {
+    EinsumBmmOperand operand;
+    size_t g = 0;
+    for (const std::string* group : groups) {
+      for (char c : *group) operand.axes.push_back(term.find(c));
+      operand.groups[g++] = group->size();
+    }
+    return operand;
+  };
+  return std::array<EinsumBmmOperand, 2>{layout(left, {&batch, &left_kept, &contracted}),
+                                         layout(right, {&batch, &contracted, &right_kept})};
 }
 
 }  // namespace memplan

@@ -2,6 +2,9 @@
 // Einsum equations: parsing ("ij,jk->ik", "...ij,...jk", "bhqd,bhkd->bhqk"), output shapes over
 // symbolic dims, and the FLOP count of the contraction.
 
+#include <array>
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,5 +36,24 @@ struct EinsumShapes {
 // count mismatch, one letter bound to two different sizes > 1.
 Expected<EinsumShapes> EinsumOutputShape(const EinsumEquation& equation,
                                          const std::vector<Shape>& inputs);
+
+// How torch runs a two-operand einsum as one bmm (ATen Linear.cpp: einsum aligns each operand to
+// [output letters, contracted letters], then sumproduct_pair permutes the first to
+// [batch, its kept, contracted] and the second to [batch, contracted, its kept] and reshapes each
+// to 3-D; bmm saves those reshapes). `axes` lists the operand's own axes in that order (batch =
+// output letters in both operands, in output order; contracted letters in torch's label order,
+// A-Z then a-z) and `groups` how many of them fold into each of bmm's three dims. A reshape that
+// cannot view the permuted operand copies it, and bmm saves the copy (graph/ops/matmul_ops.cc).
+struct EinsumBmmOperand {
+  std::vector<size_t> axes;
+  std::array<size_t, 3> groups{};
+};
+
+// The bmm layout of both operands, or nullopt where torch takes another route or sizes decide
+// it: not two operands, an ellipsis, a letter repeated in one term (a diagonal), a letter summed
+// in one operand only (torch sums it first), no contracted letter (torch multiplies), no output
+// letter (torch flattens both into a dot), or a shared letter whose sizes differ (a broadcast).
+std::optional<std::array<EinsumBmmOperand, 2>> EinsumBmmOperands(const EinsumEquation& equation,
+                                                                 const std::vector<Shape>& inputs);
 
 }  // namespace memplan

@@ -222,6 +222,47 @@ Expected<EinsumShapes> EinsumShapesOf(const OpContext& ctx) {
   return result;
 }
 
+// torch's einsum runs two operands as one bmm over 3-D reshapes of their permutations
+// (EinsumBmmOperands: sumproduct_pair in ATen Linear.cpp). Where that reshape cannot view an
+// operand it copies it, and bmm saves the copy, not the operand. MaxViT's attention runs
+// einsum("BGHID,BGHJD->BGHIJ", q, k * scale) and einsum(..., p, v) with q, k, v permuted views of
+// chunks of one qkv projection: torch saves [B*G*H, P, D] copies and frees the projection, where
+// saving the views would keep all of qkv alive (+1 activation per attention layer). torch copies
+// k * scale too (its output keeps k's permuted layout); memplan writes elementwise outputs dense,
+// so it keeps k * scale itself: the same bytes. Other einsums keep their operands as they are.
+std::vector<SavedTensor> EinsumSaved(const OpContext& ctx) {
+  std::vector<SavedTensor> saved = SaveOperandsForOthers(ctx, ctx.inputs.size());
+  if (ctx.inputs.size() != 2) return saved;
+  for (const TensorInfo& in : ctx.inputs)
+    if (!in.present || !in.shape.known) return saved;
+  auto parsed = ParseEinsumEquation(ctx.attrs().GetString("equation", ""), 2);
+  if (!parsed) return saved;
+  const auto bmm = EinsumBmmOperands(*parsed, {ctx.inputs[0].shape, ctx.inputs[1].shape});
+  if (!bmm) return saved;
+  for (SavedTensor& s : saved) {
+    if (s.source != SavedTensor::Source::kInput) continue;
+    const auto operand = static_cast<size_t>(s.index);
+    const TensorInfo& in = ctx.inputs[operand];
+    const EinsumBmmOperand& layout = (*bmm)[operand];
+    const Strides strides = LayoutOf(in.shape, in.strides);
+    Shape permuted;
+    Strides permuted_strides;
+    for (size_t axis : layout.axes) {
+      permuted.dims.push_back(in.shape.dims[axis]);
+      permuted_strides.push_back(strides[axis]);
+    }
+    Shape folded;
+    size_t next = 0;
+    for (size_t count : layout.groups) {
+      Dim size(1);
+      for (size_t k = 0; k < count; ++k) size = size * permuted.dims[next++];
+      folded.dims.push_back(size);
+    }
+    if (!ReshapedStrides(permuted, permuted_strides, folded)) s = SaveContiguousCopy(ctx, s.index);
+  }
+  return saved;
+}
+
 OpSchema EinsumSchema() {
   OpSchema s;
   s.op_type = "Einsum";
@@ -241,15 +282,13 @@ OpSchema EinsumSchema() {
     Dim factor = ctx.inputs.size() >= 2 ? 2 : 1;
     return IoCost(ctx, factor * shapes->iteration_points);
   };
-  s.saved_for_backward = [](const OpContext& ctx) {
-    return SaveOperandsForOthers(ctx, ctx.inputs.size());
-  };
+  s.saved_for_backward = EinsumSaved;
   s.backward_flops_factor = kContractionBackwardFactor;
   s.amp = AmpCategory::kFp16Safe;
   s.saved_source = std::string(kDerivativesYaml) +
-                   ": einsum is composite (permute/reshape + bmm); bmm saves each operand when "
-                   "the other requires grad. Operands that must be permuted before the bmm are "
-                   "saved as contiguous copies in PyTorch, which this rule does not count";
+                   ": einsum is composite (permute/reshape + bmm, sumproduct_pair); bmm saves each "
+                   "operand when the other requires grad, as the copy its reshape makes where "
+                   "the permuted operand cannot be viewed as [batch, rows, cols]";
   s.amp_source = std::string(kAutocastLists) + ": " + kMatMulAmp;
   return s;
 }

@@ -199,5 +199,27 @@ TEST_CASE("Dropout(p=0) becomes Identity: no mask, no new tensor", "[fusion][sav
   CHECK(SavedBytes(tenth, "dropout1.onnx", FusionSet::kFusedOps) == kCommon + 64);
 }
 
+TEST_CASE("AvgPool2d(3, 2, padding=1): fused, keeps the unpadded input only", "[fusion][saved]") {
+  // torch: r = relu(conv(x)); F.avg_pool2d(r, 3, 2, padding=1) with x [2, 4, 8, 8] and a 1x1
+  // conv. Conv keeps x and relu r (512 elements = 2048 bytes each); avg_pool2d keeps self, r
+  // again: 4096 bytes (torch 1.13 saved_tensors_hooks). Exported as Pad + AveragePool, the pool
+  // would keep the padded [2, 4, 10, 10] (800 elements = 3200 bytes) besides: 7296.
+  ProtoModel m(/*opset=*/17);
+  m.Input("x", onnx::TensorProto::FLOAT, {"batch", 4, 8, 8});
+  m.Initializer("Wc", onnx::TensorProto::FLOAT, {4, 4, 1, 1});
+  m.Int64s("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  testing::SetInts(m.Node("Conv", {"x", "Wc"}, {"c"}), "kernel_shape", {1, 1});
+  m.Node("Relu", {"c"}, {"r"});
+  testing::SetString(m.Node("Pad", {"r", "pads"}, {"p"}), "mode", "constant");
+  auto& pool = m.Node("AveragePool", {"p"}, {"y"});
+  testing::SetInts(pool, "kernel_shape", {3, 3});
+  testing::SetInts(pool, "strides", {2, 2});
+  testing::SetInts(pool, "pads", {0, 0, 0, 0});
+  m.Output("y", onnx::TensorProto::FLOAT, {{"batch", 4, 4, 4}});
+  CHECK(CountOp(m, "avg_pool.onnx", "Pad") == 0);
+  CHECK(SavedBytes(m, "avg_pool.onnx", FusionSet::kFusedOps) == 4096);
+  CHECK(SavedBytes(m, "avg_pool.onnx", FusionSet::kNone) == 7296);
+}
+
 }  // namespace
 }  // namespace memplan

@@ -226,6 +226,42 @@ TEST_CASE("batched matmul saves copies of permuted heads", "[views][saved]") {
   CHECK(CountSavedCopies(graph) == 2);
 }
 
+// MaxViT's relative-position attention with einsum: qkv = x @ W [batch, 4, 24]; q, k, v = its
+// three Splits, each viewed as 2 heads of 4 and permuted (0 2 1 3) [batch, 2, 4, 4];
+// s = einsum("bhid,bhjd->bhij", q, k * c); y = einsum("bhij,bhjd->bhid", s, v).
+ProtoModel EinsumHeadsModel() {
+  ProtoModel m(/*opset=*/13);
+  m.Input("x", onnx::TensorProto::FLOAT, {"batch", 4, 8});
+  m.Initializer("W", onnx::TensorProto::FLOAT, {8, 24});
+  m.Int64s("sizes", {8, 8, 8}).Int64s("heads", {0, 4, 2, 4});
+  m.ConstantFloats("c", {});
+  m.Node("MatMul", {"x", "W"}, {"qkv"});
+  SetInt(m.Node("Split", {"qkv", "sizes"}, {"q0", "k0", "v0"}), "axis", 2);
+  for (const char* head : {"q", "k", "v"}) {
+    const std::string t = head;
+    m.Node("Reshape", {t + "0", "heads"}, {t + "1"});
+    SetInts(m.Node("Transpose", {t + "1"}, {t}), "perm", {0, 2, 1, 3});
+  }
+  m.Node("Mul", {"k", "c"}, {"kc"});
+  testing::SetString(m.Node("Einsum", {"q", "kc"}, {"s"}), "equation", "bhid,bhjd->bhij");
+  testing::SetString(m.Node("Einsum", {"s", "v"}, {"y"}), "equation", "bhij,bhjd->bhid");
+  m.Output("y", onnx::TensorProto::FLOAT, {{"batch", 2, 4, 4}});
+  return m;
+}
+
+TEST_CASE("einsum saves copies of permuted heads its bmm cannot view", "[views][saved]") {
+  // torch: q, k, v = (x @ W).chunk(3, -1), each .reshape(2, 4, 2, 4).permute(0, 2, 1, 3);
+  // s = einsum("bhid,bhjd->bhij", q, k * 0.5); einsum("bhij,bhjd->bhid", s, v). einsum runs bmm
+  // on [4, 4, 4] reshapes of its operands; q and v cannot merge batch and head (strides 96 and
+  // 4) and are copied, s is viewed; each 256 B, x 256 B: 1280 B (torch 1.13: these and the
+  // 8-byte scalar 0.5). torch also copies k * 0.5, whose output keeps k's permuted layout, and
+  // frees it; memplan writes it dense and keeps it: the same 256 B. Saving q and v as views
+  // would keep all of qkv (768 B) besides k * 0.5: 1536.
+  const Graph graph = EinsumHeadsModel().Import("einsum_heads.onnx");
+  CHECK(SimulateSumLoss(graph).saved_activation_bytes == 1280);
+  CHECK(CountSavedCopies(graph) == 2);
+}
+
 TEST_CASE("a last-axis slice folds into rows without a copy", "[views][saved]") {
   // torch: s = x @ W; s[:, :, 0:4] @ W2. The slice [2, 4, 4] (strides [32, 8, 1]) reshapes to
   // [8, 4] as a view (32 = 4 * 8), so mm saves the slice, which keeps s: x 256 B + s 256 B = 512,

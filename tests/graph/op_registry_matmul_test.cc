@@ -3,6 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
+#include <vector>
+
 #include "graph/ops/einsum_rules.h"
 #include "tests/graph/op_registry_test_helpers.h"
 
@@ -116,6 +119,43 @@ TEST_CASE("Einsum equations", "[registry]") {
     conflict.Attr("equation", std::string("ij,jk->ik"));
     CHECK_FALSE(conflict.Infer().ok());
   }
+}
+
+TEST_CASE("Einsum operands as torch's bmm reads them", "[registry]") {
+  // ATen's einsum + sumproduct_pair: the first operand as [batch, kept, contracted], the second
+  // as [batch, contracted, kept], contracted letters in label order (A-Z, then a-z).
+  auto layout = [](const char* equation, std::vector<Shape> shapes) {
+    auto eq = ParseEinsumEquation(equation, shapes.size());
+    REQUIRE(eq.ok());
+    return EinsumBmmOperands(*eq, shapes);
+  };
+  const Shape q = Dims({2, 4, 5, 8});
+  const Shape k = Dims({2, 4, 7, 8});
+  const auto attn = layout("bhqd,bhkd->bhqk", {q, k});
+  REQUIRE(attn.has_value());
+  CHECK((*attn)[0].axes == std::vector<size_t>{0, 1, 2, 3});
+  CHECK((*attn)[0].groups == std::array<size_t, 3>{2, 1, 1});
+  CHECK((*attn)[1].axes == std::vector<size_t>{0, 1, 3, 2});  // [b, h, d, k]
+  CHECK((*attn)[1].groups == std::array<size_t, 3>{2, 1, 1});
+  // MaxViT's "B G H I D, B G H J D -> B G H I J" and its second product over J.
+  const auto maxvit = layout("BGHIJ,BGHJD->BGHID", {Dims({2, 3, 4, 5, 5}), Dims({2, 3, 4, 5, 8})});
+  REQUIRE(maxvit.has_value());
+  CHECK((*maxvit)[1].axes == std::vector<size_t>{0, 1, 2, 3, 4});
+  // Two contracted letters: 'D' (3) before 'a' (26), whatever their order in the term.
+  const auto two = layout("iaD,jaD->ij", {Dims({3, 4, 5}), Dims({6, 4, 5})});
+  REQUIRE(two.has_value());
+  CHECK((*two)[0].axes == std::vector<size_t>{0, 2, 1});
+  CHECK((*two)[1].axes == std::vector<size_t>{2, 1, 0});
+  CHECK((*two)[1].groups == std::array<size_t, 3>{0, 2, 1});
+
+  // torch takes another route, or sizes decide it: no contraction (mul), everything contracted
+  // (dot), a letter summed in one operand alone, an ellipsis, a broadcast batch, one operand.
+  CHECK_FALSE(layout("ij,ij->ij", {Dims({3, 4}), Dims({3, 4})}).has_value());
+  CHECK_FALSE(layout("ij,ij->", {Dims({3, 4}), Dims({3, 4})}).has_value());
+  CHECK_FALSE(layout("ij,jk->i", {Dims({3, 4}), Dims({4, 5})}).has_value());
+  CHECK_FALSE(layout("...ij,...jk", {Dims({3, 5, 6}), Dims({3, 6, 4})}).has_value());
+  CHECK_FALSE(layout("bij,bjk->bik", {Dims({1, 2, 3}), Dims({4, 3, 5})}).has_value());
+  CHECK_FALSE(layout("ij->ji", {Dims({3, 4})}).has_value());
 }
 
 }  // namespace
