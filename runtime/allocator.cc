@@ -1,16 +1,26 @@
 #include "runtime/allocator.h"
 
+#include <algorithm>
+#include <new>
+
 #include "graph/expected.h"
 
 namespace memplan {
 namespace {
 
+void* AlignedNew(size_t bytes) {
+  // A zero-byte request still gets a distinct pointer so Free can find it.
+  return ::operator new (std::max<size_t>(bytes, 1), std::align_val_t{Allocator::kAlignment});
+}
+
+void AlignedDelete(void* ptr) { ::operator delete (ptr, std::align_val_t{Allocator::kAlignment}); }
+
 class PlainAllocator final : public Allocator {
  public:
   void* Allocate(const AllocationRequest& request) override {
-    return NewHostBlock(request.storage_bytes);
+    return AlignedNew(request.storage_bytes);
   }
-  void Free(void* ptr) override { DeleteHostBlock(ptr); }
+  void Free(void* ptr) override { AlignedDelete(ptr); }
 };
 
 }  // namespace
@@ -26,8 +36,8 @@ CountingCpuAllocator::~CountingCpuAllocator() {
 }
 
 void* CountingCpuAllocator::Allocate(const AllocationRequest& request) {
-  void* ptr = host_blocks_.Take(request.storage_bytes);
-  blocks_.emplace(ptr, Block{request.storage_bytes, request.accounted_bytes, request.category});
+  void* ptr = AlignedNew(request.storage_bytes);
+  blocks_.emplace(ptr, Block{request.accounted_bytes, request.category});
   ++num_allocations_;
   const auto bytes = static_cast<int64_t>(request.accounted_bytes);
   stat(request.category).Allocate(bytes);
@@ -41,9 +51,8 @@ void CountingCpuAllocator::Free(void* ptr) {
   const auto bytes = static_cast<int64_t>(it->second.accounted_bytes);
   stat(it->second.category).Free(bytes);
   total_.Free(bytes);
-  const size_t storage_bytes = it->second.storage_bytes;
   blocks_.erase(it);
-  host_blocks_.GiveBack(ptr, storage_bytes);
+  AlignedDelete(ptr);
 }
 
 // The bytes move between categories; the total neither grows nor shrinks.

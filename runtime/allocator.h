@@ -15,7 +15,6 @@
 
 #include "analyzer/memory_category.h"
 #include "analyzer/memory_stat.h"
-#include "runtime/host_block_cache.h"
 
 namespace memplan {
 
@@ -48,8 +47,7 @@ Allocator& PlainCpuAllocator();
 
 // Heap storage that counts live and peak accounted bytes per category and in total. The total
 // peak is the peak of the sum (the number to compare with a simulated peak), not the sum of the
-// per-category peaks. Freed storage is kept for the next request of its size (HostBlockCache),
-// which changes host memory use only, never the counted bytes.
+// per-category peaks.
 class CountingCpuAllocator final : public Allocator {
  public:
   CountingCpuAllocator() = default;
@@ -67,21 +65,17 @@ class CountingCpuAllocator final : public Allocator {
   int64_t peak_total() const { return total_.peak; }
   const MemoryStat& total() const { return total_; }
   int64_t num_allocations() const { return num_allocations_; }
-  const HostBlockCache& host_blocks() const { return host_blocks_; }
   size_t num_live_buffers() const { return blocks_.size(); }
   // Starts a new measurement window: peaks drop to the current live bytes.
   void ResetPeaks();
 
  private:
   struct Block {
-    size_t storage_bytes;
     size_t accounted_bytes;
     MemoryCategory category;
   };
   MemoryStat& stat(MemoryCategory category) { return by_category_[static_cast<size_t>(category)]; }
 
-  // Declared before blocks_ so it outlives the destructor's leak check.
-  HostBlockCache host_blocks_;
   std::unordered_map<void*, Block> blocks_;
   // The shared accounting primitive (analyzer/memory_stat.h), per category and in total.
   std::array<MemoryStat, kNumMemoryCategories> by_category_;
