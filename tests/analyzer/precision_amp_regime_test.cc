@@ -20,16 +20,7 @@ using testing::TestGraph;
 //   mm1  = MatMul(x, W1) -> h [B,4]   fp16-safe; x needs no gradient, so mm1 saves only x
 //   relu = Relu(h)       -> r [B,4]   follows its input
 //   mm2  = MatMul(r, W2) -> y [B,2]   fp16-safe; saves r (for dW2) and W2 (for dr)
-TestGraph TwoLayerGraph() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 8});
-  ValueId w1 = t.Param("W1", {8, 4});
-  ValueId w2 = t.Param("W2", {4, 2});
-  ValueId h = t.Op("MatMul", "mm1", {x, w1}, "h", {t.B(), 4});
-  ValueId r = t.Op("Relu", "relu", {h}, "r", {t.B(), 4});
-  t.Output(t.Op("MatMul", "mm2", {r, w2}, "y", {t.B(), 2}));
-  return t;
-}
+TestGraph TwoLayerGraph() { return testing::TwoLayerMlp(8, 4, 2); }
 
 TrainingProgram Derive(const TestGraph& t, Precision precision, AmpMode mode) {
   ProgramOptions options;
