@@ -16,7 +16,6 @@ of tests/fixtures/ci_check/mlp.onnx, and checks that what runs is what was plann
 usage: run_exported_loop.py PLAN.json EXPORTED_LOOP.py   (Debian's python3-torch 1.13 suffices)
 """
 
-import importlib.util
 import json
 import sys
 
@@ -24,32 +23,14 @@ import torch
 import torch.nn as nn
 from torch.utils.data import TensorDataset
 
+from exported_script import Mlp, load_exported
+
 OPTIMIZER_STEPS = 3  # the dataset holds this many optimizer steps' worth of samples
-
-
-class Mlp(nn.Module):
-    """mlp.onnx as torch modules: x[batch,16] -> fc1 (16x32) -> relu1 -> fc2 (32x4)."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(16, 32)
-        self.relu1 = nn.ReLU()
-        self.fc2 = nn.Linear(32, 4)
-
-    def forward(self, x):
-        return self.fc2(self.relu1(self.fc1(x)))
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location("exported_loop", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main():
     plan = json.load(open(sys.argv[1]))["plan"]
-    loop = load(sys.argv[2])
+    loop = load_exported(sys.argv[2], "exported_loop")
     precision = plan["precision"]
 
     assert loop.MICRO_BATCH == plan["micro_batch"], (loop.MICRO_BATCH, plan["micro_batch"])

@@ -15,7 +15,6 @@ usage: run_torchrun_ddp.py PLAN.json EXPORTED_SCRIPT.py   (Debian's python3-torc
 This validates the script on one process; it is not a multi-GPU run.
 """
 
-import importlib.util
 import json
 import os
 import socket
@@ -25,27 +24,9 @@ import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from exported_script import Mlp, load_exported
+
 OPTIMIZER_STEPS = 3
-
-
-class Mlp(nn.Module):
-    """mlp.onnx as torch modules: x[batch,16] -> fc1 (16x32) -> relu1 -> fc2 (32x4)."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(16, 32)
-        self.relu1 = nn.ReLU()
-        self.fc2 = nn.Linear(32, 4)
-
-    def forward(self, x):
-        return self.fc2(self.relu1(self.fc1(x)))
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location("exported_script", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def free_port():
@@ -56,7 +37,7 @@ def free_port():
 
 def main():
     plan = json.load(open(sys.argv[1]))["plan"]
-    script = load(sys.argv[2])
+    script = load_exported(sys.argv[2], "exported_script")
     assert plan["parallel"] == "ddp", plan["parallel"]
     assert script.GPUS == plan["gpus"] == 1, (script.GPUS, plan["gpus"])
     assert script.NODES == plan["nodes"] == 1
