@@ -220,6 +220,15 @@ std::string RecomputeModuleComment(const ExportPlan& plan, std::string_view what
   return out;
 }
 
+std::string CheckpointedModulesConstant(const ExportPlan& plan) {
+  if (!plan.UsesRecompute()) return "CHECKPOINTED_MODULES = []\n";
+  std::string out = "CHECKPOINTED_MODULES = [\n";
+  for (const CheckpointModule& m : plan.checkpoints.modules)
+    out += "    " + PythonString(m.module_path) + ",\n";
+  out += "]\n";
+  return out;
+}
+
 std::string EnableRecomputeFunction(bool selective) {
   std::string out;
   out += "def enable_recompute(model, module_paths=CHECKPOINTED_MODULES):\n";

@@ -74,6 +74,10 @@ std::string ExportCommand(const ExportOptions& options, std::string_view target)
 // Empty when the plan recomputes nothing.
 std::string RecomputeModuleComment(const ExportPlan& plan, std::string_view what);
 
+// `CHECKPOINTED_MODULES = [...]`: the module path of every module the plan recomputes, one a
+// line (`[]` when it recomputes none).
+std::string CheckpointedModulesConstant(const ExportPlan& plan);
+
 // The Python `enable_recompute(model, module_paths=CHECKPOINTED_MODULES)` that runs each listed
 // submodule under torch.utils.checkpoint (non-reentrant), shared by the PyTorch loop and the
 // torchrun script. With `selective`, checkpoint's context_fn is selective_context_fn(path) where

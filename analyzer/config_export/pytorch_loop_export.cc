@@ -80,7 +80,6 @@ std::string RecomputeSection(const ExportPlan& plan) {
   const bool selective = plan.UsesRecompute() && !plan.module_unit;
   if (!plan.UsesRecompute()) {
     out += "# The plan recomputes nothing: every activation is kept for backward.\n";
-    out += "CHECKPOINTED_MODULES = []\n";
   } else {
     out += "# Modules whose activations are recomputed in backward, from the plan's recompute\n";
     out += "# nodes (ONNX names carry the module path: /layer3/layer3.1/conv1/Conv -> layer3.1):\n";
@@ -95,11 +94,8 @@ std::string RecomputeSection(const ExportPlan& plan) {
       for (const std::string& node : plan.checkpoints.unmapped_nodes)
         out += "#   " + CommentSafe(node) + "\n";
     }
-    out += "CHECKPOINTED_MODULES = [\n";
-    for (const CheckpointModule& m : plan.checkpoints.modules)
-      out += "    " + PythonString(m.module_path) + ",\n";
-    out += "]\n";
   }
+  out += CheckpointedModulesConstant(plan);
   if (selective) out += "\n" + SelectivePolicySection(plan);
   out += "\n\n";
   out += EnableRecomputeFunction(selective);

@@ -75,18 +75,14 @@ std::string RecomputeSection(const ExportPlan& plan) {
   std::string out;
   if (!plan.UsesRecompute()) {
     out += "# The plan recomputes nothing: every activation is kept for backward.\n";
-    out += "CHECKPOINTED_MODULES = []\n";
   } else {
     out += "# Modules whose activations are recomputed in backward (the plan's recompute nodes):\n";
     for (const CheckpointModule& m : plan.checkpoints.modules)
       out += "#   " + CommentSafe(m.module_path) + "\n";
     for (const std::string& node : plan.checkpoints.unmapped_nodes)
       out += "#   (no module scope, wrap by hand) " + CommentSafe(node) + "\n";
-    out += "CHECKPOINTED_MODULES = [\n";
-    for (const CheckpointModule& m : plan.checkpoints.modules)
-      out += "    " + PythonString(m.module_path) + ",\n";
-    out += "]\n";
   }
+  out += CheckpointedModulesConstant(plan);
   out += "\n\n";
   out += EnableRecomputeFunction(/*selective=*/false);
   return out;
