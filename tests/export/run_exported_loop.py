@@ -21,9 +21,8 @@ import sys
 
 import torch
 import torch.nn as nn
-from torch.utils.data import TensorDataset
 
-from exported_script import Mlp, load_exported
+from exported_script import Mlp, counting_scheduler, load_exported, mlp_dataset
 
 OPTIMIZER_STEPS = 3  # the dataset holds this many optimizer steps' worth of samples
 
@@ -64,13 +63,9 @@ def main():
 
     micro_batches = OPTIMIZER_STEPS * loop.ACCUMULATION_STEPS
     samples = micro_batches * loop.MICRO_BATCH
-    dataset = TensorDataset(torch.randn(samples, 16), torch.randint(0, 4, (samples,)))
+    dataset = mlp_dataset(samples)
     scheduler_calls = []
-
-    def make_scheduler(optimizer):
-        # LambdaLR calls the lambda once at construction and once per scheduler.step().
-        return torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: scheduler_calls.append(step) or 1.0)
+    make_scheduler = counting_scheduler(scheduler_calls)
 
     before = [p.detach().clone() for p in model.parameters()]
     loop.train(model, dataset, nn.CrossEntropyLoss(), make_scheduler, epochs=1, device="cpu")

@@ -22,9 +22,9 @@ import sys
 
 import torch
 import torch.nn as nn
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader
 
-from exported_script import Mlp, load_exported
+from exported_script import Mlp, counting_scheduler, load_exported, mlp_dataset
 
 OPTIMIZER_STEPS = 3
 
@@ -76,12 +76,9 @@ def main():
     model = Mlp()
     micro_batches = OPTIMIZER_STEPS * script.ACCUMULATION_STEPS
     samples = micro_batches * script.MICRO_BATCH
-    dataset = TensorDataset(torch.randn(samples, 16), torch.randint(0, 4, (samples,)))
+    dataset = mlp_dataset(samples)
     scheduler_calls = []
-
-    def make_scheduler(optimizer):
-        return torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: scheduler_calls.append(step) or 1.0)
+    make_scheduler = counting_scheduler(scheduler_calls)
 
     before = [p.detach().clone() for p in model.parameters()]
     script.train(model, dataset, nn.CrossEntropyLoss(), make_scheduler, epochs=1)
