@@ -57,6 +57,38 @@ OptimizerState CreateOptimizerState(const OptimizerOptions& options, const Tenso
 
 namespace {
 
+// The per-step scalars of torch's Adam update at step `step` (counted from 1). The betas, their
+// complements and the decoupled decay in float, as torch's fp32 parameters see them (torch passes
+// 1 - beta and 1 - lr wd as Python floats, i.e. double, into fp32 ops); the bias corrections in
+// double, as torch computes them.
+struct AdamScalars {
+  float b1, b2, one_minus_b1, one_minus_b2, decay;
+  double correction2_sqrt;
+  float step_size, eps;
+
+  // What the update subtracts from a parameter with moments m and v:
+  // step_size * m / (sqrt(v) / sqrt(1 - beta2^t) + eps).
+  float Update(float m, float v) const {
+    const float denom = std::sqrt(v) / static_cast<float>(correction2_sqrt) + eps;
+    return step_size * m / denom;
+  }
+};
+
+AdamScalars AdamScalarsAt(const OptimizerOptions& options, int64_t step) {
+  AdamScalars s;
+  s.b1 = static_cast<float>(options.beta1);
+  s.b2 = static_cast<float>(options.beta2);
+  s.one_minus_b1 = static_cast<float>(1.0 - options.beta1);
+  s.one_minus_b2 = static_cast<float>(1.0 - options.beta2);
+  s.decay = static_cast<float>(1.0 - options.learning_rate * options.weight_decay);
+  const auto t = static_cast<double>(step);
+  const double correction1 = 1.0 - std::pow(options.beta1, t);
+  s.correction2_sqrt = std::sqrt(1.0 - std::pow(options.beta2, t));
+  s.step_size = static_cast<float>(options.learning_rate / correction1);
+  s.eps = static_cast<float>(options.epsilon);
+  return s;
+}
+
 // AdamW8bit / PagedAdamW8bit on 8-bit state (bitsandbytes' kOptimizerStatic8bit2StateBlockwise):
 // per 2048-element block, dequantise both moments, apply the AdamW update with the fp32 values,
 // requantise to the nearest dynamic code with the block's new absmax.
@@ -66,16 +98,7 @@ void EightBitAdamW(const OptimizerOptions& options, int64_t step, const float* g
   float* v_code = buffers[1].mutable_data();
   float* m_absmax = buffers[2].mutable_data();
   float* v_absmax = buffers[3].mutable_data();
-  const auto b1 = static_cast<float>(options.beta1);
-  const auto b2 = static_cast<float>(options.beta2);
-  const auto one_minus_b1 = static_cast<float>(1.0 - options.beta1);
-  const auto one_minus_b2 = static_cast<float>(1.0 - options.beta2);
-  const auto decay = static_cast<float>(1.0 - options.learning_rate * options.weight_decay);
-  const auto t = static_cast<double>(step);
-  const double correction1 = 1.0 - std::pow(options.beta1, t);
-  const double correction2_sqrt = std::sqrt(1.0 - std::pow(options.beta2, t));
-  const auto step_size = static_cast<float>(options.learning_rate / correction1);
-  const auto eps = static_cast<float>(options.epsilon);
+  const AdamScalars s = AdamScalarsAt(options, step);
   const std::array<float, 256>& signed_map = DynamicQuantizationMap(/*is_signed=*/true);
   const std::array<float, 256>& unsigned_map = DynamicQuantizationMap(/*is_signed=*/false);
   std::vector<float> m(static_cast<size_t>(kEightBitStateBlock));
@@ -86,11 +109,11 @@ void EightBitAdamW(const OptimizerOptions& options, int64_t step, const float* g
     float new_v_absmax = 0.0f;
     for (int64_t i = begin; i < end; ++i) {
       const size_t k = static_cast<size_t>(i - begin);
-      m[k] = b1 * Dequantize(signed_map, m_code[i], m_absmax[block]) + one_minus_b1 * g[i];
-      v[k] = b2 * Dequantize(unsigned_map, v_code[i], v_absmax[block]) + one_minus_b2 * g[i] * g[i];
-      p[i] *= decay;
-      const float denom = std::sqrt(v[k]) / static_cast<float>(correction2_sqrt) + eps;
-      p[i] -= step_size * m[k] / denom;
+      m[k] = s.b1 * Dequantize(signed_map, m_code[i], m_absmax[block]) + s.one_minus_b1 * g[i];
+      v[k] = s.b2 * Dequantize(unsigned_map, v_code[i], v_absmax[block]) +
+             s.one_minus_b2 * g[i] * g[i];
+      p[i] *= s.decay;
+      p[i] -= s.Update(m[k], v[k]);
       new_m_absmax = std::max(new_m_absmax, std::fabs(m[k]));
       new_v_absmax = std::max(new_v_absmax, v[k]);
     }
@@ -108,29 +131,17 @@ void EightBitAdamW(const OptimizerOptions& options, int64_t step, const float* g
 void FullPrecisionAdam(const OptimizerOptions& options, bool decoupled, int64_t step,
                        const float* g, float* p, int64_t n, float* m, float* v) {
   const auto wd = static_cast<float>(options.weight_decay);
-  const auto b1 = static_cast<float>(options.beta1);
-  const auto b2 = static_cast<float>(options.beta2);
-  // torch passes 1 - beta and 1 - lr wd as Python floats (double) into fp32 ops.
-  const auto one_minus_b1 = static_cast<float>(1.0 - options.beta1);
-  const auto one_minus_b2 = static_cast<float>(1.0 - options.beta2);
-  const auto decay = static_cast<float>(1.0 - options.learning_rate * options.weight_decay);
-  const auto t = static_cast<double>(step);
-  // Bias corrections as torch computes them (Python floats, i.e. double).
-  const double correction1 = 1.0 - std::pow(options.beta1, t);
-  const double correction2_sqrt = std::sqrt(1.0 - std::pow(options.beta2, t));
-  const auto step_size = static_cast<float>(options.learning_rate / correction1);
-  const auto eps = static_cast<float>(options.epsilon);
+  const AdamScalars s = AdamScalarsAt(options, step);
   for (int64_t i = 0; i < n; ++i) {
     float d = g[i];
     if (decoupled) {
-      p[i] *= decay;
+      p[i] *= s.decay;
     } else {
       d += wd * p[i];
     }
-    m[i] = b1 * m[i] + one_minus_b1 * d;
-    v[i] = b2 * v[i] + one_minus_b2 * d * d;
-    const float denom = std::sqrt(v[i]) / static_cast<float>(correction2_sqrt) + eps;
-    p[i] -= step_size * m[i] / denom;
+    m[i] = s.b1 * m[i] + s.one_minus_b1 * d;
+    v[i] = s.b2 * v[i] + s.one_minus_b2 * d * d;
+    p[i] -= s.Update(m[i], v[i]);
   }
 }
 

@@ -5,17 +5,11 @@
 #include <string>
 
 #include "graph/ops/fused_loss_op.h"
+#include "runtime/counter_rng.h"
 #include "runtime/program_shapes.h"
 
 namespace memplan {
 namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // Independent streams: a value per (seed, stream, index).
 uint64_t Bits(uint64_t seed, uint64_t stream, uint64_t index) {

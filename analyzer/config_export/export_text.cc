@@ -116,6 +116,11 @@ std::vector<HyperParameter> HyperParametersOf(const ExportPlan& plan,
   return list;
 }
 
+// Python's True / False for the plan's optimizer.zero_grad(set_to_none=...).
+std::string ZeroGradSetToNone(const ExportPlan& plan) {
+  return plan.zero_grad_set_to_none ? "True" : "False";
+}
+
 }  // namespace
 
 std::string HyperParameterConstants(const ExportPlan& plan, const ExportOptions& options) {
@@ -215,6 +220,15 @@ std::string RecomputeModuleComment(const ExportPlan& plan, std::string_view what
   return out;
 }
 
+std::string CheckpointedModulesConstant(const ExportPlan& plan) {
+  if (!plan.UsesRecompute()) return "CHECKPOINTED_MODULES = []\n";
+  std::string out = "CHECKPOINTED_MODULES = [\n";
+  for (const CheckpointModule& m : plan.checkpoints.modules)
+    out += "    " + PythonString(m.module_path) + ",\n";
+  out += "]\n";
+  return out;
+}
+
 std::string EnableRecomputeFunction(bool selective) {
   std::string out;
   out += "def enable_recompute(model, module_paths=CHECKPOINTED_MODULES):\n";
@@ -239,6 +253,57 @@ std::string EnableRecomputeFunction(bool selective) {
   }
   out += "        module.forward = checkpointed_forward\n";
   return out;
+}
+
+std::string TrainOneEpochHead(const ExportPlan& plan, bool commented) {
+  std::string out;
+  out += "def train_one_epoch(model, loader, loss_fn, optimizer, scheduler, scaler, device):\n";
+  out += "    model.train()\n";
+  if (commented) {
+    out +=
+        "    # Also drops gradients of a partial accumulation left over from the previous epoch.\n";
+  }
+  out += "    optimizer.zero_grad(set_to_none=" + ZeroGradSetToNone(plan) + ")\n";
+  out += "    for index, (inputs, targets) in enumerate(loader):\n";
+  out += "        inputs = inputs.to(device, non_blocking=True)\n";
+  out += "        targets = targets.to(device, non_blocking=True)\n";
+  return out;
+}
+
+std::string OptimizerStepLines(const ExportPlan& plan, const ExportOptions& options, bool scale,
+                               bool commented) {
+  std::string out;
+  if (options.max_grad_norm > 0) {
+    if (scale) {
+      out += commented
+                 ? "        scaler.unscale_(optimizer)  # clip the true gradients, not scaled\n"
+                 : "        scaler.unscale_(optimizer)\n";
+    }
+    out += "        torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)\n";
+  }
+  if (scale) {
+    out += commented ? "        scaler.step(optimizer)  # skipped when the gradients overflowed\n"
+                     : "        scaler.step(optimizer)\n";
+    out += "        scaler.update()\n";
+  } else {
+    out += "        optimizer.step()\n";
+  }
+  out += commented ? "        scheduler.step()  # once per optimizer step, not per micro-batch\n"
+                   : "        scheduler.step()\n";
+  out += "        optimizer.zero_grad(set_to_none=" + ZeroGradSetToNone(plan) + ")\n\n\n";
+  return out;
+}
+
+std::string ModelToDevice(const ExportPlan& plan, bool pure) {
+  if (!pure) return "    model.to(device)\n";
+  return "    model.to(device=device, dtype=" + std::string(TorchDtype(plan.precision)) +
+         ")  # parameters, gradients and optimizer state in half\n";
+}
+
+std::string DataLoaderLine(const ExportOptions& options, std::string_view sampling) {
+  return "    loader = DataLoader(dataset, batch_size=MICRO_BATCH, " + std::string(sampling) +
+         ", num_workers=" + std::to_string(options.dataloader_num_workers) +
+         ", pin_memory=" + (options.pin_memory ? "True" : "False") + ", drop_last=True)\n";
 }
 
 }  // namespace memplan::config_export

@@ -74,10 +74,32 @@ std::string ExportCommand(const ExportOptions& options, std::string_view target)
 // Empty when the plan recomputes nothing.
 std::string RecomputeModuleComment(const ExportPlan& plan, std::string_view what);
 
+// `CHECKPOINTED_MODULES = [...]`: the module path of every module the plan recomputes, one a
+// line (`[]` when it recomputes none).
+std::string CheckpointedModulesConstant(const ExportPlan& plan);
+
 // The Python `enable_recompute(model, module_paths=CHECKPOINTED_MODULES)` that runs each listed
 // submodule under torch.utils.checkpoint (non-reentrant), shared by the PyTorch loop and the
 // torchrun script. With `selective`, checkpoint's context_fn is selective_context_fn(path) where
 // SELECTIVE_CHECKPOINT is true (the loop's torch >= 2.4 policy section defines both).
 std::string EnableRecomputeFunction(bool selective);
+
+// The pieces the PyTorch loop and the torchrun script write alike. Each line ends with '\n';
+// `commented` adds the loop's comments, which say why on the lines a reader may wonder about.
+//
+// `def train_one_epoch(...)` up to the micro-batch's inputs and targets moved to the device: the
+// loop body continues at eight spaces.
+std::string TrainOneEpochHead(const ExportPlan& plan, bool commented);
+// After the last micro-batch of an accumulation, at the loop body's indent: clipping when
+// options.max_grad_norm > 0 (the GradScaler unscaling first under `scale`), the optimizer step
+// (through the GradScaler under `scale`), the scheduler step and zero_grad as the plan does it.
+// Ends the function with two blank lines.
+std::string OptimizerStepLines(const ExportPlan& plan, const ExportOptions& options, bool scale,
+                               bool commented);
+// `model.to(device)` in train(); `pure` moves it to the plan's half dtype too.
+std::string ModelToDevice(const ExportPlan& plan, bool pure);
+// The DataLoader of train() over `dataset`, MICRO_BATCH samples at a time, drawn as `sampling`
+// says ("shuffle=True", "sampler=sampler").
+std::string DataLoaderLine(const ExportOptions& options, std::string_view sampling);
 
 }  // namespace memplan::config_export

@@ -80,7 +80,6 @@ std::string RecomputeSection(const ExportPlan& plan) {
   const bool selective = plan.UsesRecompute() && !plan.module_unit;
   if (!plan.UsesRecompute()) {
     out += "# The plan recomputes nothing: every activation is kept for backward.\n";
-    out += "CHECKPOINTED_MODULES = []\n";
   } else {
     out += "# Modules whose activations are recomputed in backward, from the plan's recompute\n";
     out += "# nodes (ONNX names carry the module path: /layer3/layer3.1/conv1/Conv -> layer3.1):\n";
@@ -95,11 +94,8 @@ std::string RecomputeSection(const ExportPlan& plan) {
       for (const std::string& node : plan.checkpoints.unmapped_nodes)
         out += "#   " + CommentSafe(node) + "\n";
     }
-    out += "CHECKPOINTED_MODULES = [\n";
-    for (const CheckpointModule& m : plan.checkpoints.modules)
-      out += "    " + PythonString(m.module_path) + ",\n";
-    out += "]\n";
   }
+  out += CheckpointedModulesConstant(plan);
   if (selective) out += "\n" + SelectivePolicySection(plan);
   out += "\n\n";
   out += EnableRecomputeFunction(selective);
@@ -115,7 +111,6 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   const bool fp16 = plan.precision == Precision::kFp16 && !pure;
   const bool autocast = plan.precision != Precision::kFp32 && !pure;
   const bool clip = options.max_grad_norm > 0;
-  const std::string set_to_none = plan.zero_grad_set_to_none ? "True" : "False";
 
   std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
   out += "# Provide model, dataset, loss_fn(outputs, targets), make_scheduler(optimizer) and the\n";
@@ -137,14 +132,7 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   out += "\n\n";
   out += MakeOptimizerFunction(plan, options);
   out += "\n\n";
-  out += "def train_one_epoch(model, loader, loss_fn, optimizer, scheduler, scaler, device):\n";
-  out += "    model.train()\n";
-  out +=
-      "    # Also drops gradients of a partial accumulation left over from the previous epoch.\n";
-  out += "    optimizer.zero_grad(set_to_none=" + set_to_none + ")\n";
-  out += "    for index, (inputs, targets) in enumerate(loader):\n";
-  out += "        inputs = inputs.to(device, non_blocking=True)\n";
-  out += "        targets = targets.to(device, non_blocking=True)\n";
+  out += TrainOneEpochHead(plan, /*commented=*/true);
   out +=
       "        # Dividing by k makes the k accumulated gradients an average, as one big batch's.\n";
   // --offload activations: every tensor autograd saves goes to pinned host memory when saved
@@ -170,26 +158,10 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   out += fp16 ? "        scaler.scale(loss).backward()\n" : "        loss.backward()\n";
   out += "        if (index + 1) % ACCUMULATION_STEPS != 0:\n";
   out += "            continue  # keep accumulating: no clipping or step on a partial sum\n";
-  if (clip) {
-    if (fp16) out += "        scaler.unscale_(optimizer)  # clip the true gradients, not scaled\n";
-    out += "        torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)\n";
-  }
-  if (fp16) {
-    out += "        scaler.step(optimizer)  # skipped when the gradients overflowed\n";
-    out += "        scaler.update()\n";
-  } else {
-    out += "        optimizer.step()\n";
-  }
-  out += "        scheduler.step()  # once per optimizer step, not per micro-batch\n";
-  out += "        optimizer.zero_grad(set_to_none=" + set_to_none + ")\n\n\n";
+  out += OptimizerStepLines(plan, options, /*scale=*/fp16, /*commented=*/true);
 
   out += "def train(model, dataset, loss_fn, make_scheduler, epochs=1, device=\"cuda\"):\n";
-  if (pure) {
-    out += "    model.to(device=device, dtype=" + std::string(TorchDtype(plan.precision)) +
-           ")  # parameters, gradients and optimizer state in half\n";
-  } else {
-    out += "    model.to(device)\n";
-  }
+  out += ModelToDevice(plan, pure);
   out += "    enable_recompute(model)\n";
   out += "    optimizer = make_optimizer(model.parameters())\n";
   out += "    scheduler = make_scheduler(optimizer)\n";
@@ -205,9 +177,7 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
                                   : "fp32 training: no loss scaling") +
            "\n";
   }
-  out += "    loader = DataLoader(dataset, batch_size=MICRO_BATCH, shuffle=True, num_workers=" +
-         std::to_string(options.dataloader_num_workers) +
-         ", pin_memory=" + (options.pin_memory ? "True" : "False") + ", drop_last=True)\n";
+  out += DataLoaderLine(options, "shuffle=True");
   out += "    for _ in range(epochs):\n";
   out += "        train_one_epoch(model, loader, loss_fn, optimizer, scheduler, scaler, device)\n";
   return out;

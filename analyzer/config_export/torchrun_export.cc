@@ -75,18 +75,14 @@ std::string RecomputeSection(const ExportPlan& plan) {
   std::string out;
   if (!plan.UsesRecompute()) {
     out += "# The plan recomputes nothing: every activation is kept for backward.\n";
-    out += "CHECKPOINTED_MODULES = []\n";
   } else {
     out += "# Modules whose activations are recomputed in backward (the plan's recompute nodes):\n";
     for (const CheckpointModule& m : plan.checkpoints.modules)
       out += "#   " + CommentSafe(m.module_path) + "\n";
     for (const std::string& node : plan.checkpoints.unmapped_nodes)
       out += "#   (no module scope, wrap by hand) " + CommentSafe(node) + "\n";
-    out += "CHECKPOINTED_MODULES = [\n";
-    for (const CheckpointModule& m : plan.checkpoints.modules)
-      out += "    " + PythonString(m.module_path) + ",\n";
-    out += "]\n";
   }
+  out += CheckpointedModulesConstant(plan);
   out += "\n\n";
   out += EnableRecomputeFunction(/*selective=*/false);
   return out;
@@ -187,7 +183,6 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
   const bool ddp = dp.strategy == ParallelStrategy::kDdp;
   const PrecisionRecipe r = RecipeOf(plan);
   const bool clip = options.max_grad_norm > 0;
-  const std::string set_to_none = plan.zero_grad_set_to_none ? "True" : "False";
   const std::string strategy(ParallelStrategyName(dp.strategy));
 
   std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
@@ -267,12 +262,7 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
   out += "\n\n";
 
   // One epoch.
-  out += "def train_one_epoch(model, loader, loss_fn, optimizer, scheduler, scaler, device):\n";
-  out += "    model.train()\n";
-  out += "    optimizer.zero_grad(set_to_none=" + set_to_none + ")\n";
-  out += "    for index, (inputs, targets) in enumerate(loader):\n";
-  out += "        inputs = inputs.to(device, non_blocking=True)\n";
-  out += "        targets = targets.to(device, non_blocking=True)\n";
+  out += TrainOneEpochHead(plan, /*commented=*/false);
   out += "        last = (index + 1) % ACCUMULATION_STEPS == 0\n";
   std::string indent = "        ";
   if (ddp) {
@@ -290,28 +280,12 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
   out += indent + (r.scale ? "scaler.scale(loss).backward()\n" : "loss.backward()\n");
   out += "        if not last:\n";
   out += "            continue\n";
-  if (clip) {
-    if (r.scale) out += "        scaler.unscale_(optimizer)\n";
-    out += "        torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)\n";
-  }
-  if (r.scale) {
-    out += "        scaler.step(optimizer)\n";
-    out += "        scaler.update()\n";
-  } else {
-    out += "        optimizer.step()\n";
-  }
-  out += "        scheduler.step()\n";
-  out += "        optimizer.zero_grad(set_to_none=" + set_to_none + ")\n\n\n";
+  out += OptimizerStepLines(plan, options, r.scale, /*commented=*/false);
 
   // The entry point.
   out += "def train(model, dataset, loss_fn, make_scheduler, epochs=1):\n";
   out += "    device = setup()\n";
-  if (r.pure) {
-    out += "    model.to(device=device, dtype=" + std::string(TorchDtype(plan.precision)) +
-           ")  # parameters, gradients and optimizer state in half\n";
-  } else {
-    out += "    model.to(device)\n";
-  }
+  out += ModelToDevice(plan, r.pure);
   out += "    enable_recompute(model)\n";
   out += "    model = shard_model(model, device)\n";
   out += "    optimizer = make_optimizer(model.parameters())\n";
@@ -326,9 +300,7 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
     out += "    scaler = None\n";
   }
   out += "    sampler = DistributedSampler(dataset, shuffle=True, drop_last=True)\n";
-  out += "    loader = DataLoader(dataset, batch_size=MICRO_BATCH, sampler=sampler, num_workers=" +
-         std::to_string(options.dataloader_num_workers) +
-         ", pin_memory=" + (options.pin_memory ? "True" : "False") + ", drop_last=True)\n";
+  out += DataLoaderLine(options, "sampler=sampler");
   out += "    for epoch in range(epochs):\n";
   out +=
       "        sampler.set_epoch(epoch)  # a different shuffle per epoch, the same on every rank\n";

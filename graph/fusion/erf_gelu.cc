@@ -30,31 +30,13 @@ std::optional<FusionMatch> MatchErfGelu(const ProtoIndex& index, int erf) {
   auto add = SoleConsumerOp(index, e.output(0), "Add", 2);
   if (!add || OtherThanScalar(index.node(*add), index, 1.0, true) != e.output(0))
     return std::nullopt;
-  const std::string& one_plus = index.node(*add).output(0);
-  auto times = SoleConsumerOp(index, one_plus, "Mul", 2);
-  if (!times) return std::nullopt;
-  const auto other = OtherOperand(index.node(*times), one_plus);
-  if (!other) return std::nullopt;
+  auto tail = MatchGeluTail(index, index.node(*add).output(0), *x);
+  if (!tail) return std::nullopt;
 
   FusionMatch m;
-  m.nodes = {*scale_node, erf, *add, *times};
-  if (*other == *x) {
-    // (x * (1 + erf)) * 0.5
-    const std::string& product = index.node(*times).output(0);
-    auto half = SoleConsumerOp(index, product, "Mul", 2);
-    if (!half || OtherThanScalar(index.node(*half), index, 0.5, true) != product)
-      return std::nullopt;
-    m.nodes.push_back(*half);
-    m.last = *half;
-  } else {
-    // (x * 0.5) * (1 + erf): the half product must be x * 0.5 and feed only this Mul.
-    auto half = index.Producer(*other);
-    if (!half || !index.SoleConsumer(*other) || !IsOp(index.node(*half), "Mul", 2) ||
-        OtherThanScalar(index.node(*half), index, 0.5, true) != *x)
-      return std::nullopt;
-    m.nodes.push_back(*half);
-    m.last = *times;
-  }
+  m.nodes = {*scale_node, erf, *add};
+  m.nodes.insert(m.nodes.end(), tail->nodes.begin(), tail->nodes.end());
+  m.last = tail->last;
   m.fused = FusedNode("Gelu", "com.microsoft", {*x}, index.node(m.last).output(0));
   return m;
 }

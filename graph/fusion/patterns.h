@@ -23,6 +23,16 @@ std::optional<FusionMatch> MatchHardSwish(const ProtoIndex& index, int node);   
 std::optional<FusionMatch> MatchZeroDropout(const ProtoIndex& index, int node);      // Dropout
 std::optional<FusionMatch> MatchPadAvgPool(const ProtoIndex& index, int node);       // Pad
 
+// The end both GELU forms share, from `gate` (1 + erf(.) or 1 + tanh(.)) on: x times the gate,
+// halved, as (x * gate) * 0.5 or (x * 0.5) * gate, each Mul feeding only the next. Its nodes in
+// chain order (the gate's Mul, then the half's) and the one whose output the fused Gelu writes.
+struct GeluTail {
+  std::vector<int> nodes;
+  int last = -1;
+};
+std::optional<GeluTail> MatchGeluTail(const ProtoIndex& index, const std::string& gate,
+                                      const std::string& x);
+
 // A fused node: `op_type` in `domain` reading `inputs`, writing `output`.
 onnx::NodeProto FusedNode(const std::string& op_type, const std::string& domain,
                           std::initializer_list<std::string> inputs, const std::string& output);

@@ -90,29 +90,10 @@ std::optional<FusionMatch> MatchTanhGeluForm(const ProtoIndex& index, int tanh, 
   if (!one_plus || OtherThanScalar(index.node(*one_plus), index, 1.0, true) != t.output(0))
     return std::nullopt;
   m.nodes.push_back(*one_plus);
-  const std::string& gate = index.node(*one_plus).output(0);
-  auto times = SoleConsumerOp(index, gate, "Mul", 2);
-  if (!times) return std::nullopt;
-  const auto other = OtherOperand(index.node(*times), gate);
-  if (!other) return std::nullopt;
-  m.nodes.push_back(*times);
-  if (*other == *x) {
-    // 0.5 * (x * (1 + tanh))
-    const std::string& product = index.node(*times).output(0);
-    auto half = SoleConsumerOp(index, product, "Mul", 2);
-    if (!half || OtherThanScalar(index.node(*half), index, 0.5, true) != product)
-      return std::nullopt;
-    m.nodes.push_back(*half);
-    m.last = *half;
-  } else {
-    // (0.5 * x) * (1 + tanh)
-    auto half = index.Producer(*other);
-    if (!half || !index.SoleConsumer(*other) || !IsOp(index.node(*half), "Mul", 2) ||
-        OtherThanScalar(index.node(*half), index, 0.5, true) != *x)
-      return std::nullopt;
-    m.nodes.push_back(*half);
-    m.last = *times;
-  }
+  auto tail = MatchGeluTail(index, index.node(*one_plus).output(0), *x);
+  if (!tail) return std::nullopt;
+  m.nodes.insert(m.nodes.end(), tail->nodes.begin(), tail->nodes.end());
+  m.last = tail->last;
   m.fused = FusedNode("Gelu", "", {*x}, index.node(m.last).output(0));
   SetStringAttribute(m.fused, "approximate", "tanh");
   return m;

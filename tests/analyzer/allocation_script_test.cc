@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,19 @@ std::vector<ProgramOptions> OptionSets() {
   return sets;
 }
 
+// Runs `check` on the program of each fixture model under each of OptionSets(), one section each.
+void ForEachFixtureProgram(const std::function<void(const TrainingProgram&)>& check) {
+  for (const char* file : {"resnet18_opset17.onnx", "gpt_opset17.onnx"}) {
+    for (const ProgramOptions& options : OptionSets()) {
+      DYNAMIC_SECTION(file << " " << PrecisionName(options.precision) << " offload "
+                           << static_cast<int>(options.offload.mode)) {
+        const TrainingProgram program = Derive(file, options);
+        check(program);
+      }
+    }
+  }
+}
+
 // The micro-batches: tiny, around the resnet's activations crossing 1 MiB, and large.
 const std::vector<int64_t> kMicroBatches = {1, 2, 3, 8, 31, 32, 33, 100, 257};
 
@@ -77,22 +91,16 @@ void CheckSameAsSimulate(const TrainingProgram& program, AllocatorModel& model, 
 
 TEST_CASE("allocation script replays equal full simulations on the fixture models",
           "[simulator][planner]") {
-  for (const char* file : {"resnet18_opset17.onnx", "gpt_opset17.onnx"}) {
-    for (const ProgramOptions& options : OptionSets()) {
-      DYNAMIC_SECTION(file << " " << PrecisionName(options.precision) << " offload "
-                           << static_cast<int>(options.offload.mode)) {
-        const TrainingProgram program = Derive(file, options);
-        CachingAllocator caching;
-        ExpandableAllocator expandable;
-        ExactAllocator exact;
-        for (int64_t k : {1, 2, 3}) {
-          CheckSameAsSimulate(program, caching, k);
-          CheckSameAsSimulate(program, expandable, k);
-          CheckSameAsSimulate(program, exact, k);
-        }
-      }
+  ForEachFixtureProgram([](const TrainingProgram& program) {
+    CachingAllocator caching;
+    ExpandableAllocator expandable;
+    ExactAllocator exact;
+    for (int64_t k : {1, 2, 3}) {
+      CheckSameAsSimulate(program, caching, k);
+      CheckSameAsSimulate(program, expandable, k);
+      CheckSameAsSimulate(program, exact, k);
     }
-  }
+  });
 }
 
 TEST_CASE("allocation script records the simulation's errors", "[simulator][planner]") {
@@ -129,38 +137,32 @@ TEST_CASE("allocation script records the simulation's errors", "[simulator][plan
 
 TEST_CASE("caching peaks memoised by rounded sizes equal replays at every micro-batch",
           "[simulator][planner]") {
-  for (const char* file : {"resnet18_opset17.onnx", "gpt_opset17.onnx"}) {
-    for (const ProgramOptions& options : OptionSets()) {
-      DYNAMIC_SECTION(file << " " << PrecisionName(options.precision) << " offload "
-                           << static_cast<int>(options.offload.mode)) {
-        const TrainingProgram program = Derive(file, options);
-        auto script = AllocationScript::Record(program, 1, SimulationOptions{}.iterations);
-        REQUIRE(script.ok());
-        auto sizes_at = [&program](int64_t m) {
-          return EvaluateBufferSizes(program, BindAt(program, m));
-        };
-        CachingPeakMemo memo;
-        CachingAllocator memo_model;
-        CachingAllocator fresh;
-        // Every m in 1..48 twice, in two orders: neighbours that round alike hit the memo.
-        std::vector<int64_t> order;
-        for (int64_t m = 1; m <= 48; ++m) order.push_back(m);
-        for (int64_t m = 48; m >= 1; --m) order.push_back(m);
-        for (int64_t m : order) {
-          INFO("m = " << m);
-          auto sizes = sizes_at(m);
-          REQUIRE(sizes.ok());
-          const ScriptPeaks memoised = memo.PeaksAt(*script, m, *sizes, sizes_at, memo_model);
-          const ScriptPeaks replayed = script->Replay(*sizes, fresh);
-          CHECK(memoised.live_bytes == replayed.live_bytes);
-          CHECK(memoised.allocated_bytes == replayed.allocated_bytes);
-          CHECK(memoised.reserved_bytes == replayed.reserved_bytes);
-        }
-        // The second pass is answered from the memo entirely, the first in part.
-        CHECK(memo.hits() >= 48);
-      }
+  ForEachFixtureProgram([](const TrainingProgram& program) {
+    auto script = AllocationScript::Record(program, 1, SimulationOptions{}.iterations);
+    REQUIRE(script.ok());
+    auto sizes_at = [&program](int64_t m) {
+      return EvaluateBufferSizes(program, BindAt(program, m));
+    };
+    CachingPeakMemo memo;
+    CachingAllocator memo_model;
+    CachingAllocator fresh;
+    // Every m in 1..48 twice, in two orders: neighbours that round alike hit the memo.
+    std::vector<int64_t> order;
+    for (int64_t m = 1; m <= 48; ++m) order.push_back(m);
+    for (int64_t m = 48; m >= 1; --m) order.push_back(m);
+    for (int64_t m : order) {
+      INFO("m = " << m);
+      auto sizes = sizes_at(m);
+      REQUIRE(sizes.ok());
+      const ScriptPeaks memoised = memo.PeaksAt(*script, m, *sizes, sizes_at, memo_model);
+      const ScriptPeaks replayed = script->Replay(*sizes, fresh);
+      CHECK(memoised.live_bytes == replayed.live_bytes);
+      CHECK(memoised.allocated_bytes == replayed.allocated_bytes);
+      CHECK(memoised.reserved_bytes == replayed.reserved_bytes);
     }
-  }
+    // The second pass is answered from the memo entirely, the first in part.
+    CHECK(memo.hits() >= 48);
+  });
 }
 
 }  // namespace

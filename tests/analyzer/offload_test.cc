@@ -25,16 +25,7 @@ using testing::TestGraph;
 
 // x[batch,64] -> MatMul(W1[64,128]) -> Relu -> MatMul(W2[128,32]) -> y.
 // Psi = 64*128 + 128*32 = 8192 + 4096 = 12288 parameters; the largest layer is W1 (8192).
-TestGraph TwoLayerMlp() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 64});
-  ValueId w1 = t.Param("W1", {64, 128});
-  ValueId w2 = t.Param("W2", {128, 32});
-  ValueId h = t.Op("MatMul", "mm1", {x, w1}, "h", {t.B(), 128});
-  ValueId r = t.Op("Relu", "relu", {h}, "r", {t.B(), 128});
-  t.Output(t.Op("MatMul", "mm2", {r, w2}, "y", {t.B(), 32}));
-  return t;
-}
+TestGraph TwoLayerMlp() { return testing::TwoLayerMlp(64, 128, 32); }
 constexpr int64_t kPsi = 12288;
 
 // Adam (two fp32 moments: 8 bytes per parameter), sum loss (saves nothing).

@@ -25,16 +25,7 @@ using testing::TestGraph;
 
 // x[batch,64] -> MatMul(W1[64,128]) -> Relu -> MatMul(W2[128,32]) -> y.
 // Psi = 64*128 + 128*32 = 8192 + 4096 = 12288 parameters; the largest layer is W1 (8192).
-TestGraph TwoLayerMlp() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 64});
-  ValueId w1 = t.Param("W1", {64, 128});
-  ValueId w2 = t.Param("W2", {128, 32});
-  ValueId h = t.Op("MatMul", "mm1", {x, w1}, "h", {t.B(), 128});
-  ValueId r = t.Op("Relu", "relu", {h}, "r", {t.B(), 128});
-  t.Output(t.Op("MatMul", "mm2", {r, w2}, "y", {t.B(), 32}));
-  return t;
-}
+TestGraph TwoLayerMlp() { return testing::TwoLayerMlp(64, 128, 32); }
 constexpr int64_t kPsi = 12288;
 constexpr int64_t kLargestLayer = 8192;
 constexpr int64_t kRanks = 4;
@@ -127,6 +118,14 @@ int64_t TransientFullBytes(const TrainingProgram& program, const std::vector<int
   return total;
 }
 
+// Bytes of every parameter's master gradient: the fp32 gradient partition of a non-fused mixed
+// optimizer (MasterGradientMode::kFullCopy).
+int64_t MasterGradientBytes(const TrainingProgram& program, const std::vector<int64_t>& bytes) {
+  int64_t total = 0;
+  for (const ParameterBuffers& pb : program.parameters) total += bytes[pb.master_gradient.index()];
+  return total;
+}
+
 TEST_CASE("DeepSpeed estimate_zero2/3_model_states_mem_needs from the per-rank buffers",
           "[parallel]") {
   const TestGraph t = TwoLayerMlp();
@@ -139,9 +138,7 @@ TEST_CASE("DeepSpeed estimate_zero2/3_model_states_mem_needs from the per-rank b
     const TrainingProgram program = DeriveVerified(t.graph, options);
     const SimulationResult sim = Run(t, program);
     const ModelStateBytes s = ModelStateBytesOf(program, sim.buffer_bytes);
-    int64_t master_gradients = 0;
-    for (const ParameterBuffers& pb : program.parameters)
-      master_gradients += sim.buffer_bytes[pb.master_gradient.index()];
+    const int64_t master_gradients = MasterGradientBytes(program, sim.buffer_bytes);
     const int64_t full_gradients =
         TransientFullBytes(program, sim.buffer_bytes, BufferRole::kParameterGradient);
     // 4 Psi: fp16 parameters (2 Psi = 24576) + the full fp16 gradients of a micro-batch before
@@ -158,9 +155,7 @@ TEST_CASE("DeepSpeed estimate_zero2/3_model_states_mem_needs from the per-rank b
     const TrainingProgram program = DeriveVerified(t.graph, options);
     const SimulationResult sim = Run(t, program);
     const ModelStateBytes s = ModelStateBytesOf(program, sim.buffer_bytes);
-    int64_t master_gradients = 0;
-    for (const ParameterBuffers& pb : program.parameters)
-      master_gradients += sim.buffer_bytes[pb.master_gradient.index()];
+    const int64_t master_gradients = MasterGradientBytes(program, sim.buffer_bytes);
     // largest_layer_memory = 4 L: the largest unit gathered at once (W1 in fp16: 2 * 8192 =
     // 16384) and its full fp16 gradient (16384).
     int64_t largest_gather = 0;

@@ -7,47 +7,21 @@
 #include "analyzer/exact_allocator.h"
 #include "analyzer/gpu_specs.h"
 #include "analyzer/planner.h"
-#include "program_test_graphs.h"
+#include "tests/analyzer/planner_test_budget.h"
 
 namespace memplan {
 namespace {
 
+using testing::ExactPeak;
+using testing::OptionsFittingExactly;
+using testing::PlannerMlp;
 using testing::TestGraph;
-
-// x[batch, 256] -> MatMul(W1[256, 512]) -> Relu -> MatMul(W2[512, 10]): activations grow with
-// the batch, so the peak is strictly increasing in m.
-TestGraph Mlp() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), Dim(256)});
-  ValueId w1 = t.Param("w1", {Dim(256), Dim(512)});
-  ValueId w2 = t.Param("w2", {Dim(512), Dim(10)});
-  ValueId h = t.Op("MatMul", "fc1", {x, w1}, "h", {t.B(), Dim(512)});
-  ValueId r = t.Op("Relu", "relu", {h}, "r", {t.B(), Dim(512)});
-  t.Output(t.Op("MatMul", "fc2", {r, w2}, "y", {t.B(), Dim(10)}));
-  return t;
-}
-
-int64_t ExactPeak(const Graph& graph, int64_t m) {
-  TrainingProgram program = DeriveTrainingProgram(graph, ProgramOptions{}).value();
-  Bindings bindings(&program.symbols);
-  bindings.Bind(*program.batch_symbol, m);
-  ExactAllocator exact;
-  return Simulate(program, bindings, exact, SimulationOptions{}).value().peak_bytes;
-}
-
-// A GPU whose budget (memory - context) is exactly the peak at micro-batch 40.
-PlannerOptions BudgetOfPeakAt40(const Graph& graph) {
-  PlannerOptions options;
-  options.gpu = ResolveGpu("24G").value();
-  options.gpu.memory_bytes = options.gpu.context_bytes + ExactPeak(graph, 40);
-  options.allocator = AllocatorKind::kExact;
-  return options;
-}
 
 TEST_CASE("headroom: the recommendation stays under budget - headroom, the maximum beside it",
           "[planner]") {
-  const TestGraph t = Mlp();
-  PlannerOptions options = BudgetOfPeakAt40(t.graph);
+  const TestGraph t = PlannerMlp();
+  // A GPU whose budget (memory - context) is exactly the peak at micro-batch 40.
+  PlannerOptions options = OptionsFittingExactly(t.graph, 40);
   const int64_t budget = ExactPeak(t.graph, 40);
   REQUIRE(ExactPeak(t.graph, 41) > budget);
   REQUIRE(ExactPeak(t.graph, 31) > ExactPeak(t.graph, 30));

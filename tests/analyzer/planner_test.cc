@@ -6,50 +6,18 @@
 #include "analyzer/joint_search.h"
 #include "analyzer/planner.h"
 #include "analyzer/report/plan_explanation.h"
-#include "program_test_graphs.h"
+#include "tests/analyzer/planner_test_budget.h"
 
 namespace memplan {
 namespace {
 
+using testing::ExactPeak;
+using testing::OptionsFittingExactly;
+using testing::PlannerMlp;
 using testing::TestGraph;
 
-// x[batch, 256] -> MatMul(W1[256, 512]) -> Relu -> MatMul(W2[512, 10]) -> logits: activations
-// grow linearly with the batch, parameters do not.
-TestGraph Mlp() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), Dim(256)});
-  ValueId w1 = t.Param("w1", {Dim(256), Dim(512)});
-  ValueId w2 = t.Param("w2", {Dim(512), Dim(10)});
-  ValueId h = t.Op("MatMul", "fc1", {x, w1}, "h", {t.B(), Dim(512)});
-  ValueId r = t.Op("Relu", "relu", {h}, "r", {t.B(), Dim(512)});
-  ValueId y = t.Op("MatMul", "fc2", {r, w2}, "y", {t.B(), Dim(10)});
-  t.Output(y);
-  return t;
-}
-
-// The exact peak at micro-batch m and k, simulated independently of the planner.
-int64_t ExactPeak(const Graph& graph, int64_t m, int64_t k) {
-  ProgramOptions options;
-  TrainingProgram program = DeriveTrainingProgram(graph, options).value();
-  Bindings bindings(&program.symbols);
-  bindings.Bind(*program.batch_symbol, m);
-  ExactAllocator exact;
-  SimulationOptions sim;
-  sim.accumulation_steps = k;
-  return Simulate(program, bindings, exact, sim).value().peak_bytes;
-}
-
-// A GPU whose budget is exactly the peak at micro-batch `m` (k = `k`).
-PlannerOptions OptionsFittingExactly(const Graph& graph, int64_t m, int64_t k) {
-  PlannerOptions options;
-  options.gpu = ResolveGpu("24G").value();
-  options.gpu.memory_bytes = options.gpu.context_bytes + ExactPeak(graph, m, k);
-  options.allocator = AllocatorKind::kExact;
-  return options;
-}
-
 TEST_CASE("planner finds the largest micro-batch whose peak fits the budget", "[planner]") {
-  TestGraph t = Mlp();
+  TestGraph t = PlannerMlp();
   // Budget = peak(37): 37 fits by construction and 38 must not (activations grow with m).
   PlannerOptions options = OptionsFittingExactly(t.graph, 37, 1);
   REQUIRE(ExactPeak(t.graph, 38, 1) > ExactPeak(t.graph, 37, 1));
@@ -66,7 +34,7 @@ TEST_CASE("planner finds the largest micro-batch whose peak fits the budget", "[
 }
 
 TEST_CASE("planner prefers a divisor of the global batch so k*m is exact", "[planner]") {
-  TestGraph t = Mlp();
+  TestGraph t = PlannerMlp();
   PlannerOptions options = OptionsFittingExactly(t.graph, 5, 2);
   // G = 12, largest fitting m = 5: the largest divisor of 12 not above 5 is 4 (>= 5/2), so
   // m = 4, k = 3, exactly 12.
@@ -87,7 +55,7 @@ TEST_CASE("planner prefers a divisor of the global batch so k*m is exact", "[pla
 }
 
 TEST_CASE("planner reports an infeasible budget with what would fit", "[planner]") {
-  TestGraph t = Mlp();
+  TestGraph t = PlannerMlp();
   PlannerOptions options = OptionsFittingExactly(t.graph, 1, 1);
   options.gpu.memory_bytes -= 1;  // one byte short of m = 1
   TrainingPlan plan = PlanTraining(t.graph, options).value();
@@ -100,7 +68,7 @@ TEST_CASE("planner reports an infeasible budget with what would fit", "[planner]
 }
 
 TEST_CASE("planner rejects a reserve larger than the GPU", "[planner]") {
-  TestGraph t = Mlp();
+  TestGraph t = PlannerMlp();
   PlannerOptions options;
   options.gpu = ResolveGpu("1G").value();
   options.reserve_bytes = int64_t{2} << 30;
@@ -108,7 +76,7 @@ TEST_CASE("planner rejects a reserve larger than the GPU", "[planner]") {
 }
 
 TEST_CASE("a fixed micro-batch is evaluated without search", "[planner]") {
-  TestGraph t = Mlp();
+  TestGraph t = PlannerMlp();
   PlannerOptions options = OptionsFittingExactly(t.graph, 37, 1);
   options.micro_batch = 8;
   TrainingPlan plan = PlanTraining(t.graph, options).value();
@@ -117,7 +85,7 @@ TEST_CASE("a fixed micro-batch is evaluated without search", "[planner]") {
 }
 
 TEST_CASE("mixed precision lets a larger micro-batch fit in the joint search", "[planner]") {
-  TestGraph t = Mlp();
+  TestGraph t = PlannerMlp();
   PlannerOptions options = OptionsFittingExactly(t.graph, 64, 1);
   options.gpu.supports_bf16 = true;
   SearchOptions search;
@@ -132,7 +100,7 @@ TEST_CASE("mixed precision lets a larger micro-batch fit in the joint search", "
 }
 
 TEST_CASE("advice names accumulation facts with their numbers", "[advice]") {
-  TestGraph t = Mlp();
+  TestGraph t = PlannerMlp();
   PlannerOptions options = OptionsFittingExactly(t.graph, 5, 2);
   options.global_batch = 12;
   TrainingPlan plan = PlanTraining(t.graph, options).value();

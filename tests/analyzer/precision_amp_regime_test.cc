@@ -10,26 +10,23 @@
 #include "analyzer/simulator.h"
 #include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
+#include "tests/analyzer/program_test_lookup.h"
 
 namespace memplan {
 namespace {
 
+using testing::BytesPerSample;
+using testing::Find;
+using testing::FreedAt;
+using testing::Named;
+using testing::StepOf;
 using testing::TestGraph;
 
 // x [B,8] fp32 input, W1 [8,4] (32 elements), W2 [4,2] (8 elements), sum loss, Adam:
 //   mm1  = MatMul(x, W1) -> h [B,4]   fp16-safe; x needs no gradient, so mm1 saves only x
 //   relu = Relu(h)       -> r [B,4]   follows its input
 //   mm2  = MatMul(r, W2) -> y [B,2]   fp16-safe; saves r (for dW2) and W2 (for dr)
-TestGraph TwoLayerGraph() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 8});
-  ValueId w1 = t.Param("W1", {8, 4});
-  ValueId w2 = t.Param("W2", {4, 2});
-  ValueId h = t.Op("MatMul", "mm1", {x, w1}, "h", {t.B(), 4});
-  ValueId r = t.Op("Relu", "relu", {h}, "r", {t.B(), 4});
-  t.Output(t.Op("MatMul", "mm2", {r, w2}, "y", {t.B(), 2}));
-  return t;
-}
+TestGraph TwoLayerGraph() { return testing::TwoLayerMlp(8, 4, 2); }
 
 TrainingProgram Derive(const TestGraph& t, Precision precision, AmpMode mode) {
   ProgramOptions options;
@@ -38,39 +35,6 @@ TrainingProgram Derive(const TestGraph& t, Precision precision, AmpMode mode) {
   options.precision = precision;
   options.amp_mode = mode;
   return testing::DeriveVerified(t.graph, options);
-}
-
-const Buffer* Find(const TrainingProgram& program, const std::string& name) {
-  for (const Buffer& b : program.buffers)
-    if (b.name == name) return &b;
-  return nullptr;
-}
-
-const Buffer& Named(const TrainingProgram& program, const std::string& name) {
-  const Buffer* b = Find(program, name);
-  if (b == nullptr) FAIL("no buffer " << name);
-  return *b;
-}
-
-LogicalTime StepOf(const TrainingProgram& program, StepKind kind, const std::string& name) {
-  for (LogicalTime t = 0; t < static_cast<LogicalTime>(program.steps.size()); ++t)
-    if (program.step(t).kind == kind && program.step(t).name == name) return t;
-  FAIL("no step " << name);
-  return -1;
-}
-
-// The step whose End frees `b` (-1 when none does).
-LogicalTime FreedAt(const TrainingProgram& program, BufferId b) {
-  for (LogicalTime t = 0; t < static_cast<LogicalTime>(program.steps.size()); ++t)
-    for (const MemoryEvent& e : program.step(t).end)
-      if (e.action == MemoryEvent::Action::kFree && e.buffer == b) return t;
-  return -1;
-}
-
-int64_t Bytes(const TestGraph& t, const Buffer& b) {
-  auto bytes = b.bytes.Evaluate(t.Bind(1));
-  REQUIRE(bytes.ok());
-  return *bytes;
 }
 
 ModelStateBytes StateOf(const TestGraph& t, const TrainingProgram& program) {
@@ -112,8 +76,8 @@ TEST_CASE("each AMP regime keeps its parameters, gradients and optimizer state",
     CHECK(Named(p, "adam.exp_avg(W1)").dtype == DType::kBFloat16);
     // No autocast: every op runs in bf16; only the fp32 graph input is cast (16 B per sample)
     // and the logits for the loss, which upcasts as HF and torchtune do (8 B per sample).
-    CHECK(Bytes(t, Named(p, "x.bfloat16@mm1")) == 16);
-    CHECK(Bytes(t, Named(p, "y.float32@loss")) == 8);
+    CHECK(BytesPerSample(t, Named(p, "x.bfloat16@mm1")) == 16);
+    CHECK(BytesPerSample(t, Named(p, "y.float32@loss")) == 8);
   }
   SECTION("fp32 ignores the mode") {
     const TrainingProgram p = Derive(t, Precision::kFp32, AmpMode::kAutocast);
@@ -133,21 +97,21 @@ TEST_CASE("autocast casts each weight once per forward and frees it when the con
   // the end of the autocast context, i.e. the loss step, not just to its reader mm1.
   const Buffer& w1 = Named(p, "W1.float16@mm1");
   CHECK(w1.role == BufferRole::kCast);
-  CHECK(Bytes(t, w1) == 64);
+  CHECK(BytesPerSample(t, w1) == 64);
   CHECK(FreedAt(p, w1.id) == loss);
   CHECK_FALSE(w1.held_for_backward);
   // W2's cast (8 x 2 = 16 B) is saved by mm2 for r's gradient: freed after mm2's backward.
   const Buffer& w2 = Named(p, "W2.float16@mm2");
-  CHECK(Bytes(t, w2) == 16);
+  CHECK(BytesPerSample(t, w2) == 16);
   CHECK(w2.held_for_backward);
   CHECK(FreedAt(p, w2.id) == StepOf(p, StepKind::kBackward, "mm2"));
   // The backward writes dW1 in fp16 (64 B), autograd's ToCopyBackward casts it to fp32 (128 B):
   // both live during the cast, then the fp32 part becomes grad(W1) (AccumulateGrad's steal).
   const Buffer& half = Named(p, "grad(W1)@mm1");
   CHECK(half.dtype == DType::kFloat16);
-  CHECK(Bytes(t, half) == 64);
+  CHECK(BytesPerSample(t, half) == 64);
   const Buffer& full = Named(p, "grad(W1)@mm1.float32");
-  CHECK(Bytes(t, full) == 128);
+  CHECK(BytesPerSample(t, full) == 128);
   const LogicalTime cast = StepOf(p, StepKind::kCastGradient, "cast(grad(W1)@mm1)");
   CHECK(FreedAt(p, half.id) == cast);
   CHECK(p.step(cast + 1).kind == StepKind::kAccumulateGradient);
@@ -164,7 +128,7 @@ TEST_CASE("autocast shares one weight cast between the readers of a forward", "[
   ValueId b = t.Op("MatMul", "mm_b", {a, w}, "b", {t.B(), 4});
   t.Output(b);
   const TrainingProgram p = Derive(t, Precision::kFp16, AmpMode::kAutocast);
-  CHECK(Bytes(t, Named(p, "W.float16@mm_a")) == 32);
+  CHECK(BytesPerSample(t, Named(p, "W.float16@mm_a")) == 32);
   CHECK(Find(p, "W.float16@mm_b") == nullptr);
   // mm_b saves the cast (for a's gradient): it lives to mm_b's backward.
   CHECK(FreedAt(p, Named(p, "W.float16@mm_a").id) == StepOf(p, StepKind::kBackward, "mm_b"));

@@ -10,10 +10,15 @@
 #include "analyzer/simulator.h"
 #include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
+#include "tests/analyzer/program_test_lookup.h"
 
 namespace memplan {
 namespace {
 
+using testing::BytesPerSample;
+using testing::FreedAt;
+using testing::Named;
+using testing::StepOf;
 using testing::TestGraph;
 
 TrainingProgram Derive(const TestGraph& t, Precision precision) {
@@ -28,34 +33,6 @@ std::vector<const Buffer*> BuffersWithRole(const TrainingProgram& program, Buffe
   for (const Buffer& b : program.buffers)
     if (b.role == role) found.push_back(&b);
   return found;
-}
-
-const Buffer& Named(const TrainingProgram& program, const std::string& name) {
-  for (const Buffer& b : program.buffers)
-    if (b.name == name) return b;
-  FAIL("no buffer " << name);
-  return program.buffers.front();
-}
-
-LogicalTime StepOf(const TrainingProgram& program, StepKind kind, const std::string& name) {
-  for (LogicalTime t = 0; t < static_cast<LogicalTime>(program.steps.size()); ++t)
-    if (program.step(t).kind == kind && program.step(t).name == name) return t;
-  FAIL("no step " << name);
-  return -1;
-}
-
-// The step whose End frees `b` (-1 when none does).
-LogicalTime FreedAt(const TrainingProgram& program, BufferId b) {
-  for (LogicalTime t = 0; t < static_cast<LogicalTime>(program.steps.size()); ++t)
-    for (const MemoryEvent& e : program.step(t).end)
-      if (e.action == MemoryEvent::Action::kFree && e.buffer == b) return t;
-  return -1;
-}
-
-int64_t BytesPerSample(const TestGraph& t, const Buffer& b) {
-  auto bytes = b.bytes.Evaluate(t.Bind(1));
-  REQUIRE(bytes.ok());
-  return *bytes;
 }
 
 // x [B,4] fp32 input, W1 and W2 [4,4] parameters, sum loss (fp32):

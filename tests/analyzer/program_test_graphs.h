@@ -84,4 +84,17 @@ inline TestGraph LinearRelu() {
   return t;
 }
 
+// x[batch,in] -> MatMul(W1[in,hidden]) -> h -> Relu -> r -> MatMul(W2[hidden,out]) -> y, the
+// output; the nodes are mm1, relu and mm2. in * hidden + hidden * out parameters.
+inline TestGraph TwoLayerMlp(int64_t in, int64_t hidden, int64_t out) {
+  TestGraph t;
+  ValueId x = t.Input("x", {t.B(), in});
+  ValueId w1 = t.Param("W1", {in, hidden});
+  ValueId w2 = t.Param("W2", {hidden, out});
+  ValueId h = t.Op("MatMul", "mm1", {x, w1}, "h", {t.B(), hidden});
+  ValueId r = t.Op("Relu", "relu", {h}, "r", {t.B(), hidden});
+  t.Output(t.Op("MatMul", "mm2", {r, w2}, "y", {t.B(), out}));
+  return t;
+}
+
 }  // namespace memplan::testing

@@ -10,6 +10,7 @@
 
 #include "graph/ops/op_registry.h"
 #include "runtime/cuda/ops/cuda_op_table.h"
+#include "tests/runtime/backend_op_coverage.h"
 
 namespace memplan::cuda {
 namespace {
@@ -82,26 +83,9 @@ const std::map<std::string, std::string>& NotExecutableOnCuda() {
 }
 
 TEST_CASE("every registry op has a CUDA op or a declared reason", "[cuda]") {
-  const OpRegistry& ops = OpRegistry::Get();
-  std::vector<std::string> undeclared;
-  std::vector<std::string> stale;
-  for (const std::string& type : ops.OpTypes()) {
-    const OpSchema* op = ops.Find(type);
-    if (op == nullptr) continue;  // another domain
-    const bool has_op = FindCudaOp(*op) != nullptr;
-    const bool declared = NotExecutableOnCuda().count(type) > 0;
-    if (!has_op && !declared) undeclared.push_back(type);
-    if (has_op && declared) stale.push_back(type);
-  }
-  INFO("registry ops without a CUDA op and not declared: "
-       << ::Catch::Detail::stringify(undeclared));
-  CHECK(undeclared.empty());
-  INFO("declared as not executable but have a CUDA op: " << ::Catch::Detail::stringify(stale));
-  CHECK(stale.empty());
-  for (const auto& [type, why] : NotExecutableOnCuda()) {
-    INFO(type << ": " << why);
-    CHECK(ops.Find(type) != nullptr);
-  }
+  memplan::testing::CheckEveryOpImplementedOrDeclared(
+      NotExecutableOnCuda(), [](const OpSchema& op) { return FindCudaOp(op) != nullptr; },
+      "a CUDA op");
 }
 
 }  // namespace

@@ -8,22 +8,12 @@
 #
 # usage: exported_loop_test.sh MEMPLAN_BINARY CI_FIXTURES_DIR WORK_DIR
 # Exit 0 pass, 1 fail, 77 skipped (no /usr/bin/python3 with torch; PYTHON overrides it).
-set -u
-
-bin=$1
-fixtures=$2
-work=$3
 here=$(dirname "$0")
-. "$here/export_test_preamble.sh"
+. "$here/export_test_preamble.sh"  # set -u; $bin, $fixtures, $work
 require_python torch
 fresh_dir "$work"
 
-precisions="fp32 bf16"
-if reason=$("$python" "$here/cpu_fp16_autocast.py"); then
-  precisions="$precisions fp16"
-else
-  echo "fp16 not run: $reason"
-fi
+cpu_loop_precisions
 
 for precision in $precisions; do
   # Micro-batch 4, two of them per optimizer step.

@@ -8,13 +8,8 @@
 #
 # usage: framework_signatures_test.sh MEMPLAN_BINARY FIXTURES_DIR WORK_DIR
 # Exit 0 pass, 1 fail, 77 skipped: neither transformers nor lightning (2.x) imports in /usr/bin/python3 (PYTHON overrides it), as on Debian 12. No stand-in packages.
-set -u
-
-bin=$1
-fixtures=$2
-work=$3
 here=$(dirname "$0")
-. "$here/export_test_preamble.sh"
+. "$here/export_test_preamble.sh"  # set -u; $bin, $fixtures, $work
 require_python
 if ! "$python" -c 'import transformers' 2>/dev/null &&
   ! "$python" -c 'import lightning.pytorch' 2>/dev/null; then

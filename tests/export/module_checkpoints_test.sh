@@ -11,13 +11,8 @@
 #
 # usage: module_checkpoints_test.sh MEMPLAN_BINARY FIXTURES_DIR WORK_DIR
 # Exit 0 pass, 1 fail, 77 skipped (no python3; PYTHON overrides it).
-set -u
-
-bin=$1
-fixtures=$2
-work=$3
 here=$(dirname "$0")
-. "$here/export_test_preamble.sh"
+. "$here/export_test_preamble.sh"  # set -u; $bin, $fixtures, $work
 require_python
 fresh_dir "$work"
 

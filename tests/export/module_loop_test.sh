@@ -11,23 +11,14 @@
 #
 # usage: module_loop_test.sh MEMPLAN_BINARY WORK_DIR
 # Exit 0 pass, 1 fail, 77 skipped (no /usr/bin/python3 with torch; PYTHON overrides it).
-set -u
-
-bin=$1
-work=$2
 here=$(dirname "$0")
-. "$here/export_test_preamble.sh"
+. "$here/export_test_preamble.sh"  # set -u; $bin, $work
 require_python torch
 fresh_dir "$work"
 
 "$python" "$here/run_module_loop.py" onnx "$work/blocknet.onnx" || fail "cannot export BlockNet"
 
-precisions="fp32 bf16"
-if reason=$("$python" "$here/cpu_fp16_autocast.py"); then
-  precisions="$precisions fp16"
-else
-  echo "fp16 not run: $reason"
-fi
+cpu_loop_precisions
 
 for precision in $precisions; do
   # Micro-batch 64, two of them per optimizer step.

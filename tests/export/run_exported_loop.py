@@ -16,40 +16,20 @@ of tests/fixtures/ci_check/mlp.onnx, and checks that what runs is what was plann
 usage: run_exported_loop.py PLAN.json EXPORTED_LOOP.py   (Debian's python3-torch 1.13 suffices)
 """
 
-import importlib.util
 import json
 import sys
 
 import torch
 import torch.nn as nn
-from torch.utils.data import TensorDataset
+
+from exported_script import Mlp, counting_scheduler, load_exported, mlp_dataset
 
 OPTIMIZER_STEPS = 3  # the dataset holds this many optimizer steps' worth of samples
 
 
-class Mlp(nn.Module):
-    """mlp.onnx as torch modules: x[batch,16] -> fc1 (16x32) -> relu1 -> fc2 (32x4)."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(16, 32)
-        self.relu1 = nn.ReLU()
-        self.fc2 = nn.Linear(32, 4)
-
-    def forward(self, x):
-        return self.fc2(self.relu1(self.fc1(x)))
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location("exported_loop", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def main():
     plan = json.load(open(sys.argv[1]))["plan"]
-    loop = load(sys.argv[2])
+    loop = load_exported(sys.argv[2], "exported_loop")
     precision = plan["precision"]
 
     assert loop.MICRO_BATCH == plan["micro_batch"], (loop.MICRO_BATCH, plan["micro_batch"])
@@ -83,13 +63,9 @@ def main():
 
     micro_batches = OPTIMIZER_STEPS * loop.ACCUMULATION_STEPS
     samples = micro_batches * loop.MICRO_BATCH
-    dataset = TensorDataset(torch.randn(samples, 16), torch.randint(0, 4, (samples,)))
+    dataset = mlp_dataset(samples)
     scheduler_calls = []
-
-    def make_scheduler(optimizer):
-        # LambdaLR calls the lambda once at construction and once per scheduler.step().
-        return torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: scheduler_calls.append(step) or 1.0)
+    make_scheduler = counting_scheduler(scheduler_calls)
 
     before = [p.detach().clone() for p in model.parameters()]
     loop.train(model, dataset, nn.CrossEntropyLoss(), make_scheduler, epochs=1, device="cpu")

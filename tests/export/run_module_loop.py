@@ -28,13 +28,14 @@ Debian's python3-torch 1.13 suffices.
 """
 
 import collections
-import importlib.util
 import json
 import sys
 
 import torch
 import torch.nn as nn
 from torch.utils.data import TensorDataset
+
+from exported_script import load_exported
 
 BLOCKS = 4
 FEATURES = 16
@@ -92,13 +93,6 @@ def budget(none_path, all_path):
     print(overhead + (none["peak_bytes"] + every["peak_bytes"]) // 2)
 
 
-def load(path):
-    spec = importlib.util.spec_from_file_location("exported_loop", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def inside(name, planned):
     return any(name.startswith(block + ".") for block in planned)
 
@@ -119,7 +113,7 @@ def mean_loss(model, data):
 
 def run(plan_path, loop_path):
     plan = json.load(open(plan_path))["plan"]
-    loop = load(loop_path)
+    loop = load_exported(loop_path, "exported_loop")
     precision = plan["precision"]
     planned = plan["recompute_modules"]
     assert plan["recompute_unit"] == "module", plan["recompute_unit"]

@@ -25,7 +25,8 @@ import torch.nn as nn
 import torch.utils.checkpoint
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import run_module_loop as blocknet  # noqa: E402  (the model and the loop loader)
+import run_module_loop as blocknet  # noqa: E402  (the model)
+from exported_script import load_exported  # noqa: E402
 
 # BlockNet's ONNX op types as torch runs them: nn.Linear on [batch, features] is Gemm (aten.addmm,
 # aten.mm without bias), the GELU memplan fuses from Div/Erf/Add/Mul is aten.gelu, the residual
@@ -67,7 +68,7 @@ def main(kind, plan_path, loop_path):
     assert plan["recompute_unit"] == "node", plan["recompute_unit"]
     assert plan["recompute"], "the test plan must recompute something"
     py_compile.compile(loop_path, doraise=True)
-    loop = blocknet.load(loop_path)
+    loop = load_exported(loop_path, "exported_loop")
 
     derived = expected_ops(plan["recompute"])
     assert loop.RECOMPUTED_ATEN_OPS == derived, (loop.RECOMPUTED_ATEN_OPS, derived)

@@ -15,7 +15,6 @@ usage: run_torchrun_ddp.py PLAN.json EXPORTED_SCRIPT.py   (Debian's python3-torc
 This validates the script on one process; it is not a multi-GPU run.
 """
 
-import importlib.util
 import json
 import os
 import socket
@@ -23,29 +22,11 @@ import sys
 
 import torch
 import torch.nn as nn
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader
+
+from exported_script import Mlp, counting_scheduler, load_exported, mlp_dataset
 
 OPTIMIZER_STEPS = 3
-
-
-class Mlp(nn.Module):
-    """mlp.onnx as torch modules: x[batch,16] -> fc1 (16x32) -> relu1 -> fc2 (32x4)."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(16, 32)
-        self.relu1 = nn.ReLU()
-        self.fc2 = nn.Linear(32, 4)
-
-    def forward(self, x):
-        return self.fc2(self.relu1(self.fc1(x)))
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location("exported_script", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def free_port():
@@ -56,7 +37,7 @@ def free_port():
 
 def main():
     plan = json.load(open(sys.argv[1]))["plan"]
-    script = load(sys.argv[2])
+    script = load_exported(sys.argv[2], "exported_script")
     assert plan["parallel"] == "ddp", plan["parallel"]
     assert script.GPUS == plan["gpus"] == 1, (script.GPUS, plan["gpus"])
     assert script.NODES == plan["nodes"] == 1
@@ -95,12 +76,9 @@ def main():
     model = Mlp()
     micro_batches = OPTIMIZER_STEPS * script.ACCUMULATION_STEPS
     samples = micro_batches * script.MICRO_BATCH
-    dataset = TensorDataset(torch.randn(samples, 16), torch.randint(0, 4, (samples,)))
+    dataset = mlp_dataset(samples)
     scheduler_calls = []
-
-    def make_scheduler(optimizer):
-        return torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: scheduler_calls.append(step) or 1.0)
+    make_scheduler = counting_scheduler(scheduler_calls)
 
     before = [p.detach().clone() for p in model.parameters()]
     script.train(model, dataset, nn.CrossEntropyLoss(), make_scheduler, epochs=1)

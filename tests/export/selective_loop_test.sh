@@ -7,12 +7,8 @@
 #
 # usage: selective_loop_test.sh MEMPLAN_BINARY WORK_DIR
 # Exit 0 pass, 1 fail, 77 skipped (no /usr/bin/python3 with torch; PYTHON overrides it).
-set -u
-
-bin=$1
-work=$2
 here=$(dirname "$0")
-. "$here/export_test_preamble.sh"
+. "$here/export_test_preamble.sh"  # set -u; $bin, $work
 require_python torch
 fresh_dir "$work"
 

@@ -10,6 +10,7 @@
 
 #include "graph/ops/op_registry.h"
 #include "runtime/cpu/kernel_registry.h"
+#include "tests/runtime/backend_op_coverage.h"
 
 namespace memplan {
 namespace {
@@ -74,27 +75,9 @@ const std::map<std::string, std::string>& NotExecutableOnCpu() {
 }
 
 TEST_CASE("every registry op has a CPU kernel or a declared reason", "[kernels]") {
-  const OpRegistry& ops = OpRegistry::Get();
-  std::vector<std::string> undeclared;
-  std::vector<std::string> stale;
-  for (const std::string& type : ops.OpTypes()) {
-    const OpSchema* op = ops.Find(type);
-    if (op == nullptr) continue;  // another domain
-    const bool has_kernel = KernelRegistry::Get().Find(*op) != nullptr;
-    const bool declared = NotExecutableOnCpu().count(type) > 0;
-    if (!has_kernel && !declared) undeclared.push_back(type);
-    if (has_kernel && declared) stale.push_back(type);
-  }
-  INFO("registry ops without a CPU kernel and not declared: "
-       << ::Catch::Detail::stringify(undeclared));
-  CHECK(undeclared.empty());
-  INFO("declared as not executable but have a CPU kernel: " << ::Catch::Detail::stringify(stale));
-  CHECK(stale.empty());
-  // Every declared name is a registry op (a typo would hide a gap).
-  for (const auto& [type, why] : NotExecutableOnCpu()) {
-    INFO(type << ": " << why);
-    CHECK(ops.Find(type) != nullptr);
-  }
+  testing::CheckEveryOpImplementedOrDeclared(
+      NotExecutableOnCpu(),
+      [](const OpSchema& op) { return KernelRegistry::Get().Find(op) != nullptr; }, "a CPU kernel");
 }
 
 TEST_CASE("CPU kernels are keyed by registry entries", "[kernels]") {

@@ -231,13 +231,7 @@ Expected<InputGradients> ConvBackward(const KernelContext& ctx, const BackwardAr
       }
     }
   }
-  for (size_t i = 0; i < 3; ++i) {
-    Tensor* t = i == 0 ? &dx : i == 1 ? &dw : &db;
-    if (!t->defined()) continue;
-    RoundToOwnDType(*t);
-    grads[i] = std::move(*t);
-  }
-  return grads;
+  return WithRoundedGradients(std::move(grads), std::move(dx), std::move(dw), std::move(db));
 }
 
 }  // namespace

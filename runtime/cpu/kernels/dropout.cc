@@ -5,25 +5,13 @@
 #include <cmath>
 #include <string>
 
+#include "runtime/counter_rng.h"
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/cpu/kernels/kernel_families.h"
 #include "runtime/cpu/kernels/kernel_util.h"
 
 namespace memplan {
 namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Uniform in [0, 1) from the top 53 bits.
-double UniformAt(uint64_t seed, int64_t index) {
-  const uint64_t bits = SplitMix64(seed * 0x2545F4914F6CDD1Dull + static_cast<uint64_t>(index));
-  return static_cast<double>(bits >> 11) * 0x1.0p-53;
-}
 
 // The drop probability: input 1 (opset 12+) or the `ratio` attribute (older), default 0.5.
 Expected<double> DropRatio(const Attributes* attributes, const std::vector<Tensor>& inputs) {
@@ -45,7 +33,7 @@ Expected<ForwardResult> DropoutForward(const KernelContext& ctx, const ForwardAr
   const bool active = ctx.training && ratio > 0.0;
   const auto scale = static_cast<float>(1.0 / (1.0 - ratio));
   for (int64_t i = 0; i < x.numel(); ++i) {
-    const bool keep = !active || UniformAt(ctx.seed, i) >= ratio;
+    const bool keep = !active || DropoutUniform(ctx.seed, i) >= ratio;
     mask.mutable_data()[i] = keep ? 1.0f : 0.0f;
     y.mutable_data()[i] = keep ? (active ? x.data()[i] * scale : x.data()[i]) : 0.0f;
   }

@@ -69,6 +69,16 @@ void RoundToOwnDType(const Tensor& tensor) {
   RoundToDTypeInPlace(tensor.mutable_data(), tensor.numel(), tensor.dtype());
 }
 
+InputGradients WithRoundedGradients(InputGradients grads, Tensor dx, Tensor dw, Tensor db) {
+  for (size_t i = 0; i < 3; ++i) {
+    Tensor* t = i == 0 ? &dx : i == 1 ? &dw : &db;
+    if (!t->defined()) continue;
+    RoundToOwnDType(*t);
+    grads[i] = std::move(*t);
+  }
+  return grads;
+}
+
 ForwardResult OutputWithSavedExtras(Tensor y, int num_outputs,
                                     std::vector<std::pair<std::string, Tensor>> extras) {
   RoundToOwnDType(y);

@@ -43,6 +43,9 @@ Expected<InputGradients> MakeGradientSlots(const BackwardArgs& args, size_t requ
 DType FloatResultType(DType dtype);
 // Rounds every element to the tensor's own dtype (fp16/bf16 emulation; no-op for fp32).
 void RoundToOwnDType(const Tensor& tensor);
+// `grads` with the gradients of a kernel's (input, weight, bias) in slots 0, 1 and 2, each rounded
+// to its own dtype; an undefined one (not needed) leaves its slot as it was.
+InputGradients WithRoundedGradients(InputGradients grads, Tensor dx, Tensor dw, Tensor db);
 // The forward result of `y`, rounded to its own dtype, and the saved `extras` in order; extra i
 // is also output i + 1 when the node declares that many outputs (Dropout's mask, MaxPool's
 // indices, LayerNormalization's mean and invstd).

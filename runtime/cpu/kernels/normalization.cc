@@ -197,13 +197,7 @@ Expected<InputGradients> BatchNormBackward(const KernelContext& ctx, const Backw
           }
         }
       });
-  for (size_t i = 0; i < 3; ++i) {
-    Tensor* t = i == 0 ? &dx : i == 1 ? &dscale : &dbias;
-    if (!t->defined()) continue;
-    RoundToOwnDType(*t);
-    grads[i] = std::move(*t);
-  }
-  return grads;
+  return WithRoundedGradients(std::move(grads), std::move(dx), std::move(dscale), std::move(dbias));
 }
 
 // LayerNormalization: rows are the dims before `axis`, each normalised over the dims from `axis`.
@@ -305,13 +299,7 @@ Expected<InputGradients> LayerNormBackward(const KernelContext& ctx, const Backw
     if (dbias.defined())
       dbias.mutable_data()[i] = static_cast<float>(bias_sum[static_cast<size_t>(i)]);
   }
-  for (size_t i = 0; i < 3; ++i) {
-    Tensor* t = i == 0 ? &dx : i == 1 ? &dscale : &dbias;
-    if (!t->defined()) continue;
-    RoundToOwnDType(*t);
-    grads[i] = std::move(*t);
-  }
-  return grads;
+  return WithRoundedGradients(std::move(grads), std::move(dx), std::move(dscale), std::move(dbias));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "graph/ops/sdpa_op.h"
+#include "runtime/counter_rng.h"
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/cpu/kernels/broadcast.h"
 #include "runtime/cpu/kernels/kernel_families.h"
@@ -25,17 +26,9 @@ namespace {
 
 constexpr const char* kOp = "ScaledDotProductAttention";
 
-uint64_t MixBits(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // Whether dropout keeps score `index`: uniform in [0, 1) from (seed, index), >= ratio.
 bool Kept(uint64_t seed, int64_t index, double ratio) {
-  const uint64_t bits = MixBits(seed * 0x2545F4914F6CDD1Dull + static_cast<uint64_t>(index));
-  return static_cast<double>(bits >> 11) * 0x1.0p-53 >= ratio;
+  return DropoutUniform(seed, index) >= ratio;
 }
 
 // Everything both passes read: geometry, scale, mask and dropout.

@@ -19,12 +19,9 @@ namespace memplan {
 namespace {
 
 using testing::CountOps;
+using testing::Fuse;
 using testing::FusionProtoBuilder;
 using testing::OnlyNode;
-
-int Fuse(FusionProtoBuilder& b, const char* entry) {
-  return ApplyFusion(b.model(), FusionEntryNamed(entry));
-}
 
 // ---------------------------------------------------------------- tanh GELU
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "graph/fusion/fusion_table.h"
+
 namespace memplan::testing {
 
 class FusionProtoBuilder {
@@ -91,6 +93,12 @@ inline void AddFloat(onnx::NodeProto& n, const std::string& name, float v) {
   a->set_name(name);
   a->set_type(onnx::AttributeProto::FLOAT);
   a->set_f(v);
+}
+
+// Applies the fusion-table entry named `entry` to the builder's model; returns how many
+// occurrences it fused.
+inline int Fuse(FusionProtoBuilder& b, const char* entry) {
+  return ApplyFusion(b.model(), FusionEntryNamed(entry));
 }
 
 inline int CountOps(const onnx::GraphProto& g, const std::string& type) {

@@ -16,12 +16,9 @@ namespace memplan {
 namespace {
 
 using testing::CountOps;
+using testing::Fuse;
 using testing::FusionProtoBuilder;
 using testing::OnlyNode;
-
-int Fuse(FusionProtoBuilder& b, const char* entry) {
-  return ApplyFusion(b.model(), FusionEntryNamed(entry));
-}
 
 struct LayerNormShape {
   std::vector<int64_t> axes = {-1};
