@@ -22,7 +22,8 @@ using testing::FusionProtoBuilder;
 using testing::IntAttribute;
 using testing::OnlyNode;
 
-int Fuse(FusionProtoBuilder& b) { return ApplyFusion(b.model(), FusionEntryNamed("pad_avg_pool")); }
+// The pad_avg_pool entry alone (testing::Fuse with its name).
+int Fuse(FusionProtoBuilder& b) { return testing::Fuse(b, "pad_avg_pool"); }
 
 std::vector<int64_t> Ints(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())
