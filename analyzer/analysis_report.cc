@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "analyzer/category_bytes_json.h"
 #include "analyzer/memory_size.h"
 #include "analyzer/offload/offload_report.h"
 #include "analyzer/parallel/parallel_report.h"
@@ -203,16 +204,9 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   j["peak"] = {{"step", sim.peak_at.step},
                {"phase", std::string(CoarsePhaseNameAt(plan.program, sim.peak_at.step))},
                {"node", sim.peak_at.step >= 0 ? plan.program.step(sim.peak_at.step).name : ""}};
-  nlohmann::ordered_json breakdown;
-  for (MemoryCategory c : kAllMemoryCategories)
-    breakdown[std::string(MemoryCategoryName(c))] = sim.peak_breakdown[c];
-  j["breakdown"] = breakdown;
+  j["breakdown"] = CategoryBytesJson(sim.peak_breakdown);
   j["saved_activation_bytes"] = sim.saved_activation_bytes;
-  const ModelStateBytes state = ModelStateBytesOf(plan.program, sim.buffer_bytes);
-  j["model_state_bytes"] = {{"parameters", state.parameters},
-                            {"master_weights", state.master_weights},
-                            {"gradients", state.gradients},
-                            {"optimizer_state", state.optimizer_state}};
+  j["model_state_bytes"] = ModelStateBytesJson(ModelStateBytesOf(plan.program, sim.buffer_bytes));
   // The facts later verbs read (plan_report.h) come from one place; sorted by name (std::map).
   const PlanReport facts = PlanReportOf(report);
   nlohmann::ordered_json saved_json = nlohmann::ordered_json::object();

@@ -1,6 +1,7 @@
 #include "analyzer/baseline/memory_result.h"
 
 #include "analyzer/baseline/json_file.h"
+#include "analyzer/category_bytes_json.h"
 
 namespace memplan {
 namespace {
@@ -38,45 +39,41 @@ Expected<std::map<std::string, int64_t>> BytesByNodeFromJson(const nlohmann::jso
   return bytes;
 }
 
-}  // namespace
-
-Expected<MemoryResult> MemoryResultFromPlanJson(const nlohmann::json& plan_json) {
-  const std::string where = "analyze output: ";
-  if (!plan_json.is_object()) return MakeError(where + "not a JSON object");
-  MemoryResult result;
-  MEMPLAN_TRY(result.peak_bytes, NonNegativeInt(plan_json, "peak_bytes", where));
-  MEMPLAN_TRY(result.breakdown, BreakdownFromJson(plan_json, where));
-  MEMPLAN_TRY(result.saved_activation_bytes,
-              NonNegativeInt(plan_json, "saved_activation_bytes", where));
-  auto by_node = plan_json.find(kSavedActivationsByNodeKey);
-  if (by_node != plan_json.end()) {
-    MEMPLAN_TRY(result.saved_bytes_by_node, BytesByNodeFromJson(*by_node, where));
-  }
-  return result;
-}
-
-Expected<MemoryResult> MemoryResultFromJson(const nlohmann::json& object,
-                                            const std::string& where) {
-  if (!object.is_object()) return MakeError(where + "'result' must be an object");
+// The fields an analyze plan and a baseline result share; the two name the per-node saved bytes
+// differently (`by_node_key`), and either may leave them out.
+Expected<MemoryResult> MemoryResultFields(const nlohmann::json& object,
+                                          const std::string& by_node_key,
+                                          const std::string& where) {
   MemoryResult result;
   MEMPLAN_TRY(result.peak_bytes, NonNegativeInt(object, "peak_bytes", where));
   MEMPLAN_TRY(result.breakdown, BreakdownFromJson(object, where));
   MEMPLAN_TRY(result.saved_activation_bytes,
               NonNegativeInt(object, "saved_activation_bytes", where));
-  auto by_node = object.find("saved_bytes_by_node");
+  auto by_node = object.find(by_node_key);
   if (by_node != object.end()) {
     MEMPLAN_TRY(result.saved_bytes_by_node, BytesByNodeFromJson(*by_node, where));
   }
   return result;
 }
 
+}  // namespace
+
+Expected<MemoryResult> MemoryResultFromPlanJson(const nlohmann::json& plan_json) {
+  const std::string where = "analyze output: ";
+  if (!plan_json.is_object()) return MakeError(where + "not a JSON object");
+  return MemoryResultFields(plan_json, kSavedActivationsByNodeKey, where);
+}
+
+Expected<MemoryResult> MemoryResultFromJson(const nlohmann::json& object,
+                                            const std::string& where) {
+  if (!object.is_object()) return MakeError(where + "'result' must be an object");
+  return MemoryResultFields(object, "saved_bytes_by_node", where);
+}
+
 nlohmann::ordered_json MemoryResultToJson(const MemoryResult& result) {
   nlohmann::ordered_json out;
   out["peak_bytes"] = result.peak_bytes;
-  nlohmann::ordered_json breakdown;
-  for (MemoryCategory category : kAllMemoryCategories)
-    breakdown[std::string(MemoryCategoryName(category))] = result.breakdown[category];
-  out["breakdown"] = breakdown;
+  out["breakdown"] = CategoryBytesJson(result.breakdown);
   out["saved_activation_bytes"] = result.saved_activation_bytes;
   nlohmann::ordered_json by_node = nlohmann::ordered_json::object();
   for (const auto& [node, bytes] : result.saved_bytes_by_node) by_node[node] = bytes;

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "analyzer/analysis_report.h"
+#include "analyzer/category_bytes_json.h"
 #include "analyzer/memory_size.h"
 #include "analyzer/report/number_format.h"
 
@@ -37,10 +38,7 @@ nlohmann::ordered_json OffloadJson(const AnalysisReport& report) {
   nlohmann::ordered_json j;
   j["mode"] = std::string(OffloadModeName(plan.program.offload));
   j["host_bytes"] = sim.host_peak_bytes;
-  nlohmann::ordered_json breakdown;
-  for (MemoryCategory c : kAllMemoryCategories)
-    breakdown[std::string(MemoryCategoryName(c))] = sim.host_peak_breakdown[c];
-  j["host_breakdown"] = breakdown;
+  j["host_breakdown"] = CategoryBytesJson(sim.host_peak_breakdown);
   j["host_saved_activation_bytes"] = sim.host_saved_activation_bytes;
   j["host_link"] = std::string(cost.host_link.name);
   j["host_link_bytes_per_second"] = cost.host_link.bytes_per_second * cost.copy_efficiency;

@@ -168,12 +168,7 @@ OpSchema AttentionSchema() {
   s.saved_for_backward = WhenDifferentiable(
       [](const OpContext& ctx) { return EagerAttentionSaved(ctx, ReadAttentionDims); });
   // Q, K, V and the past receive gradients; the mask (slot 3) does not.
-  s.gradient_inputs = [](const OpContext& ctx) {
-    std::vector<bool> grads(ctx.inputs.size(), false);
-    for (size_t i : {0, 1, 2, 4, 5})
-      if (i < grads.size()) grads[i] = InputRequiresGrad(ctx, i);
-    return grads;
-  };
+  s.gradient_inputs = GradientsAtSlots({0, 1, 2, 4, 5});
   s.backward_flops_factor = kContractionBackwardFactor;
   s.amp = AmpCategory::kFp16Safe;
   s.saved_source = std::string(kDerivativesYaml) +
@@ -305,12 +300,7 @@ OpSchema ContribAttentionSchema(const char* op_type, AttentionDimsReader read,
   s.cost = [read](const OpContext& ctx) { return AttentionCost(ctx, read); };
   s.saved_for_backward =
       WhenDifferentiable([read](const OpContext& ctx) { return EagerAttentionSaved(ctx, read); });
-  s.gradient_inputs = [gradient_slots](const OpContext& ctx) {
-    std::vector<bool> grads(ctx.inputs.size(), false);
-    for (size_t i : gradient_slots)
-      if (i < grads.size()) grads[i] = InputRequiresGrad(ctx, i);
-    return grads;
-  };
+  s.gradient_inputs = GradientsAtSlots(std::move(gradient_slots));
   s.backward_flops_factor = kContractionBackwardFactor;
   s.amp = AmpCategory::kFp16Safe;
   s.saved_source = std::string(kDerivativesYaml) +

@@ -29,6 +29,15 @@ SavedRule WhenDifferentiable(SavedRule rule) {
   };
 }
 
+GradientRule GradientsAtSlots(std::vector<size_t> slots) {
+  return [slots = std::move(slots)](const OpContext& ctx) {
+    std::vector<bool> grads(ctx.inputs.size(), false);
+    for (size_t i : slots)
+      if (i < grads.size()) grads[i] = InputRequiresGrad(ctx, i);
+    return grads;
+  };
+}
+
 DType StatisticsDType(DType input) {
   return input == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
 }

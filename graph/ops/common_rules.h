@@ -61,6 +61,10 @@ bool InputRequiresGrad(const OpContext& ctx, size_t input);
 // Autograd records no node (so saves nothing) for an op none of whose inputs requires grad.
 SavedRule WhenDifferentiable(SavedRule rule);
 
+// A gradient_inputs rule: the inputs at `slots` receive a gradient when they require one; the
+// others (attention masks, position ids) never do.
+GradientRule GradientsAtSlots(std::vector<size_t> slots);
+
 // The dtype PyTorch's CUDA kernels use for normalisation statistics (mean, invstd/rstd): the
 // accumulate type, float32 for fp16/bf16/fp32 inputs and float64 for float64 ones.
 DType StatisticsDType(DType input);

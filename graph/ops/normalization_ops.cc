@@ -158,18 +158,10 @@ OpSchema LayerNormSchema() {
     std::vector<SavedTensor> saved{SaveInput(0)};
     if (ctx.has_input(1)) saved.push_back(SaveInput(1));
     if (ctx.has_input(2)) saved.push_back(SaveInput(2));
-    auto stat = LayerNormStatShape(ctx);
-    Shape stat_shape = stat ? *stat : Shape::Unknown();
-    DType stats = StatisticsDType(ctx.inputs[0].dtype);
-    const char* names[] = {"mean", "rstd"};
-    for (int i = 0; i < 2; ++i) {
-      size_t out = static_cast<size_t>(i) + 1;
-      if (out < ctx.outputs.size() && ctx.outputs[out].present) {
-        saved.push_back(SaveOutput(static_cast<int>(out)));
-      } else {
-        saved.push_back(SaveExtra(names[i], stats, stat_shape));
-      }
-    }
+    const Shape stat = StatShapeOrUnknown(ctx, ctx.attrs().GetInt("axis", -1));
+    const DType stats = StatisticsDType(ctx.inputs[0].dtype);
+    saved.push_back(OutputOrExtra(ctx, 1, "mean", stats, stat));
+    saved.push_back(OutputOrExtra(ctx, 2, "rstd", stats, stat));
     return saved;
   });
   s.backward_flops_factor = kNormalizationBackwardFactor;

@@ -39,19 +39,6 @@ Expected<std::vector<TensorInfo>> SameAsInput0WithStats(const OpContext& ctx, in
   return outs;
 }
 
-// Output `index` when the node exposes it, else a buffer forward keeps for backward.
-SavedTensor OutputOrExtra(const OpContext& ctx, size_t index, std::string name, DType dtype,
-                          Shape shape) {
-  if (index < ctx.outputs.size() && ctx.outputs[index].present)
-    return SaveOutput(static_cast<int>(index));
-  return SaveExtra(std::move(name), dtype, std::move(shape));
-}
-
-Shape StatShapeOrUnknown(const OpContext& ctx, int64_t axis) {
-  auto stat = TrailingNormStatShape(ctx, axis);
-  return stat ? *stat : Shape::Unknown();
-}
-
 std::string RmsSavedSource() {
   return std::string(kDerivativesYaml) +
          ": _fused_rms_norm(input, normalized_shape, weight, eps) -> (output, rstd): "

@@ -206,12 +206,7 @@ OpSchema SdpaSchema() {
   s.cost = SdpaCost;
   s.saved_for_backward = WhenDifferentiable(SdpaSaved);
   // q, k and v receive gradients; the mask does not (attention masks never require grad).
-  s.gradient_inputs = [](const OpContext& ctx) {
-    std::vector<bool> grads(ctx.inputs.size(), false);
-    for (size_t i : {0, 1, 2})
-      if (i < grads.size()) grads[i] = InputRequiresGrad(ctx, i);
-    return grads;
-  };
+  s.gradient_inputs = GradientsAtSlots({0, 1, 2});
   s.backward_workspace = SdpaBackwardWorkspace;
   s.output_strides = SdpaOutputStrides;
   s.backward_flops_factor = kFlashBackwardFactor;

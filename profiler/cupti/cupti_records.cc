@@ -19,6 +19,19 @@ Record CopyRecord(const void* bytes) {
   return record;
 }
 
+// The interval and ids that kernel, memcpy and memset records all carry, under the same CUPTI
+// field names; the caller copies the fields particular to its kind.
+template <class Out, class Record>
+Out DeviceActivity(const Record& record) {
+  Out out;
+  out.start_ns = record.start;
+  out.end_ns = record.end;
+  out.correlation_id = record.correlationId;
+  out.device_id = record.deviceId;
+  out.stream_id = record.streamId;
+  return out;
+}
+
 MemcpyKind ConvertMemcpyKind(uint8_t kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
@@ -50,38 +63,23 @@ MemoryRecord ConvertMemory(const CUpti_ActivityMemory4& record) {
 }
 
 KernelRecord ConvertKernel(const CUpti_ActivityKernel10& record) {
-  KernelRecord out;
+  auto out = DeviceActivity<KernelRecord>(record);
   // The name belongs to CUPTI and may be reused after the buffer is returned: copy it.
   out.name = record.name != nullptr ? record.name : "<unnamed kernel>";
-  out.start_ns = record.start;
-  out.end_ns = record.end;
-  out.correlation_id = record.correlationId;
-  out.device_id = record.deviceId;
-  out.stream_id = record.streamId;
   return out;
 }
 
 MemcpyRecord ConvertMemcpy(const CUpti_ActivityMemcpy6& record) {
-  MemcpyRecord out;
+  auto out = DeviceActivity<MemcpyRecord>(record);
   out.copy_kind = ConvertMemcpyKind(record.copyKind);
   out.bytes = record.bytes;
-  out.start_ns = record.start;
-  out.end_ns = record.end;
-  out.correlation_id = record.correlationId;
-  out.device_id = record.deviceId;
-  out.stream_id = record.streamId;
   return out;
 }
 
 MemsetRecord ConvertMemset(const CUpti_ActivityMemset4& record) {
-  MemsetRecord out;
+  auto out = DeviceActivity<MemsetRecord>(record);
   out.bytes = record.bytes;
   out.value = record.value;
-  out.start_ns = record.start;
-  out.end_ns = record.end;
-  out.correlation_id = record.correlationId;
-  out.device_id = record.deviceId;
-  out.stream_id = record.streamId;
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "analyzer/cost_model.h"
+#include "tests/graph/hand_built_graph.h"
 
 namespace memplan {
 namespace {
@@ -27,25 +28,13 @@ CostModelOptions PureRoofline() {
   return options;
 }
 
-ValueId AddTensor(Graph& g, const std::string& name, Shape shape, ValueKind kind,
-                  DType dtype = DType::kFloat32) {
-  Value v;
-  v.name = name;
-  v.dtype = dtype;
-  v.shape = std::move(shape);
-  v.kind = kind;
-  return g.AddValue(std::move(v));
-}
+using testing::NewValue;
 
+// A node named "<op_type>_<n>", as the importer names a node the file leaves unnamed.
 NodeId AddOp(Graph& g, const std::string& op_type, std::vector<ValueId> inputs,
              std::vector<ValueId> outputs, const std::string& domain = "") {
-  Node n;
-  n.name = op_type + "_" + std::to_string(g.num_nodes());
-  n.op_type = op_type;
-  n.domain = domain;
-  n.inputs = std::move(inputs);
-  n.outputs = std::move(outputs);
-  return g.AddNode(std::move(n));
+  return testing::NewNode(g, op_type + "_" + std::to_string(g.num_nodes()), op_type,
+                          std::move(inputs), std::move(outputs), /*attributes=*/{}, domain);
 }
 
 // y = MatMul(x, w) with x an input [rows, 1024] and w a parameter [1024, 1024]; rows is 1024
@@ -58,10 +47,10 @@ MatMulGraph MakeMatMulGraph(const std::string& rows_symbol = "") {
   MatMulGraph m;
   Graph& g = m.graph;
   Dim rows = rows_symbol.empty() ? Dim(1024) : Dim::Symbol(g.symbols().Intern(rows_symbol));
-  ValueId x = AddTensor(g, "x", Shape{{rows, 1024}}, ValueKind::kInput);
+  ValueId x = NewValue(g, "x", Shape{{rows, 1024}}, ValueKind::kInput);
   g.MarkInput(x);
-  ValueId w = AddTensor(g, "w", Shape{{1024, 1024}}, ValueKind::kParameter);
-  ValueId y = AddTensor(g, "y", Shape{{rows, 1024}}, ValueKind::kIntermediate);
+  ValueId w = NewValue(g, "w", Shape{{1024, 1024}}, ValueKind::kParameter);
+  ValueId y = NewValue(g, "y", Shape{{rows, 1024}}, ValueKind::kIntermediate);
   m.matmul = AddOp(g, "MatMul", {x, w}, {y});
   g.MarkOutput(y);
   return m;
@@ -146,11 +135,11 @@ TEST_CASE("node times: memory-bound ops, no backward off the gradient path", "[c
   // An op the registry does not know gets the conservative default cost: flops = output
   // elements, bytes = inputs + outputs, backward factor 2.
   Graph g;
-  ValueId x = AddTensor(g, "x", Shape{{1024, 1024}}, ValueKind::kInput);
+  ValueId x = NewValue(g, "x", Shape{{1024, 1024}}, ValueKind::kInput);
   g.MarkInput(x);
-  ValueId w = AddTensor(g, "w", Shape{{1024, 1024}}, ValueKind::kParameter);
-  ValueId a = AddTensor(g, "a", Shape{{1024, 1024}}, ValueKind::kIntermediate);
-  ValueId b = AddTensor(g, "b", Shape{{1024, 1024}}, ValueKind::kIntermediate);
+  ValueId w = NewValue(g, "w", Shape{{1024, 1024}}, ValueKind::kParameter);
+  ValueId a = NewValue(g, "a", Shape{{1024, 1024}}, ValueKind::kIntermediate);
+  ValueId b = NewValue(g, "b", Shape{{1024, 1024}}, ValueKind::kIntermediate);
   NodeId on_input = AddOp(g, "Scramble", {x}, {a}, "test.custom");
   NodeId on_weight = AddOp(g, "Scramble", {w}, {b}, "test.custom");
   Bindings none(&g.symbols());
@@ -167,8 +156,8 @@ TEST_CASE("node times: memory-bound ops, no backward off the gradient path", "[c
 
 TEST_CASE("node times: shape arithmetic runs no kernel", "[cost_model]") {
   Graph g;
-  ValueId x = AddTensor(g, "x", Shape{{4}}, ValueKind::kConstant, DType::kInt64);
-  ValueId y = AddTensor(g, "y", Shape{{4}}, ValueKind::kConstant, DType::kInt64);
+  ValueId x = NewValue(g, "x", Shape{{4}}, ValueKind::kConstant, DType::kInt64);
+  ValueId y = NewValue(g, "y", Shape{{4}}, ValueKind::kConstant, DType::kInt64);
   NodeId n = AddOp(g, "Scramble", {x}, {y}, "test.custom");
   Bindings none(&g.symbols());
   auto times = EstimateNodeTimes(g, RoundGpu(), none, {}, PureRoofline());

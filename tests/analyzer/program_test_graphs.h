@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "tests/graph/hand_built_graph.h"
 
 namespace memplan::testing {
 
@@ -32,12 +33,7 @@ class TestGraph {
   ValueId Op(const std::string& op_type, const std::string& name, std::vector<ValueId> inputs,
              const std::string& out, std::vector<Dim> dims, DType dtype = DType::kFloat32) {
     ValueId o = Add(out, std::move(dims), dtype, ValueKind::kIntermediate);
-    Node node;
-    node.name = name;
-    node.op_type = op_type;
-    node.inputs = std::move(inputs);
-    node.outputs = {o};
-    graph.AddNode(std::move(node));
+    NewNode(graph, name, op_type, std::move(inputs), {o});
     return o;
   }
   void Output(ValueId v) { graph.MarkOutput(v); }
@@ -54,12 +50,7 @@ class TestGraph {
 
  private:
   ValueId Add(const std::string& name, std::vector<Dim> dims, DType dtype, ValueKind kind) {
-    Value v;
-    v.name = name;
-    v.dtype = dtype;
-    v.shape = Shape{std::move(dims)};
-    v.kind = kind;
-    return graph.AddValue(std::move(v));
+    return NewValue(graph, name, Shape{std::move(dims)}, kind, dtype);
   }
 };
 

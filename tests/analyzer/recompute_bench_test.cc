@@ -13,6 +13,7 @@
 #include "analyzer/recompute/chain_decomposition.h"
 #include "analyzer/recompute/optimal_chain_planner.h"
 #include "graph/graph.h"
+#include "tests/graph/hand_built_graph.h"
 
 namespace memplan {
 namespace {
@@ -87,12 +88,7 @@ TEST_CASE("bench: decompose and plan a 2000-node residual graph", "[.bench][reco
   };
   auto op = [&](const std::string& name, std::vector<ValueId> inputs, int64_t size) {
     ValueId out = value(name + ":out", ValueKind::kIntermediate, size);
-    Node node;
-    node.name = name;
-    node.op_type = "Op";
-    node.inputs = std::move(inputs);
-    node.outputs = {out};
-    graph.AddNode(std::move(node));
+    testing::NewNode(graph, name, "Op", std::move(inputs), {out});
     return out;
   };
   ValueId x = value("x", ValueKind::kIntermediate, 16 * kMiB);

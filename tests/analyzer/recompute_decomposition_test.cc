@@ -12,6 +12,7 @@
 #include "analyzer/recompute/recompute_schedule.h"
 #include "graph/graph.h"
 #include "graph/onnx_import.h"
+#include "tests/graph/hand_built_graph.h"
 
 namespace memplan {
 namespace {
@@ -30,12 +31,7 @@ class GraphBuilder {
   ValueId Op(const std::string& node_name, const std::string& op, std::vector<ValueId> inputs,
              int64_t bytes) {
     ValueId out = Add(node_name + ":out", ValueKind::kIntermediate, bytes);
-    Node node;
-    node.name = node_name;
-    node.op_type = op;
-    node.inputs = std::move(inputs);
-    node.outputs = {out};
-    graph.AddNode(std::move(node));
+    testing::NewNode(graph, node_name, op, std::move(inputs), {out});
     return out;
   }
   ChainCostFunctions Costs() const {

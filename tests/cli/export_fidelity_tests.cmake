@@ -54,44 +54,26 @@ memplan_cli_test("export pytorch of a module plan checkpoints whole modules, no 
 
 # The exported PyTorch loop, run on CPU on a tiny model in fp32 and bf16 (Debian's python3-torch;
 # skipped, exit 77, where it is absent).
-add_test(NAME "cli: the exported PyTorch loop runs the plan on CPU"
-         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/exported_loop_test.sh
-                 $<TARGET_FILE:memplan> ${MEMPLAN_TEST_FIXTURES}/ci_check
-                 ${CMAKE_CURRENT_BINARY_DIR}/exported_loop)
-set_tests_properties("cli: the exported PyTorch loop runs the plan on CPU"
-                     PROPERTIES SKIP_RETURN_CODE 77)
+memplan_export_script_test("cli: the exported PyTorch loop runs the plan on CPU"
+  exported_loop_test.sh exported_loop ${MEMPLAN_TEST_FIXTURES}/ci_check)
 
 # A module plan's exports checkpoint exactly its modules (PyTorch loop, HF, DeepSpeed).
-add_test(NAME "cli: the exports checkpoint exactly the plan's modules"
-         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/module_checkpoints_test.sh
-                 $<TARGET_FILE:memplan> ${MEMPLAN_TEST_FIXTURES}
-                 ${CMAKE_CURRENT_BINARY_DIR}/module_checkpoints)
-set_tests_properties("cli: the exports checkpoint exactly the plan's modules"
-                     PROPERTIES SKIP_RETURN_CODE 77)
+memplan_export_script_test("cli: the exports checkpoint exactly the plan's modules"
+  module_checkpoints_test.sh module_checkpoints ${MEMPLAN_TEST_FIXTURES})
 
 # The exported loop of a module plan, run on CPU: exactly the plan's modules are checkpointed at
 # run time (torch.utils.checkpoint calls and forward counts), with the planned micro-batch and
 # accumulation, and the loss falls (Debian's python3-torch; skipped, exit 77, where it is absent).
-add_test(NAME "cli: the exported loop checkpoints the plan's modules at run time"
-         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/module_loop_test.sh
-                 $<TARGET_FILE:memplan> ${CMAKE_CURRENT_BINARY_DIR}/module_loop)
-set_tests_properties("cli: the exported loop checkpoints the plan's modules at run time"
-                     PROPERTIES SKIP_RETURN_CODE 77)
+memplan_export_script_test("cli: the exported loop checkpoints the plan's modules at run time"
+  module_loop_test.sh module_loop)
 
 # The export of a node-level plan: a torch >= 2.4 selective-checkpoint policy over exactly the
 # ATen ops of the plan's recomputed nodes, and the whole-module fallback running on torch 1.13.
-add_test(NAME "cli: a node plan's loop keeps its recompute set in a selective policy"
-         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/selective_loop_test.sh
-                 $<TARGET_FILE:memplan> ${CMAKE_CURRENT_BINARY_DIR}/selective_loop)
-set_tests_properties("cli: a node plan's loop keeps its recompute set in a selective policy"
-                     PROPERTIES SKIP_RETURN_CODE 77)
+memplan_export_script_test("cli: a node plan's loop keeps its recompute set in a selective policy"
+  selective_loop_test.sh selective_loop)
 
 # The HF Trainer and Lightning argument sets, built by TrainingArguments(**exported) and
 # Trainer(**exported) where transformers / lightning import (skipped, exit 77, where neither
 # does: Debian 12 and CI).
-add_test(NAME "cli: HF Trainer and Lightning accept the exported arguments"
-         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/framework_signatures_test.sh
-                 $<TARGET_FILE:memplan> ${MEMPLAN_TEST_FIXTURES}
-                 ${CMAKE_CURRENT_BINARY_DIR}/framework_signatures)
-set_tests_properties("cli: HF Trainer and Lightning accept the exported arguments"
-                     PROPERTIES SKIP_RETURN_CODE 77)
+memplan_export_script_test("cli: HF Trainer and Lightning accept the exported arguments"
+  framework_signatures_test.sh framework_signatures ${MEMPLAN_TEST_FIXTURES})

@@ -150,12 +150,8 @@ memplan_cli_test("export pytorch of a ddp plan: DistributedDataParallel, 25 MiB 
 
 # The torchrun scripts compile, and the ddp one runs as one rank on CPU (skipped, exit 77,
 # without Debian's python3-torch).
-add_test(NAME "cli: the exported torchrun scripts compile and the ddp one runs on CPU"
-         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/../export/torchrun_export_test.sh
-                 $<TARGET_FILE:memplan> ${MEMPLAN_TEST_FIXTURES}/ci_check
-                 ${CMAKE_CURRENT_BINARY_DIR}/torchrun_export)
-set_tests_properties("cli: the exported torchrun scripts compile and the ddp one runs on CPU"
-                     PROPERTIES SKIP_RETURN_CODE 77)
+memplan_export_script_test("cli: the exported torchrun scripts compile and the ddp one runs on CPU"
+  torchrun_export_test.sh torchrun_export ${MEMPLAN_TEST_FIXTURES}/ci_check)
 
 # --engine-options: engine settings under the engines' own names, carried into the plan JSON and
 # the exports (analyzer/parallel/engine_options.h).

@@ -9,6 +9,7 @@
 
 #include "graph/dependency_cycles.h"
 #include "graph/graph.h"
+#include "tests/graph/hand_built_graph.h"
 
 namespace memplan {
 namespace {
@@ -23,12 +24,9 @@ class HandGraph {
   }
   void AddOp(const std::string& node_name, const std::vector<std::string>& inputs,
              const std::string& output) {
-    Node node;
-    node.name = node_name;
-    node.op_type = "Op";
-    for (const std::string& in : inputs) node.inputs.push_back(Named(in));
-    node.outputs = {Named(output)};
-    graph.AddNode(std::move(node));
+    std::vector<ValueId> ins;
+    for (const std::string& in : inputs) ins.push_back(Named(in));
+    testing::NewNode(graph, node_name, "Op", std::move(ins), {Named(output)});
   }
   std::vector<std::string> Names(const std::vector<NodeId>& ids) const {
     std::vector<std::string> names;

@@ -4,6 +4,7 @@
 
 #include "graph/bind_symbols.h"
 #include "graph/model_summary.h"
+#include "tests/graph/hand_built_graph.h"
 
 namespace memplan {
 namespace {
@@ -18,12 +19,7 @@ class Builder {
 
   ValueId Tensor(const std::string& name, Shape shape, ValueKind kind,
                  DType dtype = DType::kFloat32) {
-    Value v;
-    v.name = name;
-    v.dtype = dtype;
-    v.shape = std::move(shape);
-    v.kind = kind;
-    return graph_.AddValue(std::move(v));
+    return testing::NewValue(graph_, name, std::move(shape), kind, dtype);
   }
   ValueId Input(const std::string& name, Shape shape) {
     ValueId id = Tensor(name, std::move(shape), ValueKind::kInput);
@@ -38,14 +34,8 @@ class Builder {
              const std::string& domain = "", Shape out_shape = Shape::Unknown()) {
     ValueId out = Tensor(op_type + "_out_" + std::to_string(graph_.num_nodes()),
                          std::move(out_shape), ValueKind::kIntermediate);
-    Node n;
-    n.name = op_type + "_" + std::to_string(graph_.num_nodes());
-    n.op_type = op_type;
-    n.domain = domain;
-    n.inputs = std::move(inputs);
-    n.outputs = {out};
-    n.attributes = std::move(attrs);
-    graph_.AddNode(std::move(n));
+    testing::NewNode(graph_, op_type + "_" + std::to_string(graph_.num_nodes()), op_type,
+                     std::move(inputs), {out}, std::move(attrs), domain);
     return out;
   }
   Graph& graph() { return graph_; }

@@ -4,6 +4,7 @@
 
 #include "graph/graph.h"
 #include "graph/ops/op_registry.h"
+#include "tests/graph/hand_built_graph.h"
 
 namespace memplan {
 namespace {
@@ -16,12 +17,7 @@ struct Micro {
 
   ValueId Tensor(const std::string& name, DType dtype, std::vector<Dim> dims,
                  ValueKind kind = ValueKind::kIntermediate) {
-    Value v;
-    v.name = name;
-    v.dtype = dtype;
-    v.shape = Shape{std::move(dims)};
-    v.kind = kind;
-    return g.AddValue(std::move(v));
+    return testing::NewValue(g, name, Shape{std::move(dims)}, kind, dtype);
   }
   ValueId Ints(const std::string& name, std::vector<Dim> values) {
     ValueId id = Tensor(name, DType::kInt64, {Dim(static_cast<int64_t>(values.size()))},
@@ -36,14 +32,11 @@ struct Micro {
   }
   std::vector<TensorInfo> Run(const std::string& op, std::vector<ValueId> inputs,
                               Attributes attrs = {}, size_t outputs = 1) {
-    Node n;
-    n.name = op + "_under_test";
-    n.op_type = op;
-    n.inputs = std::move(inputs);
+    std::vector<ValueId> outs;
     for (size_t i = 0; i < outputs; ++i)
-      n.outputs.push_back(Tensor(op + "_out" + std::to_string(i), DType::kUndefined, {}));
-    n.attributes = std::move(attrs);
-    NodeId id = g.AddNode(std::move(n));
+      outs.push_back(Tensor(op + "_out" + std::to_string(i), DType::kUndefined, {}));
+    NodeId id = testing::NewNode(g, op + "_under_test", op, std::move(inputs), std::move(outs),
+                                 std::move(attrs));
     const OpSchema* schema = OpRegistry::Get().Find(op);
     REQUIRE(schema != nullptr);
     auto result = schema->infer_shapes(MakeOpContext(g, id, &g.symbols()));
@@ -99,12 +92,9 @@ TEST_CASE("Reshape resolves 0 and -1 in terms of the symbols", "[folding]") {
 TEST_CASE("Reshape rejects an element-count mismatch", "[folding]") {
   Micro m;
   ValueId x = m.Tensor("x", DType::kFloat32, {3, 4});
-  Node n;
-  n.name = "bad_reshape";
-  n.op_type = "Reshape";
-  n.inputs = {x, m.Ints("t", {5})};
-  n.outputs = {m.Tensor("y", DType::kUndefined, {})};
-  NodeId id = m.g.AddNode(std::move(n));
+  ValueId target = m.Ints("t", {5});
+  NodeId id = testing::NewNode(m.g, "bad_reshape", "Reshape", {x, target},
+                               {m.Tensor("y", DType::kUndefined, {})});
   auto r = OpRegistry::Get().Find("Reshape")->infer_shapes(MakeOpContext(m.g, id, &m.g.symbols()));
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message ==

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/graph/hand_built_graph.h"
 #include "tests/runtime/executor_test_support.h"
 
 namespace memplan {
@@ -18,21 +19,11 @@ struct OneWeightModel {
     graph.MarkInput(x);
     w = Add("w", {Dim(1), Dim(1)}, ValueKind::kParameter);
     y = Add("y", {b, Dim(1)}, ValueKind::kIntermediate);
-    Node matmul;
-    matmul.name = "matmul";
-    matmul.op_type = "MatMul";
-    matmul.inputs = {x, w};
-    matmul.outputs = {y};
-    graph.AddNode(std::move(matmul));
+    testing::NewNode(graph, "matmul", "MatMul", {x, w}, {y});
     graph.MarkOutput(y);
   }
   ValueId Add(const std::string& name, std::vector<Dim> dims, ValueKind kind) {
-    Value v;
-    v.name = name;
-    v.dtype = DType::kFloat32;
-    v.shape = Shape{std::move(dims)};
-    v.kind = kind;
-    return graph.AddValue(std::move(v));
+    return testing::NewValue(graph, name, Shape{std::move(dims)}, kind);
   }
   Graph graph;
   SymbolId batch = 0;

@@ -3,16 +3,11 @@
 #include <cstdio>
 #include <sstream>
 
+#include "analyzer/category_bytes_json.h"
 #include "analyzer/memory_size.h"
 
 namespace memplan::cli {
 namespace {
-
-nlohmann::ordered_json Breakdown(const CategoryBytes& bytes) {
-  nlohmann::ordered_json j;
-  for (MemoryCategory c : kAllMemoryCategories) j[std::string(MemoryCategoryName(c))] = bytes[c];
-  return j;
-}
 
 nlohmann::ordered_json Equivalence(const EquivalenceResult& r) {
   nlohmann::ordered_json j;
@@ -58,8 +53,8 @@ nlohmann::ordered_json VerificationToJson(const VerificationReport& r,
   j["plan"] = plan;
   j["predicted_peak_bytes"] = r.predicted.peak_bytes;
   j["measured_peak_bytes"] = r.measured.peak_bytes;
-  j["predicted_breakdown"] = Breakdown(r.predicted.peak_breakdown);
-  j["measured_breakdown"] = Breakdown(r.measured.peak_breakdown);
+  j["predicted_breakdown"] = CategoryBytesJson(r.predicted.peak_breakdown);
+  j["measured_breakdown"] = CategoryBytesJson(r.measured.peak_breakdown);
   nlohmann::ordered_json memory;
   memory["passed"] = r.memory_passed;
   memory["tolerance"] = r.tolerance;

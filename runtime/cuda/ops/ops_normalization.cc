@@ -43,6 +43,35 @@ Expected<F32Input> SavedExtra(CudaContext& ctx, const BackwardCall& call, const 
   return ctx.ReadF32(it->second);
 }
 
+// What LayerNormalization and BatchNormalization backward read and write: X (input 0) and its
+// scale (input 1), the forward's saved mean and 1/std, dY, and the gradient targets of X, the
+// scale and the bias.
+struct NormBackwardOperands {
+  F32Input mean, invstd, x, scale, dy;
+  F32Output dx, dscale, dbias;
+};
+
+Expected<NormBackwardOperands> ReadNormBackwardOperands(CudaContext& ctx,
+                                                        const BackwardCall& call) {
+  NormBackwardOperands o;
+  MEMPLAN_TRY(o.mean, SavedExtra(ctx, call, "mean"));
+  MEMPLAN_TRY(o.invstd, SavedExtra(ctx, call, "invstd"));
+  MEMPLAN_TRY(o.x, ctx.ReadF32(call.inputs[0]));
+  MEMPLAN_TRY(o.scale, ctx.ReadF32(call.inputs[1]));
+  MEMPLAN_TRY(o.dy, ctx.ReadF32(call.grad_outputs[0]));
+  MEMPLAN_TRY(o.dx, GradientTarget(ctx, call, 0));
+  MEMPLAN_TRY(o.dscale, GradientTarget(ctx, call, 1));
+  MEMPLAN_TRY(o.dbias, GradientTarget(ctx, call, 2));
+  return o;
+}
+
+// Commits the gradients the backward call asked for (a target is undefined where it did not).
+Status CommitNormGradients(CudaContext& ctx, NormBackwardOperands& o) {
+  for (F32Output* out : {&o.dx, &o.dscale, &o.dbias})
+    if (out->defined()) MEMPLAN_RETURN_IF_ERROR(ctx.Commit(*out));
+  return OkStatus();
+}
+
 // ---- Softmax ----------------------------------------------------------------------------------
 
 Status RequireLastAxis(const Attributes* a, size_t rank, std::string_view op) {
@@ -132,20 +161,11 @@ Status LayerNormBackwardOp(CudaContext& ctx, const BackwardCall& call) {
   if (call.inputs.size() < 2 || !call.inputs[0].defined() || !call.inputs[1].defined())
     return MakeError("LayerNormalization backward: X and Scale were not saved");
   MEMPLAN_TRY(RowsCols rc, LayerNormLayout(call.attributes, call.input_shapes.at(0)));
-  MEMPLAN_TRY(F32Input mean, SavedExtra(ctx, call, "mean"));
-  MEMPLAN_TRY(F32Input invstd, SavedExtra(ctx, call, "invstd"));
-  MEMPLAN_TRY(F32Input fx, ctx.ReadF32(call.inputs[0]));
-  MEMPLAN_TRY(F32Input gamma, ctx.ReadF32(call.inputs[1]));
-  MEMPLAN_TRY(F32Input dy, ctx.ReadF32(call.grad_outputs[0]));
-  MEMPLAN_TRY(F32Output dx, GradientTarget(ctx, call, 0));
-  MEMPLAN_TRY(F32Output dgamma, GradientTarget(ctx, call, 1));
-  MEMPLAN_TRY(F32Output dbeta, GradientTarget(ctx, call, 2));
-  MEMPLAN_RETURN_IF_ERROR(LayerNormBackward(fx.data, gamma.data, mean.data, invstd.data, dy.data,
-                                            dx.data(), dgamma.data(), dbeta.data(), rc.rows,
-                                            rc.cols, ctx.stream()));
-  for (F32Output* out : {&dx, &dgamma, &dbeta})
-    if (out->defined()) MEMPLAN_RETURN_IF_ERROR(ctx.Commit(*out));
-  return OkStatus();
+  MEMPLAN_TRY(NormBackwardOperands o, ReadNormBackwardOperands(ctx, call));
+  MEMPLAN_RETURN_IF_ERROR(LayerNormBackward(o.x.data, o.scale.data, o.mean.data, o.invstd.data,
+                                            o.dy.data, o.dx.data(), o.dscale.data(), o.dbias.data(),
+                                            rc.rows, rc.cols, ctx.stream()));
+  return CommitNormGradients(ctx, o);
 }
 
 // ---- BatchNormalization -----------------------------------------------------------------------
@@ -207,20 +227,11 @@ Status BatchNormBackwardOp(CudaContext& ctx, const BackwardCall& call) {
   if (call.inputs.size() < 2 || !call.inputs[0].defined() || !call.inputs[1].defined())
     return MakeError("BatchNormalization backward: X and scale were not saved");
   MEMPLAN_TRY(BatchLayout l, BatchNormLayout(call.input_shapes.at(0)));
-  MEMPLAN_TRY(F32Input mean, SavedExtra(ctx, call, "mean"));
-  MEMPLAN_TRY(F32Input invstd, SavedExtra(ctx, call, "invstd"));
-  MEMPLAN_TRY(F32Input fx, ctx.ReadF32(call.inputs[0]));
-  MEMPLAN_TRY(F32Input scale, ctx.ReadF32(call.inputs[1]));
-  MEMPLAN_TRY(F32Input dy, ctx.ReadF32(call.grad_outputs[0]));
-  MEMPLAN_TRY(F32Output dx, GradientTarget(ctx, call, 0));
-  MEMPLAN_TRY(F32Output dscale, GradientTarget(ctx, call, 1));
-  MEMPLAN_TRY(F32Output dbias, GradientTarget(ctx, call, 2));
-  MEMPLAN_RETURN_IF_ERROR(BatchNormBackward(fx.data, scale.data, mean.data, invstd.data, dy.data,
-                                            l.n, l.c, l.spatial, dx.data(), dscale.data(),
-                                            dbias.data(), ctx.stream()));
-  for (F32Output* out : {&dx, &dscale, &dbias})
-    if (out->defined()) MEMPLAN_RETURN_IF_ERROR(ctx.Commit(*out));
-  return OkStatus();
+  MEMPLAN_TRY(NormBackwardOperands o, ReadNormBackwardOperands(ctx, call));
+  MEMPLAN_RETURN_IF_ERROR(BatchNormBackward(o.x.data, o.scale.data, o.mean.data, o.invstd.data,
+                                            o.dy.data, l.n, l.c, l.spatial, o.dx.data(),
+                                            o.dscale.data(), o.dbias.data(), ctx.stream()));
+  return CommitNormGradients(ctx, o);
 }
 
 }  // namespace
