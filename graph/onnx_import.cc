@@ -16,6 +16,7 @@
 #include "graph/constant_weights.h"
 #include "graph/file_byte_source.h"
 #include "graph/fusion/fusion_table.h"
+#include "graph/libonnx_crash_guards.h"
 #include "graph/libonnx_support.h"
 #include "graph/local_functions.h"
 #include "graph/onnx_convert.h"
@@ -195,6 +196,7 @@ void DropUnreadInitializers(onnx::ModelProto& model) {
 // ONNX shape inference; a failure is a warning (memplan's own rules still run).
 InferredTypes RunOnnxShapeInference(onnx::ModelProto& model, Graph& graph) {
   InferredTypes types;
+  DeclareUntypedShapeInputs(*model.mutable_graph());
   try {
     onnx::ShapeInferenceOptions options;
     options.check_type = false;
@@ -224,7 +226,8 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
   // The checker and ONNX shape inference run on the model as written: fused nodes use ops of newer
   // opsets than the model imports (LayerNormalization in an opset-13 model), which the checker
   // rejects, and libonnx 1.12 crashes inferring some ops downstream of a node whose output type it
-  // cannot infer (a com.microsoft Gelu). The fusions keep every surviving value's name, so the
+  // cannot infer (a com.microsoft Gelu; graph/libonnx_crash_guards.h steers around the
+  // Shape case it is known for). The fusions keep every surviving value's name, so the
   // types inferred there carry over; the checker judges the file the user gave.
   std::optional<onnx::ModelProto> as_written;
   if (AnyFusionAnchored(model, options.fusions)) {

@@ -205,6 +205,41 @@ TEST_CASE("a node with fewer inputs than its ONNX schema needs is an error (fuzz
         "node 'y_node' (Gather): has 1 inputs and 1 outputs; ONNX needs at least 2 and 1");
 }
 
+// libonnx 1.12's Shape-15 data propagation dereferences the type of an input it could not type
+// (graph/libonnx_crash_guards.h): before the guard both models below killed the process (SIGSEGV),
+// as python3-onnx's infer_shapes(m, data_prop=True) still does on them.
+TEST_CASE("a Shape of a value libonnx cannot type imports (fuzzer finding)",
+          "[import][bad-input]") {
+  // z = Reshape(y, Shape(y)), y = com.microsoft Gelu(x): libonnx has no schema for the contrib
+  // Gelu, so y has no type when Shape reads it; memplan's registry knows y is x's [batch, 3].
+  ProtoModel m(/*opset=*/17);
+  m.Opset("com.microsoft", 1);
+  m.Input("x", TensorProto::FLOAT, {std::string("batch"), int64_t{3}});
+  m.Node("Gelu", {"x"}, {"y"}, "com.microsoft");
+  m.Node("Shape", {"y"}, {"s"});
+  m.Node("Reshape", {"y", "s"}, {"z"});
+  m.Output("z", TensorProto::FLOAT,
+           std::vector<testing::ProtoDim>{std::string("batch"), int64_t{3}});
+  Graph graph = m.Import("shape_of_contrib_op.onnx");
+  CHECK(testing::ShapeOf(graph, "z") == "[batch, 3]");
+}
+
+TEST_CASE("a Shape after an inner-dim mismatch is one error line, not a crash (fuzzer finding)",
+          "[import][bad-input]") {
+  // The fuzzer's case in small: a MatMul whose inner dims disagree (3 vs 4, as after a Reshape
+  // target mutated from 768 to 256 in BERT) leaves libonnx without a type for it, and a Shape
+  // reads the Add after it.
+  ProtoModel m(/*opset=*/17);
+  m.Input("x", TensorProto::FLOAT, {std::string("batch"), int64_t{3}});
+  m.Initializer("W", TensorProto::FLOAT, {4, 5});
+  m.Initializer("b", TensorProto::FLOAT, {5});
+  m.Node("MatMul", {"x", "W"}, {"y"});
+  m.Node("Add", {"y", "b"}, {"a"});
+  m.Node("Shape", {"a"}, {"s"});
+  m.Output("s", TensorProto::INT64, std::vector<testing::ProtoDim>{int64_t{2}});
+  CHECK_THAT(ProtoImportError(m, "shape_after_mismatch.onnx"), Contains("MatMul"));
+}
+
 // Conv y = Conv(x[1, 8, 4, 4], W[2, 4, 3, 3]) with the given attributes.
 ProtoModel ConvModel(int64_t group, std::vector<int64_t> pads) {
   ProtoModel m(/*opset=*/17);
