@@ -39,6 +39,8 @@ const std::vector<FusionEntry>& FusionTable() {
       {"hard_swish", FusionSet::kFusedOps, &MatchHardSwish, "HardSigmoid"},
       {"zero_dropout", FusionSet::kFusedOps, &MatchZeroDropout, "Dropout"},
       {"pad_avg_pool", FusionSet::kFusedOps, &MatchPadAvgPool, "Pad"},
+      // After the norms: rms_norm (under kAll) takes the same Sqrt -> Div(1, .) into its match.
+      {"rsqrt", FusionSet::kFusedOps, &MatchRsqrt, "Sqrt"},
   };
   return table;
 }

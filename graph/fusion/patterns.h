@@ -22,6 +22,7 @@ std::optional<FusionMatch> MatchSilu(const ProtoIndex& index, int node);        
 std::optional<FusionMatch> MatchHardSwish(const ProtoIndex& index, int node);        // HardSigmoid
 std::optional<FusionMatch> MatchZeroDropout(const ProtoIndex& index, int node);      // Dropout
 std::optional<FusionMatch> MatchPadAvgPool(const ProtoIndex& index, int node);       // Pad
+std::optional<FusionMatch> MatchRsqrt(const ProtoIndex& index, int node);            // Sqrt
 
 // The end both GELU forms share, from `gate` (1 + erf(.) or 1 + tanh(.)) on: x times the gate,
 // halved, as (x * gate) * 0.5 or (x * 0.5) * gate, each Mul feeding only the next. Its nodes in

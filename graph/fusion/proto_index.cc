@@ -52,6 +52,14 @@ std::optional<double> ProtoIndex::Scalar(const std::string& name) const {
   return std::nullopt;
 }
 
+std::optional<int> ProtoIndex::ConstantRank(const std::string& name) const {
+  if (attribute_scalars_.count(name)) return 0;
+  auto it = constants_.find(name);
+  if (it == constants_.end() || (graph_inputs_.count(name) && initializers_.count(name)))
+    return std::nullopt;
+  return it->second->dims_size();
+}
+
 std::optional<std::vector<int64_t>> ProtoIndex::Integers(const std::string& name) const {
   auto it = constants_.find(name);
   if (it == constants_.end() || (graph_inputs_.count(name) && initializers_.count(name)))

@@ -25,6 +25,9 @@ class ProtoIndex {
 
   // The value of a one-element floating or integer constant named `name`.
   std::optional<double> Scalar(const std::string& name) const;
+  // The rank of a constant named `name` (a Constant's value_float / value_int is rank 0);
+  // nullopt when it is not a constant.
+  std::optional<int> ConstantRank(const std::string& name) const;
   // The values of an integer constant of at most a few elements (axes, shapes).
   std::optional<std::vector<int64_t>> Integers(const std::string& name) const;
   // The initializer named `name` (nullptr when it is not one).

@@ -7,6 +7,7 @@
 #include "graph/ops/common_rules.h"
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
+#include "graph/ops/rsqrt_op.h"
 #include "graph/ops/shape_helpers.h"
 #include "graph/ops/shape_ops_folding.h"
 
@@ -68,6 +69,19 @@ Expected<std::vector<TensorInfo>> SameAsInput0(const OpContext& ctx) {
   if (outs.empty()) return outs;
   outs[0].dtype = x->dtype;
   outs[0].shape = x->shape;
+  return outs;
+}
+
+// Rsqrt keeps the shape of the Div it replaces: x broadcast against the one it divided, whose
+// rank the fusion records as broadcast_rank (only a scalar x grows, to [1]).
+Expected<std::vector<TensorInfo>> RsqrtShape(const OpContext& ctx) {
+  MEMPLAN_TRY(auto outs, SameAsInput0(ctx));
+  const int64_t rank = ctx.attrs().GetInt(rsqrt::kBroadcastRank, 0);
+  if (rank < 0 || rank > 1)
+    return MakeError(NodeError(ctx.node, std::string(rsqrt::kBroadcastRank) +
+                                             " must be 0 or 1, not " + std::to_string(rank)));
+  if (!outs.empty() && outs[0].shape.known && outs[0].shape.rank() < static_cast<size_t>(rank))
+    outs[0].shape.dims.assign(static_cast<size_t>(rank), Dim(1));
   return outs;
 }
 
@@ -168,6 +182,15 @@ void RegisterUnaryOps(OpRegistry& registry) {
       };
     registry.Register(std::move(schema));
   }
+
+  // memplan:Rsqrt: torch.rsqrt, which torch.onnx writes as Div(ones(1), Sqrt(x)); the import
+  // fusion (graph/fusion/rsqrt.cc) writes it back. In autocast's fp32 list, unlike Sqrt and Div.
+  OpSchema rsqrt =
+      UnarySchema({rsqrt::kOpType, 2 * kSimpleFlops, SaveOutput0(),
+                   "rsqrt: -0.5 * grad * result.pow(3).conj()", AmpCategory::kFp32Required});
+  rsqrt.domain = rsqrt::kDomain;
+  rsqrt.infer_shapes = RsqrtShape;
+  registry.Register(std::move(rsqrt));
 
   // Exporters also emit Gelu in Microsoft's contrib domain; it is the same op.
   OpSchema ms_gelu = UnarySchema(

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "graph/ops/rsqrt_op.h"
 #include "tests/runtime/gradient_check.h"
 
 namespace memplan::testing {
@@ -50,6 +51,11 @@ TEST_CASE("unary backward kernels match finite differences", "[gradcheck]") {
   }
   SECTION("Sqrt") {
     MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Sqrt", RandomTensor(shape, 7, 0.5f, 3.0f)));
+  }
+  SECTION("Rsqrt") {
+    GradCheckCase c = Unary(rsqrt::kOpType, RandomTensor(shape, 44, 0.5f, 3.0f));
+    c.domain = rsqrt::kDomain;
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(c);
   }
   SECTION("Neg") { MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Neg", RandomTensor(shape, 8))); }
   SECTION("Exp") {

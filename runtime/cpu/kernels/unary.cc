@@ -1,11 +1,12 @@
 // Elementwise unary ops. Each op says which forward tensor its backward reads (the one PyTorch's
-// derivatives.yaml saves): Relu/Sigmoid/Tanh/Sqrt/Exp/Reciprocal the result, Erf/Log/Gelu/Cos/Sin
-// the input, Swish the input, Neg nothing.
+// derivatives.yaml saves): Relu/Sigmoid/Tanh/Sqrt/Exp/Reciprocal/Rsqrt the result,
+// Erf/Log/Gelu/Cos/Sin the input, Swish the input, Neg nothing.
 
 #include <cmath>
 #include <numbers>
 #include <string>
 
+#include "graph/ops/rsqrt_op.h"
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/cpu/kernels/kernel_families.h"
 #include "runtime/cpu/kernels/kernel_util.h"
@@ -91,6 +92,14 @@ struct ReciprocalOp {
   static float Grad(float y, float dy) { return -dy * y * y; }
 };
 
+// memplan:Rsqrt (torch.rsqrt): d/dx x^(-1/2) = -y^3 / 2.
+struct RsqrtOp {
+  static constexpr const char* kName = rsqrt::kOpType;
+  static constexpr Saves kSaves = Saves::kOutput;
+  static float Forward(float x) { return 1.0f / std::sqrt(x); }
+  static float Grad(float y, float dy) { return -0.5f * dy * y * y * y; }
+};
+
 template <class Op>
 Expected<ForwardResult> UnaryForward(const KernelContext& ctx, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, Op::kName, "input"));
@@ -125,6 +134,16 @@ Expected<InputGradients> UnaryBackward(const KernelContext& ctx, const BackwardA
   RoundToOwnDType(dx);
   grads[0] = std::move(dx);
   return grads;
+}
+
+// Rsqrt has the shape of the Div the import fusion replaced (graph/fusion/rsqrt.cc): a scalar x
+// divided into ones(1) gave [1].
+Expected<ForwardResult> RsqrtForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(ForwardResult result, UnaryForward<RsqrtOp>(ctx, args));
+  Tensor& y = result.outputs[0];
+  if (y.rank() == 0 && AttributesOf(args.attributes).GetInt(rsqrt::kBroadcastRank, 0) == 1)
+    y = y.View({1});
+  return result;
 }
 
 // Gelu: 0.5 x (1 + erf(x / sqrt 2)), or with approximate="tanh"
@@ -283,6 +302,7 @@ void RegisterUnaryKernels(KernelRegistry& registry) {
   RegisterUnary<ExpOp>(registry);
   RegisterUnary<LogOp>(registry);
   RegisterUnary<ReciprocalOp>(registry);
+  registry.Register(rsqrt::kOpType, &RsqrtForward, &UnaryBackward<RsqrtOp>, rsqrt::kDomain);
   registry.Register("Gelu", &GeluForward, &GeluBackward);
   registry.Register("Identity", &IdentityForward, &IdentityBackward);
   registry.Register("Swish", &SwishForward, &SwishBackward);
