@@ -64,7 +64,6 @@ const std::map<std::string, std::string>& NotExecutableOnCuda() {
       {"ScatterND", "no CUDA op yet"},
       {"Sin", "no CUDA op yet"},
       {"Sqrt", "no CUDA op yet"},
-      {"Rsqrt", "no CUDA op yet"},
       {"Swish", "no CUDA op yet"},
       {"Tile", "no CUDA op yet"},
       // Opset-23 and ONNX Runtime transformer ops: planned from the registry, not executable yet.
