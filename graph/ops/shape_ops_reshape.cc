@@ -2,6 +2,7 @@
 // Transpose, Expand (all views in PyTorch) and Tile (a copy). The view shapes are the shared
 // geometry's (graph/ops/geometry/reshape.h).
 
+#include "graph/ops/common_rules.h"
 #include "graph/ops/geometry/reshape.h"
 #include "graph/ops/shape_helpers.h"
 #include "graph/ops/shape_ops_folding.h"
@@ -133,7 +134,7 @@ Expected<std::vector<TensorInfo>> InferTile(const OpContext& ctx) {
   Shape out;
   for (size_t i = 0; i < repeats.size(); ++i) out.dims.push_back(data.shape.dims[i] * repeats[i]);
   std::optional<std::vector<Dim>> contents;
-  auto reps = ConstantContents(ctx.inputs[1]);
+  auto reps = ConstantInts(ctx.inputs[1]);
   if (data.contents && data.shape.rank() == 1 && reps && FoldableElementCount(out)) {
     contents.emplace();
     for (int64_t r = 0; r < (*reps)[0]; ++r)
