@@ -3,6 +3,8 @@
 #include <bit>
 #include <cmath>
 
+#include "graph/integer_dtypes.h"
+
 namespace memplan {
 
 uint16_t FloatToHalfBits(float x) {
@@ -56,6 +58,7 @@ float RoundToFloat16(float x) { return HalfBitsToFloat(FloatToHalfBits(x)); }
 float RoundToBFloat16(float x) { return BFloat16BitsToFloat(FloatToBFloat16Bits(x)); }
 
 float RoundToDType(float x, DType dtype) {
+  if (IsInteger(dtype)) return std::isfinite(x) ? std::trunc(x) : 0.0f;
   switch (dtype) {
     case DType::kFloat16:
       return RoundToFloat16(x);
@@ -63,15 +66,6 @@ float RoundToDType(float x, DType dtype) {
       return RoundToBFloat16(x);
     case DType::kBool:
       return x != 0.0f ? 1.0f : 0.0f;
-    case DType::kInt8:
-    case DType::kUInt8:
-    case DType::kInt16:
-    case DType::kUInt16:
-    case DType::kInt32:
-    case DType::kUInt32:
-    case DType::kInt64:
-    case DType::kUInt64:
-      return std::isfinite(x) ? std::trunc(x) : 0.0f;
     default:
       return x;
   }

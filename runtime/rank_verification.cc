@@ -222,9 +222,7 @@ Status VerifyRanks(const Graph& graph, const VerifyPlan& plan, const TrainingPro
   const Bindings bindings = WithBatch(plan.bindings, per_rank.batch_symbol, m);
   MEMPLAN_TRY(SyntheticData data,
               SyntheticData::Create(graph, reference_program, bindings, options.seed));
-  ExecutorOptions eo = options.executor;
-  eo.seed = options.seed;
-  eo.disable_dropout = true;
+  const ExecutorOptions eo = options.SeededExecutor();
 
   RunResult reference;
   {

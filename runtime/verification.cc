@@ -155,9 +155,7 @@ Expected<EquivalenceResult> CheckGradientEquivalence(const Graph& graph,
              FormatBytes(options.max_memory_bytes);
     return r;
   }
-  ExecutorOptions eo = options.executor;
-  eo.seed = options.seed;
-  eo.disable_dropout = true;
+  const ExecutorOptions eo = options.SeededExecutor();
   MEMPLAN_TRY(GradientRun split, RunGradients(graph, program, plan.bindings, k, m, backends, eo));
   MEMPLAN_TRY(GradientRun whole,
               RunGradients(graph, program, plan.bindings, 1, k * m, backends, eo));
@@ -185,8 +183,8 @@ Expected<EquivalenceResult> CheckRecomputeEquivalence(const Graph& graph,
     r.note = "the plan's recompute vs none";
   }
   MEMPLAN_TRY(TrainingProgram alternative, DeriveTrainingProgram(graph, other));
-  ExecutorOptions eo = options.executor;
-  eo.seed = options.seed;
+  // Dropout stays on: the shared seed draws the same masks in both runs.
+  const ExecutorOptions eo = options.SeededExecutor(/*disable_dropout=*/false);
   MEMPLAN_TRY(GradientRun a,
               RunGradients(graph, program, plan.bindings, 1, plan.micro_batch, backends, eo));
   MEMPLAN_TRY(GradientRun b,
@@ -237,9 +235,7 @@ Expected<EquivalenceResult> CheckFusedLossEquivalence(const Graph& graph,
     }
   }
   MEMPLAN_TRY(TrainingProgram reference, DeriveTrainingProgram(unfused, other));
-  ExecutorOptions eo = options.executor;
-  eo.seed = options.seed;
-  eo.disable_dropout = true;
+  const ExecutorOptions eo = options.SeededExecutor();
   MEMPLAN_TRY(GradientRun fused, RunGradients(graph, program, plan.bindings, 1, plan.micro_batch,
                                               backends, eo, /*with_loss=*/true));
   MEMPLAN_TRY(GradientRun whole, RunGradients(unfused, reference, plan.bindings, 1,
@@ -281,11 +277,9 @@ Status RunTraining(const Graph& graph, const VerifyPlan& plan, const TrainingPro
   const Bindings bindings = WithBatch(plan.bindings, program.batch_symbol, plan.micro_batch);
   MEMPLAN_TRY(std::unique_ptr<Backend> backend, backends());
   report.device = std::string(backend->name());
-  ExecutorOptions eo = options.executor;
-  eo.seed = options.seed;
   // Dropout off keeps the loss trend free of mask noise; memory is unchanged (the masks are
   // still made and kept, the program allocates them either way).
-  eo.disable_dropout = true;
+  const ExecutorOptions eo = options.SeededExecutor();
   MEMPLAN_TRY(SyntheticData data, SyntheticData::Create(graph, program, bindings, options.seed));
   std::vector<MicroBatch> batches;
   for (int64_t i = 0; i < program.accumulation_steps; ++i) {

@@ -75,6 +75,15 @@ struct VerifyOptions {
   bool check_recompute_equivalence = true;
   bool check_fused_loss_equivalence = true;  // with VerifyPlan::unfused_graph
   ExecutorOptions executor;                  // hyper-parameters; seed and dropout are set per run
+
+  // The executor options of one run: `executor` seeded with `seed` (so the runs a check compares
+  // draw the same parameters, data and masks), with dropout off unless a check keeps it.
+  ExecutorOptions SeededExecutor(bool disable_dropout = true) const {
+    ExecutorOptions eo = executor;
+    eo.seed = seed;
+    eo.disable_dropout = disable_dropout;
+    return eo;
+  }
 };
 
 struct EquivalenceResult {

@@ -181,6 +181,20 @@ std::string TorchOptimizerCall(const ExportPlan& plan, const ExportOptions& opti
   return "";
 }
 
+std::string ScriptConstantsAndOptimizer(const ExportPlan& plan, const ExportOptions& options,
+                                        std::string_view recompute_section) {
+  std::string out;
+  if (options.max_grad_norm > 0)
+    out += "MAX_GRAD_NORM = " + PythonFloat(options.max_grad_norm) + "\n";
+  out += HyperParameterConstants(plan, options);
+  out += "\n";
+  out += recompute_section;
+  out += "\n\n";
+  out += MakeOptimizerFunction(plan, options);
+  out += "\n\n";
+  return out;
+}
+
 std::string MakeOptimizerFunction(const ExportPlan& plan, const ExportOptions& options) {
   std::vector<HyperParameter> required;
   for (const HyperParameter& h : HyperParametersOf(plan, options))

@@ -54,6 +54,12 @@ std::string TorchOptimizerCall(const ExportPlan& plan, const ExportOptions& opti
 // every constant of HyperParameterConstants still None. Ends with "\n".
 std::string MakeOptimizerFunction(const ExportPlan& plan, const ExportOptions& options);
 
+// The part the standalone scripts (the plain PyTorch loop and torchrun) write alike after their
+// own constants: MAX_GRAD_NORM when clipping, HyperParameterConstants, the exporter's
+// `recompute_section`, then MakeOptimizerFunction. Ends with a blank line pair ("\n\n").
+std::string ScriptConstantsAndOptimizer(const ExportPlan& plan, const ExportOptions& options,
+                                        std::string_view recompute_section);
+
 // torch.optim's Adam defaults; written out so every export states them explicitly.
 inline constexpr double kAdamBeta1 = 0.9;
 inline constexpr double kAdamBeta2 = 0.999;

@@ -110,7 +110,6 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   const bool pure = plan.amp_mode == AmpMode::kPure;
   const bool fp16 = plan.precision == Precision::kFp16 && !pure;
   const bool autocast = plan.precision != Precision::kFp32 && !pure;
-  const bool clip = options.max_grad_norm > 0;
 
   std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
   out += "# Provide model, dataset, loss_fn(outputs, targets), make_scheduler(optimizer) and the\n";
@@ -125,13 +124,7 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   out += "MICRO_BATCH = " + std::to_string(plan.micro_batch) + "\n";
   out += "ACCUMULATION_STEPS = " + std::to_string(plan.accumulation_steps) +
          "  # one optimizer step per " + std::to_string(plan.SamplesPerStep()) + " samples\n";
-  if (clip) out += "MAX_GRAD_NORM = " + PythonFloat(options.max_grad_norm) + "\n";
-  out += HyperParameterConstants(plan, options);
-  out += "\n";
-  out += RecomputeSection(plan);
-  out += "\n\n";
-  out += MakeOptimizerFunction(plan, options);
-  out += "\n\n";
+  out += ScriptConstantsAndOptimizer(plan, options, RecomputeSection(plan));
   out += TrainOneEpochHead(plan, /*commented=*/true);
   out +=
       "        # Dividing by k makes the k accumulated gradients an average, as one big batch's.\n";

@@ -182,7 +182,6 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
   const DataParallelOptions& dp = *plan.data_parallel;
   const bool ddp = dp.strategy == ParallelStrategy::kDdp;
   const PrecisionRecipe r = RecipeOf(plan);
-  const bool clip = options.max_grad_norm > 0;
   const std::string strategy(ParallelStrategyName(dp.strategy));
 
   std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
@@ -249,13 +248,7 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
     out += std::string("RESHARD_AFTER_FORWARD = ") + (dp.reshard_after_forward ? "True" : "False") +
            "  # False: parameters stay gathered from forward to backward\n";
   }
-  if (clip) out += "MAX_GRAD_NORM = " + PythonFloat(options.max_grad_norm) + "\n";
-  out += HyperParameterConstants(plan, options);
-  out += "\n";
-  out += RecomputeSection(plan);
-  out += "\n\n";
-  out += MakeOptimizerFunction(plan, options);
-  out += "\n\n";
+  out += ScriptConstantsAndOptimizer(plan, options, RecomputeSection(plan));
   out += SetupFunction();
   out += "\n\n";
   out += ddp ? DdpWrapFunction() : FsdpWrapFunction(plan, r);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "analyzer/unguarded_events.h"
+
 namespace memplan {
 
 LivenessPlan PlanLiveness(const TrainingProgram& program, const std::vector<BufferUse>& uses) {
@@ -22,8 +24,7 @@ LivenessPlan PlanLiveness(const TrainingProgram& program, const std::vector<Buff
 
 void ApplyLiveness(const LivenessPlan& plan, TrainingProgram& program) {
   for (const PlannedFree& f : plan.frees) {
-    program.steps[static_cast<size_t>(f.step)].end.push_back(
-        MemoryEvent{MemoryEvent::Action::kFree, f.buffer, MemoryEvent::Guard::kNone, BufferId()});
+    program.steps[static_cast<size_t>(f.step)].end.push_back(FreeEvent(f.buffer));
   }
   for (BufferId id : plan.held_for_backward) {
     Buffer& b = program.buffers[id.index()];

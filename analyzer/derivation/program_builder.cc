@@ -1,5 +1,7 @@
 #include "analyzer/derivation/program_builder.h"
 
+#include "analyzer/unguarded_events.h"
+
 namespace memplan {
 
 ProgramBuilder::ProgramBuilder(const Graph& graph) : graph_(graph) {
@@ -47,8 +49,7 @@ Step& ProgramBuilder::NewStep(StepKind kind, std::string name, NodeId node) {
 }
 
 void ProgramBuilder::AllocateHere(BufferId b) {
-  current().begin.push_back(
-      MemoryEvent{MemoryEvent::Action::kAlloc, b, MemoryEvent::Guard::kNone, BufferId()});
+  current().begin.push_back(AllocEvent(b));
   uses_[b.index()].alloc = Now() - 1;
   Touch(b);
 }

@@ -11,6 +11,7 @@
 #include "analyzer/optimizer_state.h"
 #include "analyzer/optimizer_transient.h"
 #include "analyzer/precision_policy.h"
+#include "analyzer/unguarded_events.h"
 #include "graph/ops/op_registry.h"
 
 namespace memplan {
@@ -19,8 +20,6 @@ namespace {
 using Action = MemoryEvent::Action;
 using Guard = MemoryEvent::Guard;
 
-MemoryEvent Alloc(BufferId b) { return MemoryEvent{Action::kAlloc, b, Guard::kNone, BufferId()}; }
-MemoryEvent Free(BufferId b) { return MemoryEvent{Action::kFree, b, Guard::kNone, BufferId()}; }
 MemoryEvent Guarded(Action action, BufferId b, Guard guard, BufferId guard_buffer) {
   return MemoryEvent{action, b, guard, guard_buffer};
 }
@@ -743,7 +742,7 @@ class StepEmitter {
     p_.steps.back().inputs = {half_part};
     p_.steps.back().outputs = {part};
     p_.steps.back().casts.push_back(CastOp{half_part, part});
-    p_.steps.back().end.push_back(Free(half_part));
+    p_.steps.back().end.push_back(FreeEvent(half_part));
     return part;
   }
 
@@ -951,7 +950,7 @@ class StepEmitter {
     cast.inputs = {computed};
     cast.outputs = {target};
     cast.casts.push_back(CastOp{computed, target});
-    cast.end.push_back(Free(computed));
+    cast.end.push_back(FreeEvent(computed));
     if (first) return;
     Step& add = NewStep(StepKind::kAccumulateGradient, "grad(" + g_.value(u).name + ")", from.node);
     Touch(grad);
@@ -959,7 +958,7 @@ class StepEmitter {
     add.accumulate_part = target;
     add.inputs = {target};
     add.outputs = {grad};
-    add.end.push_back(Free(target));
+    add.end.push_back(FreeEvent(target));
   }
 
   std::string NameOf(NodeId n) const { return n.valid() ? g_.node(n).name : std::string("loss"); }
@@ -1002,16 +1001,16 @@ class StepEmitter {
       for (BufferId s : pb.optimizer_states)
         p_.steps.back().begin.push_back(Guarded(Action::kAlloc, s, Guard::kIfNotLive, s));
       if (pb.master_gradient.valid()) {
-        p_.steps.back().begin.push_back(Alloc(pb.master_gradient));
-        p_.steps.back().end.push_back(Free(pb.master_gradient));
+        p_.steps.back().begin.push_back(AllocEvent(pb.master_gradient));
+        p_.steps.back().end.push_back(FreeEvent(pb.master_gradient));
       }
     }
     MEMPLAN_RETURN_IF_ERROR(EmitOptimizerTransients());
-    if (found_inf.valid()) p_.steps.back().end.push_back(Free(found_inf));
+    if (found_inf.valid()) p_.steps.back().end.push_back(FreeEvent(found_inf));
     NewStep(StepKind::kZeroGradients, std::string(ZeroGradModeName(options_.zero_grad)));
     if (options_.zero_grad == ZeroGradMode::kSetToNone) {
       for (const ParameterBuffers& pb : p_.parameters)
-        if (pb.gradient.valid()) p_.steps.back().end.push_back(Free(pb.gradient));
+        if (pb.gradient.valid()) p_.steps.back().end.push_back(FreeEvent(pb.gradient));
     }
     p_.optimizer.end = Now();
     return OkStatus();
@@ -1055,8 +1054,8 @@ class StepEmitter {
           NewBuffer(name, BufferRole::kOptimizerTransient, MemoryCategory::kTransients, t.dtype,
                     Shape{{Dim(t.elements)}}, value);
       MarkExplicitFree(b);
-      p_.steps.back().begin.push_back(Alloc(b));
-      p_.steps.back().end.push_back(Free(b));
+      p_.steps.back().begin.push_back(AllocEvent(b));
+      p_.steps.back().end.push_back(FreeEvent(b));
     }
     return OkStatus();
   }

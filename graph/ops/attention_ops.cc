@@ -348,11 +348,7 @@ OpSchema RotarySchema(const char* domain, size_t cos_slot, size_t sin_slot,
     }
     return saved;
   });
-  s.gradient_inputs = [](const OpContext& ctx) {
-    std::vector<bool> grads(ctx.inputs.size(), false);
-    if (!grads.empty()) grads[0] = InputRequiresGrad(ctx, 0);
-    return grads;
-  };
+  s.gradient_inputs = GradientsAtSlots({0});
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFollowInputs;
   s.saved_source = std::string(kDerivativesYaml) +

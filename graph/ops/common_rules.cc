@@ -38,6 +38,14 @@ GradientRule GradientsAtSlots(std::vector<size_t> slots) {
   };
 }
 
+GradientRule GradientOnlyForFloatingInput0() {
+  return [](const OpContext& ctx) {
+    std::vector<bool> grads(ctx.inputs.size(), false);
+    if (!grads.empty()) grads[0] = ctx.has_input(0) && IsFloating(ctx.inputs[0].dtype);
+    return grads;
+  };
+}
+
 DType StatisticsDType(DType input) {
   return input == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
 }

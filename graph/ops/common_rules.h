@@ -64,6 +64,10 @@ SavedRule WhenDifferentiable(SavedRule rule);
 // A gradient_inputs rule: the inputs at `slots` receive a gradient when they require one; the
 // others (attention masks, position ids) never do.
 GradientRule GradientsAtSlots(std::vector<size_t> slots);
+// A gradient_inputs rule for ops differentiable only in their data input: input 0 receives a
+// gradient whenever it is a present floating tensor, whatever its kind; the others (labels,
+// axes, sizes, scales) never do. Losses, reductions and resampling ops share it.
+GradientRule GradientOnlyForFloatingInput0();
 
 // The dtype PyTorch's CUDA kernels use for normalisation statistics (mean, invstd/rstd): the
 // accumulate type, float32 for fp16/bf16/fp32 inputs and float64 for float64 ones.

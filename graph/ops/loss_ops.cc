@@ -14,14 +14,6 @@ namespace {
 constexpr const char* kMemplanDomain = "memplan";
 constexpr int64_t kMseFlopsPerElement = 3;  // subtract, square, accumulate
 
-GradientRule OnlyPrediction() {
-  return [](const OpContext& ctx) {
-    std::vector<bool> grads(ctx.inputs.size(), false);
-    if (!grads.empty()) grads[0] = ctx.has_input(0) && IsFloating(ctx.inputs[0].dtype);
-    return grads;
-  };
-}
-
 // SoftmaxCrossEntropyLoss(scores [N, C, d...], labels [N, d...], weights? [C]) ->
 // (output: scalar for reduction mean/sum, [N, d...] for none; log_prob?: scores' shape).
 Expected<std::vector<TensorInfo>> CrossEntropyShape(const OpContext& ctx) {
@@ -73,7 +65,7 @@ OpSchema CrossEntropySchema() {
     if (ctx.has_input(2)) saved.push_back(SaveInput(2));
     return saved;
   });
-  s.gradient_inputs = OnlyPrediction();
+  s.gradient_inputs = GradientOnlyForFloatingInput0();
   // Backward runs in two kernels: nll_loss_backward writes the log-probs' gradient ([N, C], the
   // log-probs' dtype), then _log_softmax_backward_data the scores' gradient from it; the first
   // is freed only after the second is written, so a [N, C] tensor more than the input gradient
@@ -125,7 +117,7 @@ OpSchema MseLossSchema() {
     if (ctx.has_input(1)) saved.push_back(SaveInput(1));
     return saved;
   });
-  s.gradient_inputs = OnlyPrediction();
+  s.gradient_inputs = GradientOnlyForFloatingInput0();
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFp32Required;
   s.saved_source = std::string(kDerivativesYaml) +
@@ -141,7 +133,7 @@ OpSchema SumLossSchema() {
   s.domain = kMemplanDomain;
   s.infer_shapes = [](const OpContext& ctx) { return ScalarLossShape(ctx, /*check_label=*/false); };
   s.cost = [](const OpContext& ctx) { return PerInputElementCost(ctx, kSimpleFlops); };
-  s.gradient_inputs = OnlyPrediction();
+  s.gradient_inputs = GradientOnlyForFloatingInput0();
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFp32Required;
   s.saved_source =

@@ -76,12 +76,6 @@ OpSchema ModSchema() {
   return s;
 }
 
-std::vector<bool> OnlyInput0(const OpContext& ctx) {
-  std::vector<bool> grads(ctx.inputs.size(), false);
-  if (!grads.empty()) grads[0] = InputRequiresGrad(ctx, 0);
-  return grads;
-}
-
 OpSchema TriluSchema() {
   OpSchema s;
   s.op_type = "Trilu";
@@ -93,7 +87,7 @@ OpSchema TriluSchema() {
   };
   // A compare and a select per element.
   s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, 2 * kSimpleFlops); };
-  s.gradient_inputs = OnlyInput0;
+  s.gradient_inputs = GradientsAtSlots({0});
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFollowInputs;
   s.saved_source = std::string(kDerivativesYaml) +

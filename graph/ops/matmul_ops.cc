@@ -48,19 +48,34 @@ Expected<MatMulDims> ReadMatMulDims(const Node& node, const Shape& a, const Shap
   return d;
 }
 
-Expected<std::vector<TensorInfo>> MatMulShape(const OpContext& ctx) {
+// The output shape of a two-operand contraction from its operands' known shapes.
+using ContractionGeometry = Expected<Shape> (*)(const OpContext& ctx, const Shape& a,
+                                                const Shape& b);
+
+// MatMul and Gemm infer alike around their geometry: both operands are required, the output
+// takes A's dtype, and its shape stays unknown while either operand's is.
+Expected<std::vector<TensorInfo>> ContractionShape(const OpContext& ctx,
+                                                   ContractionGeometry geometry) {
   MEMPLAN_TRY(const TensorInfo* a, RequiredInput(ctx, 0));
   MEMPLAN_TRY(const TensorInfo* b, RequiredInput(ctx, 1));
   auto outs = EmptyOutputs(ctx);
   if (outs.empty()) return outs;
   outs[0].dtype = a->dtype;
   if (!a->shape.known || !b->shape.known) return outs;
-  MEMPLAN_TRY(MatMulDims d, ReadMatMulDims(ctx.node, a->shape, b->shape));
+  MEMPLAN_TRY(outs[0].shape, geometry(ctx, a->shape, b->shape));
+  return outs;
+}
+
+Expected<Shape> MatMulGeometry(const OpContext& ctx, const Shape& a, const Shape& b) {
+  MEMPLAN_TRY(MatMulDims d, ReadMatMulDims(ctx.node, a, b));
   Shape y = d.batch;
   if (!d.a_vector) y.dims.push_back(d.m);
   if (!d.b_vector) y.dims.push_back(d.n);
-  outs[0].shape = std::move(y);
-  return outs;
+  return y;
+}
+
+Expected<std::vector<TensorInfo>> MatMulShape(const OpContext& ctx) {
+  return ContractionShape(ctx, MatMulGeometry);
 }
 
 OpCost MatMulCost(const OpContext& ctx) {
@@ -158,32 +173,29 @@ OpSchema MatMulSchema() {
 }
 
 // Gemm: Y = alpha * A' B' + beta * C with A' = transA ? A^T : A ([M, K]), B' likewise ([K, N]).
-Expected<std::vector<TensorInfo>> GemmShape(const OpContext& ctx) {
-  MEMPLAN_TRY(const TensorInfo* a, RequiredInput(ctx, 0));
-  MEMPLAN_TRY(const TensorInfo* b, RequiredInput(ctx, 1));
-  auto outs = EmptyOutputs(ctx);
-  if (outs.empty()) return outs;
-  outs[0].dtype = a->dtype;
-  if (!a->shape.known || !b->shape.known) return outs;
-  if (a->shape.rank() != 2 || b->shape.rank() != 2) {
+Expected<Shape> GemmGeometry(const OpContext& ctx, const Shape& a, const Shape& b) {
+  if (a.rank() != 2 || b.rank() != 2) {
     return MakeError(NodeError(ctx.node, "Gemm operands must be 2-D, got ranks " +
-                                             std::to_string(a->shape.rank()) + " and " +
-                                             std::to_string(b->shape.rank())));
+                                             std::to_string(a.rank()) + " and " +
+                                             std::to_string(b.rank())));
   }
   bool ta = ctx.attrs().GetInt("transA", 0) != 0;
   bool tb = ctx.attrs().GetInt("transB", 0) != 0;
-  const Dim& m = a->shape.dims[ta ? 1 : 0];
-  const Dim& ka = a->shape.dims[ta ? 0 : 1];
-  const Dim& kb = b->shape.dims[tb ? 1 : 0];
-  const Dim& n = b->shape.dims[tb ? 0 : 1];
+  const Dim& m = a.dims[ta ? 1 : 0];
+  const Dim& ka = a.dims[ta ? 0 : 1];
+  const Dim& kb = b.dims[tb ? 1 : 0];
+  const Dim& n = b.dims[tb ? 0 : 1];
   auto ca = ka.constant_value();
   auto cb = kb.constant_value();
   if (ca && cb && *ca != *cb) {
     return MakeError(NodeError(ctx.node, "inner dimensions differ: " + std::to_string(*ca) +
                                              " vs " + std::to_string(*cb)));
   }
-  outs[0].shape = Shape{{m, n}};
-  return outs;
+  return Shape{{m, n}};
+}
+
+Expected<std::vector<TensorInfo>> GemmShape(const OpContext& ctx) {
+  return ContractionShape(ctx, GemmGeometry);
 }
 
 OpCost GemmCost(const OpContext& ctx) {

@@ -54,14 +54,6 @@ Expected<std::vector<TensorInfo>> ReduceShape(const OpContext& ctx) {
   return outs;
 }
 
-GradientRule OnlyData() {
-  return [](const OpContext& ctx) {
-    std::vector<bool> grads(ctx.inputs.size(), false);
-    if (!grads.empty()) grads[0] = ctx.has_input(0) && IsFloating(ctx.inputs[0].dtype);
-    return grads;
-  };
-}
-
 OpSchema ReduceSchema(const char* op_type, SavedRule saved, const std::string& saved_source,
                       AmpCategory amp, const std::string& amp_source) {
   OpSchema s;
@@ -69,7 +61,7 @@ OpSchema ReduceSchema(const char* op_type, SavedRule saved, const std::string& s
   s.infer_shapes = ReduceShape;
   s.cost = [](const OpContext& ctx) { return PerInputElementCost(ctx, kSimpleFlops); };
   s.saved_for_backward = std::move(saved);
-  s.gradient_inputs = OnlyData();
+  s.gradient_inputs = GradientOnlyForFloatingInput0();
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = amp;
   s.saved_source = std::string(kDerivativesYaml) + ": " + saved_source;

@@ -17,14 +17,6 @@ constexpr int64_t kResizeNearestFlopsPerElement = 1;
 constexpr int64_t kResizeLinearFlopsPerElement = 4;
 constexpr int64_t kResizeCubicFlopsPerElement = 16;
 
-GradientRule OnlyData() {
-  return [](const OpContext& ctx) {
-    std::vector<bool> grads(ctx.inputs.size(), false);
-    if (!grads.empty()) grads[0] = ctx.has_input(0) && IsFloating(ctx.inputs[0].dtype);
-    return grads;
-  };
-}
-
 // The axes a pads/sizes list applies to: the `axes` attribute (Resize-18), input `axes_input`
 // (Pad-18) when present, else all. nullopt when the axes input does not fold.
 Expected<std::optional<std::vector<int64_t>>> ReadAxes(const OpContext& ctx,
@@ -92,7 +84,7 @@ OpSchema PadSchema() {
     if (mode == "reflect" || mode == "edge") return std::vector<SavedTensor>{SaveInput(0)};
     return std::vector<SavedTensor>{};
   });
-  s.gradient_inputs = OnlyData();
+  s.gradient_inputs = GradientOnlyForFloatingInput0();
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.saved_source = std::string(kDerivativesYaml) +
                    ": constant_pad_nd saves nothing; reflection_pad{1,2,3}d and "
@@ -133,7 +125,7 @@ OpSchema ResizeSchema() {
                                     : kResizeNearestFlopsPerElement;
     return PerOutputElementCost(ctx, per);
   };
-  s.gradient_inputs = OnlyData();
+  s.gradient_inputs = GradientOnlyForFloatingInput0();
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.saved_source = std::string(kDerivativesYaml) +
                    ": upsample_nearest*/upsample_(bi|tri)linear*/upsample_bicubic2d backward "

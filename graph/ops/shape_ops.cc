@@ -1,3 +1,4 @@
+#include "graph/ops/common_rules.h"
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
 #include "graph/ops/shape_ops_folding.h"
@@ -40,7 +41,7 @@ std::optional<std::vector<int64_t>> IntsFromInputOrAttribute(const OpContext& ct
                                                              size_t input_index,
                                                              const std::string& attribute,
                                                              std::vector<int64_t> fallback) {
-  if (ctx.has_input(input_index)) return ConstantContents(ctx.inputs[input_index]);
+  if (ctx.has_input(input_index)) return ConstantInts(ctx.inputs[input_index]);
   if (ctx.attrs().Has(attribute)) return ctx.attrs().GetInts(attribute);
   return fallback;
 }

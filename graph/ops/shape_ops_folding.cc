@@ -41,36 +41,8 @@ std::optional<int64_t> FoldableElementCount(const Shape& shape) {
   return count;
 }
 
-std::optional<std::vector<int64_t>> ConstantContents(const TensorInfo& info) {
-  if (!info.present || !info.contents) return std::nullopt;
-  std::vector<int64_t> values;
-  values.reserve(info.contents->size());
-  for (const Dim& d : *info.contents) {
-    auto c = d.constant_value();
-    if (!c) return std::nullopt;
-    values.push_back(*c);
-  }
-  return values;
-}
-
 std::vector<Dim> DimsOf(const std::vector<int64_t>& values) {
   return std::vector<Dim>(values.begin(), values.end());
-}
-
-bool IsInteger(DType dtype) {
-  switch (dtype) {
-    case DType::kInt8:
-    case DType::kUInt8:
-    case DType::kInt16:
-    case DType::kUInt16:
-    case DType::kInt32:
-    case DType::kUInt32:
-    case DType::kInt64:
-    case DType::kUInt64:
-      return true;
-    default:
-      return false;
-  }
 }
 
 bool IsFoldableDType(DType dtype) { return IsInteger(dtype) || dtype == DType::kBool; }

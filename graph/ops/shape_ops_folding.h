@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/dim.h"
+#include "graph/integer_dtypes.h"
 #include "graph/ops/op_schema.h"
 
 namespace memplan {
@@ -21,14 +22,10 @@ inline constexpr int64_t kMaxFoldedElements = 64;
 std::optional<std::vector<int64_t>> ConstantDims(const Shape& shape);
 // The element count when it is a known constant no larger than kMaxFoldedElements.
 std::optional<int64_t> FoldableElementCount(const Shape& shape);
-// The contents as integers when every element is a known constant.
-std::optional<std::vector<int64_t>> ConstantContents(const TensorInfo& info);
 // Converts integers to Dims.
 std::vector<Dim> DimsOf(const std::vector<int64_t>& values);
-// True for int8 to int64 and uint8 to uint64 (not bool, not the packed 4-bit integers): the
-// dtypes whose folded contents follow integer arithmetic.
-bool IsInteger(DType dtype);
-// True for the integer and bool dtypes whose contents are folded.
+// True for the integer (IsInteger, graph/integer_dtypes.h) and bool dtypes whose contents are
+// folded.
 bool IsFoldableDType(DType dtype);
 
 // `info`'s contents broadcast (numpy rules) to the constant shape `out_dims`; nullopt when `info`

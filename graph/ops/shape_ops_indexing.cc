@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "graph/checked_math.h"
+#include "graph/ops/common_rules.h"
 #include "graph/ops/shape_helpers.h"
 #include "graph/ops/shape_ops_folding.h"
 #include "graph/ops/shape_ops_internal.h"
@@ -266,7 +267,7 @@ Expected<std::vector<TensorInfo>> InferGather(const OpContext& ctx) {
   // Contents: out[o, j, i] = data[o, idx[j], i] over constant shapes.
   std::optional<std::vector<Dim>> contents;
   auto data_dims = ConstantDims(data.shape);
-  auto idx = ConstantContents(indices);
+  auto idx = ConstantInts(indices);
   if (data.contents && data_dims && idx && FoldableElementCount(out)) {
     const int64_t outer = Product(*data_dims, 0, axis);
     const int64_t axis_dim = (*data_dims)[axis];

@@ -2,6 +2,7 @@
 // PyTorch writes them into shape sub-graphs (expand(-1, ...) becomes
 // Where(Equal(shape, -1), ones, shape)), so they fold over symbolic contents.
 
+#include "graph/ops/common_rules.h"
 #include "graph/ops/shape_helpers.h"
 #include "graph/ops/shape_ops_folding.h"
 #include "graph/ops/shape_ops_internal.h"
@@ -68,7 +69,7 @@ ShapeRule ComparisonRule(Compare compare) {
 Expected<std::vector<TensorInfo>> InferNot(const OpContext& ctx) {
   const TensorInfo& in = ctx.inputs.at(0);
   std::optional<std::vector<Dim>> contents;
-  if (auto values = ConstantContents(in)) {
+  if (auto values = ConstantInts(in)) {
     contents.emplace();
     for (int64_t v : *values) contents->emplace_back(v == 0 ? 1 : 0);
   }

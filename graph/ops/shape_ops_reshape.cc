@@ -2,6 +2,7 @@
 // Transpose, Expand (all views in PyTorch) and Tile (a copy). The view shapes are the shared
 // geometry's (graph/ops/geometry/reshape.h).
 
+#include "graph/ops/common_rules.h"
 #include "graph/ops/geometry/reshape.h"
 #include "graph/ops/shape_helpers.h"
 #include "graph/ops/shape_ops_folding.h"
@@ -54,22 +55,26 @@ Expected<std::vector<TensorInfo>> InferFlatten(const OpContext& ctx) {
   return std::vector<TensorInfo>{MakeOutput(data.dtype, Shape{std::move(out)}, data.contents)};
 }
 
-Expected<std::vector<TensorInfo>> InferSqueeze(const OpContext& ctx) {
+using AxesGeometry = Expected<std::vector<Dim>> (*)(const std::vector<Dim>&,
+                                                    const std::vector<int64_t>&);
+
+// Squeeze and Unsqueeze differ only in their geometry: both take `axes` from input 1 (opset 13)
+// or the attribute, and both pass the contents through, as views do.
+Expected<std::vector<TensorInfo>> InferAxesView(const OpContext& ctx, AxesGeometry geometry) {
   const TensorInfo& data = ctx.inputs.at(0);
   if (!data.shape.known) return Unknown(data.dtype);
   auto axes = IntsFromInputOrAttribute(ctx, 1, "axes", {});
   if (!axes) return Unknown(data.dtype);
-  MEMPLAN_TRY(std::vector<Dim> out, Named(ctx, SqueezeShape(data.shape.dims, *axes)));
+  MEMPLAN_TRY(std::vector<Dim> out, Named(ctx, geometry(data.shape.dims, *axes)));
   return std::vector<TensorInfo>{MakeOutput(data.dtype, Shape{std::move(out)}, data.contents)};
 }
 
+Expected<std::vector<TensorInfo>> InferSqueeze(const OpContext& ctx) {
+  return InferAxesView(ctx, &SqueezeShape<Dim>);
+}
+
 Expected<std::vector<TensorInfo>> InferUnsqueeze(const OpContext& ctx) {
-  const TensorInfo& data = ctx.inputs.at(0);
-  if (!data.shape.known) return Unknown(data.dtype);
-  auto axes = IntsFromInputOrAttribute(ctx, 1, "axes", {});
-  if (!axes) return Unknown(data.dtype);
-  MEMPLAN_TRY(std::vector<Dim> out, Named(ctx, UnsqueezeShape(data.shape.dims, *axes)));
-  return std::vector<TensorInfo>{MakeOutput(data.dtype, Shape{std::move(out)}, data.contents)};
+  return InferAxesView(ctx, &UnsqueezeShape<Dim>);
 }
 
 Expected<std::vector<TensorInfo>> InferTranspose(const OpContext& ctx) {
@@ -133,7 +138,7 @@ Expected<std::vector<TensorInfo>> InferTile(const OpContext& ctx) {
   Shape out;
   for (size_t i = 0; i < repeats.size(); ++i) out.dims.push_back(data.shape.dims[i] * repeats[i]);
   std::optional<std::vector<Dim>> contents;
-  auto reps = ConstantContents(ctx.inputs[1]);
+  auto reps = ConstantInts(ctx.inputs[1]);
   if (data.contents && data.shape.rank() == 1 && reps && FoldableElementCount(out)) {
     contents.emplace();
     for (int64_t r = 0; r < (*reps)[0]; ++r)

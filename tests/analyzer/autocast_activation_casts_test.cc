@@ -10,7 +10,6 @@
 
 #include <catch2/catch.hpp>
 
-#include "analyzer/exact_allocator.h"
 #include "analyzer/program_derivation.h"
 #include "analyzer/simulator.h"
 #include "tests/analyzer/program_test_derive.h"
@@ -31,10 +30,7 @@ TrainingProgram DeriveAutocast(const TestGraph& t) {
 }
 
 SimulationResult Replay(const TestGraph& t, const TrainingProgram& program) {
-  ExactAllocator exact;
-  auto result = Simulate(program, t.Bind(2), exact);
-  REQUIRE(result.ok());
-  return std::move(result).value();
+  return testing::SimulateExactly(program, t.Bind(2));
 }
 
 int CastsOf(const TrainingProgram& program, const std::string& value_name) {

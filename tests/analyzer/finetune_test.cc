@@ -6,7 +6,6 @@
 
 #include <string>
 
-#include "analyzer/exact_allocator.h"
 #include "analyzer/frozen_weight_storage.h"
 #include "analyzer/optimizer_state.h"
 #include "analyzer/simulator.h"
@@ -34,12 +33,9 @@ TestGraph TwoLayerMlp() {
 }
 
 SimulationResult Simulate1(const TrainingProgram& program, const Bindings& bindings) {
-  ExactAllocator exact;
   SimulationOptions once;
   once.iterations = 1;
-  auto result = Simulate(program, bindings, exact, once);
-  REQUIRE(result.ok());
-  return std::move(result).value();
+  return testing::SimulateExactly(program, bindings, once);
 }
 
 int64_t BytesOfRole(const TrainingProgram& program, BufferRole role, const Bindings& bindings) {

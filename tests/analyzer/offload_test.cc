@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <string>
 
-#include "analyzer/exact_allocator.h"
 #include "analyzer/offload/offload_cost.h"
 #include "analyzer/parallel/interconnect.h"
 #include "analyzer/planner.h"
@@ -21,12 +20,9 @@ namespace memplan {
 namespace {
 
 using testing::DeriveVerified;
+using testing::kPsi;
 using testing::TestGraph;
-
-// x[batch,64] -> MatMul(W1[64,128]) -> Relu -> MatMul(W2[128,32]) -> y.
-// Psi = 64*128 + 128*32 = 8192 + 4096 = 12288 parameters; the largest layer is W1 (8192).
-TestGraph TwoLayerMlp() { return testing::TwoLayerMlp(64, 128, 32); }
-constexpr int64_t kPsi = 12288;
+using testing::TwoLayerMlp;
 
 // Adam (two fp32 moments: 8 bytes per parameter), sum loss (saves nothing).
 ProgramOptions Adam(Precision precision, OffloadMode offload) {
@@ -40,10 +36,7 @@ ProgramOptions Adam(Precision precision, OffloadMode offload) {
 }
 
 SimulationResult Run(const TestGraph& t, const TrainingProgram& program, int64_t batch = 2) {
-  ExactAllocator exact;
-  auto result = Simulate(program, t.Bind(batch), exact);
-  REQUIRE(result.ok());
-  return std::move(result).value();
+  return testing::SimulateExactly(program, t.Bind(batch));
 }
 
 // The largest bytes of `category` on the GPU at any step of the run.
@@ -238,10 +231,7 @@ TEST_CASE("offload: --offload refuses what it does not model", "[offload]") {
   const TestGraph t = TwoLayerMlp();
   SECTION("data parallelism") {
     ProgramOptions options = Adam(Precision::kFp32, OffloadMode::kOptimizer);
-    DataParallelOptions dp;
-    dp.strategy = ParallelStrategy::kZero2;
-    dp.ranks = 2;
-    options.data_parallel = dp;
+    options.data_parallel = testing::DataParallelGroup(ParallelStrategy::kZero2, 2);
     auto program = DeriveTrainingProgram(t.graph, options);
     REQUIRE_FALSE(program.ok());
     CHECK(program.error().message ==

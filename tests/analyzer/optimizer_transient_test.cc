@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/exact_allocator.h"
 #include "analyzer/optimizer_transient.h"
 #include "analyzer/simulator.h"
 #include "tests/analyzer/program_test_derive.h"
@@ -49,10 +48,7 @@ ProgramOptions Options(OptimizerKind optimizer, OptimizerImpl impl, bool weight_
 }
 
 SimulationResult Run(const TestGraph& t, const TrainingProgram& program, int64_t batch = 1) {
-  ExactAllocator exact;
-  auto result = Simulate(program, t.Bind(batch), exact);
-  REQUIRE(result.ok());
-  return std::move(result).value();
+  return testing::SimulateExactly(program, t.Bind(batch));
 }
 
 // The kOptimizerTransient buffers' total bytes and how many there are.
@@ -243,20 +239,14 @@ TEST_CASE("optimizer transients: in the state's dtype, per rank, none with a CPU
   }
   SECTION("sharded state (zero1, 4 ranks): a rank's sqrt covers its shard only") {
     ProgramOptions options = Options(OptimizerKind::kAdam, OptimizerImpl::kForeach);
-    DataParallelOptions dp;
-    dp.strategy = ParallelStrategy::kZero1;
-    dp.ranks = 4;
-    options.data_parallel = dp;
+    options.data_parallel = testing::DataParallelGroup(ParallelStrategy::kZero1, 4);
     const TrainingProgram program = DeriveVerified(t.graph, options);
     // ceil(n / 4) per parameter: 256 + 4096 + 512 = 4864 fp32 elements = 19456 bytes = 4 P / 4.
     CHECK(TransientsOf(program, Run(t, program)).bytes == 19456);
   }
   SECTION("ddp replicates the state: the whole 4 P on every rank") {
     ProgramOptions options = Options(OptimizerKind::kAdam, OptimizerImpl::kForeach);
-    DataParallelOptions dp;
-    dp.strategy = ParallelStrategy::kDdp;
-    dp.ranks = 4;
-    options.data_parallel = dp;
+    options.data_parallel = testing::DataParallelGroup(ParallelStrategy::kDdp, 4);
     const TrainingProgram program = DeriveVerified(t.graph, options);
     CHECK(TransientsOf(program, Run(t, program)).bytes == 4 * kP);
   }

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "analyzer/baseline/plan_flags.h"
-#include "analyzer/exact_allocator.h"
 #include "analyzer/parallel/collective_cost.h"
 #include "analyzer/parallel/engine_options.h"
 #include "analyzer/planner.h"
@@ -21,19 +20,15 @@ namespace memplan {
 namespace {
 
 using testing::DeriveVerified;
+using testing::kPsi;
 using testing::TestGraph;
+using testing::TwoLayerMlp;
 
-// x[batch,64] -> MatMul(W1[64,128]) -> Relu -> MatMul(W2[128,32]) -> y.
-// Psi = 64*128 + 128*32 = 8192 + 4096 = 12288 parameters; the largest layer is W1 (8192).
-TestGraph TwoLayerMlp() { return testing::TwoLayerMlp(64, 128, 32); }
-constexpr int64_t kPsi = 12288;
-constexpr int64_t kLargestLayer = 8192;
+constexpr int64_t kLargestLayer = 8192;  // W1 of TwoLayerMlp()
 constexpr int64_t kRanks = 4;
 
 DataParallelOptions Group(ParallelStrategy strategy) {
-  DataParallelOptions dp;
-  dp.strategy = strategy;
-  dp.ranks = kRanks;
+  DataParallelOptions dp = testing::DataParallelGroup(strategy, kRanks);
   // Shard every parameter: DeepSpeed's default threshold (1e5 elements) would keep these small
   // matrices whole, and the closed forms assume all Psi partitioned.
   dp.zero3_param_persistence_threshold = 0;
@@ -53,10 +48,7 @@ ProgramOptions MixedAdam(ParallelStrategy strategy) {
 }
 
 SimulationResult Run(const TestGraph& t, const TrainingProgram& program, int64_t batch = 2) {
-  ExactAllocator exact;
-  auto result = Simulate(program, t.Bind(batch), exact);
-  REQUIRE(result.ok());
-  return std::move(result).value();
+  return testing::SimulateExactly(program, t.Bind(batch));
 }
 
 ModelStateBytes StatesOf(const TestGraph& t, const ProgramOptions& options) {

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "analyzer/unguarded_events.h"
 #include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
 
@@ -63,8 +64,7 @@ TEST_CASE("integrity: use after free and use before allocation are caught", "[pr
 
 TEST_CASE("integrity: a dangling buffer id and broken phases are caught", "[program]") {
   TrainingProgram dangling = Program();
-  dangling.steps[2].begin.push_back(MemoryEvent{MemoryEvent::Action::kAlloc, BufferId(999),
-                                                MemoryEvent::Guard::kNone, BufferId()});
+  dangling.steps[2].begin.push_back(AllocEvent(BufferId(999)));
   CHECK_FALSE(VerifyProgram(dangling).ok());
   TrainingProgram phases = Program();
   phases.micro_batch.end -= 1;

@@ -22,11 +22,29 @@ inline ProgramOptions SumLossSgd() {
   return options;
 }
 
+// A data-parallel group of `ranks` ranks under `strategy`, every other option at its default.
+inline DataParallelOptions DataParallelGroup(ParallelStrategy strategy, int64_t ranks) {
+  DataParallelOptions dp;
+  dp.strategy = strategy;
+  dp.ranks = ranks;
+  return dp;
+}
+
 inline TrainingProgram DeriveVerified(const Graph& graph, const ProgramOptions& options) {
   auto program = DeriveTrainingProgram(graph, options);
   REQUIRE(program.ok());
   REQUIRE(VerifyProgram(*program).ok());
   return std::move(program).value();
+}
+
+// Replays `program` under `bindings` with the exact allocator, failing the test unless it
+// simulates: the replay the tests read their byte counts from.
+inline SimulationResult SimulateExactly(const TrainingProgram& program, const Bindings& bindings,
+                                        const SimulationOptions& options = {}) {
+  ExactAllocator exact;
+  auto result = Simulate(program, bindings, exact, options);
+  REQUIRE(result.ok());
+  return std::move(result).value();
 }
 
 // The hand-built saved-bytes models: trained with loss = sum(y) (it saves nothing), fp32, the
@@ -38,10 +56,7 @@ inline SimulationResult SimulateSumLoss(const Graph& graph, int64_t batch = 2) {
   REQUIRE(program.ok());
   Bindings bindings(&program->symbols);
   bindings.Bind(*program->symbols.Find("batch"), batch);
-  ExactAllocator exact;
-  auto r = Simulate(*program, bindings, exact);
-  REQUIRE(r.ok());
-  return std::move(r).value();
+  return SimulateExactly(*program, bindings);
 }
 
 }  // namespace memplan::testing

@@ -88,4 +88,10 @@ inline TestGraph TwoLayerMlp(int64_t in, int64_t hidden, int64_t out) {
   return t;
 }
 
+// The MLP whose model states the offload and data-parallel tests count by hand (ZeRO's Psi):
+// x[batch,64] -> MatMul(W1[64,128]) -> Relu -> MatMul(W2[128,32]) -> y.
+// Psi = 64*128 + 128*32 = 8192 + 4096 = 12288 parameters; the largest layer is W1 (8192).
+inline TestGraph TwoLayerMlp() { return TwoLayerMlp(64, 128, 32); }
+inline constexpr int64_t kPsi = 12288;
+
 }  // namespace memplan::testing

@@ -21,10 +21,7 @@ using testing::TestGraph;
 
 SimulationResult Run(const TrainingProgram& program, const Bindings& bindings,
                      SimulationOptions options = {}) {
-  ExactAllocator exact;
-  auto result = Simulate(program, bindings, exact, options);
-  REQUIRE(result.ok());
-  return std::move(result).value();
+  return testing::SimulateExactly(program, bindings, options);
 }
 
 TEST_CASE("linear + relu, batch 2: live bytes after every step's Begin", "[simulator]") {

@@ -8,15 +8,10 @@
 
 #include "analyzer/exact_allocator.h"
 #include "analyzer/program_walker.h"
+#include "analyzer/unguarded_events.h"
 
 namespace memplan {
 namespace {
-
-using Action = MemoryEvent::Action;
-using Guard = MemoryEvent::Guard;
-
-MemoryEvent Alloc(BufferId b) { return MemoryEvent{Action::kAlloc, b, Guard::kNone, BufferId()}; }
-MemoryEvent Free(BufferId b) { return MemoryEvent{Action::kFree, b, Guard::kNone, BufferId()}; }
 
 // A three-step body over x (16 B), y (32 B) and z (8 B):
 //   t0 load_micro_batch load  begin +x
@@ -39,19 +34,19 @@ TrainingProgram MicroProgram() {
   Step load;
   load.kind = StepKind::kLoadMicroBatch;
   load.name = "load";
-  load.begin = {Alloc(x)};
+  load.begin = {AllocEvent(x)};
   Step f;
   f.name = "f";
   f.inputs = {x};
   f.outputs = {y};
-  f.begin = {Alloc(y)};
-  f.end = {Free(x)};
+  f.begin = {AllocEvent(y)};
+  f.end = {FreeEvent(x)};
   Step g;
   g.name = "g";
   g.inputs = {y};
   g.outputs = {z};
-  g.begin = {Alloc(z)};
-  g.end = {Free(y), Free(z)};
+  g.begin = {AllocEvent(z)};
+  g.end = {FreeEvent(y), FreeEvent(z)};
   p.steps = {load, f, g};
   p.setup = {0, 0};
   p.micro_batch = {0, 3};
@@ -130,14 +125,14 @@ TEST_CASE("walker: use before make is caught", "[simulator][walker]") {
 
 TEST_CASE("walker: a double free is caught", "[simulator][walker]") {
   TrainingProgram p = MicroProgram();
-  p.steps[2].end.push_back(Free(BufferId(0)));  // x was freed at t1
+  p.steps[2].end.push_back(FreeEvent(BufferId(0)));  // x was freed at t1
   CHECK_THAT(FirstMicroBatchError(p),
              Catch::Contains("step t2 (forward g) frees 'x', which is not live"));
 }
 
 TEST_CASE("walker: a double allocation and a leak are caught", "[simulator][walker]") {
   TrainingProgram twice = MicroProgram();
-  twice.steps[1].begin.push_back(Alloc(BufferId(0)));  // x is live since t0
+  twice.steps[1].begin.push_back(AllocEvent(BufferId(0)));  // x is live since t0
   CHECK_THAT(FirstMicroBatchError(twice), Catch::Contains("allocates 'x', which is already live"));
 
   TrainingProgram leak = MicroProgram();
@@ -176,10 +171,10 @@ TEST_CASE("walker: a stated storage hand-over reaches the listener", "[simulator
     b.persistent = std::string(name) == "grad";
     p.buffers.push_back(b);
   }
-  p.steps[0].begin.push_back(Alloc(BufferId(3)));
-  MemoryEvent take = Alloc(BufferId(4));
+  p.steps[0].begin.push_back(AllocEvent(BufferId(3)));
+  MemoryEvent take = AllocEvent(BufferId(4));
   take.storage_of = BufferId(3);
-  p.steps[1].begin = {Alloc(BufferId(1)), Free(BufferId(3)), take};
+  p.steps[1].begin = {AllocEvent(BufferId(1)), FreeEvent(BufferId(3)), take};
   Recorder recorder;
   ProgramWalker walker(p, {16, 32, 8, 4, 4}, nullptr, &recorder);
   REQUIRE(walker.RunMicroBatch(0, 0).ok());
@@ -187,7 +182,7 @@ TEST_CASE("walker: a stated storage hand-over reaches the listener", "[simulator
 
   // Taking storage the Begin did not release is an inconsistent program.
   TrainingProgram bad = p;
-  bad.steps[1].begin = {Alloc(BufferId(1)), take};
+  bad.steps[1].begin = {AllocEvent(BufferId(1)), take};
   ProgramWalker b(bad, {16, 32, 8, 4, 4}, nullptr, nullptr);
   Status status = b.RunMicroBatch(0, 0);
   REQUIRE_FALSE(status.ok());

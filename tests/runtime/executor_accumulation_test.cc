@@ -30,25 +30,31 @@ struct OneWeightModel {
   ValueId x, w, y;
 };
 
+// The model trained with mse loss and plain SGD, `accumulation_steps` micro-batches a step.
+TrainingProgram MseSgdProgram(const OneWeightModel& model, int64_t accumulation_steps) {
+  ProgramOptions options;
+  options.loss = LossKind::kMse;
+  options.optimizer = OptimizerKind::kSgd;
+  options.accumulation_steps = accumulation_steps;
+  auto program = DeriveTrainingProgram(model.graph, options);
+  REQUIRE(program.ok());
+  return std::move(program).value();
+}
+
 TEST_CASE("executor: accumulating [4] and [2] gives gradient -20 and weight 1.2", "[executor]") {
   // loss_i = (2x - w x)^2 (mse over one element), each divided by k = 2:
   //   d/dw at w = 1: ((-2 * 4 * (8 - 4)) + (-2 * 2 * (4 - 2))) / 2 = (-32 - 8) / 2 = -20;
   //   SGD, lr 0.01: w = 1 - 0.01 * (-20) = 1.2.
   OneWeightModel model;
-  ProgramOptions options;
-  options.loss = LossKind::kMse;
-  options.optimizer = OptimizerKind::kSgd;
-  options.accumulation_steps = 2;
-  auto program = DeriveTrainingProgram(model.graph, options);
-  REQUIRE(program.ok());
-  Bindings bindings(&program->symbols);
+  const TrainingProgram program = MseSgdProgram(model, /*accumulation_steps=*/2);
+  Bindings bindings(&program.symbols);
   bindings.Bind(model.batch, 1);
 
   CpuBackend backend;
   {
     ExecutorOptions eo;
     eo.optimizer.learning_rate = 0.01;
-    auto executor = Executor::Create(model.graph, *program, bindings, backend, eo);
+    auto executor = Executor::Create(model.graph, program, bindings, backend, eo);
     REQUIRE(executor.ok());
     Executor& ex = **executor;
     REQUIRE(ex.SetParameterValues(0, {1.0f}).ok());
@@ -78,17 +84,13 @@ TEST_CASE("executor: accumulating [4] and [2] gives gradient -20 and weight 1.2"
 TEST_CASE("executor: one batch [4, 2] without accumulation gives the same step", "[executor]") {
   // mean over the batch of (2x - w x)^2 = ((8 - 4w)^2 + (4 - 2w)^2) / 2: the same -20 and 1.2.
   OneWeightModel model;
-  ProgramOptions options;
-  options.loss = LossKind::kMse;
-  options.optimizer = OptimizerKind::kSgd;
-  auto program = DeriveTrainingProgram(model.graph, options);
-  REQUIRE(program.ok());
-  Bindings bindings(&program->symbols);
+  const TrainingProgram program = MseSgdProgram(model, /*accumulation_steps=*/1);
+  Bindings bindings(&program.symbols);
   bindings.Bind(model.batch, 2);
   CpuBackend backend;
   ExecutorOptions eo;
   eo.optimizer.learning_rate = 0.01;
-  auto executor = Executor::Create(model.graph, *program, bindings, backend, eo);
+  auto executor = Executor::Create(model.graph, program, bindings, backend, eo);
   REQUIRE(executor.ok());
   REQUIRE((*executor)->SetParameterValues(0, {1.0f}).ok());
   REQUIRE((*executor)->RunMicroBatch(MicroBatch{{{4.0f, 2.0f}}, {8.0f, 4.0f}}).ok());
