@@ -267,6 +267,13 @@ def cases():
         lambda: image("vit_b_16 (224x224, opset 14)", tv.vit_b_16(), 224, 14),
         lambda: image("swin_t (224x224, opset 17)", without_stochastic_depth(tv.swin_t()), 224, 17),
         lambda: image("maxvit_t (224x224, opset 17)", without_stochastic_depth(tv.maxvit_t()), 224, 17),
+        # Added in session 18, models no earlier row resembles closely (exact at first run).
+        lambda: image("inception_v3 (299x299, opset 17)",
+                      tv.inception_v3(aux_logits=False, init_weights=False), 299, 17),
+        lambda: image("alexnet (224x224, opset 17)", tv.alexnet(), 224, 17),
+        lambda: image("regnet_x_400mf (224x224, opset 17)", tv.regnet_x_400mf(), 224, 17),
+        lambda: image("vit_b_32 (224x224, opset 17)", tv.vit_b_32(), 224, 17),
+        lambda: image("wide_resnet50_2 (224x224, opset 17)", tv.wide_resnet50_2(), 224, 17),
         lambda: video("r3d_18 (8x112x112, opset 13)", tv.video.r3d_18(), 13),
         lambda: video("mc3_18 (8x112x112, opset 17)", tv.video.mc3_18(), 17),
         lambda: video("r2plus1d_18 (8x112x112, opset 11)", tv.video.r2plus1d_18(), 11),
