@@ -17,8 +17,8 @@ namespace memplan {
 struct TensorAttribute {
   DType dtype = DType::kUndefined;
   std::vector<int64_t> dims;
-  std::vector<int64_t> int_values;   // filled for integer/bool tensors with few elements
-  std::vector<double> float_values;  // filled for floating tensors with few elements
+  std::vector<int64_t> int_values;   // integer/bool tensors up to 2^20 elements (onnx_convert.cc)
+  std::vector<double> float_values;  // floating tensors up to 2^20 elements (onnx_convert.cc)
 };
 
 using AttributeValue = std::variant<int64_t, double, std::string, std::vector<int64_t>,
