@@ -109,14 +109,16 @@ Expected<uint64_t> ReadVarint(WindowedReader& in, int64_t& offset, int64_t limit
   return Malformed("varint longer than 10 bytes");
 }
 
-Expected<Field> ReadField(WindowedReader& in, int64_t offset, int64_t limit);
+Expected<Field> ReadFieldAtDepth(WindowedReader& in, int64_t offset, int64_t limit, int depth);
 
-// Skips a group's fields up to its matching end tag; returns the offset after it.
+// Skips a group's fields up to its matching end tag; returns the offset after it. Its fields are
+// read at its own depth, so nested groups count towards the bound (a file of start-group tags
+// nested a hundred thousand deep would otherwise recurse until the stack overflows).
 Expected<int64_t> SkipGroup(WindowedReader& in, int64_t offset, int64_t limit, uint32_t number,
                             int depth) {
   if (depth > 64) return Malformed("groups nested too deeply");
   while (offset < limit) {
-    MEMPLAN_TRY(Field f, ReadField(in, offset, limit));
+    MEMPLAN_TRY(Field f, ReadFieldAtDepth(in, offset, limit, depth));
     if (f.wire_type == kEndGroup) {
       if (f.number != number) return Malformed("mismatched end group");
       return f.end;

@@ -126,6 +126,16 @@ TEST_CASE("weight-free parse reports malformed bytes", "[import][weight-free][ba
     REQUIRE_FALSE(stripped.ok());
     CHECK_THAT(stripped.error().message, StartsWith("not well-formed: invalid wire type 7"));
   }
+  SECTION("start-group tags nested without end (fuzzer finding: a stack overflow before)") {
+    // Field 1, wire type 3 (start group), 100,000 times: each opens a group inside the last.
+    const std::string junk(100000, '\x0b');
+    MemoryByteSource source(junk);
+    auto stripped = StripLargeWeightPayloads(source);
+    REQUIRE_FALSE(stripped.ok());
+    CHECK_THAT(stripped.error().message, Contains("groups nested too deeply"));
+    auto graph = ImportOnnxModelFromBytes(junk, "groups.onnx");
+    REQUIRE_FALSE(graph.ok());
+  }
   SECTION("a varint that never ends") {
     const std::string junk(12, '\xff');
     MemoryByteSource source(junk);
