@@ -52,6 +52,24 @@ TEST_CASE("unary backward kernels match finite differences", "[gradcheck]") {
   SECTION("Sqrt") {
     MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("Sqrt", RandomTensor(shape, 7, 0.5f, 3.0f)));
   }
+  SECTION("LeakyRelu (default slope and 0.2)") {
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("LeakyRelu", RandomAwayFromZero(shape, 45, 0.1f, 2.0f)));
+    GradCheckCase c = Unary("LeakyRelu", RandomAwayFromZero(shape, 46, 0.1f, 2.0f));
+    c.attributes.Set("alpha", 0.2);
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(c);
+  }
+  SECTION("HardSigmoid (ONNX defaults; torch's alpha 1/6)") {
+    // Kinks at alpha x + beta = 0 and 1: x = -2.5, 2.5 (defaults) and -3, 3 (torch).
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("HardSigmoid", RandomTensor(shape, 47, -2.2f, 2.2f)));
+    GradCheckCase c = Unary("HardSigmoid", RandomTensor(shape, 48, -2.9f, 2.9f));
+    c.attributes.Set("alpha", 1.0 / 6.0);
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(c);
+  }
+  SECTION("HardSwish") {
+    // Away from its kinks at -3 and 3: inside and outside the ramp.
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("HardSwish", RandomTensor(shape, 49, -2.8f, 2.8f)));
+    MEMPLAN_REQUIRE_GRADIENTS_MATCH(Unary("HardSwish", RandomTensor(shape, 50, 3.2f, 5.0f)));
+  }
   SECTION("Rsqrt") {
     GradCheckCase c = Unary(rsqrt::kOpType, RandomTensor(shape, 44, 0.5f, 3.0f));
     c.domain = rsqrt::kDomain;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "graph/ops/rsqrt_op.h"
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/cpu/losses.h"
 #include "tests/runtime/kernel_references.h"
@@ -41,13 +42,13 @@ struct OpRun {
 };
 
 OpRun Run(const std::string& op, const Attributes& attrs, const std::vector<Tensor>& inputs,
-          const std::vector<float>& cotangent, int num_outputs = 1) {
+          const std::vector<float>& cotangent, int num_outputs = 1, std::string_view domain = "") {
   KernelContext ctx;
   ForwardArgs fargs;
   fargs.attributes = &attrs;
   fargs.inputs = inputs;
   fargs.num_outputs = num_outputs;
-  auto forward = RunForward(op, ctx, fargs);
+  auto forward = RunForward(op, ctx, fargs, domain);
   if (!forward.ok()) FAIL(forward.error().message);
   BackwardArgs bargs;
   bargs.attributes = &attrs;
@@ -60,7 +61,7 @@ OpRun Run(const std::string& op, const Attributes& attrs, const std::vector<Tens
   }
   bargs.grad_outputs.resize(forward->outputs.size());
   bargs.grad_outputs[0] = Tensor::FromValues(forward->outputs[0].shape(), cotangent);
-  auto grads = RunBackward(op, ctx, bargs);
+  auto grads = RunBackward(op, ctx, bargs, domain);
   if (!grads.ok()) FAIL(grads.error().message);
   return {std::move(forward).value(), std::move(grads).value()};
 }
@@ -153,6 +154,35 @@ TEST_CASE("activations, softmax and products match torch", "[kernels]") {
         Run("Gelu", a, {T(ref::gelu_tanh_in0_shape, ref::gelu_tanh_in0)}, ref::gelu_tanh_cotangent);
     RequireClose(r.forward.outputs[0], ref::gelu_tanh_out, "Y");
     RequireClose(r.grads[0], ref::gelu_tanh_grad0, "dX");
+  }
+  SECTION("HardSwish") {
+    const OpRun r =
+        Run("HardSwish", Attributes(), {T(ref::hardswish_in0_shape, ref::hardswish_in0)},
+            ref::hardswish_cotangent);
+    RequireClose(r.forward.outputs[0], ref::hardswish_out, "Y");
+    RequireClose(r.grads[0], ref::hardswish_grad0, "dX");
+  }
+  SECTION("HardSigmoid with torch's alpha 1/6") {
+    Attributes a;
+    a.Set("alpha", 1.0 / 6.0);
+    const OpRun r = Run("HardSigmoid", a, {T(ref::hardsigmoid_in0_shape, ref::hardsigmoid_in0)},
+                        ref::hardsigmoid_cotangent);
+    RequireClose(r.forward.outputs[0], ref::hardsigmoid_out, "Y");
+    RequireClose(r.grads[0], ref::hardsigmoid_grad0, "dX");
+  }
+  SECTION("LeakyRelu, slope 0.2") {
+    Attributes a;
+    a.Set("alpha", 0.2);
+    const OpRun r = Run("LeakyRelu", a, {T(ref::leaky_relu_in0_shape, ref::leaky_relu_in0)},
+                        ref::leaky_relu_cotangent);
+    RequireClose(r.forward.outputs[0], ref::leaky_relu_out, "Y");
+    RequireClose(r.grads[0], ref::leaky_relu_grad0, "dX");
+  }
+  SECTION("memplan:Rsqrt is torch.rsqrt") {
+    const OpRun r = Run(rsqrt::kOpType, Attributes(), {T(ref::rsqrt_in0_shape, ref::rsqrt_in0)},
+                        ref::rsqrt_cotangent, 1, rsqrt::kDomain);
+    RequireClose(r.forward.outputs[0], ref::rsqrt_out, "Y");
+    RequireClose(r.grads[0], ref::rsqrt_grad0, "dX");
   }
   SECTION("Softmax on axis 1") {
     Attributes a;

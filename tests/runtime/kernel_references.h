@@ -144,6 +144,30 @@ inline const std::vector<float> flce_grad_b = {0.0493146665f, -0.0445099436f, 0.
 inline const std::vector<float> flce_target = {1.0f, 5.0f, -100.0f, 0.0f, 3.0f, 2.0f, -100.0f, 4.0f, 4.0f, 1.0f};
 inline const std::vector<float> flce_cotangent = {-0.88671875f};
 inline const std::vector<float> flce_loss = {3.04760098f};
+inline const std::vector<float> hardswish_in0 = {-0.211914062f, -1.27734375f, -3.1875f, 1.51074219f, 1.45898438f, -0.25f, 2.8203125f, 3.27050781f, -2.25390625f};
+inline const std::vector<int64_t> hardswish_in0_shape = {9};
+inline const std::vector<float> hardswish_grad0 = {0.228937149f, -0.0676956177f, 0.0f, -0.976139128f, -0.471010208f, 0.351155579f, -0.511912048f, 0.454101562f, 0.245657578f};
+inline const std::vector<float> hardswish_out = {-0.0984724388f, -0.366737366f, -0.0f, 1.13576138f, 1.08426476f, -0.114583336f, 2.7358501f, 3.27050781f, -0.280270904f};
+inline const std::vector<int64_t> hardswish_out_shape = {9};
+inline const std::vector<float> hardswish_cotangent = {0.533203125f, -0.912109375f, -0.013671875f, -0.97265625f, -0.477539062f, 0.842773438f, -0.35546875f, 0.454101562f, -0.977539062f};
+inline const std::vector<float> hardsigmoid_in0 = {0.404296875f, -1.94433594f, 3.140625f, -3.30761719f, 2.64941406f, 3.07617188f, -2.93164062f, 2.24316406f, 1.17480469f};
+inline const std::vector<int64_t> hardsigmoid_in0_shape = {9};
+inline const std::vector<float> hardsigmoid_grad0 = {0.0475260429f, 0.0107421875f, 0.0f, 0.0f, 0.0299479179f, 0.0f, -0.0218098965f, -0.0170898438f, 0.135253906f};
+inline const std::vector<float> hardsigmoid_out = {0.567382812f, 0.175944015f, 1.0f, 0.0f, 0.94156903f, 1.0f, 0.0113932295f, 0.873860657f, 0.695800781f};
+inline const std::vector<int64_t> hardsigmoid_out_shape = {9};
+inline const std::vector<float> hardsigmoid_cotangent = {0.28515625f, 0.064453125f, 0.876953125f, 0.83203125f, 0.1796875f, -0.345703125f, -0.130859375f, -0.102539062f, 0.811523438f};
+inline const std::vector<float> leaky_relu_in0 = {-0.256835938f, 0.412109375f, -0.775390625f, -0.116210938f, -0.592773438f, -1.71289062f, 1.03808594f, -1.48535156f, 0.1953125f};
+inline const std::vector<int64_t> leaky_relu_in0_shape = {9};
+inline const std::vector<float> leaky_relu_grad0 = {0.15253906f, 0.915039062f, 0.125f, -0.0392578132f, -0.0173828136f, 0.0255859382f, 0.338867188f, -0.0796874985f, -0.82421875f};
+inline const std::vector<float> leaky_relu_out = {-0.0513671897f, 0.412109375f, -0.155078128f, -0.0232421886f, -0.118554689f, -0.342578143f, 1.03808594f, -0.297070324f, 0.1953125f};
+inline const std::vector<int64_t> leaky_relu_out_shape = {9};
+inline const std::vector<float> leaky_relu_cotangent = {0.762695312f, 0.915039062f, 0.625f, -0.196289062f, -0.0869140625f, 0.127929688f, 0.338867188f, -0.3984375f, -0.82421875f};
+inline const std::vector<float> rsqrt_in0 = {1.73046875f, 1.04199219f, 1.07714844f, 2.17382812f, 2.32910156f, 2.22265625f};
+inline const std::vector<int64_t> rsqrt_in0_shape = {2, 3};
+inline const std::vector<float> rsqrt_grad0 = {-0.166665375f, -0.416371137f, 0.228869528f, 0.10039629f, -0.0585190281f, 0.00604150817f};
+inline const std::vector<float> rsqrt_out = {0.760182917f, 0.979642808f, 0.963523269f, 0.67824626f, 0.655248165f, 0.67075485f};
+inline const std::vector<int64_t> rsqrt_out_shape = {2, 3};
+inline const std::vector<float> rsqrt_cotangent = {0.758789062f, 0.885742188f, -0.51171875f, -0.643554688f, 0.416015625f, -0.0400390625f};
 
 }  // namespace memplan::testing::ref
 // clang-format on

@@ -1,7 +1,8 @@
 // Elementwise unary ops. Each op says which forward tensor its backward reads (the one PyTorch's
 // derivatives.yaml saves): Relu/Sigmoid/Tanh/Sqrt/Exp/Reciprocal/Rsqrt the result,
-// Erf/Log/Gelu/Cos/Sin the input, Swish the input, Neg nothing.
+// Erf/Log/Gelu/Cos/Sin/LeakyRelu/HardSigmoid/HardSwish/Swish the input, Neg nothing.
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -100,14 +101,93 @@ struct RsqrtOp {
   static float Grad(float y, float dy) { return -0.5f * dy * y * y * y; }
 };
 
+// The activations with attributes (torch's hardsigmoid is ONNX HardSigmoid with alpha = 1/6,
+// beta = 0.5; LeakyRelu's slope): the op reads them once per call into its Params, and its
+// Forward and Grad take them first. Backward follows derivatives.yaml: each keeps its input.
+struct LeakyReluOp {
+  static constexpr const char* kName = "LeakyRelu";
+  static constexpr Saves kSaves = Saves::kInput;
+  struct Params {
+    float alpha;
+  };
+  static Params Read(const Attributes& a) {
+    return {static_cast<float>(a.GetFloat("alpha", 0.01))};
+  }
+  // leaky_relu_backward(grad, self, negative_slope): self > 0 picks the slope.
+  static float Forward(const Params& p, float x) { return x > 0.0f ? x : p.alpha * x; }
+  static float Grad(const Params& p, float x, float dy) { return x > 0.0f ? dy : p.alpha * dy; }
+};
+struct HardSigmoidOp {
+  static constexpr const char* kName = "HardSigmoid";
+  static constexpr Saves kSaves = Saves::kInput;
+  struct Params {
+    float alpha, beta;
+  };
+  static Params Read(const Attributes& a) {
+    return {static_cast<float>(a.GetFloat("alpha", 0.2)),
+            static_cast<float>(a.GetFloat("beta", 0.5))};
+  }
+  static float Forward(const Params& p, float x) {
+    return std::clamp(p.alpha * x + p.beta, 0.0f, 1.0f);
+  }
+  // hardsigmoid_backward: the slope strictly inside the linear part, 0 on the flats.
+  static float Grad(const Params& p, float x, float dy) {
+    const float z = p.alpha * x + p.beta;
+    return z > 0.0f && z < 1.0f ? dy * p.alpha : 0.0f;
+  }
+};
+// HardSwish (opset 14, torch's hardswish): x * HardSigmoid(x; 1/6, 0.5).
+struct HardSwishOp {
+  static constexpr const char* kName = "HardSwish";
+  static constexpr Saves kSaves = Saves::kInput;
+  static float Forward(float x) { return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f); }
+  // hardswish_backward: 0 below -3, x / 3 + 1/2 up to 3 (inclusive), 1 above.
+  static float Grad(float x, float dy) {
+    if (x < -3.0f) return 0.0f;
+    return x <= 3.0f ? dy * (x / 3.0f + 0.5f) : dy;
+  }
+};
+
+struct NoParams {};
+template <class Op>
+constexpr bool kHasParams = requires {
+  typename Op::Params;
+};
+
+template <class Op>
+auto ParamsOf(const Attributes* attributes) {
+  if constexpr (kHasParams<Op>) {
+    return Op::Read(AttributesOf(attributes));
+  } else {
+    return NoParams{};
+  }
+}
+template <class Op, class P>
+float ForwardOf(const P& p, float x) {
+  if constexpr (kHasParams<Op>) {
+    return Op::Forward(p, x);
+  } else {
+    return Op::Forward(x);
+  }
+}
+template <class Op, class P>
+float GradOf(const P& p, float saved, float dy) {
+  if constexpr (kHasParams<Op>) {
+    return Op::Grad(p, saved, dy);
+  } else {
+    return Op::Grad(saved, dy);
+  }
+}
+
 template <class Op>
 Expected<ForwardResult> UnaryForward(const KernelContext& ctx, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, Op::kName, "input"));
+  const auto params = ParamsOf<Op>(args.attributes);
   Tensor y = NewOverwrittenOutput(ctx, x.shape(), x.dtype());
   const float* in = x.data();
   float* out = y.mutable_data();
   ParallelFor(x.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out[i] = Op::Forward(in[i]);
+    for (int64_t i = begin; i < end; ++i) out[i] = ForwardOf<Op>(params, in[i]);
   });
   RoundToOwnDType(y);
   return SingleOutput(std::move(y));
@@ -124,12 +204,14 @@ Expected<InputGradients> UnaryBackward(const KernelContext& ctx, const BackwardA
   }
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, Op::kName));
   if (!args.NeedsGrad(0)) return grads;
+  const auto params = ParamsOf<Op>(args.attributes);
   Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
   const float* g = dy.data();
   const float* s = saved.defined() ? saved.data() : nullptr;
   float* out = dx.mutable_data();
   ParallelFor(dx.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out[i] = Op::Grad(s != nullptr ? s[i] : 0.0f, g[i]);
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = GradOf<Op>(params, s != nullptr ? s[i] : 0.0f, g[i]);
   });
   RoundToOwnDType(dx);
   grads[0] = std::move(dx);
@@ -302,6 +384,9 @@ void RegisterUnaryKernels(KernelRegistry& registry) {
   RegisterUnary<ExpOp>(registry);
   RegisterUnary<LogOp>(registry);
   RegisterUnary<ReciprocalOp>(registry);
+  RegisterUnary<LeakyReluOp>(registry);
+  RegisterUnary<HardSigmoidOp>(registry);
+  RegisterUnary<HardSwishOp>(registry);
   registry.Register(rsqrt::kOpType, &RsqrtForward, &UnaryBackward<RsqrtOp>, rsqrt::kDomain);
   registry.Register("Gelu", &GeluForward, &GeluBackward);
   registry.Register("Identity", &IdentityForward, &IdentityBackward);
