@@ -21,6 +21,7 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterGatherKernels(r);
     RegisterShapeKernels(r);
     RegisterDropoutKernels(r);
+    RegisterMaskingKernels(r);
     RegisterSdpaKernels(r);
     RegisterFusedLossKernels(r);
     return r;

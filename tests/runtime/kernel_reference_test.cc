@@ -184,6 +184,20 @@ TEST_CASE("activations, softmax and products match torch", "[kernels]") {
     RequireClose(r.forward.outputs[0], ref::rsqrt_out, "Y");
     RequireClose(r.grads[0], ref::rsqrt_grad0, "dX");
   }
+  SECTION("Trilu: triu(x, 1) and tril(x, -1)") {
+    const OpRun upper =
+        Run("Trilu", Attributes(), {T(ref::triu1_in0_shape, ref::triu1_in0), T({}, {1.0f})},
+            ref::triu1_cotangent);
+    RequireClose(upper.forward.outputs[0], ref::triu1_out, "Y");
+    RequireClose(upper.grads[0], ref::triu1_grad0, "dX");
+    Attributes lower_attrs;
+    lower_attrs.Set("upper", int64_t{0});
+    const OpRun lower =
+        Run("Trilu", lower_attrs, {T(ref::tril_neg1_in0_shape, ref::tril_neg1_in0), T({}, {-1.0f})},
+            ref::tril_neg1_cotangent);
+    RequireClose(lower.forward.outputs[0], ref::tril_neg1_out, "Y");
+    RequireClose(lower.grads[0], ref::tril_neg1_grad0, "dX");
+  }
   SECTION("Softmax on axis 1") {
     Attributes a;
     a.Set("axis", int64_t{1});

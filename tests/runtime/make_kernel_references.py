@@ -178,6 +178,8 @@ with_grads("hardswish", lambda x: F.hardswish(x), [rand(9, lo=-4, hi=4)])
 with_grads("hardsigmoid", lambda x: F.hardsigmoid(x), [rand(9, lo=-4, hi=4)])
 with_grads("leaky_relu", lambda x: F.leaky_relu(x, 0.2), [rand(9, lo=-2, hi=2)])
 with_grads("rsqrt", lambda x: torch.rsqrt(x), [rand(2, 3, lo=0.5, hi=3)])
+with_grads("triu1", lambda x: torch.triu(x, 1), [rand(2, 3, 4)])
+with_grads("tril_neg1", lambda x: torch.tril(x, -1), [rand(2, 4, 3)])
 
 with open(OUT, "w") as f:
     f.write("#pragma once\n")

@@ -17,6 +17,7 @@ void RegisterReductionKernels(KernelRegistry& registry);      // reduction.cc: R
 void RegisterGatherKernels(KernelRegistry& registry);         // gather.cc: Gather
 void RegisterShapeKernels(KernelRegistry& registry);    // shape.cc: Reshape, Transpose, Concat, ...
 void RegisterDropoutKernels(KernelRegistry& registry);  // dropout.cc: Dropout
+void RegisterMaskingKernels(KernelRegistry& registry);  // masking.cc: Trilu
 void RegisterSdpaKernels(KernelRegistry& registry);  // sdpa.cc: memplan:ScaledDotProductAttention
 // fused_loss.cc: memplan:FusedLinearCrossEntropy (Liger's fused linear cross entropy)
 void RegisterFusedLossKernels(KernelRegistry& registry);
