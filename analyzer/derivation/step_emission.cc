@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -13,6 +14,7 @@
 #include "analyzer/precision_policy.h"
 #include "analyzer/unguarded_events.h"
 #include "graph/ops/op_registry.h"
+#include "graph/ops/view_layout.h"
 
 namespace memplan {
 namespace {
@@ -632,6 +634,28 @@ class StepEmitter {
     return BufferId();
   }
 
+  // Axes of `v` that its layout reads more than once: a size other than 1 at stride 0. Nullopt
+  // when the shape is unknown.
+  std::optional<size_t> BroadcastAxes(ValueId v) const {
+    const Shape shape = ShapeOf(v);
+    if (!shape.known) return std::nullopt;
+    const Strides layout = LayoutOf(shape, a_.views.value_strides[v.index()]);
+    size_t axes = 0;
+    for (size_t i = 0; i < shape.rank() && i < layout.size(); ++i)
+      if (shape.dims[i] != Dim(1) && layout[i] == Dim(0)) ++axes;
+    return axes;
+  }
+
+  // Whether view output `out` of `in` broadcasts an axis `in` does not (an Expand of a size-1
+  // axis, HF's repeat_kv x[:, :, None].expand(b, kv, n_rep, s, d)). Its backward is then no view
+  // of the output gradient: at::sum_to(grad, self.sizes()) sums into a new tensor of `in`'s shape.
+  bool AddsBroadcast(ValueId in, ValueId out) const {
+    if (!out.valid()) return false;
+    const std::optional<size_t> before = BroadcastAxes(in);
+    const std::optional<size_t> after = BroadcastAxes(out);
+    return before && after && *after > *before;
+  }
+
   // Where a backward step writes the gradient of activation (non-parameter) `u`. `from_saved`:
   // the saved tensor forward already computed it into (GradientFromSaved): it becomes the
   // gradient, or the part added into an existing one, and nothing is allocated.
@@ -882,7 +906,8 @@ class StepEmitter {
           writes.push_back(ComputedGradientWrite(slot, u, n, computed));
           to_cast.emplace_back(u, writes.back().target);
         } else {
-          const bool gradient_is_view = info.is_view && !info.schema->view_is_partial && i == 0;
+          const bool gradient_is_view = info.is_view && !info.schema->view_is_partial && i == 0 &&
+                                        !AddsBroadcast(u, node.outputs[0]);
           BufferId alias = gradient_is_view ? output_gradients[0] : BufferId();
           writes.push_back(ValueGradientWrite(slot, u, n, alias, from_saved));
         }

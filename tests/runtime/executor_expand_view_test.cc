@@ -70,5 +70,40 @@ TEST_CASE("executor: an Expand view larger than its input runs", "[executor][vie
   CHECK(std::any_of(viewed.begin(), viewed.end(), [](float g) { return g != 0.0f; }));
 }
 
+// HF's repeat_kv on an activation: h = x * w, then h[:, :, None].expand(b, 2, 2, 4).reshape(b, 4,
+// 4). The Expand broadcasts, so the gradient of its input is summed into a tensor of the input's
+// shape (at::sum_to), not a view of the larger output gradient. `expand` false: the same rows
+// copied with a Concat.
+Graph RepeatKvModel(bool expand) {
+  ProtoModel m(/*opset=*/13);
+  m.Input("x", onnx::TensorProto::FLOAT, {"batch", 2, 4});
+  m.Initializer("w", onnx::TensorProto::FLOAT, {4});
+  m.Int64s("axes", {2});
+  m.Int64s("repeat", {1, 1, 2, 1});
+  m.Int64s("merged", {0, 4, 4});
+  m.Node("Mul", {"x", "w"}, {"h"});
+  m.Node("Unsqueeze", {"h", "axes"}, {"h1"});
+  if (expand)
+    m.Node("Expand", {"h1", "repeat"}, {"rep"});
+  else
+    testing::SetInt(m.Node("Concat", {"h1", "h1"}, {"rep"}), "axis", 2);
+  m.Node("Reshape", {"rep", "merged"}, {"y"});
+  m.Output("y", onnx::TensorProto::FLOAT, {{"batch", 4, 4}});
+  return m.Import(expand ? "repeat_kv_expand.onnx" : "repeat_kv_concat.onnx");
+}
+
+TEST_CASE("executor: a broadcasting Expand of an activation sums its gradient",
+          "[executor][views]") {
+  const std::vector<float> viewed = TokenGradient(RepeatKvModel(/*expand=*/true));
+  const std::vector<float> copied = TokenGradient(RepeatKvModel(/*expand=*/false));  // Concat
+  REQUIRE(viewed.size() == 4);
+  REQUIRE(copied.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("element " << i);
+    CHECK(viewed[i] == Approx(copied[i]).epsilon(1e-6));
+  }
+  CHECK(std::any_of(viewed.begin(), viewed.end(), [](float g) { return g != 0.0f; }));
+}
+
 }  // namespace
 }  // namespace memplan
