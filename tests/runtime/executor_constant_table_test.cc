@@ -49,14 +49,7 @@ Graph TableModel(bool split) {
 }
 
 std::vector<float> WeightGradient(const Graph& graph) {
-  ProgramOptions options;
-  options.loss = LossKind::kMse;
-  auto program = DeriveTrainingProgram(graph, options);
-  REQUIRE(program.ok());
-  auto grads = testing::OneMicroBatchGradients(graph, *program, /*rows=*/2, /*seed=*/5);
-  if (!grads.ok()) FAIL(grads.error().message);
-  REQUIRE(grads->size() == 1);
-  return grads->front();
+  return testing::OnlyParameterGradient(graph, /*rows=*/2, /*seed=*/5);
 }
 
 TEST_CASE("executor: a 128-element float Constant table is computed with",

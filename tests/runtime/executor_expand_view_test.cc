@@ -47,27 +47,25 @@ Graph ClassTokenModel(bool expand) {
 }
 
 std::vector<float> TokenGradient(const Graph& graph) {
-  ProgramOptions options;
-  options.loss = LossKind::kMse;
-  auto program = DeriveTrainingProgram(graph, options);
-  REQUIRE(program.ok());
-  auto grads = testing::OneMicroBatchGradients(graph, *program, /*rows=*/3, /*seed=*/11);
-  if (!grads.ok()) FAIL(grads.error().message);
-  REQUIRE(grads->size() == 1);
-  return grads->front();
+  return testing::OnlyParameterGradient(graph, /*rows=*/3, /*seed=*/11);
 }
 
-TEST_CASE("executor: an Expand view larger than its input runs", "[executor][views]") {
-  const std::vector<float> viewed = TokenGradient(ClassTokenModel(/*expand=*/true));
-  const std::vector<float> copied = TokenGradient(ClassTokenModel(/*expand=*/false));  // Mul
+// The gradients of a four-element parameter by two models: the same sums, perhaps in another
+// order (1e-6 relative leaves margin), and not all zero.
+void CheckSameFourGradients(const std::vector<float>& viewed, const std::vector<float>& copied) {
   REQUIRE(viewed.size() == 4);
   REQUIRE(copied.size() == 4);
-  // The same three rows summed, perhaps in another order: 1e-6 relative leaves margin.
   for (size_t i = 0; i < 4; ++i) {
     INFO("element " << i);
     CHECK(viewed[i] == Approx(copied[i]).epsilon(1e-6));
   }
   CHECK(std::any_of(viewed.begin(), viewed.end(), [](float g) { return g != 0.0f; }));
+}
+
+TEST_CASE("executor: an Expand view larger than its input runs", "[executor][views]") {
+  const std::vector<float> viewed = TokenGradient(ClassTokenModel(/*expand=*/true));
+  const std::vector<float> copied = TokenGradient(ClassTokenModel(/*expand=*/false));  // Mul
+  CheckSameFourGradients(viewed, copied);
 }
 
 // HF's repeat_kv on an activation: h = x * w, then h[:, :, None].expand(b, 2, 2, 4).reshape(b, 4,
@@ -96,13 +94,7 @@ TEST_CASE("executor: a broadcasting Expand of an activation sums its gradient",
           "[executor][views]") {
   const std::vector<float> viewed = TokenGradient(RepeatKvModel(/*expand=*/true));
   const std::vector<float> copied = TokenGradient(RepeatKvModel(/*expand=*/false));  // Concat
-  REQUIRE(viewed.size() == 4);
-  REQUIRE(copied.size() == 4);
-  for (size_t i = 0; i < 4; ++i) {
-    INFO("element " << i);
-    CHECK(viewed[i] == Approx(copied[i]).epsilon(1e-6));
-  }
-  CHECK(std::any_of(viewed.begin(), viewed.end(), [](float g) { return g != 0.0f; }));
+  CheckSameFourGradients(viewed, copied);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // Shared helpers of the executor tests: load a fixture, derive its program, run it on the CPU
 // backend with synthetic data, and simulate the same program.
 
+#include <catch2/catch.hpp>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +73,19 @@ inline Expected<std::vector<std::vector<float>>> OneMicroBatchGradients(
               Executor::Create(graph, program, bindings, backend, ExecutorOptions()));
   MEMPLAN_RETURN_IF_ERROR(executor->RunMicroBatch(batch));
   return executor->Gradients();
+}
+
+// The one parameter's gradient after one micro-batch of `rows` under an MSE loss: how the
+// executor tests compare two models that compute the same thing two ways.
+inline std::vector<float> OnlyParameterGradient(const Graph& graph, int64_t rows, uint64_t seed) {
+  ProgramOptions options;
+  options.loss = LossKind::kMse;
+  auto program = DeriveTrainingProgram(graph, options);
+  REQUIRE(program.ok());
+  auto grads = OneMicroBatchGradients(graph, *program, rows, seed);
+  if (!grads.ok()) FAIL(grads.error().message);
+  REQUIRE(grads->size() == 1);
+  return grads->front();
 }
 
 }  // namespace memplan::testing
