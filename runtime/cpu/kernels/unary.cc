@@ -101,9 +101,9 @@ struct RsqrtOp {
   static float Grad(float y, float dy) { return -0.5f * dy * y * y * y; }
 };
 
-// The activations with attributes (torch's hardsigmoid is ONNX HardSigmoid with alpha = 1/6,
-// beta = 0.5; LeakyRelu's slope): the op reads them once per call into its Params, and its
-// Forward and Grad take them first. Backward follows derivatives.yaml: each keeps its input.
+// The activations with attributes (LeakyRelu's slope, HardSigmoid's alpha and beta, Gelu's
+// approximation, Swish's alpha): the op reads them once per call into its Params, and its Forward
+// and Grad take them first. Backward follows derivatives.yaml: each keeps its input.
 struct LeakyReluOp {
   static constexpr const char* kName = "LeakyRelu";
   static constexpr Saves kSaves = Saves::kInput;
@@ -234,40 +234,20 @@ constexpr float kInvSqrt2 = static_cast<float>(1.0 / std::numbers::sqrt2);
 constexpr float kSqrt2OverPi = static_cast<float>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
 constexpr float kTanhCoefficient = 0.044715f;
 
-bool UsesTanhApproximation(const Attributes* attributes) {
-  return AttributesOf(attributes).GetString("approximate", "none") == "tanh";
-}
-
-Expected<ForwardResult> GeluForward(const KernelContext& ctx, const ForwardArgs& args) {
-  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Gelu", "input"));
-  const bool use_tanh = UsesTanhApproximation(args.attributes);
-  Tensor y = NewOutput(ctx, x.shape(), x.dtype());
-  const float* in = x.data();
-  float* out = y.mutable_data();
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const float v = in[i];
-    out[i] = use_tanh
-                 ? 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + kTanhCoefficient * v * v * v)))
-                 : 0.5f * v * (1.0f + std::erf(v * kInvSqrt2));
+struct GeluOp {
+  static constexpr const char* kName = "Gelu";
+  static constexpr Saves kSaves = Saves::kInput;
+  struct Params {
+    bool tanh;
+  };
+  static Params Read(const Attributes& a) { return {a.GetString("approximate", "none") == "tanh"}; }
+  static float Forward(const Params& p, float v) {
+    return p.tanh ? 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + kTanhCoefficient * v * v * v)))
+                  : 0.5f * v * (1.0f + std::erf(v * kInvSqrt2));
   }
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
-}
-
-Expected<InputGradients> GeluBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Gelu", "output gradient"));
-  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Gelu", "saved input"));
-  const bool use_tanh = UsesTanhApproximation(args.attributes);
-  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "Gelu"));
-  if (!args.NeedsGrad(0)) return grads;
-  Tensor dx = NewInputGradient(ctx, args, 0);
-  const float* in = x.data();
-  const float* g = dy.data();
-  float* out = dx.mutable_data();
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const float v = in[i];
+  static float Grad(const Params& p, float v, float dy) {
     float derivative;
-    if (use_tanh) {
+    if (p.tanh) {
       const float inner = kSqrt2OverPi * (v + kTanhCoefficient * v * v * v);
       const float t = std::tanh(inner);
       const float d_inner = kSqrt2OverPi * (1.0f + 3.0f * kTanhCoefficient * v * v);
@@ -278,51 +258,26 @@ Expected<InputGradients> GeluBackward(const KernelContext& ctx, const BackwardAr
       const float pdf = 0.5f * kTwoOverSqrtPi * kInvSqrt2 * std::exp(-0.5f * v * v);
       derivative = cdf + v * pdf;
     }
-    out[i] = g[i] * derivative;
+    return dy * derivative;
   }
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
-}
+};
 
 // Swish: x * sigmoid(alpha * x) (SiLU when alpha = 1, as the import fusion writes it); backward
 // reads x, as silu_backward(grad, self) does.
-float Sigmoid(float x) { return SigmoidOp::Forward(x); }
-
-Expected<ForwardResult> SwishForward(const KernelContext& ctx, const ForwardArgs& args) {
-  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Swish", "input"));
-  const float alpha = static_cast<float>(AttributesOf(args.attributes).GetFloat("alpha", 1.0));
-  Tensor y = NewOverwrittenOutput(ctx, x.shape(), x.dtype());
-  const float* in = x.data();
-  float* out = y.mutable_data();
-  ParallelFor(x.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out[i] = in[i] * Sigmoid(alpha * in[i]);
-  });
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
-}
-
-Expected<InputGradients> SwishBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Swish", "output gradient"));
-  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Swish", "saved input"));
-  const float alpha = static_cast<float>(AttributesOf(args.attributes).GetFloat("alpha", 1.0));
-  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "Swish"));
-  if (!args.NeedsGrad(0)) return grads;
-  Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
-  const float* in = x.data();
-  const float* g = dy.data();
-  float* out = dx.mutable_data();
-  ParallelFor(dx.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      // d/dx [x s(a x)] = s + a x s (1 - s).
-      const float s = Sigmoid(alpha * in[i]);
-      out[i] = g[i] * (s + alpha * in[i] * s * (1.0f - s));
-    }
-  });
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
-}
+struct SwishOp {
+  static constexpr const char* kName = "Swish";
+  static constexpr Saves kSaves = Saves::kInput;
+  struct Params {
+    float alpha;
+  };
+  static Params Read(const Attributes& a) { return {static_cast<float>(a.GetFloat("alpha", 1.0))}; }
+  static float Forward(const Params& p, float x) { return x * SigmoidOp::Forward(p.alpha * x); }
+  // d/dx [x s(a x)] = s + a x s (1 - s).
+  static float Grad(const Params& p, float x, float dy) {
+    const float s = SigmoidOp::Forward(p.alpha * x);
+    return dy * (s + p.alpha * x * s * (1.0f - s));
+  }
+};
 
 // Identity: the output is a view of the input, the gradient a view of the output gradient.
 Expected<ForwardResult> IdentityForward(const KernelContext&, const ForwardArgs& args) {
@@ -388,9 +343,9 @@ void RegisterUnaryKernels(KernelRegistry& registry) {
   RegisterUnary<HardSigmoidOp>(registry);
   RegisterUnary<HardSwishOp>(registry);
   registry.Register(rsqrt::kOpType, &RsqrtForward, &UnaryBackward<RsqrtOp>, rsqrt::kDomain);
-  registry.Register("Gelu", &GeluForward, &GeluBackward);
+  RegisterUnary<GeluOp>(registry);
   registry.Register("Identity", &IdentityForward, &IdentityBackward);
-  registry.Register("Swish", &SwishForward, &SwishBackward);
+  RegisterUnary<SwishOp>(registry);
   registry.Register("Cast", &CastForward, &CastBackward);
 }
 
