@@ -5,14 +5,12 @@
 
 namespace memplan {
 
-int DeclareUntypedShapeInputs(onnx::GraphProto& graph) {
-  int added = 0;
+void DeclareUntypedShapeInputs(onnx::GraphProto& graph) {
   // Subgraphs first: each is inferred with its own value_info.
   for (auto& node : *graph.mutable_node()) {
     for (auto& attribute : *node.mutable_attribute()) {
-      if (attribute.has_g()) added += DeclareUntypedShapeInputs(*attribute.mutable_g());
-      for (auto& subgraph : *attribute.mutable_graphs())
-        added += DeclareUntypedShapeInputs(subgraph);
+      if (attribute.has_g()) DeclareUntypedShapeInputs(*attribute.mutable_g());
+      for (auto& subgraph : *attribute.mutable_graphs()) DeclareUntypedShapeInputs(subgraph);
     }
   }
   // Only values this graph's nodes produce: a graph input or initializer always has a type, and
@@ -33,19 +31,15 @@ int DeclareUntypedShapeInputs(onnx::GraphProto& graph) {
   }
   // A graph output may be declared with no type at all: it gets the empty tensor type in place.
   for (auto& info : *graph.mutable_output()) {
-    if (shape_inputs.contains(info.name()) && !info.has_type()) {
+    if (shape_inputs.contains(info.name()) && !info.has_type())
       info.mutable_type()->mutable_tensor_type();
-      ++added;
-    }
   }
   for (const auto& input : shape_inputs) {
     if (!produced.contains(input) || !declared.insert(input).second) continue;
     onnx::ValueInfoProto* info = graph.add_value_info();
     info->set_name(input);
     info->mutable_type()->mutable_tensor_type();
-    ++added;
   }
-  return added;
 }
 
 }  // namespace memplan

@@ -16,7 +16,7 @@
 namespace memplan {
 
 // Adds an empty tensor-type value_info for every Shape input that a node of the same graph (or
-// subgraph) produces and that has no declared type. Returns how many were added.
-int DeclareUntypedShapeInputs(onnx::GraphProto& graph);
+// subgraph) produces and that has no declared type.
+void DeclareUntypedShapeInputs(onnx::GraphProto& graph);
 
 }  // namespace memplan
