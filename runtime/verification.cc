@@ -1,6 +1,7 @@
 #include "runtime/verification.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -63,6 +64,16 @@ Status CheckFits(const SimulationResult& predicted, const VerifyOptions& options
   return OkStatus();
 }
 
+// Divides the gradients read from an executor by its loss scale and records whether all are finite.
+void UnscaleGradients(GradientRun& run, float scale) {
+  for (auto& g : run.gradients) {
+    for (float& v : g) {
+      v /= scale;
+      run.finite = run.finite && std::isfinite(v);
+    }
+  }
+}
+
 // Gradients of `k` micro-batches of `rows` samples (samples 0 .. k*rows-1), unscaled.
 // `with_loss`: the optimizer phase then runs too, for the step's loss (GradientRun::loss).
 Expected<GradientRun> RunGradients(const Graph& graph, const TrainingProgram& program,
@@ -85,12 +96,7 @@ Expected<GradientRun> RunGradients(const Graph& graph, const TrainingProgram& pr
       }
       MEMPLAN_TRY(run.gradients, executor->Gradients());
       const float scale = executor->loss_scale();
-      for (auto& g : run.gradients) {
-        for (float& v : g) {
-          v /= scale;
-          run.finite = run.finite && std::isfinite(v);
-        }
-      }
+      UnscaleGradients(run, scale);
       if (run.finite || program.loss_scaling.mode == LossScalingMode::kNone) {
         if (with_loss) {
           MEMPLAN_TRY(StepRecord record, executor->RunOptimizerPhase());
@@ -167,11 +173,14 @@ Expected<EquivalenceResult> CheckGradientEquivalence(const Graph& graph,
   return r;
 }
 
+// `plan_run`: the plan's gradients of micro-batch 0 when the training run already computed them
+// exactly as this check would (FirstStepGradients); otherwise the check runs them itself.
 Expected<EquivalenceResult> CheckRecomputeEquivalence(const Graph& graph,
                                                       const TrainingProgram& program,
                                                       const VerifyPlan& plan,
                                                       const BackendFactory& backends,
-                                                      const VerifyOptions& options) {
+                                                      const VerifyOptions& options,
+                                                      std::optional<GradientRun> plan_run = {}) {
   EquivalenceResult r;
   r.bound = 0.0;
   ProgramOptions other = plan.program;
@@ -185,8 +194,11 @@ Expected<EquivalenceResult> CheckRecomputeEquivalence(const Graph& graph,
   MEMPLAN_TRY(TrainingProgram alternative, DeriveTrainingProgram(graph, other));
   // Dropout stays on: the shared seed draws the same masks in both runs.
   const ExecutorOptions eo = options.SeededExecutor(/*disable_dropout=*/false);
-  MEMPLAN_TRY(GradientRun a,
-              RunGradients(graph, program, plan.bindings, 1, plan.micro_batch, backends, eo));
+  if (!plan_run) {
+    MEMPLAN_TRY(plan_run,
+                RunGradients(graph, program, plan.bindings, 1, plan.micro_batch, backends, eo));
+  }
+  const GradientRun& a = *plan_run;
   MEMPLAN_TRY(GradientRun b,
               RunGradients(graph, alternative, plan.bindings, 1, plan.micro_batch, backends, eo));
   r.checked = true;
@@ -270,10 +282,23 @@ Expected<EquivalenceResult> CheckFusedLossEquivalence(const Graph& graph,
   return r;
 }
 
-// The training run of a single-GPU program: the same k*m samples every step.
+// Whether the training run's first micro-batch is exactly the plan run CheckRecomputeEquivalence
+// makes, so its gradients can stand in for it: one micro-batch per step (with k > 1 each
+// micro-batch's loss is divided by k) and no stochastic node (the training run turns Dropout off,
+// the recompute check keeps it on). Same seed, parameters, data and initial loss scale otherwise.
+bool FirstStepIsRecomputePlanRun(const Graph& graph, const TrainingProgram& program) {
+  if (program.accumulation_steps != 1) return false;
+  for (const Node& n : graph.nodes())
+    if (OpRegistry::Get().FindOrUnknown(n.op_type, n.domain).stochastic) return false;
+  return true;
+}
+
+// The training run of a single-GPU program: the same k*m samples every step. `first_gradients`
+// (when not null) receives the first step's unscaled gradients if FirstStepIsRecomputePlanRun and
+// they are finite (an overflow makes RunGradients back the scale off, which this run does not).
 Status RunTraining(const Graph& graph, const VerifyPlan& plan, const TrainingProgram& program,
                    const BackendFactory& backends, const VerifyOptions& options,
-                   VerificationReport& report) {
+                   VerificationReport& report, std::optional<GradientRun>* first_gradients) {
   const Bindings bindings = WithBatch(plan.bindings, program.batch_symbol, plan.micro_batch);
   MEMPLAN_TRY(std::unique_ptr<Backend> backend, backends());
   report.device = std::string(backend->name());
@@ -289,8 +314,23 @@ Status RunTraining(const Graph& graph, const VerifyPlan& plan, const TrainingPro
   MEMPLAN_TRY(std::unique_ptr<Executor> executor,
               Executor::Create(graph, program, bindings, *backend, eo));
   double seconds = 0.0;
+  const bool keep_first = first_gradients != nullptr && FirstStepIsRecomputePlanRun(graph, program);
   for (int s = 0; s < options.steps; ++s) {
-    MEMPLAN_TRY(StepRecord record, executor->RunOptimizerStep(batches));
+    double copy_seconds = 0.0;  // reading the gradients out is not part of the step's time
+    if (s == 0 && keep_first) {
+      MEMPLAN_RETURN_IF_ERROR(executor->RunMicroBatch(batches.front()));
+      const auto copy_start = std::chrono::steady_clock::now();
+      GradientRun run;
+      run.deterministic = backend->deterministic();
+      MEMPLAN_TRY(run.gradients, executor->Gradients());
+      UnscaleGradients(run, executor->loss_scale());
+      if (run.finite) *first_gradients = std::move(run);
+      copy_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - copy_start).count();
+    }
+    MEMPLAN_TRY(StepRecord record, s == 0 && keep_first ? executor->RunOptimizerPhase()
+                                                        : executor->RunOptimizerStep(batches));
+    record.seconds -= copy_seconds;
     seconds += record.seconds;
     report.steps.push_back(std::move(record));
   }
@@ -325,11 +365,14 @@ Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const Verif
     MEMPLAN_TRY(report.predicted_caching, Simulate(program, bindings, caching, so));
   }
 
+  std::optional<GradientRun> plan_first_gradients;  // the training run's, for check (3)
   if (!program.data_parallel_strategy.empty()) {
     // --gpus: the ranks of the per-rank program against the single-GPU program.
     MEMPLAN_RETURN_IF_ERROR(VerifyRanks(graph, plan, program, backends, options, report));
   } else {
-    MEMPLAN_RETURN_IF_ERROR(RunTraining(graph, plan, program, backends, options, report));
+    MEMPLAN_RETURN_IF_ERROR(
+        RunTraining(graph, plan, program, backends, options, report,
+                    options.check_recompute_equivalence ? &plan_first_gradients : nullptr));
   }
   for (size_t s = 0; s < report.steps.size(); ++s) {
     const StepRecord& record = report.steps[s];
@@ -377,7 +420,8 @@ Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const Verif
     }
     if (options.check_recompute_equivalence) {
       MEMPLAN_TRY(report.recompute,
-                  CheckRecomputeEquivalence(graph, program, plan, backends, options));
+                  CheckRecomputeEquivalence(graph, program, plan, backends, options,
+                                            std::move(plan_first_gradients)));
     }
   }
   if (options.check_fused_loss_equivalence && plan.unfused_graph != nullptr) {

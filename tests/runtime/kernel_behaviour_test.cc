@@ -4,6 +4,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
+
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/precision_emulation.h"
 #include "tests/runtime/gradient_check.h"
@@ -188,6 +191,49 @@ TEST_CASE("Dropout draws a seeded mask and scales the kept values", "[kernels]")
   auto eval = RunForward("Dropout", ctx, args);
   REQUIRE(eval.ok());
   CHECK(eval->outputs[0].ToVector() == x.ToVector());
+}
+
+TEST_CASE("MaxPool keeps the first maximum and the first NaN of a window", "[kernels]") {
+  // One 2x4 plane, 2x2 windows with stride 2: window 0 holds 5 twice (flat indices 1 and 4),
+  // window 1 holds NaN at 3 and 6 and a larger 9 at 2.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = Tensor::FromValues({1, 1, 2, 4}, {2, 5, 9, nan, 5, 1, nan, 0});
+  Attributes attrs;
+  attrs.Set("kernel_shape", std::vector<int64_t>{2, 2});
+  attrs.Set("strides", std::vector<int64_t>{2, 2});
+  ForwardArgs args;
+  args.attributes = &attrs;
+  args.inputs = {x};
+  args.num_outputs = 2;
+  auto result = RunForward("MaxPool", KernelContext(), args);
+  REQUIRE(result.ok());
+  const std::vector<float> y = result->outputs.at(0).ToVector();
+  REQUIRE(y.size() == 2);
+  CHECK(y[0] == 5.0f);
+  CHECK(std::isnan(y[1]));
+  // PyTorch's indices: the first maximum (1, not 4) and the first NaN (3, not 6).
+  CHECK(result->outputs.at(1).ToVector() == std::vector<float>{1, 3});
+}
+
+TEST_CASE("Conv taps that read only padding contribute zero", "[kernels]") {
+  // X = [[2]] (one pixel), W = [1 2 3 4 5] (a 1x5 kernel), 4 columns of padding on the left
+  // only: the output is one pixel and only the last tap (w = 5) reads the input: y = 2 * 5.
+  // Taps 0-3 land wholly in the padding, their column rows start past the output's end.
+  Attributes attrs;
+  attrs.Set("pads", std::vector<int64_t>{0, 4, 0, 0});
+  const Tensor x = Tensor::FromValues({1, 1, 1, 1}, {2});
+  const Tensor w = Tensor::FromValues({1, 1, 1, 5}, {1, 2, 3, 4, 5});
+  CHECK(Forward1("Conv", {x, w}, attrs).ToVector() == std::vector<float>{10});
+  BackwardArgs args;
+  args.attributes = &attrs;
+  args.inputs = {x, w};
+  args.input_shapes = {x.shape(), w.shape()};
+  args.input_dtypes = {DType::kFloat32, DType::kFloat32};
+  args.grad_outputs = {Tensor::FromValues({1, 1, 1, 1}, {1})};
+  auto grads = RunBackward("Conv", KernelContext(), args);
+  REQUIRE(grads.ok());
+  CHECK((*grads)[0].ToVector() == std::vector<float>{5});               // dX = w[4]
+  CHECK((*grads)[1].ToVector() == std::vector<float>{0, 0, 0, 0, 2});  // dW[4] = x
 }
 
 TEST_CASE("kernels report bad shapes as errors naming the op", "[kernels]") {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/cpu/kernels/kernel_families.h"
@@ -23,33 +24,60 @@ Expected<WindowGeometry> PoolGeometry(std::string_view op, const Attributes& att
   return ComputeWindowGeometry(op, attrs, x, attrs.GetInts("kernel_shape"), true);
 }
 
-// Calls visit(out_index, in_index) for every (output element, in-input tap) pair, indices flat
-// within the whole tensor. Planes (n * C + c) run in parallel; both indices of a call lie in the
-// same plane, so a visit that writes only at those indices writes only its own plane, and inside
-// a plane the order is fixed.
-template <class Visit>
-void ForEachPoolTap(const WindowGeometry& g, Visit&& visit) {
+// Calls window(out_index, in_indices, count) once per output element with the flat indices of
+// its taps that land inside the input, in kernel order (row-major over the taps). Planes
+// (n * C + c) run in parallel; all indices of a call lie in the same plane, so a window that
+// writes only at those indices writes only its own plane, and inside a plane the order is fixed.
+template <class Window>
+void ForEachPoolWindow(const WindowGeometry& g, Window&& window) {
   const int64_t in_plane = g.h.input * g.w.input, out_plane = g.h.output * g.w.output;
   const int64_t taps = g.h.kernel * g.w.kernel;
+  // The in-input taps of each output row / column: a contiguous range of kernel offsets (the
+  // input coordinate grows with the offset), found once instead of tested per tap.
+  const auto valid_taps = [](const WindowAxis& axis) {
+    std::vector<WindowAxis::Range> ranges(static_cast<size_t>(axis.output), {0, 0});
+    for (int64_t out = 0; out < axis.output; ++out) {
+      WindowAxis::Range& r = ranges[static_cast<size_t>(out)];
+      r = {axis.kernel, 0};
+      for (int64_t tap = 0; tap < axis.kernel; ++tap) {
+        const int64_t i = axis.InputIndex(out, tap);
+        if (i < 0 || i >= axis.input) continue;
+        r.first = std::min(r.first, tap);
+        r.last = tap + 1;
+      }
+      if (r.last < r.first) r = {0, 0};
+    }
+    return ranges;
+  };
+  const std::vector<WindowAxis::Range> rows = valid_taps(g.h), cols = valid_taps(g.w);
   const int64_t grain =
       std::max<int64_t>(1, ElementwiseGrain() / std::max<int64_t>(1, out_plane * taps));
   ParallelFor(g.batch * g.channels, grain, [&](int64_t first_plane, int64_t last_plane) {
+    std::vector<int64_t> indices(static_cast<size_t>(taps));
     for (int64_t plane = first_plane; plane < last_plane; ++plane) {
       for (int64_t oh = 0; oh < g.h.output; ++oh) {
+        const WindowAxis::Range kh_range = rows[static_cast<size_t>(oh)];
         for (int64_t ow = 0; ow < g.w.output; ++ow) {
-          const int64_t out_index = plane * out_plane + oh * g.w.output + ow;
-          for (int64_t kh = 0; kh < g.h.kernel; ++kh) {
-            const int64_t ih = g.h.InputIndex(oh, kh);
-            if (ih < 0 || ih >= g.h.input) continue;
-            for (int64_t kw = 0; kw < g.w.kernel; ++kw) {
-              const int64_t iw = g.w.InputIndex(ow, kw);
-              if (iw < 0 || iw >= g.w.input) continue;
-              visit(out_index, plane * in_plane + ih * g.w.input + iw);
-            }
+          const WindowAxis::Range kw_range = cols[static_cast<size_t>(ow)];
+          int64_t count = 0;
+          for (int64_t kh = kh_range.first; kh < kh_range.last; ++kh) {
+            const int64_t row = plane * in_plane + g.h.InputIndex(oh, kh) * g.w.input;
+            for (int64_t kw = kw_range.first; kw < kw_range.last; ++kw)
+              indices[static_cast<size_t>(count++)] = row + g.w.InputIndex(ow, kw);
           }
+          window(plane * out_plane + oh * g.w.output + ow, indices.data(), count);
         }
       }
     }
+  });
+}
+
+// Calls visit(out_index, in_index) for every (output element, in-input tap) pair, in
+// ForEachPoolWindow's order and with its threading.
+template <class Visit>
+void ForEachPoolTap(const WindowGeometry& g, Visit&& visit) {
+  ForEachPoolWindow(g, [&](int64_t o, const int64_t* in_indices, int64_t count) {
+    for (int64_t t = 0; t < count; ++t) visit(o, in_indices[t]);
   });
 }
 
@@ -61,25 +89,26 @@ Expected<ForwardResult> MaxPoolForward(const KernelContext& ctx, const ForwardAr
   }
   MEMPLAN_TRY(WindowGeometry g, PoolGeometry("MaxPool", attrs, x.shape()));
   const TensorShape shape = g.OutputShape(g.channels);
-  Tensor y = NewOverwrittenOutput(ctx, shape, x.dtype());  // set to -inf below
+  Tensor y = NewOverwrittenOutput(ctx, shape, x.dtype());  // every element written below
   // The indices are both the optional ONNX output and the saved extra: one buffer, two handles.
   Tensor indices = args.num_outputs >= 2 ? NewOutput(ctx, shape, DType::kInt64)
                                          : NewExtra(ctx, shape, DType::kInt64);
   float* out = y.mutable_data();
   float* index = indices.mutable_data();
-  for (int64_t i = 0; i < y.numel(); ++i) {
-    out[i] = -std::numeric_limits<float>::infinity();
-    index[i] = -1.0f;
-  }
   const float* in = x.data();
-  ForEachPoolTap(g, [&](int64_t o, int64_t i) {
-    // Strictly greater keeps the first maximum, as PyTorch does; NaN propagates.
-    if (in[i] > out[o] || std::isnan(in[i])) {
-      if (!std::isnan(out[o])) {
-        out[o] = in[i];
-        index[o] = static_cast<float>(i);
+  ForEachPoolWindow(g, [&](int64_t o, const int64_t* in_indices, int64_t count) {
+    float best = -std::numeric_limits<float>::infinity();
+    int64_t best_index = -1;
+    for (int64_t t = 0; t < count; ++t) {
+      const int64_t i = in_indices[t];
+      // Strictly greater keeps the first maximum, as PyTorch does; the first NaN wins and stays.
+      if (in[i] > best || (std::isnan(in[i]) && !std::isnan(best))) {
+        best = in[i];
+        best_index = i;
       }
     }
+    out[o] = best;
+    index[o] = static_cast<float>(best_index);
   });
   return OutputWithSavedExtras(std::move(y), args.num_outputs, {{"indices", std::move(indices)}});
 }
