@@ -232,7 +232,7 @@ TEST_CASE("Conv taps that read only padding contribute zero", "[kernels]") {
   args.grad_outputs = {Tensor::FromValues({1, 1, 1, 1}, {1})};
   auto grads = RunBackward("Conv", KernelContext(), args);
   REQUIRE(grads.ok());
-  CHECK((*grads)[0].ToVector() == std::vector<float>{5});               // dX = w[4]
+  CHECK((*grads)[0].ToVector() == std::vector<float>{5});              // dX = w[4]
   CHECK((*grads)[1].ToVector() == std::vector<float>{0, 0, 0, 0, 2});  // dW[4] = x
 }
 
