@@ -126,10 +126,10 @@ double MaxRelativeError(const std::vector<std::vector<float>>& a,
   return worst;
 }
 
-// The first node whose training normalises over the batch (the registry's couples_batch).
-const Node* BatchCouplingNode(const Graph& graph) {
+// The first node whose registry entry has `property` (an OpSchema's bool member), or null.
+const Node* FirstNodeWith(const Graph& graph, bool OpSchema::*property) {
   for (const Node& n : graph.nodes())
-    if (OpRegistry::Get().FindOrUnknown(n.op_type, n.domain).couples_batch) return &n;
+    if (OpRegistry::Get().FindOrUnknown(n.op_type, n.domain).*property) return &n;
   return nullptr;
 }
 
@@ -140,7 +140,8 @@ Expected<EquivalenceResult> CheckGradientEquivalence(const Graph& graph,
                                                      const VerifyOptions& options) {
   EquivalenceResult r;
   r.bound = EquivalenceBound(program.precision);
-  if (const Node* coupled = BatchCouplingNode(graph)) {
+  // Training normalises over the batch at such a node (BatchNormalization).
+  if (const Node* coupled = FirstNodeWith(graph, &OpSchema::couples_batch)) {
     r.note = "skipped: " + coupled->op_type +
              " normalises over the micro-batch, so k micro-batches of m are not one batch of k*m";
     return r;
@@ -287,10 +288,7 @@ Expected<EquivalenceResult> CheckFusedLossEquivalence(const Graph& graph,
 // micro-batch's loss is divided by k) and no stochastic node (the training run turns Dropout off,
 // the recompute check keeps it on). Same seed, parameters, data and initial loss scale otherwise.
 bool FirstStepIsRecomputePlanRun(const Graph& graph, const TrainingProgram& program) {
-  if (program.accumulation_steps != 1) return false;
-  for (const Node& n : graph.nodes())
-    if (OpRegistry::Get().FindOrUnknown(n.op_type, n.domain).stochastic) return false;
-  return true;
+  return program.accumulation_steps == 1 && FirstNodeWith(graph, &OpSchema::stochastic) == nullptr;
 }
 
 // The training run of a single-GPU program: the same k*m samples every step. `first_gradients`

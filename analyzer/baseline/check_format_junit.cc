@@ -3,48 +3,10 @@
 // a configuration new to the baseline is <skipped>. Exact bytes everywhere: this is for machines.
 
 #include "analyzer/baseline/check_format_internal.h"
+#include "analyzer/report/markup.h"
 
 namespace memplan::check_format {
 namespace {
-
-// Escapes XML text; in attribute values (attribute = true) tab and line breaks are written as
-// character references, because a parser normalizes literal ones to spaces. XML 1.0 forbids the
-// other control characters even as references, so they become '?'.
-std::string Xml(std::string_view text, bool attribute) {
-  std::string out;
-  for (char c : text) {
-    unsigned char u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      case '\t':
-        out += attribute ? "&#9;" : "\t";
-        break;
-      case '\n':
-        out += attribute ? "&#10;" : "\n";
-        break;
-      case '\r':
-        out += "&#13;";
-        break;
-      default:
-        out += (u < 0x20 || u == 0x7f) ? '?' : c;
-    }
-  }
-  return out;
-}
 
 std::string PeakLine(const ConfigurationCheck& check) {
   int64_t change = check.PeakChange();
@@ -62,7 +24,7 @@ std::string PlanLine(const ConfigurationCheck& check) {
 
 std::string TestCase(const ConfigurationCheck& check) {
   std::string open =
-      "    <testcase classname=\"memplan.check\" name=\"" + Xml(check.name, true) + "\"";
+      "    <testcase classname=\"memplan.check\" name=\"" + EscapeMarkup(check.name, true) + "\"";
   switch (check.status) {
     case CheckStatus::kRegression: {
       std::string body = "model " + check.model + "\n" + PlanLine(check);
@@ -73,20 +35,21 @@ std::string TestCase(const ConfigurationCheck& check) {
         body += std::to_string(check.grown_node_count - check.grown_nodes.size()) +
                 " more nodes grew\n";
       return open + ">\n      <failure type=\"regression\" message=\"" +
-             Xml(PeakLine(check), true) + "\">" + Xml(body, false) +
+             EscapeMarkup(PeakLine(check), true) + "\">" + EscapeMarkup(body, false) +
              "</failure>\n    </testcase>\n";
     }
     case CheckStatus::kMissing:
       return open + ">\n      <failure type=\"missing\" message=\"" +
-             Xml("in the baseline but not analysed in this run", true) + "\"/>\n    </testcase>\n";
+             EscapeMarkup("in the baseline but not analysed in this run", true) +
+             "\"/>\n    </testcase>\n";
     case CheckStatus::kNew:
       return open + ">\n      <skipped message=\"not in the baseline\"/>\n    </testcase>\n";
     case CheckStatus::kPass:
     case CheckStatus::kImprovement:
       return open + ">\n      <system-out>" +
-             Xml(std::string(CheckStatusName(check.status)) + ": " + PeakLine(check) + "\n" +
-                     PlanLine(check),
-                 false) +
+             EscapeMarkup(std::string(CheckStatusName(check.status)) + ": " + PeakLine(check) +
+                              "\n" + PlanLine(check),
+                          false) +
              "</system-out>\n    </testcase>\n";
   }
   return open + "/>\n";
@@ -105,11 +68,11 @@ std::string FormatJunit(const CheckReport& report) {
   out += "<testsuites name=\"memplan check\"" + counts + ">\n";
   out += "  <testsuite name=\"memplan check\"" + counts + ">\n";
   out += "    <properties>\n";
-  out +=
-      "      <property name=\"tolerance\" value=\"" + Xml(report.tolerance.text, true) + "\"/>\n";
+  out += "      <property name=\"tolerance\" value=\"" + EscapeMarkup(report.tolerance.text, true) +
+         "\"/>\n";
   if (!report.baseline_path.empty())
-    out +=
-        "      <property name=\"baseline\" value=\"" + Xml(report.baseline_path, true) + "\"/>\n";
+    out += "      <property name=\"baseline\" value=\"" + EscapeMarkup(report.baseline_path, true) +
+           "\"/>\n";
   out += "    </properties>\n";
   for (const ConfigurationCheck& check : report.configurations) out += TestCase(check);
   out += "  </testsuite>\n";
@@ -124,12 +87,13 @@ std::string FormatJunitError(std::string_view message, std::string_view baseline
   out += "  <testsuite name=\"memplan check\"" + counts + ">\n";
   if (!baseline_path.empty()) {
     out += "    <properties>\n";
-    out += "      <property name=\"baseline\" value=\"" + Xml(baseline_path, true) + "\"/>\n";
+    out +=
+        "      <property name=\"baseline\" value=\"" + EscapeMarkup(baseline_path, true) + "\"/>\n";
     out += "    </properties>\n";
   }
   out += "    <testcase classname=\"memplan.check\" name=\"memplan check\">\n";
-  out += "      <error type=\"error\" message=\"" + Xml(message, true) + "\">" +
-         Xml(std::string(message), false) + "</error>\n";
+  out += "      <error type=\"error\" message=\"" + EscapeMarkup(message, true) + "\">" +
+         EscapeMarkup(std::string(message), false) + "</error>\n";
   out += "    </testcase>\n";
   out += "  </testsuite>\n";
   out += "</testsuites>\n";

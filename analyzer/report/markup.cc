@@ -6,10 +6,11 @@
 
 namespace memplan {
 
-std::string EscapeMarkup(std::string_view text) {
+std::string EscapeMarkup(std::string_view text, bool attribute) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
     switch (c) {
       case '&':
         out += "&amp;";
@@ -26,8 +27,17 @@ std::string EscapeMarkup(std::string_view text) {
       case '\'':
         out += "&#39;";
         break;
+      case '\t':
+        out += attribute ? "&#9;" : "\t";
+        break;
+      case '\n':
+        out += attribute ? "&#10;" : "\n";
+        break;
+      case '\r':
+        out += "&#13;";
+        break;
       default:
-        out += c;
+        out += (u < 0x20 || u == 0x7f) ? '?' : c;
     }
   }
   return out;

@@ -9,8 +9,12 @@
 
 namespace memplan {
 
-// Escapes & < > " ' so `text` is safe in element content and in quoted attributes.
-std::string EscapeMarkup(std::string_view text);
+// Escapes & < > " ' (the apostrophe as &#39;, which HTML and XML both read) so `text` is safe in
+// element content and in quoted attributes. XML 1.0 forbids the control characters other than tab
+// and line breaks even as character references, so they become '?'; a carriage return is written
+// as &#13; (a parser would fold it into the line break). With `attribute`, tab and line feed are
+// references too: a parser normalizes literal ones in attribute values to spaces.
+std::string EscapeMarkup(std::string_view text, bool attribute = false);
 
 // A coordinate with one decimal ("12.5"), never "-0.0", so output is byte-identical across runs.
 std::string FormatCoordinate(double value);
