@@ -27,6 +27,13 @@ enum class ValueKind : uint8_t {
   kIntermediate,  // produced by a node from inputs/parameters: an activation
 };
 
+// The most elements of a tensor whose values the graph keeps for the executor (a Constant's table,
+// an integer initializer; rotary cos/sin tables, additive attention masks, position ids and
+// relative-position indices are a few thousand): shape folding reads at most kMaxFoldedElements
+// of them. A bound, not all: import memory stays bounded by the file (8 MB per kept tensor at
+// most); a larger table is an error of `verify`, never of planning.
+inline constexpr int64_t kMaxKeptTensorElements = int64_t{1} << 20;
+
 struct Value {
   ValueId id;
   std::string name;
@@ -48,6 +55,16 @@ struct Value {
   // Symbolic contents of small integer tensors (shape sub-graphs: Shape, Gather, Concat...),
   // one Dim per element in row-major order. Set by folding; lets Reshape/Expand targets resolve.
   std::optional<std::vector<Dim>> contents;
+  // For an integer initializer too large to fold (more than kMaxFoldedElements elements, at most
+  // kMaxKeptTensorElements): its values as written, row-major. Only the runtime reads them, to
+  // compute with index tables such as Swin's relative_position_index or BERT's position_ids;
+  // shape inference sees the shape alone. Empty otherwise.
+  std::vector<int64_t> integer_data;
+  // The values of a small floating constant (at most kMaxFoldedElements elements) known at import:
+  // a Constant node's or initializer's, or a Concat of such. Read by the rules that need real
+  // numbers (Resize's scales); never folded arithmetically (float arithmetic is not Dim
+  // arithmetic). Set by shape propagation and the importer.
+  std::optional<std::vector<double>> float_values;
 };
 
 struct Node {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "graph/checked_math.h"
+#include "graph/graph.h"
 #include "graph/ops/shape_ops_folding.h"
 
 namespace memplan {
@@ -57,20 +58,14 @@ std::optional<size_t> SmallInlineCount(const onnx::TensorProto& tensor, int64_t 
   return static_cast<size_t>(*count);
 }
 
-// The values of a tensor attribute (a Constant's table) kept in the graph: the executor computes
-// with them (rotary cos/sin tables, additive attention masks, position ids, which torch.onnx
-// writes as Constant nodes of a few thousand elements), while shape folding reads at most
-// kMaxFoldedElements of them. A bound, not all: import memory stays bounded by the graph (8 MB
-// per kept tensor at most); a larger table is an error of `verify`, never of planning.
-constexpr int64_t kMaxKeptAttributeElements = int64_t{1} << 20;
-
+// A tensor attribute (a Constant's table) with its values, up to kMaxKeptTensorElements.
 TensorAttribute ConvertTensor(const onnx::TensorProto& tensor) {
   TensorAttribute t;
   t.dtype = DTypeFromOnnx(tensor.data_type()).value_or(DType::kUndefined);
   t.dims.assign(tensor.dims().begin(), tensor.dims().end());
-  if (auto ints = SmallIntegerValues(tensor, kMaxKeptAttributeElements))
+  if (auto ints = SmallIntegerValues(tensor, kMaxKeptTensorElements))
     t.int_values = std::move(*ints);
-  if (auto floats = SmallFloatValues(tensor, kMaxKeptAttributeElements))
+  if (auto floats = SmallFloatValues(tensor, kMaxKeptTensorElements))
     t.float_values = std::move(*floats);
   return t;
 }

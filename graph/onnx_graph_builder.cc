@@ -158,7 +158,13 @@ class Builder {
       for (int64_t d : dims) v.shape.dims.emplace_back(d);
       v.shape.known = true;
       v.kind = IsFloating(v.dtype) ? ValueKind::kParameter : ValueKind::kConstant;
-      if (auto ints = SmallIntegerValues(t, kMaxFoldedElements)) v.contents = DimsOf(*ints);
+      if (auto ints = SmallIntegerValues(t, kMaxFoldedElements)) {
+        v.contents = DimsOf(*ints);
+      } else if (auto kept = SmallIntegerValues(t, kMaxKeptTensorElements)) {
+        v.integer_data = std::move(*kept);
+      } else if (auto reals = SmallFloatValues(t, kMaxFoldedElements)) {
+        v.float_values = std::move(*reals);
+      }
       MEMPLAN_RETURN_IF_ERROR(CheckValueSize(graph_, v));
       ids_[t.name()] = graph_.AddValue(std::move(v));
     }

@@ -158,6 +158,7 @@ Status PropagateShapes(Graph& graph, const InferredTypes& inferred) {
       value.dtype = info.dtype;
       value.shape = std::move(info.shape);
       value.contents = std::move(info.contents);
+      value.float_values = std::move(info.float_values);
       value.kind = constant ? ValueKind::kConstant : ValueKind::kIntermediate;
       MEMPLAN_RETURN_IF_ERROR(CheckValueSize(graph, value));
     }

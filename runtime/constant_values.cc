@@ -24,6 +24,8 @@ Expected<DeviceTensor> ConstantValues::Get(ValueId u) {
       MEMPLAN_TRY(int64_t x, d.Evaluate(bindings_));
       values.push_back(static_cast<float>(x));
     }
+  } else if (!v.integer_data.empty()) {
+    values.assign(v.integer_data.begin(), v.integer_data.end());
   } else if (producer != nullptr && producer->op_type == "Constant") {
     MEMPLAN_RETURN_IF_ERROR(ConstantNodeValues(*producer, values, shape));
   } else if (producer != nullptr && producer->op_type == "ConstantOfShape") {
@@ -47,7 +49,8 @@ Expected<DeviceTensor> ConstantValues::Get(ValueId u) {
     MEMPLAN_TRY(values, SyntheticConstantValues(v, *shape));
   } else {
     return MakeError("constant '" + v.name + "' has no value the runtime can compute (an " +
-                     "integer initializer too large for the importer to keep)");
+                     "integer initializer of more than " + std::to_string(kMaxKeptTensorElements) +
+                     " elements, which the importer does not keep)");
   }
   if (!shape) shape = TensorShape{static_cast<int64_t>(values.size())};
   MEMPLAN_TRY(DeviceTensor t, backend_.Constant(*shape, v.dtype, values));

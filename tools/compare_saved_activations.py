@@ -284,6 +284,9 @@ def cases():
               224, 17),
         lambda: image("lraspp_mobilenet_v3_large (224x224, opset 14)",
               SegmentationLogits(seg.lraspp_mobilenet_v3_large(weights_backbone=None)), 224, 14),
+        # Session 19: GroupNorm (InstanceNormalization in the export) and F.interpolate's Resize.
+        lambda: image("small UNet: GroupNorm, interpolate x2 (64x64, opset 17)",
+                      suite_models.SmallUNet(), 64, 17),
         lambda: tokens("LLaMA-style decoder: RMSNorm, rotary, SwiGLU, GQA (seq 64, opset 17)",
                suite_models.LlamaStyle(), 64, 256, 17),
         lambda: tokens("LLaMA-style decoder (seq 64, opset 14)", suite_models.LlamaStyle(), 64, 256, 14),

@@ -143,3 +143,28 @@ class RecurrentLM(nn.Module):
 
     def forward(self, ids):
         return self.head(self.rnn(self.embed(ids))[0])
+
+
+class SmallUNet(nn.Module):
+    """A diffusion-style UNet in miniature: GroupNorm + SiLU blocks, a strided-conv downsample,
+    F.interpolate(scale_factor=2) upsampling (torch.onnx writes its scales as a Concat of two
+    Constants), a skip concat and per-pixel logits for `classes` classes."""
+
+    def __init__(self, classes=10, width=32):
+        super().__init__()
+
+        def block(cin, cout, stride=1):
+            return nn.Sequential(nn.Conv2d(cin, cout, 3, stride=stride, padding=1),
+                                 nn.GroupNorm(8, cout), nn.SiLU())
+        self.down1 = block(3, width)
+        self.down2 = block(width, 2 * width, stride=2)
+        self.mid = block(2 * width, 2 * width)
+        self.up = block(3 * width, width)
+        self.head = nn.Conv2d(width, classes, 1)
+
+    def forward(self, x):
+        a = self.down1(x)
+        b = self.mid(self.down2(a))
+        u = nn.functional.interpolate(b, scale_factor=2, mode="nearest")
+        h = self.up(torch.cat([a, u], dim=1))
+        return self.head(h).mean(dim=(2, 3))

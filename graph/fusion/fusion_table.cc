@@ -32,6 +32,7 @@ const std::vector<FusionEntry>& FusionTable() {
   static const std::vector<FusionEntry> table = {
       {"layer_norm", FusionSet::kFusedOps, &MatchLayerNorm, "ReduceMean"},
       {"rms_norm", FusionSet::kAll, &MatchRmsNorm, "ReduceMean"},
+      {"group_norm", FusionSet::kFusedOps, &MatchGroupNorm, "InstanceNormalization"},
       {"erf_gelu", FusionSet::kFusedOps, &MatchErfGelu, "Erf"},
       {"tanh_gelu", FusionSet::kFusedOps, &MatchTanhGelu, "Tanh"},
       {"tanh_gelu_formula", FusionSet::kAll, &MatchTanhGeluFormula, "Tanh"},

@@ -11,6 +11,9 @@
 //                    Div, Mul(gamma) [, Add(beta)]  (below opset 17)
 //   rms_norm         Pow(2) | Mul(x,x), ReduceMean, Add(eps), Sqrt,       RMSNormalization
 //                    Reciprocal | Div(1,.), Mul(x,.) | Div(x,.), Mul(w)    (opset 23)   [formulas]
+//   group_norm       Reshape(x, [0,G,-1]), InstanceNormalization(ones,    GroupNormalization
+//                    zeros), Reshape(Shape(x)), Mul(Unsqueeze(w)),        (per-channel w, b)
+//                    Add(Unsqueeze(b))  (nn.GroupNorm below opset 18)
 //   erf_gelu         Div(sqrt2), Erf, Add(1), Mul(x), Mul(0.5)            com.microsoft Gelu
 //   tanh_gelu        Mul(x,x), Mul(x,.), Mul(0.044715), Add(x), Mul(sqrt(2/pi)), Tanh,
 //                    Add(1), Mul(x), Mul(0.5)  (F.gelu(approximate="tanh"))  Gelu approximate=tanh

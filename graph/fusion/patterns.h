@@ -23,6 +23,8 @@ std::optional<FusionMatch> MatchHardSwish(const ProtoIndex& index, int node);   
 std::optional<FusionMatch> MatchZeroDropout(const ProtoIndex& index, int node);      // Dropout
 std::optional<FusionMatch> MatchPadAvgPool(const ProtoIndex& index, int node);       // Pad
 std::optional<FusionMatch> MatchRsqrt(const ProtoIndex& index, int node);            // Sqrt
+// InstanceNormalization
+std::optional<FusionMatch> MatchGroupNorm(const ProtoIndex& index, int node);
 
 // The end both GELU forms share, from `gate` (1 + erf(.) or 1 + tanh(.)) on: x times the gate,
 // halved, as (x * gate) * 0.5 or (x * 0.5) * gate, each Mul feeding only the next. Its nodes in

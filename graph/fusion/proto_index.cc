@@ -10,6 +10,8 @@ namespace {
 
 // Axes and shapes are short; anything longer is not what a pattern looks for.
 constexpr int64_t kMaxIntegerElements = 8;
+// GroupNorm's per-group constants: one value per group (32 in most models, never above C).
+constexpr int64_t kMaxRealElements = 4096;
 
 }  // namespace
 
@@ -65,6 +67,13 @@ std::optional<std::vector<int64_t>> ProtoIndex::Integers(const std::string& name
   if (it == constants_.end() || (graph_inputs_.count(name) && initializers_.count(name)))
     return std::nullopt;
   return SmallIntegerValues(*it->second, kMaxIntegerElements);
+}
+
+std::optional<std::vector<double>> ProtoIndex::Reals(const std::string& name) const {
+  auto it = constants_.find(name);
+  if (it == constants_.end() || (graph_inputs_.count(name) && initializers_.count(name)))
+    return std::nullopt;
+  return SmallFloatValues(*it->second, kMaxRealElements);
 }
 
 const onnx::TensorProto* ProtoIndex::Initializer(const std::string& name) const {

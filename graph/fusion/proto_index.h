@@ -30,6 +30,8 @@ class ProtoIndex {
   std::optional<int> ConstantRank(const std::string& name) const;
   // The values of an integer constant of at most a few elements (axes, shapes).
   std::optional<std::vector<int64_t>> Integers(const std::string& name) const;
+  // The same for a floating constant (GroupNorm's per-group ones and zeros).
+  std::optional<std::vector<double>> Reals(const std::string& name) const;
   // The initializer named `name` (nullptr when it is not one).
   const onnx::TensorProto* Initializer(const std::string& name) const;
 

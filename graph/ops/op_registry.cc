@@ -137,6 +137,7 @@ OpContext MakeOpContext(const Graph& graph, NodeId id, SymbolTable* symbols) {
     t.shape = value.shape;
     t.kind = value.kind;
     t.contents = value.contents;
+    t.float_values = value.float_values;
     return t;
   };
   for (ValueId v : node.inputs) ctx.inputs.push_back(info(v));

@@ -27,7 +27,8 @@ struct TensorInfo {
   DType dtype = DType::kUndefined;
   Shape shape = Shape::Unknown();
   ValueKind kind = ValueKind::kIntermediate;
-  std::optional<std::vector<Dim>> contents;  // symbolic contents of small int tensors
+  std::optional<std::vector<Dim>> contents;         // symbolic contents of small int tensors
+  std::optional<std::vector<double>> float_values;  // Value::float_values
   // Its layout when it is a view (empty: dense row-major). Only the derivation knows it (it
   // decides the views); MakeOpContext leaves it empty.
   Strides strides;

@@ -1,7 +1,10 @@
 // Pad (pads as an attribute before opset 11, as input 1 after; optional axes input since 18)
-// and Resize (output from the `sizes` input when it folds; `scales` are floats the rule cannot
-// see, so ONNX shape inference fills those). Pad moves data only (0 FLOPs); Resize costs
+// and Resize (output from the `sizes` input when it folds, or from `scales` known at import).
+// Pad moves data only (0 FLOPs); Resize costs
 // kResize*FlopsPerElement per output element depending on the interpolation mode.
+
+#include <cmath>
+#include <optional>
 
 #include "graph/ops/common_rules.h"
 #include "graph/ops/op_families.h"
@@ -93,16 +96,51 @@ OpSchema PadSchema() {
   return s;
 }
 
-// Resize(X, roi?, scales?, sizes?) -> Y. Only a folded `sizes` input determines the output here.
+// One resized dim from a scale: floor(d * scale), as ONNX defines it. A symbolic d is scaled only
+// by a whole number (F.interpolate's scale_factor=2), where the product is exact.
+std::optional<Dim> ScaledDim(const Dim& d, double scale) {
+  if (!(scale > 0.0) || scale > 1e9) return std::nullopt;
+  if (auto c = d.constant_value())
+    return Dim(static_cast<int64_t>(std::floor(static_cast<double>(*c) * scale)));
+  if (scale != std::floor(scale)) return std::nullopt;
+  return d * Dim(static_cast<int64_t>(scale));
+}
+
+// Resize(X, roi?, scales?, sizes?) -> Y (opset 10: Resize(X, scales)). The output comes from a
+// folded `sizes` input or from `scales` known at import (Value::float_values: torch writes
+// F.interpolate's scale_factor as a Concat of two Constants, which ONNX's own inference does not
+// follow).
 Expected<std::vector<TensorInfo>> ResizeShape(const OpContext& ctx) {
   MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
   auto outs = EmptyOutputs(ctx);
   if (outs.empty()) return outs;
   outs[0].dtype = x->dtype;
-  if (!x->shape.known || !ctx.has_input(3) || !ctx.inputs[3].contents) return outs;
-  const std::vector<Dim>& sizes = *ctx.inputs[3].contents;
+  if (!x->shape.known) return outs;
   MEMPLAN_TRY(auto axes, ReadAxes(ctx, /*axes_input=*/std::nullopt, x->shape.rank()));
   if (!axes) return outs;
+  const size_t scales_input = ctx.inputs.size() == 2 ? 1 : 2;
+  const bool has_sizes = ctx.inputs.size() > 2 && ctx.has_input(3) && ctx.inputs[3].contents &&
+                         !ctx.inputs[3].contents->empty();
+  if (!has_sizes && ctx.has_input(scales_input) && ctx.inputs[scales_input].float_values &&
+      !ctx.inputs[scales_input].float_values->empty()) {
+    const std::vector<double>& scales = *ctx.inputs[scales_input].float_values;
+    if (scales.size() != axes->size()) {
+      return MakeError(NodeError(ctx.node, "scales has " + std::to_string(scales.size()) +
+                                               " values for " + std::to_string(axes->size()) +
+                                               " axes"));
+    }
+    Shape y = x->shape;
+    for (size_t i = 0; i < axes->size(); ++i) {
+      Dim& d = y.dims[static_cast<size_t>((*axes)[i])];
+      std::optional<Dim> scaled = ScaledDim(d, scales[i]);
+      if (!scaled) return outs;
+      d = *scaled;
+    }
+    outs[0].shape = std::move(y);
+    return outs;
+  }
+  if (!has_sizes) return outs;
+  const std::vector<Dim>& sizes = *ctx.inputs[3].contents;
   if (sizes.size() != axes->size()) {
     return MakeError(NodeError(ctx.node, "sizes has " + std::to_string(sizes.size()) +
                                              " values for " + std::to_string(axes->size()) +

@@ -71,7 +71,17 @@ Expected<std::vector<TensorInfo>> InferConcat(const OpContext& ctx) {
       }
     }
   }
-  return std::vector<TensorInfo>{MakeOutput(dtype, out, std::move(contents))};
+  std::vector<TensorInfo> outs{MakeOutput(dtype, out, std::move(contents))};
+  // Floating values of a 1-D concat (torch's Resize scales: Concat of two Constants).
+  if (rank == 1 && FoldableElementCount(out)) {
+    std::vector<double> values;
+    for (const TensorInfo* p : parts) {
+      if (!p->float_values) return outs;
+      values.insert(values.end(), p->float_values->begin(), p->float_values->end());
+    }
+    outs[0].float_values = std::move(values);
+  }
+  return outs;
 }
 
 Expected<std::vector<TensorInfo>> InferSplit(const OpContext& ctx) {

@@ -42,7 +42,10 @@ Expected<std::vector<TensorInfo>> InferConstant(const OpContext& ctx) {
     auto count = FoldableElementCount(shape);
     if (count && static_cast<int64_t>(t->int_values.size()) == *count)
       contents = DimsOf(t->int_values);
-    return std::vector<TensorInfo>{MakeOutput(t->dtype, shape, std::move(contents))};
+    std::vector<TensorInfo> out{MakeOutput(t->dtype, shape, std::move(contents))};
+    if (count && IsFloating(t->dtype) && static_cast<int64_t>(t->float_values.size()) == *count)
+      out[0].float_values = t->float_values;
+    return out;
   }
   if (a.Has("value_int")) {
     return std::vector<TensorInfo>{

@@ -1,13 +1,11 @@
 #include "runtime/cpu/cpu_backend.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <string>
 
 #include "graph/ops/standard_aliases.h"
 #include "runtime/cpu/kernel_registry.h"
-#include "runtime/cpu/kernels/broadcast.h"
 #include "runtime/cpu/losses.h"
 #include "runtime/optimizers.h"
 #include "runtime/precision_emulation.h"
@@ -68,34 +66,6 @@ Expected<std::string_view> KernelDomain(std::string_view domain, std::string_vie
   if (KernelRegistry::Get().Find(op_type, domain) != nullptr) return domain;
   return MakeError("the cpu backend has no kernel for " + std::string(domain) + ":" +
                    std::string(op_type));
-}
-
-// Comparisons (no gradient) the kernel registry does not have yet: GPT exports build their
-// causal mask with Equal. They belong in runtime/cpu/kernels; this keeps such models runnable
-// until they move there (the registry's kernel wins when it exists).
-Expected<ForwardResult> ComparisonForward(std::string_view op, const KernelContext& ctx,
-                                          const ForwardArgs& args) {
-  if (args.inputs.size() != 2 || !args.inputs[0].defined() || !args.inputs[1].defined())
-    return MakeError(std::string(op) + ": needs two inputs");
-  const Tensor& a = args.inputs[0];
-  const Tensor& b = args.inputs[1];
-  MEMPLAN_TRY(TensorShape out_shape, BroadcastShapes(a.shape(), b.shape(), op));
-  Tensor out = Tensor::Zeros(out_shape, DType::kBool, *ctx.allocator, ctx.output_category);
-  const std::array<std::vector<int64_t>, 2> strides{BroadcastStrides(a.shape(), out_shape),
-                                                    BroadcastStrides(b.shape(), out_shape)};
-  ForEachBroadcastIndex<2>(out_shape, strides, [&](int64_t i, const std::array<int64_t, 2>& o) {
-    const float x = a.data()[o[0]], y = b.data()[o[1]];
-    const bool r = op == "Equal" ? x == y : op == "Less" ? x < y : x > y;
-    out.mutable_data()[i] = r ? 1.0f : 0.0f;
-  });
-  ForwardResult result;
-  result.outputs.push_back(std::move(out));
-  return result;
-}
-
-bool IsFallbackComparison(std::string_view op) {
-  return (op == "Equal" || op == "Less" || op == "Greater") &&
-         KernelRegistry::Get().Find(op) == nullptr;
 }
 
 std::vector<Tensor> AsTensors(const std::vector<DeviceTensor>& handles) {
@@ -222,9 +192,7 @@ Expected<std::vector<DeviceTensor>> CpuBackend::Forward(const ForwardCall& call)
   args.attributes = call.attributes;
   args.inputs = AsTensors(call.inputs);
   args.num_outputs = call.num_outputs;
-  MEMPLAN_TRY(ForwardResult result, IsFallbackComparison(call.op_type)
-                                        ? ComparisonForward(call.op_type, ctx, args)
-                                        : RunForward(call.op_type, ctx, args, domain));
+  MEMPLAN_TRY(ForwardResult result, RunForward(call.op_type, ctx, args, domain));
   std::vector<DeviceTensor> held(static_cast<size_t>(call.num_outputs));
   for (size_t j = 0; j < held.size(); ++j) {
     const Tensor produced = j < result.outputs.size() ? result.outputs[j] : Tensor();

@@ -13,6 +13,7 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterUnaryKernels(r);
     RegisterBinaryKernels(r);
     RegisterMatMulKernels(r);
+    RegisterEinsumKernels(r);
     RegisterConvKernels(r);
     RegisterPoolingKernels(r);
     RegisterNormalizationKernels(r);
@@ -22,6 +23,9 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterShapeKernels(r);
     RegisterDropoutKernels(r);
     RegisterMaskingKernels(r);
+    RegisterLogicKernels(r);
+    RegisterPaddingKernels(r);
+    RegisterResizeKernels(r);
     RegisterSdpaKernels(r);
     RegisterFusedLossKernels(r);
     return r;

@@ -153,6 +153,41 @@ TEST_CASE("LayerNorm below opset 17: fused, keeps input, mean and rstd", "[fusio
   CHECK(SavedBytes(m, "layernorm.onnx", FusionSet::kNone) == kCommon + 2 * kFull + kRow);
 }
 
+// nn.GroupNorm(2, 4) on r [2, 4, 8] as torch.onnx writes it below opset 18.
+std::string GroupNormChain(ProtoModel& p, const std::string& r) {
+  p.Initializer("gn_w", onnx::TensorProto::FLOAT, {4});
+  p.Initializer("gn_b", onnx::TensorProto::FLOAT, {4});
+  p.Int64s("groups_shape", {0, 2, -1});
+  p.Int64s("axes", {1});
+  for (const char* name : {"ones", "zeros"}) {
+    auto* a = p.Node("Constant", {}, {name}).add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    a->mutable_t()->add_dims(2);
+    for (int i = 0; i < 2; ++i) a->mutable_t()->add_float_data(name[0] == 'o' ? 1.0f : 0.0f);
+  }
+  p.Node("Reshape", {r, "groups_shape"}, {"grouped"});
+  SetFloat(p.Node("InstanceNormalization", {"grouped", "ones", "zeros"}, {"normed"}), "epsilon",
+           1e-5f);
+  p.Node("Shape", {r}, {"r_shape"});
+  p.Node("Reshape", {"normed", "r_shape"}, {"n"});
+  p.Node("Unsqueeze", {"gn_w", "axes"}, {"w1"});
+  p.Node("Unsqueeze", {"gn_b", "axes"}, {"b1"});
+  p.Node("Mul", {"n", "w1"}, {"scaled"});
+  p.Node("Add", {"scaled", "b1"}, {"y"});
+  return "y";
+}
+
+TEST_CASE("GroupNorm below opset 18: fused, keeps input and [N, G] statistics", "[fusion][saved]") {
+  const ProtoModel m = ModelWith(GroupNormChain);
+  CHECK(CountOp(m, "groupnorm.onnx", "GroupNormalization") == 1);
+  // native_group_norm: r (kept by Relu), w (a parameter), mean and rstd [2, 2] fp32: 16 B each.
+  CHECK(SavedBytes(m, "groupnorm.onnx", FusionSet::kFusedOps) == kCommon + 2 * 16);
+  // Node by node the Mul keeps the normalised tensor for w's gradient: a full tensor at least.
+  CHECK(SavedBytes(m, "groupnorm.onnx", FusionSet::kNone) >= kCommon + kFull);
+}
+
 std::string RmsNormChain(ProtoModel& p, const std::string& r) {
   p.Initializer("w", onnx::TensorProto::FLOAT, {8});
   Const(p, "two", 2.0f);

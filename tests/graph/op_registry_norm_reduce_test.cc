@@ -153,7 +153,24 @@ TEST_CASE("Pad and Resize", "[registry]") {
     CHECK(resize.OutputShape() == Dims({1, 3, 16, 16}));
     CHECK(resize.Saved().empty());
     OpCase from_scales("Resize", {F32({1, 3, 8, 8}), Absent(), F32({4}, ValueKind::kConstant)});
-    CHECK_FALSE(from_scales.OutputShape().known);  // float scales: left to ONNX inference
+    CHECK_FALSE(from_scales.OutputShape().known);  // scales with no known values
+  }
+  SECTION("Resize from scales known at import: floor(d * scale)") {
+    TensorInfo twice = F32({4}, ValueKind::kConstant);
+    twice.float_values = std::vector<double>{1, 1, 2, 2};
+    OpCase up("Resize", {F32({h, 3, h, 8}), Absent(), twice});
+    // A symbolic dim scales by a whole number exactly.
+    CHECK(up.OutputShape() == Dims({h, 3, Dim(2) * h, 16}));
+    TensorInfo odd = F32({4}, ValueKind::kConstant);
+    odd.float_values = std::vector<double>{1, 1, 1.5, 0.6};
+    OpCase fractional("Resize", {F32({1, 3, 7, 8}), Absent(), odd});
+    CHECK(fractional.OutputShape() == Dims({1, 3, 10, 4}));  // floor(10.5), floor(4.8)
+    OpCase symbolic("Resize", {F32({1, 3, h, 8}), Absent(), odd});
+    CHECK_FALSE(symbolic.OutputShape().known);  // h * 1.5 has no Dim
+    TensorInfo opset10 = F32({4}, ValueKind::kConstant);
+    opset10.float_values = std::vector<double>{1, 1, 2, 2};
+    OpCase old("Resize", {F32({1, 3, 8, 8}), opset10});  // Resize-10: (X, scales)
+    CHECK(old.OutputShape() == Dims({1, 3, 16, 16}));
   }
 }
 

@@ -1,9 +1,12 @@
-// The executor computes with Constant tables larger than shape folding keeps (rotary cos/sin,
-// additive masks: torch.onnx writes non-persistent buffers as Constant nodes). Before, a float
-// Constant of more than 64 elements kept no values and `verify` of a LLaMA-style export stopped
-// with "Constant ... is too large for the importer to keep".
+// The executor computes with Constant tables and integer initializers larger than shape folding
+// keeps (rotary cos/sin, additive masks: torch.onnx writes non-persistent buffers as Constant
+// nodes; index tables such as Swin's relative_position_index are int64 initializers). Before, a
+// float Constant of more than 64 elements kept no values and `verify` of a LLaMA-style export
+// stopped with "Constant ... is too large for the importer to keep"; an int64 initializer of
+// more than 64 elements stopped Swin's with "constant ... has no value the runtime can compute".
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +61,42 @@ TEST_CASE("executor: a 128-element float Constant table is computed with",
   const std::vector<float> split = WeightGradient(TableModel(/*split=*/true));
   REQUIRE(whole.size() == 8 * 32);
   // The MSE gradient of W reads y - target, so the table's values are in it: equal to the bit.
+  CHECK(whole == split);
+}
+
+// y = Gather(x W, index, axis 2): x [batch, 4, 8], W [8, 32], index an int64 initializer of 128
+// entries in [0, 32) (a pattern with repeats), y [batch, 4, 128]. With `split` the index is two
+// 64-entry initializers joined by a Concat (within what folding keeps).
+Graph IndexModel(bool split) {
+  std::vector<int64_t> index(128);
+  for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<int64_t>((i * 7 + 3) % 32);
+  ProtoModel m(/*opset=*/13);
+  m.Input("x", onnx::TensorProto::FLOAT, {"batch", 4, 8});
+  m.Initializer("W", onnx::TensorProto::FLOAT, {8, 32});
+  if (split) {
+    m.Int64s("first", std::vector<int64_t>(index.begin(), index.begin() + 64));
+    m.Int64s("second", std::vector<int64_t>(index.begin() + 64, index.end()));
+    testing::SetInt(m.Node("Concat", {"first", "second"}, {"index"}), "axis", 0);
+  } else {
+    m.Int64s("index", index);
+  }
+  m.Node("MatMul", {"x", "W"}, {"h"});
+  testing::SetInt(m.Node("Gather", {"h", "index"}, {"y"}), "axis", 2);
+  m.Output("y", onnx::TensorProto::FLOAT, {{"batch", 4, 128}});
+  return m.Import(split ? "index_split.onnx" : "index_whole.onnx");
+}
+
+TEST_CASE("executor: a 128-entry int64 index initializer is computed with",
+          "[executor][constants]") {
+  const Graph whole_graph = IndexModel(/*split=*/false);
+  const std::optional<ValueId> index = whole_graph.FindValue("index");
+  REQUIRE(index);
+  CHECK(whole_graph.value(*index).integer_data.size() == 128);
+  CHECK(whole_graph.value(*index).integer_data[1] == 10);  // (1 * 7 + 3) % 32
+  const std::vector<float> whole = WeightGradient(whole_graph);
+  const std::vector<float> split = WeightGradient(IndexModel(/*split=*/true));
+  REQUIRE(whole.size() == 8 * 32);
+  // Each W column's gradient sums the rows of y that gathered it: the indices are in it.
   CHECK(whole == split);
 }
 

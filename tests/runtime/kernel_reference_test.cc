@@ -307,5 +307,232 @@ TEST_CASE("losses match torch cross_entropy and mse_loss", "[kernels]") {
   }
 }
 
+TEST_CASE("Einsum matches torch.einsum on two-operand contractions", "[kernels]") {
+  const auto check = [](const char* equation, const std::vector<int64_t>& a_shape,
+                        const std::vector<float>& a, const std::vector<int64_t>& b_shape,
+                        const std::vector<float>& b, const std::vector<float>& cotangent,
+                        const std::vector<float>& out, const std::vector<float>& grad_a,
+                        const std::vector<float>& grad_b) {
+    INFO(equation);
+    Attributes attrs;
+    attrs.Set("equation", std::string(equation));
+    const OpRun r = Run("Einsum", attrs, {T(a_shape, a), T(b_shape, b)}, cotangent);
+    RequireClose(r.forward.outputs[0], out, "Y");
+    RequireClose(r.grads[0], grad_a, "dA");
+    RequireClose(r.grads[1], grad_b, "dB");
+  };
+  check("bhid,bhjd->bhij", ref::einsum_scores_in0_shape, ref::einsum_scores_in0,
+        ref::einsum_scores_in1_shape, ref::einsum_scores_in1, ref::einsum_scores_cotangent,
+        ref::einsum_scores_out, ref::einsum_scores_grad0, ref::einsum_scores_grad1);
+  check("ikj,jl->lik", ref::einsum_permuted_in0_shape, ref::einsum_permuted_in0,
+        ref::einsum_permuted_in1_shape, ref::einsum_permuted_in1, ref::einsum_permuted_cotangent,
+        ref::einsum_permuted_out, ref::einsum_permuted_grad0, ref::einsum_permuted_grad1);
+  check("B G H I J, B G H J D -> B G H I D", ref::einsum_maxvit_in0_shape, ref::einsum_maxvit_in0,
+        ref::einsum_maxvit_in1_shape, ref::einsum_maxvit_in1, ref::einsum_maxvit_cotangent,
+        ref::einsum_maxvit_out, ref::einsum_maxvit_grad0, ref::einsum_maxvit_grad1);
+}
+
+TEST_CASE("Einsum forms the CPU kernel does not run are errors naming the equation", "[kernels]") {
+  const auto error = [](const char* equation, const std::vector<Tensor>& inputs) {
+    Attributes attrs;
+    attrs.Set("equation", std::string(equation));
+    ForwardArgs args;
+    args.attributes = &attrs;
+    args.inputs = inputs;
+    auto result = RunForward("Einsum", KernelContext(), args);
+    REQUIRE_FALSE(result.ok());
+    return result.error().message;
+  };
+  const Tensor m = T({2, 2}, {1, 2, 3, 4});
+  CHECK(error("ii,ij->j", {m, m}) ==
+        "Einsum: the CPU kernel does not run 'ii,ij->j': the letter 'i' repeats in a term");
+  CHECK(error("ij,jk->i", {m, m}) ==
+        "Einsum: the CPU kernel does not run 'ij,jk->i': the letter 'k' is summed in one operand "
+        "only");
+  CHECK(error("...j,jk->...k", {m, m}) ==
+        "Einsum: the CPU kernel does not run '...j,jk->...k': an ellipsis");
+  CHECK(error("ij,jk->ik", {m, T({1, 2}, {1, 2})}) ==
+        "Einsum: the CPU kernel does not run 'ij,jk->ik': the letter 'j' has two sizes (a "
+        "broadcast)");
+}
+
+TEST_CASE("Clip matches torch.clamp, from inputs and from opset-6 attributes", "[kernels]") {
+  const Tensor x = T(ref::clip_in0_shape, ref::clip_in0);
+  const OpRun from_inputs =
+      Run("Clip", Attributes(), {x, T({}, {-0.5f}), T({}, {0.75f})}, ref::clip_cotangent);
+  RequireClose(from_inputs.forward.outputs[0], ref::clip_out, "Y");
+  RequireClose(from_inputs.grads[0], ref::clip_grad0, "dX");
+  Attributes bounds;
+  bounds.Set("min", -0.5);
+  bounds.Set("max", 0.75);
+  const OpRun from_attributes = Run("Clip", bounds, {x}, ref::clip_cotangent);
+  RequireClose(from_attributes.forward.outputs[0], ref::clip_out, "Y");
+  RequireClose(from_attributes.grads[0], ref::clip_grad0, "dX");
+}
+
+TEST_CASE("Pad matches torch.nn.functional.pad in the four modes", "[kernels]") {
+  // torch pads (w_begin, w_end, h_begin, h_end) = (2, 1, 1, 2) are ONNX's [0, 0, 1, 2, 0, 0, 2, 1]
+  // (all begins, then all ends); the constant case crops one column at the end (w_end = -1).
+  const auto pads = [](std::vector<float> values) { return T({8}, std::move(values)); };
+  SECTION("constant 0.5, from inputs") {
+    const OpRun r = Run("Pad", Attributes(),
+                        {T(ref::pad_constant_in0_shape, ref::pad_constant_in0),
+                         pads({0, 0, 1, 2, 0, 0, 2, -1}), T({}, {0.5f})},
+                        ref::pad_constant_cotangent);
+    RequireClose(r.forward.outputs[0], ref::pad_constant_out, "Y");
+    RequireClose(r.grads[0], ref::pad_constant_grad0, "dX");
+  }
+  SECTION("reflect on axes 2 and 3 (opset 18's axes input)") {
+    Attributes a;
+    a.Set("mode", std::string("reflect"));
+    const OpRun r = Run("Pad", a,
+                        {T(ref::pad_reflect_in0_shape, ref::pad_reflect_in0), T({4}, {1, 2, 2, 1}),
+                         Tensor(), T({2}, {2, 3})},
+                        ref::pad_reflect_cotangent);
+    RequireClose(r.forward.outputs[0], ref::pad_reflect_out, "Y");
+    RequireClose(r.grads[0], ref::pad_reflect_grad0, "dX");
+  }
+  SECTION("edge, pads as an attribute (opset 2)") {
+    Attributes a;
+    a.Set("mode", std::string("edge"));
+    a.Set("pads", std::vector<int64_t>{0, 0, 1, 2, 0, 0, 2, 1});
+    const OpRun r =
+        Run("Pad", a, {T(ref::pad_edge_in0_shape, ref::pad_edge_in0)}, ref::pad_edge_cotangent);
+    RequireClose(r.forward.outputs[0], ref::pad_edge_out, "Y");
+    RequireClose(r.grads[0], ref::pad_edge_grad0, "dX");
+  }
+  SECTION("wrap") {
+    Attributes a;
+    a.Set("mode", std::string("wrap"));
+    const OpRun r = Run(
+        "Pad", a, {T(ref::pad_wrap_in0_shape, ref::pad_wrap_in0), pads({0, 0, 1, 2, 0, 0, 2, 1})},
+        ref::pad_wrap_cotangent);
+    RequireClose(r.forward.outputs[0], ref::pad_wrap_out, "Y");
+    RequireClose(r.grads[0], ref::pad_wrap_grad0, "dX");
+  }
+}
+
+TEST_CASE("CastLike takes the second input's dtype", "[kernels]") {
+  // 1 + 2^-12 is not an fp16 value (11 significant bits): rounded to nearest it is 1.
+  const Tensor like = Tensor::FromValues({1}, {0.0f}, DType::kFloat16);
+  ForwardArgs args;
+  args.inputs = {T({2}, {1.0f + 1.0f / 4096.0f, 3.0f}), like};
+  auto result = RunForward("CastLike", KernelContext(), args);
+  REQUIRE(result.ok());
+  CHECK(result->outputs[0].dtype() == DType::kFloat16);
+  CHECK(result->outputs[0].ToVector() == std::vector<float>{1.0f, 3.0f});
+}
+
+TEST_CASE("ScatterND matches torch index_put", "[kernels]") {
+  const OpRun r = Run("ScatterND", Attributes(),
+                      {T(ref::scatternd_in0_shape, ref::scatternd_in0),
+                       Tensor::FromValues({2, 2}, {1, 0, 3, 2}, DType::kInt64),
+                       T(ref::scatternd_in1_shape, ref::scatternd_in1)},
+                      ref::scatternd_cotangent);
+  RequireClose(r.forward.outputs[0], ref::scatternd_out, "Y");
+  RequireClose(r.grads[0], ref::scatternd_grad0, "dData");
+  RequireClose(r.grads[2], ref::scatternd_grad1, "dUpdates");
+}
+
+TEST_CASE("comparisons broadcast and give booleans, Not negates", "[kernels]") {
+  const auto compare = [](const char* op) {
+    ForwardArgs args;
+    args.inputs = {T({3}, {1, 2, 3}), T({1}, {2})};
+    auto result = RunForward(op, KernelContext(), args);
+    REQUIRE(result.ok());
+    CHECK(result->outputs[0].dtype() == DType::kBool);
+    return result->outputs[0].ToVector();
+  };
+  CHECK(compare("Equal") == std::vector<float>{0, 1, 0});
+  CHECK(compare("Less") == std::vector<float>{1, 0, 0});
+  CHECK(compare("LessOrEqual") == std::vector<float>{1, 1, 0});
+  CHECK(compare("Greater") == std::vector<float>{0, 0, 1});
+  CHECK(compare("GreaterOrEqual") == std::vector<float>{0, 1, 1});
+  ForwardArgs args;
+  args.inputs = {Tensor::FromValues({3}, {0, 1, 1}, DType::kBool)};
+  auto negated = RunForward("Not", KernelContext(), args);
+  REQUIRE(negated.ok());
+  CHECK(negated->outputs[0].ToVector() == std::vector<float>{1, 0, 0});
+}
+
+TEST_CASE("Resize matches torch.nn.functional.interpolate", "[kernels]") {
+  const auto resize = [](const char* mode, const char* transform, const std::vector<int64_t>& shape,
+                         const std::vector<float>& x, const Tensor& scales, const Tensor& sizes,
+                         const std::vector<float>& cotangent) {
+    Attributes a;
+    a.Set("mode", std::string(mode));
+    a.Set("coordinate_transformation_mode", std::string(transform));
+    a.Set("nearest_mode", std::string("floor"));
+    return Run("Resize", a, {T(shape, x), Tensor(), scales, sizes}, cotangent);
+  };
+  const Tensor twice = T({4}, {1, 1, 2, 2});
+  SECTION("bilinear, pytorch_half_pixel, scale 2") {
+    const OpRun r =
+        resize("linear", "pytorch_half_pixel", ref::resize_bilinear_in0_shape,
+               ref::resize_bilinear_in0, twice, Tensor(), ref::resize_bilinear_cotangent);
+    RequireClose(r.forward.outputs[0], ref::resize_bilinear_out, "Y");
+    RequireClose(r.grads[0], ref::resize_bilinear_grad0, "dX");
+  }
+  SECTION("bilinear, align_corners, scale 2") {
+    const OpRun r = resize("linear", "align_corners", ref::resize_corners_in0_shape,
+                           ref::resize_corners_in0, twice, Tensor(), ref::resize_corners_cotangent);
+    RequireClose(r.forward.outputs[0], ref::resize_corners_out, "Y");
+    RequireClose(r.grads[0], ref::resize_corners_grad0, "dX");
+  }
+  SECTION("nearest, asymmetric floor, scale 2") {
+    const OpRun r = resize("nearest", "asymmetric", ref::resize_nearest_in0_shape,
+                           ref::resize_nearest_in0, twice, Tensor(), ref::resize_nearest_cotangent);
+    RequireClose(r.forward.outputs[0], ref::resize_nearest_out, "Y");
+    RequireClose(r.grads[0], ref::resize_nearest_grad0, "dX");
+  }
+  SECTION("bilinear down to sizes [1, 2, 3, 5]") {
+    const OpRun r =
+        resize("linear", "pytorch_half_pixel", ref::resize_down_in0_shape, ref::resize_down_in0,
+               T({0}, {}), T({4}, {1, 2, 3, 5}), ref::resize_down_cotangent);
+    RequireClose(r.forward.outputs[0], ref::resize_down_out, "Y");
+    RequireClose(r.grads[0], ref::resize_down_grad0, "dX");
+  }
+}
+
+TEST_CASE("InstanceNormalization matches torch instance_norm", "[kernels]") {
+  const OpRun r = Run("InstanceNormalization", Attributes(),
+                      {T(ref::instance_norm_in0_shape, ref::instance_norm_in0),
+                       T(ref::instance_norm_in1_shape, ref::instance_norm_in1),
+                       T(ref::instance_norm_in2_shape, ref::instance_norm_in2)},
+                      ref::instance_norm_cotangent);
+  RequireClose(r.forward.outputs[0], ref::instance_norm_out, "Y");
+  RequireClose(r.grads[0], ref::instance_norm_grad0, "dX");
+  RequireClose(r.grads[1], ref::instance_norm_grad1, "dScale");
+  RequireClose(r.grads[2], ref::instance_norm_grad2, "dB");
+  // What batch_norm on [1, N*C, ...] keeps: the weight repeated per plane, fp32 statistics.
+  CHECK(r.forward.extras.at("repeated_weight").numel() == 6);
+  CHECK(r.forward.extras.at("mean").dtype() == DType::kFloat32);
+}
+
+TEST_CASE("GroupNormalization matches torch group_norm", "[kernels]") {
+  Attributes a;
+  a.Set("num_groups", int64_t{2});
+  const Tensor x = T(ref::group_norm_in0_shape, ref::group_norm_in0);
+  const OpRun r = Run("GroupNormalization", a,
+                      {x, T(ref::group_norm_in1_shape, ref::group_norm_in1),
+                       T(ref::group_norm_in2_shape, ref::group_norm_in2)},
+                      ref::group_norm_cotangent);
+  RequireClose(r.forward.outputs[0], ref::group_norm_out, "Y");
+  RequireClose(r.grads[0], ref::group_norm_grad0, "dX");
+  RequireClose(r.grads[1], ref::group_norm_grad1, "dScale");
+  RequireClose(r.grads[2], ref::group_norm_grad2, "dB");
+  CHECK(r.forward.extras.at("invstd").shape() == TensorShape{2, 2});  // [N, G]
+  // Opset 18's per-group scale and bias equal per-channel ones repeated over each group.
+  ForwardArgs per_group, repeated;
+  per_group.attributes = repeated.attributes = &a;
+  per_group.inputs = {x, T({2}, {0.5f, 2.0f}), T({2}, {1.0f, -1.0f})};
+  repeated.inputs = {x, T({4}, {0.5f, 0.5f, 2.0f, 2.0f}), T({4}, {1.0f, 1.0f, -1.0f, -1.0f})};
+  auto by_group = RunForward("GroupNormalization", KernelContext(), per_group);
+  auto by_channel = RunForward("GroupNormalization", KernelContext(), repeated);
+  REQUIRE(by_group.ok());
+  REQUIRE(by_channel.ok());
+  CHECK(by_group->outputs[0].ToVector() == by_channel->outputs[0].ToVector());
+}
+
 }  // namespace
 }  // namespace memplan::testing

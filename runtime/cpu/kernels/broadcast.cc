@@ -13,6 +13,19 @@ Expected<TensorShape> BroadcastShapes(const TensorShape& a, const TensorShape& b
   return out;
 }
 
+void PermuteInto(const float* in, const TensorShape& in_shape, const std::vector<int64_t>& axes,
+                 float* out) {
+  const std::vector<int64_t> in_strides = ContiguousStrides(in_shape);
+  TensorShape shape;
+  std::array<std::vector<int64_t>, 1> strides;
+  for (int64_t axis : axes) {
+    shape.push_back(in_shape[static_cast<size_t>(axis)]);
+    strides[0].push_back(in_strides[static_cast<size_t>(axis)]);
+  }
+  ForEachBroadcastIndex(shape, strides,
+                        [&](int64_t i, const std::array<int64_t, 1>& off) { out[i] = in[off[0]]; });
+}
+
 Tensor SumToShape(const KernelContext& ctx, const Tensor& tensor, const TensorShape& target,
                   DType dtype) {
   Tensor result = NewOutput(ctx, target, dtype);

@@ -43,6 +43,11 @@ void ForEachBroadcastIndex(const TensorShape& out,
   }
 }
 
+// out = in with its axes reordered: out's dim d is in's dim axes[d] (Transpose's perm), both
+// dense row-major. The shape of out is `in_shape` permuted. REQUIRES: axes is a permutation.
+void PermuteInto(const float* in, const TensorShape& in_shape, const std::vector<int64_t>& axes,
+                 float* out);
+
 // Sums `tensor` over the dims along which `target` was broadcast to reach tensor's shape.
 // The result has shape `target` and dtype `dtype` (rounded to it), in ctx.output_category.
 Tensor SumToShape(const KernelContext& ctx, const Tensor& tensor, const TensorShape& target,

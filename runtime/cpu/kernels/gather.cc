@@ -1,5 +1,5 @@
-// Gather along `axis` (embeddings are Gather on axis 0). Backward scatter-adds into a zeroed
-// tensor of the data's shape, so repeated indices accumulate (embedding_dense_backward).
+// Gather along `axis` (embeddings are Gather on axis 0) and ScatterND. Backward scatter-adds into a
+// zeroed tensor of the data's shape, so repeated indices accumulate (embedding_dense_backward).
 
 #include <algorithm>
 #include <string>
@@ -90,10 +90,117 @@ Expected<InputGradients> GatherBackward(const KernelContext& ctx, const Backward
   return grads;
 }
 
+// ScatterND(data, indices, updates): a copy of data with slices replaced (or, with `reduction`,
+// combined): indices is [..., k], each row addresses data[i_0, ..., i_{k-1}, :...], a slice of
+// the trailing dims, and updates holds one such slice per row (index_put_ in torch; Swin's
+// shifted-window mask is built this way). Every slice's flat offset, resolved once.
+struct ScatterPlan {
+  std::vector<int64_t> offsets;  // per index row: the slice's first element in data
+  int64_t slice = 1;             // elements per slice
+};
+
+Expected<ScatterPlan> PlanScatter(const TensorShape& data, const Tensor& indices,
+                                  const TensorShape& updates) {
+  if (indices.shape().empty()) return MakeError("ScatterND: indices must have rank >= 1");
+  const int64_t k = indices.shape().back();
+  if (k < 1 || k > static_cast<int64_t>(data.size()))
+    return MakeError("ScatterND: index rows of " + std::to_string(k) + " for data of rank " +
+                     std::to_string(data.size()));
+  ScatterPlan plan;
+  TensorShape expected(indices.shape().begin(), indices.shape().end() - 1);
+  for (size_t d = static_cast<size_t>(k); d < data.size(); ++d) {
+    plan.slice *= data[d];
+    expected.push_back(data[d]);
+  }
+  if (expected != updates)
+    return MakeError("ScatterND: updates " + ShapeToString(updates) + " do not match " +
+                     ShapeToString(expected));
+  const std::vector<int64_t> strides = ContiguousStrides(data);
+  const std::vector<int64_t> rows = indices.ToInt64Vector();
+  for (size_t r = 0; r + static_cast<size_t>(k) <= rows.size(); r += static_cast<size_t>(k)) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < static_cast<size_t>(k); ++d) {
+      int64_t i = rows[r + d];
+      if (i < -data[d] || i >= data[d])
+        return MakeError("ScatterND: index " + std::to_string(i) +
+                         " is out of range for a dim of " + std::to_string(data[d]));
+      if (i < 0) i += data[d];
+      offset += i * strides[d];
+    }
+    plan.offsets.push_back(offset);
+  }
+  return plan;
+}
+
+Expected<ForwardResult> ScatterNDForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor data, RequireTensor(args.inputs, 0, "ScatterND", "data"));
+  MEMPLAN_TRY(Tensor indices, RequireTensor(args.inputs, 1, "ScatterND", "indices"));
+  MEMPLAN_TRY(Tensor updates, RequireTensor(args.inputs, 2, "ScatterND", "updates"));
+  MEMPLAN_TRY(ScatterPlan plan, PlanScatter(data.shape(), indices, updates.shape()));
+  const std::string reduction = AttributesOf(args.attributes).GetString("reduction", "none");
+  Tensor y = NewOverwrittenOutput(ctx, data.shape(), data.dtype());
+  float* out = y.mutable_data();
+  std::copy(data.data(), data.data() + data.numel(), out);
+  for (size_t r = 0; r < plan.offsets.size(); ++r) {
+    float* dst = out + plan.offsets[r];
+    const float* src = updates.data() + static_cast<int64_t>(r) * plan.slice;
+    for (int64_t e = 0; e < plan.slice; ++e) {
+      if (reduction == "none") {
+        dst[e] = src[e];
+      } else if (reduction == "add") {
+        dst[e] += src[e];
+      } else if (reduction == "mul") {
+        dst[e] *= src[e];
+      } else if (reduction == "max") {
+        dst[e] = std::max(dst[e], src[e]);
+      } else if (reduction == "min") {
+        dst[e] = std::min(dst[e], src[e]);
+      } else {
+        return MakeError("ScatterND: unknown reduction '" + reduction + "'");
+      }
+    }
+  }
+  RoundToOwnDType(y);
+  return SingleOutput(std::move(y));
+}
+
+// index_put_'s backward (reduction "none"): data's gradient is dY with the replaced slices
+// zeroed, updates' is dY at them. "add" passes dY whole to data; other reductions have none here.
+Expected<InputGradients> ScatterNDBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "ScatterND", "output gradient"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 3, "ScatterND"));
+  if (!args.NeedsGrad(0) && !args.NeedsGrad(2)) return grads;
+  const std::string reduction = AttributesOf(args.attributes).GetString("reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return MakeError("ScatterND: no gradient for reduction '" + reduction + "'");
+  MEMPLAN_TRY(Tensor indices, RequireTensor(args.inputs, 1, "ScatterND", "saved indices"));
+  MEMPLAN_TRY(ScatterPlan plan, PlanScatter(args.input_shapes[0], indices, args.input_shapes[2]));
+  if (args.NeedsGrad(0)) {
+    Tensor d_data = NewOverwrittenInputGradient(ctx, args, 0);
+    float* out = d_data.mutable_data();
+    std::copy(dy.data(), dy.data() + dy.numel(), out);
+    if (reduction == "none")
+      for (int64_t offset : plan.offsets) std::fill(out + offset, out + offset + plan.slice, 0.0f);
+    RoundToOwnDType(d_data);
+    grads[0] = std::move(d_data);
+  }
+  if (args.NeedsGrad(2)) {
+    Tensor d_updates = NewOverwrittenInputGradient(ctx, args, 2);
+    float* out = d_updates.mutable_data();
+    for (size_t r = 0; r < plan.offsets.size(); ++r)
+      std::copy(dy.data() + plan.offsets[r], dy.data() + plan.offsets[r] + plan.slice,
+                out + static_cast<int64_t>(r) * plan.slice);
+    RoundToOwnDType(d_updates);
+    grads[2] = std::move(d_updates);
+  }
+  return grads;
+}
+
 }  // namespace
 
 void RegisterGatherKernels(KernelRegistry& registry) {
   registry.Register("Gather", &GatherForward, &GatherBackward);
+  registry.Register("ScatterND", &ScatterNDForward, &ScatterNDBackward);
 }
 
 }  // namespace memplan

@@ -9,15 +9,19 @@ class KernelRegistry;
 void RegisterUnaryKernels(KernelRegistry& registry);    // unary.cc: Relu, Gelu, Exp, Cast, ...
 void RegisterBinaryKernels(KernelRegistry& registry);   // binary.cc: Add, Sub, Mul, Div, Pow, Where
 void RegisterMatMulKernels(KernelRegistry& registry);   // matmul.cc: MatMul, Gemm
+void RegisterEinsumKernels(KernelRegistry& registry);   // einsum.cc: two-operand Einsum
 void RegisterConvKernels(KernelRegistry& registry);     // conv.cc: Conv
 void RegisterPoolingKernels(KernelRegistry& registry);  // pooling.cc: MaxPool, AveragePool, ...
 void RegisterNormalizationKernels(KernelRegistry& registry);  // normalization.cc
 void RegisterSoftmaxKernels(KernelRegistry& registry);        // softmax.cc: Softmax, LogSoftmax
 void RegisterReductionKernels(KernelRegistry& registry);      // reduction.cc: ReduceMean, ReduceSum
-void RegisterGatherKernels(KernelRegistry& registry);         // gather.cc: Gather
+void RegisterGatherKernels(KernelRegistry& registry);         // gather.cc: Gather, ScatterND
 void RegisterShapeKernels(KernelRegistry& registry);    // shape.cc: Reshape, Transpose, Concat, ...
 void RegisterDropoutKernels(KernelRegistry& registry);  // dropout.cc: Dropout
 void RegisterMaskingKernels(KernelRegistry& registry);  // masking.cc: Trilu
+void RegisterLogicKernels(KernelRegistry& registry);    // logic.cc: Equal, Less, ..., Not
+void RegisterPaddingKernels(KernelRegistry& registry);  // padding.cc: Pad
+void RegisterResizeKernels(KernelRegistry& registry);   // resize.cc: Resize (nearest, linear)
 void RegisterSdpaKernels(KernelRegistry& registry);  // sdpa.cc: memplan:ScaledDotProductAttention
 // fused_loss.cc: memplan:FusedLinearCrossEntropy (Liger's fused linear cross entropy)
 void RegisterFusedLossKernels(KernelRegistry& registry);

@@ -1,10 +1,13 @@
 // BatchNormalization (training: batch statistics, running-statistics update; inference: the
-// given statistics) and LayerNormalization. Both keep "mean" and "invstd" (fp32) for backward,
-// as PyTorch's native_batch_norm / native_layer_norm do.
+// given statistics), LayerNormalization, InstanceNormalization and GroupNormalization. BatchNorm,
+// LayerNorm and GroupNorm keep "mean" and "invstd" (fp32) for backward, as PyTorch's
+// native_batch_norm / native_layer_norm / native_group_norm do; InstanceNormalization keeps what
+// its batch_norm on [1, N*C, ...] keeps.
 
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/cpu/kernels/kernel_families.h"
@@ -43,6 +46,19 @@ Status CheckPerChannel(const Tensor& t, int64_t channels, std::string_view role)
                      " channels");
   }
   return OkStatus();
+}
+
+// Mean and 1/sqrt(biased variance + epsilon) of n contiguous values, in double (two passes).
+struct Moments {
+  double mean = 0.0, invstd = 0.0;
+};
+Moments MomentsOf(const float* p, int64_t n, double epsilon) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += p[i];
+  const double m = sum / static_cast<double>(n);
+  double squares = 0.0;
+  for (int64_t i = 0; i < n; ++i) squares += (p[i] - m) * (p[i] - m);
+  return {m, 1.0 / std::sqrt(squares / static_cast<double>(n) + epsilon)};
 }
 
 Expected<ForwardResult> BatchNormForward(const KernelContext& ctx, const ForwardArgs& args) {
@@ -241,12 +257,7 @@ Expected<ForwardResult> LayerNormForward(const KernelContext& ctx, const Forward
   for (int64_t r = 0; r < layout.rows; ++r) {
     const float* p = x.data() + r * layout.width;
     float* q = y.mutable_data() + r * layout.width;
-    double sum = 0.0;
-    for (int64_t i = 0; i < layout.width; ++i) sum += p[i];
-    const double m = sum / static_cast<double>(layout.width);
-    double squares = 0.0;
-    for (int64_t i = 0; i < layout.width; ++i) squares += (p[i] - m) * (p[i] - m);
-    const double inv = 1.0 / std::sqrt(squares / static_cast<double>(layout.width) + epsilon);
+    const auto [m, inv] = MomentsOf(p, layout.width, epsilon);
     mean.mutable_data()[r] = static_cast<float>(m);
     invstd.mutable_data()[r] = static_cast<float>(inv);
     for (int64_t i = 0; i < layout.width; ++i) {
@@ -302,11 +313,236 @@ Expected<InputGradients> LayerNormBackward(const KernelContext& ctx, const Backw
   return WithRoundedGradients(std::move(grads), std::move(dx), std::move(dscale), std::move(dbias));
 }
 
+// InstanceNormalization: each (n, c) plane normalised over its own spatial elements, then scale
+// and B per channel. PyTorch runs it as batch_norm on [1, N*C, ...] with the weight repeated N
+// times, and keeps what that keeps (the registry's saved set): "repeated_weight", "save_mean" and
+// "save_invstd", [N*C] each (the kernel's "mean" and "invstd", runtime/compute_steps.cc).
+Expected<ForwardResult> InstanceNormForward(const KernelContext& ctx, const ForwardArgs& args) {
+  constexpr std::string_view kOp = "InstanceNormalization";
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, kOp, "input"));
+  MEMPLAN_TRY(Tensor scale, RequireTensor(args.inputs, 1, kOp, "input"));
+  MEMPLAN_TRY(Tensor bias, RequireTensor(args.inputs, 2, kOp, "input"));
+  MEMPLAN_TRY(ChannelLayout layout, LayoutOf(x.shape()));
+  MEMPLAN_RETURN_IF_ERROR(CheckPerChannel(scale, layout.channels, "scale"));
+  MEMPLAN_RETURN_IF_ERROR(CheckPerChannel(bias, layout.channels, "B"));
+  const double epsilon = AttributesOf(args.attributes).GetFloat("epsilon", 1e-5);
+  const int64_t planes = layout.batch * layout.channels;
+  Tensor y = NewOverwrittenOutput(ctx, x.shape(), x.dtype());
+  Tensor repeated = NewExtra(ctx, {planes}, scale.dtype());
+  Tensor mean = NewExtra(ctx, {planes}, DType::kFloat32);
+  Tensor invstd = NewExtra(ctx, {planes}, DType::kFloat32);
+  const ChannelLayout plane_layout{1, planes, layout.spatial};
+  ParallelFor(planes, ChannelGrain(plane_layout), [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      const int64_t c = r % layout.channels;
+      const float* p = x.data() + r * layout.spatial;
+      const auto [m, inv] = MomentsOf(p, layout.spatial, epsilon);
+      repeated.mutable_data()[r] = scale.data()[c];
+      mean.mutable_data()[r] = static_cast<float>(m);
+      invstd.mutable_data()[r] = static_cast<float>(inv);
+      const float a = static_cast<float>(scale.data()[c] * inv);
+      const float b = static_cast<float>(bias.data()[c] - m * scale.data()[c] * inv);
+      float* q = y.mutable_data() + r * layout.spatial;
+      for (int64_t i = 0; i < layout.spatial; ++i) q[i] = a * p[i] + b;
+    }
+  });
+  return OutputWithSavedExtras(std::move(y), args.num_outputs,
+                               {{"repeated_weight", std::move(repeated)},
+                                {"mean", std::move(mean)},
+                                {"invstd", std::move(invstd)}});
+}
+
+// batch_norm's training backward per plane; scale and B gradients sum a channel's planes in batch
+// order (deterministic).
+Expected<InputGradients> InstanceNormBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  constexpr std::string_view kOp = "InstanceNormalization";
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, kOp, "output gradient"));
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, kOp, "saved input"));
+  MEMPLAN_TRY(Tensor repeated, RequireExtra(args, "repeated_weight", kOp));
+  MEMPLAN_TRY(Tensor mean, RequireExtra(args, "mean", kOp));
+  MEMPLAN_TRY(Tensor invstd, RequireExtra(args, "invstd", kOp));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 3, kOp));
+  MEMPLAN_TRY(ChannelLayout layout, LayoutOf(x.shape()));
+  const int64_t planes = layout.batch * layout.channels;
+  Tensor dx = args.NeedsGrad(0) ? NewOverwrittenInputGradient(ctx, args, 0) : Tensor();
+  std::vector<double> sum_dy(static_cast<size_t>(planes)), sum_dy_xhat(sum_dy.size());
+  const auto count = static_cast<double>(layout.spatial);
+  const ChannelLayout plane_layout{1, planes, layout.spatial};
+  ParallelFor(planes, ChannelGrain(plane_layout), [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      const float* g = dy.data() + r * layout.spatial;
+      const float* p = x.data() + r * layout.spatial;
+      const double m = mean.data()[r], inv = invstd.data()[r];
+      double a = 0.0, b = 0.0;
+      for (int64_t i = 0; i < layout.spatial; ++i) {
+        a += g[i];
+        b += g[i] * (p[i] - m) * inv;
+      }
+      sum_dy[static_cast<size_t>(r)] = a;
+      sum_dy_xhat[static_cast<size_t>(r)] = b;
+      if (!dx.defined()) continue;
+      const double k = repeated.data()[r] * inv;
+      float* out = dx.mutable_data() + r * layout.spatial;
+      for (int64_t i = 0; i < layout.spatial; ++i) {
+        const double xhat = (p[i] - m) * inv;
+        out[i] = static_cast<float>(k * (g[i] - a / count - xhat * b / count));
+      }
+    }
+  });
+  Tensor dscale = args.NeedsGrad(1) ? NewInputGradient(ctx, args, 1) : Tensor();
+  Tensor dbias = args.NeedsGrad(2) ? NewInputGradient(ctx, args, 2) : Tensor();
+  for (int64_t c = 0; c < layout.channels; ++c) {
+    double scale_sum = 0.0, bias_sum = 0.0;
+    for (int64_t n = 0; n < layout.batch; ++n) {
+      scale_sum += sum_dy_xhat[static_cast<size_t>(n * layout.channels + c)];
+      bias_sum += sum_dy[static_cast<size_t>(n * layout.channels + c)];
+    }
+    if (dscale.defined()) dscale.mutable_data()[c] = static_cast<float>(scale_sum);
+    if (dbias.defined()) dbias.mutable_data()[c] = static_cast<float>(bias_sum);
+  }
+  return WithRoundedGradients(std::move(grads), std::move(dx), std::move(dscale), std::move(dbias));
+}
+
+// GroupNormalization: the C/G channels of each group normalised together over their spatial
+// elements, then scale and B per channel (opset 21, and what the group_norm fusion writes) or per
+// group (opset 18's [G]). Keeps "mean" and "invstd" [N, G] (the registry's mean and rstd), as
+// native_group_norm does.
+struct GroupLayout {
+  ChannelLayout channels;
+  int64_t groups = 1;
+  int64_t Width() const { return channels.channels / groups * channels.spatial; }  // per group
+  // The scale/bias entry of channel c: per channel, or per group when there are G of them.
+  int64_t AffineIndex(int64_t c, int64_t entries) const {
+    return entries == channels.channels ? c : c / (channels.channels / groups);
+  }
+};
+
+Expected<GroupLayout> GroupsOf(const Attributes& attrs, const TensorShape& x, int64_t entries) {
+  GroupLayout layout;
+  MEMPLAN_TRY(layout.channels, LayoutOf(x));
+  layout.groups = attrs.GetInt("num_groups", 0);
+  if (layout.groups <= 0 || layout.channels.channels % layout.groups != 0)
+    return MakeError("GroupNormalization: num_groups " + std::to_string(layout.groups) +
+                     " does not divide " + std::to_string(layout.channels.channels) + " channels");
+  if (entries != layout.channels.channels && entries != layout.groups)
+    return MakeError("GroupNormalization: scale has " + std::to_string(entries) +
+                     " entries, neither the channels nor the groups");
+  return layout;
+}
+
+Expected<ForwardResult> GroupNormForward(const KernelContext& ctx, const ForwardArgs& args) {
+  constexpr std::string_view kOp = "GroupNormalization";
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, kOp, "input"));
+  MEMPLAN_TRY(Tensor scale, RequireTensor(args.inputs, 1, kOp, "input"));
+  MEMPLAN_TRY(Tensor bias, RequireTensor(args.inputs, 2, kOp, "input"));
+  const Attributes& attrs = AttributesOf(args.attributes);
+  MEMPLAN_TRY(GroupLayout layout, GroupsOf(attrs, x.shape(), scale.numel()));
+  if (bias.numel() != scale.numel()) return MakeError("GroupNormalization: B and scale differ");
+  const double epsilon = attrs.GetFloat("epsilon", 1e-5);
+  const int64_t n_groups = layout.channels.batch * layout.groups, width = layout.Width();
+  const int64_t per_group = layout.channels.channels / layout.groups;
+  Tensor y = NewOverwrittenOutput(ctx, x.shape(), x.dtype());
+  Tensor mean = NewExtra(ctx, {layout.channels.batch, layout.groups}, DType::kFloat32);
+  Tensor invstd = NewExtra(ctx, {layout.channels.batch, layout.groups}, DType::kFloat32);
+  const ChannelLayout group_layout{1, n_groups, width};
+  ParallelFor(n_groups, ChannelGrain(group_layout), [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      const float* p = x.data() + r * width;
+      const auto [m, inv] = MomentsOf(p, width, epsilon);
+      mean.mutable_data()[r] = static_cast<float>(m);
+      invstd.mutable_data()[r] = static_cast<float>(inv);
+      const int64_t first_channel = (r % layout.groups) * per_group;
+      for (int64_t k = 0; k < per_group; ++k) {
+        const int64_t a_index = layout.AffineIndex(first_channel + k, scale.numel());
+        const float a = static_cast<float>(scale.data()[a_index] * inv);
+        const float b = static_cast<float>(bias.data()[a_index] - m * scale.data()[a_index] * inv);
+        const float* in = p + k * layout.channels.spatial;
+        float* out = y.mutable_data() + r * width + k * layout.channels.spatial;
+        for (int64_t s = 0; s < layout.channels.spatial; ++s) out[s] = a * in[s] + b;
+      }
+    }
+  });
+  return OutputWithSavedExtras(std::move(y), args.num_outputs,
+                               {{"mean", std::move(mean)}, {"invstd", std::move(invstd)}});
+}
+
+// native_group_norm_backward: per group, dxhat = dY * scale_c and
+// dX = invstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)); scale and B gradients sum each
+// channel's (or group's) planes in batch order.
+Expected<InputGradients> GroupNormBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  constexpr std::string_view kOp = "GroupNormalization";
+  MEMPLAN_TRY(const SavedNormalization saved, ReadSavedNormalization(args, kOp));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 3, kOp));
+  const int64_t entries = saved.scale.numel();
+  MEMPLAN_TRY(GroupLayout layout,
+              GroupsOf(AttributesOf(args.attributes), saved.x.shape(), entries));
+  const int64_t n_groups = layout.channels.batch * layout.groups, width = layout.Width();
+  const int64_t per_group = layout.channels.channels / layout.groups;
+  const int64_t spatial = layout.channels.spatial;
+  Tensor dx = args.NeedsGrad(0) ? NewOverwrittenInputGradient(ctx, args, 0) : Tensor();
+  // Per (n, channel): sum of dY and of dY * xhat, reduced into scale/B entries afterwards.
+  const int64_t planes = layout.channels.batch * layout.channels.channels;
+  std::vector<double> plane_dy(static_cast<size_t>(planes)), plane_dy_xhat(plane_dy.size());
+  const ChannelLayout group_layout{1, n_groups, width};
+  ParallelFor(n_groups, ChannelGrain(group_layout), [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      const double m = saved.mean.data()[r], inv = saved.invstd.data()[r];
+      const int64_t first_channel = (r % layout.groups) * per_group;
+      double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
+      for (int64_t k = 0; k < per_group; ++k) {
+        const double w = saved.scale.data()[layout.AffineIndex(first_channel + k, entries)];
+        const float* g = saved.dy.data() + r * width + k * spatial;
+        const float* p = saved.x.data() + r * width + k * spatial;
+        double a = 0.0, b = 0.0;
+        for (int64_t s = 0; s < spatial; ++s) {
+          const double xhat = (p[s] - m) * inv;
+          a += g[s];
+          b += g[s] * xhat;
+        }
+        plane_dy[static_cast<size_t>(r * per_group + k)] = a;
+        plane_dy_xhat[static_cast<size_t>(r * per_group + k)] = b;
+        sum_dxhat += w * a;
+        sum_dxhat_xhat += w * b;
+      }
+      if (!dx.defined()) continue;
+      const auto count = static_cast<double>(width);
+      for (int64_t k = 0; k < per_group; ++k) {
+        const double w = saved.scale.data()[layout.AffineIndex(first_channel + k, entries)];
+        const float* g = saved.dy.data() + r * width + k * spatial;
+        const float* p = saved.x.data() + r * width + k * spatial;
+        float* out = dx.mutable_data() + r * width + k * spatial;
+        for (int64_t s = 0; s < spatial; ++s) {
+          const double xhat = (p[s] - m) * inv;
+          out[s] = static_cast<float>(
+              inv * (w * g[s] - sum_dxhat / count - xhat * sum_dxhat_xhat / count));
+        }
+      }
+    }
+  });
+  Tensor dscale = args.NeedsGrad(1) ? NewInputGradient(ctx, args, 1) : Tensor();
+  Tensor dbias = args.NeedsGrad(2) ? NewInputGradient(ctx, args, 2) : Tensor();
+  std::vector<double> scale_sum(static_cast<size_t>(entries)), bias_sum(scale_sum.size());
+  for (int64_t n = 0; n < layout.channels.batch; ++n) {
+    for (int64_t c = 0; c < layout.channels.channels; ++c) {
+      const auto e = static_cast<size_t>(layout.AffineIndex(c, entries));
+      scale_sum[e] += plane_dy_xhat[static_cast<size_t>(n * layout.channels.channels + c)];
+      bias_sum[e] += plane_dy[static_cast<size_t>(n * layout.channels.channels + c)];
+    }
+  }
+  for (int64_t e = 0; e < entries; ++e) {
+    if (dscale.defined()) dscale.mutable_data()[e] = static_cast<float>(scale_sum[e]);
+    if (dbias.defined()) dbias.mutable_data()[e] = static_cast<float>(bias_sum[e]);
+  }
+  return WithRoundedGradients(std::move(grads), std::move(dx), std::move(dscale), std::move(dbias));
+}
+
 }  // namespace
 
 void RegisterNormalizationKernels(KernelRegistry& registry) {
   registry.Register("BatchNormalization", &BatchNormForward, &BatchNormBackward);
   registry.Register("LayerNormalization", &LayerNormForward, &LayerNormBackward);
+  registry.Register("InstanceNormalization", &InstanceNormForward, &InstanceNormBackward);
+  registry.Register("GroupNormalization", &GroupNormForward, &GroupNormBackward);
 }
 
 }  // namespace memplan

@@ -84,17 +84,10 @@ std::vector<int64_t> PermOf(const Attributes& attrs, size_t rank) {
 // out[i_0..i_r] = in[i at perm]: out dim d walks input dim perm[d].
 Tensor Permute(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& perm,
                DType dtype) {
-  const std::vector<int64_t> in_strides = ContiguousStrides(x.shape());
   TensorShape shape;
-  std::array<std::vector<int64_t>, 1> strides;
-  for (int64_t p : perm) {
-    shape.push_back(x.shape()[static_cast<size_t>(p)]);
-    strides[0].push_back(in_strides[static_cast<size_t>(p)]);
-  }
-  Tensor y = NewOutput(ctx, shape, dtype);
-  ForEachBroadcastIndex(shape, strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
-    y.mutable_data()[i] = x.data()[off[0]];
-  });
+  for (int64_t p : perm) shape.push_back(x.shape()[static_cast<size_t>(p)]);
+  Tensor y = NewOverwrittenOutput(ctx, shape, dtype);
+  PermuteInto(x.data(), x.shape(), perm, y.mutable_data());
   return y;
 }
 

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <string>
+#include <vector>
 
 #include "graph/ops/rsqrt_op.h"
 #include "runtime/cpu/kernel_registry.h"
@@ -294,6 +296,13 @@ Expected<InputGradients> IdentityBackward(const KernelContext&, const BackwardAr
 
 // Cast: converts to the `to` dtype (fp16/bf16 rounding, integer truncation); backward converts
 // the gradient back to the input's dtype, as autograd does.
+ForwardResult CastTo(const KernelContext& ctx, const Tensor& x, DType target) {
+  Tensor y = NewOverwrittenOutput(ctx, x.shape(), target);
+  std::copy(x.data(), x.data() + x.numel(), y.mutable_data());
+  RoundToOwnDType(y);
+  return SingleOutput(std::move(y));
+}
+
 Expected<ForwardResult> CastForward(const KernelContext& ctx, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Cast", "input"));
   const int64_t to = AttributesOf(args.attributes).GetInt("to", 0);
@@ -302,10 +311,69 @@ Expected<ForwardResult> CastForward(const KernelContext& ctx, const ForwardArgs&
       *target == DType::kComplex128) {
     return MakeError("Cast: unsupported target type code " + std::to_string(to));
   }
-  Tensor y = NewOutput(ctx, x.shape(), *target);
-  std::copy(x.data(), x.data() + x.numel(), y.mutable_data());
+  return CastTo(ctx, x, *target);
+}
+
+// CastLike(x, like): Cast to like's dtype; `like` gives its type only (and gets no gradient).
+Expected<ForwardResult> CastLikeForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "CastLike", "input"));
+  MEMPLAN_TRY(Tensor like, RequireTensor(args.inputs, 1, "CastLike", "target_type input"));
+  return CastTo(ctx, x, like.dtype());
+}
+
+// Clip(x, min?, max?): min and max are inputs from opset 11 (absent = unbounded), attributes
+// before. min(max(x, lo), hi) as torch.clamp computes it: hi wins when lo > hi, NaN passes.
+struct ClipBounds {
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+};
+
+Expected<ClipBounds> ReadClipBounds(const std::vector<Tensor>& inputs, const Attributes& attrs) {
+  ClipBounds b;
+  float* bound[2] = {&b.lo, &b.hi};
+  const char* names[2] = {"min", "max"};
+  for (size_t i = 0; i < 2; ++i) {
+    const Tensor t = OptionalTensor(inputs, i + 1);
+    if (t.defined()) {
+      if (t.numel() != 1) return MakeError(std::string("Clip: ") + names[i] + " is not a scalar");
+      *bound[i] = t.data()[0];
+    } else if (attrs.Has(names[i])) {
+      *bound[i] = static_cast<float>(attrs.GetFloat(names[i], 0.0));
+    }
+  }
+  return b;
+}
+
+Expected<ForwardResult> ClipForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Clip", "input"));
+  MEMPLAN_TRY(ClipBounds b, ReadClipBounds(args.inputs, AttributesOf(args.attributes)));
+  Tensor y = NewOverwrittenOutput(ctx, x.shape(), x.dtype());
+  const float* in = x.data();
+  float* out = y.mutable_data();
+  ParallelFor(x.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = std::min(std::max(in[i], b.lo), b.hi);
+  });
   RoundToOwnDType(y);
   return SingleOutput(std::move(y));
+}
+
+// clamp_backward(grad, self, min, max): the gradient where lo <= x <= hi, else 0.
+Expected<InputGradients> ClipBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Clip", "output gradient"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "Clip"));
+  if (!args.NeedsGrad(0)) return grads;
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Clip", "saved input"));
+  MEMPLAN_TRY(ClipBounds b, ReadClipBounds(args.inputs, AttributesOf(args.attributes)));
+  Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
+  const float* in = x.data();
+  const float* g = dy.data();
+  float* out = dx.mutable_data();
+  ParallelFor(dx.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = in[i] >= b.lo && in[i] <= b.hi ? g[i] : 0.0f;
+  });
+  RoundToOwnDType(dx);
+  grads[0] = std::move(dx);
+  return grads;
 }
 
 Expected<InputGradients> CastBackward(const KernelContext& ctx, const BackwardArgs& args) {
@@ -347,6 +415,8 @@ void RegisterUnaryKernels(KernelRegistry& registry) {
   registry.Register("Identity", &IdentityForward, &IdentityBackward);
   RegisterUnary<SwishOp>(registry);
   registry.Register("Cast", &CastForward, &CastBackward);
+  registry.Register("CastLike", &CastLikeForward, &CastBackward);
+  registry.Register("Clip", &ClipForward, &ClipBackward);
 }
 
 }  // namespace memplan

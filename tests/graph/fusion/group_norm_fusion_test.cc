@@ -1,0 +1,97 @@
+// The group_norm entry of the import-fusion table (graph/fusion/group_norm.cc) on hand-built
+// protos in the node shapes torch 1.13's exporter writes for nn.GroupNorm(G, C) at opset 13-17
+// (symbolic_opset9.group_norm, read back from an export): Reshape(x, [0, G, -1]),
+// InstanceNormalization(ones[G], zeros[G]), Reshape(Shape(x)), Mul(Unsqueeze(w, [1, 2])),
+// Add(Unsqueeze(b, [1, 2])). It fuses into one GroupNormalization and leaves look-alikes alone.
+#include <catch2/catch.hpp>
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <vector>
+
+#include "graph/fusion/fusion_table.h"
+#include "tests/graph/fusion/fusion_proto_builder.h"
+
+namespace memplan {
+namespace {
+
+using testing::CountOps;
+using testing::FloatAttribute;
+using testing::FusionProtoBuilder;
+using testing::IntAttribute;
+using testing::OnlyNode;
+
+// A Constant node holding `count` copies of `value` (a 1-D float tensor).
+std::string Filled(FusionProtoBuilder& b, const std::string& name, int64_t count, float value) {
+  auto& n = b.Node("Constant", name, {});
+  auto* a = n.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  a->mutable_t()->add_dims(count);
+  for (int64_t i = 0; i < count; ++i) a->mutable_t()->add_float_data(value);
+  return n.output(0);
+}
+
+struct GroupNormExport {
+  float ones = 1.0f;                         // the instance norm's scale
+  std::vector<int64_t> target = {0, 4, -1};  // the first Reshape's shape
+  std::vector<int64_t> unsqueeze = {1, 2};   // the weight's Unsqueeze axes
+};
+
+// nn.GroupNorm(4, 16) on x [N, 16, H, W], as exported; returns the Add's output.
+std::string Export(FusionProtoBuilder& b, const std::string& x, const GroupNormExport& e) {
+  auto split = b.Op("Reshape", "/gn/Reshape", {x, b.Int64s("/gn/target", e.target)});
+  auto& norm = b.Node("InstanceNormalization", "/gn/InstanceNormalization",
+                      {split, Filled(b, "/gn/ones", 4, e.ones), Filled(b, "/gn/zeros", 4, 0.0f)});
+  testing::AddFloat(norm, "epsilon", 1e-5f);
+  auto unsplit =
+      b.Op("Reshape", "/gn/Reshape_1", {norm.output(0), b.Op("Shape", "/gn/Shape", {x})});
+  auto w = b.Op("Unsqueeze", "/gn/Unsqueeze",
+                {b.Weight("gn.weight", {16}), b.Int64s("/gn/axes", e.unsqueeze)});
+  auto bias = b.Op("Unsqueeze", "/gn/Unsqueeze_1",
+                   {b.Weight("gn.bias", {16}), b.Int64s("/gn/axes_1", {1, 2})});
+  return b.Op("Add", "/gn/Add", {b.Op("Mul", "/gn/Mul", {unsplit, w}), bias});
+}
+
+TEST_CASE("nn.GroupNorm as exported becomes one GroupNormalization",
+          "[import][fusion][group_norm]") {
+  FusionProtoBuilder b(17);
+  auto x = b.Op("Relu", "/pre", {"input"});
+  auto y = Export(b, x, {});
+  b.Output(b.Op("Relu", "/post", {y}));
+  REQUIRE(testing::Fuse(b, "group_norm") == 1);
+  const auto& gn = OnlyNode(b.graph(), "GroupNormalization");
+  CHECK(gn.domain().empty());
+  REQUIRE(gn.input_size() == 3);
+  CHECK(gn.input(0) == x);
+  CHECK(gn.input(1) == "gn.weight");  // per channel, not unsqueezed
+  CHECK(gn.input(2) == "gn.bias");
+  CHECK(gn.output(0) == y);  // the next node still reads the same name
+  CHECK(IntAttribute(gn, "num_groups") == 4);
+  CHECK(FloatAttribute(gn, "epsilon") == 1e-5f);
+  for (const char* gone : {"InstanceNormalization", "Reshape", "Shape", "Unsqueeze", "Mul", "Add"})
+    CHECK(CountOps(b.graph(), gone) == 0);
+}
+
+TEST_CASE("GroupNorm look-alikes are left alone", "[import][fusion][group_norm]") {
+  const auto fused = [](const GroupNormExport& e) {
+    FusionProtoBuilder b(17);
+    b.Output(b.Op("Relu", "/post", {Export(b, b.Op("Relu", "/pre", {"input"}), e)}));
+    return testing::Fuse(b, "group_norm");
+  };
+  GroupNormExport scaled;
+  scaled.ones = 2.0f;  // an instance norm with its own scale: not GroupNorm's
+  CHECK(fused(scaled) == 0);
+  GroupNormExport regrouped;
+  regrouped.target = {0, 4, 2, -1};  // not [0, G, -1]
+  CHECK(fused(regrouped) == 0);
+  GroupNormExport shifted;
+  shifted.unsqueeze = {0, 2};  // the weight on another axis than the channels'
+  CHECK(fused(shifted) == 0);
+  CHECK(fused(GroupNormExport{}) == 1);
+}
+
+}  // namespace
+}  // namespace memplan
