@@ -75,8 +75,9 @@ std::optional<FusionMatch> MatchGroupNorm(const ProtoIndex& index, int norm_node
   const auto& reshape_out = index.node(*unsplit);
   if (reshape_out.input(0) != norm.output(0)) return std::nullopt;
   auto shape_node = index.Producer(reshape_out.input(1));
+  // The whole shape: Shape-15's start/end attributes would take a slice of it.
   if (!shape_node || !IsOp(index.node(*shape_node), "Shape", 1) ||
-      index.node(*shape_node).input(0) != x)
+      index.node(*shape_node).input(0) != x || index.node(*shape_node).attribute_size() != 0)
     return std::nullopt;
   // Times the unsqueezed weight, plus the unsqueezed bias.
   auto scale = SoleConsumerOp(index, reshape_out.output(0), "Mul", 2);

@@ -38,6 +38,7 @@ struct GroupNormExport {
   float ones = 1.0f;                         // the instance norm's scale
   std::vector<int64_t> target = {0, 4, -1};  // the first Reshape's shape
   std::vector<int64_t> unsqueeze = {1, 2};   // the weight's Unsqueeze axes
+  bool sliced_shape = false;                 // Shape-15 with start = 1: not x's whole shape
 };
 
 // nn.GroupNorm(4, 16) on x [N, 16, H, W], as exported; returns the Add's output.
@@ -46,8 +47,9 @@ std::string Export(FusionProtoBuilder& b, const std::string& x, const GroupNormE
   auto& norm = b.Node("InstanceNormalization", "/gn/InstanceNormalization",
                       {split, Filled(b, "/gn/ones", 4, e.ones), Filled(b, "/gn/zeros", 4, 0.0f)});
   testing::AddFloat(norm, "epsilon", 1e-5f);
-  auto unsplit =
-      b.Op("Reshape", "/gn/Reshape_1", {norm.output(0), b.Op("Shape", "/gn/Shape", {x})});
+  auto& shape = b.Node("Shape", "/gn/Shape", {x});
+  if (e.sliced_shape) testing::AddInt(shape, "start", 1);
+  auto unsplit = b.Op("Reshape", "/gn/Reshape_1", {norm.output(0), shape.output(0)});
   auto w = b.Op("Unsqueeze", "/gn/Unsqueeze",
                 {b.Weight("gn.weight", {16}), b.Int64s("/gn/axes", e.unsqueeze)});
   auto bias = b.Op("Unsqueeze", "/gn/Unsqueeze_1",
@@ -90,6 +92,9 @@ TEST_CASE("GroupNorm look-alikes are left alone", "[import][fusion][group_norm]"
   GroupNormExport shifted;
   shifted.unsqueeze = {0, 2};  // the weight on another axis than the channels'
   CHECK(fused(shifted) == 0);
+  GroupNormExport sliced;
+  sliced.sliced_shape = true;
+  CHECK(fused(sliced) == 0);
   CHECK(fused(GroupNormExport{}) == 1);
 }
 
