@@ -34,7 +34,6 @@ const std::map<std::string, std::string>& NotExecutableOnCpu() {
       {"SoftmaxCrossEntropyLoss", "computed by the backend's loss path"},
       // Analysed (shapes, cost, saved tensors) but not executable yet: `verify` reports a model
       // that uses one of them as unsupported on the CPU backend.
-      {"ConvTranspose", "no CPU kernel yet"},
       {"GatherElements", "no CPU kernel yet"},
       {"NonZero", "no CPU kernel yet"},
       {"ReduceMax", "no CPU kernel yet"},

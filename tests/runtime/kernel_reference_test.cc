@@ -534,5 +534,54 @@ TEST_CASE("GroupNormalization matches torch group_norm", "[kernels]") {
   CHECK(by_group->outputs[0].ToVector() == by_channel->outputs[0].ToVector());
 }
 
+TEST_CASE("ConvTranspose matches torch conv_transpose1d and conv_transpose2d", "[kernels]") {
+  SECTION("2-D, bias, stride 2, pads 1, output_padding 1") {
+    Attributes a;
+    a.Set("strides", std::vector<int64_t>{2, 2});
+    a.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+    a.Set("output_padding", std::vector<int64_t>{1, 1});
+    const OpRun r =
+        Run("ConvTranspose", a,
+            {T(ref::convt_in0_shape, ref::convt_in0), T(ref::convt_in1_shape, ref::convt_in1),
+             T(ref::convt_in2_shape, ref::convt_in2)},
+            ref::convt_cotangent);
+    CHECK(r.forward.outputs[0].shape() == TensorShape(ref::convt_out_shape));
+    RequireClose(r.forward.outputs[0], ref::convt_out, "Y");
+    RequireClose(r.grads[0], ref::convt_grad0, "dX");
+    RequireClose(r.grads[1], ref::convt_grad1, "dW");
+    RequireClose(r.grads[2], ref::convt_grad2, "dB");
+  }
+  SECTION("2-D, 2 groups, stride (2, 1), pads (0, 1), dilation (1, 2), output_padding (1, 0)") {
+    Attributes a;
+    a.Set("group", int64_t{2});
+    a.Set("strides", std::vector<int64_t>{2, 1});
+    a.Set("pads", std::vector<int64_t>{0, 1, 0, 1});
+    a.Set("dilations", std::vector<int64_t>{1, 2});
+    a.Set("output_padding", std::vector<int64_t>{1, 0});
+    const OpRun r = Run("ConvTranspose", a,
+                        {T(ref::convt_grouped_in0_shape, ref::convt_grouped_in0),
+                         T(ref::convt_grouped_in1_shape, ref::convt_grouped_in1)},
+                        ref::convt_grouped_cotangent);
+    CHECK(r.forward.outputs[0].shape() == TensorShape(ref::convt_grouped_out_shape));
+    RequireClose(r.forward.outputs[0], ref::convt_grouped_out, "Y");
+    RequireClose(r.grads[0], ref::convt_grouped_grad0, "dX");
+    RequireClose(r.grads[1], ref::convt_grouped_grad1, "dW");
+  }
+  SECTION("1-D, stride 2, pads 1, output_padding 1") {
+    Attributes a;
+    a.Set("strides", std::vector<int64_t>{2});
+    a.Set("pads", std::vector<int64_t>{1, 1});
+    a.Set("output_padding", std::vector<int64_t>{1});
+    const OpRun r = Run("ConvTranspose", a,
+                        {T(ref::convt_1d_in0_shape, ref::convt_1d_in0),
+                         T(ref::convt_1d_in1_shape, ref::convt_1d_in1)},
+                        ref::convt_1d_cotangent);
+    CHECK(r.forward.outputs[0].shape() == TensorShape(ref::convt_1d_out_shape));
+    RequireClose(r.forward.outputs[0], ref::convt_1d_out, "Y");
+    RequireClose(r.grads[0], ref::convt_1d_grad0, "dX");
+    RequireClose(r.grads[1], ref::convt_1d_grad1, "dW");
+  }
+}
+
 }  // namespace
 }  // namespace memplan::testing

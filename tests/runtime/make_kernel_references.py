@@ -216,6 +216,17 @@ with_grads("instance_norm", lambda x, w, b: F.instance_norm(x, weight=w, bias=b,
 # GroupNormalization with per-channel weight and bias (torch's group_norm; 2 groups of 2).
 with_grads("group_norm", lambda x, w, b: F.group_norm(x, 2, weight=w, bias=b, eps=1e-5),
            [rand(2, 4, 2, 3, lo=-2, hi=2), rand(4, lo=0.5, hi=1.5), rand(4)])
+# ConvTranspose: 2-D with bias, stride 2, pads 1, output_padding 1; 2-D grouped with stride (2, 1),
+# pads (0, 1), dilation (1, 2), output_padding (1, 0); 1-D with stride 2, pads 1, output_padding 1.
+with_grads("convt", lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1,
+                                                       output_padding=1),
+           [rand(2, 4, 3, 3), rand(4, 3, 3, 3), rand(3)])
+with_grads("convt_grouped", lambda x, w: F.conv_transpose2d(x, w, stride=(2, 1), padding=(0, 1),
+                                                            output_padding=(1, 0), groups=2,
+                                                            dilation=(1, 2)),
+           [rand(2, 4, 3, 3), rand(4, 2, 2, 2)])
+with_grads("convt_1d", lambda x, w: F.conv_transpose1d(x, w, stride=2, padding=1, output_padding=1),
+           [rand(2, 2, 5), rand(2, 3, 3)])
 
 with open(OUT, "w") as f:
     f.write("#pragma once\n")

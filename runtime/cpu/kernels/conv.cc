@@ -1,6 +1,6 @@
-// Conv, 1-D and 2-D, with groups, strides, pads, dilations and bias, as im2col + GEMM per
-// (image, group). The columns matrix has one row per (input channel, tap) and one column per
-// output position, holding the input value that position reads through that tap (0 in the
+// Conv and ConvTranspose, 1-D and 2-D, with groups, strides, pads, dilations and bias, as im2col +
+// GEMM per (image, group). The columns matrix has one row per (input channel, tap) and one column
+// per output position, holding the input value that position reads through that tap (0 in the
 // padding). With R = in_per_group·KH·KW rows and P = OH·OW columns:
 //   forward  Y_g[out_per_group, P]  = W_g[out_per_group, R] · col[R, P]   (+ bias)
 //   weight   dW_g[out_per_group, R] += dY_g · col^T                        (summed over images)
@@ -149,6 +149,95 @@ std::unique_ptr<float[]> ColumnsBuffer(const ConvPlan& plan) {
       static_cast<size_t>(plan.ColumnRows() * plan.OutPlane()));
 }
 
+// The three products of a convolution, on raw buffers laid out as the plan says; each adds into
+// its output (zeroed by the caller, or holding the bias). Conv and ConvTranspose share them: a
+// transposed convolution is the adjoint of the Conv from its output to its input.
+
+// y += conv(x, w): per image and group, im2col then one GEMM.
+void ConvolveInto(const ConvPlan& plan, const float* x, const float* w, float* y) {
+  const WindowGeometry& g = plan.geometry;
+  const int64_t rows = plan.ColumnRows(), plane = plan.OutPlane();
+  const std::unique_ptr<float[]> scratch = plan.InputIsColumns() ? nullptr : ColumnsBuffer(plan);
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t group = 0; group < plan.groups; ++group) {
+      const float* input = x + (n * g.channels + group * plan.in_per_group) * plan.InPlane();
+      const float* col = input;
+      if (scratch != nullptr) {
+        Im2Col(plan, input, scratch.get());
+        col = scratch.get();
+      }
+      const int64_t first_out = group * plan.out_per_group;
+      GemmAccumulate(false, false, plan.out_per_group, plane, rows, 1.0f, w + first_out * rows, col,
+                     y + (n * plan.out_channels + first_out) * plane);
+    }
+  }
+}
+
+// dx += conv's input gradient from dy: per image and group, W^T dY then col2im.
+void ConvolveInputGradientInto(const ConvPlan& plan, const float* w, const float* dy, float* dx) {
+  const WindowGeometry& g = plan.geometry;
+  const int64_t rows = plan.ColumnRows(), plane = plan.OutPlane();
+  const std::unique_ptr<float[]> scratch = plan.InputIsColumns() ? nullptr : ColumnsBuffer(plan);
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t group = 0; group < plan.groups; ++group) {
+      const int64_t first_out = group * plan.out_per_group;
+      const float* grad = dy + (n * plan.out_channels + first_out) * plane;
+      const float* weight = w + first_out * rows;
+      float* input_grad = dx + (n * g.channels + group * plan.in_per_group) * plan.InPlane();
+      if (scratch == nullptr) {  // the columns are the input: accumulate straight into dX
+        GemmAccumulate(true, false, rows, plane, plan.out_per_group, 1.0f, weight, grad,
+                       input_grad);
+      } else {
+        std::fill(scratch.get(), scratch.get() + rows * plane, 0.0f);
+        GemmAccumulate(true, false, rows, plane, plan.out_per_group, 1.0f, weight, grad,
+                       scratch.get());
+        Col2ImAccumulate(plan, scratch.get(), input_grad);
+      }
+    }
+  }
+}
+
+// dw += conv's weight gradient: per image and group, dY times im2col(x)^T.
+void ConvolveWeightGradientInto(const ConvPlan& plan, const float* x, const float* dy, float* dw) {
+  const WindowGeometry& g = plan.geometry;
+  const int64_t rows = plan.ColumnRows(), plane = plan.OutPlane();
+  const std::unique_ptr<float[]> scratch = plan.InputIsColumns() ? nullptr : ColumnsBuffer(plan);
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t group = 0; group < plan.groups; ++group) {
+      const int64_t first_out = group * plan.out_per_group;
+      const float* col = x + (n * g.channels + group * plan.in_per_group) * plan.InPlane();
+      if (scratch != nullptr) {
+        Im2Col(plan, col, scratch.get());
+        col = scratch.get();
+      }
+      GemmAccumulate(false, true, plan.out_per_group, rows, plane, 1.0f,
+                     dy + (n * plan.out_channels + first_out) * plane, col, dw + first_out * rows);
+    }
+  }
+}
+
+// bias_grad[c] += the sum of dY over images and positions of channel c ([N, channels, plane]).
+void BiasGradientInto(const float* dy, int64_t batch, int64_t channels, int64_t plane,
+                      float* bias_grad) {
+  ParallelFor(channels, RowGrain(batch * plane), [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      for (int64_t n = 0; n < batch; ++n) {
+        const float* grad = dy + (n * channels + c) * plane;
+        float sum = 0.0f;
+        for (int64_t i = 0; i < plane; ++i) sum += grad[i];
+        bias_grad[c] += sum;
+      }
+    }
+  });
+}
+
+// y[n, c, ...] = bias[c] over [N, channels, plane].
+void FillBias(const float* bias, int64_t batch, int64_t channels, int64_t plane, float* y) {
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t c = 0; c < channels; ++c)
+      std::fill(y + (n * channels + c) * plane, y + (n * channels + c + 1) * plane, bias[c]);
+}
+
 Expected<ForwardResult> ConvForward(const KernelContext& ctx, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Conv", "input"));
   MEMPLAN_TRY(Tensor w, RequireTensor(args.inputs, 1, "Conv", "input"));
@@ -156,27 +245,9 @@ Expected<ForwardResult> ConvForward(const KernelContext& ctx, const ForwardArgs&
   MEMPLAN_TRY(ConvPlan plan, PlanConv(AttributesOf(args.attributes), x.shape(), w.shape()));
   const WindowGeometry& g = plan.geometry;
   Tensor y = NewOutput(ctx, g.OutputShape(plan.out_channels), x.dtype());
-  const int64_t rows = plan.ColumnRows(), plane = plan.OutPlane();
-  const std::unique_ptr<float[]> scratch = plan.InputIsColumns() ? nullptr : ColumnsBuffer(plan);
-  for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t group = 0; group < plan.groups; ++group) {
-      const float* input = x.data() + (n * g.channels + group * plan.in_per_group) * plan.InPlane();
-      const float* col = input;
-      if (scratch != nullptr) {
-        Im2Col(plan, input, scratch.get());
-        col = scratch.get();
-      }
-      const int64_t first_out = group * plan.out_per_group;
-      float* out = y.mutable_data() + (n * plan.out_channels + first_out) * plane;
-      if (bias.defined()) {
-        for (int64_t oc = 0; oc < plan.out_per_group; ++oc) {
-          std::fill(out + oc * plane, out + (oc + 1) * plane, bias.data()[first_out + oc]);
-        }
-      }
-      GemmAccumulate(false, false, plan.out_per_group, plane, rows, 1.0f,
-                     w.data() + first_out * rows, col, out);
-    }
-  }
+  if (bias.defined())
+    FillBias(bias.data(), g.batch, plan.out_channels, plan.OutPlane(), y.mutable_data());
+  ConvolveInto(plan, x.data(), w.data(), y.mutable_data());
   RoundToOwnDType(y);
   return SingleOutput(std::move(y));
 }
@@ -186,65 +257,113 @@ Expected<InputGradients> ConvBackward(const KernelContext& ctx, const BackwardAr
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, "Conv"));
   MEMPLAN_TRY(ConvPlan plan,
               PlanConv(AttributesOf(args.attributes), args.input_shapes[0], args.input_shapes[1]));
-  const WindowGeometry& g = plan.geometry;
   const bool want_x = args.NeedsGrad(0);
   const bool want_w = args.NeedsGrad(1);
   const bool want_b = args.InputPresent(2) && args.NeedsGrad(2);
-  Tensor x, w;
-  if (want_w) {
-    MEMPLAN_TRY(x, RequireTensor(args.inputs, 0, "Conv", "saved input"));
-  }
-  if (want_x) {
-    MEMPLAN_TRY(w, RequireTensor(args.inputs, 1, "Conv", "saved input"));
-  }
   Tensor dx = want_x ? NewInputGradient(ctx, args, 0) : Tensor();
   Tensor dw = want_w ? NewInputGradient(ctx, args, 1) : Tensor();
   Tensor db = want_b ? NewInputGradient(ctx, args, 2) : Tensor();
-  const int64_t rows = plan.ColumnRows(), plane = plan.OutPlane();
   if (want_b) {
-    // dB[oc] = sum of dY over images and positions; one image's plane summed at a time.
-    float* bias_grad = db.mutable_data();
-    ParallelFor(plan.out_channels, RowGrain(g.batch * plane), [&](int64_t c0, int64_t c1) {
-      for (int64_t oc = c0; oc < c1; ++oc) {
-        for (int64_t n = 0; n < g.batch; ++n) {
-          const float* grad = dy.data() + (n * plan.out_channels + oc) * plane;
-          float sum = 0.0f;
-          for (int64_t i = 0; i < plane; ++i) sum += grad[i];
-          bias_grad[oc] += sum;
-        }
-      }
-    });
+    BiasGradientInto(dy.data(), plan.geometry.batch, plan.out_channels, plan.OutPlane(),
+                     db.mutable_data());
   }
-  const std::unique_ptr<float[]> scratch =
-      plan.InputIsColumns() || (!want_x && !want_w) ? nullptr : ColumnsBuffer(plan);
-  for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t group = 0; group < plan.groups; ++group) {
-      const int64_t first_out = group * plan.out_per_group;
-      const float* grad = dy.data() + (n * plan.out_channels + first_out) * plane;
-      const int64_t input_offset = (n * g.channels + group * plan.in_per_group) * plan.InPlane();
-      if (want_w) {
-        const float* col = x.data() + input_offset;
-        if (scratch != nullptr) {
-          Im2Col(plan, col, scratch.get());
-          col = scratch.get();
-        }
-        GemmAccumulate(false, true, plan.out_per_group, rows, plane, 1.0f, grad, col,
-                       dw.mutable_data() + first_out * rows);
-      }
-      if (want_x) {
-        const float* weight = w.data() + first_out * rows;
-        float* input_grad = dx.mutable_data() + input_offset;
-        if (scratch == nullptr) {  // the columns are the input: accumulate straight into dX
-          GemmAccumulate(true, false, rows, plane, plan.out_per_group, 1.0f, weight, grad,
-                         input_grad);
-        } else {
-          std::fill(scratch.get(), scratch.get() + rows * plane, 0.0f);
-          GemmAccumulate(true, false, rows, plane, plan.out_per_group, 1.0f, weight, grad,
-                         scratch.get());
-          Col2ImAccumulate(plan, scratch.get(), input_grad);
-        }
-      }
-    }
+  if (want_w) {
+    MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Conv", "saved input"));
+    ConvolveWeightGradientInto(plan, x.data(), dy.data(), dw.mutable_data());
+  }
+  if (want_x) {
+    MEMPLAN_TRY(Tensor w, RequireTensor(args.inputs, 1, "Conv", "saved input"));
+    ConvolveInputGradientInto(plan, w.data(), dy.data(), dx.mutable_data());
+  }
+  return WithRoundedGradients(std::move(grads), std::move(dx), std::move(dw), std::move(db));
+}
+
+// ConvTranspose(x [N, Cin, H...], w [Cin, Cout/g, k...]) is the adjoint of the Conv that maps
+// y [N, Cout, Hout...] to x with weight w (Conv's weight layout [out, in/g, k] with out = Cin):
+// y = that Conv's input gradient from x, and its backward is that Conv's forward (dx) and weight
+// gradient (dw). Hout = stride (H - 1) + output_padding + dilation (k - 1) + 1 - pads. Explicit
+// pads only (auto_pad and output_shape are an error: torch writes pads and output_padding).
+struct ConvTransposePlan {
+  ConvPlan adjoint;    // the Conv from ConvTranspose's output to its input
+  TensorShape output;  // ConvTranspose's output: that Conv's input
+};
+
+Expected<ConvTransposePlan> PlanConvTranspose(const Attributes& attrs, const TensorShape& x,
+                                              const TensorShape& w) {
+  if (w.size() != x.size() || x.size() < 3)
+    return MakeError("ConvTranspose: input " + ShapeToString(x) + " and weight " +
+                     ShapeToString(w) + " ranks do not match");
+  if (attrs.GetString("auto_pad", "NOTSET") != "NOTSET" || attrs.Has("output_shape"))
+    return MakeError(
+        "ConvTranspose: the CPU kernel takes explicit pads (no auto_pad, no "
+        "output_shape)");
+  const size_t spatial = x.size() - 2;
+  const int64_t groups = attrs.GetInt("group", 1);
+  if (groups <= 0 || w[0] != x[1])
+    return MakeError("ConvTranspose: input " + ShapeToString(x) + " does not fit weight " +
+                     ShapeToString(w));
+  const std::vector<int64_t> ones(spatial, 1), zeros(2 * spatial, 0), none(spatial, 0);
+  const std::vector<int64_t> strides = attrs.GetInts("strides", ones);
+  const std::vector<int64_t> dilations = attrs.GetInts("dilations", ones);
+  const std::vector<int64_t> pads = attrs.GetInts("pads", zeros);
+  const std::vector<int64_t> output_padding = attrs.GetInts("output_padding", none);
+  if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial ||
+      output_padding.size() != spatial)
+    return MakeError(
+        "ConvTranspose: strides, dilations, pads or output_padding have the wrong "
+        "length");
+  TensorShape y = {x[0], w[1] * groups};
+  for (size_t d = 0; d < spatial; ++d) {
+    const int64_t out = strides[d] * (x[2 + d] - 1) + output_padding[d] +
+                        dilations[d] * (w[2 + d] - 1) + 1 - pads[d] - pads[spatial + d];
+    if (out <= 0) return MakeError("ConvTranspose: the output would be empty");
+    y.push_back(out);
+  }
+  MEMPLAN_TRY(ConvPlan plan, PlanConv(attrs, y, w));
+  if (plan.geometry.OutputShape(plan.out_channels) != x)
+    return MakeError("ConvTranspose: output_padding must be below the stride");
+  return ConvTransposePlan{plan, y};
+}
+
+Expected<ForwardResult> ConvTransposeForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "ConvTranspose", "input"));
+  MEMPLAN_TRY(Tensor w, RequireTensor(args.inputs, 1, "ConvTranspose", "input"));
+  const Tensor bias = OptionalTensor(args.inputs, 2);
+  MEMPLAN_TRY(ConvTransposePlan transposed,
+              PlanConvTranspose(AttributesOf(args.attributes), x.shape(), w.shape()));
+  const ConvPlan& plan = transposed.adjoint;
+  const WindowGeometry& g = plan.geometry;
+  Tensor y = NewOutput(ctx, transposed.output, x.dtype());
+  if (bias.defined()) FillBias(bias.data(), g.batch, g.channels, plan.InPlane(), y.mutable_data());
+  ConvolveInputGradientInto(plan, w.data(), x.data(), y.mutable_data());
+  RoundToOwnDType(y);
+  return SingleOutput(std::move(y));
+}
+
+Expected<InputGradients> ConvTransposeBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "ConvTranspose", "output gradient"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, "ConvTranspose"));
+  MEMPLAN_TRY(
+      ConvTransposePlan transposed,
+      PlanConvTranspose(AttributesOf(args.attributes), args.input_shapes[0], args.input_shapes[1]));
+  const ConvPlan& plan = transposed.adjoint;
+  const bool want_x = args.NeedsGrad(0);
+  const bool want_w = args.NeedsGrad(1);
+  const bool want_b = args.InputPresent(2) && args.NeedsGrad(2);
+  Tensor dx = want_x ? NewInputGradient(ctx, args, 0) : Tensor();
+  Tensor dw = want_w ? NewInputGradient(ctx, args, 1) : Tensor();
+  Tensor db = want_b ? NewInputGradient(ctx, args, 2) : Tensor();
+  if (want_b) {
+    BiasGradientInto(dy.data(), plan.geometry.batch, plan.geometry.channels, plan.InPlane(),
+                     db.mutable_data());
+  }
+  if (want_w) {
+    MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "ConvTranspose", "saved input"));
+    ConvolveWeightGradientInto(plan, dy.data(), x.data(), dw.mutable_data());
+  }
+  if (want_x) {
+    MEMPLAN_TRY(Tensor w, RequireTensor(args.inputs, 1, "ConvTranspose", "saved input"));
+    ConvolveInto(plan, dy.data(), w.data(), dx.mutable_data());
   }
   return WithRoundedGradients(std::move(grads), std::move(dx), std::move(dw), std::move(db));
 }
@@ -253,6 +372,7 @@ Expected<InputGradients> ConvBackward(const KernelContext& ctx, const BackwardAr
 
 void RegisterConvKernels(KernelRegistry& registry) {
   registry.Register("Conv", &ConvForward, &ConvBackward);
+  registry.Register("ConvTranspose", &ConvTransposeForward, &ConvTransposeBackward);
 }
 
 }  // namespace memplan
