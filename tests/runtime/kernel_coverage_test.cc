@@ -36,8 +36,6 @@ const std::map<std::string, std::string>& NotExecutableOnCpu() {
       // that uses one of them as unsupported on the CPU backend.
       {"GatherElements", "no CPU kernel yet"},
       {"NonZero", "no CPU kernel yet"},
-      {"ReduceMax", "no CPU kernel yet"},
-      {"Tile", "no CPU kernel yet"},
       // Opset-23 and ONNX Runtime transformer ops: planned from the registry, not executable yet.
       {"Attention", "no CPU kernel yet"},
       {"Bernoulli", "no CPU kernel yet"},

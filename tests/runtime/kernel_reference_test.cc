@@ -583,5 +583,24 @@ TEST_CASE("ConvTranspose matches torch conv_transpose1d and conv_transpose2d", "
   }
 }
 
+TEST_CASE("ReduceMax matches torch.amax, ties sharing the gradient", "[kernels]") {
+  Attributes a;
+  a.Set("axes", std::vector<int64_t>{1, 3});
+  const OpRun r = Run("ReduceMax", a, {T(ref::amax_in0_shape, ref::amax_in0)}, ref::amax_cotangent);
+  CHECK(r.forward.outputs[0].shape() == TensorShape(ref::amax_out_shape));
+  RequireClose(r.forward.outputs[0], ref::amax_out, "Y");
+  RequireClose(r.grads[0], ref::amax_grad0, "dX");
+}
+
+TEST_CASE("Tile matches torch repeat", "[kernels]") {
+  const OpRun r = Run(
+      "Tile", Attributes(),
+      {T(ref::tile_in0_shape, ref::tile_in0), Tensor::FromValues({3}, {2, 1, 3}, DType::kInt64)},
+      ref::tile_cotangent);
+  CHECK(r.forward.outputs[0].shape() == TensorShape(ref::tile_out_shape));
+  RequireClose(r.forward.outputs[0], ref::tile_out, "Y");
+  RequireClose(r.grads[0], ref::tile_grad0, "dX");
+}
+
 }  // namespace
 }  // namespace memplan::testing

@@ -227,6 +227,12 @@ with_grads("convt_grouped", lambda x, w: F.conv_transpose2d(x, w, stride=(2, 1),
            [rand(2, 4, 3, 3), rand(4, 2, 2, 2)])
 with_grads("convt_1d", lambda x, w: F.conv_transpose1d(x, w, stride=2, padding=1, output_padding=1),
            [rand(2, 2, 5), rand(2, 3, 3)])
+# ReduceMax as torch.amax over axes (1, 3), keepdims, with a tie (grad split evenly) in one slice.
+amax_x = rand(2, 3, 2, 4)
+amax_x[0, :, 1, :] = 0.5  # 12 equal elements: one output's maximum is a 12-way tie
+with_grads("amax", lambda x: torch.amax(x, dim=(1, 3), keepdim=True), [amax_x])
+# Tile as torch's repeat (ONNX repeats [2, 1, 3]).
+with_grads("tile", lambda x: x.repeat(2, 1, 3), [rand(2, 3, 2)])
 
 with open(OUT, "w") as f:
     f.write("#pragma once\n")

@@ -1,9 +1,13 @@
-// ReduceMean and ReduceSum over `axes` (attribute in older opsets, input 1 from ReduceSum-13 /
-// ReduceMean-18), keepdims, noop_with_empty_axes. Backward broadcasts the gradient back.
+// ReduceMean, ReduceSum and ReduceMax over `axes` (attribute in older opsets, input 1 from
+// ReduceSum-13 / ReduceMean-18), keepdims, noop_with_empty_axes. Backward broadcasts the gradient
+// back.
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/cpu/kernels/broadcast.h"
@@ -86,11 +90,59 @@ Expected<InputGradients> ReduceBackward(const KernelContext& ctx, const Backward
   return grads;
 }
 
+// ReduceMax (torch.amax): the largest value over the axes; NaN wins, as amax propagates it.
+Expected<ForwardResult> ReduceMaxForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "ReduceMax", "input"));
+  MEMPLAN_TRY(ReducePlan plan,
+              PlanReduce("ReduceMax", AttributesOf(args.attributes), args.inputs, x.shape()));
+  if (plan.count == 0) return MakeError("ReduceMax: reducing an empty axis has no maximum");
+  std::vector<float> best(static_cast<size_t>(NumElements(plan.kept)),
+                          -std::numeric_limits<float>::infinity());
+  const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(plan.kept, x.shape())};
+  ForEachBroadcastIndex(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
+    float& b = best[static_cast<size_t>(off[0])];
+    const float v = x.data()[i];
+    if (v > b || std::isnan(v)) b = std::isnan(b) ? b : v;
+  });
+  Tensor y = NewOverwrittenOutput(ctx, plan.output, x.dtype());
+  std::copy(best.begin(), best.end(), y.mutable_data());
+  return SingleOutput(std::move(y));
+}
+
+// amax's backward: the gradient split evenly among the elements equal to the maximum
+// (scale_grad_by_count).
+Expected<InputGradients> ReduceMaxBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "ReduceMax", "output gradient"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "ReduceMax"));
+  if (!args.NeedsGrad(0)) return grads;
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "ReduceMax", "saved input"));
+  MEMPLAN_TRY(Tensor y, RequireTensor(args.outputs, 0, "ReduceMax", "saved output"));
+  MEMPLAN_TRY(ReducePlan plan,
+              PlanReduce("ReduceMax", AttributesOf(args.attributes), args.inputs, x.shape()));
+  if (NumElements(plan.kept) != dy.numel() || y.numel() != dy.numel())
+    return MakeError("ReduceMax: output gradient has the wrong size");
+  const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(plan.kept, x.shape())};
+  std::vector<int64_t> ties(static_cast<size_t>(dy.numel()), 0);
+  ForEachBroadcastIndex(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
+    if (x.data()[i] == y.data()[off[0]]) ++ties[static_cast<size_t>(off[0])];
+  });
+  Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
+  ForEachBroadcastIndex(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
+    const auto o = static_cast<size_t>(off[0]);
+    dx.mutable_data()[i] =
+        x.data()[i] == y.data()[off[0]] ? dy.data()[off[0]] / static_cast<float>(ties[o]) : 0.0f;
+  });
+  RoundToOwnDType(dx);
+  grads[0] = std::move(dx);
+  return grads;
+}
+
 }  // namespace
 
 void RegisterReductionKernels(KernelRegistry& registry) {
   registry.Register("ReduceMean", &ReduceForward<true>, &ReduceBackward<true>);
   registry.Register("ReduceSum", &ReduceForward<false>, &ReduceBackward<false>);
+  registry.Register("ReduceMax", &ReduceMaxForward, &ReduceMaxBackward);
 }
 
 }  // namespace memplan

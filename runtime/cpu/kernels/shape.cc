@@ -366,6 +366,64 @@ Expected<InputGradients> SliceBackward(const KernelContext& ctx, const BackwardA
   return grads;
 }
 
+// ---- Tile
+// ----------------------------------------------------------------------------------------
+
+// Per output element, the input element it copies: along each axis the output coordinate modulo
+// the input's extent.
+Expected<std::vector<int64_t>> TileSources(const TensorShape& x, const Tensor& repeats_input,
+                                           TensorShape& output) {
+  const std::vector<int64_t> repeats = repeats_input.ToInt64Vector();
+  if (repeats.size() != x.size())
+    return MakeError("Tile: " + std::to_string(repeats.size()) + " repeats for rank " +
+                     std::to_string(x.size()));
+  output.clear();
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (repeats[d] < 0) return MakeError("Tile: a negative repeat");
+    output.push_back(x[d] * repeats[d]);
+  }
+  const std::vector<int64_t> strides = ContiguousStrides(x);
+  std::vector<int64_t> sources(static_cast<size_t>(NumElements(output)));
+  std::vector<int64_t> counter(x.size(), 0);
+  for (size_t e = 0; e < sources.size(); ++e) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < x.size(); ++d) offset += (counter[d] % x[d]) * strides[d];
+    sources[e] = offset;
+    for (size_t d = x.size(); d-- > 0;) {
+      if (++counter[d] < output[d]) break;
+      counter[d] = 0;
+    }
+  }
+  return sources;
+}
+
+Expected<ForwardResult> TileForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Tile", "input"));
+  MEMPLAN_TRY(Tensor repeats, RequireTensor(args.inputs, 1, "Tile", "repeats"));
+  TensorShape shape;
+  MEMPLAN_TRY(std::vector<int64_t> sources, TileSources(x.shape(), repeats, shape));
+  Tensor y = NewOverwrittenOutput(ctx, shape, x.dtype());
+  for (size_t e = 0; e < sources.size(); ++e) y.mutable_data()[e] = x.data()[sources[e]];
+  return SingleOutput(std::move(y));
+}
+
+// repeat_backward: each input element gets the sum of the gradients of its copies.
+Expected<InputGradients> TileBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Tile", "output gradient"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, "Tile"));
+  if (!args.NeedsGrad(0)) return grads;
+  MEMPLAN_TRY(Tensor repeats, RequireTensor(args.inputs, 1, "Tile", "repeats"));
+  TensorShape shape;
+  MEMPLAN_TRY(std::vector<int64_t> sources, TileSources(args.input_shapes[0], repeats, shape));
+  if (static_cast<int64_t>(sources.size()) != dy.numel())
+    return MakeError("Tile: the output gradient does not match the tiled shape");
+  Tensor dx = NewInputGradient(ctx, args, 0);
+  for (size_t e = 0; e < sources.size(); ++e) dx.mutable_data()[sources[e]] += dy.data()[e];
+  RoundToOwnDType(dx);
+  grads[0] = std::move(dx);
+  return grads;
+}
+
 }  // namespace
 
 void RegisterShapeKernels(KernelRegistry& registry) {
@@ -378,6 +436,7 @@ void RegisterShapeKernels(KernelRegistry& registry) {
   registry.Register("Concat", &ConcatForward, &ConcatBackward);
   registry.Register("Split", &SplitForward, &SplitBackward);
   registry.Register("Slice", &SliceForward, &SliceBackward);
+  registry.Register("Tile", &TileForward, &TileBackward);
 }
 
 }  // namespace memplan
