@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/cpu/kernels/gemm_core.h"
@@ -252,11 +253,14 @@ Expected<ForwardResult> ConvForward(const KernelContext& ctx, const ForwardArgs&
   return SingleOutput(std::move(y));
 }
 
-Expected<InputGradients> ConvBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Conv", "output gradient"));
-  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, "Conv"));
-  MEMPLAN_TRY(ConvPlan plan,
-              PlanConv(AttributesOf(args.attributes), args.input_shapes[0], args.input_shapes[1]));
+// The backward of Conv and of ConvTranspose: the same three products of `plan`. For a transposed
+// convolution `plan` is the adjoint Conv, whose input is dY and whose output gradient is x, so
+// its forward gives dX and its weight gradient takes (dY, x).
+Expected<InputGradients> ConvolutionBackward(const KernelContext& ctx, const BackwardArgs& args,
+                                             std::string_view op, const ConvPlan& plan,
+                                             bool transposed) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, op, "output gradient"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, op));
   const bool want_x = args.NeedsGrad(0);
   const bool want_w = args.NeedsGrad(1);
   const bool want_b = args.InputPresent(2) && args.NeedsGrad(2);
@@ -264,18 +268,34 @@ Expected<InputGradients> ConvBackward(const KernelContext& ctx, const BackwardAr
   Tensor dw = want_w ? NewInputGradient(ctx, args, 1) : Tensor();
   Tensor db = want_b ? NewInputGradient(ctx, args, 2) : Tensor();
   if (want_b) {
-    BiasGradientInto(dy.data(), plan.geometry.batch, plan.out_channels, plan.OutPlane(),
-                     db.mutable_data());
+    // The bias is per channel of the op's output: the adjoint Conv's input when transposed.
+    const int64_t channels = transposed ? plan.geometry.channels : plan.out_channels;
+    const int64_t plane = transposed ? plan.InPlane() : plan.OutPlane();
+    BiasGradientInto(dy.data(), plan.geometry.batch, channels, plane, db.mutable_data());
   }
   if (want_w) {
-    MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Conv", "saved input"));
-    ConvolveWeightGradientInto(plan, x.data(), dy.data(), dw.mutable_data());
+    MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, op, "saved input"));
+    if (transposed) {
+      ConvolveWeightGradientInto(plan, dy.data(), x.data(), dw.mutable_data());
+    } else {
+      ConvolveWeightGradientInto(plan, x.data(), dy.data(), dw.mutable_data());
+    }
   }
   if (want_x) {
-    MEMPLAN_TRY(Tensor w, RequireTensor(args.inputs, 1, "Conv", "saved input"));
-    ConvolveInputGradientInto(plan, w.data(), dy.data(), dx.mutable_data());
+    MEMPLAN_TRY(Tensor w, RequireTensor(args.inputs, 1, op, "saved input"));
+    if (transposed) {
+      ConvolveInto(plan, dy.data(), w.data(), dx.mutable_data());
+    } else {
+      ConvolveInputGradientInto(plan, w.data(), dy.data(), dx.mutable_data());
+    }
   }
   return WithRoundedGradients(std::move(grads), std::move(dx), std::move(dw), std::move(db));
+}
+
+Expected<InputGradients> ConvBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(ConvPlan plan,
+              PlanConv(AttributesOf(args.attributes), args.input_shapes[0], args.input_shapes[1]));
+  return ConvolutionBackward(ctx, args, "Conv", plan, /*transposed=*/false);
 }
 
 // ConvTranspose(x [N, Cin, H...], w [Cin, Cout/g, k...]) is the adjoint of the Conv that maps
@@ -341,31 +361,10 @@ Expected<ForwardResult> ConvTransposeForward(const KernelContext& ctx, const For
 }
 
 Expected<InputGradients> ConvTransposeBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "ConvTranspose", "output gradient"));
-  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, "ConvTranspose"));
   MEMPLAN_TRY(
       ConvTransposePlan transposed,
       PlanConvTranspose(AttributesOf(args.attributes), args.input_shapes[0], args.input_shapes[1]));
-  const ConvPlan& plan = transposed.adjoint;
-  const bool want_x = args.NeedsGrad(0);
-  const bool want_w = args.NeedsGrad(1);
-  const bool want_b = args.InputPresent(2) && args.NeedsGrad(2);
-  Tensor dx = want_x ? NewInputGradient(ctx, args, 0) : Tensor();
-  Tensor dw = want_w ? NewInputGradient(ctx, args, 1) : Tensor();
-  Tensor db = want_b ? NewInputGradient(ctx, args, 2) : Tensor();
-  if (want_b) {
-    BiasGradientInto(dy.data(), plan.geometry.batch, plan.geometry.channels, plan.InPlane(),
-                     db.mutable_data());
-  }
-  if (want_w) {
-    MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "ConvTranspose", "saved input"));
-    ConvolveWeightGradientInto(plan, dy.data(), x.data(), dw.mutable_data());
-  }
-  if (want_x) {
-    MEMPLAN_TRY(Tensor w, RequireTensor(args.inputs, 1, "ConvTranspose", "saved input"));
-    ConvolveInto(plan, dy.data(), w.data(), dx.mutable_data());
-  }
-  return WithRoundedGradients(std::move(grads), std::move(dx), std::move(dw), std::move(db));
+  return ConvolutionBackward(ctx, args, "ConvTranspose", transposed.adjoint, /*transposed=*/true);
 }
 
 }  // namespace
