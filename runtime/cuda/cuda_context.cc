@@ -95,13 +95,14 @@ Expected<F32Input> CudaContext::ReadF32(const DeviceTensor& tensor) {
   return in;
 }
 
-Expected<F32Output> CudaContext::WriteF32(const DeviceTensor& destination, bool accumulate) {
+Expected<F32Output> CudaContext::WriteF32(const DeviceTensor& destination, bool accumulate,
+                                          bool staged) {
   MEMPLAN_CHECK(destination.defined());
   F32Output out;
   out.destination_ = destination;
   out.accumulate_ = accumulate;
   const CudaStorage& s = StorageOf(destination);
-  if (s.stored_dtype() == DType::kFloat32 && !accumulate) {
+  if (s.stored_dtype() == DType::kFloat32 && !accumulate && !staged) {
     out.data_ = static_cast<float*>(s.data());
     return out;
   }

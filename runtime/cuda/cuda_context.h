@@ -89,8 +89,10 @@ class CudaContext {
                                         const std::vector<float>& values);
 
   Expected<F32Input> ReadF32(const DeviceTensor& tensor);
-  // REQUIRES: destination defined.
-  Expected<F32Output> WriteF32(const DeviceTensor& destination, bool accumulate);
+  // REQUIRES: destination defined. `staged`: write to scratch even where the destination could
+  // be written in place (the kernel still reads the destination's memory as an input).
+  Expected<F32Output> WriteF32(const DeviceTensor& destination, bool accumulate,
+                               bool staged = false);
   Status Commit(F32Output& output);
 
   // dst (overwritten or added to) = src of `src_dtype` (stored), `numel` elements, rounded to

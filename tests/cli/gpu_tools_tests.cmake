@@ -9,18 +9,18 @@ add_test(NAME "cli: compare_with_torch.py writes a row on the CPU"
 set_tests_properties("cli: compare_with_torch.py writes a row on the CPU"
                      PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 
-# The H100 rows of docs/gpu_validation.jsonl, re-predicted on their stored exports
+# The H100 and H200 rows of docs/gpu_validation.jsonl, re-predicted on their stored exports
 # (tests/fixtures/gpu_rows, weights stripped, xz): memplan's saved bytes equal PyTorch's measured
 # ones (1 MiB or 0.1%) and its allocated peak is within 3% of max_memory_allocated on every row
 # but the listed open ones: the bf16 depthwise and 3-D CNNs and the frozen backbone (cuDNN
 # workspaces, not modelled) and torchvision ViT in bf16 (-3.03%, a transient; its saved bytes
 # are exact).
 # A change to the memory model that moves a real measured row out of tolerance fails here.
-add_test(NAME "cli: the recorded H100 rows are re-predicted within tolerance"
+add_test(NAME "cli: the recorded GPU rows are re-predicted within tolerance"
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tools/gpu/repredict_rows.py
                  --memplan $<TARGET_FILE:memplan>
                  --graphs ${CMAKE_SOURCE_DIR}/tests/fixtures/gpu_rows
                  --rows ${CMAKE_SOURCE_DIR}/docs/gpu_validation.jsonl --check
                  --open "resnet50:fp32/frozen-backbone,vit_b_16:bf16/sdpa,efficientnet_b0:bf16,mobilenet_v3_large:bf16,r3d_18:fp32,r3d_18:bf16")
-set_tests_properties("cli: the recorded H100 rows are re-predicted within tolerance"
+set_tests_properties("cli: the recorded GPU rows are re-predicted within tolerance"
                      PROPERTIES TIMEOUT 900)

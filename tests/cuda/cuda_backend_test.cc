@@ -43,6 +43,10 @@ struct OpCase {
   std::vector<Input> inputs;
   int num_outputs = 1;
   std::map<std::string, std::pair<TensorShape, DType>> extras;  // saved for backward
+  bool differentiable = true;  // false: the op has no backward (comparisons, Not)
+  // Input 0's gradient is a view of the output gradient's buffer, as the program hands a view
+  // op's input gradient (analyzer/derivation/step_emission.cc).
+  bool gradient_is_view_of_dy = false;
 };
 
 struct OpResult {
@@ -89,6 +93,7 @@ OpResult RunOp(Backend& backend, const OpCase& c) {
     REQUIRE(values.ok());
     result.outputs.push_back(*values);
   }
+  if (!c.differentiable) return result;
 
   BackwardCall back;
   back.op_type = c.op;
@@ -105,7 +110,9 @@ OpResult RunOp(Backend& backend, const OpCase& c) {
     back.input_shapes.push_back(c.inputs[i].shape);
     back.input_dtypes.push_back(c.inputs[i].dtype);
     DeviceTensor grad;
-    if (c.inputs[i].differentiable && !c.inputs[i].constant) {
+    if (i == 0 && c.gradient_is_view_of_dy) {
+      grad = dy->View(c.inputs[0].shape);
+    } else if (c.inputs[i].differentiable && !c.inputs[i].constant) {
       auto g = backend.Allocate(c.inputs[i].shape, DType::kFloat32, MemoryCategory::kGradients);
       REQUIRE(g.ok());
       grad = *g;
@@ -202,6 +209,10 @@ TEST_CASE("CUDA layout ops match the CPU reference", "[gpu]") {
   OpCase transpose{"Transpose", {}, {{{2, 3, 4}}}};
   transpose.attributes.Set("perm", std::vector<int64_t>{2, 0, 1});
   CompareWithCpu(transpose);
+  // A view op's input gradient shares its output gradient's buffer: the permuted copy must not
+  // read what it has already overwritten (it did, and transformer gradients differed run to run).
+  transpose.gradient_is_view_of_dy = true;
+  CompareWithCpu(transpose);
   CompareWithCpu({"Reshape", {}, {{{2, 3, 4}}, Const({2}, {6, -1})}});
   CompareWithCpu({"Slice",
                   {},
@@ -213,6 +224,26 @@ TEST_CASE("CUDA layout ops match the CPU reference", "[gpu]") {
   split.attributes.Set("axis", int64_t{1});
   CompareWithCpu(split);
   CompareWithCpu({"Expand", {}, {{{3, 1}}, Const({3}, {2, 3, 4})}});
+  // An Expand that adds no element shares its gradient buffer too: zero-filling dX first
+  // must not erase dY.
+  OpCase same_size{"Expand", {}, {{{3, 4}}, Const({2}, {3, 4})}};
+  same_size.gradient_is_view_of_dy = true;
+  CompareWithCpu(same_size);
+}
+
+TEST_CASE("CUDA comparisons and Not match the CPU reference", "[gpu]") {
+  MEMPLAN_REQUIRE_GPU();
+  // Run-time operands (not constants, which are folded on the host), broadcast, with ties.
+  const Input a{{2, 3}, {1, 2, 3, 4, 5, 6}};
+  const Input b{{3}, {2, 2, 6}};
+  for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}) {
+    OpCase compare{op, {}, {a, b}};
+    compare.differentiable = false;
+    CompareWithCpu(compare);
+  }
+  OpCase negate{"Not", {}, {{{4}, {0, 1, 1, 0}, DType::kBool}}};
+  negate.differentiable = false;
+  CompareWithCpu(negate);
 }
 
 TEST_CASE("CUDA gather, convolution and pooling match the CPU reference", "[gpu]") {

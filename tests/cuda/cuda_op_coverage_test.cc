@@ -25,11 +25,6 @@ const std::map<std::string, std::string>& NotExecutableOnCuda() {
       {"ConstantOfShape", "materialised from its constant shape input by the executor"},
       {"Range", "materialised from its constant scalar inputs by the executor"},
       {"Size", "output known at import (contents), materialised as a constant"},
-      // Shape arithmetic on constant inputs is folded on the host by the CPU kernels
-      // (CudaBackend::FoldOnHost); these ops only ever see such inputs.
-      {"Equal", "folded on the host: only ever compares constants"},
-      {"Greater", "folded on the host: only ever compares constants"},
-      {"Less", "folded on the host: only ever compares constants"},
       // The loss the program appends runs on the backend's loss path (Backend::LossForward).
       {"SoftmaxCrossEntropyLoss", "computed by the backend's loss path"},
       // Analysed but not executable on CUDA yet: `verify --backend cuda` reports a model that
@@ -41,19 +36,16 @@ const std::map<std::string, std::string>& NotExecutableOnCuda() {
       {"Einsum", "no CUDA op yet"},
       {"Exp", "no CUDA op yet"},
       {"GatherElements", "no CUDA op yet"},
-      {"GreaterOrEqual", "no CUDA op yet"},
       {"GroupNormalization", "no CUDA op yet"},
       {"HardSigmoid", "no CUDA op yet"},
       {"HardSwish", "no CUDA op yet"},
       {"InstanceNormalization", "no CUDA op yet"},
       {"LeakyRelu", "no CUDA op yet"},
-      {"LessOrEqual", "no CUDA op yet"},
       {"Cos", "no CUDA op yet"},
       {"Log", "no CUDA op yet"},
       {"LogSoftmax", "no CUDA op yet"},
       {"Neg", "no CUDA op yet"},
       {"NonZero", "no CUDA op yet"},
-      {"Not", "no CUDA op yet"},
       {"Pad", "no CUDA op yet"},
       {"Pow", "no CUDA op yet"},
       {"Reciprocal", "no CUDA op yet"},

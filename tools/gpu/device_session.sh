@@ -7,6 +7,8 @@
 #   profile  memplan profile (CUPTI) on two zoo models, with a Chrome trace
 #   bench    tools/bench/bench_cuda_vs_torch.py (the CUDA backend's step time against PyTorch's)
 #   compare  tools/gpu/compare_with_torch.py (memplan beside torch.cuda's allocator)
+#   sanitize compute-sanitizer (initcheck, racecheck) on a small transformer verify: finds the
+#            CUDA kernel that reads memory nothing wrote, or races
 #
 #   tools/gpu/device_session.sh BUNDLE.tar.xz OUT_DIR [STAGES] [compare_with_torch.py args...]
 #
@@ -55,12 +57,16 @@ declare -A dims=([gpt2_small]="--dim seq=512" [bert_base]="--dim seq=512")
 
 if has verify; then
   echo "== verify --device cuda"
-  for model in resnet18 resnet50 vit_b16 gpt2_small bert_base; do
+  for model in ${VERIFY_MODELS:-resnet18 resnet50 vit_b16 gpt2_small bert_base}; do
     f=$b/zoo/$model.onnx
-    # A small fixed plan first (fp32: verify's default), then the plan analyze recommends for a
-    # 4 GiB budget with no headroom (near that limit), each run on the GPU.
-    for plan in small limit; do
-      if [[ $plan == small ]]; then flags="--micro-batch 4"; else flags="--gpu 4G --headroom 0"; fi
+    # A small fixed plan (fp32: verify's default), the plan analyze recommends for a 4 GiB budget
+    # with no headroom (near that limit), and the one it recommends for an H100, each on the GPU.
+    for plan in ${VERIFY_PLANS:-small limit}; do
+      case $plan in
+        small) flags="--micro-batch 4" ;;
+        limit) flags="--gpu 4G --headroom 0" ;;
+        *) flags="--gpu H100" ;;
+      esac
       # shellcheck disable=SC2086
       timeout "${VERIFY_TIMEOUT:-240}" "$memplan" verify "$f" $flags ${dims[$model]:-} --precision fp32 --recompute none --attention eager \
         --device cuda --steps 2 --json >"$out/verify_${model}_$plan.json" 2>"$out/verify_${model}_$plan.err"
@@ -76,6 +82,21 @@ if has oom; then
   timeout "${VERIFY_TIMEOUT:-240}" "$memplan" verify "$b/zoo/resnet50.onnx" --micro-batch 2048 --precision fp32 \
     --recompute none --device cuda --steps 1 >"$out/verify_over_limit.txt" 2>&1
   echo "resnet50 over the limit: exit $?"; tail -n 3 "$out/verify_over_limit.txt"
+fi
+
+if has sanitize; then
+  echo "== compute-sanitizer on a small transformer verify"
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  small=(verify "$b/zoo/gpt2_small.onnx" --micro-batch 1 --dim seq=32 --precision fp32 --recompute none
+    --attention eager --device cuda --steps 1)
+  # First without the sanitizer: does the small run show the run-to-run difference at all?
+  timeout "${SANITIZE_TIMEOUT:-120}" "$memplan" "${small[@]}" >"$out/sanitize_plain.log" 2>&1
+  echo "plain: exit $?"; tail -n 6 "$out/sanitize_plain.log"
+  for tool in ${SANITIZE_TOOLS:-initcheck racecheck}; do
+    timeout "${SANITIZE_TIMEOUT:-120}" "$sanitizer" --tool "$tool" --print-limit 30 --show-backtrace device \
+      "$memplan" "${small[@]}" >"$out/sanitize_$tool.log" 2>&1
+    echo "$tool: exit $?"; grep -E "^=========" "$out/sanitize_$tool.log" | grep -v "^=========     " | sort | uniq -c | sort -rn | head -n 15
+  done
 fi
 
 if has profile; then

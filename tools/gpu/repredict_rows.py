@@ -71,16 +71,18 @@ def repredict(args, open_rows, unpacked):
             row = json.loads(line)
             if "torch_max_allocated_bytes" not in row or "flags" not in row:
                 continue
+            # One row per model and configuration on each GPU (the first, where a run repeated one).
             key = (row["model"], row["config"])
-            if key in seen or args.model not in row["model"]:
+            gpu = row.get("gpu", "").replace("NVIDIA ", "").split(" ")[0]
+            if key + (gpu,) in seen or args.model not in row["model"]:
                 continue
             graph = graph_path(args.graphs, row["model"], unpacked)
             if graph is None:
                 continue
-            seen.add(key)
+            seen.add(key + (gpu,))
             run = subprocess.run([args.memplan, "analyze", graph, "--json"] +
                                  shlex.split(row["flags"]), capture_output=True, text=True)
-            name = f"{row['model']:18s} {row['config']:22s}"
+            name = f"{gpu:5s} {row['model']:18s} {row['config']:22s}"
             if run.returncode != 0:
                 print(f"{name} memplan: {run.stderr.strip().splitlines()[-1][:100]}")
                 continue
@@ -94,7 +96,7 @@ def repredict(args, open_rows, unpacked):
             saved_tolerance = max(1.0, row["torch_saved_bytes"] / MiB / 1000.0)  # 1 MiB or 0.1%
             if args.check and key not in open_rows and (abs(error) > 3.0 or
                                                          abs(saved_now) > saved_tolerance):
-                failures.append(f"{row['model']}:{row['config']}")
+                failures.append(f"{row['model']}:{row['config']} ({gpu})")
             reserved = "-"
             if row.get("reserved_error_pct") is not None:  # rows whose reserved figure is clean
                 torch_reserved = (row["torch_max_reserved_bytes"] -

@@ -19,8 +19,20 @@
 namespace memplan::cuda {
 
 // ---- elementwise ------------------------------------------------------------------------------
-enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv };
-enum class UnaryOp : uint8_t { kRelu, kGelu, kSigmoid, kTanh, kErf };
+// The comparisons and Not write 1 or 0 (booleans are stored as fp32, cuda_storage.h) and have
+// no gradient.
+enum class BinaryOp : uint8_t {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kEqual,
+  kLess,
+  kLessOrEqual,
+  kGreater,
+  kGreaterOrEqual
+};
+enum class UnaryOp : uint8_t { kRelu, kGelu, kSigmoid, kTanh, kErf, kNot };
 
 // The numpy broadcast of two shapes; error when they do not broadcast. Ranks up to kMaxRank.
 inline constexpr int kMaxRank = 8;

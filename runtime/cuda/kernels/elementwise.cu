@@ -23,6 +23,16 @@ __device__ float ApplyBinary(BinaryOp op, float a, float b) {
       return a * b;
     case BinaryOp::kDiv:
       return a / b;
+    case BinaryOp::kEqual:
+      return a == b ? 1.0f : 0.0f;
+    case BinaryOp::kLess:
+      return a < b ? 1.0f : 0.0f;
+    case BinaryOp::kLessOrEqual:
+      return a <= b ? 1.0f : 0.0f;
+    case BinaryOp::kGreater:
+      return a > b ? 1.0f : 0.0f;
+    case BinaryOp::kGreaterOrEqual:
+      return a >= b ? 1.0f : 0.0f;
   }
   return 0.0f;
 }
@@ -67,6 +77,14 @@ __global__ void BinaryBackwardKernel(BinaryOp op, const float* a, const float* b
         if (da != nullptr) ga = dy / b[ib];
         if (db != nullptr) gb = -dy * a[ia] / (b[ib] * b[ib]);
         break;
+      case BinaryOp::kEqual:  // piecewise constant
+      case BinaryOp::kLess:
+      case BinaryOp::kLessOrEqual:
+      case BinaryOp::kGreater:
+      case BinaryOp::kGreaterOrEqual:
+        ga = 0.0f;
+        gb = 0.0f;
+        break;
     }
     if (da != nullptr) atomicAdd(&da[ia], ga);
     if (db != nullptr) atomicAdd(&db[ib], gb);
@@ -92,6 +110,9 @@ __global__ void UnaryKernel(UnaryOp op, const float* x, float* y, int64_t n) {
         break;
       case UnaryOp::kErf:
         y[i] = erff(v);
+        break;
+      case UnaryOp::kNot:
+        y[i] = v == 0.0f ? 1.0f : 0.0f;
         break;
     }
   }
@@ -121,6 +142,9 @@ __global__ void UnaryBackwardKernel(UnaryOp op, const float* x, const float* y, 
         break;
       case UnaryOp::kErf:
         dx[i] = g * kTwoOverSqrtPi * expf(-x[i] * x[i]);
+        break;
+      case UnaryOp::kNot:
+        dx[i] = 0.0f;
         break;
     }
   }

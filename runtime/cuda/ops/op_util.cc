@@ -41,10 +41,25 @@ bool WantsGradient(const BackwardCall& call, size_t i) {
   return i < call.grad_inputs.size() && call.grad_inputs[i].defined();
 }
 
+namespace {
+
+// A view op's input gradient is a view of its output gradient (analyzer/derivation/
+// step_emission.cc): one buffer. A kernel that reads dY at one position while it writes dX at
+// another (Transpose's permuted copy, Expand's zero-fill then add) would race with itself.
+bool SharesStorageWithGradOutput(const BackwardCall& call, size_t i) {
+  const void* target = StorageOf(call.grad_inputs[i]).data();
+  for (const DeviceTensor& dy : call.grad_outputs)
+    if (dy.defined() && StorageOf(dy).data() == target) return true;
+  return false;
+}
+
+}  // namespace
+
 Expected<F32Output> GradientTarget(CudaContext& ctx, const BackwardCall& call, size_t i) {
   if (!WantsGradient(call, i)) return F32Output();
   const bool add = i < call.accumulate.size() && call.accumulate[i];
-  return ctx.WriteF32(call.grad_inputs[i], add);
+  // Such a gradient is computed in scratch and copied over on Commit.
+  return ctx.WriteF32(call.grad_inputs[i], add, SharesStorageWithGradOutput(call, i));
 }
 
 Expected<std::vector<int64_t>> ConstantInts(const DeviceTensor& t, std::string_view op,

@@ -1,4 +1,5 @@
-// Add, Sub, Mul, Div (numpy broadcasting), Relu, Gelu, Sigmoid, Tanh, Erf, Where, Cast.
+// Add, Sub, Mul, Div and the comparisons (numpy broadcasting), Relu, Gelu, Sigmoid, Tanh, Erf,
+// Not, Where, Cast.
 
 #include <optional>
 
@@ -15,6 +16,11 @@ std::optional<BinaryOp> BinaryOf(std::string_view op) {
   if (op == "Sub") return BinaryOp::kSub;
   if (op == "Mul") return BinaryOp::kMul;
   if (op == "Div") return BinaryOp::kDiv;
+  if (op == "Equal") return BinaryOp::kEqual;
+  if (op == "Less") return BinaryOp::kLess;
+  if (op == "LessOrEqual") return BinaryOp::kLessOrEqual;
+  if (op == "Greater") return BinaryOp::kGreater;
+  if (op == "GreaterOrEqual") return BinaryOp::kGreaterOrEqual;
   return std::nullopt;
 }
 
@@ -24,6 +30,7 @@ std::optional<UnaryOp> UnaryOf(std::string_view op) {
   if (op == "Sigmoid") return UnaryOp::kSigmoid;
   if (op == "Tanh") return UnaryOp::kTanh;
   if (op == "Erf") return UnaryOp::kErf;
+  if (op == "Not") return UnaryOp::kNot;
   return std::nullopt;
 }
 
@@ -42,8 +49,10 @@ Expected<std::vector<DeviceTensor>> BinaryForwardOp(CudaContext& ctx, const Forw
   MEMPLAN_TRY(TensorShape out_shape, BroadcastShapes(a.shape, b.shape));
   MEMPLAN_TRY(F32Input fa, ctx.ReadF32(a));
   MEMPLAN_TRY(F32Input fb, ctx.ReadF32(b));
+  const bool compares = op >= BinaryOp::kEqual;
   MEMPLAN_TRY(ForwardTarget t,
-              PrepareOutput(ctx, call, 0, out_shape, OutputDType(call, 0, a.dtype)));
+              PrepareOutput(ctx, call, 0, out_shape,
+                            OutputDType(call, 0, compares ? DType::kBool : a.dtype)));
   MEMPLAN_RETURN_IF_ERROR(
       BinaryForward(op, fa.data, a.shape, fb.data, b.shape, t.out.data(), ctx.stream()));
   MEMPLAN_RETURN_IF_ERROR(ctx.Commit(t.out));
@@ -196,6 +205,10 @@ void RegisterElementwiseOps(CudaOpTable& table) {
     table.Register(op, BinaryForwardOp, BinaryBackwardOp);
   for (const char* op : {"Relu", "Gelu", "Sigmoid", "Tanh", "Erf"})
     table.Register(op, UnaryForwardOp, UnaryBackwardOp);
+  // No gradient flows through a comparison or Not: the program emits no backward step for them.
+  for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"})
+    table.Register(op, BinaryForwardOp, nullptr);
+  table.Register("Not", UnaryForwardOp, nullptr);
   table.Register("Where", WhereForwardOp, WhereBackwardOp);
   table.Register("Cast", CastForwardOp, CastBackwardOp);
 }
