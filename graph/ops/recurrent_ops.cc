@@ -126,7 +126,9 @@ OpCost RecurrentCost(const OpContext& ctx, const RecurrentKind& kind) {
 }
 
 std::vector<SavedTensor> RecurrentSaved(const OpContext& ctx, const RecurrentKind& kind) {
-  std::vector<SavedTensor> saved{SaveInput(kInputX)};
+  // The weights too (parameters: no bytes of their own), which the input and hidden-state
+  // gradients are products with.
+  std::vector<SavedTensor> saved{SaveInput(kInputX), SaveInput(kInputW), SaveInput(kInputR)};
   if (ctx.has_input(kInitialH)) saved.push_back(SaveInput(kInitialH));
   if (kind.has_cell_state && ctx.has_input(kInitialC)) saved.push_back(SaveInput(kInitialC));
   auto dims = ReadRecurrentDims(ctx);

@@ -26,6 +26,7 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterLogicKernels(r);
     RegisterPaddingKernels(r);
     RegisterResizeKernels(r);
+    RegisterRecurrentKernels(r);
     RegisterSdpaKernels(r);
     RegisterFusedLossKernels(r);
     return r;

@@ -16,3 +16,10 @@ memplan_cli_test("analyze an LSTM layer: Y and the reserve space are saved" EXPE
 memplan_cli_test("inspect an LSTM with an unknown direction: one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: node 'lstm' \\(LSTM\\): direction 'sideways' is not forward, reverse or bidirectional\n$"
   COMMAND inspect ${F}/lstm_bad_direction.onnx)
+# verify runs the layer on the CPU kernel (runtime/cpu/kernels/recurrent.cc, checked against
+# torch.lstm in tests/runtime/kernel_reference_test.cc). tests/fixtures/lstm_batch_first.textproto,
+# nn.LSTM(8, 4) with layout 1, at batch 2 and seq 5: the layer keeps Y [2, 5, 1, 4] = 40 floats
+# and the reserve [5, 2, 1, 6*4] = 240 floats: 1120 bytes of activations, measured as predicted.
+memplan_cli_test("verify runs an LSTM layer on the CPU: memory exact, checks pass" EXPECT_EXIT 0
+  EXPECT_OUTPUT "activations +predicted +1120 +measured +1120.*result: PASS"
+  COMMAND verify ${F}/lstm_batch_first.onnx --micro-batch 2 --dim seq=5 --loss mse)

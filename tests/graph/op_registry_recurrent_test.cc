@@ -32,7 +32,10 @@ TEST_CASE("LSTM: sequence-first shapes, cost and what cuDNN keeps", "[registry][
   CHECK(lstm.OutputShape(2) == Dims({1, 3, 20}));     // Y_c
 
   auto saved = lstm.Saved();
-  CHECK(Describe(saved) == std::vector<std::string>{"in0", "out0", "extra:reserve_space"});
+  // X, the weights W and R (parameters: the gradients of X and h are products with them; they
+  // cost no saved bytes), Y and the reserve.
+  CHECK(Describe(saved) ==
+        std::vector<std::string>{"in0", "in1", "in2", "out0", "extra:reserve_space"});
   // Reserve: 6 hidden-sized tensors per step (4 gates, c_t, h_{t-1}) = T*batch*D*6H =
   // 5*3*1*120 = 1800 floats = 7200 bytes.
   const SavedTensor& reserve = Extra(saved, "reserve_space");
@@ -58,7 +61,8 @@ TEST_CASE("GRU: batch-first, bidirectional, hidden size from R", "[registry][rec
   CHECK(gru.OutputShape(0) == Dims({2, 7, 2, 16}));  // [batch, T, D, H]
   CHECK(gru.OutputShape(1) == Dims({2, 2, 16}));     // Y_h [batch, D, H]
   auto saved = gru.Saved();
-  CHECK(Describe(saved) == std::vector<std::string>{"in0", "in5", "out0", "extra:reserve_space"});
+  CHECK(Describe(saved) ==
+        std::vector<std::string>{"in0", "in1", "in2", "in5", "out0", "extra:reserve_space"});
   // 6H per step (workspace r, z, n, hidden n-gate, h_{t-1}: 5H; linear_hh's h_{t-1}: H):
   // T*batch*D*6H = 7*2*2*96 = 2688 floats (10752 bytes).
   CHECK(Eval(Extra(saved, "reserve_space").shape.NumElements()) == 2688);
@@ -72,8 +76,8 @@ TEST_CASE("RNN: an unused Y is still kept by cuDNN", "[registry][recurrent]") {
   rnn.Attr("hidden_size", int64_t{5}).OmitOutput(0);
   CHECK(rnn.OutputShape(1) == Dims({1, 2, 5}));
   auto saved = rnn.Saved();
-  CHECK(Describe(saved) ==
-        std::vector<std::string>{"in0", "extra:output_sequence", "extra:reserve_space"});
+  CHECK(Describe(saved) == std::vector<std::string>{"in0", "in1", "in2", "extra:output_sequence",
+                                                    "extra:reserve_space"});
   // Output sequence [T, batch, D*H] = 4*2*5 = 40 floats; reserve 1H per step = 4*2*1*5 = 40.
   CHECK(Eval(Extra(saved, "output_sequence").shape.NumElements()) == 40);
   CHECK(Eval(Extra(saved, "reserve_space").shape.NumElements()) == 40);

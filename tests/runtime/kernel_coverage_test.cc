@@ -43,10 +43,6 @@ const std::map<std::string, std::string>& NotExecutableOnCpu() {
       {"RMSNormalization", "no CPU kernel yet"},
       {"RotaryEmbedding", "no CPU kernel yet"},
       {"SimplifiedLayerNormalization", "no CPU kernel yet"},
-      // Recurrent layers (issue 9): planned from the registry, not executable yet.
-      {"GRU", "no CPU kernel yet"},
-      {"LSTM", "no CPU kernel yet"},
-      {"RNN", "no CPU kernel yet"},
   };
   return gaps;
 }

@@ -602,5 +602,205 @@ TEST_CASE("Tile matches torch repeat", "[kernels]") {
   RequireClose(r.grads[0], ref::tile_grad0, "dX");
 }
 
+// A recurrent node on ONNX's input slots (X, W, R, B, sequence_lens, initial_h[, initial_c]):
+// forward, then backward with the reference's one cotangent split over Y, Y_h (and Y_c). The
+// returned `outputs` is Y, Y_h (and Y_c) flattened into one vector, as the reference's.
+struct RecurrentRun {
+  std::vector<float> outputs;
+  InputGradients grads;
+};
+
+RecurrentRun RunRecurrent(const std::string& op, const Attributes& attrs,
+                          const std::vector<Tensor>& inputs, int num_outputs,
+                          const std::vector<float>& cotangent) {
+  KernelContext ctx;
+  ForwardArgs fargs;
+  fargs.attributes = &attrs;
+  fargs.inputs = inputs;
+  fargs.num_outputs = num_outputs;
+  auto forward = RunForward(op, ctx, fargs);
+  if (!forward.ok()) FAIL(forward.error().message);
+  REQUIRE(forward->outputs.size() == static_cast<size_t>(num_outputs));
+  RecurrentRun run;
+  BackwardArgs bargs;
+  bargs.attributes = &attrs;
+  bargs.inputs = inputs;
+  bargs.outputs = forward->outputs;
+  bargs.extras = forward->extras;
+  for (const Tensor& t : inputs) {
+    bargs.input_shapes.push_back(t.defined() ? t.shape() : TensorShape{});
+    bargs.input_dtypes.push_back(t.defined() ? t.dtype() : DType::kUndefined);
+  }
+  size_t offset = 0;
+  for (const Tensor& out : forward->outputs) {
+    run.outputs.insert(run.outputs.end(), out.data(), out.data() + out.numel());
+    const auto n = static_cast<size_t>(out.numel());
+    REQUIRE(offset + n <= cotangent.size());
+    bargs.grad_outputs.push_back(Tensor::FromValues(
+        out.shape(),
+        std::vector<float>(cotangent.begin() + static_cast<std::ptrdiff_t>(offset),
+                           cotangent.begin() + static_cast<std::ptrdiff_t>(offset + n))));
+    offset += n;
+  }
+  REQUIRE(offset == cotangent.size());
+  auto grads = RunBackward(op, ctx, bargs);
+  if (!grads.ok()) FAIL(grads.error().message);
+  run.grads = std::move(grads).value();
+  return run;
+}
+
+void RequireCloseValues(const std::vector<float>& actual, const std::vector<float>& expected,
+                        const std::string& what) {
+  RequireClose(Tensor::FromValues({static_cast<int64_t>(actual.size())}, actual), expected, what);
+}
+
+TEST_CASE("LSTM matches torch.lstm, bidirectional with initial states", "[kernels]") {
+  Attributes a;
+  a.Set("direction", std::string("bidirectional"));
+  a.Set("hidden_size", int64_t{2});
+  const RecurrentRun r = RunRecurrent("LSTM", a,
+                                      {T(ref::lstm_bidi_in0_shape, ref::lstm_bidi_in0),
+                                       T(ref::lstm_bidi_in1_shape, ref::lstm_bidi_in1),
+                                       T(ref::lstm_bidi_in2_shape, ref::lstm_bidi_in2),
+                                       T(ref::lstm_bidi_in3_shape, ref::lstm_bidi_in3), Tensor(),
+                                       T(ref::lstm_bidi_in4_shape, ref::lstm_bidi_in4),
+                                       T(ref::lstm_bidi_in5_shape, ref::lstm_bidi_in5)},
+                                      3, ref::lstm_bidi_cotangent);
+  RequireCloseValues(r.outputs, ref::lstm_bidi_out, "Y, Y_h, Y_c");
+  RequireClose(r.grads[0], ref::lstm_bidi_grad0, "dX");
+  RequireClose(r.grads[1], ref::lstm_bidi_grad1, "dW");
+  RequireClose(r.grads[2], ref::lstm_bidi_grad2, "dR");
+  RequireClose(r.grads[3], ref::lstm_bidi_grad3, "dB");
+  CHECK_FALSE(r.grads[4].defined());  // sequence_lens: absent
+  RequireClose(r.grads[5], ref::lstm_bidi_grad4, "dinitial_h");
+  RequireClose(r.grads[6], ref::lstm_bidi_grad5, "dinitial_c");
+}
+
+TEST_CASE("GRU matches torch.gru, forward and reverse", "[kernels]") {
+  Attributes a;
+  a.Set("linear_before_reset", int64_t{1});  // what torch exports for nn.GRU
+  const RecurrentRun forward =
+      RunRecurrent("GRU", a,
+                   {T(ref::gru_in0_shape, ref::gru_in0), T(ref::gru_in1_shape, ref::gru_in1),
+                    T(ref::gru_in2_shape, ref::gru_in2), T(ref::gru_in3_shape, ref::gru_in3),
+                    Tensor(), T(ref::gru_in4_shape, ref::gru_in4)},
+                   2, ref::gru_cotangent);
+  RequireCloseValues(forward.outputs, ref::gru_out, "Y, Y_h");
+  RequireClose(forward.grads[0], ref::gru_grad0, "dX");
+  RequireClose(forward.grads[1], ref::gru_grad1, "dW");
+  RequireClose(forward.grads[2], ref::gru_grad2, "dR");
+  RequireClose(forward.grads[3], ref::gru_grad3, "dB");
+  RequireClose(forward.grads[5], ref::gru_grad4, "dinitial_h");
+
+  a.Set("direction", std::string("reverse"));
+  const RecurrentRun reverse =
+      RunRecurrent("GRU", a,
+                   {T(ref::gru_reverse_in0_shape, ref::gru_reverse_in0),
+                    T(ref::gru_reverse_in1_shape, ref::gru_reverse_in1),
+                    T(ref::gru_reverse_in2_shape, ref::gru_reverse_in2),
+                    T(ref::gru_reverse_in3_shape, ref::gru_reverse_in3), Tensor(),
+                    T(ref::gru_reverse_in4_shape, ref::gru_reverse_in4)},
+                   2, ref::gru_reverse_cotangent);
+  RequireCloseValues(reverse.outputs, ref::gru_reverse_out, "Y, Y_h");
+  RequireClose(reverse.grads[0], ref::gru_reverse_grad0, "dX");
+  RequireClose(reverse.grads[1], ref::gru_reverse_grad1, "dW");
+  RequireClose(reverse.grads[2], ref::gru_reverse_grad2, "dR");
+  RequireClose(reverse.grads[3], ref::gru_reverse_grad3, "dB");
+  RequireClose(reverse.grads[5], ref::gru_reverse_grad4, "dinitial_h");
+}
+
+TEST_CASE("RNN matches torch.rnn_tanh, bidirectional", "[kernels]") {
+  Attributes a;
+  a.Set("direction", std::string("bidirectional"));
+  const RecurrentRun r = RunRecurrent(
+      "RNN", a,
+      {T(ref::rnn_bidi_in0_shape, ref::rnn_bidi_in0), T(ref::rnn_bidi_in1_shape, ref::rnn_bidi_in1),
+       T(ref::rnn_bidi_in2_shape, ref::rnn_bidi_in2), T(ref::rnn_bidi_in3_shape, ref::rnn_bidi_in3),
+       Tensor(), T(ref::rnn_bidi_in4_shape, ref::rnn_bidi_in4)},
+      2, ref::rnn_bidi_cotangent);
+  RequireCloseValues(r.outputs, ref::rnn_bidi_out, "Y, Y_h");
+  RequireClose(r.grads[0], ref::rnn_bidi_grad0, "dX");
+  RequireClose(r.grads[1], ref::rnn_bidi_grad1, "dW");
+  RequireClose(r.grads[2], ref::rnn_bidi_grad2, "dR");
+  RequireClose(r.grads[3], ref::rnn_bidi_grad3, "dB");
+  RequireClose(r.grads[5], ref::rnn_bidi_grad4, "dinitial_h");
+}
+
+// layout = 1 is layout 0 with X [batch, T, I], Y [batch, T, D, H] and the states [batch, D, H]:
+// the same numbers, transposed (the LSTM reference above, rearranged by hand).
+TEST_CASE("LSTM with layout 1 (batch first) is layout 0 transposed", "[kernels]") {
+  const int64_t steps = 3, batch = 2, input = 3, dirs = 2, hidden = 2;
+  auto batch_first_x = [&](const std::vector<float>& x) {
+    std::vector<float> out(x.size());
+    for (int64_t t = 0; t < steps; ++t)
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t i = 0; i < input; ++i)
+          out[static_cast<size_t>((b * steps + t) * input + i)] =
+              x[static_cast<size_t>((t * batch + b) * input + i)];
+    return out;
+  };
+  auto batch_first_state = [&](const std::vector<float>& s) {
+    std::vector<float> out(s.size());
+    for (int64_t d = 0; d < dirs; ++d)
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t j = 0; j < hidden; ++j)
+          out[static_cast<size_t>((b * dirs + d) * hidden + j)] =
+              s[static_cast<size_t>((d * batch + b) * hidden + j)];
+    return out;
+  };
+  Attributes a;
+  a.Set("direction", std::string("bidirectional"));
+  a.Set("layout", int64_t{1});
+  // Forward only: a zero cotangent.
+  const size_t outputs = ref::lstm_bidi_out.size();
+  const RecurrentRun r =
+      RunRecurrent("LSTM", a,
+                   {T({batch, steps, input}, batch_first_x(ref::lstm_bidi_in0)),
+                    T(ref::lstm_bidi_in1_shape, ref::lstm_bidi_in1),
+                    T(ref::lstm_bidi_in2_shape, ref::lstm_bidi_in2),
+                    T(ref::lstm_bidi_in3_shape, ref::lstm_bidi_in3), Tensor(),
+                    T({batch, dirs, hidden}, batch_first_state(ref::lstm_bidi_in4)),
+                    T({batch, dirs, hidden}, batch_first_state(ref::lstm_bidi_in5))},
+                   3, std::vector<float>(outputs, 0.0f));
+  const int64_t y_size = steps * dirs * batch * hidden, state = dirs * batch * hidden;
+  for (int64_t t = 0; t < steps; ++t)
+    for (int64_t d = 0; d < dirs; ++d)
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t j = 0; j < hidden; ++j)
+          CHECK(r.outputs[static_cast<size_t>(((b * steps + t) * dirs + d) * hidden + j)] ==
+                Approx(ref::lstm_bidi_out[static_cast<size_t>(
+                           ((t * dirs + d) * batch + b) * hidden + j)])
+                    .margin(2e-5));
+  for (int64_t k = 0; k < 2; ++k) {  // Y_h, then Y_c
+    const auto from = ref::lstm_bidi_out.begin() + static_cast<std::ptrdiff_t>(y_size + k * state);
+    const std::vector<float> expected =
+        batch_first_state(std::vector<float>(from, from + static_cast<std::ptrdiff_t>(state)));
+    for (int64_t e = 0; e < state; ++e)
+      CHECK(r.outputs[static_cast<size_t>(y_size + k * state + e)] ==
+            Approx(expected[static_cast<size_t>(e)]).margin(2e-5));
+  }
+}
+
+TEST_CASE("recurrent options the CPU kernel does not run are errors naming them", "[kernels]") {
+  KernelContext ctx;
+  ForwardArgs args;
+  Attributes a;
+  args.attributes = &a;
+  args.inputs = {T(ref::gru_in0_shape, ref::gru_in0), T(ref::gru_in1_shape, ref::gru_in1),
+                 T(ref::gru_in2_shape, ref::gru_in2)};
+  args.num_outputs = 2;
+  // ONNX's default linear_before_reset = 0 (torch always exports 1).
+  auto result = RunForward("GRU", ctx, args);
+  REQUIRE_FALSE(result.ok());
+  CHECK(result.error().message ==
+        "GRU: linear_before_reset = 0 is not supported by the CPU kernel");
+  a.Set("linear_before_reset", int64_t{1});
+  a.Set("activations", std::vector<std::string>{"HardSigmoid", "Tanh"});
+  result = RunForward("GRU", ctx, args);
+  REQUIRE_FALSE(result.ok());
+  CHECK(result.error().message ==
+        "GRU: activation 'HardSigmoid' is not supported by the CPU kernel");
+}
+
 }  // namespace
 }  // namespace memplan::testing

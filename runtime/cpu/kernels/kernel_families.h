@@ -22,6 +22,7 @@ void RegisterMaskingKernels(KernelRegistry& registry);  // masking.cc: Trilu
 void RegisterLogicKernels(KernelRegistry& registry);    // logic.cc: Equal, Less, ..., Not
 void RegisterPaddingKernels(KernelRegistry& registry);  // padding.cc: Pad
 void RegisterResizeKernels(KernelRegistry& registry);   // resize.cc: Resize (nearest, linear)
+void RegisterRecurrentKernels(KernelRegistry& registry);  // recurrent.cc: LSTM, GRU, RNN
 void RegisterSdpaKernels(KernelRegistry& registry);  // sdpa.cc: memplan:ScaledDotProductAttention
 // fused_loss.cc: memplan:FusedLinearCrossEntropy (Liger's fused linear cross entropy)
 void RegisterFusedLossKernels(KernelRegistry& registry);
