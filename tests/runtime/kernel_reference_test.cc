@@ -654,76 +654,82 @@ void RequireCloseValues(const std::vector<float>& actual, const std::vector<floa
   RequireClose(Tensor::FromValues({static_cast<int64_t>(actual.size())}, actual), expected, what);
 }
 
+// One reference of make_kernel_references.py's recurrent cases: the inputs X, W, R, B and the
+// initial states (in0 ...), the outputs Y, Y_h[, Y_c] flattened into one vector and the
+// gradients of every input, in that order.
+struct RecurrentReference {
+  std::vector<Tensor> inputs;
+  std::vector<float> out, cotangent;
+  std::vector<std::vector<float>> grads;
+};
+
+// Runs the reference's node (sequence_lens absent) and checks every output and gradient.
+void CheckRecurrent(const std::string& op, const Attributes& attrs, int num_outputs,
+                    const RecurrentReference& ref) {
+  std::vector<Tensor> inputs = ref.inputs;
+  inputs.insert(inputs.begin() + 4, Tensor());  // sequence_lens
+  const RecurrentRun r = RunRecurrent(op, attrs, inputs, num_outputs, ref.cotangent);
+  RequireCloseValues(r.outputs, ref.out, "Y, Y_h, Y_c");
+  CHECK_FALSE(r.grads[4].defined());
+  const char* names[] = {"dX", "dW", "dR", "dB", "dinitial_h", "dinitial_c"};
+  for (size_t i = 0; i < ref.grads.size(); ++i)
+    RequireClose(r.grads[i < 4 ? i : i + 1], ref.grads[i], names[i]);
+}
+
 TEST_CASE("LSTM matches torch.lstm, bidirectional with initial states", "[kernels]") {
   Attributes a;
   a.Set("direction", std::string("bidirectional"));
   a.Set("hidden_size", int64_t{2});
-  const RecurrentRun r = RunRecurrent("LSTM", a,
-                                      {T(ref::lstm_bidi_in0_shape, ref::lstm_bidi_in0),
-                                       T(ref::lstm_bidi_in1_shape, ref::lstm_bidi_in1),
-                                       T(ref::lstm_bidi_in2_shape, ref::lstm_bidi_in2),
-                                       T(ref::lstm_bidi_in3_shape, ref::lstm_bidi_in3), Tensor(),
-                                       T(ref::lstm_bidi_in4_shape, ref::lstm_bidi_in4),
-                                       T(ref::lstm_bidi_in5_shape, ref::lstm_bidi_in5)},
-                                      3, ref::lstm_bidi_cotangent);
-  RequireCloseValues(r.outputs, ref::lstm_bidi_out, "Y, Y_h, Y_c");
-  RequireClose(r.grads[0], ref::lstm_bidi_grad0, "dX");
-  RequireClose(r.grads[1], ref::lstm_bidi_grad1, "dW");
-  RequireClose(r.grads[2], ref::lstm_bidi_grad2, "dR");
-  RequireClose(r.grads[3], ref::lstm_bidi_grad3, "dB");
-  CHECK_FALSE(r.grads[4].defined());  // sequence_lens: absent
-  RequireClose(r.grads[5], ref::lstm_bidi_grad4, "dinitial_h");
-  RequireClose(r.grads[6], ref::lstm_bidi_grad5, "dinitial_c");
+  CheckRecurrent("LSTM", a, 3,
+                 {{T(ref::lstm_bidi_in0_shape, ref::lstm_bidi_in0),
+                   T(ref::lstm_bidi_in1_shape, ref::lstm_bidi_in1),
+                   T(ref::lstm_bidi_in2_shape, ref::lstm_bidi_in2),
+                   T(ref::lstm_bidi_in3_shape, ref::lstm_bidi_in3),
+                   T(ref::lstm_bidi_in4_shape, ref::lstm_bidi_in4),
+                   T(ref::lstm_bidi_in5_shape, ref::lstm_bidi_in5)},
+                  ref::lstm_bidi_out,
+                  ref::lstm_bidi_cotangent,
+                  {ref::lstm_bidi_grad0, ref::lstm_bidi_grad1, ref::lstm_bidi_grad2,
+                   ref::lstm_bidi_grad3, ref::lstm_bidi_grad4, ref::lstm_bidi_grad5}});
 }
 
 TEST_CASE("GRU matches torch.gru, forward and reverse", "[kernels]") {
   Attributes a;
   a.Set("linear_before_reset", int64_t{1});  // what torch exports for nn.GRU
-  const RecurrentRun forward =
-      RunRecurrent("GRU", a,
-                   {T(ref::gru_in0_shape, ref::gru_in0), T(ref::gru_in1_shape, ref::gru_in1),
-                    T(ref::gru_in2_shape, ref::gru_in2), T(ref::gru_in3_shape, ref::gru_in3),
-                    Tensor(), T(ref::gru_in4_shape, ref::gru_in4)},
-                   2, ref::gru_cotangent);
-  RequireCloseValues(forward.outputs, ref::gru_out, "Y, Y_h");
-  RequireClose(forward.grads[0], ref::gru_grad0, "dX");
-  RequireClose(forward.grads[1], ref::gru_grad1, "dW");
-  RequireClose(forward.grads[2], ref::gru_grad2, "dR");
-  RequireClose(forward.grads[3], ref::gru_grad3, "dB");
-  RequireClose(forward.grads[5], ref::gru_grad4, "dinitial_h");
-
+  CheckRecurrent(
+      "GRU", a, 2,
+      {{T(ref::gru_in0_shape, ref::gru_in0), T(ref::gru_in1_shape, ref::gru_in1),
+        T(ref::gru_in2_shape, ref::gru_in2), T(ref::gru_in3_shape, ref::gru_in3),
+        T(ref::gru_in4_shape, ref::gru_in4)},
+       ref::gru_out,
+       ref::gru_cotangent,
+       {ref::gru_grad0, ref::gru_grad1, ref::gru_grad2, ref::gru_grad3, ref::gru_grad4}});
   a.Set("direction", std::string("reverse"));
-  const RecurrentRun reverse =
-      RunRecurrent("GRU", a,
-                   {T(ref::gru_reverse_in0_shape, ref::gru_reverse_in0),
-                    T(ref::gru_reverse_in1_shape, ref::gru_reverse_in1),
-                    T(ref::gru_reverse_in2_shape, ref::gru_reverse_in2),
-                    T(ref::gru_reverse_in3_shape, ref::gru_reverse_in3), Tensor(),
-                    T(ref::gru_reverse_in4_shape, ref::gru_reverse_in4)},
-                   2, ref::gru_reverse_cotangent);
-  RequireCloseValues(reverse.outputs, ref::gru_reverse_out, "Y, Y_h");
-  RequireClose(reverse.grads[0], ref::gru_reverse_grad0, "dX");
-  RequireClose(reverse.grads[1], ref::gru_reverse_grad1, "dW");
-  RequireClose(reverse.grads[2], ref::gru_reverse_grad2, "dR");
-  RequireClose(reverse.grads[3], ref::gru_reverse_grad3, "dB");
-  RequireClose(reverse.grads[5], ref::gru_reverse_grad4, "dinitial_h");
+  CheckRecurrent("GRU", a, 2,
+                 {{T(ref::gru_reverse_in0_shape, ref::gru_reverse_in0),
+                   T(ref::gru_reverse_in1_shape, ref::gru_reverse_in1),
+                   T(ref::gru_reverse_in2_shape, ref::gru_reverse_in2),
+                   T(ref::gru_reverse_in3_shape, ref::gru_reverse_in3),
+                   T(ref::gru_reverse_in4_shape, ref::gru_reverse_in4)},
+                  ref::gru_reverse_out,
+                  ref::gru_reverse_cotangent,
+                  {ref::gru_reverse_grad0, ref::gru_reverse_grad1, ref::gru_reverse_grad2,
+                   ref::gru_reverse_grad3, ref::gru_reverse_grad4}});
 }
 
 TEST_CASE("RNN matches torch.rnn_tanh, bidirectional", "[kernels]") {
   Attributes a;
   a.Set("direction", std::string("bidirectional"));
-  const RecurrentRun r = RunRecurrent(
-      "RNN", a,
-      {T(ref::rnn_bidi_in0_shape, ref::rnn_bidi_in0), T(ref::rnn_bidi_in1_shape, ref::rnn_bidi_in1),
-       T(ref::rnn_bidi_in2_shape, ref::rnn_bidi_in2), T(ref::rnn_bidi_in3_shape, ref::rnn_bidi_in3),
-       Tensor(), T(ref::rnn_bidi_in4_shape, ref::rnn_bidi_in4)},
-      2, ref::rnn_bidi_cotangent);
-  RequireCloseValues(r.outputs, ref::rnn_bidi_out, "Y, Y_h");
-  RequireClose(r.grads[0], ref::rnn_bidi_grad0, "dX");
-  RequireClose(r.grads[1], ref::rnn_bidi_grad1, "dW");
-  RequireClose(r.grads[2], ref::rnn_bidi_grad2, "dR");
-  RequireClose(r.grads[3], ref::rnn_bidi_grad3, "dB");
-  RequireClose(r.grads[5], ref::rnn_bidi_grad4, "dinitial_h");
+  CheckRecurrent("RNN", a, 2,
+                 {{T(ref::rnn_bidi_in0_shape, ref::rnn_bidi_in0),
+                   T(ref::rnn_bidi_in1_shape, ref::rnn_bidi_in1),
+                   T(ref::rnn_bidi_in2_shape, ref::rnn_bidi_in2),
+                   T(ref::rnn_bidi_in3_shape, ref::rnn_bidi_in3),
+                   T(ref::rnn_bidi_in4_shape, ref::rnn_bidi_in4)},
+                  ref::rnn_bidi_out,
+                  ref::rnn_bidi_cotangent,
+                  {ref::rnn_bidi_grad0, ref::rnn_bidi_grad1, ref::rnn_bidi_grad2,
+                   ref::rnn_bidi_grad3, ref::rnn_bidi_grad4}});
 }
 
 // layout = 1 is layout 0 with X [batch, T, I], Y [batch, T, D, H] and the states [batch, D, H]:
