@@ -18,3 +18,11 @@ memplan_cli_test("inspect an opset-23 model counts its parameters" EXPECT_EXIT 0
 memplan_cli_test("the opset-23 3D Attention op is fused under --attention auto" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"attention\": {\n      \"mode\": \"sdpa\",\n      \"requested\": \"auto\",\n      \"fused\": 1,"
   COMMAND analyze ${F}/opset23_block.onnx --gpu 24G --micro-batch 4 --dim seq=128 --json)
+# verify runs it on the CPU: RMSNormalization's kernel (runtime/cpu/kernels/normalization.cc,
+# against torch in kernel_reference_test.cc) and the fused attention. Its peak is the Adam step:
+# 4128 fp32 parameters, their gradients, two Adam states and the step's one-tensor transient,
+# 4128 * 4 * (1 + 1 + 2 + 1) = 82560 bytes, measured as predicted.
+memplan_cli_test("verify runs the opset-23 block on the CPU: memory exact, checks pass"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "\\(82560 B\\) +measured [^\n]*\\(82560 B\\) +exact match +PASS.*result: PASS"
+  COMMAND verify ${F}/opset23_block.onnx --micro-batch 2 --dim seq=4 --loss mse)

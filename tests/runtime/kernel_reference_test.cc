@@ -808,5 +808,55 @@ TEST_CASE("recurrent options the CPU kernel does not run are errors naming them"
         "GRU: activation 'HardSigmoid' is not supported by the CPU kernel");
 }
 
+TEST_CASE("RMSNormalization matches x * rsqrt(mean(x^2) + eps) * w", "[kernels]") {
+  const OpRun last = Run("RMSNormalization", Attributes(),
+                         {T(ref::rms_norm_in0_shape, ref::rms_norm_in0),
+                          T(ref::rms_norm_in1_shape, ref::rms_norm_in1)},
+                         ref::rms_norm_cotangent);
+  RequireClose(last.forward.outputs[0], ref::rms_norm_out, "Y");
+  // rstd is kept for backward (the kernels' "invstd"), one per row: [2, 3, 1].
+  CHECK(last.forward.extras.at("invstd").shape() == TensorShape{2, 3, 1});
+  RequireClose(last.grads[0], ref::rms_norm_grad0, "dX");
+  RequireClose(last.grads[1], ref::rms_norm_grad1, "dScale");
+
+  // Over the last two axes; ONNX Runtime's name for the op runs the same kernel.
+  Attributes a;
+  a.Set("axis", int64_t{-2});
+  for (const char* op : {"RMSNormalization", "SimplifiedLayerNormalization"}) {
+    INFO(op);
+    const OpRun two = Run(op, a,
+                          {T(ref::rms_norm_2d_in0_shape, ref::rms_norm_2d_in0),
+                           T(ref::rms_norm_2d_in1_shape, ref::rms_norm_2d_in1)},
+                          ref::rms_norm_2d_cotangent);
+    RequireClose(two.forward.outputs[0], ref::rms_norm_2d_out, "Y");
+    RequireClose(two.grads[0], ref::rms_norm_2d_grad0, "dX");
+    RequireClose(two.grads[1], ref::rms_norm_2d_grad1, "dScale");
+  }
+}
+
+TEST_CASE("GatherElements matches torch.gather, repeated indices accumulating", "[kernels]") {
+  Attributes a;
+  a.Set("axis", int64_t{1});
+  const TensorShape index_shape{2, 3, 2};
+  const OpRun r = Run("GatherElements", a,
+                      {T(ref::gather_elements_in0_shape, ref::gather_elements_in0),
+                       Tensor::FromValues(index_shape, ref::gather_elements_index, DType::kInt64)},
+                      ref::gather_elements_cotangent);
+  CHECK(r.forward.outputs[0].shape() == index_shape);
+  RequireClose(r.forward.outputs[0], ref::gather_elements_out, "Y");
+  RequireClose(r.grads[0], ref::gather_elements_grad0, "dX");
+  CHECK_FALSE(r.grads[1].defined());  // indices
+
+  // ONNX also takes negative indices, counted from the end of the axis (3 here): the same.
+  std::vector<float> negative = ref::gather_elements_index;
+  for (float& i : negative) i -= 3.0f;
+  const OpRun wrapped = Run("GatherElements", a,
+                            {T(ref::gather_elements_in0_shape, ref::gather_elements_in0),
+                             Tensor::FromValues(index_shape, negative, DType::kInt64)},
+                            ref::gather_elements_cotangent);
+  RequireClose(wrapped.forward.outputs[0], ref::gather_elements_out, "Y");
+  RequireClose(wrapped.grads[0], ref::gather_elements_grad0, "dX");
+}
+
 }  // namespace
 }  // namespace memplan::testing

@@ -1,8 +1,11 @@
-// Gather along `axis` (embeddings are Gather on axis 0) and ScatterND. Backward scatter-adds into a
-// zeroed tensor of the data's shape, so repeated indices accumulate (embedding_dense_backward).
+// Gather along `axis` (embeddings are Gather on axis 0), GatherElements (torch.gather) and
+// ScatterND. Gathers' backwards scatter-add into a zeroed tensor of the data's shape, so repeated
+// indices accumulate (embedding_dense_backward, gather_backward).
 
 #include <algorithm>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/cpu/kernels/kernel_families.h"
@@ -36,12 +39,13 @@ Expected<GatherPlan> PlanGather(const Attributes& attrs, const TensorShape& data
 }
 
 // Indices with negatives wrapped, or an error for one out of range.
-Expected<std::vector<int64_t>> ResolveIndices(const Tensor& indices, int64_t axis_size) {
+Expected<std::vector<int64_t>> ResolveIndices(const Tensor& indices, int64_t axis_size,
+                                              std::string_view op = "Gather") {
   std::vector<int64_t> resolved = indices.ToInt64Vector();
   for (int64_t& i : resolved) {
     if (i < -axis_size || i >= axis_size) {
-      return MakeError("Gather: index " + std::to_string(i) + " is out of range for a dim of " +
-                       std::to_string(axis_size));
+      return MakeError(std::string(op) + ": index " + std::to_string(i) +
+                       " is out of range for a dim of " + std::to_string(axis_size));
     }
     if (i < 0) i += axis_size;
   }
@@ -85,6 +89,63 @@ Expected<InputGradients> GatherBackward(const KernelContext& ctx, const Backward
       for (int64_t k = 0; k < plan.inner; ++k) dst[k] += src[k];
     }
   }
+  RoundToOwnDType(dx);
+  grads[0] = std::move(dx);
+  return grads;
+}
+
+// GatherElements(data, indices, axis): output[p] = data[p with its axis coordinate replaced by
+// indices[p]]; the output has the indices' shape (of data's rank, each dim but the axis no
+// larger than data's). Each output element's data offset, resolved once.
+Expected<std::vector<int64_t>> GatherElementsOffsets(const Attributes& attrs,
+                                                     const TensorShape& data,
+                                                     const Tensor& indices) {
+  constexpr std::string_view kOp = "GatherElements";
+  const auto rank = static_cast<int64_t>(data.size());
+  const TensorShape& shape = indices.shape();
+  if (static_cast<int64_t>(shape.size()) != rank)
+    return MakeError("GatherElements: indices " + ShapeToString(shape) + " and data " +
+                     ShapeToString(data) + " differ in rank");
+  MEMPLAN_TRY(int64_t axis, NormalizeAxis(attrs.GetInt("axis", 0), rank, kOp));
+  for (int64_t d = 0; d < rank; ++d) {
+    const auto u = static_cast<size_t>(d);
+    if (d != axis && shape[u] > data[u])
+      return MakeError("GatherElements: indices " + ShapeToString(shape) + " exceed data " +
+                       ShapeToString(data) + " on axis " + std::to_string(d));
+  }
+  MEMPLAN_TRY(std::vector<int64_t> index,
+              ResolveIndices(indices, data[static_cast<size_t>(axis)], kOp));
+  const std::vector<int64_t> strides = ContiguousStrides(data);
+  size_t e = 0;  // the output element PerElement visits, in row-major order
+  return PerElement(shape, [&](const std::vector<int64_t>& at) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < at.size(); ++d)
+      offset += (static_cast<int64_t>(d) == axis ? index[e] : at[d]) * strides[d];
+    ++e;
+    return offset;
+  });
+}
+
+Expected<ForwardResult> GatherElementsForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor data, RequireTensor(args.inputs, 0, "GatherElements", "input"));
+  MEMPLAN_TRY(Tensor indices, RequireTensor(args.inputs, 1, "GatherElements", "input"));
+  MEMPLAN_TRY(std::vector<int64_t> offsets,
+              GatherElementsOffsets(AttributesOf(args.attributes), data.shape(), indices));
+  Tensor y = NewOverwrittenOutput(ctx, indices.shape(), data.dtype());
+  for (size_t e = 0; e < offsets.size(); ++e) y.mutable_data()[e] = data.data()[offsets[e]];
+  return SingleOutput(std::move(y));
+}
+
+Expected<InputGradients> GatherElementsBackward(const KernelContext& ctx,
+                                                const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "GatherElements", "output gradient"));
+  MEMPLAN_TRY(Tensor indices, RequireTensor(args.inputs, 1, "GatherElements", "saved indices"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, "GatherElements"));
+  if (!args.NeedsGrad(0)) return grads;
+  MEMPLAN_TRY(std::vector<int64_t> offsets,
+              GatherElementsOffsets(AttributesOf(args.attributes), args.input_shapes[0], indices));
+  Tensor dx = NewInputGradient(ctx, args, 0);
+  for (size_t e = 0; e < offsets.size(); ++e) dx.mutable_data()[offsets[e]] += dy.data()[e];
   RoundToOwnDType(dx);
   grads[0] = std::move(dx);
   return grads;
@@ -200,6 +261,7 @@ Expected<InputGradients> ScatterNDBackward(const KernelContext& ctx, const Backw
 
 void RegisterGatherKernels(KernelRegistry& registry) {
   registry.Register("Gather", &GatherForward, &GatherBackward);
+  registry.Register("GatherElements", &GatherElementsForward, &GatherElementsBackward);
   registry.Register("ScatterND", &ScatterNDForward, &ScatterNDBackward);
 }
 

@@ -15,7 +15,8 @@ void RegisterPoolingKernels(KernelRegistry& registry);  // pooling.cc: MaxPool, 
 void RegisterNormalizationKernels(KernelRegistry& registry);  // normalization.cc
 void RegisterSoftmaxKernels(KernelRegistry& registry);        // softmax.cc: Softmax, LogSoftmax
 void RegisterReductionKernels(KernelRegistry& registry);      // reduction.cc: ReduceMean, ReduceSum
-void RegisterGatherKernels(KernelRegistry& registry);         // gather.cc: Gather, ScatterND
+void RegisterGatherKernels(
+    KernelRegistry& registry);  // gather.cc: Gather, GatherElements, ScatterND
 void RegisterShapeKernels(KernelRegistry& registry);    // shape.cc: Reshape, Transpose, Concat, ...
 void RegisterDropoutKernels(KernelRegistry& registry);  // dropout.cc: Dropout
 void RegisterMaskingKernels(KernelRegistry& registry);  // masking.cc: Trilu

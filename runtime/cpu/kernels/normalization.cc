@@ -2,7 +2,8 @@
 // given statistics), LayerNormalization, InstanceNormalization and GroupNormalization. BatchNorm,
 // LayerNorm and GroupNorm keep "mean" and "invstd" (fp32) for backward, as PyTorch's
 // native_batch_norm / native_layer_norm / native_group_norm do; InstanceNormalization keeps what
-// its batch_norm on [1, N*C, ...] keeps.
+// its batch_norm on [1, N*C, ...] keeps. RMSNormalization (and ORT's SimplifiedLayerNormalization)
+// keeps rstd ("invstd"), as _fused_rms_norm does.
 
 #include <algorithm>
 #include <cmath>
@@ -224,10 +225,11 @@ struct RowLayout {
   TensorShape stats_shape;  // x's dims before axis, then ones (ONNX's Mean/InvStdDev shape)
 };
 
-Expected<RowLayout> RowsOf(const Attributes& attrs, const TensorShape& x) {
+Expected<RowLayout> RowsOf(const Attributes& attrs, const TensorShape& x,
+                           std::string_view op = "LayerNormalization") {
   RowLayout layout;
   const auto rank = static_cast<int64_t>(x.size());
-  MEMPLAN_TRY(layout.axis, NormalizeAxis(attrs.GetInt("axis", -1), rank, "LayerNormalization"));
+  MEMPLAN_TRY(layout.axis, NormalizeAxis(attrs.GetInt("axis", -1), rank, op));
   for (int64_t i = 0; i < rank; ++i) {
     const auto d = static_cast<size_t>(i);
     (i < layout.axis ? layout.rows : layout.width) *= x[d];
@@ -311,6 +313,78 @@ Expected<InputGradients> LayerNormBackward(const KernelContext& ctx, const Backw
       dbias.mutable_data()[i] = static_cast<float>(bias_sum[static_cast<size_t>(i)]);
   }
   return WithRoundedGradients(std::move(grads), std::move(dx), std::move(dscale), std::move(dbias));
+}
+
+// RMSNormalization (opset 23) and ONNX Runtime's SimplifiedLayerNormalization: each row (the dims
+// from `axis` on) scaled by rstd = 1 / sqrt(mean(x^2) + epsilon), then by `scale` (one value per
+// normalised element, or fewer repeated: a scale over the trailing dims only). rstd is output 1
+// when the node declares it (ORT's inv_std_var) and the registry's saved "rstd" (the kernels'
+// "invstd", as LayerNorm's).
+Expected<ForwardResult> RmsNormForward(const KernelContext& ctx, const ForwardArgs& args) {
+  constexpr std::string_view kOp = "RMSNormalization";
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, kOp, "input"));
+  MEMPLAN_TRY(Tensor scale, RequireTensor(args.inputs, 1, kOp, "input"));
+  const Attributes& attrs = AttributesOf(args.attributes);
+  MEMPLAN_TRY(RowLayout layout, RowsOf(attrs, x.shape(), kOp));
+  if (scale.numel() == 0 || layout.width % scale.numel() != 0)
+    return MakeError("RMSNormalization: scale's " + std::to_string(scale.numel()) +
+                     " values do not tile the " + std::to_string(layout.width) +
+                     " normalised elements of a row");
+  const double epsilon = attrs.GetFloat("epsilon", 1e-5);
+  Tensor y = NewOverwrittenOutput(ctx, x.shape(), x.dtype());
+  Tensor rstd = args.num_outputs >= 2 ? NewOutput(ctx, layout.stats_shape, DType::kFloat32)
+                                      : NewExtra(ctx, layout.stats_shape, DType::kFloat32);
+  const int64_t entries = scale.numel();
+  for (int64_t r = 0; r < layout.rows; ++r) {
+    const float* p = x.data() + r * layout.width;
+    double squares = 0.0;
+    for (int64_t i = 0; i < layout.width; ++i) squares += static_cast<double>(p[i]) * p[i];
+    const double inv = 1.0 / std::sqrt(squares / static_cast<double>(layout.width) + epsilon);
+    rstd.mutable_data()[r] = static_cast<float>(inv);
+    float* q = y.mutable_data() + r * layout.width;
+    for (int64_t i = 0; i < layout.width; ++i)
+      q[i] = static_cast<float>(p[i] * inv * scale.data()[i % entries]);
+  }
+  return OutputWithSavedExtras(std::move(y), args.num_outputs, {{"invstd", std::move(rstd)}});
+}
+
+// _fused_rms_norm_backward: with xhat = x rstd and g = dY scale,
+// dX = rstd (g - xhat mean(g xhat)); dScale sums dY xhat over rows (and repeats of the scale).
+Expected<InputGradients> RmsNormBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  constexpr std::string_view kOp = "RMSNormalization";
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, kOp, "output gradient"));
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, kOp, "saved input"));
+  MEMPLAN_TRY(Tensor scale, RequireTensor(args.inputs, 1, kOp, "saved input"));
+  MEMPLAN_TRY(Tensor rstd, RequireExtra(args, "invstd", kOp));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, kOp));
+  MEMPLAN_TRY(RowLayout layout, RowsOf(AttributesOf(args.attributes), x.shape(), kOp));
+  const int64_t entries = scale.numel();
+  Tensor dx = args.NeedsGrad(0) ? NewOverwrittenInputGradient(ctx, args, 0) : Tensor();
+  Tensor dscale = args.NeedsGrad(1) ? NewInputGradient(ctx, args, 1) : Tensor();
+  std::vector<double> scale_sum(static_cast<size_t>(entries), 0.0);
+  const auto width = static_cast<double>(layout.width);
+  for (int64_t r = 0; r < layout.rows; ++r) {
+    const float* g = dy.data() + r * layout.width;
+    const float* p = x.data() + r * layout.width;
+    const double inv = rstd.data()[r];
+    double sum_g_xhat = 0.0;
+    for (int64_t i = 0; i < layout.width; ++i) {
+      const double xhat = p[i] * inv;
+      sum_g_xhat += static_cast<double>(g[i]) * scale.data()[i % entries] * xhat;
+      scale_sum[static_cast<size_t>(i % entries)] += g[i] * xhat;
+    }
+    if (!dx.defined()) continue;
+    float* out = dx.mutable_data() + r * layout.width;
+    for (int64_t i = 0; i < layout.width; ++i) {
+      const double xhat = p[i] * inv;
+      out[i] = static_cast<float>(inv * (static_cast<double>(g[i]) * scale.data()[i % entries] -
+                                         xhat * sum_g_xhat / width));
+    }
+  }
+  if (dscale.defined())
+    for (int64_t e = 0; e < entries; ++e)
+      dscale.mutable_data()[e] = static_cast<float>(scale_sum[static_cast<size_t>(e)]);
+  return WithRoundedGradients(std::move(grads), std::move(dx), std::move(dscale), Tensor());
 }
 
 // InstanceNormalization: each (n, c) plane normalised over its own spatial elements, then scale
@@ -543,6 +617,8 @@ void RegisterNormalizationKernels(KernelRegistry& registry) {
   registry.Register("LayerNormalization", &LayerNormForward, &LayerNormBackward);
   registry.Register("InstanceNormalization", &InstanceNormForward, &InstanceNormBackward);
   registry.Register("GroupNormalization", &GroupNormForward, &GroupNormBackward);
+  registry.Register("RMSNormalization", &RmsNormForward, &RmsNormBackward);
+  registry.Register("SimplifiedLayerNormalization", &RmsNormForward, &RmsNormBackward);
 }
 
 }  // namespace memplan

@@ -73,21 +73,14 @@ Expected<PadPlan> PlanPad(const Attributes& attrs, const std::vector<Tensor>& in
       coordinate[d].push_back(SourceCoordinate(mode, o, begin[d], x[d]));
   }
   const std::vector<int64_t> strides = ContiguousStrides(x);
-  const int64_t total = NumElements(plan.output);
-  plan.source.resize(static_cast<size_t>(total));
-  std::vector<int64_t> counter(x.size(), 0);
-  for (int64_t e = 0; e < total; ++e) {
+  plan.source = PerElement(plan.output, [&](const std::vector<int64_t>& at) {
     int64_t offset = 0;
     for (size_t d = 0; d < x.size() && offset >= 0; ++d) {
-      const int64_t c = coordinate[d][static_cast<size_t>(counter[d])];
+      const int64_t c = coordinate[d][static_cast<size_t>(at[d])];
       offset = c < 0 ? -1 : offset + c * strides[d];
     }
-    plan.source[static_cast<size_t>(e)] = offset;
-    for (size_t d = x.size(); d-- > 0;) {
-      if (++counter[d] < plan.output[d]) break;
-      counter[d] = 0;
-    }
-  }
+    return offset;
+  });
   const Tensor value = OptionalTensor(inputs, 2);
   if (value.defined() && value.numel() >= 1) {
     plan.value = value.data()[0];

@@ -383,18 +383,11 @@ Expected<std::vector<int64_t>> TileSources(const TensorShape& x, const Tensor& r
     output.push_back(x[d] * repeats[d]);
   }
   const std::vector<int64_t> strides = ContiguousStrides(x);
-  std::vector<int64_t> sources(static_cast<size_t>(NumElements(output)));
-  std::vector<int64_t> counter(x.size(), 0);
-  for (size_t e = 0; e < sources.size(); ++e) {
+  return PerElement(output, [&](const std::vector<int64_t>& at) {
     int64_t offset = 0;
-    for (size_t d = 0; d < x.size(); ++d) offset += (counter[d] % x[d]) * strides[d];
-    sources[e] = offset;
-    for (size_t d = x.size(); d-- > 0;) {
-      if (++counter[d] < output[d]) break;
-      counter[d] = 0;
-    }
-  }
-  return sources;
+    for (size_t d = 0; d < x.size(); ++d) offset += (at[d] % x[d]) * strides[d];
+    return offset;
+  });
 }
 
 Expected<ForwardResult> TileForward(const KernelContext& ctx, const ForwardArgs& args) {
