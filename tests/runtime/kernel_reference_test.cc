@@ -858,5 +858,35 @@ TEST_CASE("GatherElements matches torch.gather, repeated indices accumulating", 
   RequireClose(wrapped.grads[0], ref::gather_elements_grad0, "dX");
 }
 
+TEST_CASE("Mod matches torch.remainder (fmod 0) and torch.fmod (fmod 1)", "[kernels]") {
+  const std::vector<Tensor> inputs = {T(ref::remainder_in0_shape, ref::remainder_in0),
+                                      T(ref::remainder_in1_shape, ref::remainder_in1)};
+  const OpRun remainder = Run("Mod", Attributes(), inputs, ref::remainder_cotangent);
+  RequireClose(remainder.forward.outputs[0], ref::remainder_out, "Y");
+  RequireClose(remainder.grads[0], ref::remainder_grad0, "dA");
+  RequireClose(remainder.grads[1], ref::remainder_grad1, "dB");
+  Attributes c_fmod;
+  c_fmod.Set("fmod", int64_t{1});
+  const OpRun fmod = Run(
+      "Mod", c_fmod, {T(ref::fmod_in0_shape, ref::fmod_in0), T(ref::fmod_in1_shape, ref::fmod_in1)},
+      ref::fmod_cotangent);
+  RequireClose(fmod.forward.outputs[0], ref::fmod_out, "Y");
+  RequireClose(fmod.grads[0], ref::fmod_grad0, "dA");
+  RequireClose(fmod.grads[1], ref::fmod_grad1, "dB");
+  // Integers, as Swin's window masks compute them: -7 mod 3 is 2, fmod(-7, 3) is -1.
+  const std::vector<Tensor> ints = {Tensor::FromValues({2}, {-7, 7}, DType::kInt64),
+                                    Tensor::FromValues({1}, {3}, DType::kInt64)};
+  KernelContext ctx;
+  ForwardArgs args;
+  args.inputs = ints;
+  auto python = RunForward("Mod", ctx, args);
+  REQUIRE(python.ok());
+  CHECK(python->outputs[0].ToVector() == std::vector<float>{2, 1});
+  args.attributes = &c_fmod;
+  auto c = RunForward("Mod", ctx, args);
+  REQUIRE(c.ok());
+  CHECK(c->outputs[0].ToVector() == std::vector<float>{-1, 1});
+}
+
 }  // namespace
 }  // namespace memplan::testing

@@ -436,6 +436,24 @@ inline const std::vector<float> gather_elements_grad0 = {0.336914062f, 0.3798828
 inline const std::vector<float> gather_elements_out = {-0.434570312f, -0.0546875f, 0.55078125f, -0.0546875f, 0.17578125f, -0.9765625f, -0.250976562f, -0.669921875f, 0.615234375f, -0.50390625f, -0.986328125f, -0.669921875f};
 inline const std::vector<int64_t> gather_elements_out_shape = {2, 3, 2};
 inline const std::vector<float> gather_elements_cotangent = {0.336914062f, 0.549804688f, 0.482421875f, -0.083984375f, 0.5078125f, 0.379882812f, -0.90234375f, 0.338867188f, -0.73828125f, 0.553710938f, 0.868164062f, 0.375f};
+inline const std::vector<float> remainder_in0 = {-0.185546875f, 3.046875f, 3.04785156f, -0.688476562f, 3.2421875f, 2.13769531f};
+inline const std::vector<int64_t> remainder_in0_shape = {2, 3};
+inline const std::vector<float> remainder_grad0 = {0.78515625f, 0.438476562f, -0.151367188f, 0.827148438f, 0.693359375f, 0.555664062f};
+inline const std::vector<float> remainder_in1 = {1.96191406f, -1.96289062f, 0.849609375f};
+inline const std::vector<int64_t> remainder_in1_shape = {3};
+inline const std::vector<float> remainder_grad1 = {1.61230469f, 2.26367188f, -0.657226562f};
+inline const std::vector<float> remainder_out = {1.77636719f, -0.87890625f, 0.499023438f, 1.2734375f, -0.68359375f, 0.438476562f};
+inline const std::vector<int64_t> remainder_out_shape = {2, 3};
+inline const std::vector<float> remainder_cotangent = {0.78515625f, 0.438476562f, -0.151367188f, 0.827148438f, 0.693359375f, 0.555664062f};
+inline const std::vector<float> fmod_in0 = {-0.185546875f, 3.046875f, 3.04785156f, -0.688476562f, 3.2421875f, 2.13769531f};
+inline const std::vector<int64_t> fmod_in0_shape = {2, 3};
+inline const std::vector<float> fmod_grad0 = {-0.999023438f, 0.865234375f, 0.6171875f, 0.162109375f, 0.40625f, 0.26953125f};
+inline const std::vector<float> fmod_in1 = {1.96191406f, -1.96289062f, 0.849609375f};
+inline const std::vector<int64_t> fmod_in1_shape = {3};
+inline const std::vector<float> fmod_grad1 = {0.0f, 1.27148438f, -2.390625f};
+inline const std::vector<float> fmod_out = {-0.185546875f, 1.08398438f, 0.499023438f, -0.688476562f, 1.27929688f, 0.438476562f};
+inline const std::vector<int64_t> fmod_out_shape = {2, 3};
+inline const std::vector<float> fmod_cotangent = {-0.999023438f, 0.865234375f, 0.6171875f, 0.162109375f, 0.40625f, 0.26953125f};
 
 }  // namespace memplan::testing::ref
 // clang-format on

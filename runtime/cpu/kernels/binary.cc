@@ -1,4 +1,4 @@
-// Elementwise binary ops with numpy broadcasting (Add, Sub, Mul, Div, Pow) and Where. Backward
+// Elementwise binary ops with numpy broadcasting (Add, Sub, Mul, Div, Pow, Mod) and Where. Backward
 // accumulates each element's contribution straight into the input-shaped gradient, which is the
 // sum over broadcast dims without a full-size temporary.
 
@@ -65,6 +65,43 @@ struct PowOp {
   }
 };
 
+// Mod: `fmod` 0 is Python's % (torch.remainder: the sign of the divisor), 1 is C's fmod
+// (torch.fmod: the sign of the dividend). derivatives.yaml: self gets grad; other gets
+// -grad * self.div(other, rounding_mode "floor" / "trunc"), so a's gradient reads no operand.
+struct RemainderOp {
+  static constexpr const char* kName = "Mod";
+  static constexpr bool kNeedsOperands = true;
+  static constexpr bool kGradAReadsA = false;
+  static constexpr bool kGradAReadsB = false;
+  static constexpr bool kGradBReadsB = true;
+  static float Forward(float a, float b) {
+    const float r = std::fmod(a, b);
+    return r != 0.0f && (r < 0.0f) != (b < 0.0f) ? r + b : r;
+  }
+  static float GradA(float, float, float dy) { return dy; }
+  static float GradB(float a, float b, float dy) { return -dy * std::floor(a / b); }
+};
+struct FmodOp {
+  static constexpr const char* kName = "Mod";
+  static constexpr bool kNeedsOperands = true;
+  static constexpr bool kGradAReadsA = false;
+  static constexpr bool kGradAReadsB = false;
+  static constexpr bool kGradBReadsB = true;
+  static float Forward(float a, float b) { return std::fmod(a, b); }
+  static float GradA(float, float, float dy) { return dy; }
+  static float GradB(float a, float b, float dy) { return -dy * std::trunc(a / b); }
+};
+
+// Whether a's gradient reads b (every op but Mod's, whose is dy itself).
+template <class Op>
+constexpr bool GradAReadsB() {
+  if constexpr (requires { Op::kGradAReadsB; }) {
+    return Op::kGradAReadsB;
+  } else {
+    return true;
+  }
+}
+
 template <class Op>
 Expected<ForwardResult> BinaryForward(const KernelContext& ctx, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor a, RequireTensor(args.inputs, 0, Op::kName, "input"));
@@ -106,7 +143,7 @@ Expected<InputGradients> BinaryBackward(const KernelContext& ctx, const Backward
     if (want_b || Op::kGradAReadsA) {
       MEMPLAN_TRY(a, RequireTensor(args.inputs, 0, Op::kName, "saved input"));
     }
-    if (want_a || Op::kGradBReadsB) {
+    if ((want_a && GradAReadsB<Op>()) || (want_b && Op::kGradBReadsB)) {
       MEMPLAN_TRY(b, RequireTensor(args.inputs, 1, Op::kName, "saved input"));
     }
   }
@@ -199,6 +236,20 @@ Expected<InputGradients> WhereBackward(const KernelContext& ctx, const BackwardA
   return grads;
 }
 
+bool IsFmod(const Attributes* attributes) {
+  return AttributesOf(attributes).GetInt("fmod", 0) != 0;
+}
+
+Expected<ForwardResult> ModForward(const KernelContext& ctx, const ForwardArgs& args) {
+  return IsFmod(args.attributes) ? BinaryForward<FmodOp>(ctx, args)
+                                 : BinaryForward<RemainderOp>(ctx, args);
+}
+
+Expected<InputGradients> ModBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  return IsFmod(args.attributes) ? BinaryBackward<FmodOp>(ctx, args)
+                                 : BinaryBackward<RemainderOp>(ctx, args);
+}
+
 template <class Op>
 void RegisterBinary(KernelRegistry& registry) {
   registry.Register(Op::kName, &BinaryForward<Op>, &BinaryBackward<Op>);
@@ -212,6 +263,7 @@ void RegisterBinaryKernels(KernelRegistry& registry) {
   RegisterBinary<MulOp>(registry);
   RegisterBinary<DivOp>(registry);
   RegisterBinary<PowOp>(registry);
+  registry.Register("Mod", &ModForward, &ModBackward);
   registry.Register("Where", &WhereForward, &WhereBackward);
 }
 

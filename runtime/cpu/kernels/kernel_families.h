@@ -7,7 +7,7 @@ namespace memplan {
 class KernelRegistry;
 
 void RegisterUnaryKernels(KernelRegistry& registry);    // unary.cc: Relu, Gelu, Exp, Cast, ...
-void RegisterBinaryKernels(KernelRegistry& registry);   // binary.cc: Add, Sub, Mul, Div, Pow, Where
+void RegisterBinaryKernels(KernelRegistry& registry);   // binary.cc: Add, ..., Pow, Mod, Where
 void RegisterMatMulKernels(KernelRegistry& registry);   // matmul.cc: MatMul, Gemm
 void RegisterEinsumKernels(KernelRegistry& registry);   // einsum.cc: two-operand Einsum
 void RegisterConvKernels(KernelRegistry& registry);     // conv.cc: Conv
