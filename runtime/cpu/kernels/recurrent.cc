@@ -304,6 +304,7 @@ Expected<InputGradients> RecurrentBackward(Cell cell, const KernelContext& ctx,
   std::vector<double> dgx(static_cast<size_t>(rows)), dgh(dgx.size());
   std::vector<double> dh(static_cast<size_t>(g.batch * H)), dc(dh.size());
   std::vector<double> dh_prev(static_cast<size_t>(H));
+  std::vector<double> h_prev(static_cast<size_t>(H)), c_prev(static_cast<size_t>(H));
   for (int64_t d = 0; d < g.directions; ++d) {
     for (int64_t b = 0; b < g.batch; ++b) {
       for (int64_t j = 0; j < H; ++j) {
@@ -317,21 +318,16 @@ Expected<InputGradients> RecurrentBackward(Cell cell, const KernelContext& ctx,
       const int64_t t = g.TimeAt(d, s);
       for (int64_t b = 0; b < g.batch; ++b) {
         const float* keep = reserve.data() + g.ReserveAt(t, b, d);
-        // h_{t-1} and (LSTM) c_{t-1}: the previous step's, or the initial state.
-        std::vector<double> h_prev(static_cast<size_t>(H)), c_prev(static_cast<size_t>(H));
+        // A state the previous step kept in its reserve slot, or the initial state.
+        auto previous = [&](int64_t slot, const Tensor& initial, int64_t j) -> double {
+          if (s > 0) return reserve.data()[g.ReserveAt(g.TimeAt(d, s - 1), b, d) + slot * H + j];
+          return initial.defined() ? initial.data()[g.StateAt(d, b) + j] : 0.0;
+        };
         for (int64_t j = 0; j < H; ++j) {
-          if (cell == Cell::kRnn) {
-            h_prev[j] = s > 0          ? reserve.data()[g.ReserveAt(g.TimeAt(d, s - 1), b, d) + j]
-                        : h0.defined() ? h0.data()[g.StateAt(d, b) + j]
-                                       : 0.0;
-          } else {
-            h_prev[j] = keep[(cell == Cell::kLstm ? 5 : 4) * H + j];
-          }
-          if (cell == Cell::kLstm) {
-            c_prev[j] = s > 0 ? reserve.data()[g.ReserveAt(g.TimeAt(d, s - 1), b, d) + 4 * H + j]
-                        : c0.defined() ? c0.data()[g.StateAt(d, b) + j]
-                                       : 0.0;
-          }
+          // h_{t-1}: RNN keeps only h_t; LSTM and GRU keep h_{t-1} in their own slot.
+          h_prev[j] =
+              cell == Cell::kRnn ? previous(0, h0, j) : keep[(cell == Cell::kLstm ? 5 : 4) * H + j];
+          if (cell == Cell::kLstm) c_prev[j] = previous(4, c0, j);  // c_{t-1}
         }
         double* dhb = &dh[b * H];
         double* dcb = &dc[b * H];
