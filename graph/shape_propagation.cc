@@ -96,9 +96,12 @@ Shape ShapeFromInferred(const InferredType& type, SymbolTable& symbols,
   return shape;
 }
 
-bool ProducesConstant(const Graph& graph, const Node& node) {
+bool ProducesConstant(const Graph& graph, const Node& node, const OpSchema& schema) {
   // Shape and Size read only metadata, which is static in terms of the symbols.
   if (node.domain.empty() && (node.op_type == "Shape" || node.op_type == "Size")) return true;
+  // A random draw is new every step, whatever it reads (rand_like of a constant-shaped tensor,
+  // torch's bernoulli mask).
+  if (schema.stochastic) return false;
   for (ValueId in : node.inputs)
     if (in.valid() && graph.value(in).kind != ValueKind::kConstant) return false;
   return true;
@@ -140,7 +143,7 @@ Status PropagateShapes(Graph& graph, const InferredTypes& inferred) {
     if (!schema.is_known) graph.warnings.push_back(UnknownOpWarning(node));
     MEMPLAN_TRY(std::vector<TensorInfo> outputs,
                 schema.infer_shapes(MakeOpContext(graph, id, &graph.symbols())));
-    const bool constant = ProducesConstant(graph, node);
+    const bool constant = ProducesConstant(graph, node, schema);
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (!node.outputs[i].valid()) continue;
       Value& value = graph.mutable_value(node.outputs[i]);

@@ -3,10 +3,13 @@
 //     `(window - H % window) % window` (padding to a multiple), so integer contents fold;
 //   * Trilu(input, k?) (upper attribute): causal masks;
 //   * Bernoulli(input) (dtype, seed attributes): random masks (stochastic depth, dropout written
-//     out by hand).
+//     out by hand);
+//   * RandomUniformLike / RandomNormalLike(input) (dtype, high/low or mean/scale, seed): what
+//     torch.onnx writes for rand_like / randn_like and for bernoulli (a uniform draw compared
+//     with the probability, torch 1.13).
 // None of them saves a tensor for backward: remainder/fmod only need the divisor when the divisor
-// itself is trained (never, for masks); tril/triu's backward is grad.tril(k); bernoulli has no
-// gradient.
+// itself is trained (never, for masks); tril/triu's backward is grad.tril(k); bernoulli and the
+// random draws have no gradient.
 
 #include <algorithm>
 #include <limits>
@@ -114,10 +117,39 @@ OpSchema BernoulliSchema() {
     return std::vector<bool>(ctx.inputs.size(), false);
   };
   s.backward_flops_factor = 0.0;
+  s.stochastic = true;  // seeded per node and micro-batch, like Dropout
   s.amp = AmpCategory::kFollowInputs;
   s.saved_source = std::string(kDerivativesYaml) +
                    ": bernoulli: self: zeros_like(grad) (not differentiable); nothing saved";
   s.amp_source = std::string(kAutocastLists) + ": not listed, runs in its input's dtype";
+  return s;
+}
+
+// RandomUniformLike / RandomNormalLike: input's shape, the `dtype` attribute's type (else the
+// input's); no gradient (rand_like's input is only a shape), seeded like Bernoulli.
+OpSchema RandomLikeSchema(const char* op_type) {
+  OpSchema s;
+  s.op_type = op_type;
+  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
+    DType dtype = x->dtype;
+    if (ctx.attrs().Has("dtype")) {
+      dtype = DTypeFromOnnx(static_cast<int32_t>(ctx.attrs().GetInt("dtype", 0)))
+                  .value_or(DType::kUndefined);
+    }
+    return SingleOutput(dtype, x->shape);
+  };
+  // One draw (a few integer operations, plus a log and a cosine for the normal) per element.
+  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, 2 * kSimpleFlops); };
+  s.gradient_inputs = [](const OpContext& ctx) {
+    return std::vector<bool>(ctx.inputs.size(), false);
+  };
+  s.backward_flops_factor = 0.0;
+  s.stochastic = true;
+  s.amp = AmpCategory::kFollowInputs;
+  s.saved_source =
+      std::string(kDerivativesYaml) + ": rand_like / randn_like: not differentiable; nothing saved";
+  s.amp_source = std::string(kAutocastLists) + ": not listed";
   return s;
 }
 
@@ -127,6 +159,8 @@ void RegisterMaskingOps(OpRegistry& registry) {
   registry.Register(ModSchema());
   registry.Register(TriluSchema());
   registry.Register(BernoulliSchema());
+  registry.Register(RandomLikeSchema("RandomUniformLike"));
+  registry.Register(RandomLikeSchema("RandomNormalLike"));
 }
 
 }  // namespace memplan

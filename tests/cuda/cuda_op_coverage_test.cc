@@ -61,6 +61,8 @@ const std::map<std::string, std::string>& NotExecutableOnCuda() {
       // Opset-23 and ONNX Runtime transformer ops: planned from the registry, not executable yet.
       {"Attention", "no CUDA op yet"},
       {"Bernoulli", "no CUDA op yet"},
+      {"RandomNormalLike", "no CUDA op yet"},
+      {"RandomUniformLike", "no CUDA op yet"},
       {"Mod", "no CUDA op yet"},
       {"RMSNormalization", "no CUDA op yet"},
       {"RotaryEmbedding", "no CUDA op yet"},

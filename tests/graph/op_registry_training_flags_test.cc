@@ -21,9 +21,11 @@ std::set<std::string> OpsWhere(bool OpSchema::*flag) {
   return ops;
 }
 
-TEST_CASE("Dropout and the fused attention are the stochastic ops", "[registry]") {
+TEST_CASE("Dropout, the fused attention and the random draws are the stochastic ops",
+          "[registry]") {
   CHECK(OpsWhere(&OpSchema::stochastic) ==
-        std::set<std::string>{"Dropout", std::string(sdpa::kOpType)});
+        std::set<std::string>{"Bernoulli", "Dropout", "RandomNormalLike", "RandomUniformLike",
+                              std::string(sdpa::kOpType)});
 }
 
 TEST_CASE("BatchNormalization alone couples the samples of a batch", "[registry]") {

@@ -193,6 +193,97 @@ TEST_CASE("Dropout draws a seeded mask and scales the kept values", "[kernels]")
   CHECK(eval->outputs[0].ToVector() == x.ToVector());
 }
 
+TEST_CASE("Bernoulli draws 0 or 1 with each element's probability, seeded", "[kernels]") {
+  // Probabilities 0 and 1 first (always 0, always 1), then 1000 of 0.3.
+  std::vector<float> p = {0.0f, 1.0f};
+  p.resize(1002, 0.3f);
+  ForwardArgs args;
+  args.inputs = {Tensor::FromValues({1002}, p)};
+  Attributes attrs;
+  attrs.Set("dtype", int64_t{9});  // ONNX BOOL
+  args.attributes = &attrs;
+  KernelContext ctx;
+  ctx.seed = 7;
+  auto first = RunForward("Bernoulli", ctx, args);
+  REQUIRE(first.ok());
+  const Tensor& y = first->outputs[0];
+  CHECK(y.dtype() == DType::kBool);
+  CHECK(y.data()[0] == 0.0f);
+  CHECK(y.data()[1] == 1.0f);
+  int ones = 0;
+  for (int64_t i = 2; i < y.numel(); ++i) {
+    CHECK((y.data()[i] == 0.0f || y.data()[i] == 1.0f));
+    ones += y.data()[i] == 1.0f ? 1 : 0;
+  }
+  // 300 expected; binomial(1000, 0.3) has sigma ~ 14.5: within +-5 sigma.
+  CHECK(ones > 227);
+  CHECK(ones < 373);
+  auto again = RunForward("Bernoulli", ctx, args);
+  REQUIRE(again.ok());
+  CHECK(again->outputs[0].ToVector() == y.ToVector());  // same seed, same draws (recompute)
+  ctx.seed = 8;
+  auto other = RunForward("Bernoulli", ctx, args);
+  REQUIRE(other.ok());
+  CHECK(other->outputs[0].ToVector() != y.ToVector());
+  // Draws off (verify's accumulation check): 1 wherever p > 0.
+  ctx.training = false;
+  auto off = RunForward("Bernoulli", ctx, args);
+  REQUIRE(off.ok());
+  std::vector<float> expected(1002, 1.0f);
+  expected[0] = 0.0f;
+  CHECK(off->outputs[0].ToVector() == expected);
+  // A probability outside [0, 1] is an error naming it.
+  args.inputs = {Tensor::FromValues({1}, {1.5f})};
+  auto bad = RunForward("Bernoulli", ctx, args);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == "Bernoulli: probability 1.500000 is outside [0, 1]");
+}
+
+TEST_CASE("RandomUniformLike and RandomNormalLike draw seeded values of the input's shape",
+          "[kernels]") {
+  ForwardArgs args;
+  args.inputs = {Tensor::FromValues({4000}, std::vector<float>(4000, 0.0f))};
+  Attributes uniform;
+  uniform.Set("low", 2.0);
+  uniform.Set("high", 4.0);
+  args.attributes = &uniform;
+  KernelContext ctx;
+  ctx.seed = 11;
+  auto u = RunForward("RandomUniformLike", ctx, args);
+  REQUIRE(u.ok());
+  double sum = 0.0;
+  for (float v : u->outputs[0].ToVector()) {
+    CHECK((v >= 2.0f && v < 4.0f));
+    sum += v;
+  }
+  // Mean 3, sigma of the mean 2 / sqrt(12 * 4000) = 0.0091: within 5 sigma.
+  CHECK(std::abs(sum / 4000 - 3.0) < 0.046);
+  auto again = RunForward("RandomUniformLike", ctx, args);
+  REQUIRE(again.ok());
+  CHECK(again->outputs[0].ToVector() == u->outputs[0].ToVector());
+
+  Attributes normal;
+  normal.Set("mean", 1.0);
+  normal.Set("scale", 0.5);
+  args.attributes = &normal;
+  auto n = RunForward("RandomNormalLike", ctx, args);
+  REQUIRE(n.ok());
+  double s1 = 0.0, s2 = 0.0;
+  for (float v : n->outputs[0].ToVector()) {
+    s1 += v;
+    s2 += static_cast<double>(v) * v;
+  }
+  const double mean = s1 / 4000, variance = s2 / 4000 - mean * mean;
+  // Mean 1 (sigma of the mean 0.5 / sqrt(4000) = 0.0079), variance 0.25 (sigma ~ 0.0056).
+  CHECK(std::abs(mean - 1.0) < 0.04);
+  CHECK(std::abs(variance - 0.25) < 0.028);
+  // Draws off (verify's accumulation check): the mean everywhere.
+  ctx.training = false;
+  auto off = RunForward("RandomNormalLike", ctx, args);
+  REQUIRE(off.ok());
+  CHECK(off->outputs[0].ToVector() == std::vector<float>(4000, 1.0f));
+}
+
 TEST_CASE("MaxPool keeps the first maximum and the first NaN of a window", "[kernels]") {
   // One 2x4 plane, 2x2 windows with stride 2: window 0 holds 5 twice (flat indices 1 and 4),
   // window 1 holds NaN at 3 and 6 and a larger 9 at 2.

@@ -1,8 +1,11 @@
-// Dropout with a seeded mask. The mask comes from a counter-based generator (SplitMix64 of
-// seed + element index), so it depends only on the seed and the element, which is what lets a
-// recomputed forward reproduce it exactly.
+// Dropout with a seeded mask, Bernoulli (stochastic depth's mask, dropout written by hand) and
+// the RandomUniformLike / RandomNormalLike draws.
+// The draws come from a counter-based generator (SplitMix64 of seed + element index), so they
+// depend only on the seed and the element, which is what lets a recomputed forward reproduce
+// them exactly.
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "runtime/counter_rng.h"
@@ -68,10 +71,78 @@ Expected<InputGradients> DropoutBackward(const KernelContext& ctx, const Backwar
   return grads;
 }
 
+// Bernoulli(p): 1 with probability p[i], else 0, in the `dtype` attribute's type (else p's). The
+// executor's seed (per node and micro-batch) replaces the node's own `seed` attribute, so a
+// recomputed forward draws the same values. With the draws off (ctx.training false: verify's
+// accumulation check, as for Dropout) every element is 1 where p > 0: the mask that keeps all.
+Expected<ForwardResult> BernoulliForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor p, RequireTensor(args.inputs, 0, "Bernoulli", "input"));
+  const Attributes& attrs = AttributesOf(args.attributes);
+  DType dtype = p.dtype();
+  if (attrs.Has("dtype")) {
+    const std::optional<DType> wanted =
+        DTypeFromOnnx(static_cast<int32_t>(attrs.GetInt("dtype", 0)));
+    if (!wanted)
+      return MakeError("Bernoulli: unknown dtype " + std::to_string(attrs.GetInt("dtype", 0)));
+    dtype = *wanted;
+  }
+  Tensor y = NewOverwrittenOutput(ctx, p.shape(), dtype);
+  for (int64_t i = 0; i < p.numel(); ++i) {
+    const double probability = p.data()[i];
+    if (!(probability >= 0.0 && probability <= 1.0))
+      return MakeError("Bernoulli: probability " + std::to_string(probability) +
+                       " is outside [0, 1]");
+    const bool one = ctx.training ? DropoutUniform(ctx.seed, i) < probability : probability > 0.0;
+    y.mutable_data()[i] = one ? 1.0f : 0.0f;
+  }
+  return SingleOutput(std::move(y));
+}
+
+// RandomUniformLike (U[low, high), defaults 0 and 1) and RandomNormalLike (N(mean, scale^2), Box-
+// Muller over two uniform draws): input's shape, the `dtype` attribute's type (else input's),
+// seeded by the executor like Bernoulli. With the draws off (verify's accumulation check) every
+// element is the distribution's mean, so split and whole batches compute the same.
+template <bool kNormal>
+Expected<ForwardResult> RandomLikeForward(const KernelContext& ctx, const ForwardArgs& args) {
+  const char* op = kNormal ? "RandomNormalLike" : "RandomUniformLike";
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, op, "input"));
+  const Attributes& attrs = AttributesOf(args.attributes);
+  DType dtype = x.dtype();
+  if (attrs.Has("dtype")) {
+    const std::optional<DType> wanted =
+        DTypeFromOnnx(static_cast<int32_t>(attrs.GetInt("dtype", 0)));
+    if (!wanted)
+      return MakeError(std::string(op) + ": unknown dtype " +
+                       std::to_string(attrs.GetInt("dtype", 0)));
+    dtype = *wanted;
+  }
+  const double a = attrs.GetFloat(kNormal ? "mean" : "low", 0.0);
+  const double b = attrs.GetFloat(kNormal ? "scale" : "high", 1.0);
+  Tensor y = NewOverwrittenOutput(ctx, x.shape(), dtype);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    double v = kNormal ? a : (a + b) / 2.0;
+    if (ctx.training) {
+      const double u = DropoutUniform(ctx.seed, 2 * i);
+      if (kNormal) {
+        const double u2 = 1.0 - DropoutUniform(ctx.seed, 2 * i + 1);  // (0, 1]: log is finite
+        v = a + b * std::sqrt(-2.0 * std::log(u2)) * std::cos(2.0 * M_PI * u);
+      } else {
+        v = a + (b - a) * u;
+      }
+    }
+    y.mutable_data()[i] = static_cast<float>(v);
+  }
+  RoundToOwnDType(y);
+  return SingleOutput(std::move(y));
+}
+
 }  // namespace
 
 void RegisterDropoutKernels(KernelRegistry& registry) {
   registry.Register("Dropout", &DropoutForward, &DropoutBackward);
+  registry.Register("Bernoulli", &BernoulliForward, nullptr);  // no gradient
+  registry.Register("RandomUniformLike", &RandomLikeForward<false>, nullptr);
+  registry.Register("RandomNormalLike", &RandomLikeForward<true>, nullptr);
 }
 
 }  // namespace memplan

@@ -17,12 +17,13 @@ void RegisterSoftmaxKernels(KernelRegistry& registry);        // softmax.cc: Sof
 void RegisterReductionKernels(KernelRegistry& registry);      // reduction.cc: ReduceMean, ReduceSum
 void RegisterGatherKernels(
     KernelRegistry& registry);  // gather.cc: Gather, GatherElements, ScatterND
-void RegisterShapeKernels(KernelRegistry& registry);    // shape.cc: Reshape, Transpose, Concat, ...
-void RegisterDropoutKernels(KernelRegistry& registry);  // dropout.cc: Dropout
-void RegisterMaskingKernels(KernelRegistry& registry);  // masking.cc: Trilu
-void RegisterLogicKernels(KernelRegistry& registry);    // logic.cc: Equal, Less, ..., Not
-void RegisterPaddingKernels(KernelRegistry& registry);  // padding.cc: Pad
-void RegisterResizeKernels(KernelRegistry& registry);   // resize.cc: Resize (nearest, linear)
+void RegisterShapeKernels(KernelRegistry& registry);  // shape.cc: Reshape, Transpose, Concat, ...
+void RegisterDropoutKernels(
+    KernelRegistry& registry);  // dropout.cc: Dropout, Bernoulli, Random*Like
+void RegisterMaskingKernels(KernelRegistry& registry);    // masking.cc: Trilu
+void RegisterLogicKernels(KernelRegistry& registry);      // logic.cc: Equal, Less, ..., Not
+void RegisterPaddingKernels(KernelRegistry& registry);    // padding.cc: Pad
+void RegisterResizeKernels(KernelRegistry& registry);     // resize.cc: Resize (nearest, linear)
 void RegisterRecurrentKernels(KernelRegistry& registry);  // recurrent.cc: LSTM, GRU, RNN
 void RegisterSdpaKernels(KernelRegistry& registry);  // sdpa.cc: memplan:ScaledDotProductAttention
 // fused_loss.cc: memplan:FusedLinearCrossEntropy (Liger's fused linear cross entropy)
