@@ -99,35 +99,10 @@ OpSchema TriluSchema() {
   return s;
 }
 
-OpSchema BernoulliSchema() {
-  OpSchema s;
-  s.op_type = "Bernoulli";
-  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
-    MEMPLAN_TRY(const TensorInfo* p, RequiredInput(ctx, 0));
-    DType dtype = p->dtype;
-    if (ctx.attrs().Has("dtype")) {
-      dtype = DTypeFromOnnx(static_cast<int32_t>(ctx.attrs().GetInt("dtype", 0)))
-                  .value_or(DType::kUndefined);
-    }
-    return SingleOutput(dtype, p->shape);
-  };
-  // One random draw and one compare per element.
-  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, 2 * kSimpleFlops); };
-  s.gradient_inputs = [](const OpContext& ctx) {
-    return std::vector<bool>(ctx.inputs.size(), false);
-  };
-  s.backward_flops_factor = 0.0;
-  s.stochastic = true;  // seeded per node and micro-batch, like Dropout
-  s.amp = AmpCategory::kFollowInputs;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": bernoulli: self: zeros_like(grad) (not differentiable); nothing saved";
-  s.amp_source = std::string(kAutocastLists) + ": not listed, runs in its input's dtype";
-  return s;
-}
-
-// RandomUniformLike / RandomNormalLike: input's shape, the `dtype` attribute's type (else the
-// input's); no gradient (rand_like's input is only a shape), seeded like Bernoulli.
-OpSchema RandomLikeSchema(const char* op_type) {
+// Bernoulli, RandomUniformLike, RandomNormalLike: a draw per element of the input's shape, in
+// the `dtype` attribute's type (else the input's); no gradient (bernoulli's probabilities and
+// rand_like's input give no gradient), seeded per node and micro-batch like Dropout.
+OpSchema RandomDrawSchema(const char* op_type, const char* derivatives) {
   OpSchema s;
   s.op_type = op_type;
   s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
@@ -139,7 +114,7 @@ OpSchema RandomLikeSchema(const char* op_type) {
     }
     return SingleOutput(dtype, x->shape);
   };
-  // One draw (a few integer operations, plus a log and a cosine for the normal) per element.
+  // One random draw and one compare or scale per element.
   s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, 2 * kSimpleFlops); };
   s.gradient_inputs = [](const OpContext& ctx) {
     return std::vector<bool>(ctx.inputs.size(), false);
@@ -147,9 +122,8 @@ OpSchema RandomLikeSchema(const char* op_type) {
   s.backward_flops_factor = 0.0;
   s.stochastic = true;
   s.amp = AmpCategory::kFollowInputs;
-  s.saved_source =
-      std::string(kDerivativesYaml) + ": rand_like / randn_like: not differentiable; nothing saved";
-  s.amp_source = std::string(kAutocastLists) + ": not listed";
+  s.saved_source = std::string(kDerivativesYaml) + ": " + derivatives;
+  s.amp_source = std::string(kAutocastLists) + ": not listed, runs in its input's dtype";
   return s;
 }
 
@@ -158,9 +132,12 @@ OpSchema RandomLikeSchema(const char* op_type) {
 void RegisterMaskingOps(OpRegistry& registry) {
   registry.Register(ModSchema());
   registry.Register(TriluSchema());
-  registry.Register(BernoulliSchema());
-  registry.Register(RandomLikeSchema("RandomUniformLike"));
-  registry.Register(RandomLikeSchema("RandomNormalLike"));
+  registry.Register(RandomDrawSchema(
+      "Bernoulli", "bernoulli: self: zeros_like(grad) (not differentiable); nothing saved"));
+  registry.Register(
+      RandomDrawSchema("RandomUniformLike", "rand_like: not differentiable; nothing saved"));
+  registry.Register(
+      RandomDrawSchema("RandomNormalLike", "randn_like: not differentiable; nothing saved"));
 }
 
 }  // namespace memplan

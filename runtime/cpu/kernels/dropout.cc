@@ -5,8 +5,10 @@
 // them exactly.
 
 #include <cmath>
+#include <numbers>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "runtime/counter_rng.h"
 #include "runtime/cpu/kernel_registry.h"
@@ -71,21 +73,23 @@ Expected<InputGradients> DropoutBackward(const KernelContext& ctx, const Backwar
   return grads;
 }
 
+// The random draws' result type: the `dtype` attribute's, else the input's.
+Expected<DType> DrawDType(const Attributes* attributes, DType input, std::string_view op) {
+  const Attributes& attrs = AttributesOf(attributes);
+  if (!attrs.Has("dtype")) return input;
+  const int64_t code = attrs.GetInt("dtype", 0);
+  const std::optional<DType> wanted = DTypeFromOnnx(static_cast<int32_t>(code));
+  if (!wanted) return MakeError(std::string(op) + ": unknown dtype " + std::to_string(code));
+  return *wanted;
+}
+
 // Bernoulli(p): 1 with probability p[i], else 0, in the `dtype` attribute's type (else p's). The
 // executor's seed (per node and micro-batch) replaces the node's own `seed` attribute, so a
 // recomputed forward draws the same values. With the draws off (ctx.training false: verify's
 // accumulation check, as for Dropout) every element is 1 where p > 0: the mask that keeps all.
 Expected<ForwardResult> BernoulliForward(const KernelContext& ctx, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor p, RequireTensor(args.inputs, 0, "Bernoulli", "input"));
-  const Attributes& attrs = AttributesOf(args.attributes);
-  DType dtype = p.dtype();
-  if (attrs.Has("dtype")) {
-    const std::optional<DType> wanted =
-        DTypeFromOnnx(static_cast<int32_t>(attrs.GetInt("dtype", 0)));
-    if (!wanted)
-      return MakeError("Bernoulli: unknown dtype " + std::to_string(attrs.GetInt("dtype", 0)));
-    dtype = *wanted;
-  }
+  MEMPLAN_TRY(DType dtype, DrawDType(args.attributes, p.dtype(), "Bernoulli"));
   Tensor y = NewOverwrittenOutput(ctx, p.shape(), dtype);
   for (int64_t i = 0; i < p.numel(); ++i) {
     const double probability = p.data()[i];
@@ -106,16 +110,8 @@ template <bool kNormal>
 Expected<ForwardResult> RandomLikeForward(const KernelContext& ctx, const ForwardArgs& args) {
   const char* op = kNormal ? "RandomNormalLike" : "RandomUniformLike";
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, op, "input"));
+  MEMPLAN_TRY(DType dtype, DrawDType(args.attributes, x.dtype(), op));
   const Attributes& attrs = AttributesOf(args.attributes);
-  DType dtype = x.dtype();
-  if (attrs.Has("dtype")) {
-    const std::optional<DType> wanted =
-        DTypeFromOnnx(static_cast<int32_t>(attrs.GetInt("dtype", 0)));
-    if (!wanted)
-      return MakeError(std::string(op) + ": unknown dtype " +
-                       std::to_string(attrs.GetInt("dtype", 0)));
-    dtype = *wanted;
-  }
   const double a = attrs.GetFloat(kNormal ? "mean" : "low", 0.0);
   const double b = attrs.GetFloat(kNormal ? "scale" : "high", 1.0);
   Tensor y = NewOverwrittenOutput(ctx, x.shape(), dtype);
@@ -125,7 +121,7 @@ Expected<ForwardResult> RandomLikeForward(const KernelContext& ctx, const Forwar
       const double u = DropoutUniform(ctx.seed, 2 * i);
       if (kNormal) {
         const double u2 = 1.0 - DropoutUniform(ctx.seed, 2 * i + 1);  // (0, 1]: log is finite
-        v = a + b * std::sqrt(-2.0 * std::log(u2)) * std::cos(2.0 * M_PI * u);
+        v = a + b * std::sqrt(-2.0 * std::log(u2)) * std::cos(2.0 * std::numbers::pi * u);
       } else {
         v = a + (b - a) * u;
       }
