@@ -68,7 +68,8 @@ struct PowOp {
 // Mod: `fmod` 0 is Python's % (torch.remainder: the sign of the divisor), 1 is C's fmod
 // (torch.fmod: the sign of the dividend). derivatives.yaml: self gets grad; other gets
 // -grad * self.div(other, rounding_mode "floor" / "trunc"), so a's gradient reads no operand.
-struct RemainderOp {
+template <bool kTruncated>
+struct ModOp {
   static constexpr const char* kName = "Mod";
   static constexpr bool kNeedsOperands = true;
   static constexpr bool kGradAReadsA = false;
@@ -76,21 +77,16 @@ struct RemainderOp {
   static constexpr bool kGradBReadsB = true;
   static float Forward(float a, float b) {
     const float r = std::fmod(a, b);
+    if constexpr (kTruncated) return r;
     return r != 0.0f && (r < 0.0f) != (b < 0.0f) ? r + b : r;
   }
   static float GradA(float, float, float dy) { return dy; }
-  static float GradB(float a, float b, float dy) { return -dy * std::floor(a / b); }
+  static float GradB(float a, float b, float dy) {
+    return -dy * (kTruncated ? std::trunc(a / b) : std::floor(a / b));
+  }
 };
-struct FmodOp {
-  static constexpr const char* kName = "Mod";
-  static constexpr bool kNeedsOperands = true;
-  static constexpr bool kGradAReadsA = false;
-  static constexpr bool kGradAReadsB = false;
-  static constexpr bool kGradBReadsB = true;
-  static float Forward(float a, float b) { return std::fmod(a, b); }
-  static float GradA(float, float, float dy) { return dy; }
-  static float GradB(float a, float b, float dy) { return -dy * std::trunc(a / b); }
-};
+using RemainderOp = ModOp<false>;
+using FmodOp = ModOp<true>;
 
 // Whether a's gradient reads b (every op but Mod's, whose is dy itself).
 template <class Op>
