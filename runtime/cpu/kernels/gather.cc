@@ -116,12 +116,10 @@ Expected<std::vector<int64_t>> GatherElementsOffsets(const Attributes& attrs,
   MEMPLAN_TRY(std::vector<int64_t> index,
               ResolveIndices(indices, data[static_cast<size_t>(axis)], kOp));
   const std::vector<int64_t> strides = ContiguousStrides(data);
-  size_t e = 0;  // the output element PerElement visits, in row-major order
-  return PerElement(shape, [&](const std::vector<int64_t>& at) {
+  return PerElement(shape, [&](const std::vector<int64_t>& at, size_t e) {
     int64_t offset = 0;
     for (size_t d = 0; d < at.size(); ++d)
       offset += (static_cast<int64_t>(d) == axis ? index[e] : at[d]) * strides[d];
-    ++e;
     return offset;
   });
 }

@@ -66,15 +66,15 @@ IntList IntsFromInputOrAttribute(const std::vector<Tensor>& inputs, size_t index
 // Row-major strides of `shape` in elements.
 std::vector<int64_t> ContiguousStrides(const TensorShape& shape);
 
-// For every element of `shape` in row-major order, source(coordinate) (the coordinate of each
-// dim): one value per element, as the kernels that copy through an index (Pad, Tile,
-// GatherElements) resolve each output element's source offset once.
+// For every element of `shape` in row-major order, source(coordinate, flat index): one value per
+// element, as the kernels that copy through an index (Pad, Tile, GatherElements) resolve each
+// output element's source offset once.
 template <class Source>
 std::vector<int64_t> PerElement(const TensorShape& shape, Source source) {
   std::vector<int64_t> values(static_cast<size_t>(NumElements(shape)));
   std::vector<int64_t> coordinate(shape.size(), 0);
-  for (int64_t& value : values) {
-    value = source(static_cast<const std::vector<int64_t>&>(coordinate));
+  for (size_t e = 0; e < values.size(); ++e) {
+    values[e] = source(static_cast<const std::vector<int64_t>&>(coordinate), e);
     for (size_t d = shape.size(); d-- > 0;) {
       if (++coordinate[d] < shape[d]) break;
       coordinate[d] = 0;

@@ -73,7 +73,7 @@ Expected<PadPlan> PlanPad(const Attributes& attrs, const std::vector<Tensor>& in
       coordinate[d].push_back(SourceCoordinate(mode, o, begin[d], x[d]));
   }
   const std::vector<int64_t> strides = ContiguousStrides(x);
-  plan.source = PerElement(plan.output, [&](const std::vector<int64_t>& at) {
+  plan.source = PerElement(plan.output, [&](const std::vector<int64_t>& at, size_t) {
     int64_t offset = 0;
     for (size_t d = 0; d < x.size() && offset >= 0; ++d) {
       const int64_t c = coordinate[d][static_cast<size_t>(at[d])];

@@ -189,7 +189,7 @@ Expected<ForwardResult> RecurrentForward(Cell cell, const KernelContext& ctx,
   const int64_t H = g.hidden;
   Tensor y = NewOutput(ctx, g.YShape(), x.dtype());
   Tensor y_h = NewOutput(ctx, g.StateShape(), x.dtype());
-  Tensor y_c = NewOutput(ctx, g.StateShape(), x.dtype());
+  Tensor y_c = cell == Cell::kLstm ? NewOutput(ctx, g.StateShape(), x.dtype()) : Tensor();
   Tensor reserve = NewExtra(ctx, g.ReserveShape(), x.dtype());
   std::vector<double> pre(static_cast<size_t>(g.GateRows())), rec_n(static_cast<size_t>(H));
   for (int64_t d = 0; d < g.directions; ++d) {
@@ -244,12 +244,13 @@ Expected<ForwardResult> RecurrentForward(Cell cell, const KernelContext& ctx,
     for (int64_t b = 0; b < g.batch; ++b) {
       for (int64_t j = 0; j < H; ++j) {
         y_h.mutable_data()[g.StateAt(d, b) + j] = state.h[b * H + j];
-        y_c.mutable_data()[g.StateAt(d, b) + j] = state.c[b * H + j];
+        if (y_c.defined()) y_c.mutable_data()[g.StateAt(d, b) + j] = state.c[b * H + j];
       }
     }
   }
   ForwardResult result;
-  for (Tensor* t : {&y, &y_h, &y_c, &reserve}) RoundToOwnDType(*t);
+  for (Tensor* t : {&y, &y_h, &y_c, &reserve})
+    if (t->defined()) RoundToOwnDType(*t);
   result.outputs = {y, y_h};
   if (cell == Cell::kLstm) result.outputs.push_back(y_c);
   result.outputs.resize(static_cast<size_t>(std::max(args.num_outputs, 0)));

@@ -383,7 +383,7 @@ Expected<std::vector<int64_t>> TileSources(const TensorShape& x, const Tensor& r
     output.push_back(x[d] * repeats[d]);
   }
   const std::vector<int64_t> strides = ContiguousStrides(x);
-  return PerElement(output, [&](const std::vector<int64_t>& at) {
+  return PerElement(output, [&](const std::vector<int64_t>& at, size_t) {
     int64_t offset = 0;
     for (size_t d = 0; d < x.size(); ++d) offset += (at[d] % x[d]) * strides[d];
     return offset;
