@@ -6,7 +6,11 @@
 
 namespace memplan {
 
-CachingAllocator::CachingAllocator(CachingAllocatorOptions options) : options_(options) {}
+CachingAllocator::CachingAllocator(CachingAllocatorOptions options) : options_(options) {
+  const int64_t m = options_.min_block_size;
+  MEMPLAN_CHECK(m >= 1);
+  if ((m & (m - 1)) == 0) round_mask_ = m - 1;
+}
 
 void CachingAllocator::Reset() {
   blocks_.clear();
@@ -25,6 +29,7 @@ void CachingAllocator::Reset() {
 int64_t CachingAllocator::RoundSize(int64_t bytes) const {
   const int64_t m = options_.min_block_size;
   if (bytes < m) return m;
+  if (round_mask_ != 0 || m == 1) return (bytes + round_mask_) & ~round_mask_;
   return m * ((bytes + m - 1) / m);
 }
 
@@ -36,15 +41,25 @@ int64_t CachingAllocator::SegmentSize(int64_t rounded) const {
   return r * ((rounded + r - 1) / r);
 }
 
-int64_t CachingAllocator::NewBlock(Block b) {
+int64_t CachingAllocator::NewBlock(int64_t segment, int64_t offset, int64_t size, int64_t prev,
+                                   int64_t next) {
+  int64_t index = 0;
   if (!free_block_slots_.empty()) {
-    int64_t index = free_block_slots_.back();
+    index = free_block_slots_.back();
     free_block_slots_.pop_back();
-    block(index) = b;
-    return index;
+  } else {
+    index = static_cast<int64_t>(blocks_.size());
+    blocks_.emplace_back();
   }
-  blocks_.push_back(b);
-  return static_cast<int64_t>(blocks_.size()) - 1;
+  Block& b = block(index);
+  b.segment = segment;
+  b.offset = offset;
+  b.size = size;
+  b.prev = prev;
+  b.next = next;
+  b.free = true;
+  b.stamp = -1;
+  return index;
 }
 
 namespace {
@@ -124,34 +139,36 @@ void CachingAllocator::EraseFree(int64_t index) {
   }
 }
 
-std::optional<int64_t> CachingAllocator::TakeFreeBlock(bool small, int64_t size) {
+int64_t CachingAllocator::TakeFreeBlock(bool small, int64_t size) {
   FreePool& pool = small ? small_pool_ : large_pool_;
   // Best fit: the smallest size >= size (every bucket in the pool has a live block), then the
   // lowest address of that size (BlockComparator).
   const size_t i = FirstAtLeast(pool, size);
-  if (i == pool.sizes.size()) return std::nullopt;
+  if (i == pool.sizes.size()) return kNoBlock;
   SizeBucket& bucket = buckets_[pool.slots[i]];
   std::vector<FreeEntry>& heap = bucket.heap;
   for (;;) {
     MEMPLAN_CHECK(!heap.empty());
     std::pop_heap(heap.begin(), heap.end(), HigherAddress{});
-    const FreeEntry top = heap.back();
+    // Two fields read in place: a copy of the entry through the stack stalls store forwarding.
+    const int64_t taken = heap.back().block;
+    const int64_t stamp = heap.back().stamp;
     heap.pop_back();
-    if (Stale(top)) continue;
-    block(top.block).stamp = -1;
+    if (block(taken).stamp != stamp) continue;  // stale: the block left the pool
+    block(taken).stamp = -1;
     if (--bucket.live == 0) DropBucket(pool, i);
-    return top.block;
+    return taken;
   }
 }
 
-std::optional<int64_t> CachingAllocator::NewSegment(bool small, int64_t segment_size) {
+int64_t CachingAllocator::NewSegment(bool small, int64_t segment_size) {
   if (options_.capacity && reserved_bytes_ + segment_size > *options_.capacity) {
     // alloc_block failed: release_cached_blocks() frees every unsplit free segment, then retry.
     ReleaseFreeSegments();
-    if (reserved_bytes_ + segment_size > *options_.capacity) return std::nullopt;
+    if (reserved_bytes_ + segment_size > *options_.capacity) return kNoBlock;
   }
   const auto id = static_cast<int64_t>(segments_.size());
-  int64_t head = NewBlock(Block{id, 0, segment_size, -1, -1, true});
+  int64_t head = NewBlock(id, 0, segment_size, -1, -1);
   segments_.push_back(Segment{segment_size, head, small, false});
   ++live_segments_;
   reserved_bytes_ += segment_size;
@@ -180,20 +197,20 @@ bool CachingAllocator::Allocate(int64_t handle, int64_t bytes) {
   MEMPLAN_CHECK(block_by_handle_[slot] == -1);
   const int64_t size = RoundSize(bytes);
   const bool small = size <= options_.small_size;
-  std::optional<int64_t> found = TakeFreeBlock(small, size);
-  if (!found) {
-    found = NewSegment(small, SegmentSize(size));
-    if (!found) return false;
+  int64_t index = TakeFreeBlock(small, size);
+  if (index == kNoBlock) {
+    index = NewSegment(small, SegmentSize(size));
+    if (index == kNoBlock) return false;
   }
-  const int64_t index = *found;
-  const Block b = block(index);
-  const int64_t remaining = b.size - size;
+  const int64_t segment = block(index).segment;
+  const int64_t offset = block(index).offset;
+  const int64_t next = block(index).next;
+  const int64_t remaining = block(index).size - size;
   // should_split(): small pool keeps remainders of >= 512 bytes, large pool only those > 1 MiB.
   const bool split = small ? remaining >= options_.min_block_size : remaining > options_.small_size;
   if (split) {
-    const int64_t rest =
-        NewBlock(Block{b.segment, b.offset + size, remaining, index, b.next, true});
-    if (b.next != -1) block(b.next).prev = rest;
+    const int64_t rest = NewBlock(segment, offset + size, remaining, index, next);
+    if (next != -1) block(next).prev = rest;
     block(index).next = rest;
     InsertFree(rest);
     block(index).size = size;

@@ -95,16 +95,21 @@ class CachingAllocator final : public AllocatorModel {
     std::vector<uint32_t> slots;  // sizes[i]'s bucket: buckets_[slots[i]]
   };
 
+  // The hot paths return a block index or kNoBlock rather than std::optional: an optional built
+  // on the stack and read back as one word stalls store forwarding, and replays call these
+  // tens of millions of times per plan.
+  static constexpr int64_t kNoBlock = -1;
   // Takes the best-fitting free block out of its pool: the smallest block of at least `size`,
-  // the lowest address among equals; nullopt when none is large enough.
-  std::optional<int64_t> TakeFreeBlock(bool small, int64_t size);
+  // the lowest address among equals; kNoBlock when none is large enough.
+  int64_t TakeFreeBlock(bool small, int64_t size);
   FreePool& PoolOf(const Block& b) {
     return segments_[static_cast<size_t>(b.segment)].small ? small_pool_ : large_pool_;
   }
   bool Stale(const FreeEntry& e) { return block(e.block).stamp != e.stamp; }
   // Drops the stale entries of a bucket once they outnumber the live ones.
   void Compact(SizeBucket& bucket);
-  std::optional<int64_t> NewSegment(bool small, int64_t segment_size);
+  // The head block of a new segment; kNoBlock when the capacity refuses it.
+  int64_t NewSegment(bool small, int64_t segment_size);
   void ReleaseFreeSegments();
   void InsertFree(int64_t block);
   void EraseFree(int64_t block);
@@ -114,10 +119,15 @@ class CachingAllocator final : public AllocatorModel {
   SizeBucket& BucketOf(FreePool& pool, int64_t size);
   // Removes the emptied bucket at `position` of `pool`; its slot becomes a spare.
   void DropBucket(FreePool& pool, size_t position);
-  int64_t NewBlock(Block block);
+  // A free block, its fields written in place (a Block built on the stack and copied stalls
+  // store forwarding on its `free` byte).
+  int64_t NewBlock(int64_t segment, int64_t offset, int64_t size, int64_t prev, int64_t next);
   Block& block(int64_t index) { return blocks_[static_cast<size_t>(index)]; }
 
   CachingAllocatorOptions options_;
+  // min_block_size - 1 when it is a power of two (always, in PyTorch's configuration): rounding
+  // by a mask instead of a division, on every request of every replay.
+  int64_t round_mask_ = 0;
   std::vector<Block> blocks_;
   std::vector<int64_t> free_block_slots_;  // recycled indices into blocks_
   std::vector<Segment> segments_;          // by segment id (ids are never reused)
