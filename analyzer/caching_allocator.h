@@ -54,45 +54,52 @@ class CachingAllocator final : public AllocatorModel {
  private:
   // Blocks of a segment form a doubly linked list in address order (PyTorch's Block::prev/next),
   // so a free merges with its neighbours in O(1).
+  //
+  // Addresses: PyTorch orders free blocks of one size by device pointer; the model orders them
+  // by (segment, offset), segments by creation. Each segment gets a virtual base, the sum of the
+  // sizes of the segments made before it (never reused), so base + offset is one integer in that
+  // same order: heap entries compare one word instead of two.
   struct Block {
-    int64_t segment = 0;
-    int64_t offset = 0;  // within the segment
+    int64_t address = 0;  // the segment's virtual base + the block's offset in it
     int64_t size = 0;
-    int64_t prev = -1;  // the block at the next lower address of the segment; -1 none
-    int64_t next = -1;  // the block at the next higher address; -1 none
-    bool free = true;
     int64_t stamp = -1;  // the stamp of its entry in its pool's heap; -1 when not in a pool
+    int32_t segment = 0;
+    int32_t prev = -1;  // the block at the next lower address of the segment; -1 none
+    int32_t next = -1;  // the block at the next higher address; -1 none
+    bool free = true;
+    bool small = false;  // its segment's pool (read on every free: kept beside the block)
   };
   struct Segment {
     int64_t size = 0;
-    int64_t head = -1;  // the block at offset 0
-    bool small = false;
+    int64_t head = -1;      // the block at offset 0
     bool released = false;  // given back by ReleaseFreeSegments
   };
-  // The free blocks of a pool in PyTorch's BlockComparator order: size, then address (segment,
-  // offset). Every simulated allocation takes a block out and puts its remainder back, and a
-  // balanced tree of all free blocks (a node per block, a cache miss per level) was most of the
-  // model's cost. Programs have few distinct sizes (under a hundred free at once on a
-  // 50,000-node chain) and many blocks of each, so a pool is a sorted array of the sizes with a
-  // free block, each with a bucket, and a bucket a binary min-heap by address in one array. A
-  // block leaves the pool by losing its stamp (Block::stamp); its heap entry stays behind, is
-  // skipped when it reaches the top, and is dropped when stale entries outnumber live ones.
+  // The free blocks of a pool in PyTorch's BlockComparator order: size, then address. Every
+  // simulated allocation takes a block out and puts its remainder back, and a balanced tree of
+  // all free blocks (a node per block, a cache miss per level) was most of the model's cost.
+  // Programs have few distinct sizes (under a hundred free at once on a 50,000-node chain) and
+  // many blocks of some, so a pool is a sorted array of the sizes with a free block, each with a
+  // bucket, and a bucket a binary min-heap by address in one array. A block leaves the pool by
+  // losing its stamp (Block::stamp); its heap entry stays behind, is skipped when it reaches the
+  // top, and is dropped when stale entries outnumber live ones.
   struct FreeEntry {
-    int64_t segment = 0;
-    int64_t offset = 0;
+    int64_t address = 0;
     int64_t block = 0;
     int64_t stamp = 0;  // live while block(block).stamp == stamp
   };
   struct SizeBucket {
-    std::vector<FreeEntry> heap;  // min-heap by (segment, offset)
+    std::vector<FreeEntry> heap;  // min-heap by address
     int64_t live = 0;             // blocks of this size in the pool
   };
   // The sizes are searched on every request: a flat array of them (one or two cache lines) beats
   // a tree, and a bucket that empties and refills (a size nothing else has free, as a chain's
   // activations) keeps its heap array in `buckets_` instead of going back to malloc.
+  struct SizeSlot {
+    int64_t size = 0;
+    uint32_t bucket = 0;  // buckets_[bucket]
+  };
   struct FreePool {
-    std::vector<int64_t> sizes;   // ascending; a size has a bucket while a block of it is free
-    std::vector<uint32_t> slots;  // sizes[i]'s bucket: buckets_[slots[i]]
+    std::vector<SizeSlot> sizes;  // ascending; a size is here while a block of it is free
   };
 
   // The hot paths return a block index or kNoBlock rather than std::optional: an optional built
@@ -102,9 +109,7 @@ class CachingAllocator final : public AllocatorModel {
   // Takes the best-fitting free block out of its pool: the smallest block of at least `size`,
   // the lowest address among equals; kNoBlock when none is large enough.
   int64_t TakeFreeBlock(bool small, int64_t size);
-  FreePool& PoolOf(const Block& b) {
-    return segments_[static_cast<size_t>(b.segment)].small ? small_pool_ : large_pool_;
-  }
+  FreePool& PoolOf(const Block& b) { return b.small ? small_pool_ : large_pool_; }
   bool Stale(const FreeEntry& e) { return block(e.block).stamp != e.stamp; }
   // Drops the stale entries of a bucket once they outnumber the live ones.
   void Compact(SizeBucket& bucket);
@@ -121,7 +126,8 @@ class CachingAllocator final : public AllocatorModel {
   void DropBucket(FreePool& pool, size_t position);
   // A free block, its fields written in place (a Block built on the stack and copied stalls
   // store forwarding on its `free` byte).
-  int64_t NewBlock(int64_t segment, int64_t offset, int64_t size, int64_t prev, int64_t next);
+  int64_t NewBlock(int64_t segment, int64_t address, int64_t size, int64_t prev, int64_t next,
+                   bool small);
   Block& block(int64_t index) { return blocks_[static_cast<size_t>(index)]; }
 
   CachingAllocatorOptions options_;
@@ -132,6 +138,7 @@ class CachingAllocator final : public AllocatorModel {
   std::vector<int64_t> free_block_slots_;  // recycled indices into blocks_
   std::vector<Segment> segments_;          // by segment id (ids are never reused)
   int64_t live_segments_ = 0;              // segments not released
+  int64_t next_segment_base_ = 0;          // the virtual base of the next segment
   FreePool small_pool_, large_pool_;
   std::vector<SizeBucket> buckets_;    // by slot: the pools' buckets and the spares
   std::vector<uint32_t> spare_slots_;  // slots of buckets_ no pool uses (emptied, capacity kept)
