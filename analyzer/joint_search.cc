@@ -480,10 +480,13 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
   const std::vector<CheckpointableModule>* module_units =
       unit == RecomputeUnit::kModule ? &modules : nullptr;
 
+  // Every precision and recompute attempt plans this graph: its node costs are analysed once.
+  PlannerOptions shared = base;
+  if (!shared.node_costs) shared.node_costs = std::make_shared<NodeCostsCache>();
   std::vector<Configuration> configurations;
   for (Precision precision : PrecisionsToTry(search.precision, base.gpu, base.program.amp_mode))
     MEMPLAN_RETURN_IF_ERROR(
-        PlanPrecision(graph, base, search, precision, module_units, configurations));
+        PlanPrecision(graph, shared, search, precision, module_units, configurations));
 
   size_t best = 0;
   for (size_t i = 1; i < configurations.size(); ++i)

@@ -275,13 +275,10 @@ class CandidateEvaluator {
   Expected<const std::vector<NodeTime>*> NodeTimesOf(int64_t m) {
     auto it = node_times_.find(m);
     if (it == node_times_.end()) {
-      if (!node_costs_) {
-        MEMPLAN_TRY(NodeCosts costs, AnalyzeNodeCosts(graph_));
-        node_costs_ = std::move(costs);
-      }
-      MEMPLAN_TRY(std::vector<NodeTime> times,
-                  EstimateNodeTimes(*node_costs_, options_.gpu, BindingsFor(m), compute_dtypes_,
-                                    options_.cost));
+      MEMPLAN_TRY(const NodeCosts* costs, node_costs_->Of(graph_));
+      MEMPLAN_TRY(
+          std::vector<NodeTime> times,
+          EstimateNodeTimes(*costs, options_.gpu, BindingsFor(m), compute_dtypes_, options_.cost));
       it = node_times_.emplace(m, std::move(times)).first;
     }
     return &it->second;
@@ -304,7 +301,9 @@ class CandidateEvaluator {
   std::optional<AllocationScript> scripts_[2];  // by min(k, 2) - 1, recorded on first use
   CachingPeakMemo caching_memos_[2];            // the caching model's peaks per script
   std::map<int64_t, std::vector<NodeTime>> node_times_;
-  std::optional<NodeCosts> node_costs_;  // the symbolic costs, analysed on first use
+  // The symbolic costs, analysed on first use: the options' shared cache, else its own.
+  std::shared_ptr<NodeCostsCache> node_costs_ =
+      options_.node_costs ? options_.node_costs : std::make_shared<NodeCostsCache>();
 };
 
 // The largest m in [1, cap] whose peak (peak_of(m), an Expected<int64_t>) is at most `limit`,
@@ -402,6 +401,16 @@ std::vector<int64_t> CandidateMicroBatches(int64_t chosen, int64_t largest, int 
 }
 
 }  // namespace
+
+Expected<const NodeCosts*> NodeCostsCache::Of(const Graph& graph) {
+  MEMPLAN_CHECK(graph_ == nullptr || graph_ == &graph);
+  if (!costs_) {
+    MEMPLAN_TRY(NodeCosts costs, AnalyzeNodeCosts(graph));
+    costs_ = std::move(costs);
+    graph_ = &graph;
+  }
+  return &*costs_;
+}
 
 int64_t Headroom::BytesOf(int64_t budget) const {
   MEMPLAN_CHECK(budget >= 0 && fraction >= 0 && bytes >= 0);
