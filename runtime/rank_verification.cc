@@ -155,9 +155,7 @@ double WorstRankDifference(const TrainingProgram& p, const std::vector<RunResult
 
 EquivalenceResult CompareGradients(const TrainingProgram& p, const std::vector<RunResult>& ranks,
                                    const RunResult& reference, double bound) {
-  EquivalenceResult r;
-  r.checked = true;
-  r.bound = bound;
+  EquivalenceResult r{.checked = true, .bound = bound};
   for (size_t i = 0; i < p.parameters.size(); ++i) {
     if (i >= reference.gradients.size() || reference.gradients[i].empty()) continue;
     const std::vector<float>& want = reference.gradients[i];
@@ -173,9 +171,7 @@ EquivalenceResult CompareGradients(const TrainingProgram& p, const std::vector<R
 
 EquivalenceResult CompareWeights(const TrainingProgram& p, const std::vector<RunResult>& ranks,
                                  const RunResult& reference, double bound) {
-  EquivalenceResult r;
-  r.checked = true;
-  r.bound = bound;
+  EquivalenceResult r{.checked = true, .bound = bound};
   int64_t left_out = 0;
   for (size_t i = 0; i < p.parameters.size(); ++i) {
     const std::vector<float>& before = reference.initial[i];
