@@ -36,6 +36,31 @@ void RequireClose(const Tensor& actual, const std::vector<float>& expected,
   REQUIRE(worst <= kTolerance);
 }
 
+ForwardArgs ForwardArgsOf(const Attributes& attrs, const std::vector<Tensor>& inputs,
+                          int num_outputs) {
+  ForwardArgs args;
+  args.attributes = &attrs;
+  args.inputs = inputs;
+  args.num_outputs = num_outputs;
+  return args;
+}
+
+// Backward's arguments after `forward` ran on `inputs`, all but the output gradients. An absent
+// input (an undefined Tensor) has no shape and an undefined dtype.
+BackwardArgs BackwardArgsAfter(const Attributes& attrs, const std::vector<Tensor>& inputs,
+                               const ForwardResult& forward) {
+  BackwardArgs args;
+  args.attributes = &attrs;
+  args.inputs = inputs;
+  args.outputs = forward.outputs;
+  args.extras = forward.extras;
+  for (const Tensor& t : inputs) {
+    args.input_shapes.push_back(t.shape());
+    args.input_dtypes.push_back(t.dtype());
+  }
+  return args;
+}
+
 struct OpRun {
   ForwardResult forward;
   InputGradients grads;
@@ -44,21 +69,9 @@ struct OpRun {
 OpRun Run(const std::string& op, const Attributes& attrs, const std::vector<Tensor>& inputs,
           const std::vector<float>& cotangent, int num_outputs = 1, std::string_view domain = "") {
   KernelContext ctx;
-  ForwardArgs fargs;
-  fargs.attributes = &attrs;
-  fargs.inputs = inputs;
-  fargs.num_outputs = num_outputs;
-  auto forward = RunForward(op, ctx, fargs, domain);
+  auto forward = RunForward(op, ctx, ForwardArgsOf(attrs, inputs, num_outputs), domain);
   if (!forward.ok()) FAIL(forward.error().message);
-  BackwardArgs bargs;
-  bargs.attributes = &attrs;
-  bargs.inputs = inputs;
-  bargs.outputs = forward->outputs;
-  bargs.extras = forward->extras;
-  for (const Tensor& t : inputs) {
-    bargs.input_shapes.push_back(t.shape());
-    bargs.input_dtypes.push_back(t.dtype());
-  }
+  BackwardArgs bargs = BackwardArgsAfter(attrs, inputs, *forward);
   bargs.grad_outputs.resize(forward->outputs.size());
   bargs.grad_outputs[0] = Tensor::FromValues(forward->outputs[0].shape(), cotangent);
   auto grads = RunBackward(op, ctx, bargs, domain);
@@ -535,23 +548,11 @@ RecurrentRun RunRecurrent(const std::string& op, const Attributes& attrs,
                           const std::vector<Tensor>& inputs, int num_outputs,
                           const std::vector<float>& cotangent) {
   KernelContext ctx;
-  ForwardArgs fargs;
-  fargs.attributes = &attrs;
-  fargs.inputs = inputs;
-  fargs.num_outputs = num_outputs;
-  auto forward = RunForward(op, ctx, fargs);
+  auto forward = RunForward(op, ctx, ForwardArgsOf(attrs, inputs, num_outputs));
   if (!forward.ok()) FAIL(forward.error().message);
   REQUIRE(forward->outputs.size() == static_cast<size_t>(num_outputs));
   RecurrentRun run;
-  BackwardArgs bargs;
-  bargs.attributes = &attrs;
-  bargs.inputs = inputs;
-  bargs.outputs = forward->outputs;
-  bargs.extras = forward->extras;
-  for (const Tensor& t : inputs) {
-    bargs.input_shapes.push_back(t.defined() ? t.shape() : TensorShape{});
-    bargs.input_dtypes.push_back(t.defined() ? t.dtype() : DType::kUndefined);
-  }
+  BackwardArgs bargs = BackwardArgsAfter(attrs, inputs, *forward);
   size_t offset = 0;
   for (const Tensor& out : forward->outputs) {
     run.outputs.insert(run.outputs.end(), out.data(), out.data() + out.numel());
@@ -611,27 +612,28 @@ TEST_CASE("RNN matches torch.rnn_tanh, bidirectional", "[kernels]") {
   CheckRecurrent("RNN", a, 2, ref::rnn_bidi);
 }
 
+// `values` of shape [a, b, c] rearranged as [b, a, c].
+std::vector<float> SwapLeadingAxes(const std::vector<float>& values, int64_t a, int64_t b,
+                                   int64_t c) {
+  std::vector<float> out(values.size());
+  for (int64_t i = 0; i < a; ++i)
+    for (int64_t j = 0; j < b; ++j)
+      for (int64_t k = 0; k < c; ++k)
+        out[static_cast<size_t>((j * a + i) * c + k)] =
+            values[static_cast<size_t>((i * b + j) * c + k)];
+  return out;
+}
+
 // layout = 1 is layout 0 with X [batch, T, I], Y [batch, T, D, H] and the states [batch, D, H]:
 // the same numbers, transposed (the LSTM reference above, rearranged by hand).
 TEST_CASE("LSTM with layout 1 (batch first) is layout 0 transposed", "[kernels]") {
   const int64_t steps = 3, batch = 2, input = 3, dirs = 2, hidden = 2;
+  // X [T, batch, I] -> [batch, T, I]; a state [D, batch, H] -> [batch, D, H].
   auto batch_first_x = [&](const std::vector<float>& x) {
-    std::vector<float> out(x.size());
-    for (int64_t t = 0; t < steps; ++t)
-      for (int64_t b = 0; b < batch; ++b)
-        for (int64_t i = 0; i < input; ++i)
-          out[static_cast<size_t>((b * steps + t) * input + i)] =
-              x[static_cast<size_t>((t * batch + b) * input + i)];
-    return out;
+    return SwapLeadingAxes(x, steps, batch, input);
   };
   auto batch_first_state = [&](const std::vector<float>& s) {
-    std::vector<float> out(s.size());
-    for (int64_t d = 0; d < dirs; ++d)
-      for (int64_t b = 0; b < batch; ++b)
-        for (int64_t j = 0; j < hidden; ++j)
-          out[static_cast<size_t>((b * dirs + d) * hidden + j)] =
-              s[static_cast<size_t>((d * batch + b) * hidden + j)];
-    return out;
+    return SwapLeadingAxes(s, dirs, batch, hidden);
   };
   Attributes a;
   a.Set("direction", std::string("bidirectional"));
