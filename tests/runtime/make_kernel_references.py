@@ -103,25 +103,26 @@ with_grads("matmul", torch.matmul, [rand(2, 1, 3, 4), rand(3, 4, 2)])
 with_grads("gemm", lambda a, b, c: 0.5 * a.t() @ b.t() + 2.0 * c, [rand(4, 3), rand(2, 4), rand(2)])
 with_grads("pow", torch.pow, [rand(2, 3, lo=0.5, hi=2), rand(3, lo=-1.5, hi=2.5)])
 
+def loss_with_grad(name, loss_fn, prediction, target):
+    """Emits NAME_loss, loss_fn(prediction, target), and NAME_grad, its gradient by prediction."""
+    leaf = prediction.clone().requires_grad_(True)
+    loss = loss_fn(leaf, target)
+    loss.backward()
+    emit("%s_loss" % name, loss.reshape(1))
+    emit("%s_grad" % name, leaf.grad)
+
+
 # Losses (mean reduction).
 ce_logits = rand(4, 5, lo=-2, hi=2)
 ce_labels = torch.tensor([3, 0, 4, 1])
 emit("ce_logits", ce_logits)
 emit("ce_labels", ce_labels.float())
-leaf = ce_logits.clone().requires_grad_(True)
-loss = F.cross_entropy(leaf, ce_labels)
-loss.backward()
-emit("ce_loss", loss.reshape(1))
-emit("ce_grad", leaf.grad)
+loss_with_grad("ce", F.cross_entropy, ce_logits, ce_labels)
 
 mse_pred, mse_target = rand(2, 3), rand(2, 3)
 emit("mse_pred", mse_pred)
 emit("mse_target", mse_target)
-leaf = mse_pred.clone().requires_grad_(True)
-loss = F.mse_loss(leaf, mse_target)
-loss.backward()
-emit("mse_loss", loss.reshape(1))
-emit("mse_grad", leaf.grad)
+loss_with_grad("mse", F.mse_loss, mse_pred, mse_target)
 
 # Optimizers: three steps from the same start with fixed gradients; parameters after each step.
 opt_start = torch.tensor([0.5, -1.0, 2.0])
@@ -156,11 +157,7 @@ seg_logits = rand(2, 3, 2, 2, lo=-2, hi=2)
 seg_labels = torch.tensor([[[2, 0], [1, -100]], [[0, 0], [2, 1]]])
 emit("seg_logits", seg_logits)
 emit("seg_labels", seg_labels.float())
-leaf = seg_logits.clone().requires_grad_(True)
-loss = F.cross_entropy(leaf, seg_labels)
-loss.backward()
-emit("seg_loss", loss.reshape(1))
-emit("seg_grad", leaf.grad)
+loss_with_grad("seg", F.cross_entropy, seg_logits, seg_labels)
 emit("seg_log_prob", F.log_softmax(seg_logits, dim=1))
 
 # Liger's fused linear cross entropy (memplan:FusedLinearCrossEntropy): the mean cross entropy of
