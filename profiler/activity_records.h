@@ -54,37 +54,32 @@ struct MemoryRecord {
   uint32_t stream_id = 0;  // CUPTI_INVALID_STREAM_ID for synchronous cudaMalloc/cudaFree
 };
 
-struct KernelRecord {
-  std::string name;  // the (mangled) kernel symbol
+// What kernel, memcpy and memset records all carry: the interval the device spent on the work
+// and CUPTI's ids.
+struct DeviceActivity {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
   uint32_t correlation_id = 0;
   uint32_t device_id = 0;
   uint32_t stream_id = 0;
+};
+
+struct KernelRecord : DeviceActivity {
+  std::string name;  // the (mangled) kernel symbol
 };
 
 // CUpti_ActivityMemcpyKind values that matter here; the rest map to kOther.
 enum class MemcpyKind : uint8_t { kOther, kHostToDevice, kDeviceToHost, kDeviceToDevice };
 std::string_view MemcpyKindName(MemcpyKind kind);
 
-struct MemcpyRecord {
+struct MemcpyRecord : DeviceActivity {
   MemcpyKind copy_kind = MemcpyKind::kOther;
   uint64_t bytes = 0;
-  uint64_t start_ns = 0;
-  uint64_t end_ns = 0;
-  uint32_t correlation_id = 0;
-  uint32_t device_id = 0;
-  uint32_t stream_id = 0;
 };
 
-struct MemsetRecord {
+struct MemsetRecord : DeviceActivity {
   uint64_t bytes = 0;
   uint32_t value = 0;
-  uint64_t start_ns = 0;
-  uint64_t end_ns = 0;
-  uint32_t correlation_id = 0;
-  uint32_t device_id = 0;
-  uint32_t stream_id = 0;
 };
 
 // Which region an external id names. The collector pushes kStep ids with CUPTI's

@@ -91,11 +91,10 @@ class Attributor {
     return std::nullopt;
   }
 
-  void AddDeviceActivity(uint32_t correlation_id, uint64_t start_ns, uint64_t end_ns,
-                         bool is_kernel) {
-    const double seconds = DurationSeconds(start_ns, end_ns);
+  void AddDeviceActivity(const DeviceActivity& activity, bool is_kernel) {
+    const double seconds = DurationSeconds(activity.start_ns, activity.end_ns);
     profile_.device_seconds += seconds;
-    if (auto step = StepOfCorrelation(correlation_id)) {
+    if (auto step = StepOfCorrelation(activity.correlation_id)) {
       profile_.steps[*step].device_seconds += seconds;
       if (is_kernel) ++profile_.steps[*step].kernels;
     } else {
@@ -104,15 +103,9 @@ class Attributor {
   }
 
   void AttributeDeviceActivity() {
-    for (const KernelRecord& k : trace_.kernels) {
-      AddDeviceActivity(k.correlation_id, k.start_ns, k.end_ns, /*is_kernel=*/true);
-    }
-    for (const MemcpyRecord& m : trace_.memcpys) {
-      AddDeviceActivity(m.correlation_id, m.start_ns, m.end_ns, /*is_kernel=*/false);
-    }
-    for (const MemsetRecord& m : trace_.memsets) {
-      AddDeviceActivity(m.correlation_id, m.start_ns, m.end_ns, /*is_kernel=*/false);
-    }
+    for (const KernelRecord& k : trace_.kernels) AddDeviceActivity(k, /*is_kernel=*/true);
+    for (const MemcpyRecord& m : trace_.memcpys) AddDeviceActivity(m, /*is_kernel=*/false);
+    for (const MemsetRecord& m : trace_.memsets) AddDeviceActivity(m, /*is_kernel=*/false);
   }
 
   // Pass 1 over the time-ordered device memory records: pairs every allocation with its release,

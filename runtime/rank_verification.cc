@@ -138,22 +138,32 @@ double MaxAbs(const std::vector<float>& v) {
   return m;
 }
 
+// The largest MaxDifference over the ranks between each rank's `held` values of parameter
+// `parameter` (in `buffer`) and the part of `reference` that rank holds.
+double WorstRankDifference(const TrainingProgram& p, const std::vector<RunResult>& ranks,
+                           std::vector<std::vector<float>> RunResult::*held, size_t parameter,
+                           BufferId buffer, const std::vector<float>& reference,
+                           const std::vector<bool>& skip) {
+  double worst = 0.0;
+  for (size_t q = 0; q < ranks.size(); ++q) {
+    const ShardSlice slice =
+        HeldSlice(p, buffer, static_cast<int64_t>(reference.size()), static_cast<int64_t>(q));
+    worst = std::max(worst, MaxDifference((ranks[q].*held)[parameter], reference, slice, skip));
+  }
+  return worst;
+}
+
 EquivalenceResult CompareGradients(const TrainingProgram& p, const std::vector<RunResult>& ranks,
                                    const RunResult& reference, double bound) {
-  EquivalenceResult r;
-  r.checked = true;
-  r.bound = bound;
+  EquivalenceResult r{.checked = true, .bound = bound};
   for (size_t i = 0; i < p.parameters.size(); ++i) {
     if (i >= reference.gradients.size() || reference.gradients[i].empty()) continue;
     const std::vector<float>& want = reference.gradients[i];
     const double scale = MaxAbs(want);
-    for (size_t q = 0; q < ranks.size(); ++q) {
-      const ShardSlice slice = HeldSlice(
-          p, p.parameters[i].gradient, static_cast<int64_t>(want.size()), static_cast<int64_t>(q));
-      const double diff = MaxDifference(ranks[q].gradients[i], want, slice, {});
-      if (diff > 0.0)
-        r.max_rel_error = std::max(r.max_rel_error, scale > 0 ? diff / scale : INFINITY);
-    }
+    const double diff =
+        WorstRankDifference(p, ranks, &RunResult::gradients, i, p.parameters[i].gradient, want, {});
+    if (diff > 0.0)
+      r.max_rel_error = std::max(r.max_rel_error, scale > 0 ? diff / scale : INFINITY);
   }
   r.passed = r.max_rel_error <= r.bound;
   return r;
@@ -161,9 +171,7 @@ EquivalenceResult CompareGradients(const TrainingProgram& p, const std::vector<R
 
 EquivalenceResult CompareWeights(const TrainingProgram& p, const std::vector<RunResult>& ranks,
                                  const RunResult& reference, double bound) {
-  EquivalenceResult r;
-  r.checked = true;
-  r.bound = bound;
+  EquivalenceResult r{.checked = true, .bound = bound};
   int64_t left_out = 0;
   for (size_t i = 0; i < p.parameters.size(); ++i) {
     const std::vector<float>& before = reference.initial[i];
@@ -182,14 +190,11 @@ EquivalenceResult CompareWeights(const TrainingProgram& p, const std::vector<Run
     }
     const double rounding =
         4.0 * UnitRoundoff(p.buffer(p.parameters[i].master).dtype) * MaxAbs(after);
-    for (size_t q = 0; q < ranks.size(); ++q) {
-      const ShardSlice slice = HeldSlice(
-          p, p.parameters[i].master, static_cast<int64_t>(after.size()), static_cast<int64_t>(q));
-      const double beyond =
-          std::max(0.0, MaxDifference(ranks[q].weights[i], after, slice, skip) - rounding);
-      if (beyond > 0.0)
-        r.max_rel_error = std::max(r.max_rel_error, update > 0 ? beyond / update : INFINITY);
-    }
+    const double beyond = std::max(0.0, WorstRankDifference(p, ranks, &RunResult::weights, i,
+                                                            p.parameters[i].master, after, skip) -
+                                            rounding);
+    if (beyond > 0.0)
+      r.max_rel_error = std::max(r.max_rel_error, update > 0 ? beyond / update : INFINITY);
   }
   r.passed = r.max_rel_error <= r.bound;
   r.note =

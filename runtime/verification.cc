@@ -298,6 +298,20 @@ Expected<EquivalenceResult> CheckFusedLossEquivalence(const Graph& graph,
   return r;
 }
 
+// A plan without its data parallelism, and the single-GPU program it derives: what each rank
+// runs a sharded copy of.
+struct SingleGpuPlan {
+  VerifyPlan plan;
+  TrainingProgram program;
+};
+
+Expected<SingleGpuPlan> SingleGpuPlanOf(const Graph& graph, const VerifyPlan& plan) {
+  SingleGpuPlan single{.plan = plan};
+  single.plan.program.data_parallel.reset();
+  MEMPLAN_TRY(single.program, DeriveTrainingProgram(graph, single.plan.program));
+  return single;
+}
+
 // Whether the training run's first micro-batch is exactly the plan run CheckRecomputeEquivalence
 // makes, so its gradients can stand in for it: one micro-batch per step (with k > 1 each
 // micro-batch's loss is divided by k) and no stochastic node (the training run turns Dropout off,
@@ -418,12 +432,10 @@ Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const Verif
       report.memory_passed = report.memory_passed && within(measured);
     ranks_passed = report.ranks->weights.passed;
     // Recomputation is a property of the single-GPU program the ranks run a sharded copy of.
-    VerifyPlan single = plan;
-    single.program.data_parallel.reset();
     if (options.check_recompute_equivalence) {
-      MEMPLAN_TRY(TrainingProgram single_program, DeriveTrainingProgram(graph, single.program));
+      MEMPLAN_TRY(const SingleGpuPlan single, SingleGpuPlanOf(graph, plan));
       MEMPLAN_TRY(report.recompute,
-                  CheckRecomputeEquivalence(graph, single_program, single, backends, options));
+                  CheckRecomputeEquivalence(graph, single.program, single.plan, backends, options));
       report.recompute.note += " (on the single-GPU program)";
     }
   } else {
@@ -439,11 +451,9 @@ Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const Verif
   }
   if (options.check_fused_loss_equivalence && plan.unfused_graph != nullptr) {
     // Per-rank programs run the fused node as the single-GPU program does: compare that one.
-    VerifyPlan single = plan;
-    single.program.data_parallel.reset();
-    MEMPLAN_TRY(TrainingProgram single_program, DeriveTrainingProgram(graph, single.program));
+    MEMPLAN_TRY(const SingleGpuPlan single, SingleGpuPlanOf(graph, plan));
     MEMPLAN_TRY(report.fused_loss,
-                CheckFusedLossEquivalence(graph, single_program, single, backends, options));
+                CheckFusedLossEquivalence(graph, single.program, single.plan, backends, options));
   }
   report.passed = report.memory_passed && report.gradient.passed && report.recompute.passed &&
                   report.fused_loss.passed && ranks_passed && report.losses_finite &&

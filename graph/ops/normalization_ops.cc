@@ -8,6 +8,10 @@
 // FLOPs: kBatchNormFlopsPerElement (sum, sum of squares, normalise, scale+shift) for BatchNorm,
 // kNormalizationFlopsPerElement for the others (two-pass statistics), per input element.
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "graph/ops/common_rules.h"
 #include "graph/ops/normalization_rules.h"
 #include "graph/ops/op_families.h"
@@ -48,6 +52,17 @@ std::string NormAmpSource(bool fp32) {
          (fp32 ? ": fp32 list" : ": not listed, runs in its input's dtype (statistics in fp32)");
 }
 
+// `saved` and then the two statistics a training-mode norm keeps for backward, its mean and
+// inverse standard deviation (named as the ATen kernel names them), each of `shape` in X's
+// StatisticsDType.
+std::vector<SavedTensor> WithStatistics(std::vector<SavedTensor> saved, const OpContext& ctx,
+                                        std::string mean, std::string inv_std, const Shape& shape) {
+  const DType stats = StatisticsDType(ctx.inputs[0].dtype);
+  saved.push_back(SaveExtra(std::move(mean), stats, shape));
+  saved.push_back(SaveExtra(std::move(inv_std), stats, shape));
+  return saved;
+}
+
 // ---------------------------------------------------------------- BatchNormalization
 // Inputs X, scale, B, input_mean, input_var; outputs Y, running_mean?, running_var? (opset >= 14)
 // or Y, mean?, var?, saved_mean?, saved_var? (opset 9-13). Every extra output is [C].
@@ -75,10 +90,7 @@ OpSchema BatchNormSchema() {
     if (ctx.has_input(3)) saved.push_back(SaveInput(3));
     if (ctx.has_input(4)) saved.push_back(SaveInput(4));
     Shape c = ChannelCountKnown(ctx) ? Shape{{ChannelCount(ctx)}} : Shape::Unknown();
-    DType stats = StatisticsDType(ctx.inputs[0].dtype);
-    saved.push_back(SaveExtra("save_mean", stats, c));
-    saved.push_back(SaveExtra("save_invstd", stats, c));
-    return saved;
+    return WithStatistics(std::move(saved), ctx, "save_mean", "save_invstd", c);
   });
   // Running mean/var are statistics, not trained.
   s.gradient_inputs = [](const OpContext& ctx) {
@@ -112,10 +124,7 @@ OpSchema InstanceNormSchema() {
     const Shape& x = ctx.inputs[0].shape;
     Shape nc = (x.known && x.rank() >= 2) ? Shape{{x.dims[0] * x.dims[1]}} : Shape::Unknown();
     if (ctx.has_input(1)) saved.push_back(SaveExtra("repeated_weight", ctx.inputs[1].dtype, nc));
-    DType stats = StatisticsDType(ctx.inputs[0].dtype);
-    saved.push_back(SaveExtra("save_mean", stats, nc));
-    saved.push_back(SaveExtra("save_invstd", stats, nc));
-    return saved;
+    return WithStatistics(std::move(saved), ctx, "save_mean", "save_invstd", nc);
   });
   s.backward_flops_factor = kNormalizationBackwardFactor;
   s.amp = AmpCategory::kFollowInputs;
@@ -193,10 +202,7 @@ OpSchema GroupNormSchema() {
     const Shape& x = ctx.inputs[0].shape;
     int64_t groups = ctx.attrs().GetInt("num_groups", 1);
     Shape ng = (x.known && x.rank() >= 1) ? Shape{{x.dims[0], Dim(groups)}} : Shape::Unknown();
-    DType stats = StatisticsDType(ctx.inputs[0].dtype);
-    saved.push_back(SaveExtra("mean", stats, ng));
-    saved.push_back(SaveExtra("rstd", stats, ng));
-    return saved;
+    return WithStatistics(std::move(saved), ctx, "mean", "rstd", ng);
   });
   s.backward_flops_factor = kNormalizationBackwardFactor;
   s.amp = AmpCategory::kFp32Required;

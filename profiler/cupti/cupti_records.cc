@@ -19,10 +19,10 @@ Record CopyRecord(const void* bytes) {
   return record;
 }
 
-// The interval and ids that kernel, memcpy and memset records all carry, under the same CUPTI
-// field names; the caller copies the fields particular to its kind.
+// An `Out` record with its DeviceActivity part copied from `record` (the same CUPTI field names in
+// the kernel, memcpy and memset structs); the caller copies the fields particular to its kind.
 template <class Out, class Record>
-Out DeviceActivity(const Record& record) {
+Out WithDeviceActivity(const Record& record) {
   Out out;
   out.start_ns = record.start;
   out.end_ns = record.end;
@@ -63,21 +63,21 @@ MemoryRecord ConvertMemory(const CUpti_ActivityMemory4& record) {
 }
 
 KernelRecord ConvertKernel(const CUpti_ActivityKernel10& record) {
-  auto out = DeviceActivity<KernelRecord>(record);
+  auto out = WithDeviceActivity<KernelRecord>(record);
   // The name belongs to CUPTI and may be reused after the buffer is returned: copy it.
   out.name = record.name != nullptr ? record.name : "<unnamed kernel>";
   return out;
 }
 
 MemcpyRecord ConvertMemcpy(const CUpti_ActivityMemcpy6& record) {
-  auto out = DeviceActivity<MemcpyRecord>(record);
+  auto out = WithDeviceActivity<MemcpyRecord>(record);
   out.copy_kind = ConvertMemcpyKind(record.copyKind);
   out.bytes = record.bytes;
   return out;
 }
 
 MemsetRecord ConvertMemset(const CUpti_ActivityMemset4& record) {
-  auto out = DeviceActivity<MemsetRecord>(record);
+  auto out = WithDeviceActivity<MemsetRecord>(record);
   out.bytes = record.bytes;
   out.value = record.value;
   return out;

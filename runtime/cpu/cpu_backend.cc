@@ -184,10 +184,7 @@ Expected<double> CpuBackend::GlobalNorm(const std::vector<DeviceTensor>& tensors
 
 Expected<std::vector<DeviceTensor>> CpuBackend::Forward(const ForwardCall& call) {
   MEMPLAN_TRY(std::string_view domain, KernelDomain(call.domain, call.op_type));
-  KernelContext ctx;
-  ctx.allocator = &scratch_;
-  ctx.training = call.training;
-  ctx.seed = call.seed;
+  const KernelContext ctx{.allocator = &scratch_, .training = call.training, .seed = call.seed};
   ForwardArgs args;
   args.attributes = call.attributes;
   args.inputs = AsTensors(call.inputs);
@@ -220,10 +217,7 @@ Expected<std::vector<DeviceTensor>> CpuBackend::Forward(const ForwardCall& call)
 
 Status CpuBackend::Backward(const BackwardCall& call) {
   MEMPLAN_TRY(std::string_view domain, KernelDomain(call.domain, call.op_type));
-  KernelContext ctx;
-  ctx.allocator = &scratch_;
-  ctx.training = call.training;
-  ctx.seed = call.seed;
+  const KernelContext ctx{.allocator = &scratch_, .training = call.training, .seed = call.seed};
   BackwardArgs args;
   args.attributes = call.attributes;
   args.inputs = AsTensors(call.inputs);
@@ -251,8 +245,7 @@ Status CpuBackend::Backward(const BackwardCall& call) {
 
 Status CpuBackend::LossForward(const LossCall& call) {
   MEMPLAN_TRY(LossKind kind, LossFromName(call.loss));
-  KernelContext ctx;
-  ctx.allocator = &scratch_;
+  const KernelContext ctx{.allocator = &scratch_};
   Tensor prediction = AsTensor(call.prediction);
   Tensor label = AsTensor(call.label);
   if (kind == LossKind::kCrossEntropy) {
@@ -270,8 +263,7 @@ Status CpuBackend::LossForward(const LossCall& call) {
 
 Status CpuBackend::LossBackward(const LossBackwardCall& call) {
   MEMPLAN_TRY(LossKind kind, LossFromName(call.loss));
-  KernelContext ctx;
-  ctx.allocator = &scratch_;
+  const KernelContext ctx{.allocator = &scratch_};
   Tensor dest = AsTensor(call.grad);
   Tensor source = AsTensor(call.prediction);
   Tensor label = AsTensor(call.label);

@@ -73,6 +73,17 @@ double Attr(const Element& e, const std::string& name) {
   return std::stod(e.attributes.at(name));
 }
 
+// The plot area the SVG's root element declares (data-plot-left, -right, -top and -bottom).
+struct PlotArea {
+  double left = 0, right = 0, top = 0, bottom = 0;
+};
+
+PlotArea PlotAreaOf(const std::vector<Element>& elements) {
+  const Element& root = elements.front();
+  return {Attr(root, "data-plot-left"), Attr(root, "data-plot-right"), Attr(root, "data-plot-top"),
+          Attr(root, "data-plot-bottom")};
+}
+
 TEST_CASE("the timeline SVG is well-formed with one layer per non-empty category", "[report]") {
   testing::ReportFixture fixture;
   const std::string svg = RenderTimelineSvg(fixture.report);
@@ -101,11 +112,7 @@ TEST_CASE("the timeline SVG is well-formed with one layer per non-empty category
 TEST_CASE("the timeline SVG marks the peak at its step", "[report]") {
   testing::ReportFixture fixture;
   std::vector<Element> elements = ParseSvg(RenderTimelineSvg(fixture.report));
-  const Element& root = elements.front();
-  const double left = Attr(root, "data-plot-left");
-  const double right = Attr(root, "data-plot-right");
-  const double top = Attr(root, "data-plot-top");
-  const double bottom = Attr(root, "data-plot-bottom");
+  const auto [left, right, top, bottom] = PlotAreaOf(elements);
 
   auto peaks = WithClass(elements, "peak");
   REQUIRE(peaks.size() == 1);
@@ -129,9 +136,7 @@ TEST_CASE("the timeline SVG marks the peak at its step", "[report]") {
 TEST_CASE("the timeline SVG shades one band per phase run", "[report]") {
   testing::ReportFixture fixture;
   std::vector<Element> elements = ParseSvg(RenderTimelineSvg(fixture.report));
-  const Element& root = elements.front();
-  const double left = Attr(root, "data-plot-left");
-  const double right = Attr(root, "data-plot-right");
+  const auto [left, right, top, bottom] = PlotAreaOf(elements);
   auto bands = WithClass(elements, "band");
   // setup [0,1), forward [1,4) (load, forward, loss), backward [4,5), optimizer [5,6).
   REQUIRE(bands.size() == 4);
@@ -173,9 +178,7 @@ TEST_CASE("the peak label names live and reserved bytes and stays off the reserv
   for (TimelinePoint& p : fixture.plan.simulation.timeline) p.reserved_bytes = 290;
   const std::string svg = RenderTimelineSvg(fixture.report);
   std::vector<Element> elements = ParseSvg(svg);
-  const Element& root = elements.front();
-  const double top = Attr(root, "data-plot-top");
-  const double bottom = Attr(root, "data-plot-bottom");
+  const auto [left, right, top, bottom] = PlotAreaOf(elements);
   const Element* label = WithClass(elements, "peak-label").at(0);
   // y_max is 400 as in the test above: the line at 290 bytes is at 72.5% of the plot height.
   const double line_y = bottom - (bottom - top) * 290.0 / 400.0;

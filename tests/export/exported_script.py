@@ -1,6 +1,7 @@
 """What the runners of exported scripts share (run_exported_loop.py, run_torchrun_ddp.py,
 run_module_loop.py): the exported file loaded as a module, the torch twin of
-tests/fixtures/ci_check/mlp.onnx with random data for it, and a scheduler that counts its steps."""
+tests/fixtures/ci_check/mlp.onnx with random data for it, a scheduler that counts its steps, and
+a training run of the exported train() on that data."""
 
 import importlib.util
 
@@ -43,3 +44,21 @@ def counting_scheduler(calls):
         return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: calls.append(step) or 1.0)
 
     return make_scheduler
+
+
+def train_mlp(script, model, optimizer_steps, **train_kwargs):
+    """Runs the exported script's train() on `model` (an Mlp) over `optimizer_steps` optimizer
+    steps' worth of random samples; checks that the scheduler stepped once per optimizer step and
+    that the parameters changed. Returns the number of micro-batches it ran."""
+    micro_batches = optimizer_steps * script.ACCUMULATION_STEPS
+    samples = micro_batches * script.MICRO_BATCH
+    dataset = mlp_dataset(samples)
+    scheduler_calls = []
+    make_scheduler = counting_scheduler(scheduler_calls)
+
+    before = [p.detach().clone() for p in model.parameters()]
+    script.train(model, dataset, nn.CrossEntropyLoss(), make_scheduler, epochs=1, **train_kwargs)
+
+    assert len(scheduler_calls) - 1 == optimizer_steps, scheduler_calls
+    assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters())), "no update"
+    return micro_batches

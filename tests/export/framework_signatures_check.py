@@ -85,16 +85,16 @@ def check_transformers(directory):
     print(f"transformers {transformers.__version__}")
     count = 0
     with tempfile.TemporaryDirectory() as scratch:
-        for path in sorted(glob.glob(os.path.join(directory, "*.hf-trainer"))):
-            kwargs = recorded_keywords(path, transformers, "TrainingArguments")
-            kwargs["output_dir"] = scratch  # keep the test's files in the scratch directory
-            build(TrainingArguments, TrainingArguments.__init__, kwargs, path, (ValueError,))
-            count += 1
-        for path in sorted(glob.glob(os.path.join(directory, "*.hf-trainer-json"))):
-            kwargs = json.load(open(path))
-            kwargs["output_dir"] = scratch
-            build(TrainingArguments, TrainingArguments.__init__, kwargs, path, (ValueError,))
-            count += 1
+        # The Python export's TrainingArguments(...) keywords, then the JSON export's.
+        for suffix in ("hf-trainer", "hf-trainer-json"):
+            for path in sorted(glob.glob(os.path.join(directory, "*." + suffix))):
+                if suffix == "hf-trainer":
+                    kwargs = recorded_keywords(path, transformers, "TrainingArguments")
+                else:
+                    kwargs = json.load(open(path))
+                kwargs["output_dir"] = scratch  # keep the test's files in the scratch directory
+                build(TrainingArguments, TrainingArguments.__init__, kwargs, path, (ValueError,))
+                count += 1
     assert count, f"no HF Trainer exports in {directory}"
     return count
 

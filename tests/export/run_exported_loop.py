@@ -20,9 +20,8 @@ import json
 import sys
 
 import torch
-import torch.nn as nn
 
-from exported_script import Mlp, counting_scheduler, load_exported, mlp_dataset
+from exported_script import Mlp, load_exported, train_mlp
 
 OPTIMIZER_STEPS = 3  # the dataset holds this many optimizer steps' worth of samples
 
@@ -61,17 +60,7 @@ def main():
 
         module.forward = counting_forward
 
-    micro_batches = OPTIMIZER_STEPS * loop.ACCUMULATION_STEPS
-    samples = micro_batches * loop.MICRO_BATCH
-    dataset = mlp_dataset(samples)
-    scheduler_calls = []
-    make_scheduler = counting_scheduler(scheduler_calls)
-
-    before = [p.detach().clone() for p in model.parameters()]
-    loop.train(model, dataset, nn.CrossEntropyLoss(), make_scheduler, epochs=1, device="cpu")
-
-    assert len(scheduler_calls) - 1 == OPTIMIZER_STEPS, scheduler_calls
-    assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters())), "no update"
+    micro_batches = train_mlp(loop, model, OPTIMIZER_STEPS, device="cpu")
     expected_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16,
                       "fp16": torch.float16}[precision]
     for name, dtypes in calls.items():

@@ -41,6 +41,17 @@ TrainingProgram MseSgdProgram(const OneWeightModel& model, int64_t accumulation_
   return std::move(program).value();
 }
 
+// An executor of `program` on `backend`, SGD at learning rate 0.01, starting from w = 1.
+std::unique_ptr<Executor> SgdFromWOne(const OneWeightModel& model, const TrainingProgram& program,
+                                      const Bindings& bindings, CpuBackend& backend) {
+  ExecutorOptions eo;
+  eo.optimizer.learning_rate = 0.01;
+  auto executor = Executor::Create(model.graph, program, bindings, backend, eo);
+  REQUIRE(executor.ok());
+  REQUIRE((*executor)->SetParameterValues(0, {1.0f}).ok());
+  return std::move(executor).value();
+}
+
 TEST_CASE("executor: accumulating [4] and [2] gives gradient -20 and weight 1.2", "[executor]") {
   // loss_i = (2x - w x)^2 (mse over one element), each divided by k = 2:
   //   d/dw at w = 1: ((-2 * 4 * (8 - 4)) + (-2 * 2 * (4 - 2))) / 2 = (-32 - 8) / 2 = -20;
@@ -52,12 +63,8 @@ TEST_CASE("executor: accumulating [4] and [2] gives gradient -20 and weight 1.2"
 
   CpuBackend backend;
   {
-    ExecutorOptions eo;
-    eo.optimizer.learning_rate = 0.01;
-    auto executor = Executor::Create(model.graph, program, bindings, backend, eo);
-    REQUIRE(executor.ok());
-    Executor& ex = **executor;
-    REQUIRE(ex.SetParameterValues(0, {1.0f}).ok());
+    const std::unique_ptr<Executor> executor = SgdFromWOne(model, program, bindings, backend);
+    Executor& ex = *executor;
     REQUIRE(ex.RunMicroBatch(MicroBatch{{{4.0f}}, {8.0f}}).ok());
     REQUIRE(ex.RunMicroBatch(MicroBatch{{{2.0f}}, {4.0f}}).ok());
     auto grads = ex.Gradients();
@@ -88,17 +95,13 @@ TEST_CASE("executor: one batch [4, 2] without accumulation gives the same step",
   Bindings bindings(&program.symbols);
   bindings.Bind(model.batch, 2);
   CpuBackend backend;
-  ExecutorOptions eo;
-  eo.optimizer.learning_rate = 0.01;
-  auto executor = Executor::Create(model.graph, program, bindings, backend, eo);
-  REQUIRE(executor.ok());
-  REQUIRE((*executor)->SetParameterValues(0, {1.0f}).ok());
-  REQUIRE((*executor)->RunMicroBatch(MicroBatch{{{4.0f, 2.0f}}, {8.0f, 4.0f}}).ok());
-  auto grads = (*executor)->Gradients();
+  const std::unique_ptr<Executor> executor = SgdFromWOne(model, program, bindings, backend);
+  REQUIRE(executor->RunMicroBatch(MicroBatch{{{4.0f, 2.0f}}, {8.0f, 4.0f}}).ok());
+  auto grads = executor->Gradients();
   REQUIRE(grads.ok());
   CHECK((*grads)[0][0] == Approx(-20.0f));
-  REQUIRE((*executor)->RunOptimizerPhase().ok());
-  CHECK((*(*executor)->ParameterValues(0))[0] == Approx(1.2f));
+  REQUIRE(executor->RunOptimizerPhase().ok());
+  CHECK((*executor->ParameterValues(0))[0] == Approx(1.2f));
 }
 
 }  // namespace

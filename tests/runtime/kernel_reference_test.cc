@@ -36,6 +36,31 @@ void RequireClose(const Tensor& actual, const std::vector<float>& expected,
   REQUIRE(worst <= kTolerance);
 }
 
+ForwardArgs ForwardArgsOf(const Attributes& attrs, const std::vector<Tensor>& inputs,
+                          int num_outputs) {
+  ForwardArgs args;
+  args.attributes = &attrs;
+  args.inputs = inputs;
+  args.num_outputs = num_outputs;
+  return args;
+}
+
+// Backward's arguments after `forward` ran on `inputs`, all but the output gradients. An absent
+// input (an undefined Tensor) has no shape and an undefined dtype.
+BackwardArgs BackwardArgsAfter(const Attributes& attrs, const std::vector<Tensor>& inputs,
+                               const ForwardResult& forward) {
+  BackwardArgs args;
+  args.attributes = &attrs;
+  args.inputs = inputs;
+  args.outputs = forward.outputs;
+  args.extras = forward.extras;
+  for (const Tensor& t : inputs) {
+    args.input_shapes.push_back(t.shape());
+    args.input_dtypes.push_back(t.dtype());
+  }
+  return args;
+}
+
 struct OpRun {
   ForwardResult forward;
   InputGradients grads;
@@ -44,21 +69,9 @@ struct OpRun {
 OpRun Run(const std::string& op, const Attributes& attrs, const std::vector<Tensor>& inputs,
           const std::vector<float>& cotangent, int num_outputs = 1, std::string_view domain = "") {
   KernelContext ctx;
-  ForwardArgs fargs;
-  fargs.attributes = &attrs;
-  fargs.inputs = inputs;
-  fargs.num_outputs = num_outputs;
-  auto forward = RunForward(op, ctx, fargs, domain);
+  auto forward = RunForward(op, ctx, ForwardArgsOf(attrs, inputs, num_outputs), domain);
   if (!forward.ok()) FAIL(forward.error().message);
-  BackwardArgs bargs;
-  bargs.attributes = &attrs;
-  bargs.inputs = inputs;
-  bargs.outputs = forward->outputs;
-  bargs.extras = forward->extras;
-  for (const Tensor& t : inputs) {
-    bargs.input_shapes.push_back(t.shape());
-    bargs.input_dtypes.push_back(t.dtype());
-  }
+  BackwardArgs bargs = BackwardArgsAfter(attrs, inputs, *forward);
   bargs.grad_outputs.resize(forward->outputs.size());
   bargs.grad_outputs[0] = Tensor::FromValues(forward->outputs[0].shape(), cotangent);
   auto grads = RunBackward(op, ctx, bargs, domain);
@@ -70,21 +83,44 @@ Tensor T(const std::vector<int64_t>& shape, const std::vector<float>& values) {
   return Tensor::FromValues(shape, values);
 }
 
+// Attributes holding one attribute.
+Attributes With(const std::string& name, AttributeValue value) {
+  Attributes attributes;
+  attributes.Set(name, std::move(value));
+  return attributes;
+}
+
+// A reference case's inputs, in order.
+std::vector<Tensor> Inputs(const ref::GradCase& reference) {
+  std::vector<Tensor> inputs;
+  for (const ref::Operand& input : reference.inputs) inputs.push_back(T(input.shape, input.values));
+  return inputs;
+}
+
+// Run on a reference case's inputs, backward given its cotangent.
+OpRun Run(const std::string& op, const Attributes& attrs, const ref::GradCase& reference,
+          int num_outputs = 1, std::string_view domain = "") {
+  return Run(op, attrs, Inputs(reference), reference.cotangent, num_outputs, domain);
+}
+
+// The first output against the reference's (named `output` in a failure), then the gradient of
+// every input of the reference, named in `grads`.
+void RequireMatches(const OpRun& r, const ref::GradCase& reference, const std::string& output,
+                    const std::vector<std::string>& grads) {
+  RequireClose(r.forward.outputs[0], reference.out, output);
+  REQUIRE(grads.size() == reference.grads.size());
+  for (size_t i = 0; i < grads.size(); ++i) RequireClose(r.grads[i], reference.grads[i], grads[i]);
+}
+
 TEST_CASE("Conv matches torch.nn.functional.conv2d", "[kernels]") {
   Attributes a;
   a.Set("group", int64_t{2});
   a.Set("strides", std::vector<int64_t>{2, 1});
   a.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
   a.Set("dilations", std::vector<int64_t>{1, 2});
-  const OpRun r = Run("Conv", a,
-                      {T(ref::conv_in0_shape, ref::conv_in0), T(ref::conv_in1_shape, ref::conv_in1),
-                       T(ref::conv_in2_shape, ref::conv_in2)},
-                      ref::conv_cotangent);
+  const OpRun r = Run("Conv", a, ref::conv);
   REQUIRE(r.forward.outputs[0].shape() == ref::conv_out_shape);
-  RequireClose(r.forward.outputs[0], ref::conv_out, "output");
-  RequireClose(r.grads[0], ref::conv_grad0, "dX");
-  RequireClose(r.grads[1], ref::conv_grad1, "dW");
-  RequireClose(r.grads[2], ref::conv_grad2, "dB");
+  RequireMatches(r, ref::conv, "output", {"dX", "dW", "dB"});
 }
 
 TEST_CASE("BatchNormalization training matches torch batch_norm", "[kernels]") {
@@ -104,14 +140,8 @@ TEST_CASE("BatchNormalization training matches torch batch_norm", "[kernels]") {
 }
 
 TEST_CASE("LayerNormalization matches torch layer_norm", "[kernels]") {
-  const OpRun r = Run("LayerNormalization", Attributes(),
-                      {T(ref::ln_in0_shape, ref::ln_in0), T(ref::ln_in1_shape, ref::ln_in1),
-                       T(ref::ln_in2_shape, ref::ln_in2)},
-                      ref::ln_cotangent);
-  RequireClose(r.forward.outputs[0], ref::ln_out, "Y");
-  RequireClose(r.grads[0], ref::ln_grad0, "dX");
-  RequireClose(r.grads[1], ref::ln_grad1, "dScale");
-  RequireClose(r.grads[2], ref::ln_grad2, "dB");
+  const OpRun r = Run("LayerNormalization", Attributes(), ref::ln);
+  RequireMatches(r, ref::ln, "Y", {"dX", "dScale", "dB"});
 }
 
 Attributes PoolAttributes() {
@@ -125,103 +155,58 @@ Attributes PoolAttributes() {
 
 TEST_CASE("MaxPool and AveragePool match torch with ceil_mode and padding", "[kernels]") {
   SECTION("MaxPool") {
-    const OpRun r = Run("MaxPool", PoolAttributes(), {T(ref::maxpool_in0_shape, ref::maxpool_in0)},
-                        ref::maxpool_cotangent);
+    const OpRun r = Run("MaxPool", PoolAttributes(), ref::maxpool);
     REQUIRE(r.forward.outputs[0].shape() == ref::maxpool_out_shape);
-    RequireClose(r.forward.outputs[0], ref::maxpool_out, "Y");
-    RequireClose(r.grads[0], ref::maxpool_grad0, "dX");
+    RequireMatches(r, ref::maxpool, "Y", {"dX"});
   }
   SECTION("AveragePool, count_include_pad = 0") {
-    const OpRun r = Run("AveragePool", PoolAttributes(),
-                        {T(ref::avgpool_in0_shape, ref::avgpool_in0)}, ref::avgpool_cotangent);
+    const OpRun r = Run("AveragePool", PoolAttributes(), ref::avgpool);
     REQUIRE(r.forward.outputs[0].shape() == ref::avgpool_out_shape);
-    RequireClose(r.forward.outputs[0], ref::avgpool_out, "Y");
-    RequireClose(r.grads[0], ref::avgpool_grad0, "dX");
+    RequireMatches(r, ref::avgpool, "Y", {"dX"});
   }
 }
 
 TEST_CASE("activations, softmax and products match torch", "[kernels]") {
-  SECTION("Gelu (erf)") {
-    const OpRun r =
-        Run("Gelu", Attributes(), {T(ref::gelu_in0_shape, ref::gelu_in0)}, ref::gelu_cotangent);
-    RequireClose(r.forward.outputs[0], ref::gelu_out, "Y");
-    RequireClose(r.grads[0], ref::gelu_grad0, "dX");
-  }
-  SECTION("Gelu (tanh)") {
-    Attributes a;
-    a.Set("approximate", std::string("tanh"));
-    const OpRun r =
-        Run("Gelu", a, {T(ref::gelu_tanh_in0_shape, ref::gelu_tanh_in0)}, ref::gelu_tanh_cotangent);
-    RequireClose(r.forward.outputs[0], ref::gelu_tanh_out, "Y");
-    RequireClose(r.grads[0], ref::gelu_tanh_grad0, "dX");
-  }
-  SECTION("HardSwish") {
-    const OpRun r =
-        Run("HardSwish", Attributes(), {T(ref::hardswish_in0_shape, ref::hardswish_in0)},
-            ref::hardswish_cotangent);
-    RequireClose(r.forward.outputs[0], ref::hardswish_out, "Y");
-    RequireClose(r.grads[0], ref::hardswish_grad0, "dX");
-  }
-  SECTION("HardSigmoid with torch's alpha 1/6") {
-    Attributes a;
-    a.Set("alpha", 1.0 / 6.0);
-    const OpRun r = Run("HardSigmoid", a, {T(ref::hardsigmoid_in0_shape, ref::hardsigmoid_in0)},
-                        ref::hardsigmoid_cotangent);
-    RequireClose(r.forward.outputs[0], ref::hardsigmoid_out, "Y");
-    RequireClose(r.grads[0], ref::hardsigmoid_grad0, "dX");
-  }
-  SECTION("LeakyRelu, slope 0.2") {
-    Attributes a;
-    a.Set("alpha", 0.2);
-    const OpRun r = Run("LeakyRelu", a, {T(ref::leaky_relu_in0_shape, ref::leaky_relu_in0)},
-                        ref::leaky_relu_cotangent);
-    RequireClose(r.forward.outputs[0], ref::leaky_relu_out, "Y");
-    RequireClose(r.grads[0], ref::leaky_relu_grad0, "dX");
+  // One input, one gradient.
+  const struct {
+    std::string section, op;
+    Attributes attributes;
+    const ref::GradCase& reference;
+  } unary[] = {
+      {"Gelu (erf)", "Gelu", {}, ref::gelu},
+      {"Gelu (tanh)", "Gelu", With("approximate", std::string("tanh")), ref::gelu_tanh},
+      {"HardSwish", "HardSwish", {}, ref::hardswish},
+      {"HardSigmoid with torch's alpha 1/6", "HardSigmoid", With("alpha", 1.0 / 6.0),
+       ref::hardsigmoid},
+      {"LeakyRelu, slope 0.2", "LeakyRelu", With("alpha", 0.2), ref::leaky_relu},
+      {"Softmax on axis 1", "Softmax", With("axis", int64_t{1}), ref::softmax},
+      {"LogSoftmax", "LogSoftmax", {}, ref::logsoftmax},
+  };
+  for (const auto& c : unary) {
+    DYNAMIC_SECTION(c.section) {
+      RequireMatches(Run(c.op, c.attributes, c.reference), c.reference, "Y", {"dX"});
+    }
   }
   SECTION("memplan:Rsqrt is torch.rsqrt") {
-    const OpRun r = Run(rsqrt::kOpType, Attributes(), {T(ref::rsqrt_in0_shape, ref::rsqrt_in0)},
-                        ref::rsqrt_cotangent, 1, rsqrt::kDomain);
-    RequireClose(r.forward.outputs[0], ref::rsqrt_out, "Y");
-    RequireClose(r.grads[0], ref::rsqrt_grad0, "dX");
+    const OpRun r = Run(rsqrt::kOpType, Attributes(), ref::rsqrt, 1, rsqrt::kDomain);
+    RequireMatches(r, ref::rsqrt, "Y", {"dX"});
   }
   SECTION("Trilu: triu(x, 1) and tril(x, -1)") {
     const OpRun upper =
         Run("Trilu", Attributes(), {T(ref::triu1_in0_shape, ref::triu1_in0), T({}, {1.0f})},
             ref::triu1_cotangent);
-    RequireClose(upper.forward.outputs[0], ref::triu1_out, "Y");
-    RequireClose(upper.grads[0], ref::triu1_grad0, "dX");
+    RequireMatches(upper, ref::triu1, "Y", {"dX"});
     Attributes lower_attrs;
     lower_attrs.Set("upper", int64_t{0});
     const OpRun lower =
         Run("Trilu", lower_attrs, {T(ref::tril_neg1_in0_shape, ref::tril_neg1_in0), T({}, {-1.0f})},
             ref::tril_neg1_cotangent);
-    RequireClose(lower.forward.outputs[0], ref::tril_neg1_out, "Y");
-    RequireClose(lower.grads[0], ref::tril_neg1_grad0, "dX");
-  }
-  SECTION("Softmax on axis 1") {
-    Attributes a;
-    a.Set("axis", int64_t{1});
-    const OpRun r =
-        Run("Softmax", a, {T(ref::softmax_in0_shape, ref::softmax_in0)}, ref::softmax_cotangent);
-    RequireClose(r.forward.outputs[0], ref::softmax_out, "Y");
-    RequireClose(r.grads[0], ref::softmax_grad0, "dX");
-  }
-  SECTION("LogSoftmax") {
-    const OpRun r =
-        Run("LogSoftmax", Attributes(), {T(ref::logsoftmax_in0_shape, ref::logsoftmax_in0)},
-            ref::logsoftmax_cotangent);
-    RequireClose(r.forward.outputs[0], ref::logsoftmax_out, "Y");
-    RequireClose(r.grads[0], ref::logsoftmax_grad0, "dX");
+    RequireMatches(lower, ref::tril_neg1, "Y", {"dX"});
   }
   SECTION("MatMul with broadcast batch") {
-    const OpRun r =
-        Run("MatMul", Attributes(),
-            {T(ref::matmul_in0_shape, ref::matmul_in0), T(ref::matmul_in1_shape, ref::matmul_in1)},
-            ref::matmul_cotangent);
+    const OpRun r = Run("MatMul", Attributes(), ref::matmul);
     REQUIRE(r.forward.outputs[0].shape() == ref::matmul_out_shape);
-    RequireClose(r.forward.outputs[0], ref::matmul_out, "Y");
-    RequireClose(r.grads[0], ref::matmul_grad0, "dA");
-    RequireClose(r.grads[1], ref::matmul_grad1, "dB");
+    RequireMatches(r, ref::matmul, "Y", {"dA", "dB"});
   }
   SECTION("Gemm transA transB alpha beta") {
     Attributes a;
@@ -229,23 +214,12 @@ TEST_CASE("activations, softmax and products match torch", "[kernels]") {
     a.Set("transB", int64_t{1});
     a.Set("alpha", 0.5);
     a.Set("beta", 2.0);
-    const OpRun r =
-        Run("Gemm", a,
-            {T(ref::gemm_in0_shape, ref::gemm_in0), T(ref::gemm_in1_shape, ref::gemm_in1),
-             T(ref::gemm_in2_shape, ref::gemm_in2)},
-            ref::gemm_cotangent);
-    RequireClose(r.forward.outputs[0], ref::gemm_out, "Y");
-    RequireClose(r.grads[0], ref::gemm_grad0, "dA");
-    RequireClose(r.grads[1], ref::gemm_grad1, "dB");
-    RequireClose(r.grads[2], ref::gemm_grad2, "dC");
+    const OpRun r = Run("Gemm", a, ref::gemm);
+    RequireMatches(r, ref::gemm, "Y", {"dA", "dB", "dC"});
   }
   SECTION("Pow with broadcast exponent") {
-    const OpRun r = Run("Pow", Attributes(),
-                        {T(ref::pow_in0_shape, ref::pow_in0), T(ref::pow_in1_shape, ref::pow_in1)},
-                        ref::pow_cotangent);
-    RequireClose(r.forward.outputs[0], ref::pow_out, "Y");
-    RequireClose(r.grads[0], ref::pow_grad0, "dBase");
-    RequireClose(r.grads[1], ref::pow_grad1, "dExponent");
+    const OpRun r = Run("Pow", Attributes(), ref::pow);
+    RequireMatches(r, ref::pow, "Y", {"dBase", "dExponent"});
   }
 }
 
@@ -360,14 +334,12 @@ TEST_CASE("Clip matches torch.clamp, from inputs and from opset-6 attributes", "
   const Tensor x = T(ref::clip_in0_shape, ref::clip_in0);
   const OpRun from_inputs =
       Run("Clip", Attributes(), {x, T({}, {-0.5f}), T({}, {0.75f})}, ref::clip_cotangent);
-  RequireClose(from_inputs.forward.outputs[0], ref::clip_out, "Y");
-  RequireClose(from_inputs.grads[0], ref::clip_grad0, "dX");
+  RequireMatches(from_inputs, ref::clip, "Y", {"dX"});
   Attributes bounds;
   bounds.Set("min", -0.5);
   bounds.Set("max", 0.75);
   const OpRun from_attributes = Run("Clip", bounds, {x}, ref::clip_cotangent);
-  RequireClose(from_attributes.forward.outputs[0], ref::clip_out, "Y");
-  RequireClose(from_attributes.grads[0], ref::clip_grad0, "dX");
+  RequireMatches(from_attributes, ref::clip, "Y", {"dX"});
 }
 
 TEST_CASE("Pad matches torch.nn.functional.pad in the four modes", "[kernels]") {
@@ -379,8 +351,7 @@ TEST_CASE("Pad matches torch.nn.functional.pad in the four modes", "[kernels]") 
                         {T(ref::pad_constant_in0_shape, ref::pad_constant_in0),
                          pads({0, 0, 1, 2, 0, 0, 2, -1}), T({}, {0.5f})},
                         ref::pad_constant_cotangent);
-    RequireClose(r.forward.outputs[0], ref::pad_constant_out, "Y");
-    RequireClose(r.grads[0], ref::pad_constant_grad0, "dX");
+    RequireMatches(r, ref::pad_constant, "Y", {"dX"});
   }
   SECTION("reflect on axes 2 and 3 (opset 18's axes input)") {
     Attributes a;
@@ -389,17 +360,14 @@ TEST_CASE("Pad matches torch.nn.functional.pad in the four modes", "[kernels]") 
                         {T(ref::pad_reflect_in0_shape, ref::pad_reflect_in0), T({4}, {1, 2, 2, 1}),
                          Tensor(), T({2}, {2, 3})},
                         ref::pad_reflect_cotangent);
-    RequireClose(r.forward.outputs[0], ref::pad_reflect_out, "Y");
-    RequireClose(r.grads[0], ref::pad_reflect_grad0, "dX");
+    RequireMatches(r, ref::pad_reflect, "Y", {"dX"});
   }
   SECTION("edge, pads as an attribute (opset 2)") {
     Attributes a;
     a.Set("mode", std::string("edge"));
     a.Set("pads", std::vector<int64_t>{0, 0, 1, 2, 0, 0, 2, 1});
-    const OpRun r =
-        Run("Pad", a, {T(ref::pad_edge_in0_shape, ref::pad_edge_in0)}, ref::pad_edge_cotangent);
-    RequireClose(r.forward.outputs[0], ref::pad_edge_out, "Y");
-    RequireClose(r.grads[0], ref::pad_edge_grad0, "dX");
+    const OpRun r = Run("Pad", a, ref::pad_edge);
+    RequireMatches(r, ref::pad_edge, "Y", {"dX"});
   }
   SECTION("wrap") {
     Attributes a;
@@ -407,8 +375,7 @@ TEST_CASE("Pad matches torch.nn.functional.pad in the four modes", "[kernels]") 
     const OpRun r = Run(
         "Pad", a, {T(ref::pad_wrap_in0_shape, ref::pad_wrap_in0), pads({0, 0, 1, 2, 0, 0, 2, 1})},
         ref::pad_wrap_cotangent);
-    RequireClose(r.forward.outputs[0], ref::pad_wrap_out, "Y");
-    RequireClose(r.grads[0], ref::pad_wrap_grad0, "dX");
+    RequireMatches(r, ref::pad_wrap, "Y", {"dX"});
   }
 }
 
@@ -470,40 +437,29 @@ TEST_CASE("Resize matches torch.nn.functional.interpolate", "[kernels]") {
     const OpRun r =
         resize("linear", "pytorch_half_pixel", ref::resize_bilinear_in0_shape,
                ref::resize_bilinear_in0, twice, Tensor(), ref::resize_bilinear_cotangent);
-    RequireClose(r.forward.outputs[0], ref::resize_bilinear_out, "Y");
-    RequireClose(r.grads[0], ref::resize_bilinear_grad0, "dX");
+    RequireMatches(r, ref::resize_bilinear, "Y", {"dX"});
   }
   SECTION("bilinear, align_corners, scale 2") {
     const OpRun r = resize("linear", "align_corners", ref::resize_corners_in0_shape,
                            ref::resize_corners_in0, twice, Tensor(), ref::resize_corners_cotangent);
-    RequireClose(r.forward.outputs[0], ref::resize_corners_out, "Y");
-    RequireClose(r.grads[0], ref::resize_corners_grad0, "dX");
+    RequireMatches(r, ref::resize_corners, "Y", {"dX"});
   }
   SECTION("nearest, asymmetric floor, scale 2") {
     const OpRun r = resize("nearest", "asymmetric", ref::resize_nearest_in0_shape,
                            ref::resize_nearest_in0, twice, Tensor(), ref::resize_nearest_cotangent);
-    RequireClose(r.forward.outputs[0], ref::resize_nearest_out, "Y");
-    RequireClose(r.grads[0], ref::resize_nearest_grad0, "dX");
+    RequireMatches(r, ref::resize_nearest, "Y", {"dX"});
   }
   SECTION("bilinear down to sizes [1, 2, 3, 5]") {
     const OpRun r =
         resize("linear", "pytorch_half_pixel", ref::resize_down_in0_shape, ref::resize_down_in0,
                T({0}, {}), T({4}, {1, 2, 3, 5}), ref::resize_down_cotangent);
-    RequireClose(r.forward.outputs[0], ref::resize_down_out, "Y");
-    RequireClose(r.grads[0], ref::resize_down_grad0, "dX");
+    RequireMatches(r, ref::resize_down, "Y", {"dX"});
   }
 }
 
 TEST_CASE("InstanceNormalization matches torch instance_norm", "[kernels]") {
-  const OpRun r = Run("InstanceNormalization", Attributes(),
-                      {T(ref::instance_norm_in0_shape, ref::instance_norm_in0),
-                       T(ref::instance_norm_in1_shape, ref::instance_norm_in1),
-                       T(ref::instance_norm_in2_shape, ref::instance_norm_in2)},
-                      ref::instance_norm_cotangent);
-  RequireClose(r.forward.outputs[0], ref::instance_norm_out, "Y");
-  RequireClose(r.grads[0], ref::instance_norm_grad0, "dX");
-  RequireClose(r.grads[1], ref::instance_norm_grad1, "dScale");
-  RequireClose(r.grads[2], ref::instance_norm_grad2, "dB");
+  const OpRun r = Run("InstanceNormalization", Attributes(), ref::instance_norm);
+  RequireMatches(r, ref::instance_norm, "Y", {"dX", "dScale", "dB"});
   // What batch_norm on [1, N*C, ...] keeps: the weight repeated per plane, fp32 statistics.
   CHECK(r.forward.extras.at("repeated_weight").numel() == 6);
   CHECK(r.forward.extras.at("mean").dtype() == DType::kFloat32);
@@ -517,10 +473,7 @@ TEST_CASE("GroupNormalization matches torch group_norm", "[kernels]") {
                       {x, T(ref::group_norm_in1_shape, ref::group_norm_in1),
                        T(ref::group_norm_in2_shape, ref::group_norm_in2)},
                       ref::group_norm_cotangent);
-  RequireClose(r.forward.outputs[0], ref::group_norm_out, "Y");
-  RequireClose(r.grads[0], ref::group_norm_grad0, "dX");
-  RequireClose(r.grads[1], ref::group_norm_grad1, "dScale");
-  RequireClose(r.grads[2], ref::group_norm_grad2, "dB");
+  RequireMatches(r, ref::group_norm, "Y", {"dX", "dScale", "dB"});
   CHECK(r.forward.extras.at("invstd").shape() == TensorShape{2, 2});  // [N, G]
   // Opset 18's per-group scale and bias equal per-channel ones repeated over each group.
   ForwardArgs per_group, repeated;
@@ -540,16 +493,9 @@ TEST_CASE("ConvTranspose matches torch conv_transpose1d and conv_transpose2d", "
     a.Set("strides", std::vector<int64_t>{2, 2});
     a.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
     a.Set("output_padding", std::vector<int64_t>{1, 1});
-    const OpRun r =
-        Run("ConvTranspose", a,
-            {T(ref::convt_in0_shape, ref::convt_in0), T(ref::convt_in1_shape, ref::convt_in1),
-             T(ref::convt_in2_shape, ref::convt_in2)},
-            ref::convt_cotangent);
+    const OpRun r = Run("ConvTranspose", a, ref::convt);
     CHECK(r.forward.outputs[0].shape() == TensorShape(ref::convt_out_shape));
-    RequireClose(r.forward.outputs[0], ref::convt_out, "Y");
-    RequireClose(r.grads[0], ref::convt_grad0, "dX");
-    RequireClose(r.grads[1], ref::convt_grad1, "dW");
-    RequireClose(r.grads[2], ref::convt_grad2, "dB");
+    RequireMatches(r, ref::convt, "Y", {"dX", "dW", "dB"});
   }
   SECTION("2-D, 2 groups, stride (2, 1), pads (0, 1), dilation (1, 2), output_padding (1, 0)") {
     Attributes a;
@@ -558,38 +504,27 @@ TEST_CASE("ConvTranspose matches torch conv_transpose1d and conv_transpose2d", "
     a.Set("pads", std::vector<int64_t>{0, 1, 0, 1});
     a.Set("dilations", std::vector<int64_t>{1, 2});
     a.Set("output_padding", std::vector<int64_t>{1, 0});
-    const OpRun r = Run("ConvTranspose", a,
-                        {T(ref::convt_grouped_in0_shape, ref::convt_grouped_in0),
-                         T(ref::convt_grouped_in1_shape, ref::convt_grouped_in1)},
-                        ref::convt_grouped_cotangent);
+    const OpRun r = Run("ConvTranspose", a, ref::convt_grouped);
     CHECK(r.forward.outputs[0].shape() == TensorShape(ref::convt_grouped_out_shape));
-    RequireClose(r.forward.outputs[0], ref::convt_grouped_out, "Y");
-    RequireClose(r.grads[0], ref::convt_grouped_grad0, "dX");
-    RequireClose(r.grads[1], ref::convt_grouped_grad1, "dW");
+    RequireMatches(r, ref::convt_grouped, "Y", {"dX", "dW"});
   }
   SECTION("1-D, stride 2, pads 1, output_padding 1") {
     Attributes a;
     a.Set("strides", std::vector<int64_t>{2});
     a.Set("pads", std::vector<int64_t>{1, 1});
     a.Set("output_padding", std::vector<int64_t>{1});
-    const OpRun r = Run("ConvTranspose", a,
-                        {T(ref::convt_1d_in0_shape, ref::convt_1d_in0),
-                         T(ref::convt_1d_in1_shape, ref::convt_1d_in1)},
-                        ref::convt_1d_cotangent);
+    const OpRun r = Run("ConvTranspose", a, ref::convt_1d);
     CHECK(r.forward.outputs[0].shape() == TensorShape(ref::convt_1d_out_shape));
-    RequireClose(r.forward.outputs[0], ref::convt_1d_out, "Y");
-    RequireClose(r.grads[0], ref::convt_1d_grad0, "dX");
-    RequireClose(r.grads[1], ref::convt_1d_grad1, "dW");
+    RequireMatches(r, ref::convt_1d, "Y", {"dX", "dW"});
   }
 }
 
 TEST_CASE("ReduceMax matches torch.amax, ties sharing the gradient", "[kernels]") {
   Attributes a;
   a.Set("axes", std::vector<int64_t>{1, 3});
-  const OpRun r = Run("ReduceMax", a, {T(ref::amax_in0_shape, ref::amax_in0)}, ref::amax_cotangent);
+  const OpRun r = Run("ReduceMax", a, ref::amax);
   CHECK(r.forward.outputs[0].shape() == TensorShape(ref::amax_out_shape));
-  RequireClose(r.forward.outputs[0], ref::amax_out, "Y");
-  RequireClose(r.grads[0], ref::amax_grad0, "dX");
+  RequireMatches(r, ref::amax, "Y", {"dX"});
 }
 
 TEST_CASE("Tile matches torch repeat", "[kernels]") {
@@ -598,8 +533,7 @@ TEST_CASE("Tile matches torch repeat", "[kernels]") {
       {T(ref::tile_in0_shape, ref::tile_in0), Tensor::FromValues({3}, {2, 1, 3}, DType::kInt64)},
       ref::tile_cotangent);
   CHECK(r.forward.outputs[0].shape() == TensorShape(ref::tile_out_shape));
-  RequireClose(r.forward.outputs[0], ref::tile_out, "Y");
-  RequireClose(r.grads[0], ref::tile_grad0, "dX");
+  RequireMatches(r, ref::tile, "Y", {"dX"});
 }
 
 // A recurrent node on ONNX's input slots (X, W, R, B, sequence_lens, initial_h[, initial_c]):
@@ -614,23 +548,11 @@ RecurrentRun RunRecurrent(const std::string& op, const Attributes& attrs,
                           const std::vector<Tensor>& inputs, int num_outputs,
                           const std::vector<float>& cotangent) {
   KernelContext ctx;
-  ForwardArgs fargs;
-  fargs.attributes = &attrs;
-  fargs.inputs = inputs;
-  fargs.num_outputs = num_outputs;
-  auto forward = RunForward(op, ctx, fargs);
+  auto forward = RunForward(op, ctx, ForwardArgsOf(attrs, inputs, num_outputs));
   if (!forward.ok()) FAIL(forward.error().message);
   REQUIRE(forward->outputs.size() == static_cast<size_t>(num_outputs));
   RecurrentRun run;
-  BackwardArgs bargs;
-  bargs.attributes = &attrs;
-  bargs.inputs = inputs;
-  bargs.outputs = forward->outputs;
-  bargs.extras = forward->extras;
-  for (const Tensor& t : inputs) {
-    bargs.input_shapes.push_back(t.defined() ? t.shape() : TensorShape{});
-    bargs.input_dtypes.push_back(t.defined() ? t.dtype() : DType::kUndefined);
-  }
+  BackwardArgs bargs = BackwardArgsAfter(attrs, inputs, *forward);
   size_t offset = 0;
   for (const Tensor& out : forward->outputs) {
     run.outputs.insert(run.outputs.end(), out.data(), out.data() + out.numel());
@@ -654,105 +576,64 @@ void RequireCloseValues(const std::vector<float>& actual, const std::vector<floa
   RequireClose(Tensor::FromValues({static_cast<int64_t>(actual.size())}, actual), expected, what);
 }
 
-// One reference of make_kernel_references.py's recurrent cases: the inputs X, W, R, B and the
-// initial states (in0 ...), the outputs Y, Y_h[, Y_c] flattened into one vector and the
-// gradients of every input, in that order.
-struct RecurrentReference {
-  std::vector<Tensor> inputs;
-  std::vector<float> out, cotangent;
-  std::vector<std::vector<float>> grads;
-};
-
-// Runs the reference's node (sequence_lens absent) and checks every output and gradient.
+// Runs one of make_kernel_references.py's recurrent cases (inputs X, W, R, B and the initial
+// states; sequence_lens absent) and checks every output and gradient. The case's output is Y,
+// Y_h[, Y_c] flattened into one vector.
 void CheckRecurrent(const std::string& op, const Attributes& attrs, int num_outputs,
-                    const RecurrentReference& ref) {
-  std::vector<Tensor> inputs = ref.inputs;
+                    const ref::GradCase& reference) {
+  std::vector<Tensor> inputs = Inputs(reference);
   inputs.insert(inputs.begin() + 4, Tensor());  // sequence_lens
-  const RecurrentRun r = RunRecurrent(op, attrs, inputs, num_outputs, ref.cotangent);
-  RequireCloseValues(r.outputs, ref.out, "Y, Y_h, Y_c");
+  const RecurrentRun r = RunRecurrent(op, attrs, inputs, num_outputs, reference.cotangent);
+  RequireCloseValues(r.outputs, reference.out, "Y, Y_h, Y_c");
   CHECK_FALSE(r.grads[4].defined());
   const char* names[] = {"dX", "dW", "dR", "dB", "dinitial_h", "dinitial_c"};
-  for (size_t i = 0; i < ref.grads.size(); ++i)
-    RequireClose(r.grads[i < 4 ? i : i + 1], ref.grads[i], names[i]);
+  for (size_t i = 0; i < reference.grads.size(); ++i)
+    RequireClose(r.grads[i < 4 ? i : i + 1], reference.grads[i], names[i]);
 }
 
 TEST_CASE("LSTM matches torch.lstm, bidirectional with initial states", "[kernels]") {
   Attributes a;
   a.Set("direction", std::string("bidirectional"));
   a.Set("hidden_size", int64_t{2});
-  CheckRecurrent("LSTM", a, 3,
-                 {{T(ref::lstm_bidi_in0_shape, ref::lstm_bidi_in0),
-                   T(ref::lstm_bidi_in1_shape, ref::lstm_bidi_in1),
-                   T(ref::lstm_bidi_in2_shape, ref::lstm_bidi_in2),
-                   T(ref::lstm_bidi_in3_shape, ref::lstm_bidi_in3),
-                   T(ref::lstm_bidi_in4_shape, ref::lstm_bidi_in4),
-                   T(ref::lstm_bidi_in5_shape, ref::lstm_bidi_in5)},
-                  ref::lstm_bidi_out,
-                  ref::lstm_bidi_cotangent,
-                  {ref::lstm_bidi_grad0, ref::lstm_bidi_grad1, ref::lstm_bidi_grad2,
-                   ref::lstm_bidi_grad3, ref::lstm_bidi_grad4, ref::lstm_bidi_grad5}});
+  CheckRecurrent("LSTM", a, 3, ref::lstm_bidi);
 }
 
 TEST_CASE("GRU matches torch.gru, forward and reverse", "[kernels]") {
   Attributes a;
   a.Set("linear_before_reset", int64_t{1});  // what torch exports for nn.GRU
-  CheckRecurrent(
-      "GRU", a, 2,
-      {{T(ref::gru_in0_shape, ref::gru_in0), T(ref::gru_in1_shape, ref::gru_in1),
-        T(ref::gru_in2_shape, ref::gru_in2), T(ref::gru_in3_shape, ref::gru_in3),
-        T(ref::gru_in4_shape, ref::gru_in4)},
-       ref::gru_out,
-       ref::gru_cotangent,
-       {ref::gru_grad0, ref::gru_grad1, ref::gru_grad2, ref::gru_grad3, ref::gru_grad4}});
+  CheckRecurrent("GRU", a, 2, ref::gru);
   a.Set("direction", std::string("reverse"));
-  CheckRecurrent("GRU", a, 2,
-                 {{T(ref::gru_reverse_in0_shape, ref::gru_reverse_in0),
-                   T(ref::gru_reverse_in1_shape, ref::gru_reverse_in1),
-                   T(ref::gru_reverse_in2_shape, ref::gru_reverse_in2),
-                   T(ref::gru_reverse_in3_shape, ref::gru_reverse_in3),
-                   T(ref::gru_reverse_in4_shape, ref::gru_reverse_in4)},
-                  ref::gru_reverse_out,
-                  ref::gru_reverse_cotangent,
-                  {ref::gru_reverse_grad0, ref::gru_reverse_grad1, ref::gru_reverse_grad2,
-                   ref::gru_reverse_grad3, ref::gru_reverse_grad4}});
+  CheckRecurrent("GRU", a, 2, ref::gru_reverse);
 }
 
 TEST_CASE("RNN matches torch.rnn_tanh, bidirectional", "[kernels]") {
   Attributes a;
   a.Set("direction", std::string("bidirectional"));
-  CheckRecurrent("RNN", a, 2,
-                 {{T(ref::rnn_bidi_in0_shape, ref::rnn_bidi_in0),
-                   T(ref::rnn_bidi_in1_shape, ref::rnn_bidi_in1),
-                   T(ref::rnn_bidi_in2_shape, ref::rnn_bidi_in2),
-                   T(ref::rnn_bidi_in3_shape, ref::rnn_bidi_in3),
-                   T(ref::rnn_bidi_in4_shape, ref::rnn_bidi_in4)},
-                  ref::rnn_bidi_out,
-                  ref::rnn_bidi_cotangent,
-                  {ref::rnn_bidi_grad0, ref::rnn_bidi_grad1, ref::rnn_bidi_grad2,
-                   ref::rnn_bidi_grad3, ref::rnn_bidi_grad4}});
+  CheckRecurrent("RNN", a, 2, ref::rnn_bidi);
+}
+
+// `values` of shape [a, b, c] rearranged as [b, a, c].
+std::vector<float> SwapLeadingAxes(const std::vector<float>& values, int64_t a, int64_t b,
+                                   int64_t c) {
+  std::vector<float> out(values.size());
+  for (int64_t i = 0; i < a; ++i)
+    for (int64_t j = 0; j < b; ++j)
+      for (int64_t k = 0; k < c; ++k)
+        out[static_cast<size_t>((j * a + i) * c + k)] =
+            values[static_cast<size_t>((i * b + j) * c + k)];
+  return out;
 }
 
 // layout = 1 is layout 0 with X [batch, T, I], Y [batch, T, D, H] and the states [batch, D, H]:
 // the same numbers, transposed (the LSTM reference above, rearranged by hand).
 TEST_CASE("LSTM with layout 1 (batch first) is layout 0 transposed", "[kernels]") {
   const int64_t steps = 3, batch = 2, input = 3, dirs = 2, hidden = 2;
+  // X [T, batch, I] -> [batch, T, I]; a state [D, batch, H] -> [batch, D, H].
   auto batch_first_x = [&](const std::vector<float>& x) {
-    std::vector<float> out(x.size());
-    for (int64_t t = 0; t < steps; ++t)
-      for (int64_t b = 0; b < batch; ++b)
-        for (int64_t i = 0; i < input; ++i)
-          out[static_cast<size_t>((b * steps + t) * input + i)] =
-              x[static_cast<size_t>((t * batch + b) * input + i)];
-    return out;
+    return SwapLeadingAxes(x, steps, batch, input);
   };
   auto batch_first_state = [&](const std::vector<float>& s) {
-    std::vector<float> out(s.size());
-    for (int64_t d = 0; d < dirs; ++d)
-      for (int64_t b = 0; b < batch; ++b)
-        for (int64_t j = 0; j < hidden; ++j)
-          out[static_cast<size_t>((b * dirs + d) * hidden + j)] =
-              s[static_cast<size_t>((d * batch + b) * hidden + j)];
-    return out;
+    return SwapLeadingAxes(s, dirs, batch, hidden);
   };
   Attributes a;
   a.Set("direction", std::string("bidirectional"));
@@ -809,10 +690,7 @@ TEST_CASE("recurrent options the CPU kernel does not run are errors naming them"
 }
 
 TEST_CASE("RMSNormalization matches x * rsqrt(mean(x^2) + eps) * w", "[kernels]") {
-  const OpRun last = Run("RMSNormalization", Attributes(),
-                         {T(ref::rms_norm_in0_shape, ref::rms_norm_in0),
-                          T(ref::rms_norm_in1_shape, ref::rms_norm_in1)},
-                         ref::rms_norm_cotangent);
+  const OpRun last = Run("RMSNormalization", Attributes(), ref::rms_norm);
   RequireClose(last.forward.outputs[0], ref::rms_norm_out, "Y");
   // rstd is kept for backward (the kernels' "invstd"), one per row: [2, 3, 1].
   CHECK(last.forward.extras.at("invstd").shape() == TensorShape{2, 3, 1});
@@ -824,13 +702,8 @@ TEST_CASE("RMSNormalization matches x * rsqrt(mean(x^2) + eps) * w", "[kernels]"
   a.Set("axis", int64_t{-2});
   for (const char* op : {"RMSNormalization", "SimplifiedLayerNormalization"}) {
     INFO(op);
-    const OpRun two = Run(op, a,
-                          {T(ref::rms_norm_2d_in0_shape, ref::rms_norm_2d_in0),
-                           T(ref::rms_norm_2d_in1_shape, ref::rms_norm_2d_in1)},
-                          ref::rms_norm_2d_cotangent);
-    RequireClose(two.forward.outputs[0], ref::rms_norm_2d_out, "Y");
-    RequireClose(two.grads[0], ref::rms_norm_2d_grad0, "dX");
-    RequireClose(two.grads[1], ref::rms_norm_2d_grad1, "dScale");
+    const OpRun two = Run(op, a, ref::rms_norm_2d);
+    RequireMatches(two, ref::rms_norm_2d, "Y", {"dX", "dScale"});
   }
 }
 
@@ -843,8 +716,7 @@ TEST_CASE("GatherElements matches torch.gather, repeated indices accumulating", 
                        Tensor::FromValues(index_shape, ref::gather_elements_index, DType::kInt64)},
                       ref::gather_elements_cotangent);
   CHECK(r.forward.outputs[0].shape() == index_shape);
-  RequireClose(r.forward.outputs[0], ref::gather_elements_out, "Y");
-  RequireClose(r.grads[0], ref::gather_elements_grad0, "dX");
+  RequireMatches(r, ref::gather_elements, "Y", {"dX"});
   CHECK_FALSE(r.grads[1].defined());  // indices
 
   // ONNX also takes negative indices, counted from the end of the axis (3 here): the same.
@@ -854,25 +726,17 @@ TEST_CASE("GatherElements matches torch.gather, repeated indices accumulating", 
                             {T(ref::gather_elements_in0_shape, ref::gather_elements_in0),
                              Tensor::FromValues(index_shape, negative, DType::kInt64)},
                             ref::gather_elements_cotangent);
-  RequireClose(wrapped.forward.outputs[0], ref::gather_elements_out, "Y");
-  RequireClose(wrapped.grads[0], ref::gather_elements_grad0, "dX");
+  RequireMatches(wrapped, ref::gather_elements, "Y", {"dX"});
 }
 
 TEST_CASE("Mod matches torch.remainder (fmod 0) and torch.fmod (fmod 1)", "[kernels]") {
-  const std::vector<Tensor> inputs = {T(ref::remainder_in0_shape, ref::remainder_in0),
-                                      T(ref::remainder_in1_shape, ref::remainder_in1)};
-  const OpRun remainder = Run("Mod", Attributes(), inputs, ref::remainder_cotangent);
-  RequireClose(remainder.forward.outputs[0], ref::remainder_out, "Y");
-  RequireClose(remainder.grads[0], ref::remainder_grad0, "dA");
-  RequireClose(remainder.grads[1], ref::remainder_grad1, "dB");
+  const std::vector<Tensor> inputs = Inputs(ref::remainder);
+  const OpRun remainder = Run("Mod", Attributes(), inputs, ref::remainder.cotangent);
+  RequireMatches(remainder, ref::remainder, "Y", {"dA", "dB"});
   Attributes c_fmod;
   c_fmod.Set("fmod", int64_t{1});
-  const OpRun fmod = Run(
-      "Mod", c_fmod, {T(ref::fmod_in0_shape, ref::fmod_in0), T(ref::fmod_in1_shape, ref::fmod_in1)},
-      ref::fmod_cotangent);
-  RequireClose(fmod.forward.outputs[0], ref::fmod_out, "Y");
-  RequireClose(fmod.grads[0], ref::fmod_grad0, "dA");
-  RequireClose(fmod.grads[1], ref::fmod_grad1, "dB");
+  const OpRun fmod = Run("Mod", c_fmod, ref::fmod);
+  RequireMatches(fmod, ref::fmod, "Y", {"dA", "dB"});
   // Integers, as Swin's window masks compute them: -7 mod 3 is 2, fmod(-7, 3) is -1.
   const std::vector<Tensor> ints = {Tensor::FromValues({2}, {-7, 7}, DType::kInt64),
                                     Tensor::FromValues({1}, {3}, DType::kInt64)};

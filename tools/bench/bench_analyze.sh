@@ -9,17 +9,10 @@ zoo=$build/zoo
 # busy machine the CPU figure is what an idle machine's wall time would be.
 timing=$(mktemp)
 trap 'rm -f "$timing"' EXIT
+# shellcheck source=tools/bench/best_of.sh
+. "$(dirname "$0")/best_of.sh"
 best_of() {
-  local best_wall="" best_cpu=""
-  for _ in 1 2 3 4 5; do
-    local t wall cpu
-    /usr/bin/time -o "$timing" -f "%e %U %S" "$@" >/dev/null 2>&1 || true
-    t=$(tail -1 "$timing")
-    wall=$(echo "$t" | awk '{print $1}')
-    cpu=$(echo "$t" | awk '{print $2 + $3}')
-    if [ -z "$best_wall" ] || [ "$(echo "$wall < $best_wall" | bc)" = 1 ]; then best_wall=$wall; fi
-    if [ -z "$best_cpu" ] || [ "$(echo "$cpu < $best_cpu" | bc)" = 1 ]; then best_cpu=$cpu; fi
-  done
+  time_best_of 5 "$@"
   printf "%8.3f s wall  %8.3f s cpu  %s\n" "$best_wall" "$best_cpu" "${*#"$build"/}"
 }
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"

@@ -13,18 +13,10 @@ trap 'rm -f "$timing"' EXIT
 # Best of $runs: wall seconds and CPU seconds (user + sys); memplan is single-threaded, so on a
 # shared machine the CPU figure is what an idle machine's wall time would be. The exit code is
 # printed too (1 = does not fit, which is an answer, not a failure of the run).
+# shellcheck source=tools/bench/best_of.sh
+. "$(dirname "$0")/best_of.sh"
 best_of() {
-  local best_wall="" best_cpu="" rc=0
-  for _ in $(seq "$runs"); do
-    local t wall cpu
-    rc=0
-    /usr/bin/time -o "$timing" -f "%e %U %S" "$@" >/dev/null 2>&1 || rc=$?
-    t=$(tail -1 "$timing")
-    wall=$(echo "$t" | awk '{print $1}')
-    cpu=$(echo "$t" | awk '{print $2 + $3}')
-    if [ -z "$best_wall" ] || [ "$(echo "$wall < $best_wall" | bc)" = 1 ]; then best_wall=$wall; fi
-    if [ -z "$best_cpu" ] || [ "$(echo "$cpu < $best_cpu" | bc)" = 1 ]; then best_cpu=$cpu; fi
-  done
+  time_best_of "$runs" "$@"
   printf "%8.3f s wall  %8.3f s cpu  exit %d  %s\n" "$best_wall" "$best_cpu" "$rc" "${*#"$build"/}"
 }
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"

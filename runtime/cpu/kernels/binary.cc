@@ -246,19 +246,16 @@ Expected<InputGradients> ModBackward(const KernelContext& ctx, const BackwardArg
                                  : BinaryBackward<RemainderOp>(ctx, args);
 }
 
-template <class Op>
+// Registers each of `Ops` under its kName, in order.
+template <class... Ops>
 void RegisterBinary(KernelRegistry& registry) {
-  registry.Register(Op::kName, &BinaryForward<Op>, &BinaryBackward<Op>);
+  (registry.Register(Ops::kName, &BinaryForward<Ops>, &BinaryBackward<Ops>), ...);
 }
 
 }  // namespace
 
 void RegisterBinaryKernels(KernelRegistry& registry) {
-  RegisterBinary<AddOp>(registry);
-  RegisterBinary<SubOp>(registry);
-  RegisterBinary<MulOp>(registry);
-  RegisterBinary<DivOp>(registry);
-  RegisterBinary<PowOp>(registry);
+  RegisterBinary<AddOp, SubOp, MulOp, DivOp, PowOp>(registry);
   registry.Register("Mod", &ModForward, &ModBackward);
   registry.Register("Where", &WhereForward, &WhereBackward);
 }

@@ -154,67 +154,76 @@ std::unique_ptr<float[]> ColumnsBuffer(const ConvPlan& plan) {
 // its output (zeroed by the caller, or holding the bias). Conv and ConvTranspose share them: a
 // transposed convolution is the adjoint of the Conv from its output to its input.
 
-// y += conv(x, w): per image and group, im2col then one GEMM.
-void ConvolveInto(const ConvPlan& plan, const float* x, const float* w, float* y) {
+// Where one image's group starts in each operand of a convolution: its input channels, its
+// output channels and its weight rows (element offsets into x, y and w).
+struct ImageGroup {
+  int64_t input = 0;
+  int64_t output = 0;
+  int64_t weight = 0;
+};
+
+// Calls fn(ImageGroup) for every image and group, images outermost.
+template <class Fn>
+void ForEachImageGroup(const ConvPlan& plan, Fn fn) {
   const WindowGeometry& g = plan.geometry;
-  const int64_t rows = plan.ColumnRows(), plane = plan.OutPlane();
-  const std::unique_ptr<float[]> scratch = plan.InputIsColumns() ? nullptr : ColumnsBuffer(plan);
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t group = 0; group < plan.groups; ++group) {
-      const float* input = x + (n * g.channels + group * plan.in_per_group) * plan.InPlane();
-      const float* col = input;
-      if (scratch != nullptr) {
-        Im2Col(plan, input, scratch.get());
-        col = scratch.get();
-      }
       const int64_t first_out = group * plan.out_per_group;
-      GemmAccumulate(false, false, plan.out_per_group, plane, rows, 1.0f, w + first_out * rows, col,
-                     y + (n * plan.out_channels + first_out) * plane);
+      fn(ImageGroup{.input = (n * g.channels + group * plan.in_per_group) * plan.InPlane(),
+                    .output = (n * plan.out_channels + first_out) * plan.OutPlane(),
+                    .weight = first_out * plan.ColumnRows()});
     }
   }
+}
+
+// The scratch columns matrix of `plan`, or null when its input already is the columns matrix.
+std::unique_ptr<float[]> ColumnsScratch(const ConvPlan& plan) {
+  return plan.InputIsColumns() ? nullptr : ColumnsBuffer(plan);
+}
+
+// The columns matrix of one image's group at `input`: `input` itself when `scratch` is null
+// (ColumnsScratch), otherwise im2col(input) written into `scratch`.
+const float* ColumnsOf(const ConvPlan& plan, const float* input, float* scratch) {
+  if (scratch == nullptr) return input;
+  Im2Col(plan, input, scratch);
+  return scratch;
+}
+
+// y += conv(x, w): per image and group, im2col then one GEMM.
+void ConvolveInto(const ConvPlan& plan, const float* x, const float* w, float* y) {
+  const int64_t rows = plan.ColumnRows(), plane = plan.OutPlane();
+  const std::unique_ptr<float[]> scratch = ColumnsScratch(plan);
+  ForEachImageGroup(plan, [&](const ImageGroup& at) {
+    GemmAccumulate(false, false, plan.out_per_group, plane, rows, 1.0f, w + at.weight,
+                   ColumnsOf(plan, x + at.input, scratch.get()), y + at.output);
+  });
 }
 
 // dx += conv's input gradient from dy: per image and group, W^T dY then col2im.
 void ConvolveInputGradientInto(const ConvPlan& plan, const float* w, const float* dy, float* dx) {
-  const WindowGeometry& g = plan.geometry;
   const int64_t rows = plan.ColumnRows(), plane = plan.OutPlane();
-  const std::unique_ptr<float[]> scratch = plan.InputIsColumns() ? nullptr : ColumnsBuffer(plan);
-  for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t group = 0; group < plan.groups; ++group) {
-      const int64_t first_out = group * plan.out_per_group;
-      const float* grad = dy + (n * plan.out_channels + first_out) * plane;
-      const float* weight = w + first_out * rows;
-      float* input_grad = dx + (n * g.channels + group * plan.in_per_group) * plan.InPlane();
-      if (scratch == nullptr) {  // the columns are the input: accumulate straight into dX
-        GemmAccumulate(true, false, rows, plane, plan.out_per_group, 1.0f, weight, grad,
-                       input_grad);
-      } else {
-        std::fill(scratch.get(), scratch.get() + rows * plane, 0.0f);
-        GemmAccumulate(true, false, rows, plane, plan.out_per_group, 1.0f, weight, grad,
-                       scratch.get());
-        Col2ImAccumulate(plan, scratch.get(), input_grad);
-      }
+  const std::unique_ptr<float[]> scratch = ColumnsScratch(plan);
+  ForEachImageGroup(plan, [&](const ImageGroup& at) {
+    if (scratch == nullptr) {  // the columns are the input: accumulate straight into dX
+      GemmAccumulate(true, false, rows, plane, plan.out_per_group, 1.0f, w + at.weight,
+                     dy + at.output, dx + at.input);
+    } else {
+      std::fill(scratch.get(), scratch.get() + rows * plane, 0.0f);
+      GemmAccumulate(true, false, rows, plane, plan.out_per_group, 1.0f, w + at.weight,
+                     dy + at.output, scratch.get());
+      Col2ImAccumulate(plan, scratch.get(), dx + at.input);
     }
-  }
+  });
 }
 
 // dw += conv's weight gradient: per image and group, dY times im2col(x)^T.
 void ConvolveWeightGradientInto(const ConvPlan& plan, const float* x, const float* dy, float* dw) {
-  const WindowGeometry& g = plan.geometry;
   const int64_t rows = plan.ColumnRows(), plane = plan.OutPlane();
-  const std::unique_ptr<float[]> scratch = plan.InputIsColumns() ? nullptr : ColumnsBuffer(plan);
-  for (int64_t n = 0; n < g.batch; ++n) {
-    for (int64_t group = 0; group < plan.groups; ++group) {
-      const int64_t first_out = group * plan.out_per_group;
-      const float* col = x + (n * g.channels + group * plan.in_per_group) * plan.InPlane();
-      if (scratch != nullptr) {
-        Im2Col(plan, col, scratch.get());
-        col = scratch.get();
-      }
-      GemmAccumulate(false, true, plan.out_per_group, rows, plane, 1.0f,
-                     dy + (n * plan.out_channels + first_out) * plane, col, dw + first_out * rows);
-    }
-  }
+  const std::unique_ptr<float[]> scratch = ColumnsScratch(plan);
+  ForEachImageGroup(plan, [&](const ImageGroup& at) {
+    GemmAccumulate(false, true, plan.out_per_group, rows, plane, 1.0f, dy + at.output,
+                   ColumnsOf(plan, x + at.input, scratch.get()), dw + at.weight);
+  });
 }
 
 // bias_grad[c] += the sum of dY over images and positions of channel c ([N, channels, plane]).

@@ -58,19 +58,16 @@ Expected<ForwardResult> NotForward(const KernelContext& ctx, const ForwardArgs& 
   return SingleOutput(std::move(y));
 }
 
-template <class Op>
+// Registers each of `Ops` under its kName, in order.
+template <class... Ops>
 void RegisterComparison(KernelRegistry& registry) {
-  registry.Register(Op::kName, &ComparisonForward<Op>, /*backward=*/nullptr);
+  (registry.Register(Ops::kName, &ComparisonForward<Ops>, /*backward=*/nullptr), ...);
 }
 
 }  // namespace
 
 void RegisterLogicKernels(KernelRegistry& registry) {
-  RegisterComparison<EqualOp>(registry);
-  RegisterComparison<LessOp>(registry);
-  RegisterComparison<GreaterOp>(registry);
-  RegisterComparison<LessOrEqualOp>(registry);
-  RegisterComparison<GreaterOrEqualOp>(registry);
+  RegisterComparison<EqualOp, LessOp, GreaterOp, LessOrEqualOp, GreaterOrEqualOp>(registry);
   registry.Register("Not", &NotForward, /*backward=*/nullptr);
 }
 

@@ -388,28 +388,17 @@ Expected<InputGradients> CastBackward(const KernelContext& ctx, const BackwardAr
   return grads;
 }
 
-template <class Op>
+// Registers each of `Ops` under its kName, in order.
+template <class... Ops>
 void RegisterUnary(KernelRegistry& registry) {
-  registry.Register(Op::kName, &UnaryForward<Op>, &UnaryBackward<Op>);
+  (registry.Register(Ops::kName, &UnaryForward<Ops>, &UnaryBackward<Ops>), ...);
 }
 
 }  // namespace
 
 void RegisterUnaryKernels(KernelRegistry& registry) {
-  RegisterUnary<ReluOp>(registry);
-  RegisterUnary<SigmoidOp>(registry);
-  RegisterUnary<TanhOp>(registry);
-  RegisterUnary<ErfOp>(registry);
-  RegisterUnary<CosOp>(registry);
-  RegisterUnary<SinOp>(registry);
-  RegisterUnary<SqrtOp>(registry);
-  RegisterUnary<NegOp>(registry);
-  RegisterUnary<ExpOp>(registry);
-  RegisterUnary<LogOp>(registry);
-  RegisterUnary<ReciprocalOp>(registry);
-  RegisterUnary<LeakyReluOp>(registry);
-  RegisterUnary<HardSigmoidOp>(registry);
-  RegisterUnary<HardSwishOp>(registry);
+  RegisterUnary<ReluOp, SigmoidOp, TanhOp, ErfOp, CosOp, SinOp, SqrtOp, NegOp, ExpOp, LogOp,
+                ReciprocalOp, LeakyReluOp, HardSigmoidOp, HardSwishOp>(registry);
   registry.Register(rsqrt::kOpType, &RsqrtForward, &UnaryBackward<RsqrtOp>, rsqrt::kDomain);
   RegisterUnary<GeluOp>(registry);
   registry.Register("Identity", &IdentityForward, &IdentityBackward);

@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include <string>
+#include <type_traits>
 
 #include "runtime/cuda/cuda_status.h"
 #include "runtime/cuda/kernels/launch_config.cuh"
@@ -11,41 +12,28 @@
 namespace memplan::cuda {
 namespace {
 
-template <class T>
-__device__ float ToFloat(T v);
-template <>
-__device__ float ToFloat<float>(float v) {
-  return v;
-}
-template <>
-__device__ float ToFloat<__half>(__half v) {
-  return __half2float(v);
-}
-template <>
-__device__ float ToFloat<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
+// float, __half or __nv_bfloat16 to float: exact.
+__device__ float ToFloat(float v) { return v; }
+__device__ float ToFloat(__half v) { return __half2float(v); }
+__device__ float ToFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
 
+// float to T (float, __half or __nv_bfloat16), rounding to nearest even.
 template <class T>
-__device__ T FromFloat(float v);
-template <>
-__device__ float FromFloat<float>(float v) {
-  return v;
-}
-template <>
-__device__ __half FromFloat<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
+__device__ T FromFloat(float v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(v);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16_rn(v);
+  } else {
+    static_assert(std::is_same_v<T, float>);
+    return v;
+  }
 }
 
 template <class From, class To>
 __global__ void CastKernel(const From* src, To* dst, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
-    dst[i] = FromFloat<To>(ToFloat<From>(src[i]));
+  for (const int64_t i : GridStride(n)) {
+    dst[i] = FromFloat<To>(ToFloat(src[i]));
   }
 }
 

@@ -24,8 +24,7 @@ __device__ int64_t Source(const Window2d& w, int64_t out_w, int64_t row, int64_t
 
 __global__ void Im2ColKernel(const float* x, Window2d w, int64_t out_w, int64_t rows, int64_t cols,
                              int64_t image_size, int64_t n, float* col) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     const int64_t c = i % cols;
     const int64_t r = (i / cols) % rows;
     const int64_t image = i / (cols * rows);
@@ -36,8 +35,7 @@ __global__ void Im2ColKernel(const float* x, Window2d w, int64_t out_w, int64_t 
 
 __global__ void Col2ImKernel(const float* col, Window2d w, int64_t out_w, int64_t rows,
                              int64_t cols, int64_t image_size, int64_t n, float* dx) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     const int64_t c = i % cols;
     const int64_t r = (i / cols) % rows;
     const int64_t image = i / (cols * rows);
@@ -48,8 +46,7 @@ __global__ void Col2ImKernel(const float* col, Window2d w, int64_t out_w, int64_
 
 __global__ void MaxPoolKernel(const float* x, Window2d w, int64_t out_h, int64_t out_w, int64_t n,
                               float* y, float* argmax) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     const int64_t ow = i % out_w;
     const int64_t oh = (i / out_w) % out_h;
     const int64_t plane = i / (out_w * out_h);
@@ -76,8 +73,7 @@ __global__ void MaxPoolKernel(const float* x, Window2d w, int64_t out_h, int64_t
 
 __global__ void MaxPoolBackwardKernel(const float* dy, const float* argmax, int64_t in_plane,
                                       int64_t out_plane, int64_t n, float* dx) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     const auto at = static_cast<int64_t>(argmax[i]);
     if (at >= 0) atomicAdd(&dx[(i / out_plane) * in_plane + at], dy[i]);
   }
@@ -167,8 +163,7 @@ __global__ void RunningUpdateKernel(const float* mean, const float* invstd, floa
                                     float unbias, float momentum, const float* in_mean,
                                     const float* in_var, float* out_mean, float* out_var,
                                     int64_t c) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < c;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(c)) {
     const float var = (1.0f / (invstd[i] * invstd[i]) - epsilon) * unbias;
     if (out_mean != nullptr) out_mean[i] = momentum * in_mean[i] + (1.0f - momentum) * mean[i];
     if (out_var != nullptr) out_var[i] = momentum * in_var[i] + (1.0f - momentum) * var;

@@ -39,8 +39,7 @@ __device__ float ApplyBinary(BinaryOp op, float a, float b) {
 
 __global__ void BinaryKernel(BinaryOp op, const float* a, const float* b, float* out, int64_t n,
                              BroadcastGeometry g) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     int64_t ia = 0;
     int64_t ib = 0;
     BroadcastOffsets(g, i, ia, ib);
@@ -53,8 +52,7 @@ __global__ void BinaryKernel(BinaryOp op, const float* a, const float* b, float*
 __global__ void BinaryBackwardKernel(BinaryOp op, const float* a, const float* b,
                                      const float* grad_out, float* da, float* db, int64_t n,
                                      BroadcastGeometry g) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     int64_t ia = 0;
     int64_t ib = 0;
     BroadcastOffsets(g, i, ia, ib);
@@ -92,8 +90,7 @@ __global__ void BinaryBackwardKernel(BinaryOp op, const float* a, const float* b
 }
 
 __global__ void UnaryKernel(UnaryOp op, const float* x, float* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     const float v = x[i];
     switch (op) {
       case UnaryOp::kRelu:
@@ -120,8 +117,7 @@ __global__ void UnaryKernel(UnaryOp op, const float* x, float* y, int64_t n) {
 
 __global__ void UnaryBackwardKernel(UnaryOp op, const float* x, const float* y, const float* dy,
                                     float* dx, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     const float g = dy[i];
     switch (op) {
       case UnaryOp::kRelu:  // y > 0 exactly where x > 0
@@ -151,15 +147,13 @@ __global__ void UnaryBackwardKernel(UnaryOp op, const float* x, const float* y, 
 }
 
 __global__ void AxpbyKernel(float alpha, const float* x, float beta, float* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     y[i] = beta == 0.0f ? alpha * x[i] : alpha * x[i] + beta * y[i];
   }
 }
 
 __global__ void FillKernel(float* y, float value, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     y[i] = value;
   }
 }

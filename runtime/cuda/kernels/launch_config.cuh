@@ -19,6 +19,32 @@ inline unsigned BlocksFor(int64_t n) {
       std::clamp<int64_t>((n + kThreadsPerBlock - 1) / kThreadsPerBlock, 1, kMaxBlocks));
 }
 
+// The flat indices of [0, n) this thread covers in a grid-stride loop, in increasing order:
+//   for (const int64_t i : GridStride(n)) y[i] = f(x[i]);
+class GridStride {
+ public:
+  struct Iterator {
+    int64_t index;
+    int64_t stride;
+    __device__ int64_t operator*() const { return index; }
+    __device__ Iterator& operator++() {
+      index += stride;
+      return *this;
+    }
+    // Only ever compared with end(): true while the index is below n.
+    __device__ bool operator!=(const Iterator& end) const { return index < end.index; }
+  };
+
+  __device__ explicit GridStride(int64_t n) : n_(n) {}
+  __device__ Iterator begin() const {
+    return {blockIdx.x * int64_t{blockDim.x} + threadIdx.x, int64_t{blockDim.x} * gridDim.x};
+  }
+  __device__ Iterator end() const { return {n_, 0}; }
+
+ private:
+  int64_t n_;
+};
+
 __device__ inline void BroadcastOffsets(const BroadcastGeometry& g, int64_t flat, int64_t& a,
                                         int64_t& b) {
   a = 0;

@@ -9,8 +9,7 @@ namespace {
 
 __global__ void StridedCopyKernel(const float* src, float* dst, StridedCopyGeometry g, int64_t n,
                                   bool accumulate) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     int64_t flat = i;
     int64_t s = g.src_offset;
     int64_t d = g.dst_offset;
@@ -39,8 +38,7 @@ __device__ void WhereOffsets(const WhereGeometry& g, int64_t flat, int64_t o[3])
 
 __global__ void WhereKernel(const float* condition, const float* x, const float* y, float* out,
                             WhereGeometry g, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     int64_t o[3];
     WhereOffsets(g, i, o);
     out[i] = condition[o[0]] != 0.0f ? x[o[1]] : y[o[2]];
@@ -49,8 +47,7 @@ __global__ void WhereKernel(const float* condition, const float* x, const float*
 
 __global__ void WhereBackwardKernel(const float* condition, const float* grad_out, float* dx,
                                     float* dy, WhereGeometry g, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     int64_t o[3];
     WhereOffsets(g, i, o);
     const bool take_x = condition[o[0]] != 0.0f;

@@ -106,8 +106,7 @@ __global__ void LayerNormBackwardKernel(const float* x, const float* gamma, cons
 __global__ void LayerNormParamGradKernel(const float* x, const float* mean, const float* invstd,
                                          const float* dy, float* dgamma, float* dbeta, int64_t rows,
                                          int64_t cols) {
-  for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < cols;
-       c += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t c : GridStride(cols)) {
     float sum_gamma = 0.0f;
     float sum_beta = 0.0f;
     for (int64_t r = 0; r < rows; ++r) {

@@ -10,8 +10,7 @@ namespace {
 __global__ void ReduceMiddleKernel(const float* x, float* y, int64_t outer, int64_t reduce,
                                    int64_t inner, float scale) {
   const int64_t n = outer * inner;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     const int64_t o = i / inner;
     const int64_t in = i % inner;
     float sum = 0.0f;
@@ -23,8 +22,7 @@ __global__ void ReduceMiddleKernel(const float* x, float* y, int64_t outer, int6
 __global__ void ReduceMiddleBackwardKernel(const float* dy, float* dx, int64_t outer,
                                            int64_t reduce, int64_t inner, float scale) {
   const int64_t n = outer * reduce * inner;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     const int64_t in = i % inner;
     const int64_t o = i / (reduce * inner);
     dx[i] = dy[o * inner + in] * scale;
@@ -40,8 +38,7 @@ __device__ int64_t RowOf(float index, int64_t rows) {
 __global__ void GatherRowsKernel(const float* table, int64_t rows, int64_t cols,
                                  const float* indices, int64_t count, float* out) {
   const int64_t n = count * cols;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     const int64_t row = RowOf(indices[i / cols], rows);
     out[i] = row >= 0 && row < rows ? table[row * cols + i % cols] : 0.0f;
   }
@@ -50,8 +47,7 @@ __global__ void GatherRowsKernel(const float* table, int64_t rows, int64_t cols,
 __global__ void GatherRowsBackwardKernel(const float* grad_out, const float* indices, int64_t count,
                                          int64_t rows, int64_t cols, float* dtable) {
   const int64_t n = count * cols;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     const int64_t row = RowOf(indices[i / cols], rows);
     if (row >= 0 && row < rows) atomicAdd(&dtable[row * cols + i % cols], grad_out[i]);
   }

@@ -1,6 +1,7 @@
 // Losses, optimizer updates, Dropout and the overflow / norm reductions.
 
 #include <cmath>
+#include <string>
 
 #include "runtime/cuda/cuda_status.h"
 #include "runtime/cuda/kernels/launch_config.cuh"
@@ -103,8 +104,7 @@ __global__ void CrossEntropyGradRows(const float* source, const float* labels, i
 
 __global__ void SquaredErrorSum(const float* p, const float* l, int64_t n, float* total) {
   float s = 0.0f;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     const float d = p[i] - (l != nullptr ? l[i] : 0.0f);
     s += l != nullptr ? d * d : p[i];
   }
@@ -115,15 +115,12 @@ __global__ void SquaredErrorSum(const float* p, const float* l, int64_t n, float
 __global__ void ScaleScalar(float* x, float factor) { x[0] *= factor; }
 
 __global__ void MseGrad(const float* p, const float* l, int64_t n, float k, float* g) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x)
-    g[i] = k * (p[i] - l[i]);
+  for (const int64_t i : GridStride(n)) g[i] = k * (p[i] - l[i]);
 }
 
 __global__ void OptimizerKernel(OptimizerUpdate u, float* p, const float* g, float* s0, float* s1,
                                 int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     switch (u.kind) {
       case 0:
         p[i] -= u.lr * (g[i] + u.weight_decay * p[i]);
@@ -162,8 +159,7 @@ __device__ uint64_t Hash(uint64_t x) {
 __global__ void DropoutKernel(const float* x, float* y, float* mask, int64_t n, float ratio,
                               uint64_t seed) {
   const float keep_scale = 1.0f / (1.0f - ratio);
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     const float u = static_cast<float>(Hash(seed ^ Hash(static_cast<uint64_t>(i))) >> 40) *
                     (1.0f / 16777216.0f);  // 24 random bits in [0, 1)
     const float keep = u >= ratio ? 1.0f : 0.0f;
@@ -174,14 +170,11 @@ __global__ void DropoutKernel(const float* x, float* y, float* mask, int64_t n, 
 
 __global__ void DropoutBackwardKernel(const float* dy, const float* mask, float* dx, int64_t n,
                                       float keep_scale) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x)
-    dx[i] = dy[i] * mask[i] * keep_scale;
+  for (const int64_t i : GridStride(n)) dx[i] = dy[i] * mask[i] * keep_scale;
 }
 
 __global__ void ScaleCheckKernel(float* x, int64_t n, float factor, int* found) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
+  for (const int64_t i : GridStride(n)) {
     const float v = x[i] * factor;
     x[i] = v;
     if (!isfinite(v)) *found = 1;
@@ -190,9 +183,7 @@ __global__ void ScaleCheckKernel(float* x, int64_t n, float factor, int* found) 
 
 __global__ void SumSquaresKernel(const float* x, int64_t n, double* sum) {
   float s = 0.0f;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x)
-    s += x[i] * x[i];
+  for (const int64_t i : GridStride(n)) s += x[i] * x[i];
   s = BlockSum(s);
   if (threadIdx.x == 0) atomicAdd(sum, static_cast<double>(s));
 }
@@ -231,33 +222,38 @@ Status LaunchCrossEntropyBackward(const float* source, const float* labels, int6
   return CheckLaunch("CrossEntropyGradRows");
 }
 
+// Runs launch(scratch) with `count` floats of stream-ordered scratch memory, freed after it on the
+// same stream whatever launch returns; `what` names the scratch in error messages. The launch's
+// error comes first, then the free's.
+template <class Launch>
+Status WithScratchFloats(size_t count, const std::string& what, cudaStream_t stream,
+                         Launch launch) {
+  float* scratch = nullptr;
+  MEMPLAN_RETURN_IF_ERROR(
+      CheckCuda(cudaMallocAsync(reinterpret_cast<void**>(&scratch), count * sizeof(float), stream),
+                "cudaMallocAsync(" + what + ")"));
+  const Status launched = launch(scratch);
+  const Status freed = CheckCuda(cudaFreeAsync(scratch, stream), "cudaFreeAsync(" + what + ")");
+  return launched.ok() ? freed : launched;
+}
+
 }  // namespace
 
 Status CrossEntropyForward(const float* logits, const float* labels, int64_t rows, int64_t classes,
                            int64_t inner, float* loss, float* log_prob, cudaStream_t stream) {
-  float* totals = nullptr;
-  MEMPLAN_RETURN_IF_ERROR(
-      CheckCuda(cudaMallocAsync(reinterpret_cast<void**>(&totals), 2 * sizeof(float), stream),
-                "cudaMallocAsync(cross entropy totals)"));
-  const Status launched = LaunchCrossEntropyForward(logits, labels, rows, classes, inner, loss,
-                                                    log_prob, totals, stream);
-  const Status freed =
-      CheckCuda(cudaFreeAsync(totals, stream), "cudaFreeAsync(cross entropy totals)");
-  return launched.ok() ? freed : launched;
+  return WithScratchFloats(2, "cross entropy totals", stream, [&](float* totals) {
+    return LaunchCrossEntropyForward(logits, labels, rows, classes, inner, loss, log_prob, totals,
+                                     stream);
+  });
 }
 
 Status CrossEntropyBackward(const float* source, const float* labels, int64_t rows, int64_t classes,
                             int64_t inner, float scale, float* grad, cudaStream_t stream) {
   if (rows == 0) return OkStatus();
-  float* counted = nullptr;
-  MEMPLAN_RETURN_IF_ERROR(
-      CheckCuda(cudaMallocAsync(reinterpret_cast<void**>(&counted), sizeof(float), stream),
-                "cudaMallocAsync(cross entropy count)"));
-  const Status launched = LaunchCrossEntropyBackward(source, labels, rows, classes, inner, scale,
-                                                     grad, counted, stream);
-  const Status freed =
-      CheckCuda(cudaFreeAsync(counted, stream), "cudaFreeAsync(cross entropy count)");
-  return launched.ok() ? freed : launched;
+  return WithScratchFloats(1, "cross entropy count", stream, [&](float* counted) {
+    return LaunchCrossEntropyBackward(source, labels, rows, classes, inner, scale, grad, counted,
+                                      stream);
+  });
 }
 
 Status MseForward(const float* prediction, const float* label, int64_t n, float* loss,

@@ -2,6 +2,8 @@
 // Hand-built node chains for the import-fusion tests (graph/fusion), written with the protobuf API
 // the way torch.onnx writes them: scalars as Constant nodes, names scoped like "/mlp/act/Mul_1".
 
+#include <catch2/catch.hpp>
+
 #include <onnx/onnx_pb.h>
 
 #include <initializer_list>
@@ -99,6 +101,20 @@ inline void AddFloat(onnx::NodeProto& n, const std::string& name, float v) {
 // occurrences it fused.
 inline int Fuse(FusionProtoBuilder& b, const char* entry) {
   return ApplyFusion(b.model(), FusionEntryNamed(entry));
+}
+
+// Fuses the one occurrence of `entry` in a graph Relu -> pattern -> Relu and returns the node
+// left between the two Relus, checked to be the ai.onnx `op_type` named `name`.
+inline const onnx::NodeProto& FuseBetweenRelus(FusionProtoBuilder& b, const char* entry,
+                                               const std::string& op_type,
+                                               const std::string& name) {
+  REQUIRE(Fuse(b, entry) == 1);
+  REQUIRE(b.graph().node_size() == 3);
+  const onnx::NodeProto& fused = b.graph().node(1);
+  CHECK(fused.op_type() == op_type);
+  CHECK(fused.domain().empty());
+  CHECK(fused.name() == name);
+  return fused;
 }
 
 inline int CountOps(const onnx::GraphProto& g, const std::string& type) {

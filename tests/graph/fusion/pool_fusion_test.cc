@@ -71,34 +71,45 @@ TEST_CASE("nn.AvgPool2d(padding=1) as exported becomes one AveragePool counting 
   CHECK(Ints(pool, "kernel_shape") == std::vector<int64_t>{3, 3});
   CHECK(Ints(pool, "strides") == std::vector<int64_t>{2, 2});
 
-  SECTION("asymmetric pads keep their begin/end order") {
-    FusionProtoBuilder a(17);
-    TorchAvgPool(a, "/p", a.Op("Relu", "/x", {"input"}), {0, 0, 0, 1, 0, 0, 2, 3});
-    a.Output(PoolOutput("/p"));
-    REQUIRE(Fuse(a) == 1);
-    CHECK(Ints(OnlyNode(a.graph(), "AveragePool"), "pads") == std::vector<int64_t>{0, 1, 2, 3});
-  }
-  SECTION("padding 0 (DenseNet's AvgPool2d(2, 2)): a zero Pad, fused all the same") {
-    FusionProtoBuilder z(13);
-    TorchAvgPool(z, "/t", z.Op("Relu", "/x", {"input"}), {0, 0, 0, 0, 0, 0, 0, 0});
-    z.Output(PoolOutput("/t"));
-    REQUIRE(Fuse(z) == 1);
-    CHECK(Ints(OnlyNode(z.graph(), "AveragePool"), "pads") == std::vector<int64_t>{0, 0, 0, 0});
+  // Other paddings: the Pad's pads (begin of N, C, H, W, then their ends) and the pool's.
+  const struct {
+    const char* section;
+    int opset;
+    std::vector<int64_t> pad_pads, pool_pads;
+  } paddings[] = {
+      {"asymmetric pads keep their begin/end order", 17, {0, 0, 0, 1, 0, 0, 2, 3}, {0, 1, 2, 3}},
+      {"padding 0 (DenseNet's AvgPool2d(2, 2)): a zero Pad, fused all the same",
+       13,
+       {0, 0, 0, 0, 0, 0, 0, 0},
+       {0, 0, 0, 0}},
+  };
+  for (const auto& padding : paddings) {
+    DYNAMIC_SECTION(padding.section) {
+      FusionProtoBuilder a(padding.opset);
+      TorchAvgPool(a, "/p", a.Op("Relu", "/x", {"input"}), padding.pad_pads);
+      a.Output(PoolOutput("/p"));
+      REQUIRE(Fuse(a) == 1);
+      CHECK(Ints(OnlyNode(a.graph(), "AveragePool"), "pads") == padding.pool_pads);
+    }
   }
 }
 
 TEST_CASE("Pad + AveragePool look-alikes are left alone", "[import][fusion][pool]") {
-  SECTION("ceil_mode = 1") {
-    FusionProtoBuilder b(17);
-    TorchAvgPool(b, "/p", b.Op("Relu", "/x", {"input"}), {0, 0, 1, 1, 0, 0, 1, 1}, 1);
-    b.Output(PoolOutput("/p"));
-    CHECK(Fuse(b) == 0);
-  }
-  SECTION("a channel axis padded") {
-    FusionProtoBuilder b(17);
-    TorchAvgPool(b, "/p", b.Op("Relu", "/x", {"input"}), {0, 1, 1, 1, 0, 0, 1, 1});
-    b.Output(PoolOutput("/p"));
-    CHECK(Fuse(b) == 0);
+  const struct {
+    const char* section;
+    std::vector<int64_t> pads;
+    int64_t ceil_mode;
+  } pools[] = {
+      {"ceil_mode = 1", {0, 0, 1, 1, 0, 0, 1, 1}, 1},
+      {"a channel axis padded", {0, 1, 1, 1, 0, 0, 1, 1}, 0},
+  };
+  for (const auto& pool : pools) {
+    DYNAMIC_SECTION(pool.section) {
+      FusionProtoBuilder b(17);
+      TorchAvgPool(b, "/p", b.Op("Relu", "/x", {"input"}), pool.pads, pool.ceil_mode);
+      b.Output(PoolOutput("/p"));
+      CHECK(Fuse(b) == 0);
+    }
   }
   SECTION("a non-zero pad value") {
     FusionProtoBuilder b(17);
