@@ -28,6 +28,7 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterResizeKernels(r);
     RegisterRecurrentKernels(r);
     RegisterSdpaKernels(r);
+    RegisterRotaryKernels(r);
     RegisterFusedLossKernels(r);
     return r;
   }();

@@ -24,3 +24,15 @@ memplan_cli_test("verify runs the opset-23 block on the CPU: memory exact, check
   EXPECT_EXIT 0
   EXPECT_OUTPUT "\\(82560 B\\) +measured [^\n]*\\(82560 B\\) +exact match +PASS.*result: PASS"
   COMMAND verify ${F}/opset23_block.onnx --micro-batch 2 --dim seq=4 --loss mse)
+# verify runs RotaryEmbedding on the CPU (runtime/cpu/kernels/rotary.cc, against torch in
+# kernel_reference_test.cc): tests/fixtures/opset23_rotary.textproto, MatMul Wq[32, 32] then a 3D
+# RotaryEmbedding with position ids. Its one parameter is Wq, 1024 fp32 values; the peak is the
+# Adam step: Wq, its gradient, two Adam states and the step's one-tensor transient,
+# 1024 * 4 * (1 + 1 + 2 + 1) = 20480 bytes. Every tensor of the forward and backward is smaller
+# than that sum: x, q, y and their gradients are [2, 4, 32] (1024 B each), the gathered cos and sin
+# the registry saves [1, 4, 2] (32 B each), so backward's peak is Wq and its gradient plus a few
+# KiB.
+memplan_cli_test("verify runs an opset-23 RotaryEmbedding on the CPU: memory exact, checks pass"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "\\(20480 B\\) +measured [^\n]*\\(20480 B\\) +exact match +PASS.*result: PASS"
+  COMMAND verify ${F}/opset23_rotary.onnx --micro-batch 2 --loss mse)

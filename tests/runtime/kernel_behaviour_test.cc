@@ -346,5 +346,129 @@ TEST_CASE("kernels report bad shapes as errors naming the op", "[kernels]") {
   CHECK(relu.error().message == "Relu: saved output 0 is missing");
 }
 
+// RotaryEmbedding on X [2, 2 heads, 3, 4] (4D) with caches [5, 2] and position ids.
+struct RotaryCase {
+  Attributes attributes;
+  std::vector<Tensor> inputs;  // X, cos_cache, sin_cache, position_ids
+};
+
+// Caches of true rotations: cos and sin of random angles.
+RotaryCase RotaryWithPositions(const Tensor& positions) {
+  const Tensor angles = RandomTensor({5, 2}, 32, -3.0f, 3.0f);
+  Tensor cos = Tensor::FromValues({5, 2}, std::vector<float>(10));
+  Tensor sin = Tensor::FromValues({5, 2}, std::vector<float>(10));
+  for (int64_t i = 0; i < angles.numel(); ++i) {
+    cos.mutable_data()[i] = std::cos(angles.data()[i]);
+    sin.mutable_data()[i] = std::sin(angles.data()[i]);
+  }
+  RotaryCase c;
+  c.inputs = {RandomTensor({2, 2, 3, 4}, 31), cos, sin, positions};
+  return c;
+}
+
+Expected<InputGradients> RotaryBackward(const RotaryCase& c, const ForwardResult& forward,
+                                        std::vector<Tensor> given, const Tensor& dy) {
+  BackwardArgs args;
+  args.attributes = &c.attributes;
+  args.inputs = std::move(given);
+  args.extras = forward.extras;
+  for (const Tensor& t : c.inputs) {
+    args.input_shapes.push_back(t.shape());
+    args.input_dtypes.push_back(t.dtype());
+  }
+  args.grad_outputs = {dy};
+  args.needs_input_grad = {true, false, false, false};
+  args.needs_input_grad.resize(c.inputs.size());
+  return RunBackward("RotaryEmbedding", KernelContext(), args);
+}
+
+TEST_CASE("RotaryEmbedding's backward reads only the cos and sin the registry saves",
+          "[kernels][rotary]") {
+  const Tensor positions = IntTensor({2, 3}, {0, 4, 2, 3, 3, 1});
+  RotaryCase c = RotaryWithPositions(positions);
+  ForwardArgs fargs;
+  fargs.attributes = &c.attributes;
+  fargs.inputs = c.inputs;
+  auto forward = RunForward("RotaryEmbedding", KernelContext(), fargs);
+  REQUIRE(forward.ok());
+  const Tensor dy = RandomTensor({2, 2, 3, 4}, 34);
+  auto all = RotaryBackward(c, *forward, c.inputs, dy);
+  REQUIRE(all.ok());
+  // The registry saves gathered_cos and gathered_sin (graph/ops/attention_ops.cc), not X, the
+  // caches or the position ids: the same gradient from the extras alone.
+  auto saved = RotaryBackward(c, *forward, std::vector<Tensor>(4), dy);
+  REQUIRE(saved.ok());
+  CHECK((*saved)[0].ToVector() == (*all)[0].ToVector());
+  // A rotation keeps each pair's length, and so does its adjoint: |dX| = |dY|.
+  double dy_norm = 0.0, dx_norm = 0.0;
+  for (int64_t i = 0; i < dy.numel(); ++i) {
+    dy_norm += static_cast<double>(dy.data()[i]) * dy.data()[i];
+    dx_norm += static_cast<double>((*saved)[0].data()[i]) * (*saved)[0].data()[i];
+  }
+  CHECK(dx_norm == Approx(dy_norm).epsilon(1e-6));
+
+  // Without position ids the caches are per token and saved as they are.
+  RotaryCase direct;
+  direct.inputs = {c.inputs[0], forward->extras.at("gathered_cos"),
+                   forward->extras.at("gathered_sin")};
+  fargs.inputs = direct.inputs;
+  fargs.attributes = &direct.attributes;
+  auto direct_forward = RunForward("RotaryEmbedding", KernelContext(), fargs);
+  REQUIRE(direct_forward.ok());
+  CHECK(direct_forward->extras.empty());
+  CHECK(direct_forward->outputs[0].ToVector() == forward->outputs[0].ToVector());
+  auto direct_saved =
+      RotaryBackward(direct, *direct_forward, {Tensor(), direct.inputs[1], direct.inputs[2]}, dy);
+  REQUIRE(direct_saved.ok());
+  CHECK((*direct_saved)[0].ToVector() == (*all)[0].ToVector());
+}
+
+TEST_CASE(
+    "RotaryEmbedding broadcasts one row of position ids over the batch, gradients by differences",
+    "[kernels][rotary][gradcheck]") {
+  // 3D X [2, 3, 2 heads * 6], interleaved, 4 of each head's 6 dims rotated.
+  GradCheckCase c;
+  c.op = "RotaryEmbedding";
+  c.attributes.Set("num_heads", int64_t{2});
+  c.attributes.Set("interleaved", int64_t{1});
+  c.attributes.Set("rotary_embedding_dim", int64_t{4});
+  const Tensor x = RandomTensor({2, 3, 12}, 41);
+  const Tensor cos = RandomTensor({4, 2}, 42), sin = RandomTensor({4, 2}, 43);
+  c.inputs = {x, cos, sin, IntTensor({1, 3}, {3, 0, 2})};
+  c.checked_inputs = {0};
+  const Tensor repeated = Forward1(
+      "RotaryEmbedding", {x, cos, sin, IntTensor({2, 3}, {3, 0, 2, 3, 0, 2})}, c.attributes);
+  CHECK(Forward1("RotaryEmbedding", c.inputs, c.attributes).ToVector() == repeated.ToVector());
+  // Each head's last 2 dims pass through.
+  for (int64_t e = 0; e < x.numel(); ++e)
+    if (e % 6 >= 4) CHECK(repeated.data()[e] == x.data()[e]);
+  MEMPLAN_REQUIRE_GRADIENTS_MATCH(c);
+}
+
+TEST_CASE("RotaryEmbedding reports inputs its spec rejects", "[kernels][rotary]") {
+  const Tensor cos = RandomTensor({5, 2}, 51), sin = RandomTensor({5, 2}, 52);
+  const Tensor positions = IntTensor({2, 3}, {0, 1, 2, 0, 1, 2});
+  auto error = [](const std::vector<Tensor>& inputs, const Attributes& attrs) {
+    ForwardArgs args;
+    args.attributes = &attrs;
+    args.inputs = inputs;
+    auto result = RunForward("RotaryEmbedding", KernelContext(), args);
+    REQUIRE_FALSE(result.ok());
+    return result.error().message;
+  };
+  CHECK(error({RandomTensor({2, 3, 8}, 53), cos, sin, positions}, Attributes()) ==
+        "RotaryEmbedding: a 3D input [2, 3, 8] needs num_heads dividing its hidden size "
+        "(num_heads = 0)");
+  Attributes odd;
+  odd.Set("rotary_embedding_dim", int64_t{3});
+  CHECK(error({RandomTensor({2, 2, 3, 4}, 54), cos, sin, positions}, odd) ==
+        "RotaryEmbedding: rotary_embedding_dim 3 is not an even size of at most the head size 4");
+  CHECK(error({RandomTensor({2, 2, 3, 4}, 55), cos, sin, IntTensor({2, 3}, {0, 1, 5, 0, 1, 2})},
+              Attributes()) == "RotaryEmbedding: position id 5 is outside the caches' 5 positions");
+  // Head size 6 rotates 3 pairs; a cache row of 2 is too short.
+  CHECK(error({RandomTensor({2, 2, 3, 6}, 56), cos, sin, positions}, Attributes()) ==
+        "RotaryEmbedding: per-token cos/sin [2, 3, 2] do not fit [2, 3, 3]");
+}
+
 }  // namespace
 }  // namespace memplan::testing

@@ -39,7 +39,6 @@ const std::map<std::string, std::string>& NotExecutableOnCpu() {
       {"Attention",
        "no CPU kernel of its own: runs where the importer fuses it into "
        "memplan's sdpa node (--attention auto or sdpa)"},
-      {"RotaryEmbedding", "no CPU kernel yet"},
   };
   return gaps;
 }

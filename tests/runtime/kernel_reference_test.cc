@@ -752,5 +752,60 @@ TEST_CASE("Mod matches torch.remainder (fmod 0) and torch.fmod (fmod 1)", "[kern
   CHECK(c->outputs[0].ToVector() == std::vector<float>{-1, 1});
 }
 
+// RotaryEmbedding against the ONNX reference's steps written in torch (make_kernel_references.py),
+// dX by autograd; the caches and position ids get no gradient.
+TEST_CASE("RotaryEmbedding matches the ONNX reference rotation in torch", "[kernels][rotary]") {
+  const Tensor positions = Tensor::FromValues({2, 3}, ref::rotary_positions, DType::kInt64);
+  const Tensor cos = T({6, 4}, ref::rotary_cos), sin = T({6, 4}, ref::rotary_sin);
+  const Tensor cos_direct = T({2, 3, 2}, ref::rotary_cos_direct);
+  const Tensor sin_direct = T({2, 3, 2}, ref::rotary_sin_direct);
+  struct Case {
+    const char* name;
+    const std::vector<int64_t>& shape;
+    const std::vector<float>& x;
+    const std::vector<float>& cotangent;
+    const std::vector<float>& out;
+    const std::vector<float>& grad;
+    int64_t interleaved, rotary_dim, num_heads;
+    bool with_positions;
+  };
+  const Case cases[] = {
+      {"4D, split halves, position ids", ref::rotary_4d_in0_shape, ref::rotary_4d_in0,
+       ref::rotary_4d_cotangent, ref::rotary_4d_out, ref::rotary_4d_grad0, 0, 0, 0, true},
+      {"3D, interleaved, position ids", ref::rotary_3d_interleaved_in0_shape,
+       ref::rotary_3d_interleaved_in0, ref::rotary_3d_interleaved_cotangent,
+       ref::rotary_3d_interleaved_out, ref::rotary_3d_interleaved_grad0, 1, 0, 2, true},
+      {"4D, interleaved, 4 of 8 dims, per-token caches",
+       ref::rotary_4d_partial_interleaved_in0_shape, ref::rotary_4d_partial_interleaved_in0,
+       ref::rotary_4d_partial_interleaved_cotangent, ref::rotary_4d_partial_interleaved_out,
+       ref::rotary_4d_partial_interleaved_grad0, 1, 4, 0, false},
+      {"3D, split halves, 4 of 8 dims, per-token caches", ref::rotary_3d_partial_in0_shape,
+       ref::rotary_3d_partial_in0, ref::rotary_3d_partial_cotangent, ref::rotary_3d_partial_out,
+       ref::rotary_3d_partial_grad0, 0, 4, 2, false},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    Attributes a;
+    a.Set("interleaved", c.interleaved);
+    if (c.rotary_dim != 0) a.Set("rotary_embedding_dim", c.rotary_dim);
+    if (c.num_heads != 0) a.Set("num_heads", c.num_heads);
+    std::vector<Tensor> inputs = {T(c.shape, c.x)};
+    if (c.with_positions) {
+      inputs.insert(inputs.end(), {cos, sin, positions});
+    } else {
+      inputs.insert(inputs.end(), {cos_direct, sin_direct});
+    }
+    const OpRun r = Run("RotaryEmbedding", a, inputs, c.cotangent);
+    CHECK(r.forward.outputs[0].shape() == TensorShape(c.shape));
+    RequireClose(r.forward.outputs[0], c.out, "Y");
+    RequireClose(r.grads[0], c.grad, "dX");
+    for (size_t i = 1; i < r.grads.size(); ++i) CHECK_FALSE(r.grads[i].defined());
+    // With position ids forward keeps the gathered rows the registry saves, [2, 3, 4] each.
+    CHECK(r.forward.extras.size() == (c.with_positions ? 2u : 0u));
+    if (c.with_positions)
+      CHECK(r.forward.extras.at("gathered_cos").shape() == TensorShape{2, 3, 4});
+  }
+}
+
 }  // namespace
 }  // namespace memplan::testing

@@ -25,7 +25,8 @@ void RegisterLogicKernels(KernelRegistry& registry);      // logic.cc: Equal, Le
 void RegisterPaddingKernels(KernelRegistry& registry);    // padding.cc: Pad
 void RegisterResizeKernels(KernelRegistry& registry);     // resize.cc: Resize (nearest, linear)
 void RegisterRecurrentKernels(KernelRegistry& registry);  // recurrent.cc: LSTM, GRU, RNN
-void RegisterSdpaKernels(KernelRegistry& registry);  // sdpa.cc: memplan:ScaledDotProductAttention
+void RegisterSdpaKernels(KernelRegistry& registry);    // sdpa.cc: memplan:ScaledDotProductAttention
+void RegisterRotaryKernels(KernelRegistry& registry);  // rotary.cc: RotaryEmbedding
 // fused_loss.cc: memplan:FusedLinearCrossEntropy (Liger's fused linear cross entropy)
 void RegisterFusedLossKernels(KernelRegistry& registry);
 
