@@ -181,6 +181,10 @@ int64_t CachingAllocator::NewSegment(bool small, int64_t segment_size) {
   }
   const auto id = static_cast<int64_t>(segments_.size());
   MEMPLAN_CHECK(id < INT32_MAX);  // Block::segment is 32-bit
+  // Bases count released segments too, so they can outgrow reserved_bytes_ (bounded by the
+  // program's 2^62 total) only under a capacity, by releasing and remaking segments: 2^63 bytes
+  // of them is beyond any replay, and checked rather than left to wrap.
+  MEMPLAN_CHECK(next_segment_base_ <= INT64_MAX - segment_size);
   int64_t head = NewBlock(id, next_segment_base_, segment_size, -1, -1, small);
   next_segment_base_ += segment_size;
   segments_.push_back(Segment{segment_size, head, false});
