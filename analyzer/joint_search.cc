@@ -508,6 +508,7 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
   Configuration& chosen = configurations[best];
   result.plan = std::move(chosen.plan);
   result.options_used = std::move(chosen.options);
+  result.options_used.node_costs.reset();  // the search's cache: not a setting the user chose
   result.checkpoint_nodes = std::move(chosen.checkpoints);
   result.plan.recompute_unit = unit;
   result.plan.checkpoint_modules = std::move(chosen.modules);
