@@ -1,6 +1,7 @@
 #include "analyzer/parallel/strategy_search.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -28,11 +29,14 @@ Expected<StrategySearch> SearchParallelStrategies(const Graph& graph, const Plan
   StrategySearch result;
   std::optional<JointPlan> best;
   const int64_t nodes = base.program.data_parallel->nodes;
+  // Every strategy plans this graph: its node costs are analysed once for all of them.
+  PlannerOptions shared = base;
+  if (!shared.node_costs) shared.node_costs = std::make_shared<NodeCostsCache>();
   for (const NamedValue<ParallelStrategy>& entry : kParallelStrategyNames) {
     // On one node hybrid-shard's shard group is every rank: the fsdp plan again.
     if (ShardsWithinNode(entry.value) && nodes <= 1) continue;
     if (std::find(excluded.begin(), excluded.end(), entry.value) != excluded.end()) continue;
-    PlannerOptions options = base;
+    PlannerOptions options = shared;
     options.program.data_parallel->strategy = entry.value;
     MEMPLAN_TRY(JointPlan joint, PlanJointly(graph, options, search));
     StrategyOutcome outcome = OutcomeOf(entry.value, joint.plan);
