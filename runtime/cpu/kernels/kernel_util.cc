@@ -22,6 +22,14 @@ Tensor OptionalTensor(const std::vector<Tensor>& tensors, size_t index) {
   return index < tensors.size() ? tensors[index] : Tensor();
 }
 
+Expected<Tensor> RequireExtra(const BackwardArgs& args, const std::string& name,
+                              std::string_view op) {
+  auto it = args.extras.find(name);
+  if (it == args.extras.end() || !it->second.defined())
+    return MakeError(std::string(op) + ": saved '" + name + "' from forward is missing");
+  return it->second;
+}
+
 Tensor NewOutput(const KernelContext& ctx, TensorShape shape, DType dtype) {
   return Tensor::Zeros(std::move(shape), dtype, *ctx.allocator, ctx.output_category);
 }

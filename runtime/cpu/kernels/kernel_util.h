@@ -22,6 +22,10 @@ Expected<Tensor> RequireTensor(const std::vector<Tensor>& tensors, size_t index,
                                std::string_view op, std::string_view role);
 // The tensor at `index` or an undefined one when the slot is absent.
 Tensor OptionalTensor(const std::vector<Tensor>& tensors, size_t index);
+// The defined extra `name` forward saved for backward, or an error
+// "<op>: saved '<name>' from forward is missing".
+Expected<Tensor> RequireExtra(const BackwardArgs& args, const std::string& name,
+                              std::string_view op);
 
 // A zeroed output in ctx.output_category / a zeroed extra in ctx.extra_category.
 Tensor NewOutput(const KernelContext& ctx, TensorShape shape, DType dtype);

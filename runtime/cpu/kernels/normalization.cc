@@ -145,15 +145,6 @@ Expected<ForwardResult> BatchNormForward(const KernelContext& ctx, const Forward
   return result;
 }
 
-Expected<Tensor> RequireExtra(const BackwardArgs& args, const std::string& name,
-                              std::string_view op) {
-  auto it = args.extras.find(name);
-  if (it == args.extras.end() || !it->second.defined()) {
-    return MakeError(std::string(op) + ": saved '" + name + "' from forward is missing");
-  }
-  return it->second;
-}
-
 // What both normalization backwards read: the output gradient, the saved input and scale, and
 // forward's per-group mean and invstd.
 struct SavedNormalization {

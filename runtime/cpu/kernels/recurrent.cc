@@ -279,10 +279,7 @@ Expected<InputGradients> RecurrentBackward(Cell cell, const KernelContext& ctx,
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, kX, traits.op, "saved input"));
   MEMPLAN_TRY(Tensor w, RequireTensor(args.inputs, kW, traits.op, "saved input"));
   MEMPLAN_TRY(Tensor r, RequireTensor(args.inputs, kR, traits.op, "saved input"));
-  auto kept = args.extras.find("reserve_space");
-  if (kept == args.extras.end())
-    return MakeError(std::string(traits.op) + " backward: the reserve space was not saved");
-  const Tensor& reserve = kept->second;
+  MEMPLAN_TRY(const Tensor reserve, RequireExtra(args, "reserve_space", traits.op));
   MEMPLAN_TRY(Geometry g,
               GeometryOf(cell, AttributesOf(args.attributes), x.shape(), w.shape(), r.shape()));
   if (reserve.numel() != NumElements(g.ReserveShape()))

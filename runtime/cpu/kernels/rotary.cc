@@ -170,12 +170,8 @@ Expected<InputGradients> RotaryBackward(const KernelContext& ctx, const Backward
   MEMPLAN_TRY(RotaryLayout layout, LayoutOf(AttributesOf(args.attributes), args.input_shapes[0]));
   Tensor cos, sin;
   if (args.InputPresent(kPositions)) {
-    for (auto [name, rows] : {std::pair{"gathered_cos", &cos}, std::pair{"gathered_sin", &sin}}) {
-      auto it = args.extras.find(name);
-      if (it == args.extras.end() || !it->second.defined())
-        return MakeError(std::string(kOp) + ": saved '" + name + "' from forward is missing");
-      *rows = it->second;
-    }
+    MEMPLAN_TRY(cos, RequireExtra(args, "gathered_cos", kOp));
+    MEMPLAN_TRY(sin, RequireExtra(args, "gathered_sin", kOp));
   } else {
     MEMPLAN_TRY(cos, RequireTensor(args.inputs, kCos, kOp, "saved cos_cache"));
     MEMPLAN_TRY(sin, RequireTensor(args.inputs, kSin, kOp, "saved sin_cache"));
