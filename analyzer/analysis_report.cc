@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "analyzer/category_bytes_json.h"
+#include "analyzer/json_fields.h"
 #include "analyzer/memory_size.h"
 #include "analyzer/offload/offload_report.h"
 #include "analyzer/parallel/parallel_report.h"
@@ -58,14 +59,10 @@ std::string PlanLine(const TrainingPlan& plan, int64_t tensor_parallel) {
 
 nlohmann::ordered_json CandidateJson(const PlanCandidate& c) {
   nlohmann::ordered_json j;
-  j["micro_batch"] = c.micro_batch;
-  j["accumulation_steps"] = c.accumulation_steps;
-  j["global_batch"] = c.global_batch;
+  MEMPLAN_JSON_FIELDS(j, c, micro_batch, accumulation_steps, global_batch);
   j["precision"] = std::string(PrecisionName(c.precision));
   j["recompute"] = RecomputeLabelName(c.recompute);
-  j["peak_bytes"] = c.peak_bytes;
-  j["exact_peak_bytes"] = c.exact_peak_bytes;
-  j["fits"] = c.fits;
+  MEMPLAN_JSON_FIELDS(j, c, peak_bytes, exact_peak_bytes, fits);
   j["estimated_step_seconds"] = c.step_seconds;
   j["samples_per_second"] = c.samples_per_second;
   return j;

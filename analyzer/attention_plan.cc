@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <utility>
 
+#include "analyzer/json_fields.h"
+
 namespace memplan {
 
 Expected<AttentionPlan> ApplyAttentionMode(Graph& graph, AttentionMode mode,
@@ -34,11 +36,7 @@ nlohmann::ordered_json AttentionPlanToJson(const AttentionPlan& plan) {
   nlohmann::ordered_json groups = nlohmann::ordered_json::array();
   for (const FusedAttention& f : plan.fused) {
     nlohmann::ordered_json g;
-    g["node"] = f.node;
-    g["mask"] = f.mask;
-    g["grouped_query"] = f.grouped_query;
-    g["dropout"] = f.dropout;
-    g["replaced"] = f.replaced;
+    MEMPLAN_JSON_FIELDS(g, f, node, mask, grouped_query, dropout, replaced);
     groups.push_back(std::move(g));
   }
   j["groups"] = std::move(groups);

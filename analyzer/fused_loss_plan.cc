@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "analyzer/json_fields.h"
 #include "analyzer/loss_spec.h"
 #include "graph/model_facts.h"
 #include "graph/ops/fused_loss_op.h"
@@ -281,11 +282,7 @@ nlohmann::ordered_json FusedLossPlanToJson(const FusedLossPlan& plan, const Bind
   if (std::optional<int64_t> chunk = plan.ChunkRowsAt(bindings))
     j["fused_loss_chunk_rows"] = *chunk;
   nlohmann::ordered_json head;
-  head["node"] = plan.node;
-  head["head"] = plan.head;
-  head["weight"] = plan.weight;
-  head["bias"] = plan.bias;
-  head["replaced"] = plan.replaced;
+  MEMPLAN_JSON_FIELDS(head, plan, node, head, weight, bias, replaced);
   j["fused_loss_head"] = std::move(head);
   return j;
 }

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "analyzer/baseline/pinned_plan.h"
+#include "analyzer/json_fields.h"
 #include "analyzer/memory_size.h"
 #include "analyzer/report/number_format.h"
 
@@ -56,13 +57,8 @@ nlohmann::ordered_json AlternativesJson(const AlternativesReport& report) {
     const std::string replaced = PlanFlagsAsArguments(ReplacedFlags(report.asked, a.change));
     if (!replaced.empty()) j["replaces"] = replaced;
     j["arguments"] = PlanFlagsAsArguments(OverlayPlanFlags(report.asked, a.change));
-    j["fits"] = a.plan.fits;
-    j["gpu"] = a.plan.gpu;
-    j["gpus"] = a.plan.gpus;
-    j["budget_bytes"] = a.plan.budget_bytes;
-    j["micro_batch"] = c.micro_batch;
-    j["accumulation_steps"] = c.accumulation_steps;
-    j["global_batch"] = c.global_batch;
+    MEMPLAN_JSON_FIELDS(j, a.plan, fits, gpu, gpus, budget_bytes);
+    MEMPLAN_JSON_FIELDS(j, c, micro_batch, accumulation_steps, global_batch);
     j["precision"] = std::string(PrecisionName(c.precision));
     j["recompute"] = std::string(RecomputeLabelName(c.recompute));
     j["peak_bytes"] = c.peak_bytes;

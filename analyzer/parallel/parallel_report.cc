@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "analyzer/analysis_report.h"
+#include "analyzer/json_fields.h"
 #include "analyzer/memory_size.h"
 #include "analyzer/parallel/engine_options.h"
 #include "analyzer/parallel/tensor_parallel.h"
@@ -19,10 +20,7 @@ ModelStateBytes ChosenModelStates(const AnalysisReport& report) {
 
 nlohmann::ordered_json ModelStateBytesJson(const ModelStateBytes& states) {
   nlohmann::ordered_json j;
-  j["parameters"] = states.parameters;
-  j["master_weights"] = states.master_weights;
-  j["gradients"] = states.gradients;
-  j["optimizer_state"] = states.optimizer_state;
+  MEMPLAN_JSON_FIELDS(j, states, parameters, master_weights, gradients, optimizer_state);
   return j;
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "analyzer/json_fields.h"
 #include "analyzer/recompute/module_units.h"
 #include "graph/linear_weight.h"
 #include "graph/ops/split_axis_rules.h"
@@ -254,9 +255,7 @@ Expected<TensorParallelPlan> ApplyTensorParallel(Graph& graph, int64_t degree,
 nlohmann::ordered_json TensorParallelJson(const TensorParallelPlan& plan) {
   if (!plan.enabled()) return nullptr;
   nlohmann::ordered_json j;
-  j["degree"] = plan.degree;
-  j["blocks"] = plan.blocks;
-  j["blocks_split"] = plan.blocks_split;
+  MEMPLAN_JSON_FIELDS(j, plan, degree, blocks, blocks_split);
   j["column_parallel"] = plan.column;
   j["row_parallel"] = plan.row;
   j["all_reduces_per_micro_batch"] =

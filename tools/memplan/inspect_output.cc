@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/json_fields.h"
 #include "analyzer/memory_size.h"
 
 namespace memplan::cli {
@@ -87,10 +88,7 @@ std::string Padded(const std::string& s, size_t width) {
 
 OrderedJson TensorJson(const TensorSummary& t) {
   OrderedJson j;
-  j["name"] = t.name;
-  j["dtype"] = t.dtype;
-  j["shape_known"] = t.shape_known;
-  j["dims"] = t.dims;
+  MEMPLAN_JSON_FIELDS(j, t, name, dtype, shape_known, dims);
   j["bound_dims"] = t.bound_dims ? OrderedJson(*t.bound_dims) : OrderedJson(nullptr);
   return j;
 }
@@ -128,18 +126,13 @@ std::string RenderInspectJson(const ModelSummary& s, const std::string& model_pa
   j["command"] = "inspect";
   OrderedJson model;
   model["path"] = model_path;
-  model["graph_name"] = s.graph_name;
-  model["producer_name"] = s.producer_name;
-  model["ir_version"] = s.ir_version;
+  MEMPLAN_JSON_FIELDS(model, s, graph_name, producer_name, ir_version);
   OrderedJson opsets = OrderedJson::object();
   for (const auto& [domain, version] : s.opset_imports) opsets[DomainName(domain)] = version;
   model["opset_imports"] = opsets;
   j["model"] = model;
-  j["node_count"] = s.node_count;
-  j["parameter_count"] = s.parameter_count;
-  j["parameter_bytes"] = s.parameter_bytes;
-  j["buffer_count"] = s.buffer_count;
-  j["buffer_bytes"] = s.buffer_bytes;
+  MEMPLAN_JSON_FIELDS(j, s, node_count, parameter_count, parameter_bytes, buffer_count,
+                      buffer_bytes);
   OrderedJson by_dtype = OrderedJson::object();
   for (const auto& [dtype, totals] : s.parameters_by_dtype)
     by_dtype[dtype] = OrderedJson{{"count", totals.count}, {"bytes", totals.bytes}};
@@ -154,13 +147,11 @@ std::string RenderInspectJson(const ModelSummary& s, const std::string& model_pa
   j["symbols"] = OrderedJson::array();
   for (const SymbolSummary& sym : s.symbols) {
     OrderedJson o;
-    o["name"] = sym.name;
-    o["is_batch"] = sym.is_batch;
+    MEMPLAN_JSON_FIELDS(o, sym, name, is_batch);
     o["value"] = sym.value ? OrderedJson(*sym.value) : OrderedJson(nullptr);
     j["symbols"].push_back(o);
   }
-  j["unknown_ops"] = s.unknown_ops;
-  j["warnings"] = s.warnings;
+  MEMPLAN_JSON_FIELDS(j, s, unknown_ops, warnings);
   return j.dump(2) + "\n";
 }
 

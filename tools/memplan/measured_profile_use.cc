@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "analyzer/json_fields.h"
 #include "graph/graph.h"
 #include "profiler/profile_json.h"
 #include "tools/memplan/cli_common.h"
@@ -62,13 +63,8 @@ std::string FormatProfileComparison(const ProfileComparison& c) {
 
 nlohmann::ordered_json ProfileComparisonJson(const ProfileComparison& c) {
   nlohmann::ordered_json j;
-  j["path"] = c.path;
-  j["measured_nodes"] = c.measured_nodes;
-  j["profile_nodes"] = c.profile_nodes;
-  j["step_seconds"] = c.step_seconds;
-  j["roofline_step_seconds"] = c.roofline_step_seconds;
-  j["plan_changed"] = c.plan_changed;
-  j["roofline_plan"] = c.roofline_plan;
+  MEMPLAN_JSON_FIELDS(j, c, path, measured_nodes, profile_nodes, step_seconds,
+                      roofline_step_seconds, plan_changed, roofline_plan);
   return j;
 }
 

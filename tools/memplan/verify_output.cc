@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "analyzer/category_bytes_json.h"
+#include "analyzer/json_fields.h"
 #include "analyzer/memory_size.h"
 
 namespace memplan::cli {
@@ -11,11 +12,7 @@ namespace {
 
 nlohmann::ordered_json Equivalence(const EquivalenceResult& r) {
   nlohmann::ordered_json j;
-  j["checked"] = r.checked;
-  j["passed"] = r.passed;
-  j["max_rel_error"] = r.max_rel_error;
-  j["bound"] = r.bound;
-  j["note"] = r.note;
+  MEMPLAN_JSON_FIELDS(j, r, checked, passed, max_rel_error, bound, note);
   return j;
 }
 
@@ -94,16 +91,11 @@ nlohmann::ordered_json VerificationToJson(const VerificationReport& r,
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
   for (const LossScalerEvent& e : r.scaler_events) {
     nlohmann::ordered_json ev;
-    ev["step"] = e.step;
-    ev["event"] = e.event;
-    ev["scale_before"] = e.scale_before;
-    ev["scale_after"] = e.scale_after;
+    MEMPLAN_JSON_FIELDS(ev, e, step, event, scale_before, scale_after);
     events.push_back(ev);
   }
   j["loss_scaler_events"] = events;
-  j["step_seconds"] = r.step_seconds;
-  j["samples_per_second"] = r.samples_per_second;
-  j["passed"] = r.passed;
+  MEMPLAN_JSON_FIELDS(j, r, step_seconds, samples_per_second, passed);
   return j;
 }
 
