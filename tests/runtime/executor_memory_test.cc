@@ -15,25 +15,17 @@ using testing::Batches;
 using testing::BindAllSymbols;
 using testing::LoadFixture;
 
+// The options the program is derived with, and a recompute set that needs the graph to name.
 struct Config {
-  Precision precision = Precision::kFp32;
-  OptimizerKind optimizer = OptimizerKind::kAdam;
-  int64_t k = 1;
+  ProgramOptions options;
   bool recompute_every_third = false;
-  bool clip = false;
-  ZeroGradMode zero_grad = ZeroGradMode::kSetToNone;
 };
 
 // Runs two optimizer steps (the simulator's default: the lazy first and the steady second) and
 // compares every measured number with the simulator's.
 void CheckMeasuredEqualsPredicted(const Graph& graph, const Config& c, int64_t batch,
                                   int64_t other) {
-  ProgramOptions options;
-  options.precision = c.precision;
-  options.optimizer = c.optimizer;
-  options.accumulation_steps = c.k;
-  options.clip_gradients = c.clip;
-  options.zero_grad = c.zero_grad;
+  ProgramOptions options = c.options;
   if (c.recompute_every_third)
     for (size_t n = 1; n < graph.num_nodes(); n += 3) options.recompute.push_back(NodeId(n));
   auto program = DeriveTrainingProgram(graph, options);
@@ -53,7 +45,8 @@ void CheckMeasuredEqualsPredicted(const Graph& graph, const Config& c, int64_t b
   auto executor = Executor::Create(graph, *program, bindings, backend, {});
   if (!executor.ok()) FAIL(executor.error().message);
   for (int step = 0; step < 2; ++step) {
-    auto record = (*executor)->RunOptimizerStep(Batches(*data, c.k, batch, step));
+    auto record =
+        (*executor)->RunOptimizerStep(Batches(*data, options.accumulation_steps, batch, step));
     if (!record.ok()) FAIL(record.error().message);
     CHECK(std::isfinite(record->loss));
   }
@@ -74,7 +67,7 @@ void CheckMeasuredEqualsPredicted(const Graph& graph, const Config& c, int64_t b
   CHECK(m.num_allocations >= predicted->num_allocations);
   // With k <= 2 the simulator replays every micro-batch, so the caching model sees the same
   // request sequence.
-  if (c.k <= 2) {
+  if (options.accumulation_steps <= 2) {
     CHECK(m.caching_peak_reserved_bytes == predicted_caching->peak_reserved_bytes);
     CHECK(m.caching_peak_allocated_bytes == predicted_caching->peak_allocated_bytes);
   }
@@ -89,8 +82,8 @@ TEST_CASE("executor memory: tiny mlp, every precision and option", "[executor][m
       for (bool recompute : {false, true}) {
         DYNAMIC_SECTION(PrecisionName(precision) << " k=" << k << " recompute=" << recompute) {
           Config c;
-          c.precision = precision;
-          c.k = k;
+          c.options.precision = precision;
+          c.options.accumulation_steps = k;
           c.recompute_every_third = recompute;
           CheckMeasuredEqualsPredicted(graph, c, /*batch=*/4, /*other=*/1);
         }
@@ -100,10 +93,10 @@ TEST_CASE("executor memory: tiny mlp, every precision and option", "[executor][m
   SECTION("sgd, momentum, clipping, zero_grad=zero") {
     for (OptimizerKind o : {OptimizerKind::kSgd, OptimizerKind::kMomentum, OptimizerKind::kAdamW}) {
       Config c;
-      c.optimizer = o;
-      c.k = 2;
-      c.clip = true;
-      c.zero_grad = ZeroGradMode::kZero;
+      c.options.optimizer = o;
+      c.options.accumulation_steps = 2;
+      c.options.clip_gradients = true;
+      c.options.zero_grad = ZeroGradMode::kZero;
       CheckMeasuredEqualsPredicted(graph, c, 4, 1);
     }
   }
@@ -114,8 +107,8 @@ TEST_CASE("executor memory: transformer encoder at seq 8", "[executor][memory]")
   for (Precision precision : {Precision::kFp32, Precision::kFp16, Precision::kBf16}) {
     DYNAMIC_SECTION(PrecisionName(precision)) {
       Config c;
-      c.precision = precision;
-      c.k = 2;
+      c.options.precision = precision;
+      c.options.accumulation_steps = 2;
       c.recompute_every_third = precision != Precision::kFp32;
       CheckMeasuredEqualsPredicted(graph, c, /*batch=*/2, /*seq=*/8);
     }
@@ -127,8 +120,8 @@ TEST_CASE("executor memory: gpt at seq 8", "[executor][memory]") {
   for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
     DYNAMIC_SECTION(PrecisionName(precision)) {
       Config c;
-      c.precision = precision;
-      c.k = 2;
+      c.options.precision = precision;
+      c.options.accumulation_steps = 2;
       c.recompute_every_third = precision == Precision::kBf16;
       CheckMeasuredEqualsPredicted(graph, c, /*batch=*/2, /*seq=*/8);
     }

@@ -6,7 +6,6 @@
 // run out of memory, so none is written); 2 on bad input.
 #include <cstdio>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "analyzer/baseline/json_file.h"
@@ -23,11 +22,9 @@ struct ExportFlags {
   std::string plan;
   std::string to;
   std::string out;
-  double max_grad_norm = ExportOptions{}.max_grad_norm;
-  // Hyper-parameters the plan does not decide: written only when given (export_config.h).
-  std::optional<double> learning_rate;
-  std::optional<double> weight_decay;
-  std::optional<double> sgd_momentum;
+  // What --max-grad-norm, --lr, --weight-decay and --momentum set: hyper-parameters the plan does
+  // not decide (the last three written only when given, export_config.h).
+  ExportOptions options;
 };
 
 std::string TargetNames() {
@@ -54,12 +51,8 @@ int RunExport(const ExportFlags& flags) {
                  flags.plan.c_str());
     return kExitCheckFailed;
   }
-  ExportOptions options;
+  ExportOptions options = flags.options;
   options.plan_path = flags.plan;
-  options.max_grad_norm = flags.max_grad_norm;
-  options.learning_rate = flags.learning_rate;
-  options.weight_decay = flags.weight_decay;
-  options.sgd_momentum = flags.sgd_momentum;
   Expected<std::string> config = ExportConfig(*plan, *target, options);
   if (!config.ok()) return ReportError(flags.plan + ": " + config.error().message);
   if (flags.out.empty()) {
@@ -84,21 +77,21 @@ Verb AddExportCommand(CLI::App& app) {
   command->add_option("--out,--output", flags->out, "write the config here (default: stdout)")
       ->type_name("FILE");
   command
-      ->add_option("--max-grad-norm", flags->max_grad_norm,
+      ->add_option("--max-grad-norm", flags->options.max_grad_norm,
                    "gradient-clipping norm when the plan clips (default 1.0; 0 disables)")
       ->type_name("X");
   // Without a value an export leaves the hyper-parameter to the user (a None constant in Python,
   // the framework's default in a config) rather than inventing one.
   command
-      ->add_option("--lr", flags->learning_rate,
+      ->add_option("--lr", flags->options.learning_rate,
                    "learning rate to write (default: none; the export says it is yours to set)")
       ->type_name("X");
   command
-      ->add_option("--weight-decay", flags->weight_decay,
+      ->add_option("--weight-decay", flags->options.weight_decay,
                    "AdamW weight decay to write (default: none; the framework's default)")
       ->type_name("X");
   command
-      ->add_option("--momentum", flags->sgd_momentum,
+      ->add_option("--momentum", flags->options.sgd_momentum,
                    "SGD momentum to write for a momentum plan (default: none; yours to set)")
       ->type_name("X");
   return Verb{command, [flags] { return RunExport(*flags); }};

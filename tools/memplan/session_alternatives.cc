@@ -1,30 +1,34 @@
 #include "tools/memplan/session_alternatives.h"
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "analyzer/alternatives/alternative_search.h"
+#include "analyzer/baseline/plan_flags.h"
 #include "analyzer/precision/model_state_bytes.h"
 #include "tools/memplan/check_configuration.h"
 
 namespace memplan::cli {
 namespace {
 
-// The flags that decide the graph a request plans on (LoadPlannedModel, ApplyAttentionMode,
-// ApplyFusedLoss, ApplyRequestedTensorParallel).
+// The keys (kPlanFlagTable) of the flags that decide the graph a request plans on
+// (LoadPlannedModel, ApplyAttentionMode, ApplyFusedLoss, ApplyRequestedTensorParallel).
+constexpr std::array<std::string_view, 8> kGraphFlagKeys = {
+    "train", "freeze", "lora", "lora_targets", "fusions", "attention", "fused_loss", "tp"};
+
 PlanFlags GraphFlagsOf(const PlanFlags& flags) {
   PlanFlags graph;
-  graph.train = flags.train;
-  graph.freeze = flags.freeze;
-  graph.lora = flags.lora;
-  graph.lora_targets = flags.lora_targets;
-  graph.fusions = flags.fusions;
-  graph.attention = flags.attention;
-  graph.fused_loss = flags.fused_loss;
-  graph.tp = flags.tp;
+  for (std::string_view key : kGraphFlagKeys) {
+    const PlanFlagSpec& spec = PlanFlagWithKey(key);
+    if (spec.integer) graph.*spec.integer = flags.*spec.integer;
+    if (spec.text) graph.*spec.text = flags.*spec.text;
+    if (spec.flag) graph.*spec.flag = flags.*spec.flag;
+  }
   return graph;
 }
 
