@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <initializer_list>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -20,14 +21,22 @@ using testing::ShapeOf;
 
 constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
 
+// A function of the "local" domain with these formal inputs and outputs; the caller adds the
+// opsets its body imports and the body.
+onnx::FunctionProto& AddLocalFunction(onnx::ModelProto& model, const std::string& name,
+                                      std::initializer_list<const char*> inputs,
+                                      std::initializer_list<const char*> outputs) {
+  onnx::FunctionProto& f = *model.add_functions();
+  f.set_name(name);
+  f.set_domain("local");
+  for (const char* in : inputs) f.add_input(in);
+  for (const char* out : outputs) f.add_output(out);
+  return f;
+}
+
 // local.Dense(X, W) -> Y with attribute alpha: Y = LeakyRelu(MatMul(X, W), alpha = @alpha).
 onnx::FunctionProto& AddDense(onnx::ModelProto& model) {
-  onnx::FunctionProto& f = *model.add_functions();
-  f.set_name("Dense");
-  f.set_domain("local");
-  f.add_input("X");
-  f.add_input("W");
-  f.add_output("Y");
+  onnx::FunctionProto& f = AddLocalFunction(model, "Dense", {"X", "W"}, {"Y"});
   f.add_attribute("alpha");
   f.add_opset_import()->set_version(15);
   onnx::NodeProto& mm = *f.add_node();
@@ -104,11 +113,7 @@ TEST_CASE("a function calling functions expands to the innermost ops", "[import]
   m.Opset("local", 1);
   AddDense(m.model());
   // local.Block(X, W1, W2) -> Y = Dense(Dense(X, W1, alpha=0.1), W2, alpha=0.1) + X
-  onnx::FunctionProto& block = *m.model().add_functions();
-  block.set_name("Block");
-  block.set_domain("local");
-  for (const char* in : {"X", "W1", "W2"}) block.add_input(in);
-  block.add_output("Y");
+  onnx::FunctionProto& block = AddLocalFunction(m.model(), "Block", {"X", "W1", "W2"}, {"Y"});
   block.add_opset_import()->set_version(15);
   block.add_opset_import()->set_domain("local");
   block.mutable_opset_import(1)->set_version(1);
@@ -156,12 +161,7 @@ TEST_CASE("a call that leaves out an optional output still gets the body's value
   ProtoModel m(15);
   m.Opset("local", 1);
   // local.Pair(X) -> (Y, Z): Y = Relu(X), Z = Neg(Y). The call keeps only Y.
-  onnx::FunctionProto& f = *m.model().add_functions();
-  f.set_name("Pair");
-  f.set_domain("local");
-  f.add_input("X");
-  f.add_output("Y");
-  f.add_output("Z");
+  onnx::FunctionProto& f = AddLocalFunction(m.model(), "Pair", {"X"}, {"Y", "Z"});
   f.add_opset_import()->set_version(15);
   for (auto [op, in, out] : {std::tuple{"Relu", "X", "Y"}, std::tuple{"Neg", "Y", "Z"}}) {
     onnx::NodeProto& n = *f.add_node();
@@ -182,11 +182,7 @@ TEST_CASE("a function that calls itself or a call with too many inputs is a clea
   SECTION("recursion") {
     ProtoModel m(15);
     m.Opset("local", 1);
-    onnx::FunctionProto& f = *m.model().add_functions();
-    f.set_name("Loop");
-    f.set_domain("local");
-    f.add_input("X");
-    f.add_output("Y");
+    onnx::FunctionProto& f = AddLocalFunction(m.model(), "Loop", {"X"}, {"Y"});
     onnx::NodeProto& self = *f.add_node();
     self.set_op_type("Loop");
     self.set_domain("local");
