@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "analyzer/baseline/json_file.h"
+#include "analyzer/json_fields.h"
 #include "analyzer/report/markup.h"
 
 namespace memplan::profiler {
@@ -76,29 +77,22 @@ Expected<std::pair<std::string, MeasuredNode>> ParseNode(const json& entry,
 json ProfileToJson(const AttributedProfile& profile, const ProfileSource& source) {
   json nodes = json::array();
   for (const NodeProfile& node : profile.nodes) {
-    nodes.push_back(json{{"name", node.node},
-                         {"forward_seconds", node.forward_seconds},
-                         {"backward_seconds", node.backward_seconds},
-                         {"recompute_seconds", node.recompute_seconds},
-                         {"forward_runs", node.forward_runs},
-                         {"backward_runs", node.backward_runs},
-                         {"recompute_runs", node.recompute_runs},
-                         {"workspace_bytes", node.workspace_bytes},
-                         {"activation_bytes", node.activation_bytes}});
+    json entry;
+    entry["name"] = node.node;
+    MEMPLAN_JSON_FIELDS(entry, node, forward_seconds, backward_seconds, recompute_seconds,
+                        forward_runs, backward_runs, recompute_runs, workspace_bytes,
+                        activation_bytes);
+    nodes.push_back(std::move(entry));
   }
-  return json{{"schema", kProfileSchema},
-              {"model", source.model},
-              {"device", source.device},
-              {"device_peak_bytes", profile.device_peak_bytes},
-              {"baseline_bytes", profile.baseline_bytes},
-              {"allocator_bytes_at_peak", profile.allocator_bytes_at_peak},
-              {"library_bytes_at_peak", profile.library_bytes_at_peak},
-              {"allocator_peak_bytes", profile.allocator_peak_bytes},
-              {"activation_bytes", profile.activation_bytes},
-              {"device_seconds", profile.device_seconds},
-              {"unattributed_seconds", profile.unattributed_seconds},
-              {"dropped_records", profile.dropped_records},
-              {"nodes", std::move(nodes)}};
+  // nlohmann::json sorts its keys: the file's order does not depend on the order written here.
+  json j;
+  j["schema"] = kProfileSchema;
+  MEMPLAN_JSON_FIELDS(j, source, model, device);
+  MEMPLAN_JSON_FIELDS(j, profile, device_peak_bytes, baseline_bytes, allocator_bytes_at_peak,
+                      library_bytes_at_peak, allocator_peak_bytes, activation_bytes, device_seconds,
+                      unattributed_seconds, dropped_records);
+  j["nodes"] = std::move(nodes);
+  return j;
 }
 
 Status WriteProfile(const std::filesystem::path& path, const AttributedProfile& profile,
