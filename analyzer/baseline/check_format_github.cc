@@ -5,38 +5,17 @@
 
 #include "analyzer/baseline/check_format_internal.h"
 #include "analyzer/memory_size.h"
+#include "analyzer/report/markup.h"
 
 namespace memplan::check_format {
 namespace {
 
 std::string EscapeData(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '%') {
-      out += "%25";
-    } else if (c == '\r') {
-      out += "%0D";
-    } else if (c == '\n') {
-      out += "%0A";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return ReplaceChars(text, {{'%', "%25"}, {'\r', "%0D"}, {'\n', "%0A"}});
 }
 
 std::string EscapeProperty(std::string_view text) {
-  std::string out;
-  for (char c : EscapeData(text)) {
-    if (c == ':') {
-      out += "%3A";
-    } else if (c == ',') {
-      out += "%2C";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return ReplaceChars(EscapeData(text), {{':', "%3A"}, {',', "%2C"}});
 }
 
 // `line` is the configuration's line in the baseline file (0: none), so the annotation sits on

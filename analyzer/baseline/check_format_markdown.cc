@@ -4,6 +4,7 @@
 
 #include "analyzer/baseline/check_format_internal.h"
 #include "analyzer/memory_size.h"
+#include "analyzer/report/markup.h"
 
 namespace memplan::check_format {
 namespace {
@@ -11,16 +12,7 @@ namespace {
 // A table cell: '|' would end the cell and a newline the row. Text goes in a code span unless it
 // contains a backtick, which would end the span.
 std::string Code(std::string_view text) {
-  std::string cell;
-  for (char c : text) {
-    if (c == '|') {
-      cell += "\\|";
-    } else if (c == '\n' || c == '\r') {
-      cell += ' ';
-    } else {
-      cell += c;
-    }
-  }
+  std::string cell = ReplaceChars(text, {{'|', "\\|"}, {'\n', " "}, {'\r', " "}});
   if (cell.find('`') != std::string::npos) return cell;
   return "`" + cell + "`";
 }

@@ -69,17 +69,8 @@ nlohmann::ordered_json TimelineJson(const TrainingPlan& plan, const TimelineChar
 // JSON inside <script>: "</script>" or "<!--" in a node name must not end or confuse the element,
 // so every '<' becomes the JSON escape \u003c (JSON has '<' only inside strings).
 std::string ScriptSafeJson(const nlohmann::ordered_json& json) {
-  std::string text = json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    if (c == '<') {
-      out += "\\u003c";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return ReplaceChars(json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace),
+                      {{'<', "\\u003c"}});
 }
 
 class HtmlBuilder {

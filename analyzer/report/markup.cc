@@ -1,5 +1,6 @@
 #include "analyzer/report/markup.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -38,6 +39,22 @@ std::string EscapeMarkup(std::string_view text, bool attribute) {
         break;
       default:
         out += (u < 0x20 || u == 0x7f) ? '?' : c;
+    }
+  }
+  return out;
+}
+
+std::string ReplaceChars(std::string_view text,
+                         std::initializer_list<std::pair<char, std::string_view>> replacements) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    auto replaced = std::find_if(replacements.begin(), replacements.end(),
+                                 [c](const auto& replacement) { return replacement.first == c; });
+    if (replaced != replacements.end()) {
+      out += replaced->second;
+    } else {
+      out += c;
     }
   }
   return out;

@@ -1,9 +1,11 @@
 #pragma once
-// Small helpers the SVG and HTML writers share: escaping text for markup, formatting
-// coordinates deterministically, and writing the finished file.
+// Small helpers the SVG, HTML and check-report writers share: escaping text for markup (or by a
+// format's own rules), formatting coordinates deterministically, and writing the finished file.
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "graph/expected.h"
 
@@ -15,6 +17,11 @@ namespace memplan {
 // as &#13; (a parser would fold it into the line break). With `attribute`, tab and line feed are
 // references too: a parser normalizes literal ones in attribute values to spaces.
 std::string EscapeMarkup(std::string_view text, bool attribute = false);
+
+// `text` with each character that `replacements` lists replaced by its text, the others kept:
+// ReplaceChars("a|b", {{'|', "\\|"}}) -> "a\\|b".
+std::string ReplaceChars(std::string_view text,
+                         std::initializer_list<std::pair<char, std::string_view>> replacements);
 
 // A coordinate with one decimal ("12.5"), never "-0.0", so output is byte-identical across runs.
 std::string FormatCoordinate(double value);

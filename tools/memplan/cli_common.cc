@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "analyzer/report/markup.h"
 #include "graph/onnx_import.h"
 
 namespace memplan::cli {
@@ -32,14 +33,7 @@ Status CheckOutputPath(std::string_view flag, const std::string& path) {
 }
 
 int ReportError(std::string_view message) {
-  std::string line;
-  for (char c : message) {
-    if (c == '\n') {
-      line += "; ";
-    } else if (c != '\r') {
-      line.push_back(c);
-    }
-  }
+  std::string line = ReplaceChars(message, {{'\n', "; "}, {'\r', ""}});
   while (!line.empty() && (line.back() == ' ' || line.back() == ';')) line.pop_back();
   std::fprintf(stderr, "memplan: %s\n", line.c_str());
   return kExitUsage;
