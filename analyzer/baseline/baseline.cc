@@ -76,11 +76,7 @@ nlohmann::ordered_json BaselineToJson(const Baseline& baseline) {
 }
 
 Expected<Baseline> ReadBaseline(const std::filesystem::path& path) {
-  MEMPLAN_TRY(nlohmann::json json, ReadJsonFile(path));
-  Expected<Baseline> baseline = BaselineFromJson(json);
-  if (!baseline.ok()) return MakeError(path.string() + ": " + baseline.error().message);
-  baseline->directory = path.parent_path();
-  return baseline;
+  return ReadJsonDocument(path, &BaselineFromJson);
 }
 
 Status WriteBaseline(const Baseline& baseline, const std::filesystem::path& path) {

@@ -46,11 +46,7 @@ Expected<ConfigList> ConfigListFromJson(const nlohmann::json& json) {
 }
 
 Expected<ConfigList> ReadConfigList(const std::filesystem::path& path) {
-  MEMPLAN_TRY(nlohmann::json json, ReadJsonFile(path));
-  Expected<ConfigList> list = ConfigListFromJson(json);
-  if (!list.ok()) return MakeError(path.string() + ": " + list.error().message);
-  list->directory = path.parent_path();
-  return list;
+  return ReadJsonDocument(path, &ConfigListFromJson);
 }
 
 }  // namespace memplan

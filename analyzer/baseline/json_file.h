@@ -16,6 +16,19 @@ Expected<std::string> ReadTextFile(const std::filesystem::path& path);
 // Errors: "cannot read <path>" / "<path> is not valid JSON: <parser message with byte offset>".
 Expected<nlohmann::json> ReadJsonFile(const std::filesystem::path& path);
 
+// The document in the JSON file at `path`, read by `from_json`, with the path before its errors
+// ("<path>: <message>") and the file's folder in T::directory (what relative paths in it resolve
+// against): how a baseline and a config list are read.
+template <class T>
+Expected<T> ReadJsonDocument(const std::filesystem::path& path,
+                             Expected<T> (*from_json)(const nlohmann::json&)) {
+  MEMPLAN_TRY(nlohmann::json json, ReadJsonFile(path));
+  Expected<T> document = from_json(json);
+  if (!document.ok()) return MakeError(path.string() + ": " + document.error().message);
+  document->directory = path.parent_path();
+  return document;
+}
+
 // True when `value` is an integer that fits int64_t (nlohmann stores large positives unsigned).
 inline bool IsInt64(const nlohmann::json& value) {
   if (value.is_number_unsigned()) return value.get<uint64_t>() <= uint64_t{INT64_MAX};
