@@ -5,16 +5,12 @@
 #include "analyzer/baseline/check_report.h"
 #include "analyzer/vocabulary/tolerance.h"
 #include "baseline_test_models.h"
+#include "tests/require_value.h"
 
 namespace memplan {
 namespace {
 
-Tolerance Parse(const char* text) {
-  Expected<Tolerance> t = ParseTolerance(text);
-  INFO(text << ": " << (t.ok() ? "" : t.error().message));
-  REQUIRE(t.ok());
-  return *t;
-}
+Tolerance Parse(const char* text) { return testing::RequireValue(ParseTolerance(text), text); }
 
 CheckStatus StatusFor(int64_t recorded_peak, int64_t current_peak, const char* tolerance) {
   MemoryResult before;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include "analyzer/config_export/export_config.h"
 #include "analyzer/config_export/export_plan.h"
+#include "tests/require_value.h"
 
 namespace memplan {
 namespace {
@@ -32,10 +33,7 @@ nlohmann::json ModulePlan(const std::vector<std::string>& modules, int64_t check
 }
 
 std::string Export(const nlohmann::json& plan, ExportTarget target) {
-  Expected<std::string> text = ExportConfig(plan, target, ExportOptions{});
-  INFO((text.ok() ? std::string() : text.error().message));
-  REQUIRE(text.ok());
-  return *text;
+  return testing::RequireValue(ExportConfig(plan, target, ExportOptions{}));
 }
 
 // The module paths of the exported loop's CHECKPOINTED_MODULES list, in order.

@@ -13,6 +13,7 @@
 #include "analyzer/config_export/checkpoint_modules.h"
 #include "analyzer/config_export/export_config.h"
 #include "analyzer/config_export/export_plan.h"
+#include "tests/require_value.h"
 
 namespace memplan {
 namespace {
@@ -25,10 +26,7 @@ nlohmann::json LoadPlan(const std::string& name) {
 
 std::string Export(const nlohmann::json& plan, ExportTarget target,
                    const ExportOptions& options = {}) {
-  Expected<std::string> text = ExportConfig(plan, target, options);
-  INFO((text.ok() ? std::string() : text.error().message));
-  REQUIRE(text.ok());
-  return *text;
+  return testing::RequireValue(ExportConfig(plan, target, options));
 }
 
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }

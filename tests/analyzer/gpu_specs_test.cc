@@ -2,16 +2,12 @@
 
 #include "analyzer/gpu_specs.h"
 #include "analyzer/memory_size.h"
+#include "tests/require_value.h"
 
 namespace memplan {
 namespace {
 
-GpuSpec Resolved(const char* text) {
-  Expected<GpuSpec> gpu = ResolveGpu(text);
-  INFO(text << ": " << (gpu.ok() ? "" : gpu.error().message));
-  REQUIRE(gpu.ok());
-  return *gpu;
-}
+GpuSpec Resolved(const char* text) { return testing::RequireValue(ResolveGpu(text), text); }
 
 TEST_CASE("GPU names resolve case-insensitively, with aliases", "[gpu_specs]") {
   CHECK(Resolved("A100").name == "A100-80GB");

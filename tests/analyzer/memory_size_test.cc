@@ -1,16 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include "analyzer/memory_size.h"
+#include "tests/require_value.h"
 
 namespace memplan {
 namespace {
 
-int64_t Parsed(const char* text) {
-  Expected<int64_t> bytes = ParseMemorySize(text);
-  INFO(text << ": " << (bytes.ok() ? "" : bytes.error().message));
-  REQUIRE(bytes.ok());
-  return *bytes;
-}
+int64_t Parsed(const char* text) { return testing::RequireValue(ParseMemorySize(text), text); }
 
 TEST_CASE("memory sizes: a bare letter is binary, B-suffixed is decimal, iB is binary",
           "[memory_size]") {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include "analyzer/config_export/export_config.h"
 #include "analyzer/config_export/export_plan.h"
+#include "tests/require_value.h"
 
 namespace memplan {
 namespace {
@@ -31,10 +32,7 @@ ExportOptions WithMomentum() {
 }
 
 std::string Export(const nlohmann::json& plan, ExportTarget target) {
-  Expected<std::string> text = ExportConfig(plan, target, WithMomentum());
-  INFO((text.ok() ? std::string() : text.error().message));
-  REQUIRE(text.ok());
-  return *text;
+  return testing::RequireValue(ExportConfig(plan, target, WithMomentum()));
 }
 
 std::string Refusal(const nlohmann::json& plan, ExportTarget target) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/ops/op_registry.h"
+#include "tests/require_value.h"
 
 namespace memplan::testing {
 
@@ -90,12 +91,7 @@ class OpCase {
     return schema().infer_shapes(ctx);
   }
   // The shape rule's outputs; fails the test when the rule errs.
-  std::vector<TensorInfo> Outputs() {
-    auto outs = Infer();
-    INFO((outs.ok() ? std::string() : outs.error().message));
-    REQUIRE(outs.ok());
-    return *outs;
-  }
+  std::vector<TensorInfo> Outputs() { return RequireValue(Infer()); }
   Shape OutputShape(size_t i = 0) { return Outputs().at(i).shape; }
   // A full context (outputs from the shape rule) for cost/saved/gradient rules.
   OpContext Context() { return OpContext{node_, inputs_, Outputs(), nullptr}; }
