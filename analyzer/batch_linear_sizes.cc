@@ -62,10 +62,10 @@ BatchLinearSizes BatchLinearSizes::Of(const TrainingProgram& program, const Bind
       }
     }
     if (!linear) continue;
-    // |a| <= abs_a and |b| <= abs_b, so all four fit.
+    // |a| <= abs_a and |b| <= abs_b, so all four fit in 64 bits.
+    const Wide exact_up_to = abs_a == 0 ? kInt64Max : (kInt64Max - abs_b) / abs_a;
     sizes.forms_[buffer.id.index()] =
-        Form{static_cast<int64_t>(a), static_cast<int64_t>(b), static_cast<int64_t>(abs_a),
-             static_cast<int64_t>(abs_b), /*linear=*/true};
+        Form{static_cast<int64_t>(a), static_cast<int64_t>(b), static_cast<int64_t>(exact_up_to)};
   }
   return sizes;
 }
@@ -81,9 +81,10 @@ Expected<std::vector<int64_t>> BatchLinearSizes::At(const TrainingProgram& progr
     // Every partial product of a term is at most the term's magnitude (all factors >= 1) and
     // every partial sum at most the sum of the magnitudes: within 64 bits, Dim::Evaluate cannot
     // have overflowed and its result is a*m + b.
-    const bool exact = f.linear && m >= 1 && Wide{f.abs_a} * m + f.abs_b <= kInt64Max;
+    const bool exact = m >= 1 && m <= f.exact_up_to;
     if (exact) {
-      const auto bytes = static_cast<int64_t>(Wide{f.a} * m + f.b);
+      // |a * m + b| <= abs_a * m + abs_b <= 2^63 - 1: no 64-bit step overflows.
+      const int64_t bytes = f.a * m + f.b;
       // CheckBufferSize's checks; total <= 2^62 always holds, so the subtraction cannot wrap.
       if (bytes >= 0 && bytes <= kMaxTotal - total) {
         out[i] = bytes;
@@ -94,7 +95,7 @@ Expected<std::vector<int64_t>> BatchLinearSizes::At(const TrainingProgram& progr
     // The error path, and the sizes the form does not cover: as EvaluateBufferSizes.
     const Buffer& buffer = program.buffers[i];
     const Expected<int64_t> bytes =
-        exact ? Expected<int64_t>(static_cast<int64_t>(Wide{f.a} * m + f.b))
+        exact ? Expected<int64_t>(f.a * m + f.b)
               : buffer.bytes.Evaluate(bindings_at_m);
     MEMPLAN_RETURN_IF_ERROR(CheckBufferSize(buffer, bytes, total));
     out[i] = *bytes;

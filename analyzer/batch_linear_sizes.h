@@ -38,11 +38,13 @@ class BatchLinearSizes {
 
  private:
   struct Form {
-    int64_t a = 0;      // coefficient of m
-    int64_t b = 0;      // constant
-    int64_t abs_a = 0;  // sum of |coefficient| of the terms in m: the overflow bound
-    int64_t abs_b = 0;  // sum of |constant| of the other terms
-    bool linear = false;
+    int64_t a = 0;  // coefficient of m
+    int64_t b = 0;  // constant
+    // The largest m at which the form is exact: the sums of the terms' magnitudes, in m
+    // (abs_a) and not (abs_b), give abs_a * m + abs_b <= 2^63 - 1 up to it. 0 when the Dim is
+    // not linear in m (no m >= 1 is exact). One comparison per buffer at evaluation time instead
+    // of a 128-bit bound: the planner evaluates every buffer at ~100 micro-batches.
+    int64_t exact_up_to = 0;
   };
   std::vector<Form> forms_;  // by BufferId
 };
