@@ -314,7 +314,8 @@ OpSchema ContribAttentionSchema(const char* op_type, AttentionDimsReader read,
 // ---------------------------------------------------------------- RotaryEmbedding
 // ai.onnx-23: (X, cos_cache, sin_cache, position_ids?); com.microsoft: (input, position_ids,
 // cos_cache, sin_cache). Y has X's shape. With position ids the caches are [max_pos, rot/2] and
-// gathered per token to position_ids.shape + [rot/2]; without, they are already [B, S, rot/2].
+// gathered per token to position_ids.shape + [rot/2] ([1, S, rot/2] for com.microsoft's
+// one-element offset); without, they are already [B, S, rot/2].
 // Saved follows the fused rotary kernel (and eager `x*cos + rotate_half(x)*sin`, whose muls save
 // only the non-trained operand): the gathered cos and sin; nothing of X.
 OpSchema RotarySchema(const char* domain, size_t cos_slot, size_t sin_slot,
@@ -339,10 +340,17 @@ OpSchema RotarySchema(const char* domain, size_t cos_slot, size_t sin_slot,
         continue;
       }
       const Shape& positions = ctx.inputs[*position_slot].shape;
+      const Shape& x = ctx.inputs[0].shape;
       Shape shape = Shape::Unknown();
       if (positions.known && cache.shape.known && cache.shape.rank() >= 1) {
-        shape = positions;
-        shape.dims.push_back(cache.shape.dims.back());
+        if (positions.rank() == 2) {
+          shape = positions;
+        } else if (x.known && x.rank() >= 3) {
+          // com.microsoft's one offset (token s at offset + s): one row per token of the
+          // sequence, X's dim -2, shared by the batch.
+          shape = Shape{{1, x.dims[x.rank() - 2]}};
+        }
+        if (shape.known) shape.dims.push_back(cache.shape.dims.back());
       }
       saved.push_back(SaveExtra(std::string("gathered_") + name, cache.dtype, shape));
     }

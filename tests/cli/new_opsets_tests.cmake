@@ -36,3 +36,12 @@ memplan_cli_test("verify runs an opset-23 RotaryEmbedding on the CPU: memory exa
   EXPECT_EXIT 0
   EXPECT_OUTPUT "\\(20480 B\\) +measured [^\n]*\\(20480 B\\) +exact match +PASS.*result: PASS"
   COMMAND verify ${F}/opset23_rotary.onnx --micro-batch 2 --loss mse)
+# verify runs ONNX Runtime's com.microsoft RotaryEmbedding on the CPU (the same kernel, checked
+# against torch in kernel_reference_test.cc): tests/fixtures/ms_rotary.textproto, the block above
+# with the contrib op, interleaved, and one position offset. The peak is again the Adam step,
+# 1024 * 4 * (1 + 1 + 2 + 1) = 20480 bytes: the offset gathers one row per token, the saved cos
+# and sin [1, 4, 2] (32 B each) as above, and every other tensor is the same as above.
+memplan_cli_test("verify runs a com.microsoft RotaryEmbedding on the CPU: memory exact, checks pass"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "\\(20480 B\\) +measured [^\n]*\\(20480 B\\) +exact match +PASS.*result: PASS"
+  COMMAND verify ${F}/ms_rotary.onnx --micro-batch 2 --loss mse)

@@ -151,6 +151,13 @@ TEST_CASE("RotaryEmbedding saves the gathered cos and sin, not X", "[registry][r
   CHECK(ms.OutputShape() == Dims({2, 10, 64}));
   CHECK(SavedBytes(ms) == 1280);
   CHECK(ms.Gradients() == std::vector<bool>{true, false, false, false});
+  // One offset (token s at offset + s) gathers one row per token of X's sequence, shared by the
+  // batch: [1, 10, 8] float32 = 320 bytes each.
+  OpCase offset("RotaryEmbedding",
+                {F32({2, 10, 64}), Tensor(DType::kInt64, {1}), F32({64, 8}, ValueKind::kConstant),
+                 F32({64, 8}, ValueKind::kConstant)},
+                1, "com.microsoft");
+  CHECK(SavedBytes(offset) == 640);
 
   // Without position ids the caches are already per token: they are saved as they are.
   OpCase direct("RotaryEmbedding", {F32({2, 4, 10, 16}), F32({2, 10, 8}), F32({2, 10, 8})});

@@ -470,5 +470,140 @@ TEST_CASE("RotaryEmbedding reports inputs its spec rejects", "[kernels][rotary]"
         "RotaryEmbedding: per-token cos/sin [2, 3, 2] do not fit [2, 3, 3]");
 }
 
+// com.microsoft RotaryEmbedding (input, position_ids, cos_cache, sin_cache) on RotaryWithPositions'
+// data: X [2, 2 heads, 3, 4] and caches [5, 2], so its head size (twice the caches' width) is X's.
+std::vector<Tensor> MicrosoftOrder(const RotaryCase& c, const Tensor& positions) {
+  return {c.inputs[0], positions, c.inputs[1], c.inputs[2]};
+}
+
+Expected<ForwardResult> MicrosoftForward(const std::vector<Tensor>& inputs,
+                                         const Attributes& attrs = {}) {
+  ForwardArgs args;
+  args.attributes = &attrs;
+  args.inputs = inputs;
+  return RunForward("RotaryEmbedding", KernelContext(), args, "com.microsoft");
+}
+
+// Backward given only `forward`'s extras and the inputs' shapes, as the registry saves: neither X,
+// the caches nor the position ids.
+Expected<InputGradients> MicrosoftBackwardFromSaved(const std::vector<Tensor>& inputs,
+                                                    const ForwardResult& forward,
+                                                    const Tensor& dy) {
+  const Attributes none;
+  BackwardArgs args;
+  args.attributes = &none;
+  args.inputs.resize(inputs.size());
+  args.extras = forward.extras;
+  for (const Tensor& t : inputs) {
+    args.input_shapes.push_back(t.shape());
+    args.input_dtypes.push_back(t.dtype());
+  }
+  args.grad_outputs = {dy};
+  args.needs_input_grad = {true, false, false, false};
+  return RunBackward("RotaryEmbedding", KernelContext(), args, "com.microsoft");
+}
+
+TEST_CASE("com.microsoft RotaryEmbedding is the ai.onnx op with its inputs reordered",
+          "[kernels][rotary]") {
+  const Tensor positions = IntTensor({2, 3}, {0, 4, 2, 3, 3, 1});
+  const RotaryCase c = RotaryWithPositions(positions);
+  ForwardArgs fargs;
+  fargs.attributes = &c.attributes;
+  fargs.inputs = c.inputs;
+  auto onnx = RunForward("RotaryEmbedding", KernelContext(), fargs);
+  REQUIRE(onnx.ok());
+  const Tensor dy = RandomTensor({2, 2, 3, 4}, 35);
+  auto onnx_grads = RotaryBackward(c, *onnx, c.inputs, dy);
+  REQUIRE(onnx_grads.ok());
+
+  const std::vector<Tensor> ms_inputs = MicrosoftOrder(c, positions);
+  auto ms = MicrosoftForward(ms_inputs);
+  REQUIRE(ms.ok());
+  CHECK(ms->outputs[0].ToVector() == onnx->outputs[0].ToVector());
+  CHECK(ms->extras.at("gathered_cos").ToVector() == onnx->extras.at("gathered_cos").ToVector());
+  // `scale` would scale caches the op computes itself; with given caches ORT does not apply it.
+  Attributes scaled;
+  scaled.Set("scale", 2.0);
+  auto ms_scaled = MicrosoftForward(ms_inputs, scaled);
+  REQUIRE(ms_scaled.ok());
+  CHECK(ms_scaled->outputs[0].ToVector() == onnx->outputs[0].ToVector());
+  auto ms_grads = MicrosoftBackwardFromSaved(ms_inputs, *ms, dy);
+  REQUIRE(ms_grads.ok());
+  CHECK((*ms_grads)[0].ToVector() == (*onnx_grads)[0].ToVector());
+
+  // One offset is ai.onnx's position ids offset + s, one row shared by the batch; backward
+  // reads the [1, S, rot/2] rows forward kept.
+  const std::vector<Tensor> offset_inputs = MicrosoftOrder(c, IntTensor({1}, {1}));
+  auto offset = MicrosoftForward(offset_inputs);
+  REQUIRE(offset.ok());
+  CHECK(offset->extras.at("gathered_sin").shape() == TensorShape{1, 3, 2});
+  const Tensor row = IntTensor({1, 3}, {1, 2, 3});
+  fargs.inputs = {c.inputs[0], c.inputs[1], c.inputs[2], row};
+  auto onnx_row = RunForward("RotaryEmbedding", KernelContext(), fargs);
+  REQUIRE(onnx_row.ok());
+  CHECK(offset->outputs[0].ToVector() == onnx_row->outputs[0].ToVector());
+  auto offset_grads = MicrosoftBackwardFromSaved(offset_inputs, *offset, dy);
+  REQUIRE(offset_grads.ok());
+  RotaryCase by_row = c;
+  by_row.inputs[3] = row;
+  auto onnx_row_grads = RotaryBackward(by_row, *onnx_row, std::vector<Tensor>(4), dy);
+  REQUIRE(onnx_row_grads.ok());
+  CHECK((*offset_grads)[0].ToVector() == (*onnx_row_grads)[0].ToVector());
+}
+
+TEST_CASE("com.microsoft RotaryEmbedding with one offset, gradients by differences",
+          "[kernels][rotary][gradcheck]") {
+  // 3D X [2, 3, 3 heads * 4] without num_heads: heads of twice the caches' width; interleaved.
+  GradCheckCase c;
+  c.op = "RotaryEmbedding";
+  c.domain = "com.microsoft";
+  c.attributes.Set("interleaved", int64_t{1});
+  c.inputs = {RandomTensor({2, 3, 12}, 44), IntTensor({}, {2}), RandomTensor({5, 2}, 45),
+              RandomTensor({5, 2}, 46)};
+  c.checked_inputs = {0};
+  MEMPLAN_REQUIRE_GRADIENTS_MATCH(c);
+}
+
+TEST_CASE("com.microsoft RotaryEmbedding reports what ONNX Runtime rejects or it does not run",
+          "[kernels][rotary]") {
+  const Tensor x = RandomTensor({2, 2, 3, 4}, 61);
+  const Tensor cos = RandomTensor({5, 2}, 62), sin = RandomTensor({5, 2}, 63);
+  const Tensor positions = IntTensor({2, 3}, {0, 1, 2, 0, 1, 2});
+  auto error = [](const std::vector<Tensor>& inputs, const Attributes& attrs) {
+    auto result = MicrosoftForward(inputs, attrs);
+    REQUIRE_FALSE(result.ok());
+    return result.error().message;
+  };
+  Attributes packed;
+  packed.Set("is_packed_batching", int64_t{1});
+  CHECK(error({x, positions, cos, sin}, packed) ==
+        "com.microsoft RotaryEmbedding: is_packed_batching (ragged batches) is not supported");
+  Attributes partial;
+  partial.Set("rotary_embedding_dim", int64_t{2});
+  CHECK(error({x, positions, cos, sin}, partial) ==
+        "com.microsoft RotaryEmbedding: rotary_embedding_dim 2 needs a positive num_heads, not 0");
+  // ORT steps through the cache rows by rot/2: a row wider than that is not read as one.
+  partial.Set("num_heads", int64_t{2});
+  CHECK(error({x, positions, cos, sin}, partial) ==
+        "com.microsoft RotaryEmbedding: the caches' width 2 is not rotary_embedding_dim / 2 = 1");
+  Attributes three_heads;
+  three_heads.Set("num_heads", int64_t{3});
+  CHECK(error({x, positions, cos, sin}, three_heads) ==
+        "com.microsoft RotaryEmbedding: num_heads 3 is not the 2 heads of the 4D input "
+        "[2, 2, 3, 4]");
+  CHECK(error({RandomTensor({2, 2, 3, 6}, 64), positions, cos, sin}, Attributes()) ==
+        "com.microsoft RotaryEmbedding: the caches' width 2 is not half the head size 6");
+  CHECK(error({RandomTensor({2, 3, 10}, 65), positions, cos, sin}, Attributes()) ==
+        "com.microsoft RotaryEmbedding: a 3D input [2, 3, 10] is not 2 heads of size 4 (twice "
+        "the caches' width)");
+  // Position ids are [B, S] exactly (no batch broadcast, unlike ai.onnx) or one offset whose
+  // tokens all fit the caches.
+  CHECK(error({x, IntTensor({1, 3}, {0, 1, 2}), cos, sin}, Attributes()) ==
+        "com.microsoft RotaryEmbedding: position_ids [1, 3] are not [batch, seq] = [2, 3] or one "
+        "offset");
+  CHECK(error({x, IntTensor({1}, {3}), cos, sin}, Attributes()) ==
+        "com.microsoft RotaryEmbedding: position id 5 is outside the caches' 5 positions");
+}
+
 }  // namespace
 }  // namespace memplan::testing

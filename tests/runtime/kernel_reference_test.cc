@@ -807,5 +807,81 @@ TEST_CASE("RotaryEmbedding matches the ONNX reference rotation in torch", "[kern
   }
 }
 
+// com.microsoft RotaryEmbedding against ORT's CPU kernel's rotation written the rotate-half way in
+// torch (make_kernel_references.py, ms_rotary): position ids [B, S] or one offset, heads from
+// num_heads or twice the caches' width, dX by autograd.
+TEST_CASE("com.microsoft RotaryEmbedding matches ONNX Runtime's rotation in torch",
+          "[kernels][rotary]") {
+  const Tensor positions = Tensor::FromValues({2, 3}, ref::ms_rotary_positions, DType::kInt64);
+  const Tensor cos = T({6, 4}, ref::rotary_cos), sin = T({6, 4}, ref::rotary_sin);
+  const Tensor cos_partial = T({6, 2}, ref::ms_rotary_cos_partial);
+  const Tensor sin_partial = T({6, 2}, ref::ms_rotary_sin_partial);
+  const Tensor offset2 = Tensor::FromValues({1}, {2}, DType::kInt64);
+  const Tensor offset3 = Tensor::FromValues({}, {3}, DType::kInt64);
+  const Tensor offset1 = Tensor::FromValues({1}, {1}, DType::kInt64);
+  struct Case {
+    const char* name;
+    const ref::GradCase& reference;
+    const Tensor& positions;
+    bool partial;  // rotary_embedding_dim 4 with the [6, 2] caches
+    int64_t interleaved, num_heads;
+    TensorShape gathered;  // the rows forward keeps for backward
+  };
+  const Case cases[] = {
+      {"4D, split halves, position ids [B, S]",
+       ref::ms_rotary_4d,
+       positions,
+       false,
+       0,
+       0,
+       {2, 3, 4}},
+      {"3D, num_heads, interleaved, offset [2]",
+       ref::ms_rotary_3d_offset,
+       offset2,
+       false,
+       1,
+       2,
+       {1, 3, 4}},
+      {"3D, heads of twice the caches' width, scalar offset 3",
+       ref::ms_rotary_3d_derived,
+       offset3,
+       false,
+       0,
+       0,
+       {1, 3, 4}},
+      {"4D, interleaved, 4 of 8 dims, position ids [B, S]",
+       ref::ms_rotary_4d_partial_interleaved,
+       positions,
+       true,
+       1,
+       2,
+       {2, 3, 2}},
+      {"3D, split halves, 4 of 8 dims, offset [1]",
+       ref::ms_rotary_3d_partial_offset,
+       offset1,
+       true,
+       0,
+       2,
+       {1, 3, 2}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    Attributes a;
+    a.Set("interleaved", c.interleaved);
+    if (c.partial) a.Set("rotary_embedding_dim", int64_t{4});
+    if (c.num_heads != 0) a.Set("num_heads", c.num_heads);
+    const Tensor x = T(c.reference.inputs[0].shape, c.reference.inputs[0].values);
+    const std::vector<Tensor> inputs = {x, c.positions, c.partial ? cos_partial : cos,
+                                        c.partial ? sin_partial : sin};
+    const OpRun r = Run("RotaryEmbedding", a, inputs, c.reference.cotangent, 1, "com.microsoft");
+    CHECK(r.forward.outputs[0].shape() == x.shape());
+    RequireClose(r.forward.outputs[0], c.reference.out, "Y");
+    RequireClose(r.grads[0], c.reference.grads[0], "dX");
+    for (size_t i = 1; i < r.grads.size(); ++i) CHECK_FALSE(r.grads[i].defined());
+    // The rows the registry saves: position_ids.shape + [rot/2], [1, S, rot/2] for an offset.
+    CHECK(r.forward.extras.at("gathered_cos").shape() == c.gathered);
+  }
+}
+
 }  // namespace
 }  // namespace memplan::testing
