@@ -95,8 +95,7 @@ Expected<std::vector<int64_t>> BatchLinearSizes::At(const TrainingProgram& progr
     // The error path, and the sizes the form does not cover: as EvaluateBufferSizes.
     const Buffer& buffer = program.buffers[i];
     const Expected<int64_t> bytes =
-        exact ? Expected<int64_t>(f.a * m + f.b)
-              : buffer.bytes.Evaluate(bindings_at_m);
+        exact ? Expected<int64_t>(f.a * m + f.b) : buffer.bytes.Evaluate(bindings_at_m);
     MEMPLAN_RETURN_IF_ERROR(CheckBufferSize(buffer, bytes, total));
     out[i] = *bytes;
   }

@@ -1,6 +1,7 @@
 #include "analyzer/caching_allocator.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "graph/expected.h"
 
@@ -10,6 +11,20 @@ CachingAllocator::CachingAllocator(CachingAllocatorOptions options) : options_(o
   const int64_t m = options_.min_block_size;
   MEMPLAN_CHECK(m >= 1);
   if ((m & (m - 1)) == 0) round_mask_ = m - 1;
+  // The small pool by class when its blocks (requests up to small_size, free blocks up to a
+  // whole small_buffer segment) are multiples of a power-of-two block size (rounded requests
+  // are, and so are remainders of a segment that is one) in few enough classes (PyTorch's:
+  // 512 B up to 2 MiB, 4,097 classes).
+  const int64_t largest = std::max(options_.small_size, options_.small_buffer);
+  if (round_mask_ != 0 && options_.small_buffer % m == 0 && largest / m < (int64_t{1} << 20)) {
+    while ((int64_t{1} << class_shift_) < m) ++class_shift_;
+    const auto classes = static_cast<size_t>((largest >> class_shift_) + 1);
+    const size_t words = (classes + 63) / 64;
+    small_pool_.by_class = true;
+    small_pool_.class_buckets.resize(classes);
+    small_pool_.occupied.assign(words, 0);
+    small_pool_.occupied_words.assign((words + 63) / 64, 0);
+  }
 }
 
 void CachingAllocator::Reset() {
@@ -18,8 +33,12 @@ void CachingAllocator::Reset() {
   segments_.clear();
   live_segments_ = 0;
   next_segment_base_ = 0;
-  for (FreePool* pool : {&small_pool_, &large_pool_})
+  for (FreePool* pool : {&small_pool_, &large_pool_}) {
     while (!pool->sizes.empty()) DropBucket(*pool, pool->sizes.size() - 1);
+    for (size_t w = 0; w < pool->occupied.size(); ++w)
+      while (pool->occupied[w] != 0)
+        DropClass(*pool, static_cast<int64_t>(w * 64 + std::countr_zero(pool->occupied[w])));
+  }
   last_stamp_ = 0;
   block_by_handle_.clear();
   allocated_bytes_ = 0;
@@ -101,7 +120,34 @@ size_t CachingAllocator::FirstAtLeast(const FreePool& pool, int64_t size) {
       pool.sizes.begin());
 }
 
+int64_t CachingAllocator::FirstClassAtLeast(const FreePool& pool, int64_t size) const {
+  const int64_t size_class = size >> class_shift_;
+  auto word = static_cast<size_t>(size_class >> 6);
+  if (word >= pool.occupied.size()) return -1;
+  const uint64_t bits = pool.occupied[word] & (~uint64_t{0} << (size_class & 63));
+  if (bits != 0) return static_cast<int64_t>(word * 64) + std::countr_zero(bits);
+  // The next word with a bit set, by the summary.
+  size_t next = word + 1;
+  if (next >= pool.occupied.size()) return -1;
+  size_t summary = next >> 6;
+  uint64_t words = pool.occupied_words[summary] & (~uint64_t{0} << (next & 63));
+  while (words == 0) {
+    if (++summary == pool.occupied_words.size()) return -1;
+    words = pool.occupied_words[summary];
+  }
+  next = summary * 64 + static_cast<size_t>(std::countr_zero(words));
+  return static_cast<int64_t>(next * 64) + std::countr_zero(pool.occupied[next]);
+}
+
 CachingAllocator::SizeBucket& CachingAllocator::BucketOf(FreePool& pool, int64_t size) {
+  if (pool.by_class) {
+    const int64_t c = size >> class_shift_;
+    MEMPLAN_CHECK(static_cast<size_t>(c) < pool.class_buckets.size());
+    const auto word = static_cast<size_t>(c >> 6);
+    pool.occupied[word] |= uint64_t{1} << (c & 63);
+    pool.occupied_words[word >> 6] |= uint64_t{1} << (word & 63);
+    return pool.class_buckets[static_cast<size_t>(c)];
+  }
   const size_t i = FirstAtLeast(pool, size);
   if (i < pool.sizes.size() && pool.sizes[i].size == size) return buckets_[pool.sizes[i].bucket];
   uint32_t slot = 0;
@@ -125,6 +171,15 @@ void CachingAllocator::DropBucket(FreePool& pool, size_t position) {
   pool.sizes.erase(pool.sizes.begin() + static_cast<std::ptrdiff_t>(position));
 }
 
+void CachingAllocator::DropClass(FreePool& pool, int64_t size_class) {
+  SizeBucket& bucket = pool.class_buckets[static_cast<size_t>(size_class)];
+  bucket.heap.clear();
+  bucket.live = 0;
+  const auto word = static_cast<size_t>(size_class >> 6);
+  pool.occupied[word] &= ~(uint64_t{1} << (size_class & 63));
+  if (pool.occupied[word] == 0) pool.occupied_words[word >> 6] &= ~(uint64_t{1} << (word & 63));
+}
+
 void CachingAllocator::InsertFree(int64_t index) {
   Block& b = block(index);
   SizeBucket& bucket = BucketOf(PoolOf(b), b.size);
@@ -140,6 +195,19 @@ void CachingAllocator::EraseFree(int64_t index) {
   MEMPLAN_CHECK(b.stamp != -1);
   b.stamp = -1;
   FreePool& pool = PoolOf(b);
+  if (pool.by_class) {
+    const int64_t c = b.size >> class_shift_;
+    MEMPLAN_CHECK(static_cast<size_t>(c) < pool.class_buckets.size() &&
+                  (pool.occupied[static_cast<size_t>(c >> 6)] >> (c & 63) & 1) != 0);
+    SizeBucket& bucket = pool.class_buckets[static_cast<size_t>(c)];
+    MEMPLAN_CHECK(bucket.live > 0);
+    if (--bucket.live == 0) {
+      DropClass(pool, c);
+    } else {
+      Compact(bucket);
+    }
+    return;
+  }
   const size_t i = FirstAtLeast(pool, b.size);
   MEMPLAN_CHECK(i < pool.sizes.size() && pool.sizes[i].size == b.size);
   SizeBucket& bucket = buckets_[pool.sizes[i].bucket];
@@ -155,9 +223,19 @@ int64_t CachingAllocator::TakeFreeBlock(bool small, int64_t size) {
   FreePool& pool = small ? small_pool_ : large_pool_;
   // Best fit: the smallest size >= size (every bucket in the pool has a live block), then the
   // lowest address of that size (BlockComparator).
-  const size_t i = FirstAtLeast(pool, size);
-  if (i == pool.sizes.size()) return kNoBlock;
-  SizeBucket& bucket = buckets_[pool.sizes[i].bucket];
+  size_t i = 0;
+  int64_t size_class = -1;
+  SizeBucket* found = nullptr;
+  if (pool.by_class) {
+    size_class = FirstClassAtLeast(pool, size);
+    if (size_class < 0) return kNoBlock;
+    found = &pool.class_buckets[static_cast<size_t>(size_class)];
+  } else {
+    i = FirstAtLeast(pool, size);
+    if (i == pool.sizes.size()) return kNoBlock;
+    found = &buckets_[pool.sizes[i].bucket];
+  }
+  SizeBucket& bucket = *found;
   std::vector<FreeEntry>& heap = bucket.heap;
   for (;;) {
     MEMPLAN_CHECK(!heap.empty());
@@ -168,7 +246,13 @@ int64_t CachingAllocator::TakeFreeBlock(bool small, int64_t size) {
     heap.pop_back();
     if (block(taken).stamp != stamp) continue;  // stale: the block left the pool
     block(taken).stamp = -1;
-    if (--bucket.live == 0) DropBucket(pool, i);
+    if (--bucket.live == 0) {
+      if (pool.by_class) {
+        DropClass(pool, size_class);
+      } else {
+        DropBucket(pool, i);
+      }
+    }
     return taken;
   }
 }

@@ -98,8 +98,23 @@ class CachingAllocator final : public AllocatorModel {
     int64_t size = 0;
     uint32_t bucket = 0;  // buckets_[bucket]
   };
+  // The small pool's sizes are multiples of the block size up to its 2 MiB segments (4,096
+  // sizes), so it indexes its buckets by size class, with a bitmap of the classes that have a
+  // free block. A size's bucket is then one load and the best fit a find-next-set-bit, where the
+  // sorted array was scanned on every request and moved its tail for every size it gained or
+  // lost: most small free blocks are one-off split remainders, and replays of the 50,000-node
+  // chain made a bucket on 44% of their requests and dropped one on 60% (callgrind). By class,
+  // the replays run 18% fewer instructions. The large pool's sizes are unbounded: a sorted array.
   struct FreePool {
     std::vector<SizeSlot> sizes;  // ascending; a size is here while a block of it is free
+    // By class (size >> class_shift), when `by_class`: class_buckets[c] is class c's bucket
+    // (kept for the run, its heap's capacity too), bit c of `occupied` says it has a free
+    // block, and bit w of `occupied_words` that occupied[w] has a bit set, so the next class
+    // up is found in two steps whatever the distance.
+    bool by_class = false;
+    std::vector<SizeBucket> class_buckets;
+    std::vector<uint64_t> occupied;
+    std::vector<uint64_t> occupied_words;
   };
 
   // The hot paths return a block index or kNoBlock rather than std::optional: an optional built
@@ -120,10 +135,14 @@ class CachingAllocator final : public AllocatorModel {
   void EraseFree(int64_t block);
   // The position of the first size >= `size` in `pool` (pool.sizes.size() when none).
   static size_t FirstAtLeast(const FreePool& pool, int64_t size);
+  // A by_class pool's first class >= `size`'s class with a bucket; -1 when none.
+  int64_t FirstClassAtLeast(const FreePool& pool, int64_t size) const;
   // The bucket of `size` in `pool`, made (from a spare slot when one is left) when absent.
   SizeBucket& BucketOf(FreePool& pool, int64_t size);
   // Removes the emptied bucket at `position` of `pool`; its slot becomes a spare.
   void DropBucket(FreePool& pool, size_t position);
+  // The same for a by_class pool's class: empties its bucket and clears its bits.
+  static void DropClass(FreePool& pool, int64_t size_class);
   // A free block, its fields written in place (a Block built on the stack and copied stalls
   // store forwarding on its `free` byte).
   int64_t NewBlock(int64_t segment, int64_t address, int64_t size, int64_t prev, int64_t next,
@@ -134,6 +153,7 @@ class CachingAllocator final : public AllocatorModel {
   // min_block_size - 1 when it is a power of two (always, in PyTorch's configuration): rounding
   // by a mask instead of a division, on every request of every replay.
   int64_t round_mask_ = 0;
+  int class_shift_ = 0;  // log2(min_block_size), for a by_class pool
   std::vector<Block> blocks_;
   std::vector<int64_t> free_block_slots_;  // recycled indices into blocks_
   std::vector<Segment> segments_;          // by segment id (ids are never reused)
