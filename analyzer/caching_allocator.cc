@@ -99,8 +99,11 @@ struct HigherAddress {
 
 void CachingAllocator::Compact(SizeBucket& bucket) {
   constexpr size_t kSlack = 16;  // stale entries tolerated on top of the live count
-  if (bucket.heap.size() <= 2 * static_cast<size_t>(bucket.live) + kSlack) return;
-  std::erase_if(bucket.heap, [this](const FreeEntry& e) { return Stale(e); });
+  if (bucket.run.size() + bucket.heap.size() <= 2 * static_cast<size_t>(bucket.live) + kSlack)
+    return;
+  const auto stale = [this](const FreeEntry& e) { return Stale(e); };
+  std::erase_if(bucket.run, stale);  // keeps the run's order
+  std::erase_if(bucket.heap, stale);
   std::make_heap(bucket.heap.begin(), bucket.heap.end(), HigherAddress{});
 }
 
@@ -139,15 +142,16 @@ int64_t CachingAllocator::FirstClassAtLeast(const FreePool& pool, int64_t size) 
   return static_cast<int64_t>(next * 64) + std::countr_zero(pool.occupied[next]);
 }
 
-CachingAllocator::SizeBucket& CachingAllocator::BucketOf(FreePool& pool, int64_t size) {
-  if (pool.by_class) {
-    const int64_t c = size >> class_shift_;
-    MEMPLAN_CHECK(static_cast<size_t>(c) < pool.class_buckets.size());
-    const auto word = static_cast<size_t>(c >> 6);
-    pool.occupied[word] |= uint64_t{1} << (c & 63);
-    pool.occupied_words[word >> 6] |= uint64_t{1} << (word & 63);
-    return pool.class_buckets[static_cast<size_t>(c)];
-  }
+CachingAllocator::SizeBucket& CachingAllocator::ClassBucketOf(FreePool& pool, int64_t size) {
+  const int64_t c = size >> class_shift_;
+  MEMPLAN_CHECK(static_cast<size_t>(c) < pool.class_buckets.size());
+  const auto word = static_cast<size_t>(c >> 6);
+  pool.occupied[word] |= uint64_t{1} << (c & 63);
+  pool.occupied_words[word >> 6] |= uint64_t{1} << (word & 63);
+  return pool.class_buckets[static_cast<size_t>(c)];
+}
+
+CachingAllocator::SizeBucket& CachingAllocator::SortedBucketOf(FreePool& pool, int64_t size) {
   const size_t i = FirstAtLeast(pool, size);
   if (i < pool.sizes.size() && pool.sizes[i].size == size) return buckets_[pool.sizes[i].bucket];
   uint32_t slot = 0;
@@ -165,6 +169,7 @@ CachingAllocator::SizeBucket& CachingAllocator::BucketOf(FreePool& pool, int64_t
 
 void CachingAllocator::DropBucket(FreePool& pool, size_t position) {
   const uint32_t slot = pool.sizes[position].bucket;
+  buckets_[slot].run.clear();
   buckets_[slot].heap.clear();
   buckets_[slot].live = 0;
   spare_slots_.push_back(slot);
@@ -173,6 +178,7 @@ void CachingAllocator::DropBucket(FreePool& pool, size_t position) {
 
 void CachingAllocator::DropClass(FreePool& pool, int64_t size_class) {
   SizeBucket& bucket = pool.class_buckets[static_cast<size_t>(size_class)];
+  bucket.run.clear();
   bucket.heap.clear();
   bucket.live = 0;
   const auto word = static_cast<size_t>(size_class >> 6);
@@ -184,8 +190,12 @@ void CachingAllocator::InsertFree(int64_t index) {
   Block& b = block(index);
   SizeBucket& bucket = BucketOf(PoolOf(b), b.size);
   b.stamp = ++last_stamp_;
-  bucket.heap.push_back(FreeEntry{b.address, index, b.stamp});
-  std::push_heap(bucket.heap.begin(), bucket.heap.end(), HigherAddress{});
+  if (bucket.run.empty() || b.address < bucket.run.back().address) {
+    bucket.run.push_back(FreeEntry{b.address, index, b.stamp});
+  } else {
+    bucket.heap.push_back(FreeEntry{b.address, index, b.stamp});
+    std::push_heap(bucket.heap.begin(), bucket.heap.end(), HigherAddress{});
+  }
   ++bucket.live;
   Compact(bucket);
 }
@@ -236,14 +246,23 @@ int64_t CachingAllocator::TakeFreeBlock(bool small, int64_t size) {
     found = &buckets_[pool.sizes[i].bucket];
   }
   SizeBucket& bucket = *found;
+  std::vector<FreeEntry>& run = bucket.run;
   std::vector<FreeEntry>& heap = bucket.heap;
   for (;;) {
-    MEMPLAN_CHECK(!heap.empty());
-    std::pop_heap(heap.begin(), heap.end(), HigherAddress{});
+    MEMPLAN_CHECK(!run.empty() || !heap.empty());
     // Two fields read in place: a copy of the entry through the stack stalls store forwarding.
-    const int64_t taken = heap.back().block;
-    const int64_t stamp = heap.back().stamp;
-    heap.pop_back();
+    int64_t taken = 0;
+    int64_t stamp = 0;
+    if (!run.empty() && (heap.empty() || run.back().address < heap.front().address)) {
+      taken = run.back().block;
+      stamp = run.back().stamp;
+      run.pop_back();
+    } else {
+      std::pop_heap(heap.begin(), heap.end(), HigherAddress{});
+      taken = heap.back().block;
+      stamp = heap.back().stamp;
+      heap.pop_back();
+    }
     if (block(taken).stamp != stamp) continue;  // stale: the block left the pool
     block(taken).stamp = -1;
     if (--bucket.live == 0) {

@@ -87,8 +87,16 @@ class CachingAllocator final : public AllocatorModel {
     int64_t block = 0;
     int64_t stamp = 0;  // live while block(block).stamp == stamp
   };
+  // A bucket's entries: the lowest address is taken first. Blocks mostly come back in the
+  // reverse of the order they were taken (backward frees activations last to first), so each
+  // returning block is its bucket's new lowest: a heap alone sifts each of them from the bottom
+  // to the top and each take from the top to the bottom. Such entries go on `run` instead, a
+  // stack of descending addresses where both are O(1); an entry that is not below the run's
+  // last goes to `heap`. The lowest address is the lower of the two tops. (The 50,000-node
+  // chain's replays: 10% fewer instructions than with a heap alone.)
   struct SizeBucket {
-    std::vector<FreeEntry> heap;  // min-heap by address
+    std::vector<FreeEntry> run;   // descending by address: the lowest at the back
+    std::vector<FreeEntry> heap;  // min-heap by address: the rest
     int64_t live = 0;             // blocks of this size in the pool
   };
   // The sizes are searched on every request: a flat array of them (one or two cache lines) beats
@@ -138,7 +146,11 @@ class CachingAllocator final : public AllocatorModel {
   // A by_class pool's first class >= `size`'s class with a bucket; -1 when none.
   int64_t FirstClassAtLeast(const FreePool& pool, int64_t size) const;
   // The bucket of `size` in `pool`, made (from a spare slot when one is left) when absent.
-  SizeBucket& BucketOf(FreePool& pool, int64_t size);
+  SizeBucket& BucketOf(FreePool& pool, int64_t size) {
+    return pool.by_class ? ClassBucketOf(pool, size) : SortedBucketOf(pool, size);
+  }
+  SizeBucket& ClassBucketOf(FreePool& pool, int64_t size);
+  SizeBucket& SortedBucketOf(FreePool& pool, int64_t size);
   // Removes the emptied bucket at `position` of `pool`; its slot becomes a spare.
   void DropBucket(FreePool& pool, size_t position);
   // The same for a by_class pool's class: empties its bucket and clears its bits.
