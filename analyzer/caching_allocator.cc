@@ -45,14 +45,6 @@ void CachingAllocator::Reset() {
   reserved_bytes_ = 0;
 }
 
-// round_size(): at least kMinBlockSize, then a multiple of it.
-int64_t CachingAllocator::RoundSize(int64_t bytes) const {
-  const int64_t m = options_.min_block_size;
-  if (bytes < m) return m;
-  if (round_mask_ != 0 || m == 1) return (bytes + round_mask_) & ~round_mask_;
-  return m * ((bytes + m - 1) / m);
-}
-
 // get_allocation_size(): the cudaMalloc size for a request that found no cached block.
 int64_t CachingAllocator::SegmentSize(int64_t rounded) const {
   if (rounded <= options_.small_size) return options_.small_buffer;

@@ -47,8 +47,14 @@ class CachingAllocator final : public AllocatorModel {
   std::string_view name() const override { return "caching"; }
 
   int64_t num_segments() const { return live_segments_; }
-  // The rounding rules, exposed for tests and reports.
-  int64_t RoundSize(int64_t bytes) const;
+  // The rounding rules, exposed for tests and reports. RoundSize is round_size(): at least
+  // kMinBlockSize, then a multiple of it (inline: the peak memo rounds every buffer per probe).
+  int64_t RoundSize(int64_t bytes) const {
+    const int64_t m = options_.min_block_size;
+    if (bytes < m) return m;
+    if (round_mask_ != 0 || m == 1) return (bytes + round_mask_) & ~round_mask_;
+    return m * ((bytes + m - 1) / m);
+  }
   int64_t SegmentSize(int64_t rounded) const;
 
  private:

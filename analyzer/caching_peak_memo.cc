@@ -3,7 +3,7 @@
 namespace memplan {
 namespace {
 
-// splitmix64's finaliser: every bit of a size moves the hash.
+// splitmix64's finaliser: every bit of the sum moves the hash.
 uint64_t Mix(uint64_t x) {
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ULL;
@@ -12,10 +12,13 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// A polynomial hash of the rounded sizes, mixed once at the end: one multiply-add per buffer
+// (the memo hashes every buffer at every probe). A collision costs only the comparison below.
 uint64_t HashOfRounded(const std::vector<int64_t>& sizes, const CachingAllocator& model) {
   uint64_t h = sizes.size();
-  for (const int64_t bytes : sizes) h = Mix(h ^ static_cast<uint64_t>(model.RoundSize(bytes)));
-  return h;
+  for (const int64_t bytes : sizes)
+    h = h * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(model.RoundSize(bytes));
+  return Mix(h);
 }
 
 bool SameRounded(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
