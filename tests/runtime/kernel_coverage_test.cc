@@ -62,8 +62,6 @@ const std::map<std::string, std::string>& OtherDomainsNotExecutableOnCpu() {
       {"com.microsoft:FastGelu", "no CPU kernel yet"},
       {"com.microsoft:GroupQueryAttention", "no CPU kernel yet"},
       {"com.microsoft:MultiHeadAttention", "no CPU kernel yet"},
-      {"com.microsoft:SimplifiedLayerNormalization",
-       "no CPU kernel yet (the default-domain op ORT's fusion writes has one)"},
       {"com.microsoft:SkipLayerNormalization", "no CPU kernel yet"},
       {"com.microsoft:SkipSimplifiedLayerNormalization", "no CPU kernel yet"},
   };

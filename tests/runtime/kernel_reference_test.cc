@@ -705,6 +705,32 @@ TEST_CASE("RMSNormalization matches x * rsqrt(mean(x^2) + eps) * w", "[kernels]"
     const OpRun two = Run(op, a, ref::rms_norm_2d);
     RequireMatches(two, ref::rms_norm_2d, "Y", {"dX", "dScale"});
   }
+  // So does its com.microsoft registration.
+  const OpRun contrib =
+      Run("SimplifiedLayerNormalization", a, ref::rms_norm_2d, 1, "com.microsoft");
+  RequireMatches(contrib, ref::rms_norm_2d, "Y", {"dX", "dScale"});
+}
+
+TEST_CASE("SimplifiedLayerNormalization's backward reads rstd from a declared inv_std_var",
+          "[kernels]") {
+  // With the output declared the registry saves it, not an extra (OutputOrExtra): backward gets
+  // the output alone.
+  Attributes a;
+  a.Set("axis", int64_t{-2});
+  KernelContext ctx;
+  const std::vector<Tensor> inputs = Inputs(ref::rms_norm_2d);
+  auto forward =
+      RunForward("SimplifiedLayerNormalization", ctx, ForwardArgsOf(a, inputs, 2), "com.microsoft");
+  REQUIRE(forward.ok());
+  REQUIRE(forward->outputs.size() == 2);
+  BackwardArgs bargs = BackwardArgsAfter(a, inputs, *forward);
+  bargs.extras.clear();
+  bargs.grad_outputs = {Tensor::FromValues(forward->outputs[0].shape(), ref::rms_norm_2d.cotangent),
+                        Tensor()};
+  auto grads = RunBackward("SimplifiedLayerNormalization", ctx, bargs, "com.microsoft");
+  if (!grads.ok()) FAIL(grads.error().message);
+  RequireClose((*grads)[0], ref::rms_norm_2d.grads[0], "dX");
+  RequireClose((*grads)[1], ref::rms_norm_2d.grads[1], "dScale");
 }
 
 TEST_CASE("GatherElements matches torch.gather, repeated indices accumulating", "[kernels]") {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/cpu/kernel_registry.h"
@@ -143,6 +144,14 @@ Expected<ForwardResult> BatchNormForward(const KernelContext& ctx, const Forward
   result.extras["mean"] = std::move(mean);
   result.extras["invstd"] = std::move(invstd);
   return result;
+}
+
+// A statistic forward kept for backward: output `output` when the node declares it (the registry
+// then saves that output, graph/ops/normalization_rules.h OutputOrExtra), else the extra `name`.
+Expected<Tensor> SavedStatistic(const BackwardArgs& args, size_t output, const std::string& name,
+                                std::string_view op) {
+  if (output < args.outputs.size() && args.outputs[output].defined()) return args.outputs[output];
+  return RequireExtra(args, name, op);
 }
 
 // What both normalization backwards read: the output gradient, the saved input and scale, and
@@ -346,7 +355,7 @@ Expected<InputGradients> RmsNormBackward(const KernelContext& ctx, const Backwar
   MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, kOp, "output gradient"));
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, kOp, "saved input"));
   MEMPLAN_TRY(Tensor scale, RequireTensor(args.inputs, 1, kOp, "saved input"));
-  MEMPLAN_TRY(Tensor rstd, RequireExtra(args, "invstd", kOp));
+  MEMPLAN_TRY(Tensor rstd, SavedStatistic(args, 1, "invstd", kOp));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, kOp));
   MEMPLAN_TRY(RowLayout layout, RowsOf(AttributesOf(args.attributes), x.shape(), kOp));
   const int64_t entries = scale.numel();
@@ -609,7 +618,11 @@ void RegisterNormalizationKernels(KernelRegistry& registry) {
   registry.Register("InstanceNormalization", &InstanceNormForward, &InstanceNormBackward);
   registry.Register("GroupNormalization", &GroupNormForward, &GroupNormBackward);
   registry.Register("RMSNormalization", &RmsNormForward, &RmsNormBackward);
+  // ONNX Runtime's contrib op is the same op (X, scale; axis, epsilon; Y, inv_std_var?) in both
+  // domains it registers: ORT's fusion writes the default-domain one.
   registry.Register("SimplifiedLayerNormalization", &RmsNormForward, &RmsNormBackward);
+  registry.Register("SimplifiedLayerNormalization", &RmsNormForward, &RmsNormBackward,
+                    "com.microsoft");
 }
 
 }  // namespace memplan
