@@ -4,8 +4,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/precision_emulation.h"
@@ -603,6 +606,84 @@ TEST_CASE("com.microsoft RotaryEmbedding reports what ONNX Runtime rejects or it
         "offset");
   CHECK(error({x, IntTensor({1}, {3}), cos, sin}, Attributes()) ==
         "com.microsoft RotaryEmbedding: position id 5 is outside the caches' 5 positions");
+}
+
+// What a com.microsoft contrib kernel computes: its forward, and its backward given `dy` and
+// only the forward tensors the registry saves (the inputs in `saved_inputs`, the outputs in
+// `saved_outputs`, the extras) or everything (both null).
+struct ContribRun {
+  ForwardResult forward;
+  InputGradients saved_only, everything;
+};
+
+ContribRun RunContrib(const std::string& op, const std::vector<Tensor>& inputs,
+                      const Attributes& attrs, int num_outputs, const Tensor& dy,
+                      const std::vector<size_t>& saved_inputs,
+                      const std::vector<size_t>& saved_outputs) {
+  ForwardArgs fargs;
+  fargs.attributes = &attrs;
+  fargs.inputs = inputs;
+  fargs.num_outputs = num_outputs;
+  auto forward = RunForward(op, KernelContext(), fargs, "com.microsoft");
+  if (!forward.ok()) FAIL(forward.error().message);
+  auto backward = [&](bool only_saved) {
+    BackwardArgs args;
+    args.attributes = &attrs;
+    args.inputs.resize(inputs.size());
+    args.outputs.resize(forward->outputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      args.input_shapes.push_back(inputs[i].shape());
+      args.input_dtypes.push_back(inputs[i].dtype());
+      const bool kept =
+          std::find(saved_inputs.begin(), saved_inputs.end(), i) != saved_inputs.end();
+      if (!only_saved || kept) args.inputs[i] = inputs[i];
+    }
+    for (size_t j = 0; j < forward->outputs.size(); ++j) {
+      const bool kept =
+          std::find(saved_outputs.begin(), saved_outputs.end(), j) != saved_outputs.end();
+      if (!only_saved || kept) args.outputs[j] = forward->outputs[j];
+    }
+    args.extras = forward->extras;
+    args.grad_outputs.resize(forward->outputs.size());
+    args.grad_outputs[0] = dy;
+    auto grads = RunBackward(op, KernelContext(), args, "com.microsoft");
+    if (!grads.ok()) FAIL(grads.error().message);
+    return std::move(grads).value();
+  };
+  ContribRun run;
+  run.saved_only = backward(true);
+  run.everything = backward(false);
+  run.forward = std::move(forward).value();
+  return run;
+}
+
+TEST_CASE("BiasGelu is Gelu of the sum and its backward reads only the saved sum", "[kernels]") {
+  const Tensor x = RandomTensor({2, 3, 4}, 71, -3.0f, 3.0f);
+  const Tensor bias = RandomTensor({4}, 72);
+  const Tensor dy = RandomTensor({2, 3, 4}, 73);
+  // The registry saves "gelu_input" (graph/ops/gelu_variants_ops.cc), neither input.
+  const ContribRun r = RunContrib("BiasGelu", {x, bias}, Attributes(), 1, dy, {}, {});
+  std::vector<float> sum(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i)
+    sum[static_cast<size_t>(i)] = x.data()[i] + bias.data()[i % 4];
+  const Tensor sum_tensor = Tensor::FromValues(x.shape(), sum);
+  CHECK(r.forward.extras.at("gelu_input").ToVector() == sum);
+  CHECK(r.forward.outputs[0].ToVector() == Forward1("Gelu", {sum_tensor}).ToVector());
+  for (size_t i = 0; i < 2; ++i) CHECK(r.saved_only[i].ToVector() == r.everything[i].ToVector());
+  // dA is Gelu's input gradient at the sum; dB sums it over the rows.
+  BackwardArgs gelu_back;
+  gelu_back.inputs = {sum_tensor};
+  gelu_back.input_shapes = {x.shape()};
+  gelu_back.input_dtypes = {DType::kFloat32};
+  gelu_back.grad_outputs = {dy};
+  auto dgelu = RunBackward("Gelu", KernelContext(), gelu_back);
+  REQUIRE(dgelu.ok());
+  CHECK(r.saved_only[0].ToVector() == (*dgelu)[0].ToVector());
+  for (int64_t e = 0; e < 4; ++e) {
+    double total = 0.0;
+    for (int64_t row = 0; row < 6; ++row) total += (*dgelu)[0].data()[row * 4 + e];
+    CHECK(r.saved_only[1].data()[e] == Approx(total).epsilon(1e-6));
+  }
 }
 
 }  // namespace

@@ -733,6 +733,13 @@ TEST_CASE("SimplifiedLayerNormalization's backward reads rstd from a declared in
   RequireClose((*grads)[1], ref::rms_norm_2d.grads[1], "dScale");
 }
 
+TEST_CASE("com.microsoft BiasGelu matches torch gelu(A + B)", "[kernels]") {
+  const OpRun r = Run("BiasGelu", Attributes(), ref::bias_gelu, 1, "com.microsoft");
+  RequireMatches(r, ref::bias_gelu, "Y", {"dA", "dB"});
+  // The sum is kept for backward (the registry's "gelu_input"), shaped as A.
+  CHECK(r.forward.extras.at("gelu_input").shape() == TensorShape{2, 3, 5});
+}
+
 TEST_CASE("GatherElements matches torch.gather, repeated indices accumulating", "[kernels]") {
   Attributes a;
   a.Set("axis", int64_t{1});

@@ -7,6 +7,7 @@
 #include <limits>
 #include <numbers>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/ops/rsqrt_op.h"
@@ -264,6 +265,96 @@ struct GeluOp {
   }
 };
 
+// ONNX Runtime's com.microsoft BiasGelu(A, B) (exact erf gelu of A + B) and FastGelu(X, bias?)
+// (the tanh form of gelu of X + bias): GeluOp's math on the biased sum, bias [H] over X's last
+// dim H. The registry saves "gelu_input" (the sum, as gelu_backward keeps the addmm result it
+// was fed) when a bias is fused, else X itself; backward reads that alone, and the bias gradient
+// is dX summed over rows.
+template <bool kTanh>
+struct BiasedGeluOp {
+  static constexpr const char* kName = kTanh ? "FastGelu" : "BiasGelu";
+  static constexpr GeluOp::Params kParams{kTanh};
+};
+
+// The bias's length: X's last dim.
+template <class Op>
+Expected<int64_t> BiasWidth(const TensorShape& x, const TensorShape& bias) {
+  const int64_t width = x.empty() ? 1 : x.back();
+  if (NumElements(bias) != width || (bias.size() > 1 && bias.size() > x.size()))
+    return MakeError(std::string(Op::kName) + ": bias " + ShapeToString(bias) +
+                     " is not one value per element of input " + ShapeToString(x) + "'s last dim");
+  return width;
+}
+
+template <class Op>
+Expected<ForwardResult> BiasedGeluForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, Op::kName, "input"));
+  const Tensor bias = OptionalTensor(args.inputs, 1);
+  Tensor gelu_input = x;
+  std::vector<std::pair<std::string, Tensor>> extras;
+  if (bias.defined()) {
+    MEMPLAN_TRY(const int64_t width, BiasWidth<Op>(x.shape(), bias.shape()));
+    gelu_input = NewExtra(ctx, x.shape(), x.dtype());
+    const float* in = x.data();
+    const float* b = bias.data();
+    float* s = gelu_input.mutable_data();
+    ParallelFor(x.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) s[i] = in[i] + b[i % width];
+    });
+    RoundToOwnDType(gelu_input);
+    extras.emplace_back("gelu_input", gelu_input);
+  }
+  Tensor y = NewOverwrittenOutput(ctx, x.shape(), x.dtype());
+  const float* s = gelu_input.data();
+  float* out = y.mutable_data();
+  ParallelFor(x.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = GeluOp::Forward(Op::kParams, s[i]);
+  });
+  return OutputWithSavedExtras(std::move(y), args.num_outputs, std::move(extras));
+}
+
+template <class Op>
+Expected<InputGradients> BiasedGeluBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, Op::kName, "output gradient"));
+  const bool biased = args.InputPresent(1);
+  Tensor saved;
+  if (biased) {
+    MEMPLAN_TRY(saved, RequireExtra(args, "gelu_input", Op::kName));
+  } else {
+    MEMPLAN_TRY(saved, RequireTensor(args.inputs, 0, Op::kName, "saved input"));
+  }
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, biased ? 2 : 1, Op::kName));
+  if (saved.numel() != dy.numel())
+    return MakeError(std::string(Op::kName) + ": output gradient " + ShapeToString(dy.shape()) +
+                     " does not match the saved gelu input " + ShapeToString(saved.shape()));
+  const bool bias_grad = biased && args.NeedsGrad(1);
+  if (!args.NeedsGrad(0) && !bias_grad) return grads;
+  // The sum's gradient is X's.
+  Tensor dsum = NewOverwrittenInputGradient(ctx, args, 0);
+  const float* g = dy.data();
+  const float* s = saved.data();
+  float* out = dsum.mutable_data();
+  ParallelFor(dsum.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = GeluOp::Grad(Op::kParams, s[i], g[i]);
+  });
+  Tensor dbias;
+  if (bias_grad) {
+    MEMPLAN_TRY(const int64_t width, BiasWidth<Op>(args.input_shapes[0], args.input_shapes[1]));
+    std::vector<double> sums(static_cast<size_t>(width), 0.0);
+    for (int64_t i = 0; i < dsum.numel(); ++i) sums[static_cast<size_t>(i % width)] += out[i];
+    dbias = NewOverwrittenInputGradient(ctx, args, 1);
+    for (int64_t e = 0; e < width; ++e)
+      dbias.mutable_data()[e] = static_cast<float>(sums[static_cast<size_t>(e)]);
+  }
+  if (!args.NeedsGrad(0)) dsum = Tensor();
+  return WithRoundedGradients(std::move(grads), std::move(dsum), std::move(dbias), Tensor());
+}
+
+template <class Op>
+void RegisterBiasedGelu(KernelRegistry& registry) {
+  registry.Register(Op::kName, &BiasedGeluForward<Op>, &BiasedGeluBackward<Op>, "com.microsoft");
+}
+
 // Swish: x * sigmoid(alpha * x) (SiLU when alpha = 1, as the import fusion writes it); backward
 // reads x, as silu_backward(grad, self) does.
 struct SwishOp {
@@ -401,6 +492,7 @@ void RegisterUnaryKernels(KernelRegistry& registry) {
                 ReciprocalOp, LeakyReluOp, HardSigmoidOp, HardSwishOp>(registry);
   registry.Register(rsqrt::kOpType, &RsqrtForward, &UnaryBackward<RsqrtOp>, rsqrt::kDomain);
   RegisterUnary<GeluOp>(registry);
+  RegisterBiasedGelu<BiasedGeluOp<false>>(registry);
   registry.Register("Identity", &IdentityForward, &IdentityBackward);
   RegisterUnary<SwishOp>(registry);
   registry.Register("Cast", &CastForward, &CastBackward);
