@@ -686,5 +686,22 @@ TEST_CASE("BiasGelu is Gelu of the sum and its backward reads only the saved sum
   }
 }
 
+TEST_CASE("FastGelu is the tanh Gelu of the sum, backward from what the registry saves",
+          "[kernels]") {
+  const Tensor x = RandomTensor({3, 4}, 74, -3.0f, 3.0f);
+  const Tensor dy = RandomTensor({3, 4}, 75);
+  Attributes tanh_form;
+  tanh_form.Set("approximate", std::string("tanh"));
+  // Without a bias the registry saves X.
+  const ContribRun plain = RunContrib("FastGelu", {x}, Attributes(), 1, dy, {0}, {});
+  CHECK(plain.forward.outputs[0].ToVector() == Forward1("Gelu", {x}, tanh_form).ToVector());
+  CHECK(plain.saved_only[0].ToVector() == plain.everything[0].ToVector());
+  // With one, only "gelu_input".
+  const ContribRun biased =
+      RunContrib("FastGelu", {x, RandomTensor({4}, 76)}, Attributes(), 1, dy, {}, {});
+  for (size_t i = 0; i < 2; ++i)
+    CHECK(biased.saved_only[i].ToVector() == biased.everything[i].ToVector());
+}
+
 }  // namespace
 }  // namespace memplan::testing

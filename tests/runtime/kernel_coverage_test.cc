@@ -58,7 +58,6 @@ const std::map<std::string, std::string>& OtherDomainsNotExecutableOnCpu() {
       {"memplan:MseLoss", "computed by the backend's loss path"},
       {"memplan:SumLoss", "computed by the backend's loss path"},
       // ONNX Runtime's transformer ops: planned from the registry, not executable yet.
-      {"com.microsoft:FastGelu", "no CPU kernel yet"},
       {"com.microsoft:GroupQueryAttention", "no CPU kernel yet"},
       {"com.microsoft:MultiHeadAttention", "no CPU kernel yet"},
       {"com.microsoft:SkipLayerNormalization", "no CPU kernel yet"},

@@ -740,6 +740,16 @@ TEST_CASE("com.microsoft BiasGelu matches torch gelu(A + B)", "[kernels]") {
   CHECK(r.forward.extras.at("gelu_input").shape() == TensorShape{2, 3, 5});
 }
 
+TEST_CASE("com.microsoft FastGelu matches torch gelu(X (+ bias), approximate='tanh')",
+          "[kernels]") {
+  const OpRun plain = Run("FastGelu", Attributes(), ref::fast_gelu, 1, "com.microsoft");
+  RequireMatches(plain, ref::fast_gelu, "Y", {"dX"});
+  // Without a bias X itself is what backward reads: nothing else is kept.
+  CHECK(plain.forward.extras.empty());
+  const OpRun biased = Run("FastGelu", Attributes(), ref::fast_gelu_bias, 1, "com.microsoft");
+  RequireMatches(biased, ref::fast_gelu_bias, "Y", {"dX", "dBias"});
+}
+
 TEST_CASE("GatherElements matches torch.gather, repeated indices accumulating", "[kernels]") {
   Attributes a;
   a.Set("axis", int64_t{1});

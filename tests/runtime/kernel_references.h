@@ -584,6 +584,23 @@ inline const std::vector<float> bias_gelu_out = {-0.140904218f, -0.148308262f, -
 inline const std::vector<int64_t> bias_gelu_out_shape = {2, 3, 5};
 inline const std::vector<float> bias_gelu_cotangent = {0.537109375f, -0.469726562f, -0.0751953125f, 0.0693359375f, 0.760742188f, -0.666992188f, 0.947265625f, -0.9765625f, -0.013671875f, -0.928710938f, 0.532226562f, 0.82421875f, -0.61328125f, 0.14453125f, 0.975585938f, -0.370117188f, -0.544921875f, 0.288085938f, 0.114257812f, -0.6484375f, 0.432617188f, -0.125976562f, 0.872070312f, -0.25f, -0.987304688f, 0.01171875f, -0.1015625f, -0.241210938f, -0.1875f, 0.309570312f};
 inline const GradCase bias_gelu = {{{bias_gelu_in0_shape, bias_gelu_in0}, {bias_gelu_in1_shape, bias_gelu_in1}}, {bias_gelu_grad0, bias_gelu_grad1}, bias_gelu_out_shape, bias_gelu_out, bias_gelu_cotangent};
+inline const std::vector<float> fast_gelu_in0 = {1.80371094f, 2.45507812f, 2.53613281f, -2.70214844f, 2.26953125f, -2.8984375f, -1.65234375f, -0.857421875f, -1.52148438f, 0.516601562f};
+inline const std::vector<int64_t> fast_gelu_in0_shape = {2, 5};
+inline const std::vector<float> fast_gelu_grad0 = {-0.228010923f, -0.374280155f, 0.702642798f, -0.00870145671f, -0.160147533f, 0.00716336304f, -0.0826993659f, -0.0103850625f, -0.0523288846f, -0.0762667954f};
+inline const std::vector<float> fast_gelu_out = {1.73936653f, 2.43821049f, 2.52237082f, -0.00883473735f, 2.2434814f, -0.00499035511f, -0.0815079957f, -0.16781953f, -0.0976922438f, 0.360198051f};
+inline const std::vector<int64_t> fast_gelu_out_shape = {2, 5};
+inline const std::vector<float> fast_gelu_cotangent = {-0.206054688f, -0.359375f, 0.678710938f, 0.354492188f, -0.151367188f, -0.471679688f, 0.69140625f, 0.25390625f, 0.412109375f, -0.0869140625f};
+inline const GradCase fast_gelu = {{{fast_gelu_in0_shape, fast_gelu_in0}}, {fast_gelu_grad0}, fast_gelu_out_shape, fast_gelu_out, fast_gelu_cotangent};
+inline const std::vector<float> fast_gelu_bias_in0 = {1.07617188f, 2.515625f, 1.20117188f, -1.62890625f, -2.59765625f, -2.44140625f, -0.782226562f, 2.13769531f, -0.958007812f, 2.25f, 1.00976562f, 0.935546875f, -2.12402344f, 0.466796875f, 1.51464844f, 2.10644531f, 0.0908203125f, -2.48632812f, 2.80761719f, 1.03320312f, -1.4921875f, 2.29492188f, -1.20410156f, -0.91796875f, 0.415039062f, -2.41113281f, 1.44042969f, 1.64648438f, -1.81542969f, -2.11816406f};
+inline const std::vector<int64_t> fast_gelu_bias_in0_shape = {2, 3, 5};
+inline const std::vector<float> fast_gelu_bias_grad0 = {-0.625146627f, -0.575925291f, 0.475669175f, -0.0182436649f, -0.0139599834f, -0.00430342555f, -0.00868582632f, -0.118657619f, 0.0015006942f, -0.474597692f, 0.712064683f, 0.4835563f, 0.0444416068f, 0.389360547f, 0.474069506f, 0.202413455f, -0.0250229407f, 0.0238144808f, 0.503972471f, 0.114999637f, -0.0541085191f, -0.062742196f, 0.078037411f, 0.00489975326f, -0.383560002f, -0.0104167471f, 0.646441519f, 0.0152275767f, 0.0499783829f, -0.0513512902f};
+inline const std::vector<float> fast_gelu_bias_in1 = {-0.572265625f, -0.778320312f, 0.833007812f, 0.182617188f, -0.0810546875f};
+inline const std::vector<int64_t> fast_gelu_bias_in1_shape = {5};
+inline const std::vector<float> fast_gelu_bias_grad1 = {0.220502779f, 0.457621574f, 0.518532634f, 0.931468129f, -0.334399819f};
+inline const std::vector<float> fast_gelu_bias_out = {0.349106878f, 1.66567612f, 1.99165714f, -0.107322805f, -0.00942574162f, -0.00348192547f, -0.0927639529f, 2.96671247f, -0.169929177f, 2.13655853f, 0.292731911f, 0.0884345323f, -0.12719968f, 0.481799096f, 1.32463455f, 1.43809628f, -0.169097289f, -0.0813912526f, 2.98648214f, 0.78966099f, -0.0400769711f, 1.41828883f, -0.131849274f, -0.169977084f, 0.210675001f, -0.00383416098f, 0.493920296f, 2.46361351f, -0.0838577151f, -0.0303722136f};
+inline const std::vector<int64_t> fast_gelu_bias_out_shape = {2, 3, 5};
+inline const std::vector<float> fast_gelu_bias_cotangent = {-0.71875f, -0.517578125f, 0.439453125f, 0.141601562f, 0.5390625f, 0.385742188f, 0.0693359375f, -0.1171875f, -0.155273438f, -0.444335938f, 0.860351562f, 0.774414062f, -0.354492188f, 0.409179688f, 0.419921875f, 0.1796875f, -0.845703125f, -0.19921875f, 0.498046875f, 0.107421875f, 0.68359375f, -0.0556640625f, 0.359375f, 0.655273438f, -0.506835938f, 0.859375f, 0.674804688f, 0.0146484375f, -0.413085938f, 0.790039062f};
+inline const GradCase fast_gelu_bias = {{{fast_gelu_bias_in0_shape, fast_gelu_bias_in0}, {fast_gelu_bias_in1_shape, fast_gelu_bias_in1}}, {fast_gelu_bias_grad0, fast_gelu_bias_grad1}, fast_gelu_bias_out_shape, fast_gelu_bias_out, fast_gelu_bias_cotangent};
 
 }  // namespace memplan::testing::ref
 // clang-format on

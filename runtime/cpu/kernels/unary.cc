@@ -493,6 +493,7 @@ void RegisterUnaryKernels(KernelRegistry& registry) {
   registry.Register(rsqrt::kOpType, &RsqrtForward, &UnaryBackward<RsqrtOp>, rsqrt::kDomain);
   RegisterUnary<GeluOp>(registry);
   RegisterBiasedGelu<BiasedGeluOp<false>>(registry);
+  RegisterBiasedGelu<BiasedGeluOp<true>>(registry);
   registry.Register("Identity", &IdentityForward, &IdentityBackward);
   RegisterUnary<SwishOp>(registry);
   registry.Register("Cast", &CastForward, &CastBackward);
