@@ -703,5 +703,71 @@ TEST_CASE("FastGelu is the tanh Gelu of the sum, backward from what the registry
     CHECK(biased.saved_only[i].ToVector() == biased.everything[i].ToVector());
 }
 
+TEST_CASE("the skip normalisations' backward reads only what the registry saves", "[kernels]") {
+  const Tensor x = RandomTensor({2, 3, 4}, 81, -2.0f, 2.0f);
+  const Tensor skip = RandomTensor({2, 3, 4}, 82);
+  const Tensor gamma = RandomTensor({4}, 83, 0.5f, 1.5f);
+  const Tensor beta = RandomTensor({4}, 84);
+  const Tensor bias = RandomTensor({4}, 85);
+  const Tensor dy = RandomTensor({2, 3, 4}, 86);
+  auto same = [](const InputGradients& a, const InputGradients& b) {
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) CHECK(a[i].ToVector() == b[i].ToVector());
+  };
+  // Without the optional outputs: gamma (and beta) and the extras.
+  const ContribRun ln = RunContrib("SkipLayerNormalization", {x, skip, gamma, beta, bias},
+                                   Attributes(), 1, dy, {2, 3}, {});
+  same(ln.saved_only, ln.everything);
+  const ContribRun rms = RunContrib("SkipSimplifiedLayerNormalization", {x, skip, gamma, bias},
+                                    Attributes(), 1, dy, {2}, {});
+  same(rms.saved_only, rms.everything);
+  // With every output declared the registry saves those outputs instead of extras.
+  for (const char* op : {"SkipLayerNormalization", "SkipSimplifiedLayerNormalization"}) {
+    INFO(op);
+    const bool layer = std::string(op) == "SkipLayerNormalization";
+    const std::vector<Tensor> inputs = layer ? std::vector<Tensor>{x, skip, gamma, beta, bias}
+                                             : std::vector<Tensor>{x, skip, gamma, bias};
+    const ContribRun declared =
+        RunContrib(op, inputs, Attributes(), 4, dy,
+                   layer ? std::vector<size_t>{2, 3} : std::vector<size_t>{2}, {1, 2, 3});
+    REQUIRE(declared.forward.outputs.size() == 4);
+    // The sum output is input + skip + bias.
+    for (int64_t i = 0; i < x.numel(); ++i)
+      CHECK(declared.forward.outputs[3].data()[i] ==
+            x.data()[i] + skip.data()[i] + bias.data()[i % 4]);
+    BackwardArgs args;
+    const Attributes none;
+    args.attributes = &none;
+    args.inputs.resize(inputs.size());
+    args.inputs[2] = gamma;
+    for (const Tensor& t : inputs) {
+      args.input_shapes.push_back(t.shape());
+      args.input_dtypes.push_back(t.dtype());
+    }
+    args.outputs = declared.forward.outputs;
+    args.outputs[0] = Tensor();
+    args.grad_outputs = {dy, Tensor(), Tensor(), Tensor()};
+    auto from_outputs = RunBackward(op, KernelContext(), args, "com.microsoft");
+    if (!from_outputs.ok()) FAIL(from_outputs.error().message);
+    same(*from_outputs, declared.everything);
+    // The sum output's own gradient (the residual the next layer reads) adds to the sum's:
+    // input's gradient grows by it, skip's and bias's by its sums.
+    const Tensor dresidual = RandomTensor({2, 3, 4}, 87);
+    args.grad_outputs[3] = dresidual;
+    auto with_residual = RunBackward(op, KernelContext(), args, "com.microsoft");
+    REQUIRE(with_residual.ok());
+    for (int64_t i = 0; i < x.numel(); ++i)
+      CHECK((*with_residual)[0].data()[i] ==
+            Approx((*from_outputs)[0].data()[i] + dresidual.data()[i]).margin(1e-6));
+    const size_t bias_slot = layer ? 4 : 3;
+    for (int64_t e = 0; e < 4; ++e) {
+      double total = 0.0;
+      for (int64_t row = 0; row < 6; ++row) total += dresidual.data()[row * 4 + e];
+      CHECK((*with_residual)[bias_slot].data()[e] ==
+            Approx((*from_outputs)[bias_slot].data()[e] + total).margin(1e-5));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace memplan::testing

@@ -60,8 +60,6 @@ const std::map<std::string, std::string>& OtherDomainsNotExecutableOnCpu() {
       // ONNX Runtime's transformer ops: planned from the registry, not executable yet.
       {"com.microsoft:GroupQueryAttention", "no CPU kernel yet"},
       {"com.microsoft:MultiHeadAttention", "no CPU kernel yet"},
-      {"com.microsoft:SkipLayerNormalization", "no CPU kernel yet"},
-      {"com.microsoft:SkipSimplifiedLayerNormalization", "no CPU kernel yet"},
   };
   return gaps;
 }

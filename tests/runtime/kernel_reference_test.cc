@@ -750,6 +750,34 @@ TEST_CASE("com.microsoft FastGelu matches torch gelu(X (+ bias), approximate='ta
   RequireMatches(biased, ref::fast_gelu_bias, "Y", {"dX", "dBias"});
 }
 
+TEST_CASE("com.microsoft SkipLayerNormalization matches torch layer_norm(input + skip + bias)",
+          "[kernels]") {
+  Attributes a;
+  a.Set("epsilon", 1e-5);
+  const OpRun r = Run("SkipLayerNormalization", a, ref::skip_layer_norm, 1, "com.microsoft");
+  RequireMatches(r, ref::skip_layer_norm, "Y", {"dInput", "dSkip", "dGamma", "dBeta", "dBias"});
+  // The sum and the statistics are kept (the registry's input_skip_bias_sum, mean and rstd).
+  CHECK(r.forward.extras.at("input_skip_bias_sum").shape() == TensorShape{2, 3, 8});
+  CHECK(r.forward.extras.at("mean").shape() == TensorShape{2, 3, 1});
+  CHECK(r.forward.extras.at("invstd").shape() == TensorShape{2, 3, 1});
+  // skip [S, H] repeats over the batch; its gradient sums the repeats.
+  const OpRun repeated =
+      Run("SkipLayerNormalization", a, ref::skip_layer_norm_repeated, 1, "com.microsoft");
+  RequireMatches(repeated, ref::skip_layer_norm_repeated, "Y", {"dInput", "dSkip", "dGamma"});
+}
+
+TEST_CASE("com.microsoft SkipSimplifiedLayerNormalization matches the RMS norm of the sum",
+          "[kernels]") {
+  Attributes a;
+  a.Set("epsilon", 1e-5);
+  // skip [1, S, H].
+  const OpRun r =
+      Run("SkipSimplifiedLayerNormalization", a, ref::skip_rms_norm, 1, "com.microsoft");
+  RequireMatches(r, ref::skip_rms_norm, "Y", {"dInput", "dSkip", "dGamma", "dBias"});
+  CHECK(r.forward.extras.count("mean") == 0);
+  CHECK(r.forward.extras.at("invstd").shape() == TensorShape{2, 3, 1});
+}
+
 TEST_CASE("GatherElements matches torch.gather, repeated indices accumulating", "[kernels]") {
   Attributes a;
   a.Set("axis", int64_t{1});
