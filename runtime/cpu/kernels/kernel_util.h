@@ -87,6 +87,19 @@ std::vector<int64_t> PerElement(const TensorShape& shape, Source source) {
   return values;
 }
 
+// A kernel written once over a per-op description (`op`, a constexpr object naming what differs
+// between the ops it serves: input slots, layout rules, names), in the registry's signature:
+//   registry.Register("RotaryEmbedding", &ForwardFor<kOnnxRotary, RotaryForward>,
+//                     &BackwardFor<kOnnxRotary, RotaryBackward>);
+template <const auto& op, auto forward>
+Expected<ForwardResult> ForwardFor(const KernelContext& ctx, const ForwardArgs& args) {
+  return forward(op, ctx, args);
+}
+template <const auto& op, auto backward>
+Expected<InputGradients> BackwardFor(const KernelContext& ctx, const BackwardArgs& args) {
+  return backward(op, ctx, args);
+}
+
 // ForwardResult with the single output `output`.
 ForwardResult SingleOutput(Tensor output);
 

@@ -568,16 +568,6 @@ Expected<InputGradients> SkipNormBackward(const SkipNormOp& op, const KernelCont
   return grads;
 }
 
-template <const SkipNormOp& op>
-Expected<ForwardResult> SkipForward(const KernelContext& ctx, const ForwardArgs& args) {
-  return SkipNormForward(op, ctx, args);
-}
-
-template <const SkipNormOp& op>
-Expected<InputGradients> SkipBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  return SkipNormBackward(op, ctx, args);
-}
-
 // InstanceNormalization: each (n, c) plane normalised over its own spatial elements, then scale
 // and B per channel. PyTorch runs it as batch_norm on [1, N*C, ...] with the weight repeated N
 // times, and keeps what that keeps (the registry's saved set): "repeated_weight", "save_mean" and
@@ -814,10 +804,11 @@ void RegisterNormalizationKernels(KernelRegistry& registry) {
   registry.Register("SimplifiedLayerNormalization", &RmsNormForward, &RmsNormBackward);
   registry.Register("SimplifiedLayerNormalization", &RmsNormForward, &RmsNormBackward,
                     "com.microsoft");
-  registry.Register(kSkipLayerNorm.name, &SkipForward<kSkipLayerNorm>,
-                    &SkipBackward<kSkipLayerNorm>, "com.microsoft");
-  registry.Register(kSkipSimplifiedLayerNorm.name, &SkipForward<kSkipSimplifiedLayerNorm>,
-                    &SkipBackward<kSkipSimplifiedLayerNorm>, "com.microsoft");
+  registry.Register(kSkipLayerNorm.name, &ForwardFor<kSkipLayerNorm, SkipNormForward>,
+                    &BackwardFor<kSkipLayerNorm, SkipNormBackward>, "com.microsoft");
+  registry.Register(kSkipSimplifiedLayerNorm.name,
+                    &ForwardFor<kSkipSimplifiedLayerNorm, SkipNormForward>,
+                    &BackwardFor<kSkipSimplifiedLayerNorm, SkipNormBackward>, "com.microsoft");
 }
 
 }  // namespace memplan

@@ -315,22 +315,13 @@ Expected<InputGradients> RotaryBackward(const RotaryOp& op, const KernelContext&
 constexpr RotaryOp kOnnxRotary = {"RotaryEmbedding", 1, 2, 3, 3, &OnnxLayoutOf, false};
 constexpr RotaryOp kMicrosoftRotary = {kMicrosoftName, 2, 3, 1, 4, &MicrosoftLayoutOf, true};
 
-template <const RotaryOp& op>
-Expected<ForwardResult> Forward(const KernelContext& ctx, const ForwardArgs& args) {
-  return RotaryForward(op, ctx, args);
-}
-
-template <const RotaryOp& op>
-Expected<InputGradients> Backward(const KernelContext& ctx, const BackwardArgs& args) {
-  return RotaryBackward(op, ctx, args);
-}
-
 }  // namespace
 
 void RegisterRotaryKernels(KernelRegistry& registry) {
-  registry.Register("RotaryEmbedding", &Forward<kOnnxRotary>, &Backward<kOnnxRotary>);
-  registry.Register("RotaryEmbedding", &Forward<kMicrosoftRotary>, &Backward<kMicrosoftRotary>,
-                    "com.microsoft");
+  registry.Register("RotaryEmbedding", &ForwardFor<kOnnxRotary, RotaryForward>,
+                    &BackwardFor<kOnnxRotary, RotaryBackward>);
+  registry.Register("RotaryEmbedding", &ForwardFor<kMicrosoftRotary, RotaryForward>,
+                    &BackwardFor<kMicrosoftRotary, RotaryBackward>, "com.microsoft");
 }
 
 }  // namespace memplan
