@@ -1,6 +1,7 @@
 #include "analyzer/allocation_script.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "analyzer/caching_allocator.h"
@@ -67,12 +68,14 @@ Expected<AllocationScript> AllocationScript::Record(const TrainingProgram& progr
 namespace {
 
 // The replay loop, for one model type: with the concrete (final) class its Allocate and Free
-// calls are direct and inlined, which matters at tens of millions of requests per plan.
+// calls are direct and inlined, which matters at tens of millions of requests per plan. Returns
+// false, with the peaks so far, at the first sample past a limit.
 template <class Model>
-ScriptPeaks ReplayOps(const std::vector<int64_t>& ops, const std::vector<int64_t>& buffer_bytes,
-                      Model& model, int64_t sample) {
+bool ReplayOps(const std::vector<int64_t>& ops, const std::vector<int64_t>& buffer_bytes,
+               Model& model, int64_t sample, int64_t reserved_limit, int64_t live_limit,
+               ScriptPeaks& peaks) {
   model.Reset();
-  ScriptPeaks peaks;
+  peaks = ScriptPeaks{};
   int64_t live = 0;
   for (const int64_t op : ops) {
     if (op == sample) {
@@ -81,6 +84,7 @@ ScriptPeaks ReplayOps(const std::vector<int64_t>& ops, const std::vector<int64_t
       peaks.live_bytes = std::max(peaks.live_bytes, live);
       peaks.allocated_bytes = std::max(peaks.allocated_bytes, model.allocated_bytes());
       peaks.reserved_bytes = std::max(peaks.reserved_bytes, model.reserved_bytes());
+      if (peaks.reserved_bytes > reserved_limit || peaks.live_bytes > live_limit) return false;
       continue;
     }
     const int64_t handle = op >> 1;
@@ -94,17 +98,38 @@ ScriptPeaks ReplayOps(const std::vector<int64_t>& ops, const std::vector<int64_t
       model.Free(handle);
     }
   }
-  return peaks;
+  return true;
 }
+
+bool ReplayOnModel(const std::vector<int64_t>& ops, const std::vector<int64_t>& buffer_bytes,
+                   AllocatorModel& model, int64_t sample, int64_t reserved_limit,
+                   int64_t live_limit, ScriptPeaks& peaks) {
+  if (auto* caching = dynamic_cast<CachingAllocator*>(&model))
+    return ReplayOps(ops, buffer_bytes, *caching, sample, reserved_limit, live_limit, peaks);
+  return ReplayOps(ops, buffer_bytes, model, sample, reserved_limit, live_limit, peaks);
+}
+
+constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
 
 }  // namespace
 
 ScriptPeaks AllocationScript::Replay(const std::vector<int64_t>& buffer_bytes,
                                      AllocatorModel& model) const {
   MEMPLAN_CHECK(buffer_bytes.size() == num_buffers_);
-  if (auto* caching = dynamic_cast<CachingAllocator*>(&model))
-    return ReplayOps(ops_, buffer_bytes, *caching, kSample);
-  return ReplayOps(ops_, buffer_bytes, model, kSample);
+  ScriptPeaks peaks;
+  (void)ReplayOnModel(ops_, buffer_bytes, model, kSample, kNoLimit, kNoLimit, peaks);
+  return peaks;
+}
+
+std::optional<ScriptPeaks> AllocationScript::ReplayWithin(const std::vector<int64_t>& buffer_bytes,
+                                                          AllocatorModel& model,
+                                                          int64_t reserved_limit,
+                                                          int64_t live_limit) const {
+  MEMPLAN_CHECK(buffer_bytes.size() == num_buffers_);
+  ScriptPeaks peaks;
+  if (!ReplayOnModel(ops_, buffer_bytes, model, kSample, reserved_limit, live_limit, peaks))
+    return std::nullopt;
+  return peaks;
 }
 
 int64_t AllocationScript::LivePeak(const std::vector<int64_t>& buffer_bytes) const {

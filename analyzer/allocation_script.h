@@ -19,6 +19,7 @@
 // An error of the walk (an inconsistent program) is an error of Record, as Simulate reports it.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "analyzer/allocator_model.h"
@@ -47,6 +48,14 @@ class AllocationScript {
   // The peaks of the simulation at `buffer_bytes` (by BufferId) against `model` (reset first).
   // REQUIRES: buffer_bytes.size() == the recorded program's buffer count, every size >= 0.
   ScriptPeaks Replay(const std::vector<int64_t>& buffer_bytes, AllocatorModel& model) const;
+  // Replay's peaks when they stay within the limits, nullopt from the first peak sample where
+  // the model's reserved bytes exceed `reserved_limit` or the live bytes `live_limit`: the
+  // peaks are maxima over the samples, so a sample past a limit decides that the whole replay
+  // is, and the rest of it need not run (a fit test's failing probe stops where the peak
+  // crosses the budget instead of running to the end).
+  std::optional<ScriptPeaks> ReplayWithin(const std::vector<int64_t>& buffer_bytes,
+                                          AllocatorModel& model, int64_t reserved_limit,
+                                          int64_t live_limit) const;
   // Replay(buffer_bytes, model).live_bytes without a model (the exact live bytes only).
   int64_t LivePeak(const std::vector<int64_t>& buffer_bytes) const;
 

@@ -31,12 +31,14 @@ bool SameRounded(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
 
 }  // namespace
 
-ScriptPeaks CachingPeakMemo::PeaksAt(const AllocationScript& script, int64_t m,
-                                     const std::vector<int64_t>& sizes, const SizesAt& sizes_at,
-                                     CachingAllocator& model) {
-  const uint64_t hash = HashOfRounded(sizes, model);
-  std::vector<Entry>& entries = by_hash_[hash];
-  for (const Entry& e : entries) {
+std::optional<ScriptPeaks> CachingPeakMemo::Remembered(const AllocationScript& script,
+                                                       uint64_t hash,
+                                                       const std::vector<int64_t>& sizes,
+                                                       const SizesAt& sizes_at,
+                                                       const CachingAllocator& model) {
+  auto found = by_hash_.find(hash);
+  if (found == by_hash_.end()) return std::nullopt;
+  for (const Entry& e : found->second) {
     Expected<std::vector<int64_t>> earlier = sizes_at(e.m);
     MEMPLAN_CHECK(earlier.ok());  // evaluated without error before, and it is deterministic
     if (!SameRounded(*earlier, sizes, model)) continue;
@@ -47,8 +49,28 @@ ScriptPeaks CachingPeakMemo::PeaksAt(const AllocationScript& script, int64_t m,
     peaks.reserved_bytes = e.reserved_bytes;
     return peaks;
   }
+  return std::nullopt;
+}
+
+ScriptPeaks CachingPeakMemo::PeaksAt(const AllocationScript& script, int64_t m,
+                                     const std::vector<int64_t>& sizes, const SizesAt& sizes_at,
+                                     CachingAllocator& model) {
+  const uint64_t hash = HashOfRounded(sizes, model);
+  if (std::optional<ScriptPeaks> peaks = Remembered(script, hash, sizes, sizes_at, model))
+    return *peaks;
   const ScriptPeaks peaks = script.Replay(sizes, model);
-  entries.push_back(Entry{m, peaks.allocated_bytes, peaks.reserved_bytes});
+  by_hash_[hash].push_back(Entry{m, peaks.allocated_bytes, peaks.reserved_bytes});
+  return peaks;
+}
+
+std::optional<ScriptPeaks> CachingPeakMemo::PeaksWithin(
+    const AllocationScript& script, int64_t m, const std::vector<int64_t>& sizes,
+    const SizesAt& sizes_at, CachingAllocator& model, int64_t reserved_limit, int64_t live_limit) {
+  const uint64_t hash = HashOfRounded(sizes, model);
+  if (std::optional<ScriptPeaks> peaks = Remembered(script, hash, sizes, sizes_at, model))
+    return peaks;
+  std::optional<ScriptPeaks> peaks = script.ReplayWithin(sizes, model, reserved_limit, live_limit);
+  if (peaks) by_hash_[hash].push_back(Entry{m, peaks->allocated_bytes, peaks->reserved_bytes});
   return peaks;
 }
 

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -37,9 +38,22 @@ class CachingPeakMemo {
   ScriptPeaks PeaksAt(const AllocationScript& script, int64_t m, const std::vector<int64_t>& sizes,
                       const SizesAt& sizes_at, CachingAllocator& model);
 
+  // The same with script.ReplayWithin(sizes, model, reserved_limit, live_limit): an earlier
+  // replay that rounds alike answers exactly (whatever the limits); otherwise a replay that
+  // stops past a limit (nullopt) is not remembered, one that runs to the end is.
+  std::optional<ScriptPeaks> PeaksWithin(const AllocationScript& script, int64_t m,
+                                         const std::vector<int64_t>& sizes, const SizesAt& sizes_at,
+                                         CachingAllocator& model, int64_t reserved_limit,
+                                         int64_t live_limit);
+
   int64_t hits() const { return hits_; }  // calls answered without a replay
 
  private:
+  // The peaks of an earlier replay whose sizes round as `sizes` do, if any.
+  std::optional<ScriptPeaks> Remembered(const AllocationScript& script, uint64_t hash,
+                                        const std::vector<int64_t>& sizes, const SizesAt& sizes_at,
+                                        const CachingAllocator& model);
+
   struct Entry {
     int64_t m = 0;
     int64_t allocated_bytes = 0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -248,22 +249,63 @@ class CandidateEvaluator {
     auto it = simulations_.find(key);
     if (it == simulations_.end()) {
       MEMPLAN_TRY(const std::vector<int64_t> sizes, SizesAt(m));
-      const auto slot = static_cast<size_t>(key.second - 1);
-      std::optional<AllocationScript>& script = scripts_[slot];
-      if (!script) {
-        MEMPLAN_TRY(
-            AllocationScript recorded,
-            AllocationScript::Record(program_, key.second, SimulationOptions{}.iterations, &tape_));
-        script = std::move(recorded);
-      }
+      MEMPLAN_TRY(const AllocationScript* script, ScriptOf(key.second));
       const ScriptPeaks peaks =
           options_.allocator == AllocatorKind::kCaching
-              ? caching_memos_[slot].PeaksAt(
-                    *script, m, sizes, [this](int64_t at) { return SizesAt(at); }, caching_)
+              ? MemoOf(key.second)
+                    .PeaksAt(
+                        *script, m, sizes, [this](int64_t at) { return SizesAt(at); }, caching_)
               : script->Replay(sizes, ModelOf(options_.allocator));
       it = simulations_.emplace(key, peaks).first;
     }
     return &it->second;
+  }
+
+ public:
+  // Whether Evaluate(m, k, budget).fits, with as little of a replay as decides it: the peaks
+  // already known answer it; a live peak over the budget fails it without the allocator model
+  // (every model's peak is at least the live bytes); otherwise the replay stops at the first
+  // sample past the budget (the peaks are maxima, so the rest cannot bring it back). A replay
+  // that runs to the end is kept as MemoryOf's. The search's closing probes only ask this.
+  Expected<bool> FitsAt(int64_t m, int64_t k, int64_t budget) {
+    MEMPLAN_CHECK(k >= 1);
+    const std::pair<int64_t, int64_t> key(m, std::min<int64_t>(k, 2));
+    const bool reserved = FitsReservedBytes(options_.allocator);
+    auto fits = [&](const ScriptPeaks& peaks) {
+      return (reserved ? peaks.reserved_bytes : peaks.live_bytes) <= budget;
+    };
+    if (auto it = simulations_.find(key); it != simulations_.end()) return fits(it->second);
+    MEMPLAN_TRY(const std::vector<int64_t> sizes, SizesAt(m));
+    MEMPLAN_TRY(const AllocationScript* script, ScriptOf(key.second));
+    if (script->LivePeak(sizes) > budget) return false;
+    if (!reserved) return true;  // the live peak is the peak
+    constexpr int64_t kNoLiveLimit = std::numeric_limits<int64_t>::max();
+    const std::optional<ScriptPeaks> peaks =
+        options_.allocator == AllocatorKind::kCaching
+            ? MemoOf(key.second)
+                  .PeaksWithin(
+                      *script, m, sizes, [this](int64_t at) { return SizesAt(at); }, caching_,
+                      budget, kNoLiveLimit)
+            : script->ReplayWithin(sizes, ModelOf(options_.allocator), budget, kNoLiveLimit);
+    if (!peaks) return false;
+    simulations_.emplace(key, *peaks);
+    return fits(*peaks);
+  }
+
+ private:
+  // The allocation script of min(k, 2) micro-batches, recorded on first use.
+  Expected<const AllocationScript*> ScriptOf(int64_t replayed) {
+    std::optional<AllocationScript>& script = scripts_[static_cast<size_t>(replayed - 1)];
+    if (!script) {
+      MEMPLAN_TRY(
+          AllocationScript recorded,
+          AllocationScript::Record(program_, replayed, SimulationOptions{}.iterations, &tape_));
+      script = std::move(recorded);
+    }
+    return &*script;
+  }
+  CachingPeakMemo& MemoOf(int64_t replayed) {
+    return caching_memos_[static_cast<size_t>(replayed - 1)];
   }
 
   AllocatorModel& ModelOf(AllocatorKind kind) const {
@@ -307,18 +349,23 @@ class CandidateEvaluator {
 };
 
 // The largest m in [1, cap] whose peak (peak_of(m), an Expected<int64_t>) is at most `limit`,
-// assuming memory grows with m; 0 when m = 1 does not fit. Every probe is a simulation of the
-// whole program, so the search spends as few as it can:
-//  * growing: m doubles from 1 until it does not fit (the candidates table shows these powers of
-//    two, so their simulations are used twice);
+// assuming memory grows with m; 0 when m = 1 does not fit. fits_at(m, limit) (an Expected<bool>) is
+// peak_of(m) <= limit, answered from as little of a simulation as decides it. Every probe is a
+// simulation of the whole program, so the search spends as few as it can:
+//  * growing: m doubles from 1 until it does not fit, with exact peaks (the candidates table
+//    shows these powers of two, so their simulations are used twice);
 //  * closing: the peak is nearly affine in m (every activation scales with the batch), so the probe
 //    is where the line through the bracket's ends crosses the limit, followed by its neighbour
 //    across the crossing, which closes the bracket when the line was right (two probes instead
-//    of bisection's log2 of the bracket). Where the allocator's rounding bends the line and a
-//    secant step does not halve the bracket, the next step halves it, so the worst case stays
-//    within a small multiple of bisection's.
-template <class PeakOf>
-Expected<int64_t> LargestFitting(int64_t cap, int64_t limit, PeakOf peak_of) {
+//    of bisection's log2 of the bracket);
+//  * where a secant step does not halve the bracket, the line is bent (the allocator's rounding,
+//    or a caching model's segments that make the peak a staircase: a 50,000-node chain's
+//    reserved bytes jump from 17.6 to 26.3 GB between two neighbouring m, and a line through
+//    such steps lands on the same side again and again), so the search bisects to the end with
+//    fit tests: a probe past the limit stops where its replay crosses it.
+// Where memory does grow with m, every such search finds the same m: the one crossing.
+template <class PeakOf, class FitsAt>
+Expected<int64_t> LargestFitting(int64_t cap, int64_t limit, PeakOf peak_of, FitsAt fits_at) {
   MEMPLAN_TRY(int64_t peak_one, peak_of(1));
   if (peak_one > limit) return int64_t{0};
   int64_t lo = 1;  // fits
@@ -338,21 +385,23 @@ Expected<int64_t> LargestFitting(int64_t cap, int64_t limit, PeakOf peak_of) {
   };
   while (hi == 0 && lo < cap) MEMPLAN_RETURN_IF_ERROR(probe(std::min(cap, lo * 2)));
   if (hi == 0) return lo;
-  bool halve = false;
+  bool bisect = false;
   while (hi - lo > 1) {
     const int64_t width = hi - lo;
-    if (halve) {
-      MEMPLAN_RETURN_IF_ERROR(probe(lo + width / 2));
-    } else {
-      // lo_peak <= limit < hi_peak, so the crossing lies in [lo, hi).
-      const double fraction =
-          static_cast<double>(limit - lo_peak) / static_cast<double>(hi_peak - lo_peak);
-      const int64_t guess = std::clamp<int64_t>(
-          lo + static_cast<int64_t>(fraction * static_cast<double>(width)), lo + 1, hi - 1);
-      MEMPLAN_RETURN_IF_ERROR(probe(guess));
-      if (hi - lo > 1) MEMPLAN_RETURN_IF_ERROR(probe(lo == guess ? guess + 1 : guess - 1));
+    if (bisect) {
+      const int64_t middle = lo + width / 2;
+      MEMPLAN_TRY(const bool fits, fits_at(middle, limit));
+      (fits ? lo : hi) = middle;
+      continue;
     }
-    halve = 2 * (hi - lo) > width;
+    // lo_peak <= limit < hi_peak, so the crossing lies in [lo, hi).
+    const double fraction =
+        static_cast<double>(limit - lo_peak) / static_cast<double>(hi_peak - lo_peak);
+    const int64_t guess = std::clamp<int64_t>(
+        lo + static_cast<int64_t>(fraction * static_cast<double>(width)), lo + 1, hi - 1);
+    MEMPLAN_RETURN_IF_ERROR(probe(guess));
+    if (hi - lo > 1) MEMPLAN_RETURN_IF_ERROR(probe(lo == guess ? guess + 1 : guess - 1));
+    bisect = 2 * (hi - lo) > width;
   }
   return lo;
 }
@@ -478,6 +527,10 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
                 evaluator.Evaluate(m, std::min(k, fit_k), budget, /*with_time=*/false));
     return c.peak_bytes;
   };
+  auto fits_at = [&evaluator, &rank_batch, fit_k](int64_t m, int64_t limit) -> Expected<bool> {
+    int64_t k = rank_batch ? std::max<int64_t>(1, CeilDiv(*rank_batch, m)) : 1;
+    return evaluator.FitsAt(m, std::min(k, fit_k), limit);
+  };
 
   int64_t largest = 1;
   int64_t recommended = 1;
@@ -485,10 +538,11 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     largest = *options.micro_batch;
     recommended = largest;
   } else if (has_batch) {
-    MEMPLAN_TRY(largest, LargestFitting(options.max_micro_batch, budget, peak_at));
+    MEMPLAN_TRY(largest, LargestFitting(options.max_micro_batch, budget, peak_at, fits_at));
     recommended = largest;
     if (plan.headroom_bytes > 0 && largest > 0) {
-      MEMPLAN_TRY(recommended, LargestFitting(largest, budget - plan.headroom_bytes, peak_at));
+      MEMPLAN_TRY(recommended,
+                  LargestFitting(largest, budget - plan.headroom_bytes, peak_at, fits_at));
       recommended = std::max<int64_t>(recommended, 1);
       MEMPLAN_TRY(PlanCandidate at_max, evaluator.Evaluate(largest, 1, budget, false));
       plan.largest_fitting_peak_bytes = at_max.peak_bytes;
