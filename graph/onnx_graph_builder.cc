@@ -61,6 +61,12 @@ class Builder {
     graph_.ir_version = model_.ir_version();
     for (const auto& opset : model_.opset_import()) {
       std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
+      // Operator set versions start at 1: at 0 (or no version written) libonnx knows no op's
+      // schema, so no arity check could run and every shape rule would trust the node as given.
+      if (opset.version() < 1) {
+        return MakeError("the model imports " + (domain.empty() ? "ai.onnx" : domain) + " opset " +
+                         std::to_string(opset.version()) + "; operator set versions start at 1");
+      }
       graph_.opset_imports[domain] = opset.version();
     }
     graph_.producer_name = model_.producer_name();

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "graph/ops/op_registry.h"
 
@@ -113,6 +114,21 @@ std::string UnknownOpWarning(const Node& node) {
          "'): using a conservative estimate (outputs kept, everything saved for backward)";
 }
 
+// The node's shape rule. Rules read inputs and outputs by position (`inputs.at(1)`), trusting
+// the arity the builder checked against libonnx's schema at the model's opset; an op libonnx
+// does not know (a newer opset's, another domain's) was never checked, and a node with fewer
+// inputs than its rule reads is an error naming it, not an escaped exception.
+Expected<std::vector<TensorInfo>> InferNodeShapes(Graph& graph, NodeId id, const Node& node,
+                                                  const OpSchema& schema) {
+  try {
+    return schema.infer_shapes(MakeOpContext(graph, id, &graph.symbols()));
+  } catch (const std::out_of_range&) {
+    return MakeError("node '" + node.name + "' (" + node.op_type + "): has " +
+                     std::to_string(node.inputs.size()) + " inputs and " +
+                     std::to_string(node.outputs.size()) + " outputs, fewer than the op reads");
+  }
+}
+
 }  // namespace
 
 Status CheckValueSize(const Graph& graph, const Value& value) {
@@ -141,8 +157,7 @@ Status PropagateShapes(Graph& graph, const InferredTypes& inferred) {
     const Node& node = graph.node(id);
     const OpSchema& schema = registry.FindOrUnknown(node.op_type, node.domain);
     if (!schema.is_known) graph.warnings.push_back(UnknownOpWarning(node));
-    MEMPLAN_TRY(std::vector<TensorInfo> outputs,
-                schema.infer_shapes(MakeOpContext(graph, id, &graph.symbols())));
+    MEMPLAN_TRY(std::vector<TensorInfo> outputs, InferNodeShapes(graph, id, node, schema));
     const bool constant = ProducesConstant(graph, node, schema);
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (!node.outputs[i].valid()) continue;

@@ -36,11 +36,24 @@ struct TensorInfo {
   Dim Bytes() const { return TensorBytes(shape.NumElements(), dtype); }
 };
 
+// A node's input or output infos, whose indexed reads are bounds-checked: rules read them by
+// ONNX position (`inputs[1]` is Gather's indices) and trust the arity the importer checked, but
+// ops libonnx does not know (other domains, newer opsets) arrive unchecked, and a hostile node
+// may have fewer. A read past the end throws std::out_of_range, which shape propagation turns
+// into an error naming the node (graph/shape_propagation.cc) instead of reading past a vector.
+class TensorInfoList : public std::vector<TensorInfo> {
+ public:
+  using std::vector<TensorInfo>::vector;
+  TensorInfoList(std::vector<TensorInfo> infos) : std::vector<TensorInfo>(std::move(infos)) {}
+  const TensorInfo& operator[](size_t i) const { return at(i); }
+  TensorInfo& operator[](size_t i) { return at(i); }
+};
+
 struct OpContext {
   const Node& node;
-  std::vector<TensorInfo> inputs;
-  std::vector<TensorInfo> outputs;  // empty while inferring shapes; filled for cost/saved rules
-  SymbolTable* symbols = nullptr;   // for fresh symbols in shape rules; null elsewhere
+  TensorInfoList inputs;
+  TensorInfoList outputs;          // empty while inferring shapes; filled for cost/saved rules
+  SymbolTable* symbols = nullptr;  // for fresh symbols in shape rules; null elsewhere
 
   const Attributes& attrs() const { return node.attributes; }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i].present; }
