@@ -13,6 +13,7 @@
 #include "analyzer/baseline/memory_result.h"
 #include "analyzer/baseline/pinned_plan.h"
 #include "baseline_test_models.h"
+#include "tests/require_value.h"
 
 namespace memplan {
 namespace {
@@ -37,9 +38,7 @@ void WriteText(const std::filesystem::path& path, const std::string& text) {
 }
 
 std::string ErrorOf(const nlohmann::json& json) {
-  Expected<Baseline> b = BaselineFromJson(json);
-  REQUIRE_FALSE(b.ok());
-  return b.error().message;
+  return testing::RequireError(BaselineFromJson(json));
 }
 
 TEST_CASE("A baseline round-trips through its file byte for byte", "[baseline]") {

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Reference numbers for finetune_test.cc: the bytes autograd keeps for backward when parameters
 are frozen with requires_grad_(False), counted with saved_tensors_hooks exactly as
-program_saved_reference.py counts them (once per storage, parameters and buffers excluded).
+program_saved_reference.py counts them (saved_bytes_reference.py: once per storage, parameters and
+buffers excluded).
 
 Run with Debian's python (torch 1.13):
 
@@ -21,19 +22,7 @@ import re
 import torch
 import torchvision
 
-
-def saved_bytes(params, run):
-    skip = {p.data_ptr() for p in params}
-    seen = {}
-
-    def pack(t):
-        if t.data_ptr() not in skip:
-            seen[t.data_ptr()] = max(seen.get(t.data_ptr(), 0), t.storage().nbytes())
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        run()
-    return sum(seen.values()), len(seen)
+from saved_bytes_reference import saved_bytes
 
 
 def mlp(freeze_first):

@@ -36,9 +36,7 @@ std::string Export(const nlohmann::json& plan, ExportTarget target) {
 }
 
 std::string Refusal(const nlohmann::json& plan, ExportTarget target) {
-  Expected<std::string> text = ExportConfig(plan, target, WithMomentum());
-  REQUIRE_FALSE(text.ok());
-  return text.error().message;
+  return testing::RequireError(ExportConfig(plan, target, WithMomentum()));
 }
 
 TEST_CASE("plan.offload.mode is read back, absent means none", "[export][offload]") {

@@ -118,6 +118,27 @@ int64_t MasterGradientBytes(const TrainingProgram& program, const std::vector<in
   return total;
 }
 
+// What DeepSpeed's estimators count, for `strategy` on `t`: the program of MixedAdam with
+// memplan's non-fused mixed optimizer (the fp32 gradient partition the estimators include),
+// simulated, with its model states and master gradients.
+struct EstimatedStates {
+  TrainingProgram program;
+  SimulationResult sim;
+  ModelStateBytes states;
+  int64_t master_gradients = 0;
+};
+
+EstimatedStates EstimatorStates(const TestGraph& t, ParallelStrategy strategy) {
+  ProgramOptions options = MixedAdam(strategy);
+  options.master_gradients = MasterGradientMode::kFullCopy;
+  EstimatedStates e;
+  e.program = DeriveVerified(t.graph, options);
+  e.sim = Run(t, e.program);
+  e.states = ModelStateBytesOf(e.program, e.sim.buffer_bytes);
+  e.master_gradients = MasterGradientBytes(e.program, e.sim.buffer_bytes);
+  return e;
+}
+
 TEST_CASE("DeepSpeed estimate_zero2/3_model_states_mem_needs from the per-rank buffers",
           "[parallel]") {
   const TestGraph t = TwoLayerMlp();
@@ -125,14 +146,11 @@ TEST_CASE("DeepSpeed estimate_zero2/3_model_states_mem_needs from the per-rank b
   // num_gpus_per_node = 4, num_nodes = 1, count an fp32 gradient partition (4 Psi / N) besides
   // masters and moments: memplan's non-fused mixed optimizer (MasterGradientMode::kFullCopy).
   SECTION("zero2: 4 Psi + int(16 Psi / N) = 49152 + 49152 = 98304") {
-    ProgramOptions options = MixedAdam(ParallelStrategy::kZero2);
-    options.master_gradients = MasterGradientMode::kFullCopy;
-    const TrainingProgram program = DeriveVerified(t.graph, options);
-    const SimulationResult sim = Run(t, program);
-    const ModelStateBytes s = ModelStateBytesOf(program, sim.buffer_bytes);
-    const int64_t master_gradients = MasterGradientBytes(program, sim.buffer_bytes);
+    const EstimatedStates e = EstimatorStates(t, ParallelStrategy::kZero2);
+    const ModelStateBytes& s = e.states;
+    const int64_t master_gradients = e.master_gradients;
     const int64_t full_gradients =
-        TransientFullBytes(program, sim.buffer_bytes, BufferRole::kParameterGradient);
+        TransientFullBytes(e.program, e.sim.buffer_bytes, BufferRole::kParameterGradient);
     // 4 Psi: fp16 parameters (2 Psi = 24576) + the full fp16 gradients of a micro-batch before
     // their reduce (2 Psi = 24576). 16 Psi / N: masters 12288 + moments 24576 + fp32 gradient
     // partition 12288 = 49152.
@@ -142,20 +160,17 @@ TEST_CASE("DeepSpeed estimate_zero2/3_model_states_mem_needs from the per-rank b
           98304);
   }
   SECTION("zero3: 4 L + int(18 Psi / N) = 32768 + 55296 = 88064") {
-    ProgramOptions options = MixedAdam(ParallelStrategy::kZero3);
-    options.master_gradients = MasterGradientMode::kFullCopy;
-    const TrainingProgram program = DeriveVerified(t.graph, options);
-    const SimulationResult sim = Run(t, program);
-    const ModelStateBytes s = ModelStateBytesOf(program, sim.buffer_bytes);
-    const int64_t master_gradients = MasterGradientBytes(program, sim.buffer_bytes);
+    const EstimatedStates e = EstimatorStates(t, ParallelStrategy::kZero3);
+    const ModelStateBytes& s = e.states;
+    const int64_t master_gradients = e.master_gradients;
     // largest_layer_memory = 4 L: the largest unit gathered at once (W1 in fp16: 2 * 8192 =
     // 16384) and its full fp16 gradient (16384).
     int64_t largest_gather = 0;
-    for (const Step& step : program.steps) {
+    for (const Step& step : e.program.steps) {
       if (step.kind != StepKind::kCollective || step.collective.kind != CollectiveKind::kAllGather)
         continue;
       int64_t bytes = 0;
-      for (BufferId b : step.outputs) bytes += sim.buffer_bytes[b.index()];
+      for (BufferId b : step.outputs) bytes += e.sim.buffer_bytes[b.index()];
       largest_gather = std::max(largest_gather, bytes);
     }
     CHECK(largest_gather == 2 * kLargestLayer);

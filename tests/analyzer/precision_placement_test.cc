@@ -10,6 +10,7 @@
 #include "analyzer/program_integrity.h"
 #include "graph/onnx_import.h"
 #include "tests/analyzer/program_test_graphs.h"
+#include "tests/require_value.h"
 
 namespace memplan {
 namespace {
@@ -53,15 +54,11 @@ const NodePlacement& Placed(const TestGraph& t, const PrecisionPlacement& placem
 }
 
 PrecisionPlacement Place(const TestGraph& t, const PrecisionOptions& options) {
-  auto placement = PlacePrecision(t.graph, options);
-  REQUIRE(placement.ok());
-  return std::move(placement).value();
+  return testing::RequireValue(PlacePrecision(t.graph, options));
 }
 
 std::string ErrorOf(const TestGraph& t, const PrecisionOptions& options) {
-  auto placement = PlacePrecision(t.graph, options);
-  REQUIRE_FALSE(placement.ok());
-  return placement.error().message;
+  return testing::RequireError(PlacePrecision(t.graph, options));
 }
 
 TEST_CASE("placement follows the autocast categories", "[precision]") {

@@ -5,7 +5,8 @@ tests/fixtures/resnet18_opset*.onnx, exported by make_torch_fixtures.py) in trai
 batch 32 and 64x64 images (the fixture's symbolic input [batch, 3, 64, 64] bound to batch 32).
 
 Every tensor passed to a saved_tensors_hooks pack hook is counted once per storage, parameters and
-buffers excluded (they are persistent, not activations). Run with Debian's python (torch 1.13):
+buffers excluded (they are persistent, not activations): saved_bytes_reference.py. Run with
+Debian's python (torch 1.13):
 
     /usr/bin/python3 tests/analyzer/program_saved_reference.py
     -> resnet18 batch 32: saved bytes 58166020 (84 tensors)
@@ -27,6 +28,7 @@ import torchvision
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
 from make_torch_fixtures import TinyGPT, TransformerModel  # noqa: E402
+from saved_bytes_reference import saved_bytes  # noqa: E402
 
 
 def cuda_style_dropout(input, p=0.5, training=True, inplace=False):
@@ -35,18 +37,9 @@ def cuda_style_dropout(input, p=0.5, training=True, inplace=False):
     return torch.native_dropout(input, p, True)[0]
 
 
-def saved_bytes(model, inputs, loss_fn):
-    params = {p.data_ptr() for p in model.parameters()} | {b.data_ptr() for b in model.buffers()}
-    seen = {}
-
-    def pack(t):
-        if t.data_ptr() not in params:
-            seen[t.data_ptr()] = max(seen.get(t.data_ptr(), 0), t.storage().nbytes())
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss_fn(model(inputs))
-    return sum(seen.values()), len(seen)
+def model_saved_bytes(model, inputs, loss_fn):
+    persistent = list(model.parameters()) + list(model.buffers())
+    return saved_bytes(persistent, lambda: loss_fn(model(inputs)))
 
 
 def main():
@@ -56,8 +49,8 @@ def main():
     batch = 32
     x = torch.randn(batch, 3, 64, 64)
     labels = torch.randint(0, 1000, (batch,))
-    total, count = saved_bytes(model, x,
-                               lambda out: torch.nn.functional.cross_entropy(out, labels))
+    total, count = model_saved_bytes(model, x,
+                                     lambda out: torch.nn.functional.cross_entropy(out, labels))
     print(f"resnet18 batch {batch}: saved bytes {total} ({count} tensors)")
 
     torch.nn.functional.dropout = cuda_style_dropout
@@ -65,7 +58,7 @@ def main():
             ("gpt", TinyGPT(), torch.randint(0, 100, (32, 32)), 100),
             ("transformer", TransformerModel(), torch.randn(32, 32, 64), 10)]:
         net.train()
-        total, count = saved_bytes(
+        total, count = model_saved_bytes(
             net, x, lambda out: torch.nn.functional.cross_entropy(
                 out.reshape(-1, classes), torch.randint(0, classes, (out.numel() // classes,))))
         print(f"{name} batch 32 seq 32: saved bytes {total} ({count} tensors)")

@@ -4,14 +4,38 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/exact_allocator.h"
 #include "analyzer/program_walker.h"
 #include "analyzer/unguarded_events.h"
+#include "tests/require_value.h"
 
 namespace memplan {
 namespace {
+
+// Appends a buffer `name` of `category` to `p`; returns its id.
+BufferId AddBuffer(TrainingProgram& p, const std::string& name, MemoryCategory category) {
+  Buffer b;
+  b.id = BufferId(p.buffers.size());
+  b.name = name;
+  b.category = category;
+  p.buffers.push_back(b);
+  return b.id;
+}
+
+// A step of the default kind (forward) reading `input` and writing `output`.
+Step Forward(const std::string& name, BufferId input, BufferId output,
+             std::vector<MemoryEvent> begin, std::vector<MemoryEvent> end) {
+  Step step;
+  step.name = name;
+  step.inputs = {input};
+  step.outputs = {output};
+  step.begin = std::move(begin);
+  step.end = std::move(end);
+  return step;
+}
 
 // A three-step body over x (16 B), y (32 B) and z (8 B):
 //   t0 load_micro_batch load  begin +x
@@ -20,34 +44,15 @@ namespace {
 // Sizes are passed to the walker directly; the buffers' symbolic sizes are not read.
 TrainingProgram MicroProgram() {
   TrainingProgram p;
-  auto buffer = [&](const std::string& name, MemoryCategory category) {
-    Buffer b;
-    b.id = BufferId(p.buffers.size());
-    b.name = name;
-    b.category = category;
-    p.buffers.push_back(b);
-    return b.id;
-  };
-  const BufferId x = buffer("x", MemoryCategory::kOther);
-  const BufferId y = buffer("y", MemoryCategory::kTransients);
-  const BufferId z = buffer("z", MemoryCategory::kTransients);
+  const BufferId x = AddBuffer(p, "x", MemoryCategory::kOther);
+  const BufferId y = AddBuffer(p, "y", MemoryCategory::kTransients);
+  const BufferId z = AddBuffer(p, "z", MemoryCategory::kTransients);
   Step load;
   load.kind = StepKind::kLoadMicroBatch;
   load.name = "load";
   load.begin = {AllocEvent(x)};
-  Step f;
-  f.name = "f";
-  f.inputs = {x};
-  f.outputs = {y};
-  f.begin = {AllocEvent(y)};
-  f.end = {FreeEvent(x)};
-  Step g;
-  g.name = "g";
-  g.inputs = {y};
-  g.outputs = {z};
-  g.begin = {AllocEvent(z)};
-  g.end = {FreeEvent(y), FreeEvent(z)};
-  p.steps = {load, f, g};
+  p.steps = {load, Forward("f", x, y, {AllocEvent(y)}, {FreeEvent(x)}),
+             Forward("g", y, z, {AllocEvent(z)}, {FreeEvent(y), FreeEvent(z)})};
   p.setup = {0, 0};
   p.micro_batch = {0, 3};
   p.optimizer = {3, 3};
@@ -66,9 +71,7 @@ WalkOptions TraceOn() {
 // The error a walk over a hand-broken program stops with; the test fails if the walk succeeds.
 std::string FirstMicroBatchError(const TrainingProgram& p) {
   ProgramWalker walker(p, kSizes, nullptr, nullptr);
-  Status status = walker.RunMicroBatch(0, 0);
-  REQUIRE_FALSE(status.ok());
-  return status.error().message;
+  return testing::RequireError(walker.RunMicroBatch(0, 0));
 }
 
 TEST_CASE("walker: the trace of a micro-program, event by event", "[simulator][walker]") {
@@ -164,13 +167,9 @@ TEST_CASE("walker: a stated storage hand-over reaches the listener", "[simulator
   // The AccumulateGrad steal as the program states it: at t1's Begin the part (b3) is freed and
   // the gradient (b4) takes its storage.
   TrainingProgram p = MicroProgram();
-  for (const char* name : {"part", "grad"}) {
-    Buffer b;
-    b.id = BufferId(p.buffers.size());
-    b.name = name;
-    b.persistent = std::string(name) == "grad";
-    p.buffers.push_back(b);
-  }
+  AddBuffer(p, "part", MemoryCategory::kTransients);
+  const BufferId grad = AddBuffer(p, "grad", MemoryCategory::kTransients);
+  p.buffers[grad.index()].persistent = true;
   p.steps[0].begin.push_back(AllocEvent(BufferId(3)));
   MemoryEvent take = AllocEvent(BufferId(4));
   take.storage_of = BufferId(3);
@@ -184,9 +183,8 @@ TEST_CASE("walker: a stated storage hand-over reaches the listener", "[simulator
   TrainingProgram bad = p;
   bad.steps[1].begin = {AllocEvent(BufferId(1)), take};
   ProgramWalker b(bad, {16, 32, 8, 4, 4}, nullptr, nullptr);
-  Status status = b.RunMicroBatch(0, 0);
-  REQUIRE_FALSE(status.ok());
-  CHECK(status.error().message.find("gives 'grad' the storage of 'part'") != std::string::npos);
+  const std::string error = testing::RequireError(b.RunMicroBatch(0, 0));
+  CHECK(error.find("gives 'grad' the storage of 'part'") != std::string::npos);
 }
 
 TEST_CASE("walker: a failing step names the step", "[simulator][walker]") {
@@ -194,10 +192,9 @@ TEST_CASE("walker: a failing step names the step", "[simulator][walker]") {
   p.steps[1].name = "fail";
   Recorder recorder;
   ProgramWalker walker(p, kSizes, nullptr, &recorder);
-  Status status = walker.RunMicroBatch(0, 0);
-  REQUIRE_FALSE(status.ok());
-  CHECK(status.error().message.find("step 't1 forward fail") != std::string::npos);
-  CHECK(status.error().message.find("kernel broke") != std::string::npos);
+  const std::string error = testing::RequireError(walker.RunMicroBatch(0, 0));
+  CHECK(error.find("step 't1 forward fail") != std::string::npos);
+  CHECK(error.find("kernel broke") != std::string::npos);
 }
 
 }  // namespace

@@ -19,14 +19,7 @@ namespace {
 // other domains are memplan's losses (the backend's loss path) or run as the default-domain op
 // of the same type (graph/ops/standard_aliases.h).
 const std::map<std::string, std::string>& NotExecutableOnCuda() {
-  static const std::map<std::string, std::string> gaps = {
-      // Materialised by the executor from constants (runtime/executor.cc, ConstantTensor).
-      {"Constant", "materialised from its attribute by the executor"},
-      {"ConstantOfShape", "materialised from its constant shape input by the executor"},
-      {"Range", "materialised from its constant scalar inputs by the executor"},
-      {"Size", "output known at import (contents), materialised as a constant"},
-      // The loss the program appends runs on the backend's loss path (Backend::LossForward).
-      {"SoftmaxCrossEntropyLoss", "computed by the backend's loss path"},
+  static const std::map<std::string, std::string> gaps = memplan::testing::WithOpsNoBackendRuns({
       // Analysed but not executable on CUDA yet: `verify --backend cuda` reports a model that
       // uses one of them as unsupported.
       {"AveragePool", "no CUDA op yet"},
@@ -72,7 +65,7 @@ const std::map<std::string, std::string>& NotExecutableOnCuda() {
       {"GRU", "no CUDA op yet"},
       {"LSTM", "no CUDA op yet"},
       {"RNN", "no CUDA op yet"},
-  };
+  });
   return gaps;
 }
 

@@ -55,10 +55,9 @@ TEST_CASE("Conv output sizes with pads, strides, dilations, groups", "[registry]
   }
   SECTION("errors name the node") {
     OpCase wrong_channels("Conv", {F32({1, 3, 8, 8}), Param({4, 2, 3, 3})});
-    auto r = wrong_channels.Infer();
-    REQUIRE_FALSE(r.ok());
-    CHECK_THAT(r.error().message, Catch::Contains("node 'n' (Conv)"));
-    CHECK_THAT(r.error().message, Catch::Contains("channels"));
+    const std::string error = wrong_channels.InferError();
+    CHECK_THAT(error, Catch::Contains("node 'n' (Conv)"));
+    CHECK_THAT(error, Catch::Contains("channels"));
 
     OpCase too_big("Conv", {F32({1, 3, 2, 2}), Param({4, 3, 3, 3})});
     CHECK_FALSE(too_big.Infer().ok());

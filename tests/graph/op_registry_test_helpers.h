@@ -92,6 +92,8 @@ class OpCase {
   }
   // The shape rule's outputs; fails the test when the rule errs.
   std::vector<TensorInfo> Outputs() { return RequireValue(Infer()); }
+  // The shape rule's error message; fails the test when the rule accepts the case.
+  std::string InferError() { return RequireError(Infer()); }
   Shape OutputShape(size_t i = 0) { return Outputs().at(i).shape; }
   // A full context (outputs from the shape rule) for cost/saved/gradient rules.
   OpContext Context() { return OpContext{node_, inputs_, Outputs(), nullptr}; }

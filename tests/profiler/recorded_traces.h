@@ -77,15 +77,37 @@ inline MemoryRecord Release(uint64_t address, uint64_t bytes, uint64_t t, uint32
   return r;
 }
 
+// A kernel, memcpy or memset record with its DeviceActivity part (the interval on the device, the
+// launching call's correlation id, the stream) filled in; the caller sets what is its own.
+template <typename Record>
+Record Activity(uint64_t start, uint64_t end, uint32_t corr, uint32_t stream = 7) {
+  Record r;
+  r.start_ns = start;
+  r.end_ns = end;
+  r.correlation_id = corr;
+  r.stream_id = stream;
+  return r;
+}
+
 inline KernelRecord Kernel(std::string name, uint64_t start, uint64_t end, uint32_t corr,
                            uint32_t stream = 7) {
-  KernelRecord k;
+  auto k = Activity<KernelRecord>(start, end, corr, stream);
   k.name = std::move(name);
-  k.start_ns = start;
-  k.end_ns = end;
-  k.correlation_id = corr;
-  k.stream_id = stream;
   return k;
+}
+
+inline MemcpyRecord Memcpy(MemcpyKind kind, uint64_t bytes, uint64_t start, uint64_t end,
+                           uint32_t corr) {
+  auto copy = Activity<MemcpyRecord>(start, end, corr);
+  copy.copy_kind = kind;
+  copy.bytes = bytes;
+  return copy;
+}
+
+inline MemsetRecord Memset(uint64_t bytes, uint64_t start, uint64_t end, uint32_t corr) {
+  auto set = Activity<MemsetRecord>(start, end, corr);
+  set.bytes = bytes;
+  return set;
 }
 
 inline ExternalCorrelationRecord StepCorrelation(uint64_t external_id, uint32_t corr) {
@@ -111,21 +133,8 @@ inline ActivityTrace TinyTrace() {
                    Kernel("relu_bwd", 2000, 2150, 53),     Kernel("fc1_dgrad", 2200, 3100, 62),
                    Kernel("fc1_wgrad", 3100, 3300, 63, 8), Kernel("adam", 3400, 3500, 70),
                    Kernel("stray", 5000, 5050, 99)};
-  MemcpyRecord copy;
-  copy.copy_kind = MemcpyKind::kHostToDevice;
-  copy.bytes = 1000;
-  copy.start_ns = 900;
-  copy.end_ns = 950;
-  copy.correlation_id = 11;
-  copy.stream_id = 7;
-  trace.memcpys = {copy};
-  MemsetRecord set;
-  set.bytes = 4000;
-  set.start_ns = 1950;
-  set.end_ns = 1960;
-  set.correlation_id = 54;
-  set.stream_id = 7;
-  trace.memsets = {set};
+  trace.memcpys = {Memcpy(MemcpyKind::kHostToDevice, 1000, 900, 950, 11)};
+  trace.memsets = {Memset(4000, 1950, 1960, 54)};
 
   const std::pair<uint64_t, uint32_t> step_of_corr[] = {
       {1, 10}, {1, 11}, {1, 12}, {2, 20}, {2, 21}, {2, 22}, {3, 30}, {3, 31},

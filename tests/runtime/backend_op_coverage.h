@@ -16,6 +16,22 @@
 
 namespace memplan::testing {
 
+// `gaps` (op type -> why a backend does not execute it) and the default-domain ops no backend runs
+// as a kernel of its own: the executor materialises them from constants (runtime/executor.cc,
+// ConstantTensor; never a step of the program), or the backend's loss path computes them (the
+// loss the program appends, analyzer/loss_spec.h, runs in Backend::LossForward).
+inline std::map<std::string, std::string> WithOpsNoBackendRuns(
+    std::map<std::string, std::string> gaps) {
+  gaps.insert({
+      {"Constant", "materialised from its attribute by the executor"},
+      {"ConstantOfShape", "materialised from its constant shape input by the executor"},
+      {"Range", "materialised from its constant scalar inputs by the executor"},
+      {"Size", "output known at import (contents), materialised as a constant"},
+      {"SoftmaxCrossEntropyLoss", "computed by the backend's loss path"},
+  });
+  return gaps;
+}
+
 // `declared`: op type -> why the backend does not execute it. `implemented`: whether the backend
 // has an implementation of a registry op. `what` names that implementation in the messages
 // ("a CPU kernel", "a CUDA op").

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/cpu/kernel_registry.h"
 #include "runtime/precision_emulation.h"
+#include "tests/require_value.h"
 #include "tests/runtime/gradient_check.h"
 
 namespace memplan::testing {
@@ -369,30 +371,50 @@ RotaryCase RotaryWithPositions(const Tensor& positions) {
   return c;
 }
 
-Expected<InputGradients> RotaryBackward(const RotaryCase& c, const ForwardResult& forward,
-                                        std::vector<Tensor> given, const Tensor& dy) {
+// RotaryEmbedding of `domain` ("" for ai.onnx, "com.microsoft") forward on `inputs`.
+Expected<ForwardResult> RotaryForward(std::string_view domain, const Attributes& attrs,
+                                      std::vector<Tensor> inputs) {
+  ForwardArgs args;
+  args.attributes = &attrs;
+  args.inputs = std::move(inputs);
+  return RunForward("RotaryEmbedding", KernelContext(), args, domain);
+}
+
+// RotaryEmbedding of `domain` backward for the first input's gradient alone, from `given` (what
+// the caller hands back of the inputs) and `forward`'s extras, with the shapes and dtypes of
+// `inputs`.
+Expected<InputGradients> RotaryBackward(std::string_view domain, const Attributes& attrs,
+                                        const std::vector<Tensor>& inputs,
+                                        std::vector<Tensor> given, const ForwardResult& forward,
+                                        const Tensor& dy) {
   BackwardArgs args;
-  args.attributes = &c.attributes;
+  args.attributes = &attrs;
   args.inputs = std::move(given);
   args.extras = forward.extras;
-  for (const Tensor& t : c.inputs) {
+  for (const Tensor& t : inputs) {
     args.input_shapes.push_back(t.shape());
     args.input_dtypes.push_back(t.dtype());
   }
   args.grad_outputs = {dy};
   args.needs_input_grad = {true, false, false, false};
-  args.needs_input_grad.resize(c.inputs.size());
-  return RunBackward("RotaryEmbedding", KernelContext(), args);
+  args.needs_input_grad.resize(inputs.size());
+  return RunBackward("RotaryEmbedding", KernelContext(), args, domain);
+}
+
+// The ai.onnx op on a RotaryCase.
+Expected<ForwardResult> RotaryForward(const RotaryCase& c) {
+  return RotaryForward("", c.attributes, c.inputs);
+}
+Expected<InputGradients> RotaryBackward(const RotaryCase& c, const ForwardResult& forward,
+                                        std::vector<Tensor> given, const Tensor& dy) {
+  return RotaryBackward("", c.attributes, c.inputs, std::move(given), forward, dy);
 }
 
 TEST_CASE("RotaryEmbedding's backward reads only the cos and sin the registry saves",
           "[kernels][rotary]") {
   const Tensor positions = IntTensor({2, 3}, {0, 4, 2, 3, 3, 1});
   RotaryCase c = RotaryWithPositions(positions);
-  ForwardArgs fargs;
-  fargs.attributes = &c.attributes;
-  fargs.inputs = c.inputs;
-  auto forward = RunForward("RotaryEmbedding", KernelContext(), fargs);
+  auto forward = RotaryForward(c);
   REQUIRE(forward.ok());
   const Tensor dy = RandomTensor({2, 2, 3, 4}, 34);
   auto all = RotaryBackward(c, *forward, c.inputs, dy);
@@ -414,9 +436,7 @@ TEST_CASE("RotaryEmbedding's backward reads only the cos and sin the registry sa
   RotaryCase direct;
   direct.inputs = {c.inputs[0], forward->extras.at("gathered_cos"),
                    forward->extras.at("gathered_sin")};
-  fargs.inputs = direct.inputs;
-  fargs.attributes = &direct.attributes;
-  auto direct_forward = RunForward("RotaryEmbedding", KernelContext(), fargs);
+  auto direct_forward = RotaryForward(direct);
   REQUIRE(direct_forward.ok());
   CHECK(direct_forward->extras.empty());
   CHECK(direct_forward->outputs[0].ToVector() == forward->outputs[0].ToVector());
@@ -452,12 +472,7 @@ TEST_CASE("RotaryEmbedding reports inputs its spec rejects", "[kernels][rotary]"
   const Tensor cos = RandomTensor({5, 2}, 51), sin = RandomTensor({5, 2}, 52);
   const Tensor positions = IntTensor({2, 3}, {0, 1, 2, 0, 1, 2});
   auto error = [](const std::vector<Tensor>& inputs, const Attributes& attrs) {
-    ForwardArgs args;
-    args.attributes = &attrs;
-    args.inputs = inputs;
-    auto result = RunForward("RotaryEmbedding", KernelContext(), args);
-    REQUIRE_FALSE(result.ok());
-    return result.error().message;
+    return RequireError(RotaryForward("", attrs, inputs));
   };
   CHECK(error({RandomTensor({2, 3, 8}, 53), cos, sin, positions}, Attributes()) ==
         "RotaryEmbedding: a 3D input [2, 3, 8] needs num_heads dividing its hidden size "
@@ -481,10 +496,7 @@ std::vector<Tensor> MicrosoftOrder(const RotaryCase& c, const Tensor& positions)
 
 Expected<ForwardResult> MicrosoftForward(const std::vector<Tensor>& inputs,
                                          const Attributes& attrs = {}) {
-  ForwardArgs args;
-  args.attributes = &attrs;
-  args.inputs = inputs;
-  return RunForward("RotaryEmbedding", KernelContext(), args, "com.microsoft");
+  return RotaryForward("com.microsoft", attrs, inputs);
 }
 
 // Backward given only `forward`'s extras and the inputs' shapes, as the registry saves: neither X,
@@ -493,27 +505,15 @@ Expected<InputGradients> MicrosoftBackwardFromSaved(const std::vector<Tensor>& i
                                                     const ForwardResult& forward,
                                                     const Tensor& dy) {
   const Attributes none;
-  BackwardArgs args;
-  args.attributes = &none;
-  args.inputs.resize(inputs.size());
-  args.extras = forward.extras;
-  for (const Tensor& t : inputs) {
-    args.input_shapes.push_back(t.shape());
-    args.input_dtypes.push_back(t.dtype());
-  }
-  args.grad_outputs = {dy};
-  args.needs_input_grad = {true, false, false, false};
-  return RunBackward("RotaryEmbedding", KernelContext(), args, "com.microsoft");
+  return RotaryBackward("com.microsoft", none, inputs, std::vector<Tensor>(inputs.size()), forward,
+                        dy);
 }
 
 TEST_CASE("com.microsoft RotaryEmbedding is the ai.onnx op with its inputs reordered",
           "[kernels][rotary]") {
   const Tensor positions = IntTensor({2, 3}, {0, 4, 2, 3, 3, 1});
   const RotaryCase c = RotaryWithPositions(positions);
-  ForwardArgs fargs;
-  fargs.attributes = &c.attributes;
-  fargs.inputs = c.inputs;
-  auto onnx = RunForward("RotaryEmbedding", KernelContext(), fargs);
+  auto onnx = RotaryForward(c);
   REQUIRE(onnx.ok());
   const Tensor dy = RandomTensor({2, 2, 3, 4}, 35);
   auto onnx_grads = RotaryBackward(c, *onnx, c.inputs, dy);
@@ -540,15 +540,13 @@ TEST_CASE("com.microsoft RotaryEmbedding is the ai.onnx op with its inputs reord
   auto offset = MicrosoftForward(offset_inputs);
   REQUIRE(offset.ok());
   CHECK(offset->extras.at("gathered_sin").shape() == TensorShape{1, 3, 2});
-  const Tensor row = IntTensor({1, 3}, {1, 2, 3});
-  fargs.inputs = {c.inputs[0], c.inputs[1], c.inputs[2], row};
-  auto onnx_row = RunForward("RotaryEmbedding", KernelContext(), fargs);
+  RotaryCase by_row = c;
+  by_row.inputs[3] = IntTensor({1, 3}, {1, 2, 3});
+  auto onnx_row = RotaryForward(by_row);
   REQUIRE(onnx_row.ok());
   CHECK(offset->outputs[0].ToVector() == onnx_row->outputs[0].ToVector());
   auto offset_grads = MicrosoftBackwardFromSaved(offset_inputs, *offset, dy);
   REQUIRE(offset_grads.ok());
-  RotaryCase by_row = c;
-  by_row.inputs[3] = row;
   auto onnx_row_grads = RotaryBackward(by_row, *onnx_row, std::vector<Tensor>(4), dy);
   REQUIRE(onnx_row_grads.ok());
   CHECK((*offset_grads)[0].ToVector() == (*onnx_row_grads)[0].ToVector());
@@ -573,9 +571,7 @@ TEST_CASE("com.microsoft RotaryEmbedding reports what ONNX Runtime rejects or it
   const Tensor cos = RandomTensor({5, 2}, 62), sin = RandomTensor({5, 2}, 63);
   const Tensor positions = IntTensor({2, 3}, {0, 1, 2, 0, 1, 2});
   auto error = [](const std::vector<Tensor>& inputs, const Attributes& attrs) {
-    auto result = MicrosoftForward(inputs, attrs);
-    REQUIRE_FALSE(result.ok());
-    return result.error().message;
+    return RequireError(MicrosoftForward(inputs, attrs));
   };
   Attributes packed;
   packed.Set("is_packed_batching", int64_t{1});

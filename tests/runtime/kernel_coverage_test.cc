@@ -19,19 +19,10 @@ namespace {
 // Ops in the default domain the CPU backend does not run as a kernel, with the reason. Ops of
 // other domains are declared in OtherDomainsNotExecutableOnCpu.
 const std::map<std::string, std::string>& NotExecutableOnCpu() {
-  static const std::map<std::string, std::string> gaps = {
-      // Materialised by the executor from constants (runtime/executor.cc, ConstantTensor); never
-      // a step of the program.
-      {"Constant", "materialised from its attribute by the executor"},
-      {"ConstantOfShape", "materialised from its constant shape input by the executor"},
-      {"Range", "materialised from its constant scalar inputs by the executor"},
+  static const std::map<std::string, std::string> gaps = testing::WithOpsNoBackendRuns({
       // Shape arithmetic: the importer knows the output (Value::contents), so the executor
-      // materialises it as a constant.
+      // materialises it as a constant (the CUDA backend has an op of its own).
       {"Shape", "output known at import (contents), materialised as a constant"},
-      {"Size", "output known at import (contents), materialised as a constant"},
-      // The loss the program appends (analyzer/loss_spec.h) runs on the backend's loss path
-      // (Backend::LossForward), like memplan's MseLoss and SumLoss.
-      {"SoftmaxCrossEntropyLoss", "computed by the backend's loss path"},
       // Analysed (shapes, cost, saved tensors) but not executable yet: `verify` reports a model
       // that uses one of them as unsupported on the CPU backend.
       {"NonZero", "no CPU kernel yet"},
@@ -39,7 +30,7 @@ const std::map<std::string, std::string>& NotExecutableOnCpu() {
       {"Attention",
        "no CPU kernel of its own: runs where the importer fuses it into "
        "memplan's sdpa node (--attention auto or sdpa)"},
-  };
+  });
   return gaps;
 }
 

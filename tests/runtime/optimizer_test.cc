@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <utility>
 
 #include "runtime/optimizers.h"
 #include "tests/runtime/kernel_references.h"
@@ -69,6 +70,19 @@ TEST_CASE("optimizers follow torch.optim's trajectories", "[optimizer]") {
   }
 }
 
+// The parameter and the state after one step of `o` from p = 1 with gradient g = 0.5.
+struct OneStep {
+  Tensor p;
+  OptimizerState state;
+};
+
+OneStep StepFromOne(const OptimizerOptions& o) {
+  Tensor p = Tensor::FromValues({1}, {1.0f});
+  OptimizerState state = CreateOptimizerState(o, p, PlainCpuAllocator());
+  REQUIRE(ApplyOptimizerStep(o, Tensor::FromValues({1}, {0.5f}), p, state).ok());
+  return {std::move(p), std::move(state)};
+}
+
 TEST_CASE("one Adam and one AdamW step worked by hand", "[optimizer]") {
   // p = 1, g = 0.5, lr = 0.1, wd = 0.1, betas (0.9, 0.999), eps = 1e-8, step t = 1.
   OptimizerOptions o;
@@ -78,9 +92,7 @@ TEST_CASE("one Adam and one AdamW step worked by hand", "[optimizer]") {
     // m = 0.1 * 0.6 = 0.06; v = 0.001 * 0.36 = 3.6e-4; m_hat = 0.6; sqrt(v_hat) = 0.6;
     // p = 1 - 0.1 * 0.6 / (0.6 + 1e-8) = 0.9 (the first Adam step moves by lr * sign).
     o.kind = OptimizerKind::kAdam;
-    Tensor p = Tensor::FromValues({1}, {1.0f});
-    OptimizerState state = CreateOptimizerState(o, p, PlainCpuAllocator());
-    REQUIRE(ApplyOptimizerStep(o, Tensor::FromValues({1}, {0.5f}), p, state).ok());
+    const auto [p, state] = StepFromOne(o);
     CHECK(p.data()[0] == Approx(0.9).epsilon(1e-6));
     CHECK(state.buffers[0].data()[0] == Approx(0.06).epsilon(1e-6));
     CHECK(state.buffers[1].data()[0] == Approx(3.6e-4).epsilon(1e-6));
@@ -88,9 +100,7 @@ TEST_CASE("one Adam and one AdamW step worked by hand", "[optimizer]") {
   }
   SECTION("AdamW: decay first, p = 1 * (1 - 0.1 * 0.1) = 0.99, then the Adam step of 0.1") {
     o.kind = OptimizerKind::kAdamW;
-    Tensor p = Tensor::FromValues({1}, {1.0f});
-    OptimizerState state = CreateOptimizerState(o, p, PlainCpuAllocator());
-    REQUIRE(ApplyOptimizerStep(o, Tensor::FromValues({1}, {0.5f}), p, state).ok());
+    const auto [p, state] = StepFromOne(o);
     CHECK(p.data()[0] == Approx(0.89).epsilon(1e-6));
     CHECK(state.buffers[0].data()[0] == Approx(0.05).epsilon(1e-6));  // 0.1 * g, no L2 term
   }

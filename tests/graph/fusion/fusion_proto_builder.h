@@ -21,17 +21,22 @@ class FusionProtoBuilder {
     model_.add_opset_import()->set_version(opset);
   }
   // A Constant node holding one float; returns its output.
-  std::string Scalar(const std::string& name, float v) {
-    auto* n = graph().add_node();
-    n->set_op_type("Constant");
-    n->set_name(name);
-    n->add_output(name + "_out");
-    auto* a = n->add_attribute();
+  std::string Scalar(const std::string& name, float v) { return Filled(name, {}, v); }
+  // A Constant node holding a float tensor of `dims` (a scalar where empty) with every element
+  // `value`, as torch writes torch.ones or a folded constant; returns its output.
+  std::string Filled(const std::string& name, const std::vector<int64_t>& dims, float value) {
+    auto& n = Node("Constant", name, {});
+    auto* a = n.add_attribute();
     a->set_name("value");
     a->set_type(onnx::AttributeProto::TENSOR);
     a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
-    a->mutable_t()->add_float_data(v);
-    return name + "_out";
+    int64_t count = 1;
+    for (int64_t d : dims) {
+      a->mutable_t()->add_dims(d);
+      count *= d;
+    }
+    for (int64_t i = 0; i < count; ++i) a->mutable_t()->add_float_data(value);
+    return n.output(0);
   }
   // A float initializer of `dims` (a weight); returns its name.
   std::string Weight(const std::string& name, std::vector<int64_t> dims) {

@@ -22,18 +22,6 @@ using testing::FusionProtoBuilder;
 using testing::IntAttribute;
 using testing::OnlyNode;
 
-// A Constant node holding `count` copies of `value` (a 1-D float tensor).
-std::string Filled(FusionProtoBuilder& b, const std::string& name, int64_t count, float value) {
-  auto& n = b.Node("Constant", name, {});
-  auto* a = n.add_attribute();
-  a->set_name("value");
-  a->set_type(onnx::AttributeProto::TENSOR);
-  a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
-  a->mutable_t()->add_dims(count);
-  for (int64_t i = 0; i < count; ++i) a->mutable_t()->add_float_data(value);
-  return n.output(0);
-}
-
 struct GroupNormExport {
   float ones = 1.0f;                         // the instance norm's scale
   std::vector<int64_t> target = {0, 4, -1};  // the first Reshape's shape
@@ -45,7 +33,7 @@ struct GroupNormExport {
 std::string Export(FusionProtoBuilder& b, const std::string& x, const GroupNormExport& e) {
   auto split = b.Op("Reshape", "/gn/Reshape", {x, b.Int64s("/gn/target", e.target)});
   auto& norm = b.Node("InstanceNormalization", "/gn/InstanceNormalization",
-                      {split, Filled(b, "/gn/ones", 4, e.ones), Filled(b, "/gn/zeros", 4, 0.0f)});
+                      {split, b.Filled("/gn/ones", {4}, e.ones), b.Filled("/gn/zeros", {4}, 0.0f)});
   testing::AddFloat(norm, "epsilon", 1e-5f);
   auto& shape = b.Node("Shape", "/gn/Shape", {x});
   if (e.sliced_shape) testing::AddInt(shape, "start", 1);

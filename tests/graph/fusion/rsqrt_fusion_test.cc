@@ -21,29 +21,13 @@ using testing::OnlyNode;
 
 int Fuse(FusionProtoBuilder& b) { return testing::Fuse(b, "rsqrt"); }
 
-// A Constant node holding ones of `dims` (torch.ones(1) is [1]; the folded export has []).
-std::string Ones(FusionProtoBuilder& b, const std::string& name, std::vector<int64_t> dims,
-                 float value = 1.0f) {
-  auto& n = b.Node("Constant", name, {});
-  auto* a = n.add_attribute();
-  a->set_name("value");
-  a->set_type(onnx::AttributeProto::TENSOR);
-  a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
-  int64_t count = 1;
-  for (int64_t d : dims) {
-    a->mutable_t()->add_dims(d);
-    count *= d;
-  }
-  for (int64_t i = 0; i < count; ++i) a->mutable_t()->add_float_data(value);
-  return n.output(0);
-}
-
 TEST_CASE("torch.rsqrt as exported becomes one memplan:Rsqrt", "[import][fusion][rsqrt]") {
+  // The Constant of ones: torch.ones(1) is [1]; the folded export has [].
   for (const std::vector<int64_t>& dims : {std::vector<int64_t>{}, std::vector<int64_t>{1}}) {
     FusionProtoBuilder b(17);
     auto v = b.Op("Relu", "/pre", {"input"});
     auto root = b.Op("Sqrt", "/Sqrt", {v});
-    auto r = b.Op("Div", "/Div", {Ones(b, "/Constant_2", dims), root});
+    auto r = b.Op("Div", "/Div", {b.Filled("/Constant_2", dims, 1.0f), root});
     b.Output(b.Op("Mul", "/Mul", {v, r}));
     INFO("ones of rank " << dims.size());
     REQUIRE(Fuse(b) == 1);
@@ -68,7 +52,7 @@ TEST_CASE("rsqrt look-alikes are left alone", "[import][fusion][rsqrt]") {
   };
   SECTION("2 / sqrt(v)") {
     auto b = model([](FusionProtoBuilder& c, const std::string&, const std::string& root) {
-      return c.Op("Div", "/Div", {Ones(c, "/two", {}, 2.0f), root});
+      return c.Op("Div", "/Div", {c.Filled("/two", {}, 2.0f), root});
     });
     CHECK(Fuse(b) == 0);
   }
@@ -80,13 +64,13 @@ TEST_CASE("rsqrt look-alikes are left alone", "[import][fusion][rsqrt]") {
   }
   SECTION("sqrt(v) / 1: the root is the dividend") {
     auto b = model([](FusionProtoBuilder& c, const std::string&, const std::string& root) {
-      return c.Op("Div", "/Div", {root, Ones(c, "/one", {})});
+      return c.Op("Div", "/Div", {root, c.Filled("/one", {}, 1.0f)});
     });
     CHECK(Fuse(b) == 0);
   }
   SECTION("ones of two elements") {
     auto b = model([](FusionProtoBuilder& c, const std::string&, const std::string& root) {
-      return c.Op("Div", "/Div", {Ones(c, "/one", {2}), root});
+      return c.Op("Div", "/Div", {c.Filled("/one", {2}, 1.0f), root});
     });
     CHECK(Fuse(b) == 0);
   }
@@ -98,7 +82,7 @@ TEST_CASE("rsqrt look-alikes are left alone", "[import][fusion][rsqrt]") {
   }
   SECTION("the root is read elsewhere too") {
     auto b = model([](FusionProtoBuilder& c, const std::string&, const std::string& root) {
-      return c.Op("Div", "/Div", {Ones(c, "/one", {}), root});
+      return c.Op("Div", "/Div", {c.Filled("/one", {}, 1.0f), root});
     });
     b.Output("/Sqrt_out");
     CHECK(Fuse(b) == 0);
