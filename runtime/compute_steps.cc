@@ -55,6 +55,17 @@ bool ComputeSteps::Training(const Node& node) const {
            OpRegistry::Get().FindOrUnknown(node.op_type, node.domain).stochastic);
 }
 
+template <class Call>
+Call ComputeSteps::KernelCall(const Step& step, const Node& node) const {
+  Call call;
+  call.op_type = step.op_type;
+  call.domain = step.domain;
+  call.attributes = &node.attributes;
+  call.training = Training(node);
+  call.seed = NodeSeed(step.node);
+  return call;
+}
+
 Expected<DeviceTensor> ComputeSteps::InputTensor(const Node& node, size_t i,
                                                  const std::vector<BufferId>& read) {
   ValueId u = node.inputs[i];
@@ -94,12 +105,7 @@ Status ComputeSteps::Forward(const Step& step) {
     return std::find(step.inputs.begin(), step.inputs.end(), step.outputs[j]) != step.inputs.end();
   };
 
-  ForwardCall call;
-  call.op_type = step.op_type;
-  call.domain = step.domain;
-  call.attributes = &node.attributes;
-  call.training = Training(node);
-  call.seed = NodeSeed(step.node);
+  ForwardCall call = KernelCall<ForwardCall>(step, node);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     MEMPLAN_TRY(DeviceTensor t, InputTensor(node, i, step.inputs));
     call.inputs.push_back(t);
@@ -201,12 +207,7 @@ Status ComputeSteps::Backward(const Step& step) {
   const LogicalTime fwd = buffers_.forward_step(step.node);
   MEMPLAN_CHECK(fwd >= 0);
   const Step& forward = p_.step(fwd);
-  BackwardCall call;
-  call.op_type = step.op_type;
-  call.domain = step.domain;
-  call.attributes = &node.attributes;
-  call.training = Training(node);
-  call.seed = NodeSeed(step.node);
+  BackwardCall call = KernelCall<BackwardCall>(step, node);
   const size_t n_in = node.inputs.size();
   call.inputs.assign(n_in, DeviceTensor());
   call.outputs.assign(node.outputs.size(), DeviceTensor());

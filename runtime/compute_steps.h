@@ -42,6 +42,10 @@ class ComputeSteps {
  private:
   uint64_t NodeSeed(NodeId n) const;
   bool Training(const Node& node) const;
+  // A ForwardCall or BackwardCall holding what both take from the step and its node: the op, its
+  // attributes, whether it runs in training mode and the node's seed.
+  template <class Call>
+  Call KernelCall(const Step& step, const Node& node) const;
   Expected<DeviceTensor> InputTensor(const Node& node, size_t i, const std::vector<BufferId>& read);
   std::map<std::string, DeviceTensor> ExtrasOf(const std::vector<BufferId>& extras) const;
   Status RunCasts(const Step& step);

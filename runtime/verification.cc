@@ -134,6 +134,18 @@ Expected<GradientRun> RunGradients(const Graph& graph, const TrainingProgram& pr
   return MakeError("gradients overflow even at a tiny loss scale");
 }
 
+namespace {
+// What every equivalence check below is given: the program to check over its graph and plan, the
+// backends to run it on, and the verify options.
+struct EquivalenceInputs {
+  const Graph& graph;
+  const TrainingProgram& program;
+  const VerifyPlan& plan;
+  const BackendFactory& backends;
+  const VerifyOptions& options;
+};
+}  // namespace
+
 // The first node whose registry entry has `property` (an OpSchema's bool member), or null.
 const Node* FirstNodeWith(const Graph& graph, bool OpSchema::*property) {
   for (const Node& n : graph.nodes())
@@ -141,11 +153,8 @@ const Node* FirstNodeWith(const Graph& graph, bool OpSchema::*property) {
   return nullptr;
 }
 
-Expected<EquivalenceResult> CheckGradientEquivalence(const Graph& graph,
-                                                     const TrainingProgram& program,
-                                                     const VerifyPlan& plan,
-                                                     const BackendFactory& backends,
-                                                     const VerifyOptions& options) {
+Expected<EquivalenceResult> CheckGradientEquivalence(const EquivalenceInputs& in) {
+  const auto& [graph, program, plan, backends, options] = in;
   EquivalenceResult r;
   r.bound = EquivalenceBound(program.precision);
   // Training normalises over the batch at such a node (BatchNormalization).
@@ -190,12 +199,9 @@ Expected<EquivalenceResult> CheckGradientEquivalence(const Graph& graph,
 
 // `plan_run`: the plan's gradients of micro-batch 0 when the training run already computed them
 // exactly as this check would (FirstStepGradients); otherwise the check runs them itself.
-Expected<EquivalenceResult> CheckRecomputeEquivalence(const Graph& graph,
-                                                      const TrainingProgram& program,
-                                                      const VerifyPlan& plan,
-                                                      const BackendFactory& backends,
-                                                      const VerifyOptions& options,
+Expected<EquivalenceResult> CheckRecomputeEquivalence(const EquivalenceInputs& in,
                                                       std::optional<GradientRun> plan_run = {}) {
+  const auto& [graph, program, plan, backends, options] = in;
   EquivalenceResult r;
   r.bound = 0.0;
   ProgramOptions other = plan.program;
@@ -239,11 +245,8 @@ Expected<EquivalenceResult> CheckRecomputeEquivalence(const Graph& graph,
 }
 
 // Check (4) of the header: one micro-batch of the fused plan against the unfused graph.
-Expected<EquivalenceResult> CheckFusedLossEquivalence(const Graph& graph,
-                                                      const TrainingProgram& program,
-                                                      const VerifyPlan& plan,
-                                                      const BackendFactory& backends,
-                                                      const VerifyOptions& options) {
+Expected<EquivalenceResult> CheckFusedLossEquivalence(const EquivalenceInputs& in) {
+  const auto& [graph, program, plan, backends, options] = in;
   EquivalenceResult r;
   r.bound = EquivalenceBound(program.precision);
   const Graph& unfused = *plan.unfused_graph;
@@ -434,18 +437,18 @@ Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const Verif
     // Recomputation is a property of the single-GPU program the ranks run a sharded copy of.
     if (options.check_recompute_equivalence) {
       MEMPLAN_TRY(const SingleGpuPlan single, SingleGpuPlanOf(graph, plan));
-      MEMPLAN_TRY(report.recompute,
-                  CheckRecomputeEquivalence(graph, single.program, single.plan, backends, options));
+      MEMPLAN_TRY(report.recompute, CheckRecomputeEquivalence(
+                                        {graph, single.program, single.plan, backends, options}));
       report.recompute.note += " (on the single-GPU program)";
     }
   } else {
     if (options.check_gradient_equivalence) {
       MEMPLAN_TRY(report.gradient,
-                  CheckGradientEquivalence(graph, program, plan, backends, options));
+                  CheckGradientEquivalence({graph, program, plan, backends, options}));
     }
     if (options.check_recompute_equivalence) {
       MEMPLAN_TRY(report.recompute,
-                  CheckRecomputeEquivalence(graph, program, plan, backends, options,
+                  CheckRecomputeEquivalence({graph, program, plan, backends, options},
                                             std::move(plan_first_gradients)));
     }
   }
@@ -453,7 +456,7 @@ Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const Verif
     // Per-rank programs run the fused node as the single-GPU program does: compare that one.
     MEMPLAN_TRY(const SingleGpuPlan single, SingleGpuPlanOf(graph, plan));
     MEMPLAN_TRY(report.fused_loss,
-                CheckFusedLossEquivalence(graph, single.program, single.plan, backends, options));
+                CheckFusedLossEquivalence({graph, single.program, single.plan, backends, options}));
   }
   report.passed = report.memory_passed && report.gradient.passed && report.recompute.passed &&
                   report.fused_loss.passed && ranks_passed && report.losses_finite &&

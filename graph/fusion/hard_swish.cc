@@ -28,14 +28,7 @@ bool IsTorchHardSigmoid(const onnx::NodeProto& n) {
 std::optional<FusionMatch> MatchHardSwish(const ProtoIndex& index, int hard_sigmoid) {
   const auto& h = index.node(hard_sigmoid);
   if (!IsOp(h, "HardSigmoid", 1) || !IsTorchHardSigmoid(h)) return std::nullopt;
-  const std::string& x = h.input(0);
-  auto mul = SoleConsumerOp(index, h.output(0), "Mul", 2);
-  if (!mul || OtherOperand(index.node(*mul), h.output(0)) != x) return std::nullopt;
-  FusionMatch m;
-  m.nodes = {hard_sigmoid, *mul};
-  m.last = *mul;
-  m.fused = FusedNode("HardSwish", "", {x}, index.node(*mul).output(0));
-  return m;
+  return MatchSelfGatedProduct(index, hard_sigmoid, "HardSwish");
 }
 
 }  // namespace memplan

@@ -36,6 +36,12 @@ struct GeluTail {
 std::optional<GeluTail> MatchGeluTail(const ProtoIndex& index, const std::string& gate,
                                       const std::string& x);
 
+// x * gate(x) from the one-input `gate` node (checked by the caller): the gate's output feeds only
+// a Mul whose other operand is the gate's input x. The match is the gate and the Mul, fused into
+// `fused_op_type` (default domain) reading x and writing the Mul's output.
+std::optional<FusionMatch> MatchSelfGatedProduct(const ProtoIndex& index, int gate,
+                                                 const std::string& fused_op_type);
+
 // A fused node: `op_type` in `domain` reading `inputs`, writing `output`.
 onnx::NodeProto FusedNode(const std::string& op_type, const std::string& domain,
                           std::initializer_list<std::string> inputs, const std::string& output);

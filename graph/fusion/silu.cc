@@ -13,16 +13,10 @@
 namespace memplan {
 
 std::optional<FusionMatch> MatchSilu(const ProtoIndex& index, int sigmoid) {
-  const auto& s = index.node(sigmoid);
-  if (!IsOp(s, "Sigmoid", 1)) return std::nullopt;
-  const std::string& x = s.input(0);
-  auto mul = SoleConsumerOp(index, s.output(0), "Mul", 2);
-  if (!mul || OtherOperand(index.node(*mul), s.output(0)) != x) return std::nullopt;
-  FusionMatch m;
-  m.nodes = {sigmoid, *mul};
-  m.last = *mul;
-  m.fused = FusedNode("Swish", "", {x}, index.node(*mul).output(0));
-  SetFloatAttribute(m.fused, "alpha", 1.0f);
+  if (!IsOp(index.node(sigmoid), "Sigmoid", 1)) return std::nullopt;
+  auto m = MatchSelfGatedProduct(index, sigmoid, "Swish");
+  if (!m) return std::nullopt;
+  SetFloatAttribute(m->fused, "alpha", 1.0f);
   return m;
 }
 

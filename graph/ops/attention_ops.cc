@@ -171,12 +171,11 @@ OpSchema AttentionSchema() {
   s.gradient_inputs = GradientsAtSlots({0, 1, 2, 4, 5});
   s.backward_flops_factor = kContractionBackwardFactor;
   s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": eager attention = matmul (saves self, other) + _softmax (saves result) + "
-                   "matmul (saves self, other): Q, K, P [B, q_heads, q_seq, total_seq] and V; "
-                   "grouped-query K/V repeated to q_heads (repeat_kv) before the matmuls";
-  s.amp_source = std::string(kAutocastLists) +
-                 ": lower_precision_fp list (matmul, scaled_dot_product_attention)";
+  s.saved_source = DerivativesSource(
+      "eager attention = matmul (saves self, other) + _softmax (saves result) + "
+      "matmul (saves self, other): Q, K, P [B, q_heads, q_seq, total_seq] and V; "
+      "grouped-query K/V repeated to q_heads (repeat_kv) before the matmuls");
+  s.amp_source = AutocastSource("lower_precision_fp list (matmul, scaled_dot_product_attention)");
   return s;
 }
 
@@ -303,11 +302,10 @@ OpSchema ContribAttentionSchema(const char* op_type, AttentionDimsReader read,
   s.gradient_inputs = GradientsAtSlots(std::move(gradient_slots));
   s.backward_flops_factor = kContractionBackwardFactor;
   s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": as ai.onnx Attention (eager: Q, K, softmax output P, V; grouped-query "
-                   "K/V repeated to num_heads); packed Q/K/V are one storage, saved once";
-  s.amp_source = std::string(kAutocastLists) +
-                 ": lower_precision_fp list (matmul, scaled_dot_product_attention)";
+  s.saved_source = DerivativesSource(
+      "as ai.onnx Attention (eager: Q, K, softmax output P, V; grouped-query "
+      "K/V repeated to num_heads); packed Q/K/V are one storage, saved once");
+  s.amp_source = AutocastSource("lower_precision_fp list (matmul, scaled_dot_product_attention)");
   return s;
 }
 
@@ -328,7 +326,7 @@ OpSchema RotarySchema(const char* domain, size_t cos_slot, size_t sin_slot,
     return SingleOutput(x->dtype, x->shape);
   };
   // Two multiplies and one add per element.
-  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, 3 * kSimpleFlops); };
+  s.cost = PerOutputElementCostRule(3 * kSimpleFlops);
   s.saved_for_backward = WhenDifferentiable([=](const OpContext& ctx) {
     std::vector<SavedTensor> saved;
     for (auto [slot, name] : {std::pair{cos_slot, "cos"}, std::pair{sin_slot, "sin"}}) {
@@ -359,10 +357,10 @@ OpSchema RotarySchema(const char* domain, size_t cos_slot, size_t sin_slot,
   s.gradient_inputs = GradientsAtSlots({0});
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFollowInputs;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": mul.Tensor saves only the operand whose partner requires grad: x*cos + "
-                   "rotate_half(x)*sin keeps cos and sin (gathered by position), not x";
-  s.amp_source = std::string(kAutocastLists) + ": not listed, runs in its input's dtype";
+  s.saved_source = DerivativesSource(
+      "mul.Tensor saves only the operand whose partner requires grad: x*cos + "
+      "rotate_half(x)*sin keeps cos and sin (gathered by position), not x");
+  s.amp_source = AutocastSource(kNotAutocastListed);
   return s;
 }
 

@@ -4,12 +4,34 @@
 
 namespace memplan {
 
+std::string DerivativesSource(std::string_view what) {
+  return std::string(kDerivativesYaml) + ": " + std::string(what);
+}
+
+std::string AutocastSource(std::string_view what) {
+  return std::string(kAutocastLists) + ": " + std::string(what);
+}
+
 SavedTensor SaveInput(int index) { return {SavedTensor::Source::kInput, index, "", {}, {}}; }
 
 SavedTensor SaveOutput(int index) { return {SavedTensor::Source::kOutput, index, "", {}, {}}; }
 
 SavedTensor SaveExtra(std::string name, DType dtype, Shape shape) {
   return {SavedTensor::Source::kExtra, 0, std::move(name), dtype, std::move(shape)};
+}
+
+SavedRule AlwaysSave(std::vector<SavedTensor> saved) {
+  return [saved = std::move(saved)](const OpContext&) { return saved; };
+}
+
+SavedRule SaveNothing() { return AlwaysSave({}); }
+
+std::vector<SavedTensor> SaveInput0AndPresent(const OpContext& ctx,
+                                              std::initializer_list<int> optional) {
+  std::vector<SavedTensor> saved{SaveInput(0)};
+  for (int input : optional)
+    if (ctx.has_input(static_cast<size_t>(input))) saved.push_back(SaveInput(input));
+  return saved;
 }
 
 bool RequiresGrad(const TensorInfo& tensor) {
@@ -72,6 +94,18 @@ OpCost PerInputElementCost(const OpContext& ctx, int64_t flops_per_element, size
   if (ctx.has_input(input) && ctx.inputs[input].shape.known)
     flops = ctx.inputs[input].shape.NumElements() * Dim(flops_per_element);
   return IoCost(ctx, flops);
+}
+
+CostRule PerOutputElementCostRule(int64_t flops_per_element) {
+  return [flops_per_element](const OpContext& ctx) {
+    return PerOutputElementCost(ctx, flops_per_element);
+  };
+}
+
+CostRule PerInputElementCostRule(int64_t flops_per_element) {
+  return [flops_per_element](const OpContext& ctx) {
+    return PerInputElementCost(ctx, flops_per_element);
+  };
 }
 
 std::optional<std::vector<int64_t>> ConstantInts(const TensorInfo& tensor) {

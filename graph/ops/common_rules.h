@@ -15,8 +15,10 @@
 // Bytes read/written are the sizes of the present inputs/outputs whose shapes are known.
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/ops/op_schema.h"
@@ -46,6 +48,13 @@ inline constexpr const char* kDerivativesYaml = "pytorch tools/autograd/derivati
 // The AMP categories: torch.autocast's CUDA op lists.
 inline constexpr const char* kAutocastLists =
     "pytorch aten/src/ATen/autocast_mode.cpp TORCH_LIBRARY_IMPL(aten, AutocastCUDA)";
+// An OpSchema's saved_source / amp_source: the file above, then what it says about the op.
+std::string DerivativesSource(std::string_view what);
+std::string AutocastSource(std::string_view what);
+// What AutocastSource says of an op on none of its lists (AmpCategory::kFollowInputs).
+inline constexpr const char* kNotAutocastListed = "not listed, runs in its input's dtype";
+inline constexpr const char* kNotAutocastListedForCuda =
+    "not listed for CUDA, runs in its input's dtype";
 
 SavedTensor SaveInput(int index);
 SavedTensor SaveOutput(int index);
@@ -57,6 +66,15 @@ SavedTensor SaveExtra(std::string name, DType dtype, Shape shape);
 // activation computed only from inputs is assumed to (the analyzer may know better).
 bool RequiresGrad(const TensorInfo& tensor);
 bool InputRequiresGrad(const OpContext& ctx, size_t input);
+
+// A saved-for-backward rule that keeps the same tensors whatever the node (convolution's input
+// and weight, a pool's input); SaveNothing keeps none.
+SavedRule AlwaysSave(std::vector<SavedTensor> saved);
+SavedRule SaveNothing();
+// Input 0, then each of the optional inputs `optional` the node has (a norm's scale and bias, a
+// loss's label).
+std::vector<SavedTensor> SaveInput0AndPresent(const OpContext& ctx,
+                                              std::initializer_list<int> optional);
 
 // Autograd records no node (so saves nothing) for an op none of whose inputs requires grad.
 SavedRule WhenDifferentiable(SavedRule rule);
@@ -79,6 +97,10 @@ OpCost IoCost(const OpContext& ctx, Dim flops);
 OpCost PerOutputElementCost(const OpContext& ctx, int64_t flops_per_element);
 // FLOPs = flops_per_element * elements of input `input` (0 when its shape is unknown).
 OpCost PerInputElementCost(const OpContext& ctx, int64_t flops_per_element, size_t input = 0);
+
+// The same as cost rules, for ops whose per-element FLOPs are fixed at registration.
+CostRule PerOutputElementCostRule(int64_t flops_per_element);
+CostRule PerInputElementCostRule(int64_t flops_per_element);
 
 // The values of a small integer tensor whose contents fold to constants; nullopt otherwise.
 std::optional<std::vector<int64_t>> ConstantInts(const TensorInfo& tensor);

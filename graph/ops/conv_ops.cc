@@ -166,16 +166,14 @@ OpSchema ConvSchema(const char* op_type, ShapeRule shape, CostRule cost) {
   s.cost = std::move(cost);
   // convolution: input, weight, bias: convolution_backward(grad, input, weight, bias->sizes(),
   // ..., grad_input_mask): one joint formula, so input and weight are both always saved.
-  s.saved_for_backward = WhenDifferentiable([](const OpContext&) {
-    return std::vector<SavedTensor>{SaveInput(0), SaveInput(1)};
-  });
+  s.saved_for_backward = WhenDifferentiable(AlwaysSave({SaveInput(0), SaveInput(1)}));
   s.backward_flops_factor = kContractionBackwardFactor;
   s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": convolution: convolution_backward(grad, input, weight, bias->sym_sizes(), "
-                   "...) saves input and weight (transposed=true for ConvTranspose)";
-  s.amp_source = std::string(kAutocastLists) +
-                 ": lower_precision_fp list (conv1d/2d/3d, conv_transpose1d/2d/3d, convolution)";
+  s.saved_source = DerivativesSource(
+      "convolution: convolution_backward(grad, input, weight, bias->sym_sizes(), "
+      "...) saves input and weight (transposed=true for ConvTranspose)");
+  s.amp_source =
+      AutocastSource("lower_precision_fp list (conv1d/2d/3d, conv_transpose1d/2d/3d, convolution)");
   return s;
 }
 

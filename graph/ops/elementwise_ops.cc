@@ -97,19 +97,9 @@ Expected<std::vector<TensorInfo>> NegShape(const OpContext& ctx) {
   return outs;
 }
 
-SavedRule SaveNothing() {
-  return [](const OpContext&) { return std::vector<SavedTensor>{}; };
-}
+SavedRule SaveInput0() { return WhenDifferentiable(AlwaysSave({SaveInput(0)})); }
 
-SavedRule SaveInput0() {
-  return WhenDifferentiable(
-      [](const OpContext&) { return std::vector<SavedTensor>{SaveInput(0)}; });
-}
-
-SavedRule SaveOutput0() {
-  return WhenDifferentiable(
-      [](const OpContext&) { return std::vector<SavedTensor>{SaveOutput(0)}; });
-}
+SavedRule SaveOutput0() { return WhenDifferentiable(AlwaysSave({SaveOutput(0)})); }
 
 GradientRule OnlyInput0() {
   return [](const OpContext& ctx) {
@@ -132,15 +122,14 @@ OpSchema UnarySchema(const UnarySpec& spec) {
   s.op_type = spec.op_type;
   s.infer_shapes = SameAsInput0;
   int64_t flops = spec.flops_per_element;
-  s.cost = [flops](const OpContext& ctx) { return PerOutputElementCost(ctx, flops); };
+  s.cost = PerOutputElementCostRule(flops);
   s.saved_for_backward = spec.saved;
   s.gradient_inputs = OnlyInput0();  // Clip's min/max, LeakyRelu has none: only x is trained
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = spec.amp;
-  s.saved_source = std::string(kDerivativesYaml) + ": " + spec.saved_source;
-  s.amp_source = spec.amp == AmpCategory::kFp32Required
-                     ? std::string(kAutocastLists) + ": fp32 list"
-                     : std::string(kAutocastLists) + ": not listed, runs in its input's dtype";
+  s.saved_source = DerivativesSource(spec.saved_source);
+  s.amp_source = spec.amp == AmpCategory::kFp32Required ? AutocastSource("fp32 list")
+                                                        : AutocastSource(kNotAutocastListed);
   return s;
 }
 
@@ -209,14 +198,14 @@ OpSchema BinarySchema(const char* op_type, DimOp contents_op, SavedRule saved,
   OpSchema s;
   s.op_type = op_type;
   s.infer_shapes = BinaryShapeRule(std::move(contents_op));
-  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, kSimpleFlops); };
+  s.cost = PerOutputElementCostRule(kSimpleFlops);
   s.saved_for_backward = std::move(saved);
   s.backward_flops_factor = backward_factor;
   s.amp = amp;
-  s.saved_source = std::string(kDerivativesYaml) + ": " + saved_source;
+  s.saved_source = DerivativesSource(saved_source);
   s.amp_source = amp == AmpCategory::kFp32Required
-                     ? std::string(kAutocastLists) + ": fp32 list"
-                     : std::string(kAutocastLists) + ": not listed, runs in its inputs' dtype";
+                     ? AutocastSource("fp32 list")
+                     : AutocastSource("not listed, runs in its inputs' dtype");
   return s;
 }
 
@@ -270,7 +259,7 @@ void RegisterBinaryOps(OpRegistry& registry) {
       "pow_backward_self(grad, self, exponent), pow_backward_exponent(grad, self, exponent, "
       "result)",
       kTwoGradientElementwiseBackwardFactor, AmpCategory::kFp32Required);
-  pow.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, kTranscendentalFlops); };
+  pow.cost = PerOutputElementCostRule(kTranscendentalFlops);
   pow.gradient_inputs = [](const OpContext& ctx) {
     return std::vector<bool>{ctx.has_input(0) && IsFloating(ctx.inputs[0].dtype),
                              InputRequiresGrad(ctx, 1)};
@@ -300,7 +289,7 @@ void RegisterDropout(OpRegistry& registry) {
     return outs;
   };
   // One random draw and one multiply per element.
-  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, 2 * kSimpleFlops); };
+  s.cost = PerOutputElementCostRule(2 * kSimpleFlops);
   // On CUDA, dropout is native_dropout (fused kernel) whose mask (result1) is torch.bool; its
   // backward is native_dropout_backward(grad, result1, scale): only the mask is kept.
   s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
@@ -315,10 +304,10 @@ void RegisterDropout(OpRegistry& registry) {
   });
   s.gradient_inputs = OnlyInput0();
   s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": native_dropout: native_dropout_backward(grad, result1, scale); result1 is "
-                   "a bool mask on CUDA (CPU's fallback multiplies by a mask of the input dtype)";
-  s.amp_source = std::string(kAutocastLists) + ": not listed, runs in its input's dtype";
+  s.saved_source = DerivativesSource(
+      "native_dropout: native_dropout_backward(grad, result1, scale); result1 is "
+      "a bool mask on CUDA (CPU's fallback multiplies by a mask of the input dtype)");
+  s.amp_source = AutocastSource(kNotAutocastListed);
   registry.Register(std::move(s));
 }
 

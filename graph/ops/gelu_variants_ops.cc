@@ -42,9 +42,9 @@ OpSchema BiasedGeluSchema(const char* op_type, int64_t flops_per_element, const 
   });
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFollowInputs;
-  s.saved_source = std::string(kDerivativesYaml) + ": gelu: gelu_backward(grad, self, \"" + form +
-                   "\") saves self, here input + bias when a bias is fused";
-  s.amp_source = std::string(kAutocastLists) + ": not listed, runs in its input's dtype";
+  s.saved_source = DerivativesSource(std::string("gelu: gelu_backward(grad, self, \"") + form +
+                                     "\") saves self, here input + bias when a bias is fused");
+  s.amp_source = AutocastSource(kNotAutocastListed);
   return s;
 }
 

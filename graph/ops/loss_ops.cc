@@ -49,7 +49,7 @@ OpSchema CrossEntropySchema() {
   OpSchema s;
   s.op_type = "SoftmaxCrossEntropyLoss";
   s.infer_shapes = CrossEntropyShape;
-  s.cost = [](const OpContext& ctx) { return PerInputElementCost(ctx, kSoftmaxFlopsPerElement); };
+  s.cost = PerInputElementCostRule(kSoftmaxFlopsPerElement);
   // cross_entropy = nll_loss(log_softmax(scores), labels). _log_softmax saves its result and
   // nll_loss_forward saves self (that same log-prob tensor), target and total_weight (a scalar,
   // not counted). Autocast runs both in fp32, so the log-probs are float32.
@@ -77,12 +77,11 @@ OpSchema CrossEntropySchema() {
   };
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFp32Required;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": _log_softmax saves result; nll_loss_forward: nll_loss_backward(grad, self, "
-                   "target, weight, reduction, ignore_index, total_weight) saves the log-probs, "
-                   "target and weight";
-  s.amp_source =
-      std::string(kAutocastLists) + ": log_softmax (fp32_set_opt_dtype) and nll_loss (fp32) lists";
+  s.saved_source = DerivativesSource(
+      "_log_softmax saves result; nll_loss_forward: nll_loss_backward(grad, self, "
+      "target, weight, reduction, ignore_index, total_weight) saves the log-probs, "
+      "target and weight");
+  s.amp_source = AutocastSource("log_softmax (fp32_set_opt_dtype) and nll_loss (fp32) lists");
   return s;
 }
 
@@ -109,21 +108,18 @@ OpSchema MseLossSchema() {
   s.op_type = "MseLoss";
   s.domain = kMemplanDomain;
   s.infer_shapes = [](const OpContext& ctx) { return ScalarLossShape(ctx, /*check_label=*/true); };
-  s.cost = [](const OpContext& ctx) { return PerInputElementCost(ctx, kMseFlopsPerElement); };
+  s.cost = PerInputElementCostRule(kMseFlopsPerElement);
   // mse_loss: self: mse_loss_backward(grad, self, target, reduction), target: the same with the
   // roles swapped: both operands are saved.
-  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
-    std::vector<SavedTensor> saved{SaveInput(0)};
-    if (ctx.has_input(1)) saved.push_back(SaveInput(1));
-    return saved;
-  });
+  s.saved_for_backward = WhenDifferentiable(
+      [](const OpContext& ctx) { return SaveInput0AndPresent(ctx, /*optional=*/{1}); });
   s.gradient_inputs = GradientOnlyForFloatingInput0();
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFp32Required;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": mse_loss: mse_loss_backward(grad, self, target, reduction) saves self and "
-                   "target";
-  s.amp_source = std::string(kAutocastLists) + ": fp32 list (mse_loss)";
+  s.saved_source = DerivativesSource(
+      "mse_loss: mse_loss_backward(grad, self, target, reduction) saves self and "
+      "target");
+  s.amp_source = AutocastSource("fp32 list (mse_loss)");
   return s;
 }
 
@@ -132,13 +128,12 @@ OpSchema SumLossSchema() {
   s.op_type = "SumLoss";
   s.domain = kMemplanDomain;
   s.infer_shapes = [](const OpContext& ctx) { return ScalarLossShape(ctx, /*check_label=*/false); };
-  s.cost = [](const OpContext& ctx) { return PerInputElementCost(ctx, kSimpleFlops); };
+  s.cost = PerInputElementCostRule(kSimpleFlops);
   s.gradient_inputs = GradientOnlyForFloatingInput0();
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFp32Required;
-  s.saved_source =
-      std::string(kDerivativesYaml) + ": sum: grad.expand_symint(self.sym_sizes()) saves no tensor";
-  s.amp_source = std::string(kAutocastLists) + ": fp32_set_opt_dtype list (sum)";
+  s.saved_source = DerivativesSource("sum: grad.expand_symint(self.sym_sizes()) saves no tensor");
+  s.amp_source = AutocastSource("fp32_set_opt_dtype list (sum)");
   return s;
 }
 

@@ -63,7 +63,7 @@ OpSchema ModSchema() {
     return outs;
   };
   // One division, one multiply and one subtract per element.
-  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, 3 * kSimpleFlops); };
+  s.cost = PerOutputElementCostRule(3 * kSimpleFlops);
   // remainder.Tensor / fmod.Tensor: self: grad; other: -grad * self.div(other, rounding_mode)
   // saves self and other, but only when the divisor requires grad.
   s.saved_for_backward = [](const OpContext& ctx) {
@@ -72,10 +72,10 @@ OpSchema ModSchema() {
   };
   s.backward_flops_factor = kTwoGradientElementwiseBackwardFactor;
   s.amp = AmpCategory::kFollowInputs;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": remainder.Tensor / fmod.Tensor: self: grad, other: -grad * "
-                   "self.div(other, rounding_mode); self and other saved only for other's grad";
-  s.amp_source = std::string(kAutocastLists) + ": not listed, runs in its inputs' dtype";
+  s.saved_source = DerivativesSource(
+      "remainder.Tensor / fmod.Tensor: self: grad, other: -grad * "
+      "self.div(other, rounding_mode); self and other saved only for other's grad");
+  s.amp_source = AutocastSource("not listed, runs in its inputs' dtype");
   return s;
 }
 
@@ -89,13 +89,13 @@ OpSchema TriluSchema() {
     return SingleOutput(x->dtype, x->shape);
   };
   // A compare and a select per element.
-  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, 2 * kSimpleFlops); };
+  s.cost = PerOutputElementCostRule(2 * kSimpleFlops);
   s.gradient_inputs = GradientsAtSlots({0});
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFollowInputs;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": tril / triu: grad.tril(diagonal) / grad.triu(diagonal); nothing saved";
-  s.amp_source = std::string(kAutocastLists) + ": not listed, runs in its input's dtype";
+  s.saved_source =
+      DerivativesSource("tril / triu: grad.tril(diagonal) / grad.triu(diagonal); nothing saved");
+  s.amp_source = AutocastSource(kNotAutocastListed);
   return s;
 }
 
@@ -115,15 +115,15 @@ OpSchema RandomDrawSchema(const char* op_type, const char* derivatives) {
     return SingleOutput(dtype, x->shape);
   };
   // One random draw and one compare or scale per element.
-  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, 2 * kSimpleFlops); };
+  s.cost = PerOutputElementCostRule(2 * kSimpleFlops);
   s.gradient_inputs = [](const OpContext& ctx) {
     return std::vector<bool>(ctx.inputs.size(), false);
   };
   s.backward_flops_factor = 0.0;
   s.stochastic = true;
   s.amp = AmpCategory::kFollowInputs;
-  s.saved_source = std::string(kDerivativesYaml) + ": " + derivatives;
-  s.amp_source = std::string(kAutocastLists) + ": not listed, runs in its input's dtype";
+  s.saved_source = DerivativesSource(derivatives);
+  s.amp_source = AutocastSource(kNotAutocastListed);
   return s;
 }
 

@@ -113,8 +113,8 @@ OpSchema TwoOperandContractionSchema(const char* op_type, ShapeRule infer_shapes
   s.saved_for_backward = [](const OpContext& ctx) { return SaveOperandsForOthers(ctx, 2); };
   s.backward_flops_factor = kContractionBackwardFactor;
   s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = std::string(kDerivativesYaml) + ": " + saved_rule;
-  s.amp_source = std::string(kAutocastLists) + ": " + kMatMulAmp;
+  s.saved_source = DerivativesSource(saved_rule);
+  s.amp_source = AutocastSource(kMatMulAmp);
   return s;
 }
 
@@ -297,11 +297,11 @@ OpSchema EinsumSchema() {
   s.saved_for_backward = EinsumSaved;
   s.backward_flops_factor = kContractionBackwardFactor;
   s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": einsum is composite (permute/reshape + bmm, sumproduct_pair); bmm saves each "
-                   "operand when the other requires grad, as the copy its reshape makes where "
-                   "the permuted operand cannot be viewed as [batch, rows, cols]";
-  s.amp_source = std::string(kAutocastLists) + ": " + kMatMulAmp;
+  s.saved_source = DerivativesSource(
+      "einsum is composite (permute/reshape + bmm, sumproduct_pair); bmm saves each "
+      "operand when the other requires grad, as the copy its reshape makes where "
+      "the permuted operand cannot be viewed as [batch, rows, cols]");
+  s.amp_source = AutocastSource(kMatMulAmp);
   return s;
 }
 

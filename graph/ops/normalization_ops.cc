@@ -48,8 +48,8 @@ bool ChannelCountKnown(const OpContext& ctx) {
 }
 
 std::string NormAmpSource(bool fp32) {
-  return std::string(kAutocastLists) +
-         (fp32 ? ": fp32 list" : ": not listed, runs in its input's dtype (statistics in fp32)");
+  return AutocastSource(fp32 ? "fp32 list"
+                             : "not listed, runs in its input's dtype (statistics in fp32)");
 }
 
 // `saved` and then the two statistics a training-mode norm keeps for backward, its mean and
@@ -79,16 +79,13 @@ OpSchema BatchNormSchema() {
     }
     return outs;
   };
-  s.cost = [](const OpContext& ctx) { return PerInputElementCost(ctx, kBatchNormFlopsPerElement); };
+  s.cost = PerInputElementCostRule(kBatchNormFlopsPerElement);
   // native_batch_norm / cudnn_batch_norm: input, weight, bias: ..._backward(grad, input, weight,
   // running_mean, running_var, result1 (save_mean), result2 (save_invstd), ...). The running
   // statistics are persistent buffers (no extra memory); save_mean/save_invstd are new [C]
   // tensors. cuDNN also keeps result3, a reserve space that is empty for plain batch norm.
   s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
-    std::vector<SavedTensor> saved{SaveInput(0)};
-    if (ctx.has_input(1)) saved.push_back(SaveInput(1));
-    if (ctx.has_input(3)) saved.push_back(SaveInput(3));
-    if (ctx.has_input(4)) saved.push_back(SaveInput(4));
+    std::vector<SavedTensor> saved = SaveInput0AndPresent(ctx, /*optional=*/{1, 3, 4});
     Shape c = ChannelCountKnown(ctx) ? Shape{{ChannelCount(ctx)}} : Shape::Unknown();
     return WithStatistics(std::move(saved), ctx, "save_mean", "save_invstd", c);
   });
@@ -102,9 +99,9 @@ OpSchema BatchNormSchema() {
   };
   s.backward_flops_factor = kNormalizationBackwardFactor;
   s.amp = AmpCategory::kFollowInputs;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": native_batch_norm / cudnn_batch_norm save input, weight, running_mean, "
-                   "running_var, result1 (save_mean [C]) and result2 (save_invstd [C])";
+  s.saved_source = DerivativesSource(
+      "native_batch_norm / cudnn_batch_norm save input, weight, running_mean, "
+      "running_var, result1 (save_mean [C]) and result2 (save_invstd [C])");
   s.amp_source = NormAmpSource(false);
   return s;
 }
@@ -116,9 +113,7 @@ OpSchema InstanceNormSchema() {
   OpSchema s;
   s.op_type = "InstanceNormalization";
   s.infer_shapes = NormOutputs;
-  s.cost = [](const OpContext& ctx) {
-    return PerInputElementCost(ctx, kNormalizationFlopsPerElement);
-  };
+  s.cost = PerInputElementCostRule(kNormalizationFlopsPerElement);
   s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
     std::vector<SavedTensor> saved{SaveInput(0)};
     const Shape& x = ctx.inputs[0].shape;
@@ -128,10 +123,10 @@ OpSchema InstanceNormSchema() {
   });
   s.backward_flops_factor = kNormalizationBackwardFactor;
   s.amp = AmpCategory::kFollowInputs;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": instance_norm is composite (Normalization.cpp: repeat weight, batch_norm on "
-                   "[1, N*C, ...]); native_batch_norm saves input, the repeated weight [N*C], "
-                   "save_mean and save_invstd [N*C]";
+  s.saved_source = DerivativesSource(
+      "instance_norm is composite (Normalization.cpp: repeat weight, batch_norm on "
+      "[1, N*C, ...]); native_batch_norm saves input, the repeated weight [N*C], "
+      "save_mean and save_invstd [N*C]");
   s.amp_source = NormAmpSource(false);
   return s;
 }
@@ -157,16 +152,12 @@ OpSchema LayerNormSchema() {
     }
     return outs;
   };
-  s.cost = [](const OpContext& ctx) {
-    return PerInputElementCost(ctx, kNormalizationFlopsPerElement);
-  };
+  s.cost = PerInputElementCostRule(kNormalizationFlopsPerElement);
   // native_layer_norm: input, weight, bias: native_layer_norm_backward(grad, input, shape,
   // result1 (mean), result2 (rstd), weight, bias, mask). Mean/rstd have the leading dims of X
   // followed by ones. When the node exposes Mean/InvStdDev those outputs are the same tensors.
   s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
-    std::vector<SavedTensor> saved{SaveInput(0)};
-    if (ctx.has_input(1)) saved.push_back(SaveInput(1));
-    if (ctx.has_input(2)) saved.push_back(SaveInput(2));
+    std::vector<SavedTensor> saved = SaveInput0AndPresent(ctx, /*optional=*/{1, 2});
     const Shape stat = StatShapeOrUnknown(ctx, ctx.attrs().GetInt("axis", -1));
     const DType stats = StatisticsDType(ctx.inputs[0].dtype);
     saved.push_back(OutputOrExtra(ctx, 1, "mean", stats, stat));
@@ -175,9 +166,9 @@ OpSchema LayerNormSchema() {
   });
   s.backward_flops_factor = kNormalizationBackwardFactor;
   s.amp = AmpCategory::kFp32Required;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": native_layer_norm saves input, weight, bias, result1 (mean) and result2 "
-                   "(rstd), both of shape X.shape[:axis] + [1]*rest";
+  s.saved_source = DerivativesSource(
+      "native_layer_norm saves input, weight, bias, result1 (mean) and result2 "
+      "(rstd), both of shape X.shape[:axis] + [1]*rest");
   s.amp_source = NormAmpSource(true) + " (layer_norm, native_layer_norm)";
   return s;
 }
@@ -191,14 +182,11 @@ OpSchema GroupNormSchema() {
       return MakeError(NodeError(ctx.node, "num_groups must be a positive attribute"));
     return NormOutputs(ctx);
   };
-  s.cost = [](const OpContext& ctx) {
-    return PerInputElementCost(ctx, kNormalizationFlopsPerElement);
-  };
+  s.cost = PerInputElementCostRule(kNormalizationFlopsPerElement);
   // native_group_norm: input, weight, bias: native_group_norm_backward(grad, input, result1,
   // result2, weight, N, C, HxW, group, mask); mean/rstd are [N, group].
   s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
-    std::vector<SavedTensor> saved{SaveInput(0)};
-    if (ctx.has_input(1)) saved.push_back(SaveInput(1));
+    std::vector<SavedTensor> saved = SaveInput0AndPresent(ctx, /*optional=*/{1});
     const Shape& x = ctx.inputs[0].shape;
     int64_t groups = ctx.attrs().GetInt("num_groups", 1);
     Shape ng = (x.known && x.rank() >= 1) ? Shape{{x.dims[0], Dim(groups)}} : Shape::Unknown();
@@ -206,9 +194,9 @@ OpSchema GroupNormSchema() {
   });
   s.backward_flops_factor = kNormalizationBackwardFactor;
   s.amp = AmpCategory::kFp32Required;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": native_group_norm saves input, weight, result1 (mean) and result2 (rstd), "
-                   "both [N, group]";
+  s.saved_source = DerivativesSource(
+      "native_group_norm saves input, weight, result1 (mean) and result2 (rstd), "
+      "both [N, group]");
   s.amp_source = NormAmpSource(true) + " (group_norm)";
   return s;
 }

@@ -47,9 +47,7 @@ OpCost WindowCost(const OpContext& ctx) {
   return PerOutputElementCost(ctx, window);
 }
 
-std::string PoolAmpSource() {
-  return std::string(kAutocastLists) + ": not listed for CUDA, runs in its input's dtype";
-}
+std::string PoolAmpSource() { return AutocastSource(kNotAutocastListedForCuda); }
 
 OpSchema MaxPoolSchema() {
   OpSchema s;
@@ -69,9 +67,9 @@ OpSchema MaxPoolSchema() {
     return saved;
   });
   s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": max_pool2d_with_indices / max_pool3d_with_indices save self and result1 "
-                   "(int64 indices, the output's shape)";
+  s.saved_source = DerivativesSource(
+      "max_pool2d_with_indices / max_pool3d_with_indices save self and result1 "
+      "(int64 indices, the output's shape)");
   s.amp_source = PoolAmpSource();
   return s;
 }
@@ -81,11 +79,10 @@ OpSchema AveragePoolSchema() {
   s.op_type = "AveragePool";
   s.infer_shapes = PoolShape;
   s.cost = WindowCost;
-  s.saved_for_backward =
-      WhenDifferentiable([](const OpContext&) { return std::vector<SavedTensor>{SaveInput(0)}; });
+  s.saved_for_backward = WhenDifferentiable(AlwaysSave({SaveInput(0)}));
   s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": avg_pool2d / avg_pool3d: avg_pool2d_backward(grad, self, ...) saves self";
+  s.saved_source =
+      DerivativesSource("avg_pool2d / avg_pool3d: avg_pool2d_backward(grad, self, ...) saves self");
   s.amp_source = PoolAmpSource();
   return s;
 }
@@ -112,12 +109,12 @@ OpSchema GlobalAveragePoolSchema() {
     outs[0].shape = std::move(y);
     return outs;
   };
-  s.cost = [](const OpContext& ctx) { return PerInputElementCost(ctx, kSimpleFlops); };
+  s.cost = PerInputElementCostRule(kSimpleFlops);
   s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": adaptive_avg_pool2d(x, 1) = x.mean({-1,-2}, keepdim) "
-                   "(ATen AdaptiveAveragePooling.cpp); mean.dim: mean_backward(grad, "
-                   "self.sym_sizes(), dim, self.sym_numel(), keepdim) saves no tensor";
+  s.saved_source = DerivativesSource(
+      "adaptive_avg_pool2d(x, 1) = x.mean({-1,-2}, keepdim) "
+      "(ATen AdaptiveAveragePooling.cpp); mean.dim: mean_backward(grad, "
+      "self.sym_sizes(), dim, self.sym_numel(), keepdim) saves no tensor");
   s.amp_source = PoolAmpSource();
   return s;
 }

@@ -59,13 +59,13 @@ OpSchema ReduceSchema(const char* op_type, SavedRule saved, const std::string& s
   OpSchema s;
   s.op_type = op_type;
   s.infer_shapes = ReduceShape;
-  s.cost = [](const OpContext& ctx) { return PerInputElementCost(ctx, kSimpleFlops); };
+  s.cost = PerInputElementCostRule(kSimpleFlops);
   s.saved_for_backward = std::move(saved);
   s.gradient_inputs = GradientOnlyForFloatingInput0();
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = amp;
-  s.saved_source = std::string(kDerivativesYaml) + ": " + saved_source;
-  s.amp_source = std::string(kAutocastLists) + ": " + amp_source;
+  s.saved_source = DerivativesSource(saved_source);
+  s.amp_source = AutocastSource(amp_source);
   return s;
 }
 
@@ -87,14 +87,14 @@ OpSchema SoftmaxSchema(const char* op_type, const char* aten) {
   OpSchema s;
   s.op_type = op_type;
   s.infer_shapes = SoftmaxShape;
-  s.cost = [](const OpContext& ctx) { return PerOutputElementCost(ctx, kSoftmaxFlopsPerElement); };
-  s.saved_for_backward =
-      WhenDifferentiable([](const OpContext&) { return std::vector<SavedTensor>{SaveOutput(0)}; });
+  s.cost = PerOutputElementCostRule(kSoftmaxFlopsPerElement);
+  s.saved_for_backward = WhenDifferentiable(AlwaysSave({SaveOutput(0)}));
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFp32Required;
-  s.saved_source = std::string(kDerivativesYaml) + ": " + aten +
-                   ": ..._backward_data(grad, result, dim, self.scalar_type()) saves the output";
-  s.amp_source = std::string(kAutocastLists) + ": fp32_set_opt_dtype list (softmax, log_softmax)";
+  s.saved_source = DerivativesSource(
+      std::string(aten) +
+      ": ..._backward_data(grad, result, dim, self.scalar_type()) saves the output");
+  s.amp_source = AutocastSource("fp32_set_opt_dtype list (softmax, log_softmax)");
   return s;
 }
 
@@ -102,11 +102,11 @@ OpSchema SoftmaxSchema(const char* op_type, const char* aten) {
 
 void RegisterReductionOps(OpRegistry& registry) {
   registry.Register(ReduceSchema(
-      "ReduceSum", [](const OpContext&) { return std::vector<SavedTensor>{}; },
+      "ReduceSum", SaveNothing(),
       "sum.dim_IntList: sum_backward(grad, self.sym_sizes(), dim, keepdim) saves no tensor",
       AmpCategory::kFp32Required, "fp32_set_opt_dtype list (sum)"));
   registry.Register(ReduceSchema(
-      "ReduceMean", [](const OpContext&) { return std::vector<SavedTensor>{}; },
+      "ReduceMean", SaveNothing(),
       "mean.dim: mean_backward(grad, self.sym_sizes(), dim, self.sym_numel(), keepdim) saves no "
       "tensor (torch <= 1.13 saved self)",
       AmpCategory::kFollowInputs, "mean is not listed, runs in its input's dtype"));

@@ -89,10 +89,10 @@ OpSchema PadSchema() {
   });
   s.gradient_inputs = GradientOnlyForFloatingInput0();
   s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": constant_pad_nd saves nothing; reflection_pad{1,2,3}d and "
-                   "replication_pad{1,2,3}d save self";
-  s.amp_source = std::string(kAutocastLists) + ": not listed for CUDA, runs in its input's dtype";
+  s.saved_source = DerivativesSource(
+      "constant_pad_nd saves nothing; reflection_pad{1,2,3}d and "
+      "replication_pad{1,2,3}d save self");
+  s.amp_source = AutocastSource(kNotAutocastListedForCuda);
   return s;
 }
 
@@ -165,10 +165,10 @@ OpSchema ResizeSchema() {
   };
   s.gradient_inputs = GradientOnlyForFloatingInput0();
   s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": upsample_nearest*/upsample_(bi|tri)linear*/upsample_bicubic2d backward "
-                   "takes output_size and self.sym_sizes() only: no tensor saved";
-  s.amp_source = std::string(kAutocastLists) + ": not listed for CUDA, runs in its input's dtype";
+  s.saved_source = DerivativesSource(
+      "upsample_nearest*/upsample_(bi|tri)linear*/upsample_bicubic2d backward "
+      "takes output_size and self.sym_sizes() only: no tensor saved");
+  s.amp_source = AutocastSource(kNotAutocastListedForCuda);
   return s;
 }
 

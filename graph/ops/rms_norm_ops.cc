@@ -40,15 +40,14 @@ Expected<std::vector<TensorInfo>> SameAsInput0WithStats(const OpContext& ctx, in
 }
 
 std::string RmsSavedSource() {
-  return std::string(kDerivativesYaml) +
-         ": _fused_rms_norm(input, normalized_shape, weight, eps) -> (output, rstd): "
-         "_fused_rms_norm_backward(grad, input, normalized_shape, rstd, weight, mask) saves "
-         "input, weight and result1 (rstd, X.shape[:axis] + [1]*rest)";
+  return DerivativesSource(
+      "_fused_rms_norm(input, normalized_shape, weight, eps) -> (output, rstd): "
+      "_fused_rms_norm_backward(grad, input, normalized_shape, rstd, weight, mask) saves "
+      "input, weight and result1 (rstd, X.shape[:axis] + [1]*rest)");
 }
 
 std::string RmsAmpSource() {
-  return std::string(kAutocastLists) +
-         ": rms_norm is not listed, runs in its input's dtype (statistics in fp32)";
+  return AutocastSource("rms_norm is not listed, runs in its input's dtype (statistics in fp32)");
 }
 
 // ---------------------------------------------------------------- RMS normalisation
@@ -61,10 +60,9 @@ OpSchema RmsNormSchema(const char* op_type, const char* domain) {
   s.infer_shapes = [](const OpContext& ctx) {
     return SameAsInput0WithStats(ctx, ctx.attrs().GetInt("axis", -1), 1, 1);
   };
-  s.cost = [](const OpContext& ctx) { return PerInputElementCost(ctx, kRmsNormFlopsPerElement); };
+  s.cost = PerInputElementCostRule(kRmsNormFlopsPerElement);
   s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
-    std::vector<SavedTensor> saved{SaveInput(0)};
-    if (ctx.has_input(1)) saved.push_back(SaveInput(1));
+    std::vector<SavedTensor> saved = SaveInput0AndPresent(ctx, /*optional=*/{1});
     const int64_t axis = ctx.attrs().GetInt("axis", -1);
     saved.push_back(OutputOrExtra(ctx, 1, "rstd", StatisticsDType(ctx.inputs[0].dtype),
                                   StatShapeOrUnknown(ctx, axis)));
@@ -95,7 +93,7 @@ OpSchema SkipNormSchema(const char* op_type, bool rms) {
   };
   const int64_t flops =
       (rms ? kRmsNormFlopsPerElement : kNormalizationFlopsPerElement) + 2 * kResidualAddFlops;
-  s.cost = [flops](const OpContext& ctx) { return PerInputElementCost(ctx, flops); };
+  s.cost = PerInputElementCostRule(flops);
   const size_t bias_slot = rms ? 3 : 4;
   s.saved_for_backward = WhenDifferentiable([rms](const OpContext& ctx) {
     // The residual sum is a new tensor the norm keeps (PyTorch: `h = x + skip; ln(h)`).
@@ -121,11 +119,10 @@ OpSchema SkipNormSchema(const char* op_type, bool rms) {
   s.amp = rms ? AmpCategory::kFollowInputs : AmpCategory::kFp32Required;
   s.saved_source =
       rms ? RmsSavedSource() + " (input = input + skip + bias, a new tensor)"
-          : std::string(kDerivativesYaml) +
-                ": add.Tensor saves nothing; native_layer_norm saves input (the sum input + "
-                "skip + bias), weight, bias, result1 (mean) and result2 (rstd)";
-  s.amp_source = rms ? RmsAmpSource()
-                     : std::string(kAutocastLists) + ": fp32 list (layer_norm, native_layer_norm)";
+          : DerivativesSource(
+                "add.Tensor saves nothing; native_layer_norm saves input (the sum input + "
+                "skip + bias), weight, bias, result1 (mean) and result2 (rstd)");
+  s.amp_source = rms ? RmsAmpSource() : AutocastSource("fp32 list (layer_norm, native_layer_norm)");
   return s;
 }
 

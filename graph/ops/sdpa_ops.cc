@@ -211,12 +211,11 @@ OpSchema SdpaSchema() {
   s.output_strides = SdpaOutputStrides;
   s.backward_flops_factor = kFlashBackwardFactor;
   s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = std::string(kDerivativesYaml) +
-                   ": _scaled_dot_product_flash_attention saves query, key, value, output, "
-                   "logsumexp (fp32 [B, H, Sq]), philox_seed, philox_offset; "
-                   "_scaled_dot_product_efficient_attention also attn_bias (the mask)";
-  s.amp_source =
-      std::string(kAutocastLists) + ": lower_precision_fp list (scaled_dot_product_attention)";
+  s.saved_source = DerivativesSource(
+      "_scaled_dot_product_flash_attention saves query, key, value, output, "
+      "logsumexp (fp32 [B, H, Sq]), philox_seed, philox_offset; "
+      "_scaled_dot_product_efficient_attention also attn_bias (the mask)");
+  s.amp_source = AutocastSource("lower_precision_fp list (scaled_dot_product_attention)");
   return s;
 }
 

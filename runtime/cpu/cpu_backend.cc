@@ -52,6 +52,18 @@ Status CopyRounded(const Tensor& src, const Tensor& dst, bool add, std::string_v
 // Cross-entropy labels as one id per position of CrossEntropyLogitsView's [N, C, d...].
 Tensor AsFlat(const Tensor& t) { return t.defined() ? t.View({t.numel()}) : t; }
 
+// A loss kernel's prediction and label as the program holds them, in the layout the kernels read:
+// cross entropy takes [N, C, d...] logits and one label per position; the others take both as
+// they are.
+struct LossOperands {
+  Tensor prediction;
+  Tensor label;
+};
+LossOperands KernelLossOperands(LossKind kind, const Tensor& prediction, const Tensor& label) {
+  if (kind == LossKind::kCrossEntropy) return {CrossEntropyLogitsView(prediction), AsFlat(label)};
+  return {prediction, label};
+}
+
 Expected<LossKind> LossFromName(std::string_view name) {
   Expected<LossKind> kind = ParseLossKind(name);
   if (!kind.ok() || *kind == LossKind::kAuto)
@@ -246,17 +258,12 @@ Status CpuBackend::Backward(const BackwardCall& call) {
 Status CpuBackend::LossForward(const LossCall& call) {
   MEMPLAN_TRY(LossKind kind, LossFromName(call.loss));
   const KernelContext ctx{.allocator = &scratch_};
-  Tensor prediction = AsTensor(call.prediction);
-  Tensor label = AsTensor(call.label);
-  if (kind == LossKind::kCrossEntropy) {
-    prediction = CrossEntropyLogitsView(prediction);
-    label = AsFlat(label);
-  }
-  MEMPLAN_TRY(Tensor loss, memplan::LossForward(kind, ctx, prediction, label));
+  const LossOperands in = KernelLossOperands(kind, AsTensor(call.prediction), AsTensor(call.label));
+  MEMPLAN_TRY(Tensor loss, memplan::LossForward(kind, ctx, in.prediction, in.label));
   MEMPLAN_RETURN_IF_ERROR(CopyRounded(loss, AsTensor(call.loss_value), false, "loss"));
   if (call.log_prob.defined()) {
     Tensor out = AsTensor(call.log_prob);
-    MEMPLAN_RETURN_IF_ERROR(CrossEntropyLogProb(prediction, out));
+    MEMPLAN_RETURN_IF_ERROR(CrossEntropyLogProb(in.prediction, out));
   }
   return OkStatus();
 }
@@ -266,17 +273,16 @@ Status CpuBackend::LossBackward(const LossBackwardCall& call) {
   const KernelContext ctx{.allocator = &scratch_};
   Tensor dest = AsTensor(call.grad);
   Tensor source = AsTensor(call.prediction);
-  Tensor label = AsTensor(call.label);
-  if (kind == LossKind::kCrossEntropy) {
+  if (kind == LossKind::kCrossEntropy && call.log_prob.defined()) {
     // softmax(log_softmax(z)) == softmax(z): the kept log-probabilities give the same gradient.
-    if (call.log_prob.defined()) source = AsTensor(call.log_prob);
-    source = CrossEntropyLogitsView(source);
-    label = AsFlat(label);
+    source = AsTensor(call.log_prob);
   } else if (kind == LossKind::kSum) {
     source = Tensor::Zeros(dest.shape(), DType::kFloat32, scratch_, MemoryCategory::kOther);
   }
-  if (!source.defined()) return MakeError("loss backward: the prediction was not kept");
-  MEMPLAN_TRY(Tensor grad, memplan::LossBackward(kind, ctx, source, label, call.grad_scale));
+  const LossOperands in = KernelLossOperands(kind, source, AsTensor(call.label));
+  if (!in.prediction.defined()) return MakeError("loss backward: the prediction was not kept");
+  MEMPLAN_TRY(Tensor grad,
+              memplan::LossBackward(kind, ctx, in.prediction, in.label, call.grad_scale));
   return CopyRounded(grad, dest, /*add=*/false, "loss gradient");
 }
 

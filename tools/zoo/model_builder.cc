@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <type_traits>
 #include <utility>
 
 namespace memplan::zoo {
@@ -204,29 +205,40 @@ Attribute TensorAttr(onnx::TensorProto tensor) {
   return attribute;
 }
 
+// A literal INT64 or FLOAT tensor of `values`: a vector [n] when `as_vector`, else a scalar (no
+// dims, one value).
+template <class T>
+onnx::TensorProto LiteralTensor(const std::vector<T>& values, bool as_vector) {
+  static_assert(std::is_same_v<T, int64_t> || std::is_same_v<T, float>);
+  constexpr bool kFloat = std::is_same_v<T, float>;
+  onnx::TensorProto tensor;
+  tensor.set_data_type(kFloat ? onnx::TensorProto::FLOAT : onnx::TensorProto::INT64);
+  if (as_vector) tensor.add_dims(static_cast<int64_t>(values.size()));
+  for (T v : values) {
+    if constexpr (kFloat) {
+      tensor.add_float_data(v);
+    } else {
+      tensor.add_int64_data(v);
+    }
+  }
+  return tensor;
+}
+
 }  // namespace
 
 std::string ModelBuilder::ConstantInts(const std::string& scope,
                                        const std::vector<int64_t>& values) {
-  onnx::TensorProto tensor;
-  tensor.set_data_type(onnx::TensorProto::INT64);
-  tensor.add_dims(static_cast<int64_t>(values.size()));
-  for (int64_t v : values) tensor.add_int64_data(v);
-  return Op(scope, "Constant", {}, {TensorAttr(std::move(tensor))});
+  return Op(scope, "Constant", {}, {TensorAttr(LiteralTensor(values, /*as_vector=*/true))});
 }
 
 std::string ModelBuilder::ConstantIntScalar(const std::string& scope, int64_t value) {
-  onnx::TensorProto tensor;
-  tensor.set_data_type(onnx::TensorProto::INT64);
-  tensor.add_int64_data(value);
-  return Op(scope, "Constant", {}, {TensorAttr(std::move(tensor))});
+  return Op(scope, "Constant", {},
+            {TensorAttr(LiteralTensor<int64_t>({value}, /*as_vector=*/false))});
 }
 
 std::string ModelBuilder::ConstantFloatScalar(const std::string& scope, float value) {
-  onnx::TensorProto tensor;
-  tensor.set_data_type(onnx::TensorProto::FLOAT);
-  tensor.add_float_data(value);
-  return Op(scope, "Constant", {}, {TensorAttr(std::move(tensor))});
+  return Op(scope, "Constant", {},
+            {TensorAttr(LiteralTensor<float>({value}, /*as_vector=*/false))});
 }
 
 std::string ModelBuilder::ConstantBoolScalar(const std::string& scope, bool value) {
@@ -238,20 +250,13 @@ std::string ModelBuilder::ConstantBoolScalar(const std::string& scope, bool valu
 
 std::string ModelBuilder::ConstantFloats(const std::string& scope,
                                          const std::vector<float>& values) {
-  onnx::TensorProto tensor;
-  tensor.set_data_type(onnx::TensorProto::FLOAT);
-  tensor.add_dims(static_cast<int64_t>(values.size()));
-  for (float v : values) tensor.add_float_data(v);
-  return Op(scope, "Constant", {}, {TensorAttr(std::move(tensor))});
+  return Op(scope, "Constant", {}, {TensorAttr(LiteralTensor(values, /*as_vector=*/true))});
 }
 
 std::string ModelBuilder::ConstantOfShapeFloat(const std::string& scope, const std::string& shape,
                                                float value) {
-  onnx::TensorProto tensor;
-  tensor.set_data_type(onnx::TensorProto::FLOAT);
-  tensor.add_dims(1);
-  tensor.add_float_data(value);
-  return Op(scope, "ConstantOfShape", {shape}, {TensorAttr(std::move(tensor))});
+  return Op(scope, "ConstantOfShape", {shape},
+            {TensorAttr(LiteralTensor<float>({value}, /*as_vector=*/true))});
 }
 
 std::string ModelBuilder::DimOf(const std::string& scope, const std::string& tensor, int64_t axis) {

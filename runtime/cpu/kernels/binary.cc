@@ -120,8 +120,7 @@ Expected<ForwardResult> BinaryForward(const KernelContext& ctx, const ForwardArg
       out[i] = Op::Forward(pa[off[0]], pb[off[1]]);
     });
   }
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 template <class Op>

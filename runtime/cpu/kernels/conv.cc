@@ -258,8 +258,7 @@ Expected<ForwardResult> ConvForward(const KernelContext& ctx, const ForwardArgs&
   if (bias.defined())
     FillBias(bias.data(), g.batch, plan.out_channels, plan.OutPlane(), y.mutable_data());
   ConvolveInto(plan, x.data(), w.data(), y.mutable_data());
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 // The backward of Conv and of ConvTranspose: the same three products of `plan`. For a transposed
@@ -365,8 +364,7 @@ Expected<ForwardResult> ConvTransposeForward(const KernelContext& ctx, const For
   Tensor y = NewOutput(ctx, transposed.output, x.dtype());
   if (bias.defined()) FillBias(bias.data(), g.batch, g.channels, plan.InPlane(), y.mutable_data());
   ConvolveInputGradientInto(plan, w.data(), x.data(), y.mutable_data());
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 Expected<InputGradients> ConvTransposeBackward(const KernelContext& ctx, const BackwardArgs& args) {

@@ -68,9 +68,7 @@ Expected<InputGradients> DropoutBackward(const KernelContext& ctx, const Backwar
   for (int64_t i = 0; i < dx.numel(); ++i) {
     dx.mutable_data()[i] = dy.data()[i] * mask.data()[i] * scale;
   }
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 // The random draws' result type: the `dtype` attribute's, else the input's.
@@ -128,8 +126,7 @@ Expected<ForwardResult> RandomLikeForward(const KernelContext& ctx, const Forwar
     }
     y.mutable_data()[i] = static_cast<float>(v);
   }
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 }  // namespace

@@ -138,8 +138,7 @@ Expected<ForwardResult> EinsumForward(const KernelContext& ctx, const ForwardArg
   for (char letter : c.out) shape.push_back(c.size[static_cast<unsigned char>(letter)]);
   Tensor y = NewOverwrittenOutput(ctx, shape, a.dtype());
   Contract(c, a.data(), a.shape(), b.data(), b.shape(), y.mutable_data());
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 Expected<InputGradients> EinsumBackward(const KernelContext& ctx, const BackwardArgs& args) {

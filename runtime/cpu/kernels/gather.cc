@@ -89,9 +89,7 @@ Expected<InputGradients> GatherBackward(const KernelContext& ctx, const Backward
       for (int64_t k = 0; k < plan.inner; ++k) dst[k] += src[k];
     }
   }
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 // GatherElements(data, indices, axis): output[p] = data[p with its axis coordinate replaced by
@@ -144,9 +142,7 @@ Expected<InputGradients> GatherElementsBackward(const KernelContext& ctx,
               GatherElementsOffsets(AttributesOf(args.attributes), args.input_shapes[0], indices));
   Tensor dx = NewInputGradient(ctx, args, 0);
   for (size_t e = 0; e < offsets.size(); ++e) dx.mutable_data()[offsets[e]] += dy.data()[e];
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 // ScatterND(data, indices, updates): a copy of data with slices replaced (or, with `reduction`,
@@ -219,8 +215,7 @@ Expected<ForwardResult> ScatterNDForward(const KernelContext& ctx, const Forward
       }
     }
   }
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 // index_put_'s backward (reduction "none"): data's gradient is dY with the replaced slices

@@ -80,10 +80,14 @@ void RoundToOwnDType(const Tensor& tensor) {
 InputGradients WithRoundedGradients(InputGradients grads, Tensor dx, Tensor dw, Tensor db) {
   for (size_t i = 0; i < 3; ++i) {
     Tensor* t = i == 0 ? &dx : i == 1 ? &dw : &db;
-    if (!t->defined()) continue;
-    RoundToOwnDType(*t);
-    grads[i] = std::move(*t);
+    if (t->defined()) grads = WithRoundedGradient(std::move(grads), i, std::move(*t));
   }
+  return grads;
+}
+
+InputGradients WithRoundedGradient(InputGradients grads, size_t input, Tensor gradient) {
+  RoundToOwnDType(gradient);
+  grads[input] = std::move(gradient);
   return grads;
 }
 
@@ -128,6 +132,11 @@ ForwardResult SingleOutput(Tensor output) {
   ForwardResult result;
   result.outputs.push_back(std::move(output));
   return result;
+}
+
+ForwardResult RoundedSingleOutput(Tensor output) {
+  RoundToOwnDType(output);
+  return SingleOutput(std::move(output));
 }
 
 }  // namespace memplan

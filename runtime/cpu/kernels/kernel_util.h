@@ -50,6 +50,9 @@ void RoundToOwnDType(const Tensor& tensor);
 // `grads` with the gradients of a kernel's (input, weight, bias) in slots 0, 1 and 2, each rounded
 // to its own dtype; an undefined one (not needed) leaves its slot as it was.
 InputGradients WithRoundedGradients(InputGradients grads, Tensor dx, Tensor dw, Tensor db);
+// `grads` with `gradient`, rounded to its own dtype, in slot `input`: how a backward kernel hands
+// back the one gradient it computed last.
+InputGradients WithRoundedGradient(InputGradients grads, size_t input, Tensor gradient);
 // The forward result of `y`, rounded to its own dtype, and the saved `extras` in order; extra i
 // is also output i + 1 when the node declares that many outputs (Dropout's mask, MaxPool's
 // indices, LayerNormalization's mean and invstd).
@@ -102,5 +105,7 @@ Expected<InputGradients> BackwardFor(const KernelContext& ctx, const BackwardArg
 
 // ForwardResult with the single output `output`.
 ForwardResult SingleOutput(Tensor output);
+// The same, `output` first rounded to its own dtype (a kernel that computed it in fp32 numbers).
+ForwardResult RoundedSingleOutput(Tensor output);
 
 }  // namespace memplan

@@ -68,8 +68,7 @@ Expected<ForwardResult> MatMulForward(const KernelContext& ctx, const ForwardArg
     GemmAccumulate(false, false, plan.m, plan.n, plan.k, 1.0f, a.data() + ia * a_size,
                    b.data() + ib * b_size, y.mutable_data() + out * y_size);
   });
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 // dA = dY B^T and dB = A^T dY per matrix; a matrix broadcast over the batch accumulates the
@@ -156,8 +155,7 @@ Expected<ForwardResult> GemmForward(const KernelContext& ctx, const ForwardArgs&
   }
   GemmAccumulate(p.trans_a, p.trans_b, p.m, p.n, p.k, p.alpha, a.data(), b.data(),
                  y.mutable_data());
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 Expected<InputGradients> GemmBackward(const KernelContext& ctx, const BackwardArgs& args) {

@@ -97,8 +97,7 @@ Expected<ForwardResult> PadForward(const KernelContext& ctx, const ForwardArgs& 
   float* out = y.mutable_data();
   for (size_t e = 0; e < plan.source.size(); ++e)
     out[e] = plan.source[e] < 0 ? plan.value : x.data()[plan.source[e]];
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 Expected<InputGradients> PadBackward(const KernelContext& ctx, const BackwardArgs& args) {
@@ -113,9 +112,7 @@ Expected<InputGradients> PadBackward(const KernelContext& ctx, const BackwardArg
   float* out = dx.mutable_data();
   for (size_t e = 0; e < plan.source.size(); ++e)
     if (plan.source[e] >= 0) out[plan.source[e]] += dy.data()[e];
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 }  // namespace

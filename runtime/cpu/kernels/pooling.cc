@@ -140,9 +140,7 @@ Expected<InputGradients> MaxPoolBackward(const KernelContext& ctx, const Backwar
       if (i >= 0) out[i] += dy.data()[o];
     }
   });
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 // The divisor of each output: taps inside the input, or with count_include_pad also those in the
@@ -180,8 +178,7 @@ Expected<ForwardResult> AveragePoolForward(const KernelContext& ctx, const Forwa
   ForEachPoolTap(g, [&](int64_t o, int64_t i) { out[o] += in[i]; });
   const int64_t out_plane = g.h.output * g.w.output;
   for (int64_t o = 0; o < y.numel(); ++o) out[o] /= divisors[static_cast<size_t>(o % out_plane)];
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 Expected<InputGradients> AveragePoolBackward(const KernelContext& ctx, const BackwardArgs& args) {
@@ -198,9 +195,7 @@ Expected<InputGradients> AveragePoolBackward(const KernelContext& ctx, const Bac
   ForEachPoolTap(g, [&](int64_t o, int64_t i) {
     out[i] += grad[o] / divisors[static_cast<size_t>(o % out_plane)];
   });
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 // GlobalAveragePool: the mean over every spatial dim, kept as size-1 dims.
@@ -218,8 +213,7 @@ Expected<ForwardResult> GlobalAveragePoolForward(const KernelContext& ctx,
     for (int64_t i = 0; i < size; ++i) sum += x.data()[p * size + i];
     y.mutable_data()[p] = sum / static_cast<float>(size);
   }
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 Expected<InputGradients> GlobalAveragePoolBackward(const KernelContext& ctx,
@@ -235,9 +229,7 @@ Expected<InputGradients> GlobalAveragePoolBackward(const KernelContext& ctx,
     const float g = dy.data()[p] / static_cast<float>(size);
     for (int64_t i = 0; i < size; ++i) dx.mutable_data()[p * size + i] = g;
   }
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 }  // namespace

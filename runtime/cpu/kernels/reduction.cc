@@ -64,8 +64,7 @@ Expected<ForwardResult> ReduceForward(const KernelContext& ctx, const ForwardArg
   for (size_t i = 0; i < sums.size(); ++i) {
     y.mutable_data()[i] = static_cast<float>(sums[i] / divisor);
   }
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 template <bool kMean>
@@ -85,9 +84,7 @@ Expected<InputGradients> ReduceBackward(const KernelContext& ctx, const Backward
   ForEachBroadcastIndex(dx.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
     dx.mutable_data()[i] = dy.data()[off[0]] * scale;
   });
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 // ReduceMax (torch.amax): the largest value over the axes; NaN wins, as amax propagates it.
@@ -132,9 +129,7 @@ Expected<InputGradients> ReduceMaxBackward(const KernelContext& ctx, const Backw
     dx.mutable_data()[i] =
         x.data()[i] == y.data()[off[0]] ? dy.data()[off[0]] / static_cast<float>(ties[o]) : 0.0f;
   });
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 }  // namespace

@@ -200,8 +200,7 @@ Expected<ForwardResult> ResizeForward(const KernelContext& ctx, const ForwardArg
     if (!IsIdentity(plan.axes[d])) values = ResampleAxis(values, shape, d, plan.axes[d]);
   Tensor y = NewOverwrittenOutput(ctx, plan.output, x.dtype());
   std::copy(values.begin(), values.end(), y.mutable_data());
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 Expected<InputGradients> ResizeBackward(const KernelContext& ctx, const BackwardArgs& args) {
@@ -218,9 +217,7 @@ Expected<InputGradients> ResizeBackward(const KernelContext& ctx, const Backward
     if (!IsIdentity(plan.axes[d])) values = ResampleAxisBackward(values, shape, d, plan.axes[d]);
   Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
   std::copy(values.begin(), values.end(), dx.mutable_data());
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 }  // namespace

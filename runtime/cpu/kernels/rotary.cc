@@ -307,9 +307,7 @@ Expected<InputGradients> RotaryBackward(const RotaryOp& op, const KernelContext&
                      " is not the input's " + ShapeToString(args.input_shapes[0]));
   Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
   Rotate(layout, cos, sin, dy.data(), dx.mutable_data(), -1.0);
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 constexpr RotaryOp kOnnxRotary = {"RotaryEmbedding", 1, 2, 3, 3, &OnnxLayoutOf, false};

@@ -412,9 +412,7 @@ Expected<InputGradients> TileBackward(const KernelContext& ctx, const BackwardAr
     return MakeError("Tile: the output gradient does not match the tiled shape");
   Tensor dx = NewInputGradient(ctx, args, 0);
   for (size_t e = 0; e < sources.size(); ++e) dx.mutable_data()[sources[e]] += dy.data()[e];
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 }  // namespace

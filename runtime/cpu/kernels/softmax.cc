@@ -55,8 +55,7 @@ Expected<ForwardResult> SoftmaxForward(const KernelContext& ctx, const ForwardAr
       }
     }
   }
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 // Softmax: dx = y (dy - sum(dy y)); LogSoftmax: dx = dy - exp(y) sum(dy).
@@ -86,9 +85,7 @@ Expected<InputGradients> SoftmaxBackward(const KernelContext& ctx, const Backwar
       }
     }
   }
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 }  // namespace

@@ -192,8 +192,7 @@ Expected<ForwardResult> UnaryForward(const KernelContext& ctx, const ForwardArgs
   ParallelFor(x.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = ForwardOf<Op>(params, in[i]);
   });
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 template <class Op>
@@ -216,9 +215,7 @@ Expected<InputGradients> UnaryBackward(const KernelContext& ctx, const BackwardA
     for (int64_t i = begin; i < end; ++i)
       out[i] = GradOf<Op>(params, s != nullptr ? s[i] : 0.0f, g[i]);
   });
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 // Rsqrt has the shape of the Div the import fusion replaced (graph/fusion/rsqrt.cc): a scalar x
@@ -390,8 +387,7 @@ Expected<InputGradients> IdentityBackward(const KernelContext&, const BackwardAr
 ForwardResult CastTo(const KernelContext& ctx, const Tensor& x, DType target) {
   Tensor y = NewOverwrittenOutput(ctx, x.shape(), target);
   std::copy(x.data(), x.data() + x.numel(), y.mutable_data());
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 Expected<ForwardResult> CastForward(const KernelContext& ctx, const ForwardArgs& args) {
@@ -444,8 +440,7 @@ Expected<ForwardResult> ClipForward(const KernelContext& ctx, const ForwardArgs&
   ParallelFor(x.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = std::min(std::max(in[i], b.lo), b.hi);
   });
-  RoundToOwnDType(y);
-  return SingleOutput(std::move(y));
+  return RoundedSingleOutput(std::move(y));
 }
 
 // clamp_backward(grad, self, min, max): the gradient where lo <= x <= hi, else 0.
@@ -462,9 +457,7 @@ Expected<InputGradients> ClipBackward(const KernelContext& ctx, const BackwardAr
   ParallelFor(dx.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = in[i] >= b.lo && in[i] <= b.hi ? g[i] : 0.0f;
   });
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 Expected<InputGradients> CastBackward(const KernelContext& ctx, const BackwardArgs& args) {
@@ -474,9 +467,7 @@ Expected<InputGradients> CastBackward(const KernelContext& ctx, const BackwardAr
   if (!args.NeedsGrad(0) || !floating_input) return grads;
   Tensor dx = NewInputGradient(ctx, args, 0);
   std::copy(dy.data(), dy.data() + dy.numel(), dx.mutable_data());
-  RoundToOwnDType(dx);
-  grads[0] = std::move(dx);
-  return grads;
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 // Registers each of `Ops` under its kName, in order.
