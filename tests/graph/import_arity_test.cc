@@ -58,7 +58,8 @@ TEST_CASE("a node with fewer inputs than its op reads is named", "[import][bad-i
     m.Node("BiasGelu", {}, {"y"}, "com.microsoft");
     m.Output("y", TensorProto::FLOAT,
              std::vector<testing::ProtoDim>{std::string("batch"), int64_t{4}});
-    CHECK(ImportError(m, "bias_gelu.onnx") == "node 'y_node' (BiasGelu): required input 0 is missing");
+    CHECK(ImportError(m, "bias_gelu.onnx") ==
+          "node 'y_node' (BiasGelu): required input 0 is missing");
   }
 }
 
