@@ -18,14 +18,6 @@ namespace {
 using onnx::TensorProto;
 using testing::ProtoModel;
 
-std::string ImportError(const ProtoModel& model, const std::string& file) {
-  auto graph = model.TryImport(file);
-  INFO(file);
-  REQUIRE_FALSE(graph.ok());
-  CHECK(graph.error().message.find('\n') == std::string::npos);
-  return graph.error().message;
-}
-
 // x[batch,4] -> Unsqueeze() -> y: an Unsqueeze with no data input.
 ProtoModel InputlessUnsqueeze(int64_t opset) {
   ProtoModel m(opset);
@@ -39,16 +31,16 @@ ProtoModel InputlessUnsqueeze(int64_t opset) {
 TEST_CASE("an opset version below 1 is refused", "[import][bad-input]") {
   // At opset 0 libonnx has no schema for any op, so no arity check could run: the fuzzer's
   // reproducer reached the Unsqueeze shape rule, which read input 0 of an input-less node.
-  CHECK(ImportError(InputlessUnsqueeze(0), "opset0.onnx") ==
+  CHECK(InputlessUnsqueeze(0).ImportError("opset0.onnx") ==
         "the model imports ai.onnx opset 0; operator set versions start at 1");
-  CHECK(ImportError(InputlessUnsqueeze(-3), "opset_negative.onnx") ==
+  CHECK(InputlessUnsqueeze(-3).ImportError("opset_negative.onnx") ==
         "the model imports ai.onnx opset -3; operator set versions start at 1");
 }
 
 TEST_CASE("a node with fewer inputs than its op reads is named", "[import][bad-input]") {
   SECTION("an op libonnx knows at the model's opset: the builder's arity check") {
     // Unsqueeze-13 takes data and axes (both required).
-    CHECK(ImportError(InputlessUnsqueeze(13), "unsqueeze13.onnx") ==
+    CHECK(InputlessUnsqueeze(13).ImportError("unsqueeze13.onnx") ==
           "node 'y_node' (Unsqueeze): has 0 inputs and 1 outputs; ONNX needs at least 2 and 1");
   }
   SECTION("a rule that checks its required inputs says which one") {
@@ -58,7 +50,7 @@ TEST_CASE("a node with fewer inputs than its op reads is named", "[import][bad-i
     m.Node("BiasGelu", {}, {"y"}, "com.microsoft");
     m.Output("y", TensorProto::FLOAT,
              std::vector<testing::ProtoDim>{std::string("batch"), int64_t{4}});
-    CHECK(ImportError(m, "bias_gelu.onnx") ==
+    CHECK(m.ImportError("bias_gelu.onnx") ==
           "node 'y_node' (BiasGelu): required input 0 is missing");
   }
 }

@@ -57,11 +57,7 @@ using onnx::TensorProto;
 using testing::ProtoModel;
 
 std::string ProtoImportError(const ProtoModel& model, const std::string& file) {
-  auto graph = model.TryImport(file);
-  INFO(file);
-  REQUIRE_FALSE(graph.ok());
-  CHECK(graph.error().message.find('\n') == std::string::npos);
-  return graph.error().message;
+  return model.ImportError(file);
 }
 
 // x[batch,4] -> Relu -> y: the smallest model the tensors below can be attached to.

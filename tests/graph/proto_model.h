@@ -127,6 +127,14 @@ class ProtoModel {
     if (!graph.ok()) FAIL(graph.error().message);
     return std::move(graph).value();
   }
+  // The error of a model that must not import: one line, as the CLI prints it.
+  std::string ImportError(const std::string& file, const ImportOptions& options = {}) const {
+    auto graph = TryImport(file, options);
+    INFO(file);
+    REQUIRE_FALSE(graph.ok());
+    CHECK(graph.error().message.find('\n') == std::string::npos);
+    return graph.error().message;
+  }
 
  private:
   static void SetType(onnx::ValueInfoProto* vi, const std::string& name, int32_t elem_type,
