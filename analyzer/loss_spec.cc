@@ -9,6 +9,13 @@ Expected<LossSpec> ResolveLoss(LossKind requested, const std::string& op_type,
     return MakeError("model output '" + output_name +
                      "' has an unknown shape; the loss and its label cannot be sized");
   }
+  // No gradient flows from an integer or boolean output (autograd refuses to backpropagate
+  // from one), so a loss on it would plan a step that trains nothing.
+  if (output_dtype != DType::kUndefined && !IsFloating(output_dtype)) {
+    return MakeError("model output '" + output_name + "' is " +
+                     std::string(DTypeName(output_dtype)) +
+                     ": a loss needs a floating-point output, so choose another loss output");
+  }
   const size_t rank = output_shape.rank();
   LossSpec spec;
   spec.kind = requested;

@@ -41,6 +41,8 @@ Status ResolveLossTarget(const Graph& g, const ProgramOptions& options,
   const Value& out = g.value(analysis.model_output);
   if (out.kind == ValueKind::kConstant || out.kind == ValueKind::kParameter)
     return MakeError("model output '" + out.name + "' is not computed from the inputs");
+  if (out.kind == ValueKind::kInput)
+    return MakeError("model output '" + out.name + "' is a graph input, not computed by the model");
   MEMPLAN_TRY(analysis.loss, ResolveLoss(options.loss, options.loss_op_type, options.loss_op_domain,
                                          out.dtype, out.shape, out.name));
   return OkStatus();

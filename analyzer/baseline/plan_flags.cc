@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 35> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 36> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -74,6 +74,13 @@ const std::array<PlanFlagSpec, 35> kPlanFlagTable = {{
      .help = "auto | cross_entropy | mse | sum",
      .help_position = 6,
      .text = &PlanFlags::loss},
+    {.key = "loss_output",
+     .argument = "--loss-output",
+     .type = PlanFlagType::kText,
+     .help = "the graph value the loss reads (default: the first graph output); a "
+             "floating-point output",
+     .help_position = 32,
+     .text = &PlanFlags::loss_output},
     {.key = "zero_grad",
      .argument = "--zero-grad",
      .type = PlanFlagType::kText,

@@ -25,19 +25,20 @@
 namespace memplan {
 
 struct PlanFlags {
-  std::optional<int64_t> batch;          // --batch: the micro-batch (binds the batch symbol)
-  std::optional<int64_t> global_batch;   // --global-batch: samples per optimizer step
-  std::optional<int64_t> micro_batch;    // --micro-batch: same as --batch
-  std::map<std::string, int64_t> dims;   // --dim name=value: other symbolic dims (seq, ...)
-  std::optional<std::string> batch_dim;  // --batch-dim: the symbol that is the batch
-  std::optional<std::string> gpu;        // --gpu: a known GPU name or a size ("24G")
-  std::optional<std::string> reserve;    // --reserve: memory kept free ("1G")
-  std::optional<std::string> precision;  // --precision: fp32 | fp16 | bf16 | auto
-  std::optional<std::string> optimizer;  // --optimizer: sgd | momentum | adam | adamw | adafactor
-  std::optional<std::string> loss;       // --loss: auto | cross_entropy | mse | sum
-  std::optional<std::string> zero_grad;  // --zero-grad: set_to_none | zero
-  std::optional<std::string> allocator;  // --allocator: caching | exact
-  std::optional<std::string> recompute;  // --recompute: none | all | sqrt | optimal | auto
+  std::optional<int64_t> batch;            // --batch: the micro-batch (binds the batch symbol)
+  std::optional<int64_t> global_batch;     // --global-batch: samples per optimizer step
+  std::optional<int64_t> micro_batch;      // --micro-batch: same as --batch
+  std::map<std::string, int64_t> dims;     // --dim name=value: other symbolic dims (seq, ...)
+  std::optional<std::string> batch_dim;    // --batch-dim: the symbol that is the batch
+  std::optional<std::string> gpu;          // --gpu: a known GPU name or a size ("24G")
+  std::optional<std::string> reserve;      // --reserve: memory kept free ("1G")
+  std::optional<std::string> precision;    // --precision: fp32 | fp16 | bf16 | auto
+  std::optional<std::string> optimizer;    // --optimizer: sgd | momentum | adam | adamw | adafactor
+  std::optional<std::string> loss;         // --loss: auto | cross_entropy | mse | sum
+  std::optional<std::string> loss_output;  // --loss-output: the value the loss reads
+  std::optional<std::string> zero_grad;    // --zero-grad: set_to_none | zero
+  std::optional<std::string> allocator;    // --allocator: caching | exact
+  std::optional<std::string> recompute;    // --recompute: none | all | sqrt | optimal | auto
   std::optional<std::string> recompute_unit;  // --recompute-unit: auto | node | module
   std::optional<std::string> optimizer_impl;  // --optimizer-impl: foreach | fused | for-loop
   std::optional<std::string> fp32_ops;        // --fp32-ops: comma list of op types / node names
@@ -97,7 +98,7 @@ struct PlanFlagSpec {
 };
 
 // Every plan flag, in the order configurations write them and messages list them.
-extern const std::array<PlanFlagSpec, 35> kPlanFlagTable;
+extern const std::array<PlanFlagSpec, 36> kPlanFlagTable;
 
 // The table entry with `key`. REQUIRES: `key` is one of the table's keys.
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key);

@@ -34,14 +34,18 @@ GradientFlow AnalyzeGradientFlow(const Graph& graph, const OpRegistry& registry,
         requires_grad[o.index()] = any;
   }
 
+  // A gradient reaches an input only through outputs that require grad themselves: an integer
+  // or frozen value in between ends the path (autograd records no edge through it), so "leads to
+  // the loss" is walked over requires-grad values only.
   std::vector<bool> leads(graph.num_values(), false);
   leads[model_output.index()] = true;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     if (!RunsAtRuntime(graph, *it)) continue;
     const Node& node = graph.node(*it);
     const std::vector<bool>& slots = flow.gradient_inputs[it->index()];
-    bool out_leads = std::any_of(node.outputs.begin(), node.outputs.end(),
-                                 [&](ValueId o) { return o.valid() && leads[o.index()]; });
+    bool out_leads = std::any_of(node.outputs.begin(), node.outputs.end(), [&](ValueId o) {
+      return o.valid() && leads[o.index()] && requires_grad[o.index()];
+    });
     if (!out_leads) continue;
     for (size_t i = 0; i < node.inputs.size(); ++i)
       if (slots[i]) leads[node.inputs[i].index()] = true;

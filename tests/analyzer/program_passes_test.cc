@@ -67,6 +67,33 @@ TEST_CASE("gradient flow: a frozen parameter stops requires_grad", "[derivation]
   CHECK(flow.needs_backward == std::vector<bool>{false, false});
 }
 
+// x[batch, 3] --MatMul(W)--> h --Quantize (unknown to the registry)--> q: int8[batch, 3], the
+// value the loss reads. Unknown ops take a gradient on every floating input, so a chain of
+// gradient slots joins W to q, but q is an integer: autograd records no edge through it and W
+// receives no gradient. Needing one would give W a gradient buffer no backward step writes (the
+// fuzzer's "zero_gradients frees 'grad(W)', which is not live"); the derivation refuses the loss.
+TEST_CASE("gradient flow: an integer loss value carries no gradient", "[derivation]") {
+  TestGraph t;
+  ValueId x = t.Input("x", {t.B(), 3});
+  ValueId w = t.Param("W", {3, 3});
+  ValueId h = t.Op("MatMul", "mm", {x, w}, "h", {t.B(), 3});
+  ValueId q = t.Op("Quantize", "quantize", {h}, "q", {t.B(), 3}, DType::kInt8);
+  t.Output(q);
+
+  GradientFlow flow = AnalyzeGradientFlow(t.graph, OpRegistry::Get(), Order(t), q);
+  CHECK(flow.requires_grad == std::vector<bool>{false, true, true, false});
+  CHECK(flow.needs_gradient == std::vector<bool>{false, false, false, false});
+  CHECK(flow.needs_backward == std::vector<bool>{false, false});
+
+  ProgramOptions sum_loss;
+  sum_loss.loss = LossKind::kSum;
+  auto program = DeriveTrainingProgram(t.graph, sum_loss);
+  REQUIRE_FALSE(program.ok());
+  CHECK(program.error().message ==
+        "model output 'q' is int8: a loss needs a floating-point output, so choose another loss "
+        "output");
+}
+
 // fp16 placement of (working dtype fp16):
 //   h = MatMul(x, W)       "mm"    fp16-safe                         -> fp16
 //   s = Softmax(h)         "sm"    fp32-required                     -> fp32

@@ -294,6 +294,7 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
                 ParseFlagChoice(kOptimizerImplNames, flags, "optimizer_impl"));
   }
   MEMPLAN_TRY(p.program.loss, ParseLossKind(flags.Text("loss")));
+  p.program.loss_output = flags.Text("loss_output");
   MEMPLAN_TRY(p.program.zero_grad, ParseZeroGradMode(flags.Text("zero_grad")));
   MEMPLAN_TRY(p.allocator, ParseAllocatorKind(flags.Text("allocator")));
   p.program.clip_gradients = flags.Switch("clip_grad");
