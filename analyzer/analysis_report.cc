@@ -312,8 +312,6 @@ std::string InferenceExportText(const AnalysisReport& report) {
 
 namespace {
 
-// The placement in a few lines of text: counts per reason, the overrides, the casts, loss
-// scaling. The per-node list is in the JSON only (plan.placement.nodes).
 // "none", "42 nodes", or "7 of 12 modules (42 nodes)" for a module plan.
 std::string RecomputeSummary(const AnalysisReport& report) {
   const TrainingPlan& plan = *report.plan;
@@ -324,6 +322,18 @@ std::string RecomputeSummary(const AnalysisReport& report) {
          std::to_string(plan.checkpointable_modules) + " modules (" + nodes + ")";
 }
 
+// The first `shown` of `names` joined by ", ", then ", ... (all: --json, <json_field>)" where
+// some are left out: a text line names a few, the JSON all of them.
+std::string FirstNames(const std::vector<std::string>& names, size_t shown,
+                       std::string_view json_field) {
+  std::string out;
+  for (size_t i = 0; i < std::min(shown, names.size()); ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > shown) out += ", ... (all: --json, " + std::string(json_field) + ")";
+  return out;
+}
+
+// The placement in a few lines of text: counts per reason, the overrides, the casts, loss
+// scaling. The per-node list is in the JSON only (plan.placement.nodes).
 std::string PlacementText(const TrainingPlan& plan) {
   const PrecisionPlacement& placement = *plan.placement;
   std::map<PlacementReason, int64_t> counts = CountByReason(placement);
@@ -375,22 +385,16 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     << ReportedLossName(report) << ", recompute " << RecomputeSummary(report) << "\n";
   if (!plan.checkpoint_modules.empty()) {
     // The modules the exports wrap in torch.utils.checkpoint, exactly what was simulated.
-    constexpr size_t kShown = 8;
-    s << "Checkpoint " << plan.checkpoint_modules.size() << " modules: ";
-    for (size_t i = 0; i < std::min(kShown, plan.checkpoint_modules.size()); ++i)
-      s << (i ? ", " : "") << plan.checkpoint_modules[i];
-    if (plan.checkpoint_modules.size() > kShown) s << ", ... (all: --json, plan.recompute_modules)";
-    s << "\n";
+    s << "Checkpoint " << plan.checkpoint_modules.size()
+      << " modules: " << FirstNames(plan.checkpoint_modules, /*shown=*/8, "plan.recompute_modules")
+      << "\n";
   }
   if (!report.checkpoint_nodes.empty()) {
     // The segment boundaries kept in memory, by ONNX node name (PyTorch exports carry module
     // paths): the first few here, all of them in --json (plan.checkpoints).
-    constexpr size_t kShown = 4;
-    s << "Keep     " << report.checkpoint_nodes.size() << " checkpoints: ";
-    for (size_t i = 0; i < std::min(kShown, report.checkpoint_nodes.size()); ++i)
-      s << (i ? ", " : "") << report.checkpoint_nodes[i];
-    if (report.checkpoint_nodes.size() > kShown) s << ", ... (all: --json, plan.checkpoints)";
-    s << "\n";
+    s << "Keep     " << report.checkpoint_nodes.size()
+      << " checkpoints: " << FirstNames(report.checkpoint_nodes, /*shown=*/4, "plan.checkpoints")
+      << "\n";
   }
   if (plan.placement) s << PlacementText(plan);
   if (IsDataParallelReport(report)) s << DataParallelText(report);

@@ -6,22 +6,6 @@
 
 namespace memplan {
 
-std::string_view GpuGenerationName(GpuGeneration generation) {
-  switch (generation) {
-    case GpuGeneration::kVolta:
-      return "Volta";
-    case GpuGeneration::kTuring:
-      return "Turing";
-    case GpuGeneration::kAmpere:
-      return "Ampere";
-    case GpuGeneration::kAda:
-      return "Ada";
-    case GpuGeneration::kHopper:
-      return "Hopper";
-  }
-  return "Turing";
-}
-
 int64_t CublasWorkspaceBytes(GpuGeneration generation) {
   if (generation == GpuGeneration::kHopper) return int64_t{32} << 20;  // 32 MiB
   return (int64_t{8} << 20) + (int64_t{128} << 10);                    // 8 MiB + 128 KiB

@@ -12,14 +12,19 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/vocabulary/name_table.h"
 #include "graph/expected.h"
 
 namespace memplan {
 
 // The architecture generation: the per-process figures that differ by generation follow it.
-enum class GpuGeneration : uint8_t { kVolta, kTuring, kAmpere, kAda, kHopper };
-
-std::string_view GpuGenerationName(GpuGeneration generation);  // "Hopper"
+#define MEMPLAN_GPU_GENERATIONS(X) \
+  X(kVolta, "Volta")               \
+  X(kTuring, "Turing")             \
+  X(kAmpere, "Ampere")             \
+  X(kAda, "Ada")                   \
+  X(kHopper, "Hopper")
+MEMPLAN_NAMED_ENUM(GpuGeneration, MEMPLAN_GPU_GENERATIONS);
 
 // PyTorch's cuBLAS workspace per (handle, stream), allocated through the caching allocator at
 // the first GEMM and kept for the life of the process (torch.cuda.memory_snapshot shows it):

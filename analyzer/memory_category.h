@@ -5,27 +5,27 @@
 #include <cstdint>
 #include <string_view>
 
+#include "analyzer/vocabulary/name_table.h"
+
 namespace memplan {
 
-enum class MemoryCategory : uint8_t {
-  kParameters,      // weights (fp32 masters and fp16/bf16 working copies)
-  kGradients,       // parameter gradients, persistent across the k micro-batches
-  kOptimizerState,  // momentum, Adam moments
-  kActivations,     // forward values held for backward (saved tensors)
-  kTransients,      // values alive only briefly: forward temporaries, activation gradients
-  kWorkspace,       // kernel scratch (conv workspace, reductions)
-  kOther,           // inputs, labels, loss-scaler state
-};
+#define MEMPLAN_MEMORY_CATEGORIES(X)                                                           \
+  X(kParameters, "parameters") /* weights (fp32 masters and fp16/bf16 working copies) */       \
+  /* parameter gradients, persistent across the k micro-batches */                             \
+  X(kGradients, "gradients")                                                                   \
+  X(kOptimizerState, "optimizer_state") /* momentum, Adam moments */                           \
+  X(kActivations, "activations")        /* forward values held for backward (saved tensors) */ \
+  /* values alive only briefly: forward temporaries, activation gradients */                   \
+  X(kTransients, "transients")                                                                 \
+  X(kWorkspace, "workspace") /* kernel scratch (conv workspace, reductions) */                 \
+  X(kOther, "other")         /* inputs, labels, loss-scaler state */
+// MemoryCategoryName is the JSON key of each category ("parameters", "optimizer_state", ...).
+MEMPLAN_NAMED_ENUM(MemoryCategory, MEMPLAN_MEMORY_CATEGORIES);
 
-inline constexpr size_t kNumMemoryCategories = 7;
+inline constexpr size_t kNumMemoryCategories = kMemoryCategoryNames.size();
 
-inline constexpr std::array<MemoryCategory, kNumMemoryCategories> kAllMemoryCategories = {
-    MemoryCategory::kParameters,  MemoryCategory::kGradients,  MemoryCategory::kOptimizerState,
-    MemoryCategory::kActivations, MemoryCategory::kTransients, MemoryCategory::kWorkspace,
-    MemoryCategory::kOther};
-
-// The JSON key of each category ("parameters", "optimizer_state", ...).
-std::string_view MemoryCategoryName(MemoryCategory category);
+inline constexpr std::array<MemoryCategory, kNumMemoryCategories> kAllMemoryCategories =
+    ValuesOf(kMemoryCategoryNames);
 
 // Bytes per category, indexed by MemoryCategory.
 struct CategoryBytes {

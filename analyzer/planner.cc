@@ -20,22 +20,8 @@
 
 namespace memplan {
 
-std::string_view AllocatorKindName(AllocatorKind kind) {
-  switch (kind) {
-    case AllocatorKind::kCaching:
-      return "caching";
-    case AllocatorKind::kExact:
-      return "exact";
-    case AllocatorKind::kExpandable:
-      return "expandable";
-  }
-  return "caching";
-}
-
 Expected<AllocatorKind> ParseAllocatorKind(std::string_view text) {
-  if (text == "caching") return AllocatorKind::kCaching;
-  if (text == "exact") return AllocatorKind::kExact;
-  if (text == "expandable") return AllocatorKind::kExpandable;
+  if (std::optional<AllocatorKind> kind = FindName(kAllocatorKindNames, text)) return *kind;
   return MakeError("--allocator: expected caching, expandable or exact, got '" + std::string(text) +
                    "'");
 }

@@ -26,6 +26,7 @@
 #include "analyzer/program_derivation.h"
 #include "analyzer/simulator.h"
 #include "analyzer/training_program.h"
+#include "analyzer/vocabulary/name_table.h"
 #include "analyzer/vocabulary/recompute_choice.h"
 #include "analyzer/vocabulary/recompute_unit.h"
 #include "graph/expected.h"
@@ -34,14 +35,14 @@
 
 namespace memplan {
 
-enum class AllocatorKind : uint8_t {
-  kCaching,  // PyTorch's CUDA caching allocator: what really has to fit (reserved bytes)
-  kExact,    // live bytes only: the lower bound
-  // The caching allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
-  // (analyzer/expandable_allocator.h): reserved bytes as well.
-  kExpandable,
-};
-std::string_view AllocatorKindName(AllocatorKind kind);
+#define MEMPLAN_ALLOCATOR_KINDS(X)                                                  \
+  /* PyTorch's CUDA caching allocator: what really has to fit (reserved bytes) */   \
+  X(kCaching, "caching")                                                            \
+  X(kExact, "exact") /* live bytes only: the lower bound */                         \
+  /* The caching allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True */ \
+  /* (analyzer/expandable_allocator.h): reserved bytes as well. */                  \
+  X(kExpandable, "expandable")
+MEMPLAN_NAMED_ENUM(AllocatorKind, MEMPLAN_ALLOCATOR_KINDS);
 // "caching" | "exact" | "expandable"
 Expected<AllocatorKind> ParseAllocatorKind(std::string_view text);
 // Whether a plan under `kind` must fit its reserved bytes (a device allocator model) rather than

@@ -40,6 +40,7 @@
 #include "analyzer/precision/loss_scaling.h"
 #include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/loss_kind.h"
+#include "analyzer/vocabulary/name_table.h"
 #include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_impl.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
@@ -56,33 +57,41 @@ using LogicalTime = int64_t;
 using BufferId = StrongId<struct BufferIdTag>;
 
 // Why a buffer exists; the executor uses it to initialise storage, reports to label it.
-enum class BufferRole : uint8_t {
-  kInput,              // a graph input fed per micro-batch (category kOther)
-  kLabel,              // the loss target fed per micro-batch (category kOther)
-  kValue,              // a forward value produced by a node (activation or transient)
-  kCast,               // a forward input cast to the op's execution dtype (mixed precision)
-  kSavedExtra,         // a kExtra saved tensor (BN statistics, dropout mask, pool indices)
-  kRecomputed,         // a forward value re-created in backward by a kRecompute step
-  kLoss,               // the scalar loss
-  kValueGradient,      // gradient of a non-parameter value (category kTransients)
-  kGradientPart,       // one backward step's contribution before it is accumulated
-  kParameterMaster,    // the fp32 (or only) copy of a parameter
-  kParameterWorking,   // the fp16/bf16 working copy of a parameter (mixed precision)
-  kParameterGradient,  // the accumulated parameter gradient (persistent across micro-batches)
-  kOptimizerState,     // momentum, Adam moments, Adafactor row/column statistics
-  kMasterGradient,     // fp32 copies of gradients made by a non-fused mixed-precision optimizer
-  kWorkspace,          // kernel scratch of one step
-  kScalar,             // small bookkeeping tensors: found_inf, gradient norm, loss scale
-  kQuantizationState,  // a quantised frozen weight's constants (absmax, scales; uint8 bytes)
-  // A tensor's copy in the other memory space (--offload): a saved tensor packed to the host or
-  // unpacked back to the GPU, the host copy of a parameter or gradient a CPU optimizer reads.
-  kOffloadCopy,
-  // An intermediate torch.optim's step allocates and frees inside kOptimizerStep (category
-  // kTransients): foreach Adam's sqrt(exp_avg_sq) per parameter, the for-loop's denominators,
-  // a coupled weight decay's gradient copy (analyzer/optimizer_transient.h).
-  kOptimizerTransient,
-};
-std::string_view BufferRoleName(BufferRole role);
+#define MEMPLAN_BUFFER_ROLES(X)                                                                    \
+  X(kInput, "input") /* a graph input fed per micro-batch (category kOther) */                     \
+  X(kLabel, "label") /* the loss target fed per micro-batch (category kOther) */                   \
+  X(kValue, "value") /* a forward value produced by a node (activation or transient) */            \
+  X(kCast, "cast")   /* a forward input cast to the op's execution dtype (mixed precision) */      \
+  /* a kExtra saved tensor (BN statistics, dropout mask, pool indices) */                          \
+  X(kSavedExtra, "saved_extra")                                                                    \
+  X(kRecomputed, "recomputed") /* a forward value re-created in backward by a kRecompute step */   \
+  X(kLoss, "loss")             /* the scalar loss */                                               \
+  /* gradient of a non-parameter value (category kTransients) */                                   \
+  X(kValueGradient, "value_gradient")                                                              \
+  /* one backward step's contribution before it is accumulated */                                  \
+  X(kGradientPart, "gradient_part")                                                                \
+  X(kParameterMaster, "parameter") /* the fp32 (or only) copy of a parameter */                    \
+  /* the fp16/bf16 working copy of a parameter (mixed precision) */                                \
+  X(kParameterWorking, "parameter_working_copy")                                                   \
+  /* the accumulated parameter gradient (persistent across micro-batches) */                       \
+  X(kParameterGradient, "parameter_gradient")                                                      \
+  /* momentum, Adam moments, Adafactor row/column statistics */                                    \
+  X(kOptimizerState, "optimizer_state")                                                            \
+  /* fp32 copies of gradients made by a non-fused mixed-precision optimizer */                     \
+  X(kMasterGradient, "master_gradient")                                                            \
+  X(kWorkspace, "workspace") /* kernel scratch of one step */                                      \
+  X(kScalar, "scalar")       /* small bookkeeping tensors: found_inf, gradient norm, loss scale */ \
+  /* a quantised frozen weight's constants (absmax, scales; uint8 bytes) */                        \
+  X(kQuantizationState, "quantization_state")                                                      \
+  /* A tensor's copy in the other memory space (--offload): a saved tensor packed to the host */   \
+  /* or unpacked back to the GPU, the host copy of a parameter or gradient a CPU optimizer */      \
+  /* reads. */                                                                                     \
+  X(kOffloadCopy, "offload_copy")                                                                  \
+  /* An intermediate torch.optim's step allocates and frees inside kOptimizerStep (category */     \
+  /* kTransients): foreach Adam's sqrt(exp_avg_sq) per parameter, the for-loop's denominators, */  \
+  /* a coupled weight decay's gradient copy (analyzer/optimizer_transient.h). */                   \
+  X(kOptimizerTransient, "optimizer_transient")
+MEMPLAN_NAMED_ENUM(BufferRole, MEMPLAN_BUFFER_ROLES);
 
 // Where a buffer lives. The simulator counts device bytes against the GPU (peak, breakdown,
 // allocator model) and host bytes apart (SimulationResult::host_peak_bytes); --offload decides
@@ -119,36 +128,41 @@ struct Buffer {
   int64_t shard_of_elements = 0;
 };
 
-enum class StepKind : uint8_t {
-  kAllocateParameters,       // setup: parameters (and mixed-precision working copies)
-  kInitLossScaler,           // setup (fp16): loss scale and growth tracker
-  kLoadMicroBatch,           // body: graph inputs and the label are copied in
-  kForward,                  // body: one graph node
-  kLoss,                     // body: the appended loss op (mean loss / k)
-  kLossBackward,             // body: gradient of the loss w.r.t. the model output
-  kRecompute,                // body: a forward node re-run inside backward
-  kBackward,                 // body: one graph node's backward
-  kAccumulateGradient,       // body: add one gradient contribution into grad(param)
-  kCastGradient,             // body (autocast): a parameter gradient part computed in the
-                             // working dtype is cast to the parameter's (ToCopyBackward)
-  kUnscaleAndCheckOverflow,  // optimizer phase (fp16): grads *= 1/scale, found_inf
-  kClipGradients,            // optimizer phase: global norm clip
-  kOptimizerStep,            // optimizer phase: update masters (and working copies)
-  kZeroGradients,            // optimizer phase: free (set_to_none) or zero the gradients
-  // Per-rank programs only (analyzer/derivation/rank_sharding.h): a collective of the data-
-  // parallel group (all-gather of parameters, reduce-scatter or all-reduce of gradients). Its
-  // memory (gathered parameters, gradient shards, buckets) is its Begin/End events.
-  kCollective,
-  // Per-rank programs, ZeRO-2/3 (DeepSpeed contiguous_gradients): a ready gradient (its only
-  // input) copied into the reduce bucket (its only output) at Step::bucket_offset elements; its
-  // End frees the gradient. The bucket's reduce collective reads what these copies put there.
-  kBucketCopy,
-  // --offload: a copy between GPU and pinned host memory over the host link (Step::transfer).
-  // Its inputs are the sources, its outputs the destinations; its Begin allocates destinations
-  // that did not exist yet.
-  kTransfer,
-};
-std::string_view StepKindName(StepKind kind);
+#define MEMPLAN_STEP_KINDS(X)                                                                      \
+  /* setup: parameters (and mixed-precision working copies) */                                     \
+  X(kAllocateParameters, "allocate_parameters")                                                    \
+  X(kInitLossScaler, "init_loss_scaler") /* setup (fp16): loss scale and growth tracker */         \
+  X(kLoadMicroBatch, "load_micro_batch") /* body: graph inputs and the label are copied in */      \
+  X(kForward, "forward")                 /* body: one graph node */                                \
+  X(kLoss, "loss")                       /* body: the appended loss op (mean loss / k) */          \
+  X(kLossBackward, "loss_backward")      /* body: gradient of the loss w.r.t. the model output */  \
+  X(kRecompute, "recompute")             /* body: a forward node re-run inside backward */         \
+  X(kBackward, "backward")               /* body: one graph node's backward */                     \
+  /* body: add one gradient contribution into grad(param) */                                       \
+  X(kAccumulateGradient, "accumulate_gradient")                                                    \
+  /* body (autocast): a parameter gradient part computed in the working dtype is cast to the */    \
+  /* parameter's (ToCopyBackward) */                                                               \
+  X(kCastGradient, "cast_gradient")                                                                \
+  /* optimizer phase (fp16): grads *= 1/scale, found_inf */                                        \
+  X(kUnscaleAndCheckOverflow, "unscale_and_check_overflow")                                        \
+  X(kClipGradients, "clip_gradients") /* optimizer phase: global norm clip */                      \
+  X(kOptimizerStep, "optimizer_step") /* optimizer phase: update masters (and working copies) */   \
+  /* optimizer phase: free (set_to_none) or zero the gradients */                                  \
+  X(kZeroGradients, "zero_gradients")                                                              \
+  /* Per-rank programs only (analyzer/derivation/rank_sharding.h): a collective of the data- */    \
+  /* parallel group (all-gather of parameters, reduce-scatter or all-reduce of gradients). Its */  \
+  /* memory (gathered parameters, gradient shards, buckets) is its Begin/End events. */            \
+  X(kCollective, "collective")                                                                     \
+  /* Per-rank programs, ZeRO-2/3 (DeepSpeed contiguous_gradients): a ready gradient (its only */   \
+  /* input) copied into the reduce bucket (its only output) at Step::bucket_offset elements; */    \
+  /* its End frees the gradient. The bucket's reduce collective reads what these copies put */     \
+  /* there. */                                                                                     \
+  X(kBucketCopy, "bucket_copy")                                                                    \
+  /* --offload: a copy between GPU and pinned host memory over the host link (Step::transfer). */  \
+  /* Its inputs are the sources, its outputs the destinations; its Begin allocates destinations */ \
+  /* that did not exist yet. */                                                                    \
+  X(kTransfer, "transfer")
+MEMPLAN_NAMED_ENUM(StepKind, MEMPLAN_STEP_KINDS);
 
 // One allocation or free. A guarded event happens only when `guard` is (not) live at that moment;
 // derivation uses guards for lazy persistent allocations and for AccumulateGrad's steal:
@@ -204,8 +218,11 @@ struct ParameterBuffers {
 
 // What a kCollective step communicates: the kind and the full (unsharded) payload in bytes, from
 // which the cost model derives the ring time (analyzer/parallel/collective_cost.h).
-enum class CollectiveKind : uint8_t { kAllGather, kReduceScatter, kAllReduce };
-std::string_view CollectiveKindName(CollectiveKind kind);
+#define MEMPLAN_COLLECTIVE_KINDS(X)   \
+  X(kAllGather, "all_gather")         \
+  X(kReduceScatter, "reduce_scatter") \
+  X(kAllReduce, "all_reduce")
+MEMPLAN_NAMED_ENUM(CollectiveKind, MEMPLAN_COLLECTIVE_KINDS);
 // The ranks a collective runs among, and so its link: every data-parallel rank (across nodes the
 // ring runs at the slower link), the ranks of this rank's node (the intra-node link), or this
 // rank's peers on the other nodes, one per node (the inter-node link; hybrid-shard's replicas).
@@ -222,8 +239,8 @@ struct Collective {
 // What a kTransfer step copies over the host link. Its payload is the bytes of its device-side
 // buffers (the inputs of a copy to the host, the outputs of a copy to the device), which the cost
 // model divides by the link's rate (analyzer/offload/offload_cost.h).
-enum class TransferDirection : uint8_t { kToHost, kToDevice };
-std::string_view TransferDirectionName(TransferDirection direction);
+#define MEMPLAN_TRANSFER_DIRECTIONS(X) X(kToHost, "to_host") X(kToDevice, "to_device")
+MEMPLAN_NAMED_ENUM(TransferDirection, MEMPLAN_TRANSFER_DIRECTIONS);
 // The compute a transfer hides behind: a copy issued on a side stream while the forward (or
 // backward) runs costs only what exceeds that compute; kNone is a copy the compute waits for.
 enum class TransferOverlap : uint8_t { kNone, kForward, kBackward };

@@ -93,25 +93,9 @@ std::string PlanSentence(const ConfigurationCheck& check) {
 }  // namespace check_format
 
 Expected<CheckFormat> ParseCheckFormat(std::string_view name) {
-  for (CheckFormat format :
-       {CheckFormat::kText, CheckFormat::kMarkdown, CheckFormat::kGithub, CheckFormat::kJunit})
-    if (CheckFormatName(format) == name) return format;
+  if (std::optional<CheckFormat> format = FindName(kCheckFormatNames, name)) return *format;
   return MakeError("unknown check format '" + std::string(name) +
-                   "' (expected one of: text, markdown, github, junit)");
-}
-
-std::string_view CheckFormatName(CheckFormat format) {
-  switch (format) {
-    case CheckFormat::kText:
-      return "text";
-    case CheckFormat::kMarkdown:
-      return "markdown";
-    case CheckFormat::kGithub:
-      return "github";
-    case CheckFormat::kJunit:
-      return "junit";
-  }
-  return "text";
+                   "' (expected one of: " + JoinNames(kCheckFormatNames) + ")");
 }
 
 std::string FormatCheckReport(const CheckReport& report, CheckFormat format) {

@@ -11,15 +11,20 @@
 #include <string_view>
 
 #include "analyzer/baseline/check_report.h"
+#include "analyzer/vocabulary/name_table.h"
 #include "graph/expected.h"
 
 namespace memplan {
 
-enum class CheckFormat : uint8_t { kText, kMarkdown, kGithub, kJunit };
+#define MEMPLAN_CHECK_FORMATS(X) \
+  X(kText, "text")               \
+  X(kMarkdown, "markdown")       \
+  X(kGithub, "github")           \
+  X(kJunit, "junit")
+MEMPLAN_NAMED_ENUM(CheckFormat, MEMPLAN_CHECK_FORMATS);
 
 // "text" | "markdown" | "github" | "junit"; the error lists them.
 Expected<CheckFormat> ParseCheckFormat(std::string_view name);
-std::string_view CheckFormatName(CheckFormat format);
 
 std::string FormatCheckReport(const CheckReport& report, CheckFormat format);
 

@@ -50,22 +50,6 @@ ConfigurationCheck Compare(const BaselineEntry& recorded, const BaselineEntry& c
 
 }  // namespace
 
-std::string_view CheckStatusName(CheckStatus status) {
-  switch (status) {
-    case CheckStatus::kPass:
-      return "pass";
-    case CheckStatus::kImprovement:
-      return "improvement";
-    case CheckStatus::kRegression:
-      return "regression";
-    case CheckStatus::kMissing:
-      return "missing";
-    case CheckStatus::kNew:
-      return "new";
-  }
-  return "pass";
-}
-
 size_t CheckReport::Count(CheckStatus status) const {
   return static_cast<size_t>(
       std::count_if(configurations.begin(), configurations.end(),

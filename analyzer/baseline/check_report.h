@@ -17,19 +17,18 @@
 
 #include "analyzer/baseline/baseline.h"
 #include "analyzer/memory_category.h"
+#include "analyzer/vocabulary/name_table.h"
 #include "analyzer/vocabulary/tolerance.h"
 
 namespace memplan {
 
-enum class CheckStatus : uint8_t {
-  kPass,         // |peak change| within tolerance
-  kImprovement,  // peak shrank by more than the tolerance (passes)
-  kRegression,   // peak grew by more than the tolerance (fails)
-  kMissing,      // in the baseline, absent from the current run (fails)
-  kNew,          // in the current run only: nothing to compare (passes)
-};
-
-std::string_view CheckStatusName(CheckStatus status);  // "pass", "improvement", ...
+#define MEMPLAN_CHECK_STATUSES(X)                                                           \
+  X(kPass, "pass")               /* |peak change| within tolerance */                       \
+  X(kImprovement, "improvement") /* peak shrank by more than the tolerance (passes) */      \
+  X(kRegression, "regression")   /* peak grew by more than the tolerance (fails) */         \
+  X(kMissing, "missing")         /* in the baseline, absent from the current run (fails) */ \
+  X(kNew, "new")                 /* in the current run only: nothing to compare (passes) */
+MEMPLAN_NAMED_ENUM(CheckStatus, MEMPLAN_CHECK_STATUSES);
 
 struct NodeGrowth {
   std::string node;

@@ -4,33 +4,10 @@
 
 namespace memplan {
 
-std::string_view ExportTargetName(ExportTarget target) {
-  switch (target) {
-    case ExportTarget::kDeepSpeed:
-      return "deepspeed";
-    case ExportTarget::kHfTrainer:
-      return "hf-trainer";
-    case ExportTarget::kHfTrainerJson:
-      return "hf-trainer-json";
-    case ExportTarget::kAccelerate:
-      return "accelerate";
-    case ExportTarget::kLightning:
-      return "lightning";
-    case ExportTarget::kPytorchLoop:
-      return "pytorch";
-  }
-  return "pytorch";
-}
-
 Expected<ExportTarget> ParseExportTarget(std::string_view name) {
-  std::string accepted;
-  for (ExportTarget target : kAllExportTargets) {
-    if (ExportTargetName(target) == name) return target;
-    if (!accepted.empty()) accepted += ", ";
-    accepted += ExportTargetName(target);
-  }
+  if (std::optional<ExportTarget> target = FindName(kExportTargetNames, name)) return *target;
   return MakeError("unknown export target '" + std::string(name) +
-                   "' (expected one of: " + accepted + ")");
+                   "' (expected one of: " + JoinNames(kExportTargetNames) + ")");
 }
 
 std::string_view ExportTargetDefaultFileName(ExportTarget target) {

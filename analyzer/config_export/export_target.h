@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "analyzer/vocabulary/amp_mode.h"
+#include "analyzer/vocabulary/name_table.h"
 #include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_impl.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
@@ -17,22 +18,19 @@
 
 namespace memplan {
 
-enum class ExportTarget : uint8_t {
-  kDeepSpeed,      // DeepSpeed config JSON (ds_config.json)
-  kHfTrainer,      // Python: transformers.TrainingArguments(...)
-  kHfTrainerJson,  // JSON of TrainingArguments fields (HfArgumentParser.parse_json_file)
-  kAccelerate,     // accelerate config YAML (accelerate launch --config_file)
-  kLightning,      // Python: lightning Trainer(...) arguments
-  kPytorchLoop,    // Python: a plain PyTorch training loop
-};
+// ExportTargetName is the CLI spelling.
+#define MEMPLAN_EXPORT_TARGETS(X)                                                             \
+  X(kDeepSpeed, "deepspeed")  /* DeepSpeed config JSON (ds_config.json) */                    \
+  X(kHfTrainer, "hf-trainer") /* Python: transformers.TrainingArguments(...) */               \
+  /* JSON of TrainingArguments fields (HfArgumentParser.parse_json_file) */                   \
+  X(kHfTrainerJson, "hf-trainer-json")                                                        \
+  X(kAccelerate, "accelerate") /* accelerate config YAML (accelerate launch --config_file) */ \
+  X(kLightning, "lightning")   /* Python: lightning Trainer(...) arguments */                 \
+  X(kPytorchLoop, "pytorch")   /* Python: a plain PyTorch training loop */
+MEMPLAN_NAMED_ENUM(ExportTarget, MEMPLAN_EXPORT_TARGETS);
 
-inline constexpr std::array<ExportTarget, 6> kAllExportTargets = {
-    ExportTarget::kDeepSpeed,  ExportTarget::kHfTrainer, ExportTarget::kHfTrainerJson,
-    ExportTarget::kAccelerate, ExportTarget::kLightning, ExportTarget::kPytorchLoop};
-
-// The CLI spelling: "deepspeed", "hf-trainer", "hf-trainer-json", "accelerate", "lightning",
-// "pytorch".
-std::string_view ExportTargetName(ExportTarget target);
+inline constexpr std::array<ExportTarget, kExportTargetNames.size()> kAllExportTargets =
+    ValuesOf(kExportTargetNames);
 
 // Inverse of ExportTargetName; the error lists the accepted names.
 Expected<ExportTarget> ParseExportTarget(std::string_view name);

@@ -20,18 +20,6 @@ std::optional<double> ParseScale(std::string_view text) {
 
 }  // namespace
 
-std::string_view LossScalingModeName(LossScalingMode mode) {
-  switch (mode) {
-    case LossScalingMode::kNone:
-      return "none";
-    case LossScalingMode::kStatic:
-      return "static";
-    case LossScalingMode::kDynamic:
-      return "dynamic";
-  }
-  return "none";
-}
-
 Expected<LossScaling> ParseLossScaling(std::string_view text) {
   if (text == "none") return LossScaling{LossScalingMode::kNone, kDefaultInitialLossScale};
   if (text == "dynamic") return LossScaling{LossScalingMode::kDynamic, kDefaultInitialLossScale};

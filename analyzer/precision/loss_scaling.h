@@ -13,20 +13,22 @@
 //            (torch.cuda.amp.GradScaler's _scale and          fp32 [] (4 B) during the unscale
 //             _growth_tracker, 8 B)                           (GradScaler.unscale_'s reciprocal)
 //
-// Kept free of other analyzer headers so training_program.h can echo the choice.
+// Kept free of other analyzer headers (but the vocabulary mechanism) so training_program.h can
+// echo the choice.
 
 #include <cstdint>
 #include <string_view>
 
+#include "analyzer/vocabulary/name_table.h"
 #include "graph/expected.h"
 
 namespace memplan {
 
-enum class LossScalingMode : uint8_t {
-  kNone,     // bf16 and fp32: the exponent range of fp32, nothing to scale
-  kStatic,   // a fixed scale; overflowing steps are still detected and skipped
-  kDynamic,  // GradScaler: back off on overflow, grow after a run of clean steps
-};
+#define MEMPLAN_LOSS_SCALING_MODES(X)                                                          \
+  X(kNone, "none")       /* bf16 and fp32: the exponent range of fp32, nothing to scale */     \
+  X(kStatic, "static")   /* a fixed scale; overflowing steps are still detected and skipped */ \
+  X(kDynamic, "dynamic") /* GradScaler: back off on overflow, grow after a run of clean steps */
+MEMPLAN_NAMED_ENUM(LossScalingMode, MEMPLAN_LOSS_SCALING_MODES);
 
 // The scale a dynamic scaler starts from: torch.cuda.amp.GradScaler's init_scale (2^16).
 inline constexpr double kDefaultInitialLossScale = 65536.0;
@@ -36,8 +38,6 @@ struct LossScaling {
   // kStatic: the fixed scale; kDynamic: the initial scale. Unused for kNone.
   double scale = kDefaultInitialLossScale;
 };
-
-std::string_view LossScalingModeName(LossScalingMode mode);  // "none" | "static" | "dynamic"
 
 // Parses --loss-scaling: "none", "dynamic", "static:<scale>" or a bare positive number (a static
 // scale, e.g. "1024"). Errors name the text and the accepted forms; a scale must be finite and > 0.

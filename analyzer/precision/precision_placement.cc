@@ -158,22 +158,6 @@ class Placer {
 
 }  // namespace
 
-std::string_view PlacementReasonName(PlacementReason reason) {
-  switch (reason) {
-    case PlacementReason::kNotPlaced:
-      return "not-placed";
-    case PlacementReason::kFp16Safe:
-      return "fp16-safe";
-    case PlacementReason::kFp32Required:
-      return "fp32-required";
-    case PlacementReason::kFollowsInputs:
-      return "follows-inputs";
-    case PlacementReason::kOverride:
-      return "override";
-  }
-  return "not-placed";
-}
-
 Expected<PrecisionPlacement> PlacePrecision(const Graph& graph, const PrecisionOptions& options) {
   Placer placer(graph, options);
   return placer.Run();

@@ -58,16 +58,18 @@ struct PrecisionOptions {
 };
 
 // Why a node computes in its dtype.
-enum class PlacementReason : uint8_t {
-  kNotPlaced,      // fp32 mode, a node that does not run (constant folding), a Cast node, or one
-                   // that touches no floating tensor: it keeps its graph dtypes
-  kFp16Safe,       // the registry's kFp16Safe (autocast lower_precision_fp): the working dtype
-  kFp32Required,   // the registry's kFp32Required (autocast fp32 / fp32_set_opt_dtype)
-  kFollowsInputs,  // kFollowInputs, or a view: the widest activation input (`decided_by`)
-  kOverride,       // --fp32-ops / --fp16-ops (`override_entry`)
-};
-std::string_view PlacementReasonName(PlacementReason reason);
-// "fp16-safe" | "fp32-required" | "follows-inputs" | "override" | "not-placed"
+#define MEMPLAN_PLACEMENT_REASONS(X)                                                             \
+  /* fp32 mode, a node that does not run (constant folding), a Cast node, or one that touches */ \
+  /* no floating tensor: it keeps its graph dtypes */                                            \
+  X(kNotPlaced, "not-placed")                                                                    \
+  /* the registry's kFp16Safe (autocast lower_precision_fp): the working dtype */                \
+  X(kFp16Safe, "fp16-safe")                                                                      \
+  /* the registry's kFp32Required (autocast fp32 / fp32_set_opt_dtype) */                        \
+  X(kFp32Required, "fp32-required")                                                              \
+  /* kFollowInputs, or a view: the widest activation input (`decided_by`) */                     \
+  X(kFollowsInputs, "follows-inputs")                                                            \
+  X(kOverride, "override") /* --fp32-ops / --fp16-ops (`override_entry`) */
+MEMPLAN_NAMED_ENUM(PlacementReason, MEMPLAN_PLACEMENT_REASONS);
 
 struct NodePlacement {
   NodeId node;

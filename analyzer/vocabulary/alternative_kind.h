@@ -9,34 +9,19 @@
 
 namespace memplan {
 
-enum class AlternativeKind : uint8_t {
-  kRecompute,        // --recompute auto where none was asked
-  kOptimizer,        // --optimizer adamw8bit | adafactor | lion in place of adam/adamw
-  kLora,             // --lora r with a 16-bit frozen base (--base-dtype bf16 or fp16)
-  kQlora,            // --lora r --base-dtype nf4
-  kOffload,          // --offload optimizer, or optimizer+params (one GPU)
-  kShorterSequence,  // --dim <sequence symbol>=<half, quarter, eighth>
-  kSharding,         // --gpus N --parallel zero3
-  kLargerGpu,        // --gpu <the smallest GPU of memplan's table that fits>
-};
-
-inline constexpr NameTable<AlternativeKind, 8> kAlternativeKindNames = {{
-    {AlternativeKind::kRecompute, "recompute"},
-    {AlternativeKind::kOptimizer, "optimizer"},
-    {AlternativeKind::kLora, "lora"},
-    {AlternativeKind::kQlora, "qlora"},
-    {AlternativeKind::kOffload, "offload"},
-    {AlternativeKind::kShorterSequence, "shorter_sequence"},
-    {AlternativeKind::kSharding, "sharding"},
-    {AlternativeKind::kLargerGpu, "gpu"},
-}};
-
-inline std::string_view AlternativeKindName(AlternativeKind kind) {
-  return NameOf(kAlternativeKindNames, kind);
-}
+#define MEMPLAN_ALTERNATIVE_KINDS(X)                                                               \
+  X(kRecompute, "recompute") /* --recompute auto where none was asked */                           \
+  X(kOptimizer, "optimizer") /* --optimizer adamw8bit | adafactor | lion in place of adam/adamw */ \
+  X(kLora, "lora")           /* --lora r with a 16-bit frozen base (--base-dtype bf16 or fp16) */  \
+  X(kQlora, "qlora")         /* --lora r --base-dtype nf4 */                                       \
+  X(kOffload, "offload")     /* --offload optimizer, or optimizer+params (one GPU) */              \
+  /* --dim <sequence symbol>=<half, quarter, eighth> */                                            \
+  X(kShorterSequence, "shorter_sequence")                                                          \
+  /* --gpus N --parallel zero3 */                                                                  \
+  X(kSharding, "sharding")                                                                         \
+  /* --gpu <the smallest GPU of memplan's table that fits> */                                      \
+  X(kLargerGpu, "gpu")
 // "qlora" -> kQlora; error "unknown alternative 'x' (choose one of: recompute, ...)".
-inline Expected<AlternativeKind> ParseAlternativeKind(std::string_view text) {
-  return ParseName(kAlternativeKindNames, text, "alternative");
-}
+MEMPLAN_VOCABULARY(AlternativeKind, MEMPLAN_ALTERNATIVE_KINDS, "alternative");
 
 }  // namespace memplan

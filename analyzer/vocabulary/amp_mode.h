@@ -10,30 +10,20 @@
 
 namespace memplan {
 
-enum class AmpMode : uint8_t {
-  // torch.autocast + GradScaler (what the PyTorch loop, HF Trainer, Lightning and Accelerate run):
-  // fp32 parameters and gradients, half casts made per op, weight casts cached through forward.
-  kAutocast,
-  // DeepSpeed / Megatron / apex O2: half parameters and gradients plus an fp32 master copy.
-  kMasterWeights,
-  // model.to(torch.bfloat16) (torchtune): bf16 parameters, gradients and optimizer state.
-  kPure,
-};
-
-inline constexpr NameTable<AmpMode, 3> kAmpModeNames = {{
-    {AmpMode::kAutocast, "autocast"},
-    {AmpMode::kMasterWeights, "master-weights"},
-    {AmpMode::kPure, "pure"},
-}};
+#define MEMPLAN_AMP_MODES(X)                                                                     \
+  /* torch.autocast + GradScaler (what the PyTorch loop, HF Trainer, Lightning and Accelerate */ \
+  /* run): fp32 parameters and gradients, half casts made per op, weight casts cached through */ \
+  /* forward. */                                                                                 \
+  X(kAutocast, "autocast")                                                                       \
+  /* DeepSpeed / Megatron / apex O2: half parameters and gradients plus an fp32 master copy. */  \
+  X(kMasterWeights, "master-weights")                                                            \
+  /* model.to(torch.bfloat16) (torchtune): bf16 parameters, gradients and optimizer state. */    \
+  X(kPure, "pure")
+// "pure" -> kPure; error "unknown AMP mode 'x' (choose one of: autocast, master-weights, pure)".
+MEMPLAN_VOCABULARY(AmpMode, MEMPLAN_AMP_MODES, "AMP mode");
 
 // The CLI's regime when --amp-mode is not given: what the HF Trainer, Accelerate, Lightning and
 // PyTorch-loop exports run (analyze --export deepspeed plans master weights instead).
 inline constexpr AmpMode kDefaultCliAmpMode = AmpMode::kAutocast;
-
-inline std::string_view AmpModeName(AmpMode mode) { return NameOf(kAmpModeNames, mode); }
-// "pure" -> kPure; error "unknown AMP mode 'x' (choose one of: autocast, master-weights, pure)".
-inline Expected<AmpMode> ParseAmpMode(std::string_view text) {
-  return ParseName(kAmpModeNames, text, "AMP mode");
-}
 
 }  // namespace memplan

@@ -8,25 +8,15 @@
 
 namespace memplan {
 
-enum class AttentionMode : uint8_t {
-  kEager,  // the graph as exported: softmax output, dropout mask and S×S products are saved
-  kSdpa,   // every recognised attention as scaled_dot_product_attention's flash kernel; a model
-           // with none is an error
-  kAuto,   // sdpa where attention is recognised (what PyTorch 2 and HF transformers run)
-};
-
-inline constexpr NameTable<AttentionMode, 3> kAttentionModeNames = {{
-    {AttentionMode::kEager, "eager"},
-    {AttentionMode::kSdpa, "sdpa"},
-    {AttentionMode::kAuto, "auto"},
-}};
-
-inline std::string_view AttentionModeName(AttentionMode mode) {
-  return NameOf(kAttentionModeNames, mode);
-}
+#define MEMPLAN_ATTENTION_MODES(X)                                                         \
+  /* the graph as exported: softmax output, dropout mask and S×S products are saved */    \
+  X(kEager, "eager")                                                                       \
+  /* every recognised attention as scaled_dot_product_attention's flash kernel; a model */ \
+  /* with none is an error */                                                              \
+  X(kSdpa, "sdpa")                                                                         \
+  /* sdpa where attention is recognised (what PyTorch 2 and HF transformers run) */        \
+  X(kAuto, "auto")
 // "sdpa" -> kSdpa; error "unknown attention mode 'x' (choose one of: eager, sdpa, auto)".
-inline Expected<AttentionMode> ParseAttentionMode(std::string_view text) {
-  return ParseName(kAttentionModeNames, text, "attention mode");
-}
+MEMPLAN_VOCABULARY(AttentionMode, MEMPLAN_ATTENTION_MODES, "attention mode");
 
 }  // namespace memplan

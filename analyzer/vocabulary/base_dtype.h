@@ -11,25 +11,12 @@
 
 namespace memplan {
 
-enum class BaseDType : uint8_t {
-  kFp32,
-  kBf16,
-  kFp16,
-  kInt8,
-  kNf4,
-};
-
-inline constexpr NameTable<BaseDType, 5> kBaseDTypeNames = {{
-    {BaseDType::kFp32, "fp32"},
-    {BaseDType::kBf16, "bf16"},
-    {BaseDType::kFp16, "fp16"},
-    {BaseDType::kInt8, "int8"},
-    {BaseDType::kNf4, "nf4"},
-}};
-
-inline std::string_view BaseDTypeName(BaseDType dtype) { return NameOf(kBaseDTypeNames, dtype); }
-inline Expected<BaseDType> ParseBaseDType(std::string_view text) {
-  return ParseName(kBaseDTypeNames, text, "base dtype");
-}
+#define MEMPLAN_BASE_DTYPES(X) \
+  X(kFp32, "fp32")             \
+  X(kBf16, "bf16")             \
+  X(kFp16, "fp16")             \
+  X(kInt8, "int8")             \
+  X(kNf4, "nf4")
+MEMPLAN_VOCABULARY(BaseDType, MEMPLAN_BASE_DTYPES, "base dtype");
 
 }  // namespace memplan

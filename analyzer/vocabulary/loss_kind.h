@@ -10,31 +10,20 @@
 
 namespace memplan {
 
-enum class LossKind : uint8_t {
-  kAuto,          // a request only: cross entropy for [batch, classes] logits, mse otherwise
-  kCrossEntropy,  // logits against class ids, one per position (-100 ignored); see below
-  kMse,           // mean squared error against a target of the prediction's shape
-  kSum,           // the sum of the output's elements; no label (a memory benchmark's loss)
-};
+#define MEMPLAN_LOSS_KINDS(X)                                                                     \
+  X(kAuto, "auto") /* a request only: cross entropy for [batch, classes] logits, mse otherwise */ \
+  /* logits against class ids, one per position (-100 ignored); see below */                      \
+  X(kCrossEntropy, "cross_entropy")                                                               \
+  X(kMse, "mse") /* mean squared error against a target of the prediction's shape */              \
+  X(kSum, "sum") /* the sum of the output's elements; no label (a memory benchmark's loss) */
+// "cross_entropy" -> kCrossEntropy; error "unknown loss 'x' (choose one of: auto, ...)".
+MEMPLAN_VOCABULARY(LossKind, MEMPLAN_LOSS_KINDS, "loss");
 
-inline constexpr NameTable<LossKind, 4> kLossKindNames = {{
-    {LossKind::kAuto, "auto"},
-    {LossKind::kCrossEntropy, "cross_entropy"},
-    {LossKind::kMse, "mse"},
-    {LossKind::kSum, "sum"},
-}};
-
-inline std::string_view LossKindName(LossKind kind) { return NameOf(kLossKindNames, kind); }
 // Which dimension of cross-entropy logits holds the classes; the labels have the logits' shape
 // without it. The last one for [batch, classes] and for a language model's [batch, seq, vocab] (the
 // logits torch's LM losses flatten to rows); dimension 1 of [N, C, d1, d2, ...] at rank 4 and
 // above, the per-pixel / per-voxel loss of segmentation models, as F.cross_entropy and ONNX
 // SoftmaxCrossEntropyLoss take it. Rank 1 has no batch: it is refused before this is asked.
 inline size_t CrossEntropyClassAxis(size_t logits_rank) { return logits_rank == 3 ? 2 : 1; }
-
-// "cross_entropy" -> kCrossEntropy; error "unknown loss 'x' (choose one of: auto, ...)".
-inline Expected<LossKind> ParseLossKind(std::string_view text) {
-  return ParseName(kLossKindNames, text, "loss");
-}
 
 }  // namespace memplan

@@ -11,36 +11,22 @@
 
 namespace memplan {
 
-enum class OffloadMode : uint8_t {
-  kNone,  // everything on the GPU
-  // DeepSpeed ZeRO-Offload (zero_optimization.offload_optimizer.device = "cpu"): the optimizer
-  // state and the copy of the parameters it updates live on the host, the optimizer step runs on
-  // the CPU; gradients go down and updated parameters come back up every optimizer step.
-  kOptimizer,
-  // ZeRO-Infinity / ZeRO-3 offload_param, FSDP CPUOffload(offload_params=True): the parameters
-  // too; each unit's are brought to the GPU for its forward and again for its backward, and
-  // gradients go to the host as they are produced.
-  kOptimizerAndParams,
-  // torch.autograd.graph.save_on_cpu(pin_memory=True): every tensor saved for backward is copied
-  // to the host when saved and back when its backward runs.
-  kActivations,
-};
-
-inline constexpr NameTable<OffloadMode, 4> kOffloadModeNames = {{
-    {OffloadMode::kNone, "none"},
-    {OffloadMode::kOptimizer, "optimizer"},
-    {OffloadMode::kOptimizerAndParams, "optimizer+params"},
-    {OffloadMode::kActivations, "activations"},
-}};
-
-inline std::string_view OffloadModeName(OffloadMode mode) {
-  return NameOf(kOffloadModeNames, mode);
-}
+#define MEMPLAN_OFFLOAD_MODES(X)                                                                   \
+  X(kNone, "none") /* everything on the GPU */                                                     \
+  /* DeepSpeed ZeRO-Offload (zero_optimization.offload_optimizer.device = "cpu"): the optimizer */ \
+  /* state and the copy of the parameters it updates live on the host, the optimizer step runs */  \
+  /* on the CPU; gradients go down and updated parameters come back up every optimizer step. */    \
+  X(kOptimizer, "optimizer")                                                                       \
+  /* ZeRO-Infinity / ZeRO-3 offload_param, FSDP CPUOffload(offload_params=True): the */            \
+  /* parameters too; each unit's are brought to the GPU for its forward and again for its */       \
+  /* backward, and gradients go to the host as they are produced. */                               \
+  X(kOptimizerAndParams, "optimizer+params")                                                       \
+  /* torch.autograd.graph.save_on_cpu(pin_memory=True): every tensor saved for backward is */      \
+  /* copied to the host when saved and back when its backward runs. */                             \
+  X(kActivations, "activations")
 // "optimizer" -> kOptimizer; error "unknown offload mode 'x' (choose one of: none, optimizer,
 // optimizer+params, activations)".
-inline Expected<OffloadMode> ParseOffloadMode(std::string_view text) {
-  return ParseName(kOffloadModeNames, text, "offload mode");
-}
+MEMPLAN_VOCABULARY(OffloadMode, MEMPLAN_OFFLOAD_MODES, "offload mode");
 
 // The optimizer step runs on the CPU over host-resident state.
 inline bool OffloadsOptimizer(OffloadMode mode) {

@@ -12,23 +12,19 @@
 
 namespace memplan {
 
-enum class OptimizerImpl : uint8_t {
-  // foreach=True (`_multi_tensor_adam`): PyTorch's default on CUDA when neither foreach nor fused
-  // is given. Adam's sqrt of the second moment is one tensor list for every parameter at once.
-  kForeach,
-  // fused=True (`_fused_adam`, one kernel per parameter group): no intermediate tensor. Also
-  // DeepSpeed's FusedAdam and bitsandbytes' 8-bit kernels.
-  kFused,
-  // foreach=False (`_single_tensor_adam`): a Python loop over the parameters, one parameter's
-  // intermediates at a time.
-  kForLoop,
-};
-
-inline constexpr NameTable<OptimizerImpl, 3> kOptimizerImplNames = {{
-    {OptimizerImpl::kForeach, "foreach"},
-    {OptimizerImpl::kFused, "fused"},
-    {OptimizerImpl::kForLoop, "for-loop"},
-}};
+#define MEMPLAN_OPTIMIZER_IMPLS(X)                                                                \
+  /* foreach=True (`_multi_tensor_adam`): PyTorch's default on CUDA when neither foreach nor */   \
+  /* fused is given. Adam's sqrt of the second moment is one tensor list for every parameter */   \
+  /* at once. */                                                                                  \
+  X(kForeach, "foreach")                                                                          \
+  /* fused=True (`_fused_adam`, one kernel per parameter group): no intermediate tensor. Also */  \
+  /* DeepSpeed's FusedAdam and bitsandbytes' 8-bit kernels. */                                    \
+  X(kFused, "fused")                                                                              \
+  /* foreach=False (`_single_tensor_adam`): a Python loop over the parameters, one parameter's */ \
+  /* intermediates at a time. */                                                                  \
+  X(kForLoop, "for-loop")
+// "fused" -> kFused; error "unknown optimizer implementation 'x' (choose one of: ...)".
+MEMPLAN_VOCABULARY(OptimizerImpl, MEMPLAN_OPTIMIZER_IMPLS, "optimizer implementation");
 
 // The CLI's implementation when --optimizer-impl is not given: torch.optim's default on CUDA
 // (torch/optim/optimizer.py `_default_to_fused_or_foreach`: foreach when every parameter is a
@@ -36,14 +32,6 @@ inline constexpr NameTable<OptimizerImpl, 3> kOptimizerImplNames = {{
 // The library's ProgramOptions default is kFused (no intermediate), the model its tests were
 // derived with, as with kDefaultCliAmpMode.
 inline constexpr OptimizerImpl kDefaultCliOptimizerImpl = OptimizerImpl::kForeach;
-
-inline std::string_view OptimizerImplName(OptimizerImpl impl) {
-  return NameOf(kOptimizerImplNames, impl);
-}
-// "fused" -> kFused; error "unknown optimizer implementation 'x' (choose one of: ...)".
-inline Expected<OptimizerImpl> ParseOptimizerImpl(std::string_view text) {
-  return ParseName(kOptimizerImplNames, text, "optimizer implementation");
-}
 
 // Whether `optimizer` is a torch.optim class with foreach / fused / for-loop implementations
 // (SGD, SGD with momentum, Adam, AdamW). The others run their own kernels, whatever the flag:

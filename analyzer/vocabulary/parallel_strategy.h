@@ -25,30 +25,16 @@
 
 namespace memplan {
 
-enum class ParallelStrategy : uint8_t {
-  kDdp,    // torch DistributedDataParallel: replicas, gradient buckets all-reduced in backward
-  kZero1,  // DeepSpeed ZeRO stage 1: optimizer state (and fp32 masters) partitioned
-  kZero2,  // DeepSpeed ZeRO stage 2: + gradients partitioned (reduce buckets)
-  kZero3,  // DeepSpeed ZeRO stage 3: + parameters partitioned, gathered per module
-  kFsdp,   // PyTorch FSDP (FULL_SHARD) / FSDP2: parameters gathered per wrapped unit
-  kHybridShard,  // PyTorch FSDP HYBRID_SHARD / FSDP2 2-D mesh: fsdp within a node, replicated
-};
-
-inline constexpr NameTable<ParallelStrategy, 6> kParallelStrategyNames = {{
-    {ParallelStrategy::kDdp, "ddp"},
-    {ParallelStrategy::kZero1, "zero1"},
-    {ParallelStrategy::kZero2, "zero2"},
-    {ParallelStrategy::kZero3, "zero3"},
-    {ParallelStrategy::kFsdp, "fsdp"},
-    {ParallelStrategy::kHybridShard, "hybrid-shard"},
-}};
-
-inline std::string_view ParallelStrategyName(ParallelStrategy strategy) {
-  return NameOf(kParallelStrategyNames, strategy);
-}
-inline Expected<ParallelStrategy> ParseParallelStrategy(std::string_view text) {
-  return ParseName(kParallelStrategyNames, text, "parallel strategy");
-}
+#define MEMPLAN_PARALLEL_STRATEGIES(X)                                                             \
+  /* torch DistributedDataParallel: replicas, gradient buckets all-reduced in backward */          \
+  X(kDdp, "ddp")                                                                                   \
+  X(kZero1, "zero1") /* DeepSpeed ZeRO stage 1: optimizer state (and fp32 masters) partitioned */  \
+  X(kZero2, "zero2") /* DeepSpeed ZeRO stage 2: + gradients partitioned (reduce buckets) */        \
+  X(kZero3, "zero3") /* DeepSpeed ZeRO stage 3: + parameters partitioned, gathered per module */   \
+  X(kFsdp, "fsdp")   /* PyTorch FSDP (FULL_SHARD) / FSDP2: parameters gathered per wrapped unit */ \
+  /* PyTorch FSDP HYBRID_SHARD / FSDP2 2-D mesh: fsdp within a node, replicated */                 \
+  X(kHybridShard, "hybrid-shard")
+MEMPLAN_VOCABULARY(ParallelStrategy, MEMPLAN_PARALLEL_STRATEGIES, "parallel strategy");
 
 // PyTorch FSDP's engine (FULL_SHARD or HYBRID_SHARD): units gathered, reduce-scattered per unit.
 inline bool IsFsdp(ParallelStrategy s) {

@@ -11,44 +11,22 @@
 
 namespace memplan {
 
-enum class Precision : uint8_t {
-  kFp32,  // everything in fp32
-  kFp16,  // mixed precision: fp16 compute where safe, fp32 masters, loss scaling by default
-  kBf16,  // mixed precision: bf16 compute where safe, fp32 masters, no loss scaling by default
-};
-
-inline constexpr NameTable<Precision, 3> kPrecisionNames = {{
-    {Precision::kFp32, "fp32"},
-    {Precision::kFp16, "fp16"},
-    {Precision::kBf16, "bf16"},
-}};
-
-inline std::string_view PrecisionName(Precision precision) {
-  return NameOf(kPrecisionNames, precision);
-}
+#define MEMPLAN_PRECISIONS(X)                                                              \
+  X(kFp32, "fp32") /* everything in fp32 */                                                \
+  /* mixed precision: fp16 compute where safe, fp32 masters, loss scaling by default */    \
+  X(kFp16, "fp16")                                                                         \
+  /* mixed precision: bf16 compute where safe, fp32 masters, no loss scaling by default */ \
+  X(kBf16, "bf16")
 // "fp16" -> kFp16; error "unknown precision 'x' (choose one of: fp32, fp16, bf16)".
-inline Expected<Precision> ParsePrecision(std::string_view text) {
-  return ParseName(kPrecisionNames, text, "precision");
-}
+MEMPLAN_VOCABULARY(Precision, MEMPLAN_PRECISIONS, "precision");
 
 // What a user asks the search for: one precision, or auto (fp32 and the GPU's fastest 16-bit
 // format, whichever plans faster).
-enum class PrecisionChoice : uint8_t { kFp32, kFp16, kBf16, kAuto };
-
-inline constexpr NameTable<PrecisionChoice, 4> kPrecisionChoiceNames = {{
-    {PrecisionChoice::kFp32, kPrecisionNames[0].name},
-    {PrecisionChoice::kFp16, kPrecisionNames[1].name},
-    {PrecisionChoice::kBf16, kPrecisionNames[2].name},
-    {PrecisionChoice::kAuto, "auto"},
-}};
-
-inline std::string_view PrecisionChoiceName(PrecisionChoice choice) {
-  return NameOf(kPrecisionChoiceNames, choice);
-}
+#define MEMPLAN_PRECISION_CHOICES(X) \
+  MEMPLAN_PRECISIONS(X)              \
+  X(kAuto, "auto")
 // "auto" -> kAuto; error "unknown precision 'x' (choose one of: fp32, fp16, bf16, auto)".
-inline Expected<PrecisionChoice> ParsePrecisionChoice(std::string_view text) {
-  return ParseName(kPrecisionChoiceNames, text, "precision");
-}
+MEMPLAN_VOCABULARY(PrecisionChoice, MEMPLAN_PRECISION_CHOICES, "precision");
 
 // The precision a choice fixes; nullopt for auto.
 inline std::optional<Precision> FixedPrecision(PrecisionChoice choice) {

@@ -12,45 +12,21 @@
 
 namespace memplan {
 
-enum class RecomputeChoice : uint8_t {
-  kNone,     // keep every activation
-  kAll,      // recompute every chain stage but the checkpoints at its ends
-  kSqrt,     // sqrt(n) evenly spaced checkpoints (Chen et al. 2016)
-  kOptimal,  // the chain DP under the memory budget
-  kAuto,     // optimal when the budget or the global batch needs it, none otherwise
-};
-
-inline constexpr NameTable<RecomputeChoice, 5> kRecomputeChoiceNames = {{
-    {RecomputeChoice::kNone, "none"},
-    {RecomputeChoice::kAll, "all"},
-    {RecomputeChoice::kSqrt, "sqrt"},
-    {RecomputeChoice::kOptimal, "optimal"},
-    {RecomputeChoice::kAuto, "auto"},
-}};
-
-inline std::string_view RecomputeChoiceName(RecomputeChoice choice) {
-  return NameOf(kRecomputeChoiceNames, choice);
-}
+#define MEMPLAN_RECOMPUTE_CHOICES(X)                                                       \
+  X(kNone, "none")       /* keep every activation */                                       \
+  X(kAll, "all")         /* recompute every chain stage but the checkpoints at its ends */ \
+  X(kSqrt, "sqrt")       /* sqrt(n) evenly spaced checkpoints (Chen et al. 2016) */        \
+  X(kOptimal, "optimal") /* the chain DP under the memory budget */                        \
+  X(kAuto, "auto")       /* optimal when the budget or the global batch needs it, none otherwise */
 // "sqrt" -> kSqrt; error "unknown recompute 'x' (choose one of: none, all, sqrt, optimal, auto)".
-inline Expected<RecomputeChoice> ParseRecomputeChoice(std::string_view text) {
-  return ParseName(kRecomputeChoiceNames, text, "recompute");
-}
+MEMPLAN_VOCABULARY(RecomputeChoice, MEMPLAN_RECOMPUTE_CHOICES, "recompute");
 
-enum class RecomputeLabel : uint8_t { kNone, kAll, kSqrt, kOptimal, kCustom };
-
-inline constexpr NameTable<RecomputeLabel, 5> kRecomputeLabelNames = {{
-    {RecomputeLabel::kNone, "none"},
-    {RecomputeLabel::kAll, "all"},
-    {RecomputeLabel::kSqrt, "sqrt"},
-    {RecomputeLabel::kOptimal, "optimal"},
-    {RecomputeLabel::kCustom, "custom"},
-}};
-
-inline std::string_view RecomputeLabelName(RecomputeLabel label) {
-  return NameOf(kRecomputeLabelNames, label);
-}
-inline Expected<RecomputeLabel> ParseRecomputeLabel(std::string_view text) {
-  return ParseName(kRecomputeLabelNames, text, "recompute label");
-}
+#define MEMPLAN_RECOMPUTE_LABELS(X) \
+  X(kNone, "none")                  \
+  X(kAll, "all")                    \
+  X(kSqrt, "sqrt")                  \
+  X(kOptimal, "optimal")            \
+  X(kCustom, "custom")
+MEMPLAN_VOCABULARY(RecomputeLabel, MEMPLAN_RECOMPUTE_LABELS, "recompute label");
 
 }  // namespace memplan

@@ -16,20 +16,11 @@
 
 namespace memplan {
 
-enum class RecomputeUnit : uint8_t { kAuto, kNode, kModule };
-
-inline constexpr NameTable<RecomputeUnit, 3> kRecomputeUnitNames = {{
-    {RecomputeUnit::kAuto, "auto"},
-    {RecomputeUnit::kNode, "node"},
-    {RecomputeUnit::kModule, "module"},
-}};
-
-inline std::string_view RecomputeUnitName(RecomputeUnit unit) {
-  return NameOf(kRecomputeUnitNames, unit);
-}
+#define MEMPLAN_RECOMPUTE_UNITS(X) \
+  X(kAuto, "auto")                 \
+  X(kNode, "node")                 \
+  X(kModule, "module")
 // "module" -> kModule; error "unknown recompute unit 'x' (choose one of: auto, node, module)".
-inline Expected<RecomputeUnit> ParseRecomputeUnit(std::string_view text) {
-  return ParseName(kRecomputeUnitNames, text, "recompute unit");
-}
+MEMPLAN_VOCABULARY(RecomputeUnit, MEMPLAN_RECOMPUTE_UNITS, "recompute unit");
 
 }  // namespace memplan

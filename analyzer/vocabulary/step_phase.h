@@ -16,21 +16,14 @@
 
 namespace memplan {
 
-enum class StepPhase : uint8_t { kSetup, kLoad, kForward, kBackward, kRecompute, kOptimizer };
-
-inline constexpr NameTable<StepPhase, 6> kStepPhaseNames = {{
-    {StepPhase::kSetup, "setup"},
-    {StepPhase::kLoad, "load"},
-    {StepPhase::kForward, "forward"},
-    {StepPhase::kBackward, "backward"},
-    {StepPhase::kRecompute, "recompute"},
-    {StepPhase::kOptimizer, "optimizer"},
-}};
-
-inline std::string_view StepPhaseName(StepPhase phase) { return NameOf(kStepPhaseNames, phase); }
-inline Expected<StepPhase> ParseStepPhase(std::string_view text) {
-  return ParseName(kStepPhaseNames, text, "step phase");
-}
+#define MEMPLAN_STEP_PHASES(X) \
+  X(kSetup, "setup")           \
+  X(kLoad, "load")             \
+  X(kForward, "forward")       \
+  X(kBackward, "backward")     \
+  X(kRecompute, "recompute")   \
+  X(kOptimizer, "optimizer")
+MEMPLAN_VOCABULARY(StepPhase, MEMPLAN_STEP_PHASES, "step phase");
 
 StepPhase PhaseOfStep(StepKind kind);
 

@@ -8,21 +8,10 @@
 
 namespace memplan {
 
-enum class ZeroGradMode : uint8_t {
-  kSetToNone,  // zero_grad(set_to_none=True), PyTorch's default: gradients are freed
-  kZero,       // zero_grad(set_to_none=False): gradients stay allocated and are zeroed
-};
-
-inline constexpr NameTable<ZeroGradMode, 2> kZeroGradModeNames = {{
-    {ZeroGradMode::kSetToNone, "set_to_none"},
-    {ZeroGradMode::kZero, "zero"},
-}};
-
-inline std::string_view ZeroGradModeName(ZeroGradMode mode) {
-  return NameOf(kZeroGradModeNames, mode);
-}
-inline Expected<ZeroGradMode> ParseZeroGradMode(std::string_view text) {
-  return ParseName(kZeroGradModeNames, text, "zero_grad mode");
-}
+#define MEMPLAN_ZERO_GRAD_MODES(X)                                          \
+  /* zero_grad(set_to_none=True), PyTorch's default: gradients are freed */ \
+  X(kSetToNone, "set_to_none")                                              \
+  X(kZero, "zero") /* zero_grad(set_to_none=False): gradients stay allocated and are zeroed */
+MEMPLAN_VOCABULARY(ZeroGradMode, MEMPLAN_ZERO_GRAD_MODES, "zero_grad mode");
 
 }  // namespace memplan

@@ -131,10 +131,10 @@ Verb AddAnalyzeCommand(CLI::App& app) {
   command->add_option("--svg", flags->svg, "also write the memory timeline as a static SVG")
       ->type_name("FILE.svg");
   command
-      ->add_option("--export", flags->export_target,
-                   "also export the plan as a config: deepspeed, hf-trainer, hf-trainer-json, "
-                   "accelerate, lightning or pytorch (to stdout instead of the analysis unless "
-                   "--export-out)")
+      ->add_option(
+          "--export", flags->export_target,
+          "also export the plan as a config: " + JoinNames(kExportTargetNames, ", ", " or ") +
+              " (to stdout instead of the analysis unless --export-out)")
       ->type_name("TARGET");
   command->add_option("--export-out", flags->export_out, "write the --export config here")
       ->type_name("FILE");

@@ -27,12 +27,8 @@ struct ExportFlags {
   ExportOptions options;
 };
 
-std::string TargetNames() {
-  std::string names;
-  for (ExportTarget target : kAllExportTargets)
-    names += (names.empty() ? "" : "|") + std::string(ExportTargetName(target));
-  return names;
-}
+// "deepspeed|hf-trainer|...|pytorch", for the usage line and the --to error.
+std::string TargetNames() { return JoinNames(kExportTargetNames, "|", "|"); }
 
 int RunExport(const ExportFlags& flags) {
   if (flags.to.empty()) return ReportError("export: --to is required (" + TargetNames() + ")");
