@@ -278,6 +278,18 @@ class CandidateEvaluator {
     return fits(*peaks);
   }
 
+  // A lower bound of Evaluate(m, k, ...).peak_bytes under every allocator model: the live peak,
+  // which needs no allocator replay (a walk over the script's sizes, a fraction of a replay's
+  // cost), or the known one.
+  Expected<int64_t> LivePeakAt(int64_t m, int64_t k) {
+    MEMPLAN_CHECK(k >= 1);
+    const std::pair<int64_t, int64_t> key(m, std::min<int64_t>(k, 2));
+    if (auto it = simulations_.find(key); it != simulations_.end()) return it->second.live_bytes;
+    MEMPLAN_TRY(const std::vector<int64_t> sizes, SizesAt(m));
+    MEMPLAN_TRY(const AllocationScript* script, ScriptOf(key.second));
+    return script->LivePeak(sizes);
+  }
+
  private:
   // The allocation script of min(k, 2) micro-batches, recorded on first use.
   Expected<const AllocationScript*> ScriptOf(int64_t replayed) {
@@ -338,8 +350,10 @@ class CandidateEvaluator {
 // assuming memory grows with m; 0 when m = 1 does not fit. fits_at(m, limit) (an Expected<bool>) is
 // peak_of(m) <= limit, answered from as little of a simulation as decides it. Every probe is a
 // simulation of the whole program, so the search spends as few as it can:
-//  * growing: m doubles from 1 until it does not fit, with exact peaks (the candidates table
-//    shows these powers of two, so their simulations are used twice);
+//  * growing: m doubles from 1 while its live peak (live_peak_of(m), a lower bound of the peak
+//    that needs no allocator replay) is within the limit, so the first power of two past it is
+//    known not to fit without a simulation; the powers below it are then simulated downward
+//    until one fits (usually the first: a 50,000-node chain simulated 15 powers of two before);
 //  * closing: the peak is nearly affine in m (every activation scales with the batch), so the probe
 //    is where the line through the bracket's ends crosses the limit, followed by its neighbour
 //    across the crossing, which closes the bracket when the line was right (two probes instead
@@ -350,8 +364,9 @@ class CandidateEvaluator {
 //    such steps lands on the same side again and again), so the search bisects to the end with
 //    fit tests: a probe past the limit stops where its replay crosses it.
 // Where memory does grow with m, every such search finds the same m: the one crossing.
-template <class PeakOf, class FitsAt>
-Expected<int64_t> LargestFitting(int64_t cap, int64_t limit, PeakOf peak_of, FitsAt fits_at) {
+template <class PeakOf, class LivePeakOf, class FitsAt>
+Expected<int64_t> LargestFitting(int64_t cap, int64_t limit, PeakOf peak_of,
+                                 LivePeakOf live_peak_of, FitsAt fits_at) {
   MEMPLAN_TRY(int64_t peak_one, peak_of(1));
   if (peak_one > limit) return int64_t{0};
   int64_t lo = 1;  // fits
@@ -369,8 +384,24 @@ Expected<int64_t> LargestFitting(int64_t cap, int64_t limit, PeakOf peak_of, Fit
     }
     return OkStatus();
   };
-  while (hi == 0 && lo < cap) MEMPLAN_RETURN_IF_ERROR(probe(std::min(cap, lo * 2)));
+  std::vector<int64_t> within;  // the powers of two (or cap) whose live peak is within the limit
+  for (int64_t m = 1; m < cap;) {
+    m = std::min(cap, m * 2);
+    MEMPLAN_TRY(const int64_t live, live_peak_of(m));
+    if (live > limit) {
+      hi = m;
+      break;
+    }
+    within.push_back(m);
+  }
+  // Downward: the first that fits is lo; each that does not is the new hi.
+  for (auto it = within.rbegin(); it != within.rend() && lo == 1; ++it)
+    MEMPLAN_RETURN_IF_ERROR(probe(*it));
   if (hi == 0) return lo;
+  // The secant below needs hi's exact peak where only its live bound is known.
+  if (hi_peak == 0) {
+    MEMPLAN_TRY(hi_peak, peak_of(hi));
+  }
   bool bisect = false;
   while (hi - lo > 1) {
     const int64_t width = hi - lo;
@@ -513,6 +544,10 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
                 evaluator.Evaluate(m, std::min(k, fit_k), budget, /*with_time=*/false));
     return c.peak_bytes;
   };
+  auto live_peak_at = [&evaluator, &rank_batch, fit_k](int64_t m) -> Expected<int64_t> {
+    int64_t k = rank_batch ? std::max<int64_t>(1, CeilDiv(*rank_batch, m)) : 1;
+    return evaluator.LivePeakAt(m, std::min(k, fit_k));
+  };
   auto fits_at = [&evaluator, &rank_batch, fit_k](int64_t m, int64_t limit) -> Expected<bool> {
     int64_t k = rank_batch ? std::max<int64_t>(1, CeilDiv(*rank_batch, m)) : 1;
     return evaluator.FitsAt(m, std::min(k, fit_k), limit);
@@ -524,11 +559,12 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     largest = *options.micro_batch;
     recommended = largest;
   } else if (has_batch) {
-    MEMPLAN_TRY(largest, LargestFitting(options.max_micro_batch, budget, peak_at, fits_at));
+    MEMPLAN_TRY(largest,
+                LargestFitting(options.max_micro_batch, budget, peak_at, live_peak_at, fits_at));
     recommended = largest;
     if (plan.headroom_bytes > 0 && largest > 0) {
-      MEMPLAN_TRY(recommended,
-                  LargestFitting(largest, budget - plan.headroom_bytes, peak_at, fits_at));
+      MEMPLAN_TRY(recommended, LargestFitting(largest, budget - plan.headroom_bytes, peak_at,
+                                              live_peak_at, fits_at));
       recommended = std::max<int64_t>(recommended, 1);
       MEMPLAN_TRY(PlanCandidate at_max, evaluator.Evaluate(largest, 1, budget, false));
       plan.largest_fitting_peak_bytes = at_max.peak_bytes;
