@@ -68,6 +68,16 @@ GradientRule GradientOnlyForFloatingInput0() {
   };
 }
 
+GradientRule GradientsForFloatingInputsThrough(size_t last_slot) {
+  return [last_slot](const OpContext& ctx) {
+    std::vector<bool> grads(ctx.inputs.size(), false);
+    for (size_t i = 0; i < grads.size() && i <= last_slot; ++i)
+      grads[i] = ctx.has_input(i) && IsFloating(ctx.inputs[i].dtype) &&
+                 ctx.inputs[i].kind != ValueKind::kConstant;
+    return grads;
+  };
+}
+
 DType StatisticsDType(DType input) {
   return input == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
 }

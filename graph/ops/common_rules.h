@@ -86,6 +86,10 @@ GradientRule GradientsAtSlots(std::vector<size_t> slots);
 // gradient whenever it is a present floating tensor, whatever its kind; the others (labels,
 // axes, sizes, scales) never do. Losses, reductions and resampling ops share it.
 GradientRule GradientOnlyForFloatingInput0();
+// A gradient_inputs rule for ops trained in a prefix of their inputs (a norm's data, scale and
+// bias): each present floating, non-constant input at slot <= `last_slot` receives a gradient; the
+// later ones (BatchNorm's running statistics) never do.
+GradientRule GradientsForFloatingInputsThrough(size_t last_slot);
 
 // The dtype PyTorch's CUDA kernels use for normalisation statistics (mean, invstd/rstd): the
 // accumulate type, float32 for fp16/bf16/fp32 inputs and float64 for float64 ones.

@@ -90,13 +90,7 @@ OpSchema BatchNormSchema() {
     return WithStatistics(std::move(saved), ctx, "save_mean", "save_invstd", c);
   });
   // Running mean/var are statistics, not trained.
-  s.gradient_inputs = [](const OpContext& ctx) {
-    std::vector<bool> grads(ctx.inputs.size(), false);
-    for (size_t i = 0; i < grads.size() && i < 3; ++i)
-      grads[i] = ctx.has_input(i) && IsFloating(ctx.inputs[i].dtype) &&
-                 ctx.inputs[i].kind != ValueKind::kConstant;
-    return grads;
-  };
+  s.gradient_inputs = GradientsForFloatingInputsThrough(/*last_slot=*/2);
   s.backward_flops_factor = kNormalizationBackwardFactor;
   s.amp = AmpCategory::kFollowInputs;
   s.saved_source = DerivativesSource(

@@ -108,13 +108,7 @@ OpSchema SkipNormSchema(const char* op_type, bool rms) {
     return saved;
   });
   // input, skip, gamma, beta and bias all receive gradients.
-  s.gradient_inputs = [bias_slot](const OpContext& ctx) {
-    std::vector<bool> grads(ctx.inputs.size(), false);
-    for (size_t i = 0; i < grads.size() && i <= bias_slot; ++i)
-      grads[i] = ctx.has_input(i) && IsFloating(ctx.inputs[i].dtype) &&
-                 ctx.inputs[i].kind != ValueKind::kConstant;
-    return grads;
-  };
+  s.gradient_inputs = GradientsForFloatingInputsThrough(bias_slot);
   s.backward_flops_factor = kNormalizationBackwardFactor;
   s.amp = rms ? AmpCategory::kFollowInputs : AmpCategory::kFp32Required;
   s.saved_source =
