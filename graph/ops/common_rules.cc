@@ -144,6 +144,30 @@ Expected<const TensorInfo*> RequiredInput(const OpContext& ctx, size_t index) {
   return &ctx.inputs[index];
 }
 
+Expected<std::vector<TensorInfo>> OutputInInput0DType(const OpContext& ctx) {
+  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
+  auto outs = EmptyOutputs(ctx);
+  if (!outs.empty()) outs[0].dtype = x->dtype;
+  return outs;
+}
+
+Expected<std::vector<TensorInfo>> OutputLikeInput0(const OpContext& ctx) {
+  MEMPLAN_TRY(auto outs, OutputInInput0DType(ctx));
+  if (!outs.empty()) outs[0].shape = ctx.inputs[0].shape;
+  return outs;
+}
+
+Expected<std::optional<QkvInputs>> ReadQkvInputs(const OpContext& ctx, const std::string& names) {
+  MEMPLAN_TRY(const TensorInfo* q, RequiredInput(ctx, 0));
+  MEMPLAN_TRY(const TensorInfo* k, RequiredInput(ctx, 1));
+  MEMPLAN_TRY(const TensorInfo* v, RequiredInput(ctx, 2));
+  if (!q->shape.known || !k->shape.known || !v->shape.known) return std::optional<QkvInputs>{};
+  const size_t rank = q->shape.rank();
+  if ((rank != 3 && rank != 4) || k->shape.rank() != rank || v->shape.rank() != rank)
+    return MakeError(NodeError(ctx.node, names + " must all be 3D or all be 4D"));
+  return std::optional<QkvInputs>{QkvInputs{q, k, v, rank}};
+}
+
 std::optional<Dim> FreshDim(const OpContext& ctx, const char* prefix) {
   if (ctx.symbols == nullptr) return std::nullopt;
   return Dim::Symbol(ctx.symbols->Fresh(prefix));
