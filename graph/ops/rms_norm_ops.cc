@@ -26,14 +26,11 @@ constexpr int64_t kResidualAddFlops = 1;
 
 Expected<std::vector<TensorInfo>> SameAsInput0WithStats(const OpContext& ctx, int64_t axis,
                                                         size_t first_stat, size_t last_stat) {
-  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
-  auto outs = EmptyOutputs(ctx);
+  MEMPLAN_TRY(auto outs, OutputLikeInput0(ctx));
   if (outs.empty()) return outs;
-  outs[0].dtype = x->dtype;
-  outs[0].shape = x->shape;
   MEMPLAN_TRY(Shape stat, TrailingNormStatShape(ctx, axis));
   for (size_t i = first_stat; i <= last_stat && i < outs.size(); ++i) {
-    outs[i].dtype = StatisticsDType(x->dtype);
+    outs[i].dtype = StatisticsDType(ctx.inputs[0].dtype);
     outs[i].shape = stat;
   }
   return outs;
