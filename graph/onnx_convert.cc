@@ -47,15 +47,29 @@ int64_t SignExtend(uint64_t v, size_t width) {
   return static_cast<int64_t>((v ^ sign) - sign);
 }
 
-// Element count when the tensor is inline and small enough; nullopt otherwise.
-std::optional<size_t> SmallInlineCount(const onnx::TensorProto& tensor, int64_t max_elements) {
+// What the small-value readers need to know before reading a tensor's elements.
+struct InlineLayout {
+  size_t count = 0;
+  DType dtype = DType::kUndefined;
+};
+
+// Element count and dtype when the tensor is inline, small enough, of a dtype memplan knows and,
+// when it has raw_data, holds exactly that many elements there; nullopt otherwise. Both
+// SmallIntegerValues and SmallFloatValues start from it, so they refuse the same tensors.
+std::optional<InlineLayout> SmallInlineLayout(const onnx::TensorProto& tensor,
+                                              int64_t max_elements) {
   if (IsExternal(tensor)) return std::nullopt;
   std::vector<int64_t> dims(tensor.dims().begin(), tensor.dims().end());
   for (int64_t d : dims)
     if (d < 0) return std::nullopt;
   auto count = ElementCount(dims);
-  if (!count || *count > max_elements) return std::nullopt;
-  return static_cast<size_t>(*count);
+  auto dtype = DTypeFromOnnx(tensor.data_type());
+  if (!count || *count > max_elements || !dtype) return std::nullopt;
+  const auto n = static_cast<size_t>(*count);
+  if (tensor.has_raw_data() &&
+      tensor.raw_data().size() != n * static_cast<size_t>(ByteSize(*dtype)))
+    return std::nullopt;
+  return InlineLayout{n, *dtype};
 }
 
 // A tensor attribute (a Constant's table) with its values, up to kMaxKeptTensorElements.
@@ -106,17 +120,16 @@ std::optional<std::string> ExternalLocation(const onnx::TensorProto& tensor) {
 
 std::optional<std::vector<int64_t>> SmallIntegerValues(const onnx::TensorProto& tensor,
                                                        int64_t max_elements) {
-  auto count = SmallInlineCount(tensor, max_elements);
-  auto dtype = DTypeFromOnnx(tensor.data_type());
-  if (!count || !dtype || !IsFoldableDType(*dtype)) return std::nullopt;
+  auto layout = SmallInlineLayout(tensor, max_elements);
+  if (!layout || !IsFoldableDType(layout->dtype)) return std::nullopt;
+  const auto [count, dtype] = *layout;
   std::vector<int64_t> values;
-  values.reserve(*count);
+  values.reserve(count);
   if (tensor.has_raw_data()) {
-    const size_t width = static_cast<size_t>(ByteSize(*dtype));
-    if (tensor.raw_data().size() != *count * width) return std::nullopt;
-    const bool is_signed = *dtype == DType::kInt8 || *dtype == DType::kInt16 ||
-                           *dtype == DType::kInt32 || *dtype == DType::kInt64;
-    for (size_t i = 0; i < *count; ++i) {
+    const size_t width = static_cast<size_t>(ByteSize(dtype));
+    const bool is_signed = dtype == DType::kInt8 || dtype == DType::kInt16 ||
+                           dtype == DType::kInt32 || dtype == DType::kInt64;
+    for (size_t i = 0; i < count; ++i) {
       uint64_t raw = RawElement(tensor.raw_data(), i, width);
       values.push_back(is_signed ? SignExtend(raw, width) : static_cast<int64_t>(raw));
     }
@@ -124,32 +137,30 @@ std::optional<std::vector<int64_t>> SmallIntegerValues(const onnx::TensorProto& 
   }
   // Typed fields (onnx.proto): int64_data for INT64; uint64_data for UINT32/UINT64; int32_data
   // for the narrower integers and bool.
-  if (*dtype == DType::kInt64) {
+  if (dtype == DType::kInt64) {
     values.assign(tensor.int64_data().begin(), tensor.int64_data().end());
-  } else if (*dtype == DType::kUInt32 || *dtype == DType::kUInt64) {
+  } else if (dtype == DType::kUInt32 || dtype == DType::kUInt64) {
     for (uint64_t v : tensor.uint64_data()) values.push_back(static_cast<int64_t>(v));
   } else {
     values.assign(tensor.int32_data().begin(), tensor.int32_data().end());
   }
-  if (values.size() != *count) return std::nullopt;
+  if (values.size() != count) return std::nullopt;
   return values;
 }
 
 std::optional<std::vector<double>> SmallFloatValues(const onnx::TensorProto& tensor,
                                                     int64_t max_elements) {
-  auto count = SmallInlineCount(tensor, max_elements);
-  auto dtype = DTypeFromOnnx(tensor.data_type());
-  if (!count || !dtype || !IsFloating(*dtype)) return std::nullopt;
+  auto layout = SmallInlineLayout(tensor, max_elements);
+  if (!layout || !IsFloating(layout->dtype)) return std::nullopt;
+  const auto [count, dtype] = *layout;
   std::vector<double> values;
-  values.reserve(*count);
+  values.reserve(count);
   const bool has_raw = tensor.has_raw_data();
-  if (has_raw && tensor.raw_data().size() != *count * static_cast<size_t>(ByteSize(*dtype)))
-    return std::nullopt;
-  for (size_t i = 0; i < *count; ++i) {
-    switch (*dtype) {
+  for (size_t i = 0; i < count; ++i) {
+    switch (dtype) {
       case DType::kFloat32: {
         if (!has_raw) {
-          if (static_cast<size_t>(tensor.float_data_size()) != *count) return std::nullopt;
+          if (static_cast<size_t>(tensor.float_data_size()) != count) return std::nullopt;
           values.push_back(tensor.float_data(static_cast<int>(i)));
           break;
         }
@@ -161,7 +172,7 @@ std::optional<std::vector<double>> SmallFloatValues(const onnx::TensorProto& ten
       }
       case DType::kFloat64: {
         if (!has_raw) {
-          if (static_cast<size_t>(tensor.double_data_size()) != *count) return std::nullopt;
+          if (static_cast<size_t>(tensor.double_data_size()) != count) return std::nullopt;
           values.push_back(tensor.double_data(static_cast<int>(i)));
           break;
         }
@@ -176,10 +187,10 @@ std::optional<std::vector<double>> SmallFloatValues(const onnx::TensorProto& ten
         if (has_raw) {
           bits = static_cast<uint16_t>(RawElement(tensor.raw_data(), i, 2));
         } else {
-          if (static_cast<size_t>(tensor.int32_data_size()) != *count) return std::nullopt;
+          if (static_cast<size_t>(tensor.int32_data_size()) != count) return std::nullopt;
           bits = static_cast<uint16_t>(tensor.int32_data(static_cast<int>(i)));
         }
-        values.push_back(*dtype == DType::kBFloat16 ? BFloat16ToDouble(bits) : HalfToDouble(bits));
+        values.push_back(dtype == DType::kBFloat16 ? BFloat16ToDouble(bits) : HalfToDouble(bits));
       }
     }
   }

@@ -47,13 +47,9 @@ std::optional<Dim> PerHead(const Dim& hidden, int64_t heads) {
 
 // nullopt when a needed shape is unknown; an error for ranks or attributes the spec rejects.
 Expected<std::optional<AttentionDims>> ReadAttentionDims(const OpContext& ctx) {
-  MEMPLAN_TRY(const TensorInfo* q, RequiredInput(ctx, 0));
-  MEMPLAN_TRY(const TensorInfo* k, RequiredInput(ctx, 1));
-  MEMPLAN_TRY(const TensorInfo* v, RequiredInput(ctx, 2));
-  if (!q->shape.known || !k->shape.known || !v->shape.known) return std::optional<AttentionDims>{};
-  const size_t rank = q->shape.rank();
-  if ((rank != 3 && rank != 4) || k->shape.rank() != rank || v->shape.rank() != rank)
-    return MakeError(NodeError(ctx.node, "Q, K and V must all be 3D or all be 4D"));
+  MEMPLAN_TRY(auto qkv, ReadQkvInputs(ctx, "Q, K and V"));
+  if (!qkv) return std::optional<AttentionDims>{};
+  const auto [q, k, v, rank] = *qkv;
   AttentionDims d;
   d.three_d = rank == 3;
   d.batch = q->shape.dims[0];

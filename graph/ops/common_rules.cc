@@ -68,6 +68,16 @@ GradientRule GradientOnlyForFloatingInput0() {
   };
 }
 
+GradientRule GradientsForFloatingInputsThrough(size_t last_slot) {
+  return [last_slot](const OpContext& ctx) {
+    std::vector<bool> grads(ctx.inputs.size(), false);
+    for (size_t i = 0; i < grads.size() && i <= last_slot; ++i)
+      grads[i] = ctx.has_input(i) && IsFloating(ctx.inputs[i].dtype) &&
+                 ctx.inputs[i].kind != ValueKind::kConstant;
+    return grads;
+  };
+}
+
 DType StatisticsDType(DType input) {
   return input == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
 }
@@ -132,6 +142,30 @@ Expected<const TensorInfo*> RequiredInput(const OpContext& ctx, size_t index) {
         NodeError(ctx.node, "required input " + std::to_string(index) + " is missing"));
   }
   return &ctx.inputs[index];
+}
+
+Expected<std::vector<TensorInfo>> OutputInInput0DType(const OpContext& ctx) {
+  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
+  auto outs = EmptyOutputs(ctx);
+  if (!outs.empty()) outs[0].dtype = x->dtype;
+  return outs;
+}
+
+Expected<std::vector<TensorInfo>> OutputLikeInput0(const OpContext& ctx) {
+  MEMPLAN_TRY(auto outs, OutputInInput0DType(ctx));
+  if (!outs.empty()) outs[0].shape = ctx.inputs[0].shape;
+  return outs;
+}
+
+Expected<std::optional<QkvInputs>> ReadQkvInputs(const OpContext& ctx, const std::string& names) {
+  MEMPLAN_TRY(const TensorInfo* q, RequiredInput(ctx, 0));
+  MEMPLAN_TRY(const TensorInfo* k, RequiredInput(ctx, 1));
+  MEMPLAN_TRY(const TensorInfo* v, RequiredInput(ctx, 2));
+  if (!q->shape.known || !k->shape.known || !v->shape.known) return std::optional<QkvInputs>{};
+  const size_t rank = q->shape.rank();
+  if ((rank != 3 && rank != 4) || k->shape.rank() != rank || v->shape.rank() != rank)
+    return MakeError(NodeError(ctx.node, names + " must all be 3D or all be 4D"));
+  return std::optional<QkvInputs>{QkvInputs{q, k, v, rank}};
 }
 
 std::optional<Dim> FreshDim(const OpContext& ctx, const char* prefix) {

@@ -86,6 +86,10 @@ GradientRule GradientsAtSlots(std::vector<size_t> slots);
 // gradient whenever it is a present floating tensor, whatever its kind; the others (labels,
 // axes, sizes, scales) never do. Losses, reductions and resampling ops share it.
 GradientRule GradientOnlyForFloatingInput0();
+// A gradient_inputs rule for ops trained in a prefix of their inputs (a norm's data, scale and
+// bias): each present floating, non-constant input at slot <= `last_slot` receives a gradient; the
+// later ones (BatchNorm's running statistics) never do.
+GradientRule GradientsForFloatingInputsThrough(size_t last_slot);
 
 // The dtype PyTorch's CUDA kernels use for normalisation statistics (mean, invstd/rstd): the
 // accumulate type, float32 for fp16/bf16/fp32 inputs and float64 for float64 ones.
@@ -110,6 +114,26 @@ std::vector<TensorInfo> EmptyOutputs(const OpContext& ctx);
 
 // Input `index`, or an error naming the node when it is missing.
 Expected<const TensorInfo*> RequiredInput(const OpContext& ctx, size_t index);
+
+// The query, key and value inputs (slots 0, 1, 2) of an attention op, all of one rank, 3 or 4.
+struct QkvInputs {
+  const TensorInfo* q = nullptr;
+  const TensorInfo* k = nullptr;
+  const TensorInfo* v = nullptr;
+  size_t rank = 0;
+};
+
+// Reads QkvInputs for ai.onnx Attention and memplan's fused SDPA alike: nullopt when a shape is
+// unknown; an error when an input is missing or they are not all 3D or all 4D. `names` is how the
+// op's spec calls the three ("Q, K and V"), for the error.
+Expected<std::optional<QkvInputs>> ReadQkvInputs(const OpContext& ctx, const std::string& names);
+
+// EmptyOutputs with output 0 in input 0's dtype and its shape left for the rule to fill; an error
+// naming the node when input 0 is missing. Pad, Resize, reductions and pools start from it.
+Expected<std::vector<TensorInfo>> OutputInInput0DType(const OpContext& ctx);
+// The same with output 0 also of input 0's shape, for the ops that keep their input's shape (unary
+// elementwise ops, softmax, norms, dropout); later outputs are left to the op's own rule.
+Expected<std::vector<TensorInfo>> OutputLikeInput0(const OpContext& ctx);
 
 // A fresh symbol for a dim no rule can express (e.g. a strided window over a symbolic size);
 // nullopt when the context has no symbol table (cost/saved rules never need one).

@@ -63,19 +63,10 @@ ShapeRule BinaryShapeRule(DimOp contents_op) {
   };
 }
 
-Expected<std::vector<TensorInfo>> SameAsInput0(const OpContext& ctx) {
-  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
-  auto outs = EmptyOutputs(ctx);
-  if (outs.empty()) return outs;
-  outs[0].dtype = x->dtype;
-  outs[0].shape = x->shape;
-  return outs;
-}
-
 // Rsqrt keeps the shape of the Div it replaces: x broadcast against the one it divided, whose
 // rank the fusion records as broadcast_rank (only a scalar x grows, to [1]).
 Expected<std::vector<TensorInfo>> RsqrtShape(const OpContext& ctx) {
-  MEMPLAN_TRY(auto outs, SameAsInput0(ctx));
+  MEMPLAN_TRY(auto outs, OutputLikeInput0(ctx));
   const int64_t rank = ctx.attrs().GetInt(rsqrt::kBroadcastRank, 0);
   if (rank < 0 || rank > 1)
     return MakeError(NodeError(ctx.node, std::string(rsqrt::kBroadcastRank) +
@@ -87,7 +78,7 @@ Expected<std::vector<TensorInfo>> RsqrtShape(const OpContext& ctx) {
 
 // Neg keeps folded contents (negative Reshape targets are built this way).
 Expected<std::vector<TensorInfo>> NegShape(const OpContext& ctx) {
-  MEMPLAN_TRY(auto outs, SameAsInput0(ctx));
+  MEMPLAN_TRY(auto outs, OutputLikeInput0(ctx));
   const TensorInfo& x = ctx.inputs[0];
   if (!outs.empty() && x.contents && IsInteger(x.dtype)) {
     std::vector<Dim> negated;
@@ -120,7 +111,7 @@ struct UnarySpec {
 OpSchema UnarySchema(const UnarySpec& spec) {
   OpSchema s;
   s.op_type = spec.op_type;
-  s.infer_shapes = SameAsInput0;
+  s.infer_shapes = OutputLikeInput0;
   int64_t flops = spec.flops_per_element;
   s.cost = PerOutputElementCostRule(flops);
   s.saved_for_backward = spec.saved;
@@ -276,15 +267,10 @@ void RegisterDropout(OpRegistry& registry) {
   s.op_type = "Dropout";
   s.stochastic = true;
   s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
-    MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
-    auto outs = EmptyOutputs(ctx);
-    if (!outs.empty()) {
-      outs[0].dtype = x->dtype;
-      outs[0].shape = x->shape;
-    }
+    MEMPLAN_TRY(auto outs, OutputLikeInput0(ctx));
     if (outs.size() > 1) {
       outs[1].dtype = DType::kBool;
-      outs[1].shape = x->shape;
+      outs[1].shape = ctx.inputs[0].shape;
     }
     return outs;
   };

@@ -21,18 +21,6 @@
 namespace memplan {
 namespace {
 
-// Output 0 has X's shape and dtype; statistic outputs (BatchNorm's running/saved mean and var,
-// LayerNorm's Mean/InvStdDev) are filled by the op's own rule.
-Expected<std::vector<TensorInfo>> NormOutputs(const OpContext& ctx) {
-  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
-  auto outs = EmptyOutputs(ctx);
-  if (!outs.empty()) {
-    outs[0].dtype = x->dtype;
-    outs[0].shape = x->shape;
-  }
-  return outs;
-}
-
 Dim ChannelCount(const OpContext& ctx) {
   const Shape& x = ctx.inputs[0].shape;
   if (x.known && x.rank() >= 2) return x.dims[1];
@@ -71,7 +59,7 @@ OpSchema BatchNormSchema() {
   s.op_type = "BatchNormalization";
   s.couples_batch = true;
   s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
-    MEMPLAN_TRY(auto outs, NormOutputs(ctx));
+    MEMPLAN_TRY(auto outs, OutputLikeInput0(ctx));
     DType stats = ctx.has_input(3) ? ctx.inputs[3].dtype : ctx.inputs[0].dtype;
     for (size_t i = 1; i < outs.size(); ++i) {
       outs[i].dtype = stats;
@@ -90,13 +78,7 @@ OpSchema BatchNormSchema() {
     return WithStatistics(std::move(saved), ctx, "save_mean", "save_invstd", c);
   });
   // Running mean/var are statistics, not trained.
-  s.gradient_inputs = [](const OpContext& ctx) {
-    std::vector<bool> grads(ctx.inputs.size(), false);
-    for (size_t i = 0; i < grads.size() && i < 3; ++i)
-      grads[i] = ctx.has_input(i) && IsFloating(ctx.inputs[i].dtype) &&
-                 ctx.inputs[i].kind != ValueKind::kConstant;
-    return grads;
-  };
+  s.gradient_inputs = GradientsForFloatingInputsThrough(/*last_slot=*/2);
   s.backward_flops_factor = kNormalizationBackwardFactor;
   s.amp = AmpCategory::kFollowInputs;
   s.saved_source = DerivativesSource(
@@ -112,7 +94,7 @@ OpSchema BatchNormSchema() {
 OpSchema InstanceNormSchema() {
   OpSchema s;
   s.op_type = "InstanceNormalization";
-  s.infer_shapes = NormOutputs;
+  s.infer_shapes = OutputLikeInput0;
   s.cost = PerInputElementCostRule(kNormalizationFlopsPerElement);
   s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
     std::vector<SavedTensor> saved{SaveInput(0)};
@@ -142,7 +124,7 @@ OpSchema LayerNormSchema() {
   OpSchema s;
   s.op_type = "LayerNormalization";
   s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
-    MEMPLAN_TRY(auto outs, NormOutputs(ctx));
+    MEMPLAN_TRY(auto outs, OutputLikeInput0(ctx));
     MEMPLAN_TRY(Shape stat, LayerNormStatShape(ctx));
     DType stash = DTypeFromOnnx(static_cast<int32_t>(ctx.attrs().GetInt("stash_type", 1)))
                       .value_or(DType::kFloat32);
@@ -180,7 +162,7 @@ OpSchema GroupNormSchema() {
   s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
     if (ctx.attrs().GetInt("num_groups", 0) <= 0)
       return MakeError(NodeError(ctx.node, "num_groups must be a positive attribute"));
-    return NormOutputs(ctx);
+    return OutputLikeInput0(ctx);
   };
   s.cost = PerInputElementCostRule(kNormalizationFlopsPerElement);
   // native_group_norm: input, weight, bias: native_group_norm_backward(grad, input, result1,

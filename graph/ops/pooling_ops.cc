@@ -95,16 +95,14 @@ OpSchema GlobalAveragePoolSchema() {
   OpSchema s;
   s.op_type = "GlobalAveragePool";
   s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
-    MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
-    auto outs = EmptyOutputs(ctx);
-    if (outs.empty()) return outs;
-    outs[0].dtype = x->dtype;
-    if (!x->shape.known) return outs;
-    if (x->shape.rank() < 3) {
+    MEMPLAN_TRY(auto outs, OutputInInput0DType(ctx));
+    const TensorInfo& x = ctx.inputs[0];
+    if (outs.empty() || !x.shape.known) return outs;
+    if (x.shape.rank() < 3) {
       return MakeError(
-          NodeError(ctx.node, "input must have rank >= 3, got " + std::to_string(x->shape.rank())));
+          NodeError(ctx.node, "input must have rank >= 3, got " + std::to_string(x.shape.rank())));
     }
-    Shape y = x->shape;
+    Shape y = x.shape;
     for (size_t i = 2; i < y.rank(); ++i) y.dims[i] = Dim(1);
     outs[0].shape = std::move(y);
     return outs;

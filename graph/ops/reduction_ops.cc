@@ -15,11 +15,9 @@ namespace memplan {
 namespace {
 
 Expected<std::vector<TensorInfo>> ReduceShape(const OpContext& ctx) {
-  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
-  auto outs = EmptyOutputs(ctx);
-  if (outs.empty()) return outs;
-  outs[0].dtype = x->dtype;
-  if (!x->shape.known) return outs;
+  MEMPLAN_TRY(auto outs, OutputInInput0DType(ctx));
+  const TensorInfo& x = ctx.inputs[0];
+  if (outs.empty() || !x.shape.known) return outs;
   std::optional<std::vector<int64_t>> axes;
   if (ctx.attrs().Has("axes")) {
     axes = ctx.attrs().GetInts("axes");
@@ -32,20 +30,20 @@ Expected<std::vector<TensorInfo>> ReduceShape(const OpContext& ctx) {
   bool keepdims = ctx.attrs().GetInt("keepdims", 1) != 0;
   if (axes->empty()) {
     if (ctx.attrs().GetInt("noop_with_empty_axes", 0) != 0) {
-      outs[0].shape = x->shape;  // identity
+      outs[0].shape = x.shape;  // identity
       return outs;
     }
-    for (size_t i = 0; i < x->shape.rank(); ++i) axes->push_back(static_cast<int64_t>(i));
+    for (size_t i = 0; i < x.shape.rank(); ++i) axes->push_back(static_cast<int64_t>(i));
   }
   std::set<int64_t> reduced;
   for (int64_t a : *axes) {
-    MEMPLAN_TRY(int64_t axis, NormalizeAxis(a, x->shape.rank(), ctx.node));
+    MEMPLAN_TRY(int64_t axis, NormalizeAxis(a, x.shape.rank(), ctx.node));
     reduced.insert(axis);
   }
   Shape y;
-  for (size_t i = 0; i < x->shape.rank(); ++i) {
+  for (size_t i = 0; i < x.shape.rank(); ++i) {
     if (reduced.count(static_cast<int64_t>(i)) == 0) {
-      y.dims.push_back(x->shape.dims[i]);
+      y.dims.push_back(x.shape.dims[i]);
     } else if (keepdims) {
       y.dims.push_back(Dim(1));
     }
@@ -70,15 +68,11 @@ OpSchema ReduceSchema(const char* op_type, SavedRule saved, const std::string& s
 }
 
 Expected<std::vector<TensorInfo>> SoftmaxShape(const OpContext& ctx) {
-  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
-  auto outs = EmptyOutputs(ctx);
-  if (outs.empty()) return outs;
-  outs[0].dtype = x->dtype;
-  outs[0].shape = x->shape;
-  if (x->shape.known && x->shape.rank() > 0) {
+  MEMPLAN_TRY(auto outs, OutputLikeInput0(ctx));
+  const Shape& x = ctx.inputs[0].shape;
+  if (!outs.empty() && x.known && x.rank() > 0) {
     // Validate the axis (default -1 since opset 13, 1 before; both in range for rank >= 2).
-    MEMPLAN_RETURN_IF_ERROR(
-        NormalizeAxis(ctx.attrs().GetInt("axis", -1), x->shape.rank(), ctx.node));
+    MEMPLAN_RETURN_IF_ERROR(NormalizeAxis(ctx.attrs().GetInt("axis", -1), x.rank(), ctx.node));
   }
   return outs;
 }

@@ -41,12 +41,18 @@ Expected<std::optional<std::vector<int64_t>>> ReadAxes(const OpContext& ctx,
   return std::optional<std::vector<int64_t>>{axes};
 }
 
+// The error when a per-axis list (pads, scales, sizes) has the wrong number of values for its
+// axes; `expectation` adds how many were due where that is not one per axis.
+std::string AxesCountError(const OpContext& ctx, const std::string& list, size_t values,
+                           size_t axes, const std::string& expectation = "") {
+  return NodeError(ctx.node, list + " has " + std::to_string(values) + " values for " +
+                                 std::to_string(axes) + " axes" + expectation);
+}
+
 Expected<std::vector<TensorInfo>> PadShape(const OpContext& ctx) {
-  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
-  auto outs = EmptyOutputs(ctx);
-  if (outs.empty()) return outs;
-  outs[0].dtype = x->dtype;
-  if (!x->shape.known) return outs;
+  MEMPLAN_TRY(auto outs, OutputInInput0DType(ctx));
+  const TensorInfo& x = ctx.inputs[0];
+  if (outs.empty() || !x.shape.known) return outs;
   std::vector<Dim> pads;
   if (ctx.attrs().Has("pads")) {
     for (int64_t p : ctx.attrs().GetInts("pads")) pads.push_back(Dim(p));
@@ -55,14 +61,13 @@ Expected<std::vector<TensorInfo>> PadShape(const OpContext& ctx) {
   } else {
     return outs;
   }
-  MEMPLAN_TRY(auto axes, ReadAxes(ctx, /*axes_input=*/3, x->shape.rank()));
+  MEMPLAN_TRY(auto axes, ReadAxes(ctx, /*axes_input=*/3, x.shape.rank()));
   if (!axes) return outs;
   if (pads.size() != 2 * axes->size()) {
-    return MakeError(NodeError(ctx.node, "pads has " + std::to_string(pads.size()) +
-                                             " values for " + std::to_string(axes->size()) +
-                                             " axes (expected twice as many)"));
+    return MakeError(
+        AxesCountError(ctx, "pads", pads.size(), axes->size(), " (expected twice as many)"));
   }
-  Shape y = x->shape;
+  Shape y = x.shape;
   for (size_t i = 0; i < axes->size(); ++i) {
     Dim& d = y.dims[static_cast<size_t>((*axes)[i])];
     d = d + pads[i] + pads[i + axes->size()];
@@ -111,12 +116,10 @@ std::optional<Dim> ScaledDim(const Dim& d, double scale) {
 // F.interpolate's scale_factor as a Concat of two Constants, which ONNX's own inference does not
 // follow).
 Expected<std::vector<TensorInfo>> ResizeShape(const OpContext& ctx) {
-  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
-  auto outs = EmptyOutputs(ctx);
-  if (outs.empty()) return outs;
-  outs[0].dtype = x->dtype;
-  if (!x->shape.known) return outs;
-  MEMPLAN_TRY(auto axes, ReadAxes(ctx, /*axes_input=*/std::nullopt, x->shape.rank()));
+  MEMPLAN_TRY(auto outs, OutputInInput0DType(ctx));
+  const TensorInfo& x = ctx.inputs[0];
+  if (outs.empty() || !x.shape.known) return outs;
+  MEMPLAN_TRY(auto axes, ReadAxes(ctx, /*axes_input=*/std::nullopt, x.shape.rank()));
   if (!axes) return outs;
   const size_t scales_input = ctx.inputs.size() == 2 ? 1 : 2;
   const bool has_sizes = ctx.inputs.size() > 2 && ctx.has_input(3) && ctx.inputs[3].contents &&
@@ -125,11 +128,9 @@ Expected<std::vector<TensorInfo>> ResizeShape(const OpContext& ctx) {
       !ctx.inputs[scales_input].float_values->empty()) {
     const std::vector<double>& scales = *ctx.inputs[scales_input].float_values;
     if (scales.size() != axes->size()) {
-      return MakeError(NodeError(ctx.node, "scales has " + std::to_string(scales.size()) +
-                                               " values for " + std::to_string(axes->size()) +
-                                               " axes"));
+      return MakeError(AxesCountError(ctx, "scales", scales.size(), axes->size()));
     }
-    Shape y = x->shape;
+    Shape y = x.shape;
     for (size_t i = 0; i < axes->size(); ++i) {
       Dim& d = y.dims[static_cast<size_t>((*axes)[i])];
       std::optional<Dim> scaled = ScaledDim(d, scales[i]);
@@ -142,11 +143,9 @@ Expected<std::vector<TensorInfo>> ResizeShape(const OpContext& ctx) {
   if (!has_sizes) return outs;
   const std::vector<Dim>& sizes = *ctx.inputs[3].contents;
   if (sizes.size() != axes->size()) {
-    return MakeError(NodeError(ctx.node, "sizes has " + std::to_string(sizes.size()) +
-                                             " values for " + std::to_string(axes->size()) +
-                                             " axes"));
+    return MakeError(AxesCountError(ctx, "sizes", sizes.size(), axes->size()));
   }
-  Shape y = x->shape;
+  Shape y = x.shape;
   for (size_t i = 0; i < axes->size(); ++i) y.dims[static_cast<size_t>((*axes)[i])] = sizes[i];
   outs[0].shape = std::move(y);
   return outs;

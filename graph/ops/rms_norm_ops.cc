@@ -26,14 +26,11 @@ constexpr int64_t kResidualAddFlops = 1;
 
 Expected<std::vector<TensorInfo>> SameAsInput0WithStats(const OpContext& ctx, int64_t axis,
                                                         size_t first_stat, size_t last_stat) {
-  MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
-  auto outs = EmptyOutputs(ctx);
+  MEMPLAN_TRY(auto outs, OutputLikeInput0(ctx));
   if (outs.empty()) return outs;
-  outs[0].dtype = x->dtype;
-  outs[0].shape = x->shape;
   MEMPLAN_TRY(Shape stat, TrailingNormStatShape(ctx, axis));
   for (size_t i = first_stat; i <= last_stat && i < outs.size(); ++i) {
-    outs[i].dtype = StatisticsDType(x->dtype);
+    outs[i].dtype = StatisticsDType(ctx.inputs[0].dtype);
     outs[i].shape = stat;
   }
   return outs;
@@ -108,13 +105,7 @@ OpSchema SkipNormSchema(const char* op_type, bool rms) {
     return saved;
   });
   // input, skip, gamma, beta and bias all receive gradients.
-  s.gradient_inputs = [bias_slot](const OpContext& ctx) {
-    std::vector<bool> grads(ctx.inputs.size(), false);
-    for (size_t i = 0; i < grads.size() && i <= bias_slot; ++i)
-      grads[i] = ctx.has_input(i) && IsFloating(ctx.inputs[i].dtype) &&
-                 ctx.inputs[i].kind != ValueKind::kConstant;
-    return grads;
-  };
+  s.gradient_inputs = GradientsForFloatingInputsThrough(bias_slot);
   s.backward_flops_factor = kNormalizationBackwardFactor;
   s.amp = rms ? AmpCategory::kFollowInputs : AmpCategory::kFp32Required;
   s.saved_source =

@@ -75,13 +75,9 @@ Expected<std::optional<SdpaDims>> ReadPackedDims(const OpContext& ctx, const Sha
 
 // nullopt when a shape is unknown; an error when q, k, v are not all 3D or all 4D.
 Expected<std::optional<SdpaDims>> ReadSdpaDims(const OpContext& ctx) {
-  MEMPLAN_TRY(const TensorInfo* q, RequiredInput(ctx, 0));
-  MEMPLAN_TRY(const TensorInfo* k, RequiredInput(ctx, 1));
-  MEMPLAN_TRY(const TensorInfo* v, RequiredInput(ctx, 2));
-  if (!q->shape.known || !k->shape.known || !v->shape.known) return std::optional<SdpaDims>{};
-  const size_t rank = q->shape.rank();
-  if ((rank != 3 && rank != 4) || k->shape.rank() != rank || v->shape.rank() != rank)
-    return MakeError(NodeError(ctx.node, "query, key and value must all be 3D or all be 4D"));
+  MEMPLAN_TRY(auto qkv, ReadQkvInputs(ctx, "query, key and value"));
+  if (!qkv) return std::optional<SdpaDims>{};
+  const auto [q, k, v, rank] = *qkv;
   const int64_t head_size = ctx.attrs().GetInt(sdpa::kHeadSize, 0);
   if (head_size < 0 || (head_size > 0 && rank != 3))
     return MakeError(NodeError(ctx.node, "head_size applies to 3D inputs and must be positive"));

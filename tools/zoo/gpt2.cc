@@ -65,16 +65,16 @@ class Gpt2Writer {
   std::string Block(int64_t i, const std::string& x) {
     const std::string prefix = "h." + std::to_string(i);
     const std::string scope = "/" + prefix;
-    std::string h =
-        b_.LayerNorm(scope + "/ln_1", prefix + ".ln_1", x, c_.width, c_.layer_norm_epsilon);
-    h = Attention(scope + "/attn", prefix + ".attn", h);
-    std::string residual = b_.Op(scope, "Add", {h, x});
-    h = b_.LayerNorm(scope + "/ln_2", prefix + ".ln_2", residual, c_.width, c_.layer_norm_epsilon);
-    h = b_.Linear(scope + "/mlp/c_fc", prefix + ".mlp.c_fc", h, c_.width, 4 * c_.width);
-    h = b_.GeluErf(scope + "/mlp/act", h);
-    h = b_.Linear(scope + "/mlp/c_proj", prefix + ".mlp.c_proj", h, 4 * c_.width, c_.width);
-    h = b_.Dropout(scope + "/mlp/dropout", h, c_.dropout);
-    return b_.Op(scope, "Add", {residual, h});
+    auto attention = [&](const std::string& h) {
+      return Attention(scope + "/attn", prefix + ".attn", h);
+    };
+    auto mlp = [&](std::string h) {
+      h = b_.Linear(scope + "/mlp/c_fc", prefix + ".mlp.c_fc", h, c_.width, 4 * c_.width);
+      h = b_.GeluErf(scope + "/mlp/act", h);
+      h = b_.Linear(scope + "/mlp/c_proj", prefix + ".mlp.c_proj", h, 4 * c_.width, c_.width);
+      return b_.Dropout(scope + "/mlp/dropout", h, c_.dropout);
+    };
+    return b_.PreNormBlock(scope, prefix, x, c_.width, c_.layer_norm_epsilon, attention, mlp);
   }
 
   std::string Attention(const std::string& scope, const std::string& prefix, const std::string& x) {

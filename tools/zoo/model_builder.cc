@@ -63,28 +63,30 @@ void SetExternalEntry(onnx::TensorProto& tensor, const std::string& key, const s
   entry->set_value(value);
 }
 
+// An attribute with its name and type set; the caller fills the one value field the type names.
+Attribute NamedAttribute(const std::string& name, onnx::AttributeProto::AttributeType type) {
+  Attribute attribute;
+  attribute.set_name(name);
+  attribute.set_type(type);
+  return attribute;
+}
+
 }  // namespace
 
 Attribute IntAttr(const std::string& name, int64_t value) {
-  Attribute attribute;
-  attribute.set_name(name);
-  attribute.set_type(onnx::AttributeProto::INT);
+  Attribute attribute = NamedAttribute(name, onnx::AttributeProto::INT);
   attribute.set_i(value);
   return attribute;
 }
 
 Attribute FloatAttr(const std::string& name, float value) {
-  Attribute attribute;
-  attribute.set_name(name);
-  attribute.set_type(onnx::AttributeProto::FLOAT);
+  Attribute attribute = NamedAttribute(name, onnx::AttributeProto::FLOAT);
   attribute.set_f(value);
   return attribute;
 }
 
 Attribute IntsAttr(const std::string& name, const std::vector<int64_t>& values) {
-  Attribute attribute;
-  attribute.set_name(name);
-  attribute.set_type(onnx::AttributeProto::INTS);
+  Attribute attribute = NamedAttribute(name, onnx::AttributeProto::INTS);
   for (int64_t v : values) attribute.add_ints(v);
   return attribute;
 }
@@ -308,6 +310,17 @@ std::string ModelBuilder::LayerNorm(const std::string& scope, const std::string&
   std::string bias = AddParameter(param_prefix + ".bias", {width}, Init::Zeros());
   return Op(scope, "LayerNormalization", {x, scale, bias},
             {IntAttr("axis", -1), FloatAttr("epsilon", epsilon)});
+}
+
+std::string ModelBuilder::PreNormBlock(const std::string& scope, const std::string& prefix,
+                                       const std::string& x, int64_t width, float epsilon,
+                                       const SubLayer& attention, const SubLayer& mlp) {
+  std::string h = LayerNorm(scope + "/ln_1", prefix + ".ln_1", x, width, epsilon);
+  h = attention(h);
+  std::string residual = Op(scope, "Add", {h, x});
+  h = LayerNorm(scope + "/ln_2", prefix + ".ln_2", residual, width, epsilon);
+  h = mlp(h);
+  return Op(scope, "Add", {residual, h});
 }
 
 std::string ModelBuilder::GeluErf(const std::string& scope, const std::string& x) {

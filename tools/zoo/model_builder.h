@@ -17,6 +17,7 @@
 // planner never needs weight bytes, so the default zoo is a set of small .onnx files.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -132,6 +133,14 @@ class ModelBuilder {
   };
   AttentionHeads SplitFusedQkvAndScore(const std::string& scope, const std::string& qkv,
                                        int64_t width, int64_t heads);
+  // A pre-norm transformer block as GPT-2 and torchvision's ViT write it:
+  //   residual = attention(ln_1(x)) + x;  out = residual + mlp(ln_2(residual)),
+  // with the LayerNorms in "<scope>/ln_1", "<scope>/ln_2" (parameters "<prefix>.ln_1", ...). The
+  // sub-layers receive their input and return their output; nodes appear in that order.
+  using SubLayer = std::function<std::string(const std::string&)>;
+  std::string PreNormBlock(const std::string& scope, const std::string& prefix,
+                           const std::string& x, int64_t width, float epsilon,
+                           const SubLayer& attention, const SubLayer& mlp);
   // nn.Dropout in training mode: Dropout(x, ratio, training_mode=true) -> (output, mask).
   std::string Dropout(const std::string& scope, const std::string& x, float ratio);
 

@@ -89,15 +89,15 @@ class VitWriter {
     const std::string name = "encoder_layer_" + std::to_string(i);
     const std::string prefix = "encoder.layers." + name;
     const std::string scope = "/encoder/layers/" + name;
-    std::string h =
-        b_.LayerNorm(scope + "/ln_1", prefix + ".ln_1", x, c_.width, c_.layer_norm_epsilon);
-    h = SelfAttention(scope + "/self_attention", prefix + ".self_attention", h);
-    std::string residual = b_.Op(scope, "Add", {h, x});
-    h = b_.LayerNorm(scope + "/ln_2", prefix + ".ln_2", residual, c_.width, c_.layer_norm_epsilon);
-    h = b_.Linear(scope + "/mlp/mlp.0", prefix + ".mlp.0", h, c_.width, c_.mlp);
-    h = b_.GeluErf(scope + "/mlp/mlp.1", h);
-    h = b_.Linear(scope + "/mlp/mlp.3", prefix + ".mlp.3", h, c_.mlp, c_.width);
-    return b_.Op(scope, "Add", {residual, h});
+    auto attention = [&](const std::string& h) {
+      return SelfAttention(scope + "/self_attention", prefix + ".self_attention", h);
+    };
+    auto mlp = [&](std::string h) {
+      h = b_.Linear(scope + "/mlp/mlp.0", prefix + ".mlp.0", h, c_.width, c_.mlp);
+      h = b_.GeluErf(scope + "/mlp/mlp.1", h);
+      return b_.Linear(scope + "/mlp/mlp.3", prefix + ".mlp.3", h, c_.mlp, c_.width);
+    };
+    return b_.PreNormBlock(scope, prefix, x, c_.width, c_.layer_norm_epsilon, attention, mlp);
   }
 
   ModelBuilder& b_;
