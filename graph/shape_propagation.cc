@@ -120,6 +120,11 @@ std::string UnknownOpWarning(const Node& node) {
 // inputs than its rule reads is an error naming it, not an escaped exception.
 Expected<std::vector<TensorInfo>> InferNodeShapes(Graph& graph, NodeId id, const Node& node,
                                                   const OpSchema& schema) {
+  if (node.inputs.size() < schema.min_inputs) {
+    return MakeError("node '" + node.name + "' (" + node.op_type + "): has " +
+                     std::to_string(node.inputs.size()) + " inputs; the op needs at least " +
+                     std::to_string(schema.min_inputs));
+  }
   try {
     return schema.infer_shapes(MakeOpContext(graph, id, &graph.symbols()));
   } catch (const std::out_of_range&) {

@@ -19,6 +19,8 @@
 // FLOPs: 2*B*q_heads*q_seq*total*head (QK^T) + 2*B*q_heads*q_seq*total*v_head (PV) +
 // kSoftmaxFlopsPerElement per score.
 
+#include <algorithm>
+
 #include "graph/ops/common_rules.h"
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
@@ -159,6 +161,7 @@ std::vector<SavedTensor> EagerAttentionSaved(const OpContext& ctx, AttentionDims
 OpSchema AttentionSchema() {
   OpSchema s;
   s.op_type = "Attention";
+  s.min_inputs = 3;  // Q, K, V
   s.infer_shapes = [](const OpContext& ctx) { return AttentionShape(ctx, ReadAttentionDims); };
   s.cost = [](const OpContext& ctx) { return AttentionCost(ctx, ReadAttentionDims); };
   s.saved_for_backward = WhenDifferentiable(
@@ -286,10 +289,11 @@ Expected<std::optional<AttentionDims>> ReadGroupQueryDims(const OpContext& ctx) 
   return std::optional<AttentionDims>{d};
 }
 
-OpSchema ContribAttentionSchema(const char* op_type, AttentionDimsReader read,
+OpSchema ContribAttentionSchema(const char* op_type, size_t min_inputs, AttentionDimsReader read,
                                 std::vector<size_t> gradient_slots) {
   OpSchema s;
   s.op_type = op_type;
+  s.min_inputs = min_inputs;
   s.domain = "com.microsoft";
   s.infer_shapes = [read](const OpContext& ctx) { return AttentionShape(ctx, read); };
   s.cost = [read](const OpContext& ctx) { return AttentionCost(ctx, read); };
@@ -317,6 +321,9 @@ OpSchema RotarySchema(const char* domain, size_t cos_slot, size_t sin_slot,
   OpSchema s;
   s.op_type = "RotaryEmbedding";
   s.domain = domain;
+  // Every slot up to the caches is required (ai.onnx: X, cos, sin; com.microsoft: input,
+  // position_ids, cos, sin).
+  s.min_inputs = std::max(cos_slot, sin_slot) + 1;
   s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
     MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
     return SingleOutput(x->dtype, x->shape);
@@ -365,9 +372,11 @@ OpSchema RotarySchema(const char* domain, size_t cos_slot, size_t sin_slot,
 void RegisterAttentionOps(OpRegistry& registry) {
   registry.Register(AttentionSchema());
   // Gradients: query, key, value, bias and the past (MHA); query, key, value and the past (GQA).
-  registry.Register(ContribAttentionSchema("MultiHeadAttention", ReadMultiHeadDims,
+  // MultiHeadAttention needs only the query (packed Q/K/V); GroupQueryAttention's seqlens_k and
+  // total_sequence_length follow four optional inputs.
+  registry.Register(ContribAttentionSchema("MultiHeadAttention", 1, ReadMultiHeadDims,
                                            /*gradient_slots=*/{0, 1, 2, 3, 6, 7}));
-  registry.Register(ContribAttentionSchema("GroupQueryAttention", ReadGroupQueryDims,
+  registry.Register(ContribAttentionSchema("GroupQueryAttention", 7, ReadGroupQueryDims,
                                            /*gradient_slots=*/{0, 1, 2, 3, 4}));
   registry.Register(RotarySchema("", /*cos_slot=*/1, /*sin_slot=*/2, /*position_slot=*/3));
   registry.Register(RotarySchema("com.microsoft", /*cos_slot=*/2, /*sin_slot=*/3,

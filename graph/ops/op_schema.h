@@ -159,6 +159,11 @@ struct OpSchema {
   std::string saved_source;
   std::string amp_source;
   bool is_known = true;  // false only for the conservative entry used for unknown ops
+  // The fewest inputs (by position) a node of this op may have. The importer checks arity
+  // against libonnx's schema, which this build's ONNX lacks for newer opsets' ops and for other
+  // domains' (RotaryEmbedding, RMSNormalization, ORT's contrib ops): those state it here.
+  // 0 = no declared minimum.
+  size_t min_inputs = 0;
 
   // Whether this node's outputs are views of input 0 (is_view, where view_applies allows).
   bool IsViewFor(const OpContext& ctx) const {

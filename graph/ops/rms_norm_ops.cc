@@ -54,6 +54,7 @@ OpSchema RmsNormSchema(const char* op_type, const char* domain) {
   OpSchema s;
   s.op_type = op_type;
   s.domain = domain;
+  s.min_inputs = 2;  // X, scale
   s.infer_shapes = [](const OpContext& ctx) {
     return SameAsInput0WithStats(ctx, ctx.attrs().GetInt("axis", -1), 1, 1);
   };
@@ -80,6 +81,7 @@ OpSchema SkipNormSchema(const char* op_type, bool rms) {
   OpSchema s;
   s.op_type = op_type;
   s.domain = "com.microsoft";
+  s.min_inputs = 3;  // input, skip, gamma
   s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
     MEMPLAN_TRY(auto outs, SameAsInput0WithStats(ctx, -1, 1, 2));
     if (outs.size() > 3 && outs[3].present) {

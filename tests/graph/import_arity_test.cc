@@ -55,6 +55,41 @@ TEST_CASE("a node with fewer inputs than its op reads is named", "[import][bad-i
   }
 }
 
+// x[batch,4,8] -> op(x, then `extra` more copies of x) -> y, at ai.onnx opset 23 with
+// com.microsoft 1 (libonnx 1.12 knows neither RotaryEmbedding-23 nor any contrib op).
+ProtoModel ShortNode(const std::string& op_type, const std::string& domain, int extra) {
+  ProtoModel m(/*opset=*/23);
+  m.Opset("com.microsoft", 1);
+  const std::vector<testing::ProtoDim> dims = {std::string("batch"), int64_t{4}, int64_t{8}};
+  m.Input("x", TensorProto::FLOAT, dims);
+  m.Node(op_type, std::vector<std::string>(static_cast<size_t>(1 + extra), "x"), {"y"}, domain);
+  m.Output("y", TensorProto::FLOAT, dims);
+  return m;
+}
+
+TEST_CASE("ops libonnx lacks state their fewest inputs in the registry", "[import][bad-input]") {
+  // The specs' required inputs: ai.onnx RotaryEmbedding-23 (X, cos_cache, sin_cache);
+  // com.microsoft RotaryEmbedding (input, position_ids, cos_cache, sin_cache);
+  // SkipLayerNormalization (input, skip, gamma); RMSNormalization-23 (X, scale); Attention-23
+  // (Q, K, V); GroupQueryAttention (query, key?, value?, past_key?, past_value?, seqlens_k,
+  // total_sequence_length). Each with one input fewer is refused, naming the node.
+  struct Case {
+    const char* op;
+    const char* domain;
+    int needs;
+  };
+  for (const Case& c : {Case{"RotaryEmbedding", "", 3}, Case{"RotaryEmbedding", "com.microsoft", 4},
+                        Case{"SkipLayerNormalization", "com.microsoft", 3},
+                        Case{"SkipSimplifiedLayerNormalization", "com.microsoft", 3},
+                        Case{"RMSNormalization", "", 2}, Case{"Attention", "", 3},
+                        Case{"GroupQueryAttention", "com.microsoft", 7}}) {
+    INFO(c.op << " " << c.domain);
+    CHECK(ShortNode(c.op, c.domain, c.needs - 2).ImportError("short.onnx") ==
+          std::string("node 'y_node' (") + c.op + "): has " + std::to_string(c.needs - 1) +
+              " inputs; the op needs at least " + std::to_string(c.needs));
+  }
+}
+
 TEST_CASE("a rule's read past a node's inputs throws instead of reading past the vector",
           "[import][bad-input]") {
   // Rules index inputs by ONNX position; ops libonnx does not know reach them unchecked, and
