@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <utility>
+
 #include "analyzer/baseline/check_report.h"
 #include "baseline_test_models.h"
 
@@ -13,6 +15,12 @@ using baseline_test::BaselineOf;
 using baseline_test::Entry;
 
 Tolerance TwoPercent() { return *ParseTolerance("2%"); }
+
+// The MLP's recorded result against `edited`, the current one, within 2%.
+CheckReport CompareMlpTo(MemoryResult edited) {
+  return CompareToBaseline(BaselineOf({Entry("mlp", baseline_test::MlpResult())}),
+                           BaselineOf({Entry("mlp", std::move(edited))}), TwoPercent());
+}
 
 TEST_CASE("An unchanged model passes", "[baseline]") {
   Baseline recorded = BaselineOf({Entry("mlp", baseline_test::MlpResult())});
@@ -28,9 +36,7 @@ TEST_CASE("An unchanged model passes", "[baseline]") {
 }
 
 TEST_CASE("A model edited to add a layer regresses and names the new node", "[baseline]") {
-  CheckReport report = CompareToBaseline(
-      BaselineOf({Entry("mlp", baseline_test::MlpResult())}),
-      BaselineOf({Entry("mlp", baseline_test::MlpWithAddedLayerResult())}), TwoPercent());
+  CheckReport report = CompareMlpTo(baseline_test::MlpWithAddedLayerResult());
   REQUIRE(report.configurations.size() == 1);
   const ConfigurationCheck& check = report.configurations[0];
   CHECK(check.status == CheckStatus::kRegression);
@@ -48,9 +54,7 @@ TEST_CASE("A model edited to add a layer regresses and names the new node", "[ba
 }
 
 TEST_CASE("A widened tensor regresses and names the node that saves it", "[baseline]") {
-  CheckReport report = CompareToBaseline(
-      BaselineOf({Entry("mlp", baseline_test::MlpResult())}),
-      BaselineOf({Entry("mlp", baseline_test::MlpWidenedResult())}), TwoPercent());
+  CheckReport report = CompareMlpTo(baseline_test::MlpWidenedResult());
   const ConfigurationCheck& check = report.configurations.at(0);
   CHECK(check.status == CheckStatus::kRegression);
   CHECK(check.PeakChange() == 1404384 - 1126880);  // 277,504 B

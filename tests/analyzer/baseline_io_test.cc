@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "analyzer/baseline/baseline.h"
 #include "analyzer/baseline/config_list.h"
@@ -234,34 +235,34 @@ TEST_CASE("Every plan flag round-trips and reads as its command-line flag", "[ba
   CHECK_THAT(old_key.error().message, Catch::StartsWith("c: unknown flag 'accumulation' (known: "));
 }
 
-TEST_CASE("the attention flag round-trips through configurations and baselines", "[baseline]") {
-  nlohmann::json json = nlohmann::json::parse(R"({"attention": "eager"})");
+// The plan flags read from `json_text`, checked to write back as the same JSON and to read as
+// `arguments` on the command line.
+PlanFlags RoundTripped(const char* json_text, const std::string& arguments) {
+  const nlohmann::json json = nlohmann::json::parse(json_text);
   Expected<PlanFlags> flags = PlanFlagsFromJson(json, "");
   REQUIRE(flags.ok());
-  CHECK(flags->attention == "eager");
   CHECK(nlohmann::json(PlanFlagsToJson(*flags)) == json);
-  CHECK(PlanFlagsAsArguments(*flags) == "--attention eager");
+  CHECK(PlanFlagsAsArguments(*flags) == arguments);
+  return *flags;
+}
+
+TEST_CASE("the attention flag round-trips through configurations and baselines", "[baseline]") {
+  const PlanFlags flags = RoundTripped(R"({"attention": "eager"})", "--attention eager");
+  CHECK(flags.attention == "eager");
 }
 
 TEST_CASE("the offload flag round-trips through configurations and baselines", "[baseline]") {
-  nlohmann::json json = nlohmann::json::parse(R"({"offload": "optimizer+params"})");
-  Expected<PlanFlags> flags = PlanFlagsFromJson(json, "");
-  REQUIRE(flags.ok());
-  CHECK(flags->offload == "optimizer+params");
-  CHECK(nlohmann::json(PlanFlagsToJson(*flags)) == json);
-  CHECK(PlanFlagsAsArguments(*flags) == "--offload optimizer+params");
+  const PlanFlags flags =
+      RoundTripped(R"({"offload": "optimizer+params"})", "--offload optimizer+params");
+  CHECK(flags.offload == "optimizer+params");
   CHECK(PlanFlagWithKey("offload").argument == "--offload");
 }
 
 TEST_CASE("the optimizer-impl flag round-trips through configurations and baselines",
           "[baseline]") {
-  nlohmann::json json =
-      nlohmann::json::parse(R"({"optimizer": "adamw", "optimizer_impl": "for-loop"})");
-  Expected<PlanFlags> flags = PlanFlagsFromJson(json, "");
-  REQUIRE(flags.ok());
-  CHECK(flags->optimizer_impl == "for-loop");
-  CHECK(nlohmann::json(PlanFlagsToJson(*flags)) == json);
-  CHECK(PlanFlagsAsArguments(*flags) == "--optimizer adamw --optimizer-impl for-loop");
+  const PlanFlags flags = RoundTripped(R"({"optimizer": "adamw", "optimizer_impl": "for-loop"})",
+                                       "--optimizer adamw --optimizer-impl for-loop");
+  CHECK(flags.optimizer_impl == "for-loop");
   CHECK(PlanFlagWithKey("optimizer_impl").argument == "--optimizer-impl");
 }
 

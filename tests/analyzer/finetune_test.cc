@@ -20,16 +20,10 @@ namespace {
 using testing::DeriveVerified;
 using testing::TestGraph;
 
-// x[batch,4] -> MatMul(W1[4,8]) -> h -> Relu -> r -> MatMul(W2[8,3]) -> y.
+// x[batch,4] -> MatMul(W1[4,8]) -> h -> Relu -> r -> MatMul(W2[8,3]) -> y, W1 and W2 named
+// layer1.weight and layer2.weight as torch names them.
 TestGraph TwoLayerMlp() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 4});
-  ValueId w1 = t.Param("layer1.weight", {4, 8});
-  ValueId h = t.Op("MatMul", "mm1", {x, w1}, "h", {t.B(), 8});
-  ValueId r = t.Op("Relu", "relu", {h}, "r", {t.B(), 8});
-  ValueId w2 = t.Param("layer2.weight", {8, 3});
-  t.Output(t.Op("MatMul", "mm2", {r, w2}, "y", {t.B(), 3}));
-  return t;
+  return testing::TwoLayerMlp(/*in=*/4, /*hidden=*/8, /*out=*/3, "layer1.weight", "layer2.weight");
 }
 
 SimulationResult Simulate1(const TrainingProgram& program, const Bindings& bindings) {

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <utility>
+
 #include "analyzer/exact_allocator.h"
 #include "analyzer/program_derivation.h"
 #include "analyzer/program_integrity.h"
@@ -44,17 +46,13 @@ std::vector<const Buffer*> BuffersWithRole(const TrainingProgram& program, Buffe
 //   relu = Relu(o)       -> r    follows fp16: no cast
 //   loss = sum(r)                fp32: casts r          (r.float32@loss, saves nothing)
 TestGraph SharedCastGraph() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 4});
-  ValueId w1 = t.Param("W1", {4, 4});
-  ValueId w2 = t.Param("W2", {4, 4});
-  ValueId y = t.Op("MatMul", "mm1", {x, w1}, "y", {t.B(), 4});
-  ValueId s = t.Op("Softmax", "sm", {y}, "s", {t.B(), 4});
-  ValueId a = t.Op("MatMul", "mm2", {s, w2}, "a", {t.B(), 4});
-  ValueId b = t.Op("MatMul", "mm3", {s, w2}, "b", {t.B(), 4});
+  testing::MatMulSoftmax m = testing::MatMulThenSoftmax();
+  TestGraph& t = m.t;
+  ValueId a = t.Op("MatMul", "mm2", {m.s, m.w2}, "a", {t.B(), 4});
+  ValueId b = t.Op("MatMul", "mm3", {m.s, m.w2}, "b", {t.B(), 4});
   ValueId o = t.Op("Add", "add", {a, b}, "o", {t.B(), 4});
   t.Output(t.Op("Relu", "relu", {o}, "r", {t.B(), 4}));
-  return t;
+  return std::move(m.t);
 }
 
 TEST_CASE("one cast per (value, dtype), shared by its forward readers", "[precision]") {
@@ -133,18 +131,13 @@ TEST_CASE("a shared cast is freed after its last reader", "[precision]") {
   CHECK(FreedAt(program, cast.id) == StepOf(program, StepKind::kForward, "lsm"));
 }
 
-// x [B,64] -> MatMul W1 [64,128] -> Relu -> MatMul W2 [128,10], sum loss. Saved for backward:
+// x [B,64] -> MatMul W1 [64,128] -> Relu -> MatMul W2 [128,10] -> the logits y, sum loss
+// (testing::TwoLayerMlp(64, 128, 10)). Saved for backward:
 //   fp32: x (mm1 saves A, 64*4 = 256) + r (relu's output, also mm2's A, 128*4 = 512) = 768
 //   fp16: x.float16@mm1 (64*2 = 128) + r in fp16 (128*2 = 256)                        = 384
 // (h dies after relu, which saves its output; the fp32 loss cast of the logits saves nothing.)
 TEST_CASE("mixed precision halves an MLP's saved activations", "[precision]") {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 64});
-  ValueId w1 = t.Param("W1", {64, 128});
-  ValueId w2 = t.Param("W2", {128, 10});
-  ValueId h = t.Op("MatMul", "mm1", {x, w1}, "h", {t.B(), 128});
-  ValueId r = t.Op("Relu", "relu", {h}, "r", {t.B(), 128});
-  t.Output(t.Op("MatMul", "mm2", {r, w2}, "logits", {t.B(), 10}));
+  const TestGraph t = testing::TwoLayerMlp(/*in=*/64, /*hidden=*/128, /*out=*/10);
 
   auto saved = [&](Precision precision, int64_t batch) {
     TrainingProgram program = Derive(t, precision);

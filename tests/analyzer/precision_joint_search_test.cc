@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <utility>
+
 #include "analyzer/analysis_report.h"
 #include "analyzer/gpu_specs.h"
 #include "analyzer/joint_search.h"
@@ -15,19 +17,14 @@ namespace {
 
 using testing::TestGraph;
 
-// x [B,4] fp32 input, W1 and W2 [4,4] parameters, sum loss:
+// x [B,4] fp32 input, W1 and W2 [4,4] parameters, sum loss (testing::MatMulThenSoftmax, then):
 //   mm1 = MatMul(x, W1) -> y   fp16-safe
 //   sm  = Softmax(y)    -> s   fp32-required
 //   mm2 = MatMul(s, W2) -> o   fp16-safe
 TestGraph MatMulSoftmaxMatMul() {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 4});
-  ValueId w1 = t.Param("W1", {4, 4});
-  ValueId w2 = t.Param("W2", {4, 4});
-  ValueId y = t.Op("MatMul", "mm1", {x, w1}, "y", {t.B(), 4});
-  ValueId s = t.Op("Softmax", "sm", {y}, "s", {t.B(), 4});
-  t.Output(t.Op("MatMul", "mm2", {s, w2}, "o", {t.B(), 4}));
-  return t;
+  testing::MatMulSoftmax m = testing::MatMulThenSoftmax();
+  m.t.Output(m.t.Op("MatMul", "mm2", {m.s, m.w2}, "o", {m.t.B(), 4}));
+  return std::move(m.t);
 }
 
 // A large GPU and m = 1 fixed, so the plan is the program at one sample.

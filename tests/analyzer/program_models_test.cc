@@ -6,15 +6,22 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <utility>
+
 #include "analyzer/caching_allocator.h"
 #include "analyzer/exact_allocator.h"
 #include "analyzer/program_derivation.h"
 #include "analyzer/program_integrity.h"
 #include "analyzer/simulator.h"
 #include "graph/onnx_import.h"
+#include "tests/analyzer/program_test_derive.h"
 
 namespace memplan {
 namespace {
+
+using testing::DeriveVerified;
+using testing::SimulateExactly;
 
 struct Fixture {
   const char* file;
@@ -28,6 +35,13 @@ Bindings BindAll(const SymbolTable& symbols, int64_t value) {
   return b;
 }
 
+// The fixture model `file` (tests/fixtures), imported; fails the test unless it imports.
+Graph ImportFixture(const std::string& file) {
+  auto graph = ImportOnnxModel(std::string(MEMPLAN_FIXTURES_DIR) + "/" + file);
+  REQUIRE(graph.ok());
+  return std::move(graph).value();
+}
+
 TEST_CASE("fixture models: programs verify and persistent bytes match PyTorch", "[program]") {
   const Fixture fixtures[] = {
       {"resnet18_opset13.onnx", 11699112, 11689512}, {"resnet18_opset17.onnx", 11699112, 11689512},
@@ -36,20 +50,15 @@ TEST_CASE("fixture models: programs verify and persistent bytes match PyTorch", 
   };
   for (const Fixture& f : fixtures) {
     DYNAMIC_SECTION(f.file) {
-      auto graph = ImportOnnxModel(std::string(MEMPLAN_FIXTURES_DIR) + "/" + f.file);
-      REQUIRE(graph.ok());
+      const Graph graph = ImportFixture(f.file);
       ProgramOptions options;
       options.optimizer = OptimizerKind::kAdam;
-      auto program = DeriveTrainingProgram(*graph, options);
-      REQUIRE(program.ok());
-      REQUIRE(VerifyProgram(*program).ok());
-      Bindings bindings = BindAll(program->symbols, 2);
-      ExactAllocator exact;
-      auto r = Simulate(*program, bindings, exact);
-      REQUIRE(r.ok());
-      CHECK(r->persistent_bytes == 4 * f.onnx_parameters + 8 * f.torch_parameters);
-      CHECK(r->peak_bytes > r->persistent_bytes);
-      CHECK(r->saved_activation_bytes > 0);
+      const TrainingProgram program = DeriveVerified(graph, options);
+      Bindings bindings = BindAll(program.symbols, 2);
+      const SimulationResult r = SimulateExactly(program, bindings);
+      CHECK(r.persistent_bytes == 4 * f.onnx_parameters + 8 * f.torch_parameters);
+      CHECK(r.peak_bytes > r.persistent_bytes);
+      CHECK(r.saved_activation_bytes > 0);
 
       // Every other option combination derives, verifies and simulates.
       for (Precision precision : {Precision::kFp32, Precision::kFp16, Precision::kBf16}) {
@@ -61,8 +70,8 @@ TEST_CASE("fixture models: programs verify and persistent bytes match PyTorch", 
           o.clip_gradients = true;
           o.zero_grad = ZeroGradMode::kZero;
           // Recompute every third node: exercises segments, views and extras.
-          for (size_t n = 0; n < graph->num_nodes(); n += 3) o.recompute.push_back(NodeId(n));
-          auto p = DeriveTrainingProgram(*graph, o);
+          for (size_t n = 0; n < graph.num_nodes(); n += 3) o.recompute.push_back(NodeId(n));
+          auto p = DeriveTrainingProgram(graph, o);
           REQUIRE(p.ok());
           auto status = VerifyProgram(*p);
           INFO(PrecisionName(precision) << " " << OptimizerKindName(optimizer));
@@ -81,16 +90,12 @@ TEST_CASE("fixture models: programs verify and persistent bytes match PyTorch", 
 // Saved-activation bytes of a fixture trained with cross-entropy, every symbol bound to `size`
 // (batch and, for the transformers, seq), under the exact allocator.
 int64_t SavedBytesWithCrossEntropy(const std::string& file, int64_t size) {
-  auto graph = ImportOnnxModel(std::string(MEMPLAN_FIXTURES_DIR) + "/" + file);
-  REQUIRE(graph.ok());
+  const Graph graph = ImportFixture(file);
   ProgramOptions options;
   options.loss = LossKind::kCrossEntropy;
-  auto program = DeriveTrainingProgram(*graph, options);
+  auto program = DeriveTrainingProgram(graph, options);
   REQUIRE(program.ok());
-  ExactAllocator exact;
-  auto r = Simulate(*program, BindAll(program->symbols, size), exact);
-  REQUIRE(r.ok());
-  return r->saved_activation_bytes;
+  return SimulateExactly(*program, BindAll(program->symbols, size)).saved_activation_bytes;
 }
 
 TEST_CASE("resnet18: saved activations equal what PyTorch autograd keeps", "[program]") {
@@ -133,24 +138,17 @@ TEST_CASE("transformers: saved activations equal what PyTorch autograd keeps", "
 }
 
 TEST_CASE("recomputing every node lowers saved activations", "[program]") {
-  auto graph = ImportOnnxModel(std::string(MEMPLAN_FIXTURES_DIR) + "/gpt_opset17.onnx");
-  REQUIRE(graph.ok());
+  const Graph graph = ImportFixture("gpt_opset17.onnx");
   ProgramOptions plain;
-  auto a = DeriveTrainingProgram(*graph, plain);
-  REQUIRE(a.ok());
+  const TrainingProgram a = DeriveVerified(graph, plain);
   ProgramOptions all = plain;
-  for (size_t n = 0; n < graph->num_nodes(); ++n) all.recompute.push_back(NodeId(n));
-  auto b = DeriveTrainingProgram(*graph, all);
-  REQUIRE(b.ok());
-  REQUIRE(VerifyProgram(*b).ok());
-  Bindings bindings = BindAll(a->symbols, 4);
-  ExactAllocator exact;
-  auto ra = Simulate(*a, bindings, exact);
-  auto rb = Simulate(*b, bindings, exact);
-  REQUIRE(ra.ok());
-  REQUIRE(rb.ok());
-  CHECK(rb->saved_activation_bytes < ra->saved_activation_bytes);
-  CHECK(b->CountSteps(StepKind::kRecompute) > 0);
+  for (size_t n = 0; n < graph.num_nodes(); ++n) all.recompute.push_back(NodeId(n));
+  const TrainingProgram b = DeriveVerified(graph, all);
+  Bindings bindings = BindAll(a.symbols, 4);
+  const SimulationResult ra = SimulateExactly(a, bindings);
+  const SimulationResult rb = SimulateExactly(b, bindings);
+  CHECK(rb.saved_activation_bytes < ra.saved_activation_bytes);
+  CHECK(b.CountSteps(StepKind::kRecompute) > 0);
 }
 
 }  // namespace

@@ -76,12 +76,14 @@ inline TestGraph LinearRelu() {
 }
 
 // x[batch,in] -> MatMul(W1[in,hidden]) -> h -> Relu -> r -> MatMul(W2[hidden,out]) -> y, the
-// output; the nodes are mm1, relu and mm2. in * hidden + hidden * out parameters.
-inline TestGraph TwoLayerMlp(int64_t in, int64_t hidden, int64_t out) {
+// output; the nodes are mm1, relu and mm2. in * hidden + hidden * out parameters, named `w1_name`
+// and `w2_name` (the fine-tuning tests select them by torch's names).
+inline TestGraph TwoLayerMlp(int64_t in, int64_t hidden, int64_t out,
+                             const std::string& w1_name = "W1", const std::string& w2_name = "W2") {
   TestGraph t;
   ValueId x = t.Input("x", {t.B(), in});
-  ValueId w1 = t.Param("W1", {in, hidden});
-  ValueId w2 = t.Param("W2", {hidden, out});
+  ValueId w1 = t.Param(w1_name, {in, hidden});
+  ValueId w2 = t.Param(w2_name, {hidden, out});
   ValueId h = t.Op("MatMul", "mm1", {x, w1}, "h", {t.B(), hidden});
   ValueId r = t.Op("Relu", "relu", {h}, "r", {t.B(), hidden});
   t.Output(t.Op("MatMul", "mm2", {r, w2}, "y", {t.B(), out}));
@@ -93,5 +95,26 @@ inline TestGraph TwoLayerMlp(int64_t in, int64_t hidden, int64_t out) {
 // Psi = 64*128 + 128*32 = 8192 + 4096 = 12288 parameters; the largest layer is W1 (8192).
 inline TestGraph TwoLayerMlp() { return TwoLayerMlp(64, 128, 32); }
 inline constexpr int64_t kPsi = 12288;
+
+// The start the precision tests share: an fp16-safe MatMul feeding an fp32-required Softmax.
+//   x [batch,4] fp32 input, W1 and W2 [4,4] parameters
+//   mm1 = MatMul(x, W1) -> y [batch,4]
+//   sm  = Softmax(y)    -> s [batch,4]
+// The caller goes on from `s` (with W2, declared but not yet read) and marks the output.
+struct MatMulSoftmax {
+  TestGraph t;
+  ValueId s;
+  ValueId w2;
+};
+inline MatMulSoftmax MatMulThenSoftmax() {
+  MatMulSoftmax m;
+  TestGraph& t = m.t;
+  ValueId x = t.Input("x", {t.B(), 4});
+  ValueId w1 = t.Param("W1", {4, 4});
+  m.w2 = t.Param("W2", {4, 4});
+  ValueId y = t.Op("MatMul", "mm1", {x, w1}, "y", {t.B(), 4});
+  m.s = t.Op("Softmax", "sm", {y}, "s", {t.B(), 4});
+  return m;
+}
 
 }  // namespace memplan::testing

@@ -14,13 +14,6 @@ using Catch::Matchers::Contains;
 
 constexpr const char* kMs = "com.microsoft";
 
-const SavedTensor& Extra(const std::vector<SavedTensor>& saved, const std::string& name) {
-  for (const auto& s : saved)
-    if (s.source == SavedTensor::Source::kExtra && s.name == name) return s;
-  FAIL("no saved extra named " << name);
-  return saved.front();
-}
-
 TEST_CASE("MultiHeadAttention: separate Q, K, V", "[registry][attention]") {
   // num_heads 4: query [2, 5, 64] -> head 16; value [2, 7, 32] -> v_head 8.
   OpCase mha("MultiHeadAttention", {F32({2, 5, 64}), F32({2, 7, 64}), F32({2, 7, 32})},

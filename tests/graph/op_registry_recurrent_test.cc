@@ -15,13 +15,6 @@ namespace {
 using namespace memplan::testing;
 using Catch::Matchers::Contains;
 
-const SavedTensor& Extra(const std::vector<SavedTensor>& saved, const std::string& name) {
-  for (const auto& s : saved)
-    if (s.source == SavedTensor::Source::kExtra && s.name == name) return s;
-  FAIL("no saved extra named " << name);
-  return saved.front();
-}
-
 TEST_CASE("LSTM: sequence-first shapes, cost and what cuDNN keeps", "[registry][recurrent]") {
   // nn.LSTM(10, 20) on T=5, batch=3: W [1, 4*20, 10], R [1, 80, 20], B [1, 2*80].
   OpCase lstm("LSTM", {F32({5, 3, 10}), Param({1, 80, 10}), Param({1, 80, 20}), Param({1, 160})},

@@ -129,6 +129,15 @@ inline std::vector<std::string> Describe(const std::vector<SavedTensor>& saved) 
   return out;
 }
 
+// The saved extra named `name` (a workspace or reserve the op keeps beside its inputs and
+// outputs); fails the test when the op keeps none of that name.
+inline const SavedTensor& Extra(const std::vector<SavedTensor>& saved, const std::string& name) {
+  for (const auto& s : saved)
+    if (s.source == SavedTensor::Source::kExtra && s.name == name) return s;
+  FAIL("no saved extra named " << name);
+  return saved.front();
+}
+
 inline int64_t Eval(const Dim& d) {
   auto c = d.constant_value();
   INFO("dim is not constant");

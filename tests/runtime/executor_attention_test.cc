@@ -13,7 +13,6 @@
 namespace memplan {
 namespace {
 
-using testing::Batches;
 using testing::BindAllSymbols;
 using testing::LoadFixture;
 
@@ -30,19 +29,11 @@ Run Execute(const Graph& graph) {
   ExactAllocator exact;
   auto simulated = Simulate(*program, bindings, exact);
   REQUIRE(simulated.ok());
-  auto data = SyntheticData::Create(graph, *program, bindings, /*seed=*/3);
-  REQUIRE(data.ok());
-  CpuBackend backend;
   ExecutorOptions eo;
   eo.disable_dropout = true;
-  auto executor = Executor::Create(graph, *program, bindings, backend, eo);
-  if (!executor.ok()) FAIL(executor.error().message);
-  for (const MicroBatch& b : Batches(*data, 1, 2)) {
-    auto status = (*executor)->RunMicroBatch(b);
-    if (!status.ok()) FAIL(status.error().message);
-  }
-  auto grads = (*executor)->Gradients();
-  REQUIRE(grads.ok());
+  auto grads = testing::OneMicroBatchGradients(graph, *program, /*rows=*/2, /*seed=*/3,
+                                               /*other=*/8, eo);
+  if (!grads.ok()) FAIL(grads.error().message);
   return {*grads, simulated->saved_activation_bytes};
 }
 

@@ -62,15 +62,16 @@ inline std::vector<MicroBatch> Batches(const SyntheticData& data, int64_t k, int
 }
 
 // One micro-batch of `rows` seeded synthetic samples through `program` on the CPU backend (every
-// other symbol bound to 1): the gradient of every trained parameter.
+// other symbol bound to `other`), run with `options`: the gradient of every trained parameter.
 inline Expected<std::vector<std::vector<float>>> OneMicroBatchGradients(
-    const Graph& graph, const TrainingProgram& program, int64_t rows, uint64_t seed) {
-  const Bindings bindings = BindAllSymbols(program, rows, /*other=*/1);
+    const Graph& graph, const TrainingProgram& program, int64_t rows, uint64_t seed,
+    int64_t other = 1, const ExecutorOptions& options = ExecutorOptions()) {
+  const Bindings bindings = BindAllSymbols(program, rows, other);
   MEMPLAN_TRY(SyntheticData data, SyntheticData::Create(graph, program, bindings, seed));
   MEMPLAN_TRY(MicroBatch batch, data.Batch(0, rows));
   CpuBackend backend;
   MEMPLAN_TRY(std::unique_ptr<Executor> executor,
-              Executor::Create(graph, program, bindings, backend, ExecutorOptions()));
+              Executor::Create(graph, program, bindings, backend, options));
   MEMPLAN_RETURN_IF_ERROR(executor->RunMicroBatch(batch));
   return executor->Gradients();
 }

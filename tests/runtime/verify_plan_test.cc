@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <utility>
 
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/verification.h"
@@ -20,36 +21,49 @@ VerifyPlan PlanFor(const Graph& graph, int64_t m, int64_t k) {
   return plan;
 }
 
+// Only the memory and step checks: the gradient- and recompute-equivalence runs switched off.
+VerifyOptions MemoryChecksOnly() {
+  VerifyOptions options;
+  options.check_gradient_equivalence = false;
+  options.check_recompute_equivalence = false;
+  return options;
+}
+
+// `plan` verified on fresh CPU backends; fails the test unless the verification ran (its checks
+// may still fail: the report says which).
+VerificationReport VerifyOnCpu(const Graph& graph, const VerifyPlan& plan,
+                               const VerifyOptions& options = VerifyOptions()) {
+  auto report = VerifyPlanOnBackend(graph, plan, testing::CpuBackends(), options);
+  if (!report.ok()) FAIL(report.error().message);
+  return std::move(report).value();
+}
+
 TEST_CASE("verify: a transformer plan passes every check", "[verify]") {
   const Graph graph = LoadFixture("transformer_opset17.onnx");
   VerifyPlan plan = PlanFor(graph, /*m=*/2, /*k=*/2);
   plan.program.recompute = {NodeId(5), NodeId(6)};
-  VerifyOptions options;
-  auto report = VerifyPlanOnBackend(graph, plan, testing::CpuBackends(), options);
-  if (!report.ok()) FAIL(report.error().message);
-  CHECK(report->device == "cpu");
-  CHECK(report->measured.peak_bytes == report->predicted.peak_bytes);
-  CHECK(report->memory_passed);
-  CHECK(report->gradient.checked);
-  CHECK(report->gradient.passed);
-  CHECK(report->gradient.max_rel_error <= 1e-5);
-  CHECK(report->recompute.checked);
-  CHECK(report->recompute.passed);
-  REQUIRE(report->steps.size() == 3);
-  CHECK(report->loss_decreased == std::optional<bool>(true));
-  CHECK(report->samples_per_second > 0);
-  CHECK(report->passed);
+  const VerificationReport report = VerifyOnCpu(graph, plan);
+  CHECK(report.device == "cpu");
+  CHECK(report.measured.peak_bytes == report.predicted.peak_bytes);
+  CHECK(report.memory_passed);
+  CHECK(report.gradient.checked);
+  CHECK(report.gradient.passed);
+  CHECK(report.gradient.max_rel_error <= 1e-5);
+  CHECK(report.recompute.checked);
+  CHECK(report.recompute.passed);
+  REQUIRE(report.steps.size() == 3);
+  CHECK(report.loss_decreased == std::optional<bool>(true));
+  CHECK(report.samples_per_second > 0);
+  CHECK(report.passed);
 }
 
 TEST_CASE("verify: BatchNormalization skips the accumulation check with a reason", "[verify]") {
   const Graph graph = LoadFixture("tiny_resnet.onnx");
-  auto report =
-      VerifyPlanOnBackend(graph, PlanFor(graph, 2, 2), testing::CpuBackends(), VerifyOptions());
-  if (!report.ok()) FAIL(report.error().message);
-  CHECK_FALSE(report->gradient.checked);
-  CHECK(report->gradient.note.find("BatchNormalization") != std::string::npos);
-  CHECK(report->recompute.passed);
-  CHECK(report->measured.peak_bytes == report->predicted.peak_bytes);
+  const VerificationReport report = VerifyOnCpu(graph, PlanFor(graph, 2, 2));
+  CHECK_FALSE(report.gradient.checked);
+  CHECK(report.gradient.note.find("BatchNormalization") != std::string::npos);
+  CHECK(report.recompute.passed);
+  CHECK(report.measured.peak_bytes == report.predicted.peak_bytes);
 }
 
 TEST_CASE("verify: fp16 plan with accumulation passes within the fp16 bound", "[verify]") {
@@ -59,13 +73,12 @@ TEST_CASE("verify: fp16 plan with accumulation passes within the fp16 bound", "[
   VerifyOptions options;
   options.steps = 4;
   options.executor.optimizer.learning_rate = 1e-2;
-  auto report = VerifyPlanOnBackend(graph, plan, testing::CpuBackends(), options);
-  if (!report.ok()) FAIL(report.error().message);
-  CHECK(report->gradient.checked);
-  CHECK(report->gradient.bound == 1e-2);
-  CHECK(report->gradient.passed);
-  CHECK(report->memory_passed);
-  CHECK(report->passed);
+  const VerificationReport report = VerifyOnCpu(graph, plan, options);
+  CHECK(report.gradient.checked);
+  CHECK(report.gradient.bound == 1e-2);
+  CHECK(report.gradient.passed);
+  CHECK(report.memory_passed);
+  CHECK(report.passed);
 }
 
 TEST_CASE("verify: a plan above the memory limit is refused", "[verify]") {
@@ -81,14 +94,11 @@ TEST_CASE("verify: a tolerance below the measured excess fails the memory check"
   // The measured peak equals the prediction, so a negative tolerance (measured must be below
   // predicted * 0.5) makes the check fail: the check is live.
   const Graph graph = LoadFixture("tiny_mlp.onnx");
-  VerifyOptions options;
+  VerifyOptions options = MemoryChecksOnly();
   options.tolerance = -0.5;
-  options.check_gradient_equivalence = false;
-  options.check_recompute_equivalence = false;
-  auto report = VerifyPlanOnBackend(graph, PlanFor(graph, 4, 1), testing::CpuBackends(), options);
-  REQUIRE(report.ok());
-  CHECK_FALSE(report->memory_passed);
-  CHECK_FALSE(report->passed);
+  const VerificationReport report = VerifyOnCpu(graph, PlanFor(graph, 4, 1), options);
+  CHECK_FALSE(report.memory_passed);
+  CHECK_FALSE(report.passed);
 }
 
 // The CPU backend with a fixed number of bytes always live on top of the program's (as a device
@@ -157,12 +167,8 @@ TEST_CASE("verify: measured above predicted fails beyond the tolerance, passes w
   // stays within the default 1% tolerance; P/20 (5%) exceeds it, and only the memory check
   // fails, which fails the verification (exit 1 in the CLI).
   const Graph graph = LoadFixture("tiny_mlp.onnx");
-  VerifyOptions options;
-  options.check_gradient_equivalence = false;
-  options.check_recompute_equivalence = false;
-  auto exact = VerifyPlanOnBackend(graph, PlanFor(graph, 4, 1), testing::CpuBackends(), options);
-  REQUIRE(exact.ok());
-  const int64_t predicted = exact->predicted.peak_bytes;
+  const VerifyOptions options = MemoryChecksOnly();
+  const int64_t predicted = VerifyOnCpu(graph, PlanFor(graph, 4, 1), options).predicted.peak_bytes;
   REQUIRE(predicted > 200);
   for (int64_t divisor : {200, 20}) {
     DYNAMIC_SECTION("overhead predicted/" << divisor) {
@@ -186,20 +192,17 @@ TEST_CASE("verify: an fp16 overflow is reported as a loss-scaler event", "[verif
   const Graph graph = LoadFixture("tiny_mlp.onnx");
   VerifyPlan plan = PlanFor(graph, 4, 1);
   plan.program.precision = Precision::kFp16;
-  VerifyOptions options;
+  VerifyOptions options = MemoryChecksOnly();
   options.steps = 2;
-  options.check_gradient_equivalence = false;
-  options.check_recompute_equivalence = false;
   options.executor.initial_loss_scale = std::ldexp(1.0f, 100);
-  auto report = VerifyPlanOnBackend(graph, plan, testing::CpuBackends(), options);
-  if (!report.ok()) FAIL(report.error().message);
-  REQUIRE_FALSE(report->scaler_events.empty());
-  const LossScalerEvent& first = report->scaler_events.front();
+  const VerificationReport report = VerifyOnCpu(graph, plan, options);
+  REQUIRE_FALSE(report.scaler_events.empty());
+  const LossScalerEvent& first = report.scaler_events.front();
   CHECK(first.step == 0);
   CHECK(first.event == "overflow_skip");
   CHECK(first.scale_before == std::ldexp(1.0f, 100));
   CHECK(first.scale_after == std::ldexp(1.0f, 99));
-  CHECK(report->steps.at(0).skipped);
+  CHECK(report.steps.at(0).skipped);
 }
 
 }  // namespace

@@ -122,6 +122,45 @@ inline const onnx::NodeProto& FuseBetweenRelus(FusionProtoBuilder& b, const char
   return fused;
 }
 
+// How a value inside a pattern escapes it: another node reads it too, or the graph returns it.
+// Either way the value must survive, so a fusion that would swallow it must leave the pattern
+// as written.
+enum class Escape { kReadElsewhere, kGraphOutput };
+
+// A graph Relu("/pre") -> `chain` (given the builder and the Relu's output, returning the
+// pattern's output, which the graph returns) in which `value` escapes as `how` says: another
+// Relu "/other" reads it, or it is a second graph output. Not yet fused.
+template <typename Chain>
+FusionProtoBuilder WithEscapingValue(Chain chain, const std::string& value, Escape how,
+                                     int64_t opset = 13) {
+  FusionProtoBuilder b(opset);
+  b.Output(chain(b, b.Op("Relu", "/pre", {"input"})));
+  b.Output(how == Escape::kReadElsewhere ? b.Op("Relu", "/other", {value}) : value);
+  return b;
+}
+
+// One way a value escapes: the section it is checked in, the value, and how it escapes.
+struct EscapeCase {
+  const char* section;
+  std::string value;
+  Escape how;
+};
+
+// For each case, a section that builds WithEscapingValue(chain, value, how, opset) and checks
+// that `entry` fuses nothing there and leaves the graph exactly as written.
+template <typename Chain>
+void CheckLeftAloneWhenEscaping(const char* entry, Chain chain,
+                                std::initializer_list<EscapeCase> cases, int64_t opset = 13) {
+  for (const EscapeCase& c : cases) {
+    DYNAMIC_SECTION(c.section) {
+      FusionProtoBuilder b = WithEscapingValue(chain, c.value, c.how, opset);
+      const std::string written = b.graph().SerializeAsString();
+      CHECK(Fuse(b, entry) == 0);
+      CHECK(b.graph().SerializeAsString() == written);
+    }
+  }
+}
+
 inline int CountOps(const onnx::GraphProto& g, const std::string& type) {
   int count = 0;
   for (const auto& n : g.node()) count += n.op_type() == type;
