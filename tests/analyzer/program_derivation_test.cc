@@ -9,13 +9,8 @@
 #include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
 
-namespace memplan {
+namespace memplan::testing {
 namespace {
-
-using testing::DeriveVerified;
-using testing::LinearRelu;
-using testing::SumLossSgd;
-using testing::TestGraph;
 
 std::vector<std::string> Lines(const TrainingProgram& program) {
   std::vector<std::string> lines;
@@ -203,4 +198,4 @@ TEST_CASE("mixed precision: casts are buffers, parameters have master and workin
 }
 
 }  // namespace
-}  // namespace memplan
+}  // namespace memplan::testing
