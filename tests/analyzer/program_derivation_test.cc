@@ -70,10 +70,7 @@ TEST_CASE("linear + relu + sum loss: every step's allocations and frees", "[prog
 
 TEST_CASE("auto loss picks cross entropy for [batch, classes] logits, with int64 labels",
           "[program]") {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 4});
-  ValueId w = t.Param("W", {4, 10});
-  t.Output(t.Op("MatMul", "mm", {x, w}, "logits", {t.B(), 10}));
+  const TestGraph t = Linear(/*in=*/4, /*out=*/10);  // [batch, 10] logits
   const TrainingProgram program = DeriveVerified(t.graph, ProgramOptions{});
   CHECK(program.loss == LossKind::kCrossEntropy);
   const Buffer& label = program.buffer(program.label_buffer);

@@ -73,13 +73,10 @@ TEST_CASE("two micro-batches: the gradient persists and the peak includes it", "
 
 TEST_CASE("gradient accumulation, w = 1, loss (2x - w x)^2, micro-batches [4] and [2]",
           "[simulator][program]") {
-  // y = x w with w[1,1]; mse against the label 2x. d/dw (2x - wx)^2 = -2x(2x - wx) = -2x^2 at
+  // y = x w with w = W[1,1]; mse against the label 2x. d/dw (2x - wx)^2 = -2x(2x - wx) = -2x^2 at
   // w = 1: -32 for x = 4 and -8 for x = 2; with the loss divided by k = 2 the accumulated
   // gradient is -16 + -4 = -20 (the runtime checks the values; here: the bookkeeping).
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 1});
-  ValueId w = t.Param("w", {1, 1});
-  t.Output(t.Op("MatMul", "mm", {x, w}, "y", {t.B(), 1}));
+  const TestGraph t = Linear(/*in=*/1, /*out=*/1);
   ProgramOptions options;
   options.loss = LossKind::kMse;
   options.optimizer = OptimizerKind::kSgd;
