@@ -20,8 +20,8 @@ namespace memplan::baseline_test {
 
 // The result of one of the MLPs: gradients as large as the parameters, Adam's two moments twice
 // that, no workspace, the input and labels (8192 + 320 = 8512 B) as other memory, and the peak the
-// sum of all categories (every one is at its largest at the peak). Every tensor an activation
-// counts is saved, so the saved bytes are the activations.
+// sum of the categories (the breakdown is the bytes at the peak). Every activation counted is a
+// saved tensor, so the saved bytes are the activation bytes.
 inline MemoryResult AdamFp32MlpResult(int64_t parameter_bytes, int64_t activation_bytes,
                                       int64_t transient_bytes,
                                       std::map<std::string, int64_t> saved_bytes_by_node) {
