@@ -10,60 +10,64 @@
 // at its first saver (fc2 needs relu1's output, which relu1 already saved). Transients: one
 // activation gradient of the hidden width. Other: input 8*256*4 = 8192 + labels 8*10*4 = 320.
 
+#include <map>
+#include <string>
+#include <utility>
+
 #include "analyzer/baseline/baseline.h"
 
 namespace memplan::baseline_test {
 
+// The result of one of the MLPs: gradients as large as the parameters, Adam's two moments twice
+// that, no workspace, the input and labels (8192 + 320 = 8512 B) as other memory, and the peak the
+// sum of the categories (the breakdown is the bytes at the peak). Every activation counted is a
+// saved tensor, so the saved bytes are the activation bytes.
+inline MemoryResult AdamFp32MlpResult(int64_t parameter_bytes, int64_t activation_bytes,
+                                      int64_t transient_bytes,
+                                      std::map<std::string, int64_t> saved_bytes_by_node) {
+  MemoryResult r;
+  r.breakdown[MemoryCategory::kParameters] = parameter_bytes;
+  r.breakdown[MemoryCategory::kGradients] = parameter_bytes;
+  r.breakdown[MemoryCategory::kOptimizerState] = 2 * parameter_bytes;
+  r.breakdown[MemoryCategory::kActivations] = activation_bytes;
+  r.breakdown[MemoryCategory::kTransients] = transient_bytes;
+  r.breakdown[MemoryCategory::kWorkspace] = 0;
+  r.breakdown[MemoryCategory::kOther] = 8512;
+  r.peak_bytes = 4 * parameter_bytes + activation_bytes + transient_bytes + 8512;
+  r.saved_activation_bytes = activation_bytes;
+  r.saved_bytes_by_node = std::move(saved_bytes_by_node);
+  return r;
+}
+
+// Peak 4 * 273448 + 16384 + 8192 + 8512 = 1126880 B.
 inline MemoryResult MlpResult() {
-  MemoryResult r;
   // parameters: fc1 256*256+256 = 65792, fc2 256*10+10 = 2570 -> 68362 * 4 B = 273448 B.
-  r.breakdown[MemoryCategory::kParameters] = 273448;
-  r.breakdown[MemoryCategory::kGradients] = 273448;
-  r.breakdown[MemoryCategory::kOptimizerState] = 546896;  // 2 * 273448
-  r.breakdown[MemoryCategory::kActivations] = 16384;      // X 8*256*4 + relu1 Y 8*256*4
-  r.breakdown[MemoryCategory::kTransients] = 8192;        // dY 8*256*4
-  r.breakdown[MemoryCategory::kWorkspace] = 0;
-  r.breakdown[MemoryCategory::kOther] = 8512;  // 8192 + 320
-  r.peak_bytes = 1126880;                      // sum of the above
-  r.saved_activation_bytes = 16384;
-  r.saved_bytes_by_node = {{"/fc1/Gemm", 8192}, {"/relu1/Relu", 8192}, {"/fc2/Gemm", 0}};
-  return r;
+  return AdamFp32MlpResult(/*parameter_bytes=*/273448,
+                           /*activation_bytes=*/16384,  // X 8*256*4 + relu1 Y 8*256*4
+                           /*transient_bytes=*/8192,    // dY 8*256*4
+                           {{"/fc1/Gemm", 8192}, {"/relu1/Relu", 8192}, {"/fc2/Gemm", 0}});
 }
 
+// Peak 4 * 536616 + 24576 + 8192 + 8512 = 2187744 B.
 inline MemoryResult MlpWithAddedLayerResult() {
-  MemoryResult r;
   // parameters: 65792 + 65792 (fc2 now 256->256) + 2570 (fc3) = 134154 * 4 B = 536616 B.
-  r.breakdown[MemoryCategory::kParameters] = 536616;
-  r.breakdown[MemoryCategory::kGradients] = 536616;
-  r.breakdown[MemoryCategory::kOptimizerState] = 1073232;
-  r.breakdown[MemoryCategory::kActivations] = 24576;  // + relu2 Y 8*256*4
-  r.breakdown[MemoryCategory::kTransients] = 8192;
-  r.breakdown[MemoryCategory::kWorkspace] = 0;
-  r.breakdown[MemoryCategory::kOther] = 8512;
-  r.peak_bytes = 2187744;  // sum of the above
-  r.saved_activation_bytes = 24576;
-  r.saved_bytes_by_node = {{"/fc1/Gemm", 8192},
-                           {"/relu1/Relu", 8192},
-                           {"/fc2/Gemm", 0},
-                           {"/relu2/Relu", 8192},
-                           {"/fc3/Gemm", 0}};
-  return r;
+  return AdamFp32MlpResult(/*parameter_bytes=*/536616,
+                           /*activation_bytes=*/24576,  // + relu2 Y 8*256*4
+                           /*transient_bytes=*/8192,
+                           {{"/fc1/Gemm", 8192},
+                            {"/relu1/Relu", 8192},
+                            {"/fc2/Gemm", 0},
+                            {"/relu2/Relu", 8192},
+                            {"/fc3/Gemm", 0}});
 }
 
+// Peak 4 * 341800 + 18432 + 10240 + 8512 = 1404384 B.
 inline MemoryResult MlpWidenedResult() {
-  MemoryResult r;
   // parameters: fc1 256*320+320 = 82240, fc2 320*10+10 = 3210 -> 85450 * 4 B = 341800 B.
-  r.breakdown[MemoryCategory::kParameters] = 341800;
-  r.breakdown[MemoryCategory::kGradients] = 341800;
-  r.breakdown[MemoryCategory::kOptimizerState] = 683600;
-  r.breakdown[MemoryCategory::kActivations] = 18432;  // X 8192 + relu1 Y 8*320*4 = 10240
-  r.breakdown[MemoryCategory::kTransients] = 10240;   // dY 8*320*4
-  r.breakdown[MemoryCategory::kWorkspace] = 0;
-  r.breakdown[MemoryCategory::kOther] = 8512;
-  r.peak_bytes = 1404384;  // sum of the above
-  r.saved_activation_bytes = 18432;
-  r.saved_bytes_by_node = {{"/fc1/Gemm", 8192}, {"/relu1/Relu", 10240}, {"/fc2/Gemm", 0}};
-  return r;
+  return AdamFp32MlpResult(/*parameter_bytes=*/341800,
+                           /*activation_bytes=*/18432,  // X 8192 + relu1 Y 8*320*4 = 10240
+                           /*transient_bytes=*/10240,   // dY 8*320*4
+                           {{"/fc1/Gemm", 8192}, {"/relu1/Relu", 10240}, {"/fc2/Gemm", 0}});
 }
 
 inline BaselineEntry Entry(const std::string& name, MemoryResult result) {

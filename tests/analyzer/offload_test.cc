@@ -16,13 +16,8 @@
 #include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
 
-namespace memplan {
+namespace memplan::testing {
 namespace {
-
-using testing::DeriveVerified;
-using testing::kPsi;
-using testing::TestGraph;
-using testing::TwoLayerMlp;
 
 // Adam (two fp32 moments: 8 bytes per parameter), sum loss (saves nothing).
 ProgramOptions Adam(Precision precision, OffloadMode offload) {
@@ -36,7 +31,7 @@ ProgramOptions Adam(Precision precision, OffloadMode offload) {
 }
 
 SimulationResult Run(const TestGraph& t, const TrainingProgram& program, int64_t batch = 2) {
-  return testing::SimulateExactly(program, t.Bind(batch));
+  return SimulateExactly(program, t.Bind(batch));
 }
 
 // The largest bytes of `category` on the GPU at any step of the run.
@@ -181,8 +176,8 @@ TEST_CASE(
 TEST_CASE(
     "offload: --offload activations: every saved tensor on the host, one op's back on the GPU",
     "[offload]") {
-  const TestGraph t = testing::LinearRelu();
-  ProgramOptions options = testing::SumLossSgd();
+  const TestGraph t = LinearRelu();
+  ProgramOptions options = SumLossSgd();
   const TrainingProgram kept = DeriveVerified(t.graph, options);
   options.offload.mode = OffloadMode::kActivations;
   const TrainingProgram offloaded = DeriveVerified(t.graph, options);
@@ -217,7 +212,7 @@ TEST_CASE("offload: --offload activations packs a tensor once per op that saves 
   ValueId a = t.Op("MatMul", "mm1", {x, w1}, "a", {t.B(), 3});
   ValueId b = t.Op("MatMul", "mm2", {x, w2}, "b", {t.B(), 3});
   t.Output(t.Op("Add", "add", {a, b}, "out", {t.B(), 3}));
-  ProgramOptions options = testing::SumLossSgd();
+  ProgramOptions options = SumLossSgd();
   const SimulationResult kept = Run(t, DeriveVerified(t.graph, options));
   options.offload.mode = OffloadMode::kActivations;
   const SimulationResult offloaded = Run(t, DeriveVerified(t.graph, options));
@@ -231,7 +226,7 @@ TEST_CASE("offload: --offload refuses what it does not model", "[offload]") {
   const TestGraph t = TwoLayerMlp();
   SECTION("data parallelism") {
     ProgramOptions options = Adam(Precision::kFp32, OffloadMode::kOptimizer);
-    options.data_parallel = testing::DataParallelGroup(ParallelStrategy::kZero2, 2);
+    options.data_parallel = DataParallelGroup(ParallelStrategy::kZero2, 2);
     auto program = DeriveTrainingProgram(t.graph, options);
     REQUIRE_FALSE(program.ok());
     CHECK(program.error().message ==
@@ -290,8 +285,8 @@ TEST_CASE("offload time: copies over the link, what compute hides, the CPU optim
     CHECK(e.exposed_transfer_seconds == Approx(2 * copy));
   }
   SECTION("activations: four waited copies per micro-batch, k micro-batches") {
-    const TestGraph t = testing::LinearRelu();
-    ProgramOptions o = testing::SumLossSgd();
+    const TestGraph t = LinearRelu();
+    ProgramOptions o = SumLossSgd();
     o.offload.mode = OffloadMode::kActivations;
     const TrainingProgram program = DeriveVerified(t.graph, o);
     const SimulationResult sim = Run(t, program);
@@ -332,4 +327,4 @@ TEST_CASE("the planner adds the offload time and frees what moved for a larger m
 }
 
 }  // namespace
-}  // namespace memplan
+}  // namespace memplan::testing

@@ -16,19 +16,14 @@
 #include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
 
-namespace memplan {
+namespace memplan::testing {
 namespace {
-
-using testing::DeriveVerified;
-using testing::kPsi;
-using testing::TestGraph;
-using testing::TwoLayerMlp;
 
 constexpr int64_t kLargestLayer = 8192;  // W1 of TwoLayerMlp()
 constexpr int64_t kRanks = 4;
 
 DataParallelOptions Group(ParallelStrategy strategy) {
-  DataParallelOptions dp = testing::DataParallelGroup(strategy, kRanks);
+  DataParallelOptions dp = DataParallelGroup(strategy, kRanks);
   // Shard every parameter: DeepSpeed's default threshold (1e5 elements) would keep these small
   // matrices whole, and the closed forms assume all Psi partitioned.
   dp.zero3_param_persistence_threshold = 0;
@@ -48,7 +43,7 @@ ProgramOptions MixedAdam(ParallelStrategy strategy) {
 }
 
 SimulationResult Run(const TestGraph& t, const TrainingProgram& program, int64_t batch = 2) {
-  return testing::SimulateExactly(program, t.Bind(batch));
+  return SimulateExactly(program, t.Bind(batch));
 }
 
 ModelStateBytes StatesOf(const TestGraph& t, const ProgramOptions& options) {
@@ -187,7 +182,7 @@ TEST_CASE("DeepSpeed estimate_zero2/3_model_states_mem_needs from the per-rank b
 
 // fp32, SGD, sum loss: parameters and gradients only, 4 bytes each.
 ProgramOptions Fp32Sgd(DataParallelOptions dp) {
-  ProgramOptions options = testing::SumLossSgd();
+  ProgramOptions options = SumLossSgd();
   options.data_parallel = dp;
   return options;
 }
@@ -559,4 +554,4 @@ TEST_CASE("the data-parallel flags round-trip in configurations and baselines", 
 }
 
 }  // namespace
-}  // namespace memplan
+}  // namespace memplan::testing

@@ -22,11 +22,8 @@
 #include "tests/analyzer/program_test_derive.h"
 #include "tests/graph/proto_model.h"
 
-namespace memplan {
+namespace memplan::testing {
 namespace {
-
-using testing::ProtoModel;
-using testing::SimulateSumLoss;
 
 ProtoModel ChunkModel(bool use_slice) {
   ProtoModel m(/*opset=*/13);
@@ -43,10 +40,10 @@ ProtoModel ChunkModel(bool use_slice) {
     m.Node("Slice", {"s", "starts_c", "ends_c", "axes"}, {"c"});
   } else {
     m.Int64s("sizes", {4, 4});
-    testing::SetInt(m.Node("Split", {"s", "sizes"}, {"a", "c"}), "axis", 2);
+    SetInt(m.Node("Split", {"s", "sizes"}, {"a", "c"}), "axis", 2);
   }
   m.Node("MatMul", {"c", "W2"}, {"m"});
-  testing::SetInt(m.Node("Concat", {"a", "m"}, {"y"}), "axis", 2);
+  SetInt(m.Node("Concat", {"a", "m"}, {"y"}), "axis", 2);
   m.Output("y", onnx::TensorProto::FLOAT, {{"batch", 4, 8}});
   return m;
 }
@@ -76,4 +73,4 @@ TEST_CASE("a saved Slice keeps the whole input alive", "[views][saved]") {
 }
 
 }  // namespace
-}  // namespace memplan
+}  // namespace memplan::testing

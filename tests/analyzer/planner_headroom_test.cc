@@ -9,13 +9,8 @@
 #include "analyzer/planner.h"
 #include "tests/analyzer/planner_test_budget.h"
 
-namespace memplan {
+namespace memplan::testing {
 namespace {
-
-using testing::ExactPeak;
-using testing::OptionsFittingExactly;
-using testing::PlannerMlp;
-using testing::TestGraph;
 
 TEST_CASE("headroom: the recommendation stays under budget - headroom, the maximum beside it",
           "[planner]") {
@@ -93,4 +88,4 @@ TEST_CASE("headroom: --headroom text", "[planner]") {
 }
 
 }  // namespace
-}  // namespace memplan
+}  // namespace memplan::testing

@@ -8,13 +8,8 @@
 #include "analyzer/report/plan_explanation.h"
 #include "tests/analyzer/planner_test_budget.h"
 
-namespace memplan {
+namespace memplan::testing {
 namespace {
-
-using testing::ExactPeak;
-using testing::OptionsFittingExactly;
-using testing::PlannerMlp;
-using testing::TestGraph;
 
 TEST_CASE("planner finds the largest micro-batch whose peak fits the budget", "[planner]") {
   TestGraph t = PlannerMlp();
@@ -119,4 +114,4 @@ TEST_CASE("advice names accumulation facts with their numbers", "[advice]") {
 }
 
 }  // namespace
-}  // namespace memplan
+}  // namespace memplan::testing

@@ -9,13 +9,8 @@
 #include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
 
-namespace memplan {
+namespace memplan::testing {
 namespace {
-
-using testing::DeriveVerified;
-using testing::LinearRelu;
-using testing::SumLossSgd;
-using testing::TestGraph;
 
 std::vector<std::string> Lines(const TrainingProgram& program) {
   std::vector<std::string> lines;
@@ -75,10 +70,7 @@ TEST_CASE("linear + relu + sum loss: every step's allocations and frees", "[prog
 
 TEST_CASE("auto loss picks cross entropy for [batch, classes] logits, with int64 labels",
           "[program]") {
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 4});
-  ValueId w = t.Param("W", {4, 10});
-  t.Output(t.Op("MatMul", "mm", {x, w}, "logits", {t.B(), 10}));
+  const TestGraph t = Linear(/*in=*/4, /*out=*/10);  // [batch, 10] logits
   const TrainingProgram program = DeriveVerified(t.graph, ProgramOptions{});
   CHECK(program.loss == LossKind::kCrossEntropy);
   const Buffer& label = program.buffer(program.label_buffer);
@@ -203,4 +195,4 @@ TEST_CASE("mixed precision: casts are buffers, parameters have master and workin
 }
 
 }  // namespace
-}  // namespace memplan
+}  // namespace memplan::testing

@@ -11,17 +11,12 @@
 #include "tests/analyzer/program_test_derive.h"
 #include "tests/analyzer/program_test_graphs.h"
 
-namespace memplan {
+namespace memplan::testing {
 namespace {
-
-using testing::DeriveVerified;
-using testing::LinearRelu;
-using testing::SumLossSgd;
-using testing::TestGraph;
 
 SimulationResult Run(const TrainingProgram& program, const Bindings& bindings,
                      SimulationOptions options = {}) {
-  return testing::SimulateExactly(program, bindings, options);
+  return SimulateExactly(program, bindings, options);
 }
 
 TEST_CASE("linear + relu, batch 2: live bytes after every step's Begin", "[simulator]") {
@@ -78,13 +73,10 @@ TEST_CASE("two micro-batches: the gradient persists and the peak includes it", "
 
 TEST_CASE("gradient accumulation, w = 1, loss (2x - w x)^2, micro-batches [4] and [2]",
           "[simulator][program]") {
-  // y = x w with w[1,1]; mse against the label 2x. d/dw (2x - wx)^2 = -2x(2x - wx) = -2x^2 at
+  // y = x w with w = W[1,1]; mse against the label 2x. d/dw (2x - wx)^2 = -2x(2x - wx) = -2x^2 at
   // w = 1: -32 for x = 4 and -8 for x = 2; with the loss divided by k = 2 the accumulated
   // gradient is -16 + -4 = -20 (the runtime checks the values; here: the bookkeeping).
-  TestGraph t;
-  ValueId x = t.Input("x", {t.B(), 1});
-  ValueId w = t.Param("w", {1, 1});
-  t.Output(t.Op("MatMul", "mm", {x, w}, "y", {t.B(), 1}));
+  const TestGraph t = Linear(/*in=*/1, /*out=*/1);
   ProgramOptions options;
   options.loss = LossKind::kMse;
   options.optimizer = OptimizerKind::kSgd;
@@ -126,7 +118,7 @@ TEST_CASE("gradient accumulation, w = 1, loss (2x - w x)^2, micro-batches [4] an
 }
 
 // x[batch,100] -> MatMul(W[100,10]) -> sum: 1000 parameters.
-TestGraph Linear100x10() { return testing::Linear(100, 10); }
+TestGraph Linear100x10() { return Linear(100, 10); }
 
 TEST_CASE("optimizer state sizes: sgd 0, momentum 4, adam 8 bytes per parameter", "[simulator]") {
   TestGraph t = Linear100x10();
@@ -164,7 +156,7 @@ TEST_CASE("mixed-precision Adam costs ZeRO's 16 bytes per parameter", "[simulato
   // W[1000,1000]: P = 1e6 parameters; batch 1 makes activations negligible and, at the optimizer
   // step, nothing but parameter state is live. ZeRO (Rajbhandari et al. 2020, section 3.1):
   // fp16 parameters 2 + fp16 gradients 2 + fp32 master 4 + momentum 4 + variance 4 = 16 bytes.
-  TestGraph t = testing::Linear(1000, 1000);
+  TestGraph t = Linear(1000, 1000);
   const int64_t P = 1000 * 1000;
   auto optimizer_point = [&](Precision precision) {
     ProgramOptions options;
@@ -315,4 +307,4 @@ TEST_CASE("simulating a 2000-node chain takes milliseconds", "[simulator][perf]"
 }
 
 }  // namespace
-}  // namespace memplan
+}  // namespace memplan::testing

@@ -110,18 +110,22 @@ memplan_cli_test("auto does not try hybrid-shard on one node (it is fsdp)" EXPEC
   EXPECT_NO_OUTPUT "hybrid-shard"
   COMMAND analyze ${PP} --gpu A100-80GB --gpus 8 --global-batch 64 --json)
 # Exports of a hybrid-shard plan: each framework's HYBRID_SHARD spelling, 16 ranks on 2 machines.
-memplan_cli_test("export accelerate of hybrid-shard: FSDP with HYBRID_SHARD" EXPECT_EXIT 0
-  EXPECT_OUTPUT "distributed_type: FSDP\nfsdp_config:\n[^$]*  fsdp_sharding_strategy: HYBRID_SHARD\n[^$]*num_machines: 2\nnum_processes: 16\n"
-  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
-          --global-batch 128 --precision bf16 --export accelerate)
-memplan_cli_test("export lightning of hybrid-shard: FSDPStrategy HYBRID_SHARD" EXPECT_EXIT 0
-  EXPECT_OUTPUT "devices=8,\n    num_nodes=2,\n    strategy=FSDPStrategy\\(\n        sharding_strategy=\"HYBRID_SHARD\","
-  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
-          --global-batch 128 --precision bf16 --export lightning)
-memplan_cli_test("export hf-trainer of hybrid-shard: fsdp hybrid_shard auto_wrap" EXPECT_EXIT 0
-  EXPECT_OUTPUT "# Launch: torchrun --nproc_per_node 8 --nnodes 2 [^$]*fsdp=\"hybrid_shard auto_wrap\","
-  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
-          --global-batch 128 --precision bf16 --export hf-trainer)
+# hybrid_shard_export_test(NAME TARGET EXPECT_...): that plan (128 samples in bf16) exported to
+# TARGET; one command for every target, so that each test checks the same plan.
+function(hybrid_shard_export_test name target)
+  memplan_cli_test("${name}" ${ARGN}
+    COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
+            --global-batch 128 --precision bf16 --export ${target})
+endfunction()
+hybrid_shard_export_test("export accelerate of hybrid-shard: FSDP with HYBRID_SHARD" accelerate
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "distributed_type: FSDP\nfsdp_config:\n[^$]*  fsdp_sharding_strategy: HYBRID_SHARD\n[^$]*num_machines: 2\nnum_processes: 16\n")
+hybrid_shard_export_test("export lightning of hybrid-shard: FSDPStrategy HYBRID_SHARD" lightning
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "devices=8,\n    num_nodes=2,\n    strategy=FSDPStrategy\\(\n        sharding_strategy=\"HYBRID_SHARD\",")
+hybrid_shard_export_test("export hf-trainer of hybrid-shard: fsdp hybrid_shard auto_wrap" hf-trainer
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "# Launch: torchrun --nproc_per_node 8 --nnodes 2 [^$]*fsdp=\"hybrid_shard auto_wrap\",")
 memplan_cli_test("export deepspeed refuses hybrid-shard, one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: export: deepspeed cannot express --parallel hybrid-shard [^\n]*\n$"
   COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
@@ -132,10 +136,9 @@ memplan_cli_test("auto with --export deepspeed does not pick hybrid-shard" EXPEC
 
 # The PyTorch target of a data-parallel plan is a torchrun script (torchrun_export.cc).
 # hybrid-shard on 2 x 8: a 2-D mesh (replicate, shard), 128 samples = 8 x 1 x 16.
-memplan_cli_test("export pytorch of hybrid-shard: torchrun, 2-D mesh, fully_shard" EXPECT_EXIT 0
-  EXPECT_OUTPUT "torchrun --nproc-per-node 8 --nnodes 2 [^$]*fully_shard in torch.distributed._composable.fsdp[^$]*from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard\n[^$]*GPUS = 16\nNODES = 2\nMICRO_BATCH = 8  # per rank\nACCUMULATION_STEPS = 1  # one optimizer step per 128 samples over all ranks\nMIN_NUM_PARAMS = 100000000[^$]*mesh_dim_names=\\(\"replicate\", \"shard\"\\)[^$]*fully_shard\\(model, mesh=mesh, mp_policy=policy[^$]*DistributedSampler\\(dataset"
-  COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard
-          --global-batch 128 --precision bf16 --export pytorch)
+hybrid_shard_export_test("export pytorch of hybrid-shard: torchrun, 2-D mesh, fully_shard" pytorch
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "torchrun --nproc-per-node 8 --nnodes 2 [^$]*fully_shard in torch.distributed._composable.fsdp[^$]*from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard\n[^$]*GPUS = 16\nNODES = 2\nMICRO_BATCH = 8  # per rank\nACCUMULATION_STEPS = 1  # one optimizer step per 128 samples over all ranks\nMIN_NUM_PARAMS = 100000000[^$]*mesh_dim_names=\\(\"replicate\", \"shard\"\\)[^$]*fully_shard\\(model, mesh=mesh, mp_policy=policy[^$]*DistributedSampler\\(dataset")
 # A master-weights fsdp plan gathers bf16 copies of fp32 shards: MixedPrecisionPolicy.
 memplan_cli_test("export pytorch of a master-weights fsdp plan: MixedPrecisionPolicy(bf16)"
   EXPECT_EXIT 0

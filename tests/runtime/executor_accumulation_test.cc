@@ -41,12 +41,26 @@ TrainingProgram MseSgdProgram(const OneWeightModel& model, int64_t accumulation_
   return std::move(program).value();
 }
 
-// An executor of `program` on `backend`, SGD at learning rate 0.01, starting from w = 1.
-std::unique_ptr<Executor> SgdFromWOne(const OneWeightModel& model, const TrainingProgram& program,
-                                      const Bindings& bindings, CpuBackend& backend) {
+// The model, its program and the binding of `batch` rows a micro-batch: what every test here
+// sets up. Not copyable: the bindings point into the program's symbols.
+struct BoundMseSgd {
+  BoundMseSgd(int64_t accumulation_steps, int64_t batch)
+      : program(MseSgdProgram(model, accumulation_steps)), bindings(&program.symbols) {
+    bindings.Bind(model.batch, batch);
+  }
+  BoundMseSgd(const BoundMseSgd&) = delete;
+  BoundMseSgd& operator=(const BoundMseSgd&) = delete;
+
+  OneWeightModel model;
+  TrainingProgram program;
+  Bindings bindings;
+};
+
+// An executor of `run` on `backend`, SGD at learning rate 0.01, starting from w = 1.
+std::unique_ptr<Executor> SgdFromWOne(const BoundMseSgd& run, CpuBackend& backend) {
   ExecutorOptions eo;
   eo.optimizer.learning_rate = 0.01;
-  auto executor = Executor::Create(model.graph, program, bindings, backend, eo);
+  auto executor = Executor::Create(run.model.graph, run.program, run.bindings, backend, eo);
   REQUIRE(executor.ok());
   REQUIRE((*executor)->SetParameterValues(0, {1.0f}).ok());
   return std::move(executor).value();
@@ -56,14 +70,10 @@ TEST_CASE("executor: accumulating [4] and [2] gives gradient -20 and weight 1.2"
   // loss_i = (2x - w x)^2 (mse over one element), each divided by k = 2:
   //   d/dw at w = 1: ((-2 * 4 * (8 - 4)) + (-2 * 2 * (4 - 2))) / 2 = (-32 - 8) / 2 = -20;
   //   SGD, lr 0.01: w = 1 - 0.01 * (-20) = 1.2.
-  OneWeightModel model;
-  const TrainingProgram program = MseSgdProgram(model, /*accumulation_steps=*/2);
-  Bindings bindings(&program.symbols);
-  bindings.Bind(model.batch, 1);
-
+  const BoundMseSgd run(/*accumulation_steps=*/2, /*batch=*/1);
   CpuBackend backend;
   {
-    const std::unique_ptr<Executor> executor = SgdFromWOne(model, program, bindings, backend);
+    const std::unique_ptr<Executor> executor = SgdFromWOne(run, backend);
     Executor& ex = *executor;
     REQUIRE(ex.RunMicroBatch(MicroBatch{{{4.0f}}, {8.0f}}).ok());
     REQUIRE(ex.RunMicroBatch(MicroBatch{{{2.0f}}, {4.0f}}).ok());
@@ -90,12 +100,9 @@ TEST_CASE("executor: accumulating [4] and [2] gives gradient -20 and weight 1.2"
 
 TEST_CASE("executor: one batch [4, 2] without accumulation gives the same step", "[executor]") {
   // mean over the batch of (2x - w x)^2 = ((8 - 4w)^2 + (4 - 2w)^2) / 2: the same -20 and 1.2.
-  OneWeightModel model;
-  const TrainingProgram program = MseSgdProgram(model, /*accumulation_steps=*/1);
-  Bindings bindings(&program.symbols);
-  bindings.Bind(model.batch, 2);
+  const BoundMseSgd run(/*accumulation_steps=*/1, /*batch=*/2);
   CpuBackend backend;
-  const std::unique_ptr<Executor> executor = SgdFromWOne(model, program, bindings, backend);
+  const std::unique_ptr<Executor> executor = SgdFromWOne(run, backend);
   REQUIRE(executor->RunMicroBatch(MicroBatch{{{4.0f, 2.0f}}, {8.0f, 4.0f}}).ok());
   auto grads = executor->Gradients();
   REQUIRE(grads.ok());

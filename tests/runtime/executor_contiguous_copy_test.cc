@@ -10,11 +10,8 @@
 #include "tests/graph/proto_model.h"
 #include "tests/runtime/executor_test_support.h"
 
-namespace memplan {
+namespace memplan::testing {
 namespace {
-
-using testing::ProtoModel;
-using testing::SetInts;
 
 // y = x @ Wa, written as torch's batch_first attention writes it (transpose, project, transpose
 // back) or directly. Same input, same weight: the rows are only visited in another order.
@@ -46,7 +43,7 @@ Result Train(const Graph& graph) {
   Result result;
   for (const Buffer& b : program->buffers)
     if (b.role == BufferRole::kSavedExtra && ContiguousCopyInput(b.saved_name)) ++result.copies;
-  auto grads = testing::OneMicroBatchGradients(graph, *program, /*rows=*/3, /*seed=*/5);
+  auto grads = OneMicroBatchGradients(graph, *program, /*rows=*/3, /*seed=*/5);
   if (!grads.ok()) FAIL(grads.error().message);
   REQUIRE(grads->size() == 1);
   result.gradient = grads->front();
@@ -71,4 +68,4 @@ TEST_CASE("executor: a saved contiguous copy feeds matmul's backward", "[executo
 }
 
 }  // namespace
-}  // namespace memplan
+}  // namespace memplan::testing

@@ -15,15 +15,8 @@
 #include "graph/fusion/fusion_table.h"
 #include "tests/graph/fusion/fusion_proto_builder.h"
 
-namespace memplan {
+namespace memplan::testing {
 namespace {
-
-using testing::CheckLeftAloneWhenEscaping;
-using testing::CountOps;
-using testing::Escape;
-using testing::Fuse;
-using testing::FusionProtoBuilder;
-using testing::OnlyNode;
 
 // ---------------------------------------------------------------- tanh GELU
 
@@ -70,8 +63,8 @@ TEST_CASE("F.gelu(approximate='tanh') as exported becomes Gelu(approximate=tanh)
   auto y = TorchTanhGelu(b, "/mlp/act", x);
   b.Output(b.Op("Relu", "/post", {y}));
   // Relu, Gelu, Relu: the nine pattern nodes and the four Constant nodes are gone.
-  const auto& gelu = testing::FuseBetweenRelus(b, "tanh_gelu", "Gelu", "/mlp/act/Gelu");
-  CHECK(testing::StringAttribute(gelu, "approximate") == "tanh");
+  const auto& gelu = FuseBetweenRelus(b, "tanh_gelu", "Gelu", "/mlp/act/Gelu");
+  CHECK(StringAttribute(gelu, "approximate") == "tanh");
   CHECK(gelu.input(0) == x);
   CHECK(gelu.output(0) == y);
   // The formula entry does not take the F.gelu form (its cube is Mul(x, Mul(x, x))).
@@ -90,7 +83,7 @@ TEST_CASE("GPT-2's gelu_new is a formula: fused only by the formula entry",
   REQUIRE(Fuse(b, "tanh_gelu_formula") == 1);
   REQUIRE(b.graph().node_size() == 2);
   CHECK(b.graph().node(1).op_type() == "Gelu");
-  CHECK(testing::StringAttribute(b.graph().node(1), "approximate") == "tanh");
+  CHECK(StringAttribute(b.graph().node(1), "approximate") == "tanh");
   CHECK(b.graph().node(1).input(0) == x);
   CHECK(b.graph().node(1).output(0) == y);
 
@@ -142,7 +135,7 @@ TEST_CASE("x * Sigmoid(x) becomes Swish (SiLU)", "[import][fusion][silu]") {
   const auto& swish = b.graph().node(1);
   CHECK(swish.op_type() == "Swish");
   CHECK(swish.name() == "/features/0/2/Swish");
-  CHECK(testing::FloatAttribute(swish, "alpha") == 1.0f);
+  CHECK(FloatAttribute(swish, "alpha") == 1.0f);
   CHECK(swish.input(0) == x);
   CHECK(swish.output(0) == y);
 }
@@ -175,7 +168,7 @@ TEST_CASE("SiLU look-alikes are left alone", "[import][fusion][silu]") {
 std::string TorchHardSwish(FusionProtoBuilder& b, const std::string& s, const std::string& x,
                            float alpha = 1.0f / 6.0f) {
   auto& h = b.Node("HardSigmoid", s + "/HardSigmoid", {x});
-  testing::AddFloat(h, "alpha", alpha);
+  AddFloat(h, "alpha", alpha);
   return b.Op("Mul", s + "/Mul", {x, h.output(0)});
 }
 
@@ -203,7 +196,7 @@ TEST_CASE("HardSwish look-alikes are left alone", "[import][fusion][hardswish]")
     FusionProtoBuilder b;
     auto x = b.Op("Relu", "/x", {"input"});
     auto& h = b.Node("HardSigmoid", "/se/HardSigmoid", {b.Op("Relu", "/se/fc2", {x})});
-    testing::AddFloat(h, "alpha", 1.0f / 6.0f);
+    AddFloat(h, "alpha", 1.0f / 6.0f);
     b.Output(b.Op("Mul", "/se/Mul", {h.output(0), x}));
     CHECK(Fuse(b, "hard_swish") == 0);
   }
@@ -247,7 +240,7 @@ TEST_CASE("Dropout with ratio 0 becomes Identity", "[import][fusion][dropout]") 
     FusionProtoBuilder o(10);
     auto xo = o.Op("Relu", "/x", {"input"});
     auto& n = o.Node("Dropout", "/drop/Dropout", {xo});
-    testing::AddFloat(n, "ratio", 0.0f);
+    AddFloat(n, "ratio", 0.0f);
     o.Output(n.output(0));
     CHECK(Fuse(o, "zero_dropout") == 1);
   }
@@ -283,4 +276,4 @@ TEST_CASE("Dropout look-alikes are left alone", "[import][fusion][dropout]") {
 }
 
 }  // namespace
-}  // namespace memplan
+}  // namespace memplan::testing

@@ -12,15 +12,8 @@
 #include "graph/fusion/fusion_table.h"
 #include "tests/graph/fusion/fusion_proto_builder.h"
 
-namespace memplan {
+namespace memplan::testing {
 namespace {
-
-using testing::CheckLeftAloneWhenEscaping;
-using testing::CountOps;
-using testing::Escape;
-using testing::Fuse;
-using testing::FusionProtoBuilder;
-using testing::OnlyNode;
 
 struct LayerNormShape {
   std::vector<int64_t> axes = {-1};
@@ -39,7 +32,7 @@ std::string TorchLayerNorm(FusionProtoBuilder& b, const std::string& s, const st
   auto reduce = [&](const std::string& name, const std::string& in) -> std::string {
     if (c.axes_as_input) return b.Op("ReduceMean", name, {in, b.Int64s(name + "/axes", c.axes)});
     auto& n = b.Node("ReduceMean", name, {in});
-    testing::AddInts(n, "axes", c.axes);
+    AddInts(n, "axes", c.axes);
     return n.output(0);
   };
   auto mean = reduce(s + "/ReduceMean", x);
@@ -62,14 +55,14 @@ TEST_CASE("nn.LayerNorm exported below opset 17 becomes LayerNormalization",
   b.Output(b.Op("Relu", "/post", {y}));
   // Relu, LayerNormalization, Relu; the Constant nodes are gone, the weights stay.
   const auto& ln =
-      testing::FuseBetweenRelus(b, "layer_norm", "LayerNormalization", "/ln_1/LayerNormalization");
+      FuseBetweenRelus(b, "layer_norm", "LayerNormalization", "/ln_1/LayerNormalization");
   REQUIRE(ln.input_size() == 3);
   CHECK(ln.input(0) == x);
   CHECK(ln.input(1) == "/ln_1.weight");
   CHECK(ln.input(2) == "/ln_1.bias");
   CHECK(ln.output(0) == y);
-  CHECK(testing::IntAttribute(ln, "axis") == -1);
-  CHECK(testing::FloatAttribute(ln, "epsilon") == 1e-5f);
+  CHECK(IntAttribute(ln, "axis") == -1);
+  CHECK(FloatAttribute(ln, "epsilon") == 1e-5f);
   CHECK(b.graph().initializer_size() == 2);
 }
 
@@ -84,8 +77,8 @@ TEST_CASE("LayerNorm variants: two axes, no bias, Mul(d, d), opset-18 axes input
     b.Output(TorchLayerNorm(b, "/ln", b.Op("Relu", "/pre", {"input"}), c));
     REQUIRE(Fuse(b, "layer_norm") == 1);
     const auto& ln = OnlyNode(b.graph(), "LayerNormalization");
-    CHECK(testing::IntAttribute(ln, "axis") == -2);
-    CHECK(testing::FloatAttribute(ln, "epsilon") == 1e-6f);
+    CHECK(IntAttribute(ln, "axis") == -2);
+    CHECK(FloatAttribute(ln, "epsilon") == 1e-6f);
   }
   SECTION("LayerNorm(bias=False): the Mul is the last node") {
     FusionProtoBuilder b;
@@ -138,10 +131,10 @@ TEST_CASE("LayerNorm look-alikes are left alone", "[import][fusion][layernorm]")
     FusionProtoBuilder b;
     auto x = b.Op("Relu", "/pre", {"input"});
     auto& mean = b.Node("ReduceMean", "/ln/ReduceMean", {x});
-    testing::AddInts(mean, "axes", {-1});
+    AddInts(mean, "axes", {-1});
     auto d = b.Op("Sub", "/ln/Sub", {x, mean.output(0)});
     auto& var = b.Node("ReduceMean", "/ln/ReduceMean_1", {b.Op("Mul", "/ln/Sq", {d, d})});
-    testing::AddInts(var, "axes", {-1});
+    AddInts(var, "axes", {-1});
     auto root = b.Op("Sqrt", "/ln/Sqrt",
                      {b.Op("Add", "/ln/Add", {var.output(0), b.Scalar("/ln/eps", 1e-5f)})});
     b.Output(b.Op("Mul", "/ln/Mul", {b.Op("Div", "/ln/Div", {d, root}), x}));
@@ -155,8 +148,8 @@ std::string TorchRmsNorm(FusionProtoBuilder& b, const std::string& s, const std:
                          float one = 1.0f, std::vector<int64_t> w_dims = {8}) {
   auto sq = b.Op("Pow", s + "/Pow", {x, b.Scalar(s + "/Constant", 2.0f)});
   auto& mean = b.Node("ReduceMean", s + "/ReduceMean", {sq});
-  testing::AddInts(mean, "axes", {-1});
-  testing::AddInt(mean, "keepdims", 1);
+  AddInts(mean, "axes", {-1});
+  AddInt(mean, "keepdims", 1);
   auto ve = b.Op("Add", s + "/Add", {mean.output(0), b.Scalar(s + "/Constant_1", 1e-6f)});
   auto root = b.Op("Sqrt", s + "/Sqrt", {ve});
   auto r = b.Op("Div", s + "/Div", {b.Scalar(s + "/Constant_2", one), root});
@@ -181,8 +174,8 @@ TEST_CASE("RMSNorm written out becomes RMSNormalization under the formula set",
   CHECK(rms.input(0) == x);
   CHECK(rms.input(1) == "/norm.weight");
   CHECK(rms.output(0) == y);
-  CHECK(testing::IntAttribute(rms, "axis") == -1);
-  CHECK(testing::FloatAttribute(rms, "epsilon") == 1e-6f);
+  CHECK(IntAttribute(rms, "axis") == -1);
+  CHECK(FloatAttribute(rms, "epsilon") == 1e-6f);
 
   SECTION("Mul(x, x), Reciprocal and Div(x, root) forms") {
     for (int form = 0; form < 2; ++form) {
@@ -190,7 +183,7 @@ TEST_CASE("RMSNorm written out becomes RMSNormalization under the formula set",
       auto xc = c.Op("Relu", "/pre", {"input"});
       auto sq = c.Op("Mul", "/n/Sq", {xc, xc});
       auto& mean = c.Node("ReduceMean", "/n/ReduceMean", {sq});
-      testing::AddInts(mean, "axes", {-1});
+      AddInts(mean, "axes", {-1});
       auto root = c.Op("Sqrt", "/n/Sqrt",
                        {c.Op("Add", "/n/Add", {mean.output(0), c.Scalar("/n/e", 1e-5f)})});
       std::string n = form == 0 ? c.Op("Mul", "/n/Mul", {c.Op("Reciprocal", "/n/Rec", {root}), xc})
@@ -227,4 +220,4 @@ TEST_CASE("RMSNorm look-alikes are left alone", "[import][fusion][rmsnorm]") {
 }
 
 }  // namespace
-}  // namespace memplan
+}  // namespace memplan::testing
