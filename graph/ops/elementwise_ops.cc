@@ -258,7 +258,6 @@ void RegisterBinaryOps(OpRegistry& registry) {
 // dropout is taken as active unless its ratio is 0: the ratio attribute (opset < 12), or the
 // constant ratio input (opset >= 12), which the importer records as that same attribute
 // (graph/onnx_graph_builder.h). With p == 0 PyTorch returns the input and saves no mask.
-
 // On CUDA, dropout is native_dropout (fused kernel) whose mask (result1) is torch.bool; its
 // backward is native_dropout_backward(grad, result1, scale): only the mask is kept.
 std::vector<SavedTensor> DropoutSaved(const OpContext& ctx) {

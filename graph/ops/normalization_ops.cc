@@ -71,7 +71,7 @@ std::vector<SavedTensor> WithStatistics(std::vector<SavedTensor> saved, const Op
 // ---------------------------------------------------------------- BatchNormalization
 // Inputs X, scale, B, input_mean, input_var; outputs Y, running_mean?, running_var? (opset >= 14)
 // or Y, mean?, var?, saved_mean?, saved_var? (opset 9-13). Every extra output is [C].
-
+//
 // native_batch_norm / cudnn_batch_norm: input, weight, bias: ..._backward(grad, input, weight,
 // running_mean, running_var, result1 (save_mean), result2 (save_invstd), ...). The running
 // statistics are persistent buffers (no extra memory); save_mean/save_invstd are new [C] tensors.
