@@ -158,23 +158,25 @@ std::vector<SavedTensor> EagerAttentionSaved(const OpContext& ctx, AttentionDims
   return saved;
 }
 
+// Eager attention's matmuls and the fused kernel alike run in fp16/bf16 under autocast.
+const char* const kAttentionAmp = "lower_precision_fp list (matmul, scaled_dot_product_attention)";
+
 OpSchema AttentionSchema() {
   OpSchema s;
   s.op_type = "Attention";
   s.min_inputs = 3;  // Q, K, V
   s.infer_shapes = [](const OpContext& ctx) { return AttentionShape(ctx, ReadAttentionDims); };
   s.cost = [](const OpContext& ctx) { return AttentionCost(ctx, ReadAttentionDims); };
-  s.saved_for_backward = WhenDifferentiable(
-      [](const OpContext& ctx) { return EagerAttentionSaved(ctx, ReadAttentionDims); });
+  s.SetSaved(
+      DerivativesSource("eager attention = matmul (saves self, other) + _softmax (saves result) + "
+                        "matmul (saves self, other): Q, K, P [B, q_heads, q_seq, total_seq] and "
+                        "V; grouped-query K/V repeated to q_heads (repeat_kv) before the matmuls"),
+      WhenDifferentiable(
+          [](const OpContext& ctx) { return EagerAttentionSaved(ctx, ReadAttentionDims); }));
   // Q, K, V and the past receive gradients; the mask (slot 3) does not.
   s.gradient_inputs = GradientsAtSlots({0, 1, 2, 4, 5});
   s.backward_flops_factor = kContractionBackwardFactor;
-  s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = DerivativesSource(
-      "eager attention = matmul (saves self, other) + _softmax (saves result) + "
-      "matmul (saves self, other): Q, K, P [B, q_heads, q_seq, total_seq] and V; "
-      "grouped-query K/V repeated to q_heads (repeat_kv) before the matmuls");
-  s.amp_source = AutocastSource("lower_precision_fp list (matmul, scaled_dot_product_attention)");
+  s.SetAmp(AmpCategory::kFp16Safe, AutocastSource(kAttentionAmp));
   return s;
 }
 
@@ -297,15 +299,13 @@ OpSchema ContribAttentionSchema(const char* op_type, size_t min_inputs, Attentio
   s.domain = "com.microsoft";
   s.infer_shapes = [read](const OpContext& ctx) { return AttentionShape(ctx, read); };
   s.cost = [read](const OpContext& ctx) { return AttentionCost(ctx, read); };
-  s.saved_for_backward =
-      WhenDifferentiable([read](const OpContext& ctx) { return EagerAttentionSaved(ctx, read); });
+  s.SetSaved(
+      DerivativesSource("as ai.onnx Attention (eager: Q, K, softmax output P, V; grouped-query "
+                        "K/V repeated to num_heads); packed Q/K/V are one storage, saved once"),
+      WhenDifferentiable([read](const OpContext& ctx) { return EagerAttentionSaved(ctx, read); }));
   s.gradient_inputs = GradientsAtSlots(std::move(gradient_slots));
   s.backward_flops_factor = kContractionBackwardFactor;
-  s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = DerivativesSource(
-      "as ai.onnx Attention (eager: Q, K, softmax output P, V; grouped-query "
-      "K/V repeated to num_heads); packed Q/K/V are one storage, saved once");
-  s.amp_source = AutocastSource("lower_precision_fp list (matmul, scaled_dot_product_attention)");
+  s.SetAmp(AmpCategory::kFp16Safe, AutocastSource(kAttentionAmp));
   return s;
 }
 
@@ -316,6 +316,35 @@ OpSchema ContribAttentionSchema(const char* op_type, size_t min_inputs, Attentio
 // one-element offset); without, they are already [B, S, rot/2].
 // Saved follows the fused rotary kernel (and eager `x*cos + rotate_half(x)*sin`, whose muls save
 // only the non-trained operand): the gathered cos and sin; nothing of X.
+std::vector<SavedTensor> RotarySaved(const OpContext& ctx, size_t cos_slot, size_t sin_slot,
+                                     std::optional<size_t> position_slot) {
+  std::vector<SavedTensor> saved;
+  for (auto [slot, name] : {std::pair{cos_slot, "cos"}, std::pair{sin_slot, "sin"}}) {
+    if (!ctx.has_input(slot)) continue;
+    const TensorInfo& cache = ctx.inputs[slot];
+    const bool gathered = position_slot && ctx.has_input(*position_slot);
+    if (!gathered) {
+      saved.push_back(SaveInput(static_cast<int>(slot)));
+      continue;
+    }
+    const Shape& positions = ctx.inputs[*position_slot].shape;
+    const Shape& x = ctx.inputs[0].shape;
+    Shape shape = Shape::Unknown();
+    if (positions.known && cache.shape.known && cache.shape.rank() >= 1) {
+      if (positions.rank() == 2) {
+        shape = positions;
+      } else if (x.known && x.rank() >= 3) {
+        // com.microsoft's one offset (token s at offset + s): one row per token of the
+        // sequence, X's dim -2, shared by the batch.
+        shape = Shape{{1, x.dims[x.rank() - 2]}};
+      }
+      if (shape.known) shape.dims.push_back(cache.shape.dims.back());
+    }
+    saved.push_back(SaveExtra(std::string("gathered_") + name, cache.dtype, shape));
+  }
+  return saved;
+}
+
 OpSchema RotarySchema(const char* domain, size_t cos_slot, size_t sin_slot,
                       std::optional<size_t> position_slot) {
   OpSchema s;
@@ -330,40 +359,15 @@ OpSchema RotarySchema(const char* domain, size_t cos_slot, size_t sin_slot,
   };
   // Two multiplies and one add per element.
   s.cost = PerOutputElementCostRule(3 * kSimpleFlops);
-  s.saved_for_backward = WhenDifferentiable([=](const OpContext& ctx) {
-    std::vector<SavedTensor> saved;
-    for (auto [slot, name] : {std::pair{cos_slot, "cos"}, std::pair{sin_slot, "sin"}}) {
-      if (!ctx.has_input(slot)) continue;
-      const TensorInfo& cache = ctx.inputs[slot];
-      const bool gathered = position_slot && ctx.has_input(*position_slot);
-      if (!gathered) {
-        saved.push_back(SaveInput(static_cast<int>(slot)));
-        continue;
-      }
-      const Shape& positions = ctx.inputs[*position_slot].shape;
-      const Shape& x = ctx.inputs[0].shape;
-      Shape shape = Shape::Unknown();
-      if (positions.known && cache.shape.known && cache.shape.rank() >= 1) {
-        if (positions.rank() == 2) {
-          shape = positions;
-        } else if (x.known && x.rank() >= 3) {
-          // com.microsoft's one offset (token s at offset + s): one row per token of the
-          // sequence, X's dim -2, shared by the batch.
-          shape = Shape{{1, x.dims[x.rank() - 2]}};
-        }
-        if (shape.known) shape.dims.push_back(cache.shape.dims.back());
-      }
-      saved.push_back(SaveExtra(std::string("gathered_") + name, cache.dtype, shape));
-    }
-    return saved;
-  });
+  s.SetSaved(DerivativesSource("mul.Tensor saves only the operand whose partner requires grad: "
+                               "x*cos + rotate_half(x)*sin keeps cos and sin (gathered by "
+                               "position), not x"),
+             WhenDifferentiable([=](const OpContext& ctx) {
+               return RotarySaved(ctx, cos_slot, sin_slot, position_slot);
+             }));
   s.gradient_inputs = GradientsAtSlots({0});
   s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.amp = AmpCategory::kFollowInputs;
-  s.saved_source = DerivativesSource(
-      "mul.Tensor saves only the operand whose partner requires grad: x*cos + "
-      "rotate_half(x)*sin keeps cos and sin (gathered by position), not x");
-  s.amp_source = AutocastSource(kNotAutocastListed);
+  s.SetAmp(AmpCategory::kFollowInputs, AutocastSource(kNotAutocastListed));
   return s;
 }
 

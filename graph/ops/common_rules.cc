@@ -12,6 +12,19 @@ std::string AutocastSource(std::string_view what) {
   return std::string(kAutocastLists) + ": " + std::string(what);
 }
 
+OpSchema WindowedSchema(const char* op_type, ShapeRule infer_shapes, CostRule cost,
+                        const char* saved_rule, SavedRule saved, GradientRule gradient_inputs) {
+  OpSchema s;
+  s.op_type = op_type;
+  s.infer_shapes = std::move(infer_shapes);
+  s.cost = std::move(cost);
+  s.SetSaved(DerivativesSource(saved_rule), std::move(saved));
+  s.gradient_inputs = std::move(gradient_inputs);
+  s.backward_flops_factor = kElementwiseBackwardFactor;
+  s.SetAmp(AmpCategory::kFollowInputs, AutocastSource(kNotAutocastListedForCuda));
+  return s;
+}
+
 SavedTensor SaveInput(int index) { return {SavedTensor::Source::kInput, index, "", {}, {}}; }
 
 SavedTensor SaveOutput(int index) { return {SavedTensor::Source::kOutput, index, "", {}, {}}; }

@@ -56,6 +56,16 @@ inline constexpr const char* kNotAutocastListed = "not listed, runs in its input
 inline constexpr const char* kNotAutocastListedForCuda =
     "not listed for CUDA, runs in its input's dtype";
 
+// Pools, Pad and Resize: each output element reads a small window of input 0 (a pool's window,
+// the element a pad copies, the taps an interpolation weighs), so backward scatters the output
+// gradient back elementwise (kElementwiseBackwardFactor), and they run in their input's dtype (on
+// autocast's CPU lists, none of its CUDA ones). They differ in shape, cost, what backward keeps
+// (`saved_rule`, what derivatives.yaml says; kept by `saved`, null: nothing) and which inputs
+// receive a gradient (null: the default).
+OpSchema WindowedSchema(const char* op_type, ShapeRule infer_shapes, CostRule cost,
+                        const char* saved_rule, SavedRule saved = nullptr,
+                        GradientRule gradient_inputs = nullptr);
+
 SavedTensor SaveInput(int index);
 SavedTensor SaveOutput(int index);
 // A buffer forward allocates only for backward (statistics, masks, indices).

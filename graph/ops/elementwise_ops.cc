@@ -114,13 +114,11 @@ OpSchema UnarySchema(const UnarySpec& spec) {
   s.infer_shapes = OutputLikeInput0;
   int64_t flops = spec.flops_per_element;
   s.cost = PerOutputElementCostRule(flops);
-  s.saved_for_backward = spec.saved;
+  s.SetSaved(DerivativesSource(spec.saved_source), spec.saved);
   s.gradient_inputs = OnlyInput0();  // Clip's min/max, LeakyRelu has none: only x is trained
   s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.amp = spec.amp;
-  s.saved_source = DerivativesSource(spec.saved_source);
-  s.amp_source = spec.amp == AmpCategory::kFp32Required ? AutocastSource("fp32 list")
-                                                        : AutocastSource(kNotAutocastListed);
+  s.SetAmp(spec.amp, spec.amp == AmpCategory::kFp32Required ? AutocastSource("fp32 list")
+                                                            : AutocastSource(kNotAutocastListed));
   return s;
 }
 
@@ -190,13 +188,11 @@ OpSchema BinarySchema(const char* op_type, DimOp contents_op, SavedRule saved,
   s.op_type = op_type;
   s.infer_shapes = BinaryShapeRule(std::move(contents_op));
   s.cost = PerOutputElementCostRule(kSimpleFlops);
-  s.saved_for_backward = std::move(saved);
+  s.SetSaved(DerivativesSource(saved_source), std::move(saved));
   s.backward_flops_factor = backward_factor;
-  s.amp = amp;
-  s.saved_source = DerivativesSource(saved_source);
-  s.amp_source = amp == AmpCategory::kFp32Required
-                     ? AutocastSource("fp32 list")
-                     : AutocastSource("not listed, runs in its inputs' dtype");
+  s.SetAmp(amp, amp == AmpCategory::kFp32Required
+                    ? AutocastSource("fp32 list")
+                    : AutocastSource("not listed, runs in its inputs' dtype"));
   return s;
 }
 
@@ -262,6 +258,19 @@ void RegisterBinaryOps(OpRegistry& registry) {
 // dropout is taken as active unless its ratio is 0: the ratio attribute (opset < 12), or the
 // constant ratio input (opset >= 12), which the importer records as that same attribute
 // (graph/onnx_graph_builder.h). With p == 0 PyTorch returns the input and saves no mask.
+// On CUDA, dropout is native_dropout (fused kernel) whose mask (result1) is torch.bool; its
+// backward is native_dropout_backward(grad, result1, scale): only the mask is kept.
+std::vector<SavedTensor> DropoutSaved(const OpContext& ctx) {
+  std::vector<SavedTensor> saved;
+  if (ctx.attrs().GetFloat("ratio", 0.5) == 0.0) return saved;  // p == 0: returns input
+  if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
+    saved.push_back(SaveOutput(1));
+  } else if (ctx.has_input(0)) {
+    saved.push_back(SaveExtra("dropout_mask", DType::kBool, ctx.inputs[0].shape));
+  }
+  return saved;
+}
+
 void RegisterDropout(OpRegistry& registry) {
   OpSchema s;
   s.op_type = "Dropout";
@@ -276,24 +285,13 @@ void RegisterDropout(OpRegistry& registry) {
   };
   // One random draw and one multiply per element.
   s.cost = PerOutputElementCostRule(2 * kSimpleFlops);
-  // On CUDA, dropout is native_dropout (fused kernel) whose mask (result1) is torch.bool; its
-  // backward is native_dropout_backward(grad, result1, scale): only the mask is kept.
-  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
-    std::vector<SavedTensor> saved;
-    if (ctx.attrs().GetFloat("ratio", 0.5) == 0.0) return saved;  // p == 0: returns input
-    if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
-      saved.push_back(SaveOutput(1));
-    } else if (ctx.has_input(0)) {
-      saved.push_back(SaveExtra("dropout_mask", DType::kBool, ctx.inputs[0].shape));
-    }
-    return saved;
-  });
+  s.SetSaved(DerivativesSource("native_dropout: native_dropout_backward(grad, result1, scale); "
+                               "result1 is a bool mask on CUDA (CPU's fallback multiplies by a "
+                               "mask of the input dtype)"),
+             WhenDifferentiable(DropoutSaved));
   s.gradient_inputs = OnlyInput0();
   s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.saved_source = DerivativesSource(
-      "native_dropout: native_dropout_backward(grad, result1, scale); result1 is "
-      "a bool mask on CUDA (CPU's fallback multiplies by a mask of the input dtype)");
-  s.amp_source = AutocastSource(kNotAutocastListed);
+  s.SetAmp(AmpCategory::kFollowInputs, AutocastSource(kNotAutocastListed));
   registry.Register(std::move(s));
 }
 

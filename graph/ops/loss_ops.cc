@@ -45,26 +45,31 @@ Expected<std::vector<TensorInfo>> CrossEntropyShape(const OpContext& ctx) {
   return outs;
 }
 
+// cross_entropy = nll_loss(log_softmax(scores), labels). _log_softmax saves its result and
+// nll_loss_forward saves self (that same log-prob tensor), target and total_weight (a scalar, not
+// counted). Autocast runs both in fp32, so the log-probs are float32.
+std::vector<SavedTensor> CrossEntropySaved(const OpContext& ctx) {
+  std::vector<SavedTensor> saved;
+  if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
+    saved.push_back(SaveOutput(1));
+  } else {
+    saved.push_back(
+        SaveExtra("log_prob", StatisticsDType(ctx.inputs[0].dtype), ctx.inputs[0].shape));
+  }
+  saved.push_back(SaveInput(1));
+  if (ctx.has_input(2)) saved.push_back(SaveInput(2));
+  return saved;
+}
+
 OpSchema CrossEntropySchema() {
   OpSchema s;
   s.op_type = "SoftmaxCrossEntropyLoss";
   s.infer_shapes = CrossEntropyShape;
   s.cost = PerInputElementCostRule(kSoftmaxFlopsPerElement);
-  // cross_entropy = nll_loss(log_softmax(scores), labels). _log_softmax saves its result and
-  // nll_loss_forward saves self (that same log-prob tensor), target and total_weight (a scalar,
-  // not counted). Autocast runs both in fp32, so the log-probs are float32.
-  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
-    std::vector<SavedTensor> saved;
-    if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
-      saved.push_back(SaveOutput(1));
-    } else {
-      saved.push_back(
-          SaveExtra("log_prob", StatisticsDType(ctx.inputs[0].dtype), ctx.inputs[0].shape));
-    }
-    saved.push_back(SaveInput(1));
-    if (ctx.has_input(2)) saved.push_back(SaveInput(2));
-    return saved;
-  });
+  s.SetSaved(DerivativesSource("_log_softmax saves result; nll_loss_forward: nll_loss_backward("
+                               "grad, self, target, weight, reduction, ignore_index, "
+                               "total_weight) saves the log-probs, target and weight"),
+             WhenDifferentiable(CrossEntropySaved));
   s.gradient_inputs = GradientOnlyForFloatingInput0();
   // Backward runs in two kernels: nll_loss_backward writes the log-probs' gradient ([N, C], the
   // log-probs' dtype), then _log_softmax_backward_data the scores' gradient from it; the first
@@ -76,12 +81,8 @@ OpSchema CrossEntropySchema() {
     return TensorBytes(scores.shape.NumElements(), StatisticsDType(scores.dtype));
   };
   s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.amp = AmpCategory::kFp32Required;
-  s.saved_source = DerivativesSource(
-      "_log_softmax saves result; nll_loss_forward: nll_loss_backward(grad, self, "
-      "target, weight, reduction, ignore_index, total_weight) saves the log-probs, "
-      "target and weight");
-  s.amp_source = AutocastSource("log_softmax (fp32_set_opt_dtype) and nll_loss (fp32) lists");
+  s.SetAmp(AmpCategory::kFp32Required,
+           AutocastSource("log_softmax (fp32_set_opt_dtype) and nll_loss (fp32) lists"));
   return s;
 }
 
@@ -103,38 +104,56 @@ Expected<std::vector<TensorInfo>> ScalarLossShape(const OpContext& ctx, bool che
   return outs;
 }
 
-OpSchema MseLossSchema() {
+// What sets memplan's two losses apart; they share the rest: the memplan domain, the float32 scalar
+// output, a gradient for the prediction alone and fp32 under autocast.
+struct ScalarLossSpec {
+  const char* op_type;
+  bool check_label;  // the label's shape must broadcast with the prediction's
+  int64_t flops_per_element;
+  const char* saved_rule;  // what derivatives.yaml says backward keeps
+  SavedRule saved;
+  const char* autocast_list;
+};
+
+OpSchema ScalarLossSchema(ScalarLossSpec spec) {
   OpSchema s;
-  s.op_type = "MseLoss";
+  s.op_type = spec.op_type;
   s.domain = kMemplanDomain;
-  s.infer_shapes = [](const OpContext& ctx) { return ScalarLossShape(ctx, /*check_label=*/true); };
-  s.cost = PerInputElementCostRule(kMseFlopsPerElement);
-  // mse_loss: self: mse_loss_backward(grad, self, target, reduction), target: the same with the
-  // roles swapped: both operands are saved.
-  s.saved_for_backward = WhenDifferentiable(
-      [](const OpContext& ctx) { return SaveInput0AndPresent(ctx, /*optional=*/{1}); });
+  s.infer_shapes = [check_label = spec.check_label](const OpContext& ctx) {
+    return ScalarLossShape(ctx, check_label);
+  };
+  s.cost = PerInputElementCostRule(spec.flops_per_element);
+  s.SetSaved(DerivativesSource(spec.saved_rule), std::move(spec.saved));
   s.gradient_inputs = GradientOnlyForFloatingInput0();
   s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.amp = AmpCategory::kFp32Required;
-  s.saved_source = DerivativesSource(
-      "mse_loss: mse_loss_backward(grad, self, target, reduction) saves self and "
-      "target");
-  s.amp_source = AutocastSource("fp32 list (mse_loss)");
+  s.SetAmp(AmpCategory::kFp32Required, AutocastSource(spec.autocast_list));
   return s;
 }
 
+OpSchema MseLossSchema() {
+  // mse_loss: self: mse_loss_backward(grad, self, target, reduction), target: the same with the
+  // roles swapped: both operands are saved.
+  return ScalarLossSchema({
+      .op_type = "MseLoss",
+      .check_label = true,
+      .flops_per_element = kMseFlopsPerElement,
+      .saved_rule =
+          "mse_loss: mse_loss_backward(grad, self, target, reduction) saves self and target",
+      .saved = WhenDifferentiable(
+          [](const OpContext& ctx) { return SaveInput0AndPresent(ctx, /*optional=*/{1}); }),
+      .autocast_list = "fp32 list (mse_loss)",
+  });
+}
+
 OpSchema SumLossSchema() {
-  OpSchema s;
-  s.op_type = "SumLoss";
-  s.domain = kMemplanDomain;
-  s.infer_shapes = [](const OpContext& ctx) { return ScalarLossShape(ctx, /*check_label=*/false); };
-  s.cost = PerInputElementCostRule(kSimpleFlops);
-  s.gradient_inputs = GradientOnlyForFloatingInput0();
-  s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.amp = AmpCategory::kFp32Required;
-  s.saved_source = DerivativesSource("sum: grad.expand_symint(self.sym_sizes()) saves no tensor");
-  s.amp_source = AutocastSource("fp32_set_opt_dtype list (sum)");
-  return s;
+  return ScalarLossSchema({
+      .op_type = "SumLoss",
+      .check_label = false,
+      .flops_per_element = kSimpleFlops,
+      .saved_rule = "sum: grad.expand_symint(self.sym_sizes()) saves no tensor",
+      .saved = nullptr,
+      .autocast_list = "fp32_set_opt_dtype list (sum)",
+  });
 }
 
 }  // namespace

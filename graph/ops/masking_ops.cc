@@ -49,33 +49,33 @@ std::optional<std::vector<Dim>> ModContents(const TensorInfo& a, const TensorInf
   return out;
 }
 
+// The broadcast of A and B, with its integer contents folded where both fold.
+Expected<std::vector<TensorInfo>> ModShape(const OpContext& ctx) {
+  MEMPLAN_TRY(const TensorInfo* a, RequiredInput(ctx, 0));
+  MEMPLAN_TRY(const TensorInfo* b, RequiredInput(ctx, 1));
+  auto shape = BroadcastShapes(a->shape, b->shape);
+  if (!shape) return MakeError(NodeError(ctx.node, shape.error().message));
+  auto outs = SingleOutput(a->dtype, *shape);
+  if (IsInteger(a->dtype))
+    outs[0].contents = ModContents(*a, *b, ctx.attrs().GetInt("fmod", 0) != 0);
+  return outs;
+}
+
 OpSchema ModSchema() {
   OpSchema s;
   s.op_type = "Mod";
-  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
-    MEMPLAN_TRY(const TensorInfo* a, RequiredInput(ctx, 0));
-    MEMPLAN_TRY(const TensorInfo* b, RequiredInput(ctx, 1));
-    auto shape = BroadcastShapes(a->shape, b->shape);
-    if (!shape) return MakeError(NodeError(ctx.node, shape.error().message));
-    auto outs = SingleOutput(a->dtype, *shape);
-    if (IsInteger(a->dtype))
-      outs[0].contents = ModContents(*a, *b, ctx.attrs().GetInt("fmod", 0) != 0);
-    return outs;
-  };
+  s.infer_shapes = ModShape;
   // One division, one multiply and one subtract per element.
   s.cost = PerOutputElementCostRule(3 * kSimpleFlops);
-  // remainder.Tensor / fmod.Tensor: self: grad; other: -grad * self.div(other, rounding_mode)
-  // saves self and other, but only when the divisor requires grad.
-  s.saved_for_backward = [](const OpContext& ctx) {
-    if (!InputRequiresGrad(ctx, 1)) return std::vector<SavedTensor>{};
-    return std::vector<SavedTensor>{SaveInput(0), SaveInput(1)};
-  };
+  s.SetSaved(DerivativesSource("remainder.Tensor / fmod.Tensor: self: grad, other: -grad * "
+                               "self.div(other, rounding_mode); self and other saved only for "
+                               "other's grad"),
+             [](const OpContext& ctx) {
+               if (!InputRequiresGrad(ctx, 1)) return std::vector<SavedTensor>{};
+               return std::vector<SavedTensor>{SaveInput(0), SaveInput(1)};
+             });
   s.backward_flops_factor = kTwoGradientElementwiseBackwardFactor;
-  s.amp = AmpCategory::kFollowInputs;
-  s.saved_source = DerivativesSource(
-      "remainder.Tensor / fmod.Tensor: self: grad, other: -grad * "
-      "self.div(other, rounding_mode); self and other saved only for other's grad");
-  s.amp_source = AutocastSource("not listed, runs in its inputs' dtype");
+  s.SetAmp(AmpCategory::kFollowInputs, AutocastSource("not listed, runs in its inputs' dtype"));
   return s;
 }
 
@@ -90,12 +90,11 @@ OpSchema TriluSchema() {
   };
   // A compare and a select per element.
   s.cost = PerOutputElementCostRule(2 * kSimpleFlops);
+  s.SetSaved(
+      DerivativesSource("tril / triu: grad.tril(diagonal) / grad.triu(diagonal); nothing saved"));
   s.gradient_inputs = GradientsAtSlots({0});
   s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.amp = AmpCategory::kFollowInputs;
-  s.saved_source =
-      DerivativesSource("tril / triu: grad.tril(diagonal) / grad.triu(diagonal); nothing saved");
-  s.amp_source = AutocastSource(kNotAutocastListed);
+  s.SetAmp(AmpCategory::kFollowInputs, AutocastSource(kNotAutocastListed));
   return s;
 }
 
@@ -116,14 +115,13 @@ OpSchema RandomDrawSchema(const char* op_type, const char* derivatives) {
   };
   // One random draw and one compare or scale per element.
   s.cost = PerOutputElementCostRule(2 * kSimpleFlops);
+  s.SetSaved(DerivativesSource(derivatives));
   s.gradient_inputs = [](const OpContext& ctx) {
     return std::vector<bool>(ctx.inputs.size(), false);
   };
   s.backward_flops_factor = 0.0;
   s.stochastic = true;
-  s.amp = AmpCategory::kFollowInputs;
-  s.saved_source = DerivativesSource(derivatives);
-  s.amp_source = AutocastSource(kNotAutocastListed);
+  s.SetAmp(AmpCategory::kFollowInputs, AutocastSource(kNotAutocastListed));
   return s;
 }
 

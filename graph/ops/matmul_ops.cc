@@ -102,19 +102,18 @@ std::vector<SavedTensor> SaveOperandsForOthers(const OpContext& ctx, size_t oper
 
 const char* const kMatMulAmp = "lower_precision_fp list (mm, bmm, matmul, addmm, linear, einsum)";
 
-// MatMul and Gemm share every fact but their shapes and cost: each of the two matrix operands is
-// saved when the other needs a gradient, and both run in fp16 under autocast.
-OpSchema TwoOperandContractionSchema(const char* op_type, ShapeRule infer_shapes, CostRule cost,
-                                     const char* saved_rule) {
+// MatMul, Gemm and Einsum share every fact but their shapes, cost and what exactly they save:
+// each of the matrix operands is saved when another needs a gradient, and all run in fp16 under
+// autocast.
+OpSchema ContractionSchema(const char* op_type, ShapeRule infer_shapes, CostRule cost,
+                           const char* saved_rule, SavedRule saved) {
   OpSchema s;
   s.op_type = op_type;
   s.infer_shapes = std::move(infer_shapes);
   s.cost = std::move(cost);
-  s.saved_for_backward = [](const OpContext& ctx) { return SaveOperandsForOthers(ctx, 2); };
+  s.SetSaved(DerivativesSource(saved_rule), std::move(saved));
   s.backward_flops_factor = kContractionBackwardFactor;
-  s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = DerivativesSource(saved_rule);
-  s.amp_source = AutocastSource(kMatMulAmp);
+  s.SetAmp(AmpCategory::kFp16Safe, AutocastSource(kMatMulAmp));
   return s;
 }
 
@@ -163,13 +162,12 @@ std::vector<SavedTensor> MatMulSaved(const OpContext& ctx) {
 }
 
 OpSchema MatMulSchema() {
-  OpSchema s = TwoOperandContractionSchema(
+  return ContractionSchema(
       "MatMul", MatMulShape, MatMulCost,
       "mm: self: mm_mat1_backward(grad, mat2, ...), mat2: mm_mat2_backward(grad, self, ...); bmm "
       "likewise (matmul is composite over mm/bmm on reshapes of its operands; one that reshape "
-      "cannot view is saved as its copy)");
-  s.saved_for_backward = MatMulSaved;
-  return s;
+      "cannot view is saved as its copy)",
+      MatMulSaved);
 }
 
 // Gemm: Y = alpha * A' B' + beta * C with A' = transA ? A^T : A ([M, K]), B' likewise ([K, N]).
@@ -212,10 +210,11 @@ OpCost GemmCost(const OpContext& ctx) {
 }
 
 OpSchema GemmSchema() {
-  return TwoOperandContractionSchema(
+  return ContractionSchema(
       "Gemm", GemmShape, GemmCost,
       "addmm: mat1: mm_mat1_backward(grad, mat2, ...), mat2: mm_mat2_backward(grad, mat1, ...); "
-      "self (bias) needs nothing");
+      "self (bias) needs nothing",
+      [](const OpContext& ctx) { return SaveOperandsForOthers(ctx, 2); });
 }
 
 Expected<EinsumShapes> EinsumShapesOf(const OpContext& ctx) {
@@ -275,34 +274,31 @@ std::vector<SavedTensor> EinsumSaved(const OpContext& ctx) {
   return saved;
 }
 
+Expected<std::vector<TensorInfo>> EinsumShape(const OpContext& ctx) {
+  auto outs = EmptyOutputs(ctx);
+  if (outs.empty() || ctx.inputs.empty()) return outs;
+  outs[0].dtype = ctx.inputs[0].dtype;
+  for (const auto& in : ctx.inputs)
+    if (!in.present || !in.shape.known) return outs;  // unknown until inputs are
+  MEMPLAN_TRY(EinsumShapes shapes, EinsumShapesOf(ctx));
+  outs[0].shape = std::move(shapes.output);
+  return outs;
+}
+
+OpCost EinsumCost(const OpContext& ctx) {
+  auto shapes = EinsumShapesOf(ctx);
+  if (!shapes) return IoCost(ctx, 0);
+  Dim factor = ctx.inputs.size() >= 2 ? 2 : 1;
+  return IoCost(ctx, factor * shapes->iteration_points);
+}
+
 OpSchema EinsumSchema() {
-  OpSchema s;
-  s.op_type = "Einsum";
-  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
-    auto outs = EmptyOutputs(ctx);
-    if (outs.empty() || ctx.inputs.empty()) return outs;
-    outs[0].dtype = ctx.inputs[0].dtype;
-    for (const auto& in : ctx.inputs)
-      if (!in.present || !in.shape.known) return outs;  // unknown until inputs are
-    MEMPLAN_TRY(EinsumShapes shapes, EinsumShapesOf(ctx));
-    outs[0].shape = std::move(shapes.output);
-    return outs;
-  };
-  s.cost = [](const OpContext& ctx) {
-    auto shapes = EinsumShapesOf(ctx);
-    if (!shapes) return IoCost(ctx, 0);
-    Dim factor = ctx.inputs.size() >= 2 ? 2 : 1;
-    return IoCost(ctx, factor * shapes->iteration_points);
-  };
-  s.saved_for_backward = EinsumSaved;
-  s.backward_flops_factor = kContractionBackwardFactor;
-  s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = DerivativesSource(
-      "einsum is composite (permute/reshape + bmm, sumproduct_pair); bmm saves each "
-      "operand when the other requires grad, as the copy its reshape makes where "
-      "the permuted operand cannot be viewed as [batch, rows, cols]");
-  s.amp_source = AutocastSource(kMatMulAmp);
-  return s;
+  return ContractionSchema(
+      "Einsum", EinsumShape, EinsumCost,
+      "einsum is composite (permute/reshape + bmm, sumproduct_pair); bmm saves each operand when "
+      "the other requires grad, as the copy its reshape makes where the permuted operand cannot "
+      "be viewed as [batch, rows, cols]",
+      EinsumSaved);
 }
 
 }  // namespace

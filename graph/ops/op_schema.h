@@ -155,7 +155,7 @@ struct OpSchema {
   // differ from one batch of k*m, so gradient accumulation is not exactly one large batch.
   bool couples_batch = false;
   // Where the saved-for-backward and AMP facts come from (PyTorch derivatives.yaml, autocast
-  // lists).
+  // lists); SetSaved and SetAmp set each with its fact.
   std::string saved_source;
   std::string amp_source;
   bool is_known = true;  // false only for the conservative entry used for unknown ops
@@ -164,6 +164,20 @@ struct OpSchema {
   // domains' (RotaryEmbedding, RMSNormalization, ORT's contrib ops): those state it here.
   // 0 = no declared minimum.
   size_t min_inputs = 0;
+
+  // A fact and the citation that justifies it are set together, so no schema states one without
+  // the other. SetSaved: saved_for_backward with saved_source, the derivatives.yaml formula it
+  // follows (DerivativesSource); a null rule saves nothing.
+  void SetSaved(std::string source, SavedRule rule = nullptr) {
+    saved_source = std::move(source);
+    saved_for_backward = std::move(rule);
+  }
+  // SetAmp: amp with amp_source, the autocast list that puts the op in that category
+  // (AutocastSource).
+  void SetAmp(AmpCategory category, std::string source) {
+    amp = category;
+    amp_source = std::move(source);
+  }
 
   // Whether this node's outputs are views of input 0 (is_view, where view_applies allows).
   bool IsViewFor(const OpContext& ctx) const {

@@ -47,74 +47,55 @@ OpCost WindowCost(const OpContext& ctx) {
   return PerOutputElementCost(ctx, window);
 }
 
-std::string PoolAmpSource() { return AutocastSource(kNotAutocastListedForCuda); }
+// max_pool2d_with_indices: self: max_pool2d_with_indices_backward(grad, self, ..., result1): the
+// input and the int64 argmax indices (shape of Y) are kept.
+std::vector<SavedTensor> MaxPoolSaved(const OpContext& ctx) {
+  std::vector<SavedTensor> saved{SaveInput(0)};
+  if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
+    saved.push_back(SaveOutput(1));
+  } else {
+    Shape y = ctx.outputs.empty() ? Shape::Unknown() : ctx.outputs[0].shape;
+    saved.push_back(SaveExtra("indices", DType::kInt64, y));
+  }
+  return saved;
+}
 
 OpSchema MaxPoolSchema() {
-  OpSchema s;
-  s.op_type = "MaxPool";
-  s.infer_shapes = PoolShape;
-  s.cost = WindowCost;
-  // max_pool2d_with_indices: self: max_pool2d_with_indices_backward(grad, self, ..., result1):
-  // the input and the int64 argmax indices (shape of Y) are kept.
-  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
-    std::vector<SavedTensor> saved{SaveInput(0)};
-    if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
-      saved.push_back(SaveOutput(1));
-    } else {
-      Shape y = ctx.outputs.empty() ? Shape::Unknown() : ctx.outputs[0].shape;
-      saved.push_back(SaveExtra("indices", DType::kInt64, y));
-    }
-    return saved;
-  });
-  s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.saved_source = DerivativesSource(
-      "max_pool2d_with_indices / max_pool3d_with_indices save self and result1 "
-      "(int64 indices, the output's shape)");
-  s.amp_source = PoolAmpSource();
-  return s;
+  return WindowedSchema("MaxPool", PoolShape, WindowCost,
+                        "max_pool2d_with_indices / max_pool3d_with_indices save self and result1 "
+                        "(int64 indices, the output's shape)",
+                        WhenDifferentiable(MaxPoolSaved));
 }
 
 OpSchema AveragePoolSchema() {
-  OpSchema s;
-  s.op_type = "AveragePool";
-  s.infer_shapes = PoolShape;
-  s.cost = WindowCost;
-  s.saved_for_backward = WhenDifferentiable(AlwaysSave({SaveInput(0)}));
-  s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.saved_source =
-      DerivativesSource("avg_pool2d / avg_pool3d: avg_pool2d_backward(grad, self, ...) saves self");
-  s.amp_source = PoolAmpSource();
-  return s;
+  return WindowedSchema("AveragePool", PoolShape, WindowCost,
+                        "avg_pool2d / avg_pool3d: avg_pool2d_backward(grad, self, ...) saves self",
+                        WhenDifferentiable(AlwaysSave({SaveInput(0)})));
 }
 
 // GlobalAveragePool is adaptive_avg_pool2d(x, 1) in PyTorch, which AdaptiveAveragePooling.cpp
 // lowers to input.mean({-1, -2}, keepdim=true) when the output is 1x1 (3-D: mean over 3 dims).
 // mean.dim's backward needs only sizes and numel, so nothing is saved. (torch <= 1.13's
 // mean.dim formula used self.sizes() and so saved self; current derivatives.yaml does not.)
+Expected<std::vector<TensorInfo>> GlobalPoolShape(const OpContext& ctx) {
+  MEMPLAN_TRY(auto outs, OutputInInput0DType(ctx));
+  const TensorInfo& x = ctx.inputs[0];
+  if (outs.empty() || !x.shape.known) return outs;
+  if (x.shape.rank() < 3) {
+    return MakeError(
+        NodeError(ctx.node, "input must have rank >= 3, got " + std::to_string(x.shape.rank())));
+  }
+  Shape y = x.shape;
+  for (size_t i = 2; i < y.rank(); ++i) y.dims[i] = Dim(1);
+  outs[0].shape = std::move(y);
+  return outs;
+}
+
 OpSchema GlobalAveragePoolSchema() {
-  OpSchema s;
-  s.op_type = "GlobalAveragePool";
-  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
-    MEMPLAN_TRY(auto outs, OutputInInput0DType(ctx));
-    const TensorInfo& x = ctx.inputs[0];
-    if (outs.empty() || !x.shape.known) return outs;
-    if (x.shape.rank() < 3) {
-      return MakeError(
-          NodeError(ctx.node, "input must have rank >= 3, got " + std::to_string(x.shape.rank())));
-    }
-    Shape y = x.shape;
-    for (size_t i = 2; i < y.rank(); ++i) y.dims[i] = Dim(1);
-    outs[0].shape = std::move(y);
-    return outs;
-  };
-  s.cost = PerInputElementCostRule(kSimpleFlops);
-  s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.saved_source = DerivativesSource(
-      "adaptive_avg_pool2d(x, 1) = x.mean({-1,-2}, keepdim) "
-      "(ATen AdaptiveAveragePooling.cpp); mean.dim: mean_backward(grad, "
-      "self.sym_sizes(), dim, self.sym_numel(), keepdim) saves no tensor");
-  s.amp_source = PoolAmpSource();
-  return s;
+  return WindowedSchema("GlobalAveragePool", GlobalPoolShape, PerInputElementCostRule(kSimpleFlops),
+                        "adaptive_avg_pool2d(x, 1) = x.mean({-1,-2}, keepdim) "
+                        "(ATen AdaptiveAveragePooling.cpp); mean.dim: mean_backward(grad, "
+                        "self.sym_sizes(), dim, self.sym_numel(), keepdim) saves no tensor");
 }
 
 }  // namespace

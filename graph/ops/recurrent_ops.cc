@@ -153,17 +153,16 @@ OpSchema RecurrentSchema(const RecurrentKind& kind) {
   s.op_type = kind.op_type;
   s.infer_shapes = [&kind](const OpContext& ctx) { return RecurrentShapes(ctx, kind); };
   s.cost = [&kind](const OpContext& ctx) { return RecurrentCost(ctx, kind); };
-  s.saved_for_backward =
-      WhenDifferentiable([&kind](const OpContext& ctx) { return RecurrentSaved(ctx, kind); });
+  s.SetSaved(
+      DerivativesSource(
+          "_cudnn_rnn backward reads input, hx, cx, result0 (output) and result3 (the reserve "
+          "space); reserve estimated per step from _thnn_fused_lstm_cell (workspace 4H, cy, "
+          "h_{t-1}: 6H), _thnn_fused_gru_cell (workspace 5H, h_{t-1}: 6H), rnn_tanh/relu (h_t: H)"),
+      WhenDifferentiable([&kind](const OpContext& ctx) { return RecurrentSaved(ctx, kind); }));
   s.backward_flops_factor = kContractionBackwardFactor;
-  s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = DerivativesSource(
-      "_cudnn_rnn backward reads input, hx, cx, result0 (output) and result3 (the reserve "
-      "space); reserve estimated per step from _thnn_fused_lstm_cell (workspace 4H, cy, "
-      "h_{t-1}: 6H), _thnn_fused_gru_cell (workspace 5H, h_{t-1}: 6H), rnn_tanh/relu (h_t: H)");
-  s.amp_source = AutocastSource(
-      "_cudnn_rnn runs in fp16 under autocast (cast and re-flattened weights); "
-      "lstm_cell/gru_cell/rnn_*_cell are on the lower_precision_fp list");
+  s.SetAmp(AmpCategory::kFp16Safe,
+           AutocastSource("_cudnn_rnn runs in fp16 under autocast (cast and re-flattened weights); "
+                          "lstm_cell/gru_cell/rnn_*_cell are on the lower_precision_fp list"));
   return s;
 }
 

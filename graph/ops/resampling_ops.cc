@@ -4,6 +4,7 @@
 // kResize*FlopsPerElement per output element depending on the interpolation mode.
 
 #include <cmath>
+#include <functional>
 #include <optional>
 
 #include "graph/ops/common_rules.h"
@@ -49,6 +50,20 @@ std::string AxesCountError(const OpContext& ctx, const std::string& list, size_t
                                  std::to_string(axes) + " axes" + expectation);
 }
 
+// `shape` with the dim at each of `axes` replaced by resize(i, dim), i the axis's place in `axes`
+// (the index into a pads, scales or sizes list); nullopt as soon as resize gives nullopt.
+std::optional<Shape> ResizeAxes(
+    Shape shape, const std::vector<int64_t>& axes,
+    const std::function<std::optional<Dim>(size_t i, const Dim& dim)>& resize) {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    Dim& d = shape.dims[static_cast<size_t>(axes[i])];
+    std::optional<Dim> resized = resize(i, d);
+    if (!resized) return std::nullopt;
+    d = *resized;
+  }
+  return shape;
+}
+
 Expected<std::vector<TensorInfo>> PadShape(const OpContext& ctx) {
   MEMPLAN_TRY(auto outs, OutputInInput0DType(ctx));
   const TensorInfo& x = ctx.inputs[0];
@@ -67,38 +82,32 @@ Expected<std::vector<TensorInfo>> PadShape(const OpContext& ctx) {
     return MakeError(
         AxesCountError(ctx, "pads", pads.size(), axes->size(), " (expected twice as many)"));
   }
-  Shape y = x.shape;
-  for (size_t i = 0; i < axes->size(); ++i) {
-    Dim& d = y.dims[static_cast<size_t>((*axes)[i])];
-    d = d + pads[i] + pads[i + axes->size()];
-    if (auto c = d.constant_value(); c && *c < 0) {
-      return MakeError(NodeError(ctx.node, "padding makes a dimension negative"));
-    }
-  }
-  outs[0].shape = std::move(y);
+  // pads lists every axis's begin, then every axis's end.
+  std::optional<Shape> y =
+      ResizeAxes(x.shape, *axes, [&](size_t i, const Dim& d) -> std::optional<Dim> {
+        Dim padded = d + pads[i] + pads[i + axes->size()];
+        if (auto c = padded.constant_value(); c && *c < 0) return std::nullopt;
+        return padded;
+      });
+  if (!y) return MakeError(NodeError(ctx.node, "padding makes a dimension negative"));
+  outs[0].shape = *std::move(y);
   return outs;
 }
 
+// constant_pad_nd: constant_pad_nd_backward(grad, pad) keeps no tensor; reflection_pad*d and
+// replication_pad*d (ONNX "reflect"/"edge") keep self; circular padding ("wrap") is built from
+// slices and copies, which keep none.
+std::vector<SavedTensor> PadSaved(const OpContext& ctx) {
+  std::string mode = ctx.attrs().GetString("mode", "constant");
+  if (mode == "reflect" || mode == "edge") return {SaveInput(0)};
+  return {};
+}
+
 OpSchema PadSchema() {
-  OpSchema s;
-  s.op_type = "Pad";
-  s.infer_shapes = PadShape;
-  s.cost = [](const OpContext& ctx) { return IoCost(ctx, 0); };
-  // constant_pad_nd: constant_pad_nd_backward(grad, pad) keeps no tensor; reflection_pad*d and
-  // replication_pad*d (ONNX "reflect"/"edge") keep self; circular padding ("wrap") is built from
-  // slices and copies, which keep none.
-  s.saved_for_backward = WhenDifferentiable([](const OpContext& ctx) {
-    std::string mode = ctx.attrs().GetString("mode", "constant");
-    if (mode == "reflect" || mode == "edge") return std::vector<SavedTensor>{SaveInput(0)};
-    return std::vector<SavedTensor>{};
-  });
-  s.gradient_inputs = GradientOnlyForFloatingInput0();
-  s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.saved_source = DerivativesSource(
-      "constant_pad_nd saves nothing; reflection_pad{1,2,3}d and "
-      "replication_pad{1,2,3}d save self");
-  s.amp_source = AutocastSource(kNotAutocastListedForCuda);
-  return s;
+  return WindowedSchema(
+      "Pad", PadShape, [](const OpContext& ctx) { return IoCost(ctx, /*flops=*/0); },
+      "constant_pad_nd saves nothing; reflection_pad{1,2,3}d and replication_pad{1,2,3}d save self",
+      WhenDifferentiable(PadSaved), GradientOnlyForFloatingInput0());
 }
 
 // One resized dim from a scale: floor(d * scale), as ONNX defines it. A symbolic d is scaled only
@@ -130,14 +139,9 @@ Expected<std::vector<TensorInfo>> ResizeShape(const OpContext& ctx) {
     if (scales.size() != axes->size()) {
       return MakeError(AxesCountError(ctx, "scales", scales.size(), axes->size()));
     }
-    Shape y = x.shape;
-    for (size_t i = 0; i < axes->size(); ++i) {
-      Dim& d = y.dims[static_cast<size_t>((*axes)[i])];
-      std::optional<Dim> scaled = ScaledDim(d, scales[i]);
-      if (!scaled) return outs;
-      d = *scaled;
-    }
-    outs[0].shape = std::move(y);
+    std::optional<Shape> y =
+        ResizeAxes(x.shape, *axes, [&](size_t i, const Dim& d) { return ScaledDim(d, scales[i]); });
+    if (y) outs[0].shape = *std::move(y);
     return outs;
   }
   if (!has_sizes) return outs;
@@ -145,30 +149,24 @@ Expected<std::vector<TensorInfo>> ResizeShape(const OpContext& ctx) {
   if (sizes.size() != axes->size()) {
     return MakeError(AxesCountError(ctx, "sizes", sizes.size(), axes->size()));
   }
-  Shape y = x.shape;
-  for (size_t i = 0; i < axes->size(); ++i) y.dims[static_cast<size_t>((*axes)[i])] = sizes[i];
-  outs[0].shape = std::move(y);
+  outs[0].shape = *ResizeAxes(x.shape, *axes,
+                              [&](size_t i, const Dim&) { return std::optional<Dim>(sizes[i]); });
   return outs;
 }
 
+OpCost ResizeCost(const OpContext& ctx) {
+  std::string mode = ctx.attrs().GetString("mode", "nearest");
+  int64_t per = mode == "linear"  ? kResizeLinearFlopsPerElement
+                : mode == "cubic" ? kResizeCubicFlopsPerElement
+                                  : kResizeNearestFlopsPerElement;
+  return PerOutputElementCost(ctx, per);
+}
+
 OpSchema ResizeSchema() {
-  OpSchema s;
-  s.op_type = "Resize";
-  s.infer_shapes = ResizeShape;
-  s.cost = [](const OpContext& ctx) {
-    std::string mode = ctx.attrs().GetString("mode", "nearest");
-    int64_t per = mode == "linear"  ? kResizeLinearFlopsPerElement
-                  : mode == "cubic" ? kResizeCubicFlopsPerElement
-                                    : kResizeNearestFlopsPerElement;
-    return PerOutputElementCost(ctx, per);
-  };
-  s.gradient_inputs = GradientOnlyForFloatingInput0();
-  s.backward_flops_factor = kElementwiseBackwardFactor;
-  s.saved_source = DerivativesSource(
-      "upsample_nearest*/upsample_(bi|tri)linear*/upsample_bicubic2d backward "
-      "takes output_size and self.sym_sizes() only: no tensor saved");
-  s.amp_source = AutocastSource(kNotAutocastListedForCuda);
-  return s;
+  return WindowedSchema("Resize", ResizeShape, ResizeCost,
+                        "upsample_nearest*/upsample_(bi|tri)linear*/upsample_bicubic2d backward "
+                        "takes output_size and self.sym_sizes() only: no tensor saved",
+                        /*saved=*/nullptr, GradientOnlyForFloatingInput0());
 }
 
 }  // namespace

@@ -200,18 +200,18 @@ OpSchema SdpaSchema() {
   s.domain = sdpa::kDomain;
   s.infer_shapes = SdpaShape;
   s.cost = SdpaCost;
-  s.saved_for_backward = WhenDifferentiable(SdpaSaved);
+  s.SetSaved(DerivativesSource("_scaled_dot_product_flash_attention saves query, key, value, "
+                               "output, logsumexp (fp32 [B, H, Sq]), philox_seed, philox_offset; "
+                               "_scaled_dot_product_efficient_attention also attn_bias (the "
+                               "mask)"),
+             WhenDifferentiable(SdpaSaved));
   // q, k and v receive gradients; the mask does not (attention masks never require grad).
   s.gradient_inputs = GradientsAtSlots({0, 1, 2});
   s.backward_workspace = SdpaBackwardWorkspace;
   s.output_strides = SdpaOutputStrides;
   s.backward_flops_factor = kFlashBackwardFactor;
-  s.amp = AmpCategory::kFp16Safe;
-  s.saved_source = DerivativesSource(
-      "_scaled_dot_product_flash_attention saves query, key, value, output, "
-      "logsumexp (fp32 [B, H, Sq]), philox_seed, philox_offset; "
-      "_scaled_dot_product_efficient_attention also attn_bias (the mask)");
-  s.amp_source = AutocastSource("lower_precision_fp list (scaled_dot_product_attention)");
+  s.SetAmp(AmpCategory::kFp16Safe,
+           AutocastSource("lower_precision_fp list (scaled_dot_product_attention)"));
   return s;
 }
 
