@@ -245,21 +245,22 @@ std::string CheckpointedModulesConstant(const ExportPlan& plan) {
 
 std::string EnableRecomputeFunction(bool selective) {
   std::string out;
-  out += "def enable_recompute(model, module_paths=CHECKPOINTED_MODULES):\n";
-  out +=
-      "    \"\"\"Runs each listed submodule under torch.utils.checkpoint: its inner activations "
-      "are\n";
-  out += "    freed after forward and recomputed during backward.\"\"\"\n";
-  out += "    for path in module_paths:\n";
-  out += "        module = model.get_submodule(path)\n";
-  out += "        forward = module.forward\n";
+  out += R"py(def enable_recompute(model, module_paths=CHECKPOINTED_MODULES):
+    """Runs each listed submodule under torch.utils.checkpoint: its inner activations are
+    freed after forward and recomputed during backward."""
+    for path in module_paths:
+        module = model.get_submodule(path)
+        forward = module.forward
+)py";
   if (selective) {
-    out += "        options = {\"use_reentrant\": False}\n";
-    out += "        if SELECTIVE_CHECKPOINT:\n";
-    out += "            options[\"context_fn\"] = selective_context_fn(path)\n\n";
-    out +=
-        "        def checkpointed_forward(*args, _forward=forward, _options=options, **kwargs):\n";
-    out += "            return checkpoint(_forward, *args, **_options, **kwargs)\n\n";
+    out += R"py(        options = {"use_reentrant": False}
+        if SELECTIVE_CHECKPOINT:
+            options["context_fn"] = selective_context_fn(path)
+
+        def checkpointed_forward(*args, _forward=forward, _options=options, **kwargs):
+            return checkpoint(_forward, *args, **_options, **kwargs)
+
+)py";
   } else {
     out += "\n";
     out += "        def checkpointed_forward(*args, _forward=forward, **kwargs):\n";
@@ -308,10 +309,17 @@ std::string OptimizerStepLines(const ExportPlan& plan, const ExportOptions& opti
   return out;
 }
 
-std::string ModelToDevice(const ExportPlan& plan, bool pure) {
-  if (!pure) return "    model.to(device)\n";
-  return "    model.to(device=device, dtype=" + std::string(TorchDtype(plan.precision)) +
-         ")  # parameters, gradients and optimizer state in half\n";
+std::string PrepareModelLines(const ExportPlan& plan, bool pure, bool sharded) {
+  std::string out =
+      pure ? "    model.to(device=device, dtype=" + std::string(TorchDtype(plan.precision)) +
+                 ")  # parameters, gradients and optimizer state in half\n"
+           : "    model.to(device)\n";
+  // Checkpointing wraps the modules' forward before sharding wraps the model.
+  out += "    enable_recompute(model)\n";
+  if (sharded) out += "    model = shard_model(model, device)\n";
+  out += "    optimizer = make_optimizer(model.parameters())\n";
+  out += "    scheduler = make_scheduler(optimizer)\n";
+  return out;
 }
 
 std::string DataLoaderLine(const ExportOptions& options, std::string_view sampling) {

@@ -23,24 +23,20 @@ namespace {
 // back to checkpointing the whole modules.
 std::string SelectivePolicySection(const ExportPlan& plan) {
   std::string out;
-  out += "# The plan recomputes single nodes, not whole modules. On torch >= 2.4 each module\n";
-  out += "# above runs under torch.utils.checkpoint with a selective policy\n";
-  out +=
-      "# (create_selective_checkpoint_contexts): the ATen ops of the plan's recomputed nodes in\n";
-  out +=
-      "# it are recomputed in backward (PREFER_RECOMPUTE) and every other op's output is saved\n";
-  out += "# (MUST_SAVE). A policy keys on the op, not the node: every call of a listed op inside\n";
-  out += "# the module is recomputed. Older torch has no such policy and falls back to\n";
-  out += "# checkpointing the whole modules, which recomputes every op in them: a lower peak and\n";
-  out += "# a longer step than the plan's.\n";
-  out +=
-      "TORCH_VERSION = tuple(int(part) for part in re.findall(r\"\\d+\", torch.__version__)[:2])\n";
-  out += "SELECTIVE_CHECKPOINT = TORCH_VERSION >= (2, 4)\n";
-  out += "if SELECTIVE_CHECKPOINT:\n";
-  out +=
-      "    from torch.utils.checkpoint import CheckpointPolicy, "
-      "create_selective_checkpoint_contexts\n";
-  out += "\n";
+  out += R"py(# The plan recomputes single nodes, not whole modules. On torch >= 2.4 each module
+# above runs under torch.utils.checkpoint with a selective policy
+# (create_selective_checkpoint_contexts): the ATen ops of the plan's recomputed nodes in
+# it are recomputed in backward (PREFER_RECOMPUTE) and every other op's output is saved
+# (MUST_SAVE). A policy keys on the op, not the node: every call of a listed op inside
+# the module is recomputed. Older torch has no such policy and falls back to
+# checkpointing the whole modules, which recomputes every op in them: a lower peak and
+# a longer step than the plan's.
+TORCH_VERSION = tuple(int(part) for part in re.findall(r"\d+", torch.__version__)[:2])
+SELECTIVE_CHECKPOINT = TORCH_VERSION >= (2, 4)
+if SELECTIVE_CHECKPOINT:
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+)py";
   std::vector<SelectiveModule> modules = SelectiveRecomputeOf(plan.checkpoints);
   out += "RECOMPUTED_ATEN_OPS = {\n";
   for (const SelectiveModule& m : modules) {
@@ -58,19 +54,22 @@ std::string SelectivePolicySection(const ExportPlan& plan) {
       for (const std::string& node : m.unmapped_nodes) out += "#   " + CommentSafe(node) + "\n";
   }
   out += "\n\n";
-  out += "def recomputes(op, module_path):\n";
-  out += "    \"\"\"Whether the policy recomputes `op`, an ATen OpOverload such as\n";
-  out += "    torch.ops.aten.mm.default, inside the module at module_path.\"\"\"\n";
-  out += "    return str(op.overloadpacket) in RECOMPUTED_ATEN_OPS.get(module_path, ())\n";
-  out += "\n\n";
-  out += "def selective_context_fn(module_path):\n";
-  out +=
-      "    \"\"\"checkpoint's context_fn for the module at module_path (torch >= 2.4).\"\"\"\n\n";
-  out += "    def policy(ctx, op, *args, **kwargs):\n";
-  out += "        if recomputes(op, module_path):\n";
-  out += "            return CheckpointPolicy.PREFER_RECOMPUTE\n";
-  out += "        return CheckpointPolicy.MUST_SAVE\n\n";
-  out += "    return functools.partial(create_selective_checkpoint_contexts, policy)\n";
+  out += R"py(def recomputes(op, module_path):
+    """Whether the policy recomputes `op`, an ATen OpOverload such as
+    torch.ops.aten.mm.default, inside the module at module_path."""
+    return str(op.overloadpacket) in RECOMPUTED_ATEN_OPS.get(module_path, ())
+
+
+def selective_context_fn(module_path):
+    """checkpoint's context_fn for the module at module_path (torch >= 2.4)."""
+
+    def policy(ctx, op, *args, **kwargs):
+        if recomputes(op, module_path):
+            return CheckpointPolicy.PREFER_RECOMPUTE
+        return CheckpointPolicy.MUST_SAVE
+
+    return functools.partial(create_selective_checkpoint_contexts, policy)
+)py";
   return out;
 }
 
@@ -154,10 +153,7 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   out += OptimizerStepLines(plan, options, /*scale=*/fp16, /*commented=*/true);
 
   out += "def train(model, dataset, loss_fn, make_scheduler, epochs=1, device=\"cuda\"):\n";
-  out += ModelToDevice(plan, pure);
-  out += "    enable_recompute(model)\n";
-  out += "    optimizer = make_optimizer(model.parameters())\n";
-  out += "    scheduler = make_scheduler(optimizer)\n";
+  out += PrepareModelLines(plan, pure, /*sharded=*/false);
   if (fp16) {
     out += "    # Dynamic loss scaling (initial scale 2**16) on CUDA; torch >= 2.4 spells it\n";
     out += "    # torch.amp.GradScaler(\"cuda\"). Off the GPU it passes the loss through.\n";

@@ -89,23 +89,20 @@ std::string RecomputeSection(const ExportPlan& plan) {
 }
 
 std::string SetupFunction() {
-  std::string out;
-  out += "def setup():\n";
-  out +=
-      "    \"\"\"Joins the process group torchrun describes (RANK, WORLD_SIZE, "
-      "LOCAL_RANK).\"\"\"\n";
-  out += "    local_rank = int(os.environ.get(\"LOCAL_RANK\", \"0\"))\n";
-  out += "    if torch.cuda.is_available():\n";
-  out += "        device = torch.device(\"cuda\", local_rank)\n";
-  out += "        torch.cuda.set_device(device)\n";
-  out += "    else:\n";
-  out += "        device = torch.device(\"cpu\")\n";
-  out += "    dist.init_process_group(backend=\"nccl\" if device.type == \"cuda\" else \"gloo\")\n";
-  out += "    if dist.get_world_size() != GPUS and dist.get_rank() == 0:\n";
-  out += "        print(f\"memplan planned {GPUS} ranks; running {dist.get_world_size()}: the \"\n";
-  out += "              \"per-rank memory and the global batch differ from the plan\")\n";
-  out += "    return device\n";
-  return out;
+  return R"py(def setup():
+    """Joins the process group torchrun describes (RANK, WORLD_SIZE, LOCAL_RANK)."""
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if torch.cuda.is_available():
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    if dist.get_world_size() != GPUS and dist.get_rank() == 0:
+        print(f"memplan planned {GPUS} ranks; running {dist.get_world_size()}: the "
+              "per-rank memory and the global batch differ from the plan")
+    return device
+)py";
 }
 
 std::string FsdpWrapFunction(const ExportPlan& plan, const PrecisionRecipe& r) {
@@ -113,16 +110,18 @@ std::string FsdpWrapFunction(const ExportPlan& plan, const PrecisionRecipe& r) {
   std::string out;
   out += "def shard_model(model, device):\n";
   if (hybrid) {
-    out += "    \"\"\"HSDP: a 2-D mesh, replicas across the NODES machines, shards over the GPUs\n";
-    out += "    of each; fully_shard on each unit, then the root.\"\"\"\n";
-    out += "    world = dist.get_world_size()\n";
-    out += "    replicas = NODES if world % NODES == 0 else 1\n";
-    out += "    mesh = init_device_mesh(device.type, (replicas, world // replicas),\n";
-    out += "                            mesh_dim_names=(\"replicate\", \"shard\"))\n";
+    out += R"py(    """HSDP: a 2-D mesh, replicas across the NODES machines, shards over the GPUs
+    of each; fully_shard on each unit, then the root."""
+    world = dist.get_world_size()
+    replicas = NODES if world % NODES == 0 else 1
+    mesh = init_device_mesh(device.type, (replicas, world // replicas),
+                            mesh_dim_names=("replicate", "shard"))
+)py";
   } else {
-    out += "    \"\"\"FSDP2 over every rank: fully_shard on each unit, then the root.\"\"\"\n";
-    out += "    mesh = init_device_mesh(device.type, (dist.get_world_size(),),\n";
-    out += "                            mesh_dim_names=(\"shard\",))\n";
+    out += R"py(    """FSDP2 over every rank: fully_shard on each unit, then the root."""
+    mesh = init_device_mesh(device.type, (dist.get_world_size(),),
+                            mesh_dim_names=("shard",))
+)py";
   }
   if (r.fsdp_mp_half) {
     const std::string dtype(TorchDtype(plan.precision));
@@ -138,41 +137,43 @@ std::string FsdpWrapFunction(const ExportPlan& plan, const PrecisionRecipe& r) {
   if (plan.data_parallel->fsdp_wrap_blocks) {
     // transformer_auto_wrap_policy as FSDP2 scripts write it: fully_shard on every block. A
     // block is what memplan's units are: the shallowest module whose path ends in an index.
-    out += "    for name, module in model.named_modules():\n";
-    out += "        parts = name.split(\".\")\n";
-    out +=
-        "        if name and parts[-1].isdigit() and not any(p.isdigit() for p in parts[:-1]):\n";
-    out += "            fully_shard(module, mesh=mesh, mp_policy=policy,\n";
-    out += "                        reshard_after_forward=RESHARD_AFTER_FORWARD)\n";
+    out += R"py(    for name, module in model.named_modules():
+        parts = name.split(".")
+        if name and parts[-1].isdigit() and not any(p.isdigit() for p in parts[:-1]):
+            fully_shard(module, mesh=mesh, mp_policy=policy,
+                        reshard_after_forward=RESHARD_AFTER_FORWARD)
+)py";
   } else {
-    out += "    def wrap_units(module):\n";
-    out += "        # Parameters held by `module` outside the units made below it.\n";
-    out += "        held = sum(wrap_units(child) for child in module.children())\n";
-    out += "        held += sum(p.numel() for p in module.parameters(recurse=False))\n";
-    out += "        if module is not model and held >= MIN_NUM_PARAMS:\n";
-    out += "            fully_shard(module, mesh=mesh, mp_policy=policy,\n";
-    out += "                        reshard_after_forward=RESHARD_AFTER_FORWARD)\n";
-    out += "            return 0\n";
-    out += "        return held\n\n";
-    out += "    wrap_units(model)\n";
+    out += R"py(    def wrap_units(module):
+        # Parameters held by `module` outside the units made below it.
+        held = sum(wrap_units(child) for child in module.children())
+        held += sum(p.numel() for p in module.parameters(recurse=False))
+        if module is not model and held >= MIN_NUM_PARAMS:
+            fully_shard(module, mesh=mesh, mp_policy=policy,
+                        reshard_after_forward=RESHARD_AFTER_FORWARD)
+            return 0
+        return held
+
+    wrap_units(model)
+)py";
   }
-  out += "    fully_shard(model, mesh=mesh, mp_policy=policy,\n";
-  out += "                reshard_after_forward=RESHARD_AFTER_FORWARD)\n";
-  out += "    return model\n";
+  out += R"py(    fully_shard(model, mesh=mesh, mp_policy=policy,
+                reshard_after_forward=RESHARD_AFTER_FORWARD)
+    return model
+)py";
   return out;
 }
 
 std::string DdpWrapFunction() {
-  std::string out;
-  out += "def shard_model(model, device):\n";
-  out += "    \"\"\"DDP replicas; gradients all-reduced in buckets of BUCKET_CAP_MB.\"\"\"\n";
-  out += "    return DistributedDataParallel(\n";
-  out += "        model,\n";
-  out += "        device_ids=[device.index] if device.type == \"cuda\" else None,\n";
-  out += "        bucket_cap_mb=BUCKET_CAP_MB,\n";
-  out += "        gradient_as_bucket_view=GRADIENT_AS_BUCKET_VIEW,\n";
-  out += "    )\n";
-  return out;
+  return R"py(def shard_model(model, device):
+    """DDP replicas; gradients all-reduced in buckets of BUCKET_CAP_MB."""
+    return DistributedDataParallel(
+        model,
+        device_ids=[device.index] if device.type == "cuda" else None,
+        bucket_cap_mb=BUCKET_CAP_MB,
+        gradient_as_bucket_view=GRADIENT_AS_BUCKET_VIEW,
+    )
+)py";
 }
 
 }  // namespace
@@ -278,11 +279,7 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
   // The entry point.
   out += "def train(model, dataset, loss_fn, make_scheduler, epochs=1):\n";
   out += "    device = setup()\n";
-  out += ModelToDevice(plan, r.pure);
-  out += "    enable_recompute(model)\n";
-  out += "    model = shard_model(model, device)\n";
-  out += "    optimizer = make_optimizer(model.parameters())\n";
-  out += "    scheduler = make_scheduler(optimizer)\n";
+  out += PrepareModelLines(plan, r.pure, /*sharded=*/true);
   if (r.scale) {
     if (ddp) {
       out += "    scaler = torch.cuda.amp.GradScaler(enabled=device.type == \"cuda\")\n";

@@ -19,16 +19,24 @@ Record CopyRecord(const void* bytes) {
   return record;
 }
 
-// An `Out` record with its DeviceActivity part copied from `record` (the same CUPTI field names in
-// the kernel, memcpy and memset structs); the caller copies the fields particular to its kind.
+// An `Out` record with the CUDA ids every record memplan keeps carries (correlation, device,
+// stream) copied from `record`: the same CUPTI field names in the memory, kernel, memcpy and
+// memset structs. The caller copies the fields particular to its kind.
 template <class Out, class Record>
-Out WithDeviceActivity(const Record& record) {
+Out WithCudaIds(const Record& record) {
   Out out;
-  out.start_ns = record.start;
-  out.end_ns = record.end;
   out.correlation_id = record.correlationId;
   out.device_id = record.deviceId;
   out.stream_id = record.streamId;
+  return out;
+}
+
+// The same with the rest of the DeviceActivity part (the kernel, memcpy and memset structs).
+template <class Out, class Record>
+Out WithDeviceActivity(const Record& record) {
+  auto out = WithCudaIds<Out>(record);
+  out.start_ns = record.start;
+  out.end_ns = record.end;
   return out;
 }
 
@@ -48,7 +56,7 @@ MemcpyKind ConvertMemcpyKind(uint8_t kind) {
 }  // namespace
 
 MemoryRecord ConvertMemory(const CUpti_ActivityMemory4& record) {
-  MemoryRecord out;
+  auto out = WithCudaIds<MemoryRecord>(record);
   out.operation = record.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
                       ? MemoryRecord::Operation::kRelease
                       : MemoryRecord::Operation::kAllocation;
@@ -56,9 +64,6 @@ MemoryRecord ConvertMemory(const CUpti_ActivityMemory4& record) {
   out.address = record.address;
   out.bytes = record.bytes;
   out.timestamp_ns = record.timestamp;
-  out.correlation_id = record.correlationId;
-  out.device_id = record.deviceId;
-  out.stream_id = record.streamId;
   return out;
 }
 

@@ -109,12 +109,9 @@ int RunAnalyze(const AnalyzeFlags& flags) {
   if (exporting) {
     Expected<std::string> config = ExportSessionConfig(s, flags.export_target);
     if (!config.ok()) return ReportError(config.error().message);
-    if (flags.export_out.empty()) {
-      std::fwrite(config->data(), 1, config->size(), stdout);
-      return kExitSuccess;
-    }
-    Status written = WriteTextFile(flags.export_out, *config);
+    Status written = WriteToFileOrStdout(flags.export_out, *config);
     if (!written.ok()) return ReportError(written.error().message);
+    if (flags.export_out.empty()) return kExitSuccess;  // the config took the analysis' place
     progress.Report("wrote " + flags.export_out);
   }
 
@@ -124,9 +121,8 @@ int RunAnalyze(const AnalyzeFlags& flags) {
 }  // namespace
 
 Verb AddAnalyzeCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand(
-      "analyze", "plan micro-batch, accumulation, FP16 placement and recompute for a GPU");
-  auto flags = std::make_shared<AnalyzeFlags>();
+  const auto [command, flags] = AddVerb<AnalyzeFlags>(
+      app, "analyze", "plan micro-batch, accumulation, FP16 placement and recompute for a GPU");
   AddPlanFlags(*command, flags->plan, /*gpu_required=*/true);
   command->add_option("--svg", flags->svg, "also write the memory timeline as a static SVG")
       ->type_name("FILE.svg");
@@ -145,7 +141,7 @@ Verb AddAnalyzeCommand(CLI::App& app) {
       ->type_name("profile.json");
   command->add_flag("--no-alternatives", flags->no_alternatives,
                     "when nothing fits, exit 1 without planning the alternatives that would fit");
-  return Verb{command, [flags] { return RunAnalyze(*flags); }};
+  return VerbRunning(command, flags, RunAnalyze);
 }
 
 }  // namespace memplan::cli

@@ -108,9 +108,8 @@ int RunBaseline(const BaselineFlags& flags, const CLI::App& command) {
 }  // namespace
 
 Verb AddBaselineCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand(
-      "baseline", "record predicted memory of one or more configurations for `memplan check`");
-  auto flags = std::make_shared<BaselineFlags>();
+  const auto [command, flags] = AddVerb<BaselineFlags>(
+      app, "baseline", "record predicted memory of one or more configurations for `memplan check`");
   AddPlanFlags(*command, flags->plan, /*gpu_required=*/true);
   // The model is optional here: --configs names the models instead.
   command->get_option("model")->required(false);
@@ -122,7 +121,9 @@ Verb AddBaselineCommand(CLI::App& app) {
       ->type_name("LIST.json");
   command->add_option("--name", flags->name, "the configuration's name (default: the model's stem)")
       ->type_name("NAME");
-  return Verb{command, [flags, command] { return RunBaseline(*flags, *command); }};
+  return VerbRunning(command, flags, [command = command](const BaselineFlags& parsed) {
+    return RunBaseline(parsed, *command);
+  });
 }
 
 }  // namespace memplan::cli

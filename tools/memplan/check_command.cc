@@ -102,9 +102,8 @@ int RunCheck(const CheckFlags& flags) {
 }  // namespace
 
 Verb AddCheckCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand(
-      "check", "CI gate: compare predicted memory with a baseline; exit 1 on a regression");
-  auto flags = std::make_shared<CheckFlags>();
+  const auto [command, flags] = AddVerb<CheckFlags>(
+      app, "check", "CI gate: compare predicted memory with a baseline; exit 1 on a regression");
   command->add_option("--baseline", flags->baseline, "the baseline JSON `memplan baseline` wrote")
       ->type_name("FILE");
   command
@@ -124,7 +123,7 @@ Verb AddCheckCommand(CLI::App& app) {
       ->add_option("--top-nodes", flags->top_nodes,
                    "nodes whose saved activations grew to name per configuration (default 5)")
       ->type_name("N");
-  return Verb{command, [flags] { return RunCheck(*flags); }};
+  return VerbRunning(command, flags, RunCheck);
 }
 
 }  // namespace memplan::cli

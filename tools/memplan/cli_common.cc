@@ -32,6 +32,12 @@ Status CheckOutputPath(std::string_view flag, const std::string& path) {
   return OkStatus();
 }
 
+Status WriteToFileOrStdout(const std::string& path, std::string_view text) {
+  if (!path.empty()) return WriteTextFile(path, text);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return OkStatus();
+}
+
 int ReportError(std::string_view message) {
   std::string line = ReplaceChars(message, {{'\n', "; "}, {'\r', ""}});
   while (!line.empty() && (line.back() == ' ' || line.back() == ';')) line.pop_back();

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graph/expected.h"
@@ -34,11 +35,30 @@ int ReportError(std::string_view message);
 // a typo in an output path fails in a second, not after the run.
 Status CheckOutputPath(std::string_view flag, const std::string& path);
 
+// Writes `text` to the file `path`, or to stdout when `path` is empty: what an output flag whose
+// default is stdout (export --out, analyze --export-out) does with its value.
+Status WriteToFileOrStdout(const std::string& path, std::string_view text);
+
 // A verb: its CLI11 subcommand and what runs when it was chosen (returns the exit code).
 struct Verb {
   CLI::App* command = nullptr;
   std::function<int()> run;
 };
+
+// The start of every verb's registration: its subcommand, added to `app`, and the flags struct
+// its options write to. The flags are shared so that the Verb's run (VerbRunning) keeps them
+// alive after the registration returns: CLI11 writes to them during the parse.
+template <class Flags>
+std::pair<CLI::App*, std::shared_ptr<Flags>> AddVerb(CLI::App& app, const std::string& name,
+                                                     const std::string& description) {
+  return {app.add_subcommand(name, description), std::make_shared<Flags>()};
+}
+
+// The registered verb: `run(*flags)` runs when `command` was chosen.
+template <class Flags, class Run>
+Verb VerbRunning(CLI::App* command, std::shared_ptr<Flags> flags, Run run) {
+  return Verb{command, [flags = std::move(flags), run] { return run(*flags); }};
+}
 
 // A verb registered (so its flags parse and `--help` describes it) but not implemented in this
 // build: running it prints "memplan <verb>: not available in this build yet" and exits 2, whatever

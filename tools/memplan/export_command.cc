@@ -6,6 +6,7 @@
 // run out of memory, so none is written); 2 on bad input.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "analyzer/baseline/json_file.h"
@@ -25,6 +26,21 @@ struct ExportFlags {
   // What --max-grad-norm, --lr, --weight-decay and --momentum set: hyper-parameters the plan does
   // not decide (the last three written only when given, export_config.h).
   ExportOptions options;
+};
+
+// The hyper-parameters an export writes only when given (export_config.h): one --flag X each.
+struct OptionalHyperParameter {
+  const char* flag;
+  std::optional<double> ExportOptions::*value;
+  const char* help;
+};
+constexpr OptionalHyperParameter kOptionalHyperParameters[] = {
+    {"--lr", &ExportOptions::learning_rate,
+     "learning rate to write (default: none; the export says it is yours to set)"},
+    {"--weight-decay", &ExportOptions::weight_decay,
+     "AdamW weight decay to write (default: none; the framework's default)"},
+    {"--momentum", &ExportOptions::sgd_momentum,
+     "SGD momentum to write for a momentum plan (default: none; yours to set)"},
 };
 
 // "deepspeed|hf-trainer|...|pytorch", for the usage line and the --to error.
@@ -51,11 +67,7 @@ int RunExport(const ExportFlags& flags) {
   options.plan_path = flags.plan;
   Expected<std::string> config = ExportConfig(*plan, *target, options);
   if (!config.ok()) return ReportError(flags.plan + ": " + config.error().message);
-  if (flags.out.empty()) {
-    std::fwrite(config->data(), 1, config->size(), stdout);
-    return kExitSuccess;
-  }
-  Status written = WriteTextFile(flags.out, *config);
+  Status written = WriteToFileOrStdout(flags.out, *config);
   if (!written.ok()) return ReportError(written.error().message);
   return kExitSuccess;
 }
@@ -63,9 +75,8 @@ int RunExport(const ExportFlags& flags) {
 }  // namespace
 
 Verb AddExportCommand(CLI::App& app) {
-  CLI::App* command =
-      app.add_subcommand("export", "write a plan (analyze --json) as a training-framework config");
-  auto flags = std::make_shared<ExportFlags>();
+  const auto [command, flags] = AddVerb<ExportFlags>(
+      app, "export", "write a plan (analyze --json) as a training-framework config");
   command->add_option("plan", flags->plan, "the plan: what `memplan analyze --json` printed")
       ->required()
       ->type_name("PLAN.json");
@@ -78,19 +89,9 @@ Verb AddExportCommand(CLI::App& app) {
       ->type_name("X");
   // Without a value an export leaves the hyper-parameter to the user (a None constant in Python,
   // the framework's default in a config) rather than inventing one.
-  command
-      ->add_option("--lr", flags->options.learning_rate,
-                   "learning rate to write (default: none; the export says it is yours to set)")
-      ->type_name("X");
-  command
-      ->add_option("--weight-decay", flags->options.weight_decay,
-                   "AdamW weight decay to write (default: none; the framework's default)")
-      ->type_name("X");
-  command
-      ->add_option("--momentum", flags->options.sgd_momentum,
-                   "SGD momentum to write for a momentum plan (default: none; yours to set)")
-      ->type_name("X");
-  return Verb{command, [flags] { return RunExport(*flags); }};
+  for (const OptionalHyperParameter& h : kOptionalHyperParameters)
+    command->add_option(h.flag, flags->options.*h.value, h.help)->type_name("X");
+  return VerbRunning(command, flags, RunExport);
 }
 
 }  // namespace memplan::cli

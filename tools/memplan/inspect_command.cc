@@ -42,11 +42,10 @@ int RunInspect(const AnalysisFlags& flags) {
 }  // namespace
 
 Verb AddInspectCommand(CLI::App& app) {
-  CLI::App* command =
-      app.add_subcommand("inspect", "show ops, parameters, inputs/outputs, symbols, warnings");
-  auto flags = std::make_shared<AnalysisFlags>();
+  const auto [command, flags] = AddVerb<AnalysisFlags>(
+      app, "inspect", "show ops, parameters, inputs/outputs, symbols, warnings");
   AddAnalysisFlags(*command, *flags);
-  return Verb{command, [flags] { return RunInspect(*flags); }};
+  return VerbRunning(command, flags, RunInspect);
 }
 
 }  // namespace memplan::cli

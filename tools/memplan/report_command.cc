@@ -50,13 +50,13 @@ int RunReport(const ReportFlags& flags) {
 }  // namespace
 
 Verb AddReportCommand(CLI::App& app) {
-  CLI::App* command = app.add_subcommand(
-      "report", "write the analysis as a self-contained HTML page (timeline, plan, candidates)");
-  auto flags = std::make_shared<ReportFlags>();
+  const auto [command, flags] = AddVerb<ReportFlags>(
+      app, "report",
+      "write the analysis as a self-contained HTML page (timeline, plan, candidates)");
   AddPlanFlags(*command, flags->plan, /*gpu_required=*/true);
   command->add_option("--html", flags->html, "the HTML page to write (required)");
   command->add_option("--svg", flags->svg, "also write the memory timeline as a static SVG");
-  return Verb{command, [flags] { return RunReport(*flags); }};
+  return VerbRunning(command, flags, RunReport);
 }
 
 }  // namespace memplan::cli
