@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "analyzer/vocabulary/enum_table.h"
+
 namespace memplan {
 
 Expected<ExportTarget> ParseExportTarget(std::string_view name) {
@@ -10,22 +12,22 @@ Expected<ExportTarget> ParseExportTarget(std::string_view name) {
                    "' (expected one of: " + JoinNames(kExportTargetNames) + ")");
 }
 
+namespace {
+
+constexpr EnumTable<ExportTarget, std::string_view, 6> kDefaultFileNames = {{
+    {ExportTarget::kDeepSpeed, "ds_config.json"},
+    {ExportTarget::kHfTrainer, "training_args.py"},
+    {ExportTarget::kHfTrainerJson, "training_args.json"},
+    {ExportTarget::kAccelerate, "accelerate_config.yaml"},
+    {ExportTarget::kLightning, "lightning_trainer.py"},
+    {ExportTarget::kPytorchLoop, "train_loop.py"},
+}};
+static_assert(ListsEvery(kDefaultFileNames, kExportTargetNames));
+
+}  // namespace
+
 std::string_view ExportTargetDefaultFileName(ExportTarget target) {
-  switch (target) {
-    case ExportTarget::kDeepSpeed:
-      return "ds_config.json";
-    case ExportTarget::kHfTrainer:
-      return "training_args.py";
-    case ExportTarget::kHfTrainerJson:
-      return "training_args.json";
-    case ExportTarget::kAccelerate:
-      return "accelerate_config.yaml";
-    case ExportTarget::kLightning:
-      return "lightning_trainer.py";
-    case ExportTarget::kPytorchLoop:
-      return "train_loop.py";
-  }
-  return "train_loop.py";
+  return ValueOf(kDefaultFileNames, target);
 }
 
 bool ExportTargetRuns(ExportTarget target, AmpMode mode, std::optional<ParallelStrategy> strategy,

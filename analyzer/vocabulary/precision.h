@@ -28,19 +28,10 @@ MEMPLAN_VOCABULARY(Precision, MEMPLAN_PRECISIONS, "precision");
 // "auto" -> kAuto; error "unknown precision 'x' (choose one of: fp32, fp16, bf16, auto)".
 MEMPLAN_VOCABULARY(PrecisionChoice, MEMPLAN_PRECISION_CHOICES, "precision");
 
-// The precision a choice fixes; nullopt for auto.
+// The precision a choice fixes: the Precision of the same name (MEMPLAN_PRECISION_CHOICES lists
+// MEMPLAN_PRECISIONS); nullopt for auto, which names none.
 inline std::optional<Precision> FixedPrecision(PrecisionChoice choice) {
-  switch (choice) {
-    case PrecisionChoice::kFp32:
-      return Precision::kFp32;
-    case PrecisionChoice::kFp16:
-      return Precision::kFp16;
-    case PrecisionChoice::kBf16:
-      return Precision::kBf16;
-    case PrecisionChoice::kAuto:
-      break;
-  }
-  return std::nullopt;
+  return FindName(kPrecisionNames, PrecisionChoiceName(choice));
 }
 
 }  // namespace memplan
