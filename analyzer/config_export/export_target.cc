@@ -2,32 +2,12 @@
 
 #include <string>
 
-#include "analyzer/vocabulary/enum_table.h"
-
 namespace memplan {
 
 Expected<ExportTarget> ParseExportTarget(std::string_view name) {
   if (std::optional<ExportTarget> target = FindName(kExportTargetNames, name)) return *target;
   return MakeError("unknown export target '" + std::string(name) +
                    "' (expected one of: " + JoinNames(kExportTargetNames) + ")");
-}
-
-namespace {
-
-constexpr EnumTable<ExportTarget, std::string_view, 6> kDefaultFileNames = {{
-    {ExportTarget::kDeepSpeed, "ds_config.json"},
-    {ExportTarget::kHfTrainer, "training_args.py"},
-    {ExportTarget::kHfTrainerJson, "training_args.json"},
-    {ExportTarget::kAccelerate, "accelerate_config.yaml"},
-    {ExportTarget::kLightning, "lightning_trainer.py"},
-    {ExportTarget::kPytorchLoop, "train_loop.py"},
-}};
-static_assert(ListsEvery(kDefaultFileNames, kExportTargetNames));
-
-}  // namespace
-
-std::string_view ExportTargetDefaultFileName(ExportTarget target) {
-  return ValueOf(kDefaultFileNames, target);
 }
 
 bool ExportTargetRuns(ExportTarget target, AmpMode mode, std::optional<ParallelStrategy> strategy,

@@ -14,7 +14,9 @@
 //   ValueOf(kMixedPrecisionValues, Precision::kBf16)  -> "bf16"
 //
 // A table of the few enumerators that matter (the widths of the floating dtypes) leaves out the
-// rest and is read with ValueOr.
+// rest and is read with ValueOr. Where the value belongs to the vocabulary itself, it is a column
+// of the vocabulary's list instead, and MEMPLAN_ENUM_COLUMN (at the end of this file) makes the
+// table from it.
 
 #include <array>
 #include <cstddef>
@@ -62,3 +64,21 @@ Value ValueOf(const EnumTable<Enum, Value, N>& table, Enum key) {
 }
 
 }  // namespace memplan
+
+// MEMPLAN_ENUM_COLUMN(Enum, LIST, Value): the EnumTable<Enum, Value, N> of the column LIST's
+// X(enumerator, "name", value) carries after the name, one row per enumerator in LIST's order:
+//
+//   #define MEMPLAN_EXPORT_TARGETS(X)                \
+//     X(kDeepSpeed, "deepspeed", "ds_config.json") \
+//     X(kPytorchLoop, "pytorch", "train_loop.py")
+//   MEMPLAN_NAMED_ENUM(ExportTarget, MEMPLAN_EXPORT_TARGETS);
+//   inline constexpr auto kExportTargetFileNames =
+//       MEMPLAN_ENUM_COLUMN(ExportTarget, MEMPLAN_EXPORT_TARGETS, std::string_view);
+//
+// An X without the column does not compile, so every enumerator has its value.
+#define MEMPLAN_ENUM_COLUMN_ROW(enumerator, name, value) {enumerator, value},
+#define MEMPLAN_ENUM_COLUMN(Enum, LIST, Value)                                              \
+  [] {                                                                                      \
+    using enum Enum;                                                                        \
+    return std::to_array<::memplan::EnumRow<Enum, Value>>({LIST(MEMPLAN_ENUM_COLUMN_ROW)}); \
+  }()

@@ -29,22 +29,9 @@ constexpr EnumTable<StepKind, StepPhase, 17> kPhaseOfStepKind = {{
 }};
 static_assert(ListsEvery(kPhaseOfStepKind, kStepKindNames));
 
-// The three coarse phases of the header's table.
-constexpr EnumTable<StepPhase, std::string_view, 6> kCoarsePhaseNames = {{
-    {StepPhase::kSetup, "optimizer"},
-    {StepPhase::kLoad, "forward"},
-    {StepPhase::kForward, "forward"},
-    {StepPhase::kBackward, "backward"},
-    {StepPhase::kRecompute, "backward"},
-    {StepPhase::kOptimizer, "optimizer"},
-}};
-static_assert(ListsEvery(kCoarsePhaseNames, kStepPhaseNames));
-
 }  // namespace
 
 StepPhase PhaseOfStep(StepKind kind) { return ValueOf(kPhaseOfStepKind, kind); }
-
-std::string_view CoarsePhaseName(StepPhase phase) { return ValueOf(kCoarsePhaseNames, phase); }
 
 std::string_view CoarsePhaseNameAt(const TrainingProgram& program, LogicalTime t) {
   if (t < 0 || static_cast<size_t>(t) >= program.steps.size()) return "forward";
