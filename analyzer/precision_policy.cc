@@ -15,16 +15,9 @@ constexpr EnumTable<DType, int, 4> kFloatWidths = {{
 
 int Width(DType dtype) { return ValueOr(kFloatWidths, dtype, 0); }
 
-constexpr EnumTable<Precision, DType, 3> kWorkingDTypes = {{
-    {Precision::kFp32, DType::kUndefined},
-    {Precision::kFp16, DType::kFloat16},
-    {Precision::kBf16, DType::kBFloat16},
-}};
-static_assert(ListsEvery(kWorkingDTypes, kPrecisionNames));
-
 }  // namespace
 
-DType WorkingDType(Precision precision) { return ValueOf(kWorkingDTypes, precision); }
+DType WorkingDType(Precision precision) { return ValueOf(kPrecisionWorkingDTypes, precision); }
 
 LossScaling DefaultLossScaling(Precision precision) {
   LossScaling scaling;
