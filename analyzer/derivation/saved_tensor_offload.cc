@@ -25,9 +25,9 @@ BufferId CopyOf(ProgramBuilder& builder, BufferId source, std::string name, Memo
 // One transfer step named `step_name` that copies each valid buffer of `sources` into the new
 // buffer `make_copy(source)` returns (invalid where the source is), or no step when none is valid.
 template <class MakeCopy>
-std::vector<BufferId> TransferStep(ProgramBuilder& builder, std::string step_name,
-                                   TransferDirection direction,
-                                   const std::vector<BufferId>& sources, MakeCopy make_copy) {
+std::vector<BufferId> TransferCopies(ProgramBuilder& builder, std::string step_name,
+                                     TransferDirection direction,
+                                     const std::vector<BufferId>& sources, MakeCopy make_copy) {
   std::vector<BufferId> copies(sources.size());
   if (!AnyValid(sources)) return copies;
   Step& step = builder.NewStep(StepKind::kTransfer, std::move(step_name));
@@ -47,7 +47,7 @@ std::vector<BufferId> TransferStep(ProgramBuilder& builder, std::string step_nam
 
 std::vector<BufferId> SavedTensorOffload::Pack(const std::string& name, NodeId node,
                                                const std::vector<BufferId>& saved) {
-  return TransferStep(
+  return TransferCopies(
       builder_, "pack " + name, TransferDirection::kToHost, saved, [&](BufferId source) {
         const BufferId host =
             CopyOf(builder_, source, builder_.program().buffer(source).name + "@host(" + name + ")",
@@ -60,7 +60,7 @@ std::vector<BufferId> SavedTensorOffload::Pack(const std::string& name, NodeId n
 
 std::vector<BufferId> SavedTensorOffload::Unpack(const std::string& name, NodeId node,
                                                  const std::vector<BufferId>& host) {
-  return TransferStep(
+  return TransferCopies(
       builder_, "unpack " + name, TransferDirection::kToDevice, host, [&](BufferId source) {
         std::string copy_name = builder_.program().buffer(source).name;
         copy_name = copy_name.substr(0, copy_name.rfind("@host(")) + "@unpacked(" + name + ")";
