@@ -346,21 +346,23 @@ void CachingAllocator::Free(int64_t handle) {
   const int64_t next = block(index).next;
   if (next != -1 && block(next).free) {
     EraseFree(next);
-    block(index).size += block(next).size;
-    block(index).next = block(next).next;
-    if (block(next).next != -1) block(block(next).next).prev = static_cast<int32_t>(index);
-    free_block_slots_.push_back(next);
+    AbsorbNext(index);
   }
   const int64_t prev = block(index).prev;
   if (prev != -1 && block(prev).free) {
     EraseFree(prev);
-    block(prev).size += block(index).size;
-    block(prev).next = block(index).next;
-    if (block(index).next != -1) block(block(index).next).prev = static_cast<int32_t>(prev);
-    free_block_slots_.push_back(index);
+    AbsorbNext(prev);
     index = prev;
   }
   InsertFree(index);
+}
+
+void CachingAllocator::AbsorbNext(int64_t index) {
+  const int64_t next = block(index).next;
+  block(index).size += block(next).size;
+  block(index).next = block(next).next;
+  if (block(next).next != -1) block(block(next).next).prev = static_cast<int32_t>(index);
+  free_block_slots_.push_back(next);
 }
 
 }  // namespace memplan

@@ -147,6 +147,9 @@ class CachingAllocator final : public AllocatorModel {
   void ReleaseFreeSegments();
   void InsertFree(int64_t block);
   void EraseFree(int64_t block);
+  // try_merge_blocks(): the block at `index` takes in the one after it in its segment, whose slot
+  // becomes a spare. REQUIRES: neither is in a pool (the caller erased the one that was).
+  void AbsorbNext(int64_t index);
   // The position of the first size >= `size` in `pool` (pool.sizes.size() when none).
   static size_t FirstAtLeast(const FreePool& pool, int64_t size);
   // A by_class pool's first class >= `size`'s class with a bucket; -1 when none.

@@ -1,35 +1,23 @@
 #include "analyzer/precision_policy.h"
 
+#include "analyzer/vocabulary/enum_table.h"
+
 namespace memplan {
 namespace {
 
-int Width(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat64:
-      return 3;
-    case DType::kFloat32:
-      return 2;
-    case DType::kFloat16:
-    case DType::kBFloat16:
-      return 1;
-    default:
-      return 0;
-  }
-}
+// How wide each floating dtype is, for the widest of an op's inputs; 0 for any other dtype.
+constexpr EnumTable<DType, int, 4> kFloatWidths = {{
+    {DType::kFloat64, 3},
+    {DType::kFloat32, 2},
+    {DType::kFloat16, 1},
+    {DType::kBFloat16, 1},
+}};
+
+int Width(DType dtype) { return ValueOr(kFloatWidths, dtype, 0); }
 
 }  // namespace
 
-DType WorkingDType(Precision precision) {
-  switch (precision) {
-    case Precision::kFp16:
-      return DType::kFloat16;
-    case Precision::kBf16:
-      return DType::kBFloat16;
-    case Precision::kFp32:
-      return DType::kUndefined;
-  }
-  return DType::kUndefined;
-}
+DType WorkingDType(Precision precision) { return ValueOf(kPrecisionWorkingDTypes, precision); }
 
 LossScaling DefaultLossScaling(Precision precision) {
   LossScaling scaling;

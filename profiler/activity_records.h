@@ -24,20 +24,23 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/vocabulary/name_table.h"
+
 namespace memplan::profiler {
 
-// CUpti_ActivityMemoryKind, same order and values.
-enum class DeviceMemoryKind : uint8_t {
-  kUnknown = 0,
-  kPageable = 1,
-  kPinned = 2,
-  kDevice = 3,
-  kArray = 4,
-  kManaged = 5,
-  kDeviceStatic = 6,
-  kManagedStatic = 7,
-};
-std::string_view DeviceMemoryKindName(DeviceMemoryKind kind);
+// CUpti_ActivityMemoryKind, same order and values (0..7); DeviceMemoryKindName is the name the
+// trace prints.
+#define MEMPLAN_DEVICE_MEMORY_KINDS(X) \
+  X(kUnknown, "unknown")               \
+  X(kPageable, "pageable")             \
+  X(kPinned, "pinned")                 \
+  X(kDevice, "device")                 \
+  X(kArray, "array")                   \
+  X(kManaged, "managed")               \
+  X(kDeviceStatic, "device_static")    \
+  X(kManagedStatic, "managed_static")
+MEMPLAN_NAMED_ENUM(DeviceMemoryKind, MEMPLAN_DEVICE_MEMORY_KINDS);
+static_assert(static_cast<int>(DeviceMemoryKind::kManagedStatic) == 7);
 // Memory that occupies the device's own memory (what a GPU budget counts).
 bool CountsAsDeviceMemory(DeviceMemoryKind kind);
 
@@ -68,9 +71,14 @@ struct KernelRecord : DeviceActivity {
   std::string name;  // the (mangled) kernel symbol
 };
 
-// CUpti_ActivityMemcpyKind values that matter here; the rest map to kOther.
-enum class MemcpyKind : uint8_t { kOther, kHostToDevice, kDeviceToHost, kDeviceToDevice };
-std::string_view MemcpyKindName(MemcpyKind kind);
+// CUpti_ActivityMemcpyKind values that matter here; the rest map to kOther. MemcpyKindName is
+// the name of the copy's slice in the trace.
+#define MEMPLAN_MEMCPY_KINDS(X)   \
+  X(kOther, "memcpy")             \
+  X(kHostToDevice, "memcpy HtoD") \
+  X(kDeviceToHost, "memcpy DtoH") \
+  X(kDeviceToDevice, "memcpy DtoD")
+MEMPLAN_NAMED_ENUM(MemcpyKind, MEMPLAN_MEMCPY_KINDS);
 
 struct MemcpyRecord : DeviceActivity {
   MemcpyKind copy_kind = MemcpyKind::kOther;

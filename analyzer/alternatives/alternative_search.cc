@@ -8,6 +8,7 @@
 #include "analyzer/baseline/pinned_plan.h"
 #include "analyzer/gpu_specs.h"
 #include "analyzer/memory_size.h"
+#include "analyzer/vocabulary/enum_table.h"
 #include "analyzer/vocabulary/recompute_choice.h"
 
 namespace memplan {
@@ -20,19 +21,15 @@ std::string AskedText(const PlanFlags& asked, std::optional<std::string> PlanFla
   return std::string(PlanFlagWithKey(key).cli_default);
 }
 
-// Ranking groups, in order: the run on the GPU asked, a shorter sequence, more GPUs, a larger GPU.
-int GroupOf(AlternativeKind kind) {
-  switch (kind) {
-    case AlternativeKind::kShorterSequence:
-      return 1;
-    case AlternativeKind::kSharding:
-      return 2;
-    case AlternativeKind::kLargerGpu:
-      return 3;
-    default:
-      return 0;
-  }
-}
+// Ranking groups, in order: the run on the GPU asked (group 0, every kind not listed), a shorter
+// sequence, more GPUs, a larger GPU.
+constexpr EnumTable<AlternativeKind, int, 3> kRankingGroups = {{
+    {AlternativeKind::kShorterSequence, 1},
+    {AlternativeKind::kSharding, 2},
+    {AlternativeKind::kLargerGpu, 3},
+}};
+
+int GroupOf(AlternativeKind kind) { return ValueOr(kRankingGroups, kind, 0); }
 
 int GroupOf(const std::vector<AlternativeKind>& kinds) {
   int group = 0;

@@ -2,7 +2,6 @@
 
 #include <fstream>
 #include <optional>
-#include <set>
 #include <string_view>
 
 #include "analyzer/baseline/config_list.h"
@@ -22,9 +21,7 @@ const BaselineEntry* Baseline::Find(const std::string& name) const {
 }
 
 Expected<Baseline> BaselineFromJson(const nlohmann::json& json) {
-  if (!HasSchema(json, kBaselineSchema))
-    return MakeError(std::string("not a memplan baseline: expected \"schema\": \"") +
-                     kBaselineSchema + "\"");
+  MEMPLAN_RETURN_IF_ERROR(CheckSchema(json, kBaselineSchema, "baseline"));
   auto list = json.find("configurations");
   if (list == json.end() || !list->is_array())
     return MakeError("baseline: 'configurations' must be an array");
@@ -32,27 +29,24 @@ Expected<Baseline> BaselineFromJson(const nlohmann::json& json) {
   if (list->empty())
     return MakeError("baseline: 'configurations' is empty; record one with `memplan baseline`");
   Baseline baseline;
-  std::set<std::string> names;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const nlohmann::json& item = (*list)[i];
-    MEMPLAN_TRY(CheckConfiguration config, CheckConfigurationFromJson(item, i));
-    if (!names.insert(config.name).second)
-      return MakeError("baseline: configuration name '" + config.name + "' appears twice");
-    auto result = item.find("result");
-    std::string where = "configuration '" + config.name + "': ";
-    if (result == item.end()) return MakeError(where + "'result' is missing");
-    MEMPLAN_TRY(MemoryResult memory, MemoryResultFromJson(*result, where));
-    BaselineEntry entry{std::move(config), std::move(memory)};
-    if (auto plan = item.find("plan"); plan != item.end()) {
-      MEMPLAN_TRY(entry.plan, PlanFlagsFromJson(*plan, where + "'plan': "));
-    }
-    if (auto largest = item.find(kLargestFittingKey); largest != item.end()) {
-      if (!IsInt64(*largest) || largest->get<int64_t>() < 0)
-        return MakeError(where + "'" + kLargestFittingKey + "' must be an integer >= 0");
-      entry.largest_fitting_micro_batch = largest->get<int64_t>();
-    }
-    baseline.entries.push_back(std::move(entry));
-  }
+  MEMPLAN_RETURN_IF_ERROR(ForEachConfiguration(
+      *list, "baseline", [&](CheckConfiguration config, const nlohmann::json& item) -> Status {
+        auto result = item.find("result");
+        std::string where = "configuration '" + config.name + "': ";
+        if (result == item.end()) return MakeError(where + "'result' is missing");
+        MEMPLAN_TRY(MemoryResult memory, MemoryResultFromJson(*result, where));
+        BaselineEntry entry{std::move(config), std::move(memory)};
+        if (auto plan = item.find("plan"); plan != item.end()) {
+          MEMPLAN_TRY(entry.plan, PlanFlagsFromJson(*plan, where + "'plan': "));
+        }
+        if (auto largest = item.find(kLargestFittingKey); largest != item.end()) {
+          if (!IsInt64(*largest) || largest->get<int64_t>() < 0)
+            return MakeError(where + "'" + kLargestFittingKey + "' must be an integer >= 0");
+          entry.largest_fitting_micro_batch = largest->get<int64_t>();
+        }
+        baseline.entries.push_back(std::move(entry));
+        return OkStatus();
+      }));
   return baseline;
 }
 

@@ -5,6 +5,7 @@
 #include "analyzer/baseline/check_format_internal.h"
 #include "analyzer/memory_size.h"
 #include "analyzer/report/markup.h"
+#include "analyzer/vocabulary/enum_table.h"
 
 namespace memplan::check_format {
 namespace {
@@ -17,20 +18,19 @@ std::string Code(std::string_view text) {
   return "`" + cell + "`";
 }
 
+// The emoji GitHub renders before each status's name in the table's first column.
+constexpr EnumTable<CheckStatus, std::string_view, 5> kStatusEmoji = {{
+    {CheckStatus::kPass, ":white_check_mark:"},
+    {CheckStatus::kImprovement, ":chart_with_downwards_trend:"},
+    {CheckStatus::kRegression, ":x:"},
+    {CheckStatus::kMissing, ":x:"},
+    {CheckStatus::kNew, ":new:"},
+}};
+static_assert(ListsEvery(kStatusEmoji, kCheckStatusNames));
+
+// ":white_check_mark: pass", ":x: regression", ...
 std::string StatusCell(CheckStatus status) {
-  switch (status) {
-    case CheckStatus::kPass:
-      return ":white_check_mark: pass";
-    case CheckStatus::kImprovement:
-      return ":chart_with_downwards_trend: improvement";
-    case CheckStatus::kRegression:
-      return ":x: regression";
-    case CheckStatus::kMissing:
-      return ":x: missing";
-    case CheckStatus::kNew:
-      return ":new: new";
-  }
-  return "";
+  return std::string(ValueOf(kStatusEmoji, status)) + " " + std::string(CheckStatusName(status));
 }
 
 std::string GrowthCell(const ConfigurationCheck& check) {

@@ -27,21 +27,31 @@ Expected<CheckConfiguration> CheckConfigurationFromJson(const nlohmann::json& ob
   return config;
 }
 
+Status ForEachConfiguration(
+    const nlohmann::json& list, std::string_view what,
+    const std::function<Status(CheckConfiguration config, const nlohmann::json& item)>& read) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < list.size(); ++i) {
+    MEMPLAN_TRY(CheckConfiguration config, CheckConfigurationFromJson(list[i], i));
+    if (!names.insert(config.name).second)
+      return MakeError(std::string(what) + ": configuration name '" + config.name +
+                       "' appears twice");
+    MEMPLAN_RETURN_IF_ERROR(read(std::move(config), list[i]));
+  }
+  return OkStatus();
+}
+
 Expected<ConfigList> ConfigListFromJson(const nlohmann::json& json) {
-  if (!HasSchema(json, kConfigListSchema))
-    return MakeError(std::string("not a memplan config list: expected \"schema\": \"") +
-                     kConfigListSchema + "\"");
+  MEMPLAN_RETURN_IF_ERROR(CheckSchema(json, kConfigListSchema, "config list"));
   auto list = json.find("configurations");
   if (list == json.end() || !list->is_array() || list->empty())
     return MakeError("config list: 'configurations' must be a non-empty array");
   ConfigList result;
-  std::set<std::string> names;
-  for (size_t i = 0; i < list->size(); ++i) {
-    MEMPLAN_TRY(CheckConfiguration config, CheckConfigurationFromJson((*list)[i], i));
-    if (!names.insert(config.name).second)
-      return MakeError("config list: configuration name '" + config.name + "' appears twice");
-    result.configurations.push_back(std::move(config));
-  }
+  MEMPLAN_RETURN_IF_ERROR(ForEachConfiguration(
+      *list, "config list", [&](CheckConfiguration config, const nlohmann::json&) -> Status {
+        result.configurations.push_back(std::move(config));
+        return OkStatus();
+      }));
   return result;
 }
 

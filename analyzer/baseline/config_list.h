@@ -14,6 +14,8 @@
 // Model paths are relative to this file's directory. docs/ci_checks.md lists every flag.
 
 #include <filesystem>
+#include <functional>
+#include <string_view>
 #include <vector>
 
 #include "analyzer/baseline/baseline.h"
@@ -34,5 +36,13 @@ Expected<ConfigList> ReadConfigList(const std::filesystem::path& path);
 // Parses the "name"/"model"/"flags" members shared by config lists and baselines.
 // `index` is the position in "configurations", for messages about unnamed entries.
 Expected<CheckConfiguration> CheckConfigurationFromJson(const nlohmann::json& object, size_t index);
+
+// Reads the items of `list` (a document's "configurations" array) in order: each one's
+// CheckConfiguration, whose name no earlier item may have, goes with the item to `read`, and the
+// first error stops the walk. `what` starts the error for a repeated name ("baseline" ->
+// "baseline: configuration name 'x' appears twice").
+Status ForEachConfiguration(
+    const nlohmann::json& list, std::string_view what,
+    const std::function<Status(CheckConfiguration config, const nlohmann::json& item)>& read);
 
 }  // namespace memplan

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 #include "graph/expected.h"
@@ -41,6 +42,14 @@ inline bool HasSchema(const nlohmann::json& json, const char* schema) {
   if (!json.is_object()) return false;
   auto it = json.find("schema");
   return it != json.end() && it->is_string() && it->get<std::string>() == schema;
+}
+
+// HasSchema, or an error naming the document: `what` = "baseline" ->
+// 'not a memplan baseline: expected "schema": "memplan-baseline/1"'.
+inline Status CheckSchema(const nlohmann::json& json, const char* schema, std::string_view what) {
+  if (HasSchema(json, schema)) return OkStatus();
+  return MakeError("not a memplan " + std::string(what) + ": expected \"schema\": \"" + schema +
+                   "\"");
 }
 
 }  // namespace memplan

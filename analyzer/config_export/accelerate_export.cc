@@ -10,21 +10,18 @@
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
+#include "analyzer/vocabulary/enum_table.h"
 
 namespace memplan::config_export {
 namespace {
 
-std::string MixedPrecisionValue(Precision precision) {
-  switch (precision) {
-    case Precision::kFp32:
-      return "'no'";
-    case Precision::kFp16:
-      return "fp16";
-    case Precision::kBf16:
-      return "bf16";
-  }
-  return "'no'";
-}
+// accelerate's mixed_precision for each precision; 'no' is quoted (YAML 1.1 reads it as false).
+constexpr EnumTable<Precision, std::string_view, 3> kMixedPrecisionValues = {{
+    {Precision::kFp32, "'no'"},
+    {Precision::kFp16, "fp16"},
+    {Precision::kBf16, "bf16"},
+}};
+static_assert(ListsEvery(kMixedPrecisionValues, kPrecisionNames));
 
 // Python lines as an indented comment: "x = 1\n" -> "#   x = 1\n".
 std::string IndentedComment(const std::string& lines) {
@@ -154,7 +151,7 @@ std::string ExportAccelerate(const ExportPlan& plan, const ExportOptions& option
   out += "distributed_type: " + DistributedType(plan) + "\n";
   if (engine.rfind("fsdp_config", 0) == 0) out += engine;
   out += "machine_rank: 0\n";
-  out += "mixed_precision: " + MixedPrecisionValue(plan.precision) + "\n";
+  out += "mixed_precision: " + std::string(ValueOf(kMixedPrecisionValues, plan.precision)) + "\n";
   out += "num_machines: " + std::to_string(plan.Nodes()) + "\n";
   out += "num_processes: " + std::to_string(plan.Gpus()) + "\n";
   out += "use_cpu: false\n";

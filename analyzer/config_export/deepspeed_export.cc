@@ -14,6 +14,7 @@
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
+#include "analyzer/vocabulary/enum_table.h"
 
 namespace memplan::config_export {
 namespace {
@@ -116,27 +117,20 @@ std::vector<std::string> NotExpressed(const ExportPlan& plan, const ExportOption
 
 // DeepSpeed's ZeRO stage for a data-parallel strategy. FSDP's full sharding is ZeRO-3's; DDP is
 // stage 0 (DeepSpeed's own data parallelism, gradients all-reduced whole).
-int ZeroStage(ParallelStrategy strategy) {
-  switch (strategy) {
-    case ParallelStrategy::kDdp:
-      return 0;
-    case ParallelStrategy::kZero1:
-      return 1;
-    case ParallelStrategy::kZero2:
-      return 2;
-    case ParallelStrategy::kZero3:
-    case ParallelStrategy::kFsdp:
-      return 3;
-    case ParallelStrategy::kHybridShard:  // refused before rendering (export_config.cc)
-      return 3;
-  }
-  return 0;
-}
+constexpr EnumTable<ParallelStrategy, int, 6> kZeroStages = {{
+    {ParallelStrategy::kDdp, 0},
+    {ParallelStrategy::kZero1, 1},
+    {ParallelStrategy::kZero2, 2},
+    {ParallelStrategy::kZero3, 3},
+    {ParallelStrategy::kFsdp, 3},
+    {ParallelStrategy::kHybridShard, 3},  // refused before rendering (export_config.cc)
+}};
+static_assert(ListsEvery(kZeroStages, kParallelStrategyNames));
 
 // zero_optimization with the engine settings the per-rank program was derived with
 // (analyzer/parallel/data_parallel_options.h), so the engine runs what was simulated.
 nlohmann::ordered_json ZeroSection(const DataParallelOptions& dp) {
-  const int stage = ZeroStage(dp.strategy);
+  const int stage = ValueOf(kZeroStages, dp.strategy);
   nlohmann::ordered_json zero;
   zero["stage"] = stage;
   if (stage >= 1) {

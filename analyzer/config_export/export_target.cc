@@ -10,24 +10,6 @@ Expected<ExportTarget> ParseExportTarget(std::string_view name) {
                    "' (expected one of: " + JoinNames(kExportTargetNames) + ")");
 }
 
-std::string_view ExportTargetDefaultFileName(ExportTarget target) {
-  switch (target) {
-    case ExportTarget::kDeepSpeed:
-      return "ds_config.json";
-    case ExportTarget::kHfTrainer:
-      return "training_args.py";
-    case ExportTarget::kHfTrainerJson:
-      return "training_args.json";
-    case ExportTarget::kAccelerate:
-      return "accelerate_config.yaml";
-    case ExportTarget::kLightning:
-      return "lightning_trainer.py";
-    case ExportTarget::kPytorchLoop:
-      return "train_loop.py";
-  }
-  return "train_loop.py";
-}
-
 bool ExportTargetRuns(ExportTarget target, AmpMode mode, std::optional<ParallelStrategy> strategy,
                       OffloadMode offload) {
   const bool zero = strategy == ParallelStrategy::kZero1 || strategy == ParallelStrategy::kZero2 ||

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "analyzer/vocabulary/amp_mode.h"
+#include "analyzer/vocabulary/enum_table.h"
 #include "analyzer/vocabulary/name_table.h"
 #include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_impl.h"
@@ -18,15 +19,19 @@
 
 namespace memplan {
 
-// ExportTargetName is the CLI spelling.
-#define MEMPLAN_EXPORT_TARGETS(X)                                                             \
-  X(kDeepSpeed, "deepspeed")  /* DeepSpeed config JSON (ds_config.json) */                    \
-  X(kHfTrainer, "hf-trainer") /* Python: transformers.TrainingArguments(...) */               \
-  /* JSON of TrainingArguments fields (HfArgumentParser.parse_json_file) */                   \
-  X(kHfTrainerJson, "hf-trainer-json")                                                        \
-  X(kAccelerate, "accelerate") /* accelerate config YAML (accelerate launch --config_file) */ \
-  X(kLightning, "lightning")   /* Python: lightning Trainer(...) arguments */                 \
-  X(kPytorchLoop, "pytorch")   /* Python: a plain PyTorch training loop */
+// ExportTargetName is the CLI spelling; the last column the file name a user would save the
+// output as (ExportTargetDefaultFileName).
+#define MEMPLAN_EXPORT_TARGETS(X)                                           \
+  X(kDeepSpeed, "deepspeed", "ds_config.json") /* DeepSpeed config JSON */  \
+  /* Python: transformers.TrainingArguments(...) */                         \
+  X(kHfTrainer, "hf-trainer", "training_args.py")                           \
+  /* JSON of TrainingArguments fields (HfArgumentParser.parse_json_file) */ \
+  X(kHfTrainerJson, "hf-trainer-json", "training_args.json")                \
+  /* accelerate config YAML (accelerate launch --config_file) */            \
+  X(kAccelerate, "accelerate", "accelerate_config.yaml")                    \
+  /* Python: lightning Trainer(...) arguments */                            \
+  X(kLightning, "lightning", "lightning_trainer.py")                        \
+  X(kPytorchLoop, "pytorch", "train_loop.py") /* Python: a plain PyTorch training loop */
 MEMPLAN_NAMED_ENUM(ExportTarget, MEMPLAN_EXPORT_TARGETS);
 
 inline constexpr std::array<ExportTarget, kExportTargetNames.size()> kAllExportTargets =
@@ -36,8 +41,12 @@ inline constexpr std::array<ExportTarget, kExportTargetNames.size()> kAllExportT
 Expected<ExportTarget> ParseExportTarget(std::string_view name);
 
 // The file name a user would save the output as ("ds_config.json", "train_loop.py", ...), for
-// help texts and docs.
-std::string_view ExportTargetDefaultFileName(ExportTarget target);
+// help texts and docs: the last column of MEMPLAN_EXPORT_TARGETS.
+inline constexpr auto kExportTargetFileNames =
+    MEMPLAN_ENUM_COLUMN(ExportTarget, MEMPLAN_EXPORT_TARGETS, std::string_view);
+inline std::string_view ExportTargetDefaultFileName(ExportTarget target) {
+  return ValueOf(kExportTargetFileNames, target);
+}
 
 // Which mixed-precision regimes a framework's configuration can express: DeepSpeed's fp16/bf16
 // sections keep half parameters with fp32 masters; the Trainer, Accelerate and Lightning's

@@ -11,6 +11,7 @@
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
+#include "analyzer/vocabulary/enum_table.h"
 
 namespace memplan::config_export {
 namespace {
@@ -34,27 +35,23 @@ std::string DeepSpeedConfigFile() {
 // Adam) with torch's default implementation (foreach on CUDA), "adamw_torch_fused" the same with
 // fused=True (what a plan with --optimizer-impl fused modelled); "sgd" is torch.optim.SGD without
 // momentum. A for-loop plan is refused before this (export_config.cc).
+constexpr EnumTable<OptimizerKind, std::string_view, 8> kHfOptimNames = {{
+    {OptimizerKind::kSgd, "sgd"},
+    {OptimizerKind::kMomentum, "sgd"},
+    {OptimizerKind::kAdam, "adamw_torch"},
+    {OptimizerKind::kAdamW, "adamw_torch"},
+    {OptimizerKind::kAdafactor, "adafactor"},  // transformers' own Adafactor
+    {OptimizerKind::kAdamW8bit, "adamw_bnb_8bit"},
+    {OptimizerKind::kPagedAdamW8bit, "paged_adamw_8bit"},
+    {OptimizerKind::kLion, "lion_32bit"},
+}};
+static_assert(ListsEvery(kHfOptimNames, kOptimizerKindNames));
+
 std::string HfOptimName(OptimizerKind optimizer, std::optional<OptimizerImpl> impl) {
   if ((optimizer == OptimizerKind::kAdam || optimizer == OptimizerKind::kAdamW) &&
       impl == OptimizerImpl::kFused)
     return "adamw_torch_fused";
-  switch (optimizer) {
-    case OptimizerKind::kSgd:
-    case OptimizerKind::kMomentum:
-      return "sgd";
-    case OptimizerKind::kAdam:
-    case OptimizerKind::kAdamW:
-      return "adamw_torch";
-    case OptimizerKind::kAdafactor:
-      return "adafactor";  // transformers' own Adafactor
-    case OptimizerKind::kAdamW8bit:
-      return "adamw_bnb_8bit";
-    case OptimizerKind::kPagedAdamW8bit:
-      return "paged_adamw_8bit";
-    case OptimizerKind::kLion:
-      return "lion_32bit";
-  }
-  return "adamw_torch";
+  return std::string(ValueOf(kHfOptimNames, optimizer));
 }
 
 std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOptions& options) {

@@ -22,46 +22,50 @@ BufferId CopyOf(ProgramBuilder& builder, BufferId source, std::string name, Memo
   return copy;
 }
 
+// One transfer step named `step_name` that copies each valid buffer of `sources` into the new
+// buffer `make_copy(source)` returns (invalid where the source is), or no step when none is valid.
+template <class MakeCopy>
+std::vector<BufferId> TransferCopies(ProgramBuilder& builder, std::string step_name,
+                                     TransferDirection direction,
+                                     const std::vector<BufferId>& sources, MakeCopy make_copy) {
+  std::vector<BufferId> copies(sources.size());
+  if (!AnyValid(sources)) return copies;
+  Step& step = builder.NewStep(StepKind::kTransfer, std::move(step_name));
+  step.transfer = Transfer{direction, TransferOverlap::kNone};
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (!sources[i].valid()) continue;
+    copies[i] = make_copy(sources[i]);
+    builder.AllocateHere(copies[i]);
+    builder.Touch(sources[i]);
+    builder.current().inputs.push_back(sources[i]);
+    builder.current().outputs.push_back(copies[i]);
+  }
+  return copies;
+}
+
 }  // namespace
 
 std::vector<BufferId> SavedTensorOffload::Pack(const std::string& name, NodeId node,
                                                const std::vector<BufferId>& saved) {
-  std::vector<BufferId> host(saved.size());
-  if (!AnyValid(saved)) return host;
-  Step& step = builder_.NewStep(StepKind::kTransfer, "pack " + name);
-  step.transfer = Transfer{TransferDirection::kToHost, TransferOverlap::kNone};
-  for (size_t i = 0; i < saved.size(); ++i) {
-    if (!saved[i].valid()) continue;
-    host[i] =
-        CopyOf(builder_, saved[i], builder_.program().buffer(saved[i]).name + "@host(" + name + ")",
-               MemorySpace::kHost, node);
-    // Autograd holds the host copy from this forward to the op's backward.
-    builder_.program().buffers[host[i].index()].held_for_backward = true;
-    builder_.AllocateHere(host[i]);
-    builder_.Touch(saved[i]);
-    builder_.current().inputs.push_back(saved[i]);
-    builder_.current().outputs.push_back(host[i]);
-  }
-  return host;
+  return TransferCopies(
+      builder_, "pack " + name, TransferDirection::kToHost, saved, [&](BufferId source) {
+        const BufferId host =
+            CopyOf(builder_, source, builder_.program().buffer(source).name + "@host(" + name + ")",
+                   MemorySpace::kHost, node);
+        // Autograd holds the host copy from this forward to the op's backward.
+        builder_.program().buffers[host.index()].held_for_backward = true;
+        return host;
+      });
 }
 
 std::vector<BufferId> SavedTensorOffload::Unpack(const std::string& name, NodeId node,
                                                  const std::vector<BufferId>& host) {
-  std::vector<BufferId> device(host.size());
-  if (!AnyValid(host)) return device;
-  Step& step = builder_.NewStep(StepKind::kTransfer, "unpack " + name);
-  step.transfer = Transfer{TransferDirection::kToDevice, TransferOverlap::kNone};
-  for (size_t i = 0; i < host.size(); ++i) {
-    if (!host[i].valid()) continue;
-    std::string copy_name = builder_.program().buffer(host[i]).name;
-    copy_name = copy_name.substr(0, copy_name.rfind("@host(")) + "@unpacked(" + name + ")";
-    device[i] = CopyOf(builder_, host[i], std::move(copy_name), MemorySpace::kDevice, node);
-    builder_.AllocateHere(device[i]);
-    builder_.Touch(host[i]);
-    builder_.current().inputs.push_back(host[i]);
-    builder_.current().outputs.push_back(device[i]);
-  }
-  return device;
+  return TransferCopies(
+      builder_, "unpack " + name, TransferDirection::kToDevice, host, [&](BufferId source) {
+        std::string copy_name = builder_.program().buffer(source).name;
+        copy_name = copy_name.substr(0, copy_name.rfind("@host(")) + "@unpacked(" + name + ")";
+        return CopyOf(builder_, source, std::move(copy_name), MemorySpace::kDevice, node);
+      });
 }
 
 }  // namespace memplan

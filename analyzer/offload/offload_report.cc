@@ -6,24 +6,19 @@
 #include "analyzer/category_bytes_json.h"
 #include "analyzer/memory_size.h"
 #include "analyzer/report/number_format.h"
+#include "analyzer/vocabulary/enum_table.h"
 
 namespace memplan {
 namespace {
 
 // What the mode keeps on the host, for the text line.
-std::string_view OffloadedWhat(OffloadMode mode) {
-  switch (mode) {
-    case OffloadMode::kNone:
-      return "nothing";
-    case OffloadMode::kOptimizer:
-      return "optimizer state, the parameter copies it updates and gradients";
-    case OffloadMode::kOptimizerAndParams:
-      return "parameters, optimizer state and gradients";
-    case OffloadMode::kActivations:
-      return "saved activations";
-  }
-  return "nothing";
-}
+constexpr EnumTable<OffloadMode, std::string_view, 4> kOffloadedWhat = {{
+    {OffloadMode::kNone, "nothing"},
+    {OffloadMode::kOptimizer, "optimizer state, the parameter copies it updates and gradients"},
+    {OffloadMode::kOptimizerAndParams, "parameters, optimizer state and gradients"},
+    {OffloadMode::kActivations, "saved activations"},
+}};
+static_assert(ListsEvery(kOffloadedWhat, kOffloadModeNames));
 
 }  // namespace
 
@@ -54,7 +49,7 @@ std::string OffloadText(const AnalysisReport& report) {
   const OffloadCostOptions cost = ResolvedOffloadCostOptions(*report.options);
   std::ostringstream s;
   s << "Host     " << FormatBytes(plan.simulation.host_peak_bytes) << " pinned ("
-    << OffloadedWhat(plan.program.offload) << " offloaded)\n";
+    << ValueOf(kOffloadedWhat, plan.program.offload) << " offloaded)\n";
   s << "         " << cost.host_link.description << " at "
     << FormatFixed(cost.host_link.bytes_per_second * cost.copy_efficiency / 1e9, 1)
     << " GB/s: " << FormatBytes(plan.time.transfer_bytes) << " per step, "

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "analyzer/analysis_report.h"
+#include "analyzer/vocabulary/enum_table.h"
 
 namespace memplan {
 namespace {
@@ -86,25 +87,20 @@ TimelineChart BuildTimelineChart(const TrainingPlan& plan, const TimelineChartOp
   return chart;
 }
 
+// Tableau 10: distinguishable for the common colour-vision deficiencies, one hue per category.
+constexpr EnumTable<MemoryCategory, std::string_view, 7> kCategoryColors = {{
+    {MemoryCategory::kParameters, "#4e79a7"},
+    {MemoryCategory::kGradients, "#f28e2b"},
+    {MemoryCategory::kOptimizerState, "#e15759"},
+    {MemoryCategory::kActivations, "#76b7b2"},
+    {MemoryCategory::kTransients, "#59a14f"},
+    {MemoryCategory::kWorkspace, "#edc948"},
+    {MemoryCategory::kOther, "#b07aa1"},
+}};
+static_assert(ListsEvery(kCategoryColors, kMemoryCategoryNames));
+
 std::string_view MemoryCategoryColor(MemoryCategory category) {
-  // Tableau 10: distinguishable for the common colour-vision deficiencies, one hue per category.
-  switch (category) {
-    case MemoryCategory::kParameters:
-      return "#4e79a7";
-    case MemoryCategory::kGradients:
-      return "#f28e2b";
-    case MemoryCategory::kOptimizerState:
-      return "#e15759";
-    case MemoryCategory::kActivations:
-      return "#76b7b2";
-    case MemoryCategory::kTransients:
-      return "#59a14f";
-    case MemoryCategory::kWorkspace:
-      return "#edc948";
-    case MemoryCategory::kOther:
-      return "#b07aa1";
-  }
-  return "#999999";
+  return ValueOf(kCategoryColors, category);
 }
 
 }  // namespace memplan

@@ -104,9 +104,12 @@ constexpr std::array<Enum, N> ValuesOf(const NameTable<Enum, N>& table) {
 //     X(kZero, "zero")             /* gradients stay allocated and are zeroed */
 //   MEMPLAN_VOCABULARY(ZeroGradMode, MEMPLAN_ZERO_GRAD_MODES, "zero_grad mode");
 //
-// The list stays defined, so a vocabulary that extends another can name it (precision.h).
-#define MEMPLAN_VOCABULARY_ENUMERATOR(enumerator, name) enumerator,
-#define MEMPLAN_VOCABULARY_NAMED_VALUE(enumerator, name) {enumerator, name},
+// The list stays defined, so a vocabulary that extends another can name it (precision.h). An X
+// may carry one more column after the name, a value each enumerator has (export_target.h: the
+// file name of each target's output); the enum and its names ignore it, and
+// MEMPLAN_ENUM_COLUMN (enum_table.h) makes the table of it.
+#define MEMPLAN_VOCABULARY_ENUMERATOR(enumerator, name, ...) enumerator,
+#define MEMPLAN_VOCABULARY_NAMED_VALUE(enumerator, name, ...) {enumerator, name},
 #define MEMPLAN_NAMED_ENUM(Enum, LIST)                                                         \
   enum class Enum : uint8_t { LIST(MEMPLAN_VOCABULARY_ENUMERATOR) };                           \
   inline constexpr auto k##Enum##Names = [] {                                                  \

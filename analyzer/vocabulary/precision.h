@@ -7,18 +7,23 @@
 #include <optional>
 #include <string_view>
 
+#include "analyzer/vocabulary/enum_table.h"
 #include "analyzer/vocabulary/name_table.h"
+#include "graph/dtype.h"
 
 namespace memplan {
 
+// The last column is the precision's working (half) dtype, kUndefined for fp32 (WorkingDType).
 #define MEMPLAN_PRECISIONS(X)                                                              \
-  X(kFp32, "fp32") /* everything in fp32 */                                                \
+  X(kFp32, "fp32", DType::kUndefined) /* everything in fp32 */                             \
   /* mixed precision: fp16 compute where safe, fp32 masters, loss scaling by default */    \
-  X(kFp16, "fp16")                                                                         \
+  X(kFp16, "fp16", DType::kFloat16)                                                        \
   /* mixed precision: bf16 compute where safe, fp32 masters, no loss scaling by default */ \
-  X(kBf16, "bf16")
+  X(kBf16, "bf16", DType::kBFloat16)
 // "fp16" -> kFp16; error "unknown precision 'x' (choose one of: fp32, fp16, bf16)".
 MEMPLAN_VOCABULARY(Precision, MEMPLAN_PRECISIONS, "precision");
+inline constexpr auto kPrecisionWorkingDTypes =
+    MEMPLAN_ENUM_COLUMN(Precision, MEMPLAN_PRECISIONS, DType);
 
 // What a user asks the search for: one precision, or auto (fp32 and the GPU's fastest 16-bit
 // format, whichever plans faster).
@@ -28,19 +33,10 @@ MEMPLAN_VOCABULARY(Precision, MEMPLAN_PRECISIONS, "precision");
 // "auto" -> kAuto; error "unknown precision 'x' (choose one of: fp32, fp16, bf16, auto)".
 MEMPLAN_VOCABULARY(PrecisionChoice, MEMPLAN_PRECISION_CHOICES, "precision");
 
-// The precision a choice fixes; nullopt for auto.
+// The precision a choice fixes: the Precision of the same name (MEMPLAN_PRECISION_CHOICES lists
+// MEMPLAN_PRECISIONS); nullopt for auto, which names none.
 inline std::optional<Precision> FixedPrecision(PrecisionChoice choice) {
-  switch (choice) {
-    case PrecisionChoice::kFp32:
-      return Precision::kFp32;
-    case PrecisionChoice::kFp16:
-      return Precision::kFp16;
-    case PrecisionChoice::kBf16:
-      return Precision::kBf16;
-    case PrecisionChoice::kAuto:
-      break;
-  }
-  return std::nullopt;
+  return FindName(kPrecisionNames, PrecisionChoiceName(choice));
 }
 
 }  // namespace memplan

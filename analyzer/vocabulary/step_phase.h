@@ -12,23 +12,29 @@
 #include <string_view>
 
 #include "analyzer/training_program.h"
+#include "analyzer/vocabulary/enum_table.h"
 #include "analyzer/vocabulary/name_table.h"
 
 namespace memplan {
 
-#define MEMPLAN_STEP_PHASES(X) \
-  X(kSetup, "setup")           \
-  X(kLoad, "load")             \
-  X(kForward, "forward")       \
-  X(kBackward, "backward")     \
-  X(kRecompute, "recompute")   \
-  X(kOptimizer, "optimizer")
+// Each phase with its coarse phase (the table above) as the last column.
+#define MEMPLAN_STEP_PHASES(X)           \
+  X(kSetup, "setup", "optimizer")        \
+  X(kLoad, "load", "forward")            \
+  X(kForward, "forward", "forward")      \
+  X(kBackward, "backward", "backward")   \
+  X(kRecompute, "recompute", "backward") \
+  X(kOptimizer, "optimizer", "optimizer")
 MEMPLAN_VOCABULARY(StepPhase, MEMPLAN_STEP_PHASES, "step phase");
 
 StepPhase PhaseOfStep(StepKind kind);
 
 // The coarse phase reports print: "forward", "backward" or "optimizer" (see the table above).
-std::string_view CoarsePhaseName(StepPhase phase);
+inline constexpr auto kCoarsePhaseNames =
+    MEMPLAN_ENUM_COLUMN(StepPhase, MEMPLAN_STEP_PHASES, std::string_view);
+inline std::string_view CoarsePhaseName(StepPhase phase) {
+  return ValueOf(kCoarsePhaseNames, phase);
+}
 // The coarse phase of `program.steps[t]`; "forward" for a time outside the program (the peak of
 // an empty simulation is step -1), as memplan/1's `peak.phase` has always said.
 std::string_view CoarsePhaseNameAt(const TrainingProgram& program, LogicalTime t);
