@@ -230,8 +230,7 @@ class CandidateEvaluator {
   // model a replay whose sizes round as an earlier one's reuses its peaks
   // (analyzer/caching_peak_memo.h).
   Expected<const ScriptPeaks*> MemoryOf(int64_t m, int64_t k) {
-    MEMPLAN_CHECK(k >= 1);
-    const std::pair<int64_t, int64_t> key(m, std::min<int64_t>(k, 2));
+    const std::pair<int64_t, int64_t> key = MemoKey(m, k);
     auto it = simulations_.find(key);
     if (it == simulations_.end()) {
       MEMPLAN_TRY(const std::vector<int64_t> sizes, SizesAt(m));
@@ -254,8 +253,7 @@ class CandidateEvaluator {
   // sample past the budget (the peaks are maxima, so the rest cannot bring it back). A replay
   // that runs to the end is kept as MemoryOf's. The search's closing probes only ask this.
   Expected<bool> FitsAt(int64_t m, int64_t k, int64_t budget) {
-    MEMPLAN_CHECK(k >= 1);
-    const std::pair<int64_t, int64_t> key(m, std::min<int64_t>(k, 2));
+    const std::pair<int64_t, int64_t> key = MemoKey(m, k);
     const bool reserved = FitsReservedBytes(options_.allocator);
     auto fits = [&](const ScriptPeaks& peaks) {
       return (reserved ? peaks.reserved_bytes : peaks.live_bytes) <= budget;
@@ -282,8 +280,7 @@ class CandidateEvaluator {
   // which needs no allocator replay (a walk over the script's sizes, a fraction of a replay's
   // cost), or the known one.
   Expected<int64_t> LivePeakAt(int64_t m, int64_t k) {
-    MEMPLAN_CHECK(k >= 1);
-    const std::pair<int64_t, int64_t> key(m, std::min<int64_t>(k, 2));
+    const std::pair<int64_t, int64_t> key = MemoKey(m, k);
     if (auto it = simulations_.find(key); it != simulations_.end()) return it->second.live_bytes;
     MEMPLAN_TRY(const std::vector<int64_t> sizes, SizesAt(m));
     MEMPLAN_TRY(const AllocationScript* script, ScriptOf(key.second));
@@ -291,6 +288,12 @@ class CandidateEvaluator {
   }
 
  private:
+  // Peaks are memoised per (m, min(k, 2)): memory depends on k only through k > 1.
+  static std::pair<int64_t, int64_t> MemoKey(int64_t m, int64_t k) {
+    MEMPLAN_CHECK(k >= 1);
+    return {m, std::min<int64_t>(k, 2)};
+  }
+
   // The allocation script of min(k, 2) micro-batches, recorded on first use.
   Expected<const AllocationScript*> ScriptOf(int64_t replayed) {
     std::optional<AllocationScript>& script = scripts_[static_cast<size_t>(replayed - 1)];
@@ -538,19 +541,17 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   // k matters for memory only through k > 1 (the persistent gradients exist during the second
   // micro-batch's forward), so the fit test uses the k the plan would have.
   const int64_t fit_k = rank_batch ? 2 : 1;
-  auto peak_at = [&evaluator, &rank_batch, fit_k, budget](int64_t m) -> Expected<int64_t> {
-    int64_t k = rank_batch ? std::max<int64_t>(1, CeilDiv(*rank_batch, m)) : 1;
-    MEMPLAN_TRY(PlanCandidate c,
-                evaluator.Evaluate(m, std::min(k, fit_k), budget, /*with_time=*/false));
+  auto k_at = [&rank_batch, fit_k](int64_t m) {
+    const int64_t k = rank_batch ? std::max<int64_t>(1, CeilDiv(*rank_batch, m)) : 1;
+    return std::min(k, fit_k);
+  };
+  auto peak_at = [&evaluator, &k_at, budget](int64_t m) -> Expected<int64_t> {
+    MEMPLAN_TRY(PlanCandidate c, evaluator.Evaluate(m, k_at(m), budget, /*with_time=*/false));
     return c.peak_bytes;
   };
-  auto live_peak_at = [&evaluator, &rank_batch, fit_k](int64_t m) -> Expected<int64_t> {
-    int64_t k = rank_batch ? std::max<int64_t>(1, CeilDiv(*rank_batch, m)) : 1;
-    return evaluator.LivePeakAt(m, std::min(k, fit_k));
-  };
-  auto fits_at = [&evaluator, &rank_batch, fit_k](int64_t m, int64_t limit) -> Expected<bool> {
-    int64_t k = rank_batch ? std::max<int64_t>(1, CeilDiv(*rank_batch, m)) : 1;
-    return evaluator.FitsAt(m, std::min(k, fit_k), limit);
+  auto live_peak_at = [&evaluator, &k_at](int64_t m) { return evaluator.LivePeakAt(m, k_at(m)); };
+  auto fits_at = [&evaluator, &k_at](int64_t m, int64_t limit) {
+    return evaluator.FitsAt(m, k_at(m), limit);
   };
 
   int64_t largest = 1;
