@@ -145,6 +145,27 @@ TEST_CASE("LayerNormalization matches torch layer_norm", "[kernels]") {
   RequireMatches(r, ref::ln, "Y", {"dX", "dScale", "dB"});
 }
 
+TEST_CASE("LayerNormalization's backward reads mean and invstd from declared Mean/InvStdDev",
+          "[kernels]") {
+  // With the outputs declared the registry saves them, not the extras (OutputOrExtra): backward
+  // gets the outputs alone and must give torch's gradients.
+  const Attributes a;
+  KernelContext ctx;
+  const std::vector<Tensor> inputs = Inputs(ref::ln);
+  auto forward = RunForward("LayerNormalization", ctx, ForwardArgsOf(a, inputs, 3));
+  REQUIRE(forward.ok());
+  REQUIRE(forward->outputs.size() == 3);
+  BackwardArgs bargs = BackwardArgsAfter(a, inputs, *forward);
+  bargs.extras.clear();
+  bargs.grad_outputs = {Tensor::FromValues(forward->outputs[0].shape(), ref::ln.cotangent),
+                        Tensor(), Tensor()};
+  auto grads = RunBackward("LayerNormalization", ctx, bargs);
+  if (!grads.ok()) FAIL(grads.error().message);
+  RequireClose((*grads)[0], ref::ln.grads[0], "dX");
+  RequireClose((*grads)[1], ref::ln.grads[1], "dScale");
+  RequireClose((*grads)[2], ref::ln.grads[2], "dB");
+}
+
 Attributes PoolAttributes() {
   Attributes a;
   a.Set("kernel_shape", std::vector<int64_t>{3, 3});

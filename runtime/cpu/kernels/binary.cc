@@ -170,12 +170,10 @@ Expected<InputGradients> BinaryBackward(const KernelContext& ctx, const Backward
     });
   }
   if (want_a) {
-    RoundToOwnDType(da);
-    grads[0] = std::move(da);
+    PutRoundedGradient(grads, 0, std::move(da));
   }
   if (want_b) {
-    RoundToOwnDType(db);
-    grads[1] = std::move(db);
+    PutRoundedGradient(grads, 1, std::move(db));
   }
   return grads;
 }
@@ -221,12 +219,10 @@ Expected<InputGradients> WhereBackward(const KernelContext& ctx, const BackwardA
     if (!take_x && pz != nullptr) pz[off[2]] += g[i];
   });
   if (dx.defined()) {
-    RoundToOwnDType(dx);
-    grads[1] = std::move(dx);
+    PutRoundedGradient(grads, 1, std::move(dx));
   }
   if (dz.defined()) {
-    RoundToOwnDType(dz);
-    grads[2] = std::move(dz);
+    PutRoundedGradient(grads, 2, std::move(dz));
   }
   return grads;
 }

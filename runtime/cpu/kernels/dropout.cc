@@ -48,27 +48,20 @@ Expected<ForwardResult> DropoutForward(const KernelContext& ctx, const ForwardAr
 // dx = dy * mask / (1 - ratio), the scale recomputed from the ratio (a constant input or an
 // attribute), like native_dropout_backward's scalar argument.
 Expected<InputGradients> DropoutBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Dropout", "output gradient"));
-  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "Dropout"));
-  if (!args.NeedsGrad(0)) return grads;
-  if (args.InputPresent(1) && !(args.inputs.size() > 1 && args.inputs[1].defined())) {
-    return MakeError("Dropout: backward needs the ratio input (a constant)");
-  }
-  MEMPLAN_TRY(double ratio, DropRatio(args.attributes, args.inputs));
-  Tensor mask;
-  auto it = args.extras.find("mask");
-  if (it != args.extras.end()) {
-    mask = it->second;
-  } else {
-    MEMPLAN_TRY(mask, RequireTensor(args.outputs, 1, "Dropout", "saved mask output"));
-  }
-  const bool active = ctx.training && ratio > 0.0;
-  const auto scale = static_cast<float>(active ? 1.0 / (1.0 - ratio) : 1.0);
-  Tensor dx = NewInputGradient(ctx, args, 0);
-  for (int64_t i = 0; i < dx.numel(); ++i) {
-    dx.mutable_data()[i] = dy.data()[i] * mask.data()[i] * scale;
-  }
-  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
+  return FirstInputBackward(args, 1, "Dropout", [&](const Tensor& dy) -> Expected<Tensor> {
+    if (args.InputPresent(1) && !(args.inputs.size() > 1 && args.inputs[1].defined())) {
+      return MakeError("Dropout: backward needs the ratio input (a constant)");
+    }
+    MEMPLAN_TRY(double ratio, DropRatio(args.attributes, args.inputs));
+    MEMPLAN_TRY(Tensor mask, SavedOutputOrExtra(args, 1, "mask", "Dropout"));
+    const bool active = ctx.training && ratio > 0.0;
+    const auto scale = static_cast<float>(active ? 1.0 / (1.0 - ratio) : 1.0);
+    Tensor dx = NewInputGradient(ctx, args, 0);
+    for (int64_t i = 0; i < dx.numel(); ++i) {
+      dx.mutable_data()[i] = dy.data()[i] * mask.data()[i] * scale;
+    }
+    return dx;
+  });
 }
 
 // The random draws' result type: the `dtype` attribute's, else the input's.

@@ -164,8 +164,7 @@ Expected<InputGradients> EinsumBackward(const KernelContext& ctx, const Backward
     Tensor grad = NewOverwrittenInputGradient(ctx, args, operand);
     Contract(c, first ? dy.data() : saved.data(), lhs_shape, first ? saved.data() : dy.data(),
              rhs_shape, grad.mutable_data());
-    RoundToOwnDType(grad);
-    grads[operand] = std::move(grad);
+    PutRoundedGradient(grads, operand, std::move(grad));
   }
   return grads;
 }

@@ -185,8 +185,7 @@ Expected<InputGradients> FusedLossBackward(const KernelContext& ctx, const Backw
                        " does not match input " + std::to_string(input) + " " +
                        ShapeToString(out.shape()));
     for (int64_t e = 0; e < out.numel(); ++e) out.mutable_data()[e] = g.data()[e] * scale;
-    RoundToOwnDType(out);
-    grads[input] = std::move(out);
+    PutRoundedGradient(grads, input, std::move(out));
   }
   return grads;
 }

@@ -235,8 +235,7 @@ Expected<InputGradients> ScatterNDBackward(const KernelContext& ctx, const Backw
     std::copy(dy.data(), dy.data() + dy.numel(), out);
     if (reduction == "none")
       for (int64_t offset : plan.offsets) std::fill(out + offset, out + offset + plan.slice, 0.0f);
-    RoundToOwnDType(d_data);
-    grads[0] = std::move(d_data);
+    PutRoundedGradient(grads, 0, std::move(d_data));
   }
   if (args.NeedsGrad(2)) {
     Tensor d_updates = NewOverwrittenInputGradient(ctx, args, 2);
@@ -244,8 +243,7 @@ Expected<InputGradients> ScatterNDBackward(const KernelContext& ctx, const Backw
     for (size_t r = 0; r < plan.offsets.size(); ++r)
       std::copy(dy.data() + plan.offsets[r], dy.data() + plan.offsets[r] + plan.slice,
                 out + static_cast<int64_t>(r) * plan.slice);
-    RoundToOwnDType(d_updates);
-    grads[2] = std::move(d_updates);
+    PutRoundedGradient(grads, 2, std::move(d_updates));
   }
   return grads;
 }

@@ -30,6 +30,12 @@ Expected<Tensor> RequireExtra(const BackwardArgs& args, const std::string& name,
   return it->second;
 }
 
+Expected<Tensor> SavedOutputOrExtra(const BackwardArgs& args, size_t output,
+                                    const std::string& name, std::string_view op) {
+  if (output < args.outputs.size() && args.outputs[output].defined()) return args.outputs[output];
+  return RequireExtra(args, name, op);
+}
+
 Tensor NewOutput(const KernelContext& ctx, TensorShape shape, DType dtype) {
   return Tensor::Zeros(std::move(shape), dtype, *ctx.allocator, ctx.output_category);
 }
@@ -85,9 +91,13 @@ InputGradients WithRoundedGradients(InputGradients grads, Tensor dx, Tensor dw, 
   return grads;
 }
 
-InputGradients WithRoundedGradient(InputGradients grads, size_t input, Tensor gradient) {
+void PutRoundedGradient(InputGradients& grads, size_t input, Tensor gradient) {
   RoundToOwnDType(gradient);
   grads[input] = std::move(gradient);
+}
+
+InputGradients WithRoundedGradient(InputGradients grads, size_t input, Tensor gradient) {
+  PutRoundedGradient(grads, input, std::move(gradient));
   return grads;
 }
 

@@ -27,6 +27,13 @@ Tensor OptionalTensor(const std::vector<Tensor>& tensors, size_t index);
 Expected<Tensor> RequireExtra(const BackwardArgs& args, const std::string& name,
                               std::string_view op);
 
+// A tensor forward kept for backward that the node may also declare as an output (Dropout's
+// mask, MaxPool's indices, a norm's statistics): output `output` when the node declares it (the
+// registry then saves that output, graph/ops/normalization_rules.h OutputOrExtra), else the extra
+// `name`, or RequireExtra's error.
+Expected<Tensor> SavedOutputOrExtra(const BackwardArgs& args, size_t output,
+                                    const std::string& name, std::string_view op);
+
 // A zeroed output in ctx.output_category / a zeroed extra in ctx.extra_category.
 Tensor NewOutput(const KernelContext& ctx, TensorShape shape, DType dtype);
 Tensor NewExtra(const KernelContext& ctx, TensorShape shape, DType dtype);
@@ -50,9 +57,23 @@ void RoundToOwnDType(const Tensor& tensor);
 // `grads` with the gradients of a kernel's (input, weight, bias) in slots 0, 1 and 2, each rounded
 // to its own dtype; an undefined one (not needed) leaves its slot as it was.
 InputGradients WithRoundedGradients(InputGradients grads, Tensor dx, Tensor dw, Tensor db);
+// Puts `gradient`, rounded to its own dtype, in slot `input` of `grads`.
+void PutRoundedGradient(InputGradients& grads, size_t input, Tensor gradient);
 // `grads` with `gradient`, rounded to its own dtype, in slot `input`: how a backward kernel hands
 // back the one gradient it computed last.
 InputGradients WithRoundedGradient(InputGradients grads, size_t input, Tensor gradient);
+// The backward of an op whose only gradient goes to input 0: checks the output gradient and the
+// shapes of the first `required_inputs` inputs, hands back undefined slots when input 0 needs no
+// gradient, else puts input_gradient(dy) -> Expected<Tensor>, rounded to its dtype, in slot 0.
+template <class InputGradient>
+Expected<InputGradients> FirstInputBackward(const BackwardArgs& args, size_t required_inputs,
+                                            std::string_view op, InputGradient input_gradient) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, op, "output gradient"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, required_inputs, op));
+  if (!args.NeedsGrad(0)) return grads;
+  MEMPLAN_TRY(Tensor dx, input_gradient(dy));
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
+}
 // The forward result of `y`, rounded to its own dtype, and the saved `extras` in order; extra i
 // is also output i + 1 when the node declares that many outputs (Dropout's mask, MaxPool's
 // indices, LayerNormalization's mean and invstd).

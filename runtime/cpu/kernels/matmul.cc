@@ -93,8 +93,7 @@ Expected<InputGradients> MatMulBackward(const KernelContext& ctx, const Backward
       GemmAccumulate(false, true, plan.m, plan.k, plan.n, 1.0f, dy.data() + out * y_size,
                      b.data() + ib * b_size, da.mutable_data() + ia * a_size);
     });
-    RoundToOwnDType(da);
-    grads[0] = std::move(da);
+    PutRoundedGradient(grads, 0, std::move(da));
   }
   if (args.NeedsGrad(1)) {
     Tensor db = NewInputGradient(ctx, args, 1);
@@ -102,8 +101,7 @@ Expected<InputGradients> MatMulBackward(const KernelContext& ctx, const Backward
       GemmAccumulate(true, false, plan.k, plan.n, plan.m, 1.0f, a.data() + ia * a_size,
                      dy.data() + out * y_size, db.mutable_data() + ib * b_size);
     });
-    RoundToOwnDType(db);
-    grads[1] = std::move(db);
+    PutRoundedGradient(grads, 1, std::move(db));
   }
   return grads;
 }
@@ -172,8 +170,7 @@ Expected<InputGradients> GemmBackward(const KernelContext& ctx, const BackwardAr
     } else {  // A stored [K,M]: dA = alpha op(B) dY^T
       GemmAccumulate(p.trans_b, true, p.k, p.m, p.n, p.alpha, b.data(), g, da.mutable_data());
     }
-    RoundToOwnDType(da);
-    grads[0] = std::move(da);
+    PutRoundedGradient(grads, 0, std::move(da));
   }
   if (args.NeedsGrad(1)) {
     MEMPLAN_TRY(Tensor a, RequireTensor(args.inputs, 0, "Gemm", "saved input"));
@@ -183,8 +180,7 @@ Expected<InputGradients> GemmBackward(const KernelContext& ctx, const BackwardAr
     } else {  // B stored [N,K]: dB = alpha dY^T op(A)
       GemmAccumulate(true, p.trans_a, p.n, p.k, p.m, p.alpha, g, a.data(), db.mutable_data());
     }
-    RoundToOwnDType(db);
-    grads[1] = std::move(db);
+    PutRoundedGradient(grads, 1, std::move(db));
   }
   if (args.InputPresent(2) && args.NeedsGrad(2)) {
     // dC = beta dY summed over the dims C was broadcast along; computed in fp32, rounded once.
@@ -192,8 +188,7 @@ Expected<InputGradients> GemmBackward(const KernelContext& ctx, const BackwardAr
     Tensor dc = NewInputGradient(ctx, args, 2);
     float* out = dc.mutable_data();
     for (int64_t i = 0; i < dc.numel(); ++i) out[i] = p.beta * sum.data()[i];
-    RoundToOwnDType(dc);
-    grads[2] = std::move(dc);
+    PutRoundedGradient(grads, 2, std::move(dc));
   }
   return grads;
 }

@@ -148,33 +148,37 @@ Expected<ForwardResult> BatchNormForward(const KernelContext& ctx, const Forward
   return result;
 }
 
-// A statistic forward kept for backward: output `output` when the node declares it (the registry
-// then saves that output, graph/ops/normalization_rules.h OutputOrExtra), else the extra `name`.
-Expected<Tensor> SavedStatistic(const BackwardArgs& args, size_t output, const std::string& name,
-                                std::string_view op) {
-  if (output < args.outputs.size() && args.outputs[output].defined()) return args.outputs[output];
-  return RequireExtra(args, name, op);
-}
-
 // What both normalization backwards read: the output gradient, the saved input and scale, and
 // forward's per-group mean and invstd.
 struct SavedNormalization {
   Tensor dy, x, scale, mean, invstd;
 };
 
-Expected<SavedNormalization> ReadSavedNormalization(const BackwardArgs& args, std::string_view op) {
+// Where forward's statistics are: LayerNormalization's optional outputs 1 and 2 (Mean,
+// InvStdDev) are them, so a node that declares them has them saved as outputs; BatchNormalization's
+// outputs 1 and 2 are the running statistics, never the batch's, which are always extras.
+enum class StatisticsAt { kExtras, kOutputsOrExtras };
+
+Expected<SavedNormalization> ReadSavedNormalization(const BackwardArgs& args, std::string_view op,
+                                                    StatisticsAt statistics) {
   SavedNormalization saved;
   MEMPLAN_TRY(saved.dy, RequireTensor(args.grad_outputs, 0, op, "output gradient"));
   MEMPLAN_TRY(saved.x, RequireTensor(args.inputs, 0, op, "saved input"));
   MEMPLAN_TRY(saved.scale, RequireTensor(args.inputs, 1, op, "saved input"));
-  MEMPLAN_TRY(saved.mean, RequireExtra(args, "mean", op));
-  MEMPLAN_TRY(saved.invstd, RequireExtra(args, "invstd", op));
+  if (statistics == StatisticsAt::kOutputsOrExtras) {
+    MEMPLAN_TRY(saved.mean, SavedOutputOrExtra(args, 1, "mean", op));
+    MEMPLAN_TRY(saved.invstd, SavedOutputOrExtra(args, 2, "invstd", op));
+  } else {
+    MEMPLAN_TRY(saved.mean, RequireExtra(args, "mean", op));
+    MEMPLAN_TRY(saved.invstd, RequireExtra(args, "invstd", op));
+  }
   return saved;
 }
 
 Expected<InputGradients> BatchNormBackward(const KernelContext& ctx, const BackwardArgs& args) {
   constexpr std::string_view kOp = "BatchNormalization";
-  MEMPLAN_TRY(const SavedNormalization saved, ReadSavedNormalization(args, kOp));
+  MEMPLAN_TRY(const SavedNormalization saved,
+              ReadSavedNormalization(args, kOp, StatisticsAt::kExtras));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 3, kOp));
   MEMPLAN_TRY(ChannelLayout layout, LayoutOf(saved.x.shape()));
   // Every channel's planes (dx) and entries (dscale, dbias) are written.
@@ -312,7 +316,8 @@ Expected<ForwardResult> LayerNormForward(const KernelContext& ctx, const Forward
 
 Expected<InputGradients> LayerNormBackward(const KernelContext& ctx, const BackwardArgs& args) {
   constexpr std::string_view kOp = "LayerNormalization";
-  MEMPLAN_TRY(const SavedNormalization saved, ReadSavedNormalization(args, kOp));
+  MEMPLAN_TRY(const SavedNormalization saved,
+              ReadSavedNormalization(args, kOp, StatisticsAt::kOutputsOrExtras));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, kOp));
   MEMPLAN_TRY(RowLayout layout, RowsOf(AttributesOf(args.attributes), saved.x.shape()));
   Tensor dx = args.NeedsGrad(0) ? NewInputGradient(ctx, args, 0) : Tensor();
@@ -407,7 +412,7 @@ Expected<InputGradients> RmsNormBackward(const KernelContext& ctx, const Backwar
   MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, kOp, "output gradient"));
   MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, kOp, "saved input"));
   MEMPLAN_TRY(Tensor scale, RequireTensor(args.inputs, 1, kOp, "saved input"));
-  MEMPLAN_TRY(Tensor rstd, SavedStatistic(args, 1, "invstd", kOp));
+  MEMPLAN_TRY(Tensor rstd, SavedOutputOrExtra(args, 1, "invstd", kOp));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, kOp));
   MEMPLAN_TRY(RowLayout layout, RowsOf(AttributesOf(args.attributes), x.shape(), kOp));
   const int64_t entries = scale.numel();
@@ -509,13 +514,13 @@ Expected<ForwardResult> SkipNormForward(const SkipNormOp& op, const KernelContex
 Expected<InputGradients> SkipNormBackward(const SkipNormOp& op, const KernelContext& ctx,
                                           const BackwardArgs& args) {
   MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, op.name, "output gradient"));
-  MEMPLAN_TRY(Tensor sum, SavedStatistic(args, kSkipSumOutput, "input_skip_bias_sum", op.name));
+  MEMPLAN_TRY(Tensor sum, SavedOutputOrExtra(args, kSkipSumOutput, "input_skip_bias_sum", op.name));
   MEMPLAN_TRY(Tensor gamma, RequireTensor(args.inputs, 2, op.name, "saved input"));
   Tensor mean;
   if (!op.rms) {
-    MEMPLAN_TRY(mean, SavedStatistic(args, kSkipMeanOutput, "mean", op.name));
+    MEMPLAN_TRY(mean, SavedOutputOrExtra(args, kSkipMeanOutput, "mean", op.name));
   }
-  MEMPLAN_TRY(Tensor invstd, SavedStatistic(args, kSkipInvStdOutput, "invstd", op.name));
+  MEMPLAN_TRY(Tensor invstd, SavedOutputOrExtra(args, kSkipInvStdOutput, "invstd", op.name));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 3, op.name));
   MEMPLAN_TRY(RowLayout layout, SkipRowsOf(op, args.input_shapes[0], args.input_shapes[1]));
   if (sum.numel() != dy.numel() || gamma.numel() != layout.width)
@@ -562,8 +567,7 @@ Expected<InputGradients> SkipNormBackward(const SkipNormOp& op, const KernelCont
   if (args.InputPresent(op.bias) && args.NeedsGrad(op.bias))
     grads[op.bias] = reduced(op.bias, layout.width);
   if (args.NeedsGrad(0)) {
-    RoundToOwnDType(dsum);
-    grads[0] = std::move(dsum);
+    PutRoundedGradient(grads, 0, std::move(dsum));
   }
   return grads;
 }
@@ -726,7 +730,8 @@ Expected<ForwardResult> GroupNormForward(const KernelContext& ctx, const Forward
 // channel's (or group's) planes in batch order.
 Expected<InputGradients> GroupNormBackward(const KernelContext& ctx, const BackwardArgs& args) {
   constexpr std::string_view kOp = "GroupNormalization";
-  MEMPLAN_TRY(const SavedNormalization saved, ReadSavedNormalization(args, kOp));
+  MEMPLAN_TRY(const SavedNormalization saved,
+              ReadSavedNormalization(args, kOp, StatisticsAt::kExtras));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 3, kOp));
   const int64_t entries = saved.scale.numel();
   MEMPLAN_TRY(GroupLayout layout,

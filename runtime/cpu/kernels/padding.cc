@@ -101,18 +101,17 @@ Expected<ForwardResult> PadForward(const KernelContext& ctx, const ForwardArgs& 
 }
 
 Expected<InputGradients> PadBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Pad", "output gradient"));
-  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "Pad"));
-  if (!args.NeedsGrad(0)) return grads;
-  MEMPLAN_TRY(PadPlan plan,
-              PlanPad(AttributesOf(args.attributes), args.inputs, args.input_shapes[0]));
-  if (NumElements(plan.output) != dy.numel())
-    return MakeError("Pad: the output gradient does not match the padded shape");
-  Tensor dx = NewInputGradient(ctx, args, 0);
-  float* out = dx.mutable_data();
-  for (size_t e = 0; e < plan.source.size(); ++e)
-    if (plan.source[e] >= 0) out[plan.source[e]] += dy.data()[e];
-  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
+  return FirstInputBackward(args, 1, "Pad", [&](const Tensor& dy) -> Expected<Tensor> {
+    MEMPLAN_TRY(PadPlan plan,
+                PlanPad(AttributesOf(args.attributes), args.inputs, args.input_shapes[0]));
+    if (NumElements(plan.output) != dy.numel())
+      return MakeError("Pad: the output gradient does not match the padded shape");
+    Tensor dx = NewInputGradient(ctx, args, 0);
+    float* out = dx.mutable_data();
+    for (size_t e = 0; e < plan.source.size(); ++e)
+      if (plan.source[e] >= 0) out[plan.source[e]] += dy.data()[e];
+    return dx;
+  });
 }
 
 }  // namespace

@@ -116,13 +116,7 @@ Expected<ForwardResult> MaxPoolForward(const KernelContext& ctx, const ForwardAr
 Expected<InputGradients> MaxPoolBackward(const KernelContext& ctx, const BackwardArgs& args) {
   MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "MaxPool", "output gradient"));
   MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "MaxPool"));
-  Tensor indices;
-  auto it = args.extras.find("indices");
-  if (it != args.extras.end()) {
-    indices = it->second;
-  } else {
-    MEMPLAN_TRY(indices, RequireTensor(args.outputs, 1, "MaxPool", "saved indices output"));
-  }
+  MEMPLAN_TRY(Tensor indices, SavedOutputOrExtra(args, 1, "indices", "MaxPool"));
   if (indices.numel() != dy.numel()) return MakeError("MaxPool: indices do not match dY");
   if (!args.NeedsGrad(0)) return grads;
   Tensor dx = NewInputGradient(ctx, args, 0);
@@ -182,20 +176,20 @@ Expected<ForwardResult> AveragePoolForward(const KernelContext& ctx, const Forwa
 }
 
 Expected<InputGradients> AveragePoolBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "AveragePool", "output gradient"));
-  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "AveragePool"));
-  if (!args.NeedsGrad(0)) return grads;
-  const Attributes& attrs = AttributesOf(args.attributes);
-  MEMPLAN_TRY(WindowGeometry g, PoolGeometry("AveragePool", attrs, args.input_shapes[0]));
-  const std::vector<float> divisors = AverageDivisors(g, attrs.GetInt("count_include_pad", 0) != 0);
-  Tensor dx = NewInputGradient(ctx, args, 0);
-  float* out = dx.mutable_data();
-  const float* grad = dy.data();
-  const int64_t out_plane = g.h.output * g.w.output;
-  ForEachPoolTap(g, [&](int64_t o, int64_t i) {
-    out[i] += grad[o] / divisors[static_cast<size_t>(o % out_plane)];
+  return FirstInputBackward(args, 1, "AveragePool", [&](const Tensor& dy) -> Expected<Tensor> {
+    const Attributes& attrs = AttributesOf(args.attributes);
+    MEMPLAN_TRY(WindowGeometry g, PoolGeometry("AveragePool", attrs, args.input_shapes[0]));
+    const std::vector<float> divisors =
+        AverageDivisors(g, attrs.GetInt("count_include_pad", 0) != 0);
+    Tensor dx = NewInputGradient(ctx, args, 0);
+    float* out = dx.mutable_data();
+    const float* grad = dy.data();
+    const int64_t out_plane = g.h.output * g.w.output;
+    ForEachPoolTap(g, [&](int64_t o, int64_t i) {
+      out[i] += grad[o] / divisors[static_cast<size_t>(o % out_plane)];
+    });
+    return dx;
   });
-  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 // GlobalAveragePool: the mean over every spatial dim, kept as size-1 dims.
@@ -218,18 +212,18 @@ Expected<ForwardResult> GlobalAveragePoolForward(const KernelContext& ctx,
 
 Expected<InputGradients> GlobalAveragePoolBackward(const KernelContext& ctx,
                                                    const BackwardArgs& args) {
-  MEMPLAN_TRY(Tensor dy,
-              RequireTensor(args.grad_outputs, 0, "GlobalAveragePool", "output gradient"));
-  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "GlobalAveragePool"));
-  if (!args.NeedsGrad(0)) return grads;
-  Tensor dx = NewInputGradient(ctx, args, 0);
-  const int64_t planes = dy.numel();
-  const int64_t size = planes == 0 ? 0 : dx.numel() / planes;
-  for (int64_t p = 0; p < planes; ++p) {
-    const float g = dy.data()[p] / static_cast<float>(size);
-    for (int64_t i = 0; i < size; ++i) dx.mutable_data()[p * size + i] = g;
-  }
-  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
+  return FirstInputBackward(args, 1, "GlobalAveragePool",
+                            [&](const Tensor& dy) -> Expected<Tensor> {
+                              Tensor dx = NewInputGradient(ctx, args, 0);
+                              const int64_t planes = dy.numel();
+                              const int64_t size = planes == 0 ? 0 : dx.numel() / planes;
+                              for (int64_t p = 0; p < planes; ++p) {
+                                const float g = dy.data()[p] / static_cast<float>(size);
+                                for (int64_t i = 0; i < size; ++i)
+                                  dx.mutable_data()[p * size + i] = g;
+                              }
+                              return dx;
+                            });
 }
 
 }  // namespace

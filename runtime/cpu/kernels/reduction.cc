@@ -109,27 +109,26 @@ Expected<ForwardResult> ReduceMaxForward(const KernelContext& ctx, const Forward
 // amax's backward: the gradient split evenly among the elements equal to the maximum
 // (scale_grad_by_count).
 Expected<InputGradients> ReduceMaxBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "ReduceMax", "output gradient"));
-  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "ReduceMax"));
-  if (!args.NeedsGrad(0)) return grads;
-  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "ReduceMax", "saved input"));
-  MEMPLAN_TRY(Tensor y, RequireTensor(args.outputs, 0, "ReduceMax", "saved output"));
-  MEMPLAN_TRY(ReducePlan plan,
-              PlanReduce("ReduceMax", AttributesOf(args.attributes), args.inputs, x.shape()));
-  if (NumElements(plan.kept) != dy.numel() || y.numel() != dy.numel())
-    return MakeError("ReduceMax: output gradient has the wrong size");
-  const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(plan.kept, x.shape())};
-  std::vector<int64_t> ties(static_cast<size_t>(dy.numel()), 0);
-  ForEachBroadcastIndex(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
-    if (x.data()[i] == y.data()[off[0]]) ++ties[static_cast<size_t>(off[0])];
+  return FirstInputBackward(args, 1, "ReduceMax", [&](const Tensor& dy) -> Expected<Tensor> {
+    MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "ReduceMax", "saved input"));
+    MEMPLAN_TRY(Tensor y, RequireTensor(args.outputs, 0, "ReduceMax", "saved output"));
+    MEMPLAN_TRY(ReducePlan plan,
+                PlanReduce("ReduceMax", AttributesOf(args.attributes), args.inputs, x.shape()));
+    if (NumElements(plan.kept) != dy.numel() || y.numel() != dy.numel())
+      return MakeError("ReduceMax: output gradient has the wrong size");
+    const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(plan.kept, x.shape())};
+    std::vector<int64_t> ties(static_cast<size_t>(dy.numel()), 0);
+    ForEachBroadcastIndex(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
+      if (x.data()[i] == y.data()[off[0]]) ++ties[static_cast<size_t>(off[0])];
+    });
+    Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
+    ForEachBroadcastIndex(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
+      const auto o = static_cast<size_t>(off[0]);
+      dx.mutable_data()[i] =
+          x.data()[i] == y.data()[off[0]] ? dy.data()[off[0]] / static_cast<float>(ties[o]) : 0.0f;
+    });
+    return dx;
   });
-  Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
-  ForEachBroadcastIndex(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
-    const auto o = static_cast<size_t>(off[0]);
-    dx.mutable_data()[i] =
-        x.data()[i] == y.data()[off[0]] ? dy.data()[off[0]] / static_cast<float>(ties[o]) : 0.0f;
-  });
-  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 }  // namespace

@@ -204,20 +204,19 @@ Expected<ForwardResult> ResizeForward(const KernelContext& ctx, const ForwardArg
 }
 
 Expected<InputGradients> ResizeBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Resize", "output gradient"));
-  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "Resize"));
-  if (!args.NeedsGrad(0)) return grads;
-  MEMPLAN_TRY(ResizePlan plan,
-              PlanResize(AttributesOf(args.attributes), args.inputs, args.input_shapes[0]));
-  if (NumElements(plan.output) != dy.numel())
-    return MakeError("Resize: the output gradient does not match the resized shape");
-  std::vector<float> values(dy.data(), dy.data() + dy.numel());
-  TensorShape shape = plan.output;
-  for (size_t d = plan.axes.size(); d-- > 0;)
-    if (!IsIdentity(plan.axes[d])) values = ResampleAxisBackward(values, shape, d, plan.axes[d]);
-  Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
-  std::copy(values.begin(), values.end(), dx.mutable_data());
-  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
+  return FirstInputBackward(args, 1, "Resize", [&](const Tensor& dy) -> Expected<Tensor> {
+    MEMPLAN_TRY(ResizePlan plan,
+                PlanResize(AttributesOf(args.attributes), args.inputs, args.input_shapes[0]));
+    if (NumElements(plan.output) != dy.numel())
+      return MakeError("Resize: the output gradient does not match the resized shape");
+    std::vector<float> values(dy.data(), dy.data() + dy.numel());
+    TensorShape shape = plan.output;
+    for (size_t d = plan.axes.size(); d-- > 0;)
+      if (!IsIdentity(plan.axes[d])) values = ResampleAxisBackward(values, shape, d, plan.axes[d]);
+    Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
+    std::copy(values.begin(), values.end(), dx.mutable_data());
+    return dx;
+  });
 }
 
 }  // namespace

@@ -295,8 +295,7 @@ Expected<InputGradients> SdpaBackward(const KernelContext& ctx, const BackwardAr
     const std::vector<double>& sum = *sums[input];
     for (int64_t e = 0; e < g.numel(); ++e)
       g.mutable_data()[e] = static_cast<float>(sum[static_cast<size_t>(e)]);
-    RoundToOwnDType(g);
-    grads[input] = std::move(g);
+    PutRoundedGradient(grads, input, std::move(g));
   }
   return grads;
 }

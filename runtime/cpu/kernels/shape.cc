@@ -402,17 +402,16 @@ Expected<ForwardResult> TileForward(const KernelContext& ctx, const ForwardArgs&
 
 // repeat_backward: each input element gets the sum of the gradients of its copies.
 Expected<InputGradients> TileBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Tile", "output gradient"));
-  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, "Tile"));
-  if (!args.NeedsGrad(0)) return grads;
-  MEMPLAN_TRY(Tensor repeats, RequireTensor(args.inputs, 1, "Tile", "repeats"));
-  TensorShape shape;
-  MEMPLAN_TRY(std::vector<int64_t> sources, TileSources(args.input_shapes[0], repeats, shape));
-  if (static_cast<int64_t>(sources.size()) != dy.numel())
-    return MakeError("Tile: the output gradient does not match the tiled shape");
-  Tensor dx = NewInputGradient(ctx, args, 0);
-  for (size_t e = 0; e < sources.size(); ++e) dx.mutable_data()[sources[e]] += dy.data()[e];
-  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
+  return FirstInputBackward(args, 2, "Tile", [&](const Tensor& dy) -> Expected<Tensor> {
+    MEMPLAN_TRY(Tensor repeats, RequireTensor(args.inputs, 1, "Tile", "repeats"));
+    TensorShape shape;
+    MEMPLAN_TRY(std::vector<int64_t> sources, TileSources(args.input_shapes[0], repeats, shape));
+    if (static_cast<int64_t>(sources.size()) != dy.numel())
+      return MakeError("Tile: the output gradient does not match the tiled shape");
+    Tensor dx = NewInputGradient(ctx, args, 0);
+    for (size_t e = 0; e < sources.size(); ++e) dx.mutable_data()[sources[e]] += dy.data()[e];
+    return dx;
+  });
 }
 
 }  // namespace

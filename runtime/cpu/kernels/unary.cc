@@ -445,19 +445,18 @@ Expected<ForwardResult> ClipForward(const KernelContext& ctx, const ForwardArgs&
 
 // clamp_backward(grad, self, min, max): the gradient where lo <= x <= hi, else 0.
 Expected<InputGradients> ClipBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "Clip", "output gradient"));
-  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 1, "Clip"));
-  if (!args.NeedsGrad(0)) return grads;
-  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Clip", "saved input"));
-  MEMPLAN_TRY(ClipBounds b, ReadClipBounds(args.inputs, AttributesOf(args.attributes)));
-  Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
-  const float* in = x.data();
-  const float* g = dy.data();
-  float* out = dx.mutable_data();
-  ParallelFor(dx.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out[i] = in[i] >= b.lo && in[i] <= b.hi ? g[i] : 0.0f;
+  return FirstInputBackward(args, 1, "Clip", [&](const Tensor& dy) -> Expected<Tensor> {
+    MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "Clip", "saved input"));
+    MEMPLAN_TRY(ClipBounds b, ReadClipBounds(args.inputs, AttributesOf(args.attributes)));
+    Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
+    const float* in = x.data();
+    const float* g = dy.data();
+    float* out = dx.mutable_data();
+    ParallelFor(dx.numel(), ElementwiseGrain(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = in[i] >= b.lo && in[i] <= b.hi ? g[i] : 0.0f;
+    });
+    return dx;
   });
-  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
 }
 
 Expected<InputGradients> CastBackward(const KernelContext& ctx, const BackwardArgs& args) {
