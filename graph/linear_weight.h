@@ -1,6 +1,7 @@
 #pragma once
 // Which parameters are nn.Linear weights: the one place LoRA (graph/lora_adapters.h) and the
-// quantised base storage (analyzer/frozen_weight_storage.h) decide what a "linear layer" is.
+// quantised base storage (analyzer/program/frozen_weight_storage.h) decide what a "linear layer"
+// is.
 //
 // A 2-D weight W is a linear weight when every use computes x W: W is input 1 of a MatMul, or
 // input 1 (B) of a Gemm with transA = 0 (transB = 1 reads W as [out, in]), either directly or

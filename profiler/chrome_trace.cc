@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyzer/report/markup.h"
+#include "analyzer/text/markup.h"
 
 namespace memplan::profiler {
 namespace {

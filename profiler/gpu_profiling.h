@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 #include "graph/symbols.h"

@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "analyzer/baseline/json_file.h"
-#include "analyzer/json_fields.h"
-#include "analyzer/report/markup.h"
+#include "analyzer/text/json_fields.h"
+#include "analyzer/text/markup.h"
 
 namespace memplan::profiler {
 namespace {

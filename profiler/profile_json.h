@@ -26,7 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyzer/cost_model.h"
+#include "analyzer/cost/cost_model.h"
 #include "graph/expected.h"
 #include "profiler/attribution.h"
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "analyzer/training_program.h"
-#include "analyzer/vocabulary/step_phase.h"
+#include "analyzer/program/step_phase.h"
+#include "analyzer/program/training_program.h"
 
 namespace memplan::profiler {
 
@@ -18,7 +18,7 @@ struct ProfiledStep {
   LogicalTime step = -1;     // index into TrainingProgram::steps
   std::string name;          // the step's name ("fc1", "loss", "optimizer")
   std::string node;          // graph node name; empty for steps that run no graph node
-  StepPhase phase = StepPhase::kForward;  // analyzer/vocabulary/step_phase.h
+  StepPhase phase = StepPhase::kForward;  // analyzer/program/step_phase.h
   int64_t micro_batch = 0;  // 0-based micro-batch of the body; 0 for setup/optimizer steps
   // Host time (CUPTI clock) around the execution; 0/0 when unknown. Used only to attribute
   // memory records whose API call carried no external id.

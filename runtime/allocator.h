@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "analyzer/memory_category.h"
-#include "analyzer/memory_stat.h"
+#include "analyzer/program/memory_category.h"
+#include "analyzer/program/memory_stat.h"
 
 namespace memplan {
 
@@ -77,7 +77,7 @@ class CountingCpuAllocator final : public Allocator {
   MemoryStat& stat(MemoryCategory category) { return by_category_[static_cast<size_t>(category)]; }
 
   std::unordered_map<void*, Block> blocks_;
-  // The shared accounting primitive (analyzer/memory_stat.h), per category and in total.
+  // The shared accounting primitive (analyzer/program/memory_stat.h), per category and in total.
   std::array<MemoryStat, kNumMemoryCategories> by_category_;
   MemoryStat total_;
   int64_t num_allocations_ = 0;

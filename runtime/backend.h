@@ -16,7 +16,7 @@
 // results of view ops that a backend cannot express as views are *not* program buffers: a backend
 // keeps them outside the counted allocator (and may report them as scratch).
 //
-// Loss and optimizer kinds are passed by the names analyzer/training_program.h prints
+// Loss and optimizer kinds are passed by the names analyzer/program/training_program.h prints
 // (LossKindName: "cross_entropy", "mse", "sum"; OptimizerKindName: "sgd", "momentum", "adam",
 // "adamw", "adafactor"), which keeps this header free of both the analyzer's and the CPU kernels'
 // enums.
@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analyzer/memory_category.h"
+#include "analyzer/program/memory_category.h"
 #include "graph/attributes.h"
 #include "graph/dtype.h"
 #include "graph/expected.h"

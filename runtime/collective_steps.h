@@ -28,7 +28,7 @@
 #include <map>
 #include <vector>
 
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 #include "graph/expected.h"
 #include "runtime/backend.h"
 #include "runtime/program_buffers.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 #include "runtime/backend.h"

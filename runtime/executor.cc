@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "analyzer/caching_allocator.h"
-#include "analyzer/program_walker.h"
+#include "analyzer/program/program_walker.h"
+#include "analyzer/simulation/caching_allocator.h"
 #include "runtime/collective_steps.h"
 #include "runtime/compute_steps.h"
 #include "runtime/constant_values.h"
@@ -17,8 +17,9 @@
 
 namespace memplan {
 
-// The executor's half of the walk (analyzer/program_walker.h owns the loop, the checks and the
-// peak): device storage at Alloc/Free, a backend call per step, and the per-optimizer-step record.
+// The executor's half of the walk (analyzer/program/program_walker.h owns the loop, the checks and
+// the peak): device storage at Alloc/Free, a backend call per step, and the per-optimizer-step
+// record.
 class Executor::Impl final : public WalkListener {
  public:
   Impl(const Graph& graph, const TrainingProgram& program, const Bindings& bindings,

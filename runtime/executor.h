@@ -1,21 +1,22 @@
 #pragma once
-// The executor: a concrete interpreter of a TrainingProgram (analyzer/training_program.h) on a
-// Backend. It is the runtime's plug-in of the ProgramWalker (analyzer/program_walker.h), the same
-// walk the simulator takes: the walker owns the step order, each step's Begin events
-// (allocations, guarded), the checks and the peak rule; the executor allocates device storage at
-// each Alloc, runs the step's kernel, and drops storage at each Free. It derives nothing itself:
-// what is allocated and freed when, what a backward step reads, where gradients go, whose storage
-// a gradient takes over, all come from the program. The pieces: runtime/program_buffers.h
-// (storage and the values buffers hold), runtime/constant_values.h (graph constants),
-// runtime/compute_steps.h (kernel steps), runtime/optimizer_phase.h (optimizer phase, loss scale).
+// The executor: a concrete interpreter of a TrainingProgram (analyzer/program/training_program.h)
+// on a Backend. It is the runtime's plug-in of the ProgramWalker
+// (analyzer/program/program_walker.h), the same walk the simulator takes: the walker owns the step
+// order, each step's Begin events (allocations, guarded), the checks and the peak rule; the
+// executor allocates device storage at each Alloc, runs the step's kernel, and drops storage at
+// each Free. It derives nothing itself: what is allocated and freed when, what a backward step
+// reads, where gradients go, whose storage a gradient takes over, all come from the program. The
+// pieces: runtime/program_buffers.h (storage and the values buffers hold),
+// runtime/constant_values.h (graph constants), runtime/compute_steps.h (kernel steps),
+// runtime/optimizer_phase.h (optimizer phase, loss scale).
 //
 // Memory. Program buffers are allocated from the backend's counting allocator at the Alloc event
 // and released at the Free event (the executor drops its only handle), so the backend's live
 // bytes follow the program; the walker samples them after every Begin, the moment it takes the
 // simulator's peak, and applies the same peak rule. For the CPU backend the measured peak equals
 // the simulator's exact prediction byte for byte. The walker also feeds the same allocations to
-// the caching-allocator model (analyzer/caching_allocator.h) so reserved bytes can be reported
-// like the simulator's, and can record the event trace the simulator records.
+// the caching-allocator model (analyzer/simulation/caching_allocator.h) so reserved bytes can be
+// reported like the simulator's, and can record the event trace the simulator records.
 //
 // Numerics. Each micro-batch's loss gradient is scaled by loss_scale / k; parameter gradients
 // accumulate per the program's guarded kAccumulateGradient (first contribution stolen, later ones
@@ -37,9 +38,9 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/program_walker.h"
-#include "analyzer/simulator.h"
-#include "analyzer/training_program.h"
+#include "analyzer/program/program_walker.h"
+#include "analyzer/program/training_program.h"
+#include "analyzer/simulation/simulator.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 #include "graph/symbols.h"

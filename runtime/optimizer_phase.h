@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 #include "graph/expected.h"
 #include "runtime/backend.h"
 #include "runtime/collective_steps.h"

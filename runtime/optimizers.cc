@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "analyzer/optimizer_state.h"
+#include "analyzer/program/optimizer_state.h"
 #include "runtime/dynamic_quantization.h"
 #include "runtime/precision_emulation.h"
 

@@ -17,8 +17,8 @@
 //             (Chen et al. 2023; betas 0.9, 0.99)
 //
 // State lives in buffers allocated under MemoryCategory::kOptimizerState with the names, shapes
-// and dtypes analyzer/optimizer_state.h states: none for SGD, the momentum buffer for Momentum,
-// the two moments for Adam/AdamW (fp32, the parameter's shape), one moment for Lion.
+// and dtypes analyzer/program/optimizer_state.h states: none for SGD, the momentum buffer for
+// Momentum, the two moments for Adam/AdamW (fp32, the parameter's shape), one moment for Lion.
 
 #include <cstdint>
 #include <optional>

@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "analyzer/memory_size.h"
-#include "analyzer/program_derivation.h"
+#include "analyzer/derivation/program_derivation.h"
+#include "analyzer/text/memory_size.h"
 #include "runtime/collective_steps.h"
 #include "runtime/program_shapes.h"
 #include "runtime/rank_group.h"

@@ -22,7 +22,7 @@
 // state needs an elementwise optimizer (SGD, momentum, Adam, AdamW, Lion): another is an error
 // naming it. This validates the per-rank program, not a distributed engine.
 
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 #include "runtime/verification.h"

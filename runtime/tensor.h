@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/memory_category.h"
+#include "analyzer/program/memory_category.h"
 #include "graph/dtype.h"
 #include "runtime/allocator.h"
 #include "runtime/tensor_shape.h"

@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "analyzer/caching_allocator.h"
-#include "analyzer/exact_allocator.h"
-#include "analyzer/memory_size.h"
+#include "analyzer/simulation/caching_allocator.h"
+#include "analyzer/simulation/exact_allocator.h"
+#include "analyzer/text/memory_size.h"
 #include "graph/ops/op_registry.h"
 #include "runtime/program_shapes.h"
 #include "runtime/rank_verification.h"

@@ -37,8 +37,8 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/program_derivation.h"
-#include "analyzer/simulator.h"
+#include "analyzer/derivation/program_derivation.h"
+#include "analyzer/simulation/simulator.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 #include "graph/symbols.h"
@@ -82,9 +82,9 @@ struct VerifyPlan {
   ProgramOptions program;
   int64_t micro_batch = 1;
   Bindings bindings;
-  // --fused-loss: the model before analyzer/fused_loss_plan.h fused its head and loss, and the
-  // loss that graph's program appends (cross entropy); check (4) compares the plan with it. Null
-  // for a plan without a fused loss. REQUIRES: outlives VerifyPlanOnBackend, and has the fused
+  // --fused-loss: the model before analyzer/derivation/fused_loss_plan.h fused its head and loss,
+  // and the loss that graph's program appends (cross entropy); check (4) compares the plan with it.
+  // Null for a plan without a fused loss. REQUIRES: outlives VerifyPlanOnBackend, and has the fused
   // graph's symbols (the rewrite keeps the symbol table), so `bindings` hold for it.
   const Graph* unfused_graph = nullptr;
   LossKind unfused_loss = LossKind::kCrossEntropy;

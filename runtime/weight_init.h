@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 #include "graph/symbols.h"

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "analyzer/baseline/pinned_plan.h"
-#include "analyzer/gpu_specs.h"
-#include "analyzer/memory_size.h"
+#include "analyzer/cost/gpu_specs.h"
+#include "analyzer/text/memory_size.h"
 #include "analyzer/vocabulary/enum_table.h"
 #include "analyzer/vocabulary/recompute_choice.h"
 

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "analyzer/baseline/plan_flags.h"
-#include "analyzer/planner.h"
+#include "analyzer/planning/planner.h"
 #include "analyzer/vocabulary/alternative_kind.h"
 #include "graph/expected.h"
 

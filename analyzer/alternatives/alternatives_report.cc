@@ -3,9 +3,9 @@
 #include <sstream>
 
 #include "analyzer/baseline/pinned_plan.h"
-#include "analyzer/json_fields.h"
-#include "analyzer/memory_size.h"
-#include "analyzer/report/number_format.h"
+#include "analyzer/text/json_fields.h"
+#include "analyzer/text/memory_size.h"
+#include "analyzer/text/number_format.h"
 
 namespace memplan {
 namespace {

@@ -4,8 +4,8 @@
 // additionally become %3A and %2C.
 
 #include "analyzer/baseline/check_format_internal.h"
-#include "analyzer/memory_size.h"
-#include "analyzer/report/markup.h"
+#include "analyzer/text/markup.h"
+#include "analyzer/text/memory_size.h"
 
 namespace memplan::check_format {
 namespace {

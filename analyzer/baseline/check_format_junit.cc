@@ -3,7 +3,7 @@
 // a configuration new to the baseline is <skipped>. Exact bytes everywhere: this is for machines.
 
 #include "analyzer/baseline/check_format_internal.h"
-#include "analyzer/report/markup.h"
+#include "analyzer/text/markup.h"
 
 namespace memplan::check_format {
 namespace {

@@ -3,8 +3,8 @@
 // tolerance.
 
 #include "analyzer/baseline/check_format_internal.h"
-#include "analyzer/memory_size.h"
-#include "analyzer/report/markup.h"
+#include "analyzer/text/markup.h"
+#include "analyzer/text/memory_size.h"
 #include "analyzer/vocabulary/enum_table.h"
 
 namespace memplan::check_format {

@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "analyzer/baseline/check_format_internal.h"
-#include "analyzer/memory_size.h"
+#include "analyzer/text/memory_size.h"
 
 namespace memplan::check_format {
 namespace {

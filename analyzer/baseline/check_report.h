@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "analyzer/baseline/baseline.h"
-#include "analyzer/memory_category.h"
+#include "analyzer/program/memory_category.h"
+#include "analyzer/text/tolerance.h"
 #include "analyzer/vocabulary/name_table.h"
-#include "analyzer/vocabulary/tolerance.h"
 
 namespace memplan {
 

@@ -1,7 +1,7 @@
 #include "analyzer/baseline/memory_result.h"
 
 #include "analyzer/baseline/json_file.h"
-#include "analyzer/category_bytes_json.h"
+#include "analyzer/program/category_bytes_json.h"
 
 namespace memplan {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
-#include "analyzer/memory_category.h"
+#include "analyzer/program/memory_category.h"
 #include "graph/expected.h"
 
 namespace memplan {

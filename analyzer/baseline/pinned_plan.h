@@ -10,7 +10,7 @@
 #include <string>
 
 #include "analyzer/baseline/plan_flags.h"
-#include "analyzer/planner.h"
+#include "analyzer/planning/planner.h"
 
 namespace memplan {
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include "analyzer/config_export/checkpoint_modules.h"
 #include "analyzer/parallel/data_parallel_options.h"
-#include "analyzer/plan_report.h"
+#include "analyzer/recompute/checkpoint_modules.h"
+#include "analyzer/report/plan_report.h"
 #include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_impl.h"

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analyzer/config_export/checkpoint_modules.h"
+#include "analyzer/recompute/checkpoint_modules.h"
 
 namespace memplan {
 

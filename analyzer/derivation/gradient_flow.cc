@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "analyzer/derivation/runtime_values.h"
+#include "analyzer/program/runtime_values.h"
 #include "graph/ops/op_registry.h"
 #include "graph/trainable_parameters.h"
 

@@ -3,7 +3,7 @@
 // program so the state these engines keep in pinned host memory lives there, and every copy over
 // the host link is a kTransfer step whose Begin/End events carry its memory. The simulator then
 // counts the GPU and the host apart (Buffer::space) and the cost model times the copies and the
-// CPU optimizer step (analyzer/offload/offload_cost.h). --offload activations is not a rewrite:
+// CPU optimizer step (analyzer/cost/offload_cost.h). --offload activations is not a rewrite:
 // step emission writes it (saved_tensor_offload.h).
 //
 // optimizer (DeepSpeed ZeRO-Offload, offload_optimizer.device = "cpu"):
@@ -41,7 +41,7 @@
 //    estimate_zero3_model_states_mem_needs(cpu_offload=True, cpu_offload_params=True).
 
 #include "analyzer/offload/offload_options.h"
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 

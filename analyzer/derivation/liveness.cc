@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "analyzer/unguarded_events.h"
+#include "analyzer/program/unguarded_events.h"
 
 namespace memplan {
 

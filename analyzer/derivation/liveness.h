@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "analyzer/derivation/program_builder.h"
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 
 namespace memplan {
 

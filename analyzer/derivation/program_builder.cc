@@ -1,6 +1,6 @@
 #include "analyzer/derivation/program_builder.h"
 
-#include "analyzer/unguarded_events.h"
+#include "analyzer/program/unguarded_events.h"
 
 namespace memplan {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 #include "graph/graph.h"
 
 namespace memplan {

@@ -1,7 +1,7 @@
 #include "analyzer/derivation/program_dtypes.h"
 
 #include "analyzer/precision/dtype_propagation.h"
-#include "analyzer/precision_policy.h"
+#include "analyzer/precision/precision_policy.h"
 
 namespace memplan {
 

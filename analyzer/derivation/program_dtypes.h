@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "analyzer/precision/amp_regime.h"
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 #include "graph/dtype.h"
 #include "graph/graph.h"
 #include "graph/ids.h"

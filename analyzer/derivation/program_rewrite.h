@@ -9,7 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 
 namespace memplan {
 

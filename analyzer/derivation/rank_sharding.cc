@@ -238,9 +238,9 @@ class RankSharder {
 
   // Moments, master-gradient copies and, in mixed precision, the fp32 masters no compute step
   // reads (an op that reads the master itself needs it whole). The optimizer step's
-  // intermediates (analyzer/optimizer_transient.h) follow the state they copy: a rank steps only
-  // its shard. A for-loop's one-at-a-time peak is divided as a whole, which is its per-parameter
-  // formula over the shards up to the padding of ceil(elements / N).
+  // intermediates (analyzer/program/optimizer_transient.h) follow the state they copy: a rank steps
+  // only its shard. A for-loop's one-at-a-time peak is divided as a whole, which is its
+  // per-parameter formula over the shards up to the padding of ceil(elements / N).
   void ShardOptimizerState() {
     for (ParameterBuffers& pb : p_.parameters) {
       for (BufferId s : pb.optimizer_states) ShardInPlace(s);

@@ -39,12 +39,12 @@
 //    gradient_as_bucket_view the gradients are the buckets: allocated at setup, never freed.
 //
 // Because the walker checks every step's operands, "nothing used before it is gathered" and
-// "nothing freed twice" are the program integrity check (analyzer/program_integrity.h).
+// "nothing freed twice" are the program integrity check (analyzer/program/program_integrity.h).
 
 #include <vector>
 
 #include "analyzer/parallel/data_parallel_options.h"
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 #include "graph/expected.h"
 
 namespace memplan {

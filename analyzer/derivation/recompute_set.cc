@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "analyzer/derivation/runtime_values.h"
+#include "analyzer/program/runtime_values.h"
 
 namespace memplan {
 namespace {

@@ -6,13 +6,13 @@
 #include <string>
 #include <utility>
 
-#include "analyzer/derivation/runtime_values.h"
 #include "analyzer/derivation/saved_tensor_offload.h"
-#include "analyzer/frozen_weight_storage.h"
-#include "analyzer/optimizer_state.h"
-#include "analyzer/optimizer_transient.h"
-#include "analyzer/precision_policy.h"
-#include "analyzer/unguarded_events.h"
+#include "analyzer/precision/precision_policy.h"
+#include "analyzer/program/frozen_weight_storage.h"
+#include "analyzer/program/optimizer_state.h"
+#include "analyzer/program/optimizer_transient.h"
+#include "analyzer/program/runtime_values.h"
+#include "analyzer/program/unguarded_events.h"
 #include "graph/ops/op_registry.h"
 #include "graph/ops/view_layout.h"
 
@@ -1042,9 +1042,9 @@ class StepEmitter {
   }
 
   // The intermediates the kOptimizerStep step (the current step) allocates beyond the state
-  // (analyzer/optimizer_transient.h): allocated at its Begin, after the lazily created states
-  // (torch's _init_group runs before the update), and freed at its End. None when the optimizer
-  // runs on the host (--offload optimizer: DeepSpeed's CPU Adam is one fused C++ loop).
+  // (analyzer/program/optimizer_transient.h): allocated at its Begin, after the lazily created
+  // states (torch's _init_group runs before the update), and freed at its End. None when the
+  // optimizer runs on the host (--offload optimizer: DeepSpeed's CPU Adam is one fused C++ loop).
   Status EmitOptimizerTransients() {
     if (OffloadsOptimizer(options_.offload.mode) ||
         options_.optimizer_impl == OptimizerImpl::kFused ||

@@ -11,11 +11,11 @@
 
 #include "analyzer/derivation/gradient_flow.h"
 #include "analyzer/derivation/program_builder.h"
+#include "analyzer/derivation/program_derivation.h"
 #include "analyzer/derivation/program_dtypes.h"
 #include "analyzer/derivation/recompute_set.h"
 #include "analyzer/derivation/view_aliasing.h"
-#include "analyzer/loss_spec.h"
-#include "analyzer/program_derivation.h"
+#include "analyzer/program/loss_spec.h"
 #include "graph/expected.h"
 
 namespace memplan {

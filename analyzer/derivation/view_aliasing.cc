@@ -1,6 +1,6 @@
 #include "analyzer/derivation/view_aliasing.h"
 
-#include "analyzer/derivation/runtime_values.h"
+#include "analyzer/program/runtime_values.h"
 #include "graph/ops/op_registry.h"
 #include "graph/ops/view_layout.h"
 

@@ -2,7 +2,7 @@
 // What --offload moves to pinned host memory and how the program moves it back (one Options
 // struct for the offload passes: analyzer/derivation/host_offload.h for the optimizer modes,
 // analyzer/derivation/saved_tensor_offload.h for activations). The time of the copies and of the
-// CPU optimizer step is analyzer/offload/offload_cost.h.
+// CPU optimizer step is analyzer/cost/offload_cost.h.
 
 #include <cstdint>
 

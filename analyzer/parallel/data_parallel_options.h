@@ -4,7 +4,7 @@
 // mirrors so an export can write it back unchanged (analyzer/config_export/).
 //
 // The per-rank program is derived from these by analyzer/derivation/rank_sharding.h; the cost of
-// its collectives by analyzer/parallel/collective_cost.h.
+// its collectives by analyzer/cost/collective_cost.h.
 
 #include <cstdint>
 

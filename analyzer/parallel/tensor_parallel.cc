@@ -6,8 +6,8 @@
 #include <set>
 #include <sstream>
 
-#include "analyzer/json_fields.h"
 #include "analyzer/recompute/module_units.h"
+#include "analyzer/text/json_fields.h"
 #include "graph/linear_weight.h"
 #include "graph/ops/split_axis_rules.h"
 #include "graph/trainable_parameters.h"

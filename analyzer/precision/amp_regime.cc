@@ -1,6 +1,6 @@
 #include "analyzer/precision/amp_regime.h"
 
-#include "analyzer/precision_policy.h"
+#include "analyzer/precision/precision_policy.h"
 
 namespace memplan {
 

@@ -1,7 +1,7 @@
 #include "analyzer/precision/dtype_propagation.h"
 
-#include "analyzer/derivation/runtime_values.h"
-#include "analyzer/precision_policy.h"
+#include "analyzer/precision/precision_policy.h"
+#include "analyzer/program/runtime_values.h"
 #include "graph/ops/op_registry.h"
 
 namespace memplan {

@@ -11,7 +11,8 @@
 //    regime's forward parameter dtype when the input is a parameter: the working copy under
 //    master weights, fp32 under autocast; none when the input is not floating);
 //  * an override wins (ProgramOptions::node_dtype, --fp32-ops / --fp16-ops);
-//  * otherwise ExecutionDType (analyzer/precision_policy.h) of the regime, the node's AMP category
+//  * otherwise ExecutionDType (analyzer/precision/precision_policy.h) of the regime, the node's AMP
+//  category
 //    and the dtypes of its floating activation inputs (parameters excluded: they are read as
 //    whichever copy fits). Pure bf16 runs every node in bf16.
 // A floating output takes the node's compute dtype; any other output keeps its graph dtype.

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 
 namespace memplan {
 

@@ -6,8 +6,7 @@
 #include <map>
 
 #include "analyzer/precision/dtype_propagation.h"
-#include "analyzer/precision_policy.h"
-#include "analyzer/program_derivation.h"
+#include "analyzer/precision/precision_policy.h"
 #include "graph/ops/op_registry.h"
 
 namespace memplan {
@@ -161,13 +160,6 @@ class Placer {
 Expected<PrecisionPlacement> PlacePrecision(const Graph& graph, const PrecisionOptions& options) {
   Placer placer(graph, options);
   return placer.Run();
-}
-
-void ApplyPlacement(const PrecisionPlacement& placement, ProgramOptions& options) {
-  options.precision = placement.precision;
-  options.amp_mode = placement.amp_mode;
-  options.node_dtype = placement.node_dtype;
-  options.loss_scaling = placement.loss_scaling;
 }
 
 Expected<std::vector<std::string>> ParseOpList(std::string_view text, std::string_view flag) {

@@ -12,7 +12,8 @@
 //
 // --fp32-ops / --fp16-ops override the policy per op type ("Softmax") or ONNX node name; a node
 // name beats an op type when both name the same node. The result fills
-// ProgramOptions::node_dtype (ApplyPlacement), so the derivation runs exactly this placement.
+// ProgramOptions::node_dtype (ApplyPlacement in derivation/program_derivation.h), so the
+// derivation runs exactly this placement.
 //
 // Usage:
 //   PrecisionOptions options;
@@ -27,8 +28,8 @@
 #include <vector>
 
 #include "analyzer/precision/amp_regime.h"
-#include "analyzer/precision/loss_scaling.h"
-#include "analyzer/training_program.h"
+#include "analyzer/program/loss_scaling.h"
+#include "analyzer/program/training_program.h"
 #include "graph/dtype.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
@@ -37,7 +38,6 @@
 namespace memplan {
 
 class OpRegistry;
-struct ProgramOptions;
 
 struct PrecisionOptions {
   // The mixed-precision mode to place; kFp32 places nothing (every node keeps its graph dtype).
@@ -50,8 +50,8 @@ struct PrecisionOptions {
   // nodes touching no floating tensor), is an error; an entry in both lists is an error.
   std::vector<std::string> force_fp32;
   std::vector<std::string> force_fp16;
-  // nullopt = the mode's default (DefaultLossScaling, analyzer/precision_policy.h): dynamic for
-  // fp16, none for bf16. Ignored in fp32 mode, where there is nothing to scale.
+  // nullopt = the mode's default (DefaultLossScaling, analyzer/precision/precision_policy.h):
+  // dynamic for fp16, none for bf16. Ignored in fp32 mode, where there is nothing to scale.
   std::optional<LossScaling> loss_scaling;
   // The op registry to read; null = OpRegistry::Get().
   const OpRegistry* registry = nullptr;
@@ -94,9 +94,6 @@ struct PrecisionPlacement {
 // (naming it, with a near spelling when one exists), an entry in both lists, a static loss scale
 // that is not positive and finite, a cycle.
 Expected<PrecisionPlacement> PlacePrecision(const Graph& graph, const PrecisionOptions& options);
-
-// Sets options.precision, amp_mode, node_dtype and loss_scaling from the placement.
-void ApplyPlacement(const PrecisionPlacement& placement, ProgramOptions& options);
 
 // Splits a --fp32-ops / --fp16-ops value at commas, trimming spaces around each entry. An empty
 // text is an empty list; an empty entry ("a,,b", "a,") is an error naming `flag`.

@@ -5,7 +5,7 @@
 #include <map>
 #include <optional>
 
-#include "analyzer/config_export/checkpoint_modules.h"
+#include "analyzer/recompute/checkpoint_modules.h"
 
 namespace memplan {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The units of module-granularity recompute (--recompute-unit module): the modules a training
 // script can wrap in torch.utils.checkpoint, found from the node scopes torch.onnx.export writes
-// (analyzer/config_export/checkpoint_modules.h), and the order the module search adds them in.
+// (analyzer/recompute/checkpoint_modules.h), and the order the module search adds them in.
 //
 // A unit is a *repeated block*: a module path ending in a numeric index ("h.5", "layer3.1",
 // "encoder.layer.0"), the shallowest such scope of each node (CheckpointModuleForNode). Nodes

@@ -76,7 +76,7 @@ inline constexpr std::string_view kReportScript = R"js(
     e.textContent = text;
     return e;
   }
-  // Mirrors FormatBytes (analyzer/memory_size.cc): binary units, one decimal.
+  // Mirrors FormatBytes (analyzer/text/memory_size.cc): binary units, one decimal.
   function formatBytes(b) {
     var m = Math.abs(b), sign = b < 0 ? '-' : '';
     if (m < 1024) return sign + m.toFixed(0) + ' B';

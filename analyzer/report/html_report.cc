@@ -3,11 +3,11 @@
 #include <cstdio>
 #include <sstream>
 
-#include "analyzer/memory_size.h"
 #include "analyzer/report/html_assets.h"
-#include "analyzer/report/markup.h"
-#include "analyzer/report/number_format.h"
 #include "analyzer/report/timeline_chart.h"
+#include "analyzer/text/markup.h"
+#include "analyzer/text/memory_size.h"
+#include "analyzer/text/number_format.h"
 
 namespace memplan {
 namespace {

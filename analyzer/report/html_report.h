@@ -17,7 +17,7 @@
 
 #include <string>
 
-#include "analyzer/analysis_report.h"
+#include "analyzer/report/analysis_report.h"
 #include "analyzer/report/timeline_svg.h"
 #include "graph/expected.h"
 

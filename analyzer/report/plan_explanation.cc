@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "analyzer/report/number_format.h"
+#include "analyzer/text/number_format.h"
 
 namespace memplan {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "analyzer/analysis_report.h"
+#include "analyzer/report/analysis_report.h"
 #include "analyzer/vocabulary/enum_table.h"
 
 namespace memplan {

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "analyzer/memory_category.h"
-#include "analyzer/planner.h"
+#include "analyzer/planning/planner.h"
+#include "analyzer/program/memory_category.h"
 #include "analyzer/report/timeline_downsample.h"
 
 namespace memplan {

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "analyzer/simulator.h"
+#include "analyzer/simulation/simulator.h"
 
 namespace memplan {
 

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
-#include "analyzer/memory_size.h"
-#include "analyzer/report/markup.h"
+#include "analyzer/text/markup.h"
+#include "analyzer/text/memory_size.h"
 
 namespace memplan {
 namespace {

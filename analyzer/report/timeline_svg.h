@@ -16,7 +16,7 @@
 
 #include <string>
 
-#include "analyzer/analysis_report.h"
+#include "analyzer/report/analysis_report.h"
 #include "analyzer/report/timeline_chart.h"
 #include "graph/expected.h"
 

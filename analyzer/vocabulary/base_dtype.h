@@ -2,7 +2,7 @@
 // How a fine-tuning plan stores its frozen (base) weights: --base-dtype. Floating choices store
 // every frozen parameter in that dtype; int8 (bitsandbytes LLM.int8 Int8Params) and nf4 (QLoRA's
 // Params4bit) quantise the frozen 2-D MatMul/Gemm weights and dequantise each one per use as a
-// transient (analyzer/frozen_weight_storage.h).
+// transient (analyzer/program/frozen_weight_storage.h).
 
 #include <cstdint>
 #include <string_view>

@@ -1,6 +1,6 @@
 #pragma once
 // Which loss the training program appends to the model output: the one type the planner
-// (analyzer/loss_spec.h), the runtime's loss kernels and the CLI share.
+// (analyzer/program/loss_spec.h), the runtime's loss kernels and the CLI share.
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // What moves to pinned host memory (--offload), with the engine each mode mirrors. What each mode
 // implies for the training program is stated once, in analyzer/derivation/host_offload.h
 // (optimizer, optimizer+params) and analyzer/derivation/saved_tensor_offload.h (activations);
-// the transfer and CPU-optimizer time in analyzer/offload/offload_cost.h.
+// the transfer and CPU-optimizer time in analyzer/cost/offload_cost.h.
 
 #include <cstdint>
 #include <string_view>

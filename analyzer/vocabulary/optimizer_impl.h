@@ -1,7 +1,8 @@
 #pragma once
 // Which implementation of a torch.optim optimizer's step runs (the `foreach` / `fused` arguments
 // of torch.optim.Adam, AdamW and SGD), and so which intermediates optimizer.step() allocates and
-// frees. The bytes each implementation adds are stated once, in analyzer/optimizer_transient.h.
+// frees. The bytes each implementation adds are stated once, in
+// analyzer/program/optimizer_transient.h.
 
 #include <cstdint>
 #include <string>

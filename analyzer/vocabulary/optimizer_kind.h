@@ -18,7 +18,7 @@ namespace memplan {
   X(kAdafactor, "adafactor") /* transformers' Adafactor: factored row/column statistics */       \
                              /* (planned, not run) */                                            \
   /* bitsandbytes' AdamW8bit: both moments in 8 bits, one fp32 absmax per 2048-element block; */ \
-  /* tensors under 4096 elements keep 32-bit moments (analyzer/optimizer_state.h). */            \
+  /* tensors under 4096 elements keep 32-bit moments (analyzer/program/optimizer_state.h). */    \
   X(kAdamW8bit, "adamw8bit")                                                                     \
   /* bitsandbytes' PagedAdamW8bit: AdamW8bit's state in CUDA unified (paged) memory. */          \
   X(kPagedAdamW8bit, "paged-adamw8bit")                                                          \

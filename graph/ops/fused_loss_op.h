@@ -2,9 +2,9 @@
 // The fused loss memplan plans for under `--fused-loss`: Liger Kernel's
 // LigerFusedLinearCrossEntropyFunction (liger_kernel/ops/fused_linear_cross_entropy.py), the LM
 // head and the cross entropy in one op that never materialises the [B, S, V] logits. It is not an
-// ONNX op; the rewrite in analyzer/fused_loss_plan.h writes it in place of the head node(s) and
-// the registry entry (graph/ops/fused_loss_ops.cc) states its memory. This header names the op,
-// its attributes and the chunk rule once for both.
+// ONNX op; the rewrite in analyzer/derivation/fused_loss_plan.h writes it in place of the head
+// node(s) and the registry entry (graph/ops/fused_loss_ops.cc) states its memory. This header names
+// the op, its attributes and the chunk rule once for both.
 //
 //   memplan:FusedLinearCrossEntropy(input, weight, target, bias?) -> loss
 //     input  [..., H]  the hidden states the head reads (BT = product of the leading dims rows)

@@ -26,7 +26,8 @@
 // planned). c comes from the rewrite (kTileRowsPerSample, computed with the --dim bindings);
 // without it, each term k * (symbols) of the symbolic BT gets cdiv(k, inc) * (symbols) rows,
 // which is the whole BT when a symbol such as seq is unbound. A constant BT is planned exactly.
-// The report gives Liger's exact rows at the chosen micro-batch (analyzer/fused_loss_plan.h).
+// The report gives Liger's exact rows at the chosen micro-batch
+// (analyzer/derivation/fused_loss_plan.h).
 //
 // FLOPs, all in forward: 2*BT*H*V for the logits, 2*BT*H*V for grad_input, 2*BT*H*V for
 // grad_weight, and the cross entropy's kSoftmaxFlopsPerElement per logit: 6*BT*H*V + 5*BT*V.

@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 #include "profiler/cupti/cupti_collector.h"
 #include "profiler/step_table.h"
 #include "runtime/backend.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/memory_category.h"
+#include "analyzer/program/memory_category.h"
 #include "graph/attributes.h"
 #include "graph/dtype.h"
 #include "graph/expected.h"

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "analyzer/memory_size.h"
+#include "analyzer/text/memory_size.h"
 #include "runtime/cuda/cuda_status.h"
 
 namespace memplan::cuda {

@@ -20,7 +20,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "analyzer/memory_category.h"
+#include "analyzer/program/memory_category.h"
 #include "graph/expected.h"
 
 namespace memplan::cuda {

@@ -1,6 +1,6 @@
 # Regexes keep [ and ] balanced: CMake's list splitting counts brackets even when escaped.
 # Issue 10 (amp): --amp-mode regimes, --headroom. Hand-derived byte counts are in
-# tests/analyzer/precision_amp_regime_test.cc and planner_headroom_test.cc; these pin the CLI.
+# tests/analyzer/precision/precision_amp_regime_test.cc and planner_headroom_test.cc; these pin the CLI.
 set(F ${MEMPLAN_TEST_FIXTURES})
 
 # Each regime runs on the CPU runtime: measured memory equals the prediction, the loss falls.

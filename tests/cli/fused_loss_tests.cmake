@@ -1,10 +1,10 @@
-# --fused-loss (analyzer/fused_loss_plan.h): the LM head and cross entropy planned as Liger's fused
+# --fused-loss (analyzer/derivation/fused_loss_plan.h): the LM head and cross entropy planned as Liger's fused
 # linear cross entropy; bad input; verify and exports.
 set(F ${MEMPLAN_TEST_FIXTURES})
 set(Z ${MEMPLAN_ZOO_DIR})
 
 # lm_head.onnx: x [b, 16, 32] -> MatMul W1 [32, 32] -> h -> MatMul W [32, 100] -> logits, fp32.
-# Saved at b = 2, derived in tests/analyzer/fused_loss_plan_test.cc:
+# Saved at b = 2, derived in tests/analyzer/derivation/fused_loss_plan_test.cc:
 #   unfused: x 4096 + h 4096 + fp32 log-probabilities 2*16*100*4 = 12800 + labels 2*16*8 = 256
 #            = 21248
 #   fused:   x 4096 + grad_input 4096 + grad_weight 32*100*4 = 12800 = 20992
@@ -108,7 +108,7 @@ memplan_cli_test("--fused-loss export to deepspeed is one line, exit 2" EXPECT_E
 # against the unfused loss. Skipped (77) without /usr/bin/python3 and torch.
 add_test(NAME "cli: --fused-loss matches a Liger-style torch reference"
          COMMAND sh -c "if [ -x /usr/bin/python3 ]; then exec /usr/bin/python3 \"$0\" \"$1\" \"$2\"; else exit 77; fi"
-                 ${CMAKE_SOURCE_DIR}/tests/analyzer/fused_loss_reference.py $<TARGET_FILE:memplan>
+                 ${CMAKE_SOURCE_DIR}/tests/analyzer/derivation/fused_loss_reference.py $<TARGET_FILE:memplan>
                  ${MEMPLAN_TEST_FIXTURES})
 set_tests_properties("cli: --fused-loss matches a Liger-style torch reference"
                      PROPERTIES SKIP_RETURN_CODE 77)

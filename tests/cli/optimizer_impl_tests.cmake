@@ -1,5 +1,5 @@
-# --optimizer-impl foreach|fused|for-loop (analyzer/optimizer_transient.h): torch.optim's step
-# intermediates. The per-buffer rules are derived in tests/analyzer/optimizer_transient_test.cc;
+# --optimizer-impl foreach|fused|for-loop (analyzer/program/optimizer_transient.h): torch.optim's step
+# intermediates. The per-buffer rules are derived in tests/analyzer/program/optimizer_transient_test.cc;
 # these pin the CLI: the default, the JSON and text, the exports and the one-line errors.
 set(F ${MEMPLAN_TEST_FIXTURES})
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "analyzer/gpu_specs.h"
-#include "analyzer/planner.h"
+#include "analyzer/cost/gpu_specs.h"
+#include "analyzer/planning/planner.h"
 #include "graph/onnx_import.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -3,8 +3,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "analyzer/cost_model.h"
-#include "analyzer/gpu_specs.h"
+#include "analyzer/cost/cost_model.h"
+#include "analyzer/cost/gpu_specs.h"
 #include "graph/onnx_import.h"
 #include "profiler/profile_json.h"
 

@@ -19,7 +19,7 @@ namespace memplan::testing {
 // `gaps` (op type -> why a backend does not execute it) and the default-domain ops no backend runs
 // as a kernel of its own: the executor materialises them from constants (runtime/executor.cc,
 // ConstantTensor; never a step of the program), or the backend's loss path computes them (the
-// loss the program appends, analyzer/loss_spec.h, runs in Backend::LossForward).
+// loss the program appends, analyzer/program/loss_spec.h, runs in Backend::LossForward).
 inline std::map<std::string, std::string> WithOpsNoBackendRuns(
     std::map<std::string, std::string> gaps) {
   gaps.insert({

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analyzer/attention_plan.h"
+#include "analyzer/derivation/attention_plan.h"
 #include "tests/runtime/executor_test_support.h"
 
 namespace memplan {

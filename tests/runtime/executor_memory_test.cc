@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "analyzer/caching_allocator.h"
+#include "analyzer/simulation/caching_allocator.h"
 #include "tests/runtime/executor_test_support.h"
 
 namespace memplan {

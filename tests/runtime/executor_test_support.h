@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/exact_allocator.h"
-#include "analyzer/program_derivation.h"
-#include "analyzer/simulator.h"
+#include "analyzer/derivation/program_derivation.h"
+#include "analyzer/simulation/exact_allocator.h"
+#include "analyzer/simulation/simulator.h"
 #include "graph/onnx_import.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/executor.h"

@@ -6,8 +6,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/analyzer/program_test_derive.h"
-#include "tests/analyzer/program_test_graphs.h"
+#include "tests/analyzer/derivation/program_test_derive.h"
+#include "tests/analyzer/derivation/program_test_graphs.h"
 #include "tests/runtime/executor_test_support.h"
 
 namespace memplan {

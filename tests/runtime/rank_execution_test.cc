@@ -6,8 +6,8 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
-#include "analyzer/exact_allocator.h"
-#include "analyzer/program_derivation.h"
+#include "analyzer/derivation/program_derivation.h"
+#include "analyzer/simulation/exact_allocator.h"
 #include "runtime/collective_steps.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/program_shapes.h"

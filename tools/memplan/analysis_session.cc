@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "analyzer/advice.h"
 #include "analyzer/config_export/export_config.h"
-#include "analyzer/joint_search.h"
-#include "analyzer/parallel/strategy_search.h"
-#include "analyzer/plan_report.h"
+#include "analyzer/planning/joint_search.h"
+#include "analyzer/planning/strategy_search.h"
+#include "analyzer/report/advice.h"
 #include "analyzer/report/plan_explanation.h"
+#include "analyzer/report/plan_report.h"
 
 namespace memplan::cli {
 

@@ -9,11 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/alternatives/alternatives_report.h"
-#include "analyzer/analysis_report.h"
 #include "analyzer/config_export/export_target.h"
-#include "analyzer/joint_search.h"
-#include "analyzer/parallel/strategy_search.h"
-#include "analyzer/planner.h"
+#include "analyzer/planning/joint_search.h"
+#include "analyzer/planning/planner.h"
+#include "analyzer/planning/strategy_search.h"
+#include "analyzer/report/analysis_report.h"
 #include "graph/graph.h"
 #include "tools/memplan/plan_flags.h"
 

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "analyzer/config_export/export_target.h"
-#include "analyzer/report/markup.h"
 #include "analyzer/report/timeline_svg.h"
+#include "analyzer/text/markup.h"
 #include "tools/memplan/analysis_session.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"

@@ -12,7 +12,7 @@
 
 #include "analyzer/baseline/baseline.h"
 #include "analyzer/baseline/config_list.h"
-#include "analyzer/memory_size.h"
+#include "analyzer/text/memory_size.h"
 #include "tools/memplan/check_configuration.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"

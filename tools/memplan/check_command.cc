@@ -14,7 +14,7 @@
 #include "analyzer/baseline/check_report.h"
 #include "analyzer/baseline/config_list.h"
 #include "analyzer/baseline/json_file.h"
-#include "analyzer/vocabulary/tolerance.h"
+#include "analyzer/text/tolerance.h"
 #include "tools/memplan/check_configuration.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"

@@ -5,7 +5,7 @@
 #include <iterator>
 
 #include "analyzer/baseline/pinned_plan.h"
-#include "analyzer/plan_report.h"
+#include "analyzer/report/plan_report.h"
 
 namespace memplan::cli {
 
@@ -116,7 +116,7 @@ Expected<ConfigurationAnalysis> AnalyseConfiguration(const CheckConfiguration& c
   auto session = AnalyseFlags(flags, model);
   if (!session.ok()) return MakeError(where + session.error().message);
   ConfigurationAnalysis analysis;
-  // The typed facts `analyze --json` prints (analyzer/plan_report.h).
+  // The typed facts `analyze --json` prints (analyzer/report/plan_report.h).
   analysis.memory = PlanReportOf((*session)->report).memory;
   analysis.plan = PinnedPlanOf((*session)->plan);
   analysis.fits = (*session)->plan.feasible;

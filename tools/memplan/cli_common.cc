@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "analyzer/report/markup.h"
+#include "analyzer/text/markup.h"
 #include "graph/onnx_import.h"
 
 namespace memplan::cli {

@@ -12,7 +12,7 @@
 #include "analyzer/baseline/json_file.h"
 #include "analyzer/config_export/export_config.h"
 #include "analyzer/config_export/export_target.h"
-#include "analyzer/report/markup.h"
+#include "analyzer/text/markup.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
 

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "analyzer/json_fields.h"
-#include "analyzer/memory_size.h"
+#include "analyzer/text/json_fields.h"
+#include "analyzer/text/memory_size.h"
 
 namespace memplan::cli {
 namespace {

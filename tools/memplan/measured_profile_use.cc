@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "analyzer/json_fields.h"
+#include "analyzer/text/json_fields.h"
 #include "graph/graph.h"
 #include "profiler/profile_json.h"
 #include "tools/memplan/cli_common.h"

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <vector>
 
-#include "analyzer/gpu_specs.h"
-#include "analyzer/memory_size.h"
+#include "analyzer/cost/gpu_specs.h"
 #include "analyzer/parallel/data_parallel_options.h"
 #include "analyzer/parallel/engine_options.h"
 #include "analyzer/parallel/tensor_parallel.h"
-#include "analyzer/planner.h"
+#include "analyzer/planning/planner.h"
 #include "analyzer/precision/precision_placement.h"
+#include "analyzer/text/memory_size.h"
 #include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_impl.h"
 #include "graph/bind_symbols.h"
@@ -100,7 +100,7 @@ Expected<std::optional<int64_t>> OptionalPositive(const PlanArguments& flags,
   return std::optional<int64_t>(value);
 }
 
-// A bare number is bytes (analyzer/memory_size.h), so `--gpu 24` would plan for 24 bytes and
+// A bare number is bytes (analyzer/text/memory_size.h), so `--gpu 24` would plan for 24 bytes and
 // `--gpu 3090` for 3,090. No GPU has less than a mebibyte: a bare number below that is a size
 // without its unit or a model number, and the message says which was likely meant: the known GPU
 // names that contain the number, and the number in GiB where that is a plausible GPU size.

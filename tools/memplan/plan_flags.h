@@ -12,10 +12,10 @@
 #include <string_view>
 #include <vector>
 
-#include "analyzer/attention_plan.h"
 #include "analyzer/baseline/plan_flags.h"
-#include "analyzer/joint_search.h"
-#include "analyzer/planner.h"
+#include "analyzer/derivation/attention_plan.h"
+#include "analyzer/planning/joint_search.h"
+#include "analyzer/planning/planner.h"
 #include "analyzer/vocabulary/attention_mode.h"
 #include "analyzer/vocabulary/fusion_set_names.h"
 #include "analyzer/vocabulary/parallel_strategy.h"
@@ -57,14 +57,14 @@ struct PlanRequest {
   PlannerOptions planner;
   SearchOptions search;  // precision and recompute choices for the joint search
   // --gpus N with --parallel auto (or without --parallel): try every strategy
-  // (analyzer/parallel/strategy_search.h) instead of planning planner.program.data_parallel's.
+  // (analyzer/planning/strategy_search.h) instead of planning planner.program.data_parallel's.
   bool parallel_auto = false;
   // Strategies parallel_auto does not try: those the --export target cannot run (DeepSpeed has
   // no hybrid-shard).
   std::vector<ParallelStrategy> parallel_excluded;
-  // --attention: applied to the graph when it is loaded (analyzer/attention_plan.h).
+  // --attention: applied to the graph when it is loaded (analyzer/derivation/attention_plan.h).
   AttentionMode attention = AttentionMode::kAuto;
-  // --fused-loss: applied to the graph after attention (analyzer/fused_loss_plan.h); the
+  // --fused-loss: applied to the graph after attention (analyzer/derivation/fused_loss_plan.h); the
   // requested loss stays in planner.program.loss until the rewrite says what the program plans.
   bool fused_loss = false;
   // --train/--freeze/--lora: applied to the graph right after import (LoadPlannedModel).

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "analyzer/program_derivation.h"
+#include "analyzer/derivation/program_derivation.h"
 #include "profiler/attribution.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/gpu_profiling.h"

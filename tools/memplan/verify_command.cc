@@ -17,14 +17,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyzer/attention_plan.h"
 #include "analyzer/baseline/json_file.h"
 #include "analyzer/config_export/plan_json_fields.h"
-#include "analyzer/fused_loss_plan.h"
-#include "analyzer/memory_size.h"
+#include "analyzer/derivation/attention_plan.h"
+#include "analyzer/derivation/fused_loss_plan.h"
 #include "analyzer/recompute/module_units.h"
+#include "analyzer/text/memory_size.h"
+#include "analyzer/text/tolerance.h"
 #include "analyzer/vocabulary/optimizer_impl.h"
-#include "analyzer/vocabulary/tolerance.h"
 #include "graph/bind_symbols.h"
 #include "graph/checked_math.h"
 #include "runtime/backend_factory.h"

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include "analyzer/category_bytes_json.h"
-#include "analyzer/json_fields.h"
-#include "analyzer/memory_size.h"
+#include "analyzer/program/category_bytes_json.h"
+#include "analyzer/text/json_fields.h"
+#include "analyzer/text/memory_size.h"
 
 namespace memplan::cli {
 namespace {

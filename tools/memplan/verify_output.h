@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyzer/training_program.h"
+#include "analyzer/program/training_program.h"
 #include "graph/graph.h"
 #include "runtime/verification.h"
 

@@ -1,4 +1,4 @@
-#include "analyzer/vocabulary/step_phase.h"
+#include "analyzer/program/step_phase.h"
 
 #include "name_table_checks.h"
 

@@ -1,0 +1,127 @@
+#include "analyzer/derivation/program_derivation.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "analyzer/derivation/gradient_flow.h"
+#include "analyzer/derivation/host_offload.h"
+#include "analyzer/derivation/liveness.h"
+#include "analyzer/derivation/program_dtypes.h"
+#include "analyzer/derivation/rank_sharding.h"
+#include "analyzer/derivation/recompute_set.h"
+#include "analyzer/derivation/step_emission.h"
+#include "analyzer/derivation/view_aliasing.h"
+#include "analyzer/precision/precision_policy.h"
+#include "analyzer/program/program_integrity.h"
+#include "analyzer/recompute/module_units.h"
+#include "graph/ops/op_registry.h"
+
+// The derivation is a sequence of passes, each a function returning a value
+// (analyzer/derivation/): resolve the loss target, the recompute set, gradient flow, dtypes;
+// then step emission writes the steps (with --offload activations, the saved-tensor copies), and
+// liveness places the frees; data parallelism rewrites the program per rank, and --offload
+// optimizer(+params) moves state to the host.
+
+namespace memplan {
+namespace {
+
+// The value the loss reads and the loss resolved against it.
+Status ResolveLossTarget(const Graph& g, const ProgramOptions& options,
+                         DerivationAnalysis& analysis) {
+  if (!options.loss_output.empty()) {
+    auto found = g.FindValue(options.loss_output);
+    if (!found)
+      return MakeError("loss output '" + options.loss_output + "' is not a value of the graph");
+    analysis.model_output = *found;
+  } else {
+    if (g.outputs().empty()) return MakeError("the graph has no output to attach a loss to");
+    analysis.model_output = g.outputs().front();
+  }
+  const Value& out = g.value(analysis.model_output);
+  if (out.kind == ValueKind::kConstant || out.kind == ValueKind::kParameter)
+    return MakeError("model output '" + out.name + "' is not computed from the inputs");
+  if (out.kind == ValueKind::kInput)
+    return MakeError("model output '" + out.name + "' is a graph input, not computed by the model");
+  MEMPLAN_TRY(analysis.loss, ResolveLoss(options.loss, options.loss_op_type, options.loss_op_domain,
+                                         out.dtype, out.shape, out.name));
+  return OkStatus();
+}
+
+// None in fp32; the option or the precision's default otherwise.
+Expected<LossScaling> ResolveLossScaling(const ProgramOptions& options) {
+  if (WorkingDType(options.precision) == DType::kUndefined) return LossScaling{};
+  LossScaling scaling = options.loss_scaling.value_or(DefaultLossScaling(options.precision));
+  if (scaling.mode == LossScalingMode::kStatic &&
+      !(std::isfinite(scaling.scale) && scaling.scale > 0))
+    return MakeError("a static loss scale must be a positive finite number, got " +
+                     std::to_string(scaling.scale));
+  return scaling;
+}
+
+}  // namespace
+
+Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const ProgramOptions& options) {
+  if (options.accumulation_steps < 1) {
+    return MakeError("accumulation steps must be >= 1, got " +
+                     std::to_string(options.accumulation_steps));
+  }
+  if (options.offload.mode != OffloadMode::kNone && options.data_parallel) {
+    return MakeError("--offload " + std::string(OffloadModeName(options.offload.mode)) +
+                     " is modelled for one GPU; with --gpus it is not planned yet");
+  }
+  if (options.offload.mode == OffloadMode::kActivations &&
+      (!options.recompute.empty() || !options.recompute_modules.empty())) {
+    return MakeError(
+        "--offload activations keeps no saved tensor on the GPU, so there is nothing for "
+        "recompute to drop; plan it with --recompute none");
+  }
+  const OpRegistry& registry = options.registry ? *options.registry : OpRegistry::Get();
+  DerivationAnalysis analysis;
+  MEMPLAN_TRY(analysis.recompute,
+              ResolveRecomputeSet(graph, options.recompute, options.recompute_modules));
+  MEMPLAN_TRY(analysis.order, graph.TopologicalOrder());
+  MEMPLAN_RETURN_IF_ERROR(ResolveLossTarget(graph, options, analysis));
+  MEMPLAN_TRY(analysis.loss_scaling, ResolveLossScaling(options));
+  analysis.gradients = AnalyzeGradientFlow(graph, registry, analysis.order, analysis.model_output);
+  const OpSchema& loss_schema = registry.FindOrUnknown(analysis.loss.op_type, analysis.loss.domain);
+  analysis.regime = RegimeOf(options.precision, options.amp_mode);
+  analysis.dtypes = DeriveProgramDTypes(graph, registry, analysis.order, analysis.regime,
+                                        options.node_dtype, analysis.model_output, loss_schema.amp);
+  analysis.views = DecideViews(graph, registry, analysis.order, &analysis.dtypes);
+  AliasSameDTypeCasts(graph, analysis.order, analysis.dtypes.value, analysis.views);
+
+  MEMPLAN_TRY(EmittedProgram emitted, EmitSteps(graph, options, registry, analysis));
+  ApplyLiveness(PlanLiveness(emitted.program, emitted.uses), emitted.program);
+  TrainingProgram program = std::move(emitted.program);
+  if (options.data_parallel) {
+    // FSDP's transformer wrap shards block by block: which block each node is part of.
+    std::vector<int> block_of_node;
+    if (options.data_parallel->fsdp_wrap_blocks) {
+      block_of_node.assign(graph.num_nodes(), -1);
+      const std::vector<CheckpointableModule> blocks = FindCheckpointableModules(graph);
+      for (size_t b = 0; b < blocks.size(); ++b)
+        for (NodeId n : blocks[b].nodes) block_of_node[n.index()] = static_cast<int>(b);
+    }
+    MEMPLAN_TRY(program,
+                DerivePerRankProgram(std::move(program), *options.data_parallel, block_of_node));
+  }
+  MEMPLAN_TRY(program, OffloadToHost(std::move(program), graph, options.offload));
+#ifndef NDEBUG
+  if (auto status = VerifyProgram(program); !status.ok()) {
+    std::fprintf(stderr, "memplan: derived program fails verification: %s\n",
+                 status.error().message.c_str());
+    MEMPLAN_CHECK(false);
+  }
+#endif
+  return program;
+}
+
+void ApplyPlacement(const PrecisionPlacement& placement, ProgramOptions& options) {
+  options.precision = placement.precision;
+  options.amp_mode = placement.amp_mode;
+  options.node_dtype = placement.node_dtype;
+  options.loss_scaling = placement.loss_scaling;
+}
+
+}  // namespace memplan

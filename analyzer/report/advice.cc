@@ -1,0 +1,172 @@
+#include "analyzer/report/advice.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "analyzer/text/memory_size.h"
+#include "graph/model_summary.h"
+
+namespace memplan {
+namespace {
+
+int64_t CountOps(const Graph& graph, std::string_view op_type) {
+  return std::count_if(graph.nodes().begin(), graph.nodes().end(),
+                       [&](const Node& n) { return n.op_type == op_type; });
+}
+
+// Conv nodes with a bias whose only consumer is a BatchNormalization: BN subtracts the batch mean
+// per channel, which cancels any per-channel constant the bias adds.
+struct RedundantBias {
+  int64_t convs = 0;
+  int64_t bias_elements = 0;
+  int64_t flops_per_micro_batch = 0;  // one add per conv output element
+};
+
+RedundantBias FindRedundantConvBias(const Graph& graph, const Bindings& bindings) {
+  RedundantBias r;
+  for (const Node& n : graph.nodes()) {
+    if (n.op_type != "Conv" || n.inputs.size() < 3 || !n.inputs[2].valid()) continue;
+    if (n.outputs.empty() || !n.outputs[0].valid()) continue;
+    const Value& out = graph.value(n.outputs[0]);
+    if (out.consumers.size() != 1 || graph.node(out.consumers[0]).op_type != "BatchNormalization")
+      continue;
+    const Value& bias = graph.value(n.inputs[2]);
+    if (bias.kind != ValueKind::kParameter) continue;
+    ++r.convs;
+    r.bias_elements += bias.shape.NumElements().Evaluate(bindings).ok()
+                           ? *bias.shape.NumElements().Evaluate(bindings)
+                           : 0;
+    auto elements = out.shape.NumElements().Evaluate(bindings);
+    if (elements.ok()) r.flops_per_micro_batch += *elements;
+  }
+  return r;
+}
+
+// Bytes per parameter element the plan keeps: every parameter copy, its gradient and its
+// optimizer states, read off the program (not assumed).
+int64_t BytesPerParameterElement(const TrainingPlan& plan, const Graph& graph) {
+  int64_t bytes = 0;
+  int64_t elements = 0;
+  for (const ParameterBuffers& p : plan.program.parameters) {
+    auto size = [&](BufferId id) {
+      return id.valid() && id.index() < plan.simulation.buffer_bytes.size()
+                 ? plan.simulation.buffer_bytes[id.index()]
+                 : 0;
+    };
+    bytes += size(p.master) + size(p.working) + size(p.gradient);
+    for (BufferId s : p.optimizer_states) bytes += size(s);
+    auto n = graph.value(p.value).shape.NumElements().Evaluate(plan.bindings);
+    if (n.ok()) elements += *n;
+  }
+  return elements > 0 ? bytes / elements : 0;
+}
+
+}  // namespace
+
+std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
+                                   const AdviceOptions& options) {
+  std::vector<AdviceItem> advice;
+  const int64_t m = plan.chosen.micro_batch;
+  const int64_t k = plan.chosen.accumulation_steps;
+  const int64_t g = plan.chosen.global_batch;
+  const int64_t batchnorms = CountOps(graph, "BatchNormalization");
+
+  // Batch-size advice is about a plan that runs: when nothing fits there is no micro-batch to
+  // tune, and naming "the largest micro-batch that fits" would contradict the verdict.
+  const bool runs = plan.feasible;
+  if (runs && batchnorms > 0 && (k > 1 || m < options.batchnorm_min_samples)) {
+    const int64_t target = std::min(g, options.batchnorm_min_samples);
+    std::ostringstream s;
+    s << "BatchNorm (" << batchnorms << " layers) normalises over the micro-batch m=" << m
+      << (k > 1 ? ", not the global batch G=" + std::to_string(g) : std::string()) << ": its "
+      << "statistics see " << m << " samples. ";
+    if (m >= target) {
+      s << "That is enough for stable statistics (>= " << options.batchnorm_min_samples
+        << " samples, Wu & He 2018); accumulation does not change them.";
+      advice.push_back({"batchnorm-accumulation", s.str()});
+    } else {
+      s << "Raise m to at least " << target << " (BN degrades below ~"
+        << options.batchnorm_min_samples << " samples per batch, Wu & He 2018); ";
+      if (plan.micro_batch_fixed) {
+        // A fixed m is not searched, so the largest that fits is not known here.
+        s << "try --micro-batch " << target << " (memplan says whether it fits). ";
+      } else if (plan.largest_fitting_micro_batch >= target) {
+        s << "m=" << target << " fits this budget (--micro-batch " << target << "). ";
+      } else {
+        s << "m=" << target
+          << " does not fit (largest that fits: m=" << plan.largest_fitting_micro_batch << "). ";
+      }
+      s << "Or replace BatchNorm with GroupNorm, or use SyncBatchNorm across GPUs.";
+      advice.push_back({"batchnorm-accumulation", s.str()});
+    }
+  }
+
+  if (runs) {
+    std::ostringstream s;
+    if (plan.global_batch_requested && plan.global_batch_exact) {
+      const int64_t ranks = plan.program.data_parallel_ranks;
+      s << "k=" << k << " micro-batches of m=" << m
+        << (ranks > 1 ? " on each of " + std::to_string(ranks) + " GPUs" : std::string())
+        << " reproduce the global batch G=" << g
+        << " exactly (loss divided by k): keep the learning rate tuned for batch " << g << ".";
+    } else if (plan.global_batch_requested) {
+      const int64_t ranks = plan.program.data_parallel_ranks;
+      s << "The effective batch is m*k" << (ranks > 1 ? "*GPUs" : "") << "=" << m << "*" << k
+        << (ranks > 1 ? "*" + std::to_string(ranks) : std::string()) << "=" << g
+        << ", not the requested " << plan.requested_global_batch << ": scale the learning rate by "
+        << g << "/" << plan.requested_global_batch
+        << " (linear scaling rule, Goyal et al. 2017) or choose a "
+        << "global batch divisible by a micro-batch that fits.";
+    } else {
+      s << "The effective batch is " << g
+        << (plan.micro_batch_fixed ? " (fixed by --micro-batch, no accumulation). If"
+                                   : " (the largest micro-batch that fits, no accumulation). If")
+        << " your learning rate was tuned for batch B, scale it linearly to "
+        << "lr*" << g << "/B with warm-up (Goyal et al. 2017), or pass --global-batch B to "
+        << "reproduce B with accumulation.";
+    }
+    advice.push_back({"learning-rate", s.str()});
+  }
+
+  if (runs && k > 1) {
+    std::ostringstream s;
+    s << "Clip gradients once per optimizer step, after the last of the k=" << k
+      << " micro-batches";
+    if (plan.chosen.precision == Precision::kFp16) s << " and after scaler.unscale_(optimizer)";
+    s << "; clipping each micro-batch's partial gradient clips the wrong quantity.";
+    advice.push_back({"clip-after-accumulation", s.str()});
+    std::ostringstream t;
+    t << "Learning-rate schedulers and warm-up count optimizer steps, not micro-batches: call "
+      << "scheduler.step() once every " << k << " micro-batches (an epoch of N samples has N/" << g
+      << " optimizer steps).";
+    advice.push_back({"scheduler-steps", t.str()});
+  } else if (plan.chosen.precision == Precision::kFp16) {
+    advice.push_back({"clip-after-unscale",
+                      "With fp16 loss scaling, call scaler.unscale_(optimizer) before clipping "
+                      "so the threshold applies to the true gradient."});
+  }
+
+  RedundantBias bias = FindRedundantConvBias(graph, plan.bindings);
+  if (bias.convs > 0) {
+    const int64_t per_element = BytesPerParameterElement(plan, graph);
+    std::ostringstream s;
+    s << bias.convs << " Conv layers feed BatchNorm and carry a bias that BatchNorm's mean "
+      << "subtraction cancels: construct them with bias=False to save " << bias.bias_elements
+      << " parameters (" << FormatBytes(bias.bias_elements * per_element)
+      << " with gradients and optimizer state) and " << bias.flops_per_micro_batch
+      << " FLOPs per micro-batch.";
+    advice.push_back({"conv-bias-before-batchnorm", s.str()});
+  }
+
+  return advice;
+}
+
+std::vector<std::string> InferenceExportWarnings(const Graph& graph, const Bindings& bindings) {
+  std::vector<std::string> warnings;
+  for (const std::string& w : SummarizeModel(graph, bindings).warnings) {
+    if (w.find("inference export") != std::string::npos) warnings.push_back(w);
+  }
+  return warnings;
+}
+
+}  // namespace memplan

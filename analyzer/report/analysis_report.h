@@ -1,0 +1,63 @@
+#pragma once
+// The result of `memplan analyze` rendered three ways: the memplan/1 JSON (docs/json_schema.md),
+// human text readable in 80 columns, and markdown. All three read the same AnalysisReport, so
+// they never disagree; JSON keys are written in a fixed order for byte-identical output.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analyzer/alternatives/alternatives_report.h"
+#include "analyzer/derivation/attention_plan.h"
+#include "analyzer/derivation/fused_loss_plan.h"
+#include "analyzer/planning/planner.h"
+#include "analyzer/planning/strategy_search.h"
+#include "analyzer/program/step_phase.h"
+#include "analyzer/report/advice.h"
+#include "graph/graph.h"
+
+namespace memplan {
+
+struct AnalysisReport {
+  std::string model_path;
+  std::string model_name;  // file stem
+  const Graph* graph = nullptr;
+  const PlannerOptions* options = nullptr;
+  const TrainingPlan* plan = nullptr;
+  std::vector<AdviceItem> advice;
+  std::vector<std::string> warnings;  // the inference-export ones first
+  // The model looks like an inference (eval-mode) export (InferenceExportWarnings, advice.h):
+  // the plan is for the model as exported and underestimates training memory. Reports say so
+  // before the plan ("inference_export" in the JSON).
+  bool inference_export = false;
+  // Node names for the plan's lists (recompute, fp16/fp32 placement).
+  std::vector<std::string> recompute_nodes;
+  std::vector<std::string> checkpoint_nodes;
+  std::vector<std::string> fp16_nodes;
+  std::vector<std::string> fp32_nodes;
+  std::string choice_explanation;  // one sentence on why this plan (the joint search fills it)
+  // Data parallel (--gpus): every strategy planned (one for a fixed --parallel, all for auto)
+  // and why the chosen one (analyzer/planning/strategy_search.h).
+  std::vector<StrategyOutcome> strategies;
+  std::string parallel_explanation;
+  // --attention as applied to the graph (null: not reported, e.g. a plan read back from JSON).
+  const AttentionPlan* attention = nullptr;
+  // --fused-loss as applied to the graph (null: not reported, as for attention).
+  const FusedLossPlan* fused_loss = nullptr;
+  // When nothing fits: the alternatives planned (analyzer/alternatives/), null when they were not
+  // searched (the plan fits, or the verb does not search them).
+  const AlternativesReport* alternatives = nullptr;
+};
+
+// Fills the node lists of `report` from the plan's program (recomputed nodes, per-node dtypes).
+void CollectPlanNodeLists(AnalysisReport& report);
+
+// The sentence reports put before the plan when report.inference_export.
+std::string InferenceExportText(const AnalysisReport& report);
+
+nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report);
+std::string FormatAnalysisText(const AnalysisReport& report);
+std::string FormatAnalysisMarkdown(const AnalysisReport& report);
+
+}  // namespace memplan

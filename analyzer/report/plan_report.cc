@@ -1,0 +1,56 @@
+#include "analyzer/report/plan_report.h"
+
+namespace memplan {
+
+PlanReport PlanReportOf(const AnalysisReport& report) {
+  MEMPLAN_CHECK(report.graph != nullptr && report.options != nullptr && report.plan != nullptr);
+  const TrainingPlan& plan = *report.plan;
+  const TrainingProgram& program = plan.program;
+  const SimulationResult& sim = plan.simulation;
+  PlanReport r;
+  r.model_path = report.model_path;
+  r.model_name = report.model_name;
+  r.micro_batch = plan.chosen.micro_batch;
+  r.accumulation_steps = plan.chosen.accumulation_steps;
+  r.precision = program.precision;
+  r.amp_mode = program.amp_mode;
+  r.optimizer = program.optimizer_kind;
+  r.optimizer_impl = program.optimizer_impl;
+  r.fused_loss = report.fused_loss != nullptr && report.fused_loss->fused();
+  // The fused node computes the cross entropy; the program only sums its scalar.
+  r.loss = r.fused_loss ? LossKind::kCrossEntropy : program.loss;
+  r.zero_grad = program.zero_grad;
+  r.clip_gradients = report.options->program.clip_gradients;
+  r.loss_scaling = program.loss_scaling.mode;
+  r.recompute_nodes = report.recompute_nodes;
+  r.recompute_unit = plan.recompute_unit;
+  r.recompute_modules = plan.checkpoint_modules;
+  r.checkpointable_modules = static_cast<int64_t>(plan.checkpointable_modules);
+  r.fp16_nodes = report.fp16_nodes;
+  r.fp32_nodes = report.fp32_nodes;
+  for (size_t s = 0; s < program.symbols.size(); ++s) {
+    auto v = plan.bindings.Get(static_cast<SymbolId>(s));
+    if (v)
+      r.bindings.push_back(
+          DimBinding{std::string(program.symbols.Name(static_cast<SymbolId>(s))), *v});
+  }
+  r.data_parallel = report.options->program.data_parallel;
+  r.offload = program.offload;
+  r.tensor_parallel = report.options->tensor_parallel.degree;
+  r.column_parallel = report.options->tensor_parallel.column;
+  r.row_parallel = report.options->tensor_parallel.row;
+  if (r.data_parallel) r.data_parallel->nodes = ResolvedCollectiveOptions(*report.options).nodes;
+  r.memory.peak_bytes = plan.chosen.peak_bytes;
+  r.memory.breakdown = sim.peak_breakdown;
+  r.memory.saved_activation_bytes = sim.saved_activation_bytes;
+  // Per node, the bytes it keeps for backward (saved tensors it produced): CI checks name the
+  // nodes whose saved activations grew.
+  for (const Buffer& b : program.buffers) {
+    if (!b.held_for_backward || !b.node.valid() || b.id.index() >= sim.buffer_bytes.size())
+      continue;
+    r.memory.saved_bytes_by_node[report.graph->node(b.node).name] += sim.buffer_bytes[b.id.index()];
+  }
+  return r;
+}
+
+}  // namespace memplan
