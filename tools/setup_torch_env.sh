@@ -33,7 +33,8 @@ pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
 "${pip[@]}" --upgrade pip setuptools wheel >&2
 # torch first: deepspeed's setup imports it.
 "${pip[@]}" "torch>=2.4" torchvision >&2
-"${pip[@]}" transformers peft accelerate lightning bitsandbytes torchtune torchao timm \
+# torchtune 0.6 imports torchao.dtypes.nf4tensor, which torchao 0.15 removed.
+"${pip[@]}" transformers peft accelerate lightning bitsandbytes torchtune "torchao<0.15" timm \
   onnx onnxscript onnxruntime pyyaml >&2
 DS_BUILD_OPS=0 "${pip[@]}" --no-build-isolation deepspeed >&2
 "$venv/bin/python" - <<'PY' >&2
