@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "analyzer/cost/collective_cost.h"
+#include "analyzer/planning/fit_probe.h"
 #include "analyzer/simulation/allocation_script.h"
 #include "analyzer/simulation/batch_linear_sizes.h"
 #include "analyzer/simulation/caching_allocator.h"
@@ -486,11 +487,22 @@ int64_t Headroom::BytesOf(int64_t budget) const {
   return bytes + static_cast<int64_t>(fraction * static_cast<double>(budget));
 }
 
-Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& options) {
-  TrainingPlan plan;
-  plan.micro_batch_fixed = options.micro_batch.has_value();
-  plan.budget_bytes = options.gpu.memory_bytes - options.gpu.context_bytes - options.reserve_bytes;
-  if (plan.budget_bytes <= 0) {
+namespace {
+
+// What PlanTraining judges every micro-batch against, validated once: the budget, the headroom
+// and the per-rank batch a requested global batch leaves each GPU.
+struct PlanLimits {
+  int64_t budget_bytes = 0;
+  int64_t headroom_bytes = 0;
+  int64_t ranks = 1;
+  std::optional<int64_t> rank_batch;
+};
+
+Expected<PlanLimits> PlanLimitsOf(const PlannerOptions& options) {
+  PlanLimits limits;
+  limits.budget_bytes =
+      options.gpu.memory_bytes - options.gpu.context_bytes - options.reserve_bytes;
+  if (limits.budget_bytes <= 0) {
     return MakeError("no memory left for training: GPU " + options.gpu.name + " has " +
                      std::to_string(options.gpu.memory_bytes) + " bytes, the CUDA context takes " +
                      std::to_string(options.gpu.context_bytes) + " and the reserve " +
@@ -501,11 +513,11 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   if (!(options.headroom.fraction >= 0 && options.headroom.fraction <= kMaxHeadroomFraction) ||
       options.headroom.bytes < 0)
     return MakeError("the headroom must be between 0 and 50% of the budget");
-  plan.headroom_bytes = options.headroom.BytesOf(plan.budget_bytes);
-  if (plan.headroom_bytes > plan.budget_bytes / 2)
-    return MakeError("the headroom (" + std::to_string(plan.headroom_bytes) +
+  limits.headroom_bytes = options.headroom.BytesOf(limits.budget_bytes);
+  if (limits.headroom_bytes > limits.budget_bytes / 2)
+    return MakeError("the headroom (" + std::to_string(limits.headroom_bytes) +
                      " bytes) is more than half of the budget (" +
-                     std::to_string(plan.budget_bytes) + " bytes)");
+                     std::to_string(limits.budget_bytes) + " bytes)");
   if (options.global_batch && *options.global_batch < 1)
     return MakeError("the global batch must be at least 1");
   if (options.global_batch.value_or(1) > kMaxPlannedBatch ||
@@ -514,28 +526,79 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
 
   // Data parallel: each of N ranks runs m x k samples, so the planner searches the per-rank batch
   // G / N, which must be whole for the global batch to stay exact.
-  const int64_t ranks = options.program.data_parallel ? options.program.data_parallel->ranks : 1;
-  if (ranks < 1) return MakeError("the number of GPUs must be at least 1");
-  if (options.global_batch && *options.global_batch % ranks != 0) {
+  limits.ranks = options.program.data_parallel ? options.program.data_parallel->ranks : 1;
+  if (limits.ranks < 1) return MakeError("the number of GPUs must be at least 1");
+  if (options.global_batch && *options.global_batch % limits.ranks != 0) {
     return MakeError("global batch " + std::to_string(*options.global_batch) +
-                     " is not reachable on " + std::to_string(ranks) +
+                     " is not reachable on " + std::to_string(limits.ranks) +
                      " GPUs: micro-batch x accumulation x GPUs must equal it, so it must be a "
                      "multiple of " +
-                     std::to_string(ranks));
+                     std::to_string(limits.ranks));
   }
-  const std::optional<int64_t> rank_batch =
-      options.global_batch ? std::optional<int64_t>(*options.global_batch / ranks) : std::nullopt;
+  if (options.global_batch) limits.rank_batch = *options.global_batch / limits.ranks;
+  return limits;
+}
 
+// The program PlanTraining plans (derived with k = 1: the planner chooses k) in its evaluator.
+Expected<std::unique_ptr<CandidateEvaluator>> EvaluatorFor(const Graph& graph,
+                                                           const PlannerOptions& options) {
   ProgramOptions program_options = options.program;
   program_options.accumulation_steps = 1;
   MEMPLAN_TRY(TrainingProgram program, DeriveTrainingProgram(graph, program_options));
   RecomputeLabel label = options.recompute_label      ? *options.recompute_label
                          : program.recomputed.empty() ? RecomputeLabel::kNone
                                                       : RecomputeLabel::kCustom;
-  CandidateEvaluator evaluator(graph, options, std::move(program), label);
-  const bool has_batch = evaluator.program().batch_symbol.has_value();
+  auto evaluator = std::make_unique<CandidateEvaluator>(graph, options, std::move(program), label);
   // Every symbol but the batch must be bound: check once with m = 1 so the error names it.
-  MEMPLAN_RETURN_IF_ERROR(evaluator.SizesAt(1));
+  MEMPLAN_RETURN_IF_ERROR(evaluator->SizesAt(1));
+  return evaluator;
+}
+
+}  // namespace
+
+struct FitProbe::State {
+  PlannerOptions options;  // the evaluator reads them by reference
+  std::unique_ptr<CandidateEvaluator> evaluator;
+};
+
+FitProbe::FitProbe(std::unique_ptr<State> state) : state_(std::move(state)) {}
+FitProbe::~FitProbe() = default;
+
+Expected<std::unique_ptr<FitProbe>> FitProbe::Derive(const Graph& graph,
+                                                     const PlannerOptions& options) {
+  auto state = std::make_unique<State>();
+  state->options = options;
+  MEMPLAN_TRY(state->evaluator, EvaluatorFor(graph, state->options));
+  return std::unique_ptr<FitProbe>(new FitProbe(std::move(state)));
+}
+
+Expected<FixedMicroBatchFit> FitProbe::At(int64_t micro_batch) {
+  PlannerOptions fixed = state_->options;
+  fixed.micro_batch = micro_batch;
+  MEMPLAN_TRY(PlanLimits limits, PlanLimitsOf(fixed));
+  // The accumulation PlanTraining gives a fixed m: k = ceil(G / m) per rank.
+  const int64_t k = limits.rank_batch ? CeilDiv(*limits.rank_batch, micro_batch) : 1;
+  MEMPLAN_TRY(PlanCandidate c, state_->evaluator->Evaluate(micro_batch, k, limits.budget_bytes,
+                                                           /*with_time=*/false));
+  FixedMicroBatchFit fit;
+  fit.peak_bytes = c.peak_bytes;
+  fit.budget_bytes = limits.budget_bytes;
+  fit.headroom_bytes = limits.headroom_bytes;
+  return fit;
+}
+
+Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& options) {
+  TrainingPlan plan;
+  plan.micro_batch_fixed = options.micro_batch.has_value();
+  MEMPLAN_TRY(PlanLimits limits, PlanLimitsOf(options));
+  plan.budget_bytes = limits.budget_bytes;
+  plan.headroom_bytes = limits.headroom_bytes;
+  const int64_t ranks = limits.ranks;
+  const std::optional<int64_t> rank_batch = limits.rank_batch;
+
+  MEMPLAN_TRY(std::unique_ptr<CandidateEvaluator> evaluator_owner, EvaluatorFor(graph, options));
+  CandidateEvaluator& evaluator = *evaluator_owner;
+  const bool has_batch = evaluator.program().batch_symbol.has_value();
 
   const int64_t budget = plan.budget_bytes;
   // k matters for memory only through k > 1 (the persistent gradients exist during the second

@@ -19,15 +19,9 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   PlanRequest& r = session->request;
   progress.Report("importing " + r.analysis.model + "...");
   MEMPLAN_TRY(session->graph, LoadPlannedModel(r));
-  MEMPLAN_TRY(session->attention, ApplyRequestedAttention(session->graph, r));
-  MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(session->graph, r));
-  // After binding: the fused loss sizes its logits tile with the --dim values (seq). The rewrite
-  // keeps the symbol table, so the bindings hold for the rewritten graph.
-  MEMPLAN_TRY(session->fused_loss,
-              ApplyFusedLoss(session->graph, r.fused_loss, r.planner.program.loss,
-                             r.planner.bindings, r.analysis.model));
-  r.planner.program.loss = session->fused_loss.ProgramLoss(r.planner.program.loss);
-  MEMPLAN_RETURN_IF_ERROR(ApplyRequestedTensorParallel(session->graph, r));
+  MEMPLAN_TRY(ModelRewrites rewrites, PrepareLoadedModel(session->graph, r));
+  session->attention = std::move(rewrites.attention);
+  session->fused_loss = std::move(rewrites.fused_loss);
 
   progress.Report("planning...");
   MEMPLAN_TRY(RequestPlan planned, PlanRequestOn(session->graph, r));

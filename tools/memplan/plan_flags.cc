@@ -380,4 +380,17 @@ Status BindPlanSymbols(const Graph& graph, PlanRequest& request) {
   return OkStatus();
 }
 
+Expected<ModelRewrites> PrepareLoadedModel(Graph& graph, PlanRequest& request) {
+  ModelRewrites rewrites;
+  MEMPLAN_TRY(rewrites.attention, ApplyRequestedAttention(graph, request));
+  MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(graph, request));
+  // The rewrite keeps the symbol table, so the bindings hold for the rewritten graph.
+  MEMPLAN_TRY(rewrites.fused_loss,
+              ApplyFusedLoss(graph, request.fused_loss, request.planner.program.loss,
+                             request.planner.bindings, request.analysis.model));
+  request.planner.program.loss = rewrites.fused_loss.ProgramLoss(request.planner.program.loss);
+  MEMPLAN_RETURN_IF_ERROR(ApplyRequestedTensorParallel(graph, request));
+  return rewrites;
+}
+
 }  // namespace memplan::cli

@@ -14,6 +14,7 @@
 
 #include "analyzer/baseline/plan_flags.h"
 #include "analyzer/derivation/attention_plan.h"
+#include "analyzer/derivation/fused_loss_plan.h"
 #include "analyzer/planning/joint_search.h"
 #include "analyzer/planning/planner.h"
 #include "analyzer/vocabulary/attention_mode.h"
@@ -96,5 +97,17 @@ Status ApplyRequestedTensorParallel(Graph& graph, PlanRequest& request);
 
 // Binds the request's --dim values (and not the batch) for `graph` into request.planner.bindings.
 Status BindPlanSymbols(const Graph& graph, PlanRequest& request);
+
+// The graph a request plans on, prepared the one way every planning verb uses, once it is loaded
+// (LoadPlannedModel: fine-tuning applied) where it stays: --attention applied, the --dim values
+// bound, the loss fused (--fused-loss; after binding, since its logits tile is sized with the
+// bound dims) and --tp applied. `request` gains the bindings (they name `graph`'s symbols, so the
+// graph must not move afterwards), the loss the program plans (the fused loss's) and the
+// tensor-parallel split. Returns what the rewrites did, for the report.
+struct ModelRewrites {
+  AttentionPlan attention;   // --attention as applied to the graph
+  FusedLossPlan fused_loss;  // --fused-loss as applied to the graph (after attention)
+};
+Expected<ModelRewrites> PrepareLoadedModel(Graph& graph, PlanRequest& request);
 
 }  // namespace memplan::cli

@@ -17,7 +17,7 @@ namespace memplan::cli {
 namespace {
 
 // The keys (kPlanFlagTable) of the flags that decide the graph a request plans on
-// (LoadPlannedModel, ApplyAttentionMode, ApplyFusedLoss, ApplyRequestedTensorParallel).
+// (LoadPlannedModel and PrepareLoadedModel: fine-tuning, attention, fused loss, tensor parallel).
 constexpr std::array<std::string_view, 8> kGraphFlagKeys = {
     "train", "freeze", "lora", "lora_targets", "fusions", "attention", "fused_loss", "tp"};
 
@@ -79,19 +79,16 @@ class AlternativePlanner {
     }
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
-      MEMPLAN_TRY(Graph graph, LoadPlannedModel(request));
-      MEMPLAN_TRY(AttentionPlan attention, ApplyRequestedAttention(graph, request));
-      (void)attention;              // the graph is what the plan needs; the report is the session's
-      PlanRequest bound = request;  // the --dim values size the fused loss's tile
-      MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(graph, bound));
-      MEMPLAN_TRY(FusedLossPlan fused,
-                  ApplyFusedLoss(graph, request.fused_loss, request.planner.program.loss,
-                                 bound.planner.bindings, request.analysis.model));
-      (void)fused;
-      PlanRequest split = request;
-      MEMPLAN_RETURN_IF_ERROR(ApplyRequestedTensorParallel(graph, split));
-      it = graphs_.emplace(key, std::make_unique<Graph>(std::move(graph))).first;
-      splits_.push_back(std::make_unique<TensorParallelPlan>(split.planner.tensor_parallel));
+      // Prepared on a copy: Plan() binds and fuses `request` itself; only the graph and its --tp
+      // split are kept (the attention and fused-loss reports are the session's).
+      auto graph = std::make_unique<Graph>();
+      MEMPLAN_TRY(*graph, LoadPlannedModel(request));
+      PlanRequest prepared_request = request;
+      MEMPLAN_TRY(ModelRewrites rewrites, PrepareLoadedModel(*graph, prepared_request));
+      (void)rewrites;
+      it = graphs_.emplace(key, std::move(graph)).first;
+      splits_.push_back(
+          std::make_unique<TensorParallelPlan>(prepared_request.planner.tensor_parallel));
       tensor_parallel_[it->second.get()] = splits_.back().get();
     }
     return it->second.get();
