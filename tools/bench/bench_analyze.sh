@@ -24,3 +24,4 @@ best_of "$memplan" analyze "$zoo/gpt2_xl.onnx" --gpu 80GB --dim seq=1024 --preci
 best_of "$memplan" analyze "$zoo/gpt2_xl.onnx" --gpu 80GB --dim seq=1024 --recompute auto --precision auto
 best_of "$memplan" analyze "$zoo/gpt2_xl.onnx" --gpu 24G --dim seq=1024 --recompute auto --precision auto
 best_of "$memplan" analyze "$zoo/gpt2_xl.onnx" --gpu 24G --dim seq=1024 --recompute auto --precision auto --global-batch 64
+best_of "$memplan" analyze "$zoo/llama3_8b.onnx" --gpu 24G --dim seq=4096
