@@ -187,10 +187,10 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
               // issue 10: context_bytes split by generation (analyzer/cost/gpu_specs.h).
               {"generation", std::string(GpuGenerationName(options.gpu.generation))},
               {"cuda_context_bytes", options.gpu.cuda_context_bytes},
-              // issue 40: which figure cuda_context_bytes is (--cuda-context).
-              {"cuda_context_figure", options.gpu.cuda_context_figure},
               {"cublas_workspace_bytes", options.gpu.cublas_workspace_bytes},
-              {"cublas_workspaces", kCublasHandlesPerTraining}};
+              {"cublas_workspaces", kCublasHandlesPerTraining},
+              // issue 40: which figure cuda_context_bytes is (--cuda-context).
+              {"cuda_context_figure", options.gpu.cuda_context_figure}};
   j["reserve_bytes"] = options.reserve_bytes;
   j["budget_bytes"] = plan.budget_bytes;
   j["headroom_bytes"] = plan.headroom_bytes;

@@ -65,8 +65,8 @@ TEST_CASE("the auto loss dtype follows the regime", "[precision][loss]") {
         DType::kUndefined);
   CHECK(AutoLossDType(RegimeOf(Precision::kBf16, AmpMode::kAutocast), fp32, DType::kBFloat16) ==
         DType::kFloat32);
-  CHECK(AutoLossDType(RegimeOf(Precision::kFp16, AmpMode::kMasterWeights), fp32,
-                      DType::kFloat16) == DType::kFloat32);
+  CHECK(AutoLossDType(RegimeOf(Precision::kFp16, AmpMode::kMasterWeights), fp32, DType::kFloat16) ==
+        DType::kFloat32);
   // Pure: the logits as stored (kUndefined: no cast).
   CHECK(AutoLossDType(RegimeOf(Precision::kBf16, AmpMode::kPure), fp32, DType::kBFloat16) ==
         DType::kUndefined);
@@ -88,8 +88,8 @@ TEST_CASE("pure bf16 keeps the cross entropy's three [tokens, vocab] tensors in 
   CHECK(Bytes(t, log_prob) == kElements * 2);
   // nll_loss_backward's log-prob gradient is the loss backward's workspace (E x 2), and the
   // logits' gradient is written in bf16 directly (no fp32 part cast after).
-  const Step& backward = p.steps[static_cast<size_t>(
-      testing::StepOf(p, StepKind::kLossBackward, "loss"))];
+  const Step& backward =
+      p.steps[static_cast<size_t>(testing::StepOf(p, StepKind::kLossBackward, "loss"))];
   CHECK(Bytes(t, p.buffer(backward.workspace)) == kElements * 2);
   CHECK(p.buffer(backward.input_gradients[0].target).dtype == DType::kBFloat16);
   CHECK(Find(p, "grad(logits)@loss.float32") == nullptr);
@@ -147,8 +147,8 @@ TEST_CASE("--loss-chunks upcasts one chunk of tokens at a time (torchtune)", "[p
   CHECK(Bytes(t, Named(chunked, "loss.log_prob")) == kElements * 4);
   // Backward: one chunk's fp32 log-prob gradient and fp32 logits gradient (2 x 3200), the
   // logits' gradient written in bf16 (ToCopyBackward per chunk).
-  const Step& backward = chunked.steps[static_cast<size_t>(
-      testing::StepOf(chunked, StepKind::kLossBackward, "loss"))];
+  const Step& backward =
+      chunked.steps[static_cast<size_t>(testing::StepOf(chunked, StepKind::kLossBackward, "loss"))];
   CHECK(Bytes(t, chunked.buffer(backward.workspace)) == 2 * 800 * 4);
   CHECK(chunked.buffer(backward.input_gradients[0].target).dtype == DType::kBFloat16);
   // Peaks at the loss backward: unchunked fp32 holds 3 x 12800 = 38400 there, chunked
