@@ -250,7 +250,7 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
     const nlohmann::ordered_json fused = FusedLossPlanToJson(*report.fused_loss, plan.bindings);
     for (const auto& [key, value] : fused.items()) p[key] = value;
   }
-  AddRecipePlanKeys(facts, p);
+  AddRecipePlanKeys(facts, report, p);
   // Fine-tuning (docs/finetuning.md): the elements the optimizer updates; equal to
   // model.parameter_count unless --train/--freeze/--lora froze some.
   p["trainable_parameter_count"] = TrainedParameterCount(graph);

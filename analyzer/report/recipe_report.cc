@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "analyzer/planning/planner.h"
+#include "analyzer/text/memory_size.h"
 #include "analyzer/vocabulary/loss_kind.h"
 
 namespace memplan {
@@ -23,10 +24,34 @@ std::string LossDTypeName(DType dtype) {
 
 }  // namespace
 
-void AddRecipePlanKeys(const PlanReport& facts, nlohmann::ordered_json& plan) {
+// bitsandbytes pages a state only for parameters of at least this many elements
+// (get_state_buffer: `if not self.is_paged or p.numel() < 1e5`).
+constexpr int64_t kPagedMinElements = 100000;
+
+int64_t PagedOptimizerStateBytes(const AnalysisReport& report) {
+  const TrainingProgram& program = report.plan->program;
+  if (program.optimizer_kind != OptimizerKind::kPagedAdamW8bit) return 0;
+  const std::vector<int64_t>& bytes = report.plan->simulation.buffer_bytes;
+  int64_t paged = 0;
+  for (const ParameterBuffers& pb : program.parameters) {
+    const std::optional<int64_t> n = program.buffer(pb.master).shape.NumElements().constant_value();
+    if (!n || *n < kPagedMinElements) continue;
+    // state1 and state2 come first (analyzer/program/optimizer_state.h); the absmax stay.
+    for (size_t i = 0; i < pb.optimizer_states.size() && i < 2; ++i) {
+      const size_t at = pb.optimizer_states[i].index();
+      if (at < bytes.size()) paged += bytes[at];
+    }
+  }
+  return paged;
+}
+
+void AddRecipePlanKeys(const PlanReport& facts, const AnalysisReport& report,
+                       nlohmann::ordered_json& plan) {
   if (facts.loss_dtype != DType::kUndefined) plan["loss_dtype"] = LossDTypeName(facts.loss_dtype);
   plan["loss_chunks"] = facts.loss_chunks;
   plan["optimizer_in_backward"] = facts.optimizer_in_backward;
+  if (facts.optimizer == OptimizerKind::kPagedAdamW8bit)
+    plan["paged_optimizer_state_bytes"] = PagedOptimizerStateBytes(report);
 }
 
 std::string RecipeText(const PlanReport& facts, const AnalysisReport& report) {
@@ -44,6 +69,10 @@ std::string RecipeText(const PlanReport& facts, const AnalysisReport& report) {
   if (facts.optimizer_in_backward)
     s << "Optimizer stepped in backward per parameter, each gradient freed after its step "
          "(torchtune's optimizer_in_bwd)\n";
+  if (facts.optimizer == OptimizerKind::kPagedAdamW8bit)
+    s << "Paged    " << FormatBytes(PagedOptimizerStateBytes(report))
+      << " of optimizer state in CUDA unified memory (parameters of >= 1e5 elements), counted "
+         "on the device; under pressure the driver evicts it to the host\n";
   return s.str();
 }
 

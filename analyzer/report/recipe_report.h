@@ -11,8 +11,18 @@
 
 namespace memplan {
 
-// plan.loss_dtype, plan.loss_chunks, plan.optimizer_in_backward (docs/json_schema.md).
-void AddRecipePlanKeys(const PlanReport& facts, nlohmann::ordered_json& plan);
+// plan.loss_dtype, plan.loss_chunks, plan.optimizer_in_backward and, for a paged optimizer,
+// plan.paged_optimizer_state_bytes (docs/json_schema.md).
+void AddRecipePlanKeys(const PlanReport& facts, const AnalysisReport& report,
+                       nlohmann::ordered_json& plan);
+
+// bitsandbytes' paged optimizers (optim/optimizer.py get_state_buffer): the state of a parameter
+// of at least 1e5 elements is allocated with cudaMallocManaged (F.get_paged) and prefetched to
+// the GPU before that parameter's update; smaller ones and every absmax are device tensors. The
+// bytes of the paged states at the chosen micro-batch, 0 for other optimizers. They are counted
+// on the device like any state (resident while nothing competes); under pressure the driver
+// evicts them to the host instead of failing an allocation.
+int64_t PagedOptimizerStateBytes(const AnalysisReport& report);
 
 // "Loss     cross_entropy in bf16 (the logits' dtype: pure bf16, no upcast)" and, with
 // --optimizer-in-backward, an "Optimizer" line; empty lines are not written.

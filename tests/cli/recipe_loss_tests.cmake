@@ -60,6 +60,22 @@ memplan_cli_test("--cuda-context takes a size" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"cuda_context_bytes\": 2147483648,.*\"cuda_context_figure\": \"--cuda-context\""
   COMMAND analyze ${F}/lm_head.onnx --gpu A100-80GB --batch 2 --cuda-context 2G --json)
 
+# --optimizer paged-adamw8bit: bitsandbytes pages state1/state2 of parameters of >= 1e5
+# elements (get_state_buffer). loss_wide_head: W [512, 4096] = 2097152 and W1 [512, 512] =
+# 262144 elements, both paged, uint8 states: 2 x (2097152 + 262144) = 4718592 bytes. lm_head's
+# largest weight has 3200 elements: nothing paged.
+memplan_cli_test("paged-adamw8bit reports the state bitsandbytes pages" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"paged_optimizer_state_bytes\": 4718592"
+  COMMAND analyze ${F}/recipe_rows/loss_wide_head.onnx --gpu 24G --batch 1
+          --optimizer paged-adamw8bit --json)
+memplan_cli_test("paged-adamw8bit names the paged state in the text report" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\nPaged    4.5 MiB of optimizer state in CUDA unified memory \\(parameters of >= 1e5 elements\\), counted on the device"
+  COMMAND analyze ${F}/recipe_rows/loss_wide_head.onnx --gpu 24G --batch 1
+          --optimizer paged-adamw8bit)
+memplan_cli_test("paged-adamw8bit pages nothing below 1e5 elements" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"paged_optimizer_state_bytes\": 0"
+  COMMAND analyze ${F}/lm_head.onnx --gpu 24G --batch 2 --optimizer paged-adamw8bit --json)
+
 # Exports: the PyTorch loop upcasts the logits for an fp32 loss in a pure plan; no target has
 # a switch for optimizer_in_bwd, so they refuse it (torchtune's recipe runs it).
 memplan_cli_test("export pytorch of a pure plan with --loss-dtype fp32 calls .float()"
