@@ -208,6 +208,8 @@ class Executor::Impl final : public WalkListener {
       case StepKind::kClipGradients:
         return optimizer_.Clip(step);
       case StepKind::kOptimizerStep:
+        if (step.parameter >= 0)
+          return optimizer_.UpdateInBackward(static_cast<size_t>(step.parameter));
         if (options_.observe_update_gradients) {
           MEMPLAN_TRY(std::vector<std::vector<float>> gradients, Gradients());
           options_.observe_update_gradients(std::move(gradients));

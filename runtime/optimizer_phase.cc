@@ -97,6 +97,11 @@ Status OptimizerPhase::Update() {
   return OkStatus();
 }
 
+Status OptimizerPhase::UpdateInBackward(size_t index) {
+  MEMPLAN_CHECK(index < p_.parameters.size() && "internal invariant: no such parameter");
+  return UpdateParameter(index);
+}
+
 Status OptimizerPhase::ZeroGradients(const Step& step) {
   for (const ParameterBuffers& pb : p_.parameters) {
     if (!pb.gradient.valid() || !buffers_.Live(pb.gradient)) continue;

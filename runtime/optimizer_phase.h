@@ -47,6 +47,9 @@ class OptimizerPhase {
   Status Unscale(const Step& step);
   Status Clip(const Step& step);
   Status Update();  // kOptimizerStep: every parameter with a live gradient, unless overflowed
+  // A kOptimizerStep in backward (Step::parameter >= 0, torchtune's optimizer_in_bwd): that
+  // parameter alone, as its post-accumulate-grad hook steps it.
+  Status UpdateInBackward(size_t index);
   // kZeroGradients: zeroes every live gradient the step's End does not free (zero_grad without
   // set_to_none; DDP's gradients that are views of its buckets).
   Status ZeroGradients(const Step& step);

@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 36> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 40> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -206,6 +206,40 @@ const std::array<PlanFlagSpec, 36> kPlanFlagTable = {{
              "(use_liger_kernel): chunked, no [batch, seq, vocab] logits; exit 2 without a head",
      .help_position = 29,
      .flag = &PlanFlags::fused_loss},
+    // Recipes (analyzer/precision/loss_precision.h, docs/finetuning.md).
+    {.key = "loss_dtype",
+     .argument = "--loss-dtype",
+     .type = PlanFlagType::kText,
+     .cli_default = "auto",
+     .help_shows_default = true,
+     .help = "dtype the loss computes in: auto (fp32 under autocast and master weights; pure "
+             "half keeps the logits' dtype unless the graph casts them to float) | fp32 (HF's "
+             "logits.float()) | bf16 | fp16",
+     .help_position = 33,
+     .text = &PlanFlags::loss_dtype},
+    {.key = "loss_chunks",
+     .argument = "--loss-chunks",
+     .type = PlanFlagType::kPositiveInt,
+     .help = "torchtune's CEWithChunkedOutputLoss: cross entropy over this many chunks of "
+             "tokens (torchtune: 8), each upcast to fp32 on its own",
+     .help_position = 34,
+     .integer = &PlanFlags::loss_chunks},
+    {.key = "optimizer_in_backward",
+     .argument = "--optimizer-in-backward",
+     .type = PlanFlagType::kSwitch,
+     .help = "torchtune's optimizer_in_bwd: step each parameter and free its gradient as soon "
+             "as backward accumulated it (no accumulation, clipping or loss scaling)",
+     .help_position = 35,
+     .flag = &PlanFlags::optimizer_in_backward},
+    {.key = "cuda_context",
+     .argument = "--cuda-context",
+     .type = PlanFlagType::kText,
+     .cli_default = "lazy",
+     .help_shows_default = true,
+     .help = "the CUDA context the budget loses: lazy (CUDA_MODULE_LOADING=LAZY, PyTorch's "
+             "default since CUDA 11.7) | eager (CUDA < 11.7 or LAZY unset) | a size (1.3G)",
+     .help_position = 36,
+     .text = &PlanFlags::cuda_context},
     // Host memory (analyzer/derivation/host_offload.h, docs/finetuning.md).
     {.key = "offload",
      .argument = "--offload",

@@ -57,6 +57,11 @@ struct PlanFlags {
   std::optional<int64_t> tp;             // --tp: tensor-parallel ranks per replica (of --gpus)
   std::optional<std::string> attention;  // --attention: eager | sdpa | auto
   bool fused_loss = false;               // --fused-loss: LM head + cross entropy fused (Liger)
+  // Recipes (issue 40, docs/finetuning.md "Loss and optimizer recipes").
+  std::optional<std::string> loss_dtype;    // --loss-dtype: auto | fp32 | bf16 | fp16
+  std::optional<int64_t> loss_chunks;       // --loss-chunks: torchtune's chunked cross entropy
+  bool optimizer_in_backward = false;       // --optimizer-in-backward: torchtune's optimizer_in_bwd
+  std::optional<std::string> cuda_context;  // --cuda-context: lazy | eager | a size ("1.3G")
   // Host memory (docs/finetuning.md, --offload).
   std::optional<std::string>
       offload;  // --offload: none | optimizer | optimizer+params | activations
@@ -76,7 +81,7 @@ enum class PlanFlagType : uint8_t {
   kPositiveInt,  // an integer >= 1 (PlanFlagSpec::integer)
   kText,         // a non-empty string (PlanFlagSpec::text)
   kDims,         // name=value pairs (PlanFlags::dims), repeatable on the command line
-  kSwitch,       // present or not (PlanFlagSpec::flag: clip_grad, fused_loss)
+  kSwitch,       // present or not (PlanFlagSpec::flag: clip_grad, fused_loss, ...)
 };
 
 // One plan flag: its names, its type, where PlanFlags keeps it and how the CLI presents it.
@@ -98,7 +103,7 @@ struct PlanFlagSpec {
 };
 
 // Every plan flag, in the order configurations write them and messages list them.
-extern const std::array<PlanFlagSpec, 36> kPlanFlagTable;
+extern const std::array<PlanFlagSpec, 40> kPlanFlagTable;
 
 // The table entry with `key`. REQUIRES: `key` is one of the table's keys.
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key);

@@ -91,6 +91,16 @@ Status CheckFusedLoss(const ExportPlan& plan, ExportTarget target) {
                    "(use_liger_kernel=True), or re-plan without --fused-loss");
 }
 
+// --optimizer-in-backward: torchtune's optimizer_in_bwd (a post-accumulate-grad hook per
+// parameter); none of these targets runs it, and a config stepping after backward would hold
+// the full gradient set the plan left out.
+Status CheckOptimizerInBackward(const ExportPlan& plan, ExportTarget target) {
+  if (!plan.optimizer_in_backward) return OkStatus();
+  return MakeError("export: " + std::string(ExportTargetName(target)) +
+                   " cannot express --optimizer-in-backward (torchtune's optimizer_in_bwd: "
+                   "True), which the plan modelled; re-plan without it");
+}
+
 // DeepSpeed has no hybrid-shard: ZeRO++ hpZ keeps a secondary parameter shard within the node
 // but still partitions the optimizer state and gradients over every rank, a different plan.
 Status CheckStrategy(const ExportPlan& plan, ExportTarget target) {
@@ -157,6 +167,7 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
   MEMPLAN_RETURN_IF_ERROR(CheckRegime(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOptimizerImpl(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckFusedLoss(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckOptimizerInBackward(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckWrapPolicy(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckTensorParallel(plan, target));
   // A plan simulated without clipping exports without clipping: the clip's transient is not in

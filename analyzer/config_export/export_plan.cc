@@ -89,6 +89,9 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.row_parallel = report.row_parallel;
   result.offload = report.offload;
   result.fused_loss = report.fused_loss;
+  result.optimizer_in_backward = report.optimizer_in_backward;
+  result.upcasts_loss = report.precision != Precision::kFp32 && report.amp_mode == AmpMode::kPure &&
+                        report.loss_dtype == DType::kFloat32;
   return result;
 }
 
@@ -133,6 +136,12 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
   MEMPLAN_TRY(std::optional<bool> fused_loss,
               InPlan(OptionalPlanBool(plan, "fused_loss", "plan.")));
   result.fused_loss = fused_loss.value_or(false);
+  MEMPLAN_TRY(std::optional<bool> in_backward,
+              InPlan(OptionalPlanBool(plan, "optimizer_in_backward", "plan.")));
+  result.optimizer_in_backward = in_backward.value_or(false);
+  MEMPLAN_TRY(std::optional<std::string> loss_dtype,
+              InPlan(OptionalPlanString(plan, "loss_dtype", "plan.")));
+  result.upcasts_loss = result.amp_mode == AmpMode::kPure && loss_dtype == "fp32";
   MEMPLAN_TRY(result.recompute_nodes, InPlan(OptionalPlanStringList(plan, "recompute", "plan.")));
   MEMPLAN_TRY(std::optional<std::string> unit,
               InPlan(OptionalPlanString(plan, "recompute_unit", "plan.")));

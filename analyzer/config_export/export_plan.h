@@ -60,6 +60,12 @@ struct ExportPlan {
   // plan.fused_loss (absent: false): the plan modelled Liger's fused linear cross entropy, which
   // the training run must use too (HF Trainer: use_liger_kernel=True; elsewhere a note).
   bool fused_loss = false;
+  // plan.optimizer_in_backward (absent: false): torchtune's optimizer_in_bwd, which none of
+  // these targets has a switch for (export_config.cc refuses it).
+  bool optimizer_in_backward = false;
+  // plan.loss_dtype (absent: as the regime implies): "fp32" in a pure plan means the loop
+  // upcasts the logits for the loss (the PyTorch loop writes .float()).
+  bool upcasts_loss = false;
 
   // plan.tensor_parallel (--tp): GPUs per model replica, and the weights split column- and
   // row-parallel (parameter names, in graph order). 1 and empty without --tp.
@@ -99,6 +105,8 @@ ExportPlan ExportPlanOf(const PlanReport& report);
 //   plan.offload.mode: "none" (default when plan.offload is absent) | "optimizer" |
 //                    "optimizer+params" | "activations"
 //   plan.fused_loss: true | false (default false)
+//   plan.optimizer_in_backward: true | false (default false)
+//   plan.loss_dtype: "fp32" | "bf16" | "fp16" (optional)
 // Errors name the missing or invalid key.
 Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json);
 

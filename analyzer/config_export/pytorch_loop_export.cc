@@ -144,6 +144,12 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
     for (size_t i = 0; i < contexts.size(); ++i) out += (i == 0 ? "" : ", ") + contexts[i];
     out += ":\n";
     out += "            loss = loss_fn(model(inputs), targets) / ACCUMULATION_STEPS\n";
+  } else if (plan.upcasts_loss) {
+    // --loss-dtype fp32 in a pure plan: the loss runs on an fp32 copy of the logits.
+    out +=
+        "        # The plan's loss runs in fp32 on a copy of the bf16 logits (HF's "
+        "logits.float()).\n";
+    out += "        loss = loss_fn(model(inputs).float(), targets) / ACCUMULATION_STEPS\n";
   } else {
     out += "        loss = loss_fn(model(inputs), targets) / ACCUMULATION_STEPS\n";
   }

@@ -15,6 +15,29 @@ int64_t CudaContextBytes(GpuGeneration generation) {
   return kDefaultContextBytes - kCublasHandlesPerTraining * CublasWorkspaceBytes(generation);
 }
 
+Status SetCudaContext(GpuSpec& spec, std::string_view figure) {
+  int64_t bytes = 0;
+  std::string name;
+  if (figure == "lazy") {
+    bytes = CudaContextBytes(spec.generation);
+    name = "lazy";
+  } else if (figure == "eager") {
+    bytes = kEagerCudaContextBytes;
+    name = "eager";
+  } else {
+    auto size = ParseMemorySize(figure);
+    if (!size.ok())
+      return MakeError("expected lazy, eager or a size such as 1.3G, got '" + std::string(figure) +
+                       "'");
+    bytes = *size;
+    name = "--cuda-context";
+  }
+  spec.cuda_context_bytes = bytes;
+  spec.cuda_context_figure = name;
+  spec.context_bytes = bytes + kCublasHandlesPerTraining * spec.cublas_workspace_bytes;
+  return OkStatus();
+}
+
 namespace {
 
 constexpr double kTera = 1e12;

@@ -51,6 +51,9 @@ struct GpuSpec {
   // state, kernel images) and the cuBLAS workspaces of the generation.
   GpuGeneration generation = GpuGeneration::kTuring;
   int64_t cuda_context_bytes = 0;
+  // Which figure cuda_context_bytes is (SetCudaContext): "lazy" (the default), "eager", or
+  // "--cuda-context" for a size the user gave.
+  std::string cuda_context_figure = "lazy";
   int64_t cublas_workspace_bytes = 0;  // per handle: CublasWorkspaceBytes(generation)
   double fp32_flops_per_second = 0;    // CUDA-core FP32 (non-tensor)
   // TF32 tensor cores (Ampere+); equals fp32_flops_per_second on GPUs without TF32.
@@ -82,6 +85,29 @@ inline constexpr int64_t kDefaultContextBytes = int64_t{512} << 20;
 // the 512 MiB estimate (not measured: docs/precision.md says which figures are). Hopper:
 // 512 MiB - 2 x 32 MiB = 448 MiB; before: 512 MiB - 2 x 8.125 MiB = 495.75 MiB.
 int64_t CudaContextBytes(GpuGeneration generation);
+
+// The CUDA context by how the process loads kernel modules (--cuda-context):
+//
+//   loading                                   CUDA context (without cuBLAS workspaces)
+//   lazy  (CUDA >= 11.7 with                  CudaContextBytes(generation): 495.75 MiB,
+//          CUDA_MODULE_LOADING=LAZY; the       Hopper 448 MiB (the 512 MiB estimate above;
+//          driver's default on Linux since     PyTorch's maintainers quote ~300 MB and ~400 MB
+//          12.2)                               for it: pytorch/pytorch#107667, #109888)
+//   eager (CUDA < 11.7, or LAZY unset /       kEagerCudaContextBytes = 1.3 GiB on every
+//          CUDA_MODULE_LOADING=EAGER)          generation: every kernel of every library loaded
+//                                              at init ("> 1000MB", pytorch/pytorch#107667;
+//                                              1122 MiB after a first conv on CUDA 10,
+//                                              pytorch/pytorch#12873; about 1.3 GiB measured on
+//                                              a V100 with CUDA 11, memplan issue 40)
+//
+// NVIDIA's CUDA Programming Guide, "Lazy Loading": introduced in 11.7 (disabled by default),
+// enabled by default on Linux in 12.2; the CUDA runtime and driver >= R515 are both required.
+inline constexpr int64_t kEagerCudaContextBytes = int64_t{1331} << 20;  // 1.3 GiB
+
+// Sets spec's CUDA context from --cuda-context: "lazy", "eager" or a memory size ("1.3G", the
+// context alone; the cuBLAS workspaces are still added), and context_bytes with it.
+// Error: anything else, naming the choices.
+Status SetCudaContext(GpuSpec& spec, std::string_view figure);
 
 // Every named GPU, in a fixed order (for listings and error messages).
 const std::vector<GpuSpec>& KnownGpus();

@@ -12,6 +12,7 @@
 #include "analyzer/derivation/recompute_set.h"
 #include "analyzer/derivation/step_emission.h"
 #include "analyzer/derivation/view_aliasing.h"
+#include "analyzer/precision/loss_precision.h"
 #include "analyzer/precision/precision_policy.h"
 #include "analyzer/program/program_integrity.h"
 #include "analyzer/recompute/module_units.h"
@@ -59,6 +60,34 @@ Expected<LossScaling> ResolveLossScaling(const ProgramOptions& options) {
   return scaling;
 }
 
+// torchtune's optimizer_in_bwd steps each parameter inside backward; the recipe refuses what
+// needs the whole gradient set at once (full_finetune_single_device.py: "Gradient accumulation
+// is not supported with optimizer in bwd", "Gradient clipping is not supported ...").
+Status CheckOptimizerInBackward(const ProgramOptions& options, const LossScaling& scaling) {
+  if (!options.optimizer_in_backward) return OkStatus();
+  const std::string flag = "--optimizer-in-backward";
+  if (options.accumulation_steps > 1)
+    return MakeError(flag +
+                     " steps each parameter as soon as its gradient is accumulated, so "
+                     "gradients cannot accumulate over micro-batches (torchtune refuses "
+                     "gradient_accumulation_steps > 1 with optimizer_in_bwd); got " +
+                     std::to_string(options.accumulation_steps) + " accumulation steps");
+  if (options.clip_gradients)
+    return MakeError(flag +
+                     " and --clip-grad: clipping needs every gradient at once (torchtune "
+                     "refuses clip_grad_norm with optimizer_in_bwd)");
+  if (scaling.mode != LossScalingMode::kNone)
+    return MakeError(flag +
+                     ": loss scaling checks every gradient for inf before any step; plan "
+                     "bf16 or --loss-scaling none");
+  if (options.data_parallel)
+    return MakeError(flag + " is modelled for one GPU; with --gpus it is not planned yet");
+  if (OffloadsOptimizer(options.offload.mode))
+    return MakeError(flag + " and --offload " + std::string(OffloadModeName(options.offload.mode)) +
+                     ": the offloaded optimizer steps on the host after backward");
+  return OkStatus();
+}
+
 }  // namespace
 
 Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const ProgramOptions& options) {
@@ -83,11 +112,27 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
   MEMPLAN_TRY(analysis.order, graph.TopologicalOrder());
   MEMPLAN_RETURN_IF_ERROR(ResolveLossTarget(graph, options, analysis));
   MEMPLAN_TRY(analysis.loss_scaling, ResolveLossScaling(options));
+  MEMPLAN_RETURN_IF_ERROR(CheckOptimizerInBackward(options, analysis.loss_scaling));
+  if (options.loss_chunks > 0 && analysis.loss.kind != LossKind::kCrossEntropy)
+    return MakeError(
+        "--loss-chunks chunks a cross-entropy loss (torchtune's "
+        "CEWithChunkedOutputLoss); the loss here is " +
+        std::string(LossKindName(analysis.loss.kind)));
+  if (options.loss_chunks > 0) {
+    const Shape& logits = graph.value(analysis.model_output).shape;
+    if (!logits.known || logits.rank() != 3 || !logits.dims[1].constant_value())
+      return MakeError(
+          "--loss-chunks splits [batch, seq, vocab] logits along a known seq (torchtune's "
+          "chunked_output); bind seq with --dim or drop --loss-chunks");
+  }
   analysis.gradients = AnalyzeGradientFlow(graph, registry, analysis.order, analysis.model_output);
   const OpSchema& loss_schema = registry.FindOrUnknown(analysis.loss.op_type, analysis.loss.domain);
   analysis.regime = RegimeOf(options.precision, options.amp_mode);
   analysis.dtypes = DeriveProgramDTypes(graph, registry, analysis.order, analysis.regime,
                                         options.node_dtype, analysis.model_output, loss_schema.amp);
+  analysis.dtypes.loss_compute =
+      LossComputeDType(options.loss_dtype, options.loss_chunks, analysis.regime, loss_schema.amp,
+                       analysis.dtypes.value[analysis.model_output.index()]);
   analysis.views = DecideViews(graph, registry, analysis.order, &analysis.dtypes);
   AliasSameDTypeCasts(graph, analysis.order, analysis.dtypes.value, analysis.views);
 

@@ -53,6 +53,7 @@
 #include "analyzer/program/loss_scaling.h"
 #include "analyzer/program/training_program.h"
 #include "analyzer/vocabulary/base_dtype.h"
+#include "analyzer/vocabulary/loss_dtype.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 
@@ -77,6 +78,12 @@ struct ProgramOptions {
   // setups supply their own loss entry; the label shape still follows `loss`.
   std::string loss_op_type;
   std::string loss_op_domain;
+  // The dtype the loss computes in (--loss-dtype; analyzer/precision/loss_precision.h): auto
+  // follows the regime and the graph, a dtype overrides both.
+  LossDType loss_dtype = LossDType::kAuto;
+  // torchtune's CEWithChunkedOutputLoss (--loss-chunks): cross entropy over this many chunks of
+  // tokens, each upcast to fp32 on its own (analyzer/precision/loss_precision.h); 0 = unchunked.
+  int64_t loss_chunks = 0;
 
   OptimizerKind optimizer = OptimizerKind::kAdam;
   // Which implementation of a torch.optim step runs (analyzer/program/optimizer_transient.h):
@@ -103,6 +110,11 @@ struct ProgramOptions {
   MasterGradientMode master_gradients = MasterGradientMode::kFused;
 
   int64_t accumulation_steps = 1;  // k micro-batches per optimizer step; must be >= 1
+  // torchtune's optimizer_in_bwd (--optimizer-in-backward): each parameter is stepped and its
+  // gradient freed by a post-accumulate-grad hook as soon as backward has accumulated it, so the
+  // full gradient set never exists. Requires accumulation_steps == 1, no clipping, no loss
+  // scaling, one GPU and no optimizer offload.
+  bool optimizer_in_backward = false;
   ZeroGradMode zero_grad = ZeroGradMode::kSetToNone;  // PyTorch >= 2.0 default
   bool clip_gradients = false;
 

@@ -1,7 +1,7 @@
 #include "analyzer/derivation/program_dtypes.h"
 
 #include "analyzer/precision/dtype_propagation.h"
-#include "analyzer/precision/precision_policy.h"
+#include "analyzer/precision/loss_precision.h"
 
 namespace memplan {
 
@@ -14,11 +14,9 @@ ProgramDTypes DeriveProgramDTypes(const Graph& graph, const OpRegistry& registry
   dtypes.node_compute.reserve(propagated.nodes.size());
   for (const NodeDType& node : propagated.nodes) dtypes.node_compute.push_back(node.compute);
   dtypes.value = std::move(propagated.values);
-  // The loss follows its category in every mixed regime: autocast has no override for it, and a
-  // pure bf16 model upcasts its logits for the loss (HF's logits.float(), torchtune's upcast).
-  if (regime.mixed())
-    dtypes.loss_compute = CategoryDType(
-        regime.working, loss_amp, {dtypes.value[model_output.index()]}, regime.forward_parameter);
+  // The loss follows its category under autocast and master weights; pure half training runs it
+  // on the logits as stored (analyzer/precision/loss_precision.h).
+  dtypes.loss_compute = AutoLossDType(regime, loss_amp, dtypes.value[model_output.index()]);
   return dtypes;
 }
 

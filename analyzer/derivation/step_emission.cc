@@ -110,6 +110,7 @@ class StepEmitter {
     p_.micro_batch.begin = Now();
     MEMPLAN_RETURN_IF_ERROR(BuildForward());
     BuildLoss();
+    if (options_.optimizer_in_backward) CountGradientContributions();
     BuildBackward();
     p_.micro_batch.end = Now();
     MEMPLAN_RETURN_IF_ERROR(BuildOptimizer());
@@ -487,9 +488,15 @@ class StepEmitter {
     Touch(logits);
     loss_read_ = logits;
     DType have = dtype_[model_output_.index()];
-    if (compute != DType::kUndefined && have != compute)
+    // A chunked loss upcasts one chunk at a time (loss_precision.h): it reads the logits as
+    // stored and its fp32 copy of a chunk is scratch of this step.
+    const bool chunked = options_.loss_chunks > 0;
+    if (compute != DType::kUndefined && have != compute && !chunked)
       loss_read_ = CastFor(model_output_, logits, compute, "loss", /*share=*/true);
     p_.steps.back().inputs = {loss_read_};
+    if (chunked && compute != DType::kUndefined && have != compute)
+      p_.steps.back().workspace =
+          NewWorkspace(TensorBytes(LossChunkElements(out.shape), compute), "loss.chunk", NodeId());
     // The autocast context covers forward and loss (HF Trainer's compute_loss, Lightning's
     // training_step): its weight-cast cache is cleared only when the context exits here.
     for (BufferId cast : weight_casts_) Touch(cast);
@@ -515,6 +522,11 @@ class StepEmitter {
         TensorInfo{true, loss_dtype, Shape{{}}, ValueKind::kIntermediate, std::nullopt});
     loss_saved_ = loss_schema_->saved_for_backward(ctx);
     loss_workspace_ = loss_schema_->backward_workspace(ctx);
+    // Chunked: backward holds one chunk's log-prob gradient and its logits' gradient in the
+    // loss's dtype at a time (nll_loss_backward, then _log_softmax_backward_data), then
+    // ToCopyBackward writes the chunk into the logits' gradient.
+    if (chunked)
+      loss_workspace_ = TensorBytes(LossChunkElements(out.shape), logits_info.dtype) * Dim(2);
     // Extras the loss forward keeps for its backward (e.g. log-probabilities).
     for (const SavedTensor& s : loss_saved_) {
       if (s.source != SavedTensor::Source::kExtra) continue;
@@ -531,6 +543,15 @@ class StepEmitter {
       for (const SavedTensor& s : loss_saved_) saved.push_back(LossSaved(s, extra));
       loss_packed_ = saved_offload_.Pack("loss", NodeId(), saved);
     }
+  }
+
+  // Elements of one chunk of a chunked loss's logits [batch, seq, vocab]: torch.chunk splits seq
+  // into chunks of ceil(seq / C). REQUIRES: rank 3 with a constant seq (DeriveTrainingProgram
+  // checks).
+  Dim LossChunkElements(const Shape& logits) const {
+    const int64_t seq = *logits.dims[1].constant_value();
+    const int64_t chunk = (seq + options_.loss_chunks - 1) / options_.loss_chunks;
+    return logits.dims[0] * Dim(chunk) * logits.dims[2];
   }
 
   // ---- backward -------------------------------------------------------------------------------
@@ -747,6 +768,53 @@ class StepEmitter {
       take.storage_of = part;  // the part's storage becomes the gradient
       step.begin.push_back(take);
       step.end.push_back(Guarded(Action::kFree, part, Guard::kIfLive, part));
+      if (options_.optimizer_in_backward && --pending_[static_cast<size_t>(index)] == 0)
+        EmitStepInBackward(index);
+    }
+  }
+
+  // --optimizer-in-backward: how many gradient contributions each parameter still awaits in
+  // backward (one per backward input slot that reads it, as BuildBackward writes them). Its
+  // post-accumulate-grad hook fires after the last: autograd sums a leaf's contributions before
+  // its one AccumulateGrad runs.
+  void CountGradientContributions() {
+    pending_.assign(p_.parameters.size(), 0);
+    for (NodeId n : order_) {
+      const NodeInfo& info = nodes_[n.index()];
+      if (!info.needs_backward) continue;
+      const Node& node = g_.node(n);
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        const ValueId u = node.inputs[i];
+        if (!info.gradient_inputs[i] || !needs_grad_[u.index()] || !IsParameter(u)) continue;
+        ++pending_[static_cast<size_t>(param_index_[u.index()])];
+      }
+    }
+  }
+
+  // torchtune's optimizer_in_bwd hook (training/memory.py register_optim_in_bwd_hooks):
+  // optim_dict[param].step() then .zero_grad() (set_to_none), one optimizer per parameter. The
+  // step creates this parameter's state lazily, allocates its own intermediates (a foreach over
+  // one tensor) and frees the gradient at its End.
+  void EmitStepInBackward(int index) {
+    const ParameterBuffers& pb = p_.parameters[static_cast<size_t>(index)];
+    NewStep(StepKind::kOptimizerStep, std::string(OptimizerKindName(options_.optimizer)) + "(" +
+                                          g_.value(pb.value).name + ")");
+    p_.steps.back().parameter = index;
+    EmitParameterStepEvents(pb);
+    // Symbolic parameter shapes were refused by the optimizer phase's transients already.
+    (void)EmitOptimizerTransients(index);
+    p_.steps.back().end.push_back(FreeEvent(pb.gradient));
+  }
+
+  // What stepping one parameter allocates at the current kOptimizerStep: its states, created by
+  // the first step (torch.optim), then persistent; an fp32 master gradient for the update.
+  void EmitParameterStepEvents(const ParameterBuffers& pb) {
+    Step& step = p_.steps.back();
+    for (BufferId s : pb.optimizer_states)
+      step.begin.push_back(Guarded(Action::kAlloc, s, Guard::kIfNotLive, s));
+    if (pb.master_gradient.valid()) {
+      step.begin.push_back(AllocEvent(pb.master_gradient));
+      step.end.push_back(FreeEvent(pb.master_gradient));
     }
   }
 
@@ -992,6 +1060,12 @@ class StepEmitter {
 
   Status BuildOptimizer() {
     p_.optimizer.begin = Now();
+    if (options_.optimizer_in_backward) {
+      // Every parameter was stepped inside backward; the recipe calls no optimizer after it.
+      MEMPLAN_RETURN_IF_ERROR(CheckStepSizes());
+      p_.optimizer.end = Now();
+      return OkStatus();
+    }
     BufferId found_inf;
     if (p_.loss_scaling.mode != LossScalingMode::kNone) {
       // Both modes check the gradients for inf/NaN and skip an overflowing step: found_inf lives
@@ -1020,16 +1094,8 @@ class StepEmitter {
     }
     NewStep(StepKind::kOptimizerStep, std::string(OptimizerKindName(options_.optimizer)));
     if (found_inf.valid()) p_.steps.back().inputs = {found_inf};
-    for (const ParameterBuffers& pb : p_.parameters) {
-      if (!pb.gradient.valid()) continue;
-      // States are created lazily by the first step (torch.optim), then persist.
-      for (BufferId s : pb.optimizer_states)
-        p_.steps.back().begin.push_back(Guarded(Action::kAlloc, s, Guard::kIfNotLive, s));
-      if (pb.master_gradient.valid()) {
-        p_.steps.back().begin.push_back(AllocEvent(pb.master_gradient));
-        p_.steps.back().end.push_back(FreeEvent(pb.master_gradient));
-      }
-    }
+    for (const ParameterBuffers& pb : p_.parameters)
+      if (pb.gradient.valid()) EmitParameterStepEvents(pb);
     MEMPLAN_RETURN_IF_ERROR(EmitOptimizerTransients());
     if (found_inf.valid()) p_.steps.back().end.push_back(FreeEvent(found_inf));
     NewStep(StepKind::kZeroGradients, std::string(ZeroGradModeName(options_.zero_grad)));
@@ -1041,18 +1107,38 @@ class StepEmitter {
     return OkStatus();
   }
 
+  // --optimizer-in-backward: the error EmitOptimizerTransients gives for a parameter of symbolic
+  // shape, which the steps in backward could not return.
+  Status CheckStepSizes() const {
+    if (OffloadsOptimizer(options_.offload.mode) ||
+        options_.optimizer_impl == OptimizerImpl::kFused ||
+        !HasTorchOptimizerImpls(options_.optimizer))
+      return OkStatus();
+    for (const ParameterBuffers& pb : p_.parameters) {
+      if (!pb.gradient.valid()) continue;
+      if (!p_.buffer(pb.gradient).shape.NumElements().constant_value())
+        return MakeError("--optimizer-impl: parameter '" + g_.value(pb.value).name +
+                         "' has a symbolic shape, so its optimizer step cannot be sized");
+    }
+    return OkStatus();
+  }
+
   // The intermediates the kOptimizerStep step (the current step) allocates beyond the state
   // (analyzer/program/optimizer_transient.h): allocated at its Begin, after the lazily created
   // states (torch's _init_group runs before the update), and freed at its End. None when the
   // optimizer runs on the host (--offload optimizer: DeepSpeed's CPU Adam is one fused C++ loop).
-  Status EmitOptimizerTransients() {
+  // `only` >= 0: that parameter's step alone (--optimizer-in-backward: an optimizer per
+  // parameter, so a foreach step runs over one tensor).
+  Status EmitOptimizerTransients(int only = -1) {
     if (OffloadsOptimizer(options_.offload.mode) ||
         options_.optimizer_impl == OptimizerImpl::kFused ||
         !HasTorchOptimizerImpls(options_.optimizer))
       return OkStatus();
     std::vector<OptimizerStepParameter> trainable;
     std::vector<const ParameterBuffers*> owner;
-    for (const ParameterBuffers& pb : p_.parameters) {
+    for (size_t i = 0; i < p_.parameters.size(); ++i) {
+      const ParameterBuffers& pb = p_.parameters[i];
+      if (only >= 0 && i != static_cast<size_t>(only)) continue;
       if (!pb.gradient.valid()) continue;  // frozen: torch skips parameters whose grad is None
       const Buffer& grad = p_.buffer(pb.gradient);
       const std::optional<int64_t> elements = grad.shape.NumElements().constant_value();
@@ -1119,6 +1205,7 @@ class StepEmitter {
   std::vector<int> param_index_;              // value -> index into parameters, -1 otherwise
   std::vector<bool> stored_frozen_;  // per value: a frozen parameter stored per --base-dtype
   std::vector<bool> quantized_;      // per value: stored as int8/nf4 codes
+  std::vector<int> pending_;         // --optimizer-in-backward: contributions each parameter awaits
   std::map<std::pair<size_t, DType>, BufferId> forward_casts_;  // (value, dtype) -> forward cast
   std::vector<BufferId> weight_casts_;  // autocast's cache: parameter casts of the forward
 };

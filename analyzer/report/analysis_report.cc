@@ -12,6 +12,7 @@
 #include "analyzer/report/parallel_report.h"
 #include "analyzer/report/placement_report.h"
 #include "analyzer/report/plan_report.h"
+#include "analyzer/report/recipe_report.h"
 #include "analyzer/text/json_fields.h"
 #include "analyzer/text/memory_size.h"
 #include "analyzer/text/number_format.h"
@@ -187,7 +188,9 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
               {"generation", std::string(GpuGenerationName(options.gpu.generation))},
               {"cuda_context_bytes", options.gpu.cuda_context_bytes},
               {"cublas_workspace_bytes", options.gpu.cublas_workspace_bytes},
-              {"cublas_workspaces", kCublasHandlesPerTraining}};
+              {"cublas_workspaces", kCublasHandlesPerTraining},
+              // issue 40: which figure cuda_context_bytes is (--cuda-context).
+              {"cuda_context_figure", options.gpu.cuda_context_figure}};
   j["reserve_bytes"] = options.reserve_bytes;
   j["budget_bytes"] = plan.budget_bytes;
   j["headroom_bytes"] = plan.headroom_bytes;
@@ -247,6 +250,7 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
     const nlohmann::ordered_json fused = FusedLossPlanToJson(*report.fused_loss, plan.bindings);
     for (const auto& [key, value] : fused.items()) p[key] = value;
   }
+  AddRecipePlanKeys(facts, report, p);
   // Fine-tuning (docs/finetuning.md): the elements the optimizer updates; equal to
   // model.parameter_count unless --train/--freeze/--lora froze some.
   p["trainable_parameter_count"] = TrainedParameterCount(graph);
@@ -373,7 +377,8 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   s << "memplan analyze " << report.model_name << " on " << options.gpu.name << " ("
     << FormatBytes(options.gpu.memory_bytes) << ")\n";
   s << "budget " << FormatBytes(plan.budget_bytes) << " = GPU - "
-    << FormatBytes(options.gpu.context_bytes) << " CUDA context";
+    << FormatBytes(options.gpu.context_bytes) << " CUDA context ("
+    << CudaContextFigureText(options.gpu.cuda_context_figure) << ")";
   if (options.reserve_bytes > 0) s << " - " << FormatBytes(options.reserve_bytes) << " reserve";
   s << "\n\n";
   if (report.inference_export) s << InferenceExportText(report) << "\n\n";
@@ -460,6 +465,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   }
   if (report.fused_loss != nullptr && report.fused_loss->fused())
     s << "Loss     " << FusedLossPlanText(*report.fused_loss, plan.bindings) << "\n";
+  s << RecipeText(PlanReportOf(report), report);
   s << "Time     " << FormatFixed(plan.time.step_seconds, 4) << " s per optimizer step, "
     << FormatFixed(plan.chosen.samples_per_second, 1) << " samples/s (roofline estimate)\n";
   if (!report.choice_explanation.empty()) s << "Why      " << report.choice_explanation << "\n";

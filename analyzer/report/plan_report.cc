@@ -2,6 +2,19 @@
 
 namespace memplan {
 
+namespace {
+
+// The dtype the loss step computed in: its compute dtype, or the logits' as it read them.
+DType LossDTypeOf(const TrainingProgram& program) {
+  if (program.loss_step < 0 || static_cast<size_t>(program.loss_step) >= program.steps.size())
+    return DType::kUndefined;
+  const Step& loss = program.steps[static_cast<size_t>(program.loss_step)];
+  if (loss.compute_dtype != DType::kUndefined) return loss.compute_dtype;
+  return loss.inputs.empty() ? DType::kUndefined : program.buffer(loss.inputs[0]).dtype;
+}
+
+}  // namespace
+
 PlanReport PlanReportOf(const AnalysisReport& report) {
   MEMPLAN_CHECK(report.graph != nullptr && report.options != nullptr && report.plan != nullptr);
   const TrainingPlan& plan = *report.plan;
@@ -20,6 +33,9 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
   // The fused node computes the cross entropy; the program only sums its scalar.
   r.loss = r.fused_loss ? LossKind::kCrossEntropy : program.loss;
   r.zero_grad = program.zero_grad;
+  r.loss_dtype = LossDTypeOf(program);
+  r.loss_chunks = report.options->program.loss_chunks;
+  r.optimizer_in_backward = report.options->program.optimizer_in_backward;
   r.clip_gradients = report.options->program.clip_gradients;
   r.loss_scaling = program.loss_scaling.mode;
   r.recompute_nodes = report.recompute_nodes;

@@ -68,6 +68,12 @@ struct PlanReport {
   // plan.fused_loss (--fused-loss): the LM head and cross entropy run as Liger's fused linear
   // cross entropy (analyzer/derivation/fused_loss_plan.h); `loss` then says cross_entropy.
   bool fused_loss = false;
+  // plan.loss_dtype (--loss-dtype, resolved): the dtype the loss computed in ("fp32", "bf16",
+  // "fp16"; kUndefined for a plan without a loss step). plan.loss_chunks (--loss-chunks;
+  // 0 = unchunked) and plan.optimizer_in_backward (--optimizer-in-backward).
+  DType loss_dtype = DType::kUndefined;
+  int64_t loss_chunks = 0;
+  bool optimizer_in_backward = false;
 };
 
 // The report's facts. REQUIRES: `report` points at its graph, options and plan.

@@ -45,16 +45,24 @@ Expected<std::vector<TensorInfo>> CrossEntropyShape(const OpContext& ctx) {
   return outs;
 }
 
+// The dtype cross entropy's [N, C] tensors have: the scores' as the op reads them.
+// aten cross_entropy_loss calls log_softmax(self, class_dim, self.scalar_type()), so the log-probs
+// are in the scores' dtype (bf16 scores, bf16 log-probs; the kernel accumulates in fp32 inside);
+// nll_loss_backward's grad_input is zeros_like(self) and _log_softmax_backward_data returns
+// input_dtype: both the same. Autocast casts the scores to fp32 first (cross_entropy_loss is on
+// its fp32 list), which the program shows as a cast before the loss.
+DType CrossEntropyDType(DType scores) { return IsFloating(scores) ? scores : DType::kFloat32; }
+
 // cross_entropy = nll_loss(log_softmax(scores), labels). _log_softmax saves its result and
 // nll_loss_forward saves self (that same log-prob tensor), target and total_weight (a scalar, not
-// counted). Autocast runs both in fp32, so the log-probs are float32.
+// counted).
 std::vector<SavedTensor> CrossEntropySaved(const OpContext& ctx) {
   std::vector<SavedTensor> saved;
   if (ctx.outputs.size() > 1 && ctx.outputs[1].present) {
     saved.push_back(SaveOutput(1));
   } else {
     saved.push_back(
-        SaveExtra("log_prob", StatisticsDType(ctx.inputs[0].dtype), ctx.inputs[0].shape));
+        SaveExtra("log_prob", CrossEntropyDType(ctx.inputs[0].dtype), ctx.inputs[0].shape));
   }
   saved.push_back(SaveInput(1));
   if (ctx.has_input(2)) saved.push_back(SaveInput(2));
@@ -78,7 +86,7 @@ OpSchema CrossEntropySchema() {
   s.backward_workspace = [](const OpContext& ctx) {
     if (ctx.inputs.empty()) return Dim(0);
     const TensorInfo& scores = ctx.inputs[0];
-    return TensorBytes(scores.shape.NumElements(), StatisticsDType(scores.dtype));
+    return TensorBytes(scores.shape.NumElements(), CrossEntropyDType(scores.dtype));
   };
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.SetAmp(AmpCategory::kFp32Required,

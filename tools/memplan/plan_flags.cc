@@ -10,6 +10,7 @@
 #include "analyzer/planning/planner.h"
 #include "analyzer/precision/precision_placement.h"
 #include "analyzer/text/memory_size.h"
+#include "analyzer/vocabulary/loss_dtype.h"
 #include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_impl.h"
 #include "graph/bind_symbols.h"
@@ -237,6 +238,26 @@ Status ResolveFineTuningFlags(const PlanArguments& flags, PlanRequest& request) 
   return OkStatus();
 }
 
+// --loss-dtype, --loss-chunks, --optimizer-in-backward (issue 40; docs/finetuning.md).
+Status ResolveRecipeFlags(const PlanArguments& flags, PlanRequest& request) {
+  ProgramOptions& program = request.planner.program;
+  MEMPLAN_TRY(program.loss_dtype, ParseFlagChoice(kLossDTypeNames, flags, "loss_dtype"));
+  MEMPLAN_TRY(std::optional<int64_t> chunks, OptionalPositive(flags, "loss_chunks"));
+  program.loss_chunks = chunks.value_or(0);
+  if (program.loss_chunks > 0 && request.fused_loss)
+    return MakeError("--loss-chunks and --fused-loss: the fused loss has no logits to chunk");
+  program.optimizer_in_backward = flags.Switch("optimizer_in_backward");
+  // The micro-batch is the whole batch: torchtune refuses gradient_accumulation_steps > 1.
+  const PlannerOptions& p = request.planner;
+  if (program.optimizer_in_backward && p.global_batch &&
+      (!p.micro_batch || *p.micro_batch != *p.global_batch))
+    return MakeError(
+        "--optimizer-in-backward steps each parameter inside backward, so gradients cannot "
+        "accumulate over micro-batches (torchtune refuses gradient_accumulation_steps > 1 with "
+        "optimizer_in_bwd): drop --global-batch or make it the --micro-batch");
+  return OkStatus();
+}
+
 }  // namespace
 
 Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_gpu) {
@@ -249,6 +270,10 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
   } else {
     MEMPLAN_RETURN_IF_ERROR(RejectBareTinyGpuSize(flags.Text("gpu")));
     MEMPLAN_TRY(p.gpu, ResolveGpu(flags.Text("gpu")));
+    if (!flags.Text("cuda_context").empty()) {
+      Status context = SetCudaContext(p.gpu, flags.Text("cuda_context"));
+      if (!context.ok()) return MakeError("--cuda-context: " + context.error().message);
+    }
   }
   MEMPLAN_TRY(p.global_batch, OptionalPositive(flags, "global_batch"));
   MEMPLAN_TRY(p.micro_batch, OptionalPositive(flags, "micro_batch"));
@@ -308,6 +333,7 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
         "no module checkpoint expresses; use --recompute all, optimal or auto");
   MEMPLAN_TRY(request.attention, ParseFlagChoice(kAttentionModeNames, flags, "attention"));
   request.fused_loss = flags.Switch("fused_loss");
+  MEMPLAN_RETURN_IF_ERROR(ResolveRecipeFlags(flags, request));
   MEMPLAN_TRY(request.fusions, ParseFlagChoice(kFusionSetNames, flags, "fusions"));
   MEMPLAN_TRY(request.search.force_fp32,
               ParseOpList(flags.Text("fp32_ops"), ArgumentOf("fp32_ops")));

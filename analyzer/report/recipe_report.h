@@ -1,0 +1,34 @@
+#pragma once
+// The recipe facts of a plan (issue 40) in the text and JSON reports: the dtype the loss computed
+// in and whether it was chunked (analyzer/precision/loss_precision.h), the optimizer stepped in
+// backward (--optimizer-in-backward), and which CUDA context figure the budget used
+// (--cuda-context, analyzer/cost/gpu_specs.h).
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include "analyzer/report/plan_report.h"
+
+namespace memplan {
+
+// plan.loss_dtype, plan.loss_chunks, plan.optimizer_in_backward and, for a paged optimizer,
+// plan.paged_optimizer_state_bytes (docs/json_schema.md).
+void AddRecipePlanKeys(const PlanReport& facts, const AnalysisReport& report,
+                       nlohmann::ordered_json& plan);
+
+// bitsandbytes' paged optimizers (optim/optimizer.py get_state_buffer): the state of a parameter
+// of at least 1e5 elements is allocated with cudaMallocManaged (F.get_paged) and prefetched to
+// the GPU before that parameter's update; smaller ones and every absmax are device tensors. The
+// bytes of the paged states at the chosen micro-batch, 0 for other optimizers. They are counted
+// on the device like any state (resident while nothing competes); under pressure the driver
+// evicts them to the host instead of failing an allocation.
+int64_t PagedOptimizerStateBytes(const AnalysisReport& report);
+
+// "Loss     cross_entropy in bf16 (the logits' dtype: pure bf16, no upcast)" and, with
+// --optimizer-in-backward, an "Optimizer" line; empty lines are not written.
+std::string RecipeText(const PlanReport& facts, const AnalysisReport& report);
+
+// "lazy module loading (CUDA >= 11.7)", "eager module loading (...)" or "--cuda-context".
+std::string CudaContextFigureText(const std::string& figure);
+
+}  // namespace memplan
