@@ -258,7 +258,8 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     p.micro_batch = request.analysis.batch;
   }
   if (!flags.Text("reserve").empty()) {
-    auto reserve = ParseMemorySize(flags.Text("reserve"));
+    // No reserve is a valid choice: the whole budget after the context is the planner's.
+    auto reserve = ParseMemorySize(flags.Text("reserve"), /*allow_zero=*/true);
     if (!reserve.ok()) return MakeError("--reserve: " + reserve.error().message);
     p.reserve_bytes = *reserve;
   }
