@@ -110,6 +110,8 @@ mode_t NewFileMode() {
 
 }  // namespace
 
+// Replaces `path` through a temporary file in the same folder renamed over it once complete, so a
+// failed write leaves the old file as it was; the replaced file keeps its permission bits.
 Status WriteTextFile(const std::string& path, std::string_view content) {
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -26,10 +26,7 @@ std::string ReplaceChars(std::string_view text,
 // A coordinate with one decimal ("12.5"), never "-0.0", so output is byte-identical across runs.
 std::string FormatCoordinate(double value);
 
-// Writes `content` to `path`, replacing it: through a temporary file in the same folder renamed
-// over `path` once complete, so a failed write leaves the old file as it was (a device or FIFO is
-// written in place; through a symbolic link the file it names is replaced). The replaced file
-// keeps its permission bits. Error: "cannot write '<path>': <reason>".
+// Writes `content` to `path`, replacing it. Error: "cannot write '<path>': <reason>".
 Status WriteTextFile(const std::string& path, std::string_view content);
 
 }  // namespace memplan

@@ -45,7 +45,7 @@ Error SizeError(std::string_view text, std::string_view why) {
 
 }  // namespace
 
-Expected<int64_t> ParseMemorySize(std::string_view text, bool allow_zero) {
+Expected<int64_t> ParseMemorySize(std::string_view text) {
   size_t i = 0;
   if (i < text.size() && (text[i] == '-' || text[i] == '+')) {
     if (text[i] == '-') return SizeError(text, "a size must be positive");
@@ -81,7 +81,6 @@ Expected<int64_t> ParseMemorySize(std::string_view text, bool allow_zero) {
   Int128 bytes = mantissa * unit->bytes;
   for (int d = 0; d < fraction_digits; ++d) bytes /= 10;  // exact decimal, rounded down
   if (bytes > std::numeric_limits<int64_t>::max()) return SizeError(text, "too large");
-  if (bytes == 0 && allow_zero) return 0;
   if (bytes <= 0) return SizeError(text, "a size must be at least one byte");
   return static_cast<int64_t>(bytes);
 }

@@ -25,9 +25,8 @@ inline constexpr int64_t kGiB = int64_t{1} << 30;
 inline constexpr int64_t kTiB = int64_t{1} << 40;
 
 // "24G" -> 24 * 2^30, "24GB" -> 24 * 10^9, "1.5T" -> 1.5 * 2^40, "24000000000" -> bytes.
-// Errors (naming the text) for an empty, malformed, negative or > INT64_MAX size, and for zero
-// unless `allow_zero` (a reserve may be none; a GPU may not be empty).
-Expected<int64_t> ParseMemorySize(std::string_view text, bool allow_zero = false);
+// Errors (naming the text) for an empty, malformed, negative, zero or > INT64_MAX size.
+Expected<int64_t> ParseMemorySize(std::string_view text);
 
 // Human form for reports, binary units with one decimal: "512 B", "1.5 KiB", "21.4 GiB".
 // Negative values (deltas) get a leading '-'.
