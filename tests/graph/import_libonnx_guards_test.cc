@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,8 @@ using testing::ProtoDim;
 using testing::ProtoModel;
 
 // y = op(x[1, 3, 8, 8]) with a 3x3 weight for Conv; `strides` etc. set by the caller.
-ProtoModel WindowModel(const std::string& op, onnx::NodeProto** node) {
+ProtoModel WindowModel(const std::string& op, onnx::NodeProto** node,
+                       std::optional<std::vector<ProtoDim>> output_dims = std::nullopt) {
   ProtoModel m(/*opset=*/13);
   m.Input("x", TensorProto::FLOAT, {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{8}});
   std::vector<std::string> inputs = {"x"};
@@ -31,7 +33,7 @@ ProtoModel WindowModel(const std::string& op, onnx::NodeProto** node) {
     inputs.push_back("W");
   }
   *node = &m.Node(op, inputs, {"y"});
-  m.Output("y", TensorProto::FLOAT);
+  m.Output("y", TensorProto::FLOAT, output_dims);
   return m;
 }
 
@@ -80,7 +82,8 @@ TEST_CASE("a zero stride, dilation or kernel in Conv and pools is refused before
   }
   {
     // The guard refuses nothing valid: stride 2 on 8 gives (8 - 2) / 2 + 1 = 4.
-    ProtoModel m = WindowModel("MaxPool", &n);
+    ProtoModel m = WindowModel(
+        "MaxPool", &n, std::vector<ProtoDim>{int64_t{1}, int64_t{3}, int64_t{4}, int64_t{4}});
     testing::SetInts(*n, "kernel_shape", {2, 2});
     testing::SetInts(*n, "strides", {2, 2});
     Graph graph = m.Import("maxpool_ok.onnx");
@@ -100,7 +103,8 @@ TEST_CASE("a blocksize of 0 is refused before libonnx", "[import][bad-input]") {
 // y = Reshape(x, Concat(t, tail)), t = Slice(Shape(x), [start], [end], [0], [step]): libonnx's
 // data propagation computes t's values with the step. x is [2, 16, 8, 8].
 ProtoModel ShapeSliceModel(int64_t step, int64_t start, int64_t end, bool constant_node,
-                           std::vector<int64_t> tail = {}) {
+                           std::vector<int64_t> tail = {},
+                           std::optional<std::vector<ProtoDim>> output_dims = std::nullopt) {
   ProtoModel m(/*opset=*/13);
   m.Input("x", TensorProto::FLOAT, {int64_t{2}, int64_t{16}, int64_t{8}, int64_t{8}});
   m.Int64s("starts", {start});
@@ -116,7 +120,7 @@ ProtoModel ShapeSliceModel(int64_t step, int64_t start, int64_t end, bool consta
   m.Node("Slice", {"s", "starts", "ends", "axes", "steps"}, {"t"});
   testing::SetInt(m.Node("Concat", {"t", "tail"}, {"t2"}), "axis", 0);
   m.Node("Reshape", {"x", "t2"}, {"y"});
-  m.Output("y", TensorProto::FLOAT);
+  m.Output("y", TensorProto::FLOAT, output_dims);
   return m;
 }
 
@@ -136,11 +140,15 @@ TEST_CASE("Slice steps libonnx's data propagation cannot take are refused before
         "node 't_node' (Slice): step 0 (steps[0]) is 0; a Slice step must not be 0");
   // What exporters write imports. x.flip() of the shape (INT64_MAX down to INT64_MIN by -1):
   // t = [8, 8, 16, 2], 2048 elements as x has.
-  CHECK(testing::ShapeOf(ShapeSliceModel(-1, max, min, false).Import("slice_reverse.onnx"), "y") ==
+  const std::vector<ProtoDim> reversed = {int64_t{8}, int64_t{8}, int64_t{16}, int64_t{2}};
+  CHECK(testing::ShapeOf(
+            ShapeSliceModel(-1, max, min, false, {}, reversed).Import("slice_reverse.onnx"), "y") ==
         "[8, 8, 16, 2]");
   // The largest step the guard lets through: t = [2] (only element 0), then [2, 1024].
-  CHECK(testing::ShapeOf(ShapeSliceModel(2147483647, 0, 4, false, {1024}).Import("slice_big.onnx"),
-                         "y") == "[2, 1024]");
+  const std::vector<ProtoDim> rows = {int64_t{2}, int64_t{1024}};
+  CHECK(testing::ShapeOf(
+            ShapeSliceModel(2147483647, 0, 4, false, {1024}, rows).Import("slice_big.onnx"), "y") ==
+        "[2, 1024]");
 }
 
 }  // namespace
