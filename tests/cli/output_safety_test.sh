@@ -52,7 +52,7 @@ expect_refused "^memplan: --out 'plan.json' is the plan 'plan.json' " \
   plan.json plan.orig export plan.json --to pytorch --out plan.json
 printf '{"schema": "memplan-configs/1", "configurations": [{"name": "a", "model": "m.onnx", "flags": {"batch": 4, "gpu": "24G"}}]}\n' >configs.json
 cp configs.json configs.orig
-expect_refused "^memplan: --out 'configs.json' is the --configs 'configs.json' " \
+expect_refused "^memplan: --out 'configs.json' is the config list 'configs.json' " \
   configs.json configs.orig baseline --configs configs.json --out configs.json
 # A config list's model is an input too.
 expect_refused "^memplan: --out 'm.onnx' is the model of configuration 'a' '[^']*m.onnx' " \
@@ -95,4 +95,14 @@ if [ -w /dev/full ]; then
   "$BIN" export plan.json --to pytorch >/dev/full 2>err.txt
   [ $? -eq 2 ] || fail "export >/dev/full: not exit 2"
 fi
+# An empty flag value is refused, never read as the flag left out (`--global-batch ''` planned
+# without a global batch; `--out ''` wrote to stdout).
+expect_refused "^memplan: analyze: --global-batch: an empty value; give one or leave it out$" \
+  m.onnx m.orig analyze m.onnx --gpu 24G --global-batch ''
+expect_refused "^memplan: analyze: --reserve: an empty value; give one or leave it out$" \
+  m.onnx m.orig analyze m.onnx --gpu 24G --reserve ''
+expect_refused "^memplan: export: --out: an empty value; give one or leave it out$" \
+  plan.json plan.orig export plan.json --to pytorch --out ''
+expect_refused "^memplan: inspect: --dim: an empty value; give one or leave it out$" \
+  m.onnx m.orig inspect m.onnx --dim ''
 echo "output safety: all checks passed"

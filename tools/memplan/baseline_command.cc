@@ -74,7 +74,7 @@ int RunBaseline(const BaselineFlags& flags, const CLI::App& command) {
   if (flags.plan.analysis.json || !flags.plan.analysis.format.empty())
     return ReportError("baseline: --json and --format do not apply (the baseline is JSON)");
   if (Status apart = CheckOutputsApart(
-          {{"the model", flags.plan.analysis.model}, {"--configs", flags.configs}},
+          {{"the model", flags.plan.analysis.model}, {"the config list", flags.configs}},
           {{"--out", flags.out}});
       !apart.ok())
     return ReportError(apart.error().message);
