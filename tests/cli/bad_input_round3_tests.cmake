@@ -70,3 +70,12 @@ memplan_cli_test("analyze --dim binding a contraction dim the weight refutes is 
   COMMAND analyze ${H3}/matmul_symbolic_inner.onnx --gpu 24G --dim s=128)
 memplan_cli_test("analyze --dim binding the contraction dim to the weight's size plans" EXPECT_EXIT 0
   COMMAND analyze ${H3}/matmul_symbolic_inner.onnx --gpu 24G --dim s=4)
+# verify of a valid model whose Split has an unused output (the issue's abort on an internal
+# invariant in runtime/backend.cc, and the loss reading the wrong tensor when the Split follows a
+# weight): both pass (the abort did not reproduce on this tree; these keep it so).
+memplan_cli_test("verify of a Split with an unused output before a weight passes" EXPECT_EXIT 0
+  EXPECT_OUTPUT "result: PASS"
+  COMMAND verify ${H3}/split_unused_before_weight.onnx --batch 4)
+memplan_cli_test("verify of a Split with an unused output after a weight passes" EXPECT_EXIT 0
+  EXPECT_OUTPUT "result: PASS"
+  COMMAND verify ${H3}/split_unused_after_weight.onnx --batch 4)
