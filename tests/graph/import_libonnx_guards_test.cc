@@ -151,5 +151,24 @@ TEST_CASE("Slice steps libonnx's data propagation cannot take are refused before
         "[2, 1024]");
 }
 
+TEST_CASE("an integer Div or Mod by zero in a shape computation names the node",
+          "[import][bad-input]") {
+  // y = Reshape(x, Shape(x) op [1, 0]): seq // 0 used to leave the target unknown, a generated
+  // unk_N symbol the user was then asked to bind.
+  for (const char* op : {"Div", "Mod"}) {
+    INFO(op);
+    ProtoModel m(/*opset=*/13);
+    m.Input("x", TensorProto::FLOAT, {std::string("batch"), int64_t{8}});
+    m.Int64s("k", {1, 0});
+    m.Node("Shape", {"x"}, {"s"});
+    m.Node(op, {"s", "k"}, {"d"});
+    m.Node("Reshape", {"x", "d"}, {"y"});
+    m.Output("y", TensorProto::FLOAT, std::vector<ProtoDim>{std::string("batch"), int64_t{8}});
+    CHECK(m.ImportError(std::string(op) + "_by_zero.onnx") ==
+          "node 'd_node' (" + std::string(op) +
+              "): an integer division by zero in a shape computation");
+  }
+}
+
 }  // namespace
 }  // namespace memplan
