@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "graph/bound_shape_check.h"
+
 namespace memplan {
 
 std::string ListSymbols(const SymbolTable& symbols) {
@@ -49,6 +51,12 @@ Expected<Bindings> BindSymbols(const Graph& graph, std::optional<int64_t> batch,
     bindings.Bind(*id, dim.value);
     previous = flag;
   }
+  // A binding the graph's shapes cannot take (x[batch, s] @ W[4, 4] with s = 128) is refused
+  // here, before anything is planned with it (graph/bound_shape_check.h).
+  std::string bound;
+  for (const std::string& flag : bound_by)
+    if (!flag.empty()) bound += (bound.empty() ? "" : ", ") + flag;
+  MEMPLAN_RETURN_IF_ERROR(CheckShapesUnderBindings(graph, bindings, bound));
   return bindings;
 }
 

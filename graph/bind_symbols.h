@@ -20,6 +20,8 @@ namespace memplan {
 //  * a symbol bound twice (two --dim for one name, or --batch and --dim <batch symbol>=N);
 //  * --batch for a model without a symbolic batch dimension (its first input's first dim is a
 //    constant), since the batch cannot be varied.
+//  * a value the graph's shapes cannot take: the graph is propagated again with the bound values
+//    (graph/bound_shape_check.h), and a rule's error names the node and the flag;
 // Values are already validated as positive by ParsePositiveInt / ParseDimBinding.
 Expected<Bindings> BindSymbols(const Graph& graph, std::optional<int64_t> batch,
                                const std::vector<DimBinding>& dims);

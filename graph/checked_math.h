@@ -23,4 +23,12 @@ inline std::optional<int64_t> CheckedMul(int64_t a, int64_t b) {
   return r;
 }
 
+// a / b when b divides a exactly; nullopt for b == 0, an inexact quotient, and INT64_MIN / -1
+// (whose quotient 2^63 does not fit: the division itself traps, SIGFPE on x86).
+inline std::optional<int64_t> CheckedDivideExactly(int64_t a, int64_t b) {
+  if (b == 0 || (b == -1 && a == INT64_MIN)) return std::nullopt;
+  if (a % b != 0) return std::nullopt;
+  return a / b;
+}
+
 }  // namespace memplan

@@ -149,10 +149,11 @@ std::optional<Dim> Dim::DivideExactly(const Dim& divisor) const {
     const Term& d = divisor.terms_[0];
     Dim r;
     for (const auto& t : terms_) {
-      if (t.coefficient % d.coefficient != 0) return std::nullopt;
+      auto quotient = CheckedDivideExactly(t.coefficient, d.coefficient);
+      if (!quotient) return std::nullopt;
       auto rest = RemoveSymbols(t.symbols, d.symbols);
       if (!rest) return std::nullopt;
-      r.terms_.push_back(Term{*rest, t.coefficient / d.coefficient});
+      r.terms_.push_back(Term{*rest, *quotient});
     }
     r.Normalize();
     return r;
@@ -161,11 +162,12 @@ std::optional<Dim> Dim::DivideExactly(const Dim& divisor) const {
   if (terms_.empty()) return Dim(0);
   const Term& lead = terms_[0];
   const Term& dlead = divisor.terms_[0];
-  if (lead.coefficient % dlead.coefficient != 0) return std::nullopt;
+  auto quotient = CheckedDivideExactly(lead.coefficient, dlead.coefficient);
+  if (!quotient) return std::nullopt;
   auto rest = RemoveSymbols(lead.symbols, dlead.symbols);
   if (!rest) return std::nullopt;
   Dim q;
-  q.terms_.push_back(Term{*rest, lead.coefficient / dlead.coefficient});
+  q.terms_.push_back(Term{*rest, *quotient});
   if (q * divisor == *this) return q;
   return std::nullopt;
 }
@@ -209,21 +211,24 @@ std::string Dim::ToString(const SymbolTable& symbols) const {
   });
   for (size_t i = 0; i < ordered.size(); ++i) {
     const Term& t = ordered[i];
-    int64_t c = t.coefficient;
+    const int64_t c = t.coefficient;
+    // After the first term the sign is the operator; the magnitude is the number's text without
+    // its '-' (negating INT64_MIN itself would overflow).
+    std::string number = std::to_string(c);
     if (i > 0) {
       out += c < 0 ? " - " : " + ";
-      if (c < 0) c = -c;
+      if (c < 0) number.erase(0, 1);
     }
     std::string body;
     for (SymbolId s : t.symbols) body += (body.empty() ? "" : "*") + symbols.Name(s);
     if (body.empty()) {
-      out += std::to_string(c);
-    } else if (c == 1) {
+      out += number;
+    } else if (number == "1") {
       out += body;
-    } else if (c == -1) {
+    } else if (number == "-1") {
       out += "-" + body;
     } else {
-      out += std::to_string(c) + "*" + body;
+      out += number + "*" + body;
     }
   }
   return out;

@@ -11,9 +11,24 @@
 // type unset, no shape) gives the function a type to read; libonnx merges whatever it does infer
 // into that declaration, so nothing it would have known is lost.
 
+//
+// libonnx also divides by window strides without checking them (a 0 stride in Conv or a pool is
+// SIGFPE) and reads a Slice's steps as a 32-bit int while propagating shape-tensor values (a step
+// of 2^31 or more, or INT64_MIN, loops or allocates without bound, or reads out of bounds: found
+// with python3-onnx 1.12's infer_shapes(..., data_prop=True), the same library).
+// RefuseWhatLibOnnxCannotInfer names such a node before libonnx sees it; every value it refuses
+// is invalid ONNX or beyond any tensor length.
+
 #include <onnx/onnx_pb.h>
 
+#include "graph/expected.h"
+
 namespace memplan {
+
+// An error naming the first node (in this graph or a subgraph) whose window attributes (strides,
+// dilations, kernel_shape not positive; pads negative), DepthToSpace/SpaceToDepth blocksize (not
+// positive) or constant Slice steps (0, or beyond +-(2^31-1)) libonnx's inference cannot take.
+Status RefuseWhatLibOnnxCannotInfer(const onnx::GraphProto& graph);
 
 // Adds an empty tensor-type value_info for every Shape input that a node of the same graph (or
 // subgraph) produces and that has no declared type.

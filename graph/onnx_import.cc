@@ -21,6 +21,7 @@
 #include "graph/local_functions.h"
 #include "graph/onnx_convert.h"
 #include "graph/onnx_graph_builder.h"
+#include "graph/proto_name_escaping.h"
 #include "graph/proto_node_order.h"
 #include "graph/shape_propagation.h"
 #include "graph/tensor_data_check.h"
@@ -215,11 +216,16 @@ InferredTypes RunOnnxShapeInference(onnx::ModelProto& model, Graph& graph) {
 
 Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& path,
                                   const ImportOptions& options) {
+  // Names that are not UTF-8 are escaped before anything reads them (graph/proto_name_escaping.h).
+  const int64_t escaped_names = EscapeInvalidUtf8Names(model);
   // Calls of model-local functions become the functions' bodies before anything reads the graph.
   MEMPLAN_TRY(const InlinedFunctions inlined, InlineLocalFunctions(model));
   // Before anything reads a tensor: libonnx trusts dims and data lengths
   // (graph/tensor_data_check.h).
   MEMPLAN_RETURN_IF_ERROR(ValidateStoredTensors(model.graph()));
+  // Before libonnx's inference divides by a stride or loops over a Slice step
+  // (graph/libonnx_crash_guards.h); memplan's own shape rules refuse the same values.
+  MEMPLAN_RETURN_IF_ERROR(RefuseWhatLibOnnxCannotInfer(model.graph()));
   // Decided on the model as written (before fusion adds com.microsoft nodes).
   const LibOnnxSupport libonnx = AssessLibOnnxSupport(model);
   const int64_t constant_weights = PromoteConstantWeights(model);
@@ -240,6 +246,11 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
                              std::to_string(inlined.functions) + " model-local function" +
                              (inlined.functions == 1 ? "" : "s") + " (" + inlined.names +
                              ") are analysed as their bodies, written out in the graph");
+  }
+  if (escaped_names > 0) {
+    graph.warnings.push_back(std::to_string(escaped_names) +
+                             " names in the model are not UTF-8; their invalid bytes are shown "
+                             "as \\xNN");
   }
   if (constant_weights > 0) {
     graph.warnings.push_back(std::to_string(constant_weights) +

@@ -64,6 +64,13 @@ std::vector<float> InitialParameterValues(const Value& value, const TensorShape&
   std::string name = value.name;
   std::transform(name.begin(), name.end(), name.begin(), [](char c) { return std::tolower(c); });
   if (!value.trainable) {
+    // A scalar buffer whose value the file stores (a Dropout ratio of 0.5 as an initializer,
+    // read at import) keeps it: it is the model's semantics, not a statistic to synthesise (the
+    // 1.0 below made the ratio 1, which Dropout refuses).
+    if (n == 1 && value.float_values && value.float_values->size() == 1) {
+      values[0] = static_cast<float>((*value.float_values)[0]);
+      return values;
+    }
     std::fill(values.begin(), values.end(), Contains(name, "mean") ? 0.0f : 1.0f);
     return values;
   }

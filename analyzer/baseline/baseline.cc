@@ -1,11 +1,11 @@
 #include "analyzer/baseline/baseline.h"
 
-#include <fstream>
 #include <optional>
 #include <string_view>
 
 #include "analyzer/baseline/config_list.h"
 #include "analyzer/baseline/json_file.h"
+#include "analyzer/text/markup.h"
 
 namespace memplan {
 namespace {
@@ -74,12 +74,7 @@ Expected<Baseline> ReadBaseline(const std::filesystem::path& path) {
 }
 
 Status WriteBaseline(const Baseline& baseline, const std::filesystem::path& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return MakeError("cannot write baseline " + path.string());
-  out << BaselineToJson(baseline).dump(2) << '\n';
-  out.close();
-  if (!out) return MakeError("cannot write baseline " + path.string());
-  return OkStatus();
+  return WriteTextFile(path.string(), BaselineToJson(baseline).dump(2) + "\n");
 }
 
 namespace {

@@ -14,8 +14,13 @@ namespace memplan {
 // The whole file as text. Error: "cannot read <path>".
 Expected<std::string> ReadTextFile(const std::filesystem::path& path);
 
-// Errors: "cannot read <path>" / "<path> is not valid JSON: <parser message with byte offset>".
+// Errors: "cannot read <path>" / "<path> is not valid JSON: <parser message with byte offset>" /
+// "<path>: 'plan.loss_scale' is a number beyond the range of a double" (1e999: nlohmann reports
+// it as an out_of_range exception, not a syntax error; the field is named from the keys read).
 Expected<nlohmann::json> ReadJsonFile(const std::filesystem::path& path);
+
+// The same for `text` read from `source` (a path, named in the errors).
+Expected<nlohmann::json> ParseJsonText(const std::string& text, const std::string& source);
 
 // The document in the JSON file at `path`, read by `from_json`, with the path before its errors
 // ("<path>: <message>") and the file's folder in T::directory (what relative paths in it resolve

@@ -45,10 +45,12 @@ std::optional<Dim> DivideDims(const Dim& a, const Dim& b) {
   return a.FloorDivide(*divisor);
 }
 
-ShapeRule BinaryShapeRule(DimOp contents_op) {
-  return [contents_op](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+// `divides`: the second input is a divisor (Div), so a known integer 0 in it is refused.
+ShapeRule BinaryShapeRule(DimOp contents_op, bool divides = false) {
+  return [contents_op, divides](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
     MEMPLAN_TRY(const TensorInfo* a, RequiredInput(ctx, 0));
     MEMPLAN_TRY(const TensorInfo* b, RequiredInput(ctx, 1));
+    if (divides) MEMPLAN_RETURN_IF_ERROR(RefuseZeroDivisor(ctx.node, *b));
     auto shape = BroadcastShapes(a->shape, b->shape);
     if (!shape) return MakeError(NodeError(ctx.node, shape.error().message));
     auto outs = EmptyOutputs(ctx);
@@ -220,7 +222,7 @@ void RegisterBinaryOps(OpRegistry& registry) {
 
   // div.Tensor: self: grad / other; other: -grad * self / other^2. So the divisor is saved
   // whenever either side needs a gradient and the dividend only when the divisor does.
-  registry.Register(BinarySchema(
+  OpSchema div = BinarySchema(
       "Div", DivideDims,
       [](const OpContext& ctx) {
         std::vector<SavedTensor> saved;
@@ -232,7 +234,9 @@ void RegisterBinaryOps(OpRegistry& registry) {
       },
       "div.Tensor: self: grad / other, other: -grad * self / (other * other); divisor saved, "
       "dividend only if the divisor requires grad",
-      kTwoGradientElementwiseBackwardFactor));
+      kTwoGradientElementwiseBackwardFactor);
+  div.infer_shapes = BinaryShapeRule(DivideDims, /*divides=*/true);
+  registry.Register(std::move(div));
 
   // Pow: a trainable exponent is pow.Tensor_Tensor (saves self, exponent, result); a fixed one
   // comes from `x ** c` with a Python number, i.e. pow.Tensor_Scalar, which saves only self.

@@ -53,6 +53,7 @@ std::optional<std::vector<Dim>> ModContents(const TensorInfo& a, const TensorInf
 Expected<std::vector<TensorInfo>> ModShape(const OpContext& ctx) {
   MEMPLAN_TRY(const TensorInfo* a, RequiredInput(ctx, 0));
   MEMPLAN_TRY(const TensorInfo* b, RequiredInput(ctx, 1));
+  MEMPLAN_RETURN_IF_ERROR(RefuseZeroDivisor(ctx.node, *b));
   auto shape = BroadcastShapes(a->shape, b->shape);
   if (!shape) return MakeError(NodeError(ctx.node, shape.error().message));
   auto outs = SingleOutput(a->dtype, *shape);

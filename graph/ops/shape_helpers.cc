@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "graph/integer_dtypes.h"
+
 namespace memplan {
 
 Expected<int64_t> NormalizeAxis(int64_t axis, size_t rank, const Node& node) {
@@ -15,6 +17,14 @@ Expected<int64_t> NormalizeAxis(int64_t axis, size_t rank, const Node& node) {
 
 std::string NodeError(const Node& node, const std::string& what) {
   return "node '" + node.name + "' (" + node.op_type + "): " + what;
+}
+
+Status RefuseZeroDivisor(const Node& node, const TensorInfo& divisor) {
+  if (!IsInteger(divisor.dtype) || !divisor.contents) return OkStatus();
+  for (const Dim& d : *divisor.contents)
+    if (d.constant_value() == 0)
+      return MakeError(NodeError(node, "an integer division by zero in a shape computation"));
+  return OkStatus();
 }
 
 std::vector<TensorInfo> SingleOutput(DType dtype, Shape shape) {

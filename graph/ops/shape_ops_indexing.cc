@@ -103,7 +103,7 @@ Expected<std::vector<TensorInfo>> InferSplit(const OpContext& ctx) {
     // Equal parts; with a constant dim the last part is smaller when it does not divide (opset 18).
     const int64_t n = static_cast<int64_t>(outputs);
     if (auto c = dim.constant_value()) {
-      const int64_t chunk = (*c + n - 1) / n;
+      const int64_t chunk = *c / n + (*c % n != 0);  // ceil, without overflowing c + n - 1
       for (int64_t i = 0; i < n; ++i)
         sizes.emplace_back(std::clamp<int64_t>(*c - i * chunk, 0, chunk));
     } else if (auto part = dim.DivideExactly(Dim(n))) {

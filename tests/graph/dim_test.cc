@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "graph/dim.h"
 
 namespace memplan {
@@ -50,6 +52,26 @@ TEST_CASE("Dim arithmetic detects 64-bit overflow instead of wrapping", "[symbol
   CHECK_FALSE(product.Evaluate(none).ok());
   Shape shape{{huge, huge, Dim(4)}};
   CHECK(shape.NumElements().overflowed());
+}
+
+TEST_CASE("Dim division of INT64_MIN by -1 is no quotient, not SIGFPE (issue 45)",
+          "[symbols][bad-input]") {
+  SymbolTable symbols;
+  Dim seq = Dim::Symbol(symbols.Intern("seq"));
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  // -2^63 / -1 = 2^63, one more than int64 holds: before the fix the division trapped.
+  CHECK_FALSE(Dim(min).DivideExactly(Dim(-1)).has_value());
+  CHECK_FALSE((Dim(min) * seq).DivideExactly(Dim(-1)).has_value());
+  CHECK_FALSE((Dim(min) * seq).DivideExactly(Dim(-1) * seq).has_value());
+  // A multi-term divisor whose leading coefficient is -1: the lead quotient overflows the same way.
+  CHECK_FALSE((Dim(min) * seq + Dim(min)).DivideExactly(Dim(-1) * seq + Dim(-1)).has_value());
+  // Its neighbours still divide: (-2^63 + 1) / -1 = 2^63 - 1, -2^63 / 1 = -2^63.
+  CHECK(Dim(min + 1).DivideExactly(Dim(-1))->constant_value() ==
+        std::numeric_limits<int64_t>::max());
+  CHECK(Dim(min).DivideExactly(Dim(1))->constant_value() == min);
+  // Printing a negative coefficient after the first term negates nothing: "seq -
+  // 9223372036854775808".
+  CHECK((seq + Dim(min)).ToString(symbols) == "seq - 9223372036854775808");
 }
 
 TEST_CASE("Dim::DegreeIn tells how a size grows with the batch", "[symbols]") {

@@ -70,6 +70,11 @@ Expected<PlanRequest> ResolveAnalyzeRequest(const AnalyzeFlags& flags, const Pla
 int RunAnalyze(const AnalyzeFlags& flags) {
   if (!flags.export_out.empty() && flags.export_target.empty())
     return ReportError("analyze: --export-out needs --export TARGET");
+  if (Status apart = CheckOutputsApart(
+          {{"the model", flags.plan.analysis.model}, {"--profile", flags.profile}},
+          {{"--svg", flags.svg}, {"--export-out", flags.export_out}});
+      !apart.ok())
+    return ReportError(apart.error().message);
   // Checked before the analysis so a typo in --export costs no planning time.
   Expected<PlanRequest> request = ResolveAnalyzeRequest(flags, flags.plan, /*with_profile=*/false);
   if (!request.ok()) return ReportError(request.error().message);

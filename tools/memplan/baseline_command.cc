@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "analyzer/baseline/baseline.h"
 #include "analyzer/baseline/config_list.h"
@@ -72,8 +73,19 @@ int RunBaseline(const BaselineFlags& flags, const CLI::App& command) {
     return ReportError("baseline: --out is required (e.g. --out memplan.baseline.json)");
   if (flags.plan.analysis.json || !flags.plan.analysis.format.empty())
     return ReportError("baseline: --json and --format do not apply (the baseline is JSON)");
+  if (Status apart = CheckOutputsApart(
+          {{"the model", flags.plan.analysis.model}, {"the config list", flags.configs}},
+          {{"--out", flags.out}});
+      !apart.ok())
+    return ReportError(apart.error().message);
   Expected<ConfigList> list = ConfigurationsToRecord(flags, command);
   if (!list.ok()) return ReportError(list.error().message);
+  std::vector<CommandFile> models;
+  for (const CheckConfiguration& config : list->configurations)
+    models.push_back({"the model of configuration '" + config.name + "'",
+                      ResolveModelPath(list->directory, config.model).string()});
+  if (Status apart = CheckOutputsApart(models, {{"--out", flags.out}}); !apart.ok())
+    return ReportError(apart.error().message);
 
   Baseline baseline;
   for (const CheckConfiguration& config : list->configurations) {
@@ -101,7 +113,7 @@ int RunBaseline(const BaselineFlags& flags, const CLI::App& command) {
   }
   out += "wrote " + flags.out + " (" + std::to_string(baseline.entries.size()) +
          (baseline.entries.size() == 1 ? " configuration)\n" : " configurations)\n");
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (Status written = WriteStdout(out); !written.ok()) return ReportError(written.error().message);
   return kExitSuccess;
 }
 

@@ -53,7 +53,7 @@ Expected<std::vector<CheckConfiguration>> CurrentConfigurations(const CheckFlags
 // pipeline that keeps the report never finds it empty.
 int ReportCheckError(const CheckFlags& flags, CheckFormat format, const std::string& message) {
   std::string out = FormatCheckError(message, flags.baseline, format);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  static_cast<void>(WriteStdout(out));  // the error below is what counts
   return ReportError(message);
 }
 
@@ -95,7 +95,7 @@ int RunCheck(const CheckFlags& flags) {
     options.baseline_lines = ConfigurationLines(*text);
   CheckReport report = CompareToBaseline(*recorded, current, *tolerance, options);
   std::string out = FormatCheckReport(report, *format);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (Status written = WriteStdout(out); !written.ok()) return ReportError(written.error().message);
   return report.ExitCode();
 }
 

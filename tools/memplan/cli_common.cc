@@ -1,12 +1,18 @@
 #include "tools/memplan/cli_common.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <optional>
 #include <system_error>
+#include <utility>
 
 #include "analyzer/text/markup.h"
+#include "analyzer/text/terminal_text.h"
 #include "graph/onnx_import.h"
 
 namespace memplan::cli {
@@ -34,13 +40,67 @@ Status CheckOutputPath(std::string_view flag, const std::string& path) {
 
 Status WriteToFileOrStdout(const std::string& path, std::string_view text) {
   if (!path.empty()) return WriteTextFile(path, text);
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  return WriteStdout(text);
+}
+
+Status WriteStdout(std::string_view text) {
+  const std::string escaped = EscapeForTerminal(text);
+  errno = 0;
+  const size_t written = std::fwrite(escaped.data(), 1, escaped.size(), stdout);
+  if (written != escaped.size() || std::fflush(stdout) != 0) {
+    const int error = errno;
+    return MakeError(std::string("cannot write to standard output: ") +
+                     (error != 0 ? std::strerror(error) : "write failed"));
+  }
+  return OkStatus();
+}
+
+namespace {
+
+// The identity of an existing file, or nullopt.
+std::optional<std::pair<dev_t, ino_t>> FileIdentity(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
+  return std::make_pair(info.st_dev, info.st_ino);
+}
+
+std::string NormalPath(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path normal = std::filesystem::weakly_canonical(path, error);
+  if (error) normal = std::filesystem::absolute(path, error).lexically_normal();
+  return normal.string();
+}
+
+}  // namespace
+
+Status CheckOutputsApart(const std::vector<CommandFile>& inputs,
+                         const std::vector<CommandFile>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const CommandFile& out = outputs[i];
+    if (out.path.empty()) continue;
+    const auto identity = FileIdentity(out.path);
+    for (const CommandFile& in : inputs) {
+      if (in.path.empty() || !identity || FileIdentity(in.path) != identity) continue;
+      return MakeError(out.what + " '" + out.path + "' is " + in.what + " '" + in.path +
+                       "' this command reads; refusing to overwrite it");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      const CommandFile& other = outputs[j];
+      if (other.path.empty()) continue;
+      const bool same = identity ? FileIdentity(other.path) == identity
+                                 : NormalPath(other.path) == NormalPath(out.path);
+      if (same)
+        return MakeError(other.what + " and " + out.what + " both name '" + out.path +
+                         "'; give each output its own file");
+    }
+  }
   return OkStatus();
 }
 
 int ReportError(std::string_view message) {
   std::string line = ReplaceChars(message, {{'\n', "; "}, {'\r', ""}});
   while (!line.empty() && (line.back() == ' ' || line.back() == ';')) line.pop_back();
+  line = EscapeForTerminal(line);
   std::fprintf(stderr, "memplan: %s\n", line.c_str());
   return kExitUsage;
 }
@@ -122,7 +182,8 @@ Progress::Progress(OutputFormat format)
 
 void Progress::Report(std::string_view message) const {
   if (!enabled_) return;
-  std::fprintf(stderr, "memplan: %.*s\n", static_cast<int>(message.size()), message.data());
+  const std::string line = EscapeForTerminal(message);
+  std::fprintf(stderr, "memplan: %s\n", line.c_str());
 }
 
 }  // namespace memplan::cli

@@ -35,9 +35,30 @@ int ReportError(std::string_view message);
 // a typo in an output path fails in a second, not after the run.
 Status CheckOutputPath(std::string_view flag, const std::string& path);
 
-// Writes `text` to the file `path`, or to stdout when `path` is empty: what an output flag whose
-// default is stdout (export --out, analyze --export-out) does with its value.
+// Writes `text` to the file `path` (through a temporary file renamed over it, so a failed write
+// leaves the old file: WriteTextFile), or to stdout when `path` is empty: what an output flag
+// whose default is stdout (export --out, analyze --export-out) does with its value.
 Status WriteToFileOrStdout(const std::string& path, std::string_view text);
+
+// The one writer of a verb's stdout: `text` escaped for the terminal (analyzer/text/
+// terminal_text.h), written and flushed. Error: "cannot write to standard output: <reason>"
+// (a full disk, a closed pipe), which the verb reports with exit 2.
+Status WriteStdout(std::string_view text);
+
+// A file a command reads or writes, named as its messages name it: {"--svg", "t.svg"},
+// {"the model", "m.onnx"}.
+struct CommandFile {
+  std::string what;
+  std::string path;
+};
+
+// Refuses an output that is one of the command's inputs (the same file by device and inode, so
+// a link or another spelling of the path is caught too) or that another output also names
+// (the same file, or for files not yet there the same normalized absolute path). Outputs with an
+// empty path (stdout) are skipped. Checked before any work, so nothing is read half and nothing
+// is overwritten.
+Status CheckOutputsApart(const std::vector<CommandFile>& inputs,
+                         const std::vector<CommandFile>& outputs);
 
 // A verb: its CLI11 subcommand and what runs when it was chosen (returns the exit code).
 struct Verb {

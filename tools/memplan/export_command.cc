@@ -13,6 +13,7 @@
 #include "analyzer/config_export/export_config.h"
 #include "analyzer/config_export/export_target.h"
 #include "analyzer/text/markup.h"
+#include "analyzer/text/terminal_text.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
 
@@ -50,6 +51,9 @@ int RunExport(const ExportFlags& flags) {
   if (flags.to.empty()) return ReportError("export: --to is required (" + TargetNames() + ")");
   Expected<ExportTarget> target = ParseExportTarget(flags.to);
   if (!target.ok()) return ReportError("--to: " + target.error().message);
+  if (Status apart = CheckOutputsApart({{"the plan", flags.plan}}, {{"--out", flags.out}});
+      !apart.ok())
+    return ReportError(apart.error().message);
   Expected<nlohmann::json> plan = ReadJsonFile(flags.plan);
   if (!plan.ok()) return ReportError(plan.error().message);
   if (!plan->is_object() || plan->value("schema", std::string()) != "memplan/1")
@@ -60,7 +64,7 @@ int RunExport(const ExportFlags& flags) {
     std::fprintf(stderr,
                  "memplan: export: the plan in %s does not fit its GPU (\"fits\": false); no "
                  "config written\n",
-                 flags.plan.c_str());
+                 EscapeForTerminal(flags.plan).c_str());
     return kExitCheckFailed;
   }
   ExportOptions options = flags.options;

@@ -35,7 +35,7 @@ int RunInspect(const AnalysisFlags& flags) {
       out = RenderInspectText(summary, request->model);
       break;
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (Status written = WriteStdout(out); !written.ok()) return ReportError(written.error().message);
   return kExitSuccess;
 }
 

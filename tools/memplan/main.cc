@@ -2,7 +2,11 @@
 // This is the exception boundary: CLI11's parse exceptions (and anything unexpected) become one
 // line on stderr and exit code 2; nothing propagates past main.
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -22,6 +26,36 @@ const Verb* FindVerb(const std::vector<Verb>& verbs, const std::string& name) {
   for (const Verb& verb : verbs)
     if (verb.command->get_name() == name) return &verb;
   return nullptr;
+}
+
+// Every verb keeps an option's value as text and reads '' as "not given", so `--global-batch ''`
+// (an unset shell variable) silently planned without it: a value given empty is refused here,
+// for every value-taking option and positional of every verb.
+Status CheckNoEmptyValues(const CLI::App& command) {
+  for (const CLI::Option* option : command.get_options()) {
+    if (option->get_type_size() <= 0 || option->count() == 0) continue;
+    for (const std::string& value : option->results()) {
+      if (!value.empty()) continue;
+      return MakeError(command.get_name() + ": " + option->get_name() +
+                       ": an empty value; give one or leave it out");
+    }
+  }
+  return OkStatus();
+}
+
+// A verb's exit code, unless what it wrote to stdout did not all arrive (a full disk, a closed
+// pipe): then exit 2, as for any other file that could not be written. Each verb's own writes
+// already went through WriteStdout; closing here catches what is still buffered.
+int CloseStdout(int code) {
+  errno = 0;
+  const bool failed = std::ferror(stdout) != 0 || std::fflush(stdout) != 0;
+  const int error = errno;
+  if (std::fclose(stdout) != 0 || failed) {
+    const int reason = error != 0 ? error : errno;
+    return ReportError(std::string("cannot write to standard output: ") +
+                       (reason != 0 ? std::strerror(reason) : "write failed"));
+  }
+  return code;
 }
 
 int Main(int argc, char** argv) {
@@ -71,8 +105,12 @@ int Main(int argc, char** argv) {
     return ReportError(where + ": " + e.what() + " (see memplan " + where + " --help)");
   }
 
-  for (const Verb& verb : verbs)
-    if (verb.command->parsed()) return verb.run();
+  for (const Verb& verb : verbs) {
+    if (!verb.command->parsed()) continue;
+    if (Status given = CheckNoEmptyValues(*verb.command); !given.ok())
+      return ReportError(given.error().message);
+    return CloseStdout(verb.run());
+  }
   return ReportError("a verb is required: one of " + VerbNames(verbs));
 }
 
@@ -82,6 +120,12 @@ int Main(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     return memplan::cli::Main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    // A model whose graph or program outgrows the memory this process may use (a ulimit, a
+    // container's cap): bad input for this machine, not a bug.
+    return memplan::cli::ReportError(
+        "out of memory: the model is too large for the memory available to memplan (raise the "
+        "memory limit or plan a smaller model)");
   } catch (const std::exception& e) {
     return memplan::cli::ReportError(std::string("internal error: ") + e.what());
   } catch (...) {

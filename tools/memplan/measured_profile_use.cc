@@ -92,7 +92,7 @@ std::string FormatSessionAnalysis(const AnalysisSession& session,
 
 int PrintSessionAnalysis(const AnalysisSession& session, const ProfileComparison* comparison) {
   const std::string out = FormatSessionAnalysis(session, comparison);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (Status written = WriteStdout(out); !written.ok()) return ReportError(written.error().message);
   return session.plan.feasible ? kExitSuccess : kExitCheckFailed;
 }
 

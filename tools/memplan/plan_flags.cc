@@ -77,6 +77,20 @@ void AddPlanFlags(CLI::App& command, PlanArguments& flags, bool gpu_required) {
 
 namespace {
 
+// --reserve: a memory size (analyzer/text/memory_size.h) or zero in any of its spellings ("0",
+// "0G", "0.0GiB"), which ParseMemorySize refuses because a GPU cannot be empty.
+Expected<int64_t> ParseReserveSize(const std::string& text) {
+  const std::string number = text.substr(0, text.find_first_not_of("0123456789."));
+  if (number.find('0') != std::string::npos &&
+      number.find_first_not_of("0.") == std::string::npos) {
+    // The unit must still be one ParseMemorySize knows: "1<unit>" checks it.
+    MEMPLAN_TRY(int64_t unit, ParseMemorySize("1" + text.substr(number.size())));
+    (void)unit;
+    return int64_t{0};
+  }
+  return ParseMemorySize(text);
+}
+
 std::string ArgumentOf(std::string_view key) { return std::string(PlanFlagWithKey(key).argument); }
 
 // The enumerator `text` names in `table`, with the CLI's message for a choice flag:
@@ -283,7 +297,8 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     p.micro_batch = request.analysis.batch;
   }
   if (!flags.Text("reserve").empty()) {
-    auto reserve = ParseMemorySize(flags.Text("reserve"));
+    // No reserve is a valid choice: the whole budget after the context is the planner's.
+    auto reserve = ParseReserveSize(flags.Text("reserve"));
     if (!reserve.ok()) return MakeError("--reserve: " + reserve.error().message);
     p.reserve_bytes = *reserve;
   }

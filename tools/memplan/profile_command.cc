@@ -43,6 +43,10 @@ Expected<profiler::ProfiledRun> ProfileSessionPlan(const AnalysisSession& sessio
 int RunProfile(const ProfileFlags& flags) {
   if (flags.steps < 1) return ReportError("--steps must be at least 1");
   if (auto s = CheckOutputPath("--out", flags.out); !s.ok()) return ReportError(s.error().message);
+  if (Status apart = CheckOutputsApart({{"the model", flags.plan.analysis.model}},
+                                       {{"--out", flags.out}, {"--trace", flags.trace}});
+      !apart.ok())
+    return ReportError(apart.error().message);
   if (!flags.trace.empty()) {
     if (auto s = CheckOutputPath("--trace", flags.trace); !s.ok())
       return ReportError(s.error().message);

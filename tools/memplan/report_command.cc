@@ -28,6 +28,10 @@ struct ReportFlags {
 int RunReport(const ReportFlags& flags) {
   if (flags.html.empty())
     return ReportError("report: --html is required (the page to write, e.g. --html report.html)");
+  if (Status apart = CheckOutputsApart({{"the model", flags.plan.analysis.model}},
+                                       {{"--html", flags.html}, {"--svg", flags.svg}});
+      !apart.ok())
+    return ReportError(apart.error().message);
   Expected<PlanRequest> request = ResolvePlanFlags(flags.plan, /*require_gpu=*/true);
   if (!request.ok()) return ReportError(request.error().message);
   Progress progress(request->analysis.format);

@@ -133,8 +133,12 @@ Status FuseLossForVerify(Graph& graph, const PlanRequest& request, LossKind loss
 Expected<LoadedPlan> PlanFromJson(Graph& graph, const std::string& path,
                                   const PlanRequest& request) {
   MEMPLAN_TRY(std::string text, ReadFile(path));
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object())
+  // The one JSON parser of the readers (analyzer/baseline/json_file.h): a syntax error or an
+  // out-of-range number is one line naming the file (and the field).
+  Expected<nlohmann::json> parsed = ParseJsonText(text, "plan '" + path + "'");
+  if (!parsed.ok()) return parsed.error();
+  nlohmann::json doc = std::move(*parsed);
+  if (!doc.is_object())
     return MakeError("plan '" + path + "' is not JSON (expected `memplan analyze --json` output)");
   const std::string where = "plan '" + path + "': ";
   auto in_plan = [&](auto value) -> decltype(value) {
@@ -440,7 +444,7 @@ int RunVerify(const VerifyFlags& flags) {
   std::string out = request->analysis.format == OutputFormat::kJson
                         ? VerificationToJson(*report, info).dump(2) + "\n"
                         : FormatVerificationText(*report, info);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (Status written = WriteStdout(out); !written.ok()) return ReportError(written.error().message);
   return report->passed ? kExitSuccess : kExitCheckFailed;
 }
 

@@ -16,10 +16,7 @@ std::optional<int64_t> Times(int64_t a, int64_t b) { return CheckedMul(a, b); }
 std::optional<Dim> Times(const Dim& a, const Dim& b) { return a * b; }
 
 // a / b when exact.
-std::optional<int64_t> DivideExactly(int64_t a, int64_t b) {
-  if (b == 0 || a % b != 0) return std::nullopt;
-  return a / b;
-}
+std::optional<int64_t> DivideExactly(int64_t a, int64_t b) { return CheckedDivideExactly(a, b); }
 std::optional<Dim> DivideExactly(const Dim& a, const Dim& b) { return a.DivideExactly(b); }
 
 std::string DimText(const std::optional<int64_t>& c) { return c ? std::to_string(*c) : "?"; }
