@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "graph/constant_weights.h"
+#include "graph/exported_buffers.h"
 #include "graph/file_byte_source.h"
 #include "graph/fusion/fusion_table.h"
 #include "graph/libonnx_crash_guards.h"
@@ -220,6 +221,8 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
   // Before anything reads a tensor: libonnx trusts dims and data lengths
   // (graph/tensor_data_check.h).
   MEMPLAN_RETURN_IF_ERROR(ValidateStoredTensors(model.graph()));
+  // Before the checker's preparation and the fusions rewrite value_info.
+  const ExportedBuffers exported_buffers = ReadExportedBuffers(model.graph());
   // Decided on the model as written (before fusion adds com.microsoft nodes).
   const LibOnnxSupport libonnx = AssessLibOnnxSupport(model);
   const int64_t constant_weights = PromoteConstantWeights(model);
@@ -271,6 +274,7 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
   }
   MEMPLAN_RETURN_IF_ERROR(PropagateShapes(graph, inferred));
   MEMPLAN_RETURN_IF_ERROR(MarkTrainableParameters(graph));
+  ApplyExportedBuffers(exported_buffers, graph);
   return graph;
 }
 

@@ -62,9 +62,8 @@ std::string ReduceMax(ProtoModel& p, const std::string& in, int64_t keepdims) {
 TEST_CASE("torch.max(x, dim): keeps its int64 indices, not input and result",
           "[fusion][saved][max_dim]") {
   // torch.max(h, 2)[0] exports ReduceMax(axes=[2], keepdims=0) alone (the unread ArgMax is dead).
-  const ProtoModel m = ModelWith(false, [](ProtoModel& p, const std::string& h) {
-    return ReduceMax(p, h, /*keepdims=*/0);
-  });
+  const ProtoModel m = ModelWith(
+      false, [](ProtoModel& p, const std::string& h) { return ReduceMax(p, h, /*keepdims=*/0); });
   CHECK(CountOp(m, "max_dim.onnx", "MaxDim") == 1);
   // max.dim keeps indices [2, 4] int64 (64 bytes) beside MatMul's x: 256 + 64 = 320 (torch: 320).
   CHECK(SavedBytes(m, "max_dim.onnx") == kFull + 64);
@@ -90,9 +89,8 @@ TEST_CASE("torch.max(x, dim, keepdim=True) with its indices read: one MaxDim, tw
 }
 
 TEST_CASE("amax(x, dim, keepdim=True) stays amax: input and result", "[fusion][saved][max_dim]") {
-  const ProtoModel m = ModelWith(false, [](ProtoModel& p, const std::string& h) {
-    return ReduceMax(p, h, /*keepdims=*/1);
-  });
+  const ProtoModel m = ModelWith(
+      false, [](ProtoModel& p, const std::string& h) { return ReduceMax(p, h, /*keepdims=*/1); });
   CHECK(CountOp(m, "amax.onnx", "MaxDim") == 0);
   // amax keeps h and the result [2, 4, 1]: 256 + 256 + 32 = 544 (torch: 544).
   CHECK(SavedBytes(m, "amax.onnx") == 2 * kFull + 32);
@@ -121,9 +119,8 @@ std::string VarianceChain(ProtoModel& p, const std::string& r, const std::string
 
 TEST_CASE("torch.var written as mean, sub, square, mean: keeps its input only",
           "[fusion][saved][variance]") {
-  const ProtoModel m = ModelWith(true, [](ProtoModel& p, const std::string& r) {
-    return VarianceChain(p, r, "Mul");
-  });
+  const ProtoModel m = ModelWith(
+      true, [](ProtoModel& p, const std::string& r) { return VarianceChain(p, r, "Mul"); });
   CHECK(CountOp(m, "var.onnx", "Variance") == 1);
   // var_backward keeps r, which Relu keeps already: x + r = 512 (torch: 512).
   CHECK(SavedBytes(m, "var.onnx") == 2 * kFull);
@@ -133,9 +130,8 @@ TEST_CASE("torch.var written as mean, sub, square, mean: keeps its input only",
 
 TEST_CASE("a variance written by hand with Pow is planned as eager runs it",
           "[fusion][saved][variance]") {
-  const ProtoModel m = ModelWith(true, [](ProtoModel& p, const std::string& r) {
-    return VarianceChain(p, r, "Pow");
-  });
+  const ProtoModel m = ModelWith(
+      true, [](ProtoModel& p, const std::string& r) { return VarianceChain(p, r, "Pow"); });
   // ((r - r.mean(2, keepdim=True))**2).mean(2): pow keeps d: 768 (torch: 768).
   CHECK(CountOp(m, "var_pow.onnx", "Variance") == 0);
   CHECK(SavedBytes(m, "var_pow.onnx") == 3 * kFull);
