@@ -33,8 +33,6 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "tools", "gpu"))
-from compare_with_torch import strip_weights  # noqa: E402  (one definition of the stripping)
 
 BATCH = 2
 SEQ = 16
@@ -74,13 +72,15 @@ def image(size=IMAGE, channels=3):
     return (torch.randn(BATCH, channels, size, size),)
 
 
-def hf(config_name, model_name, inputs, **config):
+def hf(config_name, model_name, inputs, field="logits", **config):
     def build():
         import transformers
         cfg = getattr(transformers, config_name)(**config)
         cfg._attn_implementation = "eager"
         model = getattr(transformers, model_name)(cfg)
-        return Logits(model, use_cache=False) if "CausalLM" in model_name else Logits(model)
+        if "CausalLM" in model_name:
+            return Logits(model, field, use_cache=False)
+        return Logits(model, field)
     return build, inputs
 
 
@@ -99,6 +99,75 @@ def timm_model(name, inputs, **kwargs):
         import timm
         return timm.create_model(name, pretrained=False, **kwargs)
     return build, inputs
+
+
+def timm_class(module, cls, inputs, **kwargs):
+    def build():
+        import importlib
+        return getattr(importlib.import_module("timm.models." + module), cls)(**kwargs)
+    return build, inputs
+
+
+def _bit():
+    """BiT (timm's resnetv2_50x1_bit): weight-standardised convs and GroupNorm, two stages."""
+    from functools import partial
+
+    from timm.layers import GroupNormAct, StdConv2d
+    from timm.models.resnetv2 import ResNetV2
+    return ResNetV2(layers=[1, 1], channels=(64, 128), num_classes=10, stem_type="fixed",
+                    conv_layer=partial(StdConv2d, eps=1e-8),
+                    norm_layer=partial(GroupNormAct, num_groups=8))
+
+
+class PointNet(nn.Module):
+    """PointNet's shared MLP over points and its global feature, torch.max(x, 2)[0]."""
+
+    def __init__(self):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Conv1d(3, 32, 1), nn.BatchNorm1d(32), nn.ReLU(),
+                                 nn.Conv1d(32, 64, 1), nn.BatchNorm1d(64), nn.ReLU())
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, points):
+        return self.head(torch.max(self.mlp(points), 2)[0])
+
+
+class ConformerConv(nn.Module):
+    """Conformer's convolution module (torchaudio): pointwise conv, GLU, depthwise conv,
+    BatchNorm, SiLU, pointwise conv; its feature map then averaged into class logits."""
+
+    def __init__(self, dim=32):
+        super().__init__()
+        self.pw1 = nn.Conv1d(dim, 2 * dim, 1)
+        self.glu = nn.GLU(dim=1)
+        self.dw = nn.Conv1d(dim, dim, 7, padding=3, groups=dim)
+        self.bn = nn.BatchNorm1d(dim)
+        self.pw2 = nn.Conv1d(dim, dim, 1)
+        self.head = nn.Linear(dim, 10)
+
+    def forward(self, x):
+        y = self.pw2(F.silu(self.bn(self.dw(self.glu(self.pw1(x))))))
+        return self.head((x + y).mean(2))
+
+
+class WeightStandardised(nn.Module):
+    """BiT's original StdConv: w = (w - m) / sqrt(v + eps) with torch.var_mean."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 16, 3, padding=1)
+        self.head = nn.Linear(16, 10)
+
+    @staticmethod
+    def standardised(conv, x):
+        v, m = torch.var_mean(conv.weight, dim=[1, 2, 3], keepdim=True, unbiased=False)
+        return F.conv2d(x, (conv.weight - m) / torch.sqrt(v + 1e-10), conv.bias, padding=1)
+
+    def forward(self, x):
+        x = F.relu(self.standardised(self.conv1, x))
+        x = F.relu(self.standardised(self.conv2, x))
+        return self.head(x.mean((2, 3)))
 
 
 def tv_model(name, inputs, **kwargs):
@@ -162,12 +231,12 @@ FAMILIES = {
                    hidden_sizes=[16, 32], depths=[1, 1], num_stages=2, num_labels=10),
     "convnextv2": hf("ConvNextV2Config", "ConvNextV2ForImageClassification", image(),
                      hidden_sizes=[16, 32], depths=[1, 1], num_stages=2, num_labels=10),
-    "dinov2": hf("Dinov2Config", "Dinov2Model", image(), hidden_size=32, num_hidden_layers=2,
+    "dinov2": hf("Dinov2Config", "Dinov2Model", image(), field="pooler_output", hidden_size=32, num_hidden_layers=2,
                  num_attention_heads=4, mlp_ratio=2, image_size=IMAGE, patch_size=8),
-    "clip_vision": hf("CLIPVisionConfig", "CLIPVisionModel", image(), hidden_size=32,
+    "clip_vision": hf("CLIPVisionConfig", "CLIPVisionModel", image(), field="pooler_output", hidden_size=32,
                       num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                       image_size=IMAGE, patch_size=8),
-    "siglip_vision": hf("SiglipVisionConfig", "SiglipVisionModel", image(), hidden_size=32,
+    "siglip_vision": hf("SiglipVisionConfig", "SiglipVisionModel", image(), field="pooler_output", hidden_size=32,
                         num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                         image_size=IMAGE, patch_size=8),
     "segformer": hf("SegformerConfig", "SegformerForSemanticSegmentation", image(),
@@ -183,17 +252,25 @@ FAMILIES = {
     "timm_efficientnet_b0": timm_model("efficientnet_b0", image(), num_classes=10),
     "timm_vit_tiny": timm_model("vit_tiny_patch16_224", image(), num_classes=10, img_size=IMAGE,
                                 patch_size=8, depth=2),
-    "timm_mixer": timm_model("mixer_s32_224", image(), num_classes=10, img_size=IMAGE,
+    "timm_mixer": timm_class("mlp_mixer", "MlpMixer", image(), num_classes=10, img_size=IMAGE,
                              patch_size=8, num_blocks=2, embed_dim=32),
     "timm_convnext_atto": timm_model("convnext_atto", image(), num_classes=10),
     "timm_regnetx_002": timm_model("regnetx_002", image(), num_classes=10),
-    "timm_resnetv2_bit": timm_model("resnetv2_50x1_bit", image(), num_classes=10,
-                                    layers=[1, 1, 1, 1]),
+    "timm_resnetv2_bit": (lambda: _bit(), image()),
     # torchvision.
     "tv_resnet18": tv_model("resnet18", image(), num_classes=10),
     "tv_mobilenet_v3_small": tv_model("mobilenet_v3_small", image(), num_classes=10),
     "tv_r3d_18": tv_model("r3d_18", (torch.randn(BATCH, 3, 4, IMAGE, IMAGE),), num_classes=10),
     "tv_shufflenet_v2": tv_model("shufflenet_v2_x0_5", image(), num_classes=10),
+    "tv_efficientnet_b0": tv_model("efficientnet_b0", image(), num_classes=10),
+    "tv_vit": (lambda: __import__("torchvision").models.VisionTransformer(
+        image_size=IMAGE, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
+        num_classes=10), image()),
+    "tv_swin_t": tv_model("swin_t", image(), num_classes=10),
+    # Written-out ops the import fusions restore (issue 44).
+    "pointnet": (PointNet, (torch.randn(BATCH, 3, 64),)),
+    "conformer_conv": (ConformerConv, (torch.randn(BATCH, 32, 24),)),
+    "weight_standardisation": (WeightStandardised, image()),
 }
 
 
@@ -244,6 +321,40 @@ def measure(model, inputs):
     return sum(saved.values()), peak
 
 
+# Initializers kept inline: integer tensors (axes, shapes, indices the graph computes with) and
+# tensors of at most this many elements (scalars the exporters store as initializers).
+KEEP_INLINE_ELEMENTS = 64
+
+
+def strip_weights(path, out_path):
+    """The export without its weight bytes: each floating initializer of more than
+    KEEP_INLINE_ELEMENTS elements becomes external data in a file that is not kept (memplan reads
+    only metadata; a missing data file is fine). As tools/gpu/compare_with_torch.py's, except that
+    the dynamo exporter's raw-data constants (ReduceMean's axes, Reshape's shapes) stay inline,
+    where the shapes depend on them."""
+    import onnx
+    model = onnx.load(path, load_external_data=True)
+    offset = 0
+    for tensor in model.graph.initializer:
+        count = 1
+        for d in tensor.dims:
+            count *= d
+        floating = tensor.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
+                                        onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE)
+        if not floating or count <= KEEP_INLINE_ELEMENTS or not tensor.raw_data:
+            continue
+        size = len(tensor.raw_data)
+        tensor.ClearField("raw_data")
+        del tensor.external_data[:]
+        for key, value in (("location", "weights.bin"), ("offset", str(offset)),
+                           ("length", str(size))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        offset += size
+    onnx.save(model, out_path)
+
+
 def compact(path):
     """The stripped graph without the dynamo exporter's per-node metadata (stack traces, scopes)
     and doc strings, xz-compressed to PATH.xz: a few KB a family. Value metadata (the graph
@@ -275,7 +386,8 @@ def export(model, inputs, path, exporter):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="families whose name contains this")
+    parser.add_argument("--only", default="",
+                        help="families whose name contains one of these (comma-separated)")
     parser.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures",
                                                       "modern_exporters"))
     parser.add_argument("--exporters", default="torchscript,dynamo")
@@ -287,7 +399,7 @@ def main():
         with open(rows_path) as f:
             rows = [json.loads(line) for line in f]
     for name, (build, inputs) in FAMILIES.items():
-        if args.only not in name:
+        if not any(part in name for part in args.only.split(",")):
             continue
         try:
             torch.manual_seed(0)

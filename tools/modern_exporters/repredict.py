@@ -21,6 +21,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOLERANCE = 0.02  # saved bytes within 2% of torch's
+# The rows' plan: fp32 (as torch measured), Adam, no recompute, the exports' fixed batch.
+DEFAULT_FLAGS = "--gpu 80G --precision fp32 --recompute none"
 
 
 def unpack(directory, name, into):
@@ -62,7 +64,7 @@ def main():
                 continue
             graph = unpack(args.dir, row["graph"], tmp)
             run = subprocess.run([args.memplan, "analyze", graph, "--json"] +
-                                 row.get("flags", "").split(), capture_output=True, text=True)
+                                 row.get("flags", DEFAULT_FLAGS).split(), capture_output=True, text=True)
             if run.returncode != 0:
                 message = (run.stderr.strip().splitlines() or ["?"])[-1][:160]
                 print(f"{key:40s} memplan failed: {message}", file=sys.stderr)
