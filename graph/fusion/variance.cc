@@ -17,6 +17,8 @@
 // The first mean is part of the match only when the Sub is its one reader; otherwise it stays
 // for its other readers and the fused node reads x alone.
 
+#include <algorithm>
+
 #include "graph/fusion/patterns.h"
 #include "graph/ops/variance_op.h"
 
@@ -37,8 +39,11 @@ std::optional<FusionMatch> MatchVarianceWith(const ProtoIndex& index, int mean_n
   if (!sub) return std::nullopt;
   const std::string& d = index.node(*sub).output(0);
   if (index.IsGraphOutput(d)) return std::nullopt;
+  // One reader, the square (Consumers lists Mul(d, d) once per slot).
   const auto& readers = index.Consumers(d);
-  if (readers.size() != 1) return std::nullopt;
+  if (readers.empty() ||
+      std::any_of(readers.begin(), readers.end(), [&](int r) { return r != readers[0]; }))
+    return std::nullopt;
   const auto& sq = index.node(readers[0]);
   const bool square =
       pow ? IsOp(sq, "Pow", 2) && sq.input(0) == d && Near(index.Scalar(sq.input(1)), 2.0)

@@ -25,13 +25,15 @@ using Pattern = std::function<std::string(ProtoModel&, const std::string& in)>;
 
 constexpr int64_t kFull = 256;  // one [2, 4, 8] fp32 tensor
 
-ProtoModel ModelWith(bool relu, const Pattern& pattern, int64_t opset = 13) {
+// `out` is the pattern's output shape, declared as the graph output's (the checker needs one).
+ProtoModel ModelWith(bool relu, std::vector<testing::ProtoDim> out, const Pattern& pattern,
+                     int64_t opset = 13) {
   ProtoModel m(opset);
   m.Input("x", onnx::TensorProto::FLOAT, {"batch", 4, 8});
   m.Initializer("W", onnx::TensorProto::FLOAT, {8, 8});
   m.Node("MatMul", {"x", "W"}, {"h"});
   if (relu) m.Node("Relu", {"h"}, {"r"});
-  m.Output(pattern(m, relu ? "r" : "h"));
+  m.Output(pattern(m, relu ? "r" : "h"), onnx::TensorProto::FLOAT, std::move(out));
   return m;
 }
 
@@ -62,8 +64,9 @@ std::string ReduceMax(ProtoModel& p, const std::string& in, int64_t keepdims) {
 TEST_CASE("torch.max(x, dim): keeps its int64 indices, not input and result",
           "[fusion][saved][max_dim]") {
   // torch.max(h, 2)[0] exports ReduceMax(axes=[2], keepdims=0) alone (the unread ArgMax is dead).
-  const ProtoModel m = ModelWith(
-      false, [](ProtoModel& p, const std::string& h) { return ReduceMax(p, h, /*keepdims=*/0); });
+  const ProtoModel m = ModelWith(false, {"batch", 4}, [](ProtoModel& p, const std::string& h) {
+    return ReduceMax(p, h, /*keepdims=*/0);
+  });
   CHECK(CountOp(m, "max_dim.onnx", "MaxDim") == 1);
   // max.dim keeps indices [2, 4] int64 (64 bytes) beside MatMul's x: 256 + 64 = 320 (torch: 320).
   CHECK(SavedBytes(m, "max_dim.onnx") == kFull + 64);
@@ -73,7 +76,7 @@ TEST_CASE("torch.max(x, dim): keeps its int64 indices, not input and result",
 
 TEST_CASE("torch.max(x, dim, keepdim=True) with its indices read: one MaxDim, two outputs",
           "[fusion][saved][max_dim]") {
-  const ProtoModel m = ModelWith(false, [](ProtoModel& p, const std::string& h) {
+  const ProtoModel m = ModelWith(false, {"batch", 4, 1}, [](ProtoModel& p, const std::string& h) {
     ReduceMax(p, h, /*keepdims=*/1);
     auto& arg = p.Node("ArgMax", {h}, {"i"});
     testing::SetInt(arg, "axis", 2);
@@ -89,8 +92,9 @@ TEST_CASE("torch.max(x, dim, keepdim=True) with its indices read: one MaxDim, tw
 }
 
 TEST_CASE("amax(x, dim, keepdim=True) stays amax: input and result", "[fusion][saved][max_dim]") {
-  const ProtoModel m = ModelWith(
-      false, [](ProtoModel& p, const std::string& h) { return ReduceMax(p, h, /*keepdims=*/1); });
+  const ProtoModel m = ModelWith(false, {"batch", 4, 1}, [](ProtoModel& p, const std::string& h) {
+    return ReduceMax(p, h, /*keepdims=*/1);
+  });
   CHECK(CountOp(m, "amax.onnx", "MaxDim") == 0);
   // amax keeps h and the result [2, 4, 1]: 256 + 256 + 32 = 544 (torch: 544).
   CHECK(SavedBytes(m, "amax.onnx") == 2 * kFull + 32);
@@ -119,8 +123,9 @@ std::string VarianceChain(ProtoModel& p, const std::string& r, const std::string
 
 TEST_CASE("torch.var written as mean, sub, square, mean: keeps its input only",
           "[fusion][saved][variance]") {
-  const ProtoModel m = ModelWith(
-      true, [](ProtoModel& p, const std::string& r) { return VarianceChain(p, r, "Mul"); });
+  const ProtoModel m = ModelWith(true, {"batch", 4}, [](ProtoModel& p, const std::string& r) {
+    return VarianceChain(p, r, "Mul");
+  });
   CHECK(CountOp(m, "var.onnx", "Variance") == 1);
   // var_backward keeps r, which Relu keeps already: x + r = 512 (torch: 512).
   CHECK(SavedBytes(m, "var.onnx") == 2 * kFull);
@@ -130,8 +135,9 @@ TEST_CASE("torch.var written as mean, sub, square, mean: keeps its input only",
 
 TEST_CASE("a variance written by hand with Pow is planned as eager runs it",
           "[fusion][saved][variance]") {
-  const ProtoModel m = ModelWith(
-      true, [](ProtoModel& p, const std::string& r) { return VarianceChain(p, r, "Pow"); });
+  const ProtoModel m = ModelWith(true, {"batch", 4}, [](ProtoModel& p, const std::string& r) {
+    return VarianceChain(p, r, "Pow");
+  });
   // ((r - r.mean(2, keepdim=True))**2).mean(2): pow keeps d: 768 (torch: 768).
   CHECK(CountOp(m, "var_pow.onnx", "Variance") == 0);
   CHECK(SavedBytes(m, "var_pow.onnx") == 3 * kFull);
@@ -142,7 +148,7 @@ TEST_CASE("a variance written by hand with Pow is planned as eager runs it",
 
 TEST_CASE("F.glu written as Split, Sigmoid, Mul: keeps its input only", "[fusion][saved][glu]") {
   const ProtoModel m = ModelWith(
-      true,
+      true, {"batch", 4, 4},
       [](ProtoModel& p, const std::string& r) {
         auto& split = p.Node("Split", {r}, {"a", "b"});
         testing::SetInt(split, "axis", -1);
