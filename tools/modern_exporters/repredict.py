@@ -58,9 +58,11 @@ def main():
                 continue
             key = f"{row['family']}.{row['exporter']}"
             if "graph" not in row:
+                note = (f"export failed: {row['export_error'][:120]}" if "export_error" in row
+                        else "graph not kept")
                 if args.markdown:
                     print(f"| {row['family']} | {row['exporter']} | {row['torch_saved_bytes']} "
-                          f"| — | — | export failed: {row['export_error'][:120]} |")
+                          f"| — | — | {note} |")
                 continue
             graph = unpack(args.dir, row["graph"], tmp)
             run = subprocess.run([args.memplan, "analyze", graph, "--json"] +
