@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "graph/constant_weights.h"
+#include "graph/exported_buffers.h"
 #include "graph/file_byte_source.h"
 #include "graph/fusion/fusion_table.h"
 #include "graph/libonnx_crash_guards.h"
@@ -226,6 +227,8 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
   // Before libonnx's inference divides by a stride or loops over a Slice step
   // (graph/libonnx_crash_guards.h); memplan's own shape rules refuse the same values.
   MEMPLAN_RETURN_IF_ERROR(RefuseWhatLibOnnxCannotInfer(model.graph()));
+  // Before the checker's preparation and the fusions rewrite value_info.
+  const ExportedBuffers exported_buffers = ReadExportedBuffers(model.graph());
   // Decided on the model as written (before fusion adds com.microsoft nodes).
   const LibOnnxSupport libonnx = AssessLibOnnxSupport(model);
   const int64_t constant_weights = PromoteConstantWeights(model);
@@ -282,6 +285,7 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
   }
   MEMPLAN_RETURN_IF_ERROR(PropagateShapes(graph, inferred));
   MEMPLAN_RETURN_IF_ERROR(MarkTrainableParameters(graph));
+  ApplyExportedBuffers(exported_buffers, graph);
   return graph;
 }
 

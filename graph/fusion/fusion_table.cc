@@ -40,6 +40,12 @@ const std::vector<FusionEntry>& FusionTable() {
       {"hard_swish", FusionSet::kFusedOps, &MatchHardSwish, "HardSigmoid"},
       {"zero_dropout", FusionSet::kFusedOps, &MatchZeroDropout, "Dropout"},
       {"pad_avg_pool", FusionSet::kFusedOps, &MatchPadAvgPool, "Pad"},
+      // After layer_norm, whose chain begins with the same mean, Sub and square (there d also
+      // feeds the Div, which variance refuses).
+      {"variance", FusionSet::kFusedOps, &MatchVariance, "ReduceMean"},
+      {"variance_formula", FusionSet::kAll, &MatchVarianceFormula, "ReduceMean"},
+      {"max_dim", FusionSet::kFusedOps, &MatchMaxDim, "ReduceMax"},
+      {"glu", FusionSet::kFusedOps, &MatchGlu, "Split"},
       // After the norms: rms_norm (under kAll) takes the same Sqrt -> Div(1, .) into its match.
       {"rsqrt", FusionSet::kFusedOps, &MatchRsqrt, "Sqrt"},
   };

@@ -24,6 +24,12 @@
 //   zero_dropout     Dropout with constant ratio 0 (mask unused)          Identity
 //   pad_avg_pool     Pad(constant 0, spatial axes), AveragePool (no pads)  AveragePool with pads,
 //                    (nn.AvgPool2d(padding=p), count_include_pad=True)      count_include_pad=1
+//   variance         ReduceMean(keepdims=1), Sub, Mul(d, d), ReduceMean    memplan:Variance
+//                    (torch.var / var_mean / std)
+//   variance_formula the same with Pow(d, 2) (written by hand)         memplan:Variance [formulas]
+//   max_dim          ReduceMax over one axis [+ ArgMax beside it]         memplan:MaxDim
+//                    (torch.max(x, dim): keepdims=0 or an ArgMax)
+//   glu              Split(x, 2 halves), Sigmoid(b), Mul(a, .)  (F.glu)   memplan:Glu
 //
 // A pattern matches only where the rewrite is exact: every constant has its exact value, every
 // intermediate feeds only the next node of the pattern and is not a graph output, weights are

@@ -23,6 +23,10 @@ std::optional<FusionMatch> MatchHardSwish(const ProtoIndex& index, int node);   
 std::optional<FusionMatch> MatchZeroDropout(const ProtoIndex& index, int node);      // Dropout
 std::optional<FusionMatch> MatchPadAvgPool(const ProtoIndex& index, int node);       // Pad
 std::optional<FusionMatch> MatchRsqrt(const ProtoIndex& index, int node);            // Sqrt
+std::optional<FusionMatch> MatchVariance(const ProtoIndex& index, int node);  // first ReduceMean
+std::optional<FusionMatch> MatchVarianceFormula(const ProtoIndex& index, int node);  // the same
+std::optional<FusionMatch> MatchMaxDim(const ProtoIndex& index, int node);           // ReduceMax
+std::optional<FusionMatch> MatchGlu(const ProtoIndex& index, int node);              // Split
 // InstanceNormalization
 std::optional<FusionMatch> MatchGroupNorm(const ProtoIndex& index, int node);
 

@@ -162,4 +162,28 @@ std::optional<int> TrailingReduceMeanAxes(const ProtoIndex& index, const onnx::N
   return k;
 }
 
+std::optional<Reduction> ReductionOf(const ProtoIndex& index, const onnx::NodeProto& n,
+                                     const char* op_type) {
+  if (n.op_type() != op_type || !(n.domain().empty() || n.domain() == "ai.onnx") ||
+      n.output_size() != 1 || n.input_size() < 1 || n.input_size() > 2)
+    return std::nullopt;
+  Reduction r;
+  bool axes_attribute = false;
+  for (const auto& a : n.attribute()) {
+    if (a.name() == "keepdims") r.keepdims = a.i() != 0;
+    if (a.name() == "noop_with_empty_axes" && a.i() != 0) return std::nullopt;
+    if (a.name() == "axes") {
+      r.axes.assign(a.ints().begin(), a.ints().end());
+      axes_attribute = true;
+    }
+  }
+  if (n.input_size() == 2 && !n.input(1).empty()) {
+    if (axes_attribute) return std::nullopt;
+    auto axes = index.Integers(n.input(1));
+    if (!axes) return std::nullopt;
+    r.axes = std::move(*axes);
+  }
+  return r;
+}
+
 }  // namespace memplan

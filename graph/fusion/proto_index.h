@@ -85,4 +85,15 @@ bool IsSmallRankWeight(const ProtoIndex& index, const std::string& name, int max
 // axes not constant). Reads the `axes` attribute (opset < 18) or the constant input 1.
 std::optional<int> TrailingReduceMeanAxes(const ProtoIndex& index, const onnx::NodeProto& n);
 
+// What a default-domain Reduce<op_type> node reduces: its axes as written (empty: every axis,
+// unless noop_with_empty_axes, which is never matched) and keepdims (default 1). Reads the `axes`
+// attribute or the constant input 1; nullopt for axes computed at run time, any other node, or a
+// noop_with_empty_axes reduction.
+struct Reduction {
+  std::vector<int64_t> axes;
+  bool keepdims = true;
+};
+std::optional<Reduction> ReductionOf(const ProtoIndex& index, const onnx::NodeProto& n,
+                                     const char* op_type);
+
 }  // namespace memplan

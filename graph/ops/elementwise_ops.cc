@@ -2,9 +2,11 @@
 // and Dropout. Add/Sub/Mul/Div/Neg also fold the symbolic contents of integer shape tensors,
 // because exporters compute Reshape targets with them (e.g. Div(Gather(Shape(x), 2), 12)).
 
+#include <algorithm>
 #include <functional>
 
 #include "graph/ops/common_rules.h"
+#include "graph/ops/glu_op.h"
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
 #include "graph/ops/rsqrt_op.h"
@@ -75,6 +77,21 @@ Expected<std::vector<TensorInfo>> RsqrtShape(const OpContext& ctx) {
                                              " must be 0 or 1, not " + std::to_string(rank)));
   if (!outs.empty() && outs[0].shape.known && outs[0].shape.rank() < static_cast<size_t>(rank))
     outs[0].shape.dims.assign(static_cast<size_t>(rank), Dim(1));
+  return outs;
+}
+
+// Glu halves its axis; an odd or non-halvable length is an error, as F.glu's.
+Expected<std::vector<TensorInfo>> GluShape(const OpContext& ctx) {
+  MEMPLAN_TRY(auto outs, OutputLikeInput0(ctx));
+  if (outs.empty() || !outs[0].shape.known) return outs;
+  Shape& y = outs[0].shape;
+  MEMPLAN_TRY(int64_t axis, NormalizeAxis(ctx.attrs().GetInt(glu::kAxis, -1), y.rank(), ctx.node));
+  Dim& d = y.dims[static_cast<size_t>(axis)];
+  const std::optional<int64_t> length = d.constant_value();
+  std::optional<Dim> half = d.DivideExactly(Dim(2));
+  if ((length && *length % 2 != 0) || !half)
+    return MakeError(NodeError(ctx.node, "Glu halves an axis of odd or unknown length"));
+  d = *half;
   return outs;
 }
 
@@ -149,6 +166,22 @@ void RegisterUnaryOps(OpRegistry& registry) {
        AmpCategory::kFp32Required},
       {"Log", kTranscendentalFlops, SaveInput0(), "log: grad.div(self.conj())",
        AmpCategory::kFp32Required},
+      {"Abs", kSimpleFlops, SaveInput0(), "abs: grad * self.sgn()"},
+      // Step functions: zeros_like(grad), nothing saved (a gradient of zeros still flows).
+      {"Sign", kSimpleFlops, SaveNothing(), "sign: zeros_like(grad)"},
+      {"Floor", kSimpleFlops, SaveNothing(), "floor: zeros_like(grad)"},
+      {"Ceil", kSimpleFlops, SaveNothing(), "ceil: zeros_like(grad)"},
+      {"Round", kSimpleFlops, SaveNothing(), "round: zeros_like(grad)"},
+      {"Softplus", 2 * kTranscendentalFlops, SaveInput0(),
+       "softplus: softplus_backward(grad, self, beta, threshold)", AmpCategory::kFp32Required},
+      {"Mish", 3 * kTranscendentalFlops, SaveInput0(), "mish: mish_backward(grad, self)"},
+      // selu and celu are elu with other constants (CompositeImplicit): all keep self.
+      {"Elu", kTranscendentalFlops, SaveInput0(),
+       "elu: elu_backward(grad, alpha, scale, input_scale, /*is_result=*/false, self)"},
+      {"Selu", kTranscendentalFlops, SaveInput0(),
+       "selu -> elu(self, alpha, scale): elu_backward(..., is_result=false, self)"},
+      {"Celu", kTranscendentalFlops, SaveInput0(),
+       "celu -> elu(self, alpha, 1, 1 / alpha): elu_backward(..., is_result=false, self)"},
       // Rotary embeddings' cos/sin tables (Llama, Mistral exports).
       {"Cos", kTranscendentalFlops, SaveInput0(), "cos: grad * -self.sin().conj()"},
       {"Sin", kTranscendentalFlops, SaveInput0(), "sin: grad * self.cos().conj()"},
@@ -171,6 +204,14 @@ void RegisterUnaryOps(OpRegistry& registry) {
   rsqrt.domain = rsqrt::kDomain;
   rsqrt.infer_shapes = RsqrtShape;
   registry.Register(std::move(rsqrt));
+
+  // memplan:Glu: F.glu, which torch.onnx writes as Split, Sigmoid, Mul; the import fusion
+  // (graph/fusion/glu.cc) writes it back. A sigmoid and a product per output element.
+  OpSchema glu_op = UnarySchema({glu::kOpType, kTranscendentalFlops + kSimpleFlops, SaveInput0(),
+                                 "glu: glu_backward(grad, self, dim) saves self only"});
+  glu_op.domain = glu::kDomain;
+  glu_op.infer_shapes = GluShape;
+  registry.Register(std::move(glu_op));
 
   // Exporters also emit Gelu in Microsoft's contrib domain; it is the same op.
   OpSchema ms_gelu = UnarySchema(
@@ -256,6 +297,25 @@ void RegisterBinaryOps(OpRegistry& registry) {
                              InputRequiresGrad(ctx, 1)};
   };
   registry.Register(std::move(pow));
+
+  // Max/Min of two tensors: torch.maximum / minimum (and torch.max(a, b)), which both exporters
+  // write as ONNX's variadic Max/Min with two inputs. Both formulas read both operands.
+  // Integer shape arithmetic folds where both sides are constants (a polynomial Dim has no max).
+  for (const char* op : {"Max", "Min"}) {
+    const bool is_max = op[1] == 'a';
+    DimOp fold = [is_max](const Dim& a, const Dim& b) -> std::optional<Dim> {
+      auto x = a.constant_value();
+      auto y = b.constant_value();
+      if (!x || !y) return std::nullopt;
+      return Dim(is_max ? std::max(*x, *y) : std::min(*x, *y));
+    };
+    registry.Register(BinarySchema(
+        op, std::move(fold), WhenDifferentiable(AlwaysSave({SaveInput(0), SaveInput(1)})),
+        std::string(is_max ? "maximum" : "minimum") +
+            ": at::where(self == other, grad / 2, grad).masked_fill_(self < other (> for "
+            "minimum), 0) and the same for other: self and other saved",
+        kTwoGradientElementwiseBackwardFactor));
+  }
 }
 
 // Dropout(data, ratio?, training_mode?) -> (output, mask?). The planner simulates training, so

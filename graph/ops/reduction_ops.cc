@@ -7,9 +7,12 @@
 #include <set>
 
 #include "graph/ops/common_rules.h"
+#include "graph/ops/max_dim_op.h"
+#include "graph/ops/normalization_rules.h"
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
 #include "graph/ops/shape_helpers.h"
+#include "graph/ops/variance_op.h"
 
 namespace memplan {
 namespace {
@@ -67,6 +70,23 @@ OpSchema ReduceSchema(const char* op_type, SavedRule saved, const std::string& s
   return s;
 }
 
+// memplan:MaxDim: the values reduced as ReduceMax's output, the indices int64 of the same shape.
+Expected<std::vector<TensorInfo>> MaxDimShape(const OpContext& ctx) {
+  MEMPLAN_TRY(auto outs, ReduceShape(ctx));
+  if (outs.size() > 1 && outs[1].present) {
+    outs[1].dtype = DType::kInt64;
+    outs[1].shape = outs[0].shape;
+  }
+  return outs;
+}
+
+// max.dim keeps its indices: output 1 when the node exposes them (an ArgMax was fused in), else
+// a buffer of the values' shape.
+std::vector<SavedTensor> MaxDimSaved(const OpContext& ctx) {
+  Shape values = ctx.outputs.empty() ? Shape{} : ctx.outputs[0].shape;
+  return {OutputOrExtra(ctx, 1, max_dim::kIndices, DType::kInt64, std::move(values))};
+}
+
 Expected<std::vector<TensorInfo>> SoftmaxShape(const OpContext& ctx) {
   MEMPLAN_TRY(auto outs, OutputLikeInput0(ctx));
   const Shape& x = ctx.inputs[0].shape;
@@ -111,6 +131,52 @@ void RegisterReductionOps(OpRegistry& registry) {
                    "amax: scale_grad_by_count(restore_reduced_dims(grad, dim, keepdim), "
                    "restore_reduced_dims(result, dim, keepdim) == self, dim) saves self and result",
                    AmpCategory::kFollowInputs, "amax is not listed, runs in its input's dtype"));
+  // The other reductions exporters write: each keeps self and result, as its torch op.
+  auto self_and_result = WhenDifferentiable([](const OpContext&) {
+    return std::vector<SavedTensor>{SaveInput(0), SaveOutput(0)};
+  });
+  registry.Register(ReduceSchema("ReduceMin", self_and_result,
+                                 "amin: scale_grad_by_count(..., result == self, dim) saves self "
+                                 "and result",
+                                 AmpCategory::kFollowInputs,
+                                 "amin is not listed, runs in its "
+                                 "input's dtype"));
+  for (const char* op : {"ReduceL1", "ReduceL2"}) {
+    registry.Register(ReduceSchema(
+        op, self_and_result,
+        "linalg_vector_norm: linalg_vector_norm_backward(grad, self, ord, result, dim, keepdim) "
+        "saves self and result",
+        AmpCategory::kFp32Required, "fp32_set_opt_dtype list (linalg_vector_norm)"));
+  }
+  registry.Register(ReduceSchema(
+      "ReduceLogSumExp", self_and_result,
+      "logsumexp: logsumexp_backward(grad, self, result, dim, keepdim) saves self and result",
+      AmpCategory::kFp32Required, "fp32 list (logsumexp)"));
+  registry.Register(ReduceSchema(
+      "ReduceProd", self_and_result,
+      "prod.dim_int: prod_backward(grad, self.to(grad.scalar_type()), result, dim, keepdim) saves "
+      "self and result",
+      AmpCategory::kFp32Required, "fp32_set_opt_dtype list (prod)"));
+  registry.Register(ReduceSchema("ReduceSumSquare", WhenDifferentiable(AlwaysSave({SaveInput(0)})),
+                                 "x.pow(2).sum(dim): pow.Tensor_Scalar saves self, sum nothing",
+                                 AmpCategory::kFp32Required, "fp32 list (pow)"));
+
+  OpSchema max_dim = ReduceSchema(
+      max_dim::kOpType, WhenDifferentiable(MaxDimSaved),
+      "max.dim: value_selecting_reduction_backward_symint(grad, dim, indices, self.sym_sizes(), "
+      "keepdim) saves indices only",
+      AmpCategory::kFollowInputs, "max is not listed, runs in its input's dtype");
+  max_dim.domain = max_dim::kDomain;
+  max_dim.infer_shapes = MaxDimShape;
+  registry.Register(std::move(max_dim));
+  // Mean, subtract, square, mean: three simple FLOPs per input element.
+  OpSchema var = ReduceSchema(
+      variance::kOpType, WhenDifferentiable(AlwaysSave({SaveInput(0)})),
+      "var.correction: var_backward(grad, self, dim, correction, keepdim) saves self only",
+      AmpCategory::kFollowInputs, "var is not listed, runs in its input's dtype");
+  var.domain = variance::kDomain;
+  var.cost = PerInputElementCostRule(3 * kSimpleFlops);
+  registry.Register(std::move(var));
   registry.Register(SoftmaxSchema("Softmax", "_softmax"));
   registry.Register(SoftmaxSchema("LogSoftmax", "_log_softmax"));
 }

@@ -2,6 +2,8 @@
 // PyTorch writes them into shape sub-graphs (expand(-1, ...) becomes
 // Where(Equal(shape, -1), ones, shape)), so they fold over symbolic contents.
 
+#include <utility>
+
 #include "graph/ops/common_rules.h"
 #include "graph/ops/shape_helpers.h"
 #include "graph/ops/shape_ops_folding.h"
@@ -19,6 +21,29 @@ std::optional<bool> LessOrEqual(const Dim& a, const Dim& b) {
   auto greater = DimLess(b, a);
   if (!greater) return std::nullopt;
   return !*greater;
+}
+// Logical ops on constant 0/1 contents (masks built from shapes).
+std::optional<bool> Truth(const Dim& d) {
+  auto v = d.constant_value();
+  if (!v) return std::nullopt;
+  return *v != 0;
+}
+std::optional<bool> And(const Dim& a, const Dim& b) {
+  auto x = Truth(a), y = Truth(b);
+  if (x && y) return *x && *y;
+  if ((x && !*x) || (y && !*y)) return false;
+  return std::nullopt;
+}
+std::optional<bool> Or(const Dim& a, const Dim& b) {
+  auto x = Truth(a), y = Truth(b);
+  if (x && y) return *x || *y;
+  if ((x && *x) || (y && *y)) return true;
+  return std::nullopt;
+}
+std::optional<bool> Xor(const Dim& a, const Dim& b) {
+  auto x = Truth(a), y = Truth(b);
+  if (!x || !y) return std::nullopt;
+  return *x != *y;
 }
 std::optional<bool> GreaterOrEqual(const Dim& a, const Dim& b) {
   auto less = DimLess(a, b);
@@ -76,6 +101,13 @@ Expected<std::vector<TensorInfo>> InferNot(const OpContext& ctx) {
   return std::vector<TensorInfo>{MakeOutput(DType::kBool, in.shape, std::move(contents))};
 }
 
+// IsNaN, IsInf: a bool per element (integer contents are never NaN or infinite, but the tests are
+// written on floats: no contents are folded).
+Expected<std::vector<TensorInfo>> InferElementTest(const OpContext& ctx) {
+  MEMPLAN_TRY(const TensorInfo* in, RequiredInput(ctx, 0));
+  return std::vector<TensorInfo>{MakeOutput(DType::kBool, in->shape, std::nullopt)};
+}
+
 Expected<std::vector<TensorInfo>> InferWhere(const OpContext& ctx) {
   MEMPLAN_TRY(Shape out, BroadcastInputs(ctx));
   DType dtype = ctx.inputs.size() > 1 ? ctx.inputs[1].dtype : DType::kUndefined;
@@ -115,6 +147,24 @@ void RegisterLogicOps(OpRegistry& registry) {
   AddComparison(registry, "Greater", Greater);
   AddComparison(registry, "LessOrEqual", LessOrEqual);
   AddComparison(registry, "GreaterOrEqual", GreaterOrEqual);
+
+  // And, Or, Xor: boolean masks (Longformer / local-window attention masks, padding masks).
+  for (auto [op, compare] :
+       {std::pair<const char*, Compare>{"And", And}, {"Or", Or}, {"Xor", Xor}}) {
+    OpSchema schema = ShapeOpSchema(op);
+    schema.infer_shapes = ComparisonRule(compare);
+    schema.saved_source =
+        "derivatives.yaml: logical_and / logical_or / logical_xor are not "
+        "differentiable";
+    registry.Register(std::move(schema));
+  }
+  // IsNaN, IsInf: boolean tests of each element (a NaN guard before a loss).
+  for (const char* op : {"IsNaN", "IsInf"}) {
+    OpSchema schema = ShapeOpSchema(op);
+    schema.infer_shapes = InferElementTest;
+    schema.saved_source = "derivatives.yaml: isnan / isinf are not differentiable";
+    registry.Register(std::move(schema));
+  }
 
   OpSchema logical_not = ShapeOpSchema("Not");
   logical_not.infer_shapes = InferNot;

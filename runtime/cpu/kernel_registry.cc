@@ -30,6 +30,7 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterSdpaKernels(r);
     RegisterRotaryKernels(r);
     RegisterFusedLossKernels(r);
+    RegisterGluKernels(r);
     return r;
   }();
   return registry;

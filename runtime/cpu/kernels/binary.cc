@@ -1,9 +1,10 @@
-// Elementwise binary ops with numpy broadcasting (Add, Sub, Mul, Div, Pow, Mod) and Where. Backward
-// accumulates each element's contribution straight into the input-shaped gradient, which is the
-// sum over broadcast dims without a full-size temporary.
+// Elementwise binary ops with numpy broadcasting (Add, Sub, Mul, Div, Pow, Max, Min, Mod) and
+// Where. Backward accumulates each element's contribution straight into the input-shaped gradient,
+// which is the sum over broadcast dims without a full-size temporary.
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "runtime/cpu/kernel_registry.h"
@@ -64,6 +65,27 @@ struct PowOp {
     return (a == 0.0f && b >= 0.0f) ? 0.0f : dy * std::pow(a, b) * std::log(a);
   }
 };
+// Max/Min of two tensors (torch.maximum/minimum, what the exporters write for them): the gradient
+// goes to the larger (smaller) operand, split in half on a tie (derivatives.yaml maximum: where(
+// self == other, grad / 2, grad).masked_fill_(self < other, 0)).
+template <bool kMax>
+struct ExtremumOp {
+  static constexpr const char* kName = kMax ? "Max" : "Min";
+  static constexpr bool kNeedsOperands = true;
+  static constexpr bool kGradAReadsA = true;
+  static constexpr bool kGradBReadsB = true;
+  static bool Wins(float a, float b) { return kMax ? a > b : a < b; }
+  static float Forward(float a, float b) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
+    return Wins(a, b) || a == b ? a : b;
+  }
+  static float GradA(float a, float b, float dy) {
+    return a == b ? dy / 2.0f : (Wins(a, b) ? dy : 0.0f);
+  }
+  static float GradB(float a, float b, float dy) { return GradA(b, a, dy); }
+};
+using MaxOp = ExtremumOp<true>;
+using MinOp = ExtremumOp<false>;
 
 // Mod: `fmod` 0 is Python's % (torch.remainder: the sign of the divisor), 1 is C's fmod
 // (torch.fmod: the sign of the dividend). derivatives.yaml: self gets grad; other gets
@@ -250,7 +272,7 @@ void RegisterBinary(KernelRegistry& registry) {
 }  // namespace
 
 void RegisterBinaryKernels(KernelRegistry& registry) {
-  RegisterBinary<AddOp, SubOp, MulOp, DivOp, PowOp>(registry);
+  RegisterBinary<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp>(registry);
   registry.Register("Mod", &ModForward, &ModBackward);
   registry.Register("Where", &WhereForward, &WhereBackward);
 }

@@ -27,6 +27,7 @@ void RegisterResizeKernels(KernelRegistry& registry);     // resize.cc: Resize (
 void RegisterRecurrentKernels(KernelRegistry& registry);  // recurrent.cc: LSTM, GRU, RNN
 void RegisterSdpaKernels(KernelRegistry& registry);    // sdpa.cc: memplan:ScaledDotProductAttention
 void RegisterRotaryKernels(KernelRegistry& registry);  // rotary.cc: RotaryEmbedding
+void RegisterGluKernels(KernelRegistry& registry);     // glu.cc: memplan:Glu (F.glu)
 // fused_loss.cc: memplan:FusedLinearCrossEntropy (Liger's fused linear cross entropy)
 void RegisterFusedLossKernels(KernelRegistry& registry);
 

@@ -1,9 +1,10 @@
 // Comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual) with numpy broadcasting, and
-// Not: boolean outputs (1 or 0), no gradient (derivatives.yaml: not differentiable). Exports build
-// attention masks with them (GPT's causal mask by Equal; Swin's shifted-window mask by Not);
-// on constants the executor folds them through these kernels.
+// And, Or, Xor, Not, IsNaN, IsInf: boolean outputs (1 or 0), no gradient (derivatives.yaml: not
+// differentiable). Exports build attention masks with them (GPT's causal mask by Equal; Swin's
+// shifted-window mask by Not); on constants the executor folds them through these kernels.
 
 #include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,19 @@ struct GreaterOrEqualOp {
   static bool Holds(float a, float b) { return a >= b; }
 };
 
+struct AndOp {
+  static constexpr const char* kName = "And";
+  static bool Holds(float a, float b) { return a != 0.0f && b != 0.0f; }
+};
+struct OrOp {
+  static constexpr const char* kName = "Or";
+  static bool Holds(float a, float b) { return a != 0.0f || b != 0.0f; }
+};
+struct XorOp {
+  static constexpr const char* kName = "Xor";
+  static bool Holds(float a, float b) { return (a != 0.0f) != (b != 0.0f); }
+};
+
 template <class Op>
 Expected<ForwardResult> ComparisonForward(const KernelContext& ctx, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor a, RequireTensor(args.inputs, 0, Op::kName, "input"));
@@ -58,6 +72,24 @@ Expected<ForwardResult> NotForward(const KernelContext& ctx, const ForwardArgs& 
   return SingleOutput(std::move(y));
 }
 
+// IsNaN, IsInf (detect_positive / detect_negative both 1 by default).
+template <bool kNan>
+Expected<ForwardResult> ElementTestForward(const KernelContext& ctx, const ForwardArgs& args) {
+  constexpr const char* kName = kNan ? "IsNaN" : "IsInf";
+  MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, kName, "input"));
+  const Attributes& attrs = AttributesOf(args.attributes);
+  const bool positive = attrs.GetInt("detect_positive", 1) != 0;
+  const bool negative = attrs.GetInt("detect_negative", 1) != 0;
+  Tensor y = NewOverwrittenOutput(ctx, x.shape(), DType::kBool);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = x.data()[i];
+    const bool holds =
+        kNan ? std::isnan(v) : std::isinf(v) && ((v > 0.0f && positive) || (v < 0.0f && negative));
+    y.mutable_data()[i] = holds ? 1.0f : 0.0f;
+  }
+  return SingleOutput(std::move(y));
+}
+
 // Registers each of `Ops` under its kName, in order.
 template <class... Ops>
 void RegisterComparison(KernelRegistry& registry) {
@@ -68,7 +100,10 @@ void RegisterComparison(KernelRegistry& registry) {
 
 void RegisterLogicKernels(KernelRegistry& registry) {
   RegisterComparison<EqualOp, LessOp, GreaterOp, LessOrEqualOp, GreaterOrEqualOp>(registry);
+  RegisterComparison<AndOp, OrOp, XorOp>(registry);
   registry.Register("Not", &NotForward, /*backward=*/nullptr);
+  registry.Register("IsNaN", &ElementTestForward<true>, /*backward=*/nullptr);
+  registry.Register("IsInf", &ElementTestForward<false>, /*backward=*/nullptr);
 }
 
 }  // namespace memplan

@@ -1,6 +1,7 @@
 // Elementwise unary ops. Each op says which forward tensor its backward reads (the one PyTorch's
 // derivatives.yaml saves): Relu/Sigmoid/Tanh/Sqrt/Exp/Reciprocal/Rsqrt the result,
-// Erf/Log/Gelu/Cos/Sin/LeakyRelu/HardSigmoid/HardSwish/Swish the input, Neg nothing.
+// Erf/Log/Gelu/Cos/Sin/LeakyRelu/HardSigmoid/HardSwish/Swish/Abs/Softplus/Mish the input, Neg and
+// the step functions (Sign, Floor, Ceil, Round) nothing.
 
 #include <algorithm>
 #include <cmath>
@@ -77,6 +78,85 @@ struct NegOp {
   static float Forward(float x) { return -x; }
   static float Grad(float, float dy) { return -dy; }
 };
+struct AbsOp {
+  static constexpr const char* kName = "Abs";
+  static constexpr Saves kSaves = Saves::kInput;
+  static float Forward(float x) { return std::fabs(x); }
+  // abs: grad * self.sgn(), 0 at 0.
+  static float Grad(float x, float dy) { return x > 0.0f ? dy : (x < 0.0f ? -dy : 0.0f); }
+};
+// Piecewise constant: torch's backward is zeros_like(grad), nothing saved.
+template <float (*kFunction)(float)>
+struct StepOp {
+  static constexpr Saves kSaves = Saves::kNothing;
+  static float Forward(float x) { return kFunction(x); }
+  static float Grad(float, float) { return 0.0f; }
+};
+float SignOf(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f); }
+float FloorOf(float x) { return std::floor(x); }
+float CeilOf(float x) { return std::ceil(x); }
+// ONNX Round and torch.round both round half to even.
+float RoundOf(float x) { return std::nearbyint(x); }
+struct SignOp : StepOp<&SignOf> {
+  static constexpr const char* kName = "Sign";
+};
+struct FloorOp : StepOp<&FloorOf> {
+  static constexpr const char* kName = "Floor";
+};
+struct CeilOp : StepOp<&CeilOf> {
+  static constexpr const char* kName = "Ceil";
+};
+struct RoundOp : StepOp<&RoundOf> {
+  static constexpr const char* kName = "Round";
+};
+// Softplus (beta 1, threshold 20 as F.softplus's defaults; ONNX's has neither and does not
+// linearise, which differs from torch's by under 2e-9 above 20).
+struct SoftplusOp {
+  static constexpr const char* kName = "Softplus";
+  static constexpr Saves kSaves = Saves::kInput;
+  static float Forward(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+  static float Grad(float x, float dy) { return x > 20.0f ? dy : dy / (1.0f + std::exp(-x)); }
+};
+// Mish: x * tanh(softplus(x)); mish_backward(grad, self).
+struct MishOp {
+  static constexpr const char* kName = "Mish";
+  static constexpr Saves kSaves = Saves::kInput;
+  static float Forward(float x) { return x * std::tanh(SoftplusOp::Forward(x)); }
+  static float Grad(float x, float dy) {
+    const float t = std::tanh(SoftplusOp::Forward(x));
+    const float s = 1.0f / (1.0f + std::exp(-x));
+    return dy * (t + x * s * (1.0f - t * t));
+  }
+};
+// ONNX Elu (alpha), Selu (alpha, gamma), Celu (alpha): torch's elu(x, alpha, scale, input_scale)
+// with (alpha, 1, 1), (alpha, gamma, 1) and (alpha, 1, 1 / alpha); elu_backward reads self.
+template <int kKind>  // 0 Elu, 1 Selu, 2 Celu
+struct EluFamilyOp {
+  static constexpr const char* kName = kKind == 0 ? "Elu" : (kKind == 1 ? "Selu" : "Celu");
+  static constexpr Saves kSaves = Saves::kInput;
+  struct Params {
+    float alpha;
+    float scale;
+    float input_scale;
+  };
+  static Params Read(const Attributes& a) {
+    if constexpr (kKind == 1)
+      return {static_cast<float>(a.GetFloat("alpha", 1.67326319217681884765625)),
+              static_cast<float>(a.GetFloat("gamma", 1.05070102214813232421875)), 1.0f};
+    const auto alpha = static_cast<float>(a.GetFloat("alpha", 1.0));
+    return {alpha, 1.0f, kKind == 2 ? 1.0f / alpha : 1.0f};
+  }
+  static float Forward(const Params& p, float x) {
+    return x > 0.0f ? p.scale * x : p.scale * p.alpha * std::expm1(p.input_scale * x);
+  }
+  static float Grad(const Params& p, float x, float dy) {
+    return x > 0.0f ? dy * p.scale
+                    : dy * p.scale * p.alpha * p.input_scale * std::exp(p.input_scale * x);
+  }
+};
+using EluOp = EluFamilyOp<0>;
+using SeluOp = EluFamilyOp<1>;
+using CeluOp = EluFamilyOp<2>;
 struct ExpOp {
   static constexpr const char* kName = "Exp";
   static constexpr Saves kSaves = Saves::kOutput;
@@ -480,6 +560,8 @@ void RegisterUnary(KernelRegistry& registry) {
 void RegisterUnaryKernels(KernelRegistry& registry) {
   RegisterUnary<ReluOp, SigmoidOp, TanhOp, ErfOp, CosOp, SinOp, SqrtOp, NegOp, ExpOp, LogOp,
                 ReciprocalOp, LeakyReluOp, HardSigmoidOp, HardSwishOp>(registry);
+  RegisterUnary<AbsOp, SignOp, FloorOp, CeilOp, RoundOp, SoftplusOp, MishOp, EluOp, SeluOp, CeluOp>(
+      registry);
   registry.Register(rsqrt::kOpType, &RsqrtForward, &UnaryBackward<RsqrtOp>, rsqrt::kDomain);
   RegisterUnary<GeluOp>(registry);
   RegisterBiasedGelu<BiasedGeluOp<false>>(registry);

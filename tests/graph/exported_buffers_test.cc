@@ -1,0 +1,70 @@
+// Registered buffers in exports (graph/exported_buffers.h): fixtures written by
+// tests/fixtures/make_exported_buffer_fixtures.py from one module, Linear(8, 8)(x + pos) with
+// `pos` [4, 8] a registered buffer: torch trains 72 elements (64 weights + 8 biases), never pos.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+#include "graph/exported_buffers.h"
+#include "graph/trainable_parameters.h"
+#include "tests/graph/import_test_util.h"
+
+namespace memplan {
+namespace {
+
+using testing::ImportFixture;
+using testing::ValueNamed;
+
+bool AnyWarningContains(const Graph& graph, const std::string& text) {
+  return std::any_of(graph.warnings.begin(), graph.warnings.end(),
+                     [&](const std::string& w) { return w.find(text) != std::string::npos; });
+}
+
+TEST_CASE("a dynamo export's graph signature keeps its buffers untrained", "[import][buffers]") {
+  const Graph graph = ImportFixture("exported_buffer_dynamo.onnx");
+  CHECK_FALSE(ValueNamed(graph, "pos").trainable);
+  // Linear(8, 8): 8 * 8 + 8 = 72, as torch's parameters with requires_grad.
+  CHECK(TrainedParameterCount(graph) == 72);
+  CHECK(AnyWarningContains(graph, "1 floating buffer (pos)"));
+}
+
+TEST_CASE("without a signature a positional table is trained, with a warning naming it",
+          "[import][buffers]") {
+  const Graph graph = ImportFixture("exported_buffer_torchscript.onnx");
+  // The TorchScript export cannot tell: pos [4, 8] counts, 72 + 32 = 104.
+  CHECK(TrainedParameterCount(graph) == 104);
+  CHECK(AnyWarningContains(graph, "(pos) reach the loss only through Add/Sub"));
+  // The Linear's bias is rank 1 and added too: not named.
+  CHECK_FALSE(AnyWarningContains(graph, "lin.bias"));
+}
+
+TEST_CASE("the signature is read from value_info metadata this protobuf may not know",
+          "[import][buffers]") {
+  // ValueInfoProto.metadata_props is field 4 (IR 10); written here as an unknown field, as a
+  // libonnx older than IR 10 keeps it.
+  onnx::GraphProto g;
+  auto add_kind = [&](const std::string& name, const std::string& kind) {
+    onnx::ValueInfoProto* vi = g.add_value_info();
+    vi->set_name(name);
+    onnx::StringStringEntryProto e;
+    e.set_key("pkg.torch.export.graph_signature.InputSpec.kind");
+    e.set_value(kind);
+    vi->GetReflection()->MutableUnknownFields(vi)->AddLengthDelimited(4, e.SerializeAsString());
+  };
+  SECTION("no metadata: no signature") {
+    g.add_value_info()->set_name("w");
+    const ExportedBuffers exported = ReadExportedBuffers(g);
+    CHECK_FALSE(exported.has_signature);
+  }
+  SECTION("one parameter, one buffer") {
+    add_kind("w", "PARAMETER");
+    add_kind("table", "BUFFER");
+    const ExportedBuffers exported = ReadExportedBuffers(g);
+    CHECK(exported.has_signature);
+    CHECK(exported.buffers == std::set<std::string>{"table"});
+  }
+}
+
+}  // namespace
+}  // namespace memplan

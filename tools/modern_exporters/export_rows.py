@@ -1,0 +1,446 @@
+#!/usr/bin/env python3
+"""Build today's model families at tiny sizes, export them with both torch exporters in training
+mode, and record what PyTorch keeps: the ground truth tests/cli re-predicts without torch.
+
+    /work/memplan-venv/bin/python tools/modern_exporters/export_rows.py [--only S] [--out DIR]
+
+Each family is built from its library's config class with random weights (transformers, timm,
+torchvision; nothing is downloaded), at a size that keeps its graph small. Per family and exporter
+(TorchScript at opset 17, the torch.export-based exporter at opset 18), in training mode:
+
+  * the export, its weights stripped (initializers become external data in a file that is not
+    kept, as tools/gpu/compare_with_torch.py does) and its per-node metadata dropped, compressed:
+    DIR/<family>.<exporter>.onnx.xz;
+  * torch's saved-for-backward bytes of one step's forward and loss, once per storage, parameters
+    excluded (memplan's saved_activation_bytes), measured with saved_tensors_hooks on the CPU;
+  * the step's live peak (forward, backward, Adam step) from torch's MemTracker on the CPU.
+
+The loss is memplan's default (`--loss auto`): cross entropy over the last axis for rank-2/3
+logits, mean squared error otherwise. Rows go to DIR/rows.jsonl; an exporter that fails records
+its error (type and first line) instead of a graph: a finding about the exporter, listed in
+docs/measurements.md.
+"""
+import argparse
+import json
+import os
+import sys
+import traceback
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+
+BATCH = 2
+SEQ = 16
+VOCAB = 256
+IMAGE = 32
+TINY_TEXT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                 intermediate_size=64, vocab_size=VOCAB, max_position_embeddings=64)
+
+
+class Logits(nn.Module):
+    """One tensor out of a library model: its logits (or the named field)."""
+
+    def __init__(self, model, field="logits", names=(), **fixed):
+        super().__init__()
+        self.model = model
+        self.field = field
+        self.names = names  # keyword names of the inputs, in order; () = positional
+        self.fixed = fixed
+
+    def forward(self, *inputs):
+        if self.names:
+            out = self.model(**dict(zip(self.names, inputs)), **self.fixed)
+        else:
+            out = self.model(*inputs, **self.fixed)
+        if isinstance(out, torch.Tensor):
+            return out
+        if isinstance(out, (tuple, list)):
+            return out[0]
+        return getattr(out, self.field)
+
+
+def ids(n=SEQ):
+    return (torch.randint(0, VOCAB, (BATCH, n)),)
+
+
+def image(size=IMAGE, channels=3):
+    return (torch.randn(BATCH, channels, size, size),)
+
+
+def hf(config_name, model_name, inputs, field="logits", **config):
+    def build():
+        import transformers
+        cfg = getattr(transformers, config_name)(**config)
+        cfg._attn_implementation = "eager"
+        model = getattr(transformers, model_name)(cfg)
+        if "CausalLM" in model_name:
+            return Logits(model, field, use_cache=False)
+        return Logits(model, field)
+    return build, inputs
+
+
+def hf_seq2seq(config_name, model_name, inputs, **config):
+    def build():
+        import transformers
+        cfg = getattr(transformers, config_name)(**config)
+        cfg._attn_implementation = "eager"
+        return Logits(getattr(transformers, model_name)(cfg), use_cache=False,
+                      names=("input_ids", "decoder_input_ids"))
+    return build, inputs
+
+
+def timm_model(name, inputs, **kwargs):
+    def build():
+        import timm
+        return timm.create_model(name, pretrained=False, **kwargs)
+    return build, inputs
+
+
+def timm_class(module, cls, inputs, **kwargs):
+    def build():
+        import importlib
+        return getattr(importlib.import_module("timm.models." + module), cls)(**kwargs)
+    return build, inputs
+
+
+def _bit():
+    """BiT (timm's resnetv2_50x1_bit): weight-standardised convs and GroupNorm, two stages."""
+    from functools import partial
+
+    from timm.layers import GroupNormAct, StdConv2d
+    from timm.models.resnetv2 import ResNetV2
+    return ResNetV2(layers=[1, 1], channels=(64, 128), num_classes=10, stem_type="fixed",
+                    conv_layer=partial(StdConv2d, eps=1e-8),
+                    norm_layer=partial(GroupNormAct, num_groups=8))
+
+
+class PointNet(nn.Module):
+    """PointNet's shared MLP over points and its global feature, torch.max(x, 2)[0]."""
+
+    def __init__(self):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Conv1d(3, 32, 1), nn.BatchNorm1d(32), nn.ReLU(),
+                                 nn.Conv1d(32, 64, 1), nn.BatchNorm1d(64), nn.ReLU())
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, points):
+        return self.head(torch.max(self.mlp(points), 2)[0])
+
+
+class ConformerConv(nn.Module):
+    """Conformer's convolution module (torchaudio): pointwise conv, GLU, depthwise conv,
+    BatchNorm, SiLU, pointwise conv; its feature map then averaged into class logits."""
+
+    def __init__(self, dim=32):
+        super().__init__()
+        self.pw1 = nn.Conv1d(dim, 2 * dim, 1)
+        self.glu = nn.GLU(dim=1)
+        self.dw = nn.Conv1d(dim, dim, 7, padding=3, groups=dim)
+        self.bn = nn.BatchNorm1d(dim)
+        self.pw2 = nn.Conv1d(dim, dim, 1)
+        self.head = nn.Linear(dim, 10)
+
+    def forward(self, x):
+        y = self.pw2(F.silu(self.bn(self.dw(self.glu(self.pw1(x))))))
+        return self.head((x + y).mean(2))
+
+
+class WeightStandardised(nn.Module):
+    """BiT's original StdConv: w = (w - m) / sqrt(v + eps) with torch.var_mean."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 16, 3, padding=1)
+        self.head = nn.Linear(16, 10)
+
+    @staticmethod
+    def standardised(conv, x):
+        v, m = torch.var_mean(conv.weight, dim=[1, 2, 3], keepdim=True, unbiased=False)
+        return F.conv2d(x, (conv.weight - m) / torch.sqrt(v + 1e-10), conv.bias, padding=1)
+
+    def forward(self, x):
+        x = F.relu(self.standardised(self.conv1, x))
+        x = F.relu(self.standardised(self.conv2, x))
+        return self.head(x.mean((2, 3)))
+
+
+def tv_model(name, inputs, **kwargs):
+    def build():
+        import torchvision
+        return torchvision.models.get_model(name, weights=None, **kwargs)
+    return build, inputs
+
+
+LM = dict(TINY_TEXT)
+FAMILIES = {
+    # Decoder LMs.
+    "llama": hf("LlamaConfig", "LlamaForCausalLM", ids(), num_key_value_heads=2, **LM),
+    "mistral": hf("MistralConfig", "MistralForCausalLM", ids(), num_key_value_heads=2,
+                  sliding_window=8, **LM),
+    "mixtral": hf("MixtralConfig", "MixtralForCausalLM", ids(), num_key_value_heads=2,
+                  num_local_experts=4, num_experts_per_tok=2, **LM),
+    "qwen2": hf("Qwen2Config", "Qwen2ForCausalLM", ids(), num_key_value_heads=2, **LM),
+    "gemma": hf("GemmaConfig", "GemmaForCausalLM", ids(), num_key_value_heads=2, head_dim=8,
+                **LM),
+    "phi": hf("PhiConfig", "PhiForCausalLM", ids(), partial_rotary_factor=0.5, **LM),
+    "gpt2": hf("GPT2Config", "GPT2LMHeadModel", ids(), n_embd=32, n_layer=2, n_head=4,
+               vocab_size=VOCAB, n_positions=64),
+    "gpt_neox": hf("GPTNeoXConfig", "GPTNeoXForCausalLM", ids(), rotary_pct=0.25, **LM),
+    "falcon": hf("FalconConfig", "FalconForCausalLM", ids(), hidden_size=32, num_hidden_layers=2,
+                 num_attention_heads=4, vocab_size=VOCAB),
+    "opt": hf("OPTConfig", "OPTForCausalLM", ids(), hidden_size=32, num_hidden_layers=2,
+              num_attention_heads=4, ffn_dim=64, vocab_size=VOCAB, max_position_embeddings=64,
+              word_embed_proj_dim=32),
+    "bloom": hf("BloomConfig", "BloomForCausalLM", ids(), hidden_size=32, n_layer=2, n_head=4,
+                vocab_size=VOCAB),
+    "mpt": hf("MptConfig", "MptForCausalLM", ids(), d_model=32, n_layers=2, n_heads=4,
+              vocab_size=VOCAB, max_seq_len=64),
+    # Encoders.
+    "bert": hf("BertConfig", "BertForMaskedLM", ids(), **TINY_TEXT),
+    "roberta": hf("RobertaConfig", "RobertaForMaskedLM", ids(), **TINY_TEXT),
+    "deberta_v2": hf("DebertaV2Config", "DebertaV2ForMaskedLM", ids(), **TINY_TEXT),
+    "electra": hf("ElectraConfig", "ElectraForMaskedLM", ids(), embedding_size=32, **TINY_TEXT),
+    # Encoder-decoders (decoder input = the same ids).
+    "t5": hf_seq2seq("T5Config", "T5ForConditionalGeneration", ids() + ids(), d_model=32,
+                     d_kv=8, d_ff=64, num_layers=2, num_heads=4, vocab_size=VOCAB),
+    "bart": hf_seq2seq("BartConfig", "BartForConditionalGeneration", ids() + ids(),
+                       d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                       decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                       vocab_size=VOCAB, max_position_embeddings=64),
+    "marian": hf_seq2seq("MarianConfig", "MarianMTModel", ids() + ids(), d_model=32,
+                         encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                         decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                         vocab_size=VOCAB, max_position_embeddings=64, pad_token_id=0,
+                         decoder_start_token_id=0),
+    # Vision transformers and CNNs (transformers).
+    "vit": hf("ViTConfig", "ViTForImageClassification", image(), hidden_size=32,
+              num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, image_size=IMAGE,
+              patch_size=8, num_labels=10),
+    "deit": hf("DeiTConfig", "DeiTForImageClassification", image(), hidden_size=32,
+               num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+               image_size=IMAGE, patch_size=8, num_labels=10),
+    "swin": hf("SwinConfig", "SwinForImageClassification", image(), embed_dim=16, depths=[1, 1],
+               num_heads=[2, 4], window_size=2, image_size=IMAGE, patch_size=4, num_labels=10),
+    "convnext": hf("ConvNextConfig", "ConvNextForImageClassification", image(),
+                   hidden_sizes=[16, 32], depths=[1, 1], num_stages=2, num_labels=10),
+    "convnextv2": hf("ConvNextV2Config", "ConvNextV2ForImageClassification", image(),
+                     hidden_sizes=[16, 32], depths=[1, 1], num_stages=2, num_labels=10),
+    "dinov2": hf("Dinov2Config", "Dinov2Model", image(), field="pooler_output", hidden_size=32, num_hidden_layers=2,
+                 num_attention_heads=4, mlp_ratio=2, image_size=IMAGE, patch_size=8),
+    "clip_vision": hf("CLIPVisionConfig", "CLIPVisionModel", image(), field="pooler_output", hidden_size=32,
+                      num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                      image_size=IMAGE, patch_size=8),
+    "siglip_vision": hf("SiglipVisionConfig", "SiglipVisionModel", image(), field="pooler_output", hidden_size=32,
+                        num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                        image_size=IMAGE, patch_size=8),
+    "segformer": hf("SegformerConfig", "SegformerForSemanticSegmentation", image(),
+                    num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32],
+                    patch_sizes=[7, 3], strides=[4, 2], num_attention_heads=[1, 2],
+                    mlp_ratios=[2, 2], decoder_hidden_size=32, num_labels=5),
+    "whisper_encoder": hf("WhisperConfig", "WhisperForAudioClassification",
+                          (torch.randn(BATCH, 16, 64),), d_model=32, encoder_layers=2,
+                          encoder_attention_heads=4, encoder_ffn_dim=64, num_mel_bins=16,
+                          max_source_positions=32, num_labels=4),
+    # timm.
+    "timm_resnet18": timm_model("resnet18", image(), num_classes=10),
+    "timm_efficientnet_b0": timm_model("efficientnet_b0", image(), num_classes=10),
+    "timm_vit_tiny": timm_model("vit_tiny_patch16_224", image(), num_classes=10, img_size=IMAGE,
+                                patch_size=8, depth=2),
+    "timm_mixer": timm_class("mlp_mixer", "MlpMixer", image(), num_classes=10, img_size=IMAGE,
+                             patch_size=8, num_blocks=2, embed_dim=32),
+    "timm_convnext_atto": timm_model("convnext_atto", image(), num_classes=10),
+    "timm_regnetx_002": timm_model("regnetx_002", image(), num_classes=10),
+    "timm_resnetv2_bit": (lambda: _bit(), image()),
+    # torchvision.
+    "tv_resnet18": tv_model("resnet18", image(), num_classes=10),
+    "tv_mobilenet_v3_small": tv_model("mobilenet_v3_small", image(), num_classes=10),
+    "tv_r3d_18": tv_model("r3d_18", (torch.randn(BATCH, 3, 4, IMAGE, IMAGE),), num_classes=10),
+    "tv_shufflenet_v2": tv_model("shufflenet_v2_x0_5", image(), num_classes=10),
+    "tv_efficientnet_b0": tv_model("efficientnet_b0", image(), num_classes=10),
+    "tv_vit": (lambda: __import__("torchvision").models.VisionTransformer(
+        image_size=IMAGE, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
+        num_classes=10), image()),
+    "tv_swin_t": tv_model("swin_t", image(), num_classes=10),
+    # Written-out ops the import fusions restore (issue 44).
+    "pointnet": (PointNet, (torch.randn(BATCH, 3, 64),)),
+    "conformer_conv": (ConformerConv, (torch.randn(BATCH, 32, 24),)),
+    "weight_standardisation": (WeightStandardised, image()),
+}
+
+
+def loss_of(output, labels):
+    """memplan's --loss auto: cross entropy over the last axis for rank-2/3 logits, else MSE."""
+    if output.dim() in (2, 3):
+        return F.cross_entropy(output.reshape(-1, output.shape[-1]), labels.reshape(-1))
+    return F.mse_loss(output, labels)
+
+
+def labels_for(output):
+    if output.dim() in (2, 3):
+        return torch.randint(0, output.shape[-1], output.shape[:-1])
+    return torch.randn_like(output)
+
+
+def measure(model, inputs):
+    """Saved bytes (per storage, parameters excluded) and MemTracker's step peak."""
+    model.train()
+    with torch.no_grad():
+        labels = labels_for(model(*inputs))
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved = {}
+
+    def pack(t):
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in params:
+            saved[ptr] = max(saved.get(ptr, 0), t.untyped_storage().nbytes())
+        return t
+
+    torch.manual_seed(0)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = loss_of(model(*inputs), labels)
+    loss.backward()
+    peak = None
+    try:
+        from torch.distributed._tools.mem_tracker import MemTracker
+        optimizer = torch.optim.Adam(model.parameters())
+        model.zero_grad(set_to_none=True)
+        tracker = MemTracker()
+        tracker.track_external(model, optimizer)
+        with tracker:
+            loss_of(model(*inputs), labels).backward()
+            optimizer.step()
+        peak = int(tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"])
+    except Exception as error:  # noqa: BLE001 - the peak is optional
+        warnings.warn(f"MemTracker: {error}")
+    return sum(saved.values()), peak
+
+
+# Initializers kept inline: integer tensors (axes, shapes, indices the graph computes with) and
+# tensors of at most this many elements (scalars the exporters store as initializers).
+KEEP_INLINE_ELEMENTS = 64
+
+
+def strip_weights(path, out_path):
+    """The export without its weight bytes: each floating initializer of more than
+    KEEP_INLINE_ELEMENTS elements becomes external data in a file that is not kept (memplan reads
+    only metadata; a missing data file is fine). As tools/gpu/compare_with_torch.py's, except that
+    the dynamo exporter's raw-data constants (ReduceMean's axes, Reshape's shapes) stay inline,
+    where the shapes depend on them."""
+    import onnx
+    model = onnx.load(path, load_external_data=True)
+    offset = 0
+    for tensor in model.graph.initializer:
+        count = 1
+        for d in tensor.dims:
+            count *= d
+        floating = tensor.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
+                                        onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE)
+        if not floating or count <= KEEP_INLINE_ELEMENTS or not tensor.raw_data:
+            continue
+        size = len(tensor.raw_data)
+        tensor.ClearField("raw_data")
+        del tensor.external_data[:]
+        for key, value in (("location", "weights.bin"), ("offset", str(offset)),
+                           ("length", str(size))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        offset += size
+    onnx.save(model, out_path)
+
+
+def compact(path):
+    """The stripped graph without the dynamo exporter's per-node metadata (stack traces, scopes)
+    and doc strings, xz-compressed to PATH.xz: a few KB a family. Value metadata (the graph
+    signature's PARAMETER / BUFFER, graph/exported_buffers.h) is kept."""
+    import lzma
+
+    import onnx
+    model = onnx.load(path, load_external_data=False)
+    graphs = [model.graph] + [f for f in model.functions]
+    for g in graphs:
+        for node in g.node:
+            del node.metadata_props[:]
+            node.doc_string = ""
+    with lzma.open(path + ".xz", "wb") as out:
+        out.write(model.SerializeToString())
+    os.remove(path)
+
+
+def export(model, inputs, path, exporter):
+    model.train()
+    args = tuple(inputs)
+    if exporter == "torchscript":
+        torch.onnx.export(model, args, path, dynamo=False, opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    else:
+        torch.onnx.export(model, args, path, dynamo=True, opset_version=18, external_data=False,
+                          optimize=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="",
+                        help="families whose name contains one of these (comma-separated)")
+    parser.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures",
+                                                      "modern_exporters"))
+    parser.add_argument("--exporters", default="torchscript,dynamo")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    rows_path = os.path.join(args.out, "rows.jsonl")
+    rows = []
+    if os.path.exists(rows_path):
+        with open(rows_path) as f:
+            rows = [json.loads(line) for line in f]
+    for name, (build, inputs) in FAMILIES.items():
+        if not any(part in name for part in args.only.split(",")):
+            continue
+        try:
+            torch.manual_seed(0)
+            model = build()
+            saved, peak = measure(model, inputs)
+        except Exception as error:  # noqa: BLE001 - a family torch cannot build is a row too
+            print(f"{name}: build/measure failed: {type(error).__name__}: {error}")
+            continue
+        params = sum(p.numel() for p in model.parameters())
+        for exporter in args.exporters.split(","):
+            row = {"family": name, "exporter": exporter, "batch": BATCH,
+                   "torch_saved_bytes": saved, "torch_step_peak_bytes": peak,
+                   "torch_parameters": params, "torch": torch.__version__}
+            path = os.path.join(args.out, f"{name}.{exporter}.onnx")
+            raw = path + ".full"
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    export(model, inputs, raw, exporter)
+                strip_weights(raw, path)
+                compact(path)
+                row["graph"] = os.path.basename(path) + ".xz"
+            except Exception as error:  # noqa: BLE001 - the exporter's failure is the finding
+                # The exporter's wrapper error names its step; the cause names the op.
+                cause = error
+                while cause.__cause__ is not None:
+                    cause = cause.__cause__
+                lines = (str(cause).strip() or traceback.format_exc()).splitlines()
+                row["export_error"] = f"{type(cause).__name__}: {lines[0][:300]}"
+            finally:
+                for leftover in (raw, raw + ".data"):
+                    if os.path.exists(leftover):
+                        os.remove(leftover)
+            rows = [r for r in rows if (r["family"], r["exporter"]) != (name, exporter)]
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    rows.sort(key=lambda r: (r["family"], r["exporter"]))
+    with open(rows_path, "w") as f:
+        for row in rows:
+            f.write(json.dumps(row, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
