@@ -303,6 +303,19 @@ void CachingAllocator::ReleaseFreeSegments() {
   }
 }
 
+int64_t CachingAllocator::ReleaseCachedSegments() {
+  const int64_t before = reserved_bytes_;
+  ReleaseFreeSegments();
+  return before - reserved_bytes_;
+}
+
+std::vector<int64_t> CachingAllocator::SegmentSizes() const {
+  std::vector<int64_t> sizes;
+  for (const Segment& segment : segments_)
+    if (!segment.released) sizes.push_back(segment.size);
+  return sizes;
+}
+
 bool CachingAllocator::Allocate(int64_t handle, int64_t bytes) {
   MEMPLAN_CHECK(bytes >= 0 && handle >= 0);
   const auto slot = static_cast<size_t>(handle);

@@ -47,6 +47,12 @@ class CachingAllocator final : public AllocatorModel {
   std::string_view name() const override { return "caching"; }
 
   int64_t num_segments() const { return live_segments_; }
+  // torch.cuda.empty_cache() (release_cached_blocks): every segment whose blocks are all free
+  // goes back to the device. Returns the bytes released. `memplan replay` calls it where a
+  // snapshot's trace shows a run of segment_free events.
+  int64_t ReleaseCachedSegments();
+  // The sizes of the segments the model holds, in the order they were made.
+  std::vector<int64_t> SegmentSizes() const;
   // The rounding rules, exposed for tests and reports. RoundSize is round_size(): at least
   // kMinBlockSize, then a multiple of it (inline: the peak memo rounds every buffer per probe).
   int64_t RoundSize(int64_t bytes) const {
