@@ -1,0 +1,46 @@
+# `memplan replay` (issue 41) on snapshots written by hand in PyTorch's schema
+# (tests/fixtures/snapshots/make_snapshots.py: the allocator's rules worked out per event) and
+# converted by tools/snapshot_to_json.py. None of them came from a GPU run (docs/snapshots.md).
+set(S ${MEMPLAN_TEST_FIXTURES}/snapshots)
+# 5 MiB -> 20 MiB segment, 5 MiB split off it, 12 MiB -> 12 MiB segment, 100 B -> 2 MiB small
+# segment: PyTorch's trace and the model both reserve 20 + 12 + 2 = 34 MiB.
+memplan_cli_test("replay of a trace that follows the allocator's rules finds no divergence"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "reserved peak +34\\.0 MiB +34\\.0 MiB\n.*segments made +3 +3\n.*no divergence"
+  COMMAND replay ${S}/follows_rules.json)
+# The second 5 MiB fits the first segment's 15 MiB remainder; the trace made a new 20 MiB one.
+memplan_cli_test("replay names the first alloc where PyTorch made a segment the rules would not"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "first divergent event: #3 alloc of 5\\.0 MiB on stream 0: PyTorch reserved 20\\.0 MiB, the model 0 B\n  at train\\.py:42 training_step"
+  COMMAND replay ${S}/diverges.json)
+# release_cached_blocks before the failed retry frees the all-free 20 MiB segment; the model's
+# empty_cache releases the same 20 MiB; the 80 GiB request is event #7.
+memplan_cli_test("replay --json reports the OOM and the release before it"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"peak_reserved_bytes\": 33554432,.*\"end_reserved_bytes\": 12582912,.*\"first_divergence\": null,.*\"ooms\": \\[\n +{\n +\"event\": 7,\n +\"size\": 85899345920,"
+  COMMAND replay ${S}/oom.json --json)
+# Bad snapshots: one line, exit 2.
+memplan_cli_test("replay of a truncated snapshot is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: [^\n]*truncated\\.json is not valid JSON \\(truncated\\?\\)\n$"
+  COMMAND replay ${S}/truncated.json)
+memplan_cli_test("replay of another schema is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: [^\n]*wrong_schema\\.json: not a memplan snapshot: expected \"schema\": \"memplan-snapshot/1\"[^\n]*\n$"
+  COMMAND replay ${S}/wrong_schema.json)
+memplan_cli_test("replay of a 2^60-byte request is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: [^\n]*huge\\.json: events\\[1\\] size is above 2\\^50 bytes\n$"
+  COMMAND replay ${S}/huge.json)
+memplan_cli_test("replay of the pickle itself asks for the converter, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: [^\n]*oom\\.pickle is a pickle: convert it first \\(tools/snapshot_to_json\\.py[^\n]*\n$"
+  COMMAND replay ${S}/oom.pickle)
+memplan_cli_test("replay of a missing file is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: cannot read [^\n]*no_such\\.json\n$"
+  COMMAND replay ${S}/no_such.json)
+
+# The converter (stdlib Python only): the fixtures' JSON is what it writes for their pickles, and
+# a pickle that names a global (os.system) is refused with exit 2, never called.
+add_test(NAME "cli: snapshot_to_json.py converts the fixture pickles to their JSON"
+         COMMAND sh -c "out=$(mktemp -d); for n in follows_rules diverges oom; do python3 \"$0\" \"$1/$n.pickle\" \"$out/$n.json\" >/dev/null && cmp \"$out/$n.json\" \"$1/$n.json\" || { rm -rf \"$out\"; exit 1; }; done; rm -rf \"$out\""
+                 ${CMAKE_SOURCE_DIR}/tools/snapshot_to_json.py ${S})
+add_test(NAME "cli: snapshot_to_json.py refuses a pickle that names a global, exit 2"
+         COMMAND sh -c "out=$(mktemp -d); python3 \"$0\" \"$1/global.pickle\" \"$out/g.json\" 2>\"$out/err\"; status=$?; grep -q 'names os.system: not a plain snapshot' \"$out/err\" && [ ! -e \"$out/g.json\" ] && [ $status -eq 2 ]; ok=$?; rm -rf \"$out\"; exit $ok"
+                 ${CMAKE_SOURCE_DIR}/tools/snapshot_to_json.py ${S})
