@@ -24,3 +24,17 @@ add_test(NAME "cli: the recorded GPU rows are re-predicted within tolerance"
                  --open "resnet50:fp32/frozen-backbone,vit_b_16:bf16/sdpa,efficientnet_b0:bf16,mobilenet_v3_large:bf16,r3d_18:fp32,r3d_18:bf16")
 set_tests_properties("cli: the recorded GPU rows are re-predicted within tolerance"
                      PROPERTIES TIMEOUT 900)
+
+# Issue 41: memplan's caching-allocator peak against max_memory_reserved on every recorded row
+# whose reserved figure is clean. Target: never under by more than 1%, median over-prediction at
+# most 5%. The rows that do not reach it yet are listed in reserved_bounds.json, each held to its
+# achieved error (less 0.5 points) with the rule memplan lacks; a listed row that reaches the
+# target fails too, so the list only shrinks.
+add_test(NAME "cli: the recorded GPU rows' reserved predictions hold their bounds"
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tools/gpu/repredict_rows.py
+                 --memplan $<TARGET_FILE:memplan>
+                 --graphs ${CMAKE_SOURCE_DIR}/tests/fixtures/gpu_rows
+                 --rows ${CMAKE_SOURCE_DIR}/docs/gpu_validation.jsonl
+                 --check-reserved ${CMAKE_SOURCE_DIR}/tests/fixtures/gpu_rows/reserved_bounds.json)
+set_tests_properties("cli: the recorded GPU rows' reserved predictions hold their bounds"
+                     PROPERTIES TIMEOUT 900)
