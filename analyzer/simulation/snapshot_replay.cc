@@ -134,8 +134,9 @@ class Replayer {
       if (e.action == SnapshotAction::kSegmentFree) reserved += e.size;
     }
     if (reserved < 0)
-      return MakeError("the trace's segment_alloc events add up to more than the final "
-                       "segments hold: not one snapshot's trace");
+      return MakeError(
+          "the trace's segment_alloc events add up to more than the final "
+          "segments hold: not one snapshot's trace");
     result_.snapshot_start_reserved = reserved;
     return OkStatus();
   }
@@ -178,8 +179,8 @@ class Replayer {
   void CompareRun(int64_t start, int64_t snapshot_bytes, int64_t model_bytes) {
     if (snapshot_bytes == model_bytes) return;
     const SnapshotEvent& e = snapshot_.events[static_cast<size_t>(start)];
-    ReplayDivergence d{start, e.action, snapshot_bytes, e.stream, snapshot_bytes, model_bytes,
-                       e.frames};
+    ReplayDivergence d{start,          e.action,    snapshot_bytes, e.stream,
+                       snapshot_bytes, model_bytes, e.frames};
     ++result_.divergent_events;
     if (!result_.first_divergence) result_.first_divergence = std::move(d);
   }
@@ -212,7 +213,7 @@ class Replayer {
   const MemorySnapshot& snapshot_;
   const CachingAllocatorOptions& options_;
   std::map<int64_t, std::unique_ptr<CachingAllocator>> models_;  // by stream, in stream order
-  std::unordered_map<int64_t, LiveBlock> live_;                   // by address
+  std::unordered_map<int64_t, LiveBlock> live_;                  // by address
   int64_t next_handle_ = 0;
   int64_t live_requested_ = 0;
   SnapshotReplayResult result_;

@@ -67,7 +67,7 @@ struct SnapshotReplayResult {
   int64_t model_segments_made = 0;
   int64_t peak_requested = 0;  // live requested bytes, maximum over the trace
   int64_t model_peak_allocated = 0;
-  int64_t event_of_snapshot_peak = -1;  // the event after which PyTorch's reserved peaked
+  int64_t event_of_snapshot_peak = -1;         // the event after which PyTorch's reserved peaked
   std::vector<int64_t> snapshot_end_segments;  // the final segments' sizes, by address
   std::vector<int64_t> model_end_segments;     // the model's, by stream then creation
   std::optional<ReplayDivergence> first_divergence;

@@ -25,7 +25,10 @@ nlohmann::json Event(const char* action, int64_t addr, int64_t size, int64_t str
 }
 
 nlohmann::json Block(int64_t addr, int64_t size, const char* state) {
-  return {{"address", addr}, {"size", size}, {"requested_size", size}, {"state", state},
+  return {{"address", addr},
+          {"size", size},
+          {"requested_size", size},
+          {"state", state},
           {"frames", nlohmann::json::array()}};
 }
 
@@ -62,12 +65,12 @@ TEST_CASE("replay: a trace that follows the allocator's rules does not diverge",
   // its 15 MiB remainder. The first is freed: free blocks 5 MiB and 10 MiB. 12 MiB (>= 10 MiB)
   // fits neither and opens a segment of 12 MiB (rounded to 2 MiB) at B. 100 B is a 512 B block
   // of a 2 MiB small segment at C. Reserved: 20 + 12 + 2 = 34 MiB.
-  const nlohmann::json events = nlohmann::json::array({
-      Event("segment_alloc", kA, 20 * kMiB), Event("alloc", kA, 5 * kMiB),
-      Event("alloc", kA + 5 * kMiB, 5 * kMiB), Event("free_requested", kA, 5 * kMiB),
-      Event("free_completed", kA, 5 * kMiB), Event("segment_alloc", kB, 12 * kMiB),
-      Event("alloc", kB, 12 * kMiB), Event("segment_alloc", kC, 2 * kMiB),
-      Event("alloc", kC, 100)});
+  const nlohmann::json events = nlohmann::json::array(
+      {Event("segment_alloc", kA, 20 * kMiB), Event("alloc", kA, 5 * kMiB),
+       Event("alloc", kA + 5 * kMiB, 5 * kMiB), Event("free_requested", kA, 5 * kMiB),
+       Event("free_completed", kA, 5 * kMiB), Event("segment_alloc", kB, 12 * kMiB),
+       Event("alloc", kB, 12 * kMiB), Event("segment_alloc", kC, 2 * kMiB),
+       Event("alloc", kC, 100)});
   const nlohmann::json segments = nlohmann::json::array(
       {Segment(kA, 20 * kMiB,
                {Block(kA, 5 * kMiB, "inactive"), Block(kA + 5 * kMiB, 5 * kMiB, "active_allocated"),
@@ -97,15 +100,16 @@ TEST_CASE("replay: names the first alloc where PyTorch made a segment the rules 
           "[replay]") {
   // The second 5 MiB fits the first segment's 15 MiB remainder: the model makes no segment, the
   // trace shows a second 20 MiB one (event 3), as a run with other allocator settings would.
-  const nlohmann::json events = nlohmann::json::array(
-      {Event("segment_alloc", kA, 20 * kMiB), Event("alloc", kA, 5 * kMiB),
-       Event("segment_alloc", kB, 20 * kMiB), Event("alloc", kB, 5 * kMiB)});
-  const nlohmann::json segments = nlohmann::json::array(
-      {Segment(kA, 20 * kMiB,
-               {Block(kA, 5 * kMiB, "active_allocated"), Block(kA + 5 * kMiB, 15 * kMiB, "inactive")}),
-       Segment(kB, 20 * kMiB,
-               {Block(kB, 5 * kMiB, "active_allocated"),
-                Block(kB + 5 * kMiB, 15 * kMiB, "inactive")})});
+  const nlohmann::json events =
+      nlohmann::json::array({Event("segment_alloc", kA, 20 * kMiB), Event("alloc", kA, 5 * kMiB),
+                             Event("segment_alloc", kB, 20 * kMiB), Event("alloc", kB, 5 * kMiB)});
+  const nlohmann::json segments =
+      nlohmann::json::array({Segment(kA, 20 * kMiB,
+                                     {Block(kA, 5 * kMiB, "active_allocated"),
+                                      Block(kA + 5 * kMiB, 15 * kMiB, "inactive")}),
+                             Segment(kB, 20 * kMiB,
+                                     {Block(kB, 5 * kMiB, "active_allocated"),
+                                      Block(kB + 5 * kMiB, 15 * kMiB, "inactive")})});
   const SnapshotReplayResult r = Replay(Snapshot(segments, events));
   REQUIRE(r.first_divergence.has_value());
   CHECK(r.first_divergence->event == 3);
@@ -124,11 +128,12 @@ TEST_CASE("replay: a block is reused only by its own stream", "[replay]") {
       {Event("segment_alloc", kA, 20 * kMiB, 0), Event("alloc", kA, 5 * kMiB, 0),
        Event("free_requested", kA, 5 * kMiB, 0), Event("free_completed", kA, 5 * kMiB, 0),
        Event("segment_alloc", kB, 20 * kMiB, 1), Event("alloc", kB, 5 * kMiB, 1)});
-  const nlohmann::json segments = nlohmann::json::array(
-      {Segment(kA, 20 * kMiB, {Block(kA, 20 * kMiB, "inactive")}, 0),
-       Segment(kB, 20 * kMiB,
-               {Block(kB, 5 * kMiB, "active_allocated"), Block(kB + 5 * kMiB, 15 * kMiB, "inactive")},
-               1)});
+  const nlohmann::json segments =
+      nlohmann::json::array({Segment(kA, 20 * kMiB, {Block(kA, 20 * kMiB, "inactive")}, 0),
+                             Segment(kB, 20 * kMiB,
+                                     {Block(kB, 5 * kMiB, "active_allocated"),
+                                      Block(kB + 5 * kMiB, 15 * kMiB, "inactive")},
+                                     1)});
   const SnapshotReplayResult r = Replay(Snapshot(segments, events));
   CHECK_FALSE(r.first_divergence.has_value());
   CHECK(r.streams == 2);
@@ -181,8 +186,8 @@ TEST_CASE("replay: inconsistent traces are errors", "[replay]") {
     return replay.error().message;
   };
   // A block freed twice (the final 2 MiB segment is all free).
-  const nlohmann::json segment = nlohmann::json::array(
-      {Segment(kA, 2 * kMiB, {Block(kA, 2 * kMiB, "inactive")})});
+  const nlohmann::json segment =
+      nlohmann::json::array({Segment(kA, 2 * kMiB, {Block(kA, 2 * kMiB, "inactive")})});
   CHECK(error_of(Snapshot(segment, events)).find("events[3]: free_completed at an address") !=
         std::string::npos);
   // The final segments hold nothing, yet the trace made a 2 MiB segment and never freed it.
@@ -209,11 +214,12 @@ TEST_CASE("snapshot reader: bad documents name the field", "[replay]") {
             .find("unknown action 'resize'") != std::string::npos);
   nlohmann::json bad_frame = Event("alloc", kA, 5);
   bad_frame[4] = nlohmann::json::array({7});
-  CHECK(error_of(Snapshot(none, nlohmann::json::array({bad_frame}))).find("frame id out of range") !=
-        std::string::npos);
+  CHECK(
+      error_of(Snapshot(none, nlohmann::json::array({bad_frame}))).find("frame id out of range") !=
+      std::string::npos);
   // Blocks that add up to more than their segment.
-  CHECK(error_of(Snapshot(nlohmann::json::array({Segment(kA, 2 * kMiB,
-                                                         {Block(kA, 3 * kMiB, "inactive")})}),
+  CHECK(error_of(Snapshot(nlohmann::json::array(
+                              {Segment(kA, 2 * kMiB, {Block(kA, 3 * kMiB, "inactive")})}),
                           none))
             .find("segments[0]: its blocks add up to more than total_size") != std::string::npos);
 }
