@@ -89,7 +89,7 @@ class Replayer {
           break;
         }
         case SnapshotAction::kOom:
-          result_.ooms.push_back(ReplayOom{index, e.size, e.stream, e.frames});
+          result_.ooms.push_back(ReplayOom{index, e.size, e.stream, snapshot_reserved, e.frames});
           break;
         case SnapshotAction::kSegmentMap:
         case SnapshotAction::kSegmentUnmap:

@@ -46,6 +46,7 @@ struct ReplayOom {
   int64_t event = -1;
   int64_t size = 0;
   int64_t stream = 0;
+  int64_t snapshot_reserved = 0;  // PyTorch's reserved bytes when it gave up
   std::vector<int32_t> frames;
 };
 

@@ -44,3 +44,20 @@ add_test(NAME "cli: snapshot_to_json.py converts the fixture pickles to their JS
 add_test(NAME "cli: snapshot_to_json.py refuses a pickle that names a global, exit 2"
          COMMAND sh -c "out=$(mktemp -d); python3 \"$0\" \"$1/global.pickle\" \"$out/g.json\" 2>\"$out/err\"; status=$?; grep -q 'names os.system: not a plain snapshot' \"$out/err\" && [ ! -e \"$out/g.json\" ] && [ $status -eq 2 ]; ok=$?; rm -rf \"$out\"; exit $ok"
                  ${CMAKE_SOURCE_DIR}/tools/snapshot_to_json.py ${S})
+
+# `memplan explain`: at oom.json's OOM (event #7) PyTorch holds 12 MiB reserved (32 MiB less the
+# 20 MiB segment release_cached_blocks freed), all of it the live 12 MiB block (train.py frames:
+# activations), so nothing is cached but free and the 80 GiB request needs smaller live blocks.
+memplan_cli_test("explain names the OOM, what held memory and that no fragmentation was left"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "out of memory at event #7: a request of 80\\.0 GiB with 12\\.0 MiB reserved\n.*  activations +12\\.0 MiB\n  cached but free +0 B\n.*The request exceeds the 0 B PyTorch held cached but free"
+  COMMAND explain ${S}/oom.json)
+# No OOM: the focus is PyTorch's reserved peak, event #7 (the 2 MiB small segment: 34 MiB); live
+# then: the 5 MiB and 12 MiB blocks (17 MiB), so 34 - 17 = 17 MiB cached but free.
+memplan_cli_test("explain --json without an OOM describes the reserved peak"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"event\": 7,\n  \"at_oom\": false,\n  \"reserved_bytes\": 35651584,\n  \"live_bytes\": 17825792,\n  \"cached_free_bytes\": 17825792,"
+  COMMAND explain ${S}/follows_rules.json --json)
+memplan_cli_test("explain of a truncated snapshot is one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: [^\n]*truncated\\.json is not valid JSON \\(truncated\\?\\)\n$"
+  COMMAND explain ${S}/truncated.json)

@@ -17,5 +17,6 @@ Verb AddBaselineCommand(CLI::App& app);
 Verb AddExportCommand(CLI::App& app);
 Verb AddReportCommand(CLI::App& app);
 Verb AddReplayCommand(CLI::App& app);
+Verb AddExplainCommand(CLI::App& app);
 
 }  // namespace memplan::cli
