@@ -79,9 +79,9 @@ Expected<SnapshotBreakdown> BreakdownAt(const MemorySnapshot& snapshot, int64_t 
   for (int64_t i = 0; i <= last; ++i) {
     const SnapshotEvent& e = events[static_cast<size_t>(i)];
     if (e.action == SnapshotAction::kAlloc) {
-      if (!live.emplace(e.address, SnapshotLiveBlock{e.address, e.size, e.stream,
-                                                     CategoryOfFrames(snapshot, e.frames),
-                                                     e.frames})
+      if (!live.emplace(e.address,
+                        SnapshotLiveBlock{e.address, e.size, e.stream,
+                                          CategoryOfFrames(snapshot, e.frames), e.frames})
                .second)
         return MakeError("events[" + std::to_string(i) + "]: alloc at an address (" +
                          std::to_string(e.address) + ") that is already allocated");

@@ -28,7 +28,13 @@
 
 namespace memplan {
 
-enum class SnapshotCategory { kParameters, kOptimizerState, kBackward, kActivations, kUnattributed };
+enum class SnapshotCategory {
+  kParameters,
+  kOptimizerState,
+  kBackward,
+  kActivations,
+  kUnattributed
+};
 inline constexpr int kSnapshotCategories = 5;
 std::string_view SnapshotCategoryName(SnapshotCategory category);
 SnapshotCategory CategoryOfFrames(const MemorySnapshot& snapshot,
@@ -43,13 +49,13 @@ struct SnapshotLiveBlock {
 };
 
 struct SnapshotBreakdown {
-  int64_t event = -1;        // the focus: blocks live just before it (after it, for a peak)
-  bool at_oom = false;       // the focus is an OOM event
-  int64_t oom_request = 0;   // the failed request's bytes (at_oom)
-  int64_t reserved = 0;      // PyTorch's reserved bytes there
-  int64_t live_bytes = 0;    // requested bytes of the live blocks
+  int64_t event = -1;         // the focus: blocks live just before it (after it, for a peak)
+  bool at_oom = false;        // the focus is an OOM event
+  int64_t oom_request = 0;    // the failed request's bytes (at_oom)
+  int64_t reserved = 0;       // PyTorch's reserved bytes there
+  int64_t live_bytes = 0;     // requested bytes of the live blocks
   int64_t rounded_bytes = 0;  // the same rounded to 512 B (what the blocks occupy)
-  int64_t cached_free = 0;   // reserved - rounded_bytes
+  int64_t cached_free = 0;    // reserved - rounded_bytes
   int64_t by_category[kSnapshotCategories] = {};
   std::vector<SnapshotLiveBlock> largest;  // the largest live blocks, largest first
 };
