@@ -36,10 +36,11 @@ int Main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("memplan ") + MEMPLAN_VERSION,
                        "print memplan's version and exit");
 
-  std::vector<Verb> verbs = {
-      AddAnalyzeCommand(app), AddInspectCommand(app), AddVerifyCommand(app),
-      AddProfileCommand(app), AddCheckCommand(app),   AddBaselineCommand(app),
-      AddExportCommand(app),  AddReportCommand(app),  AddReplayCommand(app)};
+  std::vector<Verb> verbs = {AddAnalyzeCommand(app), AddInspectCommand(app),
+                             AddVerifyCommand(app),  AddProfileCommand(app),
+                             AddCheckCommand(app),   AddBaselineCommand(app),
+                             AddExportCommand(app),  AddReportCommand(app),
+                             AddReplayCommand(app),  AddExplainCommand(app)};
 
   // Name the two commonest mistakes ourselves; CLI11 would call them "extra arguments".
   if (argc < 2) {

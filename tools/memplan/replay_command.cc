@@ -81,6 +81,7 @@ std::string RenderJson(const std::string& path, const MemorySnapshot& snapshot,
     ooms.push_back({{"event", oom.event},
                     {"size", oom.size},
                     {"stream", oom.stream},
+                    {"reserved_bytes", oom.snapshot_reserved},
                     {"frames", FramesJson(snapshot, oom.frames)}});
   j["ooms"] = ooms;
   return j.dump(2) + "\n";
@@ -135,7 +136,8 @@ std::string RenderText(const std::string& path, const MemorySnapshot& snapshot,
   }
   for (const ReplayOom& oom : r.ooms) {
     s << "out of memory at event #" << oom.event << ": a request of " << FormatBytes(oom.size)
-      << " on stream " << oom.stream << " at " << Where(snapshot, oom.frames) << "\n";
+      << " on stream " << oom.stream << " with " << FormatBytes(oom.snapshot_reserved)
+      << " reserved, at " << Where(snapshot, oom.frames) << "\n";
   }
   return s.str();
 }

@@ -26,10 +26,10 @@ TEST_CASE("caching settings: roundup_power2_divisions rounds to a quarter of a p
   // 1,200,000 B: floor power of two 2^20, step 2^20 / 4 = 262,144; 1,200,000 rounds down to
   // 2^20 (its low bits are 151,424 < 262,144), so up to 2^20 + 262,144 = 1,310,720.
   CHECK(c.RoundSize(1200000) == 1310720);
-  CHECK(c.RoundSize(2 * kMiB) == 2 * kMiB);                   // a power of two stays
-  CHECK(c.RoundSize(kMiB + 262144) == kMiB + 262144);         // on a step: stays
-  CHECK(c.RoundSize(2000) == 2048);                           // <= 512 x 4: 512 B rounding
-  CHECK(c.RoundSize(3 * kMiB + 1) == 3 * kMiB + 524288);      // step 2^21 / 4 = 512 KiB
+  CHECK(c.RoundSize(2 * kMiB) == 2 * kMiB);               // a power of two stays
+  CHECK(c.RoundSize(kMiB + 262144) == kMiB + 262144);     // on a step: stays
+  CHECK(c.RoundSize(2000) == 2048);                       // <= 512 x 4: 512 B rounding
+  CHECK(c.RoundSize(3 * kMiB + 1) == 3 * kMiB + 524288);  // step 2^21 / 4 = 512 KiB
   // The rounded size decides the pool: 1,000,000 B rounds to 1,048,576 (small pool, 2 MiB
   // segment); 1,048,577 B to 1,310,720 (large pool, a 20 MiB segment).
   REQUIRE(c.Allocate(0, 1000000));
