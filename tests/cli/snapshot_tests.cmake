@@ -39,7 +39,7 @@ memplan_cli_test("replay of a missing file is one line, exit 2" EXPECT_EXIT 2
 # The converter (stdlib Python only): the fixtures' JSON is what it writes for their pickles, and
 # a pickle that names a global (os.system) is refused with exit 2, never called.
 add_test(NAME "cli: snapshot_to_json.py converts the fixture pickles to their JSON"
-         COMMAND sh -c "out=$(mktemp -d); for n in follows_rules diverges oom; do python3 \"$0\" \"$1/$n.pickle\" \"$out/$n.json\" >/dev/null && cmp \"$out/$n.json\" \"$1/$n.json\" || { rm -rf \"$out\"; exit 1; }; done; rm -rf \"$out\""
+         COMMAND sh -c "out=$(mktemp -d); for n in follows_rules diverges oom oversize; do python3 \"$0\" \"$1/$n.pickle\" \"$out/$n.json\" >/dev/null && cmp \"$out/$n.json\" \"$1/$n.json\" || { rm -rf \"$out\"; exit 1; }; done; rm -rf \"$out\""
                  ${CMAKE_SOURCE_DIR}/tools/snapshot_to_json.py ${S})
 add_test(NAME "cli: snapshot_to_json.py refuses a pickle that names a global, exit 2"
          COMMAND sh -c "out=$(mktemp -d); python3 \"$0\" \"$1/global.pickle\" \"$out/g.json\" 2>\"$out/err\"; status=$?; grep -q 'names os.system: not a plain snapshot' \"$out/err\" && [ ! -e \"$out/g.json\" ] && [ $status -eq 2 ]; ok=$?; rm -rf \"$out\"; exit $ok"
@@ -61,3 +61,19 @@ memplan_cli_test("explain --json without an OOM describes the reserved peak"
 memplan_cli_test("explain of a truncated snapshot is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: [^\n]*truncated\\.json is not valid JSON \\(truncated\\?\\)\n$"
   COMMAND explain ${S}/truncated.json)
+
+# --alloc-conf: the same trace under other allocator settings. oversize.json splits 10 MiB off a
+# freed 40 MiB block (PyTorch's default: no new segment); with max_split_size_mb:32 that block is
+# oversize, so the model opens a 10 MiB segment for the request (event #4): 50 MiB reserved.
+memplan_cli_test("replay --alloc-conf max_split_size_mb:32 shows the segment that setting costs"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:32\n.*reserved peak +40\\.0 MiB +50\\.0 MiB\n.*first divergent event: #4 alloc of 10\\.0 MiB on stream 0: PyTorch reserved 0 B, the model 10\\.0 MiB"
+  COMMAND replay ${S}/oversize.json --alloc-conf max_split_size_mb:32)
+memplan_cli_test("replay --alloc-conf with max_split_size_mb:20 is refused as PyTorch does, exit 2"
+  EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --alloc-conf: PYTORCH_CUDA_ALLOC_CONF max_split_size_mb: PyTorch requires more than 20 \\(MiB\\), got 20\n$"
+  COMMAND replay ${S}/oversize.json --alloc-conf max_split_size_mb:20)
+memplan_cli_test("replay --alloc-conf garbage_collection_threshold says it is not modelled, exit 2"
+  EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --alloc-conf: PYTORCH_CUDA_ALLOC_CONF garbage_collection_threshold is not modelled[^\n]*\n$"
+  COMMAND replay ${S}/oversize.json --alloc-conf garbage_collection_threshold:0.6)

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyzer/simulation/allocator_config.h"
 #include "analyzer/simulation/memory_snapshot.h"
 #include "analyzer/simulation/snapshot_replay.h"
 #include "analyzer/text/memory_size.h"
@@ -19,6 +20,7 @@ namespace {
 
 struct ReplayFlags {
   std::string snapshot;
+  std::string alloc_conf;  // --alloc-conf: PYTORCH_CUDA_ALLOC_CONF for the model
   bool json = false;
 };
 
@@ -38,8 +40,8 @@ nlohmann::ordered_json FramesJson(const MemorySnapshot& snapshot,
   return out;
 }
 
-std::string RenderJson(const std::string& path, const MemorySnapshot& snapshot,
-                       const SnapshotReplayResult& r) {
+std::string RenderJson(const std::string& path, const std::string& alloc_conf,
+                       const MemorySnapshot& snapshot, const SnapshotReplayResult& r) {
   nlohmann::ordered_json j;
   j["schema"] = "memplan/1";
   j["command"] = "replay";
@@ -57,6 +59,7 @@ std::string RenderJson(const std::string& path, const MemorySnapshot& snapshot,
                    {"segments_made", r.snapshot_segments_made},
                    {"end_segment_bytes", r.snapshot_end_segments}};
   j["model"] = {{"allocator", "caching"},
+                {"alloc_conf", alloc_conf},
                 {"start_reserved_bytes", r.model_start_reserved},
                 {"peak_reserved_bytes", r.model_peak_reserved},
                 {"end_reserved_bytes", r.model_end_reserved},
@@ -96,8 +99,8 @@ std::string SegmentList(const std::vector<int64_t>& sizes) {
   return out.empty() ? "none" : out;
 }
 
-std::string RenderText(const std::string& path, const MemorySnapshot& snapshot,
-                       const SnapshotReplayResult& r) {
+std::string RenderText(const std::string& path, const std::string& alloc_conf,
+                       const MemorySnapshot& snapshot, const SnapshotReplayResult& r) {
   std::ostringstream s;
   s << "memplan replay " << path << ": device " << snapshot.device << ", " << r.allocations
     << " allocations and " << r.frees << " frees on " << r.streams << " stream(s)\n";
@@ -106,7 +109,10 @@ std::string RenderText(const std::string& path, const MemorySnapshot& snapshot,
       << FormatBytes(r.preexisting_bytes)
       << ") live: allocated first, in address order (their layout is not in the trace)\n";
   }
-  s << "  peak of live requested bytes: " << FormatBytes(r.peak_requested) << "\n\n";
+  s << "  peak of live requested bytes: " << FormatBytes(r.peak_requested) << "\n";
+  if (!alloc_conf.empty())
+    s << "  the model runs with PYTORCH_CUDA_ALLOC_CONF=" << alloc_conf << "\n";
+  s << "\n";
   s << "                      PyTorch (snapshot)   memplan's caching model\n";
   auto row = [&s](const char* what, const std::string& a, const std::string& b) {
     s << "  " << what;
@@ -147,10 +153,18 @@ int RunReplay(const ReplayFlags& flags) {
     return ReportError("replay: a snapshot is required (tools/snapshot_to_json.py's output)");
   Expected<MemorySnapshot> snapshot = ReadMemorySnapshot(flags.snapshot);
   if (!snapshot.ok()) return ReportError(snapshot.error().message);
-  Expected<SnapshotReplayResult> result = ReplaySnapshot(*snapshot);
+  Expected<AllocatorConfig> config = ParseAllocatorConfig(flags.alloc_conf);
+  if (!config.ok()) return ReportError("--alloc-conf: " + config.error().message);
+  if (config->expandable_segments)
+    return ReportError(
+        "--alloc-conf: expandable_segments:True is not replayed yet (segment_map "
+        "events); the default allocator and max_split_size_mb / "
+        "roundup_power2_divisions are");
+  Expected<SnapshotReplayResult> result = ReplaySnapshot(*snapshot, config->caching);
   if (!result.ok()) return ReportError(flags.snapshot + ": " + result.error().message);
-  const std::string out = flags.json ? RenderJson(flags.snapshot, *snapshot, *result)
-                                     : RenderText(flags.snapshot, *snapshot, *result);
+  const std::string conf = AllocatorConfigString(*config);
+  const std::string out = flags.json ? RenderJson(flags.snapshot, conf, *snapshot, *result)
+                                     : RenderText(flags.snapshot, conf, *snapshot, *result);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitSuccess;
 }
@@ -164,6 +178,9 @@ Verb AddReplayCommand(CLI::App& app) {
       "first event where the two differ");
   command->add_option("snapshot", flags->snapshot,
                       "the snapshot as tools/snapshot_to_json.py writes it");
+  command->add_option("--alloc-conf", flags->alloc_conf,
+                      "PYTORCH_CUDA_ALLOC_CONF for the model (max_split_size_mb:N, "
+                      "roundup_power2_divisions:N): what PyTorch would have reserved with it");
   command->add_flag("--json", flags->json, "print JSON instead of text");
   return VerbRunning(command, flags, RunReplay);
 }
