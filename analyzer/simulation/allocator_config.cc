@@ -41,25 +41,32 @@ Expected<AllocatorConfig> ParseAllocatorConfig(std::string_view text) {
       MEMPLAN_TRY(const int64_t mb, WholeNumber(key, value));
       // CUDAAllocatorConfig: "max_split_size_mb too small, must be > 20" (kLargeBuffer).
       if (mb <= 20 || mb > (int64_t{1} << 40))
-        return MakeError("PYTORCH_CUDA_ALLOC_CONF max_split_size_mb: PyTorch requires more than "
-                         "20 (MiB), got " + std::string(value));
+        return MakeError(
+            "PYTORCH_CUDA_ALLOC_CONF max_split_size_mb: PyTorch requires more than "
+            "20 (MiB), got " +
+            std::string(value));
       config.caching.max_split_size = mb * kMiB;
     } else if (key == "roundup_power2_divisions") {
       if (!value.empty() && value.front() == '[')
-        return MakeError("PYTORCH_CUDA_ALLOC_CONF roundup_power2_divisions: the per-interval "
-                         "list form is not modelled; give one power of two");
+        return MakeError(
+            "PYTORCH_CUDA_ALLOC_CONF roundup_power2_divisions: the per-interval "
+            "list form is not modelled; give one power of two");
       MEMPLAN_TRY(const int64_t d, WholeNumber(key, value));
       if (d > 0 && !std::has_single_bit(static_cast<uint64_t>(d)))
-        return MakeError("PYTORCH_CUDA_ALLOC_CONF roundup_power2_divisions: PyTorch requires a "
-                         "power of two, got " + std::string(value));
+        return MakeError(
+            "PYTORCH_CUDA_ALLOC_CONF roundup_power2_divisions: PyTorch requires a "
+            "power of two, got " +
+            std::string(value));
       if (d > (int64_t{1} << 20))
         return MakeError("PYTORCH_CUDA_ALLOC_CONF roundup_power2_divisions: at most 2^20, got " +
                          std::string(value));
       config.caching.roundup_power2_divisions = d;
     } else if (key == "expandable_segments") {
       if (value != "True" && value != "False")
-        return MakeError("PYTORCH_CUDA_ALLOC_CONF expandable_segments: expected True or False, "
-                         "got '" + std::string(value) + "'");
+        return MakeError(
+            "PYTORCH_CUDA_ALLOC_CONF expandable_segments: expected True or False, "
+            "got '" +
+            std::string(value) + "'");
       config.expandable_segments = value == "True";
     } else if (key == "garbage_collection_threshold") {
       return MakeError(

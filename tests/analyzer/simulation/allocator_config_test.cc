@@ -36,8 +36,7 @@ TEST_CASE("allocator config: what PyTorch refuses or memplan does not model", "[
   CHECK(error_of("max_split_size_mb:20").find("more than 20") != std::string::npos);
   CHECK(error_of("max_split_size_mb:-5").find("whole number") != std::string::npos);
   CHECK(error_of("roundup_power2_divisions:3").find("power of two") != std::string::npos);
-  CHECK(error_of("roundup_power2_divisions:[256:1,>:4]").find("per-interval") !=
-        std::string::npos);
+  CHECK(error_of("roundup_power2_divisions:[256:1,>:4]").find("per-interval") != std::string::npos);
   CHECK(error_of("expandable_segments:yes").find("True or False") != std::string::npos);
   CHECK(error_of("garbage_collection_threshold:0.6").find("not modelled") != std::string::npos);
   CHECK(error_of("backend:cudaMallocAsync").find("'backend'") != std::string::npos);
