@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <string>
-#include <unordered_set>
 
 #include "analyzer/recompute/checkpoint_modules.h"
 
@@ -24,29 +23,35 @@ std::vector<LogicalTime> PythonReferenceHolds(const Graph& graph, const Training
       buffer_of[b.value.index()] = b.id;
     }
   }
-  // The forward steps of the micro-batch body and each module's last one.
-  std::vector<std::pair<LogicalTime, std::vector<std::string>>> forward;
+  // Each node's module scopes, parsed once (outermost first), and each module's last forward
+  // step in the micro-batch body.
+  std::vector<std::vector<std::string>> scopes(graph.num_nodes());
+  for (const Node& n : graph.nodes()) scopes[n.id.index()] = ModuleScopesOfNode(n.name);
   std::map<std::string, LogicalTime> module_end;
+  std::vector<LogicalTime> forward;
   for (LogicalTime t = program.micro_batch.begin; t < program.loss_step; ++t) {
     const Step& step = program.step(t);
     if (step.kind != StepKind::kForward || !step.node.valid()) continue;
-    std::vector<std::string> scopes = ModuleScopesOfNode(graph.node(step.node).name);
-    for (const std::string& s : scopes) module_end[s] = std::max(module_end[s], t);
-    forward.emplace_back(t, std::move(scopes));
+    for (const std::string& s : scopes[step.node.index()])
+      module_end[s] = std::max(module_end[s], t);
+    forward.push_back(t);
   }
-  for (const auto& [t, scopes] : forward) {
-    if (scopes.empty()) continue;
+  for (LogicalTime t : forward) {
     const Node& node = graph.node(program.step(t).node);
+    const std::vector<std::string>& inside = scopes[node.id.index()];
+    if (inside.empty()) continue;
     for (ValueId u : node.inputs) {
       if (!u.valid() || !buffer_of[u.index()].valid()) continue;
       const Value& value = graph.value(u);
-      std::unordered_set<std::string> producer_scopes;
-      if (value.producer.valid())
-        for (std::string& s : ModuleScopesOfNode(graph.node(value.producer).name))
-          producer_scopes.insert(std::move(s));
+      static const std::vector<std::string> kNone;
+      const std::vector<std::string>& made_in =
+          value.producer.valid() ? scopes[value.producer.index()] : kNone;
       LogicalTime& h = hold[buffer_of[u.index()].index()];
-      for (const std::string& s : scopes)
-        if (producer_scopes.count(s) == 0) h = std::max(h, module_end[s]);
+      // Scopes are outermost first: the modules the value enters are those past the common prefix.
+      size_t common = 0;
+      while (common < inside.size() && common < made_in.size() && inside[common] == made_in[common])
+        ++common;
+      for (size_t i = common; i < inside.size(); ++i) h = std::max(h, module_end[inside[i]]);
     }
   }
   return hold;

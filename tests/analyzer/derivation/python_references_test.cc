@@ -34,8 +34,7 @@ testing::TestGraph ScopedAdds() {
   return t;
 }
 
-TEST_CASE("python references: a module's input lives until the module's last node",
-          "[program]") {
+TEST_CASE("python references: a module's input lives until the module's last node", "[program]") {
   const testing::TestGraph t = ScopedAdds();
   const TrainingProgram p = testing::DeriveVerified(t.graph, testing::SumLossSgd());
   const LogicalTime second = StepOf(p, StepKind::kForward, "/block/second/Add");
