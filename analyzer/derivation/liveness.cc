@@ -6,7 +6,8 @@
 
 namespace memplan {
 
-LivenessPlan PlanLiveness(const TrainingProgram& program, const std::vector<BufferUse>& uses) {
+LivenessPlan PlanLiveness(const TrainingProgram& program, const std::vector<BufferUse>& uses,
+                          const std::vector<LogicalTime>* holds) {
   LivenessPlan plan;
   for (const Buffer& b : program.buffers) {
     const BufferUse& use = uses[b.id.index()];
@@ -15,8 +16,15 @@ LivenessPlan PlanLiveness(const TrainingProgram& program, const std::vector<Buff
     const bool saved_extra = b.role == BufferRole::kSavedExtra;
     if (b.persistent || (use.explicit_free && !saved_extra) || use.alloc < 0) continue;
     const LogicalTime last = std::max(use.last_use, use.alloc);
-    if (!use.explicit_free) plan.frees.push_back(PlannedFree{last, b.id});
-    if (use.alloc <= program.loss_step && last > program.loss_step)
+    const LogicalTime hold = holds != nullptr ? (*holds)[b.id.index()] : -1;
+    if (!use.explicit_free) plan.frees.push_back(PlannedFree{std::max(last, hold), b.id});
+    // Held for backward by autograd's uses alone. A batch tensor that save_on_cpu copied to the
+    // host (its last use a pack step after the loss) stays on the GPU only through the loop's
+    // variable (the hold): autograd holds the host copy, so it is not held for backward here.
+    const Step& last_step = program.step(last);
+    const bool copied_off = hold > last && last_step.kind == StepKind::kTransfer &&
+                            last_step.transfer.direction == TransferDirection::kToHost;
+    if (use.alloc <= program.loss_step && last > program.loss_step && !copied_off)
       plan.held_for_backward.push_back(b.id);
   }
   return plan;

@@ -27,8 +27,11 @@ struct LivenessPlan {
   std::vector<BufferId> held_for_backward;  // forward buffers alive after the loss step
 };
 
-// REQUIRES: `uses` indexed by BufferId of `program` (ProgramBuilder::uses()).
-LivenessPlan PlanLiveness(const TrainingProgram& program, const std::vector<BufferUse>& uses);
+// REQUIRES: `uses` indexed by BufferId of `program` (ProgramBuilder::uses()); `holds`, when
+// given, too (python_references.h): a buffer is freed at the later of its last use and its hold,
+// and is held for backward by its last use alone.
+LivenessPlan PlanLiveness(const TrainingProgram& program, const std::vector<BufferUse>& uses,
+                          const std::vector<LogicalTime>* holds = nullptr);
 
 // Appends the frees to their steps' End and marks held buffers (transients become activations).
 void ApplyLiveness(const LivenessPlan& plan, TrainingProgram& program);

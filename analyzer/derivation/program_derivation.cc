@@ -8,6 +8,7 @@
 #include "analyzer/derivation/host_offload.h"
 #include "analyzer/derivation/liveness.h"
 #include "analyzer/derivation/program_dtypes.h"
+#include "analyzer/derivation/python_references.h"
 #include "analyzer/derivation/rank_sharding.h"
 #include "analyzer/derivation/recompute_set.h"
 #include "analyzer/derivation/step_emission.h"
@@ -137,7 +138,10 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
   AliasSameDTypeCasts(graph, analysis.order, analysis.dtypes.value, analysis.views);
 
   MEMPLAN_TRY(EmittedProgram emitted, EmitSteps(graph, options, registry, analysis));
-  ApplyLiveness(PlanLiveness(emitted.program, emitted.uses), emitted.program);
+  // Python's references (the batch variables, a module's input) hold some buffers past their
+  // last reader: python_references.h.
+  const std::vector<LogicalTime> holds = PythonReferenceHolds(graph, emitted.program);
+  ApplyLiveness(PlanLiveness(emitted.program, emitted.uses, &holds), emitted.program);
   TrainingProgram program = std::move(emitted.program);
   if (options.data_parallel) {
     // FSDP's transformer wrap shards block by block: which block each node is part of.

@@ -53,6 +53,18 @@ int64_t CachingAllocator::SegmentSize(int64_t rounded) const {
   return r * ((rounded + r - 1) / r);
 }
 
+int64_t CachingAllocator::RoundUpPowerOf2Division(int64_t bytes) const {
+  const auto size = static_cast<uint64_t>(bytes);
+  if (std::has_single_bit(size)) return bytes;
+  const uint64_t floor = std::bit_floor(size);
+  const auto divisions = static_cast<uint64_t>(options_.roundup_power2_divisions);
+  // power2_floor >> (63 - countLeadingZeros(divisions)): divisions rounded down to a power of 2.
+  const uint64_t step = floor >> (63 - std::countl_zero(divisions));
+  if (step == 0) return static_cast<int64_t>(floor << 1);
+  const uint64_t down = size & ~(step - 1);
+  return static_cast<int64_t>(down == size ? size : down + step);
+}
+
 int64_t CachingAllocator::NewBlock(int64_t segment, int64_t address, int64_t size, int64_t prev,
                                    int64_t next, bool small) {
   int64_t index = 0;
@@ -221,7 +233,7 @@ void CachingAllocator::EraseFree(int64_t index) {
   }
 }
 
-int64_t CachingAllocator::TakeFreeBlock(bool small, int64_t size) {
+int64_t CachingAllocator::TakeFreeBlock(bool small, int64_t size, int64_t below) {
   FreePool& pool = small ? small_pool_ : large_pool_;
   // Best fit: the smallest size >= size (every bucket in the pool has a live block), then the
   // lowest address of that size (BlockComparator).
@@ -230,11 +242,11 @@ int64_t CachingAllocator::TakeFreeBlock(bool small, int64_t size) {
   SizeBucket* found = nullptr;
   if (pool.by_class) {
     size_class = FirstClassAtLeast(pool, size);
-    if (size_class < 0) return kNoBlock;
+    if (size_class < 0 || (size_class << class_shift_) >= below) return kNoBlock;
     found = &pool.class_buckets[static_cast<size_t>(size_class)];
   } else {
     i = FirstAtLeast(pool, size);
-    if (i == pool.sizes.size()) return kNoBlock;
+    if (i == pool.sizes.size() || pool.sizes[i].size >= below) return kNoBlock;
     found = &buckets_[pool.sizes[i].bucket];
   }
   SizeBucket& bucket = *found;
@@ -303,6 +315,19 @@ void CachingAllocator::ReleaseFreeSegments() {
   }
 }
 
+int64_t CachingAllocator::ReleaseCachedSegments() {
+  const int64_t before = reserved_bytes_;
+  ReleaseFreeSegments();
+  return before - reserved_bytes_;
+}
+
+std::vector<int64_t> CachingAllocator::SegmentSizes() const {
+  std::vector<int64_t> sizes;
+  for (const Segment& segment : segments_)
+    if (!segment.released) sizes.push_back(segment.size);
+  return sizes;
+}
+
 bool CachingAllocator::Allocate(int64_t handle, int64_t bytes) {
   MEMPLAN_CHECK(bytes >= 0 && handle >= 0);
   const auto slot = static_cast<size_t>(handle);
@@ -310,7 +335,16 @@ bool CachingAllocator::Allocate(int64_t handle, int64_t bytes) {
   MEMPLAN_CHECK(block_by_handle_[slot] == -1);
   const int64_t size = RoundSize(bytes);
   const bool small = size <= options_.small_size;
-  int64_t index = TakeFreeBlock(small, size);
+  // get_free_block with max_split_size: a request below it takes no oversize block; one at or
+  // above it none kLargeBuffer or more larger than itself. (Small-pool blocks are at most 2 MiB,
+  // below any max_split_size PyTorch accepts.)
+  const int64_t max_split = options_.max_split_size;
+  const int64_t below =
+      small || max_split == INT64_MAX ? INT64_MAX
+      : size < max_split
+          ? max_split
+          : (size > INT64_MAX - options_.large_buffer ? INT64_MAX : size + options_.large_buffer);
+  int64_t index = TakeFreeBlock(small, size, below);
   if (index == kNoBlock) {
     index = NewSegment(small, SegmentSize(size));
     if (index == kNoBlock) return false;
@@ -319,8 +353,10 @@ bool CachingAllocator::Allocate(int64_t handle, int64_t bytes) {
   const int64_t address = block(index).address;
   const int64_t next = block(index).next;
   const int64_t remaining = block(index).size - size;
-  // should_split(): small pool keeps remainders of >= 512 bytes, large pool only those > 1 MiB.
-  const bool split = small ? remaining >= options_.min_block_size : remaining > options_.small_size;
+  // should_split(): small pool keeps remainders of >= 512 bytes, large pool only those > 1 MiB,
+  // and never for a request of max_split_size or more (an oversize block stays whole).
+  const bool split = small ? remaining >= options_.min_block_size
+                           : size < max_split && remaining > options_.small_size;
   if (split) {
     const int64_t rest = NewBlock(segment, address + size, remaining, index, next, small);
     if (next != -1) block(next).prev = static_cast<int32_t>(rest);

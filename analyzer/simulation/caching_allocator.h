@@ -1,6 +1,8 @@
 #pragma once
-// A model of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp, default
-// configuration: no max_split_size, no expandable segments, no garbage collection):
+// A model of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp; by default
+// its default configuration, and PYTORCH_CUDA_ALLOC_CONF's max_split_size_mb and
+// roundup_power2_divisions when set: see CachingAllocatorOptions; expandable segments are
+// analyzer/simulation/expandable_allocator.h, garbage collection is not modelled):
 //  * round_size: requests are rounded up to a multiple of 512 bytes (kMinBlockSize), minimum 512;
 //  * rounded sizes <= 1 MiB (kSmallSize) use the small pool, larger ones the large pool;
 //  * get_allocation_size: a new segment is 2 MiB (kSmallBuffer) for small requests, 20 MiB
@@ -32,6 +34,15 @@ struct CachingAllocatorOptions {
   int64_t min_large_alloc = 10 << 20;  // kMinLargeAlloc: 10 MiB
   int64_t round_large = 2 << 20;       // kRoundLarge: large segment rounding, 2 MiB
   std::optional<int64_t> capacity;     // device bytes; nullopt = unlimited
+  // PYTORCH_CUDA_ALLOC_CONF max_split_size_mb (in bytes; PyTorch requires more than 20 MiB).
+  // Blocks of at least this size are "oversize": never split (should_split), never handed to a
+  // request below it, and handed to a request at or above it only when less than kLargeBuffer
+  // (20 MiB) larger (get_free_block). INT64_MAX: unset, PyTorch's default.
+  int64_t max_split_size = INT64_MAX;
+  // PYTORCH_CUDA_ALLOC_CONF roundup_power2_divisions (one value for every size): a request above
+  // 512 B x divisions is rounded up to the next of `divisions` equal steps between the powers
+  // of two around it (roundup_power2_next_division); 0 or 1: off, PyTorch's default.
+  int64_t roundup_power2_divisions = 0;
 };
 
 class CachingAllocator final : public AllocatorModel {
@@ -47,15 +58,26 @@ class CachingAllocator final : public AllocatorModel {
   std::string_view name() const override { return "caching"; }
 
   int64_t num_segments() const { return live_segments_; }
+  // torch.cuda.empty_cache() (release_cached_blocks): every segment whose blocks are all free
+  // goes back to the device. Returns the bytes released. `memplan replay` calls it where a
+  // snapshot's trace shows a run of segment_free events.
+  int64_t ReleaseCachedSegments();
+  // The sizes of the segments the model holds, in the order they were made.
+  std::vector<int64_t> SegmentSizes() const;
   // The rounding rules, exposed for tests and reports. RoundSize is round_size(): at least
   // kMinBlockSize, then a multiple of it (inline: the peak memo rounds every buffer per probe).
   int64_t RoundSize(int64_t bytes) const {
     const int64_t m = options_.min_block_size;
     if (bytes < m) return m;
+    const int64_t divisions = options_.roundup_power2_divisions;
+    if (divisions > 1 && bytes > m * divisions) return RoundUpPowerOf2Division(bytes);
     if (round_mask_ != 0 || m == 1) return (bytes + round_mask_) & ~round_mask_;
     return m * ((bytes + m - 1) / m);
   }
   int64_t SegmentSize(int64_t rounded) const;
+  // roundup_power2_next_division(bytes, divisions): a power of two stays; else the step of
+  // floor_pow2(bytes) / 2^floor(log2(divisions)) at or above `bytes`.
+  int64_t RoundUpPowerOf2Division(int64_t bytes) const;
 
  private:
   // Blocks of a segment form a doubly linked list in address order (PyTorch's Block::prev/next),
@@ -137,7 +159,9 @@ class CachingAllocator final : public AllocatorModel {
   static constexpr int64_t kNoBlock = -1;
   // Takes the best-fitting free block out of its pool: the smallest block of at least `size`,
   // the lowest address among equals; kNoBlock when none is large enough.
-  int64_t TakeFreeBlock(bool small, int64_t size);
+  // `below`: the block must be smaller than this (get_free_block's oversize rules), else none is
+  // taken even when a larger one is free: PyTorch looks at the best fit only.
+  int64_t TakeFreeBlock(bool small, int64_t size, int64_t below = INT64_MAX);
   FreePool& PoolOf(const Block& b) { return b.small ? small_pool_ : large_pool_; }
   bool Stale(const FreeEntry& e) { return block(e.block).stamp != e.stamp; }
   // Drops the stale entries of a bucket once they outnumber the live ones.

@@ -12,15 +12,29 @@ set_tests_properties("cli: compare_with_torch.py writes a row on the CPU"
 # The H100 and H200 rows of docs/gpu_validation.jsonl, re-predicted on their stored exports
 # (tests/fixtures/gpu_rows, weights stripped, xz): memplan's saved bytes equal PyTorch's measured
 # ones (1 MiB or 0.1%) and its allocated peak is within 3% of max_memory_allocated on every row
-# but the listed open ones: the bf16 depthwise and 3-D CNNs and the frozen backbone (cuDNN
-# workspaces, not modelled) and torchvision ViT in bf16 (-3.03%, a transient; its saved bytes
-# are exact).
+# but the listed open ones: EfficientNet-B0 in bf16 (-3.8%) and R3D-18 (-4.1%, -4.4%), cuDNN
+# workspaces, not modelled. (Issue 41's Python-reference holds closed the frozen backbone, -10.9%
+# -> 0.0%, and brought the other bf16 CNNs and torchvision ViT within 3%.)
 # A change to the memory model that moves a real measured row out of tolerance fails here.
 add_test(NAME "cli: the recorded GPU rows are re-predicted within tolerance"
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tools/gpu/repredict_rows.py
                  --memplan $<TARGET_FILE:memplan>
                  --graphs ${CMAKE_SOURCE_DIR}/tests/fixtures/gpu_rows
                  --rows ${CMAKE_SOURCE_DIR}/docs/gpu_validation.jsonl --check
-                 --open "resnet50:fp32/frozen-backbone,vit_b_16:bf16/sdpa,efficientnet_b0:bf16,mobilenet_v3_large:bf16,r3d_18:fp32,r3d_18:bf16")
+                 --open "efficientnet_b0:bf16,r3d_18:fp32,r3d_18:bf16")
 set_tests_properties("cli: the recorded GPU rows are re-predicted within tolerance"
+                     PROPERTIES TIMEOUT 900)
+
+# Issue 41: memplan's caching-allocator peak against max_memory_reserved on every recorded row
+# whose reserved figure is clean. Target: never under by more than 1%, median over-prediction at
+# most 5%. The rows that do not reach it yet are listed in reserved_bounds.json, each held to its
+# achieved error (less 0.5 points) with the rule memplan lacks; a listed row that reaches the
+# target fails too, so the list only shrinks.
+add_test(NAME "cli: the recorded GPU rows' reserved predictions hold their bounds"
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tools/gpu/repredict_rows.py
+                 --memplan $<TARGET_FILE:memplan>
+                 --graphs ${CMAKE_SOURCE_DIR}/tests/fixtures/gpu_rows
+                 --rows ${CMAKE_SOURCE_DIR}/docs/gpu_validation.jsonl
+                 --check-reserved ${CMAKE_SOURCE_DIR}/tests/fixtures/gpu_rows/reserved_bounds.json)
+set_tests_properties("cli: the recorded GPU rows' reserved predictions hold their bounds"
                      PROPERTIES TIMEOUT 900)

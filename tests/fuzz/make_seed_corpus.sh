@@ -2,14 +2,14 @@
 # Builds the fuzzers' seed corpora from the checked-in fixtures and, when given, a folder of
 # generated zoo models (the zoo_models target writes them to <build>/zoo).
 # Usage: tests/fuzz/make_seed_corpus.sh OUT_DIR [ZOO_DIR]
-# Writes OUT_DIR/{import,plan_json,baseline,profile,export}; models over 300 KB are left out (each
+# Writes OUT_DIR/{import,plan_json,baseline,profile,export,snapshot}; models over 300 KB are left out (each
 # execution would take too long to explore well).
 set -euo pipefail
 out=${1:?usage: make_seed_corpus.sh OUT_DIR [ZOO_DIR]}
 zoo=${2:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 fixtures=$root/tests/fixtures
-mkdir -p "$out"/{import,plan_json,baseline,profile,export}
+mkdir -p "$out"/{import,plan_json,baseline,profile,export,snapshot}
 
 small() { [ "$(stat -c %s "$1")" -le 300000 ]; }
 for model in "$fixtures"/*.onnx ${zoo:+"$zoo"/*.onnx}; do
@@ -20,8 +20,9 @@ cp "$fixtures"/plans/*.json "$out/plan_json/"
 cp "$fixtures"/plans/*.json "$fixtures"/plans/hostile/*.json "$out/export/"
 cp "$fixtures"/ci_check/*.json "$out/baseline/"
 cp "$fixtures"/profiles/*.json "$out/profile/"
+cp "$fixtures"/snapshots/*.json "$out/snapshot/"
 # Baselines are written by `memplan baseline`; any checked-in one seeds the reader too.
 find "$fixtures" -name '*baseline*.json' -exec cp {} "$out/baseline/" \;
-for dir in import plan_json baseline profile export; do
+for dir in import plan_json baseline profile export snapshot; do
   echo "seed corpus $dir: $(ls "$out/$dir" | wc -l) files"
 done

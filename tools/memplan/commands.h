@@ -16,5 +16,7 @@ Verb AddCheckCommand(CLI::App& app);
 Verb AddBaselineCommand(CLI::App& app);
 Verb AddExportCommand(CLI::App& app);
 Verb AddReportCommand(CLI::App& app);
+Verb AddReplayCommand(CLI::App& app);
+Verb AddExplainCommand(CLI::App& app);
 
 }  // namespace memplan::cli

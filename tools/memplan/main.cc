@@ -73,7 +73,8 @@ int Main(int argc, char** argv) {
   std::vector<Verb> verbs = {AddAnalyzeCommand(app), AddInspectCommand(app),
                              AddVerifyCommand(app),  AddProfileCommand(app),
                              AddCheckCommand(app),   AddBaselineCommand(app),
-                             AddExportCommand(app),  AddReportCommand(app)};
+                             AddExportCommand(app),  AddReportCommand(app),
+                             AddReplayCommand(app),  AddExplainCommand(app)};
 
   // Name the two commonest mistakes ourselves; CLI11 would call them "extra arguments".
   if (argc < 2) {

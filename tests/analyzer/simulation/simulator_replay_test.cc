@@ -29,9 +29,10 @@ TEST_CASE("linear + relu, batch 2: live bytes after every step's Begin", "[simul
   // batch = 2, fp32: W 4*3*4 = 48, x 2*4*4 = 32, y = r = grad(r) = grad(y) = 2*3*4 = 24,
   // loss 4, W's gradient 48.
   //   t0 +W 48 | t1 +x 80 | t2 +y 104 | t3 +r 128 (-y) | t4 +loss 108 (-loss)
-  //   t5 +grad(r) 128 | t6 +grad(y) 152 (-r -grad(r)) | t7 +part 152 (-x -grad(y))
-  //   t8 steal: part becomes grad(W) 96 | t9 sgd 96 | t10 zero 96 (-grad(W)) -> 48
-  std::vector<int64_t> expected = {48, 80, 104, 128, 108, 128, 152, 152, 96, 96, 96};
+  //   t5 +grad(r) 128 | t6 +grad(y) 152 (-r -grad(r)) | t7 +part 152 (-grad(y))
+  //   t8 steal: part becomes grad(W) 128 (-x: the training loop holds the batch to the body's
+  //   last step, python_references.h) | t9 sgd 96 | t10 zero 96 (-grad(W)) -> 48
+  std::vector<int64_t> expected = {48, 80, 104, 128, 108, 128, 152, 152, 128, 96, 96};
   std::vector<int64_t> live;
   for (const auto& p : r.timeline) live.push_back(p.live_bytes);
   CHECK(live == expected);
