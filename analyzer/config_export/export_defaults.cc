@@ -8,8 +8,8 @@ void ApplyExportRegime(std::optional<ExportTarget> target, std::optional<Paralle
     if (!given.amp_mode_given)
       program.amp_mode = ExportTargetDefaultAmpMode(*target, strategy, program.offload.mode);
     if (!given.optimizer_impl_given)
-      program.optimizer_impl = ExportTargetDefaultOptimizerImpl(
-          *target, program.optimizer, strategy, program.offload.mode);
+      program.optimizer_impl = ExportTargetDefaultOptimizerImpl(*target, program.optimizer,
+                                                                strategy, program.offload.mode);
     return;
   }
   if (!strategy) return;

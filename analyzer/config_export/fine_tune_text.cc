@@ -41,8 +41,7 @@ bool HasFineTuning(const ExportPlan& plan) {
 
 std::string FineTuneImports(const ExportPlan& plan) {
   std::string out;
-  if (BitsAndBytesOptimizer(plan.optimizer) || plan.QuantizedBase())
-    out += "import bitsandbytes\n";
+  if (BitsAndBytesOptimizer(plan.optimizer) || plan.QuantizedBase()) out += "import bitsandbytes\n";
   if (plan.lora) out += "from peft import LoraConfig, get_peft_model\n";
   if (plan.QuantizedBase()) out += "from transformers import BitsAndBytesConfig\n";
   return out;
@@ -75,8 +74,7 @@ std::string FineTuneSection(const ExportPlan& plan) {
            " modules (PEFT matches each name\n"
            "# against a module's name or its last part); every base parameter frozen.\n";
     out += "LORA_CONFIG = " + LoraConfigCall(plan) + "\n";
-    out += "LORA_TARGET_MODULE_COUNT = " + std::to_string(plan.lora->target_modules.size()) +
-           "\n";
+    out += "LORA_TARGET_MODULE_COUNT = " + std::to_string(plan.lora->target_modules.size()) + "\n";
   }
   if (plan.base_dtype) {
     const std::string base(BaseDTypeName(*plan.base_dtype));
@@ -87,8 +85,7 @@ std::string FineTuneSection(const ExportPlan& plan) {
       out += "QUANTIZATION_CONFIG = " + BitsAndBytesConfigCall(plan) + "\n";
       out += "MODEL_LOAD_KWARGS = {\"quantization_config\": QUANTIZATION_CONFIG}\n";
     } else {
-      out += "MODEL_LOAD_KWARGS = {\"torch_dtype\": " + FloatingBaseDtype(*plan.base_dtype) +
-             "}\n";
+      out += "MODEL_LOAD_KWARGS = {\"torch_dtype\": " + FloatingBaseDtype(*plan.base_dtype) + "}\n";
     }
   }
   out += "\n\n";
@@ -96,8 +93,8 @@ std::string FineTuneSection(const ExportPlan& plan) {
   out += "    \"\"\"Refuses a model whose frozen base is not stored as planned, then adds the\n";
   out += "    planned adapters.\"\"\"\n";
   if (plan.base_dtype == BaseDType::kNf4 || plan.base_dtype == BaseDType::kInt8) {
-    const std::string layer =
-        plan.base_dtype == BaseDType::kNf4 ? "bitsandbytes.nn.Linear4bit" : "bitsandbytes.nn.Linear8bitLt";
+    const std::string layer = plan.base_dtype == BaseDType::kNf4 ? "bitsandbytes.nn.Linear4bit"
+                                                                 : "bitsandbytes.nn.Linear8bitLt";
     out += "    if not any(isinstance(m, " + layer + ") for m in model.modules()):\n";
     out += "        raise ValueError(\"the plan stores the frozen base in " +
            std::string(BaseDTypeName(*plan.base_dtype)) +
@@ -129,8 +126,8 @@ std::string FineTuneScriptSentence(const ExportPlan& plan, const std::string& py
   if (plan.base_dtype) {
     what += std::string(what.empty() ? "" : " on ") + "a frozen base stored in " +
             std::string(BaseDTypeName(*plan.base_dtype));
-    if (plan.QuantizedBase()) what += " (from_pretrained(..., quantization_config=" +
-                                      BitsAndBytesConfigCall(plan) + "))";
+    if (plan.QuantizedBase())
+      what += " (from_pretrained(..., quantization_config=" + BitsAndBytesConfigCall(plan) + "))";
   }
   return "fine-tuning: the plan trains " + what +
          "; this config cannot build the model, the training script must (" + pytorch_export +

@@ -427,7 +427,8 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   }
   if (std::optional<LoraPlanReport> lora = LoraPlanReportOf(*report.graph)) {
     s << "LoRA     rank " << lora->rank << " (alpha " << lora->alpha << ") on "
-      << lora->target_modules.size() << " modules: "
+      << lora->target_modules.size()
+      << (lora->target_modules.size() == 1 ? " module: " : " modules: ")
       << FirstNames(lora->peft_target_modules, /*shown=*/6, "plan.lora.peft_target_modules")
       << "\n";
   }

@@ -20,8 +20,8 @@ namespace memplan {
 
 struct LoraPlanReport {
   int64_t rank = 0;
-  int64_t alpha = 0;      // PEFT lora_alpha: the adapters' update is scaled by alpha / rank
-  double dropout = 0.0;   // PEFT lora_dropout: the graph inserts none
+  int64_t alpha = 0;     // PEFT lora_alpha: the adapters' update is scaled by alpha / rank
+  double dropout = 0.0;  // PEFT lora_dropout: the graph inserts none
   // Every adapted module, in graph order. Empty entries never: an adapter whose module cannot be
   // named is listed by its weight name.
   std::vector<std::string> target_modules;

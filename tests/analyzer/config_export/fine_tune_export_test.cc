@@ -62,8 +62,8 @@ int Check(const std::string& script, const nlohmann::json& expect) {
     std::ofstream out(expect_file);
     out << expect.dump();
   }
-  return std::system((std::string(kPython) + " " + checker + " " + file.string() +
-                      " \"$(cat " + expect_file + ")\"")
+  return std::system((std::string(kPython) + " " + checker + " " + file.string() + " \"$(cat " +
+                      expect_file + ")\"")
                          .c_str());
 }
 
