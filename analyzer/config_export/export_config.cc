@@ -124,6 +124,22 @@ Status CheckPytorchStrategy(const ExportPlan& plan, ExportTarget target) {
       "for the torchrun script");
 }
 
+// The PyTorch target's FSDP2 script shards parameters as DTensors, and bitsandbytes' optimizers
+// step plain tensors: torch has no sharding rule for bitsandbytes.optimizer_update_* (the run
+// raises NotImplementedError at the first step; tools/run_exported_plans.py found it).
+Status CheckShardedOptimizer(const ExportPlan& plan, ExportTarget target) {
+  if (!plan.data_parallel || target != ExportTarget::kPytorchLoop ||
+      !IsFsdp(plan.data_parallel->strategy))
+    return OkStatus();
+  if (plan.optimizer != OptimizerKind::kAdamW8bit &&
+      plan.optimizer != OptimizerKind::kPagedAdamW8bit && plan.optimizer != OptimizerKind::kLion)
+    return OkStatus();
+  return MakeError("export: pytorch's FSDP2 script cannot run --optimizer " +
+                   std::string(OptimizerKindName(plan.optimizer)) +
+                   " (bitsandbytes steps plain tensors, not FSDP2's DTensor shards), which the "
+                   "plan modelled; re-plan with --parallel ddp, or with --optimizer adamw");
+}
+
 // DeepSpeed has no hybrid-shard: ZeRO++ hpZ keeps a secondary parameter shard within the node
 // but still partitions the optimizer state and gradients over every rank, a different plan.
 Status CheckStrategy(const ExportPlan& plan, ExportTarget target) {
@@ -188,6 +204,7 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
   MEMPLAN_RETURN_IF_ERROR(CheckStrategy(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckPytorchStrategy(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckFineTuning(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckShardedOptimizer(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOffload(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckRegime(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOptimizerImpl(plan, target));

@@ -189,6 +189,23 @@ TEST_CASE("A ZeRO plan is refused by the PyTorch target in one line", "[export][
   }
 }
 
+TEST_CASE("The FSDP2 script refuses a bitsandbytes optimizer in one line", "[export][parallel]") {
+  // tools/run_exported_plans.py ran it: torch has no DTensor sharding rule for
+  // bitsandbytes.optimizer_update_32bit, so the first step raises.
+  nlohmann::json plan = LoadPlan("gpt_bf16_plan.json");
+  plan["plan"]["parallel"] = "fsdp";
+  plan["plan"]["gpus"] = 2;
+  plan["plan"]["optimizer"] = "adamw8bit";
+  Expected<std::string> text = ExportConfig(plan, ExportTarget::kPytorchLoop, ExportOptions{});
+  REQUIRE_FALSE(text.ok());
+  CHECK(text.error().message ==
+        "export: pytorch's FSDP2 script cannot run --optimizer adamw8bit (bitsandbytes steps "
+        "plain tensors, not FSDP2's DTensor shards), which the plan modelled; re-plan with "
+        "--parallel ddp, or with --optimizer adamw");
+  plan["plan"]["parallel"] = "ddp";  // DDP steps whole tensors: the script is written
+  CHECK(ExportConfig(plan, ExportTarget::kPytorchLoop, ExportOptions{}).ok());
+}
+
 TEST_CASE("plan.lora and plan.base_dtype read back; bad values name the key",
           "[export][finetune]") {
   Expected<ExportPlan> plan = ReadExportPlan(QloraPlan());
