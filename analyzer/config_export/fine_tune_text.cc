@@ -71,7 +71,8 @@ std::string FineTuneSection(const ExportPlan& plan) {
     out += "# LoRA as planned: rank " + std::to_string(plan.lora->rank) + ", lora_alpha " +
            std::to_string(plan.lora->alpha) + ", adapters on " +
            std::to_string(plan.lora->target_modules.size()) +
-           " modules (PEFT matches each name\n"
+           (plan.lora->target_modules.size() == 1 ? " module" : " modules") +
+           " (PEFT matches each name\n"
            "# against a module's name or its last part); every base parameter frozen.\n";
     out += "LORA_CONFIG = " + LoraConfigCall(plan) + "\n";
     out += "LORA_TARGET_MODULE_COUNT = " + std::to_string(plan.lora->target_modules.size()) + "\n";

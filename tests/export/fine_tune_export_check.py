@@ -9,6 +9,7 @@ EXPECT_JSON keys (each optional):
   optimizer: "bitsandbytes.optim.PagedAdamW8bit"   a call of that constructor
   training_arguments: {"optim": ..., "weight_decay": ...}  keywords of TrainingArguments(...)
   calls: ["apply_fine_tuning"]     functions the script calls
+  defines: ["apply_fine_tuning"]   functions the script defines (for the user's code to call)
 Also fails on a name the script reads but never defines, imports or receives (the NameError of a
 missing `import bitsandbytes`). Exit 0 when every check holds; else one line per failure.
 """
@@ -101,6 +102,10 @@ def main():
             for key, value in expect["training_arguments"].items():
                 if got.get(key) != value:
                     failures.append(f"TrainingArguments {key}={got.get(key)!r}, expected {value!r}")
+    functions = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    for name in expect.get("defines", []):
+        if name not in functions:
+            failures.append(f"{name} is never defined")
     for name in expect.get("calls", []):
         if name not in calls:
             failures.append(f"{name} is never called")
