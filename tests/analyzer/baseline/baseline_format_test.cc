@@ -260,10 +260,11 @@ TEST_CASE("Text report names the regression and the exact bytes", "[baseline]") 
 TEST_CASE("Check formats parse by name", "[baseline]") {
   CHECK(*ParseCheckFormat("github") == CheckFormat::kGithub);
   CHECK(*ParseCheckFormat("junit") == CheckFormat::kJunit);
+  CHECK(*ParseCheckFormat("json") == CheckFormat::kJson);
   Expected<CheckFormat> bad = ParseCheckFormat("html");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message ==
-        "unknown check format 'html' (expected one of: text, markdown, github, junit)");
+        "unknown check format 'html' (expected one of: text, markdown, github, junit, json)");
 }
 
 TEST_CASE("GitHub annotations sit on the model, joined to the baseline's folder", "[baseline]") {
