@@ -208,10 +208,15 @@ class AlternativeSearcher {
 
   // --gpus N --parallel zero3 for N = 2, 4, ... up to max_gpus, more than the GPUs asked. On one
   // GPU asked, N starts where the sharded parameters and optimizer state fit the budget: zero3
-  // keeps at least 1/N of them on every rank (ceil(elements / N) per parameter).
+  // keeps at least 1/N of them on every rank (ceil(elements / N) per parameter). On several GPUs
+  // with a fixed strategy other than zero3, zero3 on the same GPUs is tried first: sharding more
+  // on the GPUs one has comes before buying more.
   void Sharding() {
     const bool one_gpu = context_.gpus == 1;
     std::vector<PlanFlags> changes;
+    const std::string asked = AskedText(context_.asked, &PlanFlags::parallel, "parallel");
+    if (!one_gpu && !asked.empty() && asked != "auto" && asked != "zero3")
+      changes.push_back(Change(&PlanFlags::parallel, "zero3"));
     for (int64_t n = 2; n <= options_.max_gpus; n *= 2) {
       if (n <= context_.gpus) continue;
       if (one_gpu && context_.persistent_state_bytes / n > context_.budget_bytes) continue;

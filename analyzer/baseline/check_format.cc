@@ -108,6 +108,8 @@ std::string FormatCheckReport(const CheckReport& report, CheckFormat format) {
       return check_format::FormatGithub(report);
     case CheckFormat::kJunit:
       return check_format::FormatJunit(report);
+    case CheckFormat::kJson:
+      return check_format::FormatJson(report);
   }
   return check_format::FormatText(report);
 }
@@ -119,8 +121,11 @@ std::string FormatCheckError(std::string_view message, std::string_view baseline
       return check_format::FormatJunitError(message, baseline_path);
     case CheckFormat::kGithub:
       return check_format::FormatGithubError(message, baseline_path);
-    case CheckFormat::kText:
     case CheckFormat::kMarkdown:
+      return check_format::FormatMarkdownError(message, baseline_path);
+    case CheckFormat::kJson:
+      return check_format::FormatJsonError(message, baseline_path);
+    case CheckFormat::kText:
       return {};
   }
   return {};

@@ -1,7 +1,11 @@
 // GitHub Actions workflow commands: `::error file=F,title=T::message` annotates file F in the
-// pull request and fails nothing by itself (the exit code does). Escaping follows the runner's
+// pull request and fails nothing by itself (the exit code does). A configuration's change is
+// annotated on its model file (what the pull request touched); a missing configuration, the
+// summary and errors on the baseline file. Escaping follows the runner's
 // rules: in the message '%', CR and LF become %25, %0D, %0A; in property values ':' and ','
 // additionally become %3A and %2C.
+
+#include <filesystem>
 
 #include "analyzer/baseline/check_format_internal.h"
 #include "analyzer/text/markup.h"
@@ -42,6 +46,27 @@ std::string Command(std::string_view kind, const CheckReport& report,
   return Command(kind, report.baseline_path, check.baseline_line, title, message);
 }
 
+// The model file of a configuration as the pull request names it: the path the baseline recorded
+// (relative to the baseline's folder) joined to that folder. Empty without a model.
+std::string ModelFile(const CheckReport& report, const ConfigurationCheck& check) {
+  if (check.model.empty()) return "";
+  const std::filesystem::path model(check.model);
+  if (model.is_absolute()) return model.lexically_normal().string();
+  return (std::filesystem::path(report.baseline_path).parent_path() / model)
+      .lexically_normal()
+      .string();
+}
+
+// An annotation on what changed: the configuration's model (the file a pull request touches),
+// else the configuration's line in the baseline.
+std::string ModelCommand(std::string_view kind, const CheckReport& report,
+                         const ConfigurationCheck& check, std::string_view title,
+                         std::string_view message) {
+  const std::string file = ModelFile(report, check);
+  if (file.empty()) return Command(kind, report, check, title, message);
+  return Command(kind, file, 0, title, message);
+}
+
 // The message with the plan sentence appended, when there is one.
 std::string WithPlan(std::string message, const ConfigurationCheck& check) {
   std::string plan = PlanSentence(check);
@@ -68,8 +93,8 @@ std::string FormatGithub(const CheckReport& report) {
                               tolerance + " (" + FormatBytes(check.allowed_bytes) + ").";
         if (!check.grown_nodes.empty())
           message += " Saved activations grew at: " + GrownNodesSentence(check) + ".";
-        out += Command("error", report, check, "memplan memory regression in " + check.name,
-                       WithPlan(message, check));
+        out += ModelCommand("error", report, check, "memplan memory regression in " + check.name,
+                            WithPlan(message, check));
         break;
       }
       case CheckStatus::kMissing:
@@ -77,24 +102,27 @@ std::string FormatGithub(const CheckReport& report) {
                        check.name + " is in the baseline but was not analysed in this run.");
         break;
       case CheckStatus::kImprovement:
-        out += Command("notice", report, check, "memplan memory improvement in " + check.name,
-                       WithPlan(PeakChangeSentence(check, "shrank") +
-                                    ". Re-record the baseline (memplan baseline) to lock it in.",
-                                check));
+        out +=
+            ModelCommand("notice", report, check, "memplan memory improvement in " + check.name,
+                         WithPlan(PeakChangeSentence(check, "shrank") +
+                                      ". Re-record the baseline (memplan baseline) to lock it in.",
+                                  check));
         break;
       case CheckStatus::kNew:
-        out += Command("notice", report, "memplan configuration not in baseline: " + check.name,
-                       check.name + " has no recorded result; predicted peak " +
-                           FormatBytes(check.current.peak_bytes) + ".");
+        out += ModelCommand("notice", report, check,
+                            "memplan configuration not in baseline: " + check.name,
+                            check.name + " has no recorded result; predicted peak " +
+                                FormatBytes(check.current.peak_bytes) + ".");
         break;
       case CheckStatus::kPass:
         break;
     }
     if (check.flags_changed && check.status != CheckStatus::kMissing &&
         check.status != CheckStatus::kNew)
-      out += Command("warning", report, check, "memplan flags changed for " + check.name,
-                     "The model path or flags of " + check.name +
-                         " differ from the baseline's; the comparison may not be like for like.");
+      out +=
+          ModelCommand("warning", report, check, "memplan flags changed for " + check.name,
+                       "The model path or flags of " + check.name +
+                           " differ from the baseline's; the comparison may not be like for like.");
   }
   out += Command(report.Failed() ? "error" : "notice", report, "memplan check",
                  ConfigurationCount(report.configurations.size()) + ": " + StatusCounts(report) +

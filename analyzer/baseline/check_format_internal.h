@@ -14,6 +14,9 @@ std::string FormatGithub(const CheckReport& report);
 std::string FormatJunit(const CheckReport& report);
 std::string FormatJunitError(std::string_view message, std::string_view baseline_path);
 std::string FormatGithubError(std::string_view message, std::string_view baseline_path);
+std::string FormatJson(const CheckReport& report);
+std::string FormatJsonError(std::string_view message, std::string_view baseline_path);
+std::string FormatMarkdownError(std::string_view message, std::string_view baseline_path);
 
 // "1 configuration", "2 configurations".
 std::string ConfigurationCount(size_t count);

@@ -108,4 +108,14 @@ std::string FormatMarkdown(const CheckReport& report) {
   return out;
 }
 
+// The comment a pipeline posts is never empty: an error that stopped `check` (exit 2) gets the
+// same heading and the one-line error.
+std::string FormatMarkdownError(std::string_view message, std::string_view baseline_path) {
+  std::string out = "## memplan memory check\n\n:warning: **Could not run** — ";
+  out += ReplaceChars(message, {{'\n', " "}, {'\r', " "}});
+  if (!baseline_path.empty()) out += " (baseline " + Code(baseline_path) + ")";
+  out += ".\n";
+  return out;
+}
+
 }  // namespace memplan::check_format

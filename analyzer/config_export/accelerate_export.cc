@@ -10,6 +10,7 @@
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
+#include "analyzer/config_export/fine_tune_text.h"
 #include "analyzer/vocabulary/enum_table.h"
 
 namespace memplan::config_export {
@@ -121,7 +122,16 @@ std::string ExportAccelerate(const ExportPlan& plan, const ExportOptions& option
   out += "# or export ACCELERATE_GRADIENT_ACCUMULATION_STEPS=" + k + ".\n";
   out += "# The optimizer the plan simulated, for the training script:\n";
   out += IndentedComment(HyperParameterConstants(plan, options));
-  out += "#   optimizer = " + TorchOptimizerCall(plan, options, "model.parameters()") + "\n";
+  out +=
+      "#   optimizer = " +
+      TorchOptimizerCall(plan, options,
+                         HasFineTuning(plan) ? "[p for p in model.parameters() if p.requires_grad]"
+                                             : "model.parameters()") +
+      "\n";
+  if (HasFineTuning(plan)) {
+    out +=
+        "# " + CommentSafe(FineTuneScriptSentence(plan, ExportCommand(options, "pytorch"))) + "\n";
+  }
   if (options.max_grad_norm > 0) {
     out += "# Clipping, as planned: after accelerator.backward(loss), inside accumulate():\n";
     out += "#   if accelerator.sync_gradients:\n";

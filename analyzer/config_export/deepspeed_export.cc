@@ -14,6 +14,7 @@
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
+#include "analyzer/config_export/fine_tune_text.h"
 #include "analyzer/vocabulary/enum_table.h"
 
 namespace memplan::config_export {
@@ -108,6 +109,8 @@ std::vector<std::string> NotExpressed(const ExportPlan& plan, const ExportOption
                     "peak); DeepSpeed's FusedAdam holds none, so this run peaks lower than "
                     "planned at the optimizer step (plan with --optimizer-impl fused for the "
                     "exact figure).");
+  if (HasFineTuning(plan))
+    notes.push_back(FineTuneScriptSentence(plan, ExportCommand(options, "pytorch")));
   if (plan.optimizer == OptimizerKind::kMomentum && !options.sgd_momentum)
     notes.push_back(
         "optimizer.params.momentum: yours to set, > 0 (the plan keeps a momentum "

@@ -101,6 +101,55 @@ Status CheckOptimizerInBackward(const ExportPlan& plan, ExportTarget target) {
                    "True), which the plan modelled; re-plan without it");
 }
 
+// --lora and --base-dtype change the model, which only a script builds: the hf-trainer-json
+// output is a bare TrainingArguments object with no place for a LoraConfig or a
+// BitsAndBytesConfig, so it refuses rather than train the full model in fp32. (The DeepSpeed
+// and Accelerate files always go with a training script: they name what it must build.)
+Status CheckFineTuning(const ExportPlan& plan, ExportTarget target) {
+  if (!plan.lora && !plan.base_dtype) return OkStatus();
+  if (target != ExportTarget::kHfTrainerJson) return OkStatus();
+  const std::string what =
+      plan.lora ? "--lora " + std::to_string(plan.lora->rank) + " (PEFT's LoraConfig)"
+                : "--base-dtype " + std::string(BaseDTypeName(*plan.base_dtype));
+  return MakeError("export: hf-trainer-json (TrainingArguments fields only) cannot express " +
+                   what +
+                   ", which the plan modelled; export with --to hf-trainer, pytorch or "
+                   "lightning, whose scripts build it");
+}
+
+// A ZeRO stage is DeepSpeed's engine: the PyTorch target writes a single-GPU loop or a torchrun
+// DDP/FSDP script, and a single-GPU loop of a sharded plan holds every state on one GPU.
+Status CheckPytorchStrategy(const ExportPlan& plan, ExportTarget target) {
+  if (!plan.data_parallel || target != ExportTarget::kPytorchLoop) return OkStatus();
+  const ParallelStrategy s = plan.data_parallel->strategy;
+  if (s != ParallelStrategy::kZero1 && s != ParallelStrategy::kZero2 &&
+      s != ParallelStrategy::kZero3)
+    return OkStatus();
+  return MakeError(
+      "export: pytorch (a single-GPU loop, or a torchrun script for ddp and fsdp) "
+      "cannot express --parallel " +
+      std::string(ParallelStrategyName(s)) +
+      ", which the plan modelled; export with --to deepspeed (or hf-trainer, "
+      "accelerate, lightning, which run DeepSpeed), or re-plan with --parallel fsdp "
+      "for the torchrun script");
+}
+
+// The PyTorch target's FSDP2 script shards parameters as DTensors, and bitsandbytes' optimizers
+// step plain tensors: torch has no sharding rule for bitsandbytes.optimizer_update_* (the run
+// raises NotImplementedError at the first step; tools/run_exported_plans.py found it).
+Status CheckShardedOptimizer(const ExportPlan& plan, ExportTarget target) {
+  if (!plan.data_parallel || target != ExportTarget::kPytorchLoop ||
+      !IsFsdp(plan.data_parallel->strategy))
+    return OkStatus();
+  if (plan.optimizer != OptimizerKind::kAdamW8bit &&
+      plan.optimizer != OptimizerKind::kPagedAdamW8bit && plan.optimizer != OptimizerKind::kLion)
+    return OkStatus();
+  return MakeError("export: pytorch's FSDP2 script cannot run --optimizer " +
+                   std::string(OptimizerKindName(plan.optimizer)) +
+                   " (bitsandbytes steps plain tensors, not FSDP2's DTensor shards), which the "
+                   "plan modelled; re-plan with --parallel ddp, or with --optimizer adamw");
+}
+
 // DeepSpeed has no hybrid-shard: ZeRO++ hpZ keeps a secondary parameter shard within the node
 // but still partitions the optimizer state and gradients over every rank, a different plan.
 Status CheckStrategy(const ExportPlan& plan, ExportTarget target) {
@@ -163,6 +212,9 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
                                    const ExportOptions& options) {
   MEMPLAN_RETURN_IF_ERROR(ValidateOptions(options));
   MEMPLAN_RETURN_IF_ERROR(CheckStrategy(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckPytorchStrategy(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckFineTuning(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckShardedOptimizer(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOffload(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckRegime(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOptimizerImpl(plan, target));

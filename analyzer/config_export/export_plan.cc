@@ -4,6 +4,7 @@
 #include <cctype>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "analyzer/config_export/plan_json_fields.h"
 
@@ -58,6 +59,35 @@ Expected<bool> ParseZeroGrad(const nlohmann::json& plan) {
   return PlanError("unknown plan.zero_grad '" + *text + "' (expected none/set_to_none or zero)");
 }
 
+// plan.lora (docs/json_schema.md); nullopt when absent or null.
+Expected<std::optional<LoraPlanReport>> ReadLora(const nlohmann::json& plan) {
+  auto lora = plan.find("lora");
+  if (lora == plan.end() || lora->is_null()) return std::optional<LoraPlanReport>();
+  if (!lora->is_object()) return PlanError("plan.lora is not an object");
+  LoraPlanReport result;
+  MEMPLAN_TRY(result.rank, InPlan(RequiredPlanPositiveInt(*lora, "rank", "plan.lora.")));
+  result.alpha = result.rank;
+  auto alpha = lora->find("alpha");
+  if (alpha != lora->end() && !alpha->is_null()) {
+    if (!alpha->is_number_integer() || alpha->get<int64_t>() < 1)
+      return PlanError("plan.lora.alpha is not an integer >= 1");
+    result.alpha = alpha->get<int64_t>();
+  }
+  auto dropout = lora->find("dropout");
+  if (dropout != lora->end() && !dropout->is_null()) {
+    if (!dropout->is_number() || dropout->get<double>() < 0 || dropout->get<double>() >= 1)
+      return PlanError("plan.lora.dropout is not a number in [0, 1)");
+    result.dropout = dropout->get<double>();
+  }
+  MEMPLAN_TRY(result.target_modules,
+              InPlan(OptionalPlanStringList(*lora, "target_modules", "plan.lora.")));
+  if (result.target_modules.empty()) return PlanError("plan.lora.target_modules is empty");
+  MEMPLAN_TRY(result.peft_target_modules,
+              InPlan(OptionalPlanStringList(*lora, "peft_target_modules", "plan.lora.")));
+  if (result.peft_target_modules.empty()) result.peft_target_modules = result.target_modules;
+  return std::optional<LoraPlanReport>(std::move(result));
+}
+
 CheckpointModules CheckpointsOf(const ExportPlan& plan) {
   if (plan.module_unit)
     return GroupRecomputeByPlannedModules(plan.recompute_modules, plan.recompute_nodes);
@@ -92,6 +122,8 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.optimizer_in_backward = report.optimizer_in_backward;
   result.upcasts_loss = report.precision != Precision::kFp32 && report.amp_mode == AmpMode::kPure &&
                         report.loss_dtype == DType::kFloat32;
+  result.lora = report.lora;
+  result.base_dtype = report.base_dtype;
   return result;
 }
 
@@ -180,6 +212,14 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
     Expected<OffloadMode> parsed = ParseOffloadMode(Lower(mode));
     if (!parsed.ok()) return PlanError("plan.offload.mode: " + parsed.error().message);
     result.offload = *parsed;
+  }
+  MEMPLAN_TRY(result.lora, ReadLora(plan));
+  MEMPLAN_TRY(std::optional<std::string> base_dtype,
+              InPlan(OptionalPlanString(plan, "base_dtype", "plan.")));
+  if (base_dtype) {
+    Expected<BaseDType> parsed = ParseBaseDType(Lower(*base_dtype));
+    if (!parsed.ok()) return PlanError("plan.base_dtype: " + parsed.error().message);
+    result.base_dtype = *parsed;
   }
   return result;
 }

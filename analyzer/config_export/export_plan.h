@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 #include "analyzer/parallel/data_parallel_options.h"
 #include "analyzer/recompute/checkpoint_modules.h"
+#include "analyzer/report/lora_plan_report.h"
 #include "analyzer/report/plan_report.h"
 #include "analyzer/vocabulary/amp_mode.h"
+#include "analyzer/vocabulary/base_dtype.h"
 #include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_impl.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
@@ -66,6 +68,11 @@ struct ExportPlan {
   // plan.loss_dtype (absent: as the regime implies): "fp32" in a pure plan means the loop
   // upcasts the logits for the loss (the PyTorch loop writes .float()).
   bool upcasts_loss = false;
+  // plan.lora (--lora): the adapters the run must build (PEFT's LoraConfig), nullopt without.
+  std::optional<LoraPlanReport> lora;
+  // plan.base_dtype (--base-dtype): the frozen weights' storage; nullopt: the model's own dtype.
+  // int8 and nf4 are bitsandbytes' quantised linear layers, loaded as such (BitsAndBytesConfig).
+  std::optional<BaseDType> base_dtype;
 
   // plan.tensor_parallel (--tp): GPUs per model replica, and the weights split column- and
   // row-parallel (parameter names, in graph order). 1 and empty without --tp.
@@ -81,6 +88,9 @@ struct ExportPlan {
   // DeepSpeed asserts train_batch_size == micro * accumulation * data-parallel ranks (the ranks
   // of one tensor-parallel group read the same samples).
   int64_t SamplesPerStep() const { return micro_batch * accumulation_steps * DataParallelRanks(); }
+  bool QuantizedBase() const {
+    return base_dtype == BaseDType::kInt8 || base_dtype == BaseDType::kNf4;
+  }
   bool UsesRecompute() const { return !recompute_nodes.empty() || !recompute_modules.empty(); }
   // A module plan that checkpoints every repeated block: what HF's gradient_checkpointing runs.
   bool ChecksEveryModule() const {
@@ -107,6 +117,9 @@ ExportPlan ExportPlanOf(const PlanReport& report);
 //   plan.fused_loss: true | false (default false)
 //   plan.optimizer_in_backward: true | false (default false)
 //   plan.loss_dtype: "fp32" | "bf16" | "fp16" (optional)
+//   plan.lora:       {"rank": r >= 1, "alpha" (default r), "dropout" (default 0),
+//                    "target_modules": [...], "peft_target_modules" (default target_modules)}
+//   plan.base_dtype: "fp32" | "bf16" | "fp16" | "int8" | "nf4" (optional)
 // Errors name the missing or invalid key.
 Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json);
 

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "analyzer/parallel/engine_regime.h"
+
 namespace memplan {
 
 Expected<ExportTarget> ParseExportTarget(std::string_view name) {
@@ -12,9 +14,8 @@ Expected<ExportTarget> ParseExportTarget(std::string_view name) {
 
 bool ExportTargetRuns(ExportTarget target, AmpMode mode, std::optional<ParallelStrategy> strategy,
                       OffloadMode offload) {
-  const bool zero = strategy == ParallelStrategy::kZero1 || strategy == ParallelStrategy::kZero2 ||
-                    strategy == ParallelStrategy::kZero3;
-  if (zero && target != ExportTarget::kPytorchLoop) return mode == AmpMode::kMasterWeights;
+  const bool zero = strategy && IsZeroStage(*strategy);
+  if (zero && target != ExportTarget::kPytorchLoop) return mode == EngineAmpMode(*strategy);
   switch (target) {
     case ExportTarget::kDeepSpeed:
       return mode == AmpMode::kMasterWeights;
@@ -45,8 +46,7 @@ std::optional<OptimizerImpl> ExportTargetFixedOptimizerImpl(
     OffloadMode offload) {
   const bool adam = optimizer == OptimizerKind::kAdam || optimizer == OptimizerKind::kAdamW;
   if (!adam) return std::nullopt;
-  const bool zero = strategy == ParallelStrategy::kZero1 || strategy == ParallelStrategy::kZero2 ||
-                    strategy == ParallelStrategy::kZero3;
+  const bool zero = strategy && IsZeroStage(*strategy);
   const bool deepspeed_engine =
       target == ExportTarget::kDeepSpeed ||
       ((target == ExportTarget::kHfTrainer || target == ExportTarget::kHfTrainerJson) && zero);

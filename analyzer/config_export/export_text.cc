@@ -1,5 +1,7 @@
 #include "analyzer/config_export/export_text.h"
 
+#include "analyzer/config_export/fine_tune_text.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -90,7 +92,7 @@ std::string ProvenanceSentence(const ExportPlan& plan, const ExportOptions& opti
 }
 
 std::optional<double> WrittenWeightDecay(const ExportPlan& plan, const ExportOptions& options) {
-  if (plan.optimizer == OptimizerKind::kAdamW) return options.weight_decay;
+  if (DecoupledWeightDecay(plan.optimizer)) return options.weight_decay;
   return 0.0;
 }
 
@@ -107,9 +109,9 @@ std::vector<HyperParameter> HyperParametersOf(const ExportPlan& plan,
                                               const ExportOptions& options) {
   std::vector<HyperParameter> list = {
       {"LEARNING_RATE", options.learning_rate, "--lr", "the plan does not choose it"}};
-  if (plan.optimizer == OptimizerKind::kAdamW)
+  if (DecoupledWeightDecay(plan.optimizer))
     list.push_back({"WEIGHT_DECAY", options.weight_decay, "--weight-decay",
-                    "None keeps torch.optim.AdamW's default"});
+                    "None keeps the optimizer's default"});
   if (plan.optimizer == OptimizerKind::kMomentum)
     list.push_back({"SGD_MOMENTUM", options.sgd_momentum, "--momentum",
                     "must be > 0: the plan keeps a momentum buffer"});
@@ -190,6 +192,7 @@ std::string ScriptConstantsAndOptimizer(const ExportPlan& plan, const ExportOpti
   out += "\n";
   out += recompute_section;
   out += "\n\n";
+  out += FineTuneSection(plan);
   out += MakeOptimizerFunction(plan, options);
   out += "\n\n";
   return out;
@@ -215,6 +218,8 @@ std::string MakeOptimizerFunction(const ExportPlan& plan, const ExportOptions& o
     out +=
         "    # torch >= 2.5; older: transformers.optimization.Adafactor(..., "
         "relative_step=False)\n";
+  // A fine-tuning plan gives the optimizer only what trains: no state for the frozen base.
+  if (plan.lora || plan.base_dtype) out += "    params = [p for p in params if p.requires_grad]\n";
   out += "    return " + TorchOptimizerCall(plan, options, "params") + "\n";
   return out;
 }
@@ -310,12 +315,27 @@ std::string OptimizerStepLines(const ExportPlan& plan, const ExportOptions& opti
 }
 
 std::string PrepareModelLines(const ExportPlan& plan, bool pure, bool sharded) {
-  std::string out =
-      pure ? "    model.to(device=device, dtype=" + std::string(TorchDtype(plan.precision)) +
+  std::string out;
+  const bool fine_tuning = plan.lora || plan.base_dtype;
+  // A fine-tuning plan checkpoints the planned module paths before PEFT wraps the model (which
+  // prefixes every path with base_model.model.), then adds the adapters.
+  if (fine_tuning) {
+    out += "    enable_recompute(model)  # the planned module paths, before PEFT renames them\n";
+    out += "    model = apply_fine_tuning(model)\n";
+  }
+  const std::string to_device =
+      pure ? "model.to(device=device, dtype=" + std::string(TorchDtype(plan.precision)) +
                  ")  # parameters, gradients and optimizer state in half\n"
-           : "    model.to(device)\n";
+           : "model.to(device)\n";
+  if (plan.QuantizedBase()) {
+    // bitsandbytes places a quantised model when it loads it (device_map).
+    out += "    if not getattr(model, \"is_quantized\", False):\n";
+    out += "        " + to_device;
+  } else {
+    out += "    " + to_device;
+  }
   // Checkpointing wraps the modules' forward before sharding wraps the model.
-  out += "    enable_recompute(model)\n";
+  if (!fine_tuning) out += "    enable_recompute(model)\n";
   if (sharded) out += "    model = shard_model(model, device)\n";
   out += "    optimizer = make_optimizer(model.parameters())\n";
   out += "    scheduler = make_scheduler(optimizer)\n";

@@ -68,6 +68,13 @@ inline constexpr double kAdamBeta1 = 0.9;
 inline constexpr double kAdamBeta2 = 0.999;
 inline constexpr double kAdamEps = 1e-8;
 
+// Whether `optimizer` applies AdamW's decoupled weight decay (torch's AdamW, bitsandbytes'
+// AdamW8bit and PagedAdamW8bit): the user's --weight-decay is written, else the library default.
+inline bool DecoupledWeightDecay(OptimizerKind optimizer) {
+  return optimizer == OptimizerKind::kAdamW || optimizer == OptimizerKind::kAdamW8bit ||
+         optimizer == OptimizerKind::kPagedAdamW8bit;
+}
+
 // The weight decay to write into a framework's optimizer settings: the user's value for an AdamW
 // plan (nullopt without one: the framework's default applies), 0 for every other optimizer, which
 // the plan simulated without decay (and which makes the AdamW of DeepSpeed's "Adam" and HF's

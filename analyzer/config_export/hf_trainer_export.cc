@@ -11,6 +11,7 @@
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
+#include "analyzer/config_export/fine_tune_text.h"
 #include "analyzer/vocabulary/enum_table.h"
 
 namespace memplan::config_export {
@@ -192,7 +193,18 @@ std::string ExportHfTrainerPython(const ExportPlan& plan, const ExportOptions& o
     out += "#   optimizer = " + TorchOptimizerCall(plan, options, "model.parameters()") + "\n";
     out += "# (LEARNING_RATE and SGD_MOMENTUM > 0 yours to set).\n";
   }
+  if (!plan.clip_gradients) {
+    out += "# max_grad_norm=0.0: the plan was made without --clip-grad, so its memory has no\n";
+    out += "# clipping transient; re-plan with --clip-grad for Trainer's default clipping (1.0).\n";
+  }
+  if (HasFineTuning(plan)) {
+    out += "# Build the model as planned, then pass it on:\n";
+    out += "#   trainer = Trainer(model=apply_fine_tuning(model), args=args, ...)\n";
+    out += "import torch\n";
+  }
+  out += FineTuneImports(plan);
   out += "from transformers import TrainingArguments\n\n";
+  out += FineTuneSection(plan);
   out += "args = TrainingArguments(\n";
   for (const Field& field : TrainingArgumentFields(plan, options))
     out += "    " + field.name + "=" + field.python + ",\n";

@@ -10,6 +10,7 @@
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
+#include "analyzer/config_export/fine_tune_text.h"
 
 namespace memplan::config_export {
 namespace {
@@ -77,6 +78,7 @@ std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options
   out += "import lightning.pytorch as pl  # Lightning < 2.0: import pytorch_lightning as pl\n";
   out += "import torch\n";
   out += "from torch.utils.data import DataLoader\n";
+  out += FineTuneImports(plan);
   if (fsdp) {
     out += "from lightning.pytorch.strategies import FSDPStrategy\n";
     out += "from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy\n";
@@ -85,7 +87,13 @@ std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options
   out += "MICRO_BATCH = " + std::to_string(plan.micro_batch) + "\n";
   out += HyperParameterConstants(plan, options);
   out += "\n\n";
+  out += FineTuneSection(plan);
   out += "# In your LightningModule:\n";
+  if (HasFineTuning(plan)) {
+    out += "#     def __init__(self, model):\n";
+    out += "#         super().__init__()\n";
+    out += "#         self.model = apply_fine_tuning(model)  # the planned adapters and base\n";
+  }
   out += "#     def configure_optimizers(self):\n";
   out += "#         return make_optimizer(self.parameters())\n";
   out += MakeOptimizerFunction(plan, options);

@@ -12,6 +12,7 @@
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
+#include "analyzer/config_export/fine_tune_text.h"
 #include "analyzer/config_export/selective_recompute.h"
 
 namespace memplan::config_export {
@@ -119,7 +120,9 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   }
   out += "import torch\n";
   out += "from torch.utils.checkpoint import checkpoint\n";
-  out += "from torch.utils.data import DataLoader\n\n";
+  out += "from torch.utils.data import DataLoader\n";
+  out += FineTuneImports(plan);
+  out += "\n";
   out += "MICRO_BATCH = " + std::to_string(plan.micro_batch) + "\n";
   out += "ACCUMULATION_STEPS = " + std::to_string(plan.accumulation_steps) +
          "  # one optimizer step per " + std::to_string(plan.SamplesPerStep()) + " samples\n";

@@ -28,6 +28,7 @@
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
+#include "analyzer/config_export/fine_tune_text.h"
 
 namespace memplan::config_export {
 namespace {
@@ -219,6 +220,7 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
   out += "from torch.utils.checkpoint import checkpoint\n";
   out += "from torch.utils.data import DataLoader\n";
   out += "from torch.utils.data.distributed import DistributedSampler\n";
+  out += FineTuneImports(plan);
   if (!ddp) {
     out += "\n";
     out += "try:  # torch >= 2.6\n";

@@ -24,7 +24,8 @@ StrategyOutcome OutcomeOf(ParallelStrategy strategy, const TrainingPlan& plan) {
 
 Expected<StrategySearch> SearchParallelStrategies(const Graph& graph, const PlannerOptions& base,
                                                   const SearchOptions& search,
-                                                  const std::vector<ParallelStrategy>& excluded) {
+                                                  const std::vector<ParallelStrategy>& excluded,
+                                                  const StrategyRegime& regime) {
   MEMPLAN_CHECK(base.program.data_parallel.has_value());
   StrategySearch result;
   std::optional<JointPlan> best;
@@ -38,6 +39,7 @@ Expected<StrategySearch> SearchParallelStrategies(const Graph& graph, const Plan
     if (std::find(excluded.begin(), excluded.end(), entry.value) != excluded.end()) continue;
     PlannerOptions options = shared;
     options.program.data_parallel->strategy = entry.value;
+    if (regime) regime(entry.value, options.program);
     MEMPLAN_TRY(JointPlan joint, PlanJointly(graph, options, search));
     StrategyOutcome outcome = OutcomeOf(entry.value, joint.plan);
     bool better = !best;

@@ -6,9 +6,11 @@
 // the one with the smallest per-rank peak is returned (infeasible), so the report says what is
 // missing.
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "analyzer/parallel/engine_regime.h"
 #include "analyzer/planning/joint_search.h"
 #include "analyzer/precision/model_state_bytes.h"
 #include "analyzer/vocabulary/parallel_strategy.h"
@@ -36,10 +38,14 @@ struct StrategySearch {
 
 // REQUIRES: base.program.data_parallel set (ranks, nodes, engine defaults); its strategy is
 // ignored. `excluded` strategies are not tried (an export target that cannot run them).
+// `regime`, when set, puts each strategy's program in the regime its engine (or the export
+// target) runs (ApplyEngineRegime, config_export's ApplyExportRegime); unset, every strategy is
+// planned in base's regime.
 // Errors: those of PlanJointly (the first strategy's, which every strategy shares).
+using StrategyRegime = std::function<void(ParallelStrategy, ProgramOptions&)>;
 Expected<StrategySearch> SearchParallelStrategies(
     const Graph& graph, const PlannerOptions& base, const SearchOptions& search,
-    const std::vector<ParallelStrategy>& excluded = {});
+    const std::vector<ParallelStrategy>& excluded = {}, const StrategyRegime& regime = {});
 
 // The outcome of a plan already made with one strategy (for reports of a fixed --parallel).
 StrategyOutcome OutcomeOf(ParallelStrategy strategy, const TrainingPlan& plan);

@@ -105,10 +105,16 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
     std::ostringstream s;
     if (plan.global_batch_requested && plan.global_batch_exact) {
       const int64_t ranks = plan.program.data_parallel_ranks;
-      s << "k=" << k << " micro-batches of m=" << m
-        << (ranks > 1 ? " on each of " + std::to_string(ranks) + " GPUs" : std::string())
-        << " reproduce the global batch G=" << g
-        << " exactly (loss divided by k): keep the learning rate tuned for batch " << g << ".";
+      const std::string on_each =
+          ranks > 1 ? " on each of " + std::to_string(ranks) + " GPUs" : std::string();
+      if (k == 1)
+        s << "One micro-batch of m=" << m << on_each
+          << " per optimizer step is the global batch G=" << g
+          << " (no accumulation): keep the learning rate tuned for batch " << g << ".";
+      else
+        s << "k=" << k << " micro-batches of m=" << m << on_each
+          << " reproduce the global batch G=" << g
+          << " exactly (loss divided by k): keep the learning rate tuned for batch " << g << ".";
     } else if (plan.global_batch_requested) {
       const int64_t ranks = plan.program.data_parallel_ranks;
       s << "The effective batch is m*k" << (ranks > 1 ? "*GPUs" : "") << "=" << m << "*" << k

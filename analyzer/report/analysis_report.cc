@@ -8,6 +8,8 @@
 #include "analyzer/precision/model_state_bytes.h"
 #include "analyzer/precision/precision_policy.h"
 #include "analyzer/program/category_bytes_json.h"
+#include "analyzer/program/optimizer_state.h"
+#include "analyzer/report/lora_plan_report.h"
 #include "analyzer/report/offload_report.h"
 #include "analyzer/report/parallel_report.h"
 #include "analyzer/report/placement_report.h"
@@ -21,6 +23,16 @@
 
 namespace memplan {
 namespace {
+
+// The dtype of the optimizer's per-parameter state for a large tensor ("float32"; "uint8" for
+// bitsandbytes' block-quantised 8-bit state; "none" for plain SGD), from the one table of
+// optimizer states (analyzer/program/optimizer_state.h).
+std::string OptimizerStateDTypeText(OptimizerKind optimizer) {
+  constexpr int64_t kLargeTensor = int64_t{1} << 20;  // above bitsandbytes' min_8bit_size
+  const std::vector<OptimizerStateSpec> states =
+      OptimizerStates(optimizer, Shape{{Dim(kLargeTensor)}, true});
+  return states.empty() ? "none" : std::string(DTypeName(states.front().dtype));
+}
 
 // The loss the plan trains with: the program's, except that a fused loss (--fused-loss) is cross
 // entropy inside the fused node while the program only sums its scalar.
@@ -256,6 +268,11 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   p["trainable_parameter_count"] = TrainedParameterCount(graph);
   if (options.program.base_dtype)
     p["base_dtype"] = std::string(BaseDTypeName(*options.program.base_dtype));
+  // --lora: the adapters a training script must build (rank, alpha, modules), read back from
+  // the graph the plan simulated.
+  if (std::optional<LoraPlanReport> lora = LoraPlanReportOf(graph))
+    p["lora"] = LoraPlanReportJson(*lora);
+  p["optimizer_state_dtype"] = OptimizerStateDTypeText(plan.program.optimizer_kind);
   // --offload: what lives in host memory and what the copies cost (offload_report.h).
   if (IsOffloadReport(report)) p["offload"] = OffloadJson(report);
   j["plan"] = p;
@@ -412,6 +429,13 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     if (options.program.base_dtype)
       s << ", stored as " << BaseDTypeName(*options.program.base_dtype);
     s << ")\n";
+  }
+  if (std::optional<LoraPlanReport> lora = LoraPlanReportOf(*report.graph)) {
+    s << "LoRA     rank " << lora->rank << " (alpha " << lora->alpha << ") on "
+      << lora->target_modules.size()
+      << (lora->target_modules.size() == 1 ? " module: " : " modules: ")
+      << FirstNames(lora->peft_target_modules, /*shown=*/6, "plan.lora.peft_target_modules")
+      << "\n";
   }
   s << "Peak     " << FormatBytes(plan.chosen.peak_bytes) << " of "
     << FormatBytes(plan.budget_bytes) << " ("

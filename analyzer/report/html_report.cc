@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "analyzer/alternatives/alternatives_report.h"
 #include "analyzer/report/html_assets.h"
 #include "analyzer/report/timeline_chart.h"
 #include "analyzer/text/markup.h"
@@ -85,6 +86,7 @@ class HtmlBuilder {
          << "<title>" << EscapeMarkup(title) << "</title>\n<style>" << kReportCss
          << "</style>\n</head>\n<body data-rendered=\"false\">\n<main>\n";
     Header();
+    Alternatives();
     Cards();
     Timeline();
     BreakdownAndPlan();
@@ -145,6 +147,14 @@ class HtmlBuilder {
     }
     if (!report_.choice_explanation.empty())
       out_ << "<p>" << EscapeMarkup(report_.choice_explanation) << "</p>\n";
+  }
+
+  // When nothing fits: what would, as `analyze` prints it (the same text, from the same
+  // AlternativesReport; the JSON copy is in script#memplan-data under analysis.alternatives).
+  void Alternatives() {
+    if (report_.alternatives == nullptr) return;
+    out_ << "<section id=\"alternatives\">\n<h2>What would fit</h2>\n<pre>"
+         << EscapeMarkup(AlternativesText(*report_.alternatives)) << "</pre>\n</section>\n";
   }
 
   void Card(std::string_view label, const std::string& value) {

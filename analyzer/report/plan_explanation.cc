@@ -10,6 +10,13 @@ namespace {
 // A ratio as a whole percentage ("85%").
 std::string Percent(double ratio) { return FormatFixed(ratio * 100.0, 0) + "%"; }
 
+// "85% more", "12% fewer", "as many": a relative change said the way its sign reads.
+std::string MoreOrFewer(double change) {
+  if (FormatFixed(change * 100.0, 0) == "0" || FormatFixed(change * 100.0, 0) == "-0")
+    return "as many";
+  return change > 0 ? Percent(change) + " more" : Percent(-change) + " fewer";
+}
+
 double SecondsPerSample(const PlanCandidate& c) {
   return c.global_batch > 0 ? c.step_seconds / static_cast<double>(c.global_batch) : 0.0;
 }
@@ -67,19 +74,31 @@ std::string ExplainPlanChoice(const SearchTrace& trace) {
   if (!chosen.feasible) return "nothing fits: even m=1 needs more than the budget.";
 
   if (pick.precision != Precision::kFp32 && fp32 != nullptr) {
-    why << PrecisionName(pick.precision) << " halves activations so m="
-        << (plain ? plain->largest_fitting_micro_batch : pick.micro_batch)
-        << " fits without recompute (fp32: m=" << fp32->largest_fitting_micro_batch << ")";
+    // Each clause says only what its numbers show: "halves activations" only where the 16-bit
+    // plan fits a larger m than fp32, "nothing fits" rather than "m=0 fits".
+    const int64_t half_m = plain ? plain->largest_fitting_micro_batch : pick.micro_batch;
+    const int64_t fp32_m = fp32->largest_fitting_micro_batch;
+    if (half_m <= 0)
+      why << PrecisionName(pick.precision) << ": nothing fits without recompute";
+    else if (half_m > fp32_m)
+      why << PrecisionName(pick.precision) << " halves activations so m=" << half_m
+          << " fits without recompute";
+    else
+      why << PrecisionName(pick.precision) << ": m=" << half_m << " fits without recompute";
+    why << " (fp32: " << (fp32_m > 0 ? "m=" + std::to_string(fp32_m) : "nothing fits") << ")";
     if (fp32->feasible && fp32->chosen.samples_per_second > 0)
       why << " and runs on tensor cores, "
-          << Percent(pick.samples_per_second / fp32->chosen.samples_per_second - 1.0)
-          << " more samples/s than fp32";
+          << MoreOrFewer(pick.samples_per_second / fp32->chosen.samples_per_second - 1.0)
+          << " samples/s than fp32";
     why << "; ";
   }
   if (!WithoutRecompute(chosen) && plain != nullptr) {
     why << RecomputedWhat(chosen) << " (" << RecomputeLabelName(pick.recompute)
-        << ") lets m=" << pick.micro_batch
-        << " fit (without: m=" << plain->largest_fitting_micro_batch << ")";
+        << ") lets m=" << pick.micro_batch << " fit (without: "
+        << (plain->largest_fitting_micro_batch > 0
+                ? "m=" + std::to_string(plain->largest_fitting_micro_batch)
+                : std::string("nothing fits"))
+        << ")";
     const double reference_cost = SecondsPerSample(plain->chosen);
     if (plain->feasible && reference_cost > 0)
       why << " at " << Percent(SecondsPerSample(pick) / reference_cost - 1.0)

@@ -52,6 +52,8 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
   }
   r.data_parallel = report.options->program.data_parallel;
   r.offload = program.offload;
+  r.lora = LoraPlanReportOf(*report.graph);
+  r.base_dtype = report.options->program.base_dtype;
   r.tensor_parallel = report.options->tensor_parallel.degree;
   r.column_parallel = report.options->tensor_parallel.column;
   r.row_parallel = report.options->tensor_parallel.row;

@@ -16,7 +16,9 @@
 #include "analyzer/parallel/data_parallel_options.h"
 #include "analyzer/program/loss_scaling.h"
 #include "analyzer/report/analysis_report.h"
+#include "analyzer/report/lora_plan_report.h"
 #include "analyzer/vocabulary/amp_mode.h"
+#include "analyzer/vocabulary/base_dtype.h"
 #include "analyzer/vocabulary/loss_kind.h"
 #include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_impl.h"
@@ -74,6 +76,10 @@ struct PlanReport {
   DType loss_dtype = DType::kUndefined;
   int64_t loss_chunks = 0;
   bool optimizer_in_backward = false;
+  // plan.lora (--lora): the adapters simulated, as PEFT builds them; nullopt without LoRA.
+  std::optional<LoraPlanReport> lora;
+  // plan.base_dtype (--base-dtype): how the frozen weights are stored; nullopt: as the model.
+  std::optional<BaseDType> base_dtype;
 };
 
 // The report's facts. REQUIRES: `report` points at its graph, options and plan.

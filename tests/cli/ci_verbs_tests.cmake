@@ -53,7 +53,7 @@ ci_check_test("check --format markdown" EXPECT_EXIT 1
   EXPECT_OUTPUT "^## memplan memory check\n.*\\| :x: regression \\| `mlp-added`"
   COMMAND check --baseline ${CI_WORK}/added/memplan.baseline.json --format markdown)
 ci_check_test("check --format github" EXPECT_EXIT 1
-  EXPECT_OUTPUT "^::error file=[^\n]*memplan\\.baseline\\.json,line=[0-9]+,title=[^\n]*::[^\n]*mlp-added"
+  EXPECT_OUTPUT "^::error file=[^\n,]*model\\.onnx,title=[^\n]*::[^\n]*mlp-added"
   COMMAND check --baseline ${CI_WORK}/added/memplan.baseline.json --format github)
 ci_check_test("check --format junit" EXPECT_EXIT 1
   EXPECT_OUTPUT "^<\\?xml[^\n]*\n<testsuites.*<testcase classname=\"memplan.check\" name=\"mlp-added\".*<failure type=\"regression\""
@@ -156,3 +156,19 @@ add_test(NAME "cli: exports parse, the SVG is valid, check output is determinist
                  ${CI_FIXTURES} ${CI_WORK}/export)
 set_tests_properties("cli: exports parse, the SVG is valid, check output is deterministic"
                      PROPERTIES SKIP_RETURN_CODE 77 FIXTURES_REQUIRED ci_check)
+
+# The GitHub workflow docs/ci_checks.md shows, its run: steps executed as written (install and
+# build excepted) on the grown model: annotations, the three reports, the step summary; and the
+# reports again after an error.
+add_test(NAME "cli: the documented GitHub workflow's steps run"
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/ci_workflow_steps_test.py
+                 $<TARGET_FILE:memplan> ${PROJECT_SOURCE_DIR}/docs/ci_checks.md
+                 ${CI_WORK}/added ${CMAKE_CURRENT_BINARY_DIR}/ci_workflow)
+set_tests_properties("cli: the documented GitHub workflow's steps run"
+                     PROPERTIES FIXTURES_REQUIRED ci_check)
+ci_check_test("check --format json" EXPECT_EXIT 1
+  EXPECT_OUTPUT "\"schema\": \"memplan-check/1\",[^$]*\"exit_code\": 1,[^$]*\"status\": \"regression\""
+  COMMAND check --baseline ${CI_WORK}/added/memplan.baseline.json --format json)
+memplan_cli_test("check --format markdown writes the comment on an error" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^## memplan memory check\n\n:warning: \\*\\*Could not run\\*\\* — cannot read "
+  COMMAND check --baseline ${CMAKE_CURRENT_BINARY_DIR}/no-such-baseline.json --format markdown)

@@ -33,8 +33,8 @@ memplan_cli_test("check --format junit writes a JUnit file on an error" EXPECT_E
 memplan_cli_test("check --format github annotates an error" EXPECT_EXIT 2
   EXPECT_OUTPUT "^::error file=[^\n]*no-such-baseline\\.json,title=memplan check could not run::cannot read "
   COMMAND check --baseline ${CMAKE_CURRENT_BINARY_DIR}/no-such-baseline.json --format github)
-# The baseline setup_check_scenarios.sh writes puts the configuration's "name" on line 5:
-# {  /  "schema": ...  /  "configurations": [  /  {  /  "name": "mlp-added".
-ci_check_test("check --format github gives the configuration's line" EXPECT_EXIT 1
-  EXPECT_OUTPUT "^::error file=[^\n]*memplan\\.baseline\\.json,line=5,title=memplan memory regression in mlp-added::"
+# A regression is annotated on the model that changed (added/model.onnx, the baseline's model
+# path joined to its folder), not on the baseline file.
+ci_check_test("check --format github annotates the model that changed" EXPECT_EXIT 1
+  EXPECT_OUTPUT "^::error file=[^\n,]*added/model\\.onnx,title=memplan memory regression in mlp-added::"
   COMMAND check --baseline ${CI_WORK}/added/memplan.baseline.json --format github)

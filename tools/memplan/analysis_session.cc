@@ -57,7 +57,7 @@ Expected<RequestPlan> PlanRequestOn(const Graph& graph, const PlanRequest& reque
   if (request.parallel_auto) {
     MEMPLAN_TRY(StrategySearch found,
                 SearchParallelStrategies(graph, request.planner, request.search,
-                                         request.parallel_excluded));
+                                         request.parallel_excluded, request.strategy_regime));
     planned.joint = std::move(found.best);
     planned.strategies = std::move(found.outcomes);
     planned.parallel_explanation = std::move(found.explanation);

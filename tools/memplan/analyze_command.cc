@@ -43,24 +43,10 @@ Expected<PlanRequest> ResolveAnalyzeRequest(const AnalyzeFlags& flags, const Pla
   if (!flags.export_target.empty()) {
     Expected<ExportTarget> target = ParseExportTarget(flags.export_target);
     if (!target.ok()) return MakeError("--export: " + target.error().message);
-    // --parallel auto tries only what the target can run.
-    if (*target == ExportTarget::kDeepSpeed)
-      request.parallel_excluded.push_back(ParallelStrategy::kHybridShard);
-    // Without --amp-mode the plan is made in the regime the target runs (DeepSpeed: master
-    // weights), so the exported config is the plan that was simulated.
-    std::optional<ParallelStrategy> strategy;
-    if (request.planner.program.data_parallel && !request.parallel_auto)
-      strategy = request.planner.program.data_parallel->strategy;
-    if (plan.Text("amp_mode").empty()) {
-      request.planner.program.amp_mode =
-          ExportTargetDefaultAmpMode(*target, strategy, request.planner.program.offload.mode);
-    }
-    // Likewise the optimizer's implementation (DeepSpeed: its fused Adam).
-    if (plan.Text("optimizer_impl").empty()) {
-      request.planner.program.optimizer_impl =
-          ExportTargetDefaultOptimizerImpl(*target, request.planner.program.optimizer, strategy,
-                                           request.planner.program.offload.mode);
-    }
+    // Without --amp-mode / --optimizer-impl the plan (and each strategy --parallel auto tries,
+    // among those the target runs) is made in the regime the target runs (DeepSpeed: master
+    // weights, FusedAdam), so the exported config is the plan that was simulated.
+    SetExportRegime(*target, request);
   }
   if (with_profile && !flags.profile.empty())
     MEMPLAN_RETURN_IF_ERROR(ApplyMeasuredProfile(flags.profile, request));

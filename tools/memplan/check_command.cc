@@ -112,7 +112,7 @@ Verb AddCheckCommand(CLI::App& app) {
                    "(64MiB); default " +
                        std::string(kDefaultTolerance))
       ->type_name("T");
-  command->add_option("--format", flags->format, "text (default), markdown, github or junit")
+  command->add_option("--format", flags->format, "text (default), markdown, github, junit or json")
       ->type_name("FORMAT");
   command
       ->add_option("--configs", flags->configs,

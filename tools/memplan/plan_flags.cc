@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "analyzer/config_export/export_defaults.h"
 #include "analyzer/cost/gpu_specs.h"
 #include "analyzer/parallel/data_parallel_options.h"
 #include "analyzer/parallel/engine_options.h"
@@ -274,6 +275,20 @@ Status ResolveRecipeFlags(const PlanArguments& flags, PlanRequest& request) {
 
 }  // namespace
 
+void SetExportRegime(std::optional<ExportTarget> target, PlanRequest& request) {
+  std::optional<ParallelStrategy> strategy;
+  if (request.planner.program.data_parallel && !request.parallel_auto)
+    strategy = request.planner.program.data_parallel->strategy;
+  const RegimeChoice given = request.regime_given;
+  ApplyExportRegime(target, strategy, given, request.planner.program);
+  request.strategy_regime = [target, given](ParallelStrategy s, ProgramOptions& program) {
+    ApplyExportRegime(target, s, given, program);
+  };
+  if (target)
+    for (ParallelStrategy s : ExportTargetExcludedStrategies(*target))
+      request.parallel_excluded.push_back(s);
+}
+
 Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_gpu) {
   PlanRequest request;
   MEMPLAN_TRY(request.analysis, ResolveAnalysisFlags(flags.analysis));
@@ -362,6 +377,11 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
   MEMPLAN_RETURN_IF_ERROR(ResolveDataParallel(flags, request));
   MEMPLAN_RETURN_IF_ERROR(ResolveOffload(flags, request));
   MEMPLAN_RETURN_IF_ERROR(ResolveFineTuningFlags(flags, request));
+  // A strategy is planned in its engine's regime where the user left it open (a ZeRO stage:
+  // DeepSpeed's master weights and FusedAdam); `analyze --export` refines it for its target.
+  request.regime_given = {.amp_mode_given = !flags.Text("amp_mode").empty(),
+                          .optimizer_impl_given = !flags.Text("optimizer_impl").empty()};
+  SetExportRegime(std::nullopt, request);
   // The planner says the same without naming a flag; the CLI names --reserve.
   if (!flags.Text("gpu").empty() &&
       p.gpu.memory_bytes - p.gpu.context_bytes - p.reserve_bytes <= 0) {

@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "analyzer/baseline/plan_flags.h"
+#include "analyzer/config_export/export_target.h"
 #include "analyzer/derivation/attention_plan.h"
 #include "analyzer/derivation/fused_loss_plan.h"
 #include "analyzer/planning/joint_search.h"
 #include "analyzer/planning/planner.h"
+#include "analyzer/planning/strategy_search.h"
 #include "analyzer/vocabulary/attention_mode.h"
 #include "analyzer/vocabulary/fusion_set_names.h"
 #include "analyzer/vocabulary/parallel_strategy.h"
@@ -63,6 +65,12 @@ struct PlanRequest {
   // Strategies parallel_auto does not try: those the --export target cannot run (DeepSpeed has
   // no hybrid-shard).
   std::vector<ParallelStrategy> parallel_excluded;
+  // Which regime settings the user fixed (--amp-mode, --optimizer-impl); the others follow the
+  // strategy's engine or the --export target (analyzer/config_export/export_defaults.h), for a
+  // fixed --parallel in planner.program and for each strategy parallel_auto tries through
+  // strategy_regime.
+  RegimeChoice regime_given;
+  StrategyRegime strategy_regime;
   // --attention: applied to the graph when it is loaded (analyzer/derivation/attention_plan.h).
   AttentionMode attention = AttentionMode::kAuto;
   // --fused-loss: applied to the graph after attention (analyzer/derivation/fused_loss_plan.h); the
@@ -76,6 +84,12 @@ struct PlanRequest {
   // (ApplyRequestedTensorParallel); planner.program.data_parallel then holds --gpus / tp ranks.
   int64_t tensor_parallel = 1;
 };
+
+// Puts request.planner.program in the regime `target` runs (without a target: the fixed
+// strategy's engine) for the settings request.regime_given leaves open, sets strategy_regime so
+// --parallel auto plans each strategy so, and excludes the strategies the target's export
+// refuses (analyzer/config_export/export_defaults.h).
+void SetExportRegime(std::optional<ExportTarget> target, PlanRequest& request);
 
 // Validates every flag (sizes, enums, positive integers). --batch N is the micro-batch (it binds
 // the batch symbol), the same as --micro-batch N. REQUIRES: --gpu given (the caller says which

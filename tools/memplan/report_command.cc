@@ -2,7 +2,8 @@
 // the analysis of `analyze` rendered as one self-contained HTML page (timeline, plan, candidates
 // chart, advice) and optionally the static timeline SVG. Stdout carries what `analyze` prints in
 // the same --format, so a CI job gets the JSON and the page from one run.
-// Exit 0 when the plan fits, 1 when nothing fits (the report is still written: it shows why),
+// Exit 0 when the plan fits, 1 when nothing fits (the report is still written: it shows why and,
+// as `analyze` does, the alternatives that would fit),
 // 2 on bad input or when a file cannot be written.
 #include <cstdio>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "tools/memplan/commands.h"
 #include "tools/memplan/measured_profile_use.h"
 #include "tools/memplan/plan_flags.h"
+#include "tools/memplan/session_alternatives.h"
 
 namespace memplan::cli {
 namespace {
@@ -37,6 +39,11 @@ int RunReport(const ReportFlags& flags) {
   Progress progress(request->analysis.format);
   auto session = RunAnalysisSession(std::move(*request), progress);
   if (!session.ok()) return ReportError(session.error().message);
+  // When nothing fits, the page shows the alternatives `analyze` prints, resolved the same way.
+  AddSessionAlternatives(
+      **session, flags.plan,
+      [](const PlanArguments& plan) { return ResolvePlanFlags(plan, /*require_gpu=*/true); },
+      progress);
   const AnalysisSession& s = **session;
 
   Status html = WriteHtmlReport(s.report, flags.html);

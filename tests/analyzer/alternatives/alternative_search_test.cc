@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -254,6 +256,33 @@ TEST_CASE("alternatives offload: the first mode that fits, one GPU only", "[alte
   Search(model, context);
   for (const std::string& a : model.asked)
     CHECK(a.find("--offload optimizer") == std::string::npos);
+}
+
+TEST_CASE("alternatives try zero3 on the GPUs asked before more GPUs", "[alternatives]") {
+  // The fake divides every state by N whatever the strategy, so zero2 and zero3 on 8 GPUs plan
+  // the same bytes: what is checked is which sharding requests are made and in which order.
+  FakeModel model{.parameters = 8'000'000'000, .activations = 8'000'000'000};
+  PlanFlags asked = Asked(std::nullopt);
+  asked.gpus = 8;
+  asked.parallel = "zero2";
+  AlternativeContext context = ContextFor(model, asked);
+  context.gpus = 8;
+  Search(model, context);
+  std::vector<std::string> sharded;
+  for (const std::string& a : model.asked)
+    if (a.find("--parallel zero3") != std::string::npos) sharded.push_back(a);
+  REQUIRE_FALSE(sharded.empty());
+  CHECK(sharded.front() == "--dim seq=4096 --gpu 24G --gpus 8 --parallel zero3");
+
+  // Asked zero3 already: the plan as asked is not planned again; sharding starts at 16.
+  asked.parallel = "zero3";
+  context = ContextFor(model, asked);
+  context.gpus = 8;
+  Search(model, context);
+  for (const std::string& a : model.asked)
+    CHECK(a != "--dim seq=4096 --gpu 24G --gpus 8 --parallel zero3");
+  CHECK(std::find(model.asked.begin(), model.asked.end(),
+                  "--dim seq=4096 --gpu 24G --gpus 16 --parallel zero3") != model.asked.end());
 }
 
 TEST_CASE("alternatives the planner refuses are listed with its reason", "[alternatives]") {

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "analyzer/baseline/check_format.h"
 #include "analyzer/baseline/check_report.h"
 #include "tests/analyzer/baseline/baseline_test_models.h"
@@ -77,9 +79,11 @@ TEST_CASE("Markdown report for a pull-request comment", "[baseline]") {
 }
 
 TEST_CASE("GitHub annotations, escaped per the workflow-command rules", "[baseline]") {
-  // '%' in a message is written %25; the runner turns it back into '%'.
+  // '%' in a message is written %25; the runner turns it back into '%'. The regression is
+  // annotated on the configuration's model (models/mlp.onnx beside the baseline, what a pull
+  // request changes), the summary on the baseline.
   const std::string expected =
-      "::error file=memplan.baseline.json,title=memplan memory regression in "
+      "::error file=models/mlp.onnx,title=memplan memory regression in "
       "mlp-added-layer::Predicted peak of mlp-added-layer grew from 1.1 MiB to 2.1 MiB "
       "(+1.0 MiB, +94.14%25), beyond the tolerance of 2%25 (22.0 KiB). Saved activations grew "
       "at: /relu2/Relu +8.0 KiB (new). Plan: " +
@@ -256,10 +260,56 @@ TEST_CASE("Text report names the regression and the exact bytes", "[baseline]") 
 TEST_CASE("Check formats parse by name", "[baseline]") {
   CHECK(*ParseCheckFormat("github") == CheckFormat::kGithub);
   CHECK(*ParseCheckFormat("junit") == CheckFormat::kJunit);
+  CHECK(*ParseCheckFormat("json") == CheckFormat::kJson);
   Expected<CheckFormat> bad = ParseCheckFormat("html");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message ==
-        "unknown check format 'html' (expected one of: text, markdown, github, junit)");
+        "unknown check format 'html' (expected one of: text, markdown, github, junit, json)");
+}
+
+TEST_CASE("GitHub annotations sit on the model, joined to the baseline's folder", "[baseline]") {
+  Baseline recorded = BaselineOf({Entry("mlp-added-layer", baseline_test::MlpResult())});
+  Baseline current =
+      BaselineOf({Entry("mlp-added-layer", baseline_test::MlpWithAddedLayerResult())});
+  CompareOptions options;
+  options.baseline_path = "ci/memplan.baseline.json";
+  options.baseline_lines = {{"mlp-added-layer", 5}};
+  const std::string out = FormatCheckReport(
+      CompareToBaseline(recorded, current, *ParseTolerance("2%"), options), CheckFormat::kGithub);
+  // ci/ + models/mlp.onnx; no baseline line on the model's annotation.
+  CHECK(out.rfind("::error file=ci/models/mlp.onnx,title=memplan memory regression in ", 0) == 0);
+  CHECK(out.find("::error file=ci/memplan.baseline.json,title=memplan check::") !=
+        std::string::npos);
+}
+
+TEST_CASE("JSON check report: the numbers, the status, the exit code", "[baseline]") {
+  const nlohmann::json j =
+      nlohmann::json::parse(FormatCheckReport(SmallReport(), CheckFormat::kJson));
+  CHECK(j["schema"] == "memplan-check/1");
+  CHECK(j["failed"] == true);
+  CHECK(j["exit_code"] == 1);
+  CHECK(j["counts"]["regression"] == 1);
+  CHECK(j["counts"]["pass"] == 1);
+  const nlohmann::json& added = j["configurations"][0];
+  CHECK(added["name"] == "mlp-added-layer");
+  CHECK(added["status"] == "regression");
+  // 1,126,880 -> 2,187,744 B: +1,060,864 B, 2% of 1,126,880 allows 22,537 B (see the top).
+  CHECK(added["recorded_peak_bytes"] == 1126880);
+  CHECK(added["current_peak_bytes"] == 2187744);
+  CHECK(added["change_bytes"] == 1060864);
+  CHECK(added["allowed_bytes"] == 22537);
+  CHECK(added["grown_nodes"][0]["node"] == "/relu2/Relu");
+}
+
+TEST_CASE("An error is written in markdown and JSON too (exit 2)", "[baseline]") {
+  CHECK(FormatCheckError("cannot read x.json", "x.json", CheckFormat::kMarkdown) ==
+        "## memplan memory check\n\n:warning: **Could not run** — cannot read x.json (baseline "
+        "`x.json`).\n");
+  const nlohmann::json j =
+      nlohmann::json::parse(FormatCheckError("cannot read x.json", "x.json", CheckFormat::kJson));
+  CHECK(j["error"] == "cannot read x.json");
+  CHECK(j["exit_code"] == 2);
+  CHECK(FormatCheckError("cannot read x.json", "x.json", CheckFormat::kText).empty());
 }
 
 }  // namespace

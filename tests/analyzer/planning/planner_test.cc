@@ -113,5 +113,21 @@ TEST_CASE("advice names accumulation facts with their numbers", "[advice]") {
   CHECK(find("batchnorm-accumulation") == nullptr);  // no BatchNorm in this model
 }
 
+TEST_CASE("advice on a global batch one micro-batch reaches says so, not k=1", "[advice]") {
+  TestGraph t = PlannerMlp();
+  // m = 5 fits exactly; G = 4 is reached by one micro-batch of 4 (the largest divisor that fits).
+  PlannerOptions options = OptionsFittingExactly(t.graph, 5, 2);
+  options.global_batch = 4;
+  TrainingPlan plan = PlanTraining(t.graph, options).value();
+  REQUIRE(plan.chosen.micro_batch == 4);
+  REQUIRE(plan.chosen.accumulation_steps == 1);
+  std::string message;
+  for (const AdviceItem& a : AdvisePlan(t.graph, plan))
+    if (a.id == "learning-rate") message = a.message;
+  CHECK(message ==
+        "One micro-batch of m=4 per optimizer step is the global batch G=4 (no accumulation): "
+        "keep the learning rate tuned for batch 4.");
+}
+
 }  // namespace
 }  // namespace memplan::testing

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/alternatives/alternatives_report.h"
 #include "analyzer/report/html_report.h"
 #include "tests/analyzer/report/report_test_plan.h"
 
@@ -99,6 +100,29 @@ TEST_CASE("the chosen candidate is found by its configuration", "[report]") {
   CHECK(ChosenCandidateIndex(fixture.plan) == 1);
   fixture.plan.candidates[1].recompute = RecomputeLabel::kSqrt;
   CHECK(ChosenCandidateIndex(fixture.plan) == -1);
+}
+
+TEST_CASE("the HTML report shows the alternatives analyze prints", "[report]") {
+  testing::ReportFixture fixture;
+  CHECK(RenderHtmlReport(fixture.report).find("id=\"alternatives\"") == std::string::npos);
+  AlternativesReport alternatives;
+  alternatives.asked.gpu = "24G";
+  Alternative sharded;
+  sharded.kinds = {AlternativeKind::kSharding};
+  sharded.change.gpus = 8;
+  sharded.change.parallel = "zero3";
+  sharded.plan.fits = false;
+  sharded.plan.gpus = 8;
+  sharded.plan.budget_bytes = int64_t{47} << 29;       // 23.5 GiB
+  sharded.plan.chosen.peak_bytes = int64_t{50} << 30;  // 50.0 GiB
+  alternatives.search.planned = {sharded};
+  fixture.report.alternatives = &alternatives;
+  const std::string html = RenderHtmlReport(fixture.report);
+  // The text analyze prints, HTML-escaped, in its own section.
+  CHECK(html.find("<section id=\"alternatives\">\n<h2>What would fit</h2>") != std::string::npos);
+  CHECK(html.find("does not fit: --gpus 8 --parallel zero3 (peak 50.0 GiB of 23.5 GiB)") !=
+        std::string::npos);
+  CHECK(EmbeddedData(html)["analysis"]["alternatives"].size() == 1);
 }
 
 }  // namespace

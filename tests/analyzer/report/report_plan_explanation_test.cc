@@ -33,6 +33,32 @@ TEST_CASE("explanation: 16-bit precision against fp32", "[report]") {
         "cores, 85% more samples/s than fp32; m=64 is the largest micro-batch that fits.");
 }
 
+TEST_CASE("explanation: each clause says only what its numbers show", "[report]") {
+  SearchTrace trace;
+  // fp16 fits the same m as fp32 and runs as fast: no "halves activations", no "0% more".
+  trace.configurations = {Outcome(Precision::kFp32, RecomputeLabel::kNone, 8, 8, 100.0),
+                          Outcome(Precision::kFp16, RecomputeLabel::kNone, 8, 8, 100.2)};
+  trace.chosen = 1;
+  CHECK(ExplainPlanChoice(trace) ==
+        "fp16: m=8 fits without recompute (fp32: m=8) and runs on tensor cores, as many "
+        "samples/s than fp32; m=8 is the largest micro-batch that fits.");
+  // Slower in fp16: 90 / 100 - 1 = -10%, "10% fewer".
+  trace.configurations[1] = Outcome(Precision::kFp16, RecomputeLabel::kNone, 8, 8, 90.0);
+  CHECK_THAT(ExplainPlanChoice(trace), Catch::Contains("10% fewer samples/s than fp32"));
+  // Neither precision fits without recompute: "nothing fits", never "m=0 fits".
+  ConfigurationOutcome with = Outcome(Precision::kFp16, RecomputeLabel::kOptimal, 2, 2, 50.0);
+  with.recomputed_nodes = 5;
+  trace.configurations = {
+      Outcome(Precision::kFp32, RecomputeLabel::kNone, 1, 0, 0.0, /*feasible=*/false),
+      Outcome(Precision::kFp16, RecomputeLabel::kNone, 1, 0, 0.0, /*feasible=*/false), with};
+  trace.chosen = 2;
+  const std::string why = ExplainPlanChoice(trace);
+  CHECK_THAT(
+      why, Catch::StartsWith("fp16: nothing fits without recompute (fp32: nothing fits); "
+                             "recomputing 5 nodes (optimal) lets m=2 fit (without: nothing fits)"));
+  CHECK_THAT(why, !Catch::Contains("m=0"));
+}
+
 TEST_CASE("explanation: recompute against the plan without it", "[report]") {
   SearchTrace trace;
   ConfigurationOutcome with = Outcome(Precision::kFp32, RecomputeLabel::kOptimal, 16, 16, 90.0);

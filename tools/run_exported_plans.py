@@ -1,0 +1,576 @@
+#!/usr/bin/env python3
+"""Runs what `memplan export` writes for fine-tuning plans in the real frameworks, on the CPU,
+with a tiny GPT-2 (transformers, random weights), and asserts at run time that what runs is the
+plan: the micro-batch each forward sees, one optimizer step per ACCUMULATION_STEPS micro-batches,
+the modules run under torch.utils.checkpoint, the trainable parameter count, the optimizer class
+and its state dtype, the LoRA rank and adapted modules, the nf4 base (bitsandbytes Linear4bit).
+
+Where a framework cannot run here (DeepSpeed's engine needs an accelerator; Accelerate's YAML is
+a launcher config) the output is checked with the framework's own parser instead.
+
+CI does not need this: it needs the venv tools/setup_torch_env.sh makes (torch, transformers,
+peft, accelerate, lightning, deepspeed, bitsandbytes). Results and versions: docs/config_export.md.
+
+usage: /work/memplan-venv/bin/python tools/run_exported_plans.py MEMPLAN_BINARY [WORK_DIR]
+Prints one line per check and the framework versions; exit 0 when every check held.
+"""
+
+import contextlib
+import importlib
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import warnings
+
+warnings.filterwarnings("ignore")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.utils.data import Dataset, TensorDataset  # noqa: E402
+
+
+
+def peft_without_old_torchao():
+    """torchtune's setup pins torchao 0.14, older than peft 0.21 accepts: peft then raises for
+    every plain nn.Linear it adapts. These plans use no torchao layer, so peft is told there is
+    none."""
+    with contextlib.suppress(Exception):
+        import peft.tuners.lora.torchao as torchao_dispatch
+        torchao_dispatch.is_torchao_available = lambda: False
+
+
+peft_without_old_torchao()
+
+VOCAB, SEQ, EMBED, LAYERS = 64, 8, 32, 2
+RANK = 4
+OPTIMIZER_STEPS = 2
+# GPT-2's c_attn is a Conv1D of EMBED -> 3 * EMBED: LoRA adds r * (in + out) elements per layer.
+EXPECTED_TRAINABLE = LAYERS * RANK * (EMBED + 3 * EMBED)  # 2 * 4 * (32 + 96) = 1024
+
+RESULTS = []
+
+
+def check(name, ok, detail=""):
+    RESULTS.append(bool(ok))
+    print(("ok    " if ok else "FAIL  ") + name + (f": {detail}" if detail else ""), flush=True)
+
+
+def plan_json(micro_batch, accumulation, base_dtype, optimizer, parallel=None, gpus=None):
+    plan = {
+        "micro_batch": micro_batch,
+        "accumulation_steps": accumulation,
+        "precision": "bf16",
+        "amp_mode": "autocast",
+        "optimizer": optimizer,
+        "zero_grad": "none",
+        "clip_gradients": True,
+        "recompute": [],
+        "recompute_unit": "module",
+        "recompute_modules": ["transformer.h.0"],
+        "checkpointable_modules": LAYERS,
+        "lora": {
+            "rank": RANK,
+            "alpha": RANK,
+            "dropout": 0.0,
+            "target_modules": [f"transformer.h.{i}.attn.c_attn" for i in range(LAYERS)],
+            "peft_target_modules": ["c_attn"],
+        },
+    }
+    if base_dtype:
+        plan["base_dtype"] = base_dtype
+    if parallel:
+        plan["parallel"] = parallel
+        plan["gpus"] = gpus
+        if parallel.startswith("zero"):
+            plan["amp_mode"] = "master-weights"
+            plan["optimizer_impl"] = "fused"
+    return {"schema": "memplan/1", "model": {"path": "tiny-gpt2", "name": "tiny-gpt2"},
+            "plan": plan}
+
+
+def export(memplan, plan, target, work, name):
+    plan_path = os.path.join(work, name + ".json")
+    with open(plan_path, "w") as f:
+        json.dump(plan, f)
+    result = subprocess.run([memplan, "export", plan_path, "--to", target, "--lr", "0.001",
+                             "--weight-decay", "0.01"], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"memplan export --to {target}: {result.stderr.strip()}")
+    suffix = {"deepspeed": ".json", "accelerate": ".yaml"}.get(target, ".py")
+    out = os.path.join(work, f"{name}_{target}{suffix}")
+    with open(out, "w") as f:
+        f.write(result.stdout)
+    return out
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tiny_gpt2_dir(work):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=LAYERS, n_embd=EMBED, n_head=2, vocab_size=VOCAB,
+                        n_positions=SEQ * 2)
+    path = os.path.join(work, "tiny-gpt2")
+    GPT2LMHeadModel(config).save_pretrained(path)
+    return path
+
+
+def load_model(model_dir, load_kwargs):
+    from transformers import GPT2LMHeadModel
+    kwargs = dict(load_kwargs)
+    if "quantization_config" in kwargs:
+        kwargs["device_map"] = "cpu"
+    return GPT2LMHeadModel.from_pretrained(model_dir, **kwargs)
+
+
+def tokens(samples):
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, VOCAB, (samples, SEQ), generator=g)
+    return ids
+
+
+def lm_loss(outputs, targets):
+    logits = outputs.logits if hasattr(outputs, "logits") else outputs
+    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+
+
+class Watch:
+    """Counts what the model sees: the batch of every forward, the modules checkpointed."""
+
+    def __init__(self, model, planned_modules):
+        self.batches = []
+        self.checkpointed = set()
+        self.model = model
+        self.planned = {model.get_submodule(p): p for p in planned_modules}
+        self.all_blocks = {model.get_submodule(f"transformer.h.{i}"): f"transformer.h.{i}"
+                           for i in range(LAYERS)}
+        model.get_submodule("transformer.wte").register_forward_pre_hook(
+            lambda module, args: self.batches.append(args[0].shape[0]))
+
+    def checkpoint_spy(self, real_checkpoint):
+        def spy(function, *args, **kwargs):
+            owner = getattr(function, "__self__", None)
+            if owner in self.all_blocks:
+                self.checkpointed.add(self.all_blocks[owner])
+            return real_checkpoint(function, *args, **kwargs)
+        return spy
+
+
+def check_lora_and_base(label, model, base_dtype):
+    from peft.tuners.lora import LoraLayer
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    check(f"{label}: trainable parameters = {EXPECTED_TRAINABLE} (2 layers x r 4 x (32 + 96))",
+          trainable == EXPECTED_TRAINABLE, str(trainable))
+    adapted = {n for n, m in model.named_modules() if isinstance(m, LoraLayer)}
+    ranks = {m.r["default"] for m in model.modules() if isinstance(m, LoraLayer)}
+    alphas = {m.lora_alpha["default"] for m in model.modules() if isinstance(m, LoraLayer)}
+    check(f"{label}: LoRA rank {RANK}, alpha {RANK} on both c_attn",
+          ranks == {RANK} and alphas == {RANK} and len(adapted) == LAYERS
+          and all(n.endswith("attn.c_attn") for n in adapted), f"{sorted(adapted)} r={ranks}")
+    if base_dtype == "nf4":
+        import bitsandbytes
+        four_bit = [m for m in model.modules() if isinstance(m, bitsandbytes.nn.Linear4bit)]
+        quant = {m.weight.quant_type for m in four_bit}
+        check(f"{label}: the frozen base is bitsandbytes nf4 (Linear4bit)",
+              len(four_bit) >= LAYERS and quant == {"nf4"}, f"{len(four_bit)} layers {quant}")
+
+
+def check_optimizer(label, optimizer, paged):
+    """bitsandbytes' 8-bit AdamW, paged or not: PagedAdamW8bit / AdamW8bit, or the AdamW class
+    with optim_bits=8 that the Trainer's optim="paged_adamw_8bit" builds."""
+    inner = getattr(optimizer, "optimizer", optimizer)  # Accelerate / Lightning wrappers
+    bits = getattr(getattr(inner, "args", None), "optim_bits", None)
+    is_paged = getattr(inner, "is_paged", None)
+    name = f"{type(inner).__module__}.{type(inner).__name__}"
+    check(f"{label}: optimizer is bitsandbytes' 8-bit AdamW, paged={paged}",
+          name.startswith("bitsandbytes.") and "AdamW" in name and bits == 8
+          and is_paged == paged, f"{name} optim_bits={bits} is_paged={is_paged}")
+    # bitsandbytes keeps 8-bit state for tensors of >= 4096 elements, 32-bit below
+    # (analyzer/program/optimizer_state.h); the adapters here are all below.
+    dtypes = set()
+    wrong = []
+    for group in inner.param_groups:
+        for p in group["params"]:
+            state = inner.state.get(p, {})
+            if "state1" not in state:
+                continue
+            expected = torch.uint8 if p.numel() >= 4096 else torch.float32
+            dtypes.add(str(state["state1"].dtype))
+            if state["state1"].dtype != expected:
+                wrong.append((tuple(p.shape), state["state1"].dtype))
+    check(f"{label}: optimizer state dtype follows bitsandbytes' 4096-element rule",
+          dtypes and not wrong, f"{sorted(dtypes)} {wrong}")
+
+
+def run_pytorch(memplan, work, model_dir):
+    plan = plan_json(2, 3, "nf4", "paged-adamw8bit")
+    script = load(export(memplan, plan, "pytorch", work, "qlora"), "exported_pytorch")
+    p = plan["plan"]
+    check("pytorch: MICRO_BATCH, ACCUMULATION_STEPS are the plan's",
+          (script.MICRO_BATCH, script.ACCUMULATION_STEPS) == (p["micro_batch"],
+                                                               p["accumulation_steps"]))
+    model = load_model(model_dir, script.MODEL_LOAD_KWARGS)
+    watch = Watch(model, p["recompute_modules"])
+    script.checkpoint = watch.checkpoint_spy(script.checkpoint)
+    made = []
+    make_optimizer = script.make_optimizer
+
+    def spy_optimizer(params):
+        optimizer = make_optimizer(params)
+        optimizer.register_step_post_hook(lambda *a: made.append(1))
+        made.append(optimizer)
+        return optimizer
+
+    script.make_optimizer = spy_optimizer
+    real_loader = script.DataLoader
+    script.DataLoader = lambda *a, **k: real_loader(*a, **{**k, "num_workers": 0,
+                                                          "pin_memory": False})
+    micro_batches = OPTIMIZER_STEPS * script.ACCUMULATION_STEPS
+    ids = tokens(micro_batches * script.MICRO_BATCH)
+    peft_model = {}
+    apply = script.apply_fine_tuning
+    script.apply_fine_tuning = lambda m: peft_model.setdefault("m", apply(m))
+    script.train(model, TensorDataset(ids, ids), lm_loss,
+                 lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0), device="cpu")
+    check("pytorch: every forward sees MICRO_BATCH samples",
+          watch.batches and set(watch.batches) == {p["micro_batch"]}, str(watch.batches))
+    steps = sum(1 for x in made if x == 1)
+    check("pytorch: one optimizer step per ACCUMULATION_STEPS micro-batches",
+          steps == OPTIMIZER_STEPS and len(watch.batches) == micro_batches,
+          f"{steps} steps, {len(watch.batches)} micro-batches")
+    check("pytorch: checkpointed modules are the plan's",
+          watch.checkpointed == set(p["recompute_modules"]), str(sorted(watch.checkpointed)))
+    check_lora_and_base("pytorch", peft_model["m"], "nf4")
+    check_optimizer("pytorch", made[0], paged=True)
+
+
+def run_hf_trainer(memplan, work, model_dir):
+    import transformers
+    from transformers import Trainer, TrainerCallback
+    plan = plan_json(2, 3, "nf4", "paged-adamw8bit")
+    path = export(memplan, plan, "hf-trainer", work, "qlora")
+    p = plan["plan"]
+    # The exported TrainingArguments(...) as written, plus what a CPU run of a few steps needs.
+    recorded = {}
+    real = transformers.TrainingArguments
+
+    def cpu_arguments(**kwargs):
+        recorded.update(kwargs)
+        return real(**{**kwargs, "use_cpu": True, "output_dir": os.path.join(work, "hf-output"),
+                       "max_steps": OPTIMIZER_STEPS, "dataloader_num_workers": 0,
+                       "dataloader_pin_memory": False, "report_to": [], "save_strategy": "no"})
+
+    transformers.TrainingArguments = cpu_arguments
+    try:
+        script = load(path, "exported_hf")
+    finally:
+        transformers.TrainingArguments = real
+    args = script.args
+    check("hf-trainer: per_device_train_batch_size, gradient_accumulation_steps are the plan's",
+          (args.per_device_train_batch_size, args.gradient_accumulation_steps)
+          == (p["micro_batch"], p["accumulation_steps"]))
+    check("hf-trainer: optim, weight_decay, max_grad_norm, bf16 as exported",
+          (recorded["optim"], recorded["weight_decay"], recorded["max_grad_norm"],
+           recorded["bf16"]) == ("paged_adamw_8bit", 0.01, 1.0, True), str(recorded))
+    model = load_model(model_dir, script.MODEL_LOAD_KWARGS)
+    watch = Watch(model, p["recompute_modules"])
+    model = script.apply_fine_tuning(model)
+    steps = []
+
+    class Count(TrainerCallback):
+        def on_step_end(self, a, state, control, **kw):
+            steps.append(state.global_step)
+
+    class Samples(Dataset):
+        def __init__(self, ids):
+            self.ids = ids
+
+        def __len__(self):
+            return len(self.ids)
+
+        def __getitem__(self, i):
+            return {"input_ids": self.ids[i], "labels": self.ids[i]}
+
+    ids = tokens(OPTIMIZER_STEPS * p["accumulation_steps"] * p["micro_batch"])
+    trainer = Trainer(model=model, args=args, train_dataset=Samples(ids), callbacks=[Count()])
+    trainer.train()
+    check("hf-trainer: every forward sees the micro-batch",
+          watch.batches and set(watch.batches) == {p["micro_batch"]}, str(watch.batches))
+    check("hf-trainer: one optimizer step per gradient_accumulation_steps micro-batches",
+          len(steps) == OPTIMIZER_STEPS
+          and len(watch.batches) == OPTIMIZER_STEPS * p["accumulation_steps"],
+          f"{len(steps)} steps, {len(watch.batches)} micro-batches")
+    check_lora_and_base("hf-trainer", model, "nf4")
+    check_optimizer("hf-trainer", trainer.optimizer, paged=True)
+
+
+def run_lightning(memplan, work, model_dir):
+    import lightning.pytorch as pl
+    plan = plan_json(2, 3, "nf4", "paged-adamw8bit")
+    path = export(memplan, plan, "lightning", work, "qlora")
+    p = plan["plan"]
+    made = {}
+    real_trainer = pl.Trainer
+
+    def cpu_trainer(**kwargs):
+        made["kwargs"] = dict(kwargs)
+        kwargs.update(accelerator="cpu", devices=1, max_steps=OPTIMIZER_STEPS, logger=False,
+                      enable_checkpointing=False, enable_progress_bar=False,
+                      enable_model_summary=False)
+        return real_trainer(**kwargs)
+
+    pl.Trainer = cpu_trainer
+    try:
+        script = load(path, "exported_lightning")
+    finally:
+        pl.Trainer = real_trainer
+    kwargs = made["kwargs"]
+    check("lightning: accumulate_grad_batches, precision, clipping are the plan's",
+          (kwargs["accumulate_grad_batches"], kwargs["precision"], kwargs["gradient_clip_val"])
+          == (p["accumulation_steps"], "bf16-mixed", 1.0), str(kwargs))
+    model = load_model(model_dir, script.MODEL_LOAD_KWARGS)
+    watch = Watch(model, p["recompute_modules"])
+    from torch.utils.checkpoint import checkpoint as real_checkpoint
+    spy = watch.checkpoint_spy(real_checkpoint)
+    # The planned modules, checkpointed as the comment asks (Lightning has no argument for it).
+    for name in p["recompute_modules"]:
+        module = model.get_submodule(name)
+        forward = module.forward
+        module.forward = lambda *a, _f=forward, **k: spy(_f, *a, use_reentrant=False, **k)
+    optimizers = []
+
+    class Module(pl.LightningModule):
+        def __init__(self, model):
+            super().__init__()
+            self.model = script.apply_fine_tuning(model)
+            # from_pretrained returns the model in eval mode, and Lightning >= 2.2 keeps the
+            # modes it is given.
+            self.model.train()
+
+        def training_step(self, batch, index):
+            ids, targets = batch
+            return lm_loss(self.model(ids), targets)
+
+        def configure_optimizers(self):
+            optimizers.append(script.make_optimizer(self.parameters()))
+            return optimizers[0]
+
+    module = Module(model)
+    ids = tokens(OPTIMIZER_STEPS * p["accumulation_steps"] * p["micro_batch"])
+    loader = script.make_train_loader(TensorDataset(ids, ids))
+    loader = torch.utils.data.DataLoader(loader.dataset, batch_size=loader.batch_size)
+    script.trainer.fit(module, loader)
+    check("lightning: every forward sees MICRO_BATCH samples",
+          watch.batches and set(watch.batches) == {p["micro_batch"]}, str(watch.batches))
+    check("lightning: one optimizer step per accumulate_grad_batches batches",
+          script.trainer.global_step == OPTIMIZER_STEPS
+          and len(watch.batches) == OPTIMIZER_STEPS * p["accumulation_steps"],
+          f"{script.trainer.global_step} steps, {len(watch.batches)} micro-batches")
+    check("lightning: checkpointed modules are the plan's",
+          watch.checkpointed == set(p["recompute_modules"]), str(sorted(watch.checkpointed)))
+    check_lora_and_base("lightning", module.model, "nf4")
+    check_optimizer("lightning", optimizers[0], paged=True)
+
+
+TORCHRUN_DRIVER = r'''
+import json, os, sys, warnings
+warnings.filterwarnings("ignore")
+import torch
+from torch.utils.data import TensorDataset
+sys.path.insert(0, os.environ["MEMPLAN_TOOLS_DIR"])
+import run_exported_plans as r
+script = r.load(sys.argv[1], "exported_torchrun")
+plan = json.load(open(sys.argv[2]))["plan"]
+model = r.load_model(sys.argv[3], getattr(script, "MODEL_LOAD_KWARGS", {}))
+watch = r.Watch(model, plan["recompute_modules"])
+script.checkpoint = watch.checkpoint_spy(script.checkpoint)
+real_loader = script.DataLoader
+script.DataLoader = lambda *a, **k: real_loader(*a, **{**k, "num_workers": 0, "pin_memory": False})
+made = []
+make_optimizer = script.make_optimizer
+def spy_optimizer(params):
+    optimizer = make_optimizer(params)
+    optimizer.register_step_post_hook(lambda *a: made.append(1))
+    made.append(optimizer)
+    return optimizer
+script.make_optimizer = spy_optimizer
+wrapped = []
+shard = script.shard_model
+script.shard_model = lambda m, d: wrapped.append(shard(m, d)) or wrapped[-1]
+world = int(os.environ["WORLD_SIZE"])
+ids = r.tokens(r.OPTIMIZER_STEPS * script.ACCUMULATION_STEPS * script.MICRO_BATCH * world)
+fine_tuned = []
+apply = script.apply_fine_tuning
+script.apply_fine_tuning = lambda m: fine_tuned.append(apply(m)) or fine_tuned[-1]
+# train() destroys the process group at its end: read what needs it first.
+destroy = script.dist.destroy_process_group
+script.dist.destroy_process_group = lambda: None
+script.train(model, TensorDataset(ids, ids), r.lm_loss,
+             lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0))
+from peft.tuners.lora import LoraLayer
+optimizer = made[0]
+state = [str(s["state1"].dtype) for s in optimizer.state.values() if "state1" in s]
+out = {"rank": int(os.environ["RANK"]), "world": world, "batches": watch.batches,
+       "steps": sum(1 for x in made if x == 1), "checkpointed": sorted(watch.checkpointed),
+       "wrapper": type(wrapped[0]).__name__,
+       "trainable": sum(p.numel() for p in fine_tuned[0].parameters() if p.requires_grad),
+       "lora_ranks": sorted({m.r["default"] for m in fine_tuned[0].modules() if isinstance(m, LoraLayer)}),
+       "optimizer": type(optimizer).__name__, "state": sorted(set(state))}
+destroy()
+json.dump(out, open(sys.argv[4] + f".{out['rank']}", "w"))
+'''
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_torchrun(memplan, work, model_dir, strategy):
+    # FSDP2 shards parameters as DTensors, which bitsandbytes' optimizers cannot step (the
+    # export refuses that plan, checked here): the FSDP plan uses torch's AdamW.
+    optimizer = "adamw8bit" if strategy == "ddp" else "adamw"
+    if strategy != "ddp":
+        refused = plan_json(2, 3, None, "adamw8bit", parallel=strategy, gpus=2)
+        try:
+            export(memplan, refused, "pytorch", work, "refused_" + strategy)
+            check(f"torchrun {strategy}: a bitsandbytes optimizer is refused", False)
+        except RuntimeError as error:
+            check(f"torchrun {strategy}: a bitsandbytes optimizer is refused in one line",
+                  "FSDP2 script cannot run --optimizer adamw8bit" in str(error)
+                  and "\n" not in str(error).strip(), str(error))
+    plan = plan_json(2, 3, None, optimizer, parallel=strategy, gpus=2)
+    path = export(memplan, plan, "pytorch", work, "lora_" + strategy)
+    p = plan["plan"]
+    plan_path = os.path.join(work, "lora_" + strategy + ".json")
+    driver = os.path.join(work, "torchrun_driver.py")
+    with open(driver, "w") as f:
+        f.write(TORCHRUN_DRIVER)
+    out = os.path.join(work, "torchrun_" + strategy)
+    env = {**os.environ, "MEMPLAN_TOOLS_DIR": os.path.dirname(os.path.abspath(__file__))}
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--master-port", str(free_port()), driver, path, plan_path, model_dir, out],
+        capture_output=True, text=True, timeout=600, env=env)
+    if result.returncode != 0:
+        check(f"torchrun {strategy}: 2 gloo ranks ran", False, result.stderr.strip()[-600:])
+        return
+    ranks = [json.load(open(f"{out}.{r}")) for r in range(2)]
+    check(f"torchrun {strategy}: 2 gloo ranks ran", len(ranks) == 2)
+    for r in ranks:
+        label = f"torchrun {strategy} rank {r['rank']}"
+        check(f"{label}: every forward sees MICRO_BATCH samples, one step per "
+              "ACCUMULATION_STEPS", set(r["batches"]) == {p["micro_batch"]}
+              and r["steps"] == OPTIMIZER_STEPS
+              and len(r["batches"]) == OPTIMIZER_STEPS * p["accumulation_steps"], str(r))
+        expected_wrapper = "DistributedDataParallel" if strategy == "ddp" else "FSDP"
+        check(f"{label}: wrapped as planned ({expected_wrapper})",
+              r["wrapper"].startswith(expected_wrapper), r["wrapper"])
+        check(f"{label}: checkpointed modules are the plan's",
+              r["checkpointed"] == p["recompute_modules"], str(r["checkpointed"]))
+        if strategy == "ddp":
+            check(f"{label}: trainable parameters = {EXPECTED_TRAINABLE}",
+                  r["trainable"] == EXPECTED_TRAINABLE, str(r["trainable"]))
+        expected = "AdamW8bit" if optimizer == "adamw8bit" else "AdamW"
+        check(f"{label}: LoRA rank {RANK}, {expected}", r["lora_ranks"] == [RANK]
+              and r["optimizer"] == expected, str(r))
+
+
+def run_deepspeed(memplan, work):
+    from deepspeed.runtime.config import DeepSpeedConfig
+    plan = plan_json(2, 3, "nf4", "adamw", parallel="zero2", gpus=2)
+    path = export(memplan, plan, "deepspeed", work, "qlora_zero2")
+    config = json.load(open(path))
+    p = plan["plan"]
+    import deepspeed.comm as dist
+    os.environ.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())})
+    if not dist.is_initialized():
+        import torch.distributed
+        torch.distributed.init_process_group("gloo", rank=0, world_size=1)
+    # DeepSpeed's own parser; world size 1 here, so the global batch is re-derived for it.
+    config["train_batch_size"] = p["micro_batch"] * p["accumulation_steps"]
+    parsed = DeepSpeedConfig(config)
+    check("deepspeed: DeepSpeedConfig parses; micro-batch, accumulation, ZeRO stage, bf16",
+          (parsed.train_micro_batch_size_per_gpu, parsed.gradient_accumulation_steps,
+           parsed.zero_optimization_stage, parsed.bfloat16_config.enabled)
+          == (p["micro_batch"], p["accumulation_steps"], 2, True),
+          str((parsed.train_micro_batch_size_per_gpu, parsed.gradient_accumulation_steps,
+               parsed.zero_optimization_stage, parsed.bfloat16_config.enabled)))
+    notes = " ".join(config.get("_not_expressed", []))
+    check("deepspeed: the config names the LoRA and nf4 base the script must build",
+          f"LoraConfig(r={RANK}, lora_alpha={RANK}" in notes and "nf4" in notes, notes[:200])
+    # The BitsAndBytesConfig it names is transformers' own, parsed and compared.
+    from transformers import BitsAndBytesConfig
+    bnb = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                             bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16)
+    check("deepspeed: BitsAndBytesConfig of the note parses as nf4 with double quantisation",
+          bnb.bnb_4bit_quant_type == "nf4" and bnb.bnb_4bit_use_double_quant and bnb.load_in_4bit)
+    torch.distributed.destroy_process_group()
+
+
+def run_accelerate(memplan, work):
+    from accelerate.commands.config.config_args import load_config_from_file
+    plan = plan_json(2, 3, "nf4", "adamw", parallel="zero2", gpus=2)
+    path = export(memplan, plan, "accelerate", work, "qlora_zero2")
+    config = load_config_from_file(path)
+    check("accelerate: load_config_from_file parses; DeepSpeed ZeRO-2, 2 processes, bf16",
+          (str(config.distributed_type), config.num_processes, str(config.mixed_precision),
+           config.deepspeed_config.get("zero_stage"))
+          in [("DistributedType.DEEPSPEED", 2, "bf16", 2), ("DEEPSPEED", 2, "bf16", 2)],
+          str((config.distributed_type, config.num_processes, config.mixed_precision,
+               config.deepspeed_config)))
+    text = open(path).read()
+    check("accelerate: the file names the LoRA and nf4 base the script must build",
+          f"LoraConfig(r={RANK}, lora_alpha={RANK}" in text and "nf4" in text)
+
+
+def versions():
+    out = {}
+    for name in ["torch", "transformers", "peft", "accelerate", "lightning", "deepspeed",
+                 "bitsandbytes"]:
+        with contextlib.suppress(Exception):
+            out[name] = importlib.import_module(name).__version__
+    return out
+
+
+def main():
+    memplan = os.path.abspath(sys.argv[1])
+    work = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="memplan_exports_")
+    os.makedirs(work, exist_ok=True)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    model_dir = tiny_gpt2_dir(work)
+    runs = [("pytorch", lambda: run_pytorch(memplan, work, model_dir)),
+            ("hf-trainer", lambda: run_hf_trainer(memplan, work, model_dir)),
+            ("lightning", lambda: run_lightning(memplan, work, model_dir)),
+            ("torchrun ddp", lambda: run_torchrun(memplan, work, model_dir, "ddp")),
+            ("torchrun fsdp", lambda: run_torchrun(memplan, work, model_dir, "fsdp")),
+            ("deepspeed", lambda: run_deepspeed(memplan, work)),
+            ("accelerate", lambda: run_accelerate(memplan, work))]
+    only = os.environ.get("ONLY")
+    for name, run in runs:
+        if only and name not in only.split(","):
+            continue
+        try:
+            run()
+        except Exception as error:  # a framework error is a failed check, reported as such
+            check(f"{name}: ran", False, f"{type(error).__name__}: {str(error)[:400]}")
+    print("versions: " + json.dumps(versions()))
+    print(f"{sum(RESULTS)} of {len(RESULTS)} checks held")
+    return 0 if RESULTS and all(RESULTS) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
