@@ -1,0 +1,12 @@
+# The recipe rows of docs/recipe_rows.jsonl (issue 40), measured with torch 2.x on the CPU by
+# tools/recipes/measure_*.py, re-predicted on their stored graphs (tests/fixtures/recipe_rows,
+# weights stripped, xz): memplan's live-bytes peak within 2% of torch's on every row but those the
+# row itself marks "open" (a known gap, with its reason), and an open row that comes within 2%
+# fails too, so the mark is removed when the gap closes.
+add_test(NAME "cli: the recipe rows measured with torch 2.x are re-predicted within 2%"
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tools/recipes/repredict_recipe_rows.py
+                 --memplan $<TARGET_FILE:memplan>
+                 --rows ${CMAKE_SOURCE_DIR}/docs/recipe_rows.jsonl
+                 --graphs ${CMAKE_SOURCE_DIR}/tests/fixtures/recipe_rows --check)
+set_tests_properties("cli: the recipe rows measured with torch 2.x are re-predicted within 2%"
+                     PROPERTIES TIMEOUT 300)
