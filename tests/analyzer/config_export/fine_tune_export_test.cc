@@ -213,7 +213,7 @@ TEST_CASE("The FSDP2 script refuses a bitsandbytes optimizer in one line", "[exp
   CHECK(ExportConfig(plan, ExportTarget::kPytorchLoop, ExportOptions{}).ok());
 }
 
-TEST_CASE("plan.lora and plan.base_dtype read back; bad values name the key",
+TEST_CASE("plan.lora and plan.base_dtype read back, bad values name the key",
           "[export][finetune]") {
   Expected<ExportPlan> plan = ReadExportPlan(QloraPlan());
   REQUIRE(plan.ok());

@@ -25,8 +25,7 @@ TEST_CASE("a fit probe derives once and judges any micro-batch as PlanTraining d
   // The same m as PlanTraining with that micro-batch fixed.
   PlannerOptions fixed = options;
   fixed.micro_batch = 38;
-  CHECK(PlanTraining(t.graph, fixed).value().chosen.peak_bytes ==
-        probe->At(38).value().peak_bytes);
+  CHECK(PlanTraining(t.graph, fixed).value().chosen.peak_bytes == probe->At(38).value().peak_bytes);
 }
 
 TEST_CASE("a fit probe uses the accumulation a fixed micro-batch gets from the global batch",

@@ -95,7 +95,7 @@ TEST_CASE("pure bf16 keeps the cross entropy's three [tokens, vocab] tensors in 
   CHECK(Find(p, "grad(logits)@loss.float32") == nullptr);
 }
 
-TEST_CASE("--loss-dtype fp32 upcasts as HF's logits.float(): three fp32 tensors",
+TEST_CASE("flag --loss-dtype fp32 upcasts as HF's logits.float(): three fp32 tensors",
           "[precision][loss]") {
   const TestGraph t = LmHead();
   ProgramOptions options = Options(Precision::kBf16, AmpMode::kPure);
@@ -129,7 +129,8 @@ TEST_CASE("autocast computes the loss in fp32 from a cast of the half logits",
   CHECK(Named(p, "loss.log_prob").dtype == DType::kFloat32);
 }
 
-TEST_CASE("--loss-chunks upcasts one chunk of tokens at a time (torchtune)", "[precision][loss]") {
+TEST_CASE("flag --loss-chunks upcasts one chunk of tokens at a time (torchtune)",
+          "[precision][loss]") {
   const TestGraph t = LmHead();
   ProgramOptions options = Options(Precision::kBf16, AmpMode::kPure);
   options.loss_dtype = LossDType::kFp32;
@@ -156,7 +157,7 @@ TEST_CASE("--loss-chunks upcasts one chunk of tokens at a time (torchtune)", "[p
   CHECK(Peak(t, whole) - Peak(t, chunked) == 38400 - 25600);
 }
 
-TEST_CASE("--loss-chunks needs cross entropy on [batch, seq, vocab] with a known seq",
+TEST_CASE("flag --loss-chunks needs cross entropy on [batch, seq, vocab] with a known seq",
           "[precision][loss]") {
   const TestGraph t = LmHead();
   ProgramOptions options = Options(Precision::kBf16, AmpMode::kPure);

@@ -39,7 +39,7 @@ TEST_CASE("No adapters: no plan.lora", "[report][lora]") {
   CHECK_FALSE(LoraPlanReportOf(t.graph).has_value());
 }
 
-TEST_CASE("plan.lora names every adapted module; PEFT gets their last names when exact",
+TEST_CASE("plan.lora names every adapted module, PEFT gets their last names when exact",
           "[report][lora]") {
   TestGraph t = TwoBlocks();
   // q_proj by weight name, v_proj by its node's name (the weight is onnx::MatMul_N).
