@@ -7,6 +7,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -112,7 +114,10 @@ class ProtoModel {
   onnx::ModelProto& model() { return model_; }
 
   std::string Write(const std::string& file) const {
-    auto dir = std::filesystem::temp_directory_path() / "memplan_proto_model_test";
+    // One folder per process: ctest runs test cases in parallel processes, and two cases that
+    // write the same file name (one model builder, other arguments) would read each other's.
+    auto dir = std::filesystem::temp_directory_path() /
+               ("memplan_proto_model_test_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     auto path = (dir / file).string();
     std::ofstream out(path, std::ios::binary);
