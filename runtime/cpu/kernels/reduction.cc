@@ -109,16 +109,17 @@ Expected<ForwardResult> ReduceMaxForward(const KernelContext& ctx, const Forward
   return SingleOutput(std::move(y));
 }
 
-// amax's backward: the gradient split evenly among the elements equal to the maximum
-// (scale_grad_by_count).
-Expected<InputGradients> ReduceMaxBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  return FirstInputBackward(args, 1, "ReduceMax", [&](const Tensor& dy) -> Expected<Tensor> {
-    MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "ReduceMax", "saved input"));
-    MEMPLAN_TRY(Tensor y, RequireTensor(args.outputs, 0, "ReduceMax", "saved output"));
+// amax's and amin's backward (scale_grad_by_count): the gradient split evenly among the elements
+// equal to the reduced extremum, which the saved output holds.
+Expected<InputGradients> ExtremumBackward(const KernelContext& ctx, const BackwardArgs& args,
+                                          const char* op) {
+  return FirstInputBackward(args, 1, op, [&](const Tensor& dy) -> Expected<Tensor> {
+    MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, op, "saved input"));
+    MEMPLAN_TRY(Tensor y, RequireTensor(args.outputs, 0, op, "saved output"));
     MEMPLAN_TRY(ReducePlan plan,
-                PlanReduce("ReduceMax", AttributesOf(args.attributes), args.inputs, x.shape()));
+                PlanReduce(op, AttributesOf(args.attributes), args.inputs, x.shape()));
     if (NumElements(plan.kept) != dy.numel() || y.numel() != dy.numel())
-      return MakeError("ReduceMax: output gradient has the wrong size");
+      return MakeError(std::string(op) + ": output gradient has the wrong size");
     const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(plan.kept, x.shape())};
     std::vector<int64_t> ties(static_cast<size_t>(dy.numel()), 0);
     ForEachBroadcastIndex(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
@@ -132,6 +133,10 @@ Expected<InputGradients> ReduceMaxBackward(const KernelContext& ctx, const Backw
     });
     return dx;
   });
+}
+
+Expected<InputGradients> ReduceMaxBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  return ExtremumBackward(ctx, args, "ReduceMax");
 }
 
 // The other reductions exporters write (torch.norm / F.normalize -> ReduceL2, ReduceL1; amin ->
@@ -233,28 +238,8 @@ Expected<InputGradients> FoldedReduceBackward(const KernelContext& ctx, const Ba
   });
 }
 
-// amin's backward, as amax's: the gradient split evenly among the elements equal to the minimum.
 Expected<InputGradients> ReduceMinBackward(const KernelContext& ctx, const BackwardArgs& args) {
-  return FirstInputBackward(args, 1, "ReduceMin", [&](const Tensor& dy) -> Expected<Tensor> {
-    MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, "ReduceMin", "saved input"));
-    MEMPLAN_TRY(Tensor y, RequireTensor(args.outputs, 0, "ReduceMin", "saved output"));
-    MEMPLAN_TRY(ReducePlan plan,
-                PlanReduce("ReduceMin", AttributesOf(args.attributes), args.inputs, x.shape()));
-    if (NumElements(plan.kept) != dy.numel() || y.numel() != dy.numel())
-      return MakeError("ReduceMin: output gradient has the wrong size");
-    const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(plan.kept, x.shape())};
-    std::vector<int64_t> ties(static_cast<size_t>(dy.numel()), 0);
-    ForEachBroadcastIndex(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
-      if (x.data()[i] == y.data()[off[0]]) ++ties[static_cast<size_t>(off[0])];
-    });
-    Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
-    ForEachBroadcastIndex(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
-      const auto o = static_cast<size_t>(off[0]);
-      dx.mutable_data()[i] =
-          x.data()[i] == y.data()[off[0]] ? dy.data()[off[0]] / static_cast<float>(ties[o]) : 0.0f;
-    });
-    return dx;
-  });
+  return ExtremumBackward(ctx, args, "ReduceMin");
 }
 
 // ReduceProd: prod_backward(grad, self, result): grad * result / self where self != 0; with one
