@@ -92,6 +92,7 @@ if [ -w /dev/full ]; then
   [ "$rc" -eq 2 ] || fail "inspect >/dev/full: exit $rc, expected 2"
   grep -Eq "^memplan: cannot write to standard output: No space left on device$" err.txt ||
     fail "inspect >/dev/full: $(cat err.txt)"
+  [ "$(wc -l <err.txt)" -eq 1 ] || fail "inspect >/dev/full: more than one line: $(cat err.txt)"
   "$BIN" export plan.json --to pytorch >/dev/full 2>err.txt
   [ $? -eq 2 ] || fail "export >/dev/full: not exit 2"
 fi

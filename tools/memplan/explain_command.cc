@@ -2,7 +2,6 @@
 // what held the memory: live bytes by category (analyzer/simulation/snapshot_breakdown.h), the
 // bytes PyTorch kept cached but free, and the largest live blocks with their frames.
 // SNAPSHOT is tools/snapshot_to_json.py's output.
-#include <cstdio>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -135,7 +134,7 @@ int RunExplain(const ExplainFlags& flags) {
   if (!breakdown.ok()) return ReportError(flags.snapshot + ": " + breakdown.error().message);
   const std::string out = flags.json ? RenderJson(flags.snapshot, *snapshot, *breakdown)
                                      : RenderText(flags.snapshot, *snapshot, *breakdown);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (Status written = WriteStdout(out); !written.ok()) return ReportError(written.error().message);
   return kExitSuccess;
 }
 

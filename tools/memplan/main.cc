@@ -47,6 +47,11 @@ Status CheckNoEmptyValues(const CLI::App& command) {
 // pipe): then exit 2, as for any other file that could not be written. Each verb's own writes
 // already went through WriteStdout; closing here catches what is still buffered.
 int CloseStdout(int code) {
+  // A verb that failed has said why in its one line (WriteStdout's own error among them).
+  if (code == kExitUsage) {
+    std::fclose(stdout);
+    return code;
+  }
   errno = 0;
   const bool failed = std::ferror(stdout) != 0 || std::fflush(stdout) != 0;
   const int error = errno;

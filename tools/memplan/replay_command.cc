@@ -1,7 +1,6 @@
 // `memplan replay SNAPSHOT [--json]`: a PyTorch memory snapshot's recorded allocations and frees
 // through memplan's caching-allocator model, beside the segments PyTorch itself made
 // (analyzer/simulation/snapshot_replay.h). SNAPSHOT is tools/snapshot_to_json.py's output.
-#include <cstdio>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -165,7 +164,7 @@ int RunReplay(const ReplayFlags& flags) {
   const std::string conf = AllocatorConfigString(*config);
   const std::string out = flags.json ? RenderJson(flags.snapshot, conf, *snapshot, *result)
                                      : RenderText(flags.snapshot, conf, *snapshot, *result);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (Status written = WriteStdout(out); !written.ok()) return ReportError(written.error().message);
   return kExitSuccess;
 }
 
