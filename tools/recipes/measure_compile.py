@@ -11,7 +11,11 @@ forward graph's outputs beyond the block's own are what the compiled function sa
 views of them. The eager figure is saved_tensors_hooks on the same block, once per storage,
 parameters and the input excluded (tools/recipes/live_bytes.py).
 
-usage: measure_compile.py [--graphs DIR]
+With --backend inductor, torch.compile(module) runs Inductor itself (its decompositions, CPU
+kernels built) and the forward graph is the one its own min_cut_rematerialization_partition call
+returned; two more blocks (a BERT layer with dropout, a ResNet basic block) are measured.
+
+usage: measure_compile.py [--graphs DIR] [--backend aot|inductor]
 Prints one JSON row per block (docs/compile_rows.jsonl). With --graphs, also writes each block's
 ONNX export (training mode, weights stripped, xz) as DIR/compile_<block>.onnx.xz, so memplan's
 planned saved bytes (eager, and the partitioner's set once memplan models it) can be re-predicted
