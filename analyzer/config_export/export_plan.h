@@ -73,8 +73,9 @@ struct ExportPlan {
   // plan.loss_chunks (--loss-chunks; absent: 0, unchunked): torchtune's CEWithChunkedOutputLoss
   // num_output_chunks.
   int64_t loss_chunks = 0;
-  // plan.compile (--compile; absent: false): the saved set AOTAutograd's partitioner keeps
-  // under torch.compile, which the run must compile too (torchtune compile, HF torch_compile).
+  // plan.compile (absent: false): a plan of the saved set AOTAutograd's partitioner keeps under
+  // torch.compile, which the run must compile too (torchtune's compile). No memplan flag writes
+  // it yet (issue 40, item 6); the torchtune export carries it when a plan file has it.
   bool compile = false;
   // model.parameter_count and plan.trainable_parameter_count (0 when the plan does not say):
   // a target that trains every parameter refuses a partly frozen plan without LoRA.

@@ -124,12 +124,11 @@ TEST_CASE("torchtune: LoRA and QLoRA take the rank and the attention modules fro
   plan["model"]["parameter_count"] = 1000000;
   plan["plan"]["trainable_parameter_count"] = 16384;
   plan["plan"]["base_dtype"] = "bf16";
-  plan["plan"]["lora"] = {
-      {"rank", 16},
-      {"alpha", 32},
-      {"target_modules",
-       {"model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.v_proj",
-        "model.layers.1.self_attn.q_proj", "model.layers.1.self_attn.v_proj"}}};
+  plan["plan"]["lora"] = {{"rank", 16},
+                          {"alpha", 32},
+                          {"target_modules",
+                           {"model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.v_proj",
+                            "model.layers.1.self_attn.q_proj", "model.layers.1.self_attn.v_proj"}}};
   const std::string text =
       testing::RequireValue(ExportConfig(plan, ExportTarget::kTorchtune, ExportOptions{}));
   CHECK(text.find("tune run lora_finetune_single_device") != std::string::npos);
@@ -165,8 +164,8 @@ TEST_CASE("torchtune: LoRA targets map to torchtune's switches by module name",
   CHECK_FALSE(llama.partial_mlp);
   CHECK(llama.output);
   // BERT: attention.output.dense is the attention's output projection, not the MLP's.
-  auto bert = TorchtuneLoraModulesOf({"bert.encoder.layer.0.attention.output.dense",
-                                      "bert.encoder.layer.0.attention.self.query"});
+  auto bert = TorchtuneLoraModulesOf(
+      {"bert.encoder.layer.0.attention.output.dense", "bert.encoder.layer.0.attention.self.query"});
   CHECK(bert.attention == std::vector<std::string>{"q_proj", "output_proj"});
   CHECK_FALSE(bert.mlp);
   // timm's (and this repo's tiny GPT's) attn.qkv and attn.proj.
@@ -280,8 +279,9 @@ TEST_CASE("torchtune refuses what its recipes cannot run, in one line", "[export
   sharded_8bit["plan"]["gpus"] = 8;
   sharded_8bit["plan"]["engine_options"] = {{"auto_wrap_policy", "transformer"}};
   sharded_8bit["plan"]["optimizer"] = "adamw8bit";
-  CHECK(Refusal(sharded_8bit).find("torchtune's distributed recipe cannot run --optimizer "
-                                   "adamw8bit") != std::string::npos);
+  CHECK(Refusal(sharded_8bit)
+            .find("torchtune's distributed recipe cannot run --optimizer "
+                  "adamw8bit") != std::string::npos);
 }
 
 }  // namespace
