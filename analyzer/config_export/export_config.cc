@@ -5,6 +5,7 @@
 #include "analyzer/config_export/export_plan.h"
 #include "analyzer/config_export/export_target.h"
 #include "analyzer/config_export/exporters.h"
+#include "analyzer/config_export/torchtune_lora_modules.h"
 
 namespace memplan {
 namespace {
@@ -92,10 +93,10 @@ Status CheckFusedLoss(const ExportPlan& plan, ExportTarget target) {
 }
 
 // --optimizer-in-backward: torchtune's optimizer_in_bwd (a post-accumulate-grad hook per
-// parameter); none of these targets runs it, and a config stepping after backward would hold
+// parameter); no target but torchtune runs it, and a config stepping after backward would hold
 // the full gradient set the plan left out.
 Status CheckOptimizerInBackward(const ExportPlan& plan, ExportTarget target) {
-  if (!plan.optimizer_in_backward) return OkStatus();
+  if (!plan.optimizer_in_backward || target == ExportTarget::kTorchtune) return OkStatus();
   return MakeError("export: " + std::string(ExportTargetName(target)) +
                    " cannot express --optimizer-in-backward (torchtune's optimizer_in_bwd: "
                    "True), which the plan modelled; re-plan without it");
@@ -137,17 +138,82 @@ Status CheckPytorchStrategy(const ExportPlan& plan, ExportTarget target) {
 // The PyTorch target's FSDP2 script shards parameters as DTensors, and bitsandbytes' optimizers
 // step plain tensors: torch has no sharding rule for bitsandbytes.optimizer_update_* (the run
 // raises NotImplementedError at the first step; tools/run_exported_plans.py found it).
+// torchtune's distributed recipes shard with the same fully_shard (training.shard_model).
 Status CheckShardedOptimizer(const ExportPlan& plan, ExportTarget target) {
-  if (!plan.data_parallel || target != ExportTarget::kPytorchLoop ||
-      !IsFsdp(plan.data_parallel->strategy))
+  if (!plan.data_parallel || !IsFsdp(plan.data_parallel->strategy) ||
+      (target != ExportTarget::kPytorchLoop && target != ExportTarget::kTorchtune))
     return OkStatus();
   if (plan.optimizer != OptimizerKind::kAdamW8bit &&
       plan.optimizer != OptimizerKind::kPagedAdamW8bit && plan.optimizer != OptimizerKind::kLion)
     return OkStatus();
-  return MakeError("export: pytorch's FSDP2 script cannot run --optimizer " +
-                   std::string(OptimizerKindName(plan.optimizer)) +
-                   " (bitsandbytes steps plain tensors, not FSDP2's DTensor shards), which the "
-                   "plan modelled; re-plan with --parallel ddp, or with --optimizer adamw");
+  const bool torchtune = target == ExportTarget::kTorchtune;
+  return MakeError(
+      "export: " +
+      std::string(torchtune ? "torchtune's distributed recipe" : "pytorch's FSDP2 script") +
+      " cannot run --optimizer " + std::string(OptimizerKindName(plan.optimizer)) +
+      " (bitsandbytes steps plain tensors, not FSDP2's DTensor shards), which the "
+      "plan modelled; re-plan with " +
+      (torchtune ? "--optimizer adamw" : "--parallel ddp, or with --optimizer adamw"));
+}
+
+// torchtune's recipes (torchtune 0.6) cannot run every plan; each refusal names what the recipe
+// does instead, so a config that would not hold the plan's memory is never written.
+Status CheckTorchtune(const ExportPlan& plan, ExportTarget target) {
+  if (target != ExportTarget::kTorchtune) return OkStatus();
+  auto refuse = [](const std::string& what) { return MakeError("export: torchtune " + what); };
+  if (plan.precision == Precision::kFp16)
+    return refuse(
+        "cannot express --precision fp16 (its recipes raise 'full fp16 training is not "
+        "supported'); re-plan with --precision bf16 or fp32");
+  if (plan.data_parallel) {
+    const DataParallelOptions& dp = *plan.data_parallel;
+    if (dp.strategy != ParallelStrategy::kFsdp)
+      return refuse("cannot express --parallel " + std::string(ParallelStrategyName(dp.strategy)) +
+                    " (its distributed recipes shard with FSDP2's fully_shard only); re-plan "
+                    "with --parallel fsdp");
+    if (!dp.fsdp_wrap_blocks)
+      return refuse(
+          "cannot express FSDP auto_wrap_policy=size (its recipes call fully_shard on every "
+          "transformer layer); re-plan with --engine-options auto_wrap_policy=transformer");
+  }
+  if (plan.offload == OffloadMode::kOptimizerAndParams && !plan.data_parallel)
+    return refuse(
+        "cannot express --offload optimizer+params on one GPU (fsdp_cpu_offload is a "
+        "distributed-recipe setting); re-plan with --gpus N --parallel fsdp, or export with --to "
+        "deepspeed");
+  if (plan.offload == OffloadMode::kActivations && !plan.UsesRecompute())
+    return refuse(
+        "cannot express --offload activations without recompute (its recipes raise unless "
+        "enable_activation_checkpointing is True with enable_activation_offloading); re-plan "
+        "with --recompute all");
+  if (!plan.lora && plan.trainable_parameter_count > 0 &&
+      plan.trainable_parameter_count < plan.parameter_count)
+    return refuse(
+        "cannot express a partly frozen model without LoRA (--train/--freeze: its full "
+        "recipes train every parameter); re-plan without them, or with --lora");
+  if (plan.lora && !config_export::TorchtuneLoraModulesOf(plan.lora->target_modules).AdaptsAny())
+    return refuse("cannot express LoRA on " + plan.lora->target_modules.front() +
+                  " (no lora_attn_modules, apply_lora_to_mlp or apply_lora_to_output switch names "
+                  "these modules); re-plan with --lora-targets on the attention or MLP "
+                  "projections");
+  const std::string working(PrecisionName(plan.precision));
+  if (plan.base_dtype && *plan.base_dtype != BaseDType::kNf4 &&
+      BaseDTypeName(*plan.base_dtype) != working)
+    return refuse("cannot express --base-dtype " + std::string(BaseDTypeName(*plan.base_dtype)) +
+                  " (the recipes cast the model to dtype " + working +
+                  "; QLoRA's base is nf4); re-plan with --base-dtype " + working + " or nf4");
+  if (plan.optimizer_in_backward && plan.accumulation_steps > 1)
+    return refuse(
+        "cannot express --optimizer-in-backward with gradient accumulation (its recipes raise); "
+        "re-plan with accumulation 1");
+  // TransformerDecoder.unembed returns self.output(h).float() unless the output is chunked: the
+  // unchunked loss always runs on fp32 logits, which a half-loss plan did not hold.
+  if (plan.half_loss && plan.loss_chunks == 0)
+    return refuse(
+        "upcasts unchunked logits to fp32 (TransformerDecoder.unembed: .float()), which the "
+        "plan's half-precision loss did not hold; re-plan with --loss-dtype fp32, or with "
+        "--loss-chunks 8 (CEWithChunkedOutputLoss)");
+  return OkStatus();
 }
 
 // DeepSpeed has no hybrid-shard: ZeRO++ hpZ keeps a secondary parameter shard within the node
@@ -213,6 +279,7 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
   MEMPLAN_RETURN_IF_ERROR(ValidateOptions(options));
   MEMPLAN_RETURN_IF_ERROR(CheckStrategy(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckPytorchStrategy(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckTorchtune(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckFineTuning(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckShardedOptimizer(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOffload(plan, target));
@@ -243,6 +310,8 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
                                  IsFsdp(plan.data_parallel->strategy)))
         return config_export::ExportTorchrunScript(plan, effective);
       return config_export::ExportPytorchLoop(plan, effective);
+    case ExportTarget::kTorchtune:
+      return config_export::ExportTorchtune(plan, effective);
   }
   MEMPLAN_CHECK(false && "unhandled ExportTarget");
   return MakeError("unreachable");

@@ -17,12 +17,15 @@ namespace memplan {
 
 // Sets program.amp_mode and program.optimizer_impl, those `given` leaves open, to what `target`
 // runs under `strategy` (nullopt: one GPU), or without a target to what the strategy's engine
-// runs (unchanged for one GPU, DDP and FSDP).
+// runs (unchanged for one GPU, DDP and FSDP). For torchtune also FSDP's per-block wrapping
+// (unless --engine-options names a policy) and an fp32 unchunked loss (unless --loss-dtype or
+// --loss-chunks says otherwise), as its recipes run.
 void ApplyExportRegime(std::optional<ExportTarget> target, std::optional<ParallelStrategy> strategy,
                        RegimeChoice given, ProgramOptions& program);
 
 // The strategies `--parallel auto` does not try for `target`: those its export refuses
-// (DeepSpeed has no hybrid-shard; the PyTorch target's scripts run no ZeRO stage).
+// (DeepSpeed has no hybrid-shard; the PyTorch target's scripts run no ZeRO stage; torchtune's
+// distributed recipes run FSDP only).
 std::vector<ParallelStrategy> ExportTargetExcludedStrategies(ExportTarget target);
 
 }  // namespace memplan

@@ -88,6 +88,16 @@ Expected<std::optional<LoraPlanReport>> ReadLora(const nlohmann::json& plan) {
   return std::optional<LoraPlanReport>(std::move(result));
 }
 
+// A non-negative integer key; absent or null = 0.
+Expected<int64_t> OptionalCount(const nlohmann::json& object, const char* key,
+                                const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return int64_t{0};
+  if (!it->is_number_integer() || it->get<int64_t>() < 0)
+    return PlanError(where + key + " is not an integer >= 0");
+  return it->get<int64_t>();
+}
+
 CheckpointModules CheckpointsOf(const ExportPlan& plan) {
   if (plan.module_unit)
     return GroupRecomputeByPlannedModules(plan.recompute_modules, plan.recompute_nodes);
@@ -122,6 +132,10 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.optimizer_in_backward = report.optimizer_in_backward;
   result.upcasts_loss = report.precision != Precision::kFp32 && report.amp_mode == AmpMode::kPure &&
                         report.loss_dtype == DType::kFloat32;
+  result.half_loss = report.loss_dtype == DType::kFloat16 || report.loss_dtype == DType::kBFloat16;
+  result.loss_chunks = report.loss_chunks;
+  result.parameter_count = report.parameter_count;
+  result.trainable_parameter_count = report.trainable_parameter_count;
   result.lora = report.lora;
   result.base_dtype = report.base_dtype;
   return result;
@@ -138,6 +152,7 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
     MEMPLAN_TRY(auto name, InPlan(OptionalPlanString(*model, "name", "model.")));
     result.model_path = path.value_or("");
     result.model_name = name.value_or("");
+    MEMPLAN_TRY(result.parameter_count, OptionalCount(*model, "parameter_count", "model."));
   }
   MEMPLAN_TRY(result.micro_batch, InPlan(RequiredPlanPositiveInt(plan, "micro_batch", "plan.")));
   MEMPLAN_TRY(result.accumulation_steps,
@@ -174,6 +189,12 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
   MEMPLAN_TRY(std::optional<std::string> loss_dtype,
               InPlan(OptionalPlanString(plan, "loss_dtype", "plan.")));
   result.upcasts_loss = result.amp_mode == AmpMode::kPure && loss_dtype == "fp32";
+  result.half_loss = loss_dtype == "bf16" || loss_dtype == "fp16";
+  MEMPLAN_TRY(result.loss_chunks, OptionalCount(plan, "loss_chunks", "plan."));
+  MEMPLAN_TRY(std::optional<bool> compile, InPlan(OptionalPlanBool(plan, "compile", "plan.")));
+  result.compile = compile.value_or(false);
+  MEMPLAN_TRY(result.trainable_parameter_count,
+              OptionalCount(plan, "trainable_parameter_count", "plan."));
   MEMPLAN_TRY(result.recompute_nodes, InPlan(OptionalPlanStringList(plan, "recompute", "plan.")));
   MEMPLAN_TRY(std::optional<std::string> unit,
               InPlan(OptionalPlanString(plan, "recompute_unit", "plan.")));

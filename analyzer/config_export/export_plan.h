@@ -62,12 +62,25 @@ struct ExportPlan {
   // plan.fused_loss (absent: false): the plan modelled Liger's fused linear cross entropy, which
   // the training run must use too (HF Trainer: use_liger_kernel=True; elsewhere a note).
   bool fused_loss = false;
-  // plan.optimizer_in_backward (absent: false): torchtune's optimizer_in_bwd, which none of
-  // these targets has a switch for (export_config.cc refuses it).
+  // plan.optimizer_in_backward (absent: false): torchtune's optimizer_in_bwd, which only the
+  // torchtune target has a switch for (export_config.cc refuses it elsewhere).
   bool optimizer_in_backward = false;
   // plan.loss_dtype (absent: as the regime implies): "fp32" in a pure plan means the loop
   // upcasts the logits for the loss (the PyTorch loop writes .float()).
   bool upcasts_loss = false;
+  // plan.loss_dtype names a half dtype: the plan's loss ran on half logits (false when absent).
+  bool half_loss = false;
+  // plan.loss_chunks (--loss-chunks; absent: 0, unchunked): torchtune's CEWithChunkedOutputLoss
+  // num_output_chunks.
+  int64_t loss_chunks = 0;
+  // plan.compile (absent: false): a plan of the saved set AOTAutograd's partitioner keeps under
+  // torch.compile, which the run must compile too (torchtune's compile). No memplan flag writes
+  // it yet (issue 40, item 6); the torchtune export carries it when a plan file has it.
+  bool compile = false;
+  // model.parameter_count and plan.trainable_parameter_count (0 when the plan does not say):
+  // a target that trains every parameter refuses a partly frozen plan without LoRA.
+  int64_t parameter_count = 0;
+  int64_t trainable_parameter_count = 0;
   // plan.lora (--lora): the adapters the run must build (PEFT's LoraConfig), nullopt without.
   std::optional<LoraPlanReport> lora;
   // plan.base_dtype (--base-dtype): the frozen weights' storage; nullopt: the model's own dtype.
@@ -117,6 +130,9 @@ ExportPlan ExportPlanOf(const PlanReport& report);
 //   plan.fused_loss: true | false (default false)
 //   plan.optimizer_in_backward: true | false (default false)
 //   plan.loss_dtype: "fp32" | "bf16" | "fp16" (optional)
+//   plan.loss_chunks: integer >= 0 (optional, default 0)
+//   plan.compile: true | false (default false)
+//   model.parameter_count, plan.trainable_parameter_count: integers >= 0 (optional)
 //   plan.lora:       {"rank": r >= 1, "alpha" (default r), "dropout" (default 0),
 //                    "target_modules": [...], "peft_target_modules" (default target_modules)}
 //   plan.base_dtype: "fp32" | "bf16" | "fp16" | "int8" | "nf4" (optional)

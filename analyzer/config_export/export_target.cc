@@ -15,7 +15,9 @@ Expected<ExportTarget> ParseExportTarget(std::string_view name) {
 bool ExportTargetRuns(ExportTarget target, AmpMode mode, std::optional<ParallelStrategy> strategy,
                       OffloadMode offload) {
   const bool zero = strategy && IsZeroStage(*strategy);
-  if (zero && target != ExportTarget::kPytorchLoop) return mode == EngineAmpMode(*strategy);
+  // torchtune refuses ZeRO plans itself (export_config.cc): its regime is the model's dtype.
+  if (zero && target != ExportTarget::kPytorchLoop && target != ExportTarget::kTorchtune)
+    return mode == EngineAmpMode(*strategy);
   switch (target) {
     case ExportTarget::kDeepSpeed:
       return mode == AmpMode::kMasterWeights;
@@ -27,6 +29,8 @@ bool ExportTargetRuns(ExportTarget target, AmpMode mode, std::optional<ParallelS
       return mode == AmpMode::kAutocast;
     case ExportTarget::kLightning:
       return mode == AmpMode::kAutocast || mode == AmpMode::kPure;
+    case ExportTarget::kTorchtune:
+      return mode == AmpMode::kPure;
     case ExportTarget::kPytorchLoop:
       // The FSDP2 script's MixedPrecisionPolicy(param_dtype=half) runs master weights too.
       return mode == AmpMode::kAutocast || mode == AmpMode::kPure ||
@@ -37,8 +41,10 @@ bool ExportTargetRuns(ExportTarget target, AmpMode mode, std::optional<ParallelS
 
 AmpMode ExportTargetDefaultAmpMode(ExportTarget target, std::optional<ParallelStrategy> strategy,
                                    OffloadMode offload) {
-  return ExportTargetRuns(target, kDefaultCliAmpMode, strategy, offload) ? kDefaultCliAmpMode
-                                                                         : AmpMode::kMasterWeights;
+  if (ExportTargetRuns(target, kDefaultCliAmpMode, strategy, offload)) return kDefaultCliAmpMode;
+  if (ExportTargetRuns(target, AmpMode::kMasterWeights, strategy, offload))
+    return AmpMode::kMasterWeights;
+  return AmpMode::kPure;
 }
 
 std::optional<OptimizerImpl> ExportTargetFixedOptimizerImpl(
@@ -78,11 +84,13 @@ bool ExportTargetOffloads(ExportTarget target, OffloadMode offload) {
     case OffloadMode::kNone:
       return true;
     case OffloadMode::kOptimizer:
-    case OffloadMode::kOptimizerAndParams:
       return target == ExportTarget::kDeepSpeed || target == ExportTarget::kAccelerate;
+    case OffloadMode::kOptimizerAndParams:
+      return target == ExportTarget::kDeepSpeed || target == ExportTarget::kAccelerate ||
+             target == ExportTarget::kTorchtune;
     case OffloadMode::kActivations:
       return target == ExportTarget::kPytorchLoop || target == ExportTarget::kDeepSpeed ||
-             target == ExportTarget::kAccelerate;
+             target == ExportTarget::kAccelerate || target == ExportTarget::kTorchtune;
   }
   return false;
 }

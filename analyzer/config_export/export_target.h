@@ -31,7 +31,10 @@ namespace memplan {
   X(kAccelerate, "accelerate", "accelerate_config.yaml")                    \
   /* Python: lightning Trainer(...) arguments */                            \
   X(kLightning, "lightning", "lightning_trainer.py")                        \
-  X(kPytorchLoop, "pytorch", "train_loop.py") /* Python: a plain PyTorch training loop */
+  /* Python: a plain PyTorch training loop */                               \
+  X(kPytorchLoop, "pytorch", "train_loop.py")                               \
+  /* torchtune recipe config YAML (tune run RECIPE --config FILE) */        \
+  X(kTorchtune, "torchtune", "torchtune_config.yaml")
 MEMPLAN_NAMED_ENUM(ExportTarget, MEMPLAN_EXPORT_TARGETS);
 
 inline constexpr std::array<ExportTarget, kExportTargetNames.size()> kAllExportTargets =
@@ -56,13 +59,15 @@ inline std::string_view ExportTargetDefaultFileName(ExportTarget target) {
 // Lightning's deepspeed_stage_N), so only master-weights; Accelerate runs an optimizer offload
 // through its DeepSpeed plugin, so with one it runs DeepSpeed's regime too. The PyTorch target's
 // FSDP2 script (fsdp, hybrid-shard) also runs master-weights: MixedPrecisionPolicy(param_dtype=
-// half) gathers half copies of fp32 sharded parameters.
+// half) gathers half copies of fp32 sharded parameters. torchtune's recipes cast the model to
+// `dtype` (training.get_dtype: bf16 or fp32; fp16 is refused by the recipes) and keep no fp32
+// masters: pure only.
 bool ExportTargetRuns(ExportTarget target, AmpMode mode,
                       std::optional<ParallelStrategy> strategy = std::nullopt,
                       OffloadMode offload = OffloadMode::kNone);
 
 // The regime a plan for `target` (under `strategy` and `offload`) is made in when --amp-mode is
-// not given: autocast where the target runs it, else master-weights.
+// not given: autocast where the target runs it, else master-weights, else pure (torchtune).
 AmpMode ExportTargetDefaultAmpMode(ExportTarget target,
                                    std::optional<ParallelStrategy> strategy = std::nullopt,
                                    OffloadMode offload = OffloadMode::kNone);
@@ -99,7 +104,10 @@ OptimizerImpl ExportTargetDefaultOptimizerImpl(
 // and offload_param (also through Accelerate's DeepSpeed plugin); activations is
 // torch.autograd.graph.save_on_cpu around the forward, which the PyTorch loop writes and the
 // DeepSpeed and Accelerate outputs name as the script line to add. The Trainer and Lightning
-// argument lists have no setting for either.
+// argument lists have no setting for either. torchtune has enable_activation_offloading
+// (activations) and, in its distributed recipes, fsdp_cpu_offload (FSDP2's CPUOffloadPolicy:
+// parameters, gradients and optimizer state on the host, the step on the CPU:
+// optimizer+params; torchtune_export.cc refuses it without FSDP).
 bool ExportTargetOffloads(ExportTarget target, OffloadMode offload);
 
 }  // namespace memplan

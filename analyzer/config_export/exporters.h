@@ -18,5 +18,7 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
 // The PyTorch target for a ddp, fsdp or hybrid-shard plan: a torchrun script
 // (torchrun_export.cc).
 std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& options);
+// A torchtune recipe config YAML (torchtune_export.cc).
+std::string ExportTorchtune(const ExportPlan& plan, const ExportOptions& options);
 
 }  // namespace memplan::config_export

@@ -42,6 +42,8 @@ inline std::optional<OptimizerImpl> EngineOptimizerImpl(ParallelStrategy s,
 struct RegimeChoice {
   bool amp_mode_given = false;
   bool optimizer_impl_given = false;
+  // --engine-options auto_wrap_policy=...: an export target's FSDP wrapping default stays out.
+  bool wrap_policy_given = false;
 };
 
 }  // namespace memplan

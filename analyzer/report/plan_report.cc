@@ -1,5 +1,7 @@
 #include "analyzer/report/plan_report.h"
 
+#include "graph/trainable_parameters.h"
+
 namespace memplan {
 
 namespace {
@@ -52,6 +54,8 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
   }
   r.data_parallel = report.options->program.data_parallel;
   r.offload = program.offload;
+  r.parameter_count = ModelParameterCount(*report.graph);
+  r.trainable_parameter_count = TrainedParameterCount(*report.graph);
   r.lora = LoraPlanReportOf(*report.graph);
   r.base_dtype = report.options->program.base_dtype;
   r.tensor_parallel = report.options->tensor_parallel.degree;

@@ -76,6 +76,10 @@ struct PlanReport {
   DType loss_dtype = DType::kUndefined;
   int64_t loss_chunks = 0;
   bool optimizer_in_backward = false;
+  // model.parameter_count and plan.trainable_parameter_count: every parameter element, and those
+  // the optimizer updates (fewer under --train/--freeze/--lora).
+  int64_t parameter_count = 0;
+  int64_t trainable_parameter_count = 0;
   // plan.lora (--lora): the adapters simulated, as PEFT builds them; nullopt without LoRA.
   std::optional<LoraPlanReport> lora;
   // plan.base_dtype (--base-dtype): how the frozen weights are stored; nullopt: as the model.

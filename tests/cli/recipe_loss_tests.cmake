@@ -76,8 +76,8 @@ memplan_cli_test("paged-adamw8bit pages nothing below 1e5 elements" EXPECT_EXIT 
   EXPECT_OUTPUT "\"paged_optimizer_state_bytes\": 0"
   COMMAND analyze ${F}/lm_head.onnx --gpu 24G --batch 2 --optimizer paged-adamw8bit --json)
 
-# Exports: the PyTorch loop upcasts the logits for an fp32 loss in a pure plan; no target has
-# a switch for optimizer_in_bwd, so they refuse it (torchtune's recipe runs it).
+# Exports: the PyTorch loop upcasts the logits for an fp32 loss in a pure plan; only torchtune has
+# a switch for optimizer_in_bwd, so the others refuse it (torchtune_export_tests.cmake).
 memplan_cli_test("export pytorch of a pure plan with --loss-dtype fp32 calls .float()"
   EXPECT_EXIT 0
   EXPECT_OUTPUT "loss = loss_fn\\(model\\(inputs\\).float\\(\\), targets\\)"

@@ -10,3 +10,14 @@ add_test(NAME "cli: the recipe rows measured with torch 2.x are re-predicted wit
                  --graphs ${CMAKE_SOURCE_DIR}/tests/fixtures/recipe_rows --check)
 set_tests_properties("cli: the recipe rows measured with torch 2.x are re-predicted within 2%"
                      PROPERTIES TIMEOUT 300)
+
+# The torch.compile rows of docs/compile_rows.jsonl (tools/recipes/measure_compile.py): the eager
+# saved bytes of each stored block re-predicted within 2% (saved_activations_by_node, fp32, eager
+# attention). memplan has no --compile plan yet, so the partitioner's column is only printed.
+add_test(NAME "cli: the compile rows' eager saved bytes are re-predicted within 2%"
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tools/recipes/repredict_compile_rows.py
+                 --memplan $<TARGET_FILE:memplan>
+                 --rows ${CMAKE_SOURCE_DIR}/docs/compile_rows.jsonl
+                 --graphs ${CMAKE_SOURCE_DIR}/tests/fixtures/recipe_rows --check)
+set_tests_properties("cli: the compile rows' eager saved bytes are re-predicted within 2%"
+                     PROPERTIES TIMEOUT 300)

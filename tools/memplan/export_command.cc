@@ -1,4 +1,5 @@
-// `memplan export PLAN.json --to deepspeed|hf-trainer|hf-trainer-json|accelerate|lightning|pytorch
+// `memplan export PLAN.json --to
+// deepspeed|hf-trainer|hf-trainer-json|accelerate|lightning|pytorch|torchtune
 // [--out FILE]`: the plan `memplan analyze --json` printed, as the configuration a training
 // framework reads (analyzer/config_export/export_config.h, docs/config_export.md). The config goes
 // to --out, or to stdout.

@@ -379,8 +379,11 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
   MEMPLAN_RETURN_IF_ERROR(ResolveFineTuningFlags(flags, request));
   // A strategy is planned in its engine's regime where the user left it open (a ZeRO stage:
   // DeepSpeed's master weights and FusedAdam); `analyze --export` refines it for its target.
-  request.regime_given = {.amp_mode_given = !flags.Text("amp_mode").empty(),
-                          .optimizer_impl_given = !flags.Text("optimizer_impl").empty()};
+  request.regime_given = {
+      .amp_mode_given = !flags.Text("amp_mode").empty(),
+      .optimizer_impl_given = !flags.Text("optimizer_impl").empty(),
+      .wrap_policy_given =
+          flags.Text("engine_options").find("auto_wrap_policy") != std::string::npos};
   SetExportRegime(std::nullopt, request);
   // The planner says the same without naming a flag; the CLI names --reserve.
   if (!flags.Text("gpu").empty() &&

@@ -9,7 +9,7 @@ For each file:
   1. OmegaConf.load; the mandatory values (`???`) must be exactly the ones the export leaves to the
      user (the model builder, tokenizer, checkpoint, data set, and lr unless --lr was given);
   2. those are filled as a user would (the model with torchtune's llama3_2 component builder at a
-     tiny size, with its required lora_alpha), then torchtune.config.validate binds every
+     tiny size; the export's lora_alpha is kept), then torchtune.config.validate binds every
      `_component_`'s arguments to its signature, as `tune validate` does;
   3. every key the recipe reads as `cfg.<key>` (required, no default) is present, and the recipe's
      own refusals hold (fp16, optimizer_in_bwd with accumulation or clipping, activation offloading
@@ -67,12 +67,17 @@ def required_keys(recipe):
 
 
 def fill_user_values(cfg, lora):
-    cfg.model._component_ = ("torchtune.models.llama3_2.lora_llama3_2" if lora
+    # llama3_2 ties the output to the embedding and refuses apply_lora_to_output; llama3's
+    # builder (the same decoder, untied) takes it.
+    untied = lora and cfg.model.get("apply_lora_to_output", False)
+    cfg.model._component_ = ("torchtune.models.llama3.lora_llama3" if untied
+                             else "torchtune.models.llama3_2.lora_llama3_2" if lora
                              else "torchtune.models.llama3_2.llama3_2")
     for k, v in (TINY_NF4 if cfg.model.get("quantize_base") else TINY).items():
         cfg.model[k] = v
     if lora:
-        cfg.model.lora_alpha = 2 * cfg.model.lora_rank  # the component builder requires it
+        # The component builder requires lora_alpha: the export writes plan.lora.alpha.
+        assert "lora_alpha" in cfg.model, "lora_alpha is not written"
         cfg.model.lora_rank = min(cfg.model.lora_rank, 8)  # the tiny model's dims
     cfg.tokenizer._component_ = "torchtune.models.llama3.llama3_tokenizer"
     cfg.tokenizer.path = "/nonexistent/tokenizer.model"

@@ -147,12 +147,12 @@ TEST_CASE("targets that cannot run the offload refuse, naming those that can",
         "with --to deepspeed or accelerate");
   CHECK(Refusal(MlpPlan("optimizer+params"), ExportTarget::kPytorchLoop) ==
         "export: pytorch cannot express --offload optimizer+params, which the plan modelled; "
-        "export with --to deepspeed or accelerate");
+        "export with --to deepspeed or accelerate or torchtune");  // torchtune: fsdp_cpu_offload
   CHECK(Refusal(MlpPlan("optimizer"), ExportTarget::kLightning).find("lightning cannot") !=
         std::string::npos);
   CHECK(Refusal(MlpPlan("activations"), ExportTarget::kHfTrainerJson) ==
         "export: hf-trainer-json cannot express --offload activations, which the plan modelled; "
-        "export with --to deepspeed or accelerate or pytorch");
+        "export with --to deepspeed or accelerate or pytorch or torchtune");
 }
 
 }  // namespace

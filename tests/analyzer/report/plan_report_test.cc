@@ -89,6 +89,14 @@ TEST_CASE("PlanReport facts are what analyze --json says", "[report]") {
   CHECK(typed.clip_gradients == read->clip_gradients);
   CHECK(typed.recompute_nodes == read->recompute_nodes);
   CHECK_FALSE(typed.recompute_nodes.empty());
+  // What the torchtune export reads (torchtune_export.cc): the same by either route.
+  CHECK(typed.parameter_count == read->parameter_count);
+  CHECK(typed.parameter_count == json["model"]["parameter_count"].get<int64_t>());
+  CHECK(typed.trainable_parameter_count == read->trainable_parameter_count);
+  CHECK(typed.trainable_parameter_count == typed.parameter_count);  // nothing frozen
+  CHECK(typed.loss_chunks == read->loss_chunks);
+  CHECK(typed.half_loss == read->half_loss);
+  CHECK(typed.compile == read->compile);
 
   // Bindings in symbol order, the batch bound to the micro-batch.
   REQUIRE(facts.bindings.size() == json["bindings"].size());
