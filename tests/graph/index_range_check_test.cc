@@ -58,7 +58,7 @@ TEST_CASE("a strided Range is judged by the last row it reads", "[symbols][bad-i
   m.Node("Squeeze", {"two"}, {"delta"});
   m.Node("Range", {"start", "s", "delta"}, {"rows"});
   testing::SetInt(m.Node("Gather", {"table", "rows"}, {"y"}), "axis", 0);
-  m.Output("y", TensorProto::FLOAT);
+  m.Output("y", TensorProto::FLOAT, std::vector<ProtoDim>{std::string("n"), int64_t{4}});
   Graph graph = m.Import("strided_range_table.onnx");
   CHECK(WarningsAt(graph, "s", 16).empty());
   std::vector<std::string> warnings = WarningsAt(graph, "s", 17);

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 #include "tests/graph/import_test_util.h"
 #include "tests/graph/proto_model.h"
@@ -13,6 +14,7 @@ namespace memplan {
 namespace {
 
 using onnx::TensorProto;
+using testing::ProtoDim;
 using testing::ProtoModel;
 
 TEST_CASE("an int64 bias added to a float MatMul is refused naming the node",
@@ -34,7 +36,7 @@ TEST_CASE("inputs bound to different type parameters may differ", "[import]") {
   m.Node("Pow", {"h", "exponent"}, {"p"});
   m.Node("IsNaN", {"p"}, {"nan"});
   m.Node("Where", {"nan", "h", "p"}, {"y"});
-  m.Output("y", TensorProto::FLOAT);
+  m.Output("y", TensorProto::FLOAT, std::vector<ProtoDim>{std::string("batch"), int64_t{4}});
   Graph graph = m.Import("mixed_type_parameters.onnx");
   CHECK(graph.num_nodes() == 4);
 }
@@ -46,7 +48,7 @@ TEST_CASE("a Concat of float and int64 is refused", "[import][bad-input]") {
   m.Node("Unsqueeze", {"k", "zero"}, {"k2"});
   m.Int64s("zero", {0});
   testing::SetInt(m.Node("Concat", {"x", "k2"}, {"y"}), "axis", 0);
-  m.Output("y", TensorProto::FLOAT);
+  m.Output("y", TensorProto::FLOAT, std::vector<ProtoDim>{std::string("n"), int64_t{2}});
   CHECK(m.ImportError("concat_mixed.onnx") ==
         "node 'y_node' (Concat): input 0 'x' is float32 but input 1 'k2' is int64; ONNX's Concat "
         "takes one type T for both");
