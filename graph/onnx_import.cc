@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <exception>
 #include <limits>
+#include <new>
 #include <optional>
 #include <string_view>
 #include <unordered_set>
@@ -26,6 +27,8 @@
 #include "graph/proto_node_order.h"
 #include "graph/shape_propagation.h"
 #include "graph/tensor_data_check.h"
+#include "graph/type_constraints.h"
+#include "graph/upsample_scales.h"
 #include "graph/weight_free_model.h"
 
 namespace memplan {
@@ -133,6 +136,8 @@ Status RunChecker(onnx::ModelProto& model, const std::string& path, Graph& graph
   }
   try {
     onnx::checker::check_model(model);
+  } catch (const std::bad_alloc&) {
+    throw;  // out of memory, not a verdict on the model: main() says so in one line
   } catch (const std::exception& e) {
     return MakeError("'" + path + "' failed the ONNX checker: " + FirstLine(e.what()));
   }
@@ -205,6 +210,8 @@ InferredTypes RunOnnxShapeInference(onnx::ModelProto& model, Graph& graph) {
     options.error_mode = 0;  // skip nodes it cannot infer instead of throwing
     options.enable_data_propagation = true;
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::bad_alloc&) {
+    throw;  // out of memory: main() says so in one line, never "inference failed"
   } catch (const std::exception& e) {
     graph.warnings.push_back("ONNX shape inference failed (" + FirstLine(e.what()) +
                              "); using memplan's shape rules only");
@@ -284,6 +291,10 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
     graph.warnings.push_back(LibOnnxSkippedNote(libonnx));
   }
   MEMPLAN_RETURN_IF_ERROR(PropagateShapes(graph, inferred));
+  // Once every dtype is known: libonnx's inference skipped a node whose inputs break its type
+  // constraint instead of refusing it (graph/type_constraints.h).
+  MEMPLAN_RETURN_IF_ERROR(CheckTypeConstraints(graph));
+  MEMPLAN_RETURN_IF_ERROR(CheckUpsampleScales(graph));
   MEMPLAN_RETURN_IF_ERROR(MarkTrainableParameters(graph));
   ApplyExportedBuffers(exported_buffers, graph);
   return graph;

@@ -183,7 +183,19 @@ Status PropagateShapes(Graph& graph, const InferredTypes& inferred) {
       value.contents = std::move(info.contents);
       value.float_values = std::move(info.float_values);
       value.kind = constant ? ValueKind::kConstant : ValueKind::kIntermediate;
-      MEMPLAN_RETURN_IF_ERROR(CheckValueSize(graph, value));
+      // Named at the node whose arithmetic overflowed (a shape value 2^62 * 4), not downstream
+      // where a symbol the user would be asked to bind stands in for it.
+      if (value.contents) {
+        for (const Dim& d : *value.contents) {
+          if (!d.overflowed()) continue;
+          return MakeError("node '" + node.name + "' (" + node.op_type + "): shape arithmetic " +
+                           "overflows 64 bits (a value of '" + value.name + "')");
+        }
+      }
+      Status size = CheckValueSize(graph, value);
+      if (!size.ok())
+        return MakeError("node '" + node.name + "' (" + node.op_type + "): output " +
+                         size.error().message);
     }
   }
   for (const auto& [param, dim] : unifier.unified()) {

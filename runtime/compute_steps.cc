@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "graph/ops/op_registry.h"
+#include "runtime/loss_target.h"
 
 namespace memplan {
 namespace {
@@ -36,14 +37,8 @@ ComputeSteps::ComputeSteps(const Graph& graph, const TrainingProgram& program, B
       seed_(seed),
       disable_dropout_(disable_dropout) {
   // The model output: the value whose gradient the loss backward writes (else what the loss
-  // reads).
-  for (LogicalTime t = p_.micro_batch.begin; t < p_.micro_batch.end; ++t) {
-    const Step& s = p_.step(t);
-    if (s.kind == StepKind::kLossBackward && !s.input_gradients.empty())
-      model_output_ = p_.buffer(s.input_gradients[0].target).value;
-  }
-  if (!model_output_.valid() && p_.loss_step >= 0)
-    model_output_ = p_.buffer(p_.step(p_.loss_step).inputs.at(0)).value;
+  // reads; runtime/loss_target.h).
+  model_output_ = LossTargetValue(p_);
 }
 
 uint64_t ComputeSteps::NodeSeed(NodeId n) const {

@@ -6,6 +6,7 @@
 
 #include "graph/ops/fused_loss_op.h"
 #include "runtime/counter_rng.h"
+#include "runtime/loss_target.h"
 #include "runtime/program_shapes.h"
 
 namespace memplan {
@@ -64,11 +65,13 @@ std::vector<float> InitialParameterValues(const Value& value, const TensorShape&
   std::string name = value.name;
   std::transform(name.begin(), name.end(), name.begin(), [](char c) { return std::tolower(c); });
   if (!value.trainable) {
-    // A scalar buffer whose value the file stores (a Dropout ratio of 0.5 as an initializer,
-    // read at import) keeps it: it is the model's semantics, not a statistic to synthesise (the
-    // 1.0 below made the ratio 1, which Dropout refuses).
-    if (n == 1 && value.float_values && value.float_values->size() == 1) {
-      values[0] = static_cast<float>((*value.float_values)[0]);
+    // A buffer whose values the file stores and import read (a Dropout ratio of 0.5, Resize's
+    // scales [1, 1, 2, 2]) keeps them: they are the model's semantics, not a statistic to
+    // synthesise (the 1.0 below made the ratio 1, which Dropout refuses, and the scales 1, so the
+    // Resize's output no longer fit its planned shape).
+    if (value.float_values && value.float_values->size() == static_cast<size_t>(n)) {
+      for (size_t i = 0; i < values.size(); ++i)
+        values[i] = static_cast<float>((*value.float_values)[i]);
       return values;
     }
     std::fill(values.begin(), values.end(), Contains(name, "mean") ? 0.0f : 1.0f);
@@ -167,9 +170,13 @@ Expected<SyntheticData> SyntheticData::Create(const Graph& graph, const Training
     MEMPLAN_TRY(TensorShape shape, EvaluateShape(label.shape, one));
     data.label_positions_ = NumElements(shape);
     if (program.loss == LossKind::kCrossEntropy) {
-      // The model output the loss reads: [N, C], [N, S, C] or [N, C, d...].
-      const Buffer& loss_in = program.buffer(program.step(program.loss_step).inputs.at(0));
-      MEMPLAN_TRY(TensorShape logits, EvaluateShape(loss_in.shape, one));
+      // The model output the loss reads: [N, C], [N, S, C] or [N, C, d...]. Its own shape, not
+      // its buffer's: a Split chunk's buffer is the whole split input (runtime/loss_target.h).
+      const ValueId target = LossTargetValue(program);
+      const Shape& read = target.valid()
+                              ? graph.value(target).shape
+                              : program.buffer(program.step(program.loss_step).inputs.at(0)).shape;
+      MEMPLAN_TRY(TensorShape logits, EvaluateShape(read, one));
       data.classes_ = logits.at(CrossEntropyClassAxis(logits.size()));
     }
   }

@@ -3,7 +3,7 @@
 # SECONDS (default 60) from the seed corpus. A crash, sanitizer report, leak or timeout exits 1
 # with the reproducer's path and its base64 bytes printed.
 # Usage: tools/fuzz.sh [SECONDS] [TARGET...]   (targets: fuzz_import fuzz_plan_json
-#        fuzz_baseline fuzz_profile fuzz_export fuzz_snapshot; default all). JOBS=n sets the build's parallelism (default 2).
+#        fuzz_baseline fuzz_profile fuzz_export fuzz_snapshot fuzz_verify_plan; default all). JOBS=n sets the build's parallelism (default 2).
 #        FUZZ_BUILD_DIR=dir uses an existing build configured with MEMPLAN_FUZZ=ON (tools/test.sh
 #        passes its sanitizer build, which has the targets) instead of build-fuzz.
 # Needs clang++ and libFuzzer (Debian 12: clang and libclang-rt-14-dev, see tools/setup.sh).
@@ -11,7 +11,7 @@ set -euo pipefail
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz_import fuzz_plan_json fuzz_baseline fuzz_profile fuzz_export fuzz_snapshot)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz_import fuzz_plan_json fuzz_baseline fuzz_profile fuzz_export fuzz_snapshot fuzz_verify_plan)
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 cxx=${CXX:-clang++}

@@ -161,6 +161,9 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
     return PlanError("plan.micro_batch * plan.accumulation_steps overflows");
   MEMPLAN_TRY(std::string precision, InPlan(RequiredPlanString(plan, "precision", "plan.")));
   MEMPLAN_TRY(result.precision, PlanPrecision(precision));
+  // Read by no export, checked as verify checks them: a plan verify refuses is no plan to export.
+  MEMPLAN_RETURN_IF_ERROR(InPlan(OptionalPlanLossScale(plan)));
+  MEMPLAN_RETURN_IF_ERROR(InPlan(PlanBindingsOf(plan_json)));
   MEMPLAN_TRY(std::optional<std::string> amp_mode,
               InPlan(OptionalPlanString(plan, "amp_mode", "plan.")));
   if (amp_mode && result.precision != Precision::kFp32) {

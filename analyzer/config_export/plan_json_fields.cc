@@ -1,6 +1,8 @@
 #include "analyzer/config_export/plan_json_fields.h"
 
 #include <cctype>
+#include <limits>
+#include <sstream>
 
 #include "analyzer/baseline/json_file.h"
 #include "analyzer/parallel/engine_options.h"
@@ -58,6 +60,34 @@ Expected<std::vector<std::string>> OptionalPlanStringList(const nlohmann::json& 
     names.push_back(item.get<std::string>());
   }
   return names;
+}
+
+Expected<std::optional<double>> OptionalPlanLossScale(const nlohmann::json& plan) {
+  auto it = plan.find("loss_scale");
+  if (it == plan.end() || it->is_null()) return std::optional<double>();
+  if (!it->is_number()) return MakeError("'plan.loss_scale' is not a number");
+  const double scale = it->get<double>();
+  if (!(scale > 0.0) || scale > static_cast<double>(std::numeric_limits<float>::max())) {
+    std::ostringstream text;
+    text << scale;
+    return MakeError("'plan.loss_scale' is " + text.str() +
+                     "; a loss scale is a positive float32 (at most 3.4e38)");
+  }
+  return std::optional<double>(scale);
+}
+
+Expected<std::vector<PlanBinding>> PlanBindingsOf(const nlohmann::json& document) {
+  std::vector<PlanBinding> bindings;
+  auto it = document.find("bindings");
+  if (it == document.end() || it->is_null()) return bindings;
+  if (!it->is_object()) return MakeError("'bindings' is not an object of symbol: size");
+  for (const auto& item : it->items()) {
+    const nlohmann::json& value = item.value();
+    if (!IsInt64(value) || value.get<int64_t>() < 1)
+      return MakeError("'bindings." + item.key() + "' is not a positive integer");
+    bindings.push_back(PlanBinding{item.key(), value.get<int64_t>()});
+  }
+  return bindings;
 }
 
 Expected<const nlohmann::json*> PlanObjectOf(const nlohmann::json& document) {

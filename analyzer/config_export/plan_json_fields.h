@@ -32,6 +32,20 @@ Expected<std::vector<std::string>> OptionalPlanStringList(const nlohmann::json& 
                                                           const char* key,
                                                           const std::string& where);
 
+// plan.loss_scale, the loss scaler's (initial) scale; absent or null: std::nullopt. Anything but a
+// positive finite number a float32 holds (1e308, 0, -0, a negative) is an error: torch's
+// GradScaler keeps its scale as a float32 tensor, and 0 or -0 would zero every gradient.
+Expected<std::optional<double>> OptionalPlanLossScale(const nlohmann::json& plan);
+
+// The document's top-level "bindings" (symbol: size), in the file's order; absent or null: none.
+// Each size is an integer in [1, 2^63 - 1] (2^63 does not fit int64_t: an error naming it, e.g.
+// 'bindings.seq' is not a positive integer).
+struct PlanBinding {
+  std::string symbol;
+  int64_t size = 0;
+};
+Expected<std::vector<PlanBinding>> PlanBindingsOf(const nlohmann::json& document);
+
 // The document is an object whose "schema" is kPlanJsonSchema and which holds a "plan" object.
 Expected<const nlohmann::json*> PlanObjectOf(const nlohmann::json& document);
 

@@ -128,9 +128,22 @@ Expected<std::vector<TensorInfo>> ConvTransposeShape(const OpContext& ctx) {
       if (output_shape.size() < spatial) {
         return MakeError(NodeError(ctx.node, "output_shape has fewer values than spatial axes"));
       }
-      y.dims.push_back(Dim(output_shape[output_shape.size() - spatial + a]));
+      const int64_t size = output_shape[output_shape.size() - spatial + a];
+      if (size < 1) {
+        return MakeError(NodeError(ctx.node, "output_shape gives spatial axis " +
+                                                 std::to_string(a) + " the size " +
+                                                 std::to_string(size) + "; it must be positive"));
+      }
+      y.dims.push_back(Dim(size));
     } else {
-      y.dims.push_back(TransposedWindowOutputDim(xs.dims[a + 2], *in.window, a, output_padding[a]));
+      Dim size = TransposedWindowOutputDim(xs.dims[a + 2], *in.window, a, output_padding[a]);
+      // Pads larger than the transposed window leave nothing (torch: "Output size is too small").
+      if (auto c = size.constant_value(); c && *c < 1) {
+        return MakeError(NodeError(
+            ctx.node, "spatial axis " + std::to_string(a) + " of the output would have the size " +
+                          std::to_string(*c) + " (pads larger than the transposed window)"));
+      }
+      y.dims.push_back(std::move(size));
     }
   }
   outs[0].shape = std::move(y);

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <sstream>
+#include <string>
 
 #include "graph/ops/common_rules.h"
 #include "graph/ops/op_families.h"
@@ -110,6 +112,12 @@ OpSchema PadSchema() {
       WhenDifferentiable(PadSaved), GradientOnlyForFloatingInput0());
 }
 
+std::string FormatScale(double scale) {
+  std::ostringstream out;
+  out << scale;
+  return out.str();
+}
+
 // One resized dim from a scale: floor(d * scale), as ONNX defines it. A symbolic d is scaled only
 // by a whole number (F.interpolate's scale_factor=2), where the product is exact.
 std::optional<Dim> ScaledDim(const Dim& d, double scale) {
@@ -118,6 +126,28 @@ std::optional<Dim> ScaledDim(const Dim& d, double scale) {
     return Dim(static_cast<int64_t>(std::floor(static_cast<double>(*c) * scale)));
   if (scale != std::floor(scale)) return std::nullopt;
   return d * Dim(static_cast<int64_t>(scale));
+}
+
+// A scale that is not positive (0, negative, NaN) or that floors a known dim to nothing: torch's
+// interpolate refuses both ("Input and output sizes should be greater than 0"), and the plan would
+// hold an empty or negative tensor.
+Status RefuseEmptyResize(const OpContext& ctx, const Shape& x, const std::vector<int64_t>& axes,
+                         const std::vector<double>& scales) {
+  for (size_t i = 0; i < scales.size(); ++i) {
+    const std::string which = "scales[" + std::to_string(i) + "] ";
+    if (!(scales[i] > 0.0) || !std::isfinite(scales[i])) {
+      return MakeError(NodeError(ctx.node, which + "is " + FormatScale(scales[i]) +
+                                               "; a scale must be positive and finite"));
+    }
+    const Dim& d = x.dims[static_cast<size_t>(axes[i])];
+    if (auto c = d.constant_value();
+        c && *c > 0 && std::floor(static_cast<double>(*c) * scales[i]) < 1.0) {
+      return MakeError(NodeError(ctx.node, which + FormatScale(scales[i]) + " resizes axis " +
+                                               std::to_string(axes[i]) + " of size " +
+                                               std::to_string(*c) + " to nothing"));
+    }
+  }
+  return OkStatus();
 }
 
 // Resize(X, roi?, scales?, sizes?) -> Y (opset 10: Resize(X, scales)). The output comes from a
@@ -139,6 +169,7 @@ Expected<std::vector<TensorInfo>> ResizeShape(const OpContext& ctx) {
     if (scales.size() != axes->size()) {
       return MakeError(AxesCountError(ctx, "scales", scales.size(), axes->size()));
     }
+    MEMPLAN_RETURN_IF_ERROR(RefuseEmptyResize(ctx, x.shape, *axes, scales));
     std::optional<Shape> y =
         ResizeAxes(x.shape, *axes, [&](size_t i, const Dim& d) { return ScaledDim(d, scales[i]); });
     if (y) outs[0].shape = *std::move(y);
@@ -148,6 +179,13 @@ Expected<std::vector<TensorInfo>> ResizeShape(const OpContext& ctx) {
   const std::vector<Dim>& sizes = *ctx.inputs[3].contents;
   if (sizes.size() != axes->size()) {
     return MakeError(AxesCountError(ctx, "sizes", sizes.size(), axes->size()));
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (auto c = sizes[i].constant_value(); c && *c < 1) {
+      return MakeError(NodeError(ctx.node, "sizes[" + std::to_string(i) + "] is " +
+                                               std::to_string(*c) +
+                                               "; an output size must be positive"));
+    }
   }
   outs[0].shape = *ResizeAxes(x.shape, *axes,
                               [&](size_t i, const Dim&) { return std::optional<Dim>(sizes[i]); });

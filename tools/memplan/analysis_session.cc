@@ -9,8 +9,33 @@
 #include "analyzer/report/advice.h"
 #include "analyzer/report/plan_explanation.h"
 #include "analyzer/report/plan_report.h"
+#include "graph/bound_shape_check.h"
+#include "graph/index_range_check.h"
 
 namespace memplan::cli {
+
+namespace {
+
+// The micro-batch the plan binds, searched or pinned, is checked against the graph's shapes as a
+// --dim value is (graph/bound_shape_check.h): a Reshape to [4, -1, 64] holds for one batch only,
+// and a plan at another would be planned silently.
+// A --tp graph is one rank's slice, whose attributes (Split sizes, Reshape targets) still state the
+// whole model's shapes: it is not propagated again (its --dim values were checked before the
+// split).
+Status CheckPlannedMicroBatch(const Graph& graph, const TrainingPlan& plan,
+                              const TensorParallelPlan& tensor_parallel) {
+  if (tensor_parallel.enabled()) return OkStatus();
+  const std::optional<SymbolId> batch = graph.batch_symbol();
+  if (!batch || !plan.bindings.Get(*batch)) return OkStatus();
+  const std::string m = std::to_string(*plan.bindings.Get(*batch));
+  return CheckShapesUnderBindings(
+      graph, plan.bindings,
+      plan.micro_batch_fixed
+          ? "micro-batch " + m
+          : "micro-batch " + m + " (the search's choice; --micro-batch pins another)");
+}
+
+}  // namespace
 
 Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest request,
                                                               const Progress& progress) {
@@ -27,6 +52,8 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   MEMPLAN_TRY(RequestPlan planned, PlanRequestOn(session->graph, r));
   JointPlan& joint = planned.joint;
   session->plan = std::move(joint.plan);
+  MEMPLAN_RETURN_IF_ERROR(
+      CheckPlannedMicroBatch(session->graph, session->plan, r.planner.tensor_parallel));
 
   AnalysisReport& report = session->report;
   report.model_path = r.analysis.model;
@@ -39,6 +66,9 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   // The inference-export warnings first: they say the whole plan is for the wrong model.
   report.warnings = InferenceExportWarnings(session->graph, session->plan.bindings);
   report.inference_export = !report.warnings.empty();
+  // Rows read beyond a table under the bindings (GPT-2's positions at --dim seq=4096).
+  for (std::string& w : IndexRangeWarnings(session->graph, session->plan.bindings))
+    report.warnings.push_back(std::move(w));
   for (const std::string& w : session->graph.warnings)
     if (std::find(report.warnings.begin(), report.warnings.end(), w) == report.warnings.end())
       report.warnings.push_back(w);

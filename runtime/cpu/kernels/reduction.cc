@@ -192,6 +192,8 @@ struct ReduceSumSquareOp {
   static double Fold(double acc, double v) { return acc + v * v; }
   static double Finish(double acc) { return acc; }
   static double Grad(double x, double, double dy) { return 2.0 * x * dy; }
+  // The registry saves self only (graph/ops/reduction_ops.cc): the result is not kept.
+  static constexpr bool kReadsResult = false;
 };
 // Sums exp(v - shift) with no shift known in advance: folds as a running log-sum-exp.
 struct ReduceLogSumExpOp {
@@ -219,20 +221,33 @@ Expected<ForwardResult> FoldedReduceForward(const KernelContext& ctx, const Forw
   return RoundedSingleOutput(std::move(y));
 }
 
+// Whether Op's gradient reads the forward result (saved as output 0); true unless it says not.
+template <class Op>
+constexpr bool ReadsResult() {
+  if constexpr (requires { Op::kReadsResult; })
+    return Op::kReadsResult;
+  else
+    return true;
+}
+
 template <class Op>
 Expected<InputGradients> FoldedReduceBackward(const KernelContext& ctx, const BackwardArgs& args) {
   return FirstInputBackward(args, 1, Op::kName, [&](const Tensor& dy) -> Expected<Tensor> {
     MEMPLAN_TRY(Tensor x, RequireTensor(args.inputs, 0, Op::kName, "saved input"));
-    MEMPLAN_TRY(Tensor y, RequireTensor(args.outputs, 0, Op::kName, "saved output"));
+    Tensor y;
+    if constexpr (ReadsResult<Op>()) {
+      MEMPLAN_TRY(y, RequireTensor(args.outputs, 0, Op::kName, "saved output"));
+    }
     MEMPLAN_TRY(ReducePlan plan,
                 PlanReduce(Op::kName, AttributesOf(args.attributes), args.inputs, x.shape()));
-    if (NumElements(plan.kept) != dy.numel() || y.numel() != dy.numel())
+    if (NumElements(plan.kept) != dy.numel() || (ReadsResult<Op>() && y.numel() != dy.numel()))
       return MakeError(std::string(Op::kName) + ": output gradient has the wrong size");
     const std::array<std::vector<int64_t>, 1> strides = {BroadcastStrides(plan.kept, x.shape())};
     Tensor dx = NewOverwrittenInputGradient(ctx, args, 0);
     ForEachBroadcastIndex(x.shape(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) {
-      dx.mutable_data()[i] = static_cast<float>(
-          Op::Grad(x.data()[i], y.data()[off[0]], static_cast<double>(dy.data()[off[0]])));
+      const double result = ReadsResult<Op>() ? static_cast<double>(y.data()[off[0]]) : 0.0;
+      dx.mutable_data()[i] =
+          static_cast<float>(Op::Grad(x.data()[i], result, static_cast<double>(dy.data()[off[0]])));
     });
     return dx;
   });
