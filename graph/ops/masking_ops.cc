@@ -57,8 +57,15 @@ Expected<std::vector<TensorInfo>> ModShape(const OpContext& ctx) {
   auto shape = BroadcastShapes(a->shape, b->shape);
   if (!shape) return MakeError(NodeError(ctx.node, shape.error().message));
   auto outs = SingleOutput(a->dtype, *shape);
-  if (IsInteger(a->dtype))
+  if (IsInteger(a->dtype)) {
     outs[0].contents = ModContents(*a, *b, ctx.attrs().GetInt("fmod", 0) != 0);
+    // seq % window: a new symbol per element, determined once seq is bound (as Div's).
+    if (!outs[0].contents) outs[0].contents = FreshContents(ctx, *a, *b, "mod");
+    // As Div's: [1, S] % [S, 1] broadcasts beyond the one-to-one pairing.
+    if (outs[0].contents &&
+        FoldableElementCount(*shape) != static_cast<int64_t>(outs[0].contents->size()))
+      outs[0].contents.reset();
+  }
   return outs;
 }
 
