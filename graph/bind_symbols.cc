@@ -57,6 +57,9 @@ Expected<Bindings> BindSymbols(const Graph& graph, std::optional<int64_t> batch,
   for (const std::string& flag : bound_by)
     if (!flag.empty()) bound += (bound.empty() ? "" : ", ") + flag;
   MEMPLAN_RETURN_IF_ERROR(CheckShapesUnderBindings(graph, bindings, bound));
+  // Symbols a rule introduced for a dim the bound axes determine (a strided conv's length).
+  for (const auto& [symbol, value] : DeterminedSymbols(graph, bindings))
+    bindings.Bind(symbol, value);
   return bindings;
 }
 

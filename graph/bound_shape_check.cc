@@ -53,13 +53,10 @@ bool BindsAny(const Graph& graph, const Bindings& bindings) {
   return false;
 }
 
-}  // namespace
-
-Status CheckShapesUnderBindings(const Graph& graph, const Bindings& bindings,
-                                const std::string& bound) {
-  if (!BindsAny(graph, bindings)) return OkStatus();
-  // A copy whose inputs and initializers carry the bound values; every node output is left for
-  // propagation to derive again.
+// `graph` propagated again with the bound symbols as numbers: a copy whose inputs and
+// initializers carry the bound values, every node output derived again. Value ids are the
+// graph's.
+Expected<Graph> PropagateBound(const Graph& graph, const Bindings& bindings) {
   Graph copy;
   copy.symbols() = graph.symbols();
   if (auto batch = graph.batch_symbol()) copy.set_batch_symbol(*batch);
@@ -82,10 +79,83 @@ Status CheckShapesUnderBindings(const Graph& graph, const Bindings& bindings,
   for (const Node& node : graph.nodes()) copy.AddNode(node);
   for (ValueId input : graph.inputs()) copy.MarkInput(input);
   for (ValueId output : graph.outputs()) copy.MarkOutput(output);
+  MEMPLAN_RETURN_IF_ERROR(PropagateShapes(copy, KnownTypes(graph, bindings)));
+  return copy;
+}
+
+// The symbols the graph's inputs declare: the real axes a user binds.
+std::vector<bool> InputSymbols(const Graph& graph) {
+  std::vector<bool> declared(graph.symbols().size(), false);
+  for (ValueId input : graph.inputs()) {
+    const Shape& shape = graph.value(input).shape;
+    if (!shape.known) continue;
+    for (const Dim& d : shape.dims)
+      for (const Dim::Term& term : d.terms())
+        for (SymbolId s : term.symbols) declared[static_cast<size_t>(s)] = true;
+  }
+  return declared;
+}
+
+}  // namespace
+
+Status CheckShapesUnderBindings(const Graph& graph, const Bindings& bindings,
+                                const std::string& bound) {
+  if (!BindsAny(graph, bindings)) return OkStatus();
   // The import already checked this graph: any error now comes from the bound values.
-  Status status = PropagateShapes(copy, KnownTypes(graph, bindings));
-  if (!status.ok()) return MakeError("with " + bound + ": " + status.error().message);
+  Expected<Graph> copy = PropagateBound(graph, bindings);
+  if (!copy.ok()) return MakeError("with " + bound + ": " + copy.error().message);
   return OkStatus();
+}
+
+std::vector<std::pair<SymbolId, int64_t>> DeterminedSymbols(const Graph& graph,
+                                                            const Bindings& bindings) {
+  const size_t count = graph.symbols().size();
+  const std::vector<bool> declared = InputSymbols(graph);
+  // Only a graph with a symbol no input declares and nothing binds has anything to determine.
+  bool open = false;
+  for (size_t i = 0; i < count; ++i)
+    open = open || (!declared[i] && !bindings.Get(static_cast<SymbolId>(i)));
+  if (!open) return {};
+  Bindings without_batch(bindings.symbols());
+  for (size_t i = 0; i < count; ++i) {
+    const auto id = static_cast<SymbolId>(i);
+    if (auto value = bindings.Get(id); value && id != graph.batch_symbol())
+      without_batch.Bind(id, *value);
+  }
+  if (!BindsAny(graph, without_batch)) return {};
+  Expected<Graph> copy = PropagateBound(graph, without_batch);
+  if (!copy.ok()) return {};  // CheckShapesUnderBindings reports it
+  // Per symbol: its value where the copy has a number in its place; conflicting: -1.
+  std::vector<std::optional<int64_t>> value(count);
+  std::vector<bool> conflict(count, false);
+  // Learns from one place: `symbolic` as import has it, `bound` under the bindings.
+  auto learn = [&](const Dim& symbolic, const Dim& bound) {
+    const std::optional<SymbolId> symbol = symbolic.single_symbol();
+    if (!symbol) return;
+    const auto s = static_cast<size_t>(*symbol);
+    if (s >= count || declared[s] || bindings.Get(*symbol)) return;
+    const std::optional<int64_t> number = bound.constant_value();
+    if (!number || (value[s] && *value[s] != *number)) {
+      conflict[s] = true;  // still symbolic there (it follows the batch), or two values
+      return;
+    }
+    value[s] = *number;
+  };
+  for (const Value& original : graph.values()) {
+    const Value& bound = copy->value(original.id);
+    if (original.shape.known && bound.shape.known && bound.shape.rank() == original.shape.rank())
+      for (size_t i = 0; i < original.shape.rank(); ++i)
+        learn(original.shape.dims[i], bound.shape.dims[i]);
+    // Shape arithmetic (a pad of (window - seq % window) % window) names its symbols in contents.
+    if (original.contents && bound.contents && bound.contents->size() == original.contents->size())
+      for (size_t i = 0; i < original.contents->size(); ++i)
+        learn((*original.contents)[i], (*bound.contents)[i]);
+  }
+  std::vector<std::pair<SymbolId, int64_t>> determined;
+  for (size_t s = 0; s < count; ++s)
+    if (value[s] && !conflict[s] && *value[s] > 0)
+      determined.emplace_back(static_cast<SymbolId>(s), *value[s]);
+  return determined;
 }
 
 }  // namespace memplan

@@ -348,6 +348,55 @@ class StepEmitter {
            BitSize(have) < BitSize(compute);
   }
 
+  // The saved rule's inputs that are tensors torch computes in every forward but memplan folds
+  // at import, saved as copies made at the node's forward step. A value computed only from
+  // constants and shapes is folded (its node has no step), yet in torch it is a tensor the step
+  // allocates: T5's bucketed relative positions (arange, sub, abs, log, where: an int64 [S, S]
+  // that embedding's backward saves, derivatives.yaml `embedding: indices`). Integer and bool
+  // values only: a floating constant computed from shapes is a Python number in torch (the
+  // 1/sqrt(head_dim) scale), saved as a 0-dim tensor of a few bytes or not at all. Not copied:
+  // initializers and Constant nodes (module buffers and literals, held for the model's lifetime)
+  // and views of them (GPT-2's causal `bias[:, :, :S, :S]` is a slice of a buffer, no new
+  // storage); and a value more than one differentiated node reads (one causal mask for every
+  // layer: torch holds one tensor, which per-node copies would count once per layer).
+  std::vector<SavedTensor> ComputedConstantsAsCopies(NodeId n, const OpContext& ctx,
+                                                     std::vector<SavedTensor> saved) const {
+    const Node& node = g_.node(n);
+    for (SavedTensor& s : saved) {
+      if (s.source != SavedTensor::Source::kInput) continue;
+      const auto i = static_cast<size_t>(s.index);
+      if (i >= node.inputs.size() || !node.inputs[i].valid()) continue;
+      const ValueId u = node.inputs[i];
+      const Value& value = g_.value(u);
+      if (value.kind != ValueKind::kConstant || IsFloating(value.dtype) || !value.shape.known ||
+          StoredOrViewOfStored(u) || DifferentiatedReaders(u) != 1)
+        continue;
+      s = SaveContiguousCopy(ctx, s.index);
+    }
+    return saved;
+  }
+
+  // An initializer, a Constant node's output, or a view (registry is_view) of one.
+  bool StoredOrViewOfStored(ValueId v) const {
+    for (int depth = 0; depth < 64; ++depth) {
+      const Value& value = g_.value(v);
+      if (!value.producer.valid()) return true;
+      const Node& p = g_.node(value.producer);
+      if (p.op_type == "Constant" && p.domain.empty()) return true;
+      if (!registry_.FindOrUnknown(p.op_type, p.domain).is_view || p.inputs.empty() ||
+          !p.inputs[0].valid())
+        return false;
+      v = p.inputs[0];
+    }
+    return false;
+  }
+
+  int DifferentiatedReaders(ValueId v) const {
+    int readers = 0;
+    for (NodeId c : g_.value(v).consumers) readers += nodes_[c.index()].needs_backward ? 1 : 0;
+    return readers;
+  }
+
   void CreateExtras(NodeId n) {
     NodeInfo& info = nodes_[n.index()];
     info.extras.clear();
@@ -413,7 +462,7 @@ class StepEmitter {
       EmitForwardWorkspace(n);
       if (info.needs_backward) {
         OpContext ctx = ProgramContext(n);
-        info.saved = info.schema->saved_for_backward(ctx);
+        info.saved = ComputedConstantsAsCopies(n, ctx, info.schema->saved_for_backward(ctx));
         info.workspace = info.schema->backward_workspace(ctx);
         if (!info.recompute) CreateExtras(n);
         if (OffloadsActivations())

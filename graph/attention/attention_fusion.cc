@@ -78,6 +78,17 @@ struct Scale {
   ValueId divisor;
 };
 
+// `s` when `a` and `b` are both Sqrt(s) (two nodes of one input): sqrt(s) * sqrt(s) = s.
+std::optional<ValueId> SameSquareRoot(const Graph& g, ValueId a, ValueId b) {
+  const Node* ra = Producer(g, a);
+  const Node* rb = Producer(g, b);
+  if (ra == nullptr || rb == nullptr || !IsOp(*ra, "Sqrt") || !IsOp(*rb, "Sqrt") ||
+      ra->inputs.size() != 1 || rb->inputs.size() != 1 || ra->inputs[0] != rb->inputs[0] ||
+      !IsConstantScalarTensor(g, ra->inputs[0]))
+    return std::nullopt;
+  return ra->inputs[0];
+}
+
 // If `n` is Mul/Div of `operand` by a scalar constant, folds the scalar into `scale` and returns
 // the other operand. Mul is commutative; Div only divides.
 std::optional<ValueId> StripScale(const Graph& g, const Node& n, Scale& scale) {
@@ -95,7 +106,14 @@ std::optional<ValueId> StripScale(const Graph& g, const Node& n, Scale& scale) {
     }
     if (IsConstantScalarTensor(g, c) && Rank(g, x) >= 3) {
       ValueId& slot = div ? scale.divisor : scale.multiplier;
-      if (slot.valid()) return std::nullopt;
+      if (slot.valid()) {
+        // torch.onnx's scaled_dot_product_attention (symbolic_opset14) multiplies q and k^T
+        // each by sqrt(scale) for stability; their product is the scale itself.
+        const std::optional<ValueId> root = SameSquareRoot(g, slot, c);
+        if (!root) return std::nullopt;
+        slot = *root;
+        return x;
+      }
       slot = c;
       return x;
     }

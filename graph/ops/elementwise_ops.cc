@@ -3,6 +3,7 @@
 // because exporters compute Reshape targets with them (e.g. Div(Gather(Shape(x), 2), 12)).
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "graph/ops/common_rules.h"
@@ -62,6 +63,16 @@ ShapeRule BinaryShapeRule(DimOp contents_op, bool divides = false) {
     outs[0].shape = *shape;
     if (contents_op && IsInteger(outs[0].dtype)) {
       outs[0].contents = CombineContents(*a, *b, contents_op);
+      // A division of a symbol that is no polynomial (seq // window) names each element with a
+      // new symbol, which binding the real axes determines (graph/bound_shape_check.h), so a
+      // shape computed from it (a Reshape to [batch, seq // window, window, c]) stays known.
+      if (!outs[0].contents && divides) outs[0].contents = FreshContents(ctx, *a, *b, "div");
+      // Contents pair elements one to one or broadcast one element; operands of equal counts
+      // but other shapes ([1, S] - [S, 1], T5's relative positions) broadcast to more elements
+      // than either has, which the pairing does not compute.
+      if (outs[0].contents &&
+          FoldableElementCount(*shape) != static_cast<int64_t>(outs[0].contents->size()))
+        outs[0].contents.reset();
     }
     return outs;
   };
@@ -291,6 +302,30 @@ void RegisterBinaryOps(OpRegistry& registry) {
       "pow_backward_self(grad, self, exponent), pow_backward_exponent(grad, self, exponent, "
       "result)",
       kTwoGradientElementwiseBackwardFactor, AmpCategory::kFp32Required);
+  // A power of two constants known at import (DINOv2 sizes its interpolated position table as
+  // int(num_positions ** 0.5), exported as Pow(16.0, 0.5) then Cast to int64) is folded into
+  // float_values, computed in the output's precision as ONNX computes it, so the Cast makes
+  // integer contents and the Reshape and Resize it sizes keep their shapes.
+  pow.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(auto outs, BinaryShapeRule(nullptr)(ctx));
+    if (outs.empty() || !IsFloating(outs[0].dtype)) return outs;
+    const auto& a = ctx.inputs.at(0).float_values;
+    const auto& b = ctx.inputs.at(1).float_values;
+    if (!a || !b || a->empty() || b->empty() ||
+        (a->size() != b->size() && a->size() != 1 && b->size() != 1))
+      return outs;
+    std::vector<double> values;
+    for (size_t i = 0; i < std::max(a->size(), b->size()); ++i) {
+      const double x = (*a)[a->size() == 1 ? 0 : i];
+      const double y = (*b)[b->size() == 1 ? 0 : i];
+      values.push_back(
+          outs[0].dtype == DType::kFloat64
+              ? std::pow(x, y)
+              : static_cast<double>(std::pow(static_cast<float>(x), static_cast<float>(y))));
+    }
+    outs[0].float_values = std::move(values);
+    return outs;
+  };
   pow.cost = PerOutputElementCostRule(kTranscendentalFlops);
   pow.gradient_inputs = [](const OpContext& ctx) {
     return std::vector<bool>{ctx.has_input(0) && IsFloating(ctx.inputs[0].dtype),

@@ -57,8 +57,15 @@ Expected<std::vector<TensorInfo>> ModShape(const OpContext& ctx) {
   auto shape = BroadcastShapes(a->shape, b->shape);
   if (!shape) return MakeError(NodeError(ctx.node, shape.error().message));
   auto outs = SingleOutput(a->dtype, *shape);
-  if (IsInteger(a->dtype))
+  if (IsInteger(a->dtype)) {
     outs[0].contents = ModContents(*a, *b, ctx.attrs().GetInt("fmod", 0) != 0);
+    // seq % window: a new symbol per element, determined once seq is bound (as Div's).
+    if (!outs[0].contents) outs[0].contents = FreshContents(ctx, *a, *b, "mod");
+    // As Div's: [1, S] % [S, 1] broadcasts beyond the one-to-one pairing.
+    if (outs[0].contents &&
+        FoldableElementCount(*shape) != static_cast<int64_t>(outs[0].contents->size()))
+      outs[0].contents.reset();
+  }
   return outs;
 }
 
@@ -99,6 +106,24 @@ OpSchema TriluSchema() {
   return s;
 }
 
+// CumSum(x, axis): running sums along one axis (exclusive, reverse attributes). RoBERTa's and
+// OPT's position ids are a cumsum of the padding mask. derivatives.yaml: cumsum:
+// cumsum_backward(grad, dim), the reversed running sum of the gradient; nothing saved.
+OpSchema CumSumSchema() {
+  OpSchema s;
+  s.op_type = "CumSum";
+  s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(const TensorInfo* x, RequiredInput(ctx, 0));
+    return SingleOutput(x->dtype, x->shape);
+  };
+  s.cost = PerOutputElementCostRule(kSimpleFlops);
+  s.SetSaved(DerivativesSource("cumsum: cumsum_backward(grad, dim); nothing saved"));
+  s.gradient_inputs = GradientsAtSlots({0});
+  s.backward_flops_factor = kElementwiseBackwardFactor;
+  s.SetAmp(AmpCategory::kFp32Required, AutocastSource("fp32 list") + " (cumsum)");
+  return s;
+}
+
 // Bernoulli, RandomUniformLike, RandomNormalLike: a draw per element of the input's shape, in
 // the `dtype` attribute's type (else the input's); no gradient (bernoulli's probabilities and
 // rand_like's input give no gradient), seeded per node and micro-batch like Dropout.
@@ -131,6 +156,7 @@ OpSchema RandomDrawSchema(const char* op_type, const char* derivatives) {
 void RegisterMaskingOps(OpRegistry& registry) {
   registry.Register(ModSchema());
   registry.Register(TriluSchema());
+  registry.Register(CumSumSchema());
   registry.Register(RandomDrawSchema(
       "Bernoulli", "bernoulli: self: zeros_like(grad) (not differentiable); nothing saved"));
   registry.Register(

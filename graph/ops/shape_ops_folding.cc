@@ -1,5 +1,7 @@
 #include "graph/ops/shape_ops_folding.h"
 
+#include <algorithm>
+
 #include "graph/checked_math.h"
 
 namespace memplan {
@@ -154,6 +156,20 @@ std::optional<bool> DimLess(const Dim& a, const Dim& b) {
   if (AllCoefficientsPositive(diff)) return true;
   if (AllCoefficientsPositive(a - b)) return false;  // a - b >= 1
   return std::nullopt;
+}
+
+std::optional<std::vector<Dim>> FreshContents(const OpContext& ctx, const TensorInfo& a,
+                                              const TensorInfo& b, const char* prefix) {
+  if (ctx.symbols == nullptr || !a.contents || !b.contents || a.contents->empty() ||
+      b.contents->empty())
+    return std::nullopt;
+  const size_t na = a.contents->size();
+  const size_t nb = b.contents->size();
+  if (na != nb && na != 1 && nb != 1) return std::nullopt;
+  std::vector<Dim> out;
+  for (size_t i = 0; i < std::max(na, nb); ++i)
+    out.push_back(Dim::Symbol(ctx.symbols->Fresh(prefix)));
+  return out;
 }
 
 }  // namespace memplan

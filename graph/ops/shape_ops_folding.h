@@ -28,6 +28,14 @@ std::vector<Dim> DimsOf(const std::vector<int64_t>& values);
 // folded.
 bool IsFoldableDType(DType dtype);
 
+// Contents for an integer op on two folded inputs that the polynomial Dim cannot express (a
+// floor division or remainder of a symbol: seq // window, seq % window): a new symbol per
+// element, "<prefix>_<n>", as many as the op's broadcast of a one-element side gives. Binding the
+// real axes determines them (graph/bound_shape_check.h DeterminedSymbols). nullopt when an input
+// is not folded, the element counts do not broadcast, or the context has no symbol table.
+std::optional<std::vector<Dim>> FreshContents(const OpContext& ctx, const TensorInfo& a,
+                                              const TensorInfo& b, const char* prefix);
+
 // `info`'s contents broadcast (numpy rules) to the constant shape `out_dims`; nullopt when `info`
 // has no contents or a non-constant shape.
 std::optional<std::vector<Dim>> BroadcastContents(const TensorInfo& info,

@@ -2,6 +2,7 @@
 // ConstantOfShape, Range, NonZero; and the dtype/identity pass-throughs Cast, CastLike, Identity.
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "graph/checked_math.h"
@@ -138,6 +139,16 @@ Expected<std::vector<TensorInfo>> InferNonZero(const OpContext& ctx) {
 // Casts keep integer contents; to bool they become 0/1 (positive symbols are non-zero); to a
 // floating type they are dropped, since float arithmetic on them is not integer arithmetic.
 std::optional<std::vector<Dim>> CastContents(const TensorInfo& in, DType to) {
+  // A floating constant known at import cast to an integer type truncates toward zero, as ONNX's
+  // Cast (and Python's int()) do: int(num_positions ** 0.5) sizes DINOv2's position table.
+  if (!in.contents && in.float_values && IsInteger(to)) {
+    std::vector<Dim> out;
+    for (double v : *in.float_values) {
+      if (!std::isfinite(v) || std::fabs(v) > 9.0e18) return std::nullopt;
+      out.emplace_back(static_cast<int64_t>(std::trunc(v)));
+    }
+    return out;
+  }
   if (!in.contents || !IsFoldableDType(to)) return std::nullopt;
   if (to != DType::kBool) return in.contents;
   std::vector<Dim> out;

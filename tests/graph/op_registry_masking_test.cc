@@ -58,6 +58,15 @@ TEST_CASE("Trilu keeps its input's shape and saves nothing", "[registry][mask]")
   CHECK_FALSE(vector.Infer().ok());
 }
 
+TEST_CASE("CumSum keeps its input's shape, saves nothing and runs in fp32", "[registry][mask]") {
+  SymbolTable symbols;
+  Dim batch = Dim::Symbol(symbols.Intern("batch"));
+  OpCase c("CumSum", {F32({batch, 16}), IntContents({1})});
+  CHECK(c.OutputShape() == Dims({batch, 16}));
+  CHECK(c.Saved().empty());
+  CHECK(c.Gradients() == std::vector<bool>{true, false});
+}
+
 TEST_CASE("Bernoulli takes its dtype attribute and has no gradient", "[registry][mask]") {
   OpCase c("Bernoulli", {F32({3, 4})});
   c.Attr("dtype", int64_t{10});  // FLOAT16

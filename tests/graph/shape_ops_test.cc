@@ -236,6 +236,66 @@ TEST_CASE("Equal and Where fold PyTorch's expand(-1) pattern", "[folding]") {
   CHECK(m.Text(*no[0].contents) == "[1, 0]");
 }
 
+TEST_CASE("arithmetic on contents broadcasts as the shapes do", "[folding]") {
+  Micro m;
+  // T5's relative positions: [1, 4] - [4, 1] is [4, 4], 16 elements; pairing the four of each
+  // side one to one would give 4 values for 16 places, so nothing is folded.
+  ValueId row = m.Tensor("row", DType::kInt64, {1, 4}, ValueKind::kConstant);
+  m.g.mutable_value(row).contents = std::vector<Dim>{0, 1, 2, 3};
+  ValueId column = m.Tensor("column", DType::kInt64, {4, 1}, ValueKind::kConstant);
+  m.g.mutable_value(column).contents = std::vector<Dim>{0, 1, 2, 3};
+  auto offsets = m.Run("Sub", {row, column});
+  CHECK(m.Text(offsets[0]) == "[4, 4]");
+  CHECK_FALSE(offsets[0].contents);
+  ValueId divisors = m.Tensor("divisors", DType::kInt64, {4, 1}, ValueKind::kConstant);
+  m.g.mutable_value(divisors).contents = std::vector<Dim>{1, 2, 3, 4};
+  CHECK_FALSE(m.Run("Mod", {row, divisors})[0].contents);
+  // Same shapes pair one to one: [0, 1, 2, 3] - [0, 1, 2, 3].
+  auto same = m.Run("Sub", {m.Ints("a", {0, 1, 2, 3}), m.Ints("b", {0, 1, 2, 3})});
+  REQUIRE(same[0].contents);
+  CHECK(m.Text(*same[0].contents) == "[0, 0, 0, 0]");
+}
+
+TEST_CASE("a Div or Mod of a symbol is a new symbol per element", "[folding]") {
+  Micro m;
+  // seq // 4 and seq % 4 are no polynomials in seq: each element is a generated symbol, which
+  // binding seq determines (tests/graph/determined_symbols_test.cc).
+  auto groups = m.Run("Div", {m.Ints("n", {m.S()}), m.Ints("w", {4})});
+  REQUIRE(groups[0].contents);
+  REQUIRE(groups[0].contents->size() == 1);
+  CHECK(m.Text(*groups[0].contents).rfind("[div_", 0) == 0);
+  auto rest = m.Run("Mod", {m.Ints("n2", {m.S()}), m.Ints("w2", {4})});
+  REQUIRE(rest[0].contents);
+  CHECK(m.Text(*rest[0].contents).rfind("[mod_", 0) == 0);
+  // Exact divisions and constants stay exact: (4 * seq) // 4 = seq, 12 // 4 = 3, 12 % 5 = 2.
+  CHECK(m.Text(*m.Run("Div", {m.Ints("n4", {Dim(4) * m.S()}), m.Ints("w4", {4})})[0].contents) ==
+        "[seq]");
+  CHECK(m.Text(*m.Run("Div", {m.Ints("c12", {12}), m.Ints("w5", {4})})[0].contents) == "[3]");
+  CHECK(m.Text(*m.Run("Mod", {m.Ints("d12", {12}), m.Ints("w6", {5})})[0].contents) == "[2]");
+}
+
+TEST_CASE("a power of float constants cast to int64 folds: int(16 ** 0.5)", "[folding]") {
+  Micro m;
+  // DINOv2's interpolate_pos_encoding: sqrt of the 16 patch positions, 16.0 ** 0.5 = 4.0, cast
+  // to int64 = 4 (truncation, as ONNX Cast and Python int() do: 10.0 ** 0.5 = 3.16 -> 3).
+  auto scalar = [&](const std::string& name, double value) {
+    ValueId id = m.Tensor(name, DType::kFloat32, {}, ValueKind::kConstant);
+    m.g.mutable_value(id).float_values = std::vector<double>{value};
+    return id;
+  };
+  auto root = m.Run("Pow", {scalar("positions", 16.0), scalar("half", 0.5)});
+  REQUIRE(root[0].float_values);
+  CHECK(root[0].float_values->front() == 4.0);
+  ValueId four = m.Tensor("root", DType::kFloat32, {}, ValueKind::kConstant);
+  m.g.mutable_value(four).float_values = root[0].float_values;
+  auto as_int = m.Run("Cast", {four}, Attr("to", int64_t{7}));  // 7 = INT64
+  REQUIRE(as_int[0].contents);
+  CHECK(m.Text(*as_int[0].contents) == "[4]");
+  ValueId ten = m.Tensor("ten", DType::kFloat32, {}, ValueKind::kConstant);
+  m.g.mutable_value(ten).float_values = std::vector<double>{3.1622776601683795};
+  CHECK(m.Text(*m.Run("Cast", {ten}, Attr("to", int64_t{7}))[0].contents) == "[3]");
+}
+
 TEST_CASE("Range, ConstantOfShape, Constant, Cast, Size, Tile, Flatten, Transpose", "[folding]") {
   Micro m;
   // torch.arange(0, seq): length seq.

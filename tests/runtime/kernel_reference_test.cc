@@ -124,6 +124,28 @@ TEST_CASE("Conv matches torch.nn.functional.conv2d", "[kernels]") {
   RequireMatches(r, ref::conv, "output", {"dX", "dW", "dB"});
 }
 
+TEST_CASE("CumSum: running sums along an axis, backward the reversed running sum", "[kernels]") {
+  // x = [[1, 2, 3], [4, 5, 6]] along axis 1 (torch.cumsum(x, 1)), cotangent all ones.
+  const Tensor x = T({2, 3}, {1, 2, 3, 4, 5, 6});
+  const std::vector<float> ones(6, 1.0f);
+  auto values = [](const Tensor& t) { return t.ToVector(); };
+  // [[1, 3, 6], [4, 9, 15]]; each x[j] is in the sums i >= j: dx = [[3, 2, 1], [3, 2, 1]].
+  const OpRun plain = Run("CumSum", Attributes(), {x, T({}, {1.0f})}, ones);
+  CHECK(values(plain.forward.outputs[0]) == std::vector<float>{1, 3, 6, 4, 9, 15});
+  CHECK(values(plain.grads[0]) == std::vector<float>{3, 2, 1, 3, 2, 1});
+  // exclusive: [[0, 1, 3], [0, 4, 9]]; x[j] is in the sums i > j: [[2, 1, 0], [2, 1, 0]].
+  const OpRun exclusive = Run("CumSum", With("exclusive", int64_t{1}), {x, T({}, {-1.0f})}, ones);
+  CHECK(values(exclusive.forward.outputs[0]) == std::vector<float>{0, 1, 3, 0, 4, 9});
+  CHECK(values(exclusive.grads[0]) == std::vector<float>{2, 1, 0, 2, 1, 0});
+  // reverse: [[6, 5, 3], [15, 11, 6]]; x[j] is in the sums i <= j: [[1, 2, 3], [1, 2, 3]].
+  const OpRun reverse = Run("CumSum", With("reverse", int64_t{1}), {x, T({}, {1.0f})}, ones);
+  CHECK(values(reverse.forward.outputs[0]) == std::vector<float>{6, 5, 3, 15, 11, 6});
+  CHECK(values(reverse.grads[0]) == std::vector<float>{1, 2, 3, 1, 2, 3});
+  // Along axis 0: [[1, 2, 3], [5, 7, 9]].
+  const OpRun rows = Run("CumSum", Attributes(), {x, T({}, {0.0f})}, ones);
+  CHECK(values(rows.forward.outputs[0]) == std::vector<float>{1, 2, 3, 5, 7, 9});
+}
+
 TEST_CASE("BatchNormalization training matches torch batch_norm", "[kernels]") {
   Attributes a;
   a.Set("momentum", 0.9);  // torch momentum 0.1

@@ -12,7 +12,8 @@ torchvision; nothing is downloaded), at a size that keeps its graph small. Per f
     kept, as tools/gpu/compare_with_torch.py does) and its per-node metadata dropped, compressed:
     DIR/<family>.<exporter>.onnx.xz;
   * torch's saved-for-backward bytes of one step's forward and loss, once per storage, parameters
-    excluded (memplan's saved_activation_bytes), measured with saved_tensors_hooks on the CPU;
+    and module buffers excluded (memplan's saved_activation_bytes), measured with
+    saved_tensors_hooks on the CPU, dropout as the GPU runs it (CudaDropout);
   * the step's live peak (forward, backward, Adam step) from torch's MemTracker on the CPU.
 
 The loss is memplan's default (`--loss auto`): cross entropy over the last axis for rank-2/3
@@ -81,6 +82,7 @@ def hf(config_name, model_name, inputs, field="logits", **config):
         if "CausalLM" in model_name:
             return Logits(model, field, use_cache=False)
         return Logits(model, field)
+    build.attention = "eager"
     return build, inputs
 
 
@@ -91,6 +93,7 @@ def hf_seq2seq(config_name, model_name, inputs, **config):
         cfg._attn_implementation = "eager"
         return Logits(getattr(transformers, model_name)(cfg), use_cache=False,
                       names=("input_ids", "decoder_input_ids"))
+    build.attention = "eager"
     return build, inputs
 
 
@@ -287,12 +290,46 @@ def labels_for(output):
     return torch.randn_like(output)
 
 
+class CudaDropout:
+    """Dropout as it runs on the GPU, while the rows are measured on the CPU.
+
+    memplan plans the GPU's step. There ATen's dropout takes the fused kernel (Dropout.cpp:
+    `is_fused_kernel_acceptable`: a CUDA input, 0 < p < 1, at least one element), native_dropout,
+    whose backward keeps a bool mask (1 byte an element). On the CPU the same call takes
+    `_dropout_impl`, `input * noise` with a float noise tensor that MulBackward keeps (4 bytes an
+    element): measured as is, every dropout would count 3 bytes an element the GPU never holds
+    (BERT's rows: 27,648 of the 28,308 bytes memplan missed). Inside this context F.dropout calls
+    native_dropout on the CPU too, the GPU's op and saved set."""
+
+    def __enter__(self):
+        self.original = F.dropout
+
+        def native(input, p=0.5, training=True, inplace=False):
+            if training and 0 < p < 1 and input.numel() > 0:
+                return torch.native_dropout(input, p, True)[0]
+            return self.original(input, p, training, inplace)
+        F.dropout = native
+        return self
+
+    def __exit__(self, *exc):
+        F.dropout = self.original
+
+
 def measure(model, inputs):
     """Saved bytes (per storage, parameters excluded) and MemTracker's step peak."""
+    with CudaDropout():
+        return measure_as_on_gpu(model, inputs)
+
+
+def measure_as_on_gpu(model, inputs):
     model.train()
     with torch.no_grad():
         labels = labels_for(model(*inputs))
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    # Parameters and module buffers are the model's persistent state, not the step's: autograd
+    # saves BatchNorm's running_mean/var and BERT's position_ids table too, but they exist
+    # before the step and after it (memplan counts them with the model's bytes).
+    params = {t.untyped_storage().data_ptr()
+              for t in list(model.parameters()) + list(model.buffers())}
     saved = {}
 
     def pack(t):
@@ -391,6 +428,8 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures",
                                                       "modern_exporters"))
     parser.add_argument("--exporters", default="torchscript,dynamo")
+    parser.add_argument("--measure-only", action="store_true",
+                        help="re-measure torch's bytes of the rows DIR has, keep their graphs")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     rows_path = os.path.join(args.out, "rows.jsonl")
@@ -409,10 +448,20 @@ def main():
             print(f"{name}: build/measure failed: {type(error).__name__}: {error}")
             continue
         params = sum(p.numel() for p in model.parameters())
+        measured = {"torch_saved_bytes": saved, "torch_step_peak_bytes": peak,
+                    "torch_parameters": params, "torch": torch.__version__}
+        # The attention torch ran: transformers' models are built with eager attention (its
+        # graph is what both exporters write), which memplan plans with --attention eager.
+        if getattr(build, "attention", None):
+            measured["attention"] = build.attention
+        if args.measure_only:
+            for row in rows:
+                if row["family"] == name:
+                    row.update(measured)
+                    print(json.dumps(row), flush=True)
+            continue
         for exporter in args.exporters.split(","):
-            row = {"family": name, "exporter": exporter, "batch": BATCH,
-                   "torch_saved_bytes": saved, "torch_step_peak_bytes": peak,
-                   "torch_parameters": params, "torch": torch.__version__}
+            row = {"family": name, "exporter": exporter, "batch": BATCH, **measured}
             path = os.path.join(args.out, f"{name}.{exporter}.onnx")
             raw = path + ".full"
             try:

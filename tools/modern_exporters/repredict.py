@@ -65,8 +65,13 @@ def main():
                           f"| — | — | {note} |")
                 continue
             graph = unpack(args.dir, row["graph"], tmp)
-            run = subprocess.run([args.memplan, "analyze", graph, "--json"] +
-                                 row.get("flags", DEFAULT_FLAGS).split(), capture_output=True, text=True)
+            flags = row.get("flags", DEFAULT_FLAGS).split()
+            # The attention kernel torch ran (export_rows.py records "eager" for transformers'
+            # models); memplan's default plans the fused kernel a GPU would run.
+            if "attention" in row:
+                flags += ["--attention", row["attention"]]
+            run = subprocess.run([args.memplan, "analyze", graph, "--json"] + flags,
+                                 capture_output=True, text=True)
             if run.returncode != 0:
                 message = (run.stderr.strip().splitlines() or ["?"])[-1][:160]
                 print(f"{key:40s} memplan failed: {message}", file=sys.stderr)

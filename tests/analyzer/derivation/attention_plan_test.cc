@@ -52,6 +52,9 @@ struct AttentionOptions {
   // x is [S, B, H, D] and q, k, v are (x + b).permute(1, 2, 0, 3): [B, H, S, D] views laid out
   // sequence first, as nn.MultiheadAttention's packed projection gives them.
   bool sequence_first = false;
+  // torch.onnx's scaled_dot_product_attention (symbolic_opset14): q and k^T each times
+  // sqrt(scale), scale a scalar computed from k's shape, instead of one scale on the scores.
+  bool split_scale = false;
 };
 
 // A constant holding one float, as torch.onnx writes scalars: a Constant node.
@@ -117,9 +120,20 @@ TestGraph AttentionBlock(const AttentionOptions& o) {
     v = RepeatKv(t, "v_repeat", v, o.kv_heads);
   }
   ValueId kt = Permute(t, "attn/key_t", k, {0, 1, 3, 2}, "kt", {b, kHeads, kHead, kSeq});
+  if (o.split_scale) {
+    const ValueId scale = t.Constant("scale", {}, DType::kFloat32);
+    auto root = [&](const std::string& name) {
+      const ValueId r = t.Op("Sqrt", "attn/" + name, {scale}, name, {});
+      t.graph.mutable_value(r).kind = ValueKind::kConstant;
+      return r;
+    };
+    q = t.Op("Mul", "attn/scale_q", {q, root("sqrt_q")}, "q_scaled", {b, kHeads, kSeq, kHead});
+    kt = t.Op("Mul", "attn/scale_k", {kt, root("sqrt_k")}, "kt_scaled", {b, kHeads, kHead, kSeq});
+  }
   ValueId s = t.Op("MatMul", "attn/qk", {q, kt}, "scores", {b, kHeads, kSeq, kSeq});
-  s = t.Op("Div", "attn/scale", {s, FloatScalar(t, "sqrt_d", 2.8284271247461903)}, "scaled",
-           {b, kHeads, kSeq, kSeq});
+  if (!o.split_scale)
+    s = t.Op("Div", "attn/scale", {s, FloatScalar(t, "sqrt_d", 2.8284271247461903)}, "scaled",
+             {b, kHeads, kSeq, kSeq});
   switch (o.mask) {
     case Mask::kNone:
       break;
@@ -280,6 +294,21 @@ TEST_CASE("flash attention's output follows q's layout: nn.MultiheadAttention me
 // and the fused op would give the bias no gradient. Measured on an H100: Swin-T's saved bytes are
 // eager's to 0.2 MiB in fp32 and bf16. Eager: q 2048 + k 2048 + P 4096 + v 2048 (Add saves
 // nothing).
+TEST_CASE("q and k^T each scaled by sqrt(scale), as torch.onnx writes sdpa, fuse as one scale",
+          "[attention]") {
+  AttentionOptions split;
+  split.split_scale = true;
+  // Eager: MatMul keeps q' = q * sqrt(s) and k'^T (both new tensors, 2048 each), P, v; each Mul
+  // keeps only its constant (no activation): 2048 + 2048 + 4096 + 2048 = 10240.
+  CHECK(PlanWith(AttentionMode::kEager, split).saved_bytes == 10240);
+  // Fused: q, k, v, out, lse = 8448, as with one scale; k^T * sqrt(s) no longer kept apart
+  // (it was: 8448 + 2048 when only the q side folded into the node).
+  const Planned sdpa = PlanWith(AttentionMode::kSdpa, split);
+  CHECK(sdpa.saved_bytes == 8448);
+  const FusedAttention& fused = OnlyFused(sdpa.plan);
+  CHECK(fused.mask == sdpa::kMaskNone);
+}
+
 TEST_CASE("attention with a trained score bias stays eager", "[attention]") {
   AttentionOptions learned;
   learned.mask = Mask::kLearnedBias;

@@ -165,5 +165,62 @@ TEST_CASE("F.glu written as Split, Sigmoid, Mul: keeps its input only", "[fusion
   CHECK(SavedBytes(m, "glu.onnx", FusionSet::kNone) == 2 * kFull + 128);
 }
 
+// An int64 scalar initializer (Range reads scalars).
+void Int64Scalar(ProtoModel& p, const std::string& name, int64_t value) {
+  auto* t = p.model().mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_int64_data(value);
+}
+
+// T5's relative position bias in small: positions computed from constants (arange), their
+// pairwise offsets shifted into [0, 7) index an embedding table E [7, 8]; the bias [4, 4, 8]
+// summed over its first axis is added to h. memplan folds the offsets at import (every input is
+// a constant); torch computes them in forward and embedding keeps them.
+TEST_CASE("embedding indices computed from constants are kept, as torch keeps them",
+          "[saved][embedding]") {
+  const ProtoModel m = ModelWith(false, {"batch", 4, 8}, [](ProtoModel& p, const std::string& h) {
+    Int64Scalar(p, "zero", 0);
+    Int64Scalar(p, "four", 4);
+    Int64Scalar(p, "one", 1);
+    Int64Scalar(p, "three", 3);
+    p.Int64s("axis0", {0});
+    p.Int64s("axis1", {1});
+    p.Initializer("E", onnx::TensorProto::FLOAT, {7, 8});
+    p.Node("Range", {"zero", "four", "one"}, {"positions"});
+    p.Node("Unsqueeze", {"positions", "axis0"}, {"row"});
+    p.Node("Unsqueeze", {"positions", "axis1"}, {"column"});
+    p.Node("Sub", {"row", "column"}, {"offsets"});
+    p.Node("Add", {"offsets", "three"}, {"buckets"});
+    p.Node("Gather", {"E", "buckets"}, {"bias"});
+    auto& sum = p.Node("ReduceSum", {"bias", "axis0"}, {"summed"});
+    testing::SetInt(sum, "keepdims", 0);
+    p.Node("Add", {h, "summed"}, {"y"});
+    return std::string("y");
+  });
+  // MatMul keeps x (256); embedding keeps its indices [4, 4] int64: 16 * 8 = 128; the sum and
+  // the adds keep nothing: 384 (torch: 384).
+  CHECK(SavedBytes(m, "relative_bias.onnx") == kFull + 128);
+}
+
+TEST_CASE("embedding indices sliced from a buffer are the buffer's: nothing new is kept",
+          "[saved][embedding]") {
+  // BERT's position_ids[:, :S]: a registered buffer [8] int64 sliced to [4] (a view), read by
+  // an embedding of E [8, 8] whose rows are added to h.
+  const ProtoModel m = ModelWith(false, {"batch", 4, 8}, [](ProtoModel& p, const std::string& h) {
+    p.Int64s("position_ids", {0, 1, 2, 3, 4, 5, 6, 7});
+    p.Int64s("start", {0});
+    p.Int64s("end", {4});
+    p.Initializer("E", onnx::TensorProto::FLOAT, {8, 8});
+    p.Node("Slice", {"position_ids", "start", "end"}, {"positions"});
+    p.Node("Gather", {"E", "positions"}, {"rows"});
+    p.Node("Add", {h, "rows"}, {"y"});
+    return std::string("y");
+  });
+  // MatMul keeps x (256); embedding keeps a view of the buffer, which is model state: 256
+  // (torch, the buffer excluded as the rows exclude module buffers: 256).
+  CHECK(SavedBytes(m, "position_slice.onnx") == kFull);
+}
+
 }  // namespace
 }  // namespace memplan
