@@ -244,7 +244,7 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
         return config_export::ExportTorchrunScript(plan, effective);
       return config_export::ExportPytorchLoop(plan, effective);
   }
-  MEMPLAN_CHECK(false && "unhandled ExportTarget");
+  MEMPLAN_UNREACHABLE("unhandled ExportTarget");
   return MakeError("unreachable");
 }
 
