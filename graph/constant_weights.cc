@@ -1,40 +1,21 @@
 #include "graph/constant_weights.h"
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "graph/dtype.h"
+#include "graph/ops/op_registry.h"
 
 namespace memplan {
 namespace {
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
-// The input slots of each op that hold trained weights in the frameworks that export them.
-// BatchNorm's running statistics (slots 3, 4) are buffers: they become initializers too, and
-// MarkTrainableParameters (graph/trainable_parameters.h) then finds no gradient reaching them.
-const std::unordered_map<std::string, std::vector<int>>& WeightSlots() {
-  static const auto* slots = new std::unordered_map<std::string, std::vector<int>>{
-      {"Conv", {1, 2}},
-      {"ConvTranspose", {1, 2}},
-      {"Gemm", {1, 2}},
-      {"MatMul", {1}},
-      {"BatchNormalization", {1, 2, 3, 4}},
-      {"InstanceNormalization", {1, 2}},
-      {"LayerNormalization", {1, 2}},
-      {"GroupNormalization", {1, 2}},
-      {"PRelu", {1}},
-  };
-  return *slots;
-}
-
-// Ops whose output plus a constant is a layer's bias add (paddle's conv2d + elementwise_add,
-// TensorFlow's MatMul + BiasAdd).
-bool IsBiasedLayer(const std::string& op_type) {
-  return op_type == "Conv" || op_type == "ConvTranspose" || op_type == "MatMul" ||
-         op_type == "Gemm";
+const OpSchema& SchemaOf(const onnx::NodeProto& node) {
+  return OpRegistry::Get().FindOrUnknown(node.op_type(), node.domain());
 }
 
 const onnx::TensorProto* ConstantTensor(const onnx::NodeProto& node) {
@@ -82,17 +63,13 @@ int64_t PromoteConstantWeights(onnx::ModelProto& model) {
     for (int i = 0; i < n.input_size(); ++i) {
       auto it = all_weight_uses.find(n.input(i));
       if (it == all_weight_uses.end()) continue;
-      bool weight_slot = false;
-      if (IsDefaultDomain(n.domain())) {
-        auto slots = WeightSlots().find(n.op_type());
-        if (slots != WeightSlots().end())
-          for (int s : slots->second) weight_slot |= s == i;
-        if (n.op_type() == "Add" && n.input_size() == 2 &&
-            IsVectorShaped(*tensors.at(n.input(i)))) {
-          auto other = producer.find(n.input(1 - i));
-          weight_slot |= other != producer.end() && IsDefaultDomain(other->second->domain()) &&
-                         IsBiasedLayer(other->second->op_type());
-        }
+      // A weight slot of its op, or a vector added to a linear layer's output (its bias).
+      const OpSchema& schema = SchemaOf(n);
+      bool weight_slot = std::find(schema.weight_inputs.begin(), schema.weight_inputs.end(), i) !=
+                         schema.weight_inputs.end();
+      if (schema.adds_inputs && n.input_size() == 2 && IsVectorShaped(*tensors.at(n.input(i)))) {
+        auto other = producer.find(n.input(1 - i));
+        weight_slot |= other != producer.end() && SchemaOf(*other->second).is_linear_layer;
       }
       if (!weight_slot) it->second = false;
     }

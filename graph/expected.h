@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -48,9 +50,43 @@ struct Ok {};
 using Status = Expected<Ok>;
 inline Status OkStatus() { return Ok{}; }
 
-[[noreturn]] inline void InternalInvariantFailure(const char* condition, const char* file,
-                                                  int line) {
-  std::fprintf(stderr, "memplan: internal invariant violated: %s (%s:%d)\n", condition, file, line);
+// The failure MEMPLAN_CHECK builds: the reason streams into it and its destructor, at the end of
+// the check's statement, prints one line and aborts.
+class InvariantFailure {
+ public:
+  InvariantFailure(const char* condition, const char* file, int line)
+      : condition_(condition), file_(file), line_(line) {}
+  InvariantFailure(const InvariantFailure&) = delete;
+  InvariantFailure& operator=(const InvariantFailure&) = delete;
+  InvariantFailure& operator<<(std::string_view text) {
+    why_.append(text);
+    return *this;
+  }
+  template <class Number>
+  requires std::is_arithmetic_v<Number> InvariantFailure& operator<<(Number number) {
+    why_ += std::to_string(number);
+    return *this;
+  }
+  [[noreturn]] ~InvariantFailure() {
+    std::fprintf(stderr, "memplan: internal invariant violated: %s%s%s (%s:%d)\n", condition_,
+                 why_.empty() ? "" : ": ", why_.c_str(), file_, line_);
+    std::abort();
+  }
+
+ private:
+  const char* condition_;
+  const char* file_;
+  int line_;
+  std::string why_;
+};
+
+// Turns `voidify & failure << ...` into void, the type of the check's other branch.
+struct InvariantVoidify {
+  void operator&(const InvariantFailure&) {}
+};
+
+[[noreturn]] inline void InternalUnreachable(const char* why, const char* file, int line) {
+  std::fprintf(stderr, "memplan: internal invariant violated: %s (%s:%d)\n", why, file, line);
   std::abort();
 }
 
@@ -72,7 +108,13 @@ inline Status OkStatus() { return Ok{}; }
     if (!memplan_status_.ok()) return memplan_status_.error(); \
   } while (false)
 
-#define MEMPLAN_CHECK(cond)                                                      \
-  do {                                                                           \
-    if (!(cond)) ::memplan::InternalInvariantFailure(#cond, __FILE__, __LINE__); \
-  } while (false)
+// MEMPLAN_CHECK(cond) << "why" << value;  aborts with the condition, the place and the reason
+// when `cond` is false. The message is built only on failure. An expression, so it cannot capture
+// a following `else`.
+#define MEMPLAN_CHECK(cond) \
+  (cond) ? (void)0          \
+         : ::memplan::InvariantVoidify() & ::memplan::InvariantFailure(#cond, __FILE__, __LINE__)
+
+// MEMPLAN_UNREACHABLE("why"): a branch the program's own invariants exclude (an enumerator every
+// switch handles). [[noreturn]], so a function may end with it.
+#define MEMPLAN_UNREACHABLE(why) ::memplan::InternalUnreachable(why, __FILE__, __LINE__)

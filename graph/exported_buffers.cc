@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "graph/ops/op_registry.h"
+
 namespace memplan {
 namespace {
 
@@ -97,7 +99,7 @@ void ApplyExportedBuffers(const ExportedBuffers& exported, Graph& graph) {
     const bool only_added =
         !consumers.empty() && std::all_of(consumers.begin(), consumers.end(), [&](NodeId n) {
           const Node& node = graph.node(n);
-          return node.domain.empty() && (node.op_type == "Add" || node.op_type == "Sub");
+          return OpRegistry::Get().FindOrUnknown(node.op_type, node.domain).adds_inputs;
         });
     if (only_added) additive.push_back(v.name);
   }

@@ -6,10 +6,14 @@
 namespace memplan {
 namespace {
 
-// (in, out) of the product `n` computing x V with V = input 1 of dims [rows, cols]; nullopt when
-// `n` is not such a product.
-std::optional<std::pair<int64_t, int64_t>> ProductDims(const Graph& graph, NodeId n, ValueId v,
-                                                       int64_t rows, int64_t cols) {
+// (in, out) of the product `n` computing x V with V = input 1 of dims [rows, cols], and whether
+// the product reads V transposed (Gemm's transB); nullopt when `n` is not such a product.
+struct Product {
+  std::pair<int64_t, int64_t> dims;
+  bool transposes_operand = false;
+};
+std::optional<Product> ProductDims(const Graph& graph, NodeId n, ValueId v, int64_t rows,
+                                   int64_t cols) {
   const Node& node = graph.node(n);
   if ((node.op_type != "MatMul" && node.op_type != "Gemm") || !node.domain.empty() ||
       node.inputs.size() < 2 || node.inputs[1] != v || node.inputs[0] == v ||
@@ -17,9 +21,9 @@ std::optional<std::pair<int64_t, int64_t>> ProductDims(const Graph& graph, NodeI
     return std::nullopt;
   if (node.op_type == "Gemm") {
     if (node.attributes.GetInt("transA", 0) != 0) return std::nullopt;
-    if (node.attributes.GetInt("transB", 0) != 0) return std::make_pair(cols, rows);
+    if (node.attributes.GetInt("transB", 0) != 0) return Product{{cols, rows}, true};
   }
-  return std::make_pair(rows, cols);
+  return Product{{rows, cols}, false};
 }
 
 bool IsTwoDimTranspose(const Node& node) {
@@ -40,10 +44,11 @@ std::optional<LinearWeightUse> AsLinearWeight(const Graph& graph, ValueId weight
   if (!d0 || !d1) return std::nullopt;
   LinearWeightUse use;
   std::optional<std::pair<int64_t, int64_t>> dims;
-  auto add = [&](NodeId n, ValueId v, int64_t rows, int64_t cols) {
-    std::optional<std::pair<int64_t, int64_t>> these = ProductDims(graph, n, v, rows, cols);
-    if (!these || (dims && *dims != *these)) return false;
-    dims = these;
+  auto add = [&](NodeId n, ValueId v, int64_t rows, int64_t cols, bool through_transpose) {
+    std::optional<Product> these = ProductDims(graph, n, v, rows, cols);
+    if (!these || (dims && *dims != these->dims)) return false;
+    if (!dims) use.stored_out_by_in = these->transposes_operand != through_transpose;
+    dims = these->dims;
     use.products.push_back(n);
     return true;
   };
@@ -53,10 +58,10 @@ std::optional<LinearWeightUse> AsLinearWeight(const Graph& graph, ValueId weight
       const Value& t = graph.value(node.outputs[0]);
       if (t.consumers.empty()) return std::nullopt;
       for (NodeId m : t.consumers)
-        if (!add(m, t.id, *d1, *d0)) return std::nullopt;
+        if (!add(m, t.id, *d1, *d0, true)) return std::nullopt;
       continue;
     }
-    if (!add(n, weight, *d0, *d1)) return std::nullopt;
+    if (!add(n, weight, *d0, *d1, false)) return std::nullopt;
   }
   std::sort(use.products.begin(), use.products.end());
   use.products.erase(std::unique(use.products.begin(), use.products.end()), use.products.end());

@@ -20,6 +20,9 @@ struct LinearWeightUse {
   int64_t input_features = 0;
   int64_t output_features = 0;
   std::vector<NodeId> products;  // the MatMul/Gemm nodes that compute x W, in node order
+  // W is stored [out, in] (torch's nn.Linear layout: read through a Transpose or Gemm's transB)
+  // rather than [in, out]. Taken from the first use; the others agree on (in, out).
+  bool stored_out_by_in = false;
 };
 
 // nullopt when `weight` is not 2-D with constant dims or some use is not a linear product.

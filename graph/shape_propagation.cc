@@ -99,7 +99,7 @@ Shape ShapeFromInferred(const InferredType& type, SymbolTable& symbols,
 
 bool ProducesConstant(const Graph& graph, const Node& node, const OpSchema& schema) {
   // Shape and Size read only metadata, which is static in terms of the symbols.
-  if (node.domain.empty() && (node.op_type == "Shape" || node.op_type == "Size")) return true;
+  if (schema.reads_only_shape) return true;
   // A random draw is new every step, whatever it reads (rand_like of a constant-shaped tensor,
   // torch's bernoulli mask).
   if (schema.stochastic) return false;

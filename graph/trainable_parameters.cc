@@ -68,7 +68,7 @@ int64_t TrainedParameterCount(const Graph& graph) {
   for (const Value& v : graph.values()) {
     if (!IsTrainedParameter(v)) continue;
     std::optional<int64_t> n = v.shape.NumElements().constant_value();
-    MEMPLAN_CHECK(n.has_value() && "internal invariant: a parameter shape is constant");
+    MEMPLAN_CHECK(n.has_value()) << "a parameter shape is constant";
     count += *n;
   }
   return count;

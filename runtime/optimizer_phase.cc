@@ -98,7 +98,7 @@ Status OptimizerPhase::Update() {
 }
 
 Status OptimizerPhase::UpdateInBackward(size_t index) {
-  MEMPLAN_CHECK(index < p_.parameters.size() && "internal invariant: no such parameter");
+  MEMPLAN_CHECK(index < p_.parameters.size()) << "no such parameter";
   return UpdateParameter(index);
 }
 
@@ -167,7 +167,7 @@ Status OptimizerPhase::UpdateParameter(size_t index) {
                        return b.valid() && p_.buffer(b).shard_of_elements == 0;
                      });
   if (!mixed) return backend_.OptimizerStep(call);
-  MEMPLAN_CHECK(collectives_ != nullptr && "internal invariant: a shard outside a rank group");
+  MEMPLAN_CHECK(collectives_ != nullptr) << "a shard outside a rank group";
   const ShardSlice slice =
       SliceOfShard(whole_elements, p_.shard_ranks, collectives_->shard_position());
   struct Cut {

@@ -20,7 +20,7 @@ TensorShape ConcreteShape(const Shape& shape) {
   TensorShape out;
   for (const Dim& d : shape.dims) {
     std::optional<int64_t> n = d.constant_value();
-    MEMPLAN_CHECK(n.has_value() && "internal invariant: optimizer state shapes are constant");
+    MEMPLAN_CHECK(n.has_value()) << "optimizer state shapes are constant";
     out.push_back(*n);
   }
   return out;
@@ -40,7 +40,7 @@ float Dequantize(const std::array<float, 256>& map, float code, float absmax) {
 }  // namespace
 
 int NumStateBuffers(OptimizerKind kind, int64_t numel) {
-  MEMPLAN_CHECK(RunsOptimizer(kind) && "the runtime does not implement this optimizer");
+  MEMPLAN_CHECK(RunsOptimizer(kind)) << "the runtime does not implement this optimizer";
   return static_cast<int>(OptimizerStates(kind, Shape{{Dim(numel)}}).size());
 }
 
@@ -210,7 +210,7 @@ Status ApplyOptimizerStep(const OptimizerOptions& options, const Tensor& gradien
       break;
     }
     case OptimizerKind::kAdafactor:
-      MEMPLAN_CHECK(false && "the runtime does not implement this optimizer");
+      MEMPLAN_UNREACHABLE("the runtime does not implement this optimizer");
       break;
   }
   RoundToDTypeInPlace(p, n, parameter.dtype());

@@ -5,7 +5,7 @@
 namespace memplan {
 
 RankGroup::RankGroup(int64_t ranks) : ranks_(ranks), slots_(static_cast<size_t>(ranks)) {
-  MEMPLAN_CHECK(ranks >= 1 && "internal invariant: a rank group needs a rank");
+  MEMPLAN_CHECK(ranks >= 1) << "a rank group needs a rank";
 }
 
 Error RankGroup::AbortedError() const {

@@ -8,6 +8,7 @@ packages=(
   libboost-graph-dev libonnx-dev libprotobuf-dev protobuf-compiler
   catch2 libcli11-dev nlohmann-json3-dev libopenblas-dev libjemalloc-dev clang-format
   clang libclang-rt-14-dev
+  clang-tidy
   python3 python3-onnx python3-yaml
 )
 # Extra packages a caller asks for (e.g. chromium for the report test).

@@ -302,7 +302,7 @@ const std::array<PlanFlagSpec, 40> kPlanFlagTable = {{
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key) {
   for (const PlanFlagSpec& spec : kPlanFlagTable)
     if (spec.key == key) return spec;
-  MEMPLAN_CHECK(false && "no plan flag with this key");
+  MEMPLAN_UNREACHABLE("no plan flag with this key");
   return kPlanFlagTable[0];
 }
 

@@ -313,7 +313,7 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
     case ExportTarget::kTorchtune:
       return config_export::ExportTorchtune(plan, effective);
   }
-  MEMPLAN_CHECK(false && "unhandled ExportTarget");
+  MEMPLAN_UNREACHABLE("unhandled ExportTarget");
   return MakeError("unreachable");
 }
 

@@ -27,7 +27,7 @@ constexpr std::array<Interconnect, 9> kInterconnects = {{
 const Interconnect& Named(std::string_view name) {
   for (const Interconnect& link : kInterconnects)
     if (link.name == name) return link;
-  MEMPLAN_CHECK(false && "internal invariant: a default link missing from the table");
+  MEMPLAN_UNREACHABLE("a default link missing from the table");
   return kInterconnects[0];
 }
 

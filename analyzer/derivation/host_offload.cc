@@ -50,7 +50,7 @@ class HostOffloader {
   LogicalTime FindOptimizerStep() const {
     for (LogicalTime t = p_.optimizer.begin; t < p_.optimizer.end; ++t)
       if (p_.step(t).kind == StepKind::kOptimizerStep) return t;
-    MEMPLAN_CHECK(false && "internal invariant: a program without an optimizer step");
+    MEMPLAN_UNREACHABLE("a program without an optimizer step");
     return -1;
   }
 
@@ -71,7 +71,7 @@ class HostOffloader {
   }
 
   void AllocateAtSetup(BufferId b) {
-    MEMPLAN_CHECK(p_.setup.size() > 0 && "internal invariant: a program without a setup step");
+    MEMPLAN_CHECK(p_.setup.size() > 0) << "a program without a setup step";
     p_.steps[static_cast<size_t>(p_.setup.begin)].begin.push_back(AllocEvent(b));
   }
 

@@ -1,7 +1,6 @@
 #include "analyzer/derivation/program_derivation.h"
 
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "analyzer/derivation/gradient_flow.h"
@@ -157,11 +156,9 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
   }
   MEMPLAN_TRY(program, OffloadToHost(std::move(program), graph, options.offload));
 #ifndef NDEBUG
-  if (auto status = VerifyProgram(program); !status.ok()) {
-    std::fprintf(stderr, "memplan: derived program fails verification: %s\n",
-                 status.error().message.c_str());
-    MEMPLAN_CHECK(false);
-  }
+  const Status verified = VerifyProgram(program);
+  MEMPLAN_CHECK(verified.ok()) << "the derived program fails verification: "
+                               << verified.error().message;
 #endif
   return program;
 }

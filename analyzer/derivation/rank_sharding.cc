@@ -160,7 +160,7 @@ class RankSharder {
 
   // Setup allocates persistent buffers of the whole rank (buckets, the reduce bucket).
   void AllocateAtSetup(BufferId b) {
-    MEMPLAN_CHECK(p_.setup.size() > 0 && "internal invariant: a program without a setup step");
+    MEMPLAN_CHECK(p_.setup.size() > 0) << "a program without a setup step";
     p_.steps[static_cast<size_t>(p_.setup.begin)].begin.push_back(AllocEvent(b));
   }
 

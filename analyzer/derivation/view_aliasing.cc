@@ -107,8 +107,8 @@ void AliasSameDTypeCasts(const Graph& graph, const std::vector<NodeId>& order,
   };
   for (NodeId n : order) {
     const Node& node = graph.node(n);
-    if (node.op_type != "Cast" || !node.domain.empty() || node.inputs.empty() ||
-        node.outputs.size() != 1)
+    if (!OpRegistry::Get().FindOrUnknown(node.op_type, node.domain).converts_dtype ||
+        node.inputs.empty() || node.outputs.size() != 1)
       continue;
     const ValueId in = node.inputs[0];
     const ValueId out = node.outputs[0];

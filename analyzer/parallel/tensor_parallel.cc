@@ -67,9 +67,7 @@ std::map<NodeId, LinearProduct> LinearProducts(const Graph& graph) {
     if (!use || use->products.size() != 1) continue;  // tied weights stay whole
     const NodeId product = use->products[0];
     const Node& n = graph.node(product);
-    LinearProduct p{v.id, n.inputs.at(1), false};
-    if (n.op_type == "Gemm") p.weight_rows_out = n.attributes.GetInt("transB", 0) != 0;
-    if (p.operand != v.id) p.weight_rows_out = true;  // Transpose(W[out, in])
+    LinearProduct p{v.id, n.inputs.at(1), use->stored_out_by_in};
     found.emplace(product, p);
   }
   return found;

@@ -35,12 +35,12 @@ class Propagation {
     const Node& node = g_.node(n);
     NodeDType& d = result_.nodes[n.index()];
     if (!RunsAtRuntime(g_, n)) return;
-    if (working_ == DType::kUndefined || node.op_type == "Cast") {
-      // fp32 runs the graph as written; Cast nodes produce the dtype they name.
+    const OpSchema& schema = registry_.FindOrUnknown(node.op_type, node.domain);
+    if (working_ == DType::kUndefined || schema.converts_dtype) {
+      // fp32 runs the graph as written; a Cast produces the dtype it names.
       SetOutputs(node, DType::kUndefined);
       return;
     }
-    const OpSchema& schema = registry_.FindOrUnknown(node.op_type, node.domain);
     if (schema.is_view && schema.IsViewFor(MakeOpContext(g_, n))) {
       ValueId in = node.inputs.empty() ? ValueId() : node.inputs[0];
       if (IsParameter(in)) {

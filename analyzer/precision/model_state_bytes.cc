@@ -6,7 +6,7 @@ ModelStateBytes ModelStateBytesOf(const TrainingProgram& program,
                                   const std::vector<int64_t>& buffer_bytes) {
   auto bytes = [&](BufferId b) -> int64_t {
     if (!b.valid()) return 0;
-    MEMPLAN_CHECK(b.index() < buffer_bytes.size() && "internal invariant: buffer sizes evaluated");
+    MEMPLAN_CHECK(b.index() < buffer_bytes.size()) << "buffer sizes evaluated";
     return buffer_bytes[b.index()];
   };
   ModelStateBytes total;

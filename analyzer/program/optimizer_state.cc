@@ -7,7 +7,7 @@ namespace {
 
 std::vector<OptimizerStateSpec> EightBitStates(const Shape& param_shape) {
   std::optional<int64_t> n = param_shape.NumElements().constant_value();
-  MEMPLAN_CHECK(n.has_value() && "internal invariant: a parameter shape is constant");
+  MEMPLAN_CHECK(n.has_value()) << "a parameter shape is constant";
   if (*n < kEightBitMinElements) return {{"state1", param_shape}, {"state2", param_shape}};
   const Shape blocks{{Dim((*n + kEightBitStateBlock - 1) / kEightBitStateBlock)}};
   return {{"state1", param_shape, DType::kUInt8},

@@ -5,6 +5,7 @@
 
 #include "analyzer/text/memory_size.h"
 #include "graph/model_summary.h"
+#include "graph/ops/op_registry.h"
 
 namespace memplan {
 namespace {
@@ -14,8 +15,8 @@ int64_t CountOps(const Graph& graph, std::string_view op_type) {
                        [&](const Node& n) { return n.op_type == op_type; });
 }
 
-// Conv nodes with a bias whose only consumer is a BatchNormalization: BN subtracts the batch mean
-// per channel, which cancels any per-channel constant the bias adds.
+// Layers with a per-channel bias (Conv's) whose only consumer normalises over the batch (BN):
+// BN subtracts the batch mean per channel, which cancels any per-channel constant the bias adds.
 struct RedundantBias {
   int64_t convs = 0;
   int64_t bias_elements = 0;
@@ -23,14 +24,18 @@ struct RedundantBias {
 };
 
 RedundantBias FindRedundantConvBias(const Graph& graph, const Bindings& bindings) {
+  const OpRegistry& registry = OpRegistry::Get();
   RedundantBias r;
   for (const Node& n : graph.nodes()) {
-    if (n.op_type != "Conv" || n.inputs.size() < 3 || !n.inputs[2].valid()) continue;
+    const int slot = registry.FindOrUnknown(n.op_type, n.domain).channel_bias_input;
+    if (slot < 0 || n.inputs.size() <= static_cast<size_t>(slot) || !n.inputs[slot].valid())
+      continue;
     if (n.outputs.empty() || !n.outputs[0].valid()) continue;
     const Value& out = graph.value(n.outputs[0]);
-    if (out.consumers.size() != 1 || graph.node(out.consumers[0]).op_type != "BatchNormalization")
-      continue;
-    const Value& bias = graph.value(n.inputs[2]);
+    if (out.consumers.size() != 1) continue;
+    const Node& consumer = graph.node(out.consumers[0]);
+    if (!registry.FindOrUnknown(consumer.op_type, consumer.domain).couples_batch) continue;
+    const Value& bias = graph.value(n.inputs[slot]);
     if (bias.kind != ValueKind::kParameter) continue;
     ++r.convs;
     r.bias_elements += bias.shape.NumElements().Evaluate(bindings).ok()

@@ -50,7 +50,7 @@ bool ExpandableAllocator::Allocate(int64_t handle, int64_t bytes) {
   if (fit == range.free.end()) {
     Grow(range, size, small ? options_.small_page : options_.large_page);
     fit = range.free.lower_bound({size, -1});
-    MEMPLAN_CHECK(fit != range.free.end() && "internal invariant: grown range fits the request");
+    MEMPLAN_CHECK(fit != range.free.end()) << "grown range fits the request";
   }
   const auto [block_size, offset] = *fit;
   range.free.erase(fit);

@@ -59,7 +59,7 @@ template <class Enum, class Value, size_t N>
 Value ValueOf(const EnumTable<Enum, Value, N>& table, Enum key) {
   for (const EnumRow<Enum, Value>& row : table)
     if (row.key == key) return row.value;
-  MEMPLAN_CHECK(false && "an enumerator is missing from its table");
+  MEMPLAN_UNREACHABLE("an enumerator is missing from its table");
   return table[0].value;
 }
 

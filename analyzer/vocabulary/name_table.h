@@ -40,7 +40,7 @@ template <class Enum, size_t N>
 std::string_view NameOf(const NameTable<Enum, N>& table, Enum value) {
   for (const NamedValue<Enum>& entry : table)
     if (entry.value == value) return entry.name;
-  MEMPLAN_CHECK(false && "an enumerator is missing from its name table");
+  MEMPLAN_UNREACHABLE("an enumerator is missing from its name table");
   return {};
 }
 

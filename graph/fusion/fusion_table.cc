@@ -55,7 +55,7 @@ const std::vector<FusionEntry>& FusionTable() {
 const FusionEntry& FusionEntryNamed(const std::string& name) {
   for (const auto& entry : FusionTable())
     if (name == entry.name) return entry;
-  MEMPLAN_CHECK(false && "no fusion entry of that name");
+  MEMPLAN_UNREACHABLE("no fusion entry of that name");
   return FusionTable().front();
 }
 

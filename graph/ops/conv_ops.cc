@@ -190,11 +190,21 @@ OpSchema ConvSchema(const char* op_type, ShapeRule shape, CostRule cost) {
   return s;
 }
 
+// Conv and ConvTranspose: a linear layer with weight W (slot 1) and a per-output-channel bias B
+// (slot 2).
+OpSchema ConvLayerSchema(const char* op_type, ShapeRule shape, CostRule cost) {
+  OpSchema s = ConvSchema(op_type, std::move(shape), std::move(cost));
+  s.is_linear_layer = true;
+  s.weight_inputs = {1, 2};
+  s.channel_bias_input = 2;
+  return s;
+}
+
 }  // namespace
 
 void RegisterConvOps(OpRegistry& registry) {
-  registry.Register(ConvSchema("Conv", ConvShape, ConvCost));
-  registry.Register(ConvSchema("ConvTranspose", ConvTransposeShape, ConvTransposeCost));
+  registry.Register(ConvLayerSchema("Conv", ConvShape, ConvCost));
+  registry.Register(ConvLayerSchema("ConvTranspose", ConvTransposeShape, ConvTransposeCost));
 }
 
 }  // namespace memplan

@@ -250,13 +250,19 @@ OpSchema BinarySchema(const char* op_type, DimOp contents_op, SavedRule saved,
   return s;
 }
 
+// An op whose output is the sum or difference of its inputs (OpSchema::adds_inputs).
+OpSchema Additive(OpSchema s) {
+  s.adds_inputs = true;
+  return s;
+}
+
 void RegisterBinaryOps(OpRegistry& registry) {
-  registry.Register(BinarySchema(
+  registry.Register(Additive(BinarySchema(
       "Add", [](const Dim& a, const Dim& b) -> std::optional<Dim> { return a + b; }, SaveNothing(),
-      "add.Tensor: grad (alpha-scaled); nothing saved", kElementwiseBackwardFactor));
-  registry.Register(BinarySchema(
+      "add.Tensor: grad (alpha-scaled); nothing saved", kElementwiseBackwardFactor)));
+  registry.Register(Additive(BinarySchema(
       "Sub", [](const Dim& a, const Dim& b) -> std::optional<Dim> { return a - b; }, SaveNothing(),
-      "sub.Tensor: grad, -grad * alpha; nothing saved", kElementwiseBackwardFactor));
+      "sub.Tensor: grad, -grad * alpha; nothing saved", kElementwiseBackwardFactor)));
 
   // mul.Tensor: self's gradient needs `other` and other's needs `self`; the codegen saves each
   // operand only when the *other* one requires grad.

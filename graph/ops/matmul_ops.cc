@@ -162,12 +162,15 @@ std::vector<SavedTensor> MatMulSaved(const OpContext& ctx) {
 }
 
 OpSchema MatMulSchema() {
-  return ContractionSchema(
+  OpSchema s = ContractionSchema(
       "MatMul", MatMulShape, MatMulCost,
       "mm: self: mm_mat1_backward(grad, mat2, ...), mat2: mm_mat2_backward(grad, self, ...); bmm "
       "likewise (matmul is composite over mm/bmm on reshapes of its operands; one that reshape "
       "cannot view is saved as its copy)",
       MatMulSaved);
+  s.is_linear_layer = true;  // Linear without bias: x @ W
+  s.weight_inputs = {1};
+  return s;
 }
 
 // Gemm: Y = alpha * A' B' + beta * C with A' = transA ? A^T : A ([M, K]), B' likewise ([K, N]).
@@ -210,11 +213,14 @@ OpCost GemmCost(const OpContext& ctx) {
 }
 
 OpSchema GemmSchema() {
-  return ContractionSchema(
+  OpSchema s = ContractionSchema(
       "Gemm", GemmShape, GemmCost,
       "addmm: mat1: mm_mat1_backward(grad, mat2, ...), mat2: mm_mat2_backward(grad, mat1, ...); "
       "self (bias) needs nothing",
       [](const OpContext& ctx) { return SaveOperandsForOthers(ctx, 2); });
+  s.is_linear_layer = true;  // Linear: x @ W^T + b
+  s.weight_inputs = {1, 2};
+  return s;
 }
 
 Expected<EinsumShapes> EinsumShapesOf(const OpContext& ctx) {

@@ -187,10 +187,16 @@ OpSchema GroupNormSchema() {
 }  // namespace
 
 void RegisterNormalizationOps(OpRegistry& registry) {
-  registry.Register(BatchNormSchema());
-  registry.Register(InstanceNormSchema());
-  registry.Register(LayerNormSchema());
-  registry.Register(GroupNormSchema());
+  // Scale and shift are trained weights; BatchNorm's running statistics (slots 3, 4) are buffers
+  // that become initializers too: MarkTrainableParameters (graph/trainable_parameters.h) then
+  // finds no gradient reaching them.
+  OpSchema batch_norm = BatchNormSchema();
+  batch_norm.weight_inputs = {1, 2, 3, 4};
+  registry.Register(std::move(batch_norm));
+  for (OpSchema s : {InstanceNormSchema(), LayerNormSchema(), GroupNormSchema()}) {
+    s.weight_inputs = {1, 2};
+    registry.Register(std::move(s));
+  }
 }
 
 }  // namespace memplan

@@ -154,6 +154,29 @@ struct OpSchema {
   // True when training normalises over the batch (BatchNormalization): k micro-batches of m then
   // differ from one batch of k*m, so gradient accumulation is not exactly one large batch.
   bool couples_batch = false;
+  // True for a conversion to a dtype the node names (Cast's `to`: torch's .to(dtype)). Its output
+  // has that dtype whatever a mixed-precision regime computes in, and a conversion to the dtype
+  // its input already has returns the input itself (torch's .to returns self): a view.
+  bool converts_dtype = false;
+  // True when the output depends on input 0's shape only, never its values (Shape, Size): it is
+  // a constant of the symbols even when input 0 is computed at run time.
+  bool reads_only_shape = false;
+  // The input slots that hold a layer's trained weights when they are initializers (Conv's W and
+  // B, MatMul's B, a norm's scale and shift). Constant-producing exporters (paddle2onnx,
+  // tf2onnx) write them as Constant nodes; the importer turns a Constant read only through these
+  // slots into a parameter (graph/constant_weights.h).
+  std::vector<int> weight_inputs;
+  // True for a layer that maps its input linearly by a weight (Conv, ConvTranspose, MatMul, Gemm):
+  // a constant vector added to its output is that layer's bias (paddle's conv2d + elementwise_add,
+  // TensorFlow's MatMul + BiasAdd).
+  bool is_linear_layer = false;
+  // The input slot of a bias added per output channel (axis 1 of the output: Conv's and
+  // ConvTranspose's B); -1 for none. A batch norm reading the output subtracts the per-channel
+  // batch mean, which cancels that bias.
+  int channel_bias_input = -1;
+  // True when the output is an elementwise sum or difference of the inputs (Add, Sub): a table
+  // read only this way is added to the activations (a positional table), never multiplied.
+  bool adds_inputs = false;
   // Where the saved-for-backward and AMP facts come from (PyTorch derivatives.yaml, autocast
   // lists); SetSaved and SetAmp set each with its fact.
   std::string saved_source;

@@ -179,12 +179,17 @@ Expected<std::vector<TensorInfo>> InferIdentity(const OpContext& ctx) {
   return std::vector<TensorInfo>{MakeOutput(in.dtype, in.shape, in.contents)};
 }
 
+// What a query op is beyond its shape rule.
+enum class Reads { kValues, kShapeOnly, kValuesConverted };
+
 void Add(OpRegistry& registry, const char* op, ShapeRule rule, CostRule cost,
-         const char* saved_source = kNothingSaved) {
+         const char* saved_source = kNothingSaved, Reads reads = Reads::kValues) {
   OpSchema schema = ShapeOpSchema(op);
   schema.infer_shapes = std::move(rule);
   schema.cost = std::move(cost);
   schema.saved_source = saved_source;
+  schema.reads_only_shape = reads == Reads::kShapeOnly;
+  schema.converts_dtype = reads == Reads::kValuesConverted;
   registry.Register(std::move(schema));
 }
 
@@ -192,8 +197,8 @@ void Add(OpRegistry& registry, const char* op, ShapeRule rule, CostRule cost,
 
 void RegisterShapeQueryOps(OpRegistry& registry) {
   constexpr const char* kNoGradient = "no gradient: the output does not depend on input values";
-  Add(registry, "Shape", InferShape, NoCost, kNoGradient);
-  Add(registry, "Size", InferSize, NoCost, kNoGradient);
+  Add(registry, "Shape", InferShape, NoCost, kNoGradient, Reads::kShapeOnly);
+  Add(registry, "Size", InferSize, NoCost, kNoGradient, Reads::kShapeOnly);
   Add(registry, "Constant", InferConstant, NoCost, kNoGradient);
   Add(registry, "ConstantOfShape", InferConstantOfShape, MovementCost, kNoGradient);
   Add(registry, "Range", InferRange, MovementCost,
@@ -201,7 +206,10 @@ void RegisterShapeQueryOps(OpRegistry& registry) {
   Add(registry, "NonZero", InferNonZero, MovementCost,
       "derivatives.yaml: nonzero is not differentiable");
   Add(registry, "Cast", InferCast, MovementCost,
-      "derivatives.yaml: _to_copy: _to_copy_backward(grad, self.options()) saves nothing");
+      "derivatives.yaml: _to_copy: _to_copy_backward(grad, self.options()) saves nothing",
+      Reads::kValuesConverted);
+  // CastLike converts to the dtype input 1 has when it runs, which a mixed-precision regime may
+  // change: its dtype follows its inputs, not an attribute.
   Add(registry, "CastLike", InferCastLike, MovementCost,
       "derivatives.yaml: _to_copy: _to_copy_backward(grad, self.options()) saves nothing");
 

@@ -16,7 +16,9 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterEinsumKernels(r);
     RegisterConvKernels(r);
     RegisterPoolingKernels(r);
-    RegisterNormalizationKernels(r);
+    RegisterBatchNormKernels(r);
+    RegisterRowNormKernels(r);
+    RegisterGroupNormKernels(r);
     RegisterSoftmaxKernels(r);
     RegisterReductionKernels(r);
     RegisterGatherKernels(r);

@@ -140,7 +140,7 @@ Expected<Tensor> LossForward(LossKind kind, const KernelContext& ctx, const Tens
       for (int64_t i = 0; i < prediction.numel(); ++i) loss += prediction.data()[i];
       break;
     case LossKind::kAuto:
-      MEMPLAN_CHECK(false && "the loss is resolved before the program runs");
+      MEMPLAN_UNREACHABLE("the loss is resolved before the program runs");
       break;
   }
   Tensor result = NewOutput(ctx, {}, DType::kFloat32);
@@ -184,7 +184,7 @@ Expected<Tensor> LossBackward(LossKind kind, const KernelContext& ctx, const Ten
       for (int64_t i = 0; i < prediction.numel(); ++i) g[i] = grad_scale;
       break;
     case LossKind::kAuto:
-      MEMPLAN_CHECK(false && "the loss is resolved before the program runs");
+      MEMPLAN_UNREACHABLE("the loss is resolved before the program runs");
       break;
   }
   RoundToOwnDType(grad);

@@ -6,15 +6,17 @@ namespace memplan {
 
 class KernelRegistry;
 
-void RegisterUnaryKernels(KernelRegistry& registry);    // unary.cc: Relu, Gelu, Exp, Cast, ...
-void RegisterBinaryKernels(KernelRegistry& registry);   // binary.cc: Add, ..., Pow, Mod, Where
-void RegisterMatMulKernels(KernelRegistry& registry);   // matmul.cc: MatMul, Gemm
-void RegisterEinsumKernels(KernelRegistry& registry);   // einsum.cc: two-operand Einsum
-void RegisterConvKernels(KernelRegistry& registry);     // conv.cc: Conv
-void RegisterPoolingKernels(KernelRegistry& registry);  // pooling.cc: MaxPool, AveragePool, ...
-void RegisterNormalizationKernels(KernelRegistry& registry);  // normalization.cc
-void RegisterSoftmaxKernels(KernelRegistry& registry);        // softmax.cc: Softmax, LogSoftmax
-void RegisterReductionKernels(KernelRegistry& registry);      // reduction.cc: ReduceMean, ReduceSum
+void RegisterUnaryKernels(KernelRegistry& registry);      // unary.cc: Relu, Gelu, Exp, Cast, ...
+void RegisterBinaryKernels(KernelRegistry& registry);     // binary.cc: Add, ..., Pow, Mod, Where
+void RegisterMatMulKernels(KernelRegistry& registry);     // matmul.cc: MatMul, Gemm
+void RegisterEinsumKernels(KernelRegistry& registry);     // einsum.cc: two-operand Einsum
+void RegisterConvKernels(KernelRegistry& registry);       // conv.cc: Conv
+void RegisterPoolingKernels(KernelRegistry& registry);    // pooling.cc: MaxPool, AveragePool, ...
+void RegisterBatchNormKernels(KernelRegistry& registry);  // batch_norm.cc: BatchNormalization
+void RegisterRowNormKernels(KernelRegistry& registry);    // row_norms.cc: LayerNorm, RMSNorm, Skip*
+void RegisterGroupNormKernels(KernelRegistry& registry);  // group_norms.cc: GroupNorm, InstanceNorm
+void RegisterSoftmaxKernels(KernelRegistry& registry);    // softmax.cc: Softmax, LogSoftmax
+void RegisterReductionKernels(KernelRegistry& registry);  // reduction.cc: ReduceMean, ReduceSum
 void RegisterGatherKernels(
     KernelRegistry& registry);  // gather.cc: Gather, GatherElements, ScatterND
 void RegisterShapeKernels(KernelRegistry& registry);  // shape.cc: Reshape, Transpose, Concat, ...

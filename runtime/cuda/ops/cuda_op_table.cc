@@ -1,6 +1,7 @@
 #include "runtime/cuda/ops/cuda_op_table.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "graph/ops/op_registry.h"
 
@@ -26,9 +27,10 @@ const CudaOpTable& Table() {
 void CudaOpTable::Register(std::string_view op_type, CudaForwardFn forward,
                            CudaBackwardFn backward) {
   const OpSchema* op = OpRegistry::Get().Find(op_type);
-  MEMPLAN_CHECK(op != nullptr);  // an op the registry does not know
-  const bool inserted = entries_.emplace(op, CudaOp{forward, backward}).second;
-  MEMPLAN_CHECK(inserted);
+  MEMPLAN_CHECK(op != nullptr) << "a CUDA kernel for " << op_type << ", which the registry lacks";
+  const bool inserted =
+      entries_.emplace(op, CudaOp{std::move(forward), std::move(backward)}).second;
+  MEMPLAN_CHECK(inserted) << "two CUDA kernels for " << op_type;
 }
 
 const CudaOp* CudaOpTable::Find(const OpSchema& op) const {

@@ -5,6 +5,7 @@
 // missing here is reported by the backend as unsupported, never approximated; tests/cuda/
 // cuda_coverage_test.cc lists the registry ops that have none.
 
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -17,12 +18,15 @@
 
 namespace memplan::cuda {
 
-using CudaForwardFn = Expected<std::vector<DeviceTensor>> (*)(CudaContext&, const ForwardCall&);
-using CudaBackwardFn = Status (*)(CudaContext&, const BackwardCall&);
+// std::function, so a family registers one implementation per op with the value it dispatches on
+// bound in (BinaryOp::kAdd for Add): an implementation never re-reads the op's name.
+using CudaForwardFn =
+    std::function<Expected<std::vector<DeviceTensor>>(CudaContext&, const ForwardCall&)>;
+using CudaBackwardFn = std::function<Status(CudaContext&, const BackwardCall&)>;
 
 struct CudaOp {
-  CudaForwardFn forward = nullptr;
-  CudaBackwardFn backward = nullptr;  // null: no differentiable input
+  CudaForwardFn forward;
+  CudaBackwardFn backward;  // empty: no differentiable input
 };
 
 // nullptr when the CUDA backend has no implementation of the registry entry.

@@ -11,29 +11,6 @@
 namespace memplan::cuda {
 namespace {
 
-std::optional<BinaryOp> BinaryOf(std::string_view op) {
-  if (op == "Add") return BinaryOp::kAdd;
-  if (op == "Sub") return BinaryOp::kSub;
-  if (op == "Mul") return BinaryOp::kMul;
-  if (op == "Div") return BinaryOp::kDiv;
-  if (op == "Equal") return BinaryOp::kEqual;
-  if (op == "Less") return BinaryOp::kLess;
-  if (op == "LessOrEqual") return BinaryOp::kLessOrEqual;
-  if (op == "Greater") return BinaryOp::kGreater;
-  if (op == "GreaterOrEqual") return BinaryOp::kGreaterOrEqual;
-  return std::nullopt;
-}
-
-std::optional<UnaryOp> UnaryOf(std::string_view op) {
-  if (op == "Relu") return UnaryOp::kRelu;
-  if (op == "Gelu") return UnaryOp::kGelu;
-  if (op == "Sigmoid") return UnaryOp::kSigmoid;
-  if (op == "Tanh") return UnaryOp::kTanh;
-  if (op == "Erf") return UnaryOp::kErf;
-  if (op == "Not") return UnaryOp::kNot;
-  return std::nullopt;
-}
-
 Status RequireInputs(const ForwardCall& call, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (i >= call.inputs.size() || !call.inputs[i].defined())
@@ -41,9 +18,9 @@ Status RequireInputs(const ForwardCall& call, size_t n) {
   return OkStatus();
 }
 
-Expected<std::vector<DeviceTensor>> BinaryForwardOp(CudaContext& ctx, const ForwardCall& call) {
+Expected<std::vector<DeviceTensor>> BinaryForwardOp(CudaContext& ctx, const ForwardCall& call,
+                                                    BinaryOp op) {
   MEMPLAN_RETURN_IF_ERROR(RequireInputs(call, 2));
-  const BinaryOp op = *BinaryOf(call.op_type);
   const DeviceTensor& a = call.inputs[0];
   const DeviceTensor& b = call.inputs[1];
   MEMPLAN_TRY(TensorShape out_shape, BroadcastShapes(a.shape, b.shape));
@@ -59,9 +36,8 @@ Expected<std::vector<DeviceTensor>> BinaryForwardOp(CudaContext& ctx, const Forw
   return std::vector<DeviceTensor>{t.tensor};
 }
 
-Status BinaryBackwardOp(CudaContext& ctx, const BackwardCall& call) {
+Status BinaryBackwardOp(CudaContext& ctx, const BackwardCall& call, BinaryOp op) {
   if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
-  const BinaryOp op = *BinaryOf(call.op_type);
   // What derivatives.yaml saves, and so the program: Mul's gradient for one operand reads the
   // other; Div's for a reads b, for b reads both.
   const bool want_a = WantsGradient(call, 0);
@@ -94,24 +70,23 @@ Status BinaryBackwardOp(CudaContext& ctx, const BackwardCall& call) {
   return OkStatus();
 }
 
-Expected<std::vector<DeviceTensor>> UnaryForwardOp(CudaContext& ctx, const ForwardCall& call) {
+Expected<std::vector<DeviceTensor>> UnaryForwardOp(CudaContext& ctx, const ForwardCall& call,
+                                                   UnaryOp op) {
   MEMPLAN_RETURN_IF_ERROR(RequireInputs(call, 1));
   const DeviceTensor& x = call.inputs[0];
-  if (call.op_type == "Gelu" && call.attributes != nullptr &&
+  if (op == UnaryOp::kGelu && call.attributes != nullptr &&
       call.attributes->GetString("approximate", "none") != "none")
     return Unsupported("Gelu", "approximate='tanh' (only the exact erf form has a kernel)");
   MEMPLAN_TRY(F32Input fx, ctx.ReadF32(x));
   MEMPLAN_TRY(ForwardTarget t, PrepareOutput(ctx, call, 0, x.shape, OutputDType(call, 0, x.dtype)));
-  MEMPLAN_RETURN_IF_ERROR(
-      UnaryForward(*UnaryOf(call.op_type), fx.data, t.out.data(), x.numel(), ctx.stream()));
+  MEMPLAN_RETURN_IF_ERROR(UnaryForward(op, fx.data, t.out.data(), x.numel(), ctx.stream()));
   MEMPLAN_RETURN_IF_ERROR(ctx.Commit(t.out));
   return std::vector<DeviceTensor>{t.tensor};
 }
 
-Status UnaryBackwardOp(CudaContext& ctx, const BackwardCall& call) {
+Status UnaryBackwardOp(CudaContext& ctx, const BackwardCall& call, UnaryOp op) {
   if (call.grad_outputs.empty() || !call.grad_outputs[0].defined()) return ZeroGradients(ctx, call);
   if (!WantsGradient(call, 0)) return OkStatus();
-  const UnaryOp op = *UnaryOf(call.op_type);
   const bool reads_output = UnaryBackwardReadsOutput(op);
   const DeviceTensor& saved = reads_output
                                   ? (call.outputs.empty() ? DeviceTensor() : call.outputs[0])
@@ -198,17 +173,62 @@ Status CastBackwardOp(CudaContext& ctx, const BackwardCall& call) {
   return ctx.Commit(dx);
 }
 
+// The registry op each kernel computes, with whether it has a backward: no gradient flows
+// through a comparison or Not, so the program emits no backward step for them.
+struct BinaryEntry {
+  const char* op_type;
+  BinaryOp op;
+  bool differentiable;
+};
+struct UnaryEntry {
+  const char* op_type;
+  UnaryOp op;
+  bool differentiable;
+};
+constexpr BinaryEntry kBinaryOps[] = {
+    {"Add", BinaryOp::kAdd, true},
+    {"Sub", BinaryOp::kSub, true},
+    {"Mul", BinaryOp::kMul, true},
+    {"Div", BinaryOp::kDiv, true},
+    {"Equal", BinaryOp::kEqual, false},
+    {"Less", BinaryOp::kLess, false},
+    {"LessOrEqual", BinaryOp::kLessOrEqual, false},
+    {"Greater", BinaryOp::kGreater, false},
+    {"GreaterOrEqual", BinaryOp::kGreaterOrEqual, false},
+};
+constexpr UnaryEntry kUnaryOps[] = {
+    {"Relu", UnaryOp::kRelu, true},       {"Gelu", UnaryOp::kGelu, true},
+    {"Sigmoid", UnaryOp::kSigmoid, true}, {"Tanh", UnaryOp::kTanh, true},
+    {"Erf", UnaryOp::kErf, true},         {"Not", UnaryOp::kNot, false},
+};
+
 }  // namespace
 
 void RegisterElementwiseOps(CudaOpTable& table) {
-  for (const char* op : {"Add", "Sub", "Mul", "Div"})
-    table.Register(op, BinaryForwardOp, BinaryBackwardOp);
-  for (const char* op : {"Relu", "Gelu", "Sigmoid", "Tanh", "Erf"})
-    table.Register(op, UnaryForwardOp, UnaryBackwardOp);
-  // No gradient flows through a comparison or Not: the program emits no backward step for them.
-  for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"})
-    table.Register(op, BinaryForwardOp, nullptr);
-  table.Register("Not", UnaryForwardOp, nullptr);
+  for (const BinaryEntry& e : kBinaryOps) {
+    const BinaryOp op = e.op;
+    CudaBackwardFn backward;
+    if (e.differentiable)
+      backward = [op](CudaContext& ctx, const BackwardCall& call) {
+        return BinaryBackwardOp(ctx, call, op);
+      };
+    table.Register(
+        e.op_type,
+        [op](CudaContext& ctx, const ForwardCall& call) { return BinaryForwardOp(ctx, call, op); },
+        std::move(backward));
+  }
+  for (const UnaryEntry& e : kUnaryOps) {
+    const UnaryOp op = e.op;
+    CudaBackwardFn backward;
+    if (e.differentiable)
+      backward = [op](CudaContext& ctx, const BackwardCall& call) {
+        return UnaryBackwardOp(ctx, call, op);
+      };
+    table.Register(
+        e.op_type,
+        [op](CudaContext& ctx, const ForwardCall& call) { return UnaryForwardOp(ctx, call, op); },
+        std::move(backward));
+  }
   table.Register("Where", WhereForwardOp, WhereBackwardOp);
   table.Register("Cast", CastForwardOp, CastBackwardOp);
 }

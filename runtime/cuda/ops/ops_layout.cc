@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "graph/ops/geometry/reshape.h"
 #include "runtime/cuda/cuda_storage.h"
@@ -30,14 +31,17 @@ Expected<T> Named(std::string_view op, Expected<T> result) {
   return result;
 }
 
-Expected<TensorShape> ReshapeTarget(const ForwardCall& call) {
+// The views that only reshape their input, each registered with its own kind.
+enum class ReshapeKind { kReshape, kFlatten, kSqueeze, kUnsqueeze, kIdentity };
+
+Expected<TensorShape> ReshapeTarget(const ForwardCall& call, ReshapeKind kind) {
   const TensorShape& in = call.inputs[0].shape;
-  if (call.op_type == "Identity") return in;
-  if (call.op_type == "Flatten") {
+  if (kind == ReshapeKind::kIdentity) return in;
+  if (kind == ReshapeKind::kFlatten) {
     const int64_t axis = call.attributes ? call.attributes->GetInt("axis", 1) : 1;
     return Named("Flatten", FlattenShape(in, axis));
   }
-  if (call.op_type == "Reshape") {
+  if (kind == ReshapeKind::kReshape) {
     MEMPLAN_TRY(
         std::vector<int64_t> target,
         ConstantInts(call.inputs.size() > 1 ? call.inputs[1] : DeviceTensor(), "Reshape", "shape"));
@@ -53,13 +57,14 @@ Expected<TensorShape> ReshapeTarget(const ForwardCall& call) {
   } else if (call.attributes) {
     axes = call.attributes->GetInts("axes");
   }
-  if (call.op_type == "Unsqueeze") return Named("Unsqueeze", UnsqueezeShape(in, axes));
+  if (kind == ReshapeKind::kUnsqueeze) return Named("Unsqueeze", UnsqueezeShape(in, axes));
   return Named("Squeeze", SqueezeShape(in, axes));
 }
 
-Expected<std::vector<DeviceTensor>> ViewForward(CudaContext& ctx, const ForwardCall& call) {
+Expected<std::vector<DeviceTensor>> ViewForward(CudaContext& ctx, const ForwardCall& call,
+                                                ReshapeKind kind) {
   MEMPLAN_RETURN_IF_ERROR(RequireInput(call));
-  MEMPLAN_TRY(TensorShape shape, ReshapeTarget(call));
+  MEMPLAN_TRY(TensorShape shape, ReshapeTarget(call, kind));
   const DeviceTensor& x = call.inputs[0];
   if (!call.outputs.empty() && call.outputs[0].defined()) {
     // The program gave the output a buffer of its own: copy into it.
@@ -345,8 +350,18 @@ Expected<std::vector<DeviceTensor>> ShapeForward(CudaContext& ctx, const Forward
 }  // namespace
 
 void RegisterLayoutOps(CudaOpTable& table) {
-  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
-    table.Register(op, ViewForward, ViewBackward);
+  const std::pair<const char*, ReshapeKind> reshapes[] = {
+      {"Reshape", ReshapeKind::kReshape},   {"Flatten", ReshapeKind::kFlatten},
+      {"Squeeze", ReshapeKind::kSqueeze},   {"Unsqueeze", ReshapeKind::kUnsqueeze},
+      {"Identity", ReshapeKind::kIdentity},
+  };
+  for (const auto& reshape : reshapes) {
+    const ReshapeKind kind = reshape.second;
+    table.Register(
+        reshape.first,
+        [kind](CudaContext& ctx, const ForwardCall& call) { return ViewForward(ctx, call, kind); },
+        ViewBackward);
+  }
   table.Register("Transpose", TransposeForward, TransposeBackward);
   table.Register("Slice", SliceForward, SliceBackward);
   table.Register("Split", SplitForward, SplitBackward);
