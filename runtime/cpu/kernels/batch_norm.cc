@@ -80,8 +80,8 @@ Expected<ForwardResult> BatchNormForward(const KernelContext& ctx, const Forward
         if (new_mean.defined()) {
           new_mean.mutable_data()[c] =
               static_cast<float>(momentum * running_mean.data()[c] + (1.0 - momentum) * m);
-          new_var.mutable_data()[c] = static_cast<float>(momentum * running_var.data()[c] +
-                                                         (1.0 - momentum) * batch.unbiased_variance);
+          new_var.mutable_data()[c] = static_cast<float>(
+              momentum * running_var.data()[c] + (1.0 - momentum) * batch.unbiased_variance);
         }
       }
       const double inv = 1.0 / std::sqrt(var + epsilon);

@@ -177,7 +177,8 @@ Expected<InputGradients> GroupNormBackward(const KernelContext& ctx, const Backw
 Expected<GroupLayout> InstancesOf(const TensorShape& x) {
   GroupLayout layout;
   MEMPLAN_TRY(layout.channels, LayoutOf(x, "InstanceNormalization"));
-  if (layout.channels.channels <= 0) return MakeError("InstanceNormalization: input has no channels");
+  if (layout.channels.channels <= 0)
+    return MakeError("InstanceNormalization: input has no channels");
   layout.groups = layout.channels.channels;
   return layout;
 }

@@ -38,8 +38,9 @@ void BatchNorm(ProtoModel& m, const std::string& in, const std::string& out, int
          {out});
 }
 
-TEST_CASE("a per-channel bias cancelled by a following BatchNorm is advised away, ConvTranspose's too",
-          "[advice]") {
+TEST_CASE(
+    "a per-channel bias cancelled by a following BatchNorm is advised away, ConvTranspose's too",
+    "[advice]") {
   ProtoModel m(13);
   m.Input("x", onnx::TensorProto::FLOAT, {"batch", 3, 8, 8});
   m.Initializer("W1", onnx::TensorProto::FLOAT, {4, 3, 3, 3});
