@@ -24,6 +24,14 @@
 namespace memplan {
 namespace {
 
+// The plan fits only because the caching allocator releases fully free cached segments when a
+// cudaMalloc fails (PlanTraining's ReservedUnderCapacity): the unconstrained reserved peak is
+// over the budget, the peak under the budget is not.
+bool FitsByReleasingCache(const TrainingPlan& plan, const PlannerOptions& options) {
+  return plan.feasible && options.allocator == AllocatorKind::kCaching &&
+         plan.simulation.peak_reserved_bytes > plan.budget_bytes;
+}
+
 // The dtype of the optimizer's per-parameter state for a large tensor ("float32"; "uint8" for
 // bitsandbytes' block-quantised 8-bit state; "none" for plain SGD), from the one table of
 // optimizer states (analyzer/program/optimizer_state.h).
@@ -211,6 +219,12 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   j["fragmentation_bytes"] = plan.chosen.peak_bytes - plan.chosen.exact_peak_bytes;
   j["allocator"] = std::string(AllocatorKindName(options.allocator));
   j["fits"] = plan.feasible;
+  // issue 40 item 8 / issue 41: the caching model's reserved peak without a device limit (what
+  // max_memory_reserved shows on a larger card), and whether the plan fits only because PyTorch
+  // releases fully free cached segments before it fails (peak_bytes is then the replay's peak
+  // under the budget).
+  j["reserved_without_limit_bytes"] = plan.simulation.peak_reserved_bytes;
+  j["fits_by_releasing_cache"] = FitsByReleasingCache(plan, options);
   j["inference_export"] = report.inference_export;
   const SimulationResult& sim = plan.simulation;
   j["peak"] = {{"step", sim.peak_at.step},
@@ -466,6 +480,12 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   s << "; live tensors " << FormatBytes(plan.chosen.exact_peak_bytes)
     << " (what the timeline chart draws), fragmentation "
     << FormatBytes(plan.chosen.peak_bytes - plan.chosen.exact_peak_bytes) << "\n";
+  if (FitsByReleasingCache(plan, options)) {
+    s << "         without a device limit the caching allocator would reserve "
+      << FormatBytes(plan.simulation.peak_reserved_bytes)
+      << "; on this GPU a failed cudaMalloc first releases every fully free cached segment "
+         "(release_cached_blocks) and retries, and the replay under the budget refuses nothing\n";
+  }
   if (sim.peak_at.step >= 0)
     s << "         peak in " << CoarsePhaseNameAt(plan.program, sim.peak_at.step) << ", step "
       << sim.peak_step_name << "\n";
