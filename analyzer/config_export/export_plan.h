@@ -68,6 +68,10 @@ struct ExportPlan {
   // plan.loss_dtype (absent: as the regime implies): "fp32" in a pure plan means the loop
   // upcasts the logits for the loss (the PyTorch loop writes .float()).
   bool upcasts_loss = false;
+  // plan.alloc_conf (--alloc-conf, --allocator expandable; absent: PyTorch's defaults): the
+  // PYTORCH_CUDA_ALLOC_CONF the plan modelled, which the scripts set before importing torch and
+  // the config-only targets refuse (they have no place for an environment variable).
+  std::string alloc_conf;
   // plan.lora (--lora): the adapters the run must build (PEFT's LoraConfig), nullopt without.
   std::optional<LoraPlanReport> lora;
   // plan.base_dtype (--base-dtype): the frozen weights' storage; nullopt: the model's own dtype.

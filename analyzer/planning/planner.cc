@@ -287,7 +287,7 @@ class CandidateEvaluator {
     if (auto it = capacity_peaks_.find(memo); it != capacity_peaks_.end()) return it->second;
     MEMPLAN_TRY(const std::vector<int64_t> sizes, SizesAt(m));
     MEMPLAN_TRY(const AllocationScript* script, ScriptOf(key.second));
-    CachingAllocatorOptions limited;
+    CachingAllocatorOptions limited = options_.alloc_config.caching;
     limited.capacity = capacity;
     CachingAllocator model(limited);
     const ScriptPeaks peaks = script->Replay(sizes, model);
@@ -382,7 +382,7 @@ class CandidateEvaluator {
   BatchLinearSizes sizes_;  // the buffers' sizes as linear forms in m
   // The allocator models, reset by every simulation: one per evaluator keeps their arrays'
   // capacity from one simulation to the next instead of growing them anew each time.
-  mutable CachingAllocator caching_;
+  mutable CachingAllocator caching_{options_.alloc_config.caching};
   mutable ExpandableAllocator expandable_;
   mutable ExactAllocator exact_;
   int64_t ranks_ = 1;  // data-parallel ranks the program is one of

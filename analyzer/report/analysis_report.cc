@@ -254,6 +254,10 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   // optimizers that run their own kernels.
   if (HasTorchOptimizerImpls(plan.program.optimizer_kind))
     p["optimizer_impl"] = std::string(OptimizerImplName(plan.program.optimizer_impl));
+  // issue 41 item 5: the PYTORCH_CUDA_ALLOC_CONF the plan modelled (--alloc-conf, --allocator
+  // expandable), only when it differs from PyTorch's defaults; the exports set it.
+  if (const std::string conf = PlanReportOf(report).alloc_conf; !conf.empty())
+    p["alloc_conf"] = conf;
   p["loss"] = std::string(ReportedLossName(report));
   p["zero_grad"] = std::string(ZeroGradModeName(plan.program.zero_grad));
   p["clip_gradients"] = options.program.clip_gradients;
@@ -419,6 +423,8 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   s << "         " << PrecisionName(plan.program.precision) << ", "
     << OptimizerLabel(plan.program.optimizer_kind, plan.program.optimizer_impl) << ", loss "
     << ReportedLossName(report) << ", recompute " << RecomputeSummary(report) << "\n";
+  if (const std::string conf = PlanReportOf(report).alloc_conf; !conf.empty())
+    s << "         PYTORCH_CUDA_ALLOC_CONF=" << conf << " (modelled; the exports set it)\n";
   if (!plan.checkpoint_modules.empty()) {
     // The modules the exports wrap in torch.utils.checkpoint, exactly what was simulated.
     s << "Checkpoint " << plan.checkpoint_modules.size()

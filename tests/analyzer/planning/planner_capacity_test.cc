@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "analyzer/planning/planner.h"
+#include "analyzer/simulation/allocator_config.h"
 #include "analyzer/simulation/caching_allocator.h"
 #include "analyzer/simulation/simulator.h"
 #include "tests/analyzer/planning/planner_test_budget.h"
@@ -61,6 +62,29 @@ TEST_CASE("caching plans fit when the excess over the budget is free cached segm
   // free and releasable at the peak); the releasing case is measured on llama3_8b in
   // docs/measurements.md. The agreement above is what this test pins.
   CHECK(refused > 0);
+}
+
+TEST_CASE("the planner's caching model runs under --alloc-conf's options", "[planner]") {
+  // x [3000, 256] -> W1 [256, 512] -> h [3000, 512] fp32 = 6,144,000 B (5.86 MiB). With
+  // roundup_power2_divisions:4 a request between 4 and 8 MiB rounds up to the next MiB step
+  // (roundup_power2_next_division): h takes 6 MiB = 6,291,456 B instead of 6,144,000.
+  TestGraph t = PlannerMlp();
+  PlannerOptions options;
+  options.gpu = ResolveGpu("24G").value();
+  options.allocator = AllocatorKind::kCaching;
+  options.micro_batch = 3000;
+  options.headroom = Headroom{};
+  const TrainingPlan plain = PlanTraining(t.graph, options).value();
+  options.alloc_config = ParseAllocatorConfig("roundup_power2_divisions:4").value();
+  const TrainingPlan rounded = PlanTraining(t.graph, options).value();
+  // The independent walk under the same options.
+  CachingAllocator model(options.alloc_config.caching);
+  const SimulationResult walk = Simulate(rounded.program, rounded.bindings, model).value();
+  CHECK(rounded.chosen.peak_bytes == walk.peak_reserved_bytes);
+  CHECK(rounded.simulation.peak_allocated_bytes == walk.peak_allocated_bytes);
+  // The rounding is the option's, not the default's: no request rounds lower, and the
+  // [3000, 512] buffers (h, its gradient) each round 147,456 B higher.
+  CHECK(rounded.simulation.peak_allocated_bytes > plain.simulation.peak_allocated_bytes);
 }
 
 }  // namespace
