@@ -61,6 +61,9 @@ class AlternativeSearcher {
     ShorterSequence({AlternativeKind::kShorterSequence}, PlanFlags{},
                     context_.persistent_state_bytes);
     Offload();
+    if (AllocatorApplies())
+      Try({AlternativeKind::kAllocator},
+          Change(&PlanFlags::alloc_conf, "expandable_segments:True"));
 
     // Pairs, when no single change fits the GPU asked.
     if (!AnyFitsOnGpuAsked()) {
@@ -97,6 +100,16 @@ class AlternativeSearcher {
 
   static PlanFlags RecomputeOn() {
     return Change(&PlanFlags::recompute, std::string(RecomputeChoiceName(RecomputeChoice::kAuto)));
+  }
+
+  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (issue 41 item 5): the caching allocator maps
+  // one growing segment per stream and pool instead of a segment per large request, so the
+  // fragmentation between segments goes (analyzer/simulation/expandable_allocator.h). Tried where
+  // the plan ran the caching allocator with PyTorch's defaults.
+  bool AllocatorApplies() const {
+    return AskedText(context_.asked, &PlanFlags::allocator, "allocator") == "caching" &&
+           !context_.asked.alloc_conf && context_.live_peak_bytes &&
+           *context_.live_peak_bytes <= context_.budget_bytes;
   }
 
   bool OptimizerApplies() const {

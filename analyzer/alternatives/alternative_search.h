@@ -16,6 +16,9 @@
 //                     that names a sequence (IsSequenceSymbol)
 //   offload           --offload optimizer, then optimizer+params (the first that fits), on one
 //                     GPU when no offload was asked; host memory is reported, not budgeted
+//   allocator         --alloc-conf expandable_segments:True, when the caching allocator ran with
+//                     PyTorch's defaults (no --alloc-conf, no --allocator) and the live bytes fit
+//                     the budget (live_peak_bytes): only fragmentation is over it
 //   sharding          --gpus N --parallel zero3 for the smallest N in 2, 4, ..., 64 (more than
 //                     the GPUs asked) that fits; from one GPU, N starts where the parameters and
 //                     optimizer state divided by N fit the budget
@@ -34,6 +37,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +72,10 @@ struct AlternativeContext {
   bool gpu_supports_bf16 = false;    // of the GPU asked
   std::string smallest_fitting_gpu;  // InfeasibleReport's; empty when none is large enough
   std::string batch_symbol;          // the model's batch symbol: a --dim on it is no sequence
+  // The live bytes of the plan as asked at its smallest micro-batch, when the caching model
+  // planned it: within the budget, what does not fit is the allocator's fragmentation, and the
+  // allocator change is tried. nullopt: not tried.
+  std::optional<int64_t> live_peak_bytes;
 };
 
 // What the caller's planner made of one complete set of flags.

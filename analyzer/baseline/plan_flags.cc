@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 40> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 41> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -96,6 +96,14 @@ const std::array<PlanFlagSpec, 40> kPlanFlagTable = {{
              "expandable_segments:True) | exact (live bytes)",
      .help_position = 8,
      .text = &PlanFlags::allocator},
+    {.key = "alloc_conf",
+     .argument = "--alloc-conf",
+     .type = PlanFlagType::kText,
+     .help = "PYTORCH_CUDA_ALLOC_CONF the run sets, modelled and written into the exports: "
+             "expandable_segments:True | max_split_size_mb:N | roundup_power2_divisions:N, "
+             "comma-separated",
+     .help_position = 37,
+     .text = &PlanFlags::alloc_conf},
     {.key = "recompute",
      .argument = "--recompute",
      .type = PlanFlagType::kText,

@@ -38,7 +38,9 @@ struct PlanFlags {
   std::optional<std::string> loss_output;  // --loss-output: the value the loss reads
   std::optional<std::string> zero_grad;    // --zero-grad: set_to_none | zero
   std::optional<std::string> allocator;    // --allocator: caching | exact
-  std::optional<std::string> recompute;    // --recompute: none | all | sqrt | optimal | auto
+  // issue 41: PYTORCH_CUDA_ALLOC_CONF the plan runs under (analyzer/simulation/allocator_config.h)
+  std::optional<std::string> alloc_conf;      // --alloc-conf: "expandable_segments:True,..."
+  std::optional<std::string> recompute;       // --recompute: none | all | sqrt | optimal | auto
   std::optional<std::string> recompute_unit;  // --recompute-unit: auto | node | module
   std::optional<std::string> optimizer_impl;  // --optimizer-impl: foreach | fused | for-loop
   std::optional<std::string> fp32_ops;        // --fp32-ops: comma list of op types / node names
@@ -103,7 +105,7 @@ struct PlanFlagSpec {
 };
 
 // Every plan flag, in the order configurations write them and messages list them.
-extern const std::array<PlanFlagSpec, 40> kPlanFlagTable;
+extern const std::array<PlanFlagSpec, 41> kPlanFlagTable;
 
 // The table entry with `key`. REQUIRES: `key` is one of the table's keys.
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key);

@@ -92,6 +92,21 @@ Status CheckFusedLoss(const ExportPlan& plan, ExportTarget target) {
                    "(use_liger_kernel=True), or re-plan without --fused-loss");
 }
 
+// --alloc-conf (and --allocator expandable): the scripts set PYTORCH_CUDA_ALLOC_CONF before
+// importing torch (AllocConfLines); the DeepSpeed JSON, the Accelerate YAML, the bare
+// TrainingArguments JSON and torchtune's recipe YAML have no place for an environment variable,
+// and a run without it would fragment as the plan did not model (the plan may fit only with it).
+Status CheckAllocConf(const ExportPlan& plan, ExportTarget target) {
+  if (plan.alloc_conf.empty()) return OkStatus();
+  if (target != ExportTarget::kDeepSpeed && target != ExportTarget::kAccelerate &&
+      target != ExportTarget::kHfTrainerJson && target != ExportTarget::kTorchtune)
+    return OkStatus();
+  return MakeError("export: " + std::string(ExportTargetName(target)) +
+                   " (a config file) cannot set PYTORCH_CUDA_ALLOC_CONF=" + plan.alloc_conf +
+                   ", which the plan modelled; export with --to pytorch, lightning or hf-trainer, "
+                   "whose scripts set it, or re-plan without --alloc-conf");
+}
+
 // --optimizer-in-backward: torchtune's optimizer_in_bwd (a post-accumulate-grad hook per
 // parameter); no target but torchtune runs it, and a config stepping after backward would hold
 // the full gradient set the plan left out.
@@ -286,6 +301,7 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
   MEMPLAN_RETURN_IF_ERROR(CheckRegime(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOptimizerImpl(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckFusedLoss(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckAllocConf(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOptimizerInBackward(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckWrapPolicy(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckTensorParallel(plan, target));

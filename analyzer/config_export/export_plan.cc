@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "analyzer/config_export/plan_json_fields.h"
+#include "analyzer/simulation/allocator_config.h"
 
 namespace memplan {
 namespace {
@@ -129,6 +130,7 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.row_parallel = report.row_parallel;
   result.offload = report.offload;
   result.fused_loss = report.fused_loss;
+  result.alloc_conf = report.alloc_conf;
   result.optimizer_in_backward = report.optimizer_in_backward;
   result.upcasts_loss = report.precision != Precision::kFp32 && report.amp_mode == AmpMode::kPure &&
                         report.loss_dtype == DType::kFloat32;
@@ -189,6 +191,15 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
   MEMPLAN_TRY(std::optional<bool> in_backward,
               InPlan(OptionalPlanBool(plan, "optimizer_in_backward", "plan.")));
   result.optimizer_in_backward = in_backward.value_or(false);
+  MEMPLAN_TRY(std::optional<std::string> alloc_conf,
+              InPlan(OptionalPlanString(plan, "alloc_conf", "plan.")));
+  if (alloc_conf) {
+    // Written by `analyze` from a parsed configuration; re-parsed so a hand-edited plan cannot put
+    // anything but allocator options into the generated scripts.
+    Expected<AllocatorConfig> parsed = ParseAllocatorConfig(*alloc_conf);
+    if (!parsed.ok()) return PlanError("plan.alloc_conf: " + parsed.error().message);
+    result.alloc_conf = AllocatorConfigString(*parsed);
+  }
   MEMPLAN_TRY(std::optional<std::string> loss_dtype,
               InPlan(OptionalPlanString(plan, "loss_dtype", "plan.")));
   result.upcasts_loss = result.amp_mode == AmpMode::kPure && loss_dtype == "fp32";

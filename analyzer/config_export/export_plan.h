@@ -81,6 +81,10 @@ struct ExportPlan {
   // a target that trains every parameter refuses a partly frozen plan without LoRA.
   int64_t parameter_count = 0;
   int64_t trainable_parameter_count = 0;
+  // plan.alloc_conf (--alloc-conf, --allocator expandable; absent: PyTorch's defaults): the
+  // PYTORCH_CUDA_ALLOC_CONF the plan modelled, which the scripts set before importing torch and
+  // the config-only targets refuse (they have no place for an environment variable).
+  std::string alloc_conf;
   // plan.lora (--lora): the adapters the run must build (PEFT's LoraConfig), nullopt without.
   std::optional<LoraPlanReport> lora;
   // plan.base_dtype (--base-dtype): the frozen weights' storage; nullopt: the model's own dtype.

@@ -348,4 +348,14 @@ std::string DataLoaderLine(const ExportOptions& options, std::string_view sampli
          ", pin_memory=" + (options.pin_memory ? "True" : "False") + ", drop_last=True)\n";
 }
 
+std::string AllocConfLines(const ExportPlan& plan, bool imports_os) {
+  if (plan.alloc_conf.empty()) return "";
+  std::string out = imports_os ? "" : "import os\n\n";
+  out +=
+      "# The caching allocator as memplan planned it; PyTorch reads this when CUDA initialises,\n";
+  out += "# so it is set before torch is imported.\n";
+  out += "os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = " + PythonString(plan.alloc_conf) + "\n\n";
+  return out;
+}
+
 }  // namespace memplan::config_export

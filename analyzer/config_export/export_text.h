@@ -88,6 +88,12 @@ std::string ExportCommand(const ExportOptions& options, std::string_view target)
 // One comment paragraph (each line starting "# ") saying that `what` of the plan is not expressed
 // by this output, followed by the recomputed modules and the nodes without a module, one per line.
 // Empty when the plan recomputes nothing.
+// The lines that set PYTORCH_CUDA_ALLOC_CONF to what the plan modelled (plan.alloc_conf), for the
+// top of a script, before torch is imported: PyTorch reads it when CUDA's caching allocator
+// initialises. "" when the plan ran PyTorch's defaults. `imports_os`: the script's own
+// `import os` precedes these lines.
+std::string AllocConfLines(const ExportPlan& plan, bool imports_os = false);
+
 std::string RecomputeModuleComment(const ExportPlan& plan, std::string_view what);
 
 // `CHECKPOINTED_MODULES = [...]`: the module path of every module the plan recomputes, one a

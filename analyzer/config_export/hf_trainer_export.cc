@@ -197,6 +197,7 @@ std::string ExportHfTrainerPython(const ExportPlan& plan, const ExportOptions& o
     out += "# max_grad_norm=0.0: the plan was made without --clip-grad, so its memory has no\n";
     out += "# clipping transient; re-plan with --clip-grad for Trainer's default clipping (1.0).\n";
   }
+  out += AllocConfLines(plan);
   if (HasFineTuning(plan)) {
     out += "# Build the model as planned, then pass it on:\n";
     out += "#   trainer = Trainer(model=apply_fine_tuning(model), args=args, ...)\n";

@@ -75,6 +75,7 @@ std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options
            ".\n";
   }
   if (fsdp) out += "import functools\n\n";
+  out += AllocConfLines(plan);
   out += "import lightning.pytorch as pl  # Lightning < 2.0: import pytorch_lightning as pl\n";
   out += "import torch\n";
   out += "from torch.utils.data import DataLoader\n";

@@ -118,6 +118,7 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
     out += "import functools\n";
     out += "import re\n\n";
   }
+  out += AllocConfLines(plan);
   out += "import torch\n";
   out += "from torch.utils.checkpoint import checkpoint\n";
   out += "from torch.utils.data import DataLoader\n";

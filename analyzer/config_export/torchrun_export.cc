@@ -208,6 +208,7 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
   out += "# hyper-parameters below; the rest is the plan memplan simulated per rank.\n";
   if (ddp) out += "import contextlib\n";  // no_sync on all but the last micro-batch
   out += "import os\n\n";
+  out += AllocConfLines(plan, /*imports_os=*/true);
   out += "import torch\n";
   out += "import torch.distributed as dist\n";
   if (ddp) {

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <utility>
 
 #include "analyzer/cost/collective_cost.h"
@@ -129,6 +131,16 @@ class CandidateEvaluator {
     c.peak_bytes =
         FitsReservedBytes(options_.allocator) ? result->reserved_bytes : result->live_bytes;
     c.fits = c.peak_bytes <= budget;
+    if (!c.fits && options_.allocator == AllocatorKind::kCaching && c.exact_peak_bytes <= budget) {
+      // Over the budget only by cached blocks: PyTorch frees them before it fails
+      // (ReservedUnderCapacity); the plan fits when nothing is refused, and what it reserves on
+      // this GPU is that replay's peak.
+      MEMPLAN_TRY(const std::optional<int64_t> within, ReservedUnderCapacity(m, k, budget));
+      if (within) {
+        c.peak_bytes = *within;
+        c.fits = true;
+      }
+    }
     if (!with_time) return c;
     MEMPLAN_TRY(const std::vector<int64_t> sizes, SizesAt(m));
     MEMPLAN_TRY(StepTimeEstimate time, EstimateTime(m, k, sizes));
@@ -254,6 +266,39 @@ class CandidateEvaluator {
   // sample past the budget (the peaks are maxima, so the rest cannot bring it back). A replay
   // that runs to the end is kept as MemoryOf's. The search's closing probes only ask this.
   Expected<bool> FitsAt(int64_t m, int64_t k, int64_t budget) {
+    MEMPLAN_TRY(const bool fits, FitsUnconstrained(m, k, budget));
+    if (fits || options_.allocator != AllocatorKind::kCaching) return fits;
+    MEMPLAN_TRY(const int64_t live, LivePeakAt(m, k));
+    if (live > budget) return false;
+    MEMPLAN_TRY(const std::optional<int64_t> within, ReservedUnderCapacity(m, k, budget));
+    return within.has_value();
+  }
+
+  // The caching model's reserved peak when the device holds `capacity` bytes, nullopt when a
+  // request is refused even so. PyTorch's rule (c10/cuda/CUDACachingAllocator.cpp, malloc):
+  // when cudaMalloc of a new segment fails, release_cached_blocks() returns every fully free
+  // cached segment to the device and the allocation is retried; only a second failure is the
+  // out-of-memory error. So the unconstrained reserved peak (Evaluate's first figure: what a
+  // larger card shows in max_memory_reserved) over-states what a run needs wherever the excess
+  // is segments nothing lives in at that moment.
+  Expected<std::optional<int64_t>> ReservedUnderCapacity(int64_t m, int64_t k, int64_t capacity) {
+    const std::pair<int64_t, int64_t> key = MemoKey(m, k);
+    const std::tuple<int64_t, int64_t, int64_t> memo{key.first, key.second, capacity};
+    if (auto it = capacity_peaks_.find(memo); it != capacity_peaks_.end()) return it->second;
+    MEMPLAN_TRY(const std::vector<int64_t> sizes, SizesAt(m));
+    MEMPLAN_TRY(const AllocationScript* script, ScriptOf(key.second));
+    CachingAllocatorOptions limited = options_.alloc_config.caching;
+    limited.capacity = capacity;
+    CachingAllocator model(limited);
+    const ScriptPeaks peaks = script->Replay(sizes, model);
+    const std::optional<int64_t> within =
+        peaks.refused ? std::nullopt : std::optional<int64_t>(peaks.reserved_bytes);
+    capacity_peaks_.emplace(memo, within);
+    return within;
+  }
+
+  // FitsAt under the unconstrained model: the reserved (or live) peak within `budget`.
+  Expected<bool> FitsUnconstrained(int64_t m, int64_t k, int64_t budget) {
     const std::pair<int64_t, int64_t> key = MemoKey(m, k);
     const bool reserved = FitsReservedBytes(options_.allocator);
     auto fits = [&](const ScriptPeaks& peaks) {
@@ -337,11 +382,13 @@ class CandidateEvaluator {
   BatchLinearSizes sizes_;  // the buffers' sizes as linear forms in m
   // The allocator models, reset by every simulation: one per evaluator keeps their arrays'
   // capacity from one simulation to the next instead of growing them anew each time.
-  mutable CachingAllocator caching_;
+  mutable CachingAllocator caching_{options_.alloc_config.caching};
   mutable ExpandableAllocator expandable_;
   mutable ExactAllocator exact_;
   int64_t ranks_ = 1;  // data-parallel ranks the program is one of
   std::map<std::pair<int64_t, int64_t>, ScriptPeaks> simulations_;
+  // ReservedUnderCapacity's answers by (m, min(k, 2), capacity).
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::optional<int64_t>> capacity_peaks_;
   std::optional<AllocationScript> scripts_[2];  // by min(k, 2) - 1, recorded on first use
   CachingPeakMemo caching_memos_[2];            // the caching model's peaks per script
   std::map<int64_t, std::vector<NodeTime>> node_times_;

@@ -25,6 +25,7 @@
 #include "analyzer/parallel/tensor_parallel.h"
 #include "analyzer/precision/precision_placement.h"
 #include "analyzer/program/training_program.h"
+#include "analyzer/simulation/allocator_config.h"
 #include "analyzer/simulation/simulator.h"
 #include "analyzer/vocabulary/name_table.h"
 #include "analyzer/vocabulary/recompute_choice.h"
@@ -101,6 +102,10 @@ struct PlannerOptions {
   // accumulation_steps is ignored: the planner derives k.
   ProgramOptions program;
   AllocatorKind allocator = AllocatorKind::kCaching;
+  // --alloc-conf: the PYTORCH_CUDA_ALLOC_CONF the run sets (issue 41 item 5). Its caching options
+  // (max_split_size_mb, roundup_power2_divisions) shape the caching model; expandable_segments
+  // is `allocator` = kExpandable (the CLI resolves it). Default: PyTorch's defaults.
+  AllocatorConfig alloc_config;
   CostModelOptions cost;
   // Data parallel (program.data_parallel set): the links collectives run over. A link with no
   // bandwidth is the default for the GPU (ResolvedCollectiveOptions); nodes come from

@@ -148,8 +148,10 @@ Status ProgramWalker::Apply(const Step& step, bool in_begin, size_t index, size_
     } else {
       live_stat_.Allocate(bytes_[b]);
       by_category_.bytes[tape_->category[b]] += bytes_[b];
-      if (model_ != nullptr && !model_->Allocate(static_cast<int64_t>(b), bytes_[b]) &&
-          !out_of_memory())
+      // PyTorch's out-of-memory error ends the run: the model takes no request after its first
+      // refusal (nor the frees of buffers it never placed).
+      if (model_ != nullptr && !out_of_memory() &&
+          !model_->Allocate(static_cast<int64_t>(b), bytes_[b]))
         out_of_memory_at_ = at;
     }
     if (options_.record_trace) Trace(WalkEvent::Kind::kAlloc, e.buffer, at);
@@ -177,7 +179,7 @@ Status ProgramWalker::Apply(const Step& step, bool in_begin, size_t index, size_
   } else {
     live_stat_.Free(bytes_[b]);
     by_category_.bytes[tape_->category[b]] -= bytes_[b];
-    if (model_ != nullptr) model_->Free(static_cast<int64_t>(b));
+    if (model_ != nullptr && !out_of_memory()) model_->Free(static_cast<int64_t>(b));
   }
   if (options_.record_trace) Trace(WalkEvent::Kind::kFree, e.buffer, at);
   if (listener_ != nullptr) listener_->OnFree(e.buffer, handed_over);

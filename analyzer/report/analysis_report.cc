@@ -24,6 +24,14 @@
 namespace memplan {
 namespace {
 
+// The plan fits only because the caching allocator releases fully free cached segments when a
+// cudaMalloc fails (PlanTraining's ReservedUnderCapacity): the unconstrained reserved peak is
+// over the budget, the peak under the budget is not.
+bool FitsByReleasingCache(const TrainingPlan& plan, const PlannerOptions& options) {
+  return plan.feasible && options.allocator == AllocatorKind::kCaching &&
+         plan.simulation.peak_reserved_bytes > plan.budget_bytes;
+}
+
 // The dtype of the optimizer's per-parameter state for a large tensor ("float32"; "uint8" for
 // bitsandbytes' block-quantised 8-bit state; "none" for plain SGD), from the one table of
 // optimizer states (analyzer/program/optimizer_state.h).
@@ -211,6 +219,12 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   j["fragmentation_bytes"] = plan.chosen.peak_bytes - plan.chosen.exact_peak_bytes;
   j["allocator"] = std::string(AllocatorKindName(options.allocator));
   j["fits"] = plan.feasible;
+  // issue 40 item 8 / issue 41: the caching model's reserved peak without a device limit (what
+  // max_memory_reserved shows on a larger card), and whether the plan fits only because PyTorch
+  // releases fully free cached segments before it fails (peak_bytes is then the replay's peak
+  // under the budget).
+  j["reserved_without_limit_bytes"] = plan.simulation.peak_reserved_bytes;
+  j["fits_by_releasing_cache"] = FitsByReleasingCache(plan, options);
   j["inference_export"] = report.inference_export;
   const SimulationResult& sim = plan.simulation;
   j["peak"] = {{"step", sim.peak_at.step},
@@ -240,6 +254,10 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   // optimizers that run their own kernels.
   if (HasTorchOptimizerImpls(plan.program.optimizer_kind))
     p["optimizer_impl"] = std::string(OptimizerImplName(plan.program.optimizer_impl));
+  // issue 41 item 5: the PYTORCH_CUDA_ALLOC_CONF the plan modelled (--alloc-conf, --allocator
+  // expandable), only when it differs from PyTorch's defaults; the exports set it.
+  if (const std::string conf = PlanReportOf(report).alloc_conf; !conf.empty())
+    p["alloc_conf"] = conf;
   p["loss"] = std::string(ReportedLossName(report));
   p["zero_grad"] = std::string(ZeroGradModeName(plan.program.zero_grad));
   p["clip_gradients"] = options.program.clip_gradients;
@@ -405,6 +423,8 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   s << "         " << PrecisionName(plan.program.precision) << ", "
     << OptimizerLabel(plan.program.optimizer_kind, plan.program.optimizer_impl) << ", loss "
     << ReportedLossName(report) << ", recompute " << RecomputeSummary(report) << "\n";
+  if (const std::string conf = PlanReportOf(report).alloc_conf; !conf.empty())
+    s << "         PYTORCH_CUDA_ALLOC_CONF=" << conf << " (modelled; the exports set it)\n";
   if (!plan.checkpoint_modules.empty()) {
     // The modules the exports wrap in torch.utils.checkpoint, exactly what was simulated.
     s << "Checkpoint " << plan.checkpoint_modules.size()
@@ -466,6 +486,12 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   s << "; live tensors " << FormatBytes(plan.chosen.exact_peak_bytes)
     << " (what the timeline chart draws), fragmentation "
     << FormatBytes(plan.chosen.peak_bytes - plan.chosen.exact_peak_bytes) << "\n";
+  if (FitsByReleasingCache(plan, options)) {
+    s << "         without a device limit the caching allocator would reserve "
+      << FormatBytes(plan.simulation.peak_reserved_bytes)
+      << "; on this GPU a failed cudaMalloc first releases every fully free cached segment "
+         "(release_cached_blocks) and retries, and the replay under the budget refuses nothing\n";
+  }
   if (sim.peak_at.step >= 0)
     s << "         peak in " << CoarsePhaseNameAt(plan.program, sim.peak_at.step) << ", step "
       << sim.peak_step_name << "\n";

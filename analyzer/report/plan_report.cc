@@ -1,6 +1,7 @@
 #include "analyzer/report/plan_report.h"
 
 #include "graph/trainable_parameters.h"
+#include "analyzer/simulation/allocator_config.h"
 
 namespace memplan {
 
@@ -35,6 +36,9 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
   // The fused node computes the cross entropy; the program only sums its scalar.
   r.loss = r.fused_loss ? LossKind::kCrossEntropy : program.loss;
   r.zero_grad = program.zero_grad;
+  AllocatorConfig alloc_config = report.options->alloc_config;
+  alloc_config.expandable_segments = report.options->allocator == AllocatorKind::kExpandable;
+  r.alloc_conf = AllocatorConfigString(alloc_config);
   r.loss_dtype = LossDTypeOf(program);
   r.loss_chunks = report.options->program.loss_chunks;
   r.optimizer_in_backward = report.options->program.optimizer_in_backward;

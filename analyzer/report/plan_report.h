@@ -70,6 +70,9 @@ struct PlanReport {
   // plan.fused_loss (--fused-loss): the LM head and cross entropy run as Liger's fused linear
   // cross entropy (analyzer/derivation/fused_loss_plan.h); `loss` then says cross_entropy.
   bool fused_loss = false;
+  // plan.alloc_conf (--alloc-conf, --allocator expandable): the PYTORCH_CUDA_ALLOC_CONF the plan
+  // modelled, options that differ from PyTorch's defaults only ("" when none); the exports set it.
+  std::string alloc_conf;
   // plan.loss_dtype (--loss-dtype, resolved): the dtype the loss computed in ("fp32", "bf16",
   // "fp16"; kUndefined for a plan without a loss step). plan.loss_chunks (--loss-chunks;
   // 0 = unchunked) and plan.optimizer_in_backward (--optimizer-in-backward).

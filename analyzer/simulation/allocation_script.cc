@@ -91,8 +91,12 @@ bool ReplayOps(const std::vector<int64_t>& ops, const std::vector<int64_t>& buff
     const int64_t bytes = buffer_bytes[static_cast<size_t>(handle)];
     if ((op & 1) == 0) {
       live += bytes;
-      // A refusal (only a model with a capacity refuses) does not stop the walk either.
-      (void)model.Allocate(handle, bytes);
+      // A refusal (only a model with a capacity refuses: PyTorch's out-of-memory error) ends
+      // the step, so it ends the replay, with the peaks so far.
+      if (!model.Allocate(handle, bytes)) {
+        peaks.refused = true;
+        return true;
+      }
     } else {
       live -= bytes;
       model.Free(handle);

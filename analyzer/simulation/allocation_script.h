@@ -34,6 +34,9 @@ struct ScriptPeaks {
   int64_t live_bytes = 0;       // SimulationResult::peak_bytes (exact live bytes)
   int64_t allocated_bytes = 0;  // SimulationResult::peak_allocated_bytes (the model's)
   int64_t reserved_bytes = 0;   // SimulationResult::peak_reserved_bytes (the model's)
+  // A model given a capacity refused an allocation (PyTorch's out-of-memory: the request did not
+  // fit even after release_cached_blocks); never set for a model without one.
+  bool refused = false;
 };
 
 class AllocationScript {

@@ -15,6 +15,9 @@ namespace memplan {
   X(kLora, "lora")           /* --lora r with a 16-bit frozen base (--base-dtype bf16 or fp16) */  \
   X(kQlora, "qlora")         /* --lora r --base-dtype nf4 */                                       \
   X(kOffload, "offload")     /* --offload optimizer, or optimizer+params (one GPU) */              \
+  /* --alloc-conf expandable_segments:True where the caching allocator ran with PyTorch's defaults \
+   */                                                                                              \
+  X(kAllocator, "allocator")                                                                       \
   /* --dim <sequence symbol>=<half, quarter, eighth> */                                            \
   X(kShorterSequence, "shorter_sequence")                                                          \
   /* --gpus N --parallel zero3 */                                                                  \

@@ -10,6 +10,7 @@
 #include "analyzer/parallel/tensor_parallel.h"
 #include "analyzer/planning/planner.h"
 #include "analyzer/precision/precision_placement.h"
+#include "analyzer/simulation/allocator_config.h"
 #include "analyzer/text/memory_size.h"
 #include "analyzer/vocabulary/loss_dtype.h"
 #include "analyzer/vocabulary/offload_mode.h"
@@ -352,6 +353,28 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
   p.program.loss_output = flags.Text("loss_output");
   MEMPLAN_TRY(p.program.zero_grad, ParseZeroGradMode(flags.Text("zero_grad")));
   MEMPLAN_TRY(p.allocator, ParseAllocatorKind(flags.Text("allocator")));
+  if (!flags.Text("alloc_conf").empty()) {
+    // --alloc-conf: PyTorch's own option text; expandable_segments:True is the expandable model.
+    Expected<AllocatorConfig> config = ParseAllocatorConfig(flags.Text("alloc_conf"));
+    if (!config.ok()) return MakeError("--alloc-conf: " + config.error().message);
+    p.alloc_config = *config;
+    if (config->expandable_segments) {
+      if (p.allocator == AllocatorKind::kExact)
+        return MakeError(
+            "--alloc-conf expandable_segments:True plans reserved bytes; --allocator exact "
+            "plans live bytes: give one of them");
+      if (config->caching.max_split_size != INT64_MAX ||
+          config->caching.roundup_power2_divisions > 1)
+        return MakeError(
+            "--alloc-conf: max_split_size_mb and roundup_power2_divisions with "
+            "expandable_segments:True are not modelled; give expandable_segments:True alone");
+      p.allocator = AllocatorKind::kExpandable;
+    } else if (p.allocator != AllocatorKind::kCaching) {
+      return MakeError("--alloc-conf " + flags.Text("alloc_conf") +
+                       " sets the caching allocator's options; --allocator " +
+                       flags.Text("allocator") + " does not use them");
+    }
+  }
   p.program.clip_gradients = flags.Switch("clip_grad");
   MEMPLAN_TRY(request.search.recompute, ParseFlagChoice(kRecomputeChoiceNames, flags, "recompute"));
   MEMPLAN_TRY(request.search.recompute_unit,

@@ -114,6 +114,8 @@ void AddSessionAlternatives(AnalysisSession& session, const PlanArguments& asked
   context.asked = RecordedFlagsOf(asked);
   context.budget_bytes = plan.budget_bytes;
   context.persistent_state_bytes = PersistentStateBytes(plan);
+  if (session.request.planner.allocator == AllocatorKind::kCaching)
+    context.live_peak_bytes = plan.chosen.exact_peak_bytes;
   context.gpus = plan.program.data_parallel_ranks * session.request.planner.tensor_parallel.degree;
   context.gpu_supports_bf16 = session.request.planner.gpu.supports_bf16;
   context.smallest_fitting_gpu = plan.infeasible->smallest_fitting_gpu;

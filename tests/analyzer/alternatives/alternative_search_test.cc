@@ -28,12 +28,15 @@ namespace {
 //   --gpus N           weights, gradients and state divided by N (zero3); activations are not
 //   --offload          optimizer: no optimizer state on the GPU; optimizer+params: no weights
 //                      either (both on the host, which is not budgeted)
+//   fragmentation      `fragmentation` B more under the caching allocator's defaults, none
+//                      with --alloc-conf (expandable_segments:True)
 //   budget             the GPU's memory less its context (ResolveGpu: 512 MiB)
 //   samples/s          10 x N, x 0.8 with an nf4 base (dequantisation), x 4096 / seq,
 //                      x 0.5 with --offload optimizer, x 0.25 with optimizer+params (PCIe)
 struct FakeModel {
   int64_t parameters = 0;
   int64_t activations = 0;
+  int64_t fragmentation = 0;
   std::vector<std::string> asked;  // every request planned, as arguments
 
   AlternativePlan Plan(const PlanFlags& f) {
@@ -61,7 +64,8 @@ struct FakeModel {
     plan.budget_bytes = gpu.memory_bytes - gpu.context_bytes;
     plan.persistent_state_bytes = (weights + state_bytes * trained) / n;
     plan.chosen.micro_batch = 1;
-    plan.chosen.peak_bytes = (weights + 4 * trained + state_bytes * trained) / n + act;
+    plan.chosen.peak_bytes = (weights + 4 * trained + state_bytes * trained) / n + act +
+                             (f.alloc_conf ? 0 : fragmentation);
     const double pcie = offload == "optimizer" ? 0.5 : offload == "optimizer+params" ? 0.25 : 1.0;
     plan.chosen.samples_per_second = 10.0 * static_cast<double>(n) * (base == "nf4" ? 0.8 : 1.0) *
                                      pcie * 4096 / static_cast<double>(seq);
@@ -106,6 +110,40 @@ std::vector<std::string> ChangesOf(const AlternativeSearch& search) {
   for (const Alternative& a : search.planned)
     changes.push_back(PlanFlagsAsArguments(a.change) + (a.plan.fits ? " fits" : " no"));
   return changes;
+}
+
+TEST_CASE("alternatives try expandable segments only where the live bytes fit", "[alternatives]") {
+  // 1e9 parameters: 4e9 weights + 4e9 gradients + 8e9 adam state = 16e9; activations 16e9 / 4
+  // (recompute auto) = 4e9; live 20e9 <= 25.23e9, but 6e9 of fragmentation makes 26e9.
+  FakeModel model{
+      .parameters = 1'000'000'000, .activations = 16'000'000'000, .fragmentation = 6'000'000'000};
+  AlternativeContext context = ContextFor(model, Asked(std::nullopt));
+  context.live_peak_bytes = 20'000'000'000;
+  const AlternativeSearch search = Search(model, context);
+  const auto tried = std::count(model.asked.begin(), model.asked.end(),
+                                "--dim seq=4096 --gpu 24G --alloc-conf expandable_segments:True");
+  CHECK(tried == 1);
+  bool fits = false;  // 20e9 without the fragmentation
+  for (const Alternative& a : search.planned)
+    fits |= a.kinds == std::vector<AlternativeKind>{AlternativeKind::kAllocator} && a.plan.fits &&
+            a.plan.chosen.peak_bytes == 20'000'000'000;
+  CHECK(fits);
+
+  // Live bytes over the budget: no allocator setting brings them under it, so it is not tried.
+  FakeModel over = model;
+  over.asked.clear();
+  context.live_peak_bytes = kBudget24G + 1;
+  (void)Search(over, context);
+  CHECK(std::count(over.asked.begin(), over.asked.end(),
+                   "--dim seq=4096 --gpu 24G --alloc-conf expandable_segments:True") == 0);
+  // Nor where the user chose the allocator.
+  FakeModel chosen = model;
+  chosen.asked.clear();
+  context.live_peak_bytes = 20'000'000'000;
+  context.asked.allocator = "expandable";
+  (void)Search(chosen, context);
+  for (const std::string& request : chosen.asked)
+    CHECK(request.find("--alloc-conf") == std::string::npos);
 }
 
 TEST_CASE("alternatives of a full fine-tune: LoRA, QLoRA, 4 GPUs, a larger GPU", "[alternatives]") {
