@@ -48,6 +48,7 @@ struct PlanFlags {
   // issue 10 (amp): the mixed-precision regime and the headroom below the budget.
   std::optional<std::string> amp_mode;  // --amp-mode: autocast | master-weights | pure
   std::optional<std::string> headroom;  // --headroom: 5% of the budget, or a size ("1G")
+  std::optional<std::string> knee;      // --knee: 2% (the throughput knee), 0 for the largest
   // Data parallelism (docs/multi_gpu.md).
   std::optional<int64_t> gpus;          // --gpus: data-parallel ranks
   std::optional<std::string> parallel;  // --parallel: ddp | zero1 | zero2 | zero3 | fsdp | auto
@@ -103,7 +104,7 @@ struct PlanFlagSpec {
 };
 
 // Every plan flag, in the order configurations write them and messages list them.
-extern const std::array<PlanFlagSpec, 40> kPlanFlagTable;
+extern const std::array<PlanFlagSpec, 41> kPlanFlagTable;
 
 // The table entry with `key`. REQUIRES: `key` is one of the table's keys.
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key);
