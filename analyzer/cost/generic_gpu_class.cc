@@ -19,7 +19,8 @@ const GpuSpec& GenericClassReference(GpuGeneration generation) {
 
 std::optional<GpuGeneration> ParseGenericClass(std::string_view text) {
   std::string lower;
-  for (char c : text) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : text)
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   for (const NamedValue<GpuGeneration>& g : kGpuGenerationNames) {
     std::string name(g.name);
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

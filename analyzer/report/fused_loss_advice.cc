@@ -31,8 +31,7 @@ std::optional<AdviceItem> FusedLossAdvice(const TrainingPlan& unfused, const Tra
   } else if (!unfused.micro_batch_fixed && fused_m > m) {
     s << "raises the largest micro-batch under the headroom from m=" << m << " to m=" << fused_m
       << ".";
-  } else if (unfused.micro_batch_fixed &&
-             fused.chosen.micro_batch == unfused.chosen.micro_batch &&
+  } else if (unfused.micro_batch_fixed && fused.chosen.micro_batch == unfused.chosen.micro_batch &&
              fused.chosen.peak_bytes < unfused.chosen.peak_bytes) {
     s << "lowers the peak at m=" << unfused.chosen.micro_batch << " from "
       << FormatBytes(unfused.chosen.peak_bytes) << " to " << FormatBytes(fused.chosen.peak_bytes)
