@@ -163,6 +163,17 @@ const std::array<PlanFlagSpec, 41> kPlanFlagTable = {{
              "of it (default 5%) or a size (1G); 0 recommends the largest that fits",
      .help_position = 16,
      .text = &PlanFlags::headroom},
+    // issue 43: the recommended micro-batch is the throughput knee (analyzer/planning/planner.h).
+    {.key = "knee",
+     .argument = "--knee",
+     .type = PlanFlagType::kText,
+     .cli_default = "2%",
+     .help_shows_default = true,
+     .help = "without --global-batch, recommend the smallest power-of-two micro-batch whose "
+             "samples/s is within this share of the best (the largest that fits is shown "
+             "beside it); 0 recommends the largest",
+     .help_position = 37,
+     .text = &PlanFlags::knee},
     // Data parallelism (analyzer/parallel/, docs/multi_gpu.md).
     {.key = "gpus",
      .argument = "--gpus",

@@ -50,6 +50,7 @@ struct PlanFlags {
   // issue 10 (amp): the mixed-precision regime and the headroom below the budget.
   std::optional<std::string> amp_mode;  // --amp-mode: autocast | master-weights | pure
   std::optional<std::string> headroom;  // --headroom: 5% of the budget, or a size ("1G")
+  std::optional<std::string> knee;      // --knee: 2% (the throughput knee), 0 for the largest
   // Data parallelism (docs/multi_gpu.md).
   std::optional<int64_t> gpus;          // --gpus: data-parallel ranks
   std::optional<std::string> parallel;  // --parallel: ddp | zero1 | zero2 | zero3 | fsdp | auto

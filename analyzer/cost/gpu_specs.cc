@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "analyzer/cost/generic_gpu_class.h"
 #include "analyzer/text/memory_size.h"
 
 namespace memplan {
@@ -151,19 +152,6 @@ const GpuSpec* FindByName(std::string_view name) {
   return nullptr;
 }
 
-// Throughput of a GPU known only by its memory size: the T4's, the slowest tensor-core GPU in
-// the table, so an unnamed GPU's step-time estimates err on the slow side.
-GpuSpec GenericGpu(int64_t memory_bytes) {
-  const GpuSpec* t4 = FindByName("T4");
-  MEMPLAN_CHECK(t4 != nullptr);
-  GpuSpec spec = *t4;
-  spec.name = "generic " + FormatBytes(memory_bytes);
-  spec.description = "a GPU with " + FormatBytes(memory_bytes) + " (throughput assumed: NVIDIA T4)";
-  spec.memory_bytes = memory_bytes;
-  spec.is_generic = true;
-  return spec;
-}
-
 }  // namespace
 
 const std::vector<GpuSpec>& KnownGpus() {
@@ -184,8 +172,25 @@ Expected<GpuSpec> ResolveGpu(std::string_view size_or_name) {
       !size_or_name.empty() && (std::isdigit(static_cast<unsigned char>(size_or_name[0])) ||
                                 size_or_name[0] == '.' || size_or_name[0] == '-');
   if (looks_like_size) {
+    // "24G" or "24G:ampere": a generic GPU of a class (analyzer/cost/generic_gpu_class.h).
+    const size_t colon = size_or_name.find(':');
+    GpuGeneration generation = kDefaultGenericClass;
+    if (colon != std::string_view::npos) {
+      const std::string_view class_name = size_or_name.substr(colon + 1);
+      std::optional<GpuGeneration> parsed = ParseGenericClass(class_name);
+      if (!parsed) {
+        std::string classes;
+        for (const NamedValue<GpuGeneration>& g : kGpuGenerationNames)
+          classes += (classes.empty() ? "" : ", ") + std::string(g.name);
+        return MakeError("unknown GPU class '" + std::string(class_name) + "' in '" +
+                         std::string(size_or_name) + "': one of " + classes +
+                         " (the throughput a GPU of that size is assumed to have)");
+      }
+      generation = *parsed;
+      size_or_name = size_or_name.substr(0, colon);
+    }
     MEMPLAN_TRY(int64_t bytes, ParseMemorySize(size_or_name));
-    return GenericGpu(bytes);
+    return GenericGpuOfClass(bytes, generation);
   }
   std::string known;
   for (const std::string& name : KnownGpuNames()) known += (known.empty() ? "" : ", ") + name;

@@ -509,6 +509,10 @@ ConfigurationOutcome OutcomeOf(const Configuration& c) {
   outcome.chosen = c.plan.chosen;
   outcome.feasible = c.plan.feasible;
   outcome.largest_fitting_micro_batch = c.plan.largest_fitting_micro_batch;
+  outcome.largest_within_headroom = c.plan.largest_within_headroom;
+  outcome.knee = c.plan.knee;
+  outcome.knee_best_micro_batch = c.plan.knee_best_micro_batch;
+  outcome.knee_best_samples_per_second = c.plan.knee_best_samples_per_second;
   outcome.recomputed_nodes = c.plan.program.recomputed.size();
   outcome.checkpointed_modules = c.modules.size();
   return outcome;

@@ -39,6 +39,12 @@ struct ConfigurationOutcome {
   PlanCandidate chosen;  // its chosen (m, k); chosen.recompute is the recompute label
   bool feasible = false;
   int64_t largest_fitting_micro_batch = 0;
+  // The largest under the headroom (TrainingPlan::largest_within_headroom), and the throughput
+  // knee when the chosen m is it (TrainingPlan::knee and the best rate it was compared with).
+  int64_t largest_within_headroom = 0;
+  bool knee = false;
+  int64_t knee_best_micro_batch = 0;
+  double knee_best_samples_per_second = 0;
   size_t recomputed_nodes = 0;      // nodes its program re-runs in backward
   size_t checkpointed_modules = 0;  // modules it checkpoints (module unit)
 };

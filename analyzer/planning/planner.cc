@@ -50,6 +50,22 @@ Expected<Headroom> ParseHeadroom(std::string_view text) {
   return headroom;
 }
 
+Expected<double> ParseKneeTolerance(std::string_view text) {
+  if (text == "0") return 0.0;
+  const bool percent = !text.empty() && text.back() == '%';
+  const std::string number(percent ? text.substr(0, text.size() - 1) : text);
+  char* end = nullptr;
+  const double value = std::strtod(number.c_str(), &end);
+  if (!percent || number.empty() || end != number.c_str() + number.size() || !std::isfinite(value))
+    return MakeError(
+        "expected a percentage such as 2% (0 for the largest micro-batch that fits), "
+        "got '" +
+        std::string(text) + "'");
+  if (value < 0 || value >= 50)
+    return MakeError("must be at least 0% and below 50%, got '" + std::string(text) + "'");
+  return value / 100;
+}
+
 CollectiveCostOptions ResolvedCollectiveOptions(const PlannerOptions& options) {
   CollectiveCostOptions resolved = options.collectives;
   if (resolved.intra_node.bytes_per_second <= 0)
@@ -677,7 +693,10 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
       MEMPLAN_TRY(recommended, LargestFitting(largest, budget - plan.headroom_bytes, peak_at,
                                               live_peak_at, fits_at));
       recommended = std::max<int64_t>(recommended, 1);
-      MEMPLAN_TRY(PlanCandidate at_max, evaluator.Evaluate(largest, 1, budget, false));
+      // With the k the fit test used (k > 1 under a global batch keeps the gradients live
+      // during the next micro-batch), so the share printed beside m is the peak that decided it.
+      MEMPLAN_TRY(PlanCandidate at_max,
+                  evaluator.Evaluate(largest, k_at(largest), budget, /*with_time=*/false));
       plan.largest_fitting_peak_bytes = at_max.peak_bytes;
     }
     plan.micro_batch_capped = largest == options.max_micro_batch;
@@ -705,6 +724,31 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   largest = recommended;
   int64_t m = largest;
   int64_t k = 1;
+  if (!rank_batch && !options.micro_batch && has_batch && options.knee_tolerance > 0) {
+    // The throughput knee: the powers of two below the largest and the largest itself, each
+    // timed at k = 1; the smallest within the tolerance of the best of them.
+    std::vector<int64_t> compared;
+    for (int64_t p = 1; p < largest; p *= 2) compared.push_back(p);
+    compared.push_back(largest);
+    std::vector<double> rates;
+    for (int64_t cm : compared) {
+      MEMPLAN_TRY(PlanCandidate c, evaluator.Evaluate(cm, 1, budget));
+      rates.push_back(c.samples_per_second);
+    }
+    const size_t best =
+        static_cast<size_t>(std::max_element(rates.begin(), rates.end()) - rates.begin());
+    for (size_t i = 0; i < compared.size(); ++i) {
+      if (rates[i] >= (1.0 - options.knee_tolerance) * rates[best]) {
+        m = compared[i];
+        break;
+      }
+    }
+    if (m < largest) {
+      plan.knee = true;
+      plan.knee_best_micro_batch = compared[best];
+      plan.knee_best_samples_per_second = rates[best];
+    }
+  }
   if (rank_batch) {
     const int64_t g = *rank_batch;
     plan.global_batch_requested = true;

@@ -69,6 +69,14 @@ struct Headroom {
 inline constexpr double kMaxHeadroomFraction = 0.5;
 // The CLI's default headroom (--headroom): 5% of the budget.
 inline constexpr double kDefaultCliHeadroomFraction = 0.05;
+// The CLI's default throughput knee (--knee): the recommended micro-batch is the smallest power of
+// two whose estimated samples/s is within 2% of the best the fitting micro-batches reach. Past it,
+// doubling m buys under 2% more samples/s for twice the activation memory and a learning rate
+// retuned for the larger batch.
+inline constexpr double kDefaultCliKneeTolerance = 0.02;
+// "2%" -> 0.02, "0" / "0%" -> 0 (the largest that fits). Errors: a negative or malformed value, or
+// 50% and more.
+Expected<double> ParseKneeTolerance(std::string_view text);
 // "5%" -> 5% of the budget, "0" -> none, "1G" / "512MiB" -> bytes (memory_size.h). Errors (the
 // message names no flag): a negative or malformed value, a percentage over 50%.
 Expected<Headroom> ParseHeadroom(std::string_view text);
@@ -93,7 +101,12 @@ struct PlannerOptions {
   // The recommended micro-batch is the largest whose peak stays under budget - headroom; the
   // largest under the budget itself is reported beside it (TrainingPlan::largest_fitting_...).
   Headroom headroom;
-  // Target global batch G (--global-batch); nullopt = the largest m that fits, without
+  // Without a global batch or a fixed micro-batch: > 0 recommends the throughput knee, the
+  // smallest power of two m (or the largest under the headroom) whose estimated samples/s is at
+  // least (1 - knee_tolerance) x the best among those m; 0 recommends the largest under the
+  // headroom. The largest stays in TrainingPlan::largest_within_headroom either way.
+  double knee_tolerance = 0;
+  // Target global batch G (--global-batch); nullopt = the recommended m (knee or largest), without
   // accumulation (k = 1), reported as such.
   std::optional<int64_t> global_batch;
   // Fixes m (--micro-batch / --batch) for what-if questions: no search.
@@ -182,6 +195,12 @@ struct TrainingPlan {
   // The peak at largest_fitting_micro_batch (how close to the edge the maximum is); 0 when
   // nothing fits or the micro-batch was fixed.
   int64_t largest_fitting_peak_bytes = 0;
+  // The throughput knee (PlannerOptions::knee_tolerance): set when the chosen m is the knee,
+  // below largest_within_headroom. The m among those compared with the best samples/s, and
+  // that rate; the chosen one's is chosen.samples_per_second.
+  bool knee = false;
+  int64_t knee_best_micro_batch = 0;
+  double knee_best_samples_per_second = 0;
 
   TrainingProgram program;      // of the chosen configuration (k set to the chosen k)
   SimulationResult simulation;  // chosen plan under the planner's allocator, with timeline

@@ -128,6 +128,16 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
         << g << "/" << plan.requested_global_batch
         << " (linear scaling rule, Goyal et al. 2017) or choose a "
         << "global batch divisible by a micro-batch that fits.";
+    } else if (plan.knee) {
+      // The knee trains a smaller batch than the largest that fits: its learning rate differs.
+      const int64_t top = plan.largest_within_headroom;
+      s << "The effective batch is " << g << " (the throughput knee, no accumulation; the "
+        << "largest micro-batch "
+        << (plan.largest_fitting_micro_batch > top ? "under the headroom" : "that fits")
+        << " is m=" << top << "). If your learning rate was tuned "
+        << "for batch B, scale it linearly to lr*" << g << "/B with warm-up (Goyal et al. "
+        << "2017), lr*" << top << "/B at --micro-batch " << top
+        << ", or pass --global-batch B to reproduce B with accumulation.";
     } else {
       s << "The effective batch is " << g
         << (plan.micro_batch_fixed ? " (fixed by --micro-batch, no accumulation). If"

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "analyzer/cost/generic_gpu_class.h"
 #include "analyzer/precision/model_state_bytes.h"
 #include "analyzer/precision/precision_policy.h"
 #include "analyzer/program/category_bytes_json.h"
@@ -12,6 +13,7 @@
 #include "analyzer/report/lora_plan_report.h"
 #include "analyzer/report/offload_report.h"
 #include "analyzer/report/parallel_report.h"
+#include "analyzer/report/peak_step_report.h"
 #include "analyzer/report/placement_report.h"
 #include "analyzer/report/plan_report.h"
 #include "analyzer/report/recipe_report.h"
@@ -68,6 +70,11 @@ std::string PlanLine(const TrainingPlan& plan, int64_t tensor_parallel) {
   }
   if (plan.micro_batch_fixed)
     s << " (fixed by --micro-batch)";
+  else if (plan.knee)
+    s << " (throughput knee; the largest "
+      << (plan.largest_fitting_micro_batch > plan.largest_within_headroom ? "under the headroom"
+                                                                          : "that fits")
+      << ": m=" << plan.largest_within_headroom << ")";
   else if (!plan.global_batch_requested && plan.feasible &&
            plan.largest_within_headroom < plan.largest_fitting_micro_batch)
     s << " (largest under the headroom)";
@@ -211,6 +218,11 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
               {"cublas_workspaces", kCublasHandlesPerTraining},
               // issue 40: which figure cuda_context_bytes is (--cuda-context).
               {"cuda_context_figure", options.gpu.cuda_context_figure}};
+  if (options.gpu.is_generic) {
+    // A bare size (--gpu 24G[:class]): the class and the GPU whose throughput the times assume.
+    j["gpu"]["generic_class"] = std::string(GpuGenerationName(options.gpu.generation));
+    j["gpu"]["throughput_of"] = GenericClassReference(options.gpu.generation).name;
+  }
   j["reserve_bytes"] = options.reserve_bytes;
   j["budget_bytes"] = plan.budget_bytes;
   j["headroom_bytes"] = plan.headroom_bytes;
@@ -229,7 +241,8 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   const SimulationResult& sim = plan.simulation;
   j["peak"] = {{"step", sim.peak_at.step},
                {"phase", std::string(CoarsePhaseNameAt(plan.program, sim.peak_at.step))},
-               {"node", sim.peak_at.step >= 0 ? plan.program.step(sim.peak_at.step).name : ""}};
+               {"node", sim.peak_at.step >= 0 ? plan.program.step(sim.peak_at.step).name : ""},
+               {"allocations", PeakStepAllocationsJson(PeakStepAllocations(plan))}};
   j["breakdown"] = CategoryBytesJson(sim.peak_breakdown);
   j["saved_activation_bytes"] = sim.saved_activation_bytes;
   j["model_state_bytes"] = ModelStateBytesJson(ModelStateBytesOf(plan.program, sim.buffer_bytes));
@@ -246,6 +259,12 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   p["accumulation_steps"] = plan.chosen.accumulation_steps;
   p["global_batch"] = plan.chosen.global_batch;
   p["global_batch_exact"] = plan.global_batch_exact;
+  if (plan.knee) {
+    // --knee: micro_batch is the throughput knee, below the largest under the headroom.
+    p["throughput_knee"] = {{"largest_under_headroom", plan.largest_within_headroom},
+                            {"best_micro_batch", plan.knee_best_micro_batch},
+                            {"best_samples_per_second", plan.knee_best_samples_per_second}};
+  }
   p["precision"] = std::string(PrecisionName(plan.program.precision));
   if (plan.program.precision != Precision::kFp32)
     p["amp_mode"] = std::string(AmpModeName(plan.program.amp_mode));
@@ -415,7 +434,9 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     << FormatBytes(options.gpu.context_bytes) << " CUDA context ("
     << CudaContextFigureText(options.gpu.cuda_context_figure) << ")";
   if (options.reserve_bytes > 0) s << " - " << FormatBytes(options.reserve_bytes) << " reserve";
-  s << "\n\n";
+  s << "\n";
+  if (options.gpu.is_generic) s << "gpu    " << GenericGpuText(options.gpu) << "\n";
+  s << "\n";
   if (report.inference_export) s << InferenceExportText(report) << "\n\n";
   if (plan.infeasible && !plan.feasible) s << InfeasibleText(plan) << "\n\n";
   if (report.alternatives != nullptr) s << AlternativesText(*report.alternatives) << "\n";
@@ -465,14 +486,16 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     // How close to the edge: the recommendation under the headroom and the absolute maximum.
     s << "         headroom " << FormatBytes(plan.headroom_bytes) << " ("
       << FormatPercent(plan.headroom_bytes, plan.budget_bytes) << " of the budget) kept free; ";
-    if (plan.largest_fitting_micro_batch > plan.largest_within_headroom) {
+    // About the largest under the headroom (the plan's m unless it is the throughput knee).
+    const int64_t top = plan.largest_within_headroom;
+    if (plan.largest_fitting_micro_batch > top) {
       s << "the largest micro-batch that fits is m=" << plan.largest_fitting_micro_batch << " at "
         << FormatPercent(plan.largest_fitting_peak_bytes, plan.budget_bytes)
         << " of the budget (--headroom 0)";
     } else if (plan.budget_bytes - plan.chosen.peak_bytes < plan.headroom_bytes) {
       s << "m=" << plan.chosen.micro_batch << " is the smallest plan and still eats into it";
     } else {
-      s << "m=" << plan.chosen.micro_batch << " is also the largest that fits";
+      s << "m=" << top << " is also the largest that fits";
     }
     s << "\n";
   }
@@ -492,9 +515,13 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
       << "; on this GPU a failed cudaMalloc first releases every fully free cached segment "
          "(release_cached_blocks) and retries, and the replay under the budget refuses nothing\n";
   }
-  if (sim.peak_at.step >= 0)
+  if (sim.peak_at.step >= 0) {
     s << "         peak in " << CoarsePhaseNameAt(plan.program, sim.peak_at.step) << ", step "
       << sim.peak_step_name << "\n";
+    // What that step creates, by name: equal workspace and transients figures are two tensors.
+    const std::string made = PeakStepAllocationsText(PeakStepAllocations(plan), /*shown=*/3);
+    if (!made.empty()) s << "         " << made << "\n";
+  }
   if (IsOffloadReport(report)) s << OffloadText(report);
   s << "Saved    " << FormatBytes(sim.saved_activation_bytes)
     << " of activations held for backward per micro-batch\n";
@@ -572,6 +599,7 @@ std::string FormatAnalysisMarkdown(const AnalysisReport& report) {
   if (plan.infeasible && !plan.feasible) s << "**" << InfeasibleText(plan) << "**\n\n";
   if (report.alternatives != nullptr) s << AlternativesMarkdown(*report.alternatives) << "\n";
   s << "| | |\n|---|---|\n";
+  if (options.gpu.is_generic) s << "| gpu | " << GenericGpuText(options.gpu) << " |\n";
   s << "| plan | " << PlanLine(plan, report.options->tensor_parallel.degree) << " |\n";
   s << "| precision | " << PrecisionName(plan.program.precision) << " |\n";
   s << "| optimizer | " << OptimizerLabel(plan.program.optimizer_kind, plan.program.optimizer_impl)

@@ -33,14 +33,41 @@ std::string RecomputedWhat(const ConfigurationOutcome& c) {
   return "recomputing " + std::to_string(c.recomputed_nodes) + " nodes";
 }
 
+// The largest m a configuration recommends: under the headroom (the same as the largest that
+// fits without one). Every clause compares these, so no two numbers of the sentence disagree.
+int64_t LargestRecommended(const ConfigurationOutcome& c) { return c.largest_within_headroom; }
+
+// "the largest under the headroom (m=1880 fits at --headroom 0)" or "the largest that fits".
+std::string LargestText(const ConfigurationOutcome& c) {
+  if (c.largest_fitting_micro_batch > c.largest_within_headroom)
+    return "the largest under the headroom (m=" + std::to_string(c.largest_fitting_micro_batch) +
+           " fits at --headroom 0)";
+  return "the largest that fits";
+}
+
 // What m is, said so it cannot contradict "m=511 fits" elsewhere in the sentence: with a global
-// batch G the planner takes the largest divisor of G that fits (or G itself), not the largest m.
+// batch G the planner takes the largest divisor of G that fits (or G itself), not the largest m;
+// without one, the throughput knee or the largest under the headroom.
 std::string WhyThisMicroBatch(const SearchTrace& trace, const ConfigurationOutcome& chosen) {
   const PlanCandidate& pick = chosen.chosen;
-  const int64_t largest = chosen.largest_fitting_micro_batch;
+  const int64_t largest = chosen.largest_within_headroom;
   if (trace.fixed_micro_batch) return "is fixed by --micro-batch and fits";
-  if (!trace.global_batch || pick.micro_batch >= largest)
+  if (chosen.knee && chosen.knee_best_samples_per_second > 0) {
+    const double share = pick.samples_per_second / chosen.knee_best_samples_per_second;
+    std::string s = "is the throughput knee: " + FormatFixed(share * 100.0, 1) +
+                    "% of the samples/s of m=" + std::to_string(chosen.knee_best_micro_batch);
+    if (chosen.knee_best_micro_batch == largest)
+      s += ", " + LargestText(chosen);
+    else
+      s += " (the fastest; m=" + std::to_string(largest) + " is " + LargestText(chosen) + ")";
+    return s;
+  }
+  if (!trace.global_batch || pick.micro_batch >= largest) {
+    if (chosen.largest_fitting_micro_batch > largest)
+      return "is the largest micro-batch under the headroom (m=" +
+             std::to_string(chosen.largest_fitting_micro_batch) + " fits at --headroom 0)";
     return "is the largest micro-batch that fits";
+  }
   const int64_t g = *trace.global_batch;
   if (pick.micro_batch == g) return "is the whole global batch " + std::to_string(g) + " and fits";
   if (g % pick.micro_batch == 0)
@@ -76,8 +103,8 @@ std::string ExplainPlanChoice(const SearchTrace& trace) {
   if (pick.precision != Precision::kFp32 && fp32 != nullptr) {
     // Each clause says only what its numbers show: "halves activations" only where the 16-bit
     // plan fits a larger m than fp32, "nothing fits" rather than "m=0 fits".
-    const int64_t half_m = plain ? plain->largest_fitting_micro_batch : pick.micro_batch;
-    const int64_t fp32_m = fp32->largest_fitting_micro_batch;
+    const int64_t half_m = plain ? LargestRecommended(*plain) : pick.micro_batch;
+    const int64_t fp32_m = LargestRecommended(*fp32);
     if (half_m <= 0)
       why << PrecisionName(pick.precision) << ": nothing fits without recompute";
     else if (half_m > fp32_m)
@@ -95,9 +122,8 @@ std::string ExplainPlanChoice(const SearchTrace& trace) {
   if (!WithoutRecompute(chosen) && plain != nullptr) {
     why << RecomputedWhat(chosen) << " (" << RecomputeLabelName(pick.recompute)
         << ") lets m=" << pick.micro_batch << " fit (without: "
-        << (plain->largest_fitting_micro_batch > 0
-                ? "m=" + std::to_string(plain->largest_fitting_micro_batch)
-                : std::string("nothing fits"))
+        << (LargestRecommended(*plain) > 0 ? "m=" + std::to_string(LargestRecommended(*plain))
+                                           : std::string("nothing fits"))
         << ")";
     const double reference_cost = SecondsPerSample(plain->chosen);
     if (plain->feasible && reference_cost > 0)

@@ -109,10 +109,12 @@ memplan_cli_test("--amp-mode pure on a GPU without bf16 is one line, exit 2" EXP
 # The headroom: the recommendation under budget - 5%, the absolute maximum beside it. (16G: at
 # 24G the largest micro-batch under the headroom, m=32767, is also the largest that fits since
 # issue 41's Python-reference holds; the headroom binds at 16G: m=21631 under it, 22783 fits.)
+# --knee 0: this pins the headroom rule, which the throughput knee (the default since issue 43)
+# would hide behind a smaller m.
 memplan_cli_test("analyze text says how close to the edge the plan is" EXPECT_EXIT 0
   EXPECT_OUTPUT "\\(largest under the headroom\\).*headroom [^\n]+ \\(5% of the budget\\) kept free; the largest micro-batch that fits is m=[0-9]+ at (9[5-9]|100)% of the budget"
   COMMAND analyze ${F}/transformer_opset17.onnx --gpu 16G --dim seq=128 --precision bf16
-          --recompute none)
+          --recompute none --knee 0)
 memplan_cli_test("analyze --json reports max_micro_batch beside micro_batch" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"headroom_bytes\": [1-9][0-9]+,.*\"micro_batch\": [0-9]+,\n    \"max_micro_batch\": [0-9]+,"
   COMMAND analyze ${F}/transformer_opset17.onnx --gpu 24G --dim seq=128 --precision bf16

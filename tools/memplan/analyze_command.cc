@@ -21,6 +21,7 @@
 #include "tools/memplan/measured_profile_use.h"
 #include "tools/memplan/plan_flags.h"
 #include "tools/memplan/session_alternatives.h"
+#include "tools/memplan/session_fused_loss.h"
 
 namespace memplan::cli {
 namespace {
@@ -81,6 +82,8 @@ int RunAnalyze(const AnalyzeFlags& flags) {
           return ResolveAnalyzeRequest(flags, plan, /*with_profile=*/true);
         },
         progress);
+  // When the loss is at the peak: what --fused-loss would fit.
+  AddFusedLossAdvice(**session, progress);
   const AnalysisSession& s = **session;
   std::optional<ProfileComparison> comparison;
   if (roofline_request) {

@@ -341,6 +341,13 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     if (!headroom.ok()) return MakeError("--headroom: " + headroom.error().message);
     p.headroom = *headroom;
   }
+  // --knee: the throughput knee within 2% of the best samples/s unless given (0: the largest).
+  p.knee_tolerance = kDefaultCliKneeTolerance;
+  if (!flags.Text("knee").empty()) {
+    auto knee = ParseKneeTolerance(flags.Text("knee"));
+    if (!knee.ok()) return MakeError("--knee: " + knee.error().message);
+    p.knee_tolerance = *knee;
+  }
   MEMPLAN_TRY(p.program.optimizer, ParseOptimizerKind(flags.Text("optimizer")));
   // --optimizer-impl: torch.optim's default on CUDA (foreach) unless given; `analyze --export
   // deepspeed` plans DeepSpeed's fused Adam instead (tools/memplan/analyze_command.cc).

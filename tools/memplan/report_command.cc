@@ -17,6 +17,7 @@
 #include "tools/memplan/measured_profile_use.h"
 #include "tools/memplan/plan_flags.h"
 #include "tools/memplan/session_alternatives.h"
+#include "tools/memplan/session_fused_loss.h"
 
 namespace memplan::cli {
 namespace {
@@ -44,6 +45,8 @@ int RunReport(const ReportFlags& flags) {
       **session, flags.plan,
       [](const PlanArguments& plan) { return ResolvePlanFlags(plan, /*require_gpu=*/true); },
       progress);
+  // When the loss is at the peak: what --fused-loss would fit.
+  AddFusedLossAdvice(**session, progress);
   const AnalysisSession& s = **session;
 
   Status html = WriteHtmlReport(s.report, flags.html);

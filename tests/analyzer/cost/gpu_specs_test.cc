@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "analyzer/cost/generic_gpu_class.h"
 #include "analyzer/cost/gpu_specs.h"
 #include "analyzer/text/memory_size.h"
 #include "tests/require_value.h"
@@ -64,6 +65,29 @@ TEST_CASE("a memory size resolves to a generic GPU with T4 throughput", "[gpu_sp
   CHECK(gpu.memory_bytes_per_second == Approx(320e9));
   CHECK(Resolved("80GB").memory_bytes == 80000000000);  // decimal GB
   CHECK(Resolved("24GiB").name == "generic 24.0 GiB");
+}
+
+TEST_CASE("a size with a class takes the slowest GPU of that generation", "[gpu_specs]") {
+  // Datasheet fp16 tensor-core peaks: Ampere RTX 3090 71 < A10 125 < A6000 154.8 < A100 312;
+  // Ada L4 121 < RTX 4090 165.2; Volta V100 125 (16 and 32 GB alike, the first listed).
+  CHECK(GenericClassReference(GpuGeneration::kAmpere).name == "RTX3090");
+  CHECK(GenericClassReference(GpuGeneration::kAda).name == "L4");
+  CHECK(GenericClassReference(GpuGeneration::kTuring).name == "T4");
+  CHECK(GenericClassReference(GpuGeneration::kHopper).name == "H100");
+  const GpuSpec ampere = Resolved("24G:ampere");
+  CHECK(ampere.is_generic);
+  CHECK(ampere.memory_bytes == int64_t{24} << 30);
+  CHECK(ampere.generation == GpuGeneration::kAmpere);
+  CHECK(ampere.supports_bf16);
+  CHECK(ampere.fp16_flops_per_second == Approx(71e12));
+  CHECK(Resolved("24G:Ada").generation == GpuGeneration::kAda);
+  // The bare size stays the Turing class (T4).
+  CHECK(Resolved("24G").generation == GpuGeneration::kTuring);
+  CHECK_FALSE(Resolved("24G").supports_bf16);
+  CHECK(ResolveGpu("24G:blackwell").error().message.find("unknown GPU class 'blackwell'") == 0);
+  CHECK(GenericGpuText(Resolved("A100")).empty());
+  CHECK(GenericGpuText(Resolved("24G")).find("generic Turing class: throughput of the NVIDIA T4") ==
+        0);
 }
 
 TEST_CASE("unknown GPU names list the known ones, bad sizes say why", "[gpu_specs]") {

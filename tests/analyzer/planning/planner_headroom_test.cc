@@ -3,6 +3,8 @@
 // beside it. Budgets are built from independently simulated peaks, so each expected m follows by
 // hand.
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "analyzer/cost/gpu_specs.h"
@@ -60,6 +62,62 @@ TEST_CASE("headroom: the recommendation stays under budget - headroom, the maxim
     options.headroom.bytes = budget / 2 + 1;
     CHECK_FALSE(PlanTraining(t.graph, options).ok());
   }
+}
+
+TEST_CASE("headroom: the maximum's peak under a global batch is taken with accumulation",
+          "[planner]") {
+  // Under a global batch the fit test runs with k = 2 (the gradients of the first micro-batch are
+  // live during the second's forward), so the maximum m is the largest whose k = 2 peak fits, and
+  // the share printed beside it ("m=40 at N% of the budget") must be that k = 2 peak, not the
+  // k = 1 one (issue 43: "m=3 at 87%" while m=2 sat at 93%).
+  const TestGraph t = PlannerMlp();
+  PlannerOptions options = OptionsFittingExactly(t.graph, 40, /*k=*/2);
+  const int64_t budget = ExactPeak(t.graph, 40, 2);
+  REQUIRE(ExactPeak(t.graph, 41, 2) > budget);
+  REQUIRE(ExactPeak(t.graph, 40, 1) < budget);  // the k = 1 peak is the wrong, smaller figure
+  options.global_batch = 400;
+  options.headroom.bytes = budget - ExactPeak(t.graph, 30, 2);
+  const TrainingPlan plan = PlanTraining(t.graph, options).value();
+  CHECK(plan.largest_fitting_micro_batch == 40);
+  CHECK(plan.largest_fitting_peak_bytes == budget);
+}
+
+TEST_CASE("knee: the smallest power of two within the tolerance of the best rate", "[planner]") {
+  // The rule checked against plans of fixed micro-batches (an independent path): the knee is a
+  // power of two or the largest, its samples/s is within 2% of the best of those compared, and
+  // the power of two below it is not.
+  const TestGraph t = PlannerMlp();
+  PlannerOptions options = OptionsFittingExactly(t.graph, 1000);
+  options.knee_tolerance = 0.02;
+  const TrainingPlan plan = PlanTraining(t.graph, options).value();
+  REQUIRE(plan.largest_within_headroom == 1000);
+  auto rate_at = [&](int64_t m) {
+    PlannerOptions fixed = options;
+    fixed.micro_batch = m;
+    return PlanTraining(t.graph, fixed).value().chosen.samples_per_second;
+  };
+  double best = rate_at(1000);
+  for (int64_t p = 1; p < 1000; p *= 2) best = std::max(best, rate_at(p));
+  const int64_t m = plan.chosen.micro_batch;
+  CHECK(plan.chosen.samples_per_second >= 0.98 * best);
+  if (m < 1000) {
+    CHECK((m & (m - 1)) == 0);
+    CHECK(plan.knee);
+    CHECK(plan.knee_best_samples_per_second == Approx(best));
+  }
+  if (m > 1) CHECK(rate_at(m / 2) < 0.98 * best);
+  // --knee 0: the largest.
+  options.knee_tolerance = 0;
+  CHECK(PlanTraining(t.graph, options).value().chosen.micro_batch == 1000);
+}
+
+TEST_CASE("knee: --knee text", "[planner]") {
+  CHECK(ParseKneeTolerance("2%").value() == Approx(0.02));
+  CHECK(ParseKneeTolerance("0").value() == 0);
+  CHECK(ParseKneeTolerance("0%").value() == 0);
+  CHECK_FALSE(ParseKneeTolerance("2").ok());
+  CHECK_FALSE(ParseKneeTolerance("50%").ok());
+  CHECK_FALSE(ParseKneeTolerance("-1%").ok());
 }
 
 TEST_CASE("headroom: a fraction of the budget, rounded down to a byte", "[planner]") {

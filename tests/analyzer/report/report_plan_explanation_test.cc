@@ -19,6 +19,7 @@ ConfigurationOutcome Outcome(Precision precision, RecomputeLabel recompute, int6
   c.chosen.step_seconds = samples_per_second > 0 ? static_cast<double>(m) / samples_per_second : 0;
   c.feasible = feasible;
   c.largest_fitting_micro_batch = largest;
+  c.largest_within_headroom = largest;  // no headroom: the same
   return c;
 }
 
@@ -118,6 +119,41 @@ TEST_CASE("explanation: with a global batch m is the largest divisor, not the la
   trace.global_batch.reset();
   trace.fixed_micro_batch = 64;
   CHECK(ExplainPlanChoice(trace) == "m=64 is fixed by --micro-batch and fits.");
+}
+
+TEST_CASE("explanation: under a headroom every m it names is the one it recommends", "[report]") {
+  // issue 43: "m=1880 fits ... m=1755 is the largest micro-batch that fits". m=1755 is the
+  // largest under the headroom, m=1880 the largest under the budget itself.
+  SearchTrace trace;
+  ConfigurationOutcome fp32 = Outcome(Precision::kFp32, RecomputeLabel::kNone, 867, 867, 415.0);
+  fp32.largest_fitting_micro_batch = 914;
+  ConfigurationOutcome fp16 = Outcome(Precision::kFp16, RecomputeLabel::kNone, 1755, 1755, 2012.2);
+  fp16.largest_fitting_micro_batch = 1880;
+  trace.configurations = {fp32, fp16};
+  trace.chosen = 1;
+  // 2012.2 / 415 - 1 = 3.849 -> 385% more.
+  CHECK(ExplainPlanChoice(trace) ==
+        "fp16 halves activations so m=1755 fits without recompute (fp32: m=867) and runs on "
+        "tensor cores, 385% more samples/s than fp32; m=1755 is the largest micro-batch under the "
+        "headroom (m=1880 fits at --headroom 0).");
+}
+
+TEST_CASE("explanation: the throughput knee says its share of the best rate", "[report]") {
+  SearchTrace trace;
+  ConfigurationOutcome knee = Outcome(Precision::kFp32, RecomputeLabel::kNone, 256, 1755, 1983.2);
+  knee.knee = true;
+  knee.knee_best_micro_batch = 1755;
+  knee.knee_best_samples_per_second = 2012.2;
+  trace.configurations = {knee};
+  trace.chosen = 0;
+  // 1983.2 / 2012.2 = 0.98559 -> 98.6%.
+  CHECK(ExplainPlanChoice(trace) ==
+        "m=256 is the throughput knee: 98.6% of the samples/s of m=1755, the largest that fits.");
+  // The fastest compared m is not the largest: both are named.
+  trace.configurations[0].knee_best_micro_batch = 1024;
+  CHECK(ExplainPlanChoice(trace) ==
+        "m=256 is the throughput knee: 98.6% of the samples/s of m=1024 (the fastest; m=1755 is "
+        "the largest that fits).");
 }
 
 }  // namespace

@@ -1,0 +1,17 @@
+#pragma once
+// `memplan analyze` suggests --fused-loss when the loss is at the peak: it plans the session's
+// request again with the loss fused and adds the advice analyzer/report/fused_loss_advice.h words
+// from both plans (issue 43).
+
+#include "tools/memplan/analysis_session.h"
+#include "tools/memplan/cli_common.h"
+
+namespace memplan::cli {
+
+// When `session` did not fuse the loss, plans cross entropy and its peak is at the loss
+// (PeakIsAtLoss): loads the model again, plans the same request with --fused-loss and appends
+// the "fused-loss" advice where that plan does better. A model whose head cannot be fused (no
+// recognised LM head) gets no advice; nothing here fails the analysis.
+void AddFusedLossAdvice(AnalysisSession& session, const Progress& progress);
+
+}  // namespace memplan::cli
