@@ -1,7 +1,7 @@
 #include "analyzer/report/plan_report.h"
 
-#include "graph/trainable_parameters.h"
 #include "analyzer/simulation/allocator_config.h"
+#include "graph/trainable_parameters.h"
 
 namespace memplan {
 
