@@ -62,8 +62,9 @@ class InvariantFailure {
     why_.append(text);
     return *this;
   }
-  template <class Number>
-  requires std::is_arithmetic_v<Number> InvariantFailure& operator<<(Number number) {
+  // enable_if rather than requires: the CUDA sources include this header as C++17.
+  template <class Number, std::enable_if_t<std::is_arithmetic_v<Number>, int> = 0>
+  InvariantFailure& operator<<(Number number) {
     why_ += std::to_string(number);
     return *this;
   }

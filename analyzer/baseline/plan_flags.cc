@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 41> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 42> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -172,7 +172,7 @@ const std::array<PlanFlagSpec, 41> kPlanFlagTable = {{
      .help = "without --global-batch, recommend the smallest power-of-two micro-batch whose "
              "samples/s is within this share of the best (the largest that fits is shown "
              "beside it); 0 recommends the largest",
-     .help_position = 37,
+     .help_position = 38,
      .text = &PlanFlags::knee},
     // Data parallelism (analyzer/parallel/, docs/multi_gpu.md).
     {.key = "gpus",
