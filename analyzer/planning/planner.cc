@@ -413,7 +413,8 @@ class CandidateEvaluator {
       options_.node_costs ? options_.node_costs : std::make_shared<NodeCostsCache>();
 };
 
-// The largest m in [1, cap] whose peak (peak_of(m), an Expected<int64_t>) is at most `limit`,
+// The largest m in [1, cap] whose peak (peak_of(m, limit), an Expected<int64_t>: the peak on a
+// device of `limit` bytes, which may release cached segments to stay in it) is at most `limit`,
 // assuming memory grows with m; 0 when m = 1 does not fit. fits_at(m, limit) (an Expected<bool>) is
 // peak_of(m) <= limit, answered from as little of a simulation as decides it. Every probe is a
 // simulation of the whole program, so the search spends as few as it can:
@@ -434,14 +435,14 @@ class CandidateEvaluator {
 template <class PeakOf, class LivePeakOf, class FitsAt>
 Expected<int64_t> LargestFitting(int64_t cap, int64_t limit, PeakOf peak_of,
                                  LivePeakOf live_peak_of, FitsAt fits_at) {
-  MEMPLAN_TRY(int64_t peak_one, peak_of(1));
+  MEMPLAN_TRY(int64_t peak_one, peak_of(1, limit));
   if (peak_one > limit) return int64_t{0};
   int64_t lo = 1;  // fits
   int64_t hi = 0;  // first known not to fit (0 = none yet)
   int64_t lo_peak = peak_one;
   int64_t hi_peak = 0;
   auto probe = [&](int64_t m) -> Status {
-    MEMPLAN_TRY(int64_t peak, peak_of(m));
+    MEMPLAN_TRY(int64_t peak, peak_of(m, limit));
     if (peak <= limit) {
       lo = m;
       lo_peak = peak;
@@ -467,7 +468,7 @@ Expected<int64_t> LargestFitting(int64_t cap, int64_t limit, PeakOf peak_of,
   if (hi == 0) return lo;
   // The secant below needs hi's exact peak where only its live bound is known.
   if (hi_peak == 0) {
-    MEMPLAN_TRY(hi_peak, peak_of(hi));
+    MEMPLAN_TRY(hi_peak, peak_of(hi, limit));
   }
   bool bisect = false;
   while (hi - lo > 1) {
@@ -671,8 +672,11 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     const int64_t k = rank_batch ? std::max<int64_t>(1, CeilDiv(*rank_batch, m)) : 1;
     return std::min(k, fit_k);
   };
-  auto peak_at = [&evaluator, &k_at, budget](int64_t m) -> Expected<int64_t> {
-    MEMPLAN_TRY(PlanCandidate c, evaluator.Evaluate(m, k_at(m), budget, /*with_time=*/false));
+  // The peak on a device of `limit` bytes: the headroom search asks at budget - headroom, so a
+  // plan that fits only by releasing cached segments is judged by the device it must fit in,
+  // as its fit tests (fits_at) are.
+  auto peak_at = [&evaluator, &k_at](int64_t m, int64_t limit) -> Expected<int64_t> {
+    MEMPLAN_TRY(PlanCandidate c, evaluator.Evaluate(m, k_at(m), limit, /*with_time=*/false));
     return c.peak_bytes;
   };
   auto live_peak_at = [&evaluator, &k_at](int64_t m) { return evaluator.LivePeakAt(m, k_at(m)); };
@@ -772,7 +776,17 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     plan.global_batch_exact = m * k == g;  // per rank: m * k * N == G exactly
   }
 
-  MEMPLAN_TRY(plan.chosen, evaluator.Evaluate(m, k, budget));
+  // A micro-batch chosen under the headroom is reported on the device it was judged on (budget -
+  // headroom): where it fits only because PyTorch releases cached segments before failing, what
+  // it reserves there is the replay at that capacity, so the headroom stays free.
+  auto evaluate_kept = [&](int64_t cm, int64_t ck) -> Expected<PlanCandidate> {
+    if (!options.micro_batch && plan.headroom_bytes > 0) {
+      MEMPLAN_TRY(PlanCandidate within, evaluator.Evaluate(cm, ck, budget - plan.headroom_bytes));
+      if (within.fits) return within;
+    }
+    return evaluator.Evaluate(cm, ck, budget);
+  };
+  MEMPLAN_TRY(plan.chosen, evaluate_kept(m, k));
   plan.feasible = plan.chosen.fits;
   if (!plan.feasible && options.micro_batch) {
     // A fixed m that does not fit: still report it (exit 1 in the CLI) with what would fit.
@@ -794,7 +808,7 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
       }
       // With a requested G, candidates that overshoot it are not comparable per sample.
       if (rank_batch && cm * ck != *rank_batch && cm <= largest) continue;
-      MEMPLAN_TRY(PlanCandidate c, evaluator.Evaluate(cm, ck, budget));
+      MEMPLAN_TRY(PlanCandidate c, evaluate_kept(cm, ck));
       plan.candidates.push_back(c);
     }
   } else {

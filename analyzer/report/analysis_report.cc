@@ -30,8 +30,11 @@ namespace {
 // cudaMalloc fails (PlanTraining's ReservedUnderCapacity): the unconstrained reserved peak is
 // over the budget, the peak under the budget is not.
 bool FitsByReleasingCache(const TrainingPlan& plan, const PlannerOptions& options) {
+  // The chosen peak is the replay on the device the plan was judged on (the budget, or the budget
+  // less the headroom); it is below the unconstrained reserved peak only where that replay
+  // released cached segments.
   return plan.feasible && options.allocator == AllocatorKind::kCaching &&
-         plan.simulation.peak_reserved_bytes > plan.budget_bytes;
+         plan.simulation.peak_reserved_bytes > plan.chosen.peak_bytes;
 }
 
 // The dtype of the optimizer's per-parameter state for a large tensor ("float32"; "uint8" for
