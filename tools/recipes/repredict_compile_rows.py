@@ -14,17 +14,13 @@ predicted. Rows whose block has no stored graph are listed and skipped.
 
 --check: exit 1 when a row's eager figure is more than 2% off, or no row was checked.
 """
-import argparse
-import json
-import lzma
-import os
-import subprocess
 import sys
-import tempfile
+
+from stored_rows import analyze_json, parse_args, rows_with_graphs
 
 TOLERANCE_PCT = 2.0
 FLAGS = ["--gpu", "24G", "--batch", "2", "--precision", "fp32", "--recompute", "none",
-         "--attention", "eager", "--json"]
+         "--attention", "eager"]
 
 
 def saved_by_node(report):
@@ -40,43 +36,26 @@ def saved_by_node(report):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.join(here, "..", "..")
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--memplan", required=True)
-    parser.add_argument("--rows", default=os.path.join(root, "docs", "compile_rows.jsonl"))
-    parser.add_argument("--graphs", default=os.path.join(root, "tests", "fixtures", "recipe_rows"))
-    parser.add_argument("--check", action="store_true")
-    args = parser.parse_args()
+    args = parse_args(__doc__, "compile_rows.jsonl")
     failures, checked = [], 0
-    with tempfile.TemporaryDirectory() as unpacked, open(args.rows) as rows:
-        for line in rows:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            name = f"{row['model']} ({row['config']})"
-            stored = os.path.join(args.graphs, row["model"] + ".onnx.xz")
-            if not os.path.exists(stored):
-                print(f"{name}: no stored graph, skipped")
-                continue
-            graph = os.path.join(unpacked, row["model"] + ".onnx")
-            if not os.path.exists(graph):
-                with lzma.open(stored) as src, open(graph, "wb") as out:
-                    out.write(src.read())
-            run = subprocess.run([args.memplan, "analyze", graph] + FLAGS, capture_output=True,
-                                 text=True)
-            if run.returncode != 0:
-                failures.append(name)
-                print(f"{name}: memplan exit {run.returncode}: {run.stderr.strip()[:200]}")
-                continue
-            predicted = sum(saved_by_node(json.loads(run.stdout)).values())
-            measured = row["torch_eager_saved_bytes"]
-            error = 100.0 * (predicted - measured) / measured
-            checked += 1
-            print(f"{name}: eager saved memplan {predicted} torch {measured} bytes, {error:+.2f}%;"
-                  f" compiled torch {row['torch_compiled_saved_bytes']} (not planned: no --compile)")
-            if abs(error) > TOLERANCE_PCT:
-                failures.append(name)
+    for row, graph in rows_with_graphs(args):
+        name = f"{row['model']} ({row['config']})"
+        if graph is None:
+            print(f"{name}: no stored graph, skipped")
+            continue
+        report, error_text = analyze_json(args.memplan, graph, FLAGS)
+        if report is None:
+            failures.append(name)
+            print(f"{name}: {error_text}")
+            continue
+        predicted = sum(saved_by_node(report).values())
+        measured = row["torch_eager_saved_bytes"]
+        error = 100.0 * (predicted - measured) / measured
+        checked += 1
+        print(f"{name}: eager saved memplan {predicted} torch {measured} bytes, {error:+.2f}%;"
+              f" compiled torch {row['torch_compiled_saved_bytes']} (not planned: no --compile)")
+        if abs(error) > TOLERANCE_PCT:
+            failures.append(name)
     if args.check and checked == 0:
         print("no row was checked")
         return 1

@@ -12,54 +12,35 @@ profiler's CPU memory events over one forward + backward, tools/recipes/live_byt
 "open" (a known gap, with the reason), and also when an open row has come within tolerance (the
 row should then lose its "open"). Prints one line per row.
 """
-import argparse
-import json
-import lzma
 import os
 import shlex
-import subprocess
 import sys
-import tempfile
+
+from stored_rows import analyze_json, parse_args, rows_with_graphs
 
 TOLERANCE_PCT = 2.0
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.join(here, "..", "..")
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--memplan", required=True)
-    parser.add_argument("--rows", default=os.path.join(root, "docs", "recipe_rows.jsonl"))
-    parser.add_argument("--graphs", default=os.path.join(root, "tests", "fixtures", "recipe_rows"))
-    parser.add_argument("--check", action="store_true")
-    args = parser.parse_args()
+    args = parse_args(__doc__, "recipe_rows.jsonl")
     failures = []
-    with tempfile.TemporaryDirectory() as unpacked, open(args.rows) as rows:
-        for line in rows:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            graph = os.path.join(unpacked, row["model"] + ".onnx")
-            if not os.path.exists(graph):
-                with lzma.open(os.path.join(args.graphs, row["model"] + ".onnx.xz")) as src, \
-                        open(graph, "wb") as out:
-                    out.write(src.read())
-            run = subprocess.run([args.memplan, "analyze", graph, "--json"] +
-                                 shlex.split(row["flags"]), capture_output=True, text=True)
-            name = f"{row['model']} {row['recipe']} {row['feature']} {row['config']}"
-            if run.returncode != 0:
-                failures.append(name)
-                print(f"{name}: memplan exit {run.returncode}: {run.stderr.strip()[:200]}")
-                continue
-            report = json.loads(run.stdout)
-            predicted = report["exact_peak_bytes"] - report["model_state_bytes"]["parameters"]
-            measured = row["torch_step_peak_bytes"]
-            error = 100.0 * (predicted - measured) / measured
-            inside = abs(error) <= TOLERANCE_PCT
-            note = f" (open: {row['open']})" if "open" in row else ""
-            print(f"{name}: memplan {predicted} torch {measured} bytes, {error:+.2f}%{note}")
-            if args.check and inside == ("open" in row):
-                failures.append(name + (" is within tolerance: close it" if inside else ""))
+    for row, graph in rows_with_graphs(args):
+        name = f"{row['model']} {row['recipe']} {row['feature']} {row['config']}"
+        if graph is None:
+            raise FileNotFoundError(os.path.join(args.graphs, row["model"] + ".onnx.xz"))
+        report, error_text = analyze_json(args.memplan, graph, shlex.split(row["flags"]))
+        if report is None:
+            failures.append(name)
+            print(f"{name}: {error_text}")
+            continue
+        predicted = report["exact_peak_bytes"] - report["model_state_bytes"]["parameters"]
+        measured = row["torch_step_peak_bytes"]
+        error = 100.0 * (predicted - measured) / measured
+        inside = abs(error) <= TOLERANCE_PCT
+        note = f" (open: {row['open']})" if "open" in row else ""
+        print(f"{name}: memplan {predicted} torch {measured} bytes, {error:+.2f}%{note}")
+        if args.check and inside == ("open" in row):
+            failures.append(name + (" is within tolerance: close it" if inside else ""))
     if failures:
         print("outside tolerance: " + ", ".join(failures))
         return 1 if args.check else 0
