@@ -30,6 +30,7 @@ STAGES = [
     ["alternatives"],  # what would fit when nothing does
     ["report"],        # the analysis report and its text/JSON/markdown/HTML writers
     ["config_export"],  # framework configs written from a plan
+    ["pipeline"],      # one analysis from a request: prepare the model, plan, report, alternatives
 ]
 RANK = {folder: rank for rank, line in enumerate(STAGES) for folder in line}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"analyzer/([^/"]+)/')

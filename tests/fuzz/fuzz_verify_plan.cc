@@ -8,6 +8,7 @@
 #include <string>
 
 #include "analyzer/baseline/json_file.h"
+#include "analyzer/pipeline/planned_model.h"
 #include "tools/memplan/plan_flags.h"
 #include "tools/memplan/verify_plan_reader.h"
 
@@ -34,9 +35,9 @@ std::string ModelFor(const std::string& text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  memplan::cli::PlanRequest request;
+  memplan::PlanRequest request;
   request.analysis.model = ModelFor(text);
-  auto graph = memplan::cli::LoadPlannedModel(request);
+  auto graph = memplan::LoadPlannedModel(request);
   if (!graph.ok()) __builtin_trap();  // the fixtures import
   auto plan = memplan::cli::PlanFromJsonText(*graph, text, "fuzz.json", request);
   (void)plan;

@@ -11,19 +11,12 @@
 
 #include "analyzer/baseline/baseline.h"
 #include "analyzer/baseline/memory_result.h"
+#include "analyzer/pipeline/analysis_session.h"
+#include "analyzer/pipeline/recorded_flags.h"
 #include "graph/expected.h"
-#include "tools/memplan/analysis_session.h"
 #include "tools/memplan/plan_flags.h"
 
 namespace memplan::cli {
-
-// The command-line flags `recorded` stands for (absent ones keep the CLI defaults), with `model`
-// as the model argument.
-PlanArguments CliFlagsOf(const PlanFlags& recorded, const std::string& model);
-
-// The flags the user gave on the command line, as a configuration records them: only the ones
-// that differ from the CLI's defaults. REQUIRES: `flags` passed ResolvePlanFlags (integers parse).
-PlanFlags RecordedFlagsOf(const PlanArguments& flags);
 
 // The first option given on `command`'s line that a configuration cannot record (one that is not
 // in kPlanFlagTable), or empty. Options in `own` and the model belong to the verb itself. Guards

@@ -13,7 +13,6 @@
 
 #include "analyzer/text/markup.h"
 #include "analyzer/text/terminal_text.h"
-#include "graph/onnx_import.h"
 
 namespace memplan::cli {
 
@@ -130,51 +129,6 @@ void AddAnalysisFlags(CLI::App& command, AnalysisFlags& flags) {
   command.add_flag("--json", flags.json, "JSON output (schema memplan/1)");
   command.add_option("--format", flags.format, "text (default), json or markdown")
       ->type_name("FORMAT");
-}
-
-Expected<AnalysisRequest> ResolveAnalysisFlags(const AnalysisFlags& flags) {
-  AnalysisRequest request;
-  request.model = flags.model;
-  request.batch_dim = flags.batch_dim;
-  if (!flags.batch.empty()) {
-    MEMPLAN_TRY(int64_t batch, ParsePositiveInt(flags.batch, "--batch"));
-    request.batch = batch;
-  }
-  for (const std::string& text : flags.dims) {
-    MEMPLAN_TRY(DimBinding dim, ParseDimBinding(text));
-    request.dims.push_back(std::move(dim));
-  }
-  if (flags.format.empty() || flags.format == "text") {
-    request.format = OutputFormat::kText;
-  } else if (flags.format == "json") {
-    request.format = OutputFormat::kJson;
-  } else if (flags.format == "markdown") {
-    request.format = OutputFormat::kMarkdown;
-  } else {
-    return MakeError("--format: expected text, json or markdown, got '" + flags.format + "'");
-  }
-  if (flags.json) {
-    if (!flags.format.empty() && request.format != OutputFormat::kJson) {
-      return MakeError("--json conflicts with --format " + flags.format);
-    }
-    request.format = OutputFormat::kJson;
-  }
-  return request;
-}
-
-Expected<Graph> LoadModel(const AnalysisRequest& request, FusionSet fusions) {
-  std::error_code ec;
-  auto status = std::filesystem::status(request.model, ec);
-  if (ec || !std::filesystem::exists(status)) {
-    return MakeError("cannot open model '" + request.model + "': no such file");
-  }
-  if (std::filesystem::is_directory(status)) {
-    return MakeError("cannot open model '" + request.model + "': it is a directory");
-  }
-  ImportOptions options;
-  options.batch_symbol = request.batch_dim;
-  options.fusions = fusions;
-  return ImportOnnxModel(request.model, options);
 }
 
 Progress::Progress(OutputFormat format)

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/pipeline/model_request.h"
 #include "graph/expected.h"
 #include "graph/fusion/fusion_set.h"
 #include "graph/graph.h"
@@ -87,37 +88,9 @@ Verb VerbRunning(CLI::App* command, std::shared_ptr<Flags> flags, Run run) {
 // command's options write to; the returned Verb keeps it alive.
 Verb NotAvailableVerb(CLI::App* command, std::shared_ptr<const void> flag_storage);
 
-enum class OutputFormat { kText, kJson, kMarkdown };
-
-// The raw flag values shared by analysis verbs, bound by AddAnalysisFlags. Values are kept as
-// text and validated by ResolveAnalysisFlags so errors use memplan's own one-line messages.
-struct AnalysisFlags {
-  std::string model;              // positional: path to the .onnx file
-  std::string batch;              // --batch N
-  std::vector<std::string> dims;  // --dim name=value, repeatable
-  std::string batch_dim;          // --batch-dim NAME
-  bool json = false;              // --json
-  std::string format;             // --format text|json|markdown
-};
-
 // Adds the model positional and --batch/--dim/--batch-dim/--json/--format to `command`.
 // REQUIRES: `flags` outlives the parse (CLI11 keeps pointers to its members).
 void AddAnalysisFlags(CLI::App& command, AnalysisFlags& flags);
-
-// The flags, validated: --batch positive, each --dim name=positive, --format known, --json not
-// contradicting --format.
-struct AnalysisRequest {
-  std::string model;
-  std::optional<int64_t> batch;
-  std::vector<DimBinding> dims;
-  std::string batch_dim;
-  OutputFormat format = OutputFormat::kText;
-};
-Expected<AnalysisRequest> ResolveAnalysisFlags(const AnalysisFlags& flags);
-
-// Imports the model (errors: missing/unreadable file, anything the importer rejects), applying
-// the import fusions `fusions` selects (the planning verbs' --fusions; inspect uses the default).
-Expected<Graph> LoadModel(const AnalysisRequest& request, FusionSet fusions = FusionSet::kFusedOps);
 
 // Progress lines ("memplan: importing model.onnx...") on stderr, only when stderr is a terminal
 // and the output is not JSON, so pipes and CI logs stay clean.
@@ -125,6 +98,8 @@ class Progress {
  public:
   explicit Progress(OutputFormat format);
   void Report(std::string_view message) const;
+  // As a ProgressSink (analyzer/pipeline/progress_sink.h): the pipeline reports through it.
+  void operator()(std::string_view message) const { Report(message); }
 
  private:
   bool enabled_ = false;

@@ -8,8 +8,8 @@
 
 #include <string>
 
+#include "analyzer/pipeline/analysis_session.h"
 #include "graph/expected.h"
-#include "tools/memplan/analysis_session.h"
 
 namespace memplan::cli {
 

@@ -12,11 +12,11 @@
 #include <string>
 
 #include "analyzer/derivation/program_derivation.h"
+#include "analyzer/pipeline/analysis_session.h"
 #include "profiler/attribution.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/gpu_profiling.h"
 #include "profiler/profile_json.h"
-#include "tools/memplan/analysis_session.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
 #include "tools/memplan/plan_flags.h"

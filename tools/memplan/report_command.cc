@@ -9,15 +9,15 @@
 #include <memory>
 #include <string>
 
+#include "analyzer/pipeline/analysis_session.h"
+#include "analyzer/pipeline/session_alternatives.h"
+#include "analyzer/pipeline/session_fused_loss.h"
 #include "analyzer/report/html_report.h"
 #include "analyzer/report/timeline_svg.h"
-#include "tools/memplan/analysis_session.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
 #include "tools/memplan/measured_profile_use.h"
 #include "tools/memplan/plan_flags.h"
-#include "tools/memplan/session_alternatives.h"
-#include "tools/memplan/session_fused_loss.h"
 
 namespace memplan::cli {
 namespace {

@@ -21,6 +21,8 @@
 #include "analyzer/config_export/plan_json_fields.h"
 #include "analyzer/derivation/attention_plan.h"
 #include "analyzer/derivation/fused_loss_plan.h"
+#include "analyzer/pipeline/analysis_session.h"
+#include "analyzer/pipeline/planned_model.h"
 #include "analyzer/recompute/module_units.h"
 #include "analyzer/text/memory_size.h"
 #include "analyzer/text/tolerance.h"
@@ -29,7 +31,6 @@
 #include "graph/checked_math.h"
 #include "runtime/backend_factory.h"
 #include "runtime/verification.h"
-#include "tools/memplan/analysis_session.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
 #include "tools/memplan/plan_flags.h"
@@ -185,23 +186,20 @@ int RunVerify(const VerifyFlags& flags) {
     auto loaded = LoadPlannedModel(*request);
     if (!loaded.ok()) return ReportError(loaded.error().message);
     graph = std::move(*loaded);
-    if (Status attention = requested_attention(graph); !attention.ok())
-      return ReportError(attention.error().message);
-    // --fused-loss: the rewrite sizes the logits tile with the --dim values (as analyze does).
-    Expected<Bindings> dims = BindSymbols(graph, std::nullopt, request->analysis.dims);
-    if (!dims.ok()) return ReportError(dims.error().message);
-    if (request->fused_loss) {
-      Status fused = FuseLossForVerify(graph, *request, request->planner.program.loss, *dims,
-                                       requested_attention, loaded_plan);
-      if (!fused.ok()) return ReportError(fused.error().message);
+    // Prepared as analyze prepares it (--attention, the --dim values, --fused-loss); the request
+    // then plans the fused loss, the reference keeps the one asked.
+    PlanRequest prepared = *request;
+    auto rewrites = PrepareLoadedModel(graph, prepared);
+    if (!rewrites.ok()) return ReportError(rewrites.error().message);
+    if (rewrites->fused_loss.fused()) {
+      Status reference = LoadUnfusedReference(*request, request->planner.program.loss,
+                                              requested_attention, loaded_plan);
+      if (!reference.ok()) return ReportError(reference.error().message);
     }
-    auto p = PlanFromFlags(graph, *request, flags.plan);
+    auto p = PlanFromFlags(graph, prepared, flags.plan);
     if (!p.ok()) return ReportError(p.error().message);
-    if (request->fused_loss) {
-      p->program.loss = plan.program.loss;
-      p->unfused_graph = plan.unfused_graph;
-      p->unfused_loss = plan.unfused_loss;
-    }
+    p->unfused_graph = plan.unfused_graph;
+    p->unfused_loss = plan.unfused_loss;
     plan = std::move(*p);
     info.plan_source = "flags";
   } else if (!flags.plan.Text("gpu").empty()) {
@@ -213,18 +211,14 @@ int RunVerify(const VerifyFlags& flags) {
                          "; nothing to verify");
     if (session->fused_loss.fused()) {
       // The session fused its graph; the reference is the model imported again, unfused.
-      auto unfused = LoadPlannedModel(*request);
-      if (!unfused.ok()) return ReportError(unfused.error().message);
-      if (Status attention = requested_attention(*unfused); !attention.ok())
-        return ReportError(attention.error().message);
-      loaded_plan.unfused = std::make_unique<Graph>(std::move(*unfused));
+      Status reference = LoadUnfusedReference(*request, request->planner.program.loss,
+                                              requested_attention, loaded_plan);
+      if (!reference.ok()) return ReportError(reference.error().message);
     }
     plan.program = session->planner_used.program;
     plan.program.accumulation_steps = session->plan.chosen.accumulation_steps;
     plan.micro_batch = session->plan.chosen.micro_batch;
     plan.bindings = session->plan.bindings;
-    plan.unfused_graph = loaded_plan.unfused.get();
-    plan.unfused_loss = request->planner.program.loss;
     info.plan_source = "the planner (--gpu " + flags.plan.Text("gpu") + ")";
   } else {
     return ReportError("verify needs a plan: --plan plan.json, --batch N, or --gpu to plan one");

@@ -42,20 +42,22 @@ Expected<std::vector<NodeId>> NodesNamed(const Graph& graph, const nlohmann::jso
 
 }  // namespace
 
-// --fused-loss on `graph` (after its attention rewrite, as analyze applies it) for verify: the
-// graph before the rewrite is imported again (a Graph is not copyable) and rewritten by
-// `attention` as `graph` was, and the plan's loss becomes the program's (a sum over the fused
-// scalar) while the unfused graph keeps `loss`.
-Status FuseLossForVerify(Graph& graph, const PlanRequest& request, LossKind loss,
-                         const Bindings& dims, const std::function<Status(Graph&)>& attention,
-                         LoadedPlan& loaded) {
+Status LoadUnfusedReference(const PlanRequest& request, LossKind loss,
+                            const std::function<Status(Graph&)>& attention, LoadedPlan& loaded) {
   MEMPLAN_TRY(Graph unfused, LoadPlannedModel(request));
   MEMPLAN_RETURN_IF_ERROR(attention(unfused));
-  MEMPLAN_TRY(FusedLossPlan fused,
-              ApplyFusedLoss(graph, /*requested=*/true, loss, dims, request.analysis.model));
   loaded.unfused = std::make_unique<Graph>(std::move(unfused));
   loaded.plan.unfused_graph = loaded.unfused.get();
   loaded.plan.unfused_loss = loss;
+  return OkStatus();
+}
+
+Status FuseLossForVerify(Graph& graph, const PlanRequest& request, LossKind loss,
+                         const Bindings& dims, const std::function<Status(Graph&)>& attention,
+                         LoadedPlan& loaded) {
+  MEMPLAN_RETURN_IF_ERROR(LoadUnfusedReference(request, loss, attention, loaded));
+  MEMPLAN_TRY(FusedLossPlan fused,
+              ApplyFusedLoss(graph, /*requested=*/true, loss, dims, request.analysis.model));
   loaded.plan.program.loss = fused.ProgramLoss(loss);
   return OkStatus();
 }

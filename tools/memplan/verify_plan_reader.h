@@ -9,11 +9,11 @@
 #include <string>
 
 #include "analyzer/derivation/program_derivation.h"
+#include "analyzer/pipeline/planned_model.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 #include "graph/symbols.h"
 #include "runtime/verification.h"
-#include "tools/memplan/plan_flags.h"
 
 namespace memplan::cli {
 
@@ -30,10 +30,16 @@ struct LoadedPlan {
   std::unique_ptr<Graph> unfused;
 };
 
-// --fused-loss on `graph` (after its attention rewrite, as analyze applies it) for verify: the
-// graph before the rewrite is imported again (a Graph is not copyable) and rewritten by
-// `attention` as `graph` was, and the plan's loss becomes the program's (a sum over the fused
-// scalar) while the unfused graph keeps `loss`.
+// The reference a --fused-loss plan is checked against: the model before the head and loss were
+// fused, imported again (a Graph is not copyable) and rewritten by `attention` as the planned
+// graph was. Puts it in `loaded.unfused` and points loaded.plan.unfused_graph at it, with
+// `loss` as its loss.
+Status LoadUnfusedReference(const PlanRequest& request, LossKind loss,
+                            const std::function<Status(Graph&)>& attention, LoadedPlan& loaded);
+
+// --fused-loss on `graph` (after its attention rewrite, as analyze applies it) for a plan file:
+// the reference as LoadUnfusedReference loads it, and the plan's loss becomes the program's (a
+// sum over the fused scalar) while the unfused graph keeps `loss`.
 Status FuseLossForVerify(Graph& graph, const PlanRequest& request, LossKind loss,
                          const Bindings& dims, const std::function<Status(Graph&)>& attention,
                          LoadedPlan& loaded);

@@ -3,15 +3,15 @@
 // request again with the loss fused and adds the advice analyzer/report/fused_loss_advice.h words
 // from both plans (issue 43).
 
-#include "tools/memplan/analysis_session.h"
-#include "tools/memplan/cli_common.h"
+#include "analyzer/pipeline/analysis_session.h"
+#include "analyzer/pipeline/progress_sink.h"
 
-namespace memplan::cli {
+namespace memplan {
 
 // When `session` did not fuse the loss, plans cross entropy and its peak is at the loss
 // (PeakIsAtLoss): loads the model again, plans the same request with --fused-loss and appends
 // the "fused-loss" advice where that plan does better. A model whose head cannot be fused (no
 // recognised LM head) gets no advice; nothing here fails the analysis.
-void AddFusedLossAdvice(AnalysisSession& session, const Progress& progress);
+void AddFusedLossAdvice(AnalysisSession& session, const ProgressSink& progress);
 
-}  // namespace memplan::cli
+}  // namespace memplan

@@ -1,4 +1,4 @@
-#include "tools/memplan/session_alternatives.h"
+#include "analyzer/pipeline/session_alternatives.h"
 
 #include <array>
 #include <map>
@@ -10,10 +10,10 @@
 
 #include "analyzer/alternatives/alternative_search.h"
 #include "analyzer/baseline/plan_flags.h"
+#include "analyzer/pipeline/recorded_flags.h"
 #include "analyzer/precision/model_state_bytes.h"
-#include "tools/memplan/check_configuration.h"
 
-namespace memplan::cli {
+namespace memplan {
 namespace {
 
 // The keys (kPlanFlagTable) of the flags that decide the graph a request plans on
@@ -43,15 +43,16 @@ int64_t PersistentStateBytes(const TrainingPlan& plan) {
 class AlternativePlanner {
  public:
   AlternativePlanner(const AnalysisSession& session, const PlanFlags& asked,
-                     const RequestResolver& resolve, const Progress& progress)
+                     const RequestResolver& resolve, const ProgressSink& progress)
       : session_(session),
         asked_graph_(PlanFlagsAsArguments(GraphFlagsOf(asked))),
         resolve_(resolve),
         progress_(progress) {}
 
   Expected<AlternativePlan> Plan(const PlanFlags& flags, const PlanFlags& change) {
-    progress_.Report("alternative " + PlanFlagsAsArguments(change) + "...");
-    MEMPLAN_TRY(PlanRequest request, resolve_(CliFlagsOf(flags, session_.request.analysis.model)));
+    progress_("alternative " + PlanFlagsAsArguments(change) + "...");
+    MEMPLAN_TRY(PlanRequest request,
+                resolve_(PlanArgumentsOf(flags, session_.request.analysis.model)));
     MEMPLAN_TRY(const Graph* graph, GraphFor(flags, request));
     request.planner.tensor_parallel = *tensor_parallel_.at(graph);
     // Every graph of this session fuses the loss as the session's did (--fused-loss is not a
@@ -97,7 +98,7 @@ class AlternativePlanner {
   const AnalysisSession& session_;
   const std::string asked_graph_;
   const RequestResolver& resolve_;
-  const Progress& progress_;
+  const ProgressSink& progress_;
   std::map<std::string, std::unique_ptr<Graph>> graphs_;
   // The --tp split of each graph (the planner costs its all-reduces).
   std::vector<std::unique_ptr<TensorParallelPlan>> splits_;
@@ -107,7 +108,7 @@ class AlternativePlanner {
 }  // namespace
 
 void AddSessionAlternatives(AnalysisSession& session, const PlanArguments& asked,
-                            const RequestResolver& resolve, const Progress& progress) {
+                            const RequestResolver& resolve, const ProgressSink& progress) {
   const TrainingPlan& plan = session.plan;
   if (plan.feasible || !plan.infeasible) return;
   AlternativeContext context;
@@ -131,4 +132,4 @@ void AddSessionAlternatives(AnalysisSession& session, const PlanArguments& asked
   session.report.alternatives = &report;
 }
 
-}  // namespace memplan::cli
+}  // namespace memplan

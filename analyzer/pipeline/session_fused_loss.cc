@@ -1,9 +1,9 @@
-#include "tools/memplan/session_fused_loss.h"
+#include "analyzer/pipeline/session_fused_loss.h"
 
+#include "analyzer/pipeline/planned_model.h"
 #include "analyzer/report/fused_loss_advice.h"
-#include "tools/memplan/plan_flags.h"
 
-namespace memplan::cli {
+namespace memplan {
 namespace {
 
 // The session's plan with the loss fused; an error when the head cannot be fused.
@@ -19,14 +19,14 @@ Expected<TrainingPlan> PlanFused(const AnalysisSession& session) {
 
 }  // namespace
 
-void AddFusedLossAdvice(AnalysisSession& session, const Progress& progress) {
+void AddFusedLossAdvice(AnalysisSession& session, const ProgressSink& progress) {
   if (session.request.fused_loss || session.fused_loss.fused()) return;
   if (session.plan.program.loss != LossKind::kCrossEntropy || !PeakIsAtLoss(session.plan)) return;
-  progress.Report("the peak is in the loss: planning --fused-loss...");
+  progress("the peak is in the loss: planning --fused-loss...");
   Expected<TrainingPlan> fused = PlanFused(session);
   if (!fused.ok()) return;  // no recognised LM head: nothing to suggest
   if (std::optional<AdviceItem> advice = FusedLossAdvice(session.plan, *fused))
     session.report.advice.push_back(std::move(*advice));
 }
 
-}  // namespace memplan::cli
+}  // namespace memplan

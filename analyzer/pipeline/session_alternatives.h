@@ -5,12 +5,12 @@
 
 #include <functional>
 
+#include "analyzer/pipeline/analysis_session.h"
+#include "analyzer/pipeline/planned_model.h"
+#include "analyzer/pipeline/progress_sink.h"
 #include "graph/expected.h"
-#include "tools/memplan/analysis_session.h"
-#include "tools/memplan/cli_common.h"
-#include "tools/memplan/plan_flags.h"
 
-namespace memplan::cli {
+namespace memplan {
 
 // The verb's own resolution of plan arguments into a request (analyze: ResolvePlanFlags, then
 // the --export regime and the --profile times).
@@ -22,6 +22,6 @@ using RequestResolver = std::function<Expected<PlanRequest>(const PlanArguments&
 // graph; one that changes fine-tuning (--lora) loads the model again, once per such change.
 // Progress: one line per request planned.
 void AddSessionAlternatives(AnalysisSession& session, const PlanArguments& asked,
-                            const RequestResolver& resolve, const Progress& progress);
+                            const RequestResolver& resolve, const ProgressSink& progress);
 
-}  // namespace memplan::cli
+}  // namespace memplan

@@ -1,4 +1,4 @@
-#include "tools/memplan/analysis_session.h"
+#include "analyzer/pipeline/analysis_session.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -12,7 +12,7 @@
 #include "graph/bound_shape_check.h"
 #include "graph/index_range_check.h"
 
-namespace memplan::cli {
+namespace memplan {
 
 namespace {
 
@@ -38,17 +38,17 @@ Status CheckPlannedMicroBatch(const Graph& graph, const TrainingPlan& plan,
 }  // namespace
 
 Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest request,
-                                                              const Progress& progress) {
+                                                              const ProgressSink& progress) {
   auto session = std::make_unique<AnalysisSession>();
   session->request = std::move(request);
   PlanRequest& r = session->request;
-  progress.Report("importing " + r.analysis.model + "...");
+  progress("importing " + r.analysis.model + "...");
   MEMPLAN_TRY(session->graph, LoadPlannedModel(r));
   MEMPLAN_TRY(ModelRewrites rewrites, PrepareLoadedModel(session->graph, r));
   session->attention = std::move(rewrites.attention);
   session->fused_loss = std::move(rewrites.fused_loss);
 
-  progress.Report("planning...");
+  progress("planning...");
   MEMPLAN_TRY(RequestPlan planned, PlanRequestOn(session->graph, r));
   JointPlan& joint = planned.joint;
   session->plan = std::move(joint.plan);
@@ -110,4 +110,4 @@ Expected<std::string> ExportSessionConfig(const AnalysisSession& session, std::s
   return ExportConfig(ExportPlanOf(PlanReportOf(session.report)), parsed, ExportOptions{});
 }
 
-}  // namespace memplan::cli
+}  // namespace memplan

@@ -10,14 +10,15 @@
 
 #include "analyzer/alternatives/alternatives_report.h"
 #include "analyzer/config_export/export_target.h"
+#include "analyzer/pipeline/planned_model.h"
+#include "analyzer/pipeline/progress_sink.h"
 #include "analyzer/planning/joint_search.h"
 #include "analyzer/planning/planner.h"
 #include "analyzer/planning/strategy_search.h"
 #include "analyzer/report/analysis_report.h"
 #include "graph/graph.h"
-#include "tools/memplan/plan_flags.h"
 
-namespace memplan::cli {
+namespace memplan {
 
 struct AnalysisSession {
   PlanRequest request;
@@ -33,7 +34,7 @@ struct AnalysisSession {
 
 // Runs the whole analysis for `request`. Errors are bad input (exit 2).
 Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest request,
-                                                              const Progress& progress);
+                                                              const ProgressSink& progress);
 
 // What the planner makes of `request` on `graph` (loaded, fine-tuned and with attention applied
 // by the request; REQUIRES: BindPlanSymbols done): the chosen plan and, with --gpus, every
@@ -52,4 +53,4 @@ nlohmann::ordered_json SessionJson(const AnalysisSession& session);
 // what `memplan export` makes from SessionJson. Errors: an unknown target.
 Expected<std::string> ExportSessionConfig(const AnalysisSession& session, std::string_view target);
 
-}  // namespace memplan::cli
+}  // namespace memplan

@@ -1,0 +1,63 @@
+#include "analyzer/pipeline/planned_model.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "analyzer/parallel/tensor_parallel.h"
+#include "graph/bind_symbols.h"
+
+namespace memplan {
+
+Expected<Graph> LoadPlannedModel(const PlanRequest& request) {
+  MEMPLAN_TRY(Graph graph, LoadModel(request.analysis, request.fusions));
+  if (request.finetune.changes_graph())
+    MEMPLAN_RETURN_IF_ERROR(ApplyFineTuning(graph, request.finetune));
+  return graph;
+}
+
+Expected<AttentionPlan> ApplyRequestedAttention(Graph& graph, const PlanRequest& request) {
+  return ApplyAttentionMode(graph, request.attention, request.analysis.model,
+                            request.search.precision == PrecisionChoice::kFp32);
+}
+
+Status ApplyRequestedTensorParallel(Graph& graph, PlanRequest& request) {
+  MEMPLAN_TRY(request.planner.tensor_parallel,
+              ApplyTensorParallel(graph, request.tensor_parallel, request.analysis.model));
+  return OkStatus();
+}
+
+Status BindPlanSymbols(const Graph& graph, PlanRequest& request) {
+  MEMPLAN_TRY(Bindings bindings, BindSymbols(graph, /*batch=*/std::nullopt, request.analysis.dims));
+  // The planner searches the batch dimension itself, so a --dim that binds it would be silently
+  // overwritten: it pins the micro-batch instead, exactly as --batch does.
+  if (std::optional<SymbolId> batch = graph.batch_symbol()) {
+    if (std::optional<int64_t> pinned = bindings.Get(*batch)) {
+      const std::string flag =
+          "--dim " + graph.symbols().Name(*batch) + "=" + std::to_string(*pinned);
+      std::optional<int64_t>& micro_batch = request.planner.micro_batch;
+      if (micro_batch && *micro_batch != *pinned) {
+        return MakeError(flag + " binds the batch dimension, which disagrees with --micro-batch " +
+                         std::to_string(*micro_batch) + "; give one of them");
+      }
+      micro_batch = pinned;
+    }
+  }
+  request.planner.bindings = std::move(bindings);
+  return OkStatus();
+}
+
+Expected<ModelRewrites> PrepareLoadedModel(Graph& graph, PlanRequest& request) {
+  ModelRewrites rewrites;
+  MEMPLAN_TRY(rewrites.attention, ApplyRequestedAttention(graph, request));
+  MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(graph, request));
+  // The rewrite keeps the symbol table, so the bindings hold for the rewritten graph.
+  MEMPLAN_TRY(rewrites.fused_loss,
+              ApplyFusedLoss(graph, request.fused_loss, request.planner.program.loss,
+                             request.planner.bindings, request.analysis.model));
+  request.planner.program.loss = rewrites.fused_loss.ProgramLoss(request.planner.program.loss);
+  MEMPLAN_RETURN_IF_ERROR(ApplyRequestedTensorParallel(graph, request));
+  return rewrites;
+}
+
+}  // namespace memplan
