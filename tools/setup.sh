@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libboost-graph-dev libonnx-dev libprotobuf-dev protobuf-compiler
-  catch2 libcli11-dev nlohmann-json3-dev libopenblas-dev libjemalloc-dev clang-format
+  catch2 libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libpugixml-dev libopenblas-dev libjemalloc-dev clang-format
   clang libclang-rt-14-dev
   clang-tidy
   python3 python3-onnx python3-yaml

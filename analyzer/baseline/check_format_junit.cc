@@ -1,6 +1,12 @@
 // JUnit XML (the de-facto schema Jenkins, GitLab and GitHub test reporters read): one <testsuite>
 // with one <testcase> per configuration; a regression or a missing configuration is a <failure>,
 // a configuration new to the baseline is <skipped>. Exact bytes everywhere: this is for machines.
+// The document is built and escaped by pugixml.
+
+#include <sstream>
+#include <string>
+
+#include <pugixml.hpp>
 
 #include "analyzer/baseline/check_format_internal.h"
 #include "analyzer/text/markup.h"
@@ -22,9 +28,10 @@ std::string PlanLine(const ConfigurationCheck& check) {
   return plan.empty() ? std::string() : plan + "\n";
 }
 
-std::string TestCase(const ConfigurationCheck& check) {
-  std::string open =
-      "    <testcase classname=\"memplan.check\" name=\"" + EscapeMarkup(check.name, true) + "\"";
+void AddTestCase(pugi::xml_node suite, const ConfigurationCheck& check) {
+  pugi::xml_node testcase = suite.append_child("testcase");
+  testcase.append_attribute("classname") = "memplan.check";
+  testcase.append_attribute("name") = XmlAllowedText(check.name).c_str();
   switch (check.status) {
     case CheckStatus::kRegression: {
       std::string body = "model " + check.model + "\n" + PlanLine(check);
@@ -34,70 +41,91 @@ std::string TestCase(const ConfigurationCheck& check) {
       if (check.grown_node_count > check.grown_nodes.size())
         body += std::to_string(check.grown_node_count - check.grown_nodes.size()) +
                 " more nodes grew\n";
-      return open + ">\n      <failure type=\"regression\" message=\"" +
-             EscapeMarkup(PeakLine(check), true) + "\">" + EscapeMarkup(body, false) +
-             "</failure>\n    </testcase>\n";
+      pugi::xml_node failure = testcase.append_child("failure");
+      failure.append_attribute("type") = "regression";
+      failure.append_attribute("message") = XmlAllowedText(PeakLine(check)).c_str();
+      failure.text() = XmlAllowedText(body).c_str();
+      return;
     }
-    case CheckStatus::kMissing:
-      return open + ">\n      <failure type=\"missing\" message=\"" +
-             EscapeMarkup("in the baseline but not analysed in this run", true) +
-             "\"/>\n    </testcase>\n";
+    case CheckStatus::kMissing: {
+      pugi::xml_node failure = testcase.append_child("failure");
+      failure.append_attribute("type") = "missing";
+      failure.append_attribute("message") = "in the baseline but not analysed in this run";
+      return;
+    }
     case CheckStatus::kNew:
-      return open + ">\n      <skipped message=\"not in the baseline\"/>\n    </testcase>\n";
+      testcase.append_child("skipped").append_attribute("message") = "not in the baseline";
+      return;
     case CheckStatus::kPass:
-    case CheckStatus::kImprovement:
-      return open + ">\n      <system-out>" +
-             EscapeMarkup(std::string(CheckStatusName(check.status)) + ": " + PeakLine(check) +
-                              "\n" + PlanLine(check),
-                          false) +
-             "</system-out>\n    </testcase>\n";
+    case CheckStatus::kImprovement: {
+      const std::string out = std::string(CheckStatusName(check.status)) + ": " + PeakLine(check) +
+                              "\n" + PlanLine(check);
+      testcase.append_child("system-out").text() = XmlAllowedText(out).c_str();
+      return;
+    }
   }
-  return open + "/>\n";
+}
+
+// The document's root: <testsuites> holding one <testsuite>, both with the same counts.
+pugi::xml_node SuiteWithCounts(pugi::xml_document& doc, size_t tests, size_t failures,
+                               size_t errors, size_t skipped) {
+  pugi::xml_node declaration = doc.append_child(pugi::node_declaration);
+  declaration.append_attribute("version") = "1.0";
+  declaration.append_attribute("encoding") = "UTF-8";
+  pugi::xml_node suites = doc.append_child("testsuites");
+  pugi::xml_node suite = suites.append_child("testsuite");
+  for (pugi::xml_node node : {suites, suite}) {
+    node.append_attribute("name") = "memplan check";
+    node.append_attribute("tests") = std::to_string(tests).c_str();
+    node.append_attribute("failures") = std::to_string(failures).c_str();
+    node.append_attribute("errors") = std::to_string(errors).c_str();
+    node.append_attribute("skipped") = std::to_string(skipped).c_str();
+  }
+  return suite;
+}
+
+void AddProperty(pugi::xml_node properties, const char* name, const std::string& value) {
+  pugi::xml_node property = properties.append_child("property");
+  property.append_attribute("name") = name;
+  property.append_attribute("value") = XmlAllowedText(value).c_str();
+}
+
+// pugixml escapes what XML needs (&, <, > in text; quotes and line breaks in attributes).
+std::string Serialized(const pugi::xml_document& doc) {
+  std::ostringstream out;
+  doc.save(out, "  ", pugi::format_indent, pugi::encoding_utf8);
+  return out.str();
 }
 
 }  // namespace
 
 std::string FormatJunit(const CheckReport& report) {
-  size_t tests = report.configurations.size();
-  size_t failures = report.Count(CheckStatus::kRegression) + report.Count(CheckStatus::kMissing);
-  size_t skipped = report.Count(CheckStatus::kNew);
-  std::string counts = " tests=\"" + std::to_string(tests) + "\" failures=\"" +
-                       std::to_string(failures) + "\" errors=\"0\" skipped=\"" +
-                       std::to_string(skipped) + "\"";
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<testsuites name=\"memplan check\"" + counts + ">\n";
-  out += "  <testsuite name=\"memplan check\"" + counts + ">\n";
-  out += "    <properties>\n";
-  out += "      <property name=\"tolerance\" value=\"" + EscapeMarkup(report.tolerance.text, true) +
-         "\"/>\n";
-  if (!report.baseline_path.empty())
-    out += "      <property name=\"baseline\" value=\"" + EscapeMarkup(report.baseline_path, true) +
-           "\"/>\n";
-  out += "    </properties>\n";
-  for (const ConfigurationCheck& check : report.configurations) out += TestCase(check);
-  out += "  </testsuite>\n";
-  out += "</testsuites>\n";
-  return out;
+  pugi::xml_document doc;
+  const size_t failures =
+      report.Count(CheckStatus::kRegression) + report.Count(CheckStatus::kMissing);
+  pugi::xml_node suite = SuiteWithCounts(doc, report.configurations.size(), failures, 0,
+                                         report.Count(CheckStatus::kNew));
+  pugi::xml_node properties = suite.append_child("properties");
+  AddProperty(properties, "tolerance", report.tolerance.text);
+  if (!report.baseline_path.empty()) AddProperty(properties, "baseline", report.baseline_path);
+  for (const ConfigurationCheck& check : report.configurations) AddTestCase(suite, check);
+  return Serialized(doc);
 }
 
 std::string FormatJunitError(std::string_view message, std::string_view baseline_path) {
-  const std::string counts = " tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\"";
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<testsuites name=\"memplan check\"" + counts + ">\n";
-  out += "  <testsuite name=\"memplan check\"" + counts + ">\n";
-  if (!baseline_path.empty()) {
-    out += "    <properties>\n";
-    out +=
-        "      <property name=\"baseline\" value=\"" + EscapeMarkup(baseline_path, true) + "\"/>\n";
-    out += "    </properties>\n";
-  }
-  out += "    <testcase classname=\"memplan.check\" name=\"memplan check\">\n";
-  out += "      <error type=\"error\" message=\"" + EscapeMarkup(message, true) + "\">" +
-         EscapeMarkup(std::string(message), false) + "</error>\n";
-  out += "    </testcase>\n";
-  out += "  </testsuite>\n";
-  out += "</testsuites>\n";
-  return out;
+  pugi::xml_document doc;
+  pugi::xml_node suite = SuiteWithCounts(doc, 1, 0, 1, 0);
+  if (!baseline_path.empty())
+    AddProperty(suite.append_child("properties"), "baseline", std::string(baseline_path));
+  pugi::xml_node testcase = suite.append_child("testcase");
+  testcase.append_attribute("classname") = "memplan.check";
+  testcase.append_attribute("name") = "memplan check";
+  pugi::xml_node error = testcase.append_child("error");
+  error.append_attribute("type") = "error";
+  const std::string text = XmlAllowedText(message);
+  error.append_attribute("message") = text.c_str();
+  error.text() = text.c_str();
+  return Serialized(doc);
 }
 
 }  // namespace memplan::check_format

@@ -6,7 +6,14 @@
 // optimizer, clipping or recompute either, yet the plan's memory depends on all three, so the
 // comment gives the script lines for them.
 //
-// Strings YAML 1.1 would read as booleans ('NO', 'no') are quoted, as `accelerate config` does.
+// The comments are text; the document is written by yaml-cpp. Strings YAML 1.1 would read as
+// booleans ('NO', 'no') are single-quoted, as `accelerate config` writes them (yaml-cpp, a YAML
+// 1.2 emitter, would leave them plain).
+
+#include <optional>
+#include <string>
+
+#include <yaml-cpp/yaml.h>
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
@@ -16,9 +23,9 @@
 namespace memplan::config_export {
 namespace {
 
-// accelerate's mixed_precision for each precision; 'no' is quoted (YAML 1.1 reads it as false).
+// accelerate's mixed_precision for each precision ('no' is quoted where it is written).
 constexpr EnumTable<Precision, std::string_view, 3> kMixedPrecisionValues = {{
-    {Precision::kFp32, "'no'"},
+    {Precision::kFp32, "no"},
     {Precision::kFp16, "fp16"},
     {Precision::kBf16, "bf16"},
 }};
@@ -40,7 +47,7 @@ std::string IndentedComment(const std::string& lines) {
 // accelerate's distributed_type for a data-parallel strategy.
 std::string DistributedType(const ExportPlan& plan) {
   // One GPU with an optimizer offload runs DeepSpeed's ZeRO-Offload through the plugin.
-  if (!plan.data_parallel) return OffloadsOptimizer(plan.offload) ? "DEEPSPEED" : "'NO'";
+  if (!plan.data_parallel) return OffloadsOptimizer(plan.offload) ? "DEEPSPEED" : "NO";
   switch (plan.data_parallel->strategy) {
     case ParallelStrategy::kDdp:
       return "MULTI_GPU";
@@ -52,60 +59,71 @@ std::string DistributedType(const ExportPlan& plan) {
   }
 }
 
-// deepspeed_config (ZeRO stages) or fsdp_config, with the settings the per-rank program was
-// derived with; empty for DDP and one GPU.
-// The plugin's deepspeed_config block for ZeRO `stage`, with the plan's offload devices.
-std::string DeepSpeedPluginSection(const ExportPlan& plan, int stage) {
-  const bool optimizer = OffloadsOptimizer(plan.offload);
-  const bool params = plan.offload == OffloadMode::kOptimizerAndParams;
-  std::string out = "deepspeed_config:\n";
-  out += "  gradient_accumulation_steps: " + std::to_string(plan.accumulation_steps) + "\n";
-  out += std::string("  offload_optimizer_device: ") + (optimizer ? "cpu" : "none") + "\n";
-  out += std::string("  offload_param_device: ") + (params ? "cpu" : "none") + "\n";
-  out += "  zero3_init_flag: false\n";
-  out += "  zero_stage: " + std::to_string(stage) + "\n";
-  return out;
+// A string YAML 1.1 (accelerate's PyYAML) would read as a boolean is single-quoted.
+void WriteString(YAML::Emitter& out, const std::string& value) {
+  if (value == "no" || value == "NO")
+    out << YAML::SingleQuoted << value;
+  else
+    out << value;
 }
 
-std::string EngineSection(const ExportPlan& plan) {
+// The plugin's deepspeed_config block for ZeRO `stage`, with the plan's offload devices.
+void DeepSpeedPluginSection(YAML::Emitter& out, const ExportPlan& plan, int stage) {
+  const bool optimizer = OffloadsOptimizer(plan.offload);
+  const bool params = plan.offload == OffloadMode::kOptimizerAndParams;
+  out << YAML::Key << "deepspeed_config" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "gradient_accumulation_steps" << YAML::Value << plan.accumulation_steps;
+  out << YAML::Key << "offload_optimizer_device" << YAML::Value << (optimizer ? "cpu" : "none");
+  out << YAML::Key << "offload_param_device" << YAML::Value << (params ? "cpu" : "none");
+  out << YAML::Key << "zero3_init_flag" << YAML::Value << false;
+  out << YAML::Key << "zero_stage" << YAML::Value << stage;
+  out << YAML::EndMap;
+}
+
+// The ZeRO stage the plan runs through accelerate's DeepSpeed plugin, or nullopt when it runs
+// without DeepSpeed (one GPU without offload, DDP, FSDP). One GPU with an optimizer offload is
+// ZeRO-Offload: stage 2 (stage 3 with the parameters offloaded).
+std::optional<int> DeepSpeedStage(const ExportPlan& plan) {
   if (!plan.data_parallel) {
-    // One GPU: ZeRO-Offload is stage 2 (stage 3 with the parameters offloaded).
-    if (!OffloadsOptimizer(plan.offload)) return "";
-    return DeepSpeedPluginSection(plan, plan.offload == OffloadMode::kOptimizerAndParams ? 3 : 2);
+    if (!OffloadsOptimizer(plan.offload)) return std::nullopt;
+    return plan.offload == OffloadMode::kOptimizerAndParams ? 3 : 2;
   }
-  const DataParallelOptions& dp = *plan.data_parallel;
-  std::string out;
-  switch (dp.strategy) {
-    case ParallelStrategy::kDdp:
-      return "";
-    case ParallelStrategy::kFsdp:
-    case ParallelStrategy::kHybridShard:
-      out += "fsdp_config:\n";
-      if (dp.fsdp_wrap_blocks) {
-        // Accelerate wraps the classes in the model's _no_split_modules (every HF model's
-        // decoder or encoder layer); for another model, add fsdp_transformer_layer_cls_to_wrap.
-        out += "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n";
-        out += "  fsdp_backward_prefetch: BACKWARD_PRE\n";
-      } else {
-        out += "  fsdp_auto_wrap_policy: SIZE_BASED_WRAP\n";
-        out += "  fsdp_backward_prefetch: BACKWARD_PRE\n";
-        out += "  fsdp_min_num_params: " + std::to_string(dp.fsdp_min_unit_parameters) + "\n";
-      }
-      out += std::string("  fsdp_offload_params: ") +
-             (plan.offload == OffloadMode::kOptimizerAndParams ? "true" : "false") + "\n";
-      out += "  fsdp_sharding_strategy: " + FsdpShardingStrategy(dp) + "\n";
-      out += "  fsdp_state_dict_type: SHARDED_STATE_DICT\n";
-      return out;
+  switch (plan.data_parallel->strategy) {
     case ParallelStrategy::kZero1:
+      return 1;
     case ParallelStrategy::kZero2:
-    case ParallelStrategy::kZero3: {
-      const int stage = dp.strategy == ParallelStrategy::kZero1   ? 1
-                        : dp.strategy == ParallelStrategy::kZero2 ? 2
-                                                                  : 3;
-      return DeepSpeedPluginSection(plan, stage);
-    }
+      return 2;
+    case ParallelStrategy::kZero3:
+      return 3;
+    default:
+      return std::nullopt;
   }
-  return out;
+}
+
+bool UsesFsdp(const ExportPlan& plan) {
+  return plan.data_parallel && (plan.data_parallel->strategy == ParallelStrategy::kFsdp ||
+                                plan.data_parallel->strategy == ParallelStrategy::kHybridShard);
+}
+
+// fsdp_config, with the settings the per-rank program was derived with.
+void FsdpSection(YAML::Emitter& out, const ExportPlan& plan) {
+  const DataParallelOptions& dp = *plan.data_parallel;
+  out << YAML::Key << "fsdp_config" << YAML::Value << YAML::BeginMap;
+  if (dp.fsdp_wrap_blocks) {
+    // Accelerate wraps the classes in the model's _no_split_modules (every HF model's
+    // decoder or encoder layer); for another model, add fsdp_transformer_layer_cls_to_wrap.
+    out << YAML::Key << "fsdp_auto_wrap_policy" << YAML::Value << "TRANSFORMER_BASED_WRAP";
+    out << YAML::Key << "fsdp_backward_prefetch" << YAML::Value << "BACKWARD_PRE";
+  } else {
+    out << YAML::Key << "fsdp_auto_wrap_policy" << YAML::Value << "SIZE_BASED_WRAP";
+    out << YAML::Key << "fsdp_backward_prefetch" << YAML::Value << "BACKWARD_PRE";
+    out << YAML::Key << "fsdp_min_num_params" << YAML::Value << dp.fsdp_min_unit_parameters;
+  }
+  out << YAML::Key << "fsdp_offload_params" << YAML::Value
+      << (plan.offload == OffloadMode::kOptimizerAndParams);
+  out << YAML::Key << "fsdp_sharding_strategy" << YAML::Value << FsdpShardingStrategy(dp);
+  out << YAML::Key << "fsdp_state_dict_type" << YAML::Value << "SHARDED_STATE_DICT";
+  out << YAML::EndMap;
 }
 
 }  // namespace
@@ -155,17 +173,23 @@ std::string ExportAccelerate(const ExportPlan& plan, const ExportOptions& option
     out += "# Launch: accelerate launch --config_file accelerate.yaml train.py (on each of the " +
            std::to_string(plan.Nodes()) + " machines, with its machine_rank).\n";
   }
-  const std::string engine = EngineSection(plan);
-  out += "compute_environment: LOCAL_MACHINE\n";
-  if (engine.rfind("deepspeed_config", 0) == 0) out += engine;  // keys in accelerate's order
-  out += "distributed_type: " + DistributedType(plan) + "\n";
-  if (engine.rfind("fsdp_config", 0) == 0) out += engine;
-  out += "machine_rank: 0\n";
-  out += "mixed_precision: " + std::string(ValueOf(kMixedPrecisionValues, plan.precision)) + "\n";
-  out += "num_machines: " + std::to_string(plan.Nodes()) + "\n";
-  out += "num_processes: " + std::to_string(plan.Gpus()) + "\n";
-  out += "use_cpu: false\n";
-  return out;
+  // The document, keys in the order `accelerate config` writes them.
+  YAML::Emitter doc;
+  doc << YAML::BeginMap;
+  doc << YAML::Key << "compute_environment" << YAML::Value << "LOCAL_MACHINE";
+  const std::optional<int> zero_stage = DeepSpeedStage(plan);
+  if (zero_stage) DeepSpeedPluginSection(doc, plan, *zero_stage);
+  doc << YAML::Key << "distributed_type" << YAML::Value;
+  WriteString(doc, DistributedType(plan));
+  if (UsesFsdp(plan)) FsdpSection(doc, plan);
+  doc << YAML::Key << "machine_rank" << YAML::Value << 0;
+  doc << YAML::Key << "mixed_precision" << YAML::Value;
+  WriteString(doc, std::string(ValueOf(kMixedPrecisionValues, plan.precision)));
+  doc << YAML::Key << "num_machines" << YAML::Value << plan.Nodes();
+  doc << YAML::Key << "num_processes" << YAML::Value << plan.Gpus();
+  doc << YAML::Key << "use_cpu" << YAML::Value << false;
+  doc << YAML::EndMap;
+  return out + doc.c_str() + "\n";
 }
 
 }  // namespace memplan::config_export

@@ -10,10 +10,13 @@
 // no fp32 masters: a pure plan. What a recipe cannot run of a plan is refused before this file is
 // reached (export_config.cc, CheckTorchtune).
 
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <yaml-cpp/yaml.h>
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
@@ -24,8 +27,6 @@ namespace memplan::config_export {
 namespace {
 
 constexpr std::string_view kMissing = "???";  // OmegaConf's mandatory value: the user's to set
-
-std::string YamlBool(bool value) { return value ? "True" : "False"; }
 
 // The recipe `tune run` starts for this plan.
 std::string RecipeName(const ExportPlan& plan) {
@@ -49,87 +50,95 @@ constexpr EnumTable<OptimizerKind, std::string_view, 8> kTorchtuneOptimizers = {
 }};
 static_assert(ListsEvery(kTorchtuneOptimizers, kOptimizerKindNames));
 
-std::string OptimizerSection(const ExportPlan& plan, const ExportOptions& options) {
-  std::string out = "optimizer:\n";
-  out += "  _component_: " + std::string(ValueOf(kTorchtuneOptimizers, plan.optimizer)) + "\n";
+// `key: ???  # comment`: a value the plan does not decide, which tune run refuses to start with.
+void Missing(YAML::Emitter& out, std::string_view key, std::string_view comment = {}) {
+  out << YAML::Key << std::string(key) << YAML::Value << std::string(kMissing);
+  if (!comment.empty()) out << YAML::Comment(std::string(comment));
+}
+
+void OptimizerSection(YAML::Emitter& out, const ExportPlan& plan, const ExportOptions& options) {
+  out << YAML::Key << "optimizer" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "_component_" << YAML::Value
+      << std::string(ValueOf(kTorchtuneOptimizers, plan.optimizer));
   if (plan.optimizer_impl) {
     switch (*plan.optimizer_impl) {
       case OptimizerImpl::kForeach:
-        out += "  foreach: True\n";
+        out << YAML::Key << "foreach" << YAML::Value << true;
         break;
       case OptimizerImpl::kFused:
-        out += "  fused: True\n";
+        out << YAML::Key << "fused" << YAML::Value << true;
         break;
       case OptimizerImpl::kForLoop:
-        out += "  foreach: False\n";
+        out << YAML::Key << "foreach" << YAML::Value << false;
         break;
     }
   }
-  if (options.learning_rate) {
-    out += "  lr: " + PythonFloat(*options.learning_rate) + "\n";
-  } else {
-    out += "  lr: " + std::string(kMissing) + "  # yours to set (memory does not depend on it)\n";
-  }
+  // Floats as Python writes them (1e-08, 16.0): a plain scalar YAML reads as a float.
+  if (options.learning_rate)
+    out << YAML::Key << "lr" << YAML::Value << PythonFloat(*options.learning_rate);
+  else
+    Missing(out, "lr", "yours to set (memory does not depend on it)");
   if (std::optional<double> decay = WrittenWeightDecay(plan, options)) {
     // transformers' Adafactor and bitsandbytes' optimizers take weight_decay too; SGD and Adam
     // get 0 (the plan simulated no decay).
-    out += "  weight_decay: " + PythonFloat(*decay) + "\n";
+    out << YAML::Key << "weight_decay" << YAML::Value << PythonFloat(*decay);
   }
   if (plan.optimizer == OptimizerKind::kMomentum) {
-    if (options.sgd_momentum) {
-      out += "  momentum: " + PythonFloat(*options.sgd_momentum) + "\n";
-    } else {
-      out += "  momentum: " + std::string(kMissing) +
-             "  # > 0, yours to set (the plan keeps a momentum buffer)\n";
-    }
+    if (options.sgd_momentum)
+      out << YAML::Key << "momentum" << YAML::Value << PythonFloat(*options.sgd_momentum);
+    else
+      Missing(out, "momentum", "> 0, yours to set (the plan keeps a momentum buffer)");
   }
   if (plan.optimizer == OptimizerKind::kAdafactor) {
     // With an explicit lr, transformers' Adafactor needs relative_step off.
-    out += "  relative_step: False\n";
-    out += "  scale_parameter: False\n";
+    out << YAML::Key << "relative_step" << YAML::Value << false;
+    out << YAML::Key << "scale_parameter" << YAML::Value << false;
   }
-  return out;
+  out << YAML::EndMap;
 }
 
 // The loss: torchtune's CEWithChunkedOutputLoss when the plan chunks it (the recipe then sets the
 // model's num_output_chunks, so the output projection runs per chunk too), else
 // torch.nn.CrossEntropyLoss over the whole [tokens, vocab] logits (ignore_index -100 by default,
 // torchtune's CROSS_ENTROPY_IGNORE_IDX).
-std::string LossSection(const ExportPlan& plan) {
-  std::string out = "loss:\n";
+void LossSection(YAML::Emitter& out, const ExportPlan& plan) {
+  out << YAML::Key << "loss" << YAML::Value << YAML::BeginMap;
   if (plan.loss_chunks > 0) {
-    out += "  _component_: torchtune.modules.loss.CEWithChunkedOutputLoss\n";
-    out += "  num_output_chunks: " + std::to_string(plan.loss_chunks) + "\n";
+    out << YAML::Key << "_component_" << YAML::Value
+        << "torchtune.modules.loss.CEWithChunkedOutputLoss";
+    out << YAML::Key << "num_output_chunks" << YAML::Value << plan.loss_chunks;
   } else {
-    out += "  _component_: torch.nn.CrossEntropyLoss\n";
+    out << YAML::Key << "_component_" << YAML::Value << "torch.nn.CrossEntropyLoss";
   }
-  return out;
+  out << YAML::EndMap;
 }
 
 // The model builder is the user's (an ONNX file does not say which torchtune builder made it);
 // the LoRA settings are the plan's (plan.lora: rank, alpha and dropout as simulated; memplan
 // inserts no dropout, which would add an input-sized transient per adapter).
-std::string ModelSection(const ExportPlan& plan) {
-  std::string out = "model:\n";
+void ModelSection(YAML::Emitter& out, const ExportPlan& plan) {
+  out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
   const bool qlora = plan.base_dtype == BaseDType::kNf4;
-  std::string example = !plan.lora ? "torchtune.models.llama3_2.llama3_2_1b"
-                        : qlora    ? "torchtune.models.llama3_2.qlora_llama3_2_1b"
-                                   : "torchtune.models.llama3_2.lora_llama3_2_1b";
-  out += "  _component_: " + std::string(kMissing) + "  # your model's builder, e.g. " + example +
-         "\n";
-  if (!plan.lora) return out;
-  const TorchtuneLoraModules modules = TorchtuneLoraModulesOf(plan.lora->target_modules);
-  out += "  lora_attn_modules: [";
-  for (size_t i = 0; i < modules.attention.size(); ++i)
-    out += (i ? ", '" : "'") + modules.attention[i] + "'";
-  out += "]\n";
-  out += "  apply_lora_to_mlp: " + YamlBool(modules.mlp) + "\n";
-  out += "  apply_lora_to_output: " + YamlBool(modules.output) + "\n";
-  out += "  lora_rank: " + std::to_string(plan.lora->rank) + "\n";
-  out += "  lora_alpha: " + PythonFloat(static_cast<double>(plan.lora->alpha)) + "\n";
-  out += "  lora_dropout: " + PythonFloat(plan.lora->dropout) + "\n";
-  if (qlora) out += "  quantize_base: True  # QLoRA: the frozen base in NF4, as planned\n";
-  return out;
+  const std::string example = !plan.lora ? "torchtune.models.llama3_2.llama3_2_1b"
+                              : qlora    ? "torchtune.models.llama3_2.qlora_llama3_2_1b"
+                                         : "torchtune.models.llama3_2.lora_llama3_2_1b";
+  Missing(out, "_component_", "your model's builder, e.g. " + example);
+  if (plan.lora) {
+    const TorchtuneLoraModules modules = TorchtuneLoraModulesOf(plan.lora->target_modules);
+    out << YAML::Key << "lora_attn_modules" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const std::string& name : modules.attention) out << YAML::SingleQuoted << name;
+    out << YAML::EndSeq;
+    out << YAML::Key << "apply_lora_to_mlp" << YAML::Value << modules.mlp;
+    out << YAML::Key << "apply_lora_to_output" << YAML::Value << modules.output;
+    out << YAML::Key << "lora_rank" << YAML::Value << plan.lora->rank;
+    out << YAML::Key << "lora_alpha" << YAML::Value
+        << PythonFloat(static_cast<double>(plan.lora->alpha));
+    out << YAML::Key << "lora_dropout" << YAML::Value << PythonFloat(plan.lora->dropout);
+    if (qlora)
+      out << YAML::Key << "quantize_base" << YAML::Value << true
+          << YAML::Comment("QLoRA: the frozen base in NF4, as planned");
+  }
+  out << YAML::EndMap;
 }
 
 // A comment paragraph for LoRA targets torchtune's switches do not name one by one: a module
@@ -198,67 +207,83 @@ std::string LaunchComment(const ExportPlan& plan) {
 }  // namespace
 
 std::string ExportTorchtune(const ExportPlan& plan, const ExportOptions& options) {
-  std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
-  out += LaunchComment(plan);
-  out += LoraComment(plan);
-  out += RecomputeComment(plan, options);
-  out += "output_dir: " + options.hf_output_dir + "\n";
-  out += ModelSection(plan);
-  out += "tokenizer:\n";
-  out += "  _component_: " + std::string(kMissing) +
-         "  # e.g. torchtune.models.llama3.llama3_tokenizer\n";
-  out += "  path: " + std::string(kMissing) + "\n";
-  out += "  max_seq_len: " + std::string(kMissing) + "\n";
-  out += "checkpointer:\n";
-  out += "  _component_: torchtune.training.FullModelHFCheckpointer\n";
-  out += "  checkpoint_dir: " + std::string(kMissing) + "\n";
-  out += "  checkpoint_files: " + std::string(kMissing) + "\n";
-  out += "  recipe_checkpoint: null\n";
-  out += "  output_dir: ${output_dir}\n";
-  out += "  model_type: " + std::string(kMissing) + "  # e.g. LLAMA3_2\n";
-  out += "resume_from_checkpoint: False\n";
-  if (plan.lora) out += "save_adapter_weights_only: False\n";
-  out += "dataset:\n";
-  out += "  _component_: " + std::string(kMissing) +
-         "  # e.g. torchtune.datasets.alpaca_cleaned_dataset\n";
-  out += "  packed: False\n";
-  out += "seed: null\n";
-  out += "shuffle: True\n";
-  out += "batch_size: " + std::to_string(plan.micro_batch) + "\n";
-  out += OptimizerSection(plan, options);
-  out += "lr_scheduler:\n";
-  out += "  _component_: torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup\n";
-  out += "  num_warmup_steps: 100\n";
-  out += LossSection(plan);
-  out += "epochs: 1\n";
-  out += "max_steps_per_epoch: null\n";
-  out += "gradient_accumulation_steps: " + std::to_string(plan.accumulation_steps) + "\n";
+  // The comment paragraphs first, as text (each line a `#` comment: CommentSafe and the
+  // paragraph builders keep user names on one line); the document itself is yaml-cpp's, which
+  // quotes what a plain scalar cannot hold (an output folder with `: ` or `#`).
+  std::string preamble = "# " + ProvenanceSentence(plan, options) + "\n";
+  preamble += LaunchComment(plan);
+  preamble += LoraComment(plan);
+  preamble += RecomputeComment(plan, options);
+
+  YAML::Emitter out;
+  out.SetBoolFormat(YAML::CamelCase);  // True / False, as torchtune's own configs write them
+  out.SetNullFormat(YAML::LowerNull);
+  out << YAML::BeginMap;
+  out << YAML::Key << "output_dir" << YAML::Value << options.hf_output_dir;
+  ModelSection(out, plan);
+  out << YAML::Key << "tokenizer" << YAML::Value << YAML::BeginMap;
+  Missing(out, "_component_", "e.g. torchtune.models.llama3.llama3_tokenizer");
+  Missing(out, "path");
+  Missing(out, "max_seq_len");
+  out << YAML::EndMap;
+  out << YAML::Key << "checkpointer" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "_component_" << YAML::Value << "torchtune.training.FullModelHFCheckpointer";
+  Missing(out, "checkpoint_dir");
+  Missing(out, "checkpoint_files");
+  out << YAML::Key << "recipe_checkpoint" << YAML::Value << YAML::Null;
+  out << YAML::Key << "output_dir" << YAML::Value << "${output_dir}";
+  Missing(out, "model_type", "e.g. LLAMA3_2");
+  out << YAML::EndMap;
+  out << YAML::Key << "resume_from_checkpoint" << YAML::Value << false;
+  if (plan.lora) out << YAML::Key << "save_adapter_weights_only" << YAML::Value << false;
+  out << YAML::Key << "dataset" << YAML::Value << YAML::BeginMap;
+  Missing(out, "_component_", "e.g. torchtune.datasets.alpaca_cleaned_dataset");
+  out << YAML::Key << "packed" << YAML::Value << false;
+  out << YAML::EndMap;
+  out << YAML::Key << "seed" << YAML::Value << YAML::Null;
+  out << YAML::Key << "shuffle" << YAML::Value << true;
+  out << YAML::Key << "batch_size" << YAML::Value << plan.micro_batch;
+  OptimizerSection(out, plan, options);
+  out << YAML::Key << "lr_scheduler" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "_component_" << YAML::Value
+      << "torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup";
+  out << YAML::Key << "num_warmup_steps" << YAML::Value << 100;
+  out << YAML::EndMap;
+  LossSection(out, plan);
+  out << YAML::Key << "epochs" << YAML::Value << 1;
+  out << YAML::Key << "max_steps_per_epoch" << YAML::Value << YAML::Null;
+  out << YAML::Key << "gradient_accumulation_steps" << YAML::Value << plan.accumulation_steps;
   // Issue 40 item 3: torchtune's optimizer_in_bwd steps each parameter from its gradient hook;
   // the recipes refuse it with clipping (and with accumulation, refused earlier).
-  out += "optimizer_in_bwd: " + YamlBool(plan.optimizer_in_backward) + "\n";
-  if (options.max_grad_norm > 0 && !plan.optimizer_in_backward) {
-    out += "clip_grad_norm: " + PythonFloat(options.max_grad_norm) + "\n";
-  } else {
-    out += "clip_grad_norm: null\n";
-  }
-  out += "compile: " + YamlBool(plan.compile) + "\n";
-  out += "device: cuda\n";
-  out += "dtype: " + std::string(plan.precision == Precision::kBf16 ? "bf16" : "fp32") + "\n";
-  out += "enable_activation_checkpointing: " + YamlBool(plan.UsesRecompute()) + "\n";
-  out +=
-      "enable_activation_offloading: " + YamlBool(plan.offload == OffloadMode::kActivations) + "\n";
+  out << YAML::Key << "optimizer_in_bwd" << YAML::Value << plan.optimizer_in_backward;
+  out << YAML::Key << "clip_grad_norm" << YAML::Value;
+  if (options.max_grad_norm > 0 && !plan.optimizer_in_backward)
+    out << PythonFloat(options.max_grad_norm);
+  else
+    out << YAML::Null;
+  out << YAML::Key << "compile" << YAML::Value << plan.compile;
+  out << YAML::Key << "device" << YAML::Value << "cuda";
+  out << YAML::Key << "dtype" << YAML::Value
+      << (plan.precision == Precision::kBf16 ? "bf16" : "fp32");
+  out << YAML::Key << "enable_activation_checkpointing" << YAML::Value << plan.UsesRecompute();
+  out << YAML::Key << "enable_activation_offloading" << YAML::Value
+      << (plan.offload == OffloadMode::kActivations);
   if (plan.data_parallel) {
     // FSDP2 fully_shard on every transformer layer and the root (training.shard_model).
-    out += "fsdp_cpu_offload: " + YamlBool(plan.offload == OffloadMode::kOptimizerAndParams) + "\n";
-    out +=
-        "fsdp_reshard_after_forward: " + YamlBool(plan.data_parallel->reshard_after_forward) + "\n";
+    out << YAML::Key << "fsdp_cpu_offload" << YAML::Value
+        << (plan.offload == OffloadMode::kOptimizerAndParams);
+    out << YAML::Key << "fsdp_reshard_after_forward" << YAML::Value
+        << plan.data_parallel->reshard_after_forward;
   }
-  out += "metric_logger:\n";
-  out += "  _component_: torchtune.training.metric_logging.DiskLogger\n";
-  out += "  log_dir: ${output_dir}/logs\n";
-  out += "log_every_n_steps: 1\n";
-  out += "log_peak_memory_stats: True\n";
-  return out;
+  out << YAML::Key << "metric_logger" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "_component_" << YAML::Value
+      << "torchtune.training.metric_logging.DiskLogger";
+  out << YAML::Key << "log_dir" << YAML::Value << "${output_dir}/logs";
+  out << YAML::EndMap;
+  out << YAML::Key << "log_every_n_steps" << YAML::Value << 1;
+  out << YAML::Key << "log_peak_memory_stats" << YAML::Value << true;
+  out << YAML::EndMap;
+  return preamble + out.c_str() + "\n";
 }
 
 }  // namespace memplan::config_export

@@ -12,6 +12,21 @@
 #include <system_error>
 
 namespace memplan {
+namespace {
+
+// XML 1.0 forbids the control characters other than tab and line breaks, even as references.
+bool ForbiddenInXml(unsigned char u) {
+  return (u < 0x20 && u != '\t' && u != '\n' && u != '\r') || u == 0x7f;
+}
+
+}  // namespace
+
+std::string XmlAllowedText(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (ForbiddenInXml(static_cast<unsigned char>(c))) c = '?';
+  return out;
+}
 
 std::string EscapeMarkup(std::string_view text, bool attribute) {
   std::string out;
@@ -44,7 +59,7 @@ std::string EscapeMarkup(std::string_view text, bool attribute) {
         out += "&#13;";
         break;
       default:
-        out += (u < 0x20 || u == 0x7f) ? '?' : c;
+        out += ForbiddenInXml(u) ? '?' : c;
     }
   }
   return out;

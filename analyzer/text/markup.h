@@ -18,6 +18,10 @@ namespace memplan {
 // references too: a parser normalizes literal ones in attribute values to spaces.
 std::string EscapeMarkup(std::string_view text, bool attribute = false);
 
+// `text` with the characters XML 1.0 forbids replaced by '?' (as EscapeMarkup replaces them),
+// for a library that escapes the rest (pugixml writes them as references, which XML forbids too).
+std::string XmlAllowedText(std::string_view text);
+
 // `text` with each character that `replacements` lists replaced by its text, the others kept:
 // ReplaceChars("a|b", {{'|', "\\|"}}) -> "a\\|b".
 std::string ReplaceChars(std::string_view text,

@@ -30,8 +30,8 @@ Status ApplyMeasuredProfile(const std::string& path, PlanRequest& request) {
 Expected<ProfileComparison> CompareWithRoofline(const std::string& path,
                                                 const AnalysisSession& session,
                                                 PlanRequest roofline_request,
-                                                const Progress& progress) {
-  progress.Report("estimating the same request with the roofline only, for comparison");
+                                                const ProgressSink& progress) {
+  progress("estimating the same request with the roofline only, for comparison");
   MEMPLAN_TRY(auto roofline, RunAnalysisSession(std::move(roofline_request), progress));
   ProfileComparison c;
   c.path = path;

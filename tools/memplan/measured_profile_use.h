@@ -31,7 +31,7 @@ Status ApplyMeasuredProfile(const std::string& path, PlanRequest& request);
 Expected<ProfileComparison> CompareWithRoofline(const std::string& path,
                                                 const AnalysisSession& session,
                                                 PlanRequest roofline_request,
-                                                const Progress& progress);
+                                                const ProgressSink& progress);
 
 std::string FormatProfileComparison(const ProfileComparison& comparison);
 nlohmann::ordered_json ProfileComparisonJson(const ProfileComparison& comparison);

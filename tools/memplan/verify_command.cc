@@ -116,130 +116,166 @@ BackendFactory BackendFor(const std::string& device) {
   return [device] { return MakeBackend(device); };
 }
 
+// What the runtime cannot execute of a request (planned only), refused before any work.
+Status CheckExecutable(const PlanRequest& request, const std::string& device) {
+  const std::vector<std::string_view> devices = BackendNames();
+  if (std::find(devices.begin(), devices.end(), device) == devices.end()) {
+    std::string names;
+    for (std::string_view d : devices) names += (names.empty() ? "" : " or ") + std::string(d);
+    return MakeError("--device must be " + names + ", got '" + device + "'");
+  }
+  if (const auto& base = request.planner.program.base_dtype;
+      base && (*base == BaseDType::kInt8 || *base == BaseDType::kNf4))
+    return MakeError("verify: the runtime does not execute --base-dtype " +
+                     std::string(BaseDTypeName(*base)) +
+                     " (quantised weights are planned only); verify with --base-dtype bf16");
+  if (const OffloadMode offload = request.planner.program.offload.mode;
+      offload != OffloadMode::kNone)
+    return MakeError("verify: the runtime does not execute --offload " +
+                     std::string(OffloadModeName(offload)) +
+                     " (host memory and its copies are planned only); verify without --offload");
+  if (request.tensor_parallel > 1)
+    return MakeError(std::string("verify: ") + kTensorParallelNotExecuted);
+  return OkStatus();
+}
+
+// --steps, --seed, --tolerance, --max-cpu-memory and --learning-rate, validated.
+Expected<VerifyOptions> VerifyOptionsOf(const VerifyFlags& flags) {
+  VerifyOptions options;
+  options.steps = flags.steps;
+  MEMPLAN_TRY(options.seed, ParseSeed(flags.seed));
+  if (flags.steps < 1) return MakeError("--steps must be at least 1");
+  Expected<Tolerance> tolerance = ParseTolerance(flags.tolerance);
+  Expected<double> fraction =
+      tolerance.ok() ? RelativeFraction(*tolerance) : Expected<double>(tolerance.error());
+  if (!fraction.ok()) return MakeError("--tolerance: " + fraction.error().message);
+  options.tolerance = *fraction;
+  auto limit = ParseMemorySize(flags.max_cpu_memory);
+  if (!limit.ok()) return MakeError("--max-cpu-memory: " + limit.error().message);
+  options.max_memory_bytes = flags.device == "cpu" ? *limit : std::numeric_limits<int64_t>::max();
+  if (!flags.learning_rate.empty()) {
+    MEMPLAN_TRY(options.executor.optimizer.learning_rate, ParseLearningRate(flags.learning_rate));
+  }
+  return options;
+}
+
+// The plan verify runs and the graph it runs on, from one of three sources: a saved plan
+// (--plan), the flags alone (--batch / --micro-batch without --gpu), or the planner (--gpu).
+struct PlanToVerify {
+  Graph graph;                               // the model, unless `session` holds it
+  LoadedPlan loaded;                         // the plan and, for --fused-loss, its reference
+  std::unique_ptr<AnalysisSession> session;  // --gpu: the analysis that chose the plan
+  std::string source;                        // VerifiedPlanInfo::plan_source
+  const Graph& RunGraph() const { return session ? session->graph : graph; }
+};
+
+Status PlanFromFile(const PlanRequest& request, const std::string& path, PlanToVerify& out) {
+  MEMPLAN_TRY(out.graph, LoadPlannedModel(request));
+  MEMPLAN_TRY(out.loaded, PlanFromJson(out.graph, path, request));
+  out.source = "--plan " + path;
+  return OkStatus();
+}
+
+Status PlanFromFlagsAlone(const PlanRequest& request, const PlanArguments& flags,
+                          const std::function<Status(Graph&)>& attention, PlanToVerify& out) {
+  MEMPLAN_TRY(out.graph, LoadPlannedModel(request));
+  // Prepared as analyze prepares it (--attention, the --dim values, --fused-loss); the request
+  // then plans the fused loss, the reference keeps the one asked.
+  PlanRequest prepared = request;
+  MEMPLAN_TRY(ModelRewrites rewrites, PrepareLoadedModel(out.graph, prepared));
+  if (rewrites.fused_loss.fused()) {
+    MEMPLAN_RETURN_IF_ERROR(
+        LoadUnfusedReference(request, request.planner.program.loss, attention, out.loaded));
+  }
+  MEMPLAN_TRY(VerifyPlan plan, PlanFromFlags(out.graph, prepared, flags));
+  plan.unfused_graph = out.loaded.plan.unfused_graph;
+  plan.unfused_loss = out.loaded.plan.unfused_loss;
+  out.loaded.plan = std::move(plan);
+  out.source = "flags";
+  return OkStatus();
+}
+
+Status PlanFromPlanner(const PlanRequest& request, const std::string& gpu,
+                       const std::function<Status(Graph&)>& attention, const Progress& progress,
+                       PlanToVerify& out) {
+  MEMPLAN_TRY(out.session, RunAnalysisSession(request, progress));
+  const AnalysisSession& session = *out.session;
+  if (!session.plan.feasible)
+    return MakeError("the planner found no plan that fits " + gpu + "; nothing to verify");
+  // The session fused its graph; the reference is the model imported again, unfused.
+  if (session.fused_loss.fused()) {
+    MEMPLAN_RETURN_IF_ERROR(
+        LoadUnfusedReference(request, request.planner.program.loss, attention, out.loaded));
+  }
+  VerifyPlan& plan = out.loaded.plan;
+  plan.program = session.planner_used.program;
+  plan.program.accumulation_steps = session.plan.chosen.accumulation_steps;
+  plan.micro_batch = session.plan.chosen.micro_batch;
+  plan.bindings = session.plan.bindings;
+  out.source = "the planner (--gpu " + gpu + ")";
+  return OkStatus();
+}
+
+Status ChoosePlan(const VerifyFlags& flags, const PlanRequest& request, const Progress& progress,
+                  PlanToVerify& out) {
+  auto attention = [&request](Graph& g) -> Status {
+    MEMPLAN_RETURN_IF_ERROR(ApplyRequestedAttention(g, request));
+    return OkStatus();
+  };
+  const std::string& gpu = flags.plan.Text("gpu");
+  if (!flags.plan_file.empty()) return PlanFromFile(request, flags.plan_file, out);
+  if (request.planner.micro_batch && gpu.empty())
+    return PlanFromFlagsAlone(request, flags.plan, attention, out);
+  if (!gpu.empty()) return PlanFromPlanner(request, gpu, attention, progress, out);
+  return MakeError("verify needs a plan: --plan plan.json, --batch N, or --gpu to plan one");
+}
+
+// What the chosen plan asks that verify will not run.
+Status CheckRunnable(const VerifyPlan& plan, const std::string& device) {
+  if (plan.program.accumulation_steps > kMaxVerifiedMicroBatches)
+    return MakeError("the plan accumulates " + std::to_string(plan.program.accumulation_steps) +
+                     " micro-batches per step; verify runs each one and takes at most " +
+                     std::to_string(kMaxVerifiedMicroBatches) +
+                     " (peak memory is the same from 2 up: verify a smaller global batch)");
+  // The fused loss has a CPU reference kernel only (runtime/cpu/kernels/fused_loss.cc).
+  if (plan.unfused_graph != nullptr && device != "cpu")
+    return MakeError("--fused-loss: the " + device +
+                     " backend has no kernel for Liger's fused linear cross entropy; verify "
+                     "the plan with --device cpu");
+  return OkStatus();
+}
+
 int RunVerify(const VerifyFlags& flags) {
   Expected<PlanRequest> request = ResolvePlanFlags(flags.plan, /*require_gpu=*/false);
   if (!request.ok()) return ReportError(request.error().message);
-  const std::vector<std::string_view> devices = BackendNames();
-  if (std::find(devices.begin(), devices.end(), flags.device) == devices.end()) {
-    std::string names;
-    for (std::string_view d : devices) names += (names.empty() ? "" : " or ") + std::string(d);
-    return ReportError("--device must be " + names + ", got '" + flags.device + "'");
-  }
-  if (const auto& base = request->planner.program.base_dtype;
-      base && (*base == BaseDType::kInt8 || *base == BaseDType::kNf4))
-    return ReportError("verify: the runtime does not execute --base-dtype " +
-                       std::string(BaseDTypeName(*base)) +
-                       " (quantised weights are planned only); verify with --base-dtype bf16");
-  if (const OffloadMode offload = request->planner.program.offload.mode;
-      offload != OffloadMode::kNone)
-    return ReportError("verify: the runtime does not execute --offload " +
-                       std::string(OffloadModeName(offload)) +
-                       " (host memory and its copies are planned only); verify without --offload");
-  if (request->tensor_parallel > 1)
-    return ReportError(std::string("verify: ") + kTensorParallelNotExecuted);
+  if (Status executable = CheckExecutable(*request, flags.device); !executable.ok())
+    return ReportError(executable.error().message);
   const BackendFactory backends = BackendFor(flags.device);
   if (flags.device != "cpu") {
     // Fail before any work when there is no device.
     auto probe = backends();
     if (!probe.ok()) return ReportError(probe.error().message);
   }
-  VerifyOptions options;
-  options.steps = flags.steps;
-  Expected<uint64_t> seed = ParseSeed(flags.seed);
-  if (!seed.ok()) return ReportError(seed.error().message);
-  options.seed = *seed;
-  if (flags.steps < 1) return ReportError("--steps must be at least 1");
-  Expected<Tolerance> tolerance = ParseTolerance(flags.tolerance);
-  Expected<double> fraction =
-      tolerance.ok() ? RelativeFraction(*tolerance) : Expected<double>(tolerance.error());
-  if (!fraction.ok()) return ReportError("--tolerance: " + fraction.error().message);
-  options.tolerance = *fraction;
-  auto limit = ParseMemorySize(flags.max_cpu_memory);
-  if (!limit.ok()) return ReportError("--max-cpu-memory: " + limit.error().message);
-  options.max_memory_bytes = flags.device == "cpu" ? *limit : std::numeric_limits<int64_t>::max();
-  if (!flags.learning_rate.empty()) {
-    Expected<double> rate = ParseLearningRate(flags.learning_rate);
-    if (!rate.ok()) return ReportError(rate.error().message);
-    options.executor.optimizer.learning_rate = *rate;
-  }
+  Expected<VerifyOptions> options = VerifyOptionsOf(flags);
+  if (!options.ok()) return ReportError(options.error().message);
 
   Progress progress(request->analysis.format);
+  PlanToVerify chosen;
+  if (Status planned = ChoosePlan(flags, *request, progress, chosen); !planned.ok())
+    return ReportError(planned.error().message);
+  const VerifyPlan& plan = chosen.loaded.plan;
+  if (Status runnable = CheckRunnable(plan, flags.device); !runnable.ok())
+    return ReportError(runnable.error().message);
+  const Graph& g = chosen.RunGraph();
   VerifiedPlanInfo info;
   info.model = request->analysis.model;
-  Graph graph;
-  LoadedPlan loaded_plan;
-  VerifyPlan& plan = loaded_plan.plan;
-  std::unique_ptr<AnalysisSession> session;
-  auto requested_attention = [&](Graph& g) -> Status {
-    MEMPLAN_RETURN_IF_ERROR(ApplyRequestedAttention(g, *request));
-    return OkStatus();
-  };
-  if (!flags.plan_file.empty()) {
-    auto loaded = LoadPlannedModel(*request);
-    if (!loaded.ok()) return ReportError(loaded.error().message);
-    graph = std::move(*loaded);
-    auto p = PlanFromJson(graph, flags.plan_file, *request);
-    if (!p.ok()) return ReportError(p.error().message);
-    loaded_plan = std::move(*p);
-    info.plan_source = "--plan " + flags.plan_file;
-  } else if (request->planner.micro_batch && flags.plan.Text("gpu").empty()) {
-    auto loaded = LoadPlannedModel(*request);
-    if (!loaded.ok()) return ReportError(loaded.error().message);
-    graph = std::move(*loaded);
-    // Prepared as analyze prepares it (--attention, the --dim values, --fused-loss); the request
-    // then plans the fused loss, the reference keeps the one asked.
-    PlanRequest prepared = *request;
-    auto rewrites = PrepareLoadedModel(graph, prepared);
-    if (!rewrites.ok()) return ReportError(rewrites.error().message);
-    if (rewrites->fused_loss.fused()) {
-      Status reference = LoadUnfusedReference(*request, request->planner.program.loss,
-                                              requested_attention, loaded_plan);
-      if (!reference.ok()) return ReportError(reference.error().message);
-    }
-    auto p = PlanFromFlags(graph, prepared, flags.plan);
-    if (!p.ok()) return ReportError(p.error().message);
-    p->unfused_graph = plan.unfused_graph;
-    p->unfused_loss = plan.unfused_loss;
-    plan = std::move(*p);
-    info.plan_source = "flags";
-  } else if (!flags.plan.Text("gpu").empty()) {
-    auto s = RunAnalysisSession(*request, progress);
-    if (!s.ok()) return ReportError(s.error().message);
-    session = std::move(*s);
-    if (!session->plan.feasible)
-      return ReportError("the planner found no plan that fits " + flags.plan.Text("gpu") +
-                         "; nothing to verify");
-    if (session->fused_loss.fused()) {
-      // The session fused its graph; the reference is the model imported again, unfused.
-      Status reference = LoadUnfusedReference(*request, request->planner.program.loss,
-                                              requested_attention, loaded_plan);
-      if (!reference.ok()) return ReportError(reference.error().message);
-    }
-    plan.program = session->planner_used.program;
-    plan.program.accumulation_steps = session->plan.chosen.accumulation_steps;
-    plan.micro_batch = session->plan.chosen.micro_batch;
-    plan.bindings = session->plan.bindings;
-    info.plan_source = "the planner (--gpu " + flags.plan.Text("gpu") + ")";
-  } else {
-    return ReportError("verify needs a plan: --plan plan.json, --batch N, or --gpu to plan one");
-  }
-  if (plan.program.accumulation_steps > kMaxVerifiedMicroBatches)
-    return ReportError("the plan accumulates " + std::to_string(plan.program.accumulation_steps) +
-                       " micro-batches per step; verify runs each one and takes at most " +
-                       std::to_string(kMaxVerifiedMicroBatches) +
-                       " (peak memory is the same from 2 up: verify a smaller global batch)");
-  // The fused loss has a CPU reference kernel only (runtime/cpu/kernels/fused_loss.cc).
-  if (plan.unfused_graph != nullptr && flags.device != "cpu")
-    return ReportError("--fused-loss: the " + flags.device +
-                       " backend has no kernel for Liger's fused linear cross entropy; verify "
-                       "the plan with --device cpu");
-  const Graph& g = session ? session->graph : graph;
+  info.plan_source = chosen.source;
   info.program = plan.program;
   info.fused_loss = plan.unfused_graph != nullptr;
   for (NodeId n : plan.program.recompute) info.recompute.push_back(g.node(n).name);
 
   progress.Report("running the plan on " + flags.device + "...");
-  auto report = VerifyPlanOnBackend(g, plan, backends, options);
+  auto report = VerifyPlanOnBackend(g, plan, backends, *options);
   if (!report.ok()) return ReportError(report.error().message);
   std::string out = request->analysis.format == OutputFormat::kJson
                         ? VerificationToJson(*report, info).dump(2) + "\n"

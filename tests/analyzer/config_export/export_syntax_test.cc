@@ -130,6 +130,34 @@ TEST_CASE("Generated accelerate YAML loads with PyYAML as the expected mapping",
   std::filesystem::remove_all(dir);
 }
 
+// The YAML documents are written by a library (yaml-cpp), so a value no plain scalar can hold (a
+// folder with ": " and " #", which hand-written YAML would cut into a mapping and a comment)
+// reads back as written, checked by an independent parser (PyYAML).
+TEST_CASE("Generated torchtune YAML keeps an output folder with ': ' and ' #' intact",
+          "[export][python]") {
+  if (!HavePython() || Run(std::string(kPython) + " -c 'import yaml'") != 0) {
+    WARN("skipped: python3-yaml not installed");
+    return;
+  }
+  std::filesystem::path dir = ScratchDir();
+  const char* checker =
+      "import sys, yaml\n"
+      "d = yaml.safe_load(open(sys.argv[1]))\n"
+      "assert d['output_dir'] == 'runs/a: b #1', d['output_dir']\n"
+      "assert d['batch_size'] == 4 and d['gradient_accumulation_steps'] == 8, d\n"
+      "assert d['model']['_component_'] == '?' * 3, d['model']\n";
+  std::filesystem::path script = WriteFile(dir / "check_torchtune.py", checker);
+  ExportOptions options;
+  options.hf_output_dir = "runs/a: b #1";
+  Expected<std::string> text =
+      ExportConfig(LoadPlan("gpt_bf16_plan.json"), ExportTarget::kTorchtune, options);
+  REQUIRE(text.ok());
+  std::filesystem::path file = WriteFile(dir / "torchtune.yaml", *text);
+  INFO(*text);
+  CHECK(Run(std::string(kPython) + " " + script.string() + " " + file.string()) == 0);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("Generated JSON parses", "[export]") {
   for (const char* plan_name : kPlans) {
     for (ExportTarget target : {ExportTarget::kDeepSpeed, ExportTarget::kHfTrainerJson}) {
