@@ -305,6 +305,32 @@ Expected<std::vector<TensorInfo>> InferGatherElements(const OpContext& ctx) {
   return SingleOutput(ctx.inputs.at(0).dtype, ctx.inputs.at(1).shape);
 }
 
+// GatherND (the dynamo exporter's aten.index.Tensor with several index tensors, x[i, j]):
+// indices [..., k] address slices of data's trailing dims after `batch_dims` shared leading
+// ones, so the output is indices.shape[:-1] + data.shape[batch_dims + k:].
+Expected<std::vector<TensorInfo>> InferGatherND(const OpContext& ctx) {
+  const TensorInfo& data = ctx.inputs.at(0);
+  const TensorInfo& indices = ctx.inputs.at(1);
+  if (!data.shape.known || !indices.shape.known) return Unknown(data.dtype);
+  const int64_t batch_dims = ctx.attrs().GetInt("batch_dims", 0);
+  const size_t r = data.shape.rank();
+  const size_t q = indices.shape.rank();
+  if (q < 1 || r < 1) return MakeError(NodeError(ctx.node, "data and indices must have rank >= 1"));
+  const std::optional<int64_t> k = indices.shape.dims.back().constant_value();
+  if (!k) return Unknown(data.dtype);  // the index depth decides the rank
+  if (batch_dims < 0 || static_cast<size_t>(batch_dims) >= std::min(q, r) || *k < 1 ||
+      static_cast<size_t>(batch_dims + *k) > r)
+    return MakeError(NodeError(ctx.node, "batch_dims " + std::to_string(batch_dims) +
+                                             " and index rows of " + std::to_string(*k) +
+                                             " do not fit data of rank " + std::to_string(r) +
+                                             " and indices of rank " + std::to_string(q)));
+  Shape out;
+  for (size_t i = 0; i + 1 < q; ++i) out.dims.push_back(indices.shape.dims[i]);
+  for (size_t i = static_cast<size_t>(batch_dims + *k); i < r; ++i)
+    out.dims.push_back(data.shape.dims[i]);
+  return SingleOutput(data.dtype, out);
+}
+
 Expected<std::vector<TensorInfo>> InferScatterND(const OpContext& ctx) {
   return SingleOutput(ctx.inputs.at(0).dtype, ctx.inputs.at(0).shape);
 }
@@ -372,6 +398,10 @@ void RegisterIndexingOps(OpRegistry& registry) {
   AddGather(registry);
   Add(registry, "GatherElements", InferGatherElements,
       "derivatives.yaml: gather: gather_backward(grad, self, dim, index) saves index",
+      SavesIndices);
+  Add(registry, "GatherND", InferGatherND,
+      "derivatives.yaml: index.Tensor: index_backward(zeros_like(self), indices, grad) saves "
+      "indices",
       SavesIndices);
   Add(registry, "ScatterND", InferScatterND,
       "derivatives.yaml: index_put: values: grad.index(indices) saves indices", SavesIndices);

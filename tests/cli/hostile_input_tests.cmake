@@ -47,3 +47,8 @@ memplan_cli_test("analyze --dim batch=8 pins the micro-batch" EXPECT_EXIT 0
 memplan_cli_test("analyze --dim batch=8 with --micro-batch 4 is one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: --dim batch=8 binds the batch dimension, which disagrees with --micro-batch 4; give one of them\n$"
   COMMAND analyze ${MEMPLAN_TEST_FIXTURES}/tiny_mlp.onnx --gpu 24G --dim batch=8 --micro-batch 4)
+# verify without --gpu prepares its model as analyze does (PrepareLoadedModel), so it refuses the
+# same contradiction instead of running micro-batch 4 under a --dim that said 8.
+memplan_cli_test("verify --batch 4 --dim batch=8 is the same one line, exit 2" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --dim batch=8 binds the batch dimension, which disagrees with --micro-batch 4; give one of them\n$"
+  COMMAND verify ${MEMPLAN_TEST_FIXTURES}/tiny_mlp.onnx --batch 4 --dim batch=8)

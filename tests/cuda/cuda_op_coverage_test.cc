@@ -46,6 +46,7 @@ const std::map<std::string, std::string>& NotExecutableOnCuda() {
       {"ReduceMean", "no CUDA op yet"},
       {"ReduceSum", "no CUDA op yet"},
       {"Resize", "no CUDA op yet"},
+      {"GatherND", "no CUDA op yet"},
       {"ScatterND", "no CUDA op yet"},
       {"Sin", "no CUDA op yet"},
       {"Sqrt", "no CUDA op yet"},

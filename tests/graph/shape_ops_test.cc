@@ -343,6 +343,30 @@ TEST_CASE("Range, ConstantOfShape, Constant, Cast, Size, Tile, Flatten, Transpos
   CHECK(m.Text(m.Run("Transpose", {x})[0]) == "[4, seq, batch]");
 }
 
+TEST_CASE("GatherND: indices.shape[:-1] + data.shape[batch_dims + k:]", "[folding]") {
+  Micro m;
+  // The causal-mask index of a dynamo Llama export: data [batch, seq] (r = 2), indices
+  // [batch, 1, seq, 1, 2] (q = 5, k = 2): [batch, 1, seq, 1] + data.shape[2:] (nothing).
+  ValueId mask = m.Tensor("mask", DType::kBool, {m.B(), m.S()});
+  ValueId rows = m.Tensor("rows", DType::kInt64, {m.B(), 1, m.S(), 1, 2});
+  CHECK(m.Text(m.Run("GatherND", {mask, rows})[0]) == m.Text(std::vector<Dim>{m.B(), 1, m.S(), 1}));
+  // k = 1 keeps data's trailing dims: [5] + [3, 2].
+  ValueId data = m.Tensor("data", DType::kFloat32, {4, 3, 2});
+  ValueId one = m.Tensor("one", DType::kInt64, {5, 1});
+  CHECK(m.Text(m.Run("GatherND", {data, one})[0]) == "[5, 3, 2]");
+  // batch_dims 1: data [batch, 3, 4], indices [batch, 2, 1] -> [batch, 2] + data.shape[2:] = [4].
+  ValueId batched = m.Tensor("batched", DType::kFloat32, {m.B(), 3, 4});
+  ValueId per_row = m.Tensor("per_row", DType::kInt64, {m.B(), 2, 1});
+  CHECK(m.Text(m.Run("GatherND", {batched, per_row}, Attr("batch_dims", int64_t{1}))[0]) ==
+        m.Text(std::vector<Dim>{m.B(), 2, 4}));
+  // Index rows deeper than data's rank are refused.
+  ValueId deep = m.Tensor("deep", DType::kInt64, {2, 4});
+  const OpSchema* schema = OpRegistry::Get().Find("GatherND");
+  const NodeId bad = testing::NewNode(m.g, "bad", "GatherND", {data, deep},
+                                      {m.Tensor("bad_out", DType::kUndefined, {})}, {});
+  CHECK_FALSE(schema->infer_shapes(MakeOpContext(m.g, bad, &m.g.symbols())).ok());
+}
+
 TEST_CASE("shape-op schema facts: views and saved tensors", "[folding]") {
   const OpRegistry& r = OpRegistry::Get();
   for (const char* view : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose",

@@ -443,6 +443,16 @@ TEST_CASE("ScatterND matches torch index_put", "[kernels]") {
   RequireClose(r.grads[2], ref::scatternd_grad1, "dUpdates");
 }
 
+TEST_CASE("GatherND matches torch x[i, j], a repeated slice's gradient summed", "[kernels]") {
+  const OpRun r = Run("GatherND", Attributes(),
+                      {T(ref::gathernd_in0_shape, ref::gathernd_in0),
+                       Tensor::FromValues({3, 2}, {1, 0, 3, 2, 1, 0}, DType::kInt64)},
+                      ref::gathernd_cotangent);
+  CHECK(r.forward.outputs[0].shape() == TensorShape(ref::gathernd_out_shape));
+  RequireClose(r.forward.outputs[0], ref::gathernd_out, "Y");
+  RequireClose(r.grads[0], ref::gathernd_grad0, "dData");
+}
+
 TEST_CASE("comparisons broadcast and give booleans, Not negates", "[kernels]") {
   const auto compare = [](const char* op) {
     ForwardArgs args;

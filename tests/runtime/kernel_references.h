@@ -649,6 +649,14 @@ inline const std::vector<float> skip_rms_norm_out = {2.38276291f, -0.438363701f,
 inline const std::vector<int64_t> skip_rms_norm_out_shape = {2, 3, 8};
 inline const std::vector<float> skip_rms_norm_cotangent = {0.4765625f, -0.818359375f, -0.163085938f, 0.143554688f, 0.958007812f, 0.837890625f, 0.30078125f, 0.157226562f, 0.578125f, -0.297851562f, -0.631835938f, -0.560546875f, 0.446289062f, -0.157226562f, -0.658203125f, 0.165039062f, -0.592773438f, -0.92578125f, 0.0400390625f, -0.190429688f, 0.811523438f, 0.114257812f, 0.0126953125f, -0.428710938f, 0.805664062f, -0.822265625f, -0.241210938f, 0.821289062f, -0.08203125f, -0.786132812f, -0.1484375f, -0.833007812f, 0.37890625f, -0.65234375f, -0.505859375f, 0.6171875f, 0.0556640625f, 0.286132812f, 0.196289062f, 0.788085938f, -0.546875f, 0.23828125f, -0.072265625f, 0.286132812f, -0.0693359375f, -0.52734375f, 0.740234375f, 0.1953125f};
 inline const GradCase skip_rms_norm = {{{skip_rms_norm_in0_shape, skip_rms_norm_in0}, {skip_rms_norm_in1_shape, skip_rms_norm_in1}, {skip_rms_norm_in2_shape, skip_rms_norm_in2}, {skip_rms_norm_in3_shape, skip_rms_norm_in3}}, {skip_rms_norm_grad0, skip_rms_norm_grad1, skip_rms_norm_grad2, skip_rms_norm_grad3}, skip_rms_norm_out_shape, skip_rms_norm_out, skip_rms_norm_cotangent};
+// Appended by torch 2.15.0 (the venv) when GatherND was added; the rest is torch 1.13's.
+inline const std::vector<float> gathernd_in0 = {0.157226562f, 0.0537109375f, 0.997070312f, -0.365234375f, -0.90625f, 0.116210938f, -0.291992188f, -0.072265625f, 0.146484375f, 0.25f, 0.120117188f, -0.530273438f, 0.31640625f, 0.8359375f, 0.0888671875f, -0.137695312f, 0.411132812f, 0.236328125f, 0.875f, -0.0478515625f, 0.962890625f, -0.697265625f, -0.295898438f, 0.970703125f};
+inline const std::vector<int64_t> gathernd_in0_shape = {4, 3, 2};
+inline const std::vector<float> gathernd_grad0 = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, -0.35546875f, 0.302734375f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, -0.716796875f, 0.0615234375f};
+inline const std::vector<float> gathernd_out = {-0.291992188f, -0.072265625f, -0.295898438f, 0.970703125f, -0.291992188f, -0.072265625f};
+inline const std::vector<int64_t> gathernd_out_shape = {3, 2};
+inline const std::vector<float> gathernd_cotangent = {-0.1640625f, 0.180664062f, -0.716796875f, 0.0615234375f, -0.19140625f, 0.122070312f};
+inline const GradCase gathernd = {{{gathernd_in0_shape, gathernd_in0}}, {gathernd_grad0}, gathernd_out_shape, gathernd_out, gathernd_cotangent};
 
 }  // namespace memplan::testing::ref
 // clang-format on

@@ -449,6 +449,11 @@ with_grads("skip_layer_norm_repeated", lambda x, skip, gamma: F.layer_norm(
     [rand(2, 3, 8, lo=-2, hi=2), rand(3, 8), rand(8, lo=0.5, hi=1.5)])
 with_grads("skip_rms_norm", lambda x, skip, gamma, bias: rms_norm(x + skip + bias, gamma, (-1,)),
            [rand(2, 3, 8, lo=-2, hi=2), rand(1, 3, 8), rand(8, lo=0.5, hi=1.5), rand(8)])
+# GatherND as torch's x[i, j] (ONNX indices [[1, 0], [3, 2], [1, 0]]: rows 1, 3, 1 and columns
+# 0, 2, 0; the repeated slice's gradient is the sum of both).
+with_grads("gathernd",
+           lambda d: d[torch.tensor([1, 3, 1]), torch.tensor([0, 2, 0])],
+           [rand(4, 3, 2)])
 
 with open(OUT, "w") as f:
     f.write("#pragma once\n")

@@ -1,6 +1,6 @@
-// Gather along `axis` (embeddings are Gather on axis 0), GatherElements (torch.gather) and
-// ScatterND. Gathers' backwards scatter-add into a zeroed tensor of the data's shape, so repeated
-// indices accumulate (embedding_dense_backward, gather_backward).
+// Gather along `axis` (embeddings are Gather on axis 0), GatherElements (torch.gather), GatherND
+// (x[i, j]) and ScatterND. Gathers' backwards scatter-add into a zeroed tensor of the data's shape,
+// so repeated indices accumulate (embedding_dense_backward, gather_backward).
 
 #include <algorithm>
 #include <string>
@@ -148,28 +148,28 @@ Expected<InputGradients> GatherElementsBackward(const KernelContext& ctx,
 // ScatterND(data, indices, updates): a copy of data with slices replaced (or, with `reduction`,
 // combined): indices is [..., k], each row addresses data[i_0, ..., i_{k-1}, :...], a slice of
 // the trailing dims, and updates holds one such slice per row (index_put_ in torch; Swin's
-// shifted-window mask is built this way). Every slice's flat offset, resolved once.
-struct ScatterPlan {
+// shifted-window mask is built this way). GatherND reads the same slices (batch_dims 0). Every
+// slice's flat offset, resolved once.
+struct SlicePlan {
   std::vector<int64_t> offsets;  // per index row: the slice's first element in data
   int64_t slice = 1;             // elements per slice
+  TensorShape rows_shape;        // indices.shape[:-1] + the slice's dims: updates' or the output
 };
 
-Expected<ScatterPlan> PlanScatter(const TensorShape& data, const Tensor& indices,
-                                  const TensorShape& updates) {
-  if (indices.shape().empty()) return MakeError("ScatterND: indices must have rank >= 1");
+Expected<SlicePlan> PlanSlices(std::string_view op, const TensorShape& data,
+                               const Tensor& indices) {
+  const std::string name(op);
+  if (indices.shape().empty()) return MakeError(name + ": indices must have rank >= 1");
   const int64_t k = indices.shape().back();
   if (k < 1 || k > static_cast<int64_t>(data.size()))
-    return MakeError("ScatterND: index rows of " + std::to_string(k) + " for data of rank " +
+    return MakeError(name + ": index rows of " + std::to_string(k) + " for data of rank " +
                      std::to_string(data.size()));
-  ScatterPlan plan;
-  TensorShape expected(indices.shape().begin(), indices.shape().end() - 1);
+  SlicePlan plan;
+  plan.rows_shape.assign(indices.shape().begin(), indices.shape().end() - 1);
   for (size_t d = static_cast<size_t>(k); d < data.size(); ++d) {
     plan.slice *= data[d];
-    expected.push_back(data[d]);
+    plan.rows_shape.push_back(data[d]);
   }
-  if (expected != updates)
-    return MakeError("ScatterND: updates " + ShapeToString(updates) + " do not match " +
-                     ShapeToString(expected));
   const std::vector<int64_t> strides = ContiguousStrides(data);
   const std::vector<int64_t> rows = indices.ToInt64Vector();
   for (size_t r = 0; r + static_cast<size_t>(k) <= rows.size(); r += static_cast<size_t>(k)) {
@@ -177,8 +177,8 @@ Expected<ScatterPlan> PlanScatter(const TensorShape& data, const Tensor& indices
     for (size_t d = 0; d < static_cast<size_t>(k); ++d) {
       int64_t i = rows[r + d];
       if (i < -data[d] || i >= data[d])
-        return MakeError("ScatterND: index " + std::to_string(i) +
-                         " is out of range for a dim of " + std::to_string(data[d]));
+        return MakeError(name + ": index " + std::to_string(i) + " is out of range for a dim of " +
+                         std::to_string(data[d]));
       if (i < 0) i += data[d];
       offset += i * strides[d];
     }
@@ -187,11 +187,58 @@ Expected<ScatterPlan> PlanScatter(const TensorShape& data, const Tensor& indices
   return plan;
 }
 
+Expected<SlicePlan> PlanScatter(const TensorShape& data, const Tensor& indices,
+                                const TensorShape& updates) {
+  MEMPLAN_TRY(SlicePlan plan, PlanSlices("ScatterND", data, indices));
+  if (plan.rows_shape != updates)
+    return MakeError("ScatterND: updates " + ShapeToString(updates) + " do not match " +
+                     ShapeToString(plan.rows_shape));
+  return plan;
+}
+
+// GatherND with batch_dims 0 (what the dynamo exporter writes for x[i, j]); batch_dims > 0 is
+// planned, not executed.
+Expected<SlicePlan> PlanGatherND(const Attributes& attrs, const TensorShape& data,
+                                 const Tensor& indices) {
+  if (attrs.GetInt("batch_dims", 0) != 0)
+    return MakeError("GatherND: the CPU runtime executes batch_dims 0 only");
+  return PlanSlices("GatherND", data, indices);
+}
+
+Expected<ForwardResult> GatherNDForward(const KernelContext& ctx, const ForwardArgs& args) {
+  MEMPLAN_TRY(Tensor data, RequireTensor(args.inputs, 0, "GatherND", "data"));
+  MEMPLAN_TRY(Tensor indices, RequireTensor(args.inputs, 1, "GatherND", "indices"));
+  MEMPLAN_TRY(SlicePlan plan, PlanGatherND(AttributesOf(args.attributes), data.shape(), indices));
+  Tensor y = NewOverwrittenOutput(ctx, plan.rows_shape, data.dtype());
+  float* out = y.mutable_data();
+  for (size_t r = 0; r < plan.offsets.size(); ++r)
+    std::copy(data.data() + plan.offsets[r], data.data() + plan.offsets[r] + plan.slice,
+              out + static_cast<int64_t>(r) * plan.slice);
+  return RoundedSingleOutput(std::move(y));
+}
+
+// index_backward: the output gradient added into a zeroed tensor of data's shape at the gathered
+// slices, so a slice gathered twice gets both.
+Expected<InputGradients> GatherNDBackward(const KernelContext& ctx, const BackwardArgs& args) {
+  MEMPLAN_TRY(Tensor dy, RequireTensor(args.grad_outputs, 0, "GatherND", "output gradient"));
+  MEMPLAN_TRY(InputGradients grads, MakeGradientSlots(args, 2, "GatherND"));
+  if (!args.NeedsGrad(0)) return grads;
+  MEMPLAN_TRY(Tensor indices, RequireTensor(args.inputs, 1, "GatherND", "saved indices"));
+  MEMPLAN_TRY(SlicePlan plan,
+              PlanGatherND(AttributesOf(args.attributes), args.input_shapes[0], indices));
+  Tensor dx = NewInputGradient(ctx, args, 0);
+  float* out = dx.mutable_data();
+  for (size_t r = 0; r < plan.offsets.size(); ++r)
+    for (int64_t e = 0; e < plan.slice; ++e)
+      out[plan.offsets[r] + e] += dy.data()[static_cast<int64_t>(r) * plan.slice + e];
+  return WithRoundedGradient(std::move(grads), 0, std::move(dx));
+}
+
 Expected<ForwardResult> ScatterNDForward(const KernelContext& ctx, const ForwardArgs& args) {
   MEMPLAN_TRY(Tensor data, RequireTensor(args.inputs, 0, "ScatterND", "data"));
   MEMPLAN_TRY(Tensor indices, RequireTensor(args.inputs, 1, "ScatterND", "indices"));
   MEMPLAN_TRY(Tensor updates, RequireTensor(args.inputs, 2, "ScatterND", "updates"));
-  MEMPLAN_TRY(ScatterPlan plan, PlanScatter(data.shape(), indices, updates.shape()));
+  MEMPLAN_TRY(SlicePlan plan, PlanScatter(data.shape(), indices, updates.shape()));
   const std::string reduction = AttributesOf(args.attributes).GetString("reduction", "none");
   Tensor y = NewOverwrittenOutput(ctx, data.shape(), data.dtype());
   float* out = y.mutable_data();
@@ -228,7 +275,7 @@ Expected<InputGradients> ScatterNDBackward(const KernelContext& ctx, const Backw
   if (reduction != "none" && reduction != "add")
     return MakeError("ScatterND: no gradient for reduction '" + reduction + "'");
   MEMPLAN_TRY(Tensor indices, RequireTensor(args.inputs, 1, "ScatterND", "saved indices"));
-  MEMPLAN_TRY(ScatterPlan plan, PlanScatter(args.input_shapes[0], indices, args.input_shapes[2]));
+  MEMPLAN_TRY(SlicePlan plan, PlanScatter(args.input_shapes[0], indices, args.input_shapes[2]));
   if (args.NeedsGrad(0)) {
     Tensor d_data = NewOverwrittenInputGradient(ctx, args, 0);
     float* out = d_data.mutable_data();
@@ -253,6 +300,7 @@ Expected<InputGradients> ScatterNDBackward(const KernelContext& ctx, const Backw
 void RegisterGatherKernels(KernelRegistry& registry) {
   registry.Register("Gather", &GatherForward, &GatherBackward);
   registry.Register("GatherElements", &GatherElementsForward, &GatherElementsBackward);
+  registry.Register("GatherND", &GatherNDForward, &GatherNDBackward);
   registry.Register("ScatterND", &ScatterNDForward, &ScatterNDBackward);
 }
 
