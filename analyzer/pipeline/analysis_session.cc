@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "analyzer/config_export/export_config.h"
+#include "analyzer/pipeline/hugging_face_config.h"
 #include "analyzer/planning/joint_search.h"
 #include "analyzer/planning/strategy_search.h"
 #include "analyzer/report/advice.h"
@@ -35,6 +36,16 @@ Status CheckPlannedMicroBatch(const Graph& graph, const TrainingPlan& plan,
           : "micro-batch " + m + " (the search's choice; --micro-batch pins another)");
 }
 
+// The model's name in the report: the file's stem, or for a Hugging Face config the folder it
+// lives in (models/llama-3-8b/config.json -> llama-3-8b).
+std::string ModelName(const std::string& path) {
+  if (!IsHuggingFaceConfig(path)) return std::filesystem::path(path).stem().string();
+  std::filesystem::path folder = std::filesystem::absolute(path).lexically_normal();
+  if (!std::filesystem::is_directory(folder)) folder = folder.parent_path();
+  if (folder.filename().empty()) folder = folder.parent_path();
+  return folder.filename().string();
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest request,
@@ -43,7 +54,7 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   session->request = std::move(request);
   PlanRequest& r = session->request;
   progress("importing " + r.analysis.model + "...");
-  MEMPLAN_TRY(session->graph, LoadPlannedModel(r));
+  MEMPLAN_TRY(session->graph, LoadPlannedModel(r, progress));
   MEMPLAN_TRY(ModelRewrites rewrites, PrepareLoadedModel(session->graph, r));
   session->attention = std::move(rewrites.attention);
   session->fused_loss = std::move(rewrites.fused_loss);
@@ -57,7 +68,7 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
 
   AnalysisReport& report = session->report;
   report.model_path = r.analysis.model;
-  report.model_name = std::filesystem::path(r.analysis.model).stem().string();
+  report.model_name = ModelName(r.analysis.model);
   report.graph = &session->graph;
   session->planner_used = std::move(joint.options_used);
   report.options = &session->planner_used;

@@ -4,6 +4,7 @@
 #include <string>
 #include <system_error>
 
+#include "analyzer/pipeline/hugging_face_config.h"
 #include "graph/onnx_import.h"
 
 namespace memplan {
@@ -38,18 +39,24 @@ Expected<AnalysisRequest> ResolveAnalysisFlags(const AnalysisFlags& flags) {
   return request;
 }
 
-Expected<Graph> LoadModel(const AnalysisRequest& request, FusionSet fusions) {
+Expected<Graph> LoadModel(const AnalysisRequest& request, FusionSet fusions,
+                          const ProgressSink& progress) {
+  ImportOptions options;
+  options.batch_symbol = request.batch_dim;
+  options.fusions = fusions;
+  if (IsHuggingFaceConfig(request.model)) {
+    MEMPLAN_TRY(std::string converted, HuggingFaceConfigAsOnnx(request.model, progress));
+    return ImportOnnxModel(converted, options);
+  }
   std::error_code ec;
   auto status = std::filesystem::status(request.model, ec);
   if (ec || !std::filesystem::exists(status)) {
     return MakeError("cannot open model '" + request.model + "': no such file");
   }
   if (std::filesystem::is_directory(status)) {
-    return MakeError("cannot open model '" + request.model + "': it is a directory");
+    return MakeError("cannot open model '" + request.model +
+                     "': it is a folder without a Hugging Face config.json");
   }
-  ImportOptions options;
-  options.batch_symbol = request.batch_dim;
-  options.fusions = fusions;
   return ImportOnnxModel(request.model, options);
 }
 

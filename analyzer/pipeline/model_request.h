@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/pipeline/progress_sink.h"
 #include "graph/expected.h"
 #include "graph/fusion/fusion_set.h"
 #include "graph/graph.h"
@@ -41,6 +42,9 @@ Expected<AnalysisRequest> ResolveAnalysisFlags(const AnalysisFlags& flags);
 
 // Imports the model (errors: missing/unreadable file, anything the importer rejects), applying
 // the import fusions `fusions` selects (the planning verbs' --fusions; inspect uses the default).
-Expected<Graph> LoadModel(const AnalysisRequest& request, FusionSet fusions = FusionSet::kFusedOps);
+// A Hugging Face config (a config.json or its folder) is converted to ONNX first
+// (analyzer/pipeline/hugging_face_config.h), which `progress` reports.
+Expected<Graph> LoadModel(const AnalysisRequest& request, FusionSet fusions = FusionSet::kFusedOps,
+                          const ProgressSink& progress = NoProgress());
 
 }  // namespace memplan

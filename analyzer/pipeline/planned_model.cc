@@ -9,8 +9,8 @@
 
 namespace memplan {
 
-Expected<Graph> LoadPlannedModel(const PlanRequest& request) {
-  MEMPLAN_TRY(Graph graph, LoadModel(request.analysis, request.fusions));
+Expected<Graph> LoadPlannedModel(const PlanRequest& request, const ProgressSink& progress) {
+  MEMPLAN_TRY(Graph graph, LoadModel(request.analysis, request.fusions, progress));
   if (request.finetune.changes_graph())
     MEMPLAN_RETURN_IF_ERROR(ApplyFineTuning(graph, request.finetune));
   return graph;

@@ -6,6 +6,7 @@
 #include "analyzer/derivation/attention_plan.h"
 #include "analyzer/derivation/fused_loss_plan.h"
 #include "analyzer/pipeline/plan_request.h"
+#include "analyzer/pipeline/progress_sink.h"
 #include "graph/expected.h"
 #include "graph/graph.h"
 
@@ -13,7 +14,8 @@ namespace memplan {
 
 // Imports the model and applies the request's fine-tuning changes (--train, --freeze, --lora).
 // Every verb that plans loads its model through this. Errors are bad input (exit 2).
-Expected<Graph> LoadPlannedModel(const PlanRequest& request);
+Expected<Graph> LoadPlannedModel(const PlanRequest& request,
+                                 const ProgressSink& progress = NoProgress());
 
 // Applies the request's --attention to its loaded graph. The plan's precision says whether SDPA
 // could run a fused kernel: an fp32-only plan keeps grouped-query attention eager

@@ -17,7 +17,7 @@ int RunInspect(const AnalysisFlags& flags) {
   if (!request.ok()) return ReportError(request.error().message);
   Progress progress(request->format);
   progress.Report("importing " + request->model + "...");
-  Expected<Graph> graph = LoadModel(*request);
+  Expected<Graph> graph = LoadModel(*request, FusionSet::kFusedOps, progress);
   if (!graph.ok()) return ReportError(graph.error().message);
   Expected<Bindings> bindings = BindSymbols(*graph, request->batch, request->dims);
   if (!bindings.ok()) return ReportError(bindings.error().message);

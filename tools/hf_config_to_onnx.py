@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""A Hugging Face model config (config.json, or a model folder holding one) as a weight-free ONNX
+training graph: the model is built on the meta device (no weights, any size), exported by torch's
+dynamo exporter at opset 18 in training mode, and its weights written as external data that is
+never stored (memplan reads their shapes and types only).
+
+    python3 hf_config_to_onnx.py CONFIG OUT.onnx
+
+`memplan analyze config.json` runs this with the Python it finds (MEMPLAN_PYTHON, else python3)
+and caches the result. Needs torch 2.x and transformers (tools/setup_torch_env.sh installs both).
+Exit 3 with one line on stderr when they are missing; 1 with one line for any other failure.
+"""
+import inspect
+import os
+import sys
+
+
+def fail(code, message):
+    sys.stderr.write(message.replace("\n", " ").strip() + "\n")
+    sys.exit(code)
+
+
+try:
+    import numpy as np
+    import onnx
+    import torch
+    import transformers
+except ImportError as error:
+    fail(3, "needs torch, transformers and onnx (%s)" % error)
+
+# Symbolic sizes the graph keeps: the batch and, for text, the sequence (memplan's --dim seq=N).
+BATCH, SEQ, IMAGE = 2, 16, 224
+
+
+def parameters(model):
+    """The names model.forward takes (through transformers' decorators)."""
+    return inspect.signature(model.forward).parameters
+
+
+def model_and_inputs(config):
+    """The training model transformers builds for `config` (its first `architectures` entry, else
+    the causal-LM / masked-LM / seq2seq / image-classification auto class that accepts it) and
+    example inputs on the meta device with their dynamic axes."""
+    arch = (getattr(config, "architectures", None) or [None])[0]
+    cls = getattr(transformers, arch, None) if arch else None
+    if cls is None:
+        for auto in (transformers.AutoModelForCausalLM, transformers.AutoModelForSeq2SeqLM,
+                     transformers.AutoModelForMaskedLM,
+                     transformers.AutoModelForImageClassification, transformers.AutoModel):
+            if type(config) in auto._model_mapping:
+                cls = auto
+                break
+    if cls is None:
+        fail(1, "transformers has no model class for model_type '%s'" % config.model_type)
+    with torch.device("meta"):
+        model = (cls.from_config(config) if hasattr(cls, "from_config")
+                 else cls._from_config(config))
+    model.train()
+    batch = torch.export.Dim("batch", min=1, max=1 << 20)
+    if getattr(config, "is_encoder_decoder", False):
+        seq = torch.export.Dim("seq", min=2, max=1 << 20)
+        ids = torch.zeros(BATCH, SEQ, dtype=torch.long, device="meta")
+        return model, {"input_ids": ids, "decoder_input_ids": ids.clone()}, {
+            "input_ids": {0: batch, 1: seq}, "decoder_input_ids": {0: batch, 1: seq}}
+    if "pixel_values" in parameters(model):
+        size = getattr(config, "image_size", IMAGE)
+        size = size if isinstance(size, int) else size[0]
+        channels = getattr(config, "num_channels", 3)
+        pixels = torch.zeros(BATCH, channels, size, size, device="meta")
+        return model, {"pixel_values": pixels}, {"pixel_values": {0: batch}}
+    seq = torch.export.Dim("seq", min=2, max=1 << 20)
+    ids = torch.zeros(BATCH, SEQ, dtype=torch.long, device="meta")
+    return model, {"input_ids": ids}, {"input_ids": {0: batch, 1: seq}}
+
+
+class FirstOutput(torch.nn.Module):
+    """The model's logits (or its first output): the tensor the loss reads."""
+
+    def __init__(self, model, names):
+        super().__init__()
+        self.model = model
+        self.names = names
+
+    def forward(self, *inputs):
+        kwargs = dict(zip(self.names, inputs))
+        if "use_cache" in parameters(self.model):
+            kwargs["use_cache"] = False
+        out = self.model(**kwargs)
+        return out.logits if getattr(out, "logits", None) is not None else out[0]
+
+
+def weightless(program):
+    """The exported model with every initializer as external data of its exact byte length in a
+    file that is never written (the meta tensors have no bytes to write)."""
+    import onnx_ir as ir
+    initializers = [(name, value.shape, value.dtype)
+                    for name, value in program.model.graph.initializers.items()]
+    for value in program.model.graph.initializers.values():
+        value.const_value = None
+    proto = ir.serde.serialize_model(program.model)
+    for name, shape, dtype in initializers:
+        tensor = onnx.TensorProto()
+        tensor.name = name
+        tensor.data_type = int(dtype)
+        dims = [int(d) for d in shape]
+        tensor.dims.extend(dims)
+        size = int(np.prod(dims, dtype=np.int64)) * \
+            onnx.helper.tensor_dtype_to_np_dtype(int(dtype)).itemsize
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (("location", "weights.bin"), ("offset", "0"), ("length", str(size))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        proto.graph.initializer.append(tensor)
+    return proto
+
+
+def main():
+    if len(sys.argv) != 3:
+        fail(1, "usage: hf_config_to_onnx.py CONFIG OUT.onnx")
+    source, out = sys.argv[1], sys.argv[2]
+    folder = source if os.path.isdir(source) else os.path.dirname(os.path.abspath(source))
+    try:
+        if os.path.isdir(source) or os.path.basename(source) == "config.json":
+            config = transformers.AutoConfig.from_pretrained(folder)
+        else:
+            config = transformers.AutoConfig.from_pretrained(source)
+    except Exception as error:  # transformers raises several types for a bad config
+        fail(1, "transformers cannot read the config: %s" % error)
+    model, inputs, dynamic = model_and_inputs(config)
+    names = list(inputs)
+    try:
+        program = torch.onnx.export(FirstOutput(model, names), tuple(inputs.values()),
+                                    dynamo=True, opset_version=18, optimize=False,
+                                    input_names=names,
+                                    dynamic_shapes=(tuple(dynamic[n] for n in names),),
+                                    external_data=False, verbose=False)
+    except Exception as error:
+        if os.environ.get("MEMPLAN_HF_DEBUG"): raise
+        fail(1, "torch.onnx.export failed: %s" % str(error).splitlines()[0])
+    onnx.save(weightless(program), out)
+
+
+if __name__ == "__main__":
+    main()
