@@ -159,6 +159,8 @@ std::string ExportAccelerate(const ExportPlan& plan, const ExportOptions& option
   out += "compute_environment: LOCAL_MACHINE\n";
   if (engine.rfind("deepspeed_config", 0) == 0) out += engine;  // keys in accelerate's order
   out += "distributed_type: " + DistributedType(plan) + "\n";
+  // --compile: Accelerator.prepare wraps the model in torch.compile (DeepSpeed: engine.compile).
+  if (plan.compile) out += "dynamo_config:\n  dynamo_backend: INDUCTOR\n";
   if (engine.rfind("fsdp_config", 0) == 0) out += engine;
   out += "machine_rank: 0\n";
   out += "mixed_precision: " + std::string(ValueOf(kMixedPrecisionValues, plan.precision)) + "\n";
