@@ -188,11 +188,9 @@ class Partitioner {
     return registry_.FindOrUnknown(node.op_type, node.domain);
   }
   bool IsView(NodeId n) const { return views_.node_is_view[n.index()]; }
-  // partitioners.py OpTypes.is_fusible: pointwise, view and random ops fuse into one kernel.
-  bool Fusible(NodeId n) const {
-    const OpSchema& s = SchemaOf(n);
-    return s.pointwise || s.stochastic || IsView(n);
-  }
+  // partitioners.py OpTypes.is_fusible: pointwise ops (dropout among them), views. A fused
+  // attention that draws its own dropout is stochastic but no pointwise op: not fusible.
+  bool Fusible(NodeId n) const { return SchemaOf(n).pointwise || IsView(n); }
   // A node that reads at least one activation (one reading only parameters is left as it is).
   bool ReadsActivation(NodeId n) const {
     const Node& node = g_.node(n);
@@ -273,7 +271,23 @@ class Partitioner {
     if (IsView(n)) return false;  // views are never banned
     const OpSchema& s = SchemaOf(n);
     return !s.pointwise || s.stochastic || makes_extras_[n.index()] ||
-           materialized_backward_[v.index()];
+           materialized_backward_[v.index()] || AddsLinearBias(n);
+  }
+
+  // nn.Linear exported as MatMul + Add(bias): torch runs one addmm, whose output the partitioner
+  // never recomputes, so the bias add is part of the linear layer (OpSchema::is_linear_layer:
+  // a parameter added to its output is its bias).
+  bool AddsLinearBias(NodeId n) const {
+    const Node& node = g_.node(n);
+    if (!SchemaOf(n).adds_inputs || node.inputs.size() != 2) return false;
+    for (size_t i = 0; i < 2; ++i) {
+      const ValueId bias = node.inputs[i];
+      const NodeId layer = g_.value(node.inputs[1 - i]).producer;
+      if (bias.valid() && g_.value(bias).kind == ValueKind::kParameter && layer.valid() &&
+          SchemaOf(layer).is_linear_layer)
+        return true;
+    }
+    return false;
   }
 
   // dist_from_bw: 1 for a value backward reads, else one more than its nearest reader's.

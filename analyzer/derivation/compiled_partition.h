@@ -9,9 +9,10 @@
 //
 // * Banned (never recomputed, `should_ban_recomputation`): graph inputs and outputs, ops the
 //   registry does not mark pointwise (OpSchema::pointwise: mm/bmm/addmm, convolution, the norms'
-//   and softmax's kernels, reductions), random ops (OpSchema::stochastic) and ops that make
-//   extra buffers for backward; and a value a non-fusible op's backward reads, through views
-//   (`is_materialized_backwards`: a matmul's weight gradient reads its input, so that stays).
+//   and softmax's kernels, reductions), random ops (OpSchema::stochastic), ops that make extra
+//   buffers for backward and a linear layer's bias add (nn.Linear's MatMul + Add is one addmm);
+//   and a value a non-fusible op's backward reads, through views (`is_materialized_backwards`: a
+//   matmul's weight gradient reads its input, so that stays).
 // * weight(v) = bytes x 1.1^clamp(distance from backward, 1, 100), doubled when every reader of
 //   v is fusible (`get_node_weight`); views are never saved on their own (their base is); a
 //   parameter costs nothing to save (`treat_parameters_as_free_to_save`), so parameters are left

@@ -396,6 +396,9 @@ void RegisterDropout(OpRegistry& registry) {
   OpSchema s;
   s.op_type = "Dropout";
   s.stochastic = true;
+  // Elementwise (a draw and a multiply per element): fusible under torch.compile, never
+  // recomputed, as the partitioner's random ops (native_dropout).
+  s.pointwise = true;
   s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
     MEMPLAN_TRY(auto outs, OutputLikeInput0(ctx));
     if (outs.size() > 1) {
