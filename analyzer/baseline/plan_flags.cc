@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 42> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 43> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -102,7 +102,7 @@ const std::array<PlanFlagSpec, 42> kPlanFlagTable = {{
      .help = "PYTORCH_CUDA_ALLOC_CONF the run sets, modelled and written into the exports: "
              "expandable_segments:True | max_split_size_mb:N | roundup_power2_divisions:N, "
              "comma-separated",
-     .help_position = 37,
+     .help_position = 38,
      .text = &PlanFlags::alloc_conf},
     {.key = "recompute",
      .argument = "--recompute",
@@ -172,7 +172,7 @@ const std::array<PlanFlagSpec, 42> kPlanFlagTable = {{
      .help = "without --global-batch, recommend the smallest power-of-two micro-batch whose "
              "samples/s is within this share of the best (the largest that fits is shown "
              "beside it); 0 recommends the largest",
-     .help_position = 38,
+     .help_position = 39,
      .text = &PlanFlags::knee},
     // Data parallelism (analyzer/parallel/, docs/multi_gpu.md).
     {.key = "gpus",
@@ -250,6 +250,13 @@ const std::array<PlanFlagSpec, 42> kPlanFlagTable = {{
              "as backward accumulated it (no accumulation, clipping or loss scaling)",
      .help_position = 35,
      .flag = &PlanFlags::optimizer_in_backward},
+    {.key = "compile",
+     .argument = "--compile",
+     .type = PlanFlagType::kSwitch,
+     .help = "torch.compile (Inductor): plan the saved set AOTAutograd's min-cut partitioner "
+             "keeps (cheap pointwise chains recomputed in backward, ReLU's bool mask)",
+     .help_position = 36,
+     .flag = &PlanFlags::compile},
     {.key = "cuda_context",
      .argument = "--cuda-context",
      .type = PlanFlagType::kText,
@@ -257,7 +264,7 @@ const std::array<PlanFlagSpec, 42> kPlanFlagTable = {{
      .help_shows_default = true,
      .help = "the CUDA context the budget loses: lazy (CUDA_MODULE_LOADING=LAZY, PyTorch's "
              "default since CUDA 11.7) | eager (CUDA < 11.7 or LAZY unset) | a size (1.3G)",
-     .help_position = 36,
+     .help_position = 37,
      .text = &PlanFlags::cuda_context},
     // Host memory (analyzer/derivation/host_offload.h, docs/finetuning.md).
     {.key = "offload",

@@ -181,6 +181,12 @@ std::string ExportAccelerate(const ExportPlan& plan, const ExportOptions& option
   if (zero_stage) DeepSpeedPluginSection(doc, plan, *zero_stage);
   doc << YAML::Key << "distributed_type" << YAML::Value;
   WriteString(doc, DistributedType(plan));
+  // --compile: Accelerator.prepare wraps the model in torch.compile (DeepSpeed: engine.compile).
+  if (plan.compile) {
+    doc << YAML::Key << "dynamo_config" << YAML::Value << YAML::BeginMap;
+    doc << YAML::Key << "dynamo_backend" << YAML::Value << "INDUCTOR";
+    doc << YAML::EndMap;
+  }
   if (UsesFsdp(plan)) FsdpSection(doc, plan);
   doc << YAML::Key << "machine_rank" << YAML::Value << 0;
   doc << YAML::Key << "mixed_precision" << YAML::Value;

@@ -117,6 +117,17 @@ Status CheckOptimizerInBackward(const ExportPlan& plan, ExportTarget target) {
                    "True), which the plan modelled; re-plan without it");
 }
 
+// --compile: the plan holds the saved set torch.compile's partitioner keeps, which an eager run
+// would exceed. DeepSpeed's JSON has no switch that compiles the model (engine.compile() is a
+// call in the script; its "compile" section configures DeepCompile), so it refuses.
+Status CheckCompile(const ExportPlan& plan, ExportTarget target) {
+  if (!plan.compile || target != ExportTarget::kDeepSpeed) return OkStatus();
+  return MakeError(
+      "export: deepspeed cannot express --compile (torch.compile is engine.compile() in the "
+      "script, no ds_config key), which the plan modelled; export with --to accelerate, "
+      "hf-trainer, pytorch, lightning or torchtune, or re-plan without it");
+}
+
 // --lora and --base-dtype change the model, which only a script builds: the hf-trainer-json
 // output is a bare TrainingArguments object with no place for a LoraConfig or a
 // BitsAndBytesConfig, so it refuses rather than train the full model in fp32. (The DeepSpeed
@@ -303,6 +314,7 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
   MEMPLAN_RETURN_IF_ERROR(CheckFusedLoss(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckAllocConf(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOptimizerInBackward(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckCompile(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckWrapPolicy(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckTensorParallel(plan, target));
   // A plan simulated without clipping exports without clipping: the clip's transient is not in

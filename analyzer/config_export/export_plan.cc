@@ -132,6 +132,7 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.fused_loss = report.fused_loss;
   result.alloc_conf = report.alloc_conf;
   result.optimizer_in_backward = report.optimizer_in_backward;
+  result.compile = report.compile;
   result.upcasts_loss = report.precision != Precision::kFp32 && report.amp_mode == AmpMode::kPure &&
                         report.loss_dtype == DType::kFloat32;
   result.half_loss = report.loss_dtype == DType::kFloat16 || report.loss_dtype == DType::kBFloat16;

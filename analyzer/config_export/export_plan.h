@@ -73,9 +73,10 @@ struct ExportPlan {
   // plan.loss_chunks (--loss-chunks; absent: 0, unchunked): torchtune's CEWithChunkedOutputLoss
   // num_output_chunks.
   int64_t loss_chunks = 0;
-  // plan.compile (absent: false): a plan of the saved set AOTAutograd's partitioner keeps under
-  // torch.compile, which the run must compile too (torchtune's compile). No memplan flag writes
-  // it yet (issue 40, item 6); the torchtune export carries it when a plan file has it.
+  // plan.compile (absent: false; --compile): a plan of the saved set AOTAutograd's partitioner
+  // keeps under torch.compile, which the run must compile too: torchtune's compile: True, the
+  // Trainer's torch_compile=True, Accelerate's dynamo_backend, model = torch.compile(model) in the
+  // scripts. DeepSpeed's JSON has no switch for it and refuses (export_config.cc).
   bool compile = false;
   // model.parameter_count and plan.trainable_parameter_count (0 when the plan does not say):
   // a target that trains every parameter refuses a partly frozen plan without LoRA.

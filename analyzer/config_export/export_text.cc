@@ -337,6 +337,8 @@ std::string PrepareModelLines(const ExportPlan& plan, bool pure, bool sharded) {
   // Checkpointing wraps the modules' forward before sharding wraps the model.
   if (!fine_tuning) out += "    enable_recompute(model)\n";
   if (sharded) out += "    model = shard_model(model, device)\n";
+  // --compile: the saved set the plan holds is the one AOTAutograd's partitioner keeps.
+  if (plan.compile) out += "    model = torch.compile(model)  # planned with --compile\n";
   out += "    optimizer = make_optimizer(model.parameters())\n";
   out += "    scheduler = make_scheduler(optimizer)\n";
   return out;

@@ -78,6 +78,8 @@ std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOp
   // --fused-loss: Liger's fused linear cross entropy, as the plan modelled (transformers >= 4.45
   // with liger-kernel installed).
   if (plan.fused_loss) add_bool("use_liger_kernel", true);
+  // --compile: the Trainer wraps the model in torch.compile (Inductor by default).
+  if (plan.compile) add_bool("torch_compile", true);
   add_float("max_grad_norm", options.max_grad_norm);
   add_string("optim", HfOptimName(plan.optimizer, plan.optimizer_impl));
   // Not invented: written when the user gave them, else TrainingArguments' defaults apply.

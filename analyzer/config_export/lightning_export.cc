@@ -99,6 +99,12 @@ std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options
   out += "#         return make_optimizer(self.parameters())\n";
   out += MakeOptimizerFunction(plan, options);
   out += "\n\n";
+  // --compile: Lightning >= 2.0 fits a torch.compile'd LightningModule as it is; no Trainer
+  // argument compiles it.
+  if (plan.compile)
+    out +=
+        "# Planned with --compile: fit the compiled module, "
+        "trainer.fit(torch.compile(module), ...).\n";
   out += "trainer = pl.Trainer(\n";
   out += "    accelerator=\"gpu\",\n";
   out += "    devices=" + std::to_string(plan.Gpus() / plan.Nodes()) + ",\n";

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "analyzer/derivation/compiled_partition.h"
 #include "analyzer/derivation/gradient_flow.h"
 #include "analyzer/derivation/host_offload.h"
 #include "analyzer/derivation/liveness.h"
@@ -105,8 +106,14 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
         "--offload activations keeps no saved tensor on the GPU, so there is nothing for "
         "recompute to drop; plan it with --recompute none");
   }
+  if (options.compile && options.offload.mode == OffloadMode::kActivations) {
+    return MakeError(
+        "--compile with --offload activations is not planned yet: the partitioner's saved set "
+        "would be what goes to the host; plan one of them");
+  }
   const OpRegistry& registry = options.registry ? *options.registry : OpRegistry::Get();
   DerivationAnalysis analysis;
+  // Checks the listed ids before any pass reads the graph; --compile resolves it again below.
   MEMPLAN_TRY(analysis.recompute,
               ResolveRecomputeSet(graph, options.recompute, options.recompute_modules));
   MEMPLAN_TRY(analysis.order, graph.TopologicalOrder());
@@ -135,6 +142,18 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
                        analysis.dtypes.value[analysis.model_output.index()]);
   analysis.views = DecideViews(graph, registry, analysis.order, &analysis.dtypes);
   AliasSameDTypeCasts(graph, analysis.order, analysis.dtypes.value, analysis.views);
+  if (options.compile) {
+    CompiledPartition compiled =
+        PartitionLikeInductor(graph, registry, analysis.order, analysis.gradients, analysis.dtypes,
+                              analysis.views, analysis.model_output);
+    // The partitioner's recompute joins what the plan checkpoints (torch.compile over
+    // torch.utils.checkpoint recomputes both).
+    std::vector<NodeId> recompute = options.recompute;
+    recompute.insert(recompute.end(), compiled.recompute.begin(), compiled.recompute.end());
+    MEMPLAN_TRY(analysis.recompute,
+                ResolveRecomputeSet(graph, recompute, options.recompute_modules));
+    analysis.saves_compiled = std::move(compiled.saves_compiled);
+  }
 
   MEMPLAN_TRY(EmittedProgram emitted, EmitSteps(graph, options, registry, analysis));
   // Python's references (the batch variables, a module's input) hold some buffers past their

@@ -115,6 +115,11 @@ struct ProgramOptions {
   // full gradient set never exists. Requires accumulation_steps == 1, no clipping, no loss
   // scaling, one GPU and no optimizer offload.
   bool optimizer_in_backward = false;
+  // torch.compile (--compile; analyzer/derivation/compiled_partition.h): the saved set
+  // AOTAutograd's min-cut partitioner keeps. Cheap pointwise chains are re-run in backward
+  // instead of saved (added to `recompute`), and an op whose compiled backward reads a smaller
+  // tensor (ReLU's bool mask) saves that.
+  bool compile = false;
   ZeroGradMode zero_grad = ZeroGradMode::kSetToNone;  // PyTorch >= 2.0 default
   bool clip_gradients = false;
 

@@ -462,7 +462,11 @@ class StepEmitter {
       EmitForwardWorkspace(n);
       if (info.needs_backward) {
         OpContext ctx = ProgramContext(n);
-        info.saved = ComputedConstantsAsCopies(n, ctx, info.schema->saved_for_backward(ctx));
+        const bool compiled = n.index() < a_.saves_compiled.size() &&
+                              a_.saves_compiled[n.index()] && info.schema->saved_when_compiled;
+        const SavedRule& rule =
+            compiled ? info.schema->saved_when_compiled : info.schema->saved_for_backward;
+        info.saved = ComputedConstantsAsCopies(n, ctx, rule(ctx));
         info.workspace = info.schema->backward_workspace(ctx);
         if (!info.recompute) CreateExtras(n);
         if (OffloadsActivations())

@@ -33,6 +33,9 @@ struct DerivationAnalysis {
   ProgramDTypes dtypes;
   RecomputeSet recompute;
   ViewAliasing views;
+  // --compile (compiled_partition.h): per node, whether it saves OpSchema::saved_when_compiled
+  // instead of its eager tensors. Empty without --compile.
+  std::vector<bool> saves_compiled;
 };
 
 struct EmittedProgram {

@@ -229,7 +229,7 @@ Status ResolveFineTuningFlags(const PlanArguments& flags, PlanRequest& request) 
   return OkStatus();
 }
 
-// --loss-dtype, --loss-chunks, --optimizer-in-backward (issue 40; docs/finetuning.md).
+// --loss-dtype, --loss-chunks, --optimizer-in-backward, --compile (issue 40; docs/finetuning.md).
 Status ResolveRecipeFlags(const PlanArguments& flags, PlanRequest& request) {
   ProgramOptions& program = request.planner.program;
   MEMPLAN_TRY(program.loss_dtype, ParseFlagChoice(kLossDTypeNames, flags, "loss_dtype"));
@@ -238,6 +238,7 @@ Status ResolveRecipeFlags(const PlanArguments& flags, PlanRequest& request) {
   if (program.loss_chunks > 0 && request.fused_loss)
     return MakeError("--loss-chunks and --fused-loss: the fused loss has no logits to chunk");
   program.optimizer_in_backward = flags.Switch("optimizer_in_backward");
+  program.compile = flags.Switch("compile");
   // The micro-batch is the whole batch: torchtune refuses gradient_accumulation_steps > 1.
   const PlannerOptions& p = request.planner;
   if (program.optimizer_in_backward && p.global_batch &&
@@ -381,6 +382,10 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
   }
   MEMPLAN_RETURN_IF_ERROR(ResolveDataParallel(flags, request));
   MEMPLAN_RETURN_IF_ERROR(ResolveOffload(flags, request));
+  if (p.program.compile && p.program.offload.mode == OffloadMode::kActivations)
+    return MakeError(
+        "--compile and --offload activations: the partitioner's saved set under activation "
+        "offloading is not planned yet; plan one of them");
   MEMPLAN_RETURN_IF_ERROR(ResolveFineTuningFlags(flags, request));
   // A strategy is planned in its engine's regime where the user left it open (a ZeRO stage:
   // DeepSpeed's master weights and FusedAdam); `analyze --export` refines it for its target.

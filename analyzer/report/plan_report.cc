@@ -42,6 +42,7 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
   r.loss_dtype = LossDTypeOf(program);
   r.loss_chunks = report.options->program.loss_chunks;
   r.optimizer_in_backward = report.options->program.optimizer_in_backward;
+  r.compile = report.options->program.compile;
   r.clip_gradients = report.options->program.clip_gradients;
   r.loss_scaling = program.loss_scaling.mode;
   r.recompute_nodes = report.recompute_nodes;

@@ -79,6 +79,8 @@ struct PlanReport {
   DType loss_dtype = DType::kUndefined;
   int64_t loss_chunks = 0;
   bool optimizer_in_backward = false;
+  // plan.compile (--compile): the saved set of torch.compile's min-cut partitioner.
+  bool compile = false;
   // model.parameter_count and plan.trainable_parameter_count: every parameter element, and those
   // the optimizer updates (fewer under --train/--freeze/--lora).
   int64_t parameter_count = 0;

@@ -50,6 +50,7 @@ void AddRecipePlanKeys(const PlanReport& facts, const AnalysisReport& report,
   if (facts.loss_dtype != DType::kUndefined) plan["loss_dtype"] = LossDTypeName(facts.loss_dtype);
   plan["loss_chunks"] = facts.loss_chunks;
   plan["optimizer_in_backward"] = facts.optimizer_in_backward;
+  plan["compile"] = facts.compile;
   if (facts.optimizer == OptimizerKind::kPagedAdamW8bit)
     plan["paged_optimizer_state_bytes"] = PagedOptimizerStateBytes(report);
 }
@@ -69,6 +70,10 @@ std::string RecipeText(const PlanReport& facts, const AnalysisReport& report) {
   if (facts.optimizer_in_backward)
     s << "Optimizer stepped in backward per parameter, each gradient freed after its step "
          "(torchtune's optimizer_in_bwd)\n";
+  if (facts.compile)
+    s << "Compile  torch.compile (Inductor): saved set of AOTAutograd's min-cut partitioner "
+         "(pointwise chains re-run in backward, "
+      << report.plan->program.recomputed.size() << " nodes re-run)\n";
   if (facts.optimizer == OptimizerKind::kPagedAdamW8bit)
     s << "Paged    " << FormatBytes(PagedOptimizerStateBytes(report))
       << " of optimizer state in CUDA unified memory (parameters of >= 1e5 elements), counted "

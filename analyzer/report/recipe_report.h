@@ -11,7 +11,8 @@
 
 namespace memplan {
 
-// plan.loss_dtype, plan.loss_chunks, plan.optimizer_in_backward and, for a paged optimizer,
+// plan.loss_dtype, plan.loss_chunks, plan.optimizer_in_backward, plan.compile and, for a paged
+// optimizer,
 // plan.paged_optimizer_state_bytes (docs/json_schema.md).
 void AddRecipePlanKeys(const PlanReport& facts, const AnalysisReport& report,
                        nlohmann::ordered_json& plan);
@@ -25,7 +26,8 @@ void AddRecipePlanKeys(const PlanReport& facts, const AnalysisReport& report,
 int64_t PagedOptimizerStateBytes(const AnalysisReport& report);
 
 // "Loss     cross_entropy in bf16 (the logits' dtype: pure bf16, no upcast)" and, with
-// --optimizer-in-backward, an "Optimizer" line; empty lines are not written.
+// --optimizer-in-backward, an "Optimizer" line, with --compile a "Compile" line; empty lines are
+// not written.
 std::string RecipeText(const PlanReport& facts, const AnalysisReport& report);
 
 // "lazy module loading (CUDA >= 11.7)", "eager module loading (...)" or "--cuda-context".

@@ -122,6 +122,17 @@ SavedRule SaveInput0() { return WhenDifferentiable(AlwaysSave({SaveInput(0)})); 
 
 SavedRule SaveOutput0() { return WhenDifferentiable(AlwaysSave({SaveOutput(0)})); }
 
+// What a compiled backward of a piecewise-linear activation reads (OpSchema::
+// saved_when_compiled): Inductor decomposes threshold_backward(grad, result, 0) to
+// where(result <= 0, 0, grad), leaky_relu_backward to where(self > 0, grad, grad * slope) and
+// clamp_backward to where((self >= min) & (self <= max), grad, 0), so a bool mask of the output's
+// shape (one byte an element, torch.bool) is all backward needs.
+SavedRule SaveBoolMask() {
+  return WhenDifferentiable([](const OpContext& ctx) {
+    return std::vector<SavedTensor>{SaveExtra("mask", DType::kBool, ctx.outputs[0].shape)};
+  });
+}
+
 GradientRule OnlyInput0() {
   return [](const OpContext& ctx) {
     std::vector<bool> grads(ctx.inputs.size(), false);
@@ -149,6 +160,7 @@ OpSchema UnarySchema(const UnarySpec& spec) {
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.SetAmp(spec.amp, spec.amp == AmpCategory::kFp32Required ? AutocastSource("fp32 list")
                                                             : AutocastSource(kNotAutocastListed));
+  s.pointwise = true;
   return s;
 }
 
@@ -204,6 +216,8 @@ void RegisterUnaryOps(OpRegistry& registry) {
       schema.cost = [](const OpContext& ctx) {
         return PerOutputElementCost(ctx, GeluFlopsPerElement(ctx));
       };
+    if (schema.op_type == "Relu" || schema.op_type == "LeakyRelu" || schema.op_type == "Clip")
+      schema.saved_when_compiled = SaveBoolMask();
     registry.Register(std::move(schema));
   }
 
@@ -221,6 +235,7 @@ void RegisterUnaryOps(OpRegistry& registry) {
   OpSchema glu_op = UnarySchema({glu::kOpType, kTranscendentalFlops + kSimpleFlops, SaveInput0(),
                                  "glu: glu_backward(grad, self, dim) saves self only"});
   glu_op.domain = glu::kDomain;
+  glu_op.pointwise = false;  // it halves an axis: aten.glu is not tagged pointwise
   glu_op.infer_shapes = GluShape;
   registry.Register(std::move(glu_op));
 
@@ -244,6 +259,7 @@ OpSchema BinarySchema(const char* op_type, DimOp contents_op, SavedRule saved,
   s.cost = PerOutputElementCostRule(kSimpleFlops);
   s.SetSaved(DerivativesSource(saved_source), std::move(saved));
   s.backward_flops_factor = backward_factor;
+  s.pointwise = true;
   s.SetAmp(amp, amp == AmpCategory::kFp32Required
                     ? AutocastSource("fp32 list")
                     : AutocastSource("not listed, runs in its inputs' dtype"));
@@ -380,6 +396,9 @@ void RegisterDropout(OpRegistry& registry) {
   OpSchema s;
   s.op_type = "Dropout";
   s.stochastic = true;
+  // Elementwise (a draw and a multiply per element): fusible under torch.compile, never
+  // recomputed, as the partitioner's random ops (native_dropout).
+  s.pointwise = true;
   s.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
     MEMPLAN_TRY(auto outs, OutputLikeInput0(ctx));
     if (outs.size() > 1) {

@@ -148,6 +148,18 @@ struct OpSchema {
   // memory-efficient attention write [B, S, H, D] and return it transposed to [B, H, S, D], so the
   // Transpose back and the Reshape after it are views (HF's attn_output.transpose(1, 2).reshape).
   std::function<std::vector<Strides>(const OpContext&)> output_strides;
+  // True for an elementwise op torch tags pointwise (torch.Tag.pointwise: add, mul, gelu, where,
+  // _to_copy, ...): under torch.compile AOTAutograd's min-cut partitioner may recompute it in
+  // backward, fused into the backward kernel that reads it, instead of saving its output
+  // (torch/_functorch/partitioners.py get_default_op_list: pointwise_ops() are recomputable and
+  // fusible; mm, convolution, the norms' and softmax's kernels and random ops are not).
+  bool pointwise = false;
+  // What backward reads once Inductor has decomposed it, where that is smaller than
+  // saved_for_backward: kExtra tensors computed from the eager saved tensors (ReLU's
+  // threshold_backward(grad, result, 0) becomes where(result <= 0, 0, grad), which needs only a
+  // bool mask). The partitioner keeps them instead when that is the cheaper cut
+  // (analyzer/derivation/compiled_partition.h). Null: backward reads the eager saved tensors.
+  SavedRule saved_when_compiled;
   // True when training draws random numbers (Dropout, the fused attention's dropout): the
   // executor seeds it per node and micro-batch, and verify can run it as the identity.
   bool stochastic = false;

@@ -136,6 +136,7 @@ void AddComparison(OpRegistry& registry, const char* op, Compare compare) {
   OpSchema schema = ShapeOpSchema(op);
   schema.infer_shapes = ComparisonRule(compare);
   schema.saved_source = "derivatives.yaml: comparisons are not differentiable";
+  schema.pointwise = true;
   registry.Register(std::move(schema));
 }
 
@@ -156,6 +157,7 @@ void RegisterLogicOps(OpRegistry& registry) {
     schema.saved_source =
         "derivatives.yaml: logical_and / logical_or / logical_xor are not "
         "differentiable";
+    schema.pointwise = true;
     registry.Register(std::move(schema));
   }
   // IsNaN, IsInf: boolean tests of each element (a NaN guard before a loss).
@@ -163,16 +165,19 @@ void RegisterLogicOps(OpRegistry& registry) {
     OpSchema schema = ShapeOpSchema(op);
     schema.infer_shapes = InferElementTest;
     schema.saved_source = "derivatives.yaml: isnan / isinf are not differentiable";
+    schema.pointwise = true;
     registry.Register(std::move(schema));
   }
 
   OpSchema logical_not = ShapeOpSchema("Not");
   logical_not.infer_shapes = InferNot;
   logical_not.saved_source = "derivatives.yaml: logical_not is not differentiable";
+  logical_not.pointwise = true;
   registry.Register(std::move(logical_not));
 
   OpSchema where = ShapeOpSchema("Where");
   where.infer_shapes = InferWhere;
+  where.pointwise = true;
   where.saved_source =
       "derivatives.yaml: where.self: where(condition, grad, 0) / where(condition, 0, grad) saves "
       "condition";

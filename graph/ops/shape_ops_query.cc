@@ -180,7 +180,8 @@ Expected<std::vector<TensorInfo>> InferIdentity(const OpContext& ctx) {
 }
 
 // What a query op is beyond its shape rule.
-enum class Reads { kValues, kShapeOnly, kValuesConverted };
+// kValuesElementwise: each output element is a function of the same input element (CastLike).
+enum class Reads { kValues, kShapeOnly, kValuesConverted, kValuesElementwise };
 
 void Add(OpRegistry& registry, const char* op, ShapeRule rule, CostRule cost,
          const char* saved_source = kNothingSaved, Reads reads = Reads::kValues) {
@@ -190,6 +191,8 @@ void Add(OpRegistry& registry, const char* op, ShapeRule rule, CostRule cost,
   schema.saved_source = saved_source;
   schema.reads_only_shape = reads == Reads::kShapeOnly;
   schema.converts_dtype = reads == Reads::kValuesConverted;
+  // A dtype conversion is elementwise (aten._to_copy is tagged pointwise).
+  schema.pointwise = reads == Reads::kValuesConverted || reads == Reads::kValuesElementwise;
   registry.Register(std::move(schema));
 }
 
@@ -211,7 +214,8 @@ void RegisterShapeQueryOps(OpRegistry& registry) {
   // CastLike converts to the dtype input 1 has when it runs, which a mixed-precision regime may
   // change: its dtype follows its inputs, not an attribute.
   Add(registry, "CastLike", InferCastLike, MovementCost,
-      "derivatives.yaml: _to_copy: _to_copy_backward(grad, self.options()) saves nothing");
+      "derivatives.yaml: _to_copy: _to_copy_backward(grad, self.options()) saves nothing",
+      Reads::kValuesElementwise);
 
   OpSchema identity = ShapeOpSchema("Identity");
   identity.infer_shapes = InferIdentity;

@@ -13,7 +13,8 @@ set_tests_properties("cli: the recipe rows measured with torch 2.x are re-predic
 
 # The torch.compile rows of docs/compile_rows.jsonl (tools/recipes/measure_compile.py): the eager
 # saved bytes of each stored block re-predicted within 2% (saved_activations_by_node, fp32, eager
-# attention). memplan has no --compile plan yet, so the partitioner's column is only printed.
+# attention, sum loss), the BERT layer's marked open (the CPU's 4-byte dropout mask). The compiled
+# column is checked with --compile in compile_tests.cmake.
 add_test(NAME "cli: the compile rows' eager saved bytes are re-predicted within 2%"
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tools/recipes/repredict_compile_rows.py
                  --memplan $<TARGET_FILE:memplan>

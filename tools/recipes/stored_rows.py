@@ -11,13 +11,16 @@ import tempfile
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
-def parse_args(doc, rows_file):
-    """--memplan BIN [--rows FILE] [--graphs DIR] [--check]; rows default to docs/ROWS_FILE."""
+def parse_args(doc, rows_file, switches=()):
+    """--memplan BIN [--rows FILE] [--graphs DIR] [--check] and the script's own `switches`
+    ((name, help) pairs, each a store_true option); rows default to docs/ROWS_FILE."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--memplan", required=True)
     parser.add_argument("--rows", default=os.path.join(ROOT, "docs", rows_file))
     parser.add_argument("--graphs", default=os.path.join(ROOT, "tests", "fixtures", "recipe_rows"))
     parser.add_argument("--check", action="store_true")
+    for name, help_text in switches:
+        parser.add_argument(name, action="store_true", help=help_text)
     return parser.parse_args()
 
 

@@ -266,6 +266,16 @@ TEST_CASE("the optimizer-impl flag round-trips through configurations and baseli
   CHECK(PlanFlagWithKey("optimizer_impl").argument == "--optimizer-impl");
 }
 
+TEST_CASE("the compile flag round-trips through configurations and baselines", "[baseline]") {
+  const PlanFlags flags = RoundTripped(R"({"compile": true})", "--compile");
+  CHECK(flags.compile);
+  CHECK(PlanFlagWithKey("compile").argument == "--compile");
+  // false is the default and is not written back.
+  Expected<PlanFlags> eager = PlanFlagsFromJson(nlohmann::json::parse(R"({"compile": false})"), "");
+  REQUIRE(eager.ok());
+  CHECK(PlanFlagsToJson(*eager).empty());
+}
+
 }  // namespace
 }  // namespace memplan
 
