@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "analyzer/alternatives/alternative_search.h"
 #include "graph/expected.h"
 #include "tools/memplan/analysis_session.h"
 #include "tools/memplan/cli_common.h"
@@ -23,5 +24,13 @@ using RequestResolver = std::function<Expected<PlanRequest>(const PlanArguments&
 // Progress: one line per request planned.
 void AddSessionAlternatives(AnalysisSession& session, const PlanArguments& asked,
                             const RequestResolver& resolve, const Progress& progress);
+
+// `memplan explain SNAPSHOT MODEL.onnx`: SearchOomAlternatives for `run` on `session` (planned at
+// the run's micro-batch), each change resolved by `resolve` and planned as above, fits judged on
+// the session's budget. Unlike AddSessionAlternatives, planned whether the session's plan fits or
+// not, and --fused-loss is a change (its graph is prepared with the fused loss).
+AlternativesReport SessionOomAlternatives(const AnalysisSession& session,
+                                          const PlanArguments& asked, const OomRun& run,
+                                          const RequestResolver& resolve, const Progress& progress);
 
 }  // namespace memplan::cli
