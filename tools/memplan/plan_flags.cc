@@ -477,6 +477,14 @@ Status BindPlanSymbols(const Graph& graph, PlanRequest& request) {
 Expected<ModelRewrites> PrepareLoadedModel(Graph& graph, PlanRequest& request) {
   ModelRewrites rewrites;
   MEMPLAN_TRY(rewrites.attention, ApplyRequestedAttention(graph, request));
+  // PyTorch's math SDPA kernel computes in fp32 when its inputs are fp16/bf16
+  // (torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp is off by default): q, k, v and the
+  // scores are upcast, so the attentions it runs for a mask that requires grad (T5's trained
+  // position bias) are placed in fp32, their casts saved as autocast's are (docs/attention.md).
+  for (const FusedAttention& kept : rewrites.attention.math_kernel)
+    if (kept.mask_requires_grad)
+      request.search.force_fp32.insert(request.search.force_fp32.end(), kept.replaced.begin(),
+                                       kept.replaced.end());
   MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(graph, request));
   // The rewrite keeps the symbol table, so the bindings hold for the rewritten graph.
   MEMPLAN_TRY(rewrites.fused_loss,
