@@ -68,10 +68,9 @@ std::string AttributionText(const TrainingProgram& program, const AttributedBloc
 std::vector<const AttributedBlock*> LargestAttributed(const SnapshotAttribution& a, size_t keep) {
   std::vector<const AttributedBlock*> blocks;
   for (const AttributedBlock& b : a.live) blocks.push_back(&b);
-  std::stable_sort(blocks.begin(), blocks.end(),
-                   [](const AttributedBlock* x, const AttributedBlock* y) {
-                     return x->size > y->size;
-                   });
+  std::stable_sort(
+      blocks.begin(), blocks.end(),
+      [](const AttributedBlock* x, const AttributedBlock* y) { return x->size > y->size; });
   if (blocks.size() > keep) blocks.resize(keep);
   return blocks;
 }
@@ -283,8 +282,8 @@ std::string SnapshotExplanationHtml(const SnapshotExplanation& e) {
     std::string points;
     for (size_t i = 0; i < values.size(); ++i) {
       if (i > 0)
-        points += FormatCoordinate(x_of(double(i))) + "," +
-                  FormatCoordinate(y_of(values[i - 1])) + " ";
+        points +=
+            FormatCoordinate(x_of(double(i))) + "," + FormatCoordinate(y_of(values[i - 1])) + " ";
       points += FormatCoordinate(x_of(double(i))) + "," + FormatCoordinate(y_of(values[i])) + " ";
     }
     return points;
@@ -306,24 +305,21 @@ std::string SnapshotExplanationHtml(const SnapshotExplanation& e) {
   if (n > 0) {
     h << "<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\" points=\""
       << polyline(e.reserved_after) << "\"><title>reserved (PyTorch)</title></polyline>\n";
-    h << "<polyline fill=\"none\" stroke=\""
-      << MemoryCategoryColor(MemoryCategory::kActivations)
+    h << "<polyline fill=\"none\" stroke=\"" << MemoryCategoryColor(MemoryCategory::kActivations)
       << "\" stroke-width=\"1.5\" points=\"" << polyline(e.live_after)
       << "\"><title>live requested bytes</title></polyline>\n";
   }
   if (e.breakdown.event >= 0) {
     const std::string x = FormatCoordinate(x_of(double(e.breakdown.event)));
-    h << "<line x1=\"" << x << "\" y1=\"" << FormatCoordinate(kTop) << "\" x2=\"" << x
-      << "\" y2=\"" << FormatCoordinate(kTop + plot_h)
-      << "\" stroke=\"#000\" stroke-dasharray=\"4 3\"><title>"
-      << (e.breakdown.at_oom ? "the OOM" : "the reserved peak") << " (event #"
-      << e.breakdown.event << ")</title></line>\n";
+    h << "<line x1=\"" << x << "\" y1=\"" << FormatCoordinate(kTop) << "\" x2=\"" << x << "\" y2=\""
+      << FormatCoordinate(kTop + plot_h) << "\" stroke=\"#000\" stroke-dasharray=\"4 3\"><title>"
+      << (e.breakdown.at_oom ? "the OOM" : "the reserved peak") << " (event #" << e.breakdown.event
+      << ")</title></line>\n";
   }
   if (e.model) {
     const std::string y = FormatCoordinate(y_of(e.model->capacity_bytes));
-    h << "<line x1=\"" << kLeft << "\" y1=\"" << y << "\" x2=\""
-      << FormatCoordinate(kLeft + plot_w) << "\" y2=\"" << y
-      << "\" stroke=\"#2ca02c\" stroke-dasharray=\"2 2\"><title>capacity "
+    h << "<line x1=\"" << kLeft << "\" y1=\"" << y << "\" x2=\"" << FormatCoordinate(kLeft + plot_w)
+      << "\" y2=\"" << y << "\" stroke=\"#2ca02c\" stroke-dasharray=\"2 2\"><title>capacity "
       << EscapeMarkup(FormatBytes(e.model->capacity_bytes)) << "</title></line>\n";
   }
   h << "</svg>\n<p>red: PyTorch's reserved bytes; the other line: live requested bytes; dashed: "

@@ -24,7 +24,7 @@ namespace memplan {
 // The part `explain` adds when the model and the run's plan flags are given.
 struct SnapshotModelExplanation {
   std::string model_path;
-  int64_t capacity_bytes = 0;  // the device the run had (the budget every change is planned at)
+  int64_t capacity_bytes = 0;   // the device the run had (the budget every change is planned at)
   std::string capacity_source;  // how it was found: "the OOM's reserved + device_free", "--gpu"
   const TrainingPlan* plan = nullptr;  // the run's plan: at its micro-batch, on that device
   SnapshotAttribution attribution;

@@ -2,10 +2,10 @@
 
 #include <map>
 
-#include "analyzer/program/step_phase.h"
-#include "analyzer/simulation/snapshot_breakdown.h"
 #include <unordered_set>
 #include <utility>
+#include "analyzer/program/step_phase.h"
+#include "analyzer/simulation/snapshot_breakdown.h"
 
 namespace memplan {
 namespace {
@@ -101,7 +101,7 @@ class Matcher {
  private:
   size_t SegmentEnd() const {
     return segment_ + 1 < script_.segment_start.size() ? script_.segment_start[segment_ + 1]
-                                                        : script_.events.size();
+                                                       : script_.events.size();
   }
   // The segment after the current one; after the last, the last again (a longer run repeats
   // memplan's steady state).
@@ -123,8 +123,7 @@ bool IsFree(SnapshotAction action) {
 
 }  // namespace
 
-Expected<SnapshotAttribution> AttributeSnapshot(const MemorySnapshot& snapshot,
-                                                int64_t focus_event,
+Expected<SnapshotAttribution> AttributeSnapshot(const MemorySnapshot& snapshot, int64_t focus_event,
                                                 const TrainingProgram& program,
                                                 const WalkTrace& trace) {
   const auto& events = snapshot.events;
@@ -169,8 +168,8 @@ Expected<SnapshotAttribution> AttributeSnapshot(const MemorySnapshot& snapshot,
         preexisting[b.address] = AttributedBlock{b.address, b.requested_size, s.stream, b.frames};
   for (auto& [address, block] : preexisting) allocate(std::move(block));
 
-  const bool at_oom = focus_event >= 0 &&
-                      events[static_cast<size_t>(focus_event)].action == SnapshotAction::kOom;
+  const bool at_oom =
+      focus_event >= 0 && events[static_cast<size_t>(focus_event)].action == SnapshotAction::kOom;
   const int64_t last = at_oom ? focus_event - 1 : focus_event;
   for (int64_t i = 0; i <= last; ++i) {
     const SnapshotEvent& e = events[static_cast<size_t>(i)];

@@ -48,7 +48,7 @@ struct AttributedBlock {
   std::vector<int32_t> frames;
   // Index into the WalkTrace's events of the memplan Alloc it matched; nullopt: unattributed.
   std::optional<size_t> matched_event;
-  BufferId buffer;  // valid when matched
+  BufferId buffer;                                   // valid when matched
   MemoryCategory category = MemoryCategory::kOther;  // the buffer's, when matched
   std::string step;  // the step that allocates the buffer ("forward MatMul_0"), when matched
 };
@@ -56,7 +56,7 @@ struct AttributedBlock {
 struct SnapshotAttribution {
   int64_t snapshot_allocations = 0;  // allocations up to the focus (the pre-existing included)
   int64_t matched_allocations = 0;
-  int64_t script_allocations = 0;  // memplan's device Allocs
+  int64_t script_allocations = 0;     // memplan's device Allocs
   std::vector<AttributedBlock> live;  // live at the focus, in allocation order
   CategoryBytes attributed;           // the live matched blocks' requested bytes by category
   int64_t unattributed_bytes = 0;     // the live unmatched blocks' requested bytes
@@ -65,8 +65,7 @@ struct SnapshotAttribution {
 // Matches `snapshot`'s allocations up to `focus_event` (the blocks live after it; before it for
 // an oom event, as BreakdownAt) against `trace`, a walk of `program`. Errors: a trace
 // inconsistency (an alloc of a live address, a free of one that is not), as BreakdownAt's.
-Expected<SnapshotAttribution> AttributeSnapshot(const MemorySnapshot& snapshot,
-                                                int64_t focus_event,
+Expected<SnapshotAttribution> AttributeSnapshot(const MemorySnapshot& snapshot, int64_t focus_event,
                                                 const TrainingProgram& program,
                                                 const WalkTrace& trace);
 

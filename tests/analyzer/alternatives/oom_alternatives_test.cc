@@ -66,10 +66,9 @@ TEST_CASE("explain's changes: each planned once, the micro-batch keeping the glo
   oom.micro_batch = 64;
   oom.accumulation_steps = 2;
   oom.oom_request_bytes = int64_t{3} << 30;  // 3 GiB: max_split_size_mb:3072
-  const AlternativeSearch search =
-      SearchOomAlternatives(RunContext(), oom, [&run](const PlanFlags& flags, const PlanFlags&) {
-        return run.Plan(flags);
-      });
+  const AlternativeSearch search = SearchOomAlternatives(
+      RunContext(), oom,
+      [&run](const PlanFlags& flags, const PlanFlags&) { return run.Plan(flags); });
   // The run at m = 64: 100 + 640 + 50 = 790 B. m = 32 (global 64 x 2 = 128): 100 + 320 + 50 =
   // 470 fits, so the search stops there; recompute: 100 + 160 + 50 = 310; bf16: 100 + 320 + 50 =
   // 470; --fused-loss refused; expandable_segments: 100 + 640 = 740; max_split_size_mb: 740.
@@ -77,9 +76,11 @@ TEST_CASE("explain's changes: each planned once, the micro-batch keeping the glo
   CHECK(run.asked[0] == "--global-batch 128 --micro-batch 32 --precision fp32 --recompute none");
   CHECK(run.asked[1] == "--micro-batch 64 --precision fp32 --recompute auto");
   CHECK(run.asked[2] == "--micro-batch 64 --precision bf16 --recompute none");
-  CHECK(run.asked[4] == "--micro-batch 64 --precision fp32 --alloc-conf expandable_segments:True "
+  CHECK(run.asked[4] ==
+        "--micro-batch 64 --precision fp32 --alloc-conf expandable_segments:True "
         "--recompute none");
-  CHECK(run.asked[5] == "--micro-batch 64 --precision fp32 --alloc-conf max_split_size_mb:3072 "
+  CHECK(run.asked[5] ==
+        "--micro-batch 64 --precision fp32 --alloc-conf max_split_size_mb:3072 "
         "--recompute none");
   // Ranked: the fits by samples/s (bf16 150, m = 32 90, recompute 70), then the two allocator
   // settings (equal rate and peak: in the order tried).
@@ -105,12 +106,10 @@ TEST_CASE("explain's changes: what the run already has is not tried again", "[al
   context.asked.precision = "bf16";
   context.asked.recompute = "auto";
   context.asked.alloc_conf = "expandable_segments:True";
-  OomRun oom;  // m = 1: no smaller micro-batch
+  OomRun oom;                                // m = 1: no smaller micro-batch
   oom.oom_request_bytes = int64_t{5} << 20;  // 5 MiB
-  const AlternativeSearch search =
-      SearchOomAlternatives(context, oom, [&run](const PlanFlags& flags, const PlanFlags&) {
-        return run.Plan(flags);
-      });
+  const AlternativeSearch search = SearchOomAlternatives(
+      context, oom, [&run](const PlanFlags& flags, const PlanFlags&) { return run.Plan(flags); });
   // Only --fused-loss is left (refused); the micro-batch is recorded as not planned.
   REQUIRE(run.asked.size() == 1);
   CHECK(search.planned.empty());
@@ -129,9 +128,8 @@ TEST_CASE("explain's max_split_size_mb is the OOM request in MiB, above PyTorch'
   OomRun oom;
   oom.micro_batch = 1;
   oom.oom_request_bytes = int64_t{5} << 20;  // 5 MiB -> 21, PyTorch's smallest accepted value
-  SearchOomAlternatives(context, oom, [&run](const PlanFlags& flags, const PlanFlags&) {
-    return run.Plan(flags);
-  });
+  SearchOomAlternatives(
+      context, oom, [&run](const PlanFlags& flags, const PlanFlags&) { return run.Plan(flags); });
   REQUIRE(run.asked.size() == 2);
   CHECK(run.asked[1].find("--alloc-conf max_split_size_mb:21") != std::string::npos);
 }

@@ -85,8 +85,10 @@ nlohmann::json Event(const char* action, int64_t addr, int64_t size, int frame) 
 }
 
 MemorySnapshot Snapshot(const nlohmann::json& events) {
-  const nlohmann::json doc = {{"schema", kMemorySnapshotSchema}, {"device", 0},
-                              {"frames", Frames()},            {"segments", nlohmann::json::array()},
+  const nlohmann::json doc = {{"schema", kMemorySnapshotSchema},
+                              {"device", 0},
+                              {"frames", Frames()},
+                              {"segments", nlohmann::json::array()},
                               {"events", events}};
   return testing::RequireValue(ParseMemorySnapshot(doc));
 }
@@ -104,8 +106,7 @@ TEST_CASE("attribution: a PyTorch-only forward request does not take a backward 
       Event("alloc", kA + 2048, 128, 2),
       Event("alloc", kA + 2560, 16, 2),
   }));
-  const SnapshotAttribution a =
-      testing::RequireValue(AttributeSnapshot(s, 5, f.program, f.trace));
+  const SnapshotAttribution a = testing::RequireValue(AttributeSnapshot(s, 5, f.program, f.trace));
   CHECK(a.snapshot_allocations == 6);
   CHECK(a.matched_allocations == 5);
   CHECK(a.script_allocations == 9);  // W + 2 x 4
@@ -171,8 +172,7 @@ TEST_CASE("attribution: an unmatched request leaves the cursor; equal sizes go b
       Event("alloc", kA + 2048, 16, 2),
       Event("alloc", kA + 2560, 128, 2),
   }));
-  const SnapshotAttribution a =
-      testing::RequireValue(AttributeSnapshot(s, 5, f.program, f.trace));
+  const SnapshotAttribution a = testing::RequireValue(AttributeSnapshot(s, 5, f.program, f.trace));
   CHECK(a.matched_allocations == 4);
   CHECK_FALSE(a.live[3].matched_event.has_value());
   CHECK(f.program.buffer(a.live[4].buffer).name == "grad(W)");
@@ -185,8 +185,7 @@ TEST_CASE("attribution: an alloc at a live address is an error", "[replay]") {
       Event("alloc", kA, 16, 0),
       Event("alloc", kA, 16, 0),
   }));
-  const std::string error =
-      testing::RequireError(AttributeSnapshot(s, 1, f.program, f.trace));
+  const std::string error = testing::RequireError(AttributeSnapshot(s, 1, f.program, f.trace));
   CHECK(error.find("events[1]: alloc at an address") != std::string::npos);
 }
 
