@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "analyzer/text/json_fields.h"
 
@@ -18,6 +19,11 @@ Expected<AttentionPlan> ApplyAttentionMode(Graph& graph, AttentionMode mode,
   graph = std::move(fusion.graph);
   plan.fused = std::move(fusion.fused);
   plan.math_kernel = std::move(fusion.kept_eager);
+  // A trained score bias under --attention auto keeps the old reading: models that learn one
+  // (torchvision's Swin) write their attention by hand and never call SDPA. Under
+  // --attention sdpa the user says the model calls it: the math kernel (HF's T5).
+  if (mode == AttentionMode::kAuto)
+    std::erase_if(plan.math_kernel, [](const FusedAttention& f) { return f.mask_requires_grad; });
   if (mode == AttentionMode::kSdpa && plan.fused.empty() && plan.math_kernel.empty()) {
     return MakeError("--attention sdpa: model '" +
                      std::filesystem::path(model).filename().string() +

@@ -1,6 +1,8 @@
 #include "tools/memplan/plan_flags.h"
 
 #include <algorithm>
+#include <array>
+#include <set>
 #include <vector>
 
 #include "analyzer/config_export/export_defaults.h"
@@ -481,10 +483,17 @@ Expected<ModelRewrites> PrepareLoadedModel(Graph& graph, PlanRequest& request) {
   // (torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp is off by default): q, k, v and the
   // scores are upcast, so the attentions it runs for a mask that requires grad (T5's trained
   // position bias) are placed in fp32, their casts saved as autocast's are (docs/attention.md).
+  // Only the kernel's arithmetic is placed (views and the Identity of a zero dropout have no
+  // dtype of their own).
+  std::set<std::string> upcast;
   for (const FusedAttention& kept : rewrites.attention.math_kernel)
-    if (kept.mask_requires_grad)
-      request.search.force_fp32.insert(request.search.force_fp32.end(), kept.replaced.begin(),
-                                       kept.replaced.end());
+    if (kept.mask_requires_grad) upcast.insert(kept.replaced.begin(), kept.replaced.end());
+  static constexpr std::array<std::string_view, 7> kMathKernelOps = {
+      "MatMul", "Mul", "Div", "Add", "Where", "Softmax", "Dropout"};
+  for (const Node& n : graph.nodes())
+    if (upcast.count(n.name) && n.domain.empty() &&
+        std::find(kMathKernelOps.begin(), kMathKernelOps.end(), n.op_type) != kMathKernelOps.end())
+      request.search.force_fp32.push_back(n.name);
   MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(graph, request));
   // The rewrite keeps the symbol table, so the bindings hold for the rewritten graph.
   MEMPLAN_TRY(rewrites.fused_loss,

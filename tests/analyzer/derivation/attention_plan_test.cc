@@ -347,6 +347,7 @@ TEST_CASE("attention with a trained score bias stays eager", "[attention]") {
   learned.mask = Mask::kLearnedBias;
   const Planned planned = PlanWith(AttentionMode::kAuto, learned);
   CHECK(planned.plan.fused.empty());
+  CHECK(planned.plan.math_kernel.empty());  // auto: written by hand (Swin), no SDPA call
   CHECK(planned.saved_bytes == 10240);
   // --attention sdpa (issue 41): recognised, and run as written: the mask SDPA would receive
   // requires grad, PyTorch runs its math kernel (docs/attention.md), which keeps eager's
