@@ -19,7 +19,8 @@ of each event, and writes them as JSON (gzip when the output ends in .gz):
      "segments": [{"address": A, "total_size": S, "stream": T, "segment_type": "large",
                    "blocks": [{"address": A, "size": S, "requested_size": R,
                                "state": "active_allocated", "frames": [0, 3]}]}],
-     "events": [["alloc", ADDR, SIZE, STREAM, [frame ids]], ...]}
+     "events": [["alloc", ADDR, SIZE, STREAM, [frame ids]], ...,
+                ["oom", 0, SIZE, STREAM, [frame ids], DEVICE_FREE]]}   # device_free when recorded
 
 Why a converter and not a C++ pickle reader: the pickle's opcodes (protocol 2-5, memoised
 tuples, long integers) are a language of their own, and the snapshot's values are plain dicts,
@@ -101,8 +102,11 @@ def convert(snapshot, device, frames):
         action = entry.get("action")
         if action not in ACTIONS:
             continue  # annotate and later additions carry no memory
-        events.append([action, int(entry.get("addr", 0)), int(entry.get("size", 0)),
-                       int(entry.get("stream", 0)), frames.ids(entry.get("frames"))])
+        row = [action, int(entry.get("addr", 0)), int(entry.get("size", 0)),
+               int(entry.get("stream", 0)), frames.ids(entry.get("frames"))]
+        if action == "oom" and "device_free" in entry:
+            row.append(int(entry["device_free"]))  # what CUDA still had free: the capacity
+        events.append(row)
     return {"schema": "memplan-snapshot/1", "device": device, "frames": frames.table,
             "segments": segments, "events": events}
 

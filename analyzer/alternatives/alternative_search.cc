@@ -44,6 +44,36 @@ class AlternativeSearcher {
                       const PlanAlternativeFn& plan)
       : context_(context), options_(options), plan_(plan) {}
 
+  // SearchOomAlternatives' changes (alternative_search.h).
+  AlternativeSearch RunOom(const OomRun& run) {
+    MicroBatch(run);
+    if (AskedText(context_.asked, &PlanFlags::recompute, "recompute") ==
+        RecomputeChoiceName(RecomputeChoice::kNone))
+      Try({AlternativeKind::kRecompute}, RecomputeOn());
+    if (AskedText(context_.asked, &PlanFlags::precision, "precision") == "fp32")
+      Try({AlternativeKind::kPrecision},
+          Change(&PlanFlags::precision, context_.gpu_supports_bf16 ? "bf16" : "fp16"));
+    if (!context_.asked.fused_loss) {
+      PlanFlags fused;
+      fused.fused_loss = true;
+      Try({AlternativeKind::kFusedLoss}, fused);
+    }
+    if (AskedText(context_.asked, &PlanFlags::allocator, "allocator") == "caching" &&
+        !context_.asked.alloc_conf) {
+      Try({AlternativeKind::kAllocator},
+          Change(&PlanFlags::alloc_conf, "expandable_segments:True"));
+      if (run.oom_request_bytes > 0) {
+        constexpr int64_t kMiB = int64_t{1} << 20;
+        constexpr int64_t kPytorchFloorMb = 20;  // parseMaxSplitSize: above 20 MiB
+        const int64_t mb = std::max(kPytorchFloorMb + 1, run.oom_request_bytes / kMiB);
+        Try({AlternativeKind::kAllocator},
+            Change(&PlanFlags::alloc_conf, "max_split_size_mb:" + std::to_string(mb)));
+      }
+    }
+    RankAlternatives(result_.planned);
+    return std::move(result_);
+  }
+
   AlternativeSearch Run() {
     const std::optional<PlanFlags> lora = LoraChange(/*quantized=*/false);
     const std::optional<PlanFlags> qlora = LoraChange(/*quantized=*/true);
@@ -191,6 +221,25 @@ class AlternativeSearcher {
     if (last) result_.planned.push_back(std::move(*last));
   }
 
+  // --micro-batch m/2, m/4, ..., 1 at the run's global batch: the first that fits.
+  void MicroBatch(const OomRun& run) {
+    std::vector<PlanFlags> changes;
+    const int64_t global = run.micro_batch * run.accumulation_steps * context_.gpus;
+    for (int64_t m = run.micro_batch / 2; m >= 1; m /= 2) {
+      PlanFlags change;
+      change.micro_batch = m;
+      change.global_batch = global;
+      changes.push_back(std::move(change));
+      if (m == 1) break;
+    }
+    if (changes.empty()) {
+      result_.skipped.push_back(
+          {{AlternativeKind::kMicroBatch}, PlanFlags{}, "the run's micro-batch is already 1"});
+      return;
+    }
+    SearchChanges({AlternativeKind::kMicroBatch}, changes);
+  }
+
   // --dim S=v/2, v/4, ... for the first --dim that names a sequence (on top of `base`).
   void ShorterSequence(const std::vector<AlternativeKind>& kinds, const PlanFlags& base,
                        int64_t persistent) {
@@ -289,6 +338,12 @@ AlternativeSearch SearchAlternatives(const AlternativeContext& context,
                                      const AlternativeOptions& options,
                                      const PlanAlternativeFn& plan) {
   return AlternativeSearcher(context, options, plan).Run();
+}
+
+AlternativeSearch SearchOomAlternatives(const AlternativeContext& context, const OomRun& run,
+                                        const PlanAlternativeFn& plan) {
+  const AlternativeOptions options;
+  return AlternativeSearcher(context, options, plan).RunOom(run);
 }
 
 void RankAlternatives(std::vector<Alternative>& alternatives) {

@@ -117,6 +117,30 @@ AlternativeSearch SearchAlternatives(const AlternativeContext& context,
                                      const AlternativeOptions& options,
                                      const PlanAlternativeFn& plan);
 
+// `memplan explain SNAPSHOT MODEL.onnx` (issue 41): what would have fit a run that ran out of
+// memory, at the device's capacity. The run's own knobs, each a single change planned by `plan`
+// (the caller resolves the flags as the run's plan, the micro-batch pinned to the run's):
+//   micro_batch  --micro-batch m/2, m/4, ..., 1 with --global-batch m * k * gpus (the run's global
+//                batch kept by more accumulation steps): the largest that fits, or 1
+//   recompute    --recompute auto, when the flags asked for none
+//   precision    --precision bf16 (fp16 where the GPU has no bf16), when the flags asked fp32
+//   fused_loss   --fused-loss, when not asked (a model without an LM head: not planned, the CLI's
+//                message says why)
+//   allocator    --alloc-conf expandable_segments:True, then max_split_size_mb:N, when the
+//                caching allocator ran with PyTorch's defaults: N is the OOM request in MiB
+//                (rounded down; above PyTorch's floor of 20), so no free block of the request's
+//                size is split by a smaller request (CUDACachingAllocator's should_split keeps
+//                oversize blocks whole)
+// Every change is planned and listed whether it fits or not (its predicted peak is the answer to
+// "would it have fit"), ranked as SearchAlternatives ranks.
+struct OomRun {
+  int64_t micro_batch = 1;         // the run's
+  int64_t accumulation_steps = 1;  // the run's
+  int64_t oom_request_bytes = 0;   // the request that failed; 0 without an OOM
+};
+AlternativeSearch SearchOomAlternatives(const AlternativeContext& context, const OomRun& run,
+                                        const PlanAlternativeFn& plan);
+
 // Sorts `alternatives` into the ranking described above (stable).
 void RankAlternatives(std::vector<Alternative>& alternatives);
 

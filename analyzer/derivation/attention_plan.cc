@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "analyzer/text/json_fields.h"
 
@@ -18,12 +19,16 @@ Expected<AttentionPlan> ApplyAttentionMode(Graph& graph, AttentionMode mode,
   graph = std::move(fusion.graph);
   plan.fused = std::move(fusion.fused);
   plan.math_kernel = std::move(fusion.kept_eager);
+  // A trained score bias under --attention auto keeps the old reading: models that learn one
+  // (torchvision's Swin) write their attention by hand and never call SDPA. Under
+  // --attention sdpa the user says the model calls it: the math kernel (HF's T5).
+  if (mode == AttentionMode::kAuto)
+    std::erase_if(plan.math_kernel, [](const FusedAttention& f) { return f.mask_requires_grad; });
   if (mode == AttentionMode::kSdpa && plan.fused.empty() && plan.math_kernel.empty()) {
     return MakeError("--attention sdpa: model '" +
                      std::filesystem::path(model).filename().string() +
                      "' has no attention memplan recognises (MatMul -> Softmax -> MatMul or the "
-                     "ONNX Attention op; scores with a trained bias, as Swin's, stay eager); use "
-                     "--attention eager or auto");
+                     "ONNX Attention op); use --attention eager or auto");
   }
   return plan;
 }
@@ -44,21 +49,42 @@ nlohmann::ordered_json AttentionPlanToJson(const AttentionPlan& plan) {
   return j;
 }
 
+namespace {
+
+// Why the attentions kept as written run SDPA's math kernel, which keeps the softmax outputs as
+// eager does: grouped-query attention in an fp32-only plan, a mask that requires grad.
+std::string MathKernelText(const std::vector<FusedAttention>& kept) {
+  size_t trained = 0;
+  for (const FusedAttention& f : kept) trained += f.mask_requires_grad ? 1 : 0;
+  const size_t grouped = kept.size() - trained;
+  std::string text;
+  if (grouped > 0)
+    text = std::to_string(grouped) +
+           " grouped-query attentions run SDPA's math kernel in fp32 (flash needs fp16/bf16)";
+  if (trained > 0)
+    text += (text.empty() ? "" : "; ") + std::to_string(trained) +
+            " attentions with a trained score bias run SDPA's math kernel (their mask requires "
+            "grad)";
+  return text + ", which keeps the softmax outputs as eager does";
+}
+
+}  // namespace
+
 std::vector<std::string> AttentionPlanText(const AttentionPlan& plan) {
-  if (plan.fused.empty() && !plan.math_kernel.empty()) {
-    return {"eager: " + std::to_string(plan.math_kernel.size()) +
-            " grouped-query attentions run SDPA's math kernel in fp32 (flash needs fp16/bf16), "
-            "which keeps the softmax outputs as eager does"};
-  }
+  if (plan.fused.empty() && !plan.math_kernel.empty())
+    return {"eager: " + MathKernelText(plan.math_kernel)};
   if (plan.fused.empty()) {
     return {plan.requested == AttentionMode::kEager
                 ? "eager (--attention eager: softmax outputs and dropout masks saved)"
                 : "eager (no attention recognised)"};
   }
   const size_t n = plan.fused.size();
-  return {"sdpa: " + std::to_string(n) + (n == 1 ? " attention" : " attentions") +
-              " fused into scaled_dot_product_attention (flash kernel)",
-          "first " + plan.fused.front().node + "; all: --json, plan.attention"};
+  std::vector<std::string> lines = {
+      "sdpa: " + std::to_string(n) + (n == 1 ? " attention" : " attentions") +
+          " fused into scaled_dot_product_attention (flash kernel)",
+      "first " + plan.fused.front().node + "; all: --json, plan.attention"};
+  if (!plan.math_kernel.empty()) lines.push_back("and " + MathKernelText(plan.math_kernel));
+  return lines;
 }
 
 }  // namespace memplan

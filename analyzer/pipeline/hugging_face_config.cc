@@ -66,7 +66,8 @@ std::string LastLine(const std::string& text) {
   size_t end = text.find_last_not_of("\r\n ");
   if (end == std::string::npos) return "";
   size_t start = text.rfind('\n', end);
-  return text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+  return text.substr(start == std::string::npos ? 0 : start + 1,
+                     end + 1 - (start == std::string::npos ? 0 : start + 1));
 }
 
 struct RunResult {
@@ -88,8 +89,7 @@ Expected<RunResult> Run(const std::vector<std::string>& argv, const fs::path& st
   pid_t pid = 0;
   const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0)
-    return MakeError("cannot run " + argv[0] + ": " + std::strerror(spawned));
+  if (spawned != 0) return MakeError("cannot run " + argv[0] + ": " + std::strerror(spawned));
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return MakeError("waiting for " + argv[0] + ": " + std::strerror(errno));
@@ -104,7 +104,8 @@ Expected<RunResult> Run(const std::vector<std::string>& argv, const fs::path& st
 
 bool IsHuggingFaceConfig(const std::string& path) {
   std::error_code error;
-  if (fs::is_directory(path, error)) return fs::is_regular_file(fs::path(path) / "config.json", error);
+  if (fs::is_directory(path, error))
+    return fs::is_regular_file(fs::path(path) / "config.json", error);
   if (fs::path(path).extension() != ".json" || !fs::is_regular_file(path, error)) return false;
   const nlohmann::json doc = nlohmann::json::parse(ReadWhole(path), nullptr, false);
   return doc.is_object() && doc.contains("model_type") && doc["model_type"].is_string();
@@ -120,8 +121,8 @@ Expected<std::string> HuggingFaceConfigAsOnnx(const std::string& path,
   if (fs::is_regular_file(onnx, error)) return onnx.string();
   fs::create_directories(folder, error);
   if (error)
-    return MakeError("cannot create the cache folder '" + folder.string() + "': " + error.message() +
-                     " (MEMPLAN_CACHE_DIR names another)");
+    return MakeError("cannot create the cache folder '" + folder.string() +
+                     "': " + error.message() + " (MEMPLAN_CACHE_DIR names another)");
   const fs::path script = folder / ("hf_config_to_onnx." + Fnv1aHex(kHfConverterSource) + ".py");
   if (!fs::is_regular_file(script, error))
     MEMPLAN_RETURN_IF_ERROR(WriteTextFile(script.string(), kHfConverterSource));
@@ -136,7 +137,8 @@ Expected<std::string> HuggingFaceConfigAsOnnx(const std::string& path,
   const std::string reason = LastLine(run.errors);
   if (run.exit_code == kConverterMissingLibraries)
     return MakeError("'" + path + "' is a Hugging Face config; converting it " + reason + " in " +
-                     python + ": tools/setup_torch_env.sh installs them, MEMPLAN_PYTHON names "
+                     python +
+                     ": tools/setup_torch_env.sh installs them, MEMPLAN_PYTHON names "
                      "the Python to use");
   if (run.exit_code != 0 || !fs::is_regular_file(partial, error)) {
     fs::remove(partial, error);

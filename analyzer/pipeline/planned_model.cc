@@ -1,11 +1,13 @@
 #include "analyzer/pipeline/planned_model.h"
 
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
 #include "analyzer/parallel/tensor_parallel.h"
 #include "graph/bind_symbols.h"
+#include "graph/ops/op_registry.h"
 
 namespace memplan {
 
@@ -50,6 +52,21 @@ Status BindPlanSymbols(const Graph& graph, PlanRequest& request) {
 Expected<ModelRewrites> PrepareLoadedModel(Graph& graph, PlanRequest& request) {
   ModelRewrites rewrites;
   MEMPLAN_TRY(rewrites.attention, ApplyRequestedAttention(graph, request));
+  // PyTorch's math SDPA kernel computes in fp32 when its inputs are fp16/bf16
+  // (torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp is off by default): q, k, v and the
+  // scores are upcast, so the attentions it runs for a mask that requires grad (T5's trained
+  // position bias) are placed in fp32, their casts saved as autocast's are (docs/attention.md).
+  // Only the kernel's arithmetic is placed: views (and the Identity of a zero dropout) and casts
+  // have no dtype of their own (registry facts is_view, converts_dtype).
+  std::set<std::string> upcast;
+  for (const FusedAttention& kept : rewrites.attention.math_kernel)
+    if (kept.mask_requires_grad) upcast.insert(kept.replaced.begin(), kept.replaced.end());
+  for (const Node& n : graph.nodes()) {
+    if (!upcast.count(n.name) || !n.domain.empty()) continue;
+    const OpSchema* schema = OpRegistry::Get().Find(n.op_type);
+    if (schema != nullptr && !schema->is_view && !schema->converts_dtype)
+      request.search.force_fp32.push_back(n.name);
+  }
   MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(graph, request));
   // The rewrite keeps the symbol table, so the bindings hold for the rewritten graph.
   MEMPLAN_TRY(rewrites.fused_loss,

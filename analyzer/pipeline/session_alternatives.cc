@@ -55,9 +55,10 @@ class AlternativePlanner {
                 resolve_(PlanArgumentsOf(flags, session_.request.analysis.model)));
     MEMPLAN_TRY(const Graph* graph, GraphFor(flags, request));
     request.planner.tensor_parallel = *tensor_parallel_.at(graph);
-    // Every graph of this session fuses the loss as the session's did (--fused-loss is not a
-    // change alternatives make, and fine-tuning flags leave the LM head as it is).
-    request.planner.program.loss = session_.fused_loss.ProgramLoss(request.planner.program.loss);
+    // Every graph fuses the loss as its own preparation did: the session's as the session's,
+    // one loaded for another --fused-loss (explain's change) as that (fine-tuning flags leave
+    // the LM head as it is).
+    request.planner.program.loss = fused_loss_.at(graph)->ProgramLoss(request.planner.program.loss);
     MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(*graph, request));
     MEMPLAN_TRY(RequestPlan planned, PlanRequestOn(*graph, request));
     const TrainingPlan& plan = planned.joint.plan;
@@ -76,6 +77,7 @@ class AlternativePlanner {
     const std::string key = PlanFlagsAsArguments(GraphFlagsOf(flags));
     if (key == asked_graph_) {
       tensor_parallel_[&session_.graph] = &session_.request.planner.tensor_parallel;
+      fused_loss_[&session_.graph] = &session_.fused_loss;
       return &session_.graph;
     }
     auto it = graphs_.find(key);
@@ -86,11 +88,12 @@ class AlternativePlanner {
       MEMPLAN_TRY(*graph, LoadPlannedModel(request));
       PlanRequest prepared_request = request;
       MEMPLAN_TRY(ModelRewrites rewrites, PrepareLoadedModel(*graph, prepared_request));
-      (void)rewrites;
       it = graphs_.emplace(key, std::move(graph)).first;
       splits_.push_back(
           std::make_unique<TensorParallelPlan>(prepared_request.planner.tensor_parallel));
       tensor_parallel_[it->second.get()] = splits_.back().get();
+      fused_losses_.push_back(std::make_unique<FusedLossPlan>(std::move(rewrites.fused_loss)));
+      fused_loss_[it->second.get()] = fused_losses_.back().get();
     }
     return it->second.get();
   }
@@ -103,14 +106,13 @@ class AlternativePlanner {
   // The --tp split of each graph (the planner costs its all-reduces).
   std::vector<std::unique_ptr<TensorParallelPlan>> splits_;
   std::map<const Graph*, const TensorParallelPlan*> tensor_parallel_;
+  // The --fused-loss rewrite of each graph (the program's loss follows it).
+  std::vector<std::unique_ptr<FusedLossPlan>> fused_losses_;
+  std::map<const Graph*, const FusedLossPlan*> fused_loss_;
 };
 
-}  // namespace
-
-void AddSessionAlternatives(AnalysisSession& session, const PlanArguments& asked,
-                            const RequestResolver& resolve, const ProgressSink& progress) {
+AlternativeContext ContextOf(const AnalysisSession& session, const PlanArguments& asked) {
   const TrainingPlan& plan = session.plan;
-  if (plan.feasible || !plan.infeasible) return;
   AlternativeContext context;
   context.asked = RecordedFlagsOf(asked);
   context.budget_bytes = plan.budget_bytes;
@@ -119,9 +121,19 @@ void AddSessionAlternatives(AnalysisSession& session, const PlanArguments& asked
     context.live_peak_bytes = plan.chosen.exact_peak_bytes;
   context.gpus = plan.program.data_parallel_ranks * session.request.planner.tensor_parallel.degree;
   context.gpu_supports_bf16 = session.request.planner.gpu.supports_bf16;
-  context.smallest_fitting_gpu = plan.infeasible->smallest_fitting_gpu;
+  if (plan.infeasible) context.smallest_fitting_gpu = plan.infeasible->smallest_fitting_gpu;
   if (std::optional<SymbolId> batch = session.graph.batch_symbol())
     context.batch_symbol = session.graph.symbols().Name(*batch);
+  return context;
+}
+
+}  // namespace
+
+void AddSessionAlternatives(AnalysisSession& session, const PlanArguments& asked,
+                            const RequestResolver& resolve, const ProgressSink& progress) {
+  const TrainingPlan& plan = session.plan;
+  if (plan.feasible || !plan.infeasible) return;
+  const AlternativeContext context = ContextOf(session, asked);
   AlternativePlanner planner(session, context.asked, resolve, progress);
   AlternativesReport& report = session.alternatives.emplace();
   report.asked = context.asked;
@@ -130,6 +142,21 @@ void AddSessionAlternatives(AnalysisSession& session, const PlanArguments& asked
                                        return planner.Plan(flags, change);
                                      });
   session.report.alternatives = &report;
+}
+
+AlternativesReport SessionOomAlternatives(const AnalysisSession& session,
+                                          const PlanArguments& asked, const OomRun& run,
+                                          const RequestResolver& resolve,
+                                          const ProgressSink& progress) {
+  const AlternativeContext context = ContextOf(session, asked);
+  AlternativePlanner planner(session, context.asked, resolve, progress);
+  AlternativesReport report;
+  report.asked = context.asked;
+  report.search = SearchOomAlternatives(
+      context, run, [&planner](const PlanFlags& flags, const PlanFlags& change) {
+        return planner.Plan(flags, change);
+      });
+  return report;
 }
 
 }  // namespace memplan

@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "analyzer/alternatives/alternative_search.h"
 #include "analyzer/pipeline/analysis_session.h"
 #include "analyzer/pipeline/planned_model.h"
 #include "analyzer/pipeline/progress_sink.h"
@@ -23,5 +24,14 @@ using RequestResolver = std::function<Expected<PlanRequest>(const PlanArguments&
 // Progress: one line per request planned.
 void AddSessionAlternatives(AnalysisSession& session, const PlanArguments& asked,
                             const RequestResolver& resolve, const ProgressSink& progress);
+
+// `memplan explain SNAPSHOT MODEL.onnx`: SearchOomAlternatives for `run` on `session` (planned at
+// the run's micro-batch), each change resolved by `resolve` and planned as above, fits judged on
+// the session's budget. Unlike AddSessionAlternatives, planned whether the session's plan fits or
+// not, and --fused-loss is a change (its graph is prepared with the fused loss).
+AlternativesReport SessionOomAlternatives(const AnalysisSession& session,
+                                          const PlanArguments& asked, const OomRun& run,
+                                          const RequestResolver& resolve,
+                                          const ProgressSink& progress);
 
 }  // namespace memplan

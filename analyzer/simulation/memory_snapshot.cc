@@ -120,8 +120,9 @@ Expected<SnapshotSegment> ParseSegment(const nlohmann::json& segment, size_t num
 
 Expected<SnapshotEvent> ParseEvent(const nlohmann::json& event, size_t num_frames,
                                    const std::string& where) {
-  if (!event.is_array() || event.size() != 5 || !event[0].is_string())
-    return MakeError(where + " is not [action, addr, size, stream, frames]");
+  // A sixth element is an oom's device_free (what cudaMemGetInfo still reported free).
+  if (!event.is_array() || event.size() < 5 || event.size() > 6 || !event[0].is_string())
+    return MakeError(where + " is not [action, addr, size, stream, frames(, device_free)]");
   SnapshotEvent e;
   const std::string action = event[0].get<std::string>();
   bool known = false;
@@ -136,6 +137,11 @@ Expected<SnapshotEvent> ParseEvent(const nlohmann::json& event, size_t num_frame
   MEMPLAN_TRY(e.size, Bytes(event[2], where + " size"));
   MEMPLAN_TRY(e.stream, Bytes(event[3], where + " stream"));
   MEMPLAN_TRY(e.frames, FrameIds(event[4], num_frames, where + " frames"));
+  if (event.size() == 6) {
+    if (e.action != SnapshotAction::kOom)
+      return MakeError(where + ": only an oom event carries device_free");
+    MEMPLAN_TRY(e.device_free, Bytes(event[5], where + " device_free"));
+  }
   return e;
 }
 

@@ -55,6 +55,10 @@ struct SnapshotEvent {
   int64_t size = 0;
   int64_t stream = 0;
   std::vector<int32_t> frames;  // indices into MemorySnapshot::frames, innermost first
+  // oom only: the bytes CUDA still reported free when the request failed (TraceEntry's
+  // device_free); -1 when the trace did not record it. PyTorch's reserved bytes there plus this
+  // is the most PyTorch could have reserved on the device: `memplan explain`'s capacity.
+  int64_t device_free = -1;
 };
 
 struct SnapshotBlock {

@@ -23,7 +23,12 @@ namespace memplan {
   /* --gpus N --parallel zero3 */                                                                  \
   X(kSharding, "sharding")                                                                         \
   /* --gpu <the smallest GPU of memplan's table that fits> */                                      \
-  X(kLargerGpu, "gpu")
+  X(kLargerGpu, "gpu")                                                                             \
+  /* `memplan explain` (SearchOomAlternatives): --micro-batch m/2, m/4, ... keeping the global */  \
+  /* batch (more accumulation steps) */                                                            \
+  X(kMicroBatch, "micro_batch")                                                                    \
+  X(kPrecision, "precision")  /* --precision bf16 (fp16 without bf16) in place of fp32 */          \
+  X(kFusedLoss, "fused_loss") /* --fused-loss (Liger's fused linear cross entropy) */
 // "qlora" -> kQlora; error "unknown alternative 'x' (choose one of: recompute, ...)".
 MEMPLAN_VOCABULARY(AlternativeKind, MEMPLAN_ALTERNATIVE_KINDS, "alternative");
 

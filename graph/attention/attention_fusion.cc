@@ -1,6 +1,7 @@
 #include "graph/attention/attention_fusion.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -207,6 +208,25 @@ bool DependsOnTrainedParameter(const Graph& g, ValueId v) {
   return false;
 }
 
+// The additive terms of the scores an eager attention may have: a mask, and a position bias
+// before it (HF's T5: scores + position_bias + mask).
+constexpr int kMaxAdditiveTerms = 2;
+
+// A tensor of zeros: ConstantOfShape with no value (ONNX's default 0) or a zero value, or a
+// one-element constant 0. torch.zeros exports as the first.
+bool IsZeroConstant(const Graph& g, ValueId u) {
+  if (auto v = ConstantScalar(g, u)) return *v == 0.0;
+  const Node* p = Producer(g, u);
+  if (p == nullptr || !IsOp(*p, "ConstantOfShape")) return false;
+  const TensorAttribute* t = p->attributes.GetTensor("value");
+  if (t == nullptr) return true;
+  for (double f : t->float_values)
+    if (f != 0.0) return false;
+  for (int64_t i : t->int_values)
+    if (i != 0) return false;
+  return !t->float_values.empty() || !t->int_values.empty();
+}
+
 // The eager pattern around Softmax node `s`.
 std::optional<Match> MatchEager(const Graph& g, const Node& s) {
   if (!IsOp(s, "Softmax") || s.inputs.size() != 1 || s.outputs.size() != 1) return std::nullopt;
@@ -264,11 +284,14 @@ std::optional<Match> MatchEager(const Graph& g, const Node& s) {
   ValueId mask;
   double fill = -std::numeric_limits<double>::infinity();
   const Node* p = Producer(g, cur);
-  // The operand of a mask node that leads to the scores MatMul (through scales).
-  auto leads_to_scores = [&](ValueId u) {
+  // The operand of a mask node that leads to the scores MatMul (through scales, and through
+  // the further additive terms of a chain of Adds).
+  std::function<bool(ValueId, int)> leads_to_scores = [&](ValueId u, int adds) {
     Scale probe;
     for (const Node* q = Producer(g, u); q != nullptr; q = Producer(g, u)) {
       if (IsOp(*q, "MatMul")) return true;
+      if (IsOp(*q, "Add") && q->inputs.size() == 2 && adds > 0)
+        return leads_to_scores(q->inputs[0], adds - 1) || leads_to_scores(q->inputs[1], adds - 1);
       auto x = StripScale(g, *q, probe);
       if (!x) return false;
       u = *x;
@@ -276,23 +299,40 @@ std::optional<Match> MatchEager(const Graph& g, const Node& s) {
     return false;
   };
   if (p != nullptr && IsOp(*p, "Add") && p->inputs.size() == 2) {
-    const int chain = leads_to_scores(p->inputs[0]) ? 0 : leads_to_scores(p->inputs[1]) ? 1 : -1;
-    if (chain < 0) return std::nullopt;
-    mask = p->inputs[static_cast<size_t>(1 - chain)];
-    // A learned score bias (Swin's and BEiT's relative-position tables, T5's position bias) is
-    // trained through the scores: models that have one write their attention out by hand, and
-    // the fused op would give the bias no gradient. It stays eager.
-    if (DependsOnTrainedParameter(g, mask)) return std::nullopt;
-    cur = p->inputs[static_cast<size_t>(chain)];
-    summary.mask = sdpa::kMaskAdd;
-    m.removed.insert(p->id.index());
+    // The additive terms, outermost first: a mask, and HF's T5 writes its position bias as a
+    // second Add before it (scores + position_bias + mask). A zero constant adds nothing (T5's
+    // cross-attention bias is torch.zeros).
+    std::vector<ValueId> terms;
+    int adds = 0;
+    while (p != nullptr && IsOp(*p, "Add") && p->inputs.size() == 2) {
+      const int chain = leads_to_scores(p->inputs[0], kMaxAdditiveTerms)   ? 0
+                        : leads_to_scores(p->inputs[1], kMaxAdditiveTerms) ? 1
+                                                                           : -1;
+      if (chain < 0 || ++adds > kMaxAdditiveTerms) return std::nullopt;
+      const ValueId term = p->inputs[static_cast<size_t>(1 - chain)];
+      // A learned score bias (T5's relative-position bias, Swin's and BEiT's tables) is trained
+      // through the scores: the mask PyTorch's SDPA receives requires grad.
+      if (DependsOnTrainedParameter(g, term)) summary.mask_requires_grad = true;
+      if (!IsZeroConstant(g, term)) terms.push_back(term);
+      m.removed.insert(p->id.index());
+      cur = p->inputs[static_cast<size_t>(chain)];
+      p = Producer(g, cur);
+    }
+    // The fused op reads one mask: two runtime terms are fused only where the match is kept as
+    // written anyway (a mask that requires grad runs the math kernel, FuseAttention).
+    if (terms.size() > 1 && !summary.mask_requires_grad) return std::nullopt;
+    if (!terms.empty()) {
+      mask = terms.back();  // the innermost (for a kept match only its existence matters)
+      summary.mask = sdpa::kMaskAdd;
+    }
+    p = Producer(g, cur);
   } else if (p != nullptr && IsOp(*p, "Where") && p->inputs.size() == 3) {
     mask = p->inputs[0];
-    if (leads_to_scores(p->inputs[1]) && ConstantScalar(g, p->inputs[2])) {
+    if (leads_to_scores(p->inputs[1], 0) && ConstantScalar(g, p->inputs[2])) {
       cur = p->inputs[1];
       fill = *ConstantScalar(g, p->inputs[2]);
       summary.mask = sdpa::kMaskKeep;
-    } else if (leads_to_scores(p->inputs[2]) && ConstantScalar(g, p->inputs[1])) {
+    } else if (leads_to_scores(p->inputs[2], 0) && ConstantScalar(g, p->inputs[1])) {
       cur = p->inputs[2];
       fill = *ConstantScalar(g, p->inputs[1]);
       summary.mask = sdpa::kMaskFillWhere;
@@ -597,8 +637,11 @@ AttentionFusion FuseAttention(Graph graph, const KeepEager& keep_eager) {
     for (size_t r : m->removed) overlaps = overlaps || claimed.count(r) > 0;
     if (overlaps) continue;
     claimed.insert(m->removed.begin(), m->removed.end());
-    if (keep_eager && keep_eager(m->summary)) {
+    // The fused op gives its mask no gradient, and PyTorch's SDPA runs its math kernel for a
+    // mask that requires grad (docs/attention.md): kept as written.
+    if (m->summary.mask_requires_grad || (keep_eager && keep_eager(m->summary))) {
       m->summary.node = n.name;  // the pattern's softmax (or Attention node), as written
+      for (size_t r : m->removed) m->summary.replaced.push_back(graph.node(NodeId(r)).name);
       result.kept_eager.push_back(std::move(m->summary));
       continue;
     }

@@ -11,13 +11,18 @@
 // Recognised, as exporters write them (torch.onnx, the zoo, HF models):
 //
 //   q ─[Mul/Div by scalar]─┐
-//                          MatMul ─[Mul/Div by scalar]*─[Add mask | Where(mask, ·, fill) |
+//                          MatMul ─[Mul/Div by scalar]*─[Add bias][Add mask | Where(mask, ·, fill)
+//                          |
 //   kᵀ ─[Mul/Div by scalar]┘        Where(mask, fill, ·)]─ Softmax(last axis) ─[Dropout]─ MatMul ─
 //   out
 //                                                                                     v ──┘
 //   with optional repeat_kv on k and v (Unsqueeze(axis 2) → Expand → Reshape to [B, H, S, D],
 //   possibly followed by the key's Transpose(0, 1, 3, 2)): the fused node reads the un-repeated
 //   K and V, as flash kernels do for grouped-query / multi-query attention.
+//   The bias Add is T5's (scores + position_bias + mask, no scaling: HF multiplies by 1.0); a zero
+//   constant term (T5's cross-attention bias, torch.zeros) adds nothing. A term that depends on a
+//   trained parameter makes a mask that requires grad: recognised, never fused (FusedAttention::
+//   mask_requires_grad).
 //   And the ONNX Attention op (opset 23) with 4D inputs, no past key/value, only output Y used and
 //   no softcap.
 //
@@ -36,11 +41,16 @@ namespace memplan {
 
 // One fused attention, for reports.
 struct FusedAttention {
-  std::string node;                   // the fused node's name
-  std::vector<std::string> replaced;  // the eager nodes it replaces, in graph order
-  std::string mask;                   // sdpa::kMask* mode, or "causal" (ONNX Attention is_causal)
-  bool grouped_query = false;         // K/V read un-repeated (fewer kv heads than query heads)
+  std::string node;  // the fused node's name
+  // The eager nodes it replaces, in graph order (kept as written: the pattern's nodes).
+  std::vector<std::string> replaced;
+  std::string mask;            // sdpa::kMask* mode, or "causal" (ONNX Attention is_causal)
+  bool grouped_query = false;  // K/V read un-repeated (fewer kv heads than query heads)
   bool dropout = false;
+  // An additive term of the scores depends on a trained parameter (T5's relative-position bias,
+  // Swin's table): the mask SDPA would receive requires grad. Never fused: kept as written (the
+  // math kernel, which keeps what eager keeps).
+  bool mask_requires_grad = false;
 };
 
 struct AttentionFusion {

@@ -103,7 +103,9 @@ def repredict(args, open_rows, unpacked):
             report = json.loads(run.stdout)
             torch_bytes = row["torch_max_allocated_bytes"] - row.get("torch_baseline_allocated_bytes", 0)
             error = 100.0 * (report["exact_peak_bytes"] - torch_bytes) / torch_bytes
-            saved_then = (row["predicted_saved_activation_bytes"] - row["torch_saved_bytes"]) / MiB
+            # A row memplan could not predict when it was recorded (memplan_error) has no "then".
+            saved_then = ((row["predicted_saved_activation_bytes"] - row["torch_saved_bytes"]) / MiB
+                          if "predicted_saved_activation_bytes" in row else float("nan"))
             saved_now = (report["saved_activation_bytes"] - row["torch_saved_bytes"]) / MiB
             total += 1
             within += abs(error) <= 3.0
@@ -118,7 +120,7 @@ def repredict(args, open_rows, unpacked):
                 now = 100.0 * (report["peak_bytes"] - torch_reserved) / torch_reserved
                 reserved = f"{row['reserved_error_pct']:+6.2f}% -> {now:+6.2f}%"
                 reserved_errors.append((f"{gpu} {row['model']} {row['config']}", now))
-            print(f"{name} recorded {row.get('allocated_error_pct', 0.0):+6.2f}%  now {error:+6.2f}%"
+            print(f"{name} recorded {row.get('allocated_error_pct', float('nan')):+6.2f}%  now {error:+6.2f}%"
                   f"   saved vs torch: recorded {saved_then:+8.1f}  now {saved_now:+8.1f} MiB"
                   f"   reserved: {reserved}")
     print(f"{within} of {total} re-predicted rows within 3% of max_memory_allocated")

@@ -1,6 +1,7 @@
 // `memplan analyze model.onnx --gpu 24G [plan flags] [--svg timeline.svg] [--profile profile.json]
 // [--export TARGET [--export-out FILE]] [--no-alternatives]`: what fits, the fastest plan, why.
-// When nothing fits it also plans the alternatives (analyzer/pipeline/session_alternatives.h) unless
+// When nothing fits it also plans the alternatives (analyzer/pipeline/session_alternatives.h)
+// unless
 // --no-alternatives.
 // --svg also writes the memory timeline as a static picture. --export writes the chosen plan as a
 // training-framework config (what `memplan export` makes from the --json output): to --export-out,

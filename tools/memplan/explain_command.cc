@@ -1,123 +1,136 @@
-// `memplan explain SNAPSHOT [--json]`: at a PyTorch memory snapshot's OOM (or its reserved peak),
-// what held the memory: live bytes by category (analyzer/simulation/snapshot_breakdown.h), the
-// bytes PyTorch kept cached but free, and the largest live blocks with their frames.
-// SNAPSHOT is tools/snapshot_to_json.py's output.
+// `memplan explain SNAPSHOT [MODEL.onnx plan flags] [--json] [--html FILE]`: at a PyTorch memory
+// snapshot's OOM (or its reserved peak), what held the memory: live bytes by category
+// (analyzer/simulation/snapshot_breakdown.h), the bytes PyTorch kept cached but free, and the
+// largest live blocks with their frames. With the model and the run's plan flags, the blocks are
+// attributed to memplan's program buffers (analyzer/simulation/snapshot_attribution.h) and each
+// change of SearchOomAlternatives is planned at the device's capacity (what would have fit).
+// SNAPSHOT is tools/snapshot_to_json.py's output. Reports: analyzer/report/snapshot_report.h.
 #include <memory>
-#include <sstream>
+#include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "analyzer/cost/gpu_specs.h"
+#include "analyzer/pipeline/analysis_session.h"
+#include "analyzer/pipeline/session_alternatives.h"
+#include "analyzer/report/snapshot_report.h"
+#include "analyzer/simulation/exact_allocator.h"
 #include "analyzer/simulation/memory_snapshot.h"
+#include "analyzer/simulation/simulator.h"
+#include "analyzer/simulation/snapshot_attribution.h"
 #include "analyzer/simulation/snapshot_breakdown.h"
 #include "analyzer/simulation/snapshot_replay.h"
+#include "analyzer/text/markup.h"
 #include "analyzer/text/memory_size.h"
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
+#include "tools/memplan/plan_flags.h"
 
 namespace memplan::cli {
 namespace {
 
 struct ExplainFlags {
   std::string snapshot;
-  bool json = false;
+  PlanArguments plan;  // the model (optional) and the run's plan flags
+  std::string html;
 };
 
-std::string FrameText(const MemorySnapshot& snapshot, const std::vector<int32_t>& frames) {
-  if (frames.empty()) return "(no frames recorded)";
-  const SnapshotFrame& f = snapshot.frames[static_cast<size_t>(frames.front())];
-  return f.filename + ":" + std::to_string(f.line) + " " + f.name;
+// The device the run had. At an OOM that recorded device_free: PyTorch's reserved bytes there
+// plus what CUDA still reported free, the most PyTorch could have reserved (the CUDA context and
+// other processes are outside both). Otherwise --gpu must name it.
+struct Capacity {
+  int64_t bytes = 0;
+  std::string source;
+};
+Expected<std::optional<Capacity>> SnapshotCapacity(const MemorySnapshot& snapshot,
+                                                   const SnapshotReplayResult& replay) {
+  if (replay.ooms.empty()) return std::optional<Capacity>();
+  const SnapshotEvent& oom = snapshot.events[static_cast<size_t>(replay.ooms.front().event)];
+  if (oom.device_free < 0) return std::optional<Capacity>();
+  return std::optional<Capacity>(Capacity{replay.ooms.front().snapshot_reserved + oom.device_free,
+                                          "the OOM's reserved " +
+                                              FormatBytes(replay.ooms.front().snapshot_reserved) +
+                                              " + device_free " + FormatBytes(oom.device_free)});
 }
 
-// What the allocator's rules say about the OOM's cached-but-free bytes: before failing, PyTorch
-// released every segment with no live block (release_cached_blocks), so what is still cached
-// sits in segments that also hold live blocks. A request larger than any such free piece needs
-// a new segment even when their sum would hold it: fragmentation, which
-// expandable_segments:True removes by growing one segment per stream instead.
-std::string OomAdvice(const SnapshotBreakdown& b) {
-  std::ostringstream s;
-  if (b.cached_free >= b.oom_request) {
-    s << "  PyTorch held " << FormatBytes(b.cached_free)
-      << " cached but free, more than the request, in segments that also hold live blocks\n"
-      << "  (it releases the all-free ones before failing): fragmentation. "
-         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"
-      << "  lets a stream grow one segment instead of needing a new one of the request's size.\n";
+// The run's plan flags resolved as `analyze` resolves them, on the snapshot's device when it
+// names its capacity: that many bytes with no CUDA context and no reserve (PyTorch's reserved
+// bytes and device_free are both after the context), the cuBLAS workspaces kept (memplan counts
+// them outside the budget; PyTorch's trace has them as allocations).
+Expected<PlanRequest> ResolveRunRequest(const PlanArguments& plan,
+                                        const std::optional<Capacity>& capacity) {
+  MEMPLAN_TRY(PlanRequest request, ResolvePlanFlags(plan, /*require_gpu=*/false));
+  if (capacity && plan.Text("gpu").empty()) {
+    MEMPLAN_TRY(request.planner.gpu, ResolveGpu(std::to_string(capacity->bytes)));
+    GpuSpec& gpu = request.planner.gpu;
+    gpu.context_bytes -= gpu.cuda_context_bytes;
+    gpu.cuda_context_bytes = 0;
+    if (plan.Text("reserve").empty()) request.planner.reserve_bytes = 0;
+    if (gpu.memory_bytes - gpu.context_bytes - request.planner.reserve_bytes <= 0)
+      return MakeError("explain: the snapshot's device (" + FormatBytes(capacity->bytes) +
+                       ") leaves no memory after the cuBLAS workspaces and --reserve");
+  }
+  return request;
+}
+
+// The model half: the run's plan, the attribution, the changes.
+Expected<SnapshotModelExplanation> ExplainWithModel(const ExplainFlags& flags,
+                                                    const MemorySnapshot& snapshot,
+                                                    const SnapshotReplayResult& replay,
+                                                    const SnapshotBreakdown& breakdown,
+                                                    std::unique_ptr<AnalysisSession>& session) {
+  MEMPLAN_TRY(std::optional<Capacity> capacity, SnapshotCapacity(snapshot, replay));
+  if (!capacity && flags.plan.Text("gpu").empty())
+    return MakeError("explain: " + flags.snapshot +
+                     (replay.ooms.empty() ? " has no OOM" : "'s OOM recorded no device_free") +
+                     ", so the device's capacity is unknown: --gpu names it");
+  if (flags.plan.Text("micro_batch").empty() && flags.plan.analysis.batch.empty())
+    return MakeError("explain: --micro-batch is required with a model (the run's micro-batch)");
+  MEMPLAN_TRY(PlanRequest request, ResolveRunRequest(flags.plan, capacity));
+  const Progress progress(request.analysis.format);
+  MEMPLAN_TRY(session, RunAnalysisSession(std::move(request), progress));
+  const TrainingPlan& plan = session->plan;
+  SnapshotModelExplanation m;
+  m.model_path = flags.plan.analysis.model;
+  m.plan = &plan;
+  if (capacity && flags.plan.Text("gpu").empty()) {
+    m.capacity_bytes = capacity->bytes;
+    m.capacity_source = capacity->source;
   } else {
-    s << "  The request exceeds the " << FormatBytes(b.cached_free)
-      << " PyTorch held cached but free: the live blocks themselves\n"
-      << "  must shrink (a smaller micro-batch, recompute, lower precision; `memplan analyze "
-         "MODEL.onnx --gpu ...` plans them).\n";
+    m.capacity_bytes = plan.budget_bytes;
+    m.capacity_source = "--gpu " + flags.plan.Text("gpu") + ", its budget";
   }
-  return s.str();
-}
-
-std::string RenderText(const std::string& path, const MemorySnapshot& snapshot,
-                       const SnapshotBreakdown& b) {
-  std::ostringstream s;
-  s << "memplan explain " << path << ": device " << snapshot.device << "\n";
-  if (b.at_oom) {
-    s << "out of memory at event #" << b.event << ": a request of " << FormatBytes(b.oom_request)
-      << " with " << FormatBytes(b.reserved) << " reserved\n";
-  } else {
-    s << "no OOM in the trace; at PyTorch's reserved peak (event #" << b.event
-      << "): " << FormatBytes(b.reserved) << " reserved\n";
-  }
-  s << "\nwhat held it (by the frames of each allocation):\n";
-  for (int c = 0; c < kSnapshotCategories; ++c) {
-    if (b.by_category[c] == 0) continue;
-    const std::string name(SnapshotCategoryName(static_cast<SnapshotCategory>(c)));
-    s << "  " << name << std::string(name.size() < 18 ? 18 - name.size() : 1, ' ')
-      << FormatBytes(b.by_category[c]) << "\n";
-  }
-  s << "  cached but free   " << FormatBytes(b.cached_free) << "\n";
-  s << "  reserved          " << FormatBytes(b.reserved) << "\n";
-  if (!b.largest.empty()) {
-    s << "\nlargest live blocks:\n";
-    for (const SnapshotLiveBlock& block : b.largest)
-      s << "  " << FormatBytes(block.size) << "  " << SnapshotCategoryName(block.category) << "  "
-        << FrameText(snapshot, block.frames) << "\n";
-  }
-  if (b.at_oom) s << "\n" << OomAdvice(b);
-  return s.str();
-}
-
-std::string RenderJson(const std::string& path, const MemorySnapshot& snapshot,
-                       const SnapshotBreakdown& b) {
-  nlohmann::ordered_json j;
-  j["schema"] = "memplan/1";
-  j["command"] = "explain";
-  j["snapshot"] = path;
-  j["device"] = snapshot.device;
-  j["event"] = b.event;
-  j["at_oom"] = b.at_oom;
-  if (b.at_oom) j["oom_request_bytes"] = b.oom_request;
-  j["reserved_bytes"] = b.reserved;
-  j["live_bytes"] = b.live_bytes;
-  j["cached_free_bytes"] = b.cached_free;
-  nlohmann::ordered_json categories;
-  for (int c = 0; c < kSnapshotCategories; ++c)
-    categories[std::string(SnapshotCategoryName(static_cast<SnapshotCategory>(c)))] =
-        b.by_category[c];
-  j["by_category"] = categories;
-  nlohmann::ordered_json largest = nlohmann::ordered_json::array();
-  for (const SnapshotLiveBlock& block : b.largest) {
-    nlohmann::ordered_json frames = nlohmann::ordered_json::array();
-    for (int32_t id : block.frames) {
-      const SnapshotFrame& f = snapshot.frames[static_cast<size_t>(id)];
-      frames.push_back({{"filename", f.filename}, {"line", f.line}, {"name", f.name}});
-    }
-    largest.push_back({{"bytes", block.size},
-                       {"category", std::string(SnapshotCategoryName(block.category))},
-                       {"stream", block.stream},
-                       {"frames", frames}});
-  }
-  j["largest_blocks"] = largest;
-  return j.dump(2) + "\n";
+  // memplan's allocation script for the plan: its walk's Allocs in order.
+  ExactAllocator exact;
+  SimulationOptions options;
+  options.record_timeline = false;
+  options.record_trace = true;
+  MEMPLAN_TRY(SimulationResult walked, Simulate(plan.program, plan.bindings, exact, options));
+  MEMPLAN_TRY(m.attribution,
+              AttributeSnapshot(snapshot, breakdown.event, plan.program, walked.trace));
+  // No allocation of the run has a size and phase memplan's plan allocates: another model, or
+  // the run's dims are not the flags'.
+  if (m.attribution.snapshot_allocations > 0 && m.attribution.matched_allocations == 0)
+    return MakeError("explain: " + flags.plan.analysis.model + " does not match " + flags.snapshot +
+                     ": none of its " + std::to_string(m.attribution.snapshot_allocations) +
+                     " allocations has the size of a buffer memplan plans for it (another model, "
+                     "or other --micro-batch / --dim values?)");
+  OomRun run;
+  run.micro_batch = plan.chosen.micro_batch;
+  run.accumulation_steps = plan.chosen.accumulation_steps;
+  if (breakdown.at_oom) run.oom_request_bytes = breakdown.oom_request;
+  m.alternatives = SessionOomAlternatives(
+      *session, flags.plan, run,
+      [&capacity](const PlanArguments& changed) { return ResolveRunRequest(changed, capacity); },
+      progress);
+  return m;
 }
 
 int RunExplain(const ExplainFlags& flags) {
   if (flags.snapshot.empty())
     return ReportError("explain: a snapshot is required (tools/snapshot_to_json.py's output)");
+  if (!flags.html.empty())
+    if (Status ok = CheckOutputPath("--html", flags.html); !ok.ok())
+      return ReportError(ok.error().message);
   Expected<MemorySnapshot> snapshot = ReadMemorySnapshot(flags.snapshot);
   if (!snapshot.ok()) return ReportError(snapshot.error().message);
   // The replay finds the focus (the first OOM, else PyTorch's reserved peak) and checks the
@@ -132,8 +145,26 @@ int RunExplain(const ExplainFlags& flags) {
   }
   Expected<SnapshotBreakdown> breakdown = BreakdownAt(*snapshot, event, reserved);
   if (!breakdown.ok()) return ReportError(flags.snapshot + ": " + breakdown.error().message);
-  const std::string out = flags.json ? RenderJson(flags.snapshot, *snapshot, *breakdown)
-                                     : RenderText(flags.snapshot, *snapshot, *breakdown);
+  SnapshotExplanation explanation;
+  explanation.path = flags.snapshot;
+  explanation.snapshot = &*snapshot;
+  explanation.breakdown = std::move(*breakdown);
+  std::unique_ptr<AnalysisSession> session;  // the plan the report points into
+  if (!flags.plan.analysis.model.empty()) {
+    Expected<SnapshotModelExplanation> model =
+        ExplainWithModel(flags, *snapshot, *replay, explanation.breakdown, session);
+    if (!model.ok()) return ReportError(model.error().message);
+    explanation.model = std::move(*model);
+  }
+  if (!flags.html.empty()) {
+    FillSnapshotTimeline(explanation, replay->snapshot_start_reserved, replay->preexisting_bytes);
+    if (Status written = WriteTextFile(flags.html, SnapshotExplanationHtml(explanation));
+        !written.ok())
+      return ReportError(written.error().message);
+  }
+  const bool json = flags.plan.analysis.json || flags.plan.analysis.format == "json";
+  const std::string out =
+      json ? SnapshotExplanationJson(explanation) : SnapshotExplanationText(explanation);
   if (Status written = WriteStdout(out); !written.ok()) return ReportError(written.error().message);
   return kExitSuccess;
 }
@@ -144,10 +175,19 @@ Verb AddExplainCommand(CLI::App& app) {
   const auto [command, flags] = AddVerb<ExplainFlags>(
       app, "explain",
       "what held GPU memory at a PyTorch memory snapshot's OOM (or peak), by category, with the "
-      "largest blocks");
+      "largest blocks; with the model and the run's plan flags, the blocks attributed to "
+      "memplan's program and what would have fit");
   command->add_option("snapshot", flags->snapshot,
                       "the snapshot as tools/snapshot_to_json.py writes it");
-  command->add_flag("--json", flags->json, "print JSON instead of text");
+  // The flags say what the run did, and a script does what it says: fp32 unless it autocasts,
+  // no recompute unless it checkpoints (the planner's own defaults search both).
+  flags->plan.Text("precision") = "fp32";
+  flags->plan.Text("recompute") = "none";
+  AddPlanFlags(*command, flags->plan);
+  command->get_option("model")->required(false)->description(
+      "the model the run trained (optional): an ONNX file");
+  command->add_option("--html", flags->html, "also write the timeline and the report as HTML")
+      ->type_name("FILE.html");
   return VerbRunning(command, flags, RunExplain);
 }
 

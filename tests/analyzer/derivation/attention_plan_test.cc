@@ -16,6 +16,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 
@@ -35,7 +37,16 @@ using testing::TestGraph;
 
 constexpr int64_t kHeads = 2, kSeq = 16, kHead = 8;
 
-enum class Mask { kNone, kAddCausal, kWhereCausal, kPadding, kLearnedBias };
+enum class Mask {
+  kNone,
+  kAddCausal,
+  kWhereCausal,
+  kPadding,
+  kLearnedBias,
+  kT5SelfBias,      // T5 self-attention: scores + position_bias (trained) + padding
+  kT5CrossZeros,    // T5 cross-attention: scores + torch.zeros(...) + padding
+  kTwoRuntimeTerms  // scores + an input + padding: two runtime terms, no trained one
+};
 
 // HF: context.transpose(1, 2).reshape(B, S, H*D); torch's nn.MultiheadAttention:
 // context.permute(2, 0, 1, 3).contiguous().view(S*B, H*D).
@@ -150,6 +161,28 @@ TestGraph AttentionBlock(const AttentionOptions& o) {
     case Mask::kLearnedBias:  // Swin: scores + relative_position_bias (a trained table)
       s = t.Op("Add", "attn/mask", {s, t.Param("position_bias", {1, kHeads, kSeq, kSeq})}, "masked",
                {b, kHeads, kSeq, kSeq});
+      break;
+    case Mask::kT5SelfBias:
+      s = t.Op("Add", "attn/bias", {s, t.Param("position_bias", {1, kHeads, kSeq, kSeq})}, "biased",
+               {b, kHeads, kSeq, kSeq});
+      s = t.Op("Add", "attn/mask", {s, t.Input("padding", {b, 1, 1, kSeq}, DType::kFloat32)},
+               "masked", {b, kHeads, kSeq, kSeq});
+      break;
+    case Mask::kT5CrossZeros: {
+      // ConstantOfShape with no value: ONNX's default, zeros (how torch.zeros exports).
+      const ValueId shape = IntConstant(t, "bias_shape", {1, kHeads, kSeq, kSeq});
+      const ValueId zeros =
+          t.Op("ConstantOfShape", "attn/zeros", {shape}, "zeros", {1, kHeads, kSeq, kSeq});
+      s = t.Op("Add", "attn/bias", {s, zeros}, "biased", {b, kHeads, kSeq, kSeq});
+      s = t.Op("Add", "attn/mask", {s, t.Input("padding", {b, 1, 1, kSeq}, DType::kFloat32)},
+               "masked", {b, kHeads, kSeq, kSeq});
+      break;
+    }
+    case Mask::kTwoRuntimeTerms:
+      s = t.Op("Add", "attn/bias", {s, t.Input("extra", {b, 1, 1, kSeq}, DType::kFloat32)},
+               "biased", {b, kHeads, kSeq, kSeq});
+      s = t.Op("Add", "attn/mask", {s, t.Input("padding", {b, 1, 1, kSeq}, DType::kFloat32)},
+               "masked", {b, kHeads, kSeq, kSeq});
       break;
     case Mask::kPadding:  // BERT: scores + (1 - attention_mask)[:, None, None, :] * min
       s = t.Op("Add", "attn/mask", {s, t.Input("padding", {b, 1, 1, kSeq}, DType::kFloat32)},
@@ -314,11 +347,50 @@ TEST_CASE("attention with a trained score bias stays eager", "[attention]") {
   learned.mask = Mask::kLearnedBias;
   const Planned planned = PlanWith(AttentionMode::kAuto, learned);
   CHECK(planned.plan.fused.empty());
+  CHECK(planned.plan.math_kernel.empty());  // auto: written by hand (Swin), no SDPA call
   CHECK(planned.saved_bytes == 10240);
-  TestGraph t = AttentionBlock(learned);
-  auto sdpa = ApplyAttentionMode(t.graph, AttentionMode::kSdpa, "swin.onnx", false);
-  REQUIRE_FALSE(sdpa.ok());
-  CHECK_THAT(sdpa.error().message, Catch::Contains("trained bias"));
+  // --attention sdpa (issue 41): recognised, and run as written: the mask SDPA would receive
+  // requires grad, PyTorch runs its math kernel (docs/attention.md), which keeps eager's
+  // q 2048 + k 2048 + P 4096 + v 2048 = 10240.
+  const Planned sdpa = PlanWith(AttentionMode::kSdpa, learned);
+  CHECK(sdpa.plan.fused.empty());
+  REQUIRE(sdpa.plan.math_kernel.size() == 1);
+  CHECK(sdpa.plan.math_kernel.front().mask_requires_grad);
+  CHECK(sdpa.saved_bytes == 10240);
+  CHECK_THAT(AttentionPlanText(sdpa.plan).front(),
+             Catch::Contains("1 attentions with a trained score bias run SDPA's math kernel"));
+}
+
+// HF's T5 (issue 41 item 6): no scaling, scores + position_bias + mask as two Adds. The
+// self-attention's bias is a trained table: recognised for --attention sdpa and run as written
+// (the math kernel keeps eager's bytes); the cross-attention's bias is torch.zeros: it adds
+// nothing, and the attention fuses with the padding mask alone.
+TEST_CASE("T5's self-attention (a trained position bias) runs SDPA's math kernel", "[attention]") {
+  const Planned eager = PlanWith(AttentionMode::kEager, {.mask = Mask::kT5SelfBias});
+  const Planned sdpa = PlanWith(AttentionMode::kSdpa, {.mask = Mask::kT5SelfBias});
+  CHECK(sdpa.plan.fused.empty());
+  REQUIRE(sdpa.plan.math_kernel.size() == 1);
+  CHECK(sdpa.plan.math_kernel.front().mask_requires_grad);
+  // Eager's q 2048 + k 2048 + P 4096 + v 2048 (the Adds keep nothing).
+  CHECK(eager.saved_bytes == 10240);
+  CHECK(sdpa.saved_bytes == 10240);
+}
+
+TEST_CASE("T5's cross-attention: the zero bias adds nothing, the padding mask fuses",
+          "[attention]") {
+  const Planned sdpa = PlanWith(AttentionMode::kSdpa, {.mask = Mask::kT5CrossZeros});
+  const FusedAttention& fused = OnlyFused(sdpa.plan);
+  CHECK(fused.mask == sdpa::kMaskAdd);
+  CHECK_FALSE(fused.mask_requires_grad);
+  // Both Adds are replaced.
+  CHECK(std::count(fused.replaced.begin(), fused.replaced.end(), "attn/bias") == 1);
+  CHECK(std::count(fused.replaced.begin(), fused.replaced.end(), "attn/mask") == 1);
+}
+
+TEST_CASE("two runtime additive terms are not fused into one mask input", "[attention]") {
+  const Planned sdpa = PlanWith(AttentionMode::kAuto, {.mask = Mask::kTwoRuntimeTerms});
+  CHECK(sdpa.plan.fused.empty());
+  CHECK(sdpa.plan.math_kernel.empty());
 }
 
 TEST_CASE("causal mask by Add and by Where: the constant mask costs nothing in either mode",

@@ -10,7 +10,7 @@ TEST_CASE("alternative kind names round-trip, unknown ones list the choices", "[
   vocabulary_test::CheckParseError(
       ParseAlternativeKind, "tp",
       "unknown alternative 'tp' (choose one of: recompute, optimizer, lora, qlora, offload, "
-      "allocator, shorter_sequence, sharding, gpu)");
+      "allocator, shorter_sequence, sharding, gpu, micro_batch, precision, fused_loss)");
 }
 
 }  // namespace
