@@ -31,8 +31,7 @@ std::optional<size_t> TraceClassAxis(const Graph& graph, const OpRegistry& regis
   for (size_t a = 0; a < to_output.size(); ++a) to_output[a] = a;
   for (int step = 0; step < kMaxSteps; ++step) {
     const Value& value = graph.value(v);
-    if (!value.producer.valid() || !value.shape.known ||
-        value.shape.rank() != to_output.size())
+    if (!value.producer.valid() || !value.shape.known || value.shape.rank() != to_output.size())
       return std::nullopt;
     const Node& node = graph.node(value.producer);
     const size_t rank = value.shape.rank();

@@ -18,6 +18,23 @@
 #include "graph/bind_symbols.h"
 
 namespace memplan::cli {
+namespace {
+
+// "a,b" -> {"a", "b"}; "" -> {}. Empty items are kept, so "a,,b" is refused where it is read.
+std::vector<std::string> CommaSeparated(const std::string& text) {
+  std::vector<std::string> items;
+  if (text.empty()) return items;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    items.push_back(text.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+}  // namespace
 
 PlanArguments::PlanArguments() {
   for (const PlanFlagSpec& spec : kPlanFlagTable) {
@@ -356,8 +373,22 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     MEMPLAN_TRY(p.program.optimizer_impl,
                 ParseFlagChoice(kOptimizerImplNames, flags, "optimizer_impl"));
   }
-  MEMPLAN_TRY(p.program.loss, ParseLossKind(flags.Text("loss")));
-  p.program.loss_output = flags.Text("loss_output");
+  // --loss-output a,b: one loss term per value; --loss: one kind for all, or one per output.
+  p.program.loss_outputs = CommaSeparated(flags.Text("loss_output"));
+  const std::vector<std::string> losses = CommaSeparated(flags.Text("loss"));
+  if (losses.size() > 1) {
+    if (losses.size() != p.program.loss_outputs.size())
+      return MakeError("--loss names " + std::to_string(losses.size()) + " losses for " +
+                       std::to_string(p.program.loss_outputs.size()) +
+                       " --loss-output values: name one loss, or one per loss output");
+    for (const std::string& loss : losses) {
+      MEMPLAN_TRY(LossKind kind, ParseLossKind(loss));
+      p.program.output_losses.push_back(kind);
+    }
+    p.program.loss = p.program.output_losses.front();
+  } else {
+    MEMPLAN_TRY(p.program.loss, ParseLossKind(flags.Text("loss")));
+  }
   MEMPLAN_TRY(p.program.zero_grad, ParseZeroGradMode(flags.Text("zero_grad")));
   MEMPLAN_TRY(p.allocator, ParseAllocatorKind(flags.Text("allocator")));
   if (!flags.Text("alloc_conf").empty()) {

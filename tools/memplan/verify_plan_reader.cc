@@ -131,6 +131,21 @@ Expected<LoadedPlan> PlanFromJsonText(Graph& graph, const std::string& text,
   MEMPLAN_TRY(std::optional<bool> fused_loss, in_plan(OptionalPlanBool(p, "fused_loss", "plan.")));
   ProgramOptions& o = plan.program;
   o.loss = requested_loss;
+  // A loss over several outputs (plan.loss_terms): each term's output and loss, in order.
+  if (p.contains("loss_terms")) {
+    const nlohmann::json& terms = p["loss_terms"];
+    if (!terms.is_array())
+      return MakeError(where + "'plan.loss_terms' must be a list of {output, loss} objects");
+    for (const nlohmann::json& term : terms) {
+      if (!term.is_object() || !term.contains("output") || !term["output"].is_string() ||
+          !term.contains("loss") || !term["loss"].is_string())
+        return MakeError(where + "each of 'plan.loss_terms' must be {\"output\": name, " +
+                         "\"loss\": kind}");
+      MEMPLAN_TRY(LossKind kind, in_plan(ParseLossKind(term["loss"].get<std::string>())));
+      o.loss_outputs.push_back(term["output"].get<std::string>());
+      o.output_losses.push_back(kind);
+    }
+  }
   if (fused_loss.value_or(false)) {
     Status fused =
         FuseLossForVerify(graph, request, requested_loss, plan.bindings, apply_attention, loaded);

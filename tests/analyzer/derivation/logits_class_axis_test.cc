@@ -33,8 +33,8 @@ std::optional<size_t> Traced(const TestGraph& t, ValueId v) {
 TEST_CASE("logits transposed after the class axis keep their classes at 1", "[program]") {
   Head h = SequenceHead();
   ValueId nct = h.t.Op("Transpose", "to_nct", {h.z}, "logits", {h.t.B(), 5, 6});
-  h.t.graph.mutable_node(h.t.NodeNamed("to_nct")).attributes.Set("perm",
-                                                                  std::vector<int64_t>{0, 2, 1});
+  h.t.graph.mutable_node(h.t.NodeNamed("to_nct"))
+      .attributes.Set("perm", std::vector<int64_t>{0, 2, 1});
   h.t.Output(nct);
   // The head's features (its last axis, 2) end at position 1: perm[1] == 2.
   CHECK(Traced(h.t, h.z) == std::optional<size_t>(2));
