@@ -233,6 +233,7 @@ std::vector<float> SyntheticData::LabelsOf(const Labels& labels, uint64_t seed,
                                            const std::vector<std::vector<double>>& features,
                                            bool tokens) {
   const int64_t positions = labels.positions;
+  if (positions == 0) return {};  // no label (the sum loss)
   const auto rows = static_cast<int64_t>(features.size());
   std::vector<float> out(static_cast<size_t>(positions * rows));
   for (int64_t r = 0; r < rows; ++r) {
