@@ -37,6 +37,9 @@ memplan_cli_test("loss terms: one loss per output or one for all" EXPECT_EXIT 2
 memplan_cli_test("loss terms: an output named twice is refused" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: loss output 'logits' is named twice\n$"
   COMMAND analyze ${LT}/two_heads.onnx --gpu 24G --loss-output logits,logits)
+memplan_cli_test("loss terms: --fused-loss with several outputs is refused" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --fused-loss fuses one LM head with its cross entropy; with several --loss-output values drop --fused-loss\n$"
+  COMMAND analyze ${LT}/two_heads.onnx --gpu 24G --fused-loss ${MEMPLAN_TWO_HEADS})
 memplan_cli_test("loss terms: an unknown loss in the list is refused" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: [^\n]*unknown loss 'bogus'[^\n]*\n$"
   COMMAND analyze ${LT}/two_heads.onnx --gpu 24G --loss-output logits,boxes

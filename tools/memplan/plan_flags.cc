@@ -279,6 +279,10 @@ Status ResolveRecipeFlags(const PlanArguments& flags, PlanRequest& request) {
   program.loss_chunks = chunks.value_or(0);
   if (program.loss_chunks > 0 && request.fused_loss)
     return MakeError("--loss-chunks and --fused-loss: the fused loss has no logits to chunk");
+  if (program.loss_outputs.size() > 1 && request.fused_loss)
+    return MakeError(
+        "--fused-loss fuses one LM head with its cross entropy; with several "
+        "--loss-output values drop --fused-loss");
   program.optimizer_in_backward = flags.Switch("optimizer_in_backward");
   // The micro-batch is the whole batch: torchtune refuses gradient_accumulation_steps > 1.
   const PlannerOptions& p = request.planner;

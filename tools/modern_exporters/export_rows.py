@@ -196,7 +196,8 @@ class DetrHeads(nn.Module):
 def two_heads(cls, inputs, outputs, losses):
     """A model with several trained outputs: `outputs` names them in the export, `losses` gives
     each its loss (memplan's --loss-output / --loss lists)."""
-    build = cls
+    def build():
+        return cls()
     build.outputs, build.losses = outputs, losses
     return build, inputs
 
