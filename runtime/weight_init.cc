@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "graph/ops/fused_loss_op.h"
@@ -252,7 +253,7 @@ std::vector<float> SyntheticData::LabelsOf(const Labels& labels, uint64_t seed,
         } else {
           const int64_t used = std::min(fan_in, kCrossEntropyTeacherFeatures);
           int64_t best = 0;
-          double best_score = -INFINITY;
+          double best_score = -std::numeric_limits<double>::infinity();
           for (int64_t c = 0; c < labels.classes; ++c) {
             double score = 0.0;
             for (int64_t f = 0; f < used; ++f)

@@ -55,6 +55,15 @@ std::string_view ReportedLossName(const AnalysisReport& report) {
   return LossKindName(report.plan->program.loss);
 }
 
+// A loss over several outputs: each term, in the order they are summed (the first is `loss`).
+nlohmann::ordered_json LossTermsJson(const AnalysisReport& report) {
+  nlohmann::ordered_json terms = nlohmann::ordered_json::array();
+  for (const LossTerm& term : report.plan->program.loss_terms)
+    terms.push_back({{"output", report.graph->value(term.output).name},
+                     {"loss", std::string(LossKindName(term.kind))}});
+  return terms;
+}
+
 // A loss over several outputs (--loss-output a,b), as the sum it trains:
 // "cross_entropy(logits) + mse(boxes)"; the loss's name alone for one output.
 std::string ReportedLossText(const AnalysisReport& report) {
@@ -295,14 +304,7 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   if (const std::string conf = PlanReportOf(report).alloc_conf; !conf.empty())
     p["alloc_conf"] = conf;
   p["loss"] = std::string(ReportedLossName(report));
-  // A loss over several outputs: each term, in the order they are summed (the first is `loss`).
-  if (plan.program.loss_terms.size() > 1) {
-    nlohmann::ordered_json terms = nlohmann::ordered_json::array();
-    for (const LossTerm& term : plan.program.loss_terms)
-      terms.push_back({{"output", report.graph->value(term.output).name},
-                       {"loss", std::string(LossKindName(term.kind))}});
-    p["loss_terms"] = terms;
-  }
+  if (plan.program.loss_terms.size() > 1) p["loss_terms"] = LossTermsJson(report);
   p["zero_grad"] = std::string(ZeroGradModeName(plan.program.zero_grad));
   p["clip_gradients"] = options.program.clip_gradients;
   p["loss_scaling"] = std::string(LossScalingModeName(plan.program.loss_scaling.mode));

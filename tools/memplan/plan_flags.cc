@@ -34,6 +34,26 @@ std::vector<std::string> CommaSeparated(const std::string& text) {
   return items;
 }
 
+// --loss-output a,b: one loss term per value; --loss: one kind for all, or one per output.
+Status ResolveLossFlags(const PlanArguments& flags, ProgramOptions& program) {
+  program.loss_outputs = CommaSeparated(flags.Text("loss_output"));
+  const std::vector<std::string> losses = CommaSeparated(flags.Text("loss"));
+  if (losses.size() <= 1) {
+    MEMPLAN_TRY(program.loss, ParseLossKind(flags.Text("loss")));
+    return OkStatus();
+  }
+  if (losses.size() != program.loss_outputs.size())
+    return MakeError("--loss names " + std::to_string(losses.size()) + " losses for " +
+                     std::to_string(program.loss_outputs.size()) +
+                     " --loss-output values: name one loss, or one per loss output");
+  for (const std::string& loss : losses) {
+    MEMPLAN_TRY(LossKind kind, ParseLossKind(loss));
+    program.output_losses.push_back(kind);
+  }
+  program.loss = program.output_losses.front();
+  return OkStatus();
+}
+
 }  // namespace
 
 PlanArguments::PlanArguments() {
@@ -377,22 +397,7 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     MEMPLAN_TRY(p.program.optimizer_impl,
                 ParseFlagChoice(kOptimizerImplNames, flags, "optimizer_impl"));
   }
-  // --loss-output a,b: one loss term per value; --loss: one kind for all, or one per output.
-  p.program.loss_outputs = CommaSeparated(flags.Text("loss_output"));
-  const std::vector<std::string> losses = CommaSeparated(flags.Text("loss"));
-  if (losses.size() > 1) {
-    if (losses.size() != p.program.loss_outputs.size())
-      return MakeError("--loss names " + std::to_string(losses.size()) + " losses for " +
-                       std::to_string(p.program.loss_outputs.size()) +
-                       " --loss-output values: name one loss, or one per loss output");
-    for (const std::string& loss : losses) {
-      MEMPLAN_TRY(LossKind kind, ParseLossKind(loss));
-      p.program.output_losses.push_back(kind);
-    }
-    p.program.loss = p.program.output_losses.front();
-  } else {
-    MEMPLAN_TRY(p.program.loss, ParseLossKind(flags.Text("loss")));
-  }
+  MEMPLAN_RETURN_IF_ERROR(ResolveLossFlags(flags, p.program));
   MEMPLAN_TRY(p.program.zero_grad, ParseZeroGradMode(flags.Text("zero_grad")));
   MEMPLAN_TRY(p.allocator, ParseAllocatorKind(flags.Text("allocator")));
   if (!flags.Text("alloc_conf").empty()) {
