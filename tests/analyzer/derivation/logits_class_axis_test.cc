@@ -61,7 +61,7 @@ TEST_CASE("a language model's [batch, seq, vocab] logits keep their classes last
   CHECK(program.buffer(program.label_buffer).bytes == Dim(48) * h.t.B());  // [batch, 6] int64
 }
 
-TEST_CASE("a LogSoftmax axis names the classes; a Reshape leaves the rank's rule", "[program]") {
+TEST_CASE("a LogSoftmax axis names the classes, a Reshape leaves the rank's rule", "[program]") {
   TestGraph t;
   ValueId x = t.Input("x", {t.B(), 5, 6});
   ValueId r = t.Op("Relu", "relu", {x}, "r", {t.B(), 5, 6});
