@@ -104,7 +104,10 @@ struct BackwardCall {
 
 struct LossCall {
   std::string_view loss;    // "cross_entropy" | "mse" | "sum"
-  DeviceTensor prediction;  // [N, C] or [N, S, C] logits for cross entropy
+  DeviceTensor prediction;  // [N, C], [N, S, C] or [N, C, d...] logits for cross entropy
+  // Cross entropy: the prediction's class dimension (TrainingProgram's LossTerm::class_axis);
+  // -1: CrossEntropyClassAxis of its rank.
+  int class_axis = -1;
   DeviceTensor label;       // undefined for "sum"
   DeviceTensor loss_value;  // rank-0 destination
   // Cross entropy: where log-probabilities (prediction's shape, fp32) go when the program keeps
@@ -118,6 +121,7 @@ struct LossBackwardCall {
   // label; sum reads neither (only grad's shape).
   DeviceTensor prediction;
   DeviceTensor log_prob;
+  int class_axis = -1;  // as LossCall's
   DeviceTensor label;
   float grad_scale = 1.0f;  // loss scale / k
   DeviceTensor grad;        // destination: d(grad_scale * loss) / d(prediction)

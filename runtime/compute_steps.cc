@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "graph/ops/op_registry.h"
-#include "runtime/loss_target.h"
 
 namespace memplan {
 namespace {
@@ -35,11 +34,7 @@ ComputeSteps::ComputeSteps(const Graph& graph, const TrainingProgram& program, B
       buffers_(buffers),
       constants_(constants),
       seed_(seed),
-      disable_dropout_(disable_dropout) {
-  // The model output: the value whose gradient the loss backward writes (else what the loss
-  // reads; runtime/loss_target.h).
-  model_output_ = LossTargetValue(p_);
-}
+      disable_dropout_(disable_dropout) {}
 
 uint64_t ComputeSteps::NodeSeed(NodeId n) const {
   return Mix(Mix(seed_, n.value + 1), micro_batch_counter_);
@@ -149,17 +144,29 @@ Status ComputeSteps::Forward(const Step& step) {
   return OkStatus();
 }
 
-Expected<DeviceTensor> ComputeSteps::Prediction(BufferId b) const {
-  if (model_output_.valid() && !buffers_.value_shape(model_output_).empty())
-    return buffers_.ValueThrough(model_output_, b);
+// The term's output is the value itself, not its buffer's (a Split chunk's buffer is the whole
+// split input): read through the buffer as that value once its forward recorded its shape.
+Expected<DeviceTensor> ComputeSteps::Prediction(const LossTerm& term, BufferId b) const {
+  if (term.output.valid() && !buffers_.value_shape(term.output).empty())
+    return buffers_.ValueThrough(term.output, b);
   return buffers_.Get(b);
+}
+
+Expected<const LossTerm*> ComputeSteps::TermOf(const Step& step) const {
+  for (const LossTerm& term : p_.loss_terms) {
+    if (term.step >= 0 && &p_.step(term.step) == &step) return &term;
+    if (term.backward_step >= 0 && &p_.step(term.backward_step) == &step) return &term;
+  }
+  return MakeError("loss step '" + step.name + "' belongs to no loss term of the program");
 }
 
 Expected<double> ComputeSteps::Loss(const Step& step) {
   MEMPLAN_RETURN_IF_ERROR(RunCasts(step));
+  MEMPLAN_TRY(const LossTerm* term, TermOf(step));
   LossCall call;
-  call.loss = LossKindName(p_.loss);
-  MEMPLAN_TRY(call.prediction, Prediction(step.inputs.at(0)));
+  call.loss = LossKindName(term->kind);
+  call.class_axis = static_cast<int>(term->class_axis);
+  MEMPLAN_TRY(call.prediction, Prediction(*term, step.inputs.at(0)));
   if (step.inputs.size() > 1) call.label = buffers_.Get(step.inputs[1]);
   call.loss_value = buffers_.Get(step.outputs.at(0));
   for (BufferId b : step.extras) call.log_prob = buffers_.Get(b).View(call.prediction.shape);
@@ -169,26 +176,28 @@ Expected<double> ComputeSteps::Loss(const Step& step) {
 }
 
 Status ComputeSteps::LossBackward(const Step& step, float grad_scale) {
+  MEMPLAN_TRY(const LossTerm* term, TermOf(step));
   LossBackwardCall call;
-  call.loss = LossKindName(p_.loss);
+  call.loss = LossKindName(term->kind);
+  call.class_axis = static_cast<int>(term->class_axis);
   for (BufferId b : step.saved) {
     const Buffer& buffer = p_.buffer(b);
-    if (b == p_.label_buffer) {
+    if (b == term->label) {
       call.label = buffers_.Get(b);
-    } else if (b == p_.loss_buffer) {
+    } else if (b == term->loss) {
       continue;
     } else if (buffer.role == BufferRole::kSavedExtra) {
       call.log_prob = buffers_.Get(b);
     } else {
-      MEMPLAN_TRY(call.prediction, Prediction(b));
+      MEMPLAN_TRY(call.prediction, Prediction(*term, b));
     }
   }
-  if (call.log_prob.defined() && model_output_.valid())
-    call.log_prob = call.log_prob.View(buffers_.value_shape(model_output_));
+  if (call.log_prob.defined() && term->output.valid())
+    call.log_prob = call.log_prob.View(buffers_.value_shape(term->output));
   call.grad_scale = grad_scale;
   const GradientWrite& w = step.input_gradients.at(0);
   const BufferId dest = w.part.valid() ? w.part : w.target;
-  MEMPLAN_TRY(call.grad, buffers_.ValueThrough(model_output_, dest));
+  MEMPLAN_TRY(call.grad, buffers_.ValueThrough(term->output, dest));
   MEMPLAN_RETURN_IF_ERROR(backend_.LossBackward(call));
   if (w.part.valid())
     MEMPLAN_RETURN_IF_ERROR(backend_.Add(buffers_.Get(w.part), buffers_.Get(w.target)));

@@ -49,7 +49,10 @@ class ComputeSteps {
   Expected<DeviceTensor> InputTensor(const Node& node, size_t i, const std::vector<BufferId>& read);
   std::map<std::string, DeviceTensor> ExtrasOf(const std::vector<BufferId>& extras) const;
   Status RunCasts(const Step& step);
-  Expected<DeviceTensor> Prediction(BufferId b) const;
+  // The output `term` reads, through buffer `b`.
+  Expected<DeviceTensor> Prediction(const LossTerm& term, BufferId b) const;
+  // The loss term whose kLoss or kLossBackward step `step` is.
+  Expected<const LossTerm*> TermOf(const Step& step) const;
 
   const Graph& g_;
   const TrainingProgram& p_;
@@ -59,7 +62,6 @@ class ComputeSteps {
   uint64_t seed_;
   bool disable_dropout_;
   uint64_t micro_batch_counter_ = 0;
-  ValueId model_output_;  // the value the loss reads
 };
 
 }  // namespace memplan

@@ -192,7 +192,11 @@ class Executor::Impl final : public WalkListener {
         return compute_.Forward(step);
       case StepKind::kLoss: {
         MEMPLAN_TRY(double loss, compute_.Loss(step));
-        record_.micro_batch_losses.push_back(loss);
+        // The micro-batch's loss is the sum of its terms: the first term starts it.
+        if (p_.loss_terms.empty() || &p_.step(p_.loss_terms.front().step) == &step)
+          record_.micro_batch_losses.push_back(loss);
+        else if (!record_.micro_batch_losses.empty())
+          record_.micro_batch_losses.back() += loss;
         return OkStatus();
       }
       case StepKind::kLossBackward:
@@ -280,8 +284,13 @@ class Executor::Impl final : public WalkListener {
                        " inputs, the program " + std::to_string(inputs.size()));
     for (size_t i = 0; i < inputs.size(); ++i)
       MEMPLAN_RETURN_IF_ERROR(backend_.Upload(buffers_.Get(inputs[i]), batch_->inputs[i]));
-    if (p_.label_buffer.valid())
-      MEMPLAN_RETURN_IF_ERROR(backend_.Upload(buffers_.Get(p_.label_buffer), batch_->label));
+    for (size_t i = 0; i < p_.loss_terms.size(); ++i) {
+      const BufferId label = p_.loss_terms[i].label;
+      if (!label.valid()) continue;
+      if (i >= batch_->labels.size())
+        return MakeError("the micro-batch has no label for loss term " + std::to_string(i));
+      MEMPLAN_RETURN_IF_ERROR(backend_.Upload(buffers_.Get(label), batch_->labels[i]));
+    }
     return OkStatus();
   }
 

@@ -9,7 +9,8 @@ struct MicroBatch {
   // One entry per graph input that has a program buffer, in Executor::InputValues() order;
   // row-major, one float per element (integer ids as exact floats).
   std::vector<std::vector<float>> inputs;
-  std::vector<float> label;  // empty when the loss has no label (sum)
+  // One per loss term (TrainingProgram::loss_terms), empty for a term without a label (sum).
+  std::vector<std::vector<float>> labels;
 };
 
 }  // namespace memplan

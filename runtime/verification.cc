@@ -385,6 +385,9 @@ Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const Verif
   report.micro_batch = plan.micro_batch;
   report.accumulation_steps = program.accumulation_steps;
   report.loss = program.loss;
+  if (program.loss_terms.size() > 1)
+    for (const LossTerm& term : program.loss_terms)
+      report.loss_terms.emplace_back(graph.value(term.output).name, term.kind);
   report.tolerance = options.tolerance;
   MEMPLAN_TRY(report.predicted, SimulateExact(program, bindings));
   MEMPLAN_RETURN_IF_ERROR(CheckFits(report.predicted, options, "the plan"));

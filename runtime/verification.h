@@ -35,6 +35,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/derivation/program_derivation.h"
@@ -142,7 +143,9 @@ struct VerificationReport {
   std::string device;
   int64_t micro_batch = 0;
   int64_t accumulation_steps = 1;
-  LossKind loss = LossKind::kAuto;     // as resolved by the program
+  LossKind loss = LossKind::kAuto;  // as resolved by the program
+  // A loss over several outputs: each term's output and loss, in order; empty for one output.
+  std::vector<std::pair<std::string, LossKind>> loss_terms;
   SimulationResult predicted;          // exact model
   SimulationResult predicted_caching;  // caching model
   MemoryMeasurement measured;

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "graph/ops/fused_loss_op.h"
 #include "runtime/counter_rng.h"
-#include "runtime/loss_target.h"
 #include "runtime/program_shapes.h"
 
 namespace memplan {
@@ -151,6 +151,7 @@ Expected<SyntheticData> SyntheticData::Create(const Graph& graph, const Training
     data.inputs_.push_back(std::move(input));
     // The target of a fused linear cross entropy: labels below the head's vocabulary.
     if (!b.value.valid() || program.label_buffer.valid() || data.inputs_.size() < 2) continue;
+    Labels& fused = data.fused_;
     for (NodeId n : graph.value(b.value).consumers) {
       const Node& node = graph.node(n);
       if (node.op_type != fused_loss::kOpType || node.domain != fused_loss::kDomain ||
@@ -160,25 +161,31 @@ Expected<SyntheticData> SyntheticData::Create(const Graph& graph, const Training
       if (!weight.known || weight.rank() != 2)
         return MakeError("fused loss '" + node.name + "' has no 2-D weight");
       const bool transposed = node.attributes.GetInt(fused_loss::kTransposedWeight, 0) != 0;
-      MEMPLAN_TRY(data.classes_, weight.dims[transposed ? 0 : 1].Evaluate(one));
+      MEMPLAN_TRY(fused.classes, weight.dims[transposed ? 0 : 1].Evaluate(one));
+      fused.classes_of_teacher = true;
       data.label_input_ = static_cast<int64_t>(data.inputs_.size()) - 1;
-      data.label_positions_ = NumElements(data.inputs_.back().sample_shape);
+      fused.positions = NumElements(data.inputs_.back().sample_shape);
     }
   }
-  if (program.label_buffer.valid()) {
-    const Buffer& label = program.buffer(program.label_buffer);
-    MEMPLAN_TRY(TensorShape shape, EvaluateShape(label.shape, one));
-    data.label_positions_ = NumElements(shape);
-    if (program.loss == LossKind::kCrossEntropy) {
-      // The model output the loss reads: [N, C], [N, S, C] or [N, C, d...]. Its own shape, not
-      // its buffer's: a Split chunk's buffer is the whole split input (runtime/loss_target.h).
-      const ValueId target = LossTargetValue(program);
-      const Shape& read = target.valid()
-                              ? graph.value(target).shape
-                              : program.buffer(program.step(program.loss_step).inputs.at(0)).shape;
-      MEMPLAN_TRY(TensorShape logits, EvaluateShape(read, one));
-      data.classes_ = logits.at(CrossEntropyClassAxis(logits.size()));
+  for (const LossTerm& term : program.loss_terms) {
+    Labels labels;
+    if (term.label.valid()) {
+      MEMPLAN_TRY(TensorShape shape, EvaluateShape(program.buffer(term.label).shape, one));
+      labels.positions = NumElements(shape);
     }
+    if (term.label.valid() && term.kind == LossKind::kCrossEntropy) {
+      // The model output the term reads, [N, C], [N, S, C] or [N, C, d...], by its own shape,
+      // not its buffer's (a Split chunk's buffer is the whole split input): the classes are at
+      // the term's class axis, which the derivation read from the graph (a [N, T, C] head
+      // transposed to [N, C, T] keeps them at 1, not at T).
+      MEMPLAN_TRY(TensorShape logits, EvaluateShape(graph.value(term.output).shape, one));
+      if (term.class_axis >= logits.size())
+        return MakeError("the loss's class axis " + std::to_string(term.class_axis) +
+                         " is not a dimension of '" + graph.value(term.output).name + "'");
+      labels.classes = logits[term.class_axis];
+      labels.classes_of_teacher = true;
+    }
+    data.terms_.push_back(labels);
   }
   return data;
 }
@@ -215,10 +222,21 @@ Expected<MicroBatch> SyntheticData::Batch(int64_t first, int64_t rows) const {
     }
     batch.inputs.push_back(std::move(values));
   }
-  if (label_positions_ == 0) return batch;
   const bool tokens = !inputs_.empty() && !IsFloating(inputs_[0].dtype);
-  const int64_t positions = label_positions_;
-  batch.label.resize(static_cast<size_t>(positions * rows));
+  for (size_t i = 0; i < terms_.size(); ++i)
+    batch.labels.push_back(LabelsOf(terms_[i], seed_ + i, features, tokens));
+  if (label_input_ >= 0)
+    batch.inputs[static_cast<size_t>(label_input_)] = LabelsOf(fused_, seed_, features, tokens);
+  return batch;
+}
+
+std::vector<float> SyntheticData::LabelsOf(const Labels& labels, uint64_t seed,
+                                           const std::vector<std::vector<double>>& features,
+                                           bool tokens) {
+  const int64_t positions = labels.positions;
+  if (positions == 0) return {};  // no label (the sum loss)
+  const auto rows = static_cast<int64_t>(features.size());
+  std::vector<float> out(static_cast<size_t>(positions * rows));
   for (int64_t r = 0; r < rows; ++r) {
     const std::vector<double>& x = features[static_cast<size_t>(r)];
     const auto size = static_cast<int64_t>(x.size());
@@ -228,18 +246,18 @@ Expected<MicroBatch> SyntheticData::Batch(int64_t first, int64_t rows) const {
     for (int64_t p = 0; p < positions; ++p) {
       const int64_t offset = split ? p * fan_in : 0;
       float label = 0.0f;
-      if (program_->loss == LossKind::kCrossEntropy || label_input_ >= 0) {
+      if (labels.classes_of_teacher) {
         if (tokens && split && fan_in == 1) {
           label = static_cast<float>((static_cast<int64_t>(x[static_cast<size_t>(p)]) * 7 + 3) %
-                                     classes_);
+                                     labels.classes);
         } else {
           const int64_t used = std::min(fan_in, kCrossEntropyTeacherFeatures);
           int64_t best = 0;
-          double best_score = -INFINITY;
-          for (int64_t c = 0; c < classes_; ++c) {
+          double best_score = -std::numeric_limits<double>::infinity();
+          for (int64_t c = 0; c < labels.classes; ++c) {
             double score = 0.0;
             for (int64_t f = 0; f < used; ++f)
-              score += Teacher(seed_, c, f, used) * x[static_cast<size_t>(offset + f)];
+              score += Teacher(seed, c, f, used) * x[static_cast<size_t>(offset + f)];
             if (score > best_score) best_score = score, best = c;
           }
           label = static_cast<float>(best);
@@ -250,17 +268,13 @@ Expected<MicroBatch> SyntheticData::Batch(int64_t first, int64_t rows) const {
         const int64_t used = std::min(size, kMseTeacherFeatures);
         double score = 0.0;
         for (int64_t f = 0; f < used; ++f)
-          score += Teacher(seed_, p, f, used) * x[static_cast<size_t>(f)];
+          score += Teacher(seed, p, f, used) * x[static_cast<size_t>(f)];
         label = static_cast<float>(std::tanh(score));
       }
-      batch.label[static_cast<size_t>(r * positions + p)] = label;
+      out[static_cast<size_t>(r * positions + p)] = label;
     }
   }
-  if (label_input_ >= 0) {
-    batch.inputs[static_cast<size_t>(label_input_)] = std::move(batch.label);
-    batch.label.clear();  // the program's own loss (a sum) has none
-  }
-  return batch;
+  return out;
 }
 
 }  // namespace memplan

@@ -48,6 +48,8 @@ Expected<std::vector<float>> SyntheticConstantValues(const Value& value, const T
 //     unfused program train on the same task and their gradients can be compared;
 //   mse: a fixed random linear teacher of the sample's features through tanh;
 //   sum: no label.
+// A loss over several outputs gets one label per term, each by its own rule; term i's teacher
+// is drawn from seed + i.
 class SyntheticData {
  public:
   // `bindings` binds every non-batch symbol; the batch symbol is rebound per Batch().
@@ -63,10 +65,19 @@ class SyntheticData {
     DType dtype = DType::kFloat32;
     int64_t vocabulary = 2;  // integer inputs
   };
+  // The labels of one loss term (or of the fused loss's target input).
+  struct Labels {
+    bool classes_of_teacher = false;  // cross entropy: class ids, else mse targets
+    int64_t positions = 0;            // label elements per sample; 0: no label (sum)
+    int64_t classes = 0;              // cross entropy
+  };
+  static std::vector<float> LabelsOf(const Labels& labels, uint64_t seed,
+                                     const std::vector<std::vector<double>>& features, bool tokens);
+
   const TrainingProgram* program_ = nullptr;
   std::vector<Input> inputs_;
-  int64_t label_positions_ = 0;  // label elements per sample
-  int64_t classes_ = 0;          // cross entropy
+  std::vector<Labels> terms_;  // per TrainingProgram::loss_terms entry
+  Labels fused_;               // the fused loss's target input
   // The index in inputs_ of the fused loss's target (its labels), or -1.
   int64_t label_input_ = -1;
   uint64_t seed_ = 0;

@@ -71,14 +71,16 @@ const std::array<PlanFlagSpec, 43> kPlanFlagTable = {{
      .argument = "--loss",
      .type = PlanFlagType::kText,
      .cli_default = "auto",
-     .help = "auto | cross_entropy | mse | sum",
+     .help = "auto | cross_entropy | mse | sum; with several --loss-output values, one for "
+             "all or one per output (cross_entropy,mse)",
      .help_position = 6,
      .text = &PlanFlags::loss},
     {.key = "loss_output",
      .argument = "--loss-output",
      .type = PlanFlagType::kText,
      .help = "the graph value the loss reads (default: the first graph output); a "
-             "floating-point output",
+             "floating-point output. Several, comma-separated, train several heads: the loss "
+             "is the sum of one term per value",
      .help_position = 32,
      .text = &PlanFlags::loss_output},
     {.key = "zero_grad",

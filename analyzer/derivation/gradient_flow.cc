@@ -9,7 +9,8 @@
 namespace memplan {
 
 GradientFlow AnalyzeGradientFlow(const Graph& graph, const OpRegistry& registry,
-                                 const std::vector<NodeId>& order, ValueId model_output) {
+                                 const std::vector<NodeId>& order,
+                                 const std::vector<ValueId>& loss_outputs) {
   GradientFlow flow;
   flow.gradient_inputs.assign(graph.num_nodes(), {});
   std::vector<bool>& requires_grad = flow.requires_grad;
@@ -38,7 +39,7 @@ GradientFlow AnalyzeGradientFlow(const Graph& graph, const OpRegistry& registry,
   // or frozen value in between ends the path (autograd records no edge through it), so "leads to
   // the loss" is walked over requires-grad values only.
   std::vector<bool> leads(graph.num_values(), false);
-  leads[model_output.index()] = true;
+  for (ValueId out : loss_outputs) leads[out.index()] = true;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     if (!RunsAtRuntime(graph, *it)) continue;
     const Node& node = graph.node(*it);

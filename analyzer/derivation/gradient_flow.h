@@ -31,9 +31,10 @@ struct GradientFlow {
   std::vector<bool> needs_backward;  // per node: gets a kBackward step
 };
 
-// REQUIRES: `order` is a topological order of `graph`; `model_output` is the value the loss
-// reads.
+// REQUIRES: `order` is a topological order of `graph`; `loss_outputs` are the values the loss
+// reads (one per term: a gradient flows back from each).
 GradientFlow AnalyzeGradientFlow(const Graph& graph, const OpRegistry& registry,
-                                 const std::vector<NodeId>& order, ValueId model_output);
+                                 const std::vector<NodeId>& order,
+                                 const std::vector<ValueId>& loss_outputs);
 
 }  // namespace memplan

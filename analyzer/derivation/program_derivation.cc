@@ -1,5 +1,6 @@
 #include "analyzer/derivation/program_derivation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -7,6 +8,7 @@
 #include "analyzer/derivation/gradient_flow.h"
 #include "analyzer/derivation/host_offload.h"
 #include "analyzer/derivation/liveness.h"
+#include "analyzer/derivation/logits_class_axis.h"
 #include "analyzer/derivation/program_dtypes.h"
 #include "analyzer/derivation/python_references.h"
 #include "analyzer/derivation/rank_sharding.h"
@@ -28,25 +30,44 @@
 namespace memplan {
 namespace {
 
-// The value the loss reads and the loss resolved against it.
-Status ResolveLossTarget(const Graph& g, const ProgramOptions& options,
-                         DerivationAnalysis& analysis) {
-  if (!options.loss_output.empty()) {
-    auto found = g.FindValue(options.loss_output);
-    if (!found)
-      return MakeError("loss output '" + options.loss_output + "' is not a value of the graph");
-    analysis.model_output = *found;
-  } else {
-    if (g.outputs().empty()) return MakeError("the graph has no output to attach a loss to");
-    analysis.model_output = g.outputs().front();
+// The values the loss reads and the loss resolved against each (one term per value).
+Status ResolveLossTargets(const Graph& g, const OpRegistry& registry, const ProgramOptions& options,
+                          DerivationAnalysis& analysis) {
+  std::vector<ValueId> outputs;
+  for (const std::string& name : options.loss_outputs) {
+    auto found = g.FindValue(name);
+    if (!found) return MakeError("loss output '" + name + "' is not a value of the graph");
+    if (std::find(outputs.begin(), outputs.end(), *found) != outputs.end())
+      return MakeError("loss output '" + name + "' is named twice");
+    outputs.push_back(*found);
   }
-  const Value& out = g.value(analysis.model_output);
-  if (out.kind == ValueKind::kConstant || out.kind == ValueKind::kParameter)
-    return MakeError("model output '" + out.name + "' is not computed from the inputs");
-  if (out.kind == ValueKind::kInput)
-    return MakeError("model output '" + out.name + "' is a graph input, not computed by the model");
-  MEMPLAN_TRY(analysis.loss, ResolveLoss(options.loss, options.loss_op_type, options.loss_op_domain,
-                                         out.dtype, out.shape, out.name));
+  if (outputs.empty()) {
+    if (g.outputs().empty()) return MakeError("the graph has no output to attach a loss to");
+    outputs.push_back(g.outputs().front());
+  }
+  if (!options.output_losses.empty() && options.output_losses.size() != outputs.size())
+    return MakeError(std::to_string(options.output_losses.size()) + " losses for " +
+                     std::to_string(outputs.size()) +
+                     " loss outputs: name one loss, or one per loss output");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Value& out = g.value(outputs[i]);
+    if (out.kind == ValueKind::kConstant || out.kind == ValueKind::kParameter)
+      return MakeError("model output '" + out.name + "' is not computed from the inputs");
+    if (out.kind == ValueKind::kInput)
+      return MakeError("model output '" + out.name +
+                       "' is a graph input, not computed by the model");
+    const LossKind kind = options.output_losses.empty() ? options.loss : options.output_losses[i];
+    AnalyzedLoss loss;
+    loss.output = outputs[i];
+    MEMPLAN_TRY(loss.spec,
+                ResolveLoss(kind, options.loss_op_type, options.loss_op_domain, out.dtype,
+                            out.shape, out.name, TraceClassAxis(g, registry, outputs[i])));
+    analysis.losses.push_back(std::move(loss));
+  }
+  if (analysis.losses.size() > 1 && options.loss_chunks > 0)
+    return MakeError(
+        "--loss-chunks chunks one cross-entropy loss; with several loss outputs "
+        "drop --loss-chunks");
   return OkStatus();
 }
 
@@ -117,29 +138,34 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
   MEMPLAN_TRY(analysis.recompute,
               ResolveRecomputeSet(graph, options.recompute, options.recompute_modules));
   MEMPLAN_TRY(analysis.order, graph.TopologicalOrder());
-  MEMPLAN_RETURN_IF_ERROR(ResolveLossTarget(graph, options, analysis));
+  MEMPLAN_RETURN_IF_ERROR(ResolveLossTargets(graph, registry, options, analysis));
   MEMPLAN_TRY(analysis.loss_scaling, ResolveLossScaling(options));
   MEMPLAN_RETURN_IF_ERROR(CheckOptimizerInBackward(options, analysis.loss_scaling));
-  if (options.loss_chunks > 0 && analysis.loss.kind != LossKind::kCrossEntropy)
+  const AnalyzedLoss& first = analysis.losses.front();
+  if (options.loss_chunks > 0 && first.spec.kind != LossKind::kCrossEntropy)
     return MakeError(
         "--loss-chunks chunks a cross-entropy loss (torchtune's "
         "CEWithChunkedOutputLoss); the loss here is " +
-        std::string(LossKindName(analysis.loss.kind)));
+        std::string(LossKindName(first.spec.kind)));
   if (options.loss_chunks > 0) {
-    const Shape& logits = graph.value(analysis.model_output).shape;
+    const Shape& logits = graph.value(first.output).shape;
     if (!logits.known || logits.rank() != 3 || !logits.dims[1].constant_value())
       return MakeError(
           "--loss-chunks splits [batch, seq, vocab] logits along a known seq (torchtune's "
           "chunked_output); bind seq with --dim or drop --loss-chunks");
   }
-  analysis.gradients = AnalyzeGradientFlow(graph, registry, analysis.order, analysis.model_output);
-  const OpSchema& loss_schema = registry.FindOrUnknown(analysis.loss.op_type, analysis.loss.domain);
+  std::vector<ValueId> loss_outputs;
+  for (const AnalyzedLoss& loss : analysis.losses) loss_outputs.push_back(loss.output);
+  analysis.gradients = AnalyzeGradientFlow(graph, registry, analysis.order, loss_outputs);
+  const OpSchema& loss_schema = registry.FindOrUnknown(first.spec.op_type, first.spec.domain);
   analysis.regime = RegimeOf(options.precision, options.amp_mode);
   analysis.dtypes = DeriveProgramDTypes(graph, registry, analysis.order, analysis.regime,
-                                        options.node_dtype, analysis.model_output, loss_schema.amp);
-  analysis.dtypes.loss_compute =
-      LossComputeDType(options.loss_dtype, options.loss_chunks, analysis.regime, loss_schema.amp,
-                       analysis.dtypes.value[analysis.model_output.index()]);
+                                        options.node_dtype, first.output, loss_schema.amp);
+  for (AnalyzedLoss& loss : analysis.losses)
+    loss.compute = LossComputeDType(options.loss_dtype, options.loss_chunks, analysis.regime,
+                                    registry.FindOrUnknown(loss.spec.op_type, loss.spec.domain).amp,
+                                    analysis.dtypes.value[loss.output.index()]);
+  analysis.dtypes.loss_compute = first.compute;
   analysis.views = DecideViews(graph, registry, analysis.order, &analysis.dtypes);
   AliasSameDTypeCasts(graph, analysis.order, analysis.dtypes.value, analysis.views);
   if (options.compile) {

@@ -71,8 +71,13 @@ struct ProgramOptions {
   // The loss appended to the model output. kAuto: cross entropy when the output is [batch,
   // classes] or [batch, seq, vocab] logits (rank 2 or 3, floating), mean squared error otherwise.
   LossKind loss = LossKind::kAuto;
-  // The graph output the loss is applied to; empty = the graph's first output.
-  std::string loss_output;
+  // The values the loss reads; empty = the graph's first output. With several, the loss is the
+  // sum of one term per value (a model with several trained heads, `(l1 + l2).backward()`);
+  // further graph outputs are not trained unless named (most are not: an export's present
+  // key/values, hidden states).
+  std::vector<std::string> loss_outputs;
+  // One loss per entry of loss_outputs (--loss cross_entropy,mse); empty = `loss` for each.
+  std::vector<LossKind> output_losses;
   // The registry entry of the loss; empty = the loss kind's built-in op
   // (ai.onnx SoftmaxCrossEntropyLoss, memplan MseLoss, memplan SumLoss). Lets tests and custom
   // setups supply their own loss entry; the label shape still follows `loss`.

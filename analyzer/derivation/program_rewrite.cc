@@ -53,6 +53,11 @@ void StepInsertions::Apply(TrainingProgram& program) {
   program.optimizer =
       StepRange{begin_of(program.optimizer.begin), static_cast<LogicalTime>(steps.size())};
   program.loss_step = position[static_cast<size_t>(program.loss_step)];
+  for (LossTerm& term : program.loss_terms) {
+    if (term.step >= 0) term.step = position[static_cast<size_t>(term.step)];
+    if (term.backward_step >= 0)
+      term.backward_step = position[static_cast<size_t>(term.backward_step)];
+  }
   program.steps = std::move(steps);
   before_.assign(n, {});
   after_.assign(n, {});

@@ -64,8 +64,6 @@ class StepEmitter {
         saved_offload_(builder_),
         p_(builder_.program()),
         order_(analysis.order),
-        model_output_(analysis.model_output),
-        loss_(analysis.loss),
         requires_grad_(analysis.gradients.requires_grad),
         needs_grad_(analysis.gradients.needs_gradient),
         dtype_(analysis.dtypes.value) {}
@@ -80,7 +78,7 @@ class StepEmitter {
     p_.amp_mode = options_.amp_mode;
     p_.loss_scaling = a_.loss_scaling;
     p_.zero_grad = options_.zero_grad;
-    p_.loss = loss_.kind;
+    p_.loss = a_.losses.front().spec.kind;
     p_.recomputed = a_.recompute.nodes;
     p_.offload = options_.offload.mode;
 
@@ -109,7 +107,8 @@ class StepEmitter {
     BuildSetup();
     p_.micro_batch.begin = Now();
     MEMPLAN_RETURN_IF_ERROR(BuildForward());
-    BuildLoss();
+    terms_.resize(a_.losses.size());
+    for (size_t i = 0; i < a_.losses.size(); ++i) BuildLoss(i);
     if (options_.optimizer_in_backward) CountGradientContributions();
     BuildBackward();
     p_.micro_batch.end = Now();
@@ -423,11 +422,21 @@ class StepEmitter {
       AllocateHere(b);
       value_storage_[v.index()] = b;
     }
-    if (loss_.has_label) {
-      p_.label_buffer = NewBuffer("label", BufferRole::kLabel, MemoryCategory::kOther,
-                                  loss_.label_dtype, loss_.label_shape);
-      AllocateHere(p_.label_buffer);
+    // One label per loss term, loaded with the inputs.
+    for (const AnalyzedLoss& loss : a_.losses) {
+      LossTerm term;
+      term.kind = loss.spec.kind;
+      term.output = loss.output;
+      term.class_axis = loss.spec.class_axis;
+      if (loss.spec.has_label) {
+        term.label =
+            NewBuffer(LossName(p_.loss_terms.size(), "label"), BufferRole::kLabel,
+                      MemoryCategory::kOther, loss.spec.label_dtype, loss.spec.label_shape);
+        AllocateHere(term.label);
+      }
+      p_.loss_terms.push_back(term);
     }
+    p_.label_buffer = p_.loss_terms.front().label;
     for (NodeId n : order_) {
       NodeInfo& info = nodes_[n.index()];
       if (!info.active) continue;
@@ -520,81 +529,95 @@ class StepEmitter {
     for (size_t i = 0; i < unpack.size(); ++i) saved[unpack[i].first] = device[i];
   }
 
-  void BuildLoss() {
-    const Value& out = g_.value(model_output_);
-    loss_node_.name = "loss";
-    loss_node_.op_type = loss_.op_type;
-    loss_node_.domain = loss_.domain;
-    loss_node_.inputs = {model_output_};
-    if (loss_.has_label) loss_node_.inputs.push_back(ValueId());
-    loss_node_.outputs = {ValueId()};
-    loss_schema_ = &registry_.FindOrUnknown(loss_.op_type, loss_.domain);
+  // The name of loss term i's steps and buffers: "loss" (and "label") for a single-output loss,
+  // "loss.<output>" with several.
+  std::string LossName(size_t i, const std::string& what) const {
+    if (a_.losses.size() == 1) return what;
+    return what + "." + g_.value(a_.losses[i].output).name;
+  }
 
-    const DType compute = a_.dtypes.loss_compute;
-    Step& step = NewStep(StepKind::kLoss, "loss");
-    step.op_type = loss_.op_type;
-    step.domain = loss_.domain;
+  void BuildLoss(size_t i) {
+    const ValueId output = a_.losses[i].output;
+    const LossSpec& spec = a_.losses[i].spec;
+    LossTermState& t = terms_[i];
+    LossTerm& term = p_.loss_terms[i];
+    const std::string name = LossName(i, "loss");
+    const Value& out = g_.value(output);
+    t.loss_node.name = name;
+    t.loss_node.op_type = spec.op_type;
+    t.loss_node.domain = spec.domain;
+    t.loss_node.inputs = {output};
+    if (spec.has_label) t.loss_node.inputs.push_back(ValueId());
+    t.loss_node.outputs = {ValueId()};
+    t.loss_schema = &registry_.FindOrUnknown(spec.op_type, spec.domain);
+
+    const DType compute = a_.losses[i].compute;
+    Step& step = NewStep(StepKind::kLoss, name);
+    step.op_type = spec.op_type;
+    step.domain = spec.domain;
     step.compute_dtype = compute;
     p_.loss_step = Now() - 1;
+    term.step = p_.loss_step;
 
-    BufferId logits = value_storage_[model_output_.index()];
+    BufferId logits = value_storage_[output.index()];
     Touch(logits);
-    loss_read_ = logits;
-    DType have = dtype_[model_output_.index()];
+    t.loss_read = logits;
+    DType have = dtype_[output.index()];
     // A chunked loss upcasts one chunk at a time (loss_precision.h): it reads the logits as
     // stored and its fp32 copy of a chunk is scratch of this step.
     const bool chunked = options_.loss_chunks > 0;
     if (compute != DType::kUndefined && have != compute && !chunked)
-      loss_read_ = CastFor(model_output_, logits, compute, "loss", /*share=*/true);
-    p_.steps.back().inputs = {loss_read_};
+      t.loss_read = CastFor(output, logits, compute, name, /*share=*/true);
+    p_.steps.back().inputs = {t.loss_read};
     if (chunked && compute != DType::kUndefined && have != compute)
-      p_.steps.back().workspace =
-          NewWorkspace(TensorBytes(LossChunkElements(out.shape), compute), "loss.chunk", NodeId());
+      p_.steps.back().workspace = NewWorkspace(TensorBytes(LossChunkElements(out.shape), compute),
+                                               name + ".chunk", NodeId());
     // The autocast context covers forward and loss (HF Trainer's compute_loss, Lightning's
     // training_step): its weight-cast cache is cleared only when the context exits here.
     for (BufferId cast : weight_casts_) Touch(cast);
-    if (loss_.has_label) {
-      Touch(p_.label_buffer);
-      p_.steps.back().inputs.push_back(p_.label_buffer);
+    if (spec.has_label) {
+      Touch(term.label);
+      p_.steps.back().inputs.push_back(term.label);
     }
     DType loss_dtype =
         compute != DType::kUndefined ? compute : (IsFloating(have) ? have : DType::kFloat32);
-    p_.loss_buffer =
-        NewBuffer("loss", BufferRole::kLoss, MemoryCategory::kTransients, loss_dtype, Shape{{}});
-    AllocateHere(p_.loss_buffer);
-    p_.steps.back().outputs = {p_.loss_buffer};
+    term.loss =
+        NewBuffer(name, BufferRole::kLoss, MemoryCategory::kTransients, loss_dtype, Shape{{}});
+    if (i == 0) p_.loss_buffer = term.loss;
+    AllocateHere(term.loss);
+    p_.steps.back().outputs = {term.loss};
 
     // The context the loss's registry rules see: the logits as read, the label, a scalar loss.
     TensorInfo logits_info{true, IsFloating(have) && compute != DType::kUndefined ? compute : have,
                            out.shape, ValueKind::kIntermediate, std::nullopt};
-    OpContext ctx{loss_node_, {logits_info}, {}, nullptr};
-    if (loss_.has_label)
+    OpContext ctx{t.loss_node, {logits_info}, {}, nullptr};
+    if (spec.has_label)
       ctx.inputs.push_back(
-          TensorInfo{true, loss_.label_dtype, loss_.label_shape, ValueKind::kInput, std::nullopt});
+          TensorInfo{true, spec.label_dtype, spec.label_shape, ValueKind::kInput, std::nullopt});
     ctx.outputs.push_back(
         TensorInfo{true, loss_dtype, Shape{{}}, ValueKind::kIntermediate, std::nullopt});
-    loss_saved_ = loss_schema_->saved_for_backward(ctx);
-    loss_workspace_ = loss_schema_->backward_workspace(ctx);
+    t.loss_saved = t.loss_schema->saved_for_backward(ctx);
+    t.loss_workspace = t.loss_schema->backward_workspace(ctx);
     // Chunked: backward holds one chunk's log-prob gradient and its logits' gradient in the
     // loss's dtype at a time (nll_loss_backward, then _log_softmax_backward_data), then
     // ToCopyBackward writes the chunk into the logits' gradient.
     if (chunked)
-      loss_workspace_ = TensorBytes(LossChunkElements(out.shape), logits_info.dtype) * Dim(2);
+      t.loss_workspace = TensorBytes(LossChunkElements(out.shape), logits_info.dtype) * Dim(2);
     // Extras the loss forward keeps for its backward (e.g. log-probabilities).
-    for (const SavedTensor& s : loss_saved_) {
+    for (const SavedTensor& s : t.loss_saved) {
       if (s.source != SavedTensor::Source::kExtra) continue;
-      BufferId b = NewBuffer("loss." + s.name, BufferRole::kSavedExtra,
+      BufferId b = NewBuffer(name + "." + s.name, BufferRole::kSavedExtra,
                              MemoryCategory::kActivations, s.dtype, s.shape);
       p_.buffers[b.index()].saved_name = s.name;
       AllocateHere(b);
-      loss_extras_.push_back(b);
+      t.loss_extras.push_back(b);
     }
-    p_.steps.back().extras = loss_extras_;
-    if (OffloadsActivations() && needs_grad_[model_output_.index()]) {
+    p_.steps.back().extras = t.loss_extras;
+    if (OffloadsActivations() && needs_grad_[output.index()]) {
       std::vector<BufferId> saved;
       size_t extra = 0;
-      for (const SavedTensor& s : loss_saved_) saved.push_back(LossSaved(s, extra));
-      loss_packed_ = saved_offload_.Pack("loss", NodeId(), saved);
+      for (const SavedTensor& s : t.loss_saved) saved.push_back(LossSaved(i, s, extra));
+      t.loss_packed = saved_offload_.Pack(name, NodeId(), saved);
     }
   }
 
@@ -901,48 +924,55 @@ class StepEmitter {
 
   // The buffer the loss's saved rule entry `s` names (logits as read, label, loss, extras in
   // order: `extra` counts the extras taken).
-  BufferId LossSaved(const SavedTensor& s, size_t& extra) const {
+  BufferId LossSaved(size_t i, const SavedTensor& s, size_t& extra) const {
+    const LossTermState& t = terms_[i];
+    const LossTerm& term = p_.loss_terms[i];
     if (s.source == SavedTensor::Source::kInput)
-      return s.index == 0 ? loss_read_
-                          : (loss_.has_label && s.index == 1 ? p_.label_buffer : BufferId());
-    if (s.source == SavedTensor::Source::kOutput) return p_.loss_buffer;
-    return extra < loss_extras_.size() ? loss_extras_[extra++] : BufferId();
+      return s.index == 0 ? t.loss_read : (s.index == 1 ? term.label : BufferId());
+    if (s.source == SavedTensor::Source::kOutput) return term.loss;
+    return extra < t.loss_extras.size() ? t.loss_extras[extra++] : BufferId();
   }
 
-  void BuildLossBackward() {
-    if (!needs_grad_[model_output_.index()]) return;
+  void BuildLossBackward(size_t i) {
+    const ValueId output = a_.losses[i].output;
+    const LossSpec& spec = a_.losses[i].spec;
+    const LossTermState& t = terms_[i];
+    const std::string name = LossName(i, "loss");
+    if (!needs_grad_[output.index()]) return;
     // --offload activations: what the loss saved comes back from the host first.
-    const std::vector<BufferId> unpacked = saved_offload_.Unpack("loss", NodeId(), loss_packed_);
-    Step& step = NewStep(StepKind::kLossBackward, "loss");
-    step.op_type = loss_.op_type;
-    step.domain = loss_.domain;
+    const std::vector<BufferId> unpacked = saved_offload_.Unpack(name, NodeId(), t.loss_packed);
+    Step& step = NewStep(StepKind::kLossBackward, name);
+    p_.loss_terms[i].backward_step = Now() - 1;
+    step.op_type = spec.op_type;
+    step.domain = spec.domain;
     std::vector<BufferId> saved;
     size_t extra = 0;
-    for (size_t k = 0; k < loss_saved_.size(); ++k) {
-      BufferId b = LossSaved(loss_saved_[k], extra);
+    for (size_t k = 0; k < t.loss_saved.size(); ++k) {
+      BufferId b = LossSaved(i, t.loss_saved[k], extra);
       if (k < unpacked.size() && unpacked[k].valid()) b = unpacked[k];
       if (!b.valid()) continue;
       Touch(b);
       saved.push_back(b);
     }
     p_.steps.back().saved = saved;
-    p_.steps.back().workspace = NewWorkspace(loss_workspace_, "loss", NodeId());
+    p_.steps.back().workspace = NewWorkspace(t.loss_workspace, name, NodeId());
     // The loss read a cast of the logits (autocast's fp32 loss): its gradient comes out in the
     // loss's dtype and is cast to the logits' after (see GradientComputeDType).
-    const DType computed = p_.buffer(loss_read_).dtype;
-    if (loss_read_ != value_storage_[model_output_.index()] &&
-        computed != dtype_[model_output_.index()]) {
-      GradientWrite w = ComputedGradientWrite(0, model_output_, NodeId(), computed);
+    const DType computed = p_.buffer(t.loss_read).dtype;
+    if (t.loss_read != value_storage_[output.index()] && computed != dtype_[output.index()]) {
+      GradientWrite w = ComputedGradientWrite(0, output, NodeId(), computed);
       p_.steps.back().input_gradients = {w};
-      EmitValueGradientCast(model_output_, w.target);
+      EmitValueGradientCast(output, w.target);
       return;
     }
-    GradientWrite w = ValueGradientWrite(0, model_output_, NodeId(), BufferId());
+    GradientWrite w = ValueGradientWrite(0, output, NodeId(), BufferId());
     p_.steps.back().input_gradients = {w};
   }
 
   void BuildBackward() {
-    BuildLossBackward();
+    // Autograd runs the ready node created last first: the last term's loss backward, then the
+    // earlier ones', before any model node.
+    for (size_t i = a_.losses.size(); i > 0; --i) BuildLossBackward(i - 1);
     for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
       NodeId n = *it;
       NodeInfo& info = nodes_[n.index()];
@@ -1234,19 +1264,21 @@ class StepEmitter {
   SavedTensorOffload saved_offload_;  // --offload activations (saved_tensor_offload.h)
   TrainingProgram& p_;                // builder_'s program
   const std::vector<NodeId>& order_;
-  const ValueId model_output_;
-  const LossSpec& loss_;
   const std::vector<bool>& requires_grad_;
   const std::vector<bool>& needs_grad_;
   const std::vector<DType>& dtype_;  // program dtype of each value (ProgramDTypes)
 
-  Node loss_node_;
-  const OpSchema* loss_schema_ = nullptr;
-  std::vector<SavedTensor> loss_saved_;
-  Dim loss_workspace_;
-  std::vector<BufferId> loss_extras_;
-  std::vector<BufferId> loss_packed_;  // --offload activations: host copies of the loss's saved
-  BufferId loss_read_;
+  // What one loss term's forward left for its backward.
+  struct LossTermState {
+    Node loss_node;
+    const OpSchema* loss_schema = nullptr;
+    std::vector<SavedTensor> loss_saved;
+    Dim loss_workspace;
+    std::vector<BufferId> loss_extras;
+    std::vector<BufferId> loss_packed;  // --offload activations: host copies of what it saved
+    BufferId loss_read;
+  };
+  std::vector<LossTermState> terms_;  // per a_.losses entry
   BufferId loss_scale_;
 
   std::vector<NodeInfo> nodes_;

@@ -22,13 +22,20 @@ namespace memplan {
 
 class OpRegistry;
 
+// One term of the loss: the value it reads, the loss resolved against it, the dtype it computes
+// in (analyzer/precision/loss_precision.h).
+struct AnalyzedLoss {
+  ValueId output;
+  LossSpec spec;
+  DType compute = DType::kUndefined;
+};
+
 // What the analysis passes decided, for emission to read.
 struct DerivationAnalysis {
-  std::vector<NodeId> order;  // topological
-  ValueId model_output;       // the value the loss reads
-  LossSpec loss;              // resolved
-  LossScaling loss_scaling;   // resolved: none in fp32
-  AmpRegime regime;           // what the precision and AMP mode imply
+  std::vector<NodeId> order;         // topological
+  std::vector<AnalyzedLoss> losses;  // one per term, in the order the terms are summed
+  LossScaling loss_scaling;          // resolved: none in fp32
+  AmpRegime regime;                  // what the precision and AMP mode imply
   GradientFlow gradients;
   ProgramDTypes dtypes;
   RecomputeSet recompute;

@@ -18,6 +18,43 @@
 #include "graph/bind_symbols.h"
 
 namespace memplan {
+namespace {
+
+// "a,b" -> {"a", "b"}; "" -> {}. Empty items are kept, so "a,,b" is refused where it is read.
+std::vector<std::string> CommaSeparated(const std::string& text) {
+  std::vector<std::string> items;
+  if (text.empty()) return items;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    items.push_back(text.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+// --loss-output a,b: one loss term per value; --loss: one kind for all, or one per output.
+Status ResolveLossFlags(const PlanArguments& flags, ProgramOptions& program) {
+  program.loss_outputs = CommaSeparated(flags.Text("loss_output"));
+  const std::vector<std::string> losses = CommaSeparated(flags.Text("loss"));
+  if (losses.size() <= 1) {
+    MEMPLAN_TRY(program.loss, ParseLossKind(flags.Text("loss")));
+    return OkStatus();
+  }
+  if (losses.size() != program.loss_outputs.size())
+    return MakeError("--loss names " + std::to_string(losses.size()) + " losses for " +
+                     std::to_string(program.loss_outputs.size()) +
+                     " --loss-output values: name one loss, or one per loss output");
+  for (const std::string& loss : losses) {
+    MEMPLAN_TRY(LossKind kind, ParseLossKind(loss));
+    program.output_losses.push_back(kind);
+  }
+  program.loss = program.output_losses.front();
+  return OkStatus();
+}
+
+}  // namespace
 
 PlanArguments::PlanArguments() {
   for (const PlanFlagSpec& spec : kPlanFlagTable) {
@@ -237,6 +274,10 @@ Status ResolveRecipeFlags(const PlanArguments& flags, PlanRequest& request) {
   program.loss_chunks = chunks.value_or(0);
   if (program.loss_chunks > 0 && request.fused_loss)
     return MakeError("--loss-chunks and --fused-loss: the fused loss has no logits to chunk");
+  if (program.loss_outputs.size() > 1 && request.fused_loss)
+    return MakeError(
+        "--fused-loss fuses one LM head with its cross entropy; with several "
+        "--loss-output values drop --fused-loss");
   program.optimizer_in_backward = flags.Switch("optimizer_in_backward");
   program.compile = flags.Switch("compile");
   // The micro-batch is the whole batch: torchtune refuses gradient_accumulation_steps > 1.
@@ -332,8 +373,7 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     MEMPLAN_TRY(p.program.optimizer_impl,
                 ParseFlagChoice(kOptimizerImplNames, flags, "optimizer_impl"));
   }
-  MEMPLAN_TRY(p.program.loss, ParseLossKind(flags.Text("loss")));
-  p.program.loss_output = flags.Text("loss_output");
+  MEMPLAN_RETURN_IF_ERROR(ResolveLossFlags(flags, p.program));
   MEMPLAN_TRY(p.program.zero_grad, ParseZeroGradMode(flags.Text("zero_grad")));
   MEMPLAN_TRY(p.allocator, ParseAllocatorKind(flags.Text("allocator")));
   if (!flags.Text("alloc_conf").empty()) {

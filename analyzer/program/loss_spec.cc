@@ -4,7 +4,8 @@ namespace memplan {
 
 Expected<LossSpec> ResolveLoss(LossKind requested, const std::string& op_type,
                                const std::string& domain, DType output_dtype,
-                               const Shape& output_shape, const std::string& output_name) {
+                               const Shape& output_shape, const std::string& output_name,
+                               std::optional<size_t> traced_class_axis) {
   if (!output_shape.known) {
     return MakeError("model output '" + output_name +
                      "' has an unknown shape; the loss and its label cannot be sized");
@@ -34,9 +35,12 @@ Expected<LossSpec> ResolveLoss(LossKind requested, const std::string& op_type,
       spec.op_type = "SoftmaxCrossEntropyLoss";
       spec.domain = "";
       spec.label_dtype = DType::kInt64;
+      spec.class_axis = traced_class_axis && *traced_class_axis >= 1 && *traced_class_axis < rank
+                            ? *traced_class_axis
+                            : CrossEntropyClassAxis(rank);
       spec.label_shape.dims = output_shape.dims;
       spec.label_shape.dims.erase(spec.label_shape.dims.begin() +
-                                  static_cast<std::ptrdiff_t>(CrossEntropyClassAxis(rank)));
+                                  static_cast<std::ptrdiff_t>(spec.class_axis));
       break;
     case LossKind::kMse:
       spec.op_type = "MseLoss";

@@ -41,6 +41,19 @@ class IntegrityCheck {
     if (!program_.micro_batch.contains(program_.loss_step))
       return MakeError("program's loss step " + std::to_string(program_.loss_step) +
                        " is outside the micro-batch body");
+    // Each loss term names its own kLoss (and, where a gradient reaches it, kLossBackward) step;
+    // hand-built programs without terms name none.
+    for (const LossTerm& term : program_.loss_terms) {
+      if (!program_.micro_batch.contains(term.step) ||
+          program_.step(term.step).kind != StepKind::kLoss || term.step > program_.loss_step)
+        return MakeError("a loss term's step " + std::to_string(term.step) +
+                         " is not a loss step up to the program's loss step");
+      if (term.backward_step >= 0 &&
+          (!program_.micro_batch.contains(term.backward_step) ||
+           program_.step(term.backward_step).kind != StepKind::kLossBackward))
+        return MakeError("a loss term's backward step " + std::to_string(term.backward_step) +
+                         " is not a loss backward step");
+    }
     for (size_t i = 0; i < program_.buffers.size(); ++i)
       if (program_.buffers[i].id.index() != i || !program_.buffers[i].id.valid())
         return MakeError("buffer '" + program_.buffers[i].name + "' has id " +

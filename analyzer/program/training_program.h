@@ -295,6 +295,21 @@ struct StepRange {
   bool contains(LogicalTime t) const { return t >= begin && t < end; }
 };
 
+// One term of the loss the program appends. The loss is the sum of its terms, as a model with
+// several trained heads trains (`(l1 + l2).backward()`: autograd seeds the sum and AddBackward
+// hands the same gradient to every term); a single-output loss has one term.
+struct LossTerm {
+  LossKind kind = LossKind::kAuto;  // resolved: never kAuto after derivation
+  ValueId output;                   // the model output the term reads
+  // Cross entropy: the logits' dimension holding the classes (analyzer/program/loss_spec.h);
+  // the label has the logits' shape without it.
+  size_t class_axis = 1;
+  LogicalTime step = -1;           // its kLoss step
+  LogicalTime backward_step = -1;  // its kLossBackward step; -1 when no gradient reaches it
+  BufferId loss;                   // its scalar
+  BufferId label;                  // its label; invalid for the sum loss
+};
+
 struct TrainingProgram {
   SymbolTable symbols;  // a copy of the graph's, so sizes print and bind without the graph
   std::optional<SymbolId> batch_symbol;
@@ -304,8 +319,11 @@ struct TrainingProgram {
   StepRange setup;              // run once
   StepRange micro_batch;        // run k times per optimizer step
   StepRange optimizer;          // run once per optimizer step, after the k-th micro-batch
-  // The kLoss step: the forward/backward boundary inside the body (saved_activation_bytes).
+  // The last kLoss step: the forward/backward boundary inside the body (saved_activation_bytes).
   LogicalTime loss_step = -1;
+  // The loss's terms in order, one per loss output (their kLoss steps are consecutive, the last
+  // at loss_step). `loss`, `loss_buffer` and `label_buffer` below are the first term's.
+  std::vector<LossTerm> loss_terms;
 
   std::vector<ParameterBuffers> parameters;
   int64_t accumulation_steps = 1;  // k; the simulator may override it

@@ -55,6 +55,29 @@ std::string_view ReportedLossName(const AnalysisReport& report) {
   return LossKindName(report.plan->program.loss);
 }
 
+// A loss over several outputs: each term, in the order they are summed (the first is `loss`).
+nlohmann::ordered_json LossTermsJson(const AnalysisReport& report) {
+  nlohmann::ordered_json terms = nlohmann::ordered_json::array();
+  for (const LossTerm& term : report.plan->program.loss_terms)
+    terms.push_back({{"output", report.graph->value(term.output).name},
+                     {"loss", std::string(LossKindName(term.kind))}});
+  return terms;
+}
+
+// A loss over several outputs (--loss-output a,b), as the sum it trains:
+// "cross_entropy(logits) + mse(boxes)"; the loss's name alone for one output.
+std::string ReportedLossText(const AnalysisReport& report) {
+  const std::vector<LossTerm>& terms = report.plan->program.loss_terms;
+  if (terms.size() < 2) return std::string(ReportedLossName(report));
+  std::string text;
+  for (const LossTerm& term : terms) {
+    if (!text.empty()) text += " + ";
+    text +=
+        std::string(LossKindName(term.kind)) + "(" + report.graph->value(term.output).name + ")";
+  }
+  return text;
+}
+
 // `tensor_parallel`: GPUs per replica (--tp); the data-parallel ranks are then replicas.
 std::string PlanLine(const TrainingPlan& plan, int64_t tensor_parallel) {
   const PlanCandidate& c = plan.chosen;
@@ -281,6 +304,7 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
   if (const std::string conf = PlanReportOf(report).alloc_conf; !conf.empty())
     p["alloc_conf"] = conf;
   p["loss"] = std::string(ReportedLossName(report));
+  if (plan.program.loss_terms.size() > 1) p["loss_terms"] = LossTermsJson(report);
   p["zero_grad"] = std::string(ZeroGradModeName(plan.program.zero_grad));
   p["clip_gradients"] = options.program.clip_gradients;
   p["loss_scaling"] = std::string(LossScalingModeName(plan.program.loss_scaling.mode));
@@ -446,7 +470,7 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   s << "Plan     " << PlanLine(plan, report.options->tensor_parallel.degree) << "\n";
   s << "         " << PrecisionName(plan.program.precision) << ", "
     << OptimizerLabel(plan.program.optimizer_kind, plan.program.optimizer_impl) << ", loss "
-    << ReportedLossName(report) << ", recompute " << RecomputeSummary(report) << "\n";
+    << ReportedLossText(report) << ", recompute " << RecomputeSummary(report) << "\n";
   if (const std::string conf = PlanReportOf(report).alloc_conf; !conf.empty())
     s << "         PYTORCH_CUDA_ALLOC_CONF=" << conf << " (modelled; the exports set it)\n";
   if (!plan.checkpoint_modules.empty()) {

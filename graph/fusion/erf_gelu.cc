@@ -7,7 +7,8 @@
 // op; the same op as opset-20 Gelu, graph/ops/standard_aliases.h).
 //
 // Matched variants: x / c or x * (1 / c) with c = sqrt(2); 1 + erf in either operand order; the
-// 0.5 applied last (to x * (1 + erf)) or first (to x).
+// 0.5 applied last (to x * (1 + erf)), first to x, or first to 1 + erf (the dynamo exporter's
+// x * (0.5 * (1 + erf(x / c))), gelu_tail.cc).
 
 #include <cmath>
 

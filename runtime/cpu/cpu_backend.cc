@@ -59,8 +59,10 @@ struct LossOperands {
   Tensor prediction;
   Tensor label;
 };
-LossOperands KernelLossOperands(LossKind kind, const Tensor& prediction, const Tensor& label) {
-  if (kind == LossKind::kCrossEntropy) return {CrossEntropyLogitsView(prediction), AsFlat(label)};
+LossOperands KernelLossOperands(LossKind kind, const Tensor& prediction, const Tensor& label,
+                                int class_axis) {
+  if (kind == LossKind::kCrossEntropy)
+    return {CrossEntropyLogitsView(prediction, class_axis), AsFlat(label)};
   return {prediction, label};
 }
 
@@ -258,7 +260,8 @@ Status CpuBackend::Backward(const BackwardCall& call) {
 Status CpuBackend::LossForward(const LossCall& call) {
   MEMPLAN_TRY(LossKind kind, LossFromName(call.loss));
   const KernelContext ctx{.allocator = &scratch_};
-  const LossOperands in = KernelLossOperands(kind, AsTensor(call.prediction), AsTensor(call.label));
+  const LossOperands in =
+      KernelLossOperands(kind, AsTensor(call.prediction), AsTensor(call.label), call.class_axis);
   MEMPLAN_TRY(Tensor loss, memplan::LossForward(kind, ctx, in.prediction, in.label));
   MEMPLAN_RETURN_IF_ERROR(CopyRounded(loss, AsTensor(call.loss_value), false, "loss"));
   if (call.log_prob.defined()) {
@@ -279,7 +282,7 @@ Status CpuBackend::LossBackward(const LossBackwardCall& call) {
   } else if (kind == LossKind::kSum) {
     source = Tensor::Zeros(dest.shape(), DType::kFloat32, scratch_, MemoryCategory::kOther);
   }
-  const LossOperands in = KernelLossOperands(kind, source, AsTensor(call.label));
+  const LossOperands in = KernelLossOperands(kind, source, AsTensor(call.label), call.class_axis);
   if (!in.prediction.defined()) return MakeError("loss backward: the prediction was not kept");
   MEMPLAN_TRY(Tensor grad,
               memplan::LossBackward(kind, ctx, in.prediction, in.label, call.grad_scale));

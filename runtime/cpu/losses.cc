@@ -76,12 +76,19 @@ Status CheckSameShape(const Tensor& prediction, const Tensor& target) {
 
 }  // namespace
 
-Tensor CrossEntropyLogitsView(const Tensor& logits) {
+Tensor CrossEntropyLogitsView(const Tensor& logits, int class_axis) {
   if (!logits.defined() || logits.rank() < 3) return logits;
-  const auto rank = static_cast<size_t>(logits.rank());
-  if (CrossEntropyClassAxis(rank) != rank - 1) return logits;
-  const int64_t classes = logits.dim(logits.rank() - 1);
-  return logits.View({classes == 0 ? 0 : logits.numel() / classes, classes});
+  const int64_t axis =
+      class_axis >= 0
+          ? class_axis
+          : static_cast<int64_t>(CrossEntropyClassAxis(static_cast<size_t>(logits.rank())));
+  if (axis == 1 || axis >= logits.rank()) return logits;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= logits.dim(d);
+  for (int64_t d = axis + 1; d < logits.rank(); ++d) inner *= logits.dim(d);
+  const int64_t classes = logits.dim(axis);
+  if (inner == 1) return logits.View({outer, classes});
+  return logits.View({outer, classes, inner});
 }
 
 Status CrossEntropyLogProb(const Tensor& logits, Tensor& out) {

@@ -29,10 +29,11 @@ Expected<Tensor> LossForward(LossKind kind, const KernelContext& ctx, const Tens
 Expected<Tensor> LossBackward(LossKind kind, const KernelContext& ctx, const Tensor& prediction,
                               const Tensor& target, float grad_scale);
 
-// The program's cross-entropy logits as the kernels here read them, [N, C, d...]: logits whose
-// classes are last (CrossEntropyClassAxis: [batch, seq, vocab]) become rows [batch * seq, vocab];
-// [N, C] and [N, C, d1, d2, ...] are already in that layout.
-Tensor CrossEntropyLogitsView(const Tensor& logits);
+// The program's cross-entropy logits as the kernels here read them, [N, C, d...]: the dimensions
+// before the class axis become N, those after it d (one): logits whose classes are last
+// ([batch, seq, vocab]) become rows [batch * seq, vocab]; [N, C] and [N, C, d1, d2, ...] are
+// already in that layout. `class_axis` -1: CrossEntropyClassAxis of the logits' rank.
+Tensor CrossEntropyLogitsView(const Tensor& logits, int class_axis = -1);
 
 // log_softmax over the classes (dimension 1) of [N, C, d...] logits, written into `out` (the same
 // element count, any float dtype: each value is rounded to it). Computed in double like the loss.

@@ -223,7 +223,7 @@ class CudaBackend final : public Backend {
     MEMPLAN_TRY(F32Input p, ctx_->ReadF32(call.prediction));
     MEMPLAN_TRY(F32Output loss, ctx_->WriteF32(call.loss_value, false));
     if (call.loss == "cross_entropy") {
-      MEMPLAN_TRY(Rows rows, RowsOf(call.prediction, call.label));
+      MEMPLAN_TRY(Rows rows, RowsOf(call.prediction, call.label, call.class_axis));
       MEMPLAN_TRY(F32Input label, ctx_->ReadF32(call.label));
       F32Output log_prob;
       if (call.log_prob.defined()) {
@@ -253,7 +253,7 @@ class CudaBackend final : public Backend {
     if (call.loss == "cross_entropy") {
       const DeviceTensor& source = call.log_prob.defined() ? call.log_prob : call.prediction;
       if (!source.defined()) return MakeError("loss backward: the prediction was not kept");
-      MEMPLAN_TRY(Rows rows, RowsOf(source, call.label));
+      MEMPLAN_TRY(Rows rows, RowsOf(source, call.label, call.class_axis));
       MEMPLAN_TRY(F32Input s, ctx_->ReadF32(source));
       MEMPLAN_TRY(F32Input label, ctx_->ReadF32(call.label));
       MEMPLAN_RETURN_IF_ERROR(cuda::CrossEntropyBackward(s.data, label.data, rows.rows,
@@ -339,11 +339,16 @@ class CudaBackend final : public Backend {
     int64_t inner = 1;  // the stride between one position's classes
   };
 
-  // Logits as positions of classes (CrossEntropyClassAxis: the last dimension of [N, C] and
-  // [N, S, C], dimension 1 of [N, C, d...]); one label per position.
-  static Expected<Rows> RowsOf(const DeviceTensor& prediction, const DeviceTensor& label) {
+  // Logits as positions of classes at `class_axis` (-1: CrossEntropyClassAxis, the last
+  // dimension of [N, C] and [N, S, C], dimension 1 of [N, C, d...]); one label per position.
+  static Expected<Rows> RowsOf(const DeviceTensor& prediction, const DeviceTensor& label,
+                               int class_axis) {
     if (prediction.shape.size() < 2) return MakeError("cross entropy: logits of rank below 2");
-    const size_t axis = CrossEntropyClassAxis(prediction.shape.size());
+    const size_t axis = class_axis >= 0 ? static_cast<size_t>(class_axis)
+                                        : CrossEntropyClassAxis(prediction.shape.size());
+    if (axis >= prediction.shape.size())
+      return MakeError("cross entropy: class axis " + std::to_string(axis) + " of logits of rank " +
+                       std::to_string(prediction.shape.size()));
     Rows r;
     r.classes = prediction.shape[axis];
     for (size_t d = axis + 1; d < prediction.shape.size(); ++d) r.inner *= prediction.shape[d];

@@ -75,8 +75,8 @@ TEST_CASE("executor: accumulating [4] and [2] gives gradient -20 and weight 1.2"
   {
     const std::unique_ptr<Executor> executor = SgdFromWOne(run, backend);
     Executor& ex = *executor;
-    REQUIRE(ex.RunMicroBatch(MicroBatch{{{4.0f}}, {8.0f}}).ok());
-    REQUIRE(ex.RunMicroBatch(MicroBatch{{{2.0f}}, {4.0f}}).ok());
+    REQUIRE(ex.RunMicroBatch(MicroBatch{{{4.0f}}, {{8.0f}}}).ok());
+    REQUIRE(ex.RunMicroBatch(MicroBatch{{{2.0f}}, {{4.0f}}}).ok());
     auto grads = ex.Gradients();
     REQUIRE(grads.ok());
     REQUIRE(grads->size() == 1);
@@ -103,7 +103,7 @@ TEST_CASE("executor: one batch [4, 2] without accumulation gives the same step",
   const BoundMseSgd run(/*accumulation_steps=*/1, /*batch=*/2);
   CpuBackend backend;
   const std::unique_ptr<Executor> executor = SgdFromWOne(run, backend);
-  REQUIRE(executor->RunMicroBatch(MicroBatch{{{4.0f, 2.0f}}, {8.0f, 4.0f}}).ok());
+  REQUIRE(executor->RunMicroBatch(MicroBatch{{{4.0f, 2.0f}}, {{8.0f, 4.0f}}}).ok());
   auto grads = executor->Gradients();
   REQUIRE(grads.ok());
   CHECK((*grads)[0][0] == Approx(-20.0f));

@@ -43,6 +43,12 @@ nlohmann::ordered_json VerificationToJson(const VerificationReport& r,
     plan["amp_mode"] = std::string(AmpModeName(info.program.amp_mode));
   plan["optimizer"] = std::string(OptimizerKindName(info.program.optimizer));
   plan["loss"] = std::string(LossKindName(r.loss));
+  if (!r.loss_terms.empty()) {
+    nlohmann::ordered_json terms = nlohmann::ordered_json::array();
+    for (const auto& [output, loss] : r.loss_terms)
+      terms.push_back({{"output", output}, {"loss", std::string(LossKindName(loss))}});
+    plan["loss_terms"] = terms;
+  }
   plan["zero_grad"] = std::string(ZeroGradModeName(info.program.zero_grad));
   plan["clip_gradients"] = info.program.clip_gradients;
   plan["recompute"] = info.recompute;
@@ -99,13 +105,27 @@ nlohmann::ordered_json VerificationToJson(const VerificationReport& r,
   return j;
 }
 
+namespace {
+
+// The loss the step trained: its kind, or the sum of its terms ("cross_entropy(logits) +
+// mse(boxes)") for a loss over several outputs.
+std::string LossText(const VerificationReport& r) {
+  if (r.loss_terms.empty()) return std::string(LossKindName(r.loss));
+  std::string text;
+  for (const auto& [output, loss] : r.loss_terms)
+    text += (text.empty() ? "" : " + ") + std::string(LossKindName(loss)) + "(" + output + ")";
+  return text;
+}
+
+}  // namespace
+
 std::string FormatVerificationText(const VerificationReport& r, const VerifiedPlanInfo& info) {
   std::ostringstream out;
   out << "memplan verify: " << info.model << " on " << r.device << " (plan from "
       << info.plan_source << ")\n";
   out << "  plan: micro-batch " << r.micro_batch << " x " << r.accumulation_steps
       << " accumulation steps, " << PrecisionName(info.program.precision) << ", "
-      << OptimizerKindName(info.program.optimizer) << ", loss " << LossKindName(r.loss)
+      << OptimizerKindName(info.program.optimizer) << ", loss " << LossText(r)
       << (info.fused_loss ? " (of the fused linear cross entropy)" : "") << ", recompute "
       << info.recompute.size() << " nodes\n\n";
   out << "memory      predicted " << FormatBytes(r.predicted.peak_bytes) << " ("

@@ -40,6 +40,26 @@ Expected<std::vector<NodeId>> NodesNamed(const Graph& graph, const nlohmann::jso
   return nodes;
 }
 
+// A loss over several outputs (plan.loss_terms): each term's output and loss, in order, into
+// `o`; nothing for a plan without the field.
+Status ReadLossTerms(const nlohmann::json& plan, const std::string& where, ProgramOptions& o) {
+  if (!plan.contains("loss_terms")) return OkStatus();
+  const nlohmann::json& terms = plan["loss_terms"];
+  if (!terms.is_array())
+    return MakeError(where + "'plan.loss_terms' must be a list of {output, loss} objects");
+  for (const nlohmann::json& term : terms) {
+    if (!term.is_object() || !term.contains("output") || !term["output"].is_string() ||
+        !term.contains("loss") || !term["loss"].is_string())
+      return MakeError(where +
+                       R"(each of 'plan.loss_terms' must be {"output": name, "loss": kind})");
+    Expected<LossKind> kind = ParseLossKind(term["loss"].get<std::string>());
+    if (!kind.ok()) return MakeError(where + kind.error().message);
+    o.loss_outputs.push_back(term["output"].get<std::string>());
+    o.output_losses.push_back(*kind);
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status LoadUnfusedReference(const PlanRequest& request, LossKind loss,
@@ -133,6 +153,7 @@ Expected<LoadedPlan> PlanFromJsonText(Graph& graph, const std::string& text,
   MEMPLAN_TRY(std::optional<bool> fused_loss, in_plan(OptionalPlanBool(p, "fused_loss", "plan.")));
   ProgramOptions& o = plan.program;
   o.loss = requested_loss;
+  MEMPLAN_RETURN_IF_ERROR(ReadLossTerms(p, where, o));
   if (fused_loss.value_or(false)) {
     Status fused =
         FuseLossForVerify(graph, request, requested_loss, plan.bindings, apply_attention, loaded);

@@ -173,6 +173,35 @@ class WeightStandardised(nn.Module):
         return self.head(x.mean((2, 3)))
 
 
+class DetrHeads(nn.Module):
+    """DETR's two trained heads on shared query features: class logits [N, Q, C + 1] (cross
+    entropy) and boxes [N, Q, 4] from a 3-layer MLP through a sigmoid (a regression loss), trained
+    on the sum of the two losses (issue 44: a loss over several outputs)."""
+
+    def __init__(self, dim=32, classes=10):
+        super().__init__()
+        self.patches = nn.Conv2d(3, dim, 8, stride=8)
+        self.proj = nn.Linear(dim, dim)
+        self.norm = nn.LayerNorm(dim)
+        self.class_head = nn.Linear(dim, classes + 1)
+        self.box_head = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim),
+                                      nn.ReLU(), nn.Linear(dim, 4))
+
+    def forward(self, image):
+        tokens = F.relu(self.patches(image)).flatten(2).transpose(1, 2)
+        queries = self.norm(F.gelu(self.proj(tokens)))
+        return self.class_head(queries), self.box_head(queries).sigmoid()
+
+
+def two_heads(cls, inputs, outputs, losses):
+    """A model with several trained outputs: `outputs` names them in the export, `losses` gives
+    each its loss (memplan's --loss-output / --loss lists)."""
+    def build():
+        return cls()
+    build.outputs, build.losses = outputs, losses
+    return build, inputs
+
+
 def tv_model(name, inputs, **kwargs):
     def build():
         import torchvision
@@ -274,18 +303,27 @@ FAMILIES = {
     "pointnet": (PointNet, (torch.randn(BATCH, 3, 64),)),
     "conformer_conv": (ConformerConv, (torch.randn(BATCH, 32, 24),)),
     "weight_standardisation": (WeightStandardised, image()),
+    # Several trained heads: the loss is the sum of one term per output (issue 44).
+    "detr_heads": two_heads(DetrHeads, image(), ("logits", "boxes"), ("cross_entropy", "mse")),
 }
 
 
-def loss_of(output, labels):
-    """memplan's --loss auto: cross entropy over the last axis for rank-2/3 logits, else MSE."""
-    if output.dim() in (2, 3):
+def loss_of(output, labels, kinds=None):
+    """memplan's --loss auto: cross entropy over the last axis for rank-2/3 logits, else MSE.
+    Several outputs (a tuple, `kinds` naming each one's loss): the sum of their losses, as
+    `(l1 + l2).backward()` trains several heads."""
+    if isinstance(output, tuple):
+        terms = [loss_of(o, l, k) for o, l, k in zip(output, labels, kinds)]
+        return sum(terms[1:], terms[0])
+    if kinds == "cross_entropy" or (kinds is None and output.dim() in (2, 3)):
         return F.cross_entropy(output.reshape(-1, output.shape[-1]), labels.reshape(-1))
     return F.mse_loss(output, labels)
 
 
-def labels_for(output):
-    if output.dim() in (2, 3):
+def labels_for(output, kinds=None):
+    if isinstance(output, tuple):
+        return tuple(labels_for(o, k) for o, k in zip(output, kinds))
+    if kinds == "cross_entropy" or (kinds is None and output.dim() in (2, 3)):
         return torch.randint(0, output.shape[-1], output.shape[:-1])
     return torch.randn_like(output)
 
@@ -315,16 +353,16 @@ class CudaDropout:
         F.dropout = self.original
 
 
-def measure(model, inputs):
+def measure(model, inputs, kinds=None):
     """Saved bytes (per storage, parameters excluded) and MemTracker's step peak."""
     with CudaDropout():
-        return measure_as_on_gpu(model, inputs)
+        return measure_as_on_gpu(model, inputs, kinds)
 
 
-def measure_as_on_gpu(model, inputs):
+def measure_as_on_gpu(model, inputs, kinds=None):
     model.train()
     with torch.no_grad():
-        labels = labels_for(model(*inputs))
+        labels = labels_for(model(*inputs), kinds)
     # Parameters and module buffers are the model's persistent state, not the step's: autograd
     # saves BatchNorm's running_mean/var and BERT's position_ids table too, but they exist
     # before the step and after it (memplan counts them with the model's bytes).
@@ -340,7 +378,7 @@ def measure_as_on_gpu(model, inputs):
 
     torch.manual_seed(0)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = loss_of(model(*inputs), labels)
+        loss = loss_of(model(*inputs), labels, kinds)
     loss.backward()
     peak = None
     try:
@@ -350,7 +388,7 @@ def measure_as_on_gpu(model, inputs):
         tracker = MemTracker()
         tracker.track_external(model, optimizer)
         with tracker:
-            loss_of(model(*inputs), labels).backward()
+            loss_of(model(*inputs), labels, kinds).backward()
             optimizer.step()
         peak = int(tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"])
     except Exception as error:  # noqa: BLE001 - the peak is optional
@@ -361,6 +399,8 @@ def measure_as_on_gpu(model, inputs):
 # Initializers kept inline: integer tensors (axes, shapes, indices the graph computes with) and
 # tensors of at most this many elements (scalars the exporters store as initializers).
 KEEP_INLINE_ELEMENTS = 64
+# The plan the rows are re-predicted with (tools/modern_exporters/repredict.py's default).
+DEFAULT_FLAGS = "--gpu 80G --precision fp32 --recompute none"
 
 
 def strip_weights(path, out_path):
@@ -410,15 +450,16 @@ def compact(path):
     os.remove(path)
 
 
-def export(model, inputs, path, exporter):
+def export(model, inputs, path, exporter, output_names=None):
     model.train()
     args = tuple(inputs)
     if exporter == "torchscript":
         torch.onnx.export(model, args, path, dynamo=False, opset_version=17,
-                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                          output_names=output_names)
     else:
         torch.onnx.export(model, args, path, dynamo=True, opset_version=18, external_data=False,
-                          optimize=True)
+                          optimize=True, output_names=output_names)
 
 
 def main():
@@ -443,7 +484,7 @@ def main():
         try:
             torch.manual_seed(0)
             model = build()
-            saved, peak = measure(model, inputs)
+            saved, peak = measure(model, inputs, getattr(build, "losses", None))
         except Exception as error:  # noqa: BLE001 - a family torch cannot build is a row too
             print(f"{name}: build/measure failed: {type(error).__name__}: {error}")
             continue
@@ -454,6 +495,10 @@ def main():
         # graph is what both exporters write), which memplan plans with --attention eager.
         if getattr(build, "attention", None):
             measured["attention"] = build.attention
+        # Several trained heads: the plan names every output and its loss.
+        if getattr(build, "outputs", None):
+            measured["flags"] = (DEFAULT_FLAGS + " --loss-output " + ",".join(build.outputs) +
+                                 " --loss " + ",".join(build.losses))
         if args.measure_only:
             for row in rows:
                 if row["family"] == name:
@@ -467,7 +512,7 @@ def main():
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    export(model, inputs, raw, exporter)
+                    export(model, inputs, raw, exporter, getattr(build, "outputs", None))
                 strip_weights(raw, path)
                 compact(path)
                 row["graph"] = os.path.basename(path) + ".xz"

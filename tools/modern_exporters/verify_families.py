@@ -27,13 +27,14 @@ sys.path.insert(0, HERE)
 import export_rows  # noqa: E402  (the families and their inputs)
 
 
-def export_dynamic_batch(model, inputs, path):
+def export_dynamic_batch(model, inputs, path, output_names=None):
     names = [f"input_{i}" for i in range(len(inputs))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, tuple(inputs), path, dynamo=False, opset_version=17,
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                          input_names=names, dynamic_axes={n: {0: "batch"} for n in names})
+                          input_names=names, output_names=output_names,
+                          dynamic_axes={n: {0: "batch"} for n in names})
 
 
 def main():
@@ -55,7 +56,7 @@ def main():
                 torch.manual_seed(0)
                 model = build()
                 model.train()
-                export_dynamic_batch(model, inputs, path)
+                export_dynamic_batch(model, inputs, path, list(getattr(build, "outputs", None) or []) or None)
             except Exception as error:  # noqa: BLE001 - an exporter failure is a finding
                 results["EXPORT"] += 1
                 print(f"{name:24s} EXPORT {type(error).__name__}: {str(error).splitlines()[0][:150]}")
@@ -63,6 +64,9 @@ def main():
             flags = ["--gpu", "80G", "--precision", "fp32", "--micro-batch", args.micro_batch]
             if getattr(build, "attention", None):
                 flags += ["--attention", build.attention]
+            # Several trained heads: every output with its loss, as the rows are planned.
+            if getattr(build, "outputs", None):
+                flags += ["--loss-output", ",".join(build.outputs), "--loss", ",".join(build.losses)]
             run = subprocess.run([args.memplan, "verify", path] + flags, capture_output=True,
                                  text=True)
             verdict = {0: "PASS", 1: "FAIL"}.get(run.returncode, "ERROR")

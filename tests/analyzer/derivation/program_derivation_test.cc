@@ -127,7 +127,7 @@ TEST_CASE("bad options are errors naming the problem", "[program]") {
   REQUIRE_FALSE(b.ok());
   CHECK(b.error().message.find("99") != std::string::npos);
   ProgramOptions bad_output;
-  bad_output.loss_output = "nope";
+  bad_output.loss_outputs = {"nope"};
   CHECK_FALSE(DeriveTrainingProgram(t.graph, bad_output).ok());
 }
 

@@ -34,7 +34,7 @@ TEST_CASE("gradient flow: an integer Gather index and a dead branch need no grad
   t.Output(y);
   t.Output(r);
 
-  GradientFlow flow = AnalyzeGradientFlow(t.graph, OpRegistry::Get(), Order(t), y);
+  GradientFlow flow = AnalyzeGradientFlow(t.graph, OpRegistry::Get(), Order(t), {y});
   // requires_grad flows forward from W: h, y and r; x and idx are graph inputs.
   CHECK(flow.requires_grad == std::vector<bool>{false, false, true, true, true, true});
   // Of those, only W, h and y lead to the loss y (r is a dead end); idx never could: Gather has
@@ -60,7 +60,7 @@ TEST_CASE("gradient flow: a frozen parameter stops requires_grad", "[derivation]
   ValueId h = t.Op("MatMul", "mm", {x, w}, "h", {t.B(), 3});
   ValueId y = t.Op("Relu", "relu", {h}, "y", {t.B(), 3});
   t.Output(y);
-  GradientFlow flow = AnalyzeGradientFlow(t.graph, OpRegistry::Get(), Order(t), y);
+  GradientFlow flow = AnalyzeGradientFlow(t.graph, OpRegistry::Get(), Order(t), {y});
   // Nothing upstream of the loss requires grad, so nothing needs a gradient and no node has a
   // backward step (the loss backward alone would have nothing to write).
   CHECK(flow.needs_gradient == std::vector<bool>{false, false, false, false});
@@ -80,7 +80,7 @@ TEST_CASE("gradient flow: an integer loss value carries no gradient", "[derivati
   ValueId q = t.Op("Quantize", "quantize", {h}, "q", {t.B(), 3}, DType::kInt8);
   t.Output(q);
 
-  GradientFlow flow = AnalyzeGradientFlow(t.graph, OpRegistry::Get(), Order(t), q);
+  GradientFlow flow = AnalyzeGradientFlow(t.graph, OpRegistry::Get(), Order(t), {q});
   CHECK(flow.requires_grad == std::vector<bool>{false, true, true, false});
   CHECK(flow.needs_gradient == std::vector<bool>{false, false, false, false});
   CHECK(flow.needs_backward == std::vector<bool>{false, false});

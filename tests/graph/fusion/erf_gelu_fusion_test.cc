@@ -75,6 +75,35 @@ TEST_CASE("GELU variants: x * (1/sqrt 2), 1 + erf swapped, the half applied firs
   CHECK(b.graph().node(1).output(0) == y);
 }
 
+// torch.onnx's dynamo exporter (opset 18) halves the gate before x:
+// Mul(x, Mul(0.5, 1 + erf(x / sqrt 2))), the constants as initializers.
+TEST_CASE("GELU with the half applied to the gate, as the dynamo exporter writes it",
+          "[import][fusion][gelu]") {
+  ProtoBuilder b;
+  auto x = b.Op("Relu", "/pre", {"input"});
+  auto d = b.Op("Div", "/g/Div", {x, b.Scalar("/g/c0", std::sqrt(2.0f))});
+  auto e = b.Op("Erf", "/g/Erf", {d});
+  auto a = b.Op("Add", "/g/Add", {e, b.Scalar("/g/c1", 1.0f)});
+  auto h = b.Op("Mul", "/g/Mul_h", {b.Scalar("/g/c2", 0.5f), a});
+  auto y = b.Op("Mul", "/g/Mul_y", {x, h});
+  b.Output(y);
+  REQUIRE(FuseErfGelu(b.model()) == 1);
+  REQUIRE(b.graph().node_size() == 2);
+  CHECK(b.graph().node(1).op_type() == "Gelu");
+  CHECK(b.graph().node(1).input(0) == x);
+  CHECK(b.graph().node(1).output(0) == y);
+  // The halved gate times something other than x is not a GELU.
+  ProtoBuilder c;
+  auto x2 = c.Op("Relu", "/pre", {"input"});
+  auto other = c.Op("Relu", "/other", {"input"});
+  auto d2 = c.Op("Div", "/g/Div", {x2, c.Scalar("/g/c0", std::sqrt(2.0f))});
+  auto e2 = c.Op("Erf", "/g/Erf", {d2});
+  auto a2 = c.Op("Add", "/g/Add", {e2, c.Scalar("/g/c1", 1.0f)});
+  auto h2 = c.Op("Mul", "/g/Mul_h", {c.Scalar("/g/c2", 0.5f), a2});
+  c.Output(c.Op("Mul", "/g/Mul_y", {other, h2}));
+  CHECK(FuseErfGelu(c.model()) == 0);
+}
+
 TEST_CASE("GELU look-alikes are left alone", "[import][fusion][gelu]") {
   SECTION("an intermediate is read elsewhere") {
     ProtoBuilder b;
