@@ -121,14 +121,14 @@ class Partitioner {
  public:
   Partitioner(const Graph& graph, const OpRegistry& registry, const std::vector<NodeId>& order,
               const GradientFlow& gradients, const ProgramDTypes& dtypes, const ViewAliasing& views,
-              ValueId model_output)
+              std::vector<ValueId> model_outputs)
       : g_(graph),
         registry_(registry),
         order_(order),
         gradients_(gradients),
         dtypes_(dtypes),
         views_(views),
-        model_output_(model_output),
+        model_outputs_(std::move(model_outputs)),
         bindings_(&graph.symbols()) {
     for (size_t s = 0; s < graph.symbols().size(); ++s)
       bindings_.Bind(static_cast<SymbolId>(s), kPartitionSymbolValue);
@@ -266,7 +266,9 @@ class Partitioner {
   // partitioners.py `should_ban_recomputation`, for the value's producer.
   bool Banned(ValueId v) const {
     const Value& value = g_.value(v);
-    if (!value.producer.valid() || value.is_graph_output || v == model_output_) return true;
+    if (!value.producer.valid() || value.is_graph_output ||
+        std::find(model_outputs_.begin(), model_outputs_.end(), v) != model_outputs_.end())
+      return true;
     const NodeId n = value.producer;
     if (IsView(n)) return false;  // views are never banned
     const OpSchema& s = SchemaOf(n);
@@ -387,7 +389,7 @@ class Partitioner {
   const GradientFlow& gradients_;
   const ProgramDTypes& dtypes_;
   const ViewAliasing& views_;
-  ValueId model_output_;
+  std::vector<ValueId> model_outputs_;  // the loss terms' outputs
   Bindings bindings_;
   int source_ = 0;
   int sink_ = 0;
@@ -404,8 +406,9 @@ class Partitioner {
 CompiledPartition PartitionLikeInductor(const Graph& graph, const OpRegistry& registry,
                                         const std::vector<NodeId>& order,
                                         const GradientFlow& gradients, const ProgramDTypes& dtypes,
-                                        const ViewAliasing& views, ValueId model_output) {
-  return Partitioner(graph, registry, order, gradients, dtypes, views, model_output).Run();
+                                        const ViewAliasing& views,
+                                        const std::vector<ValueId>& model_outputs) {
+  return Partitioner(graph, registry, order, gradients, dtypes, views, model_outputs).Run();
 }
 
 }  // namespace memplan

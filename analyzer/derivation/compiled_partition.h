@@ -55,6 +55,7 @@ struct CompiledPartition {
 CompiledPartition PartitionLikeInductor(const Graph& graph, const OpRegistry& registry,
                                         const std::vector<NodeId>& order,
                                         const GradientFlow& gradients, const ProgramDTypes& dtypes,
-                                        const ViewAliasing& views, ValueId model_output);
+                                        const ViewAliasing& views,
+                                        const std::vector<ValueId>& model_outputs);
 
 }  // namespace memplan

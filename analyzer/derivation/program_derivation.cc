@@ -169,9 +169,11 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
   analysis.views = DecideViews(graph, registry, analysis.order, &analysis.dtypes);
   AliasSameDTypeCasts(graph, analysis.order, analysis.dtypes.value, analysis.views);
   if (options.compile) {
+    std::vector<ValueId> loss_outputs;
+    for (const AnalyzedLoss& loss : analysis.losses) loss_outputs.push_back(loss.output);
     CompiledPartition compiled =
         PartitionLikeInductor(graph, registry, analysis.order, analysis.gradients, analysis.dtypes,
-                              analysis.views, analysis.model_output);
+                              analysis.views, loss_outputs);
     // The partitioner's recompute joins what the plan checkpoints (torch.compile over
     // torch.utils.checkpoint recomputes both).
     std::vector<NodeId> recompute = options.recompute;

@@ -55,7 +55,7 @@ Expected<Graph> LoadModel(const AnalysisRequest& request, FusionSet fusions,
   }
   if (std::filesystem::is_directory(status)) {
     return MakeError("cannot open model '" + request.model +
-                     "': it is a folder without a Hugging Face config.json");
+                     "': it is a directory without a Hugging Face config.json");
   }
   return ImportOnnxModel(request.model, options);
 }

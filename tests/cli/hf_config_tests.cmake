@@ -25,6 +25,6 @@ set_tests_properties("cli: a Hugging Face config with no Python to run is one li
   PROPERTIES ENVIRONMENT
   "MEMPLAN_PYTHON=/nonexistent/python3;MEMPLAN_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/hf_no_python")
 
-memplan_cli_test("a folder without config.json is not a model, one line" EXPECT_EXIT 2
-  EXPECT_OUTPUT "^memplan: cannot open model '[^']*hf_configs': it is a folder without a Hugging Face config.json\n$"
+memplan_cli_test("a directory without config.json is not a model, one line" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: cannot open model '[^']*hf_configs': it is a directory without a Hugging Face config.json\n$"
   COMMAND analyze ${HF_CONFIGS} --gpu 24G)
