@@ -158,7 +158,7 @@ TEST_CASE("attribution: a third iteration matches memplan's last one again", "[r
   CHECK(*a.live[4].matched_event == 8);
 }
 
-TEST_CASE("attribution: an unmatched request leaves the cursor; equal sizes go by order",
+TEST_CASE("attribution: an unmatched request leaves the cursor, equal sizes go by order",
           "[replay]") {
   const Fixture f = MakeFixture();
   // Backward: a 16 B request first (PyTorch's grad(W) before grad(h)): it matches grad(W) and
