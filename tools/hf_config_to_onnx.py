@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A Hugging Face model config (config.json, or a model folder holding one) as a weight-free ONNX
 training graph: the model is built on the meta device (no weights, any size), exported by torch's
-dynamo exporter at opset 18 in training mode, and its weights written as external data that is
-never stored (memplan reads their shapes and types only).
+dynamo exporter at opset 18 in training mode (then its optimizer, with no weight to fold), and
+its weights written as external data that is never stored (memplan reads their shapes and types
+only).
 
     python3 hf_config_to_onnx.py CONFIG OUT.onnx
 
@@ -23,6 +24,8 @@ def fail(code, message):
 try:
     import numpy as np
     import onnx
+    import onnx_ir  # noqa: F401 (the exporter's IR, used below)
+    import onnxscript  # noqa: F401 (the exporter's optimizer, used below)
     import torch
     import transformers
 except ImportError as error:
@@ -97,6 +100,12 @@ def weightless(program):
                     for name, value in program.model.graph.initializers.items()]
     for value in program.model.graph.initializers.values():
         value.const_value = None
+    # The exporter's own optimizer (what optimize=True runs), now that no weight can be folded:
+    # it turns SplitToSequence + SequenceAt into Split and folds the shape arithmetic, as the
+    # exports memplan's modern-exporter suite checks are written.
+    import onnxscript.optimizer
+    onnxscript.optimizer.optimize_ir(program.model, onnx_shape_inference=False,
+                                     input_size_limit=0, output_size_limit=0)
     proto = ir.serde.serialize_model(program.model)
     for name, shape, dtype in initializers:
         tensor = onnx.TensorProto()

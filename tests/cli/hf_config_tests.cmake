@@ -1,7 +1,7 @@
 # A Hugging Face config as the model (issue 43, item 3): analyzer/pipeline/hugging_face_config.h.
 set(HF_CONFIGS ${MEMPLAN_TEST_FIXTURES}/hf_configs)
 
-# Ten families converted and planned (two known to fail, named in the script), where a Python with torch and transformers exists (skipped
+# Ten families converted and planned, where a Python with torch and transformers exists (skipped
 # in CI, which has no torch venv).
 add_test(NAME "cli: Hugging Face configs of ten families convert and plan"
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hf_config_test.sh $<TARGET_FILE:memplan>
