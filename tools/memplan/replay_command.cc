@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyzer/report/snapshot_frames.h"
 #include "analyzer/simulation/allocator_config.h"
 #include "analyzer/simulation/memory_snapshot.h"
 #include "analyzer/simulation/snapshot_replay.h"
@@ -22,22 +23,6 @@ struct ReplayFlags {
   std::string alloc_conf;  // --alloc-conf: PYTORCH_CUDA_ALLOC_CONF for the model
   bool json = false;
 };
-
-std::string Where(const MemorySnapshot& snapshot, const std::vector<int32_t>& frames) {
-  if (frames.empty()) return "(no frames recorded)";
-  const SnapshotFrame& f = snapshot.frames[static_cast<size_t>(frames.front())];
-  return f.filename + ":" + std::to_string(f.line) + " " + f.name;
-}
-
-nlohmann::ordered_json FramesJson(const MemorySnapshot& snapshot,
-                                  const std::vector<int32_t>& frames) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (int32_t id : frames) {
-    const SnapshotFrame& f = snapshot.frames[static_cast<size_t>(id)];
-    out.push_back({{"filename", f.filename}, {"line", f.line}, {"name", f.name}});
-  }
-  return out;
-}
 
 std::string RenderJson(const std::string& path, const std::string& alloc_conf,
                        const MemorySnapshot& snapshot, const SnapshotReplayResult& r) {
@@ -136,13 +121,13 @@ std::string RenderText(const std::string& path, const std::string& alloc_conf,
       << FormatBytes(d.size) << " on stream " << d.stream << ": PyTorch "
       << (d.action == SnapshotAction::kAlloc ? "reserved " : "released ")
       << FormatBytes(d.snapshot_bytes) << ", the model " << FormatBytes(d.model_bytes) << "\n"
-      << "  at " << Where(snapshot, d.frames) << "\n"
+      << "  at " << FrameText(snapshot, d.frames) << "\n"
       << "  (" << r.divergent_events << " divergent events in all)\n";
   }
   for (const ReplayOom& oom : r.ooms) {
     s << "out of memory at event #" << oom.event << ": a request of " << FormatBytes(oom.size)
       << " on stream " << oom.stream << " with " << FormatBytes(oom.snapshot_reserved)
-      << " reserved, at " << Where(snapshot, oom.frames) << "\n";
+      << " reserved, at " << FrameText(snapshot, oom.frames) << "\n";
   }
   return s.str();
 }
