@@ -320,7 +320,7 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
   // A plan simulated without clipping exports without clipping: the clip's transient is not in
   // its memory figure.
   ExportOptions effective = options;
-  if (!plan.clip_gradients) effective.max_grad_norm = 0;
+  if (!plan.ClipsGradients()) effective.max_grad_norm = 0;
   switch (target) {
     case ExportTarget::kDeepSpeed:
       return config_export::ExportDeepSpeed(plan, effective);

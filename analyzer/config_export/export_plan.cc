@@ -18,18 +18,8 @@ std::string Lower(std::string text) {
   return text;
 }
 
-Error PlanError(const std::string& what) {
-  return MakeError("cannot export this plan: " + what +
-                   " (expected the output of `memplan analyze --json`, schema " + kPlanJsonSchema +
-                   ")");
-}
-
-// The field readers' messages, with this reader's context.
-template <class T>
-Expected<T> InPlan(Expected<T> value) {
-  if (!value.ok()) return PlanError(value.error().message);
-  return value;
-}
+// A field's problem; the verb reading the plan adds its context (ReadExportPlan, verify).
+Error PlanError(const std::string& what) { return MakeError(what); }
 
 // The vocabulary's names, case-insensitive: plan files may come from other tools.
 Expected<Precision> PlanPrecision(const std::string& text) {
@@ -51,8 +41,7 @@ Expected<OptimizerKind> PlanOptimizer(const std::string& text) {
 }
 
 Expected<bool> ParseZeroGrad(const nlohmann::json& plan) {
-  MEMPLAN_TRY(std::optional<std::string> text,
-              InPlan(OptionalPlanString(plan, "zero_grad", "plan.")));
+  MEMPLAN_TRY(std::optional<std::string> text, OptionalPlanString(plan, "zero_grad", "plan."));
   if (!text) return true;
   std::string z = Lower(*text);
   if (z == "none" || z == "set_to_none") return true;
@@ -66,7 +55,7 @@ Expected<std::optional<LoraPlanReport>> ReadLora(const nlohmann::json& plan) {
   if (lora == plan.end() || lora->is_null()) return std::optional<LoraPlanReport>();
   if (!lora->is_object()) return PlanError("plan.lora is not an object");
   LoraPlanReport result;
-  MEMPLAN_TRY(result.rank, InPlan(RequiredPlanPositiveInt(*lora, "rank", "plan.lora.")));
+  MEMPLAN_TRY(result.rank, RequiredPlanPositiveInt(*lora, "rank", "plan.lora."));
   result.alpha = result.rank;
   auto alpha = lora->find("alpha");
   if (alpha != lora->end() && !alpha->is_null()) {
@@ -80,11 +69,10 @@ Expected<std::optional<LoraPlanReport>> ReadLora(const nlohmann::json& plan) {
       return PlanError("plan.lora.dropout is not a number in [0, 1)");
     result.dropout = dropout->get<double>();
   }
-  MEMPLAN_TRY(result.target_modules,
-              InPlan(OptionalPlanStringList(*lora, "target_modules", "plan.lora.")));
+  MEMPLAN_TRY(result.target_modules, OptionalPlanStringList(*lora, "target_modules", "plan.lora."));
   if (result.target_modules.empty()) return PlanError("plan.lora.target_modules is empty");
   MEMPLAN_TRY(result.peft_target_modules,
-              InPlan(OptionalPlanStringList(*lora, "peft_target_modules", "plan.lora.")));
+              OptionalPlanStringList(*lora, "peft_target_modules", "plan.lora."));
   if (result.peft_target_modules.empty()) result.peft_target_modules = result.target_modules;
   return std::optional<LoraPlanReport>(std::move(result));
 }
@@ -103,6 +91,52 @@ CheckpointModules CheckpointsOf(const ExportPlan& plan) {
   if (plan.module_unit)
     return GroupRecomputeByPlannedModules(plan.recompute_modules, plan.recompute_nodes);
   return GroupRecomputeByModule(plan.recompute_nodes);
+}
+
+// plan.loss_terms: each {"output": name, "loss": kind}, in order.
+Status ReadLossTerms(const nlohmann::json& plan, ExportPlan& result) {
+  auto terms = plan.find("loss_terms");
+  if (terms == plan.end() || terms->is_null()) return OkStatus();
+  if (!terms->is_array())
+    return PlanError("'plan.loss_terms' must be a list of {output, loss} objects");
+  for (const nlohmann::json& term : *terms) {
+    if (!term.is_object() || !term.contains("output") || !term["output"].is_string() ||
+        !term.contains("loss") || !term["loss"].is_string())
+      return PlanError(R"(each of 'plan.loss_terms' must be {"output": name, "loss": kind})");
+    MEMPLAN_TRY(LossKind kind, ParseLossKind(term["loss"].get<std::string>()));
+    result.loss_outputs.push_back(term["output"].get<std::string>());
+    result.output_losses.push_back(kind);
+  }
+  return OkStatus();
+}
+
+// What only verify runs: the attention rewrite, the loss, its scaling, the placement by node
+// name and the saved bindings.
+Status ReadVerifyFields(const nlohmann::json& document, const nlohmann::json& plan,
+                        ExportPlan& result) {
+  auto attention = plan.find("attention");
+  if (attention != plan.end() && attention->is_object()) {
+    MEMPLAN_TRY(std::optional<std::string> requested,
+                OptionalPlanString(*attention, "requested", "plan.attention."));
+    MEMPLAN_TRY(result.attention, ParseAttentionMode(requested.value_or("eager")));
+  }
+  MEMPLAN_TRY(std::optional<std::string> loss, OptionalPlanString(plan, "loss", "plan."));
+  MEMPLAN_TRY(result.loss, ParseLossKind(loss.value_or("auto")));
+  MEMPLAN_RETURN_IF_ERROR(ReadLossTerms(plan, result));
+  MEMPLAN_TRY(std::optional<std::string> scaling,
+              OptionalPlanString(plan, "loss_scaling", "plan."));
+  if (scaling) {
+    auto mode = std::find_if(kLossScalingModeNames.begin(), kLossScalingModeNames.end(),
+                             [&](const auto& named) { return named.name == *scaling; });
+    if (mode == kLossScalingModeNames.end())
+      return PlanError("'plan.loss_scaling' must be none, static or dynamic, got '" + *scaling +
+                       "'");
+    result.loss_scaling = mode->value;
+  }
+  MEMPLAN_TRY(result.fp16_nodes, OptionalPlanStringList(plan, "fp16_ops", "plan."));
+  MEMPLAN_TRY(result.fp32_nodes, OptionalPlanStringList(plan, "fp32_ops", "plan."));
+  MEMPLAN_TRY(result.bindings, PlanBindingsOf(document));
+  return OkStatus();
 }
 
 }  // namespace
@@ -144,56 +178,53 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   return result;
 }
 
-Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
-  MEMPLAN_TRY(const nlohmann::json* plan_object, InPlan(PlanObjectOf(plan_json)));
+Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
+  MEMPLAN_TRY(const nlohmann::json* plan_object, PlanObjectOf(plan_json));
   const nlohmann::json& plan = *plan_object;
 
   ExportPlan result;
   auto model = plan_json.find("model");
   if (model != plan_json.end() && model->is_object()) {
-    MEMPLAN_TRY(auto path, InPlan(OptionalPlanString(*model, "path", "model.")));
-    MEMPLAN_TRY(auto name, InPlan(OptionalPlanString(*model, "name", "model.")));
+    MEMPLAN_TRY(auto path, OptionalPlanString(*model, "path", "model."));
+    MEMPLAN_TRY(auto name, OptionalPlanString(*model, "name", "model."));
     result.model_path = path.value_or("");
     result.model_name = name.value_or("");
     MEMPLAN_TRY(result.parameter_count, OptionalCount(*model, "parameter_count", "model."));
   }
-  MEMPLAN_TRY(result.micro_batch, InPlan(RequiredPlanPositiveInt(plan, "micro_batch", "plan.")));
+  MEMPLAN_TRY(result.micro_batch, RequiredPlanPositiveInt(plan, "micro_batch", "plan."));
   MEMPLAN_TRY(result.accumulation_steps,
-              InPlan(RequiredPlanPositiveInt(plan, "accumulation_steps", "plan.")));
+              RequiredPlanPositiveInt(plan, "accumulation_steps", "plan."));
   if (result.micro_batch > std::numeric_limits<int64_t>::max() / result.accumulation_steps)
     return PlanError("plan.micro_batch * plan.accumulation_steps overflows");
-  MEMPLAN_TRY(std::string precision, InPlan(RequiredPlanString(plan, "precision", "plan.")));
+  MEMPLAN_TRY(std::string precision, RequiredPlanString(plan, "precision", "plan."));
   MEMPLAN_TRY(result.precision, PlanPrecision(precision));
-  // Read by no export, checked as verify checks them: a plan verify refuses is no plan to export.
-  MEMPLAN_RETURN_IF_ERROR(InPlan(OptionalPlanLossScale(plan)));
-  MEMPLAN_RETURN_IF_ERROR(InPlan(PlanBindingsOf(plan_json)));
-  MEMPLAN_TRY(std::optional<std::string> amp_mode,
-              InPlan(OptionalPlanString(plan, "amp_mode", "plan.")));
+  // The scale itself is the program's (the scaler's default start); one verify could not run
+  // (0, -0, beyond a float32) is no plan to run or export.
+  MEMPLAN_RETURN_IF_ERROR(OptionalPlanLossScale(plan));
+  MEMPLAN_TRY(std::optional<std::string> amp_mode, OptionalPlanString(plan, "amp_mode", "plan."));
   if (amp_mode && result.precision != Precision::kFp32) {
     Expected<AmpMode> parsed = ParseAmpMode(*amp_mode);
     if (!parsed.ok()) return PlanError("plan.amp_mode: " + parsed.error().message);
     result.amp_mode = *parsed;
   }
-  MEMPLAN_TRY(std::string optimizer, InPlan(RequiredPlanString(plan, "optimizer", "plan.")));
+  MEMPLAN_TRY(std::string optimizer, RequiredPlanString(plan, "optimizer", "plan."));
   MEMPLAN_TRY(result.optimizer, PlanOptimizer(optimizer));
   MEMPLAN_TRY(std::optional<std::string> optimizer_impl,
-              InPlan(OptionalPlanString(plan, "optimizer_impl", "plan.")));
+              OptionalPlanString(plan, "optimizer_impl", "plan."));
   if (optimizer_impl && HasTorchOptimizerImpls(result.optimizer)) {
     Expected<OptimizerImpl> parsed = ParseOptimizerImpl(*optimizer_impl);
     if (!parsed.ok()) return PlanError("plan.optimizer_impl: " + parsed.error().message);
     result.optimizer_impl = *parsed;
   }
   MEMPLAN_TRY(result.zero_grad_set_to_none, ParseZeroGrad(plan));
-  MEMPLAN_TRY(std::optional<bool> clip, InPlan(OptionalPlanBool(plan, "clip_gradients", "plan.")));
-  if (clip) result.clip_gradients = *clip;
-  MEMPLAN_TRY(std::optional<bool> fused_loss,
-              InPlan(OptionalPlanBool(plan, "fused_loss", "plan.")));
+  MEMPLAN_TRY(result.clip_gradients, OptionalPlanBool(plan, "clip_gradients", "plan."));
+  MEMPLAN_TRY(std::optional<bool> fused_loss, OptionalPlanBool(plan, "fused_loss", "plan."));
   result.fused_loss = fused_loss.value_or(false);
   MEMPLAN_TRY(std::optional<bool> in_backward,
-              InPlan(OptionalPlanBool(plan, "optimizer_in_backward", "plan.")));
+              OptionalPlanBool(plan, "optimizer_in_backward", "plan."));
   result.optimizer_in_backward = in_backward.value_or(false);
   MEMPLAN_TRY(std::optional<std::string> alloc_conf,
-              InPlan(OptionalPlanString(plan, "alloc_conf", "plan.")));
+              OptionalPlanString(plan, "alloc_conf", "plan."));
   if (alloc_conf) {
     // Written by `analyze` from a parsed configuration; re-parsed so a hand-edited plan cannot put
     // anything but allocator options into the generated scripts.
@@ -202,25 +233,23 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
     result.alloc_conf = AllocatorConfigString(*parsed);
   }
   MEMPLAN_TRY(std::optional<std::string> loss_dtype,
-              InPlan(OptionalPlanString(plan, "loss_dtype", "plan.")));
+              OptionalPlanString(plan, "loss_dtype", "plan."));
   result.upcasts_loss = result.amp_mode == AmpMode::kPure && loss_dtype == "fp32";
   result.half_loss = loss_dtype == "bf16" || loss_dtype == "fp16";
   MEMPLAN_TRY(result.loss_chunks, OptionalCount(plan, "loss_chunks", "plan."));
-  MEMPLAN_TRY(std::optional<bool> compile, InPlan(OptionalPlanBool(plan, "compile", "plan.")));
+  MEMPLAN_TRY(std::optional<bool> compile, OptionalPlanBool(plan, "compile", "plan."));
   result.compile = compile.value_or(false);
   MEMPLAN_TRY(result.trainable_parameter_count,
               OptionalCount(plan, "trainable_parameter_count", "plan."));
-  MEMPLAN_TRY(result.recompute_nodes, InPlan(OptionalPlanStringList(plan, "recompute", "plan.")));
-  MEMPLAN_TRY(std::optional<std::string> unit,
-              InPlan(OptionalPlanString(plan, "recompute_unit", "plan.")));
+  MEMPLAN_TRY(result.recompute_nodes, OptionalPlanStringList(plan, "recompute", "plan."));
+  MEMPLAN_TRY(std::optional<std::string> unit, OptionalPlanString(plan, "recompute_unit", "plan."));
   if (unit) {
     Expected<RecomputeUnit> parsed = ParseRecomputeUnit(Lower(*unit));
     if (!parsed.ok() || *parsed == RecomputeUnit::kAuto)
       return PlanError("plan.recompute_unit: expected node or module, got '" + *unit + "'");
     result.module_unit = *parsed == RecomputeUnit::kModule;
   }
-  MEMPLAN_TRY(result.recompute_modules,
-              InPlan(OptionalPlanStringList(plan, "recompute_modules", "plan.")));
+  MEMPLAN_TRY(result.recompute_modules, OptionalPlanStringList(plan, "recompute_modules", "plan."));
   if (!result.recompute_modules.empty() && !result.module_unit)
     return PlanError("plan.recompute_modules is given, but plan.recompute_unit is not \"module\"");
   auto total = plan.find("checkpointable_modules");
@@ -231,33 +260,43 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
   }
   result.checkpoints = CheckpointsOf(result);
   // Data parallel (docs/multi_gpu.md): plan.parallel names the strategy, plan.gpus the ranks.
-  MEMPLAN_TRY(result.data_parallel, InPlan(OptionalPlanDataParallel(plan)));
-  MEMPLAN_TRY(result.tensor_parallel, InPlan(PlanTensorParallelDegree(plan)));
+  MEMPLAN_TRY(result.data_parallel, OptionalPlanDataParallel(plan));
+  MEMPLAN_TRY(result.tensor_parallel, PlanTensorParallelDegree(plan));
   auto split = plan.find("tensor_parallel");
   if (split != plan.end() && split->is_object()) {
     MEMPLAN_TRY(result.column_parallel,
-                InPlan(OptionalPlanStringList(*split, "column_parallel", "plan.tensor_parallel.")));
+                OptionalPlanStringList(*split, "column_parallel", "plan.tensor_parallel."));
     MEMPLAN_TRY(result.row_parallel,
-                InPlan(OptionalPlanStringList(*split, "row_parallel", "plan.tensor_parallel.")));
+                OptionalPlanStringList(*split, "row_parallel", "plan.tensor_parallel."));
   }
   // --offload (docs/json_schema.md): plan.offload is an object whose mode names it.
   auto offload = plan.find("offload");
   if (offload != plan.end() && !offload->is_null()) {
     if (!offload->is_object()) return PlanError("plan.offload is not an object");
-    MEMPLAN_TRY(std::string mode, InPlan(RequiredPlanString(*offload, "mode", "plan.offload.")));
+    MEMPLAN_TRY(std::string mode, RequiredPlanString(*offload, "mode", "plan.offload."));
     Expected<OffloadMode> parsed = ParseOffloadMode(Lower(mode));
     if (!parsed.ok()) return PlanError("plan.offload.mode: " + parsed.error().message);
     result.offload = *parsed;
   }
   MEMPLAN_TRY(result.lora, ReadLora(plan));
   MEMPLAN_TRY(std::optional<std::string> base_dtype,
-              InPlan(OptionalPlanString(plan, "base_dtype", "plan.")));
+              OptionalPlanString(plan, "base_dtype", "plan."));
   if (base_dtype) {
     Expected<BaseDType> parsed = ParseBaseDType(Lower(*base_dtype));
     if (!parsed.ok()) return PlanError("plan.base_dtype: " + parsed.error().message);
     result.base_dtype = *parsed;
   }
+  MEMPLAN_RETURN_IF_ERROR(ReadVerifyFields(plan_json, plan, result));
   return result;
+}
+
+Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
+  Expected<ExportPlan> plan = ReadSavedPlan(plan_json);
+  if (!plan.ok())
+    return MakeError("cannot export this plan: " + plan.error().message +
+                     " (expected the output of `memplan analyze --json`, schema " +
+                     kPlanJsonSchema + ")");
+  return plan;
 }
 
 }  // namespace memplan

@@ -1,7 +1,9 @@
 #pragma once
-// The facts of a memplan plan that a framework configuration needs, so each exporter only
-// formats: taken from this process's PlanReport (`analyze --export`), or read and validated once
-// from a saved `memplan analyze --json` object (docs/json_schema.md, `memplan export`).
+// The facts of a memplan plan that the verbs after `analyze` need from a plan: a framework
+// configuration (each exporter only formats them) and the program `verify --plan` runs. Taken from
+// this process's PlanReport (`analyze --export`), or read and validated once, by the one reader of
+// a saved plan, from a `memplan analyze --json` object (docs/json_schema.md; `memplan export` and
+// `memplan verify --plan` both read through ReadSavedPlan).
 
 #include <cstdint>
 #include <optional>
@@ -9,12 +11,16 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include "analyzer/config_export/plan_json_fields.h"
 #include "analyzer/parallel/data_parallel_options.h"
+#include "analyzer/program/loss_scaling.h"
 #include "analyzer/recompute/checkpoint_modules.h"
 #include "analyzer/report/lora_plan_report.h"
 #include "analyzer/report/plan_report.h"
 #include "analyzer/vocabulary/amp_mode.h"
+#include "analyzer/vocabulary/attention_mode.h"
 #include "analyzer/vocabulary/base_dtype.h"
+#include "analyzer/vocabulary/loss_kind.h"
 #include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_impl.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
@@ -39,9 +45,11 @@ struct ExportPlan {
   std::optional<OptimizerImpl> optimizer_impl;
   // optimizer.zero_grad(set_to_none=...): true frees the gradients between optimizer steps.
   bool zero_grad_set_to_none = true;
-  // plan.clip_gradients: whether the simulated program clips the gradient norm (absent: true).
-  // When false every export disables clipping, whatever ExportOptions::max_grad_norm says.
-  bool clip_gradients = true;
+  // plan.clip_gradients: whether the simulated program clips the gradient norm. nullopt: a plan
+  // written before memplan recorded it, which the exports clip as the frameworks do by default
+  // (ClipsGradients) and verify runs as analyze plans without --clip-grad (no clipping). When
+  // false every export disables clipping, whatever ExportOptions::max_grad_norm says.
+  std::optional<bool> clip_gradients;
   std::vector<std::string> recompute_nodes;  // plan.recompute, in plan order
   // plan.recompute_unit == "module": the plan checkpointed whole modules, plan.recompute_modules,
   // and simulated exactly torch.utils.checkpoint on each; plan.checkpointable_modules is how many
@@ -98,6 +106,21 @@ struct ExportPlan {
   std::vector<std::string> column_parallel;
   std::vector<std::string> row_parallel;
 
+  // What only `verify --plan` reads (the program it runs); the exporters do not write them.
+  // plan.attention.requested (absent: eager, a plan written before --attention): the attention
+  // rewrite the plan's node names belong to.
+  AttentionMode attention = AttentionMode::kEager;
+  LossKind loss = LossKind::kAuto;  // plan.loss (absent: auto)
+  // plan.loss_terms (--loss-output a,b): each term's output and loss kind, in order; empty for
+  // a loss on one output.
+  std::vector<std::string> loss_outputs;
+  std::vector<LossKind> output_losses;
+  // plan.loss_scaling; nullopt: the precision's default (analyzer/program/loss_scaling.h).
+  std::optional<LossScalingMode> loss_scaling;
+  std::vector<std::string> fp16_nodes;  // plan.fp16_ops (node names)
+  std::vector<std::string> fp32_nodes;  // plan.fp32_ops
+  std::vector<PlanBinding> bindings;    // bindings (the saved document's symbol sizes)
+
   // Every GPU (process) the plan runs on: data-parallel replicas x tensor-parallel ranks.
   int64_t Gpus() const { return DataParallelRanks() * tensor_parallel; }
   int64_t DataParallelRanks() const { return data_parallel ? data_parallel->ranks : 1; }
@@ -109,6 +132,7 @@ struct ExportPlan {
   bool QuantizedBase() const {
     return base_dtype == BaseDType::kInt8 || base_dtype == BaseDType::kNf4;
   }
+  bool ClipsGradients() const { return clip_gradients.value_or(true); }
   bool UsesRecompute() const { return !recompute_nodes.empty() || !recompute_modules.empty(); }
   // A module plan that checkpoints every repeated block: what HF's gradient_checkpointing runs.
   bool ChecksEveryModule() const {
@@ -120,14 +144,18 @@ struct ExportPlan {
 // The plan of this process's analysis, without a JSON round trip.
 ExportPlan ExportPlanOf(const PlanReport& report);
 
-// Reads the plan object (a saved `memplan analyze --json`). Accepted spellings (case-insensitive):
+// The one reader of a saved plan: the plan object of a `memplan analyze --json` document.
+// Accepted spellings (case-insensitive):
 //   plan.precision:  "fp32" | "fp16" | "bf16"
 //   plan.amp_mode:   "autocast" | "master-weights" | "pure" (optional; read for mixed plans)
 //   plan.optimizer:  "sgd" | "momentum" / "sgd-momentum" / "sgd_momentum" | "adam" | "adamw" |
 //                    "adafactor"
 //   plan.optimizer_impl: "foreach" | "fused" | "for-loop" (optional)
 //   plan.zero_grad:  "set_to_none" / "none" (default when absent) | "zero" / "zeros"
-//   plan.clip_gradients: true | false (default true)
+//   plan.clip_gradients: true | false (optional)
+//   plan.attention.requested, plan.loss, plan.loss_scaling: "none" | "static" | "dynamic",
+//                    plan.loss_terms ([{"output", "loss"}]), plan.fp16_ops, plan.fp32_ops,
+//                    bindings: read for verify (all optional)
 //   plan.recompute_unit: "node" (default when absent) | "module"; with "module",
 //                    plan.recompute_modules (module paths) and plan.checkpointable_modules (>= 0)
 //   plan.offload.mode: "none" (default when plan.offload is absent) | "optimizer" |
@@ -141,7 +169,10 @@ ExportPlan ExportPlanOf(const PlanReport& report);
 //   plan.lora:       {"rank": r >= 1, "alpha" (default r), "dropout" (default 0),
 //                    "target_modules": [...], "peft_target_modules" (default target_modules)}
 //   plan.base_dtype: "fp32" | "bf16" | "fp16" | "int8" | "nf4" (optional)
-// Errors name the missing or invalid key.
+// Errors name the missing or invalid key; the caller says which file and verb.
+Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json);
+// ReadSavedPlan for `memplan export`: an error says the plan cannot be exported and what a plan
+// file is expected to be.
 Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json);
 
 }  // namespace memplan

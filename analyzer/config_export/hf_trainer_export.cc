@@ -195,7 +195,7 @@ std::string ExportHfTrainerPython(const ExportPlan& plan, const ExportOptions& o
     out += "#   optimizer = " + TorchOptimizerCall(plan, options, "model.parameters()") + "\n";
     out += "# (LEARNING_RATE and SGD_MOMENTUM > 0 yours to set).\n";
   }
-  if (!plan.clip_gradients) {
+  if (!plan.ClipsGradients()) {
     out += "# max_grad_norm=0.0: the plan was made without --clip-grad, so its memory has no\n";
     out += "# clipping transient; re-plan with --clip-grad for Trainer's default clipping (1.0).\n";
   }

@@ -18,7 +18,7 @@ memplan_cli_test("verify --plan with 2^62 accumulation steps is refused, exit 2"
 set_tests_properties("cli: verify --plan with 2^62 accumulation steps is refused, exit 2"
   PROPERTIES TIMEOUT 20)
 memplan_cli_test("verify --plan with a numeric precision names the field, exit 2" EXPECT_EXIT 2
-  EXPECT_OUTPUT "^memplan: plan '[^']+': 'plan.precision' is not a string\n$"
+  EXPECT_OUTPUT "^memplan: plan '[^']+': 'plan.precision' is missing or not a string\n$"
   COMMAND verify ${MEMPLAN_TEST_FIXTURES}/tiny_mlp.onnx --plan ${H}/precision_number.json)
 memplan_cli_test("verify --plan with a wrong schema is refused, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: plan '[^']+': 'schema' is not \"memplan/1\"\n$"
