@@ -1,47 +1,17 @@
 #include "graph/exported_buffers.h"
 
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/message.h>
-#include <google/protobuf/unknown_field_set.h>
-
 #include <algorithm>
 #include <vector>
 
+#include "graph/onnx_metadata.h"
 #include "graph/ops/op_registry.h"
 
 namespace memplan {
 namespace {
 
 constexpr const char* kSignatureKind = "pkg.torch.export.graph_signature.InputSpec.kind";
-constexpr int kValueInfoMetadataField = 4;  // ValueInfoProto.metadata_props (IR 10)
 // Names listed in a warning before "and N more".
 constexpr size_t kNamesInWarning = 4;
-
-// The metadata entries of one value_info, whether this protobuf knows the field or not.
-std::vector<onnx::StringStringEntryProto> MetadataOf(const onnx::ValueInfoProto& vi) {
-  std::vector<onnx::StringStringEntryProto> entries;
-  const auto* field = vi.GetDescriptor()->FindFieldByNumber(kValueInfoMetadataField);
-  if (field != nullptr && field->is_repeated() &&
-      field->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE) {
-    const auto* reflection = vi.GetReflection();
-    for (int i = 0; i < reflection->FieldSize(vi, field); ++i) {
-      onnx::StringStringEntryProto e;
-      e.ParseFromString(reflection->GetRepeatedMessage(vi, field, i).SerializeAsString());
-      entries.push_back(std::move(e));
-    }
-    return entries;
-  }
-  const google::protobuf::UnknownFieldSet& unknown = vi.GetReflection()->GetUnknownFields(vi);
-  for (int i = 0; i < unknown.field_count(); ++i) {
-    const auto& f = unknown.field(i);
-    if (f.number() != kValueInfoMetadataField ||
-        f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
-      continue;
-    onnx::StringStringEntryProto e;
-    if (e.ParseFromString(f.length_delimited())) entries.push_back(std::move(e));
-  }
-  return entries;
-}
 
 template <class Visit>
 void ForEachValueInfo(const onnx::GraphProto& graph, Visit visit) {
@@ -63,7 +33,7 @@ std::string NameList(const std::vector<std::string>& names) {
 ExportedBuffers ReadExportedBuffers(const onnx::GraphProto& graph) {
   ExportedBuffers exported;
   ForEachValueInfo(graph, [&](const onnx::ValueInfoProto& vi) {
-    for (const auto& e : MetadataOf(vi)) {
+    for (const auto& e : MetadataEntries(vi, kValueInfoMetadataField)) {
       if (e.key() != kSignatureKind) continue;
       exported.has_signature = true;
       if (e.value() == "BUFFER") exported.buffers.insert(vi.name());

@@ -27,6 +27,7 @@
 #include "graph/proto_node_order.h"
 #include "graph/shape_propagation.h"
 #include "graph/tensor_data_check.h"
+#include "graph/torch_scoped_names.h"
 #include "graph/type_constraints.h"
 #include "graph/upsample_scales.h"
 #include "graph/weight_free_model.h"
@@ -226,6 +227,9 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
                                   const ImportOptions& options) {
   // Names that are not UTF-8 are escaped before anything reads them (graph/proto_name_escaping.h).
   const int64_t escaped_names = EscapeInvalidUtf8Names(model);
+  // A dynamo export's nodes named after the module scopes torch recorded, as the TorchScript
+  // exporter names them (graph/torch_scoped_names.h), before the fusions name fused nodes.
+  NameNodesByTorchScopes(*model.mutable_graph());
   // Calls of model-local functions become the functions' bodies before anything reads the graph.
   MEMPLAN_TRY(const InlinedFunctions inlined, InlineLocalFunctions(model));
   // Before anything reads a tensor: libonnx trusts dims and data lengths

@@ -76,20 +76,23 @@ def model_and_inputs(config):
     return model, {"input_ids": ids}, {"input_ids": {0: batch, 1: seq}}
 
 
-class FirstOutput(torch.nn.Module):
-    """The model's logits (or its first output): the tensor the loss reads."""
+def first_output(model, names):
+    """The model itself, its forward returning the logits (or its first output), the tensor the
+    loss reads. The forward is replaced on the instance rather than wrapped in a module, so the
+    exported scopes and weight names are the model's own (model.layers.0.self_attn.q_proj, what
+    PEFT's target_modules and gradient checkpointing name), not under a wrapper's attribute."""
+    forward = model.forward
+    use_cache = "use_cache" in parameters(model)
 
-    def __init__(self, model, names):
-        super().__init__()
-        self.model = model
-        self.names = names
-
-    def forward(self, *inputs):
-        kwargs = dict(zip(self.names, inputs))
-        if "use_cache" in parameters(self.model):
+    def logits_forward(*inputs):
+        kwargs = dict(zip(names, inputs))
+        if use_cache:
             kwargs["use_cache"] = False
-        out = self.model(**kwargs)
+        out = forward(**kwargs)
         return out.logits if getattr(out, "logits", None) is not None else out[0]
+
+    model.forward = logits_forward
+    return model
 
 
 def weightless(program):
@@ -138,7 +141,7 @@ def main():
     model, inputs, dynamic = model_and_inputs(config)
     names = list(inputs)
     try:
-        program = torch.onnx.export(FirstOutput(model, names), tuple(inputs.values()),
+        program = torch.onnx.export(first_output(model, names), tuple(inputs.values()),
                                     dynamo=True, opset_version=18, optimize=False,
                                     input_names=names,
                                     dynamic_shapes=(tuple(dynamic[n] for n in names),),

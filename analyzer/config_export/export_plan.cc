@@ -93,6 +93,21 @@ CheckpointModules CheckpointsOf(const ExportPlan& plan) {
   return GroupRecomputeByModule(plan.recompute_nodes);
 }
 
+// plan.recompute_op_types: an object of node name -> op type (absent: empty).
+Expected<std::map<std::string, std::string>> ReadRecomputeOpTypes(const nlohmann::json& plan) {
+  std::map<std::string, std::string> types;
+  auto it = plan.find("recompute_op_types");
+  if (it == plan.end() || it->is_null()) return types;
+  if (!it->is_object())
+    return PlanError("'plan.recompute_op_types' is not an object of node: op type");
+  for (const auto& [node, type] : it->items()) {
+    if (!type.is_string())
+      return PlanError("'plan.recompute_op_types." + node + "' is not a string");
+    types[node] = type.get<std::string>();
+  }
+  return types;
+}
+
 // plan.loss_terms: each {"output": name, "loss": kind}, in order.
 Status ReadLossTerms(const nlohmann::json& plan, ExportPlan& result) {
   auto terms = plan.find("loss_terms");
@@ -154,6 +169,7 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.zero_grad_set_to_none = report.zero_grad == ZeroGradMode::kSetToNone;
   result.clip_gradients = report.clip_gradients;
   result.recompute_nodes = report.recompute_nodes;
+  result.recompute_op_types = report.recompute_op_types;
   result.module_unit = report.recompute_unit == RecomputeUnit::kModule;
   result.recompute_modules = report.recompute_modules;
   result.checkpointable_modules = report.checkpointable_modules;
@@ -242,6 +258,7 @@ Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
   MEMPLAN_TRY(result.trainable_parameter_count,
               OptionalCount(plan, "trainable_parameter_count", "plan."));
   MEMPLAN_TRY(result.recompute_nodes, OptionalPlanStringList(plan, "recompute", "plan."));
+  MEMPLAN_TRY(result.recompute_op_types, ReadRecomputeOpTypes(plan));
   MEMPLAN_TRY(std::optional<std::string> unit, OptionalPlanString(plan, "recompute_unit", "plan."));
   if (unit) {
     Expected<RecomputeUnit> parsed = ParseRecomputeUnit(Lower(*unit));

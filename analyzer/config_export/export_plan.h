@@ -6,6 +6,7 @@
 // `memplan verify --plan` both read through ReadSavedPlan).
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,9 @@ struct ExportPlan {
   // false every export disables clipping, whatever ExportOptions::max_grad_norm says.
   std::optional<bool> clip_gradients;
   std::vector<std::string> recompute_nodes;  // plan.recompute, in plan order
+  // plan.recompute_op_types (absent: none): the op type of each recomputed node whose name does
+  // not end in it (a dynamo export's FX names), for the selective-checkpoint policy.
+  std::map<std::string, std::string> recompute_op_types;
   // plan.recompute_unit == "module": the plan checkpointed whole modules, plan.recompute_modules,
   // and simulated exactly torch.utils.checkpoint on each; plan.checkpointable_modules is how many
   // repeated blocks the model has (0 when the plan does not say).
@@ -153,6 +157,7 @@ ExportPlan ExportPlanOf(const PlanReport& report);
 //   plan.optimizer_impl: "foreach" | "fused" | "for-loop" (optional)
 //   plan.zero_grad:  "set_to_none" / "none" (default when absent) | "zero" / "zeros"
 //   plan.clip_gradients: true | false (optional)
+//   plan.recompute_op_types: {node name: op type} (optional)
 //   plan.attention.requested, plan.loss, plan.loss_scaling: "none" | "static" | "dynamic",
 //                    plan.loss_terms ([{"output", "loss"}]), plan.fp16_ops, plan.fp32_ops,
 //                    bindings: read for verify (all optional)

@@ -38,7 +38,8 @@ if SELECTIVE_CHECKPOINT:
     from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
 )py";
-  std::vector<SelectiveModule> modules = SelectiveRecomputeOf(plan.checkpoints);
+  std::vector<SelectiveModule> modules =
+      SelectiveRecomputeOf(plan.checkpoints, plan.recompute_op_types);
   out += "RECOMPUTED_ATEN_OPS = {\n";
   for (const SelectiveModule& m : modules) {
     out += "    " + PythonString(m.module_path) + ": [";

@@ -6,24 +6,15 @@
 
 namespace memplan {
 
-std::string OpTypeOfNodeName(std::string_view onnx_node_name) {
-  size_t slash = onnx_node_name.rfind('/');
-  std::string_view last =
-      slash == std::string_view::npos ? onnx_node_name : onnx_node_name.substr(slash + 1);
-  size_t underscore = last.rfind('_');
-  if (underscore != std::string_view::npos && underscore + 1 < last.size() &&
-      std::all_of(last.begin() + static_cast<std::ptrdiff_t>(underscore) + 1, last.end(),
-                  [](char c) { return c >= '0' && c <= '9'; }))
-    last = last.substr(0, underscore);
-  return std::string(last);
-}
-
-std::vector<SelectiveModule> SelectiveRecomputeOf(const CheckpointModules& checkpoints) {
+std::vector<SelectiveModule> SelectiveRecomputeOf(
+    const CheckpointModules& checkpoints, const std::map<std::string, std::string>& op_types) {
   std::vector<SelectiveModule> result;
   for (const CheckpointModule& module : checkpoints.modules) {
     SelectiveModule selective{module.module_path, {}, {}};
     for (const std::string& node : module.nodes) {
-      std::span<const std::string_view> ops = AtenOpsOfOnnxOp(OpTypeOfNodeName(node));
+      auto recorded = op_types.find(node);
+      std::span<const std::string_view> ops =
+          AtenOpsOfOnnxOp(recorded != op_types.end() ? recorded->second : OpTypeOfNodeName(node));
       if (ops.empty()) selective.unmapped_nodes.push_back(node);
       for (std::string_view op : ops) {
         if (std::find(selective.aten_ops.begin(), selective.aten_ops.end(), op) ==

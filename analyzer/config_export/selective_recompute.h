@@ -7,6 +7,7 @@
 //   plan.recompute: /h.0/ln_1/LayerNormalization, /h.0/attn/MatMul, /h.0/attn/MatMul_1
 //   -> {module "h.0", aten ops [aten.native_layer_norm, aten.mm, aten.bmm, aten.addmm]}
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,17 +16,16 @@
 
 namespace memplan {
 
-// The op type of a torch.onnx.export node name: its last '/' segment without the exporter's
-// "_<n>" suffix: "/h.0/attn/MatMul_1" -> "MatMul", "Relu_3" -> "Relu", "/fc1/Gemm" -> "Gemm".
-std::string OpTypeOfNodeName(std::string_view onnx_node_name);
-
 struct SelectiveModule {
   std::string module_path;
   std::vector<std::string> aten_ops;        // in order of first appearance, no duplicates
   std::vector<std::string> unmapped_nodes;  // recomputed nodes whose op has no ATen mapping
 };
 
-// One entry per checkpoint module of `checkpoints`, in its order.
-std::vector<SelectiveModule> SelectiveRecomputeOf(const CheckpointModules& checkpoints);
+// One entry per checkpoint module of `checkpoints`, in its order. A node's op type is the one
+// `op_types` records for it (plan.recompute_op_types: names that do not end in their op type),
+// else OpTypeOfNodeName's reading of its name.
+std::vector<SelectiveModule> SelectiveRecomputeOf(
+    const CheckpointModules& checkpoints, const std::map<std::string, std::string>& op_types);
 
 }  // namespace memplan

@@ -28,6 +28,18 @@ bool IsRepeatedBlockPath(std::string_view module_path) {
                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
 }
 
+std::string OpTypeOfNodeName(std::string_view onnx_node_name) {
+  size_t slash = onnx_node_name.rfind('/');
+  std::string_view last =
+      slash == std::string_view::npos ? onnx_node_name : onnx_node_name.substr(slash + 1);
+  size_t underscore = last.rfind('_');
+  if (underscore != std::string_view::npos && underscore + 1 < last.size() &&
+      std::all_of(last.begin() + static_cast<std::ptrdiff_t>(underscore) + 1, last.end(),
+                  [](char c) { return c >= '0' && c <= '9'; }))
+    last = last.substr(0, underscore);
+  return std::string(last);
+}
+
 std::vector<std::string> ModuleScopesOfNode(std::string_view onnx_node_name) {
   if (onnx_node_name.empty() || onnx_node_name.front() != '/') return {};
   std::vector<std::string_view> parts = SplitOnSlash(onnx_node_name.substr(1));

@@ -32,6 +32,12 @@ namespace memplan {
 // does not have the exporter's "/scope/.../OpType" form.
 std::vector<std::string> ModuleScopesOfNode(std::string_view onnx_node_name);
 
+// The op type of a torch.onnx.export node name: its last '/' segment without the exporter's
+// "_<n>" suffix: "/h.0/attn/MatMul_1" -> "MatMul", "Relu_3" -> "Relu", "/fc1/Gemm" -> "Gemm". A
+// dynamo export's FX names ("/h.0/fc1/node_linear_3") do not end in their op type: the plan
+// records those (plan.recompute_op_types).
+std::string OpTypeOfNodeName(std::string_view onnx_node_name);
+
 // Whether a module path ends in a numeric index ("h.5", "layer3.1"): an element of a
 // Sequential/ModuleList, the repeated block a checkpoint wraps.
 bool IsRepeatedBlockPath(std::string_view module_path);

@@ -10,6 +10,7 @@
 #include "analyzer/precision/precision_policy.h"
 #include "analyzer/program/category_bytes_json.h"
 #include "analyzer/program/optimizer_state.h"
+#include "analyzer/recompute/checkpoint_modules.h"
 #include "analyzer/report/lora_plan_report.h"
 #include "analyzer/report/offload_report.h"
 #include "analyzer/report/parallel_report.h"
@@ -210,7 +211,12 @@ nlohmann::ordered_json PlacementJson(const Graph& graph, const TrainingPlan& pla
 void CollectPlanNodeLists(AnalysisReport& report) {
   const Graph& graph = *report.graph;
   const TrainingProgram& program = report.plan->program;
-  for (NodeId id : program.recomputed) report.recompute_nodes.push_back(graph.node(id).name);
+  for (NodeId id : program.recomputed) {
+    const Node& node = graph.node(id);
+    report.recompute_nodes.push_back(node.name);
+    if (OpTypeOfNodeName(node.name) != node.op_type)
+      report.recompute_op_types[node.name] = node.op_type;
+  }
   if (program.precision == Precision::kFp32) return;
   for (const Step& step : program.steps) {
     if (step.kind != StepKind::kForward || !step.node.valid()) continue;
@@ -312,6 +318,7 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
     p["loss_scale"] = plan.program.loss_scaling.scale;
   p["loss_scaler_bytes"] = LossScalerBytes(plan);
   p["recompute"] = report.recompute_nodes;
+  if (!report.recompute_op_types.empty()) p["recompute_op_types"] = report.recompute_op_types;
   p["checkpoints"] = report.checkpoint_nodes;
   p["recompute_unit"] = std::string(RecomputeUnitName(plan.recompute_unit));
   p["recompute_modules"] = plan.checkpoint_modules;

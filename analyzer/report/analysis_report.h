@@ -3,6 +3,7 @@
 // human text readable in 80 columns, and markdown. All three read the same AnalysisReport, so
 // they never disagree; JSON keys are written in a fixed order for byte-identical output.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct AnalysisReport {
   bool inference_export = false;
   // Node names for the plan's lists (recompute, fp16/fp32 placement).
   std::vector<std::string> recompute_nodes;
+  // The op type of each recomputed node whose name does not end in it (a dynamo export's FX
+  // names), for the exports' selective-checkpoint policies (plan.recompute_op_types).
+  std::map<std::string, std::string> recompute_op_types;
   std::vector<std::string> checkpoint_nodes;
   std::vector<std::string> fp16_nodes;
   std::vector<std::string> fp32_nodes;

@@ -46,6 +46,7 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
   r.clip_gradients = report.options->program.clip_gradients;
   r.loss_scaling = program.loss_scaling.mode;
   r.recompute_nodes = report.recompute_nodes;
+  r.recompute_op_types = report.recompute_op_types;
   r.recompute_unit = plan.recompute_unit;
   r.recompute_modules = plan.checkpoint_modules;
   r.checkpointable_modules = static_cast<int64_t>(plan.checkpointable_modules);

@@ -46,6 +46,8 @@ struct PlanReport {
   bool clip_gradients = false;
   LossScalingMode loss_scaling = LossScalingMode::kNone;
   std::vector<std::string> recompute_nodes;  // plan.recompute, in plan order
+  // plan.recompute_op_types: the op type of each of them whose name does not end in it.
+  std::map<std::string, std::string> recompute_op_types;
   // plan.recompute_unit, plan.recompute_modules (module unit: the module paths checkpointed, in
   // forward order), plan.checkpointable_modules (the repeated blocks the model has).
   RecomputeUnit recompute_unit = RecomputeUnit::kNode;

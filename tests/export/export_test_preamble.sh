@@ -15,7 +15,14 @@ else
   fixtures=
   work=$2
 fi
-python=${PYTHON:-/usr/bin/python3}
+# The venv tools/setup_torch_env.sh makes beside the checkout (torch 2.x and the frameworks) when
+# it exists, else Debian's python3 (python3-torch 1.13 where installed).
+venv_python=$here/../../../memplan-venv/bin/python
+if [ -x "$venv_python" ]; then
+  python=${PYTHON:-$venv_python}
+else
+  python=${PYTHON:-/usr/bin/python3}
+fi
 
 fail() {
   echo "FAIL: $*" >&2

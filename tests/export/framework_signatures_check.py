@@ -31,21 +31,24 @@ HARDWARE_WORDS = ("gpu", "cuda", "bf16", "fp16", "mps", "accelerator", "device",
 
 
 def recorded_keywords(path, owner, name):
-    """Runs the exported Python file at path with owner.<name> (the framework's class) replaced
-    by a recorder, and returns the keyword arguments of its one call. Everything else in the
-    file (imports, FSDPStrategy(...) and other argument values) runs for real."""
-    real = getattr(owner, name)
+    """Runs the exported Python file at path with owner.<name>.__init__ (the framework's class)
+    replaced by a recorder, and returns the keyword arguments of its one call. Everything else in
+    the file (imports, FSDPStrategy(...) and other argument values) runs for real. The class's
+    __init__ is patched, not the module attribute: transformers 5's lazy module hands `from
+    transformers import TrainingArguments` the class itself, whatever the attribute says."""
+    cls = getattr(owner, name)
+    real_init = cls.__init__
     calls = []
 
-    def recorder(*args, **kwargs):
+    def recorder(self, *args, **kwargs):
         assert not args, f"{path}: {name}() takes positional arguments"
         calls.append(kwargs)
 
-    setattr(owner, name, recorder)
+    cls.__init__ = recorder
     try:
         runpy.run_path(path, run_name="exported")
     finally:
-        setattr(owner, name, real)
+        cls.__init__ = real_init
     assert len(calls) == 1, f"{path}: {len(calls)} calls to {name}(...)"
     return calls[0]
 

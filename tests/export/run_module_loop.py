@@ -28,6 +28,7 @@ Debian's python3-torch 1.13 suffices.
 """
 
 import collections
+import inspect
 import json
 import sys
 
@@ -76,8 +77,16 @@ class BlockNet(nn.Module):
 
 
 def export_onnx(path):
+    """torch 2.x: the dynamo exporter at opset 18, whose node names memplan scopes from the
+    node metadata (a conversion down to opset 17 would drop that metadata); torch 1.13: the
+    TorchScript exporter, which writes the scopes into the names."""
     torch.manual_seed(0)
     model = BlockNet().train()
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        torch.onnx.export(model, (torch.randn(2, FEATURES),), path, dynamo=True, opset_version=18,
+                          input_names=["x"], output_names=["logits"],
+                          dynamic_shapes={"x": {0: torch.export.Dim("batch", min=2)}})
+        return
     torch.onnx.export(model, (torch.randn(2, FEATURES),), path, input_names=["x"],
                       output_names=["logits"], dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}},
                       opset_version=17, training=torch.onnx.TrainingMode.TRAINING,
@@ -147,13 +156,18 @@ def run(plan_path, loop_path):
     linear_dtypes = set()
     counting = [False]
 
-    def hook(module, _inputs, output):
+    # Calls are counted on entry: torch >= 2.1's non-reentrant checkpoint stops a recomputation
+    # once backward's tensors are recomputed (early stop), so a recomputed forward may not return.
+    def pre_hook(module, _inputs):
         if counting[0]:
             forwards[names[id(module)]] += 1
-            if isinstance(module, nn.Linear):
-                linear_dtypes.add(output.dtype)
 
-    handles = [module.register_forward_hook(hook) for module in model.modules()]
+    def hook(module, _inputs, output):
+        if counting[0] and isinstance(module, nn.Linear):
+            linear_dtypes.add(output.dtype)
+
+    handles = [module.register_forward_pre_hook(pre_hook) for module in model.modules()]
+    handles += [module.register_forward_hook(hook) for module in model.modules()]
 
     micro_batch_sizes = []
     steps_at = []  # micro-batches run when each scheduler step happens

@@ -32,6 +32,9 @@ from exported_script import load_exported  # noqa: E402
 # aten.mm without bias), the GELU memplan fuses from Div/Erf/Add/Mul is aten.gelu, the residual
 # Add is aten.add.
 ATEN = {"Gemm": ["aten.addmm", "aten.mm"], "Gelu": ["aten.gelu"], "Add": ["aten.add"]}
+# torch 2.x exports BlockNet with the dynamo exporter, whose node names are the FX graph's
+# ("/blocks.2/fc1/node_linear_5" once memplan adds the scopes): the same ops by their FX names.
+ATEN.update({"node_linear": ATEN["Gemm"], "node_add": ATEN["Add"]})
 
 # --recompute all recomputes fc1, the GELU and fc2 of every block and the head (not the residual
 # Adds, which are the blocks' outputs, nor inp): by hand, each module's ATen ops.

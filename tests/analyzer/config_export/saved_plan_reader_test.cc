@@ -48,7 +48,7 @@ TEST_CASE("A saved plan's verify fields are read by the one reader", "[export][s
   CHECK(plan.bindings[1].size == 128);
 }
 
-TEST_CASE("Absent saved-plan fields stay absent; each verb says what absence means",
+TEST_CASE("Absent saved-plan fields stay absent, each verb says what absence means",
           "[export][saved_plan]") {
   const ExportPlan plan = testing::RequireValue(ReadSavedPlan(MinimalPlan()));
   // A plan written before clip_gradients was recorded: the exports clip as the frameworks do by
@@ -62,7 +62,7 @@ TEST_CASE("Absent saved-plan fields stay absent; each verb says what absence mea
   CHECK(plan.loss_outputs.empty());
 }
 
-TEST_CASE("The saved-plan reader names the field; export adds its own context",
+TEST_CASE("The saved-plan reader names the field, export adds its own context",
           "[export][saved_plan]") {
   nlohmann::json doc = MinimalPlan();
   doc["plan"]["loss_scaling"] = "sometimes";

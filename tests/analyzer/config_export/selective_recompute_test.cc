@@ -41,7 +41,7 @@ TEST_CASE("SelectiveRecomputeOf lists each module's ATen ops once, in plan order
   CheckpointModules modules = GroupRecomputeByModule(
       {"/h.0/ln_1/LayerNormalization", "/h.0/attn/MatMul", "/h.0/attn/MatMul_1",
        "/h.1/mlp/act/Gelu", "/h.1/mlp/Relu_2", "/h.1/mlp/Custom", "/Flatten"});
-  std::vector<SelectiveModule> selective = SelectiveRecomputeOf(modules);
+  std::vector<SelectiveModule> selective = SelectiveRecomputeOf(modules, {});
   REQUIRE(selective.size() == 2);
   CHECK(selective[0].module_path == "h.0");
   // LayerNormalization -> native_layer_norm; MatMul -> mm, bmm, addmm (twice, listed once).
@@ -51,6 +51,22 @@ TEST_CASE("SelectiveRecomputeOf lists each module's ATen ops once, in plan order
   CHECK(selective[1].module_path == "h.1");
   CHECK(selective[1].aten_ops == std::vector<std::string>{"aten.gelu", "aten.relu"});
   CHECK(selective[1].unmapped_nodes == std::vector<std::string>{"/h.1/mlp/Custom"});
+}
+
+TEST_CASE("A recorded op type names a node the exporter named after its FX op", "[export]") {
+  // The dynamo exporter's names (scoped at import): the Linear's Gemm is "node_linear_1", which
+  // no ONNX op type reads from; plan.recompute_op_types records it. The fused GELU keeps "Gelu".
+  CheckpointModules modules = GroupRecomputeByModule(
+      {"/blocks.0/fc1/node_linear_1", "/blocks.0/act/Gelu", "/head/node_linear_9"});
+  const std::map<std::string, std::string> op_types = {{"/blocks.0/fc1/node_linear_1", "Gemm"},
+                                                       {"/head/node_linear_9", "Gemm"}};
+  std::vector<SelectiveModule> selective = SelectiveRecomputeOf(modules, op_types);
+  REQUIRE(selective.size() == 2);
+  CHECK(selective[0].aten_ops == std::vector<std::string>{"aten.addmm", "aten.mm", "aten.gelu"});
+  CHECK(selective[1].aten_ops == std::vector<std::string>{"aten.addmm", "aten.mm"});
+  // Without the record the FX name reads as op "node_linear", which has no ATen op.
+  CHECK(SelectiveRecomputeOf(modules, {})[1].unmapped_nodes ==
+        std::vector<std::string>{"/head/node_linear_9"});
 }
 
 }  // namespace
