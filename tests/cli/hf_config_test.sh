@@ -35,4 +35,19 @@ for folder in "$configs"/*/; do
     esac
   fi
 done
+# The recipe flags by the model's own module names (the converter exports the model itself and
+# memplan names nodes after the recorded scopes): Llama's attention projections are LoRA targets
+# by their transformers paths and its two decoder layers the checkpointed modules, as PEFT's
+# target_modules and HF's gradient_checkpointing name them (the config has 2 layers).
+if MEMPLAN_PYTHON=$python MEMPLAN_CACHE_DIR=$work "$memplan" analyze "$configs/llama" --gpu 24G \
+    --dim seq=16 --lora 8 --recompute all --recompute-unit module --json > "$work/llama.json" 2>&1 &&
+    tr -d ' \n' < "$work/llama.json" > "$work/llama.flat" &&
+    grep -q '"target_modules":\["model.layers.0.self_attn.q_proj"' "$work/llama.flat" &&
+    grep -q '"recompute_modules":\["model.layers.0","model.layers.1"\]' "$work/llama.flat"; then
+  echo "ok   llama: LoRA targets and checkpointed modules by their transformers names"
+else
+  echo "FAIL llama: LoRA targets or checkpointed modules not by their transformers names:"
+  grep -A3 '"target_modules"\|"recompute_modules"' "$work/llama.json" | head -12
+  failed=1
+fi
 exit $failed
