@@ -121,6 +121,7 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.clip_gradients = report.clip_gradients;
   result.recompute_nodes = report.recompute_nodes;
   result.module_unit = report.recompute_unit == RecomputeUnit::kModule;
+  result.recompute_reentrant = report.recompute_reentrant;
   result.recompute_modules = report.recompute_modules;
   result.checkpointable_modules = report.checkpointable_modules;
   result.checkpoints = CheckpointsOf(result);
@@ -192,6 +193,9 @@ Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
   MEMPLAN_TRY(std::optional<bool> in_backward,
               InPlan(OptionalPlanBool(plan, "optimizer_in_backward", "plan.")));
   result.optimizer_in_backward = in_backward.value_or(false);
+  MEMPLAN_TRY(std::optional<bool> reentrant,
+              InPlan(OptionalPlanBool(plan, "recompute_reentrant", "plan.")));
+  result.recompute_reentrant = reentrant.value_or(false);
   MEMPLAN_TRY(std::optional<std::string> alloc_conf,
               InPlan(OptionalPlanString(plan, "alloc_conf", "plan.")));
   if (alloc_conf) {
