@@ -21,6 +21,7 @@ MIB = 1 << 20
 def analyze(memplan, graph, optimizer, gpu):
     out = subprocess.run([memplan, "analyze", graph, "--batch", "1", "--micro-batch", "1",
                           "--allocator", "exact", "--headroom", "0", "--recompute", "none",
+                          "--precision", "fp32",
                           "--cuda-context", "1G", "--gpu", gpu, "--optimizer", optimizer,
                           "--json"], capture_output=True, text=True, check=False)
     if not out.stdout.startswith("{"):
@@ -36,10 +37,12 @@ def main():
     difference = device["peak_bytes"] - paged["peak_bytes"]
     if difference != PAGED_BYTES:
         failures.append(f"peak difference {difference}, expected {PAGED_BYTES}")
-    # A GPU of 1 GiB context + the paged plan's peak rounded up to whole MiB (+1 MiB): the state
-    # on the device (4.5 MiB more) does not fit, the paged plan does, and of its state only the
-    # room left (budget - peak, < 2 MiB) stays resident.
-    gpu_mib = 1024 + (paged["peak_bytes"] + MIB - 1) // MIB + 1
+    # A GPU of what the budget loses (context, reserve: 80 GiB less the 80G run's budget) + the
+    # paged plan's peak, rounded up to whole MiB (+1 MiB): the state on the device (4.5 MiB more)
+    # does not fit, the paged plan does, and of its state only the room left (budget - peak,
+    # < 2 MiB) stays resident.
+    overhead = 80 * 1024 * MIB - paged["budget_bytes"]
+    gpu_mib = (overhead + paged["peak_bytes"] + MIB - 1) // MIB + 1
     gpu = f"{gpu_mib}M"
     tight_device = analyze(memplan, graph, "adamw8bit", gpu)
     tight_paged = analyze(memplan, graph, "paged-adamw8bit", gpu)
