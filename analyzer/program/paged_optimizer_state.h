@@ -11,7 +11,8 @@
 //     max_memory_allocated(), and an allocation that finds the device full does not fail because
 //     of it: the driver evicts managed pages to the host to make room.
 //   * Before each parameter's update, prefetch_state (F.prefetch_tensor -> cudaMemPrefetchAsync)
-//     moves its paged state to the device (GlobalPageManager's prefetch_all does so for all).
+//     moves its paged state to the device, one parameter at a time (step()'s all-at-once
+//     page_mng.prefetch_all() is commented out).
 //
 // So the caching allocator's peak is the plan's device peak without the paged state, and the fit
 // decision is that peak against the budget. The paged state is resident in the room the budget
