@@ -671,8 +671,9 @@ class StepEmitter {
   // --recompute-reentrant: CheckpointFunction.backward re-runs the module's whole forward (no
   // early stop), so the producers of what leaves the module run again too, after its dropped
   // nodes; their new outputs are the `outputs` it passes to torch.autograd.backward, alive until
-  // that inner backward returns. (Forward ran under no_grad: the output producers' saved tensors
-  // are the re-run's, CreateExtras in Recompute replaces the forward's.)
+  // that inner backward returns, as are the gradients of those outputs (its `args`). (Forward ran
+  // under no_grad: the output producers' saved tensors are the re-run's, CreateExtras in
+  // Recompute replaces the forward's.)
   void RecomputeModuleOutputs(size_t group) {
     if (group >= options_.recompute_modules.size()) return;
     std::vector<NodeId> producers;
@@ -685,9 +686,14 @@ class StepEmitter {
     });
     for (NodeId m : producers) {
       Recompute(m);
-      for (ValueId o : g_.node(m).outputs)
-        if (IsRuntimeValue(o) && recomputed_storage_[o.index()].valid())
+      for (ValueId o : g_.node(m).outputs) {
+        if (!IsRuntimeValue(o)) continue;
+        if (recomputed_storage_[o.index()].valid())
           held_by_module_[group].push_back(recomputed_storage_[o.index()]);
+        // The gradients of the outputs are backward()'s `args`, which the Python frame holds
+        // until the inner backward returns.
+        if (gradient_[o.index()].valid()) held_by_module_[group].push_back(gradient_[o.index()]);
+      }
     }
   }
 

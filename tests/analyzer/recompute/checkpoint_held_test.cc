@@ -173,6 +173,10 @@ TEST_CASE("reentrant checkpointing re-runs the module's outputs and holds them t
   REQUIRE(h2);
   CHECK(h2->allocated == "R /blocks.1/Add_1");
   CHECK(h2->freed == "B /blocks.1/Add");
+  // The gradient of that output is backward()'s `args`, held by the Python frame just as long.
+  const std::optional<Lifetime> grad_h2 = LifetimeOf(reentrant, "grad(h2)");
+  REQUIRE(grad_h2);
+  CHECK(grad_h2->freed == "B /blocks.1/Add");
   const std::optional<Lifetime> h1 = LifetimeOf(reentrant, "h1.recomputed");
   REQUIRE(h1);
   CHECK(h1->allocated == "R /blocks.0/Add_1");
