@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 43> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 44> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -259,6 +259,14 @@ const std::array<PlanFlagSpec, 43> kPlanFlagTable = {{
              "keeps (cheap pointwise chains recomputed in backward, ReLU's bool mask)",
      .help_position = 36,
      .flag = &PlanFlags::compile},
+    {.key = "recompute_reentrant",
+     .argument = "--recompute-reentrant",
+     .type = PlanFlagType::kSwitch,
+     .help = "checkpointed modules run torch.utils.checkpoint(use_reentrant=True): each re-run "
+             "whole in backward, its recomputed outputs held through its inner backward (HF "
+             "gradient_checkpointing_kwargs use_reentrant)",
+     .help_position = 40,
+     .flag = &PlanFlags::recompute_reentrant},
     {.key = "cuda_context",
      .argument = "--cuda-context",
      .type = PlanFlagType::kText,

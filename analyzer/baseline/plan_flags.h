@@ -65,6 +65,7 @@ struct PlanFlags {
   std::optional<int64_t> loss_chunks;       // --loss-chunks: torchtune's chunked cross entropy
   bool optimizer_in_backward = false;       // --optimizer-in-backward: torchtune's optimizer_in_bwd
   bool compile = false;                     // --compile: torch.compile's min-cut saved set
+  bool recompute_reentrant = false;         // --recompute-reentrant: checkpoint(use_reentrant=True)
   std::optional<std::string> cuda_context;  // --cuda-context: lazy | eager | a size ("1.3G")
   // Host memory (docs/finetuning.md, --offload).
   std::optional<std::string>
@@ -107,7 +108,7 @@ struct PlanFlagSpec {
 };
 
 // Every plan flag, in the order configurations write them and messages list them.
-extern const std::array<PlanFlagSpec, 43> kPlanFlagTable;
+extern const std::array<PlanFlagSpec, 44> kPlanFlagTable;
 
 // The table entry with `key`. REQUIRES: `key` is one of the table's keys.
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key);

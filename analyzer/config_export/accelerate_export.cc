@@ -161,7 +161,8 @@ std::string ExportAccelerate(const ExportPlan& plan, const ExportOptions& option
   out += RecomputeModuleComment(
       plan,
       "Recompute is not a config key: wrap these modules in torch.utils.checkpoint.checkpoint\n"
-      "# (`" +
+      "# " +
+          std::string(plan.recompute_reentrant ? "with use_reentrant=True " : "") + "(`" +
           ExportCommand(options, "pytorch") + "` writes enable_recompute(model)):");
   if (plan.offload == OffloadMode::kActivations) {
     out += "# Saved activations live in pinned host memory, as planned; not a config key: in the\n";

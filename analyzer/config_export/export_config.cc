@@ -117,6 +117,15 @@ Status CheckOptimizerInBackward(const ExportPlan& plan, ExportTarget target) {
                    "True), which the plan modelled; re-plan without it");
 }
 
+// --recompute-reentrant: torchtune wraps its layers with checkpoint_wrapper(NO_REENTRANT) and has
+// no setting for the reentrant variant (torchtune/training/activations.py).
+Status CheckRecomputeReentrant(const ExportPlan& plan, ExportTarget target) {
+  if (!plan.recompute_reentrant || target != ExportTarget::kTorchtune) return OkStatus();
+  return MakeError(
+      "export: torchtune cannot express --recompute-reentrant (its activation checkpointing is "
+      "always NO_REENTRANT), which the plan modelled; re-plan without it");
+}
+
 // --compile: the plan holds the saved set torch.compile's partitioner keeps, which an eager run
 // would exceed. DeepSpeed's JSON has no switch that compiles the model (engine.compile() is a
 // call in the script; its "compile" section configures DeepCompile), so it refuses.
@@ -305,6 +314,7 @@ Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
   MEMPLAN_RETURN_IF_ERROR(ValidateOptions(options));
   MEMPLAN_RETURN_IF_ERROR(CheckStrategy(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckPytorchStrategy(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckRecomputeReentrant(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckTorchtune(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckFineTuning(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckShardedOptimizer(plan, target));

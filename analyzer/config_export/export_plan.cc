@@ -171,6 +171,7 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.recompute_nodes = report.recompute_nodes;
   result.recompute_op_types = report.recompute_op_types;
   result.module_unit = report.recompute_unit == RecomputeUnit::kModule;
+  result.recompute_reentrant = report.recompute_reentrant;
   result.recompute_modules = report.recompute_modules;
   result.checkpointable_modules = report.checkpointable_modules;
   result.checkpoints = CheckpointsOf(result);
@@ -239,6 +240,9 @@ Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
   MEMPLAN_TRY(std::optional<bool> in_backward,
               OptionalPlanBool(plan, "optimizer_in_backward", "plan."));
   result.optimizer_in_backward = in_backward.value_or(false);
+  MEMPLAN_TRY(std::optional<bool> reentrant,
+              InPlan(OptionalPlanBool(plan, "recompute_reentrant", "plan.")));
+  result.recompute_reentrant = reentrant.value_or(false);
   MEMPLAN_TRY(std::optional<std::string> alloc_conf,
               OptionalPlanString(plan, "alloc_conf", "plan."));
   if (alloc_conf) {

@@ -59,6 +59,10 @@ struct ExportPlan {
   // and simulated exactly torch.utils.checkpoint on each; plan.checkpointable_modules is how many
   // repeated blocks the model has (0 when the plan does not say).
   bool module_unit = false;
+  // plan.recompute_reentrant (absent: false): torch.utils.checkpoint(use_reentrant=True), what the
+  // exports pass where they have the switch (HF's gradient_checkpointing_kwargs, the scripts'
+  // checkpoint calls); torchtune's NO_REENTRANT wrapper has none and refuses.
+  bool recompute_reentrant = false;
   std::vector<std::string> recompute_modules;
   int64_t checkpointable_modules = 0;
   // recompute_nodes grouped by module: the planned modules for a module plan, else each node's

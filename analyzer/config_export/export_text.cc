@@ -248,7 +248,8 @@ std::string CheckpointedModulesConstant(const ExportPlan& plan) {
   return out;
 }
 
-std::string EnableRecomputeFunction(bool selective) {
+std::string EnableRecomputeFunction(bool selective, bool reentrant) {
+  const std::string use_reentrant = reentrant ? "True" : "False";
   std::string out;
   out += R"py(def enable_recompute(model, module_paths=CHECKPOINTED_MODULES):
     """Runs each listed submodule under torch.utils.checkpoint: its inner activations are
@@ -258,8 +259,8 @@ std::string EnableRecomputeFunction(bool selective) {
         forward = module.forward
 )py";
   if (selective) {
-    out += R"py(        options = {"use_reentrant": False}
-        if SELECTIVE_CHECKPOINT:
+    out += "        options = {\"use_reentrant\": " + use_reentrant + "}\n";
+    out += R"py(        if SELECTIVE_CHECKPOINT:
             options["context_fn"] = selective_context_fn(path)
 
         def checkpointed_forward(*args, _forward=forward, _options=options, **kwargs):
@@ -269,7 +270,8 @@ std::string EnableRecomputeFunction(bool selective) {
   } else {
     out += "\n";
     out += "        def checkpointed_forward(*args, _forward=forward, **kwargs):\n";
-    out += "            return checkpoint(_forward, *args, use_reentrant=False, **kwargs)\n\n";
+    out += "            return checkpoint(_forward, *args, use_reentrant=" + use_reentrant +
+           ", **kwargs)\n\n";
   }
   out += "        module.forward = checkpointed_forward\n";
   return out;

@@ -101,10 +101,11 @@ std::string RecomputeModuleComment(const ExportPlan& plan, std::string_view what
 std::string CheckpointedModulesConstant(const ExportPlan& plan);
 
 // The Python `enable_recompute(model, module_paths=CHECKPOINTED_MODULES)` that runs each listed
-// submodule under torch.utils.checkpoint (non-reentrant), shared by the PyTorch loop and the
-// torchrun script. With `selective`, checkpoint's context_fn is selective_context_fn(path) where
-// SELECTIVE_CHECKPOINT is true (the loop's torch >= 2.4 policy section defines both).
-std::string EnableRecomputeFunction(bool selective);
+// submodule under torch.utils.checkpoint (use_reentrant=`reentrant`: --recompute-reentrant), shared
+// by the PyTorch loop and the torchrun script. With `selective`, checkpoint's context_fn is
+// selective_context_fn(path) where SELECTIVE_CHECKPOINT is true (the loop's torch >= 2.4 policy
+// section defines both).
+std::string EnableRecomputeFunction(bool selective, bool reentrant = false);
 
 // The pieces the PyTorch loop and the torchrun script write alike. Each line ends with '\n';
 // `commented` adds the loop's comments, which say why on the lines a reader may wonder about.

@@ -75,6 +75,14 @@ std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOp
   add_bool("fp16", plan.precision == Precision::kFp16);
   add_bool("bf16", plan.precision == Precision::kBf16);
   add_bool("gradient_checkpointing", plan.UsesRecompute());
+  // Which torch.utils.checkpoint the plan modelled: transformers' default changed (True before
+  // 4.4x, False now), so it is always written.
+  if (plan.UsesRecompute()) {
+    const nlohmann::ordered_json kwargs = {{"use_reentrant", plan.recompute_reentrant}};
+    fields.push_back(Field{
+        "gradient_checkpointing_kwargs",
+        std::string("{\"use_reentrant\": ") + PythonBool(plan.recompute_reentrant) + "}", kwargs});
+  }
   // --fused-loss: Liger's fused linear cross entropy, as the plan modelled (transformers >= 4.45
   // with liger-kernel installed).
   if (plan.fused_loss) add_bool("use_liger_kernel", true);

@@ -62,7 +62,8 @@ std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options
   out += RecomputeModuleComment(
       plan,
       "Recompute is not a Trainer argument: in your LightningModule, wrap these submodules in\n"
-      "# torch.utils.checkpoint.checkpoint (`" +
+      "# torch.utils.checkpoint.checkpoint" +
+          std::string(plan.recompute_reentrant ? "(use_reentrant=True)" : "") + " (`" +
           ExportCommand(options, "pytorch") + "` writes\n# enable_recompute(model) for them):");
   const bool fsdp = plan.data_parallel && IsFsdp(plan.data_parallel->strategy);
   if (plan.data_parallel) {

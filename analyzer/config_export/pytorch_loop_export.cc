@@ -99,7 +99,7 @@ std::string RecomputeSection(const ExportPlan& plan) {
   out += CheckpointedModulesConstant(plan);
   if (selective) out += "\n" + SelectivePolicySection(plan);
   out += "\n\n";
-  out += EnableRecomputeFunction(selective);
+  out += EnableRecomputeFunction(selective, plan.recompute_reentrant);
   return out;
 }
 

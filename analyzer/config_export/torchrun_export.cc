@@ -85,7 +85,7 @@ std::string RecomputeSection(const ExportPlan& plan) {
   }
   out += CheckpointedModulesConstant(plan);
   out += "\n\n";
-  out += EnableRecomputeFunction(/*selective=*/false);
+  out += EnableRecomputeFunction(/*selective=*/false, plan.recompute_reentrant);
   return out;
 }
 

@@ -24,7 +24,8 @@ LivenessPlan PlanLiveness(const TrainingProgram& program, const std::vector<Buff
     const Step& last_step = program.step(last);
     const bool copied_off = hold > last && last_step.kind == StepKind::kTransfer &&
                             last_step.transfer.direction == TransferDirection::kToHost;
-    if (use.alloc <= program.loss_step && last > program.loss_step && !copied_off)
+    if (use.alloc <= program.loss_step && last > program.loss_step && !copied_off &&
+        !use.held_by_checkpoint)
       plan.held_for_backward.push_back(b.id);
   }
   return plan;

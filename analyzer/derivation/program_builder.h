@@ -16,6 +16,10 @@ struct BufferUse {
   LogicalTime alloc = -1;      // the step whose Begin allocates it; -1: allocated by a guard
   LogicalTime last_use = -1;   // the last step that reads or writes it
   bool explicit_free = false;  // freed by a dedicated event, not by liveness
+  // Kept through backward by a torch.utils.checkpoint frame (its arguments), not saved by
+  // autograd: live across the loss like a saved tensor but not counted as one (checkpoint_
+  // arguments.h), as torch's saved_tensors_hooks never see it.
+  bool held_by_checkpoint = false;
 };
 
 class ProgramBuilder {
@@ -45,6 +49,8 @@ class ProgramBuilder {
   void Touch(BufferId b);
   // `b` is freed by an event emission writes itself; liveness leaves it alone.
   void MarkExplicitFree(BufferId b) { uses_[b.index()].explicit_free = true; }
+  // `b` is a checkpoint frame's argument (BufferUse::held_by_checkpoint).
+  void MarkHeldByCheckpoint(BufferId b) { uses_[b.index()].held_by_checkpoint = true; }
 
  private:
   const Graph& graph_;

@@ -17,6 +17,7 @@
 #include "analyzer/derivation/view_aliasing.h"
 #include "analyzer/precision/loss_precision.h"
 #include "analyzer/precision/precision_policy.h"
+#include "analyzer/program/paged_optimizer_state.h"
 #include "analyzer/program/program_integrity.h"
 #include "analyzer/recompute/module_units.h"
 #include "graph/ops/op_registry.h"
@@ -202,6 +203,8 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
                 DerivePerRankProgram(std::move(program), *options.data_parallel, block_of_node));
   }
   MEMPLAN_TRY(program, OffloadToHost(std::move(program), graph, options.offload));
+  // bitsandbytes' paged state is in CUDA unified memory, not the caching allocator's pool.
+  PlacePagedOptimizerState(program);
 #ifndef NDEBUG
   const Status verified = VerifyProgram(program);
   MEMPLAN_CHECK(verified.ok()) << "the derived program fails verification: "

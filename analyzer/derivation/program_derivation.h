@@ -141,6 +141,11 @@ struct ProgramOptions {
   // every other node of it is dropped as if listed in `recompute`, and backward re-runs all of
   // them at once, the first time any of its saved tensors is needed (derivation/recompute_set.h).
   std::vector<std::vector<NodeId>> recompute_modules;
+  // --recompute-reentrant: the modules run torch.utils.checkpoint(use_reentrant=True) (the
+  // CheckpointFunction autograd.Function) instead of the non-reentrant hooks. Its backward re-runs
+  // the whole module, output producers included (no early stop), and holds the recomputed outputs
+  // until its inner torch.autograd.backward over the module returns (derivation/recompute_set.h).
+  bool recompute_reentrant = false;
 
   // Data parallelism (--gpus, --parallel): nullopt derives the single-GPU program; a value derives
   // the program of one rank (analyzer/derivation/rank_sharding.h).

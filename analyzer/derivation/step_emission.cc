@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "analyzer/derivation/checkpoint_arguments.h"
 #include "analyzer/derivation/saved_tensor_offload.h"
 #include "analyzer/precision/precision_policy.h"
 #include "analyzer/program/frozen_weight_storage.h"
@@ -104,6 +105,12 @@ class StepEmitter {
       info.compute = a_.dtypes.node_compute[n.index()];
     }
 
+    checkpoint_arguments_ = CheckpointArguments(g_, options_.recompute_modules, [this](NodeId n) {
+      const Node& node = g_.node(n);
+      return registry_.FindOrUnknown(node.op_type, node.domain).is_view;
+    });
+    held_by_module_.assign(checkpoint_arguments_.size(), {});
+    arguments_held_.assign(checkpoint_arguments_.size(), false);
     BuildSetup();
     p_.micro_batch.begin = Now();
     MEMPLAN_RETURN_IF_ERROR(BuildForward());
@@ -444,6 +451,7 @@ class StepEmitter {
       Step& step = NewStep(StepKind::kForward, node.name, n);
       step.compute_dtype = info.compute;
       info.forward_step = Now() - 1;
+      HoldCheckpointArguments(n);
       for (ValueId u : node.inputs) {
         if (IsRuntimeValue(u) && !IsParameter(u) && !value_storage_[u.index()].valid())
           return MakeError("node '" + node.name + "' reads '" + g_.value(u).name +
@@ -630,6 +638,65 @@ class StepEmitter {
     return logits.dims[0] * Dim(chunk) * logits.dims[2];
   }
 
+  // The checkpoint arguments (checkpoint_arguments.h) of the module node `n` belongs to, allocated
+  // at the module's first forward step (a value several modules read: at the first of them).
+  void HoldCheckpointArguments(NodeId n) {
+    const int group = a_.recompute.group_of[n.index()];
+    if (group < 0 || static_cast<size_t>(group) >= checkpoint_arguments_.size()) return;
+    if (arguments_held_[static_cast<size_t>(group)]) return;
+    arguments_held_[static_cast<size_t>(group)] = true;
+    std::vector<BufferId>& held = held_by_module_[static_cast<size_t>(group)];
+    for (ValueId v : checkpoint_arguments_[static_cast<size_t>(group)]) {
+      BufferId& b = checkpoint_argument_of_value_[v];
+      if (!b.valid()) {
+        const Value& value = g_.value(v);
+        b = NewBuffer("checkpoint_argument(" + value.name + ")", BufferRole::kValue,
+                      MemoryCategory::kActivations, value.dtype, value.shape);
+        AllocateHere(b);
+        builder_.MarkHeldByCheckpoint(b);
+      }
+      held.push_back(b);
+    }
+  }
+
+  // Each backward step of a checkpointed module keeps what the module holds alive (its
+  // arguments; with --recompute-reentrant its recomputed outputs): freed after the last backward
+  // step of the last module holding them.
+  void TouchHeldByModule(NodeId n) {
+    const int group = a_.recompute.group_of[n.index()];
+    if (group < 0 || static_cast<size_t>(group) >= held_by_module_.size()) return;
+    for (BufferId b : held_by_module_[static_cast<size_t>(group)]) Touch(b);
+  }
+
+  // --recompute-reentrant: CheckpointFunction.backward re-runs the module's whole forward (no
+  // early stop), so the producers of what leaves the module run again too, after its dropped
+  // nodes; their new outputs are the `outputs` it passes to torch.autograd.backward, alive until
+  // that inner backward returns, as are the gradients of those outputs (its `args`). (Forward ran
+  // under no_grad: the output producers' saved tensors are the re-run's, CreateExtras in
+  // Recompute replaces the forward's.)
+  void RecomputeModuleOutputs(size_t group) {
+    if (group >= options_.recompute_modules.size()) return;
+    std::vector<NodeId> producers;
+    for (NodeId m : options_.recompute_modules[group]) {
+      const NodeInfo& info = nodes_[m.index()];
+      if (info.active && !info.recompute && !info.recomputed_in_backward) producers.push_back(m);
+    }
+    std::sort(producers.begin(), producers.end(), [this](NodeId a, NodeId b) {
+      return order_position_[a.index()] < order_position_[b.index()];
+    });
+    for (NodeId m : producers) {
+      Recompute(m);
+      for (ValueId o : g_.node(m).outputs) {
+        if (!IsRuntimeValue(o)) continue;
+        if (recomputed_storage_[o.index()].valid())
+          held_by_module_[group].push_back(recomputed_storage_[o.index()]);
+        // The gradients of the outputs are backward()'s `args`, which the Python frame holds
+        // until the inner backward returns.
+        if (gradient_[o.index()].valid()) held_by_module_[group].push_back(gradient_[o.index()]);
+      }
+    }
+  }
+
   // ---- backward -------------------------------------------------------------------------------
 
   // The buffer holding activation `v` at this point of backward, recomputing what was dropped.
@@ -674,6 +741,7 @@ class StepEmitter {
         return order_position_[a.index()] < order_position_[b.index()];
       });
       for (NodeId m : members) Recompute(m);
+      if (options_.recompute_reentrant) RecomputeModuleOutputs(static_cast<size_t>(group));
       return;
     }
     const Node& node = g_.node(n);
@@ -1025,6 +1093,7 @@ class StepEmitter {
       UnpackInto(node.name, n, unpack, saved);
       Step& step = NewStep(StepKind::kBackward, node.name, n);
       step.compute_dtype = info.compute;
+      TouchHeldByModule(n);
       for (const auto& [index, u] : dequantize) {
         const DType want = info.compute != DType::kUndefined ? info.compute : g_.value(u).dtype;
         Touch(saved[index]);
@@ -1285,12 +1354,17 @@ class StepEmitter {
   std::vector<BufferId> value_storage_;       // forward buffer of each value (views: the base's)
   std::vector<BufferId> recomputed_storage_;  // its copy re-created in backward
   std::vector<bool> group_recomputed_;        // per checkpointed module: re-run in backward
-  std::vector<size_t> order_position_;        // per node: its index in order_
-  std::vector<BufferId> gradient_;            // gradient buffer of each activation
-  std::vector<int> param_index_;              // value -> index into parameters, -1 otherwise
-  std::vector<bool> stored_frozen_;  // per value: a frozen parameter stored per --base-dtype
-  std::vector<bool> quantized_;      // per value: stored as int8/nf4 codes
-  std::vector<int> pending_;         // --optimizer-in-backward: contributions each parameter awaits
+  // Per checkpointed module: the folded values it holds as arguments, and their buffers.
+  std::vector<std::vector<ValueId>> checkpoint_arguments_;
+  std::vector<std::vector<BufferId>> held_by_module_;  // arguments, reentrant outputs
+  std::vector<bool> arguments_held_;
+  std::map<ValueId, BufferId> checkpoint_argument_of_value_;
+  std::vector<size_t> order_position_;  // per node: its index in order_
+  std::vector<BufferId> gradient_;      // gradient buffer of each activation
+  std::vector<int> param_index_;        // value -> index into parameters, -1 otherwise
+  std::vector<bool> stored_frozen_;     // per value: a frozen parameter stored per --base-dtype
+  std::vector<bool> quantized_;         // per value: stored as int8/nf4 codes
+  std::vector<int> pending_;  // --optimizer-in-backward: contributions each parameter awaits
   std::map<std::pair<size_t, DType>, BufferId> forward_casts_;  // (value, dtype) -> forward cast
   std::vector<BufferId> weight_casts_;  // autocast's cache: parameter casts of the forward
 };

@@ -402,6 +402,11 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
   MEMPLAN_TRY(request.search.recompute, ParseFlagChoice(kRecomputeChoiceNames, flags, "recompute"));
   MEMPLAN_TRY(request.search.recompute_unit,
               ParseFlagChoice(kRecomputeUnitNames, flags, "recompute_unit"));
+  p.program.recompute_reentrant = flags.Switch("recompute_reentrant");
+  if (p.program.recompute_reentrant && request.search.recompute_unit == RecomputeUnit::kNode)
+    return MakeError(
+        "--recompute-reentrant: reentrant torch.utils.checkpoint re-runs whole modules; use "
+        "--recompute-unit module (or auto)");
   if (request.search.recompute_unit == RecomputeUnit::kModule &&
       request.search.recompute == RecomputeChoice::kSqrt)
     return MakeError(

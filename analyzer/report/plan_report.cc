@@ -49,6 +49,9 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
   r.recompute_op_types = report.recompute_op_types;
   r.recompute_unit = plan.recompute_unit;
   r.recompute_modules = plan.checkpoint_modules;
+  r.recompute_reentrant = report.options->program.recompute_reentrant &&
+                          plan.recompute_unit == RecomputeUnit::kModule &&
+                          !plan.checkpoint_modules.empty();
   r.checkpointable_modules = static_cast<int64_t>(plan.checkpointable_modules);
   r.fp16_nodes = report.fp16_nodes;
   r.fp32_nodes = report.fp32_nodes;

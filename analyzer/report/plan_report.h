@@ -83,6 +83,9 @@ struct PlanReport {
   bool optimizer_in_backward = false;
   // plan.compile (--compile): the saved set of torch.compile's min-cut partitioner.
   bool compile = false;
+  // plan.recompute_reentrant (--recompute-reentrant): the checkpointed modules run
+  // torch.utils.checkpoint(use_reentrant=True); false without module recompute.
+  bool recompute_reentrant = false;
   // model.parameter_count and plan.trainable_parameter_count: every parameter element, and those
   // the optimizer updates (fewer under --train/--freeze/--lora).
   int64_t parameter_count = 0;

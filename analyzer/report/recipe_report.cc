@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "analyzer/planning/planner.h"
+#include "analyzer/program/paged_optimizer_state.h"
 #include "analyzer/text/memory_size.h"
 #include "analyzer/vocabulary/loss_kind.h"
 
@@ -24,25 +25,22 @@ std::string LossDTypeName(DType dtype) {
 
 }  // namespace
 
-// bitsandbytes pages a state only for parameters of at least this many elements
-// (get_state_buffer: `if not self.is_paged or p.numel() < 1e5`).
-constexpr int64_t kPagedMinElements = 100000;
-
 int64_t PagedOptimizerStateBytes(const AnalysisReport& report) {
   const TrainingProgram& program = report.plan->program;
-  if (program.optimizer_kind != OptimizerKind::kPagedAdamW8bit) return 0;
   const std::vector<int64_t>& bytes = report.plan->simulation.buffer_bytes;
   int64_t paged = 0;
   for (const ParameterBuffers& pb : program.parameters) {
-    const std::optional<int64_t> n = program.buffer(pb.master).shape.NumElements().constant_value();
-    if (!n || *n < kPagedMinElements) continue;
-    // state1 and state2 come first (analyzer/program/optimizer_state.h); the absmax stay.
-    for (size_t i = 0; i < pb.optimizer_states.size() && i < 2; ++i) {
+    for (size_t i = 0; i < pb.optimizer_states.size(); ++i) {
       const size_t at = pb.optimizer_states[i].index();
-      if (at < bytes.size()) paged += bytes[at];
+      if (IsPagedOptimizerState(program, pb, i) && at < bytes.size()) paged += bytes[at];
     }
   }
   return paged;
+}
+
+PagedStateResidency PagedResidency(const AnalysisReport& report) {
+  return PagedStateResidencyOf(PagedOptimizerStateBytes(report), report.plan->chosen.peak_bytes,
+                               report.plan->budget_bytes);
 }
 
 void AddRecipePlanKeys(const PlanReport& facts, const AnalysisReport& report,
@@ -51,8 +49,15 @@ void AddRecipePlanKeys(const PlanReport& facts, const AnalysisReport& report,
   plan["loss_chunks"] = facts.loss_chunks;
   plan["optimizer_in_backward"] = facts.optimizer_in_backward;
   plan["compile"] = facts.compile;
-  if (facts.optimizer == OptimizerKind::kPagedAdamW8bit)
-    plan["paged_optimizer_state_bytes"] = PagedOptimizerStateBytes(report);
+  plan["recompute_reentrant"] = facts.recompute_reentrant;
+  if (facts.optimizer == OptimizerKind::kPagedAdamW8bit) {
+    const PagedStateResidency paged = PagedResidency(report);
+    plan["paged_optimizer_state_bytes"] = paged.paged_bytes;
+    plan["paged_optimizer_state"] = {
+        {"resident_bytes", paged.resident_bytes},
+        {"evicted_bytes", paged.evicted_bytes},
+        {"host_traffic_bytes_per_step", paged.host_traffic_bytes_per_step}};
+  }
 }
 
 std::string RecipeText(const PlanReport& facts, const AnalysisReport& report) {
@@ -74,10 +79,18 @@ std::string RecipeText(const PlanReport& facts, const AnalysisReport& report) {
     s << "Compile  torch.compile (Inductor): saved set of AOTAutograd's min-cut partitioner "
          "(pointwise chains re-run in backward, "
       << report.plan->program.recomputed.size() << " nodes re-run)\n";
-  if (facts.optimizer == OptimizerKind::kPagedAdamW8bit)
-    s << "Paged    " << FormatBytes(PagedOptimizerStateBytes(report))
-      << " of optimizer state in CUDA unified memory (parameters of >= 1e5 elements), counted "
-         "on the device; under pressure the driver evicts it to the host\n";
+  if (facts.recompute_reentrant)
+    s << "Reentrant torch.utils.checkpoint(use_reentrant=True): each module re-run whole in "
+         "backward, its recomputed outputs held through its inner backward\n";
+  if (facts.optimizer == OptimizerKind::kPagedAdamW8bit) {
+    const PagedStateResidency paged = PagedResidency(report);
+    s << "Paged    " << FormatBytes(paged.paged_bytes)
+      << " of optimizer state in CUDA unified memory (parameters of >= 1e5 elements), outside "
+         "the caching allocator and the peak above: "
+      << FormatBytes(paged.resident_bytes) << " resident in the room the budget leaves, "
+      << FormatBytes(paged.evicted_bytes) << " evicted to the host ("
+      << FormatBytes(paged.host_traffic_bytes_per_step) << " over the host link per step)\n";
+  }
   return s.str();
 }
 

@@ -17,12 +17,10 @@ namespace memplan {
 void AddRecipePlanKeys(const PlanReport& facts, const AnalysisReport& report,
                        nlohmann::ordered_json& plan);
 
-// bitsandbytes' paged optimizers (optim/optimizer.py get_state_buffer): the state of a parameter
-// of at least 1e5 elements is allocated with cudaMallocManaged (F.get_paged) and prefetched to
-// the GPU before that parameter's update; smaller ones and every absmax are device tensors. The
-// bytes of the paged states at the chosen micro-batch, 0 for other optimizers. They are counted
-// on the device like any state (resident while nothing competes); under pressure the driver
-// evicts them to the host instead of failing an allocation.
+// bitsandbytes' paged optimizers (analyzer/program/paged_optimizer_state.h): the bytes of the
+// paged states (state1/state2 of parameters of >= 1e5 elements, in CUDA unified memory) at the
+// chosen micro-batch, 0 for other optimizers. They are outside the plan's device peak; the
+// report says how much of them stays resident in the room the budget leaves.
 int64_t PagedOptimizerStateBytes(const AnalysisReport& report);
 
 // "Loss     cross_entropy in bf16 (the logits' dtype: pure bf16, no upcast)" and, with

@@ -68,10 +68,17 @@ memplan_cli_test("paged-adamw8bit reports the state bitsandbytes pages" EXPECT_E
   EXPECT_OUTPUT "\"paged_optimizer_state_bytes\": 4718592"
   COMMAND analyze ${F}/recipe_rows/loss_wide_head.onnx --gpu 24G --batch 1
           --optimizer paged-adamw8bit --json)
+# The paged state is outside the caching allocator (analyzer/program/paged_optimizer_state.h):
+# not in the peak; on a 24 GiB GPU the room left holds all of it, so nothing is evicted and
+# nothing crosses the host link (2 x 0).
 memplan_cli_test("paged-adamw8bit names the paged state in the text report" EXPECT_EXIT 0
-  EXPECT_OUTPUT "\nPaged    4.5 MiB of optimizer state in CUDA unified memory \\(parameters of >= 1e5 elements\\), counted on the device"
+  EXPECT_OUTPUT "\nPaged    4.5 MiB of optimizer state in CUDA unified memory \\(parameters of >= 1e5 elements\\), outside the caching allocator and the peak above: 4.5 MiB resident in the room the budget leaves, 0 B evicted to the host \\(0 B over the host link per step\\)\n"
   COMMAND analyze ${F}/recipe_rows/loss_wide_head.onnx --gpu 24G --batch 1
           --optimizer paged-adamw8bit)
+memplan_cli_test("paged-adamw8bit says what stays resident in the JSON" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"paged_optimizer_state\": \\{\n *\"resident_bytes\": 4718592,\n *\"evicted_bytes\": 0,\n *\"host_traffic_bytes_per_step\": 0\n"
+  COMMAND analyze ${F}/recipe_rows/loss_wide_head.onnx --gpu 24G --batch 1
+          --optimizer paged-adamw8bit --json)
 memplan_cli_test("paged-adamw8bit pages nothing below 1e5 elements" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"paged_optimizer_state_bytes\": 0"
   COMMAND analyze ${F}/lm_head.onnx --gpu 24G --batch 2 --optimizer paged-adamw8bit --json)
@@ -112,3 +119,9 @@ add_test(NAME "cli: recipe loss rows re-predicted within 2% of torch"
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tools/recipes/repredict_loss_rows.py
                  --memplan $<TARGET_FILE:memplan> --rows ${F}/recipe_rows/loss_rows.jsonl
                  --check --open pure-bf16-chunked-8)
+
+# The fit decision leaves the paged state out of the peak: a GPU that holds the paged plan but
+# not the same state on the device fits only the paged plan (tests/cli/paged_fit_check.py).
+add_test(NAME "cli: paged optimizer state is outside the peak and the fit decision"
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/cli/paged_fit_check.py $<TARGET_FILE:memplan>
+                 ${F}/recipe_rows/loss_wide_head.onnx)

@@ -37,3 +37,25 @@ memplan_cli_test("recompute-unit module needs module scopes" EXPECT_EXIT 2
 memplan_cli_test("recompute-unit help shows its default" EXPECT_EXIT 0
   EXPECT_OUTPUT "--recompute-unit TEXT=auto"
   COMMAND analyze --help)
+
+# --recompute-reentrant (torch.utils.checkpoint(use_reentrant=True), issue 40 item 10): named in
+# the text report and the JSON, exported as HF's gradient_checkpointing_kwargs; a node plan has
+# no module to re-run whole. The bytes are pinned by tests/analyzer/recompute/
+# checkpoint_held_test.cc and the torch rows (recipe_rows_tests.cmake).
+memplan_cli_test("recompute-reentrant is named in the text report" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\nReentrant torch.utils.checkpoint\\(use_reentrant=True\\): each module re-run whole in backward"
+  COMMAND analyze ${U} --recompute all --recompute-unit module --recompute-reentrant)
+memplan_cli_test("recompute-reentrant is in the JSON plan" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"recompute_reentrant\": true"
+  COMMAND analyze ${U} --recompute all --recompute-unit module --recompute-reentrant --json)
+memplan_cli_test("non-reentrant checkpointing says so in the JSON plan" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"recompute_reentrant\": false"
+  COMMAND analyze ${U} --recompute all --recompute-unit module --json)
+memplan_cli_test("recompute-reentrant is exported as HF's gradient_checkpointing_kwargs"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "gradient_checkpointing=True,\n    gradient_checkpointing_kwargs=\\{\"use_reentrant\": True\\},"
+  COMMAND analyze ${U} --recompute all --recompute-unit module --recompute-reentrant
+          --export hf-trainer)
+memplan_cli_test("recompute-reentrant refuses node-level recompute" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --recompute-reentrant: reentrant torch.utils.checkpoint re-runs whole modules; use --recompute-unit module \\(or auto\\)\n$"
+  COMMAND analyze ${U} --recompute all --recompute-unit node --recompute-reentrant)

@@ -12,7 +12,7 @@ Measures the live-bytes peak above the parameters and the saved bytes (tools/rec
 and prints one row of docs/recipe_rows.jsonl; with --graphs DIR writes the model's ONNX export
 (weights stripped, xz) as DIR/tiny_bert.onnx.xz.
 
-usage: measure_encoder.py [--batch 2] [--seq 128] [--graphs DIR]
+usage: measure_encoder.py [--batch 2] [--seq 128] [--graphs DIR] [--checkpointing]
 """
 
 import argparse
@@ -77,6 +77,9 @@ def main():
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--graphs", default="")
+    parser.add_argument("--checkpointing", action="store_true",
+                        help="also the rows of HF gradient checkpointing, use_reentrant False "
+                             "and True (issue 40, item 10)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     F.dropout = cuda_style_dropout  # BERT's modules call nn.functional.dropout
@@ -104,8 +107,44 @@ def main():
                       "seq": args.seq, "dtype": "float32", "torch": torch.__version__,
                       "dropout": "native_dropout (as on CUDA)", "flags": flags,
                       "torch_saved_bytes": out["saved"], "torch_step_peak_bytes": peak}))
+    if args.checkpointing:
+        for reentrant in (False, True):
+            print(json.dumps(checkpointing_row(args, reentrant, flags)))
     if args.graphs:
         export_onnx(model, ids, args.graphs)
+
+
+def checkpointing_row(args, reentrant, flags):
+    """One step of the same model under gradient_checkpointing_enable(use_reentrant=...), as HF
+    Trainer runs it (tools/recipes/measure_hf_checkpointing.py does the same for a Llama)."""
+    model = tiny_bert()
+    model.gradient_checkpointing_enable(
+        gradient_checkpointing_kwargs={"use_reentrant": reentrant})
+    if reentrant:
+        model.enable_input_require_grads()
+    ids = torch.randint(0, CONFIG["vocab_size"], (args.batch, args.seq))
+
+    def forward():
+        return model(input_ids=ids, labels=ids).loss
+
+    forward().backward()  # warm-up
+    model.zero_grad(set_to_none=True)
+    out = {}
+
+    def step():
+        n, loss = saved_bytes(forward, live=list(model.parameters()) + [ids])
+        out["saved"] = n
+        loss.backward()
+
+    peak, _ = live_bytes_peak(step)
+    flags = flags.replace("--recompute none", "--recompute all --recompute-unit module")
+    if reentrant:
+        flags += " --recompute-reentrant"
+    return {"model": "tiny_bert", "recipe": "hf-trainer", "feature": "gradient_checkpointing",
+            "config": "reentrant" if reentrant else "non-reentrant", "use_reentrant": reentrant,
+            "batch": args.batch, "seq": args.seq, "dtype": "float32",
+            "torch": torch.__version__, "dropout": "native_dropout (as on CUDA)", "flags": flags,
+            "torch_saved_bytes": out["saved"], "torch_step_peak_bytes": peak}
 
 
 if __name__ == "__main__":

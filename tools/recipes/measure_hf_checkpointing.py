@@ -80,6 +80,8 @@ def measure(reentrant, batch, seq):
              "--attention eager")
     flags += (" --recompute none" if reentrant is None
               else " --recompute all --recompute-unit module")
+    if reentrant:
+        flags += " --recompute-reentrant"
     return {"model": "tiny_llama", "recipe": "hf-trainer", "feature": "gradient_checkpointing",
             "config": config, "use_reentrant": reentrant, "batch": batch, "seq": seq,
             "dtype": "float32", "torch": torch.__version__, "flags": flags,

@@ -276,6 +276,13 @@ TEST_CASE("the compile flag round-trips through configurations and baselines", "
   CHECK(PlanFlagsToJson(*eager).empty());
 }
 
+TEST_CASE("the recompute-reentrant flag round-trips through configurations and baselines",
+          "[baseline]") {
+  const PlanFlags flags = RoundTripped(R"({"recompute_reentrant": true})", "--recompute-reentrant");
+  CHECK(flags.recompute_reentrant);
+  CHECK(PlanFlagWithKey("recompute_reentrant").argument == "--recompute-reentrant");
+}
+
 }  // namespace
 }  // namespace memplan
 

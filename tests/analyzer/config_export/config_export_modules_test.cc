@@ -130,5 +130,29 @@ TEST_CASE("Module plan fields are validated", "[export]") {
   CHECK(read.checkpoints.modules[0].module_path == "layer3.1");
 }
 
+TEST_CASE("A reentrant module plan exports use_reentrant=True where a target has the switch",
+          "[export]") {
+  nlohmann::json plan = ModulePlan({"layer3.1"});
+  plan["plan"]["recompute_reentrant"] = true;
+  CHECK(ReadExportPlan(plan).value().recompute_reentrant);
+  // HF Trainer: gradient_checkpointing_kwargs, in the Python and the JSON.
+  CHECK(Export(plan, ExportTarget::kHfTrainer)
+            .find("    gradient_checkpointing_kwargs={\"use_reentrant\": True},\n") !=
+        std::string::npos);
+  const nlohmann::json args = nlohmann::json::parse(Export(plan, ExportTarget::kHfTrainerJson));
+  CHECK(args["gradient_checkpointing_kwargs"] == nlohmann::json{{"use_reentrant", true}});
+  // The scripts' checkpoint calls.
+  CHECK(Export(plan, ExportTarget::kPytorchLoop).find("use_reentrant=True") != std::string::npos);
+  CHECK(Export(plan, ExportTarget::kPytorchLoop).find("use_reentrant=False") == std::string::npos);
+  // torchtune's activation checkpointing is always NO_REENTRANT: refused in one line.
+  const Expected<std::string> torchtune = ExportConfig(plan, ExportTarget::kTorchtune, {});
+  REQUIRE_FALSE(torchtune.ok());
+  CHECK(torchtune.error().message ==
+        "export: torchtune cannot express --recompute-reentrant (its activation checkpointing is "
+        "always NO_REENTRANT), which the plan modelled; re-plan without it");
+  // Without the key the plan is non-reentrant.
+  CHECK_FALSE(ReadExportPlan(ModulePlan({"layer3.1"})).value().recompute_reentrant);
+}
+
 }  // namespace
 }  // namespace memplan

@@ -184,6 +184,7 @@ TEST_CASE("Hugging Face TrainingArguments as JSON and as Python", "[export]") {
       "fp16": true,
       "bf16": false,
       "gradient_checkpointing": true,
+      "gradient_checkpointing_kwargs": {"use_reentrant": false},
       "max_grad_norm": 1.0,
       "optim": "adamw_torch",
       "learning_rate": 0.001,
@@ -202,6 +203,9 @@ TEST_CASE("Hugging Face TrainingArguments as JSON and as Python", "[export]") {
   CHECK(py.find("    gradient_accumulation_steps=4,\n") != std::string::npos);
   CHECK(py.find("    fp16=True,\n    bf16=False,\n") != std::string::npos);
   CHECK(py.find("    gradient_checkpointing=True,\n") != std::string::npos);
+  // The checkpoint the plan modelled (non-reentrant), whatever transformers' default.
+  CHECK(py.find("    gradient_checkpointing_kwargs={\"use_reentrant\": False},\n") !=
+        std::string::npos);
   CHECK(py.find("    max_grad_norm=1.0,\n") != std::string::npos);
   CHECK(py.find("    optim=\"adamw_torch\",\n") != std::string::npos);
   CHECK(py.find("#   layer3.1\n#   layer4.0\n") != std::string::npos);
