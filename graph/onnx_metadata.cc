@@ -34,8 +34,8 @@ std::vector<onnx::StringStringEntryProto> MetadataEntries(const google::protobuf
   return entries;
 }
 
-std::optional<std::string> MetadataValue(const google::protobuf::Message& message,
-                                         int field_number, std::string_view key) {
+std::optional<std::string> MetadataValue(const google::protobuf::Message& message, int field_number,
+                                         std::string_view key) {
   for (const onnx::StringStringEntryProto& e : MetadataEntries(message, field_number))
     if (e.key() == key) return e.value();
   return std::nullopt;

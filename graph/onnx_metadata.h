@@ -21,7 +21,7 @@ std::vector<onnx::StringStringEntryProto> MetadataEntries(const google::protobuf
                                                           int field_number);
 
 // The value of the first entry named `key`, or nullopt.
-std::optional<std::string> MetadataValue(const google::protobuf::Message& message,
-                                         int field_number, std::string_view key);
+std::optional<std::string> MetadataValue(const google::protobuf::Message& message, int field_number,
+                                         std::string_view key);
 
 }  // namespace memplan

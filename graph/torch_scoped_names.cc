@@ -63,8 +63,8 @@ std::optional<std::string> TorchScopedName(const std::vector<std::string>& name_
     if (parent_path.empty()) {
       segment = path;
     } else {
-      if (path.size() <= parent_path.size() + 1 || path.compare(0, parent_path.size(), parent_path) != 0 ||
-          path[parent_path.size()] != '.')
+      if (path.size() <= parent_path.size() + 1 ||
+          path.compare(0, parent_path.size(), parent_path) != 0 || path[parent_path.size()] != '.')
         return std::nullopt;  // not nested in the enclosing module
       const std::string relative = path.substr(parent_path.size() + 1);
       segment = AllDigits(relative) ? parent_segment + "." + relative : relative;

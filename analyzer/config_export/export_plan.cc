@@ -241,7 +241,7 @@ Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
               OptionalPlanBool(plan, "optimizer_in_backward", "plan."));
   result.optimizer_in_backward = in_backward.value_or(false);
   MEMPLAN_TRY(std::optional<bool> reentrant,
-              InPlan(OptionalPlanBool(plan, "recompute_reentrant", "plan.")));
+              OptionalPlanBool(plan, "recompute_reentrant", "plan."));
   result.recompute_reentrant = reentrant.value_or(false);
   MEMPLAN_TRY(std::optional<std::string> alloc_conf,
               OptionalPlanString(plan, "alloc_conf", "plan."));

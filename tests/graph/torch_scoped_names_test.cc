@@ -20,11 +20,11 @@ TEST_CASE("repr() of a list of module paths parses, anything else does not", "[i
         Strings{"", "h.0", "h.0.fc1", "linear"});
   CHECK(ParsePythonStringList("[]") == Strings{});
   CHECK(ParsePythonStringList("[\"a\", 'b']") == Strings{"a", "b"});
-  CHECK_FALSE(ParsePythonStringList("['a', 'b'").has_value());   // unclosed list
-  CHECK_FALSE(ParsePythonStringList("['a' 'b']").has_value());   // no comma
-  CHECK_FALSE(ParsePythonStringList("['a\\'b']").has_value());   // an escape
-  CHECK_FALSE(ParsePythonStringList("[1, 2]").has_value());      // not strings
-  CHECK_FALSE(ParsePythonStringList("['a', 'b]").has_value());   // unterminated string
+  CHECK_FALSE(ParsePythonStringList("['a', 'b'").has_value());  // unclosed list
+  CHECK_FALSE(ParsePythonStringList("['a' 'b']").has_value());  // no comma
+  CHECK_FALSE(ParsePythonStringList("['a\\'b']").has_value());  // an escape
+  CHECK_FALSE(ParsePythonStringList("[1, 2]").has_value());     // not strings
+  CHECK_FALSE(ParsePythonStringList("['a', 'b]").has_value());  // unterminated string
 }
 
 TEST_CASE("the scopes become the TorchScript exporter's node name", "[import][scopes]") {
@@ -40,9 +40,10 @@ TEST_CASE("the scopes become the TorchScript exporter's node name", "[import][sc
                         "node_mul") == "/model/layers.0/mlp/node_mul");
   // Run in the root module only, scopes that do not nest, a name with '/': kept as exported.
   CHECK_FALSE(TorchScopedName(Strings{"", "add"}, "node_add").has_value());
-  CHECK_FALSE(TorchScopedName(Strings{"_empty_nn_module_stack_from_metadata_hook", "sym_size_int_3"},
-                              "node_Shape_0")
-                  .has_value());
+  CHECK_FALSE(
+      TorchScopedName(Strings{"_empty_nn_module_stack_from_metadata_hook", "sym_size_int_3"},
+                      "node_Shape_0")
+          .has_value());
   CHECK_FALSE(TorchScopedName(Strings{"", "a", "b.c", "x"}, "node_x").has_value());
   CHECK_FALSE(TorchScopedName(Strings{"", "a", "x"}, "/a/x").has_value());
 }
@@ -55,7 +56,7 @@ TEST_CASE("node metadata this protobuf may not know is read", "[import][scopes]"
   e.set_key(std::string(kTorchNameScopesKey));
   e.set_value("['', 'blocks', 'blocks.0', 'blocks.0.fc1', 'linear_1']");
   node.GetReflection()->MutableUnknownFields(&node)->AddLengthDelimited(kNodeMetadataField,
-                                                                         e.SerializeAsString());
+                                                                        e.SerializeAsString());
   CHECK(TorchScopedName(node) == "/blocks/blocks.0/fc1/node_linear_1");
   onnx::NodeProto bare;
   bare.set_name("node_add");

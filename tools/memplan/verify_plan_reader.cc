@@ -91,6 +91,7 @@ void ProgramOptionsOf(const ExportPlan& saved, ProgramOptions& o) {
   o.optimizer_impl = saved.optimizer_impl.value_or(OptimizerImpl::kFused);
   o.zero_grad = saved.zero_grad_set_to_none ? ZeroGradMode::kSetToNone : ZeroGradMode::kZero;
   o.clip_gradients = saved.clip_gradients.value_or(false);
+  o.recompute_reentrant = saved.recompute_reentrant;
   if (saved.loss_scaling) o.loss_scaling = LossScaling{*saved.loss_scaling};
   o.accumulation_steps = saved.accumulation_steps;
   o.data_parallel = saved.data_parallel;
