@@ -875,6 +875,32 @@ TEST_CASE("Mod matches torch.remainder (fmod 0) and torch.fmod (fmod 1)", "[kern
   CHECK(c->outputs[0].ToVector() == std::vector<float>{-1, 1});
 }
 
+// Range against torch.arange (make_kernel_references.py): int64 positions, an overshooting
+// stride, a negative delta, float bounds, an empty range; the output keeps start's dtype.
+TEST_CASE("Range matches torch.arange", "[kernels]") {
+  KernelContext ctx;
+  for (size_t c = 0; c < ref::range_bounds.size(); ++c) {
+    const std::vector<float>& b = ref::range_bounds[c];
+    const bool integral = b[0] == std::floor(b[0]) && b[2] == std::floor(b[2]);
+    const DType dtype = integral ? DType::kInt64 : DType::kFloat32;
+    ForwardArgs args;
+    for (float v : b) args.inputs.push_back(Tensor::FromValues({}, {v}, dtype));
+    INFO("case " << c);
+    const ForwardResult run = RequireValue(RunForward("Range", ctx, args));
+    CHECK(run.outputs[0].dtype() == dtype);
+    CHECK(run.outputs[0].shape() == TensorShape{static_cast<int64_t>(ref::range_out[c].size())});
+    RequireClose(run.outputs[0], ref::range_out[c], "Range");
+  }
+  // ONNX's count max(ceil((limit - start) / delta), 0): a limit behind start is empty (torch
+  // raises), and delta 0 is an error.
+  ForwardArgs behind;
+  for (float v : {3.0f, 1.0f, 1.0f})
+    behind.inputs.push_back(Tensor::FromValues({}, {v}, DType::kInt64));
+  CHECK(RequireValue(RunForward("Range", ctx, behind)).outputs[0].numel() == 0);
+  behind.inputs[2] = Tensor::FromValues({}, {0.0f}, DType::kInt64);
+  CHECK(RequireError(RunForward("Range", ctx, behind)) == "Range: delta is 0");
+}
+
 // RotaryEmbedding against the ONNX reference's steps written in torch (make_kernel_references.py),
 // dX by autograd; the caches and position ids get no gradient.
 TEST_CASE("RotaryEmbedding matches the ONNX reference rotation in torch", "[kernels][rotary]") {

@@ -657,6 +657,20 @@ inline const std::vector<float> gathernd_out = {-0.291992188f, -0.072265625f, -0
 inline const std::vector<int64_t> gathernd_out_shape = {3, 2};
 inline const std::vector<float> gathernd_cotangent = {-0.1640625f, 0.180664062f, -0.716796875f, 0.0615234375f, -0.19140625f, 0.122070312f};
 inline const GradCase gathernd = {{{gathernd_in0_shape, gathernd_in0}}, {gathernd_grad0}, gathernd_out_shape, gathernd_out, gathernd_cotangent};
+inline const std::vector<float> range0_bounds = {0.0f, 16.0f, 1.0f};
+inline const std::vector<float> range0_out = {0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 9.0f, 10.0f, 11.0f, 12.0f, 13.0f, 14.0f, 15.0f};
+inline const std::vector<float> range1_bounds = {2.0f, 11.0f, 3.0f};
+inline const std::vector<float> range1_out = {2.0f, 5.0f, 8.0f};
+inline const std::vector<float> range2_bounds = {10.0f, 1.0f, -3.0f};
+inline const std::vector<float> range2_out = {10.0f, 7.0f, 4.0f};
+inline const std::vector<float> range3_bounds = {0.5f, 2.0f, 0.4f};
+inline const std::vector<float> range3_out = {0.5f, 0.899999976f, 1.29999995f, 1.70000005f};
+inline const std::vector<float> range4_bounds = {-1.5f, 1.25f, 0.75f};
+inline const std::vector<float> range4_out = {-1.5f, -0.75f, 0.0f, 0.75f};
+inline const std::vector<float> range5_bounds = {5.0f, 5.0f, 1.0f};
+inline const std::vector<float> range5_out = {};
+inline const std::vector<std::vector<float>> range_bounds = {range0_bounds, range1_bounds, range2_bounds, range3_bounds, range4_bounds, range5_bounds};
+inline const std::vector<std::vector<float>> range_out = {range0_out, range1_out, range2_out, range3_out, range4_out, range5_out};
 
 }  // namespace memplan::testing::ref
 // clang-format on
