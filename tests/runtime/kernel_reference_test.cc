@@ -124,6 +124,19 @@ TEST_CASE("Conv matches torch.nn.functional.conv2d", "[kernels]") {
   RequireMatches(r, ref::conv, "output", {"dX", "dW", "dB"});
 }
 
+// Conv3d: each of the three spatial axes pads, strides or dilates differently (D 3 -> 3 with
+// pad 1, H 5 -> 2 with stride 2, W 6 -> 4 with pad 1 and dilation 2), 2 groups.
+TEST_CASE("Conv matches torch.nn.functional.conv3d", "[kernels]") {
+  Attributes a;
+  a.Set("group", int64_t{2});
+  a.Set("strides", std::vector<int64_t>{1, 2, 1});
+  a.Set("pads", std::vector<int64_t>{1, 0, 1, 1, 0, 1});
+  a.Set("dilations", std::vector<int64_t>{1, 1, 2});
+  const OpRun r = Run("Conv", a, ref::conv3d);
+  REQUIRE(r.forward.outputs[0].shape() == ref::conv3d_out_shape);
+  RequireMatches(r, ref::conv3d, "output", {"dX", "dW", "dB"});
+}
+
 TEST_CASE("CumSum: running sums along an axis, backward the reversed running sum", "[kernels]") {
   // x = [[1, 2, 3], [4, 5, 6]] along axis 1 (torch.cumsum(x, 1)), cotangent all ones.
   const Tensor x = T({2, 3}, {1, 2, 3, 4, 5, 6});

@@ -4,7 +4,7 @@ by PyTorch (an independent implementation) for the runtime's CPU kernels to be c
 
 Run with Debian's python (torch 1.13, CPU):  /usr/bin/python3 tests/runtime/make_kernel_references.py
 CI never runs this; the generated header is checked in. The Range section (torch.arange, whose
-values are the same in every version) was appended with torch 2.15 from the venv, as Debian's
+values are the same in every version) and conv3d were appended with torch 2.15 from the venv, as Debian's
 torch is gone: regenerating the rest with 2.15 moves other values by an ulp.
 """
 import os
@@ -469,6 +469,12 @@ lines.append("inline const std::vector<std::vector<float>> range_bounds = {%s};"
              % ", ".join("range%d_bounds" % i for i in range(len(RANGE_CASES))))
 lines.append("inline const std::vector<std::vector<float>> range_out = {%s};"
              % ", ".join("range%d_out" % i for i in range(len(RANGE_CASES))))
+
+# Conv3d (torchvision's video models): 2 groups, stride (1, 2, 1), pads (1, 0, 1) each side,
+# dilation (1, 1, 2); every axis pads, strides or dilates differently.
+with_grads("conv3d", lambda x, w, b: F.conv3d(x, w, b, stride=(1, 2, 1), padding=(1, 0, 1),
+                                               dilation=(1, 1, 2), groups=2),
+           [rand(2, 4, 3, 5, 6), rand(4, 2, 3, 2, 3), rand(4)])
 
 with open(OUT, "w") as f:
     f.write("#pragma once\n")
