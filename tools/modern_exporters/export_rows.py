@@ -205,8 +205,9 @@ def two_heads(cls, inputs, outputs, losses):
 
 class TimestepUNet(nn.Module):
     """diffusers' UNet2DModel (DDPM's noise predictor: ResNet blocks with GroupNorm and a timestep
-    embedding, self-attention at the lower resolution), tiny, at fixed timesteps: the noise it
-    predicts for a 16x16 image, trained with MSE as a diffusion model is."""
+    embedding, self-attention at the lower resolution), tiny: the noise it predicts for a 16x16
+    image at each sample's timestep (an input, so the batch stays symbolic), trained with MSE as a
+    diffusion model is."""
 
     def __init__(self):
         super().__init__()
@@ -216,10 +217,9 @@ class TimestepUNet(nn.Module):
                                 down_block_types=("DownBlock2D", "AttnDownBlock2D"),
                                 up_block_types=("AttnUpBlock2D", "UpBlock2D"),
                                 norm_num_groups=8, attention_head_dim=8)
-        self.register_buffer("timesteps", torch.tensor([10, 500]), persistent=False)
 
-    def forward(self, sample):
-        return self.unet(sample, self.timesteps).sample
+    def forward(self, sample, timesteps):
+        return self.unet(sample, timesteps).sample
 
 
 def tv_model(name, inputs, **kwargs):
@@ -365,7 +365,8 @@ FAMILIES = {
     "tv_squeezenet": tv_model("squeezenet1_1", image(), num_classes=10),
     "tv_regnet_y_400mf": tv_model("regnet_y_400mf", image(), num_classes=10),
     "tv_mnasnet": tv_model("mnasnet0_5", image(), num_classes=10),
-    "diffusion_unet": (lambda: TimestepUNet(), (torch.randn(BATCH, 3, 16, 16),)),
+    "diffusion_unet": (lambda: TimestepUNet(), (torch.randn(BATCH, 3, 16, 16),
+                                                torch.tensor([10, 500]))),
 }
 
 
