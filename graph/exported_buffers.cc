@@ -1,6 +1,8 @@
 #include "graph/exported_buffers.h"
 
 #include <algorithm>
+#include <sstream>
+#include <utility>
 #include <vector>
 
 #include "graph/onnx_metadata.h"
@@ -10,6 +12,12 @@ namespace memplan {
 namespace {
 
 constexpr const char* kSignatureKind = "pkg.torch.export.graph_signature.InputSpec.kind";
+// The exporter's optimizer (onnxscript) records on each initializer it computed the values it
+// folded into it.
+constexpr const char* kFoldedFrom = "pkg.onnxscript.optimizer.folded_from";
+// The whole signature, on the graph: one line per input, "p_w: PARAMETER target='w'", also for
+// the parameters the exporter's optimizer folded away (whose value_info is gone).
+constexpr const char* kGraphSignature = "pkg.torch.export.ExportedProgram.graph_signature";
 // Names listed in a warning before "and N more".
 constexpr size_t kNamesInWarning = 4;
 
@@ -28,17 +36,55 @@ std::string NameList(const std::vector<std::string>& names) {
   return list;
 }
 
+// The names in the optimizer's folded_from list, written as Python's repr of a list of strings:
+// "['model.layers.0.q_proj.weight', 'val_3']".
+std::vector<std::string> QuotedNames(const std::string& list) {
+  std::vector<std::string> names;
+  for (size_t open = list.find('\''); open != std::string::npos;) {
+    const size_t close = list.find('\'', open + 1);
+    if (close == std::string::npos) break;
+    names.push_back(list.substr(open + 1, close - open - 1));
+    open = list.find('\'', close + 1);
+  }
+  return names;
+}
+
 }  // namespace
 
 ExportedBuffers ReadExportedBuffers(const onnx::GraphProto& graph) {
   ExportedBuffers exported;
+  std::vector<std::pair<std::string, std::vector<std::string>>> folded;
+  for (const auto& e : MetadataEntries(graph, kGraphMetadataField)) {
+    if (e.key() != kGraphSignature) continue;
+    std::istringstream lines(e.value());
+    for (std::string line; std::getline(lines, line);) {
+      for (const char* kind : {"PARAMETER", "BUFFER"}) {
+        const std::string marker = std::string(": ") + kind + " target='";
+        const size_t at = line.find(marker);
+        if (at == std::string::npos) continue;
+        const size_t begin = at + marker.size(), end = line.find('\'', begin);
+        if (end == std::string::npos) continue;
+        exported.has_signature = true;
+        (kind[0] == 'P' ? exported.parameters : exported.buffers)
+            .insert(line.substr(begin, end - begin));
+      }
+    }
+  }
   ForEachValueInfo(graph, [&](const onnx::ValueInfoProto& vi) {
     for (const auto& e : MetadataEntries(vi, kValueInfoMetadataField)) {
+      if (e.key() == kFoldedFrom) folded.emplace_back(vi.name(), QuotedNames(e.value()));
       if (e.key() != kSignatureKind) continue;
       exported.has_signature = true;
       if (e.value() == "BUFFER") exported.buffers.insert(vi.name());
+      if (e.value() == "PARAMETER") exported.parameters.insert(vi.name());
     }
   });
+  // A parameter the optimizer folded (Transpose(weight) stored transposed) is that parameter.
+  std::set<std::string> from_parameters;
+  for (const auto& [name, sources] : folded)
+    for (const std::string& source : sources)
+      if (exported.parameters.count(source) > 0) from_parameters.insert(name);
+  exported.parameters.insert(from_parameters.begin(), from_parameters.end());
   return exported;
 }
 
@@ -48,9 +94,10 @@ void ApplyExportedBuffers(const ExportedBuffers& exported, Graph& graph) {
     std::vector<std::string> untrained;
     for (const Value& v : graph.values()) {
       if (v.kind != ValueKind::kParameter || !IsFloating(v.dtype) || !v.trainable) continue;
-      if (buffers.count(v.name) == 0) continue;
+      const bool buffer = buffers.count(v.name) > 0;
+      if (!buffer && exported.parameters.count(v.name) > 0) continue;
       graph.mutable_value(v.id).trainable = false;
-      untrained.push_back(v.name);
+      if (buffer) untrained.push_back(v.name);
     }
     if (!untrained.empty())
       graph.warnings.push_back(std::to_string(untrained.size()) + " floating buffer" +

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/program_shapes.h"
+#include "runtime/range_sequence.h"
 #include "runtime/weight_init.h"
 
 namespace memplan {
@@ -83,19 +84,16 @@ Expected<DeviceTensor> ConstantValues::Fold(const Node& node, ValueId u) {
 
 // Range(start, limit, delta) over constant scalars: positions of a sequence.
 Expected<std::vector<float>> ConstantValues::RangeValues(const Node& node) {
-  float args[3] = {0, 0, 1};
+  double args[3] = {0, 0, 1};
   for (size_t i = 0; i < 3 && i < node.inputs.size(); ++i) {
     MEMPLAN_TRY(DeviceTensor t, Get(node.inputs[i]));
     MEMPLAN_TRY(std::vector<float> x, backend_.Download(t));
     if (x.size() != 1) return MakeError("Range '" + node.name + "' needs scalar inputs");
     args[i] = x[0];
   }
-  if (args[2] == 0) return MakeError("Range '" + node.name + "' has delta 0");
-  const auto n =
-      static_cast<int64_t>(std::max(0.0, std::ceil((double(args[1]) - args[0]) / args[2])));
-  std::vector<float> values;
-  for (int64_t i = 0; i < n; ++i) values.push_back(args[0] + static_cast<float>(i) * args[2]);
-  return values;
+  auto values = RangeSequence(args[0], args[1], args[2]);
+  if (!values.ok()) return MakeError("Range '" + node.name + "': " + values.error().message);
+  return std::move(*values);
 }
 
 Status ConstantValues::ConstantNodeValues(const Node& node, std::vector<float>& values,

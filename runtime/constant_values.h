@@ -8,6 +8,8 @@
 // their outputs are host-side facts (an attribute's tensor, a shape read from another constant,
 // an arithmetic sequence) needed before any program step runs, on every backend alike; a
 // backend kernel would only copy host values to the device, which Backend::Constant already does.
+// A Range whose inputs are computed during the step is a program step instead, run by the CPU
+// kernel (runtime/cpu/kernels/range.cc); both build the sequence with RangeSequence.
 
 #include <map>
 #include <optional>

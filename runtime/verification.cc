@@ -39,12 +39,28 @@ double SummationBound(Precision precision, int64_t samples) {
   return EquivalenceBound(precision) * std::sqrt(std::max(1.0, ratio));
 }
 
+double UnitRoundoff(Precision precision) {
+  switch (precision) {
+    case Precision::kFp32:
+      return std::ldexp(1.0, -24);
+    case Precision::kFp16:
+      return std::ldexp(1.0, -11);
+    case Precision::kBf16:
+      return std::ldexp(1.0, -8);
+  }
+  return std::ldexp(1.0, -24);
+}
+
+double GradientNoiseFloor(Precision precision) {
+  return UnitRoundoff(precision) / EquivalenceBound(precision);
+}
+
 double MaxRelativeError(const std::vector<std::vector<float>>& a,
-                        const std::vector<std::vector<float>>& b) {
+                        const std::vector<std::vector<float>>& b, double floor_fraction) {
   double largest = 0.0;
   for (const std::vector<float>& gradient : b)
     for (float v : gradient) largest = std::max(largest, std::fabs(static_cast<double>(v)));
-  const double floor = kGradientNoiseFloor * largest;
+  const double floor = floor_fraction * largest;
   double worst = 0.0;
   for (size_t p = 0; p < a.size() && p < b.size(); ++p) {
     if (a[p].size() != b[p].size()) return INFINITY;
@@ -192,7 +208,8 @@ Expected<EquivalenceResult> CheckGradientEquivalence(const EquivalenceInputs& in
     r.bound *= kNonDeterministicFactor;
     r.note += " (a non-deterministic backend: within ten times the summation-order bound)";
   }
-  r.max_rel_error = MaxRelativeError(split.gradients, whole.gradients);
+  r.max_rel_error =
+      MaxRelativeError(split.gradients, whole.gradients, GradientNoiseFloor(program.precision));
   r.passed = split.finite && whole.finite && r.max_rel_error <= r.bound;
   return r;
 }
@@ -230,7 +247,8 @@ Expected<EquivalenceResult> CheckRecomputeEquivalence(const EquivalenceInputs& i
                 (a.gradients[p].empty() || std::memcmp(a.gradients[p].data(), b.gradients[p].data(),
                                                        a.gradients[p].size() * sizeof(float)) == 0);
   }
-  r.max_rel_error = MaxRelativeError(a.gradients, b.gradients);
+  r.max_rel_error =
+      MaxRelativeError(a.gradients, b.gradients, GradientNoiseFloor(program.precision));
   r.passed = identical;
   if (!a.deterministic) {
     // Recomputing changes no arithmetic, but this backend sums in a different order each run
@@ -290,8 +308,8 @@ Expected<EquivalenceResult> CheckFusedLossEquivalence(const EquivalenceInputs& i
   }
   r.checked = true;
   const double loss_error = std::fabs(fused.loss - whole.loss) / std::fabs(whole.loss);
-  r.max_rel_error =
-      std::max(MaxRelativeError(a, b), std::isnan(loss_error) ? INFINITY : loss_error);
+  r.max_rel_error = std::max(MaxRelativeError(a, b, GradientNoiseFloor(program.precision)),
+                             std::isnan(loss_error) ? INFINITY : loss_error);
   r.passed = fused.finite && whole.finite && r.max_rel_error <= r.bound;
   char losses[96];
   std::snprintf(losses, sizeof losses, "%.6g vs %.6g", fused.loss, whole.loss);

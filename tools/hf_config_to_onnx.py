@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """A Hugging Face model config (config.json, or a model folder holding one) as a weight-free ONNX
-training graph: the model is built on the meta device (no weights, any size), exported by torch's
-dynamo exporter at opset 18 in training mode (then its optimizer, with no weight to fold), and
-its weights written as external data that is never stored (memplan reads their shapes and types
-only).
+training graph: the model is built with its parameters on the meta device (no weights, any size)
+and its buffers on the CPU (position ids, token type ids, rotary frequencies: small tables the
+model computes with), exported by torch's dynamo exporter at opset 18 in training mode (then its
+optimizer, with no weight to fold), and its weights written as external data that is never stored
+(memplan reads their shapes and types only); the buffers keep their values, so `memplan verify`
+runs the graph as the model computes.
 
     python3 hf_config_to_onnx.py CONFIG OUT.onnx
 
@@ -11,6 +13,7 @@ only).
 and caches the result. Needs torch 2.x and transformers (tools/setup_torch_env.sh installs both).
 Exit 3 with one line on stderr when they are missing; 1 with one line for any other failure.
 """
+import contextlib
 import inspect
 import os
 import sys
@@ -35,6 +38,26 @@ except ImportError as error:
 BATCH, SEQ, IMAGE = 2, 16, 224
 
 
+@contextlib.contextmanager
+def parameters_on_meta():
+    """Every parameter a module registers moves to the meta device as it is registered; buffers
+    stay where the module creates them (accelerate's init_empty_weights(include_buffers=False)).
+    A buffer on the meta device has no values: BERT's token_type_ids, an integer table the
+    embedding gathers with, could not run."""
+    original = torch.nn.Module.register_parameter
+
+    def register(module, name, param):
+        original(module, name, param)
+        if param is not None:
+            p = module._parameters[name]
+            module._parameters[name] = type(p)(p.to("meta"), requires_grad=p.requires_grad)
+    torch.nn.Module.register_parameter = register
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = original
+
+
 def parameters(model):
     """The names model.forward takes (through transformers' decorators)."""
     return inspect.signature(model.forward).parameters
@@ -55,7 +78,7 @@ def model_and_inputs(config):
                 break
     if cls is None:
         fail(1, "transformers has no model class for model_type '%s'" % config.model_type)
-    with torch.device("meta"):
+    with parameters_on_meta():
         model = (cls.from_config(config) if hasattr(cls, "from_config")
                  else cls._from_config(config))
     model.train()
@@ -95,14 +118,29 @@ def first_output(model, names):
     return model
 
 
+# A buffer of more elements than this is written without its values, as the weights are (a
+# model's own tables are far smaller; memplan keeps integer tables up to 2^20 elements).
+KEPT_BUFFER_ELEMENTS = 1 << 20
+
+
+def has_values(value):
+    """Whether an initializer's tensor holds values: a CPU buffer of at most KEPT_BUFFER_ELEMENTS
+    elements, not a parameter on the meta device."""
+    tensor = getattr(value.const_value, "raw", None)
+    return (isinstance(tensor, torch.Tensor) and tensor.device.type != "meta"
+            and tensor.numel() <= KEPT_BUFFER_ELEMENTS)
+
+
 def weightless(program):
-    """The exported model with every initializer as external data of its exact byte length in a
-    file that is never written (the meta tensors have no bytes to write)."""
+    """The exported model with every initializer that has no values (the meta parameters) as
+    external data of its exact byte length in a file that is never written."""
     import onnx_ir as ir
     initializers = [(name, value.shape, value.dtype)
-                    for name, value in program.model.graph.initializers.items()]
+                    for name, value in program.model.graph.initializers.items()
+                    if not has_values(value)]
     for value in program.model.graph.initializers.values():
-        value.const_value = None
+        if not has_values(value):
+            value.const_value = None
     # The exporter's own optimizer (what optimize=True runs), now that no weight can be folded:
     # it turns SplitToSequence + SequenceAt into Split and folds the shape arithmetic, as the
     # exports memplan's modern-exporter suite checks are written.

@@ -16,6 +16,7 @@
 #include "analyzer/program/unguarded_events.h"
 #include "graph/ops/op_registry.h"
 #include "graph/ops/view_layout.h"
+#include "graph/trainable_parameters.h"
 
 namespace memplan {
 namespace {
@@ -148,8 +149,10 @@ class StepEmitter {
       if (!through_cast) ctx.inputs[i].strides = a_.views.value_strides[u.index()];
       if (ctx.inputs[i].kind == ValueKind::kIntermediate && !requires_grad_[u.index()])
         ctx.inputs[i].kind = ValueKind::kInput;
-      // A frozen parameter is a constant to autograd: nothing is saved for its gradient.
-      if (ctx.inputs[i].kind == ValueKind::kParameter && g_.value(u).frozen)
+      // A frozen parameter, or one training never updates (a registered buffer, a constant the
+      // dynamo exporter stored as an initializer: graph/exported_buffers.h), is a constant to
+      // autograd: nothing is saved for its gradient.
+      if (ctx.inputs[i].kind == ValueKind::kParameter && !IsTrainedParameter(g_.value(u)))
         ctx.inputs[i].kind = ValueKind::kInput;
     }
     for (size_t j = 0; j < node.outputs.size(); ++j) {

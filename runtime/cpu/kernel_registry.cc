@@ -25,6 +25,7 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterShapeKernels(r);
     RegisterDropoutKernels(r);
     RegisterMaskingKernels(r);
+    RegisterRangeKernels(r);
     RegisterLogicKernels(r);
     RegisterPaddingKernels(r);
     RegisterResizeKernels(r);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # `memplan analyze FOLDER` on each tiny Hugging Face config in tests/fixtures/hf_configs: the
 # config is converted with torch's exporter on the meta device and planned (exit 0, and the plan
-# fits a 24 GiB GPU). Needs a Python with torch, transformers and onnx: $MEMPLAN_PYTHON, else the
+# fits a 24 GiB GPU); then `memplan verify` runs it on the CPU runtime at batch 2, seq 16 (exit 0:
+# memory exact, gradients split and whole agree, the loss falls). Needs a Python with torch, transformers and onnx: $MEMPLAN_PYTHON, else the
 # venv tools/setup_torch_env.sh makes (../memplan-venv), else exit 77 (skipped).
 #   hf_config_test.sh MEMPLAN CONFIGS WORK
 set -u
@@ -33,6 +34,15 @@ for folder in "$configs"/*/; do
       *" $family "*) echo "known $family: $(tail -n 1 "$work/$family.txt")" ;;
       *) echo "FAIL $family:"; cat "$work/$family.txt"; failed=1 ;;
     esac
+    continue
+  fi
+  small="--dim seq=16"
+  [ "$family" = vit ] && small=""
+  if MEMPLAN_PYTHON=$python MEMPLAN_CACHE_DIR=$work "$memplan" verify "$folder" --batch 2 $small \
+      > "$work/$family.verify.txt" 2>&1; then
+    echo "ok   $family verifies: $(grep '^gradients' "$work/$family.verify.txt")"
+  else
+    echo "FAIL $family verify:"; cat "$work/$family.verify.txt"; failed=1
   fi
 done
 # The recipe flags by the model's own module names (the converter exports the model itself and

@@ -1,12 +1,12 @@
 # A Hugging Face config as the model (issue 43, item 3): analyzer/pipeline/hugging_face_config.h.
 set(HF_CONFIGS ${MEMPLAN_TEST_FIXTURES}/hf_configs)
 
-# Ten families converted and planned, where a Python with torch and transformers exists (skipped
-# in CI, which has no torch venv).
-add_test(NAME "cli: Hugging Face configs of ten families convert and plan"
+# Ten families converted, planned and verified on the CPU runtime, where a Python with torch and
+# transformers exists (skipped in CI, which has no torch venv).
+add_test(NAME "cli: Hugging Face configs of ten families convert, plan and verify"
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hf_config_test.sh $<TARGET_FILE:memplan>
                  ${HF_CONFIGS} ${CMAKE_CURRENT_BINARY_DIR}/hf_configs)
-set_tests_properties("cli: Hugging Face configs of ten families convert and plan" PROPERTIES
+set_tests_properties("cli: Hugging Face configs of ten families convert, plan and verify" PROPERTIES
                      SKIP_RETURN_CODE 77 TIMEOUT 900)
 
 # Without torch and transformers: one line naming the Python and how to install them, exit 2.

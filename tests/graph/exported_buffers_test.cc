@@ -29,6 +29,19 @@ TEST_CASE("a dynamo export's graph signature keeps its buffers untrained", "[imp
   CHECK(AnyWarningContains(graph, "1 floating buffer (pos)"));
 }
 
+// An RMSNorm (make_exported_buffer_fixtures.py): the dynamo exporter stores its exponent 2.0
+// (val_0) and epsilon 1e-6 (val_4) as float initializers the signature records as neither
+// parameter nor buffer. torch trains the 8 scale elements only.
+TEST_CASE("a dynamo export's lifted constants are not trained", "[import][buffers]") {
+  const Graph graph = ImportFixture("exported_constant_dynamo.onnx");
+  CHECK(ValueNamed(graph, "weight").trainable);
+  CHECK_FALSE(ValueNamed(graph, "val_0").trainable);
+  CHECK_FALSE(ValueNamed(graph, "val_4").trainable);
+  CHECK(TrainedParameterCount(graph) == 8);
+  // Not the model's buffers: no warning about them.
+  CHECK_FALSE(AnyWarningContains(graph, "floating buffer"));
+}
+
 TEST_CASE("without a signature a positional table is trained, with a warning naming it",
           "[import][buffers]") {
   const Graph graph = ImportFixture("exported_buffer_torchscript.onnx");
@@ -44,13 +57,16 @@ TEST_CASE("the signature is read from value_info metadata this protobuf may not 
   // ValueInfoProto.metadata_props is field 4 (IR 10); written here as an unknown field, as a
   // libonnx older than IR 10 keeps it.
   onnx::GraphProto g;
-  auto add_kind = [&](const std::string& name, const std::string& kind) {
+  auto add_meta = [&](const std::string& name, const std::string& key, const std::string& value) {
     onnx::ValueInfoProto* vi = g.add_value_info();
     vi->set_name(name);
     onnx::StringStringEntryProto e;
-    e.set_key("pkg.torch.export.graph_signature.InputSpec.kind");
-    e.set_value(kind);
+    e.set_key(key);
+    e.set_value(value);
     vi->GetReflection()->MutableUnknownFields(vi)->AddLengthDelimited(4, e.SerializeAsString());
+  };
+  auto add_kind = [&](const std::string& name, const std::string& kind) {
+    add_meta(name, "pkg.torch.export.graph_signature.InputSpec.kind", kind);
   };
   SECTION("no metadata: no signature") {
     g.add_value_info()->set_name("w");
@@ -63,6 +79,26 @@ TEST_CASE("the signature is read from value_info metadata this protobuf may not 
     const ExportedBuffers exported = ReadExportedBuffers(g);
     CHECK(exported.has_signature);
     CHECK(exported.buffers == std::set<std::string>{"table"});
+    CHECK(exported.parameters == std::set<std::string>{"w"});
+  }
+  SECTION("an initializer the optimizer folded from a parameter is that parameter") {
+    // As Llama's dynamo export stores Transpose(q_proj.weight) (val_113) and its causal mask
+    // (folded from constants): q_proj.weight itself is gone from the graph, named only by the
+    // graph's whole signature (GraphProto.metadata_props, field 16).
+    onnx::StringStringEntryProto signature;
+    signature.set_key("pkg.torch.export.ExportedProgram.graph_signature");
+    signature.set_value(
+        "\n# inputs\np_q_proj_weight: PARAMETER target='q_proj.weight'\n"
+        "b_inv_freq: BUFFER target='inv_freq' persistent=False\ninputs_0: USER_INPUT\n");
+    g.GetReflection()->MutableUnknownFields(&g)->AddLengthDelimited(16,
+                                                                    signature.SerializeAsString());
+    add_meta("val_113", "pkg.onnxscript.optimizer.folded_from", "['q_proj.weight']");
+    add_meta("mask", "pkg.onnxscript.optimizer.folded_from", "['arange', 'val_2', 'cumsum']");
+    add_meta("cos", "pkg.onnxscript.optimizer.folded_from", "['inv_freq', 'arange']");
+    const ExportedBuffers exported = ReadExportedBuffers(g);
+    CHECK(exported.has_signature);
+    CHECK(exported.parameters == std::set<std::string>{"q_proj.weight", "val_113"});
+    CHECK(exported.buffers == std::set<std::string>{"inv_freq"});
   }
 }
 

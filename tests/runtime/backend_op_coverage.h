@@ -25,7 +25,6 @@ inline std::map<std::string, std::string> WithOpsNoBackendRuns(
   gaps.insert({
       {"Constant", "materialised from its attribute by the executor"},
       {"ConstantOfShape", "materialised from its constant shape input by the executor"},
-      {"Range", "materialised from its constant scalar inputs by the executor"},
       {"Size", "output known at import (contents), materialised as a constant"},
       {"SoftmaxCrossEntropyLoss", "computed by the backend's loss path"},
   });

@@ -124,6 +124,19 @@ TEST_CASE("Conv matches torch.nn.functional.conv2d", "[kernels]") {
   RequireMatches(r, ref::conv, "output", {"dX", "dW", "dB"});
 }
 
+// Conv3d: each of the three spatial axes pads, strides or dilates differently (D 3 -> 3 with
+// pad 1, H 5 -> 2 with stride 2, W 6 -> 4 with pad 1 and dilation 2), 2 groups.
+TEST_CASE("Conv matches torch.nn.functional.conv3d", "[kernels]") {
+  Attributes a;
+  a.Set("group", int64_t{2});
+  a.Set("strides", std::vector<int64_t>{1, 2, 1});
+  a.Set("pads", std::vector<int64_t>{1, 0, 1, 1, 0, 1});
+  a.Set("dilations", std::vector<int64_t>{1, 1, 2});
+  const OpRun r = Run("Conv", a, ref::conv3d);
+  REQUIRE(r.forward.outputs[0].shape() == ref::conv3d_out_shape);
+  RequireMatches(r, ref::conv3d, "output", {"dX", "dW", "dB"});
+}
+
 TEST_CASE("CumSum: running sums along an axis, backward the reversed running sum", "[kernels]") {
   // x = [[1, 2, 3], [4, 5, 6]] along axis 1 (torch.cumsum(x, 1)), cotangent all ones.
   const Tensor x = T({2, 3}, {1, 2, 3, 4, 5, 6});
@@ -873,6 +886,32 @@ TEST_CASE("Mod matches torch.remainder (fmod 0) and torch.fmod (fmod 1)", "[kern
   auto c = RunForward("Mod", ctx, args);
   REQUIRE(c.ok());
   CHECK(c->outputs[0].ToVector() == std::vector<float>{-1, 1});
+}
+
+// Range against torch.arange (make_kernel_references.py): int64 positions, an overshooting
+// stride, a negative delta, float bounds, an empty range; the output keeps start's dtype.
+TEST_CASE("Range matches torch.arange", "[kernels]") {
+  KernelContext ctx;
+  for (size_t c = 0; c < ref::range_bounds.size(); ++c) {
+    const std::vector<float>& b = ref::range_bounds[c];
+    const bool integral = b[0] == std::floor(b[0]) && b[2] == std::floor(b[2]);
+    const DType dtype = integral ? DType::kInt64 : DType::kFloat32;
+    ForwardArgs args;
+    for (float v : b) args.inputs.push_back(Tensor::FromValues({}, {v}, dtype));
+    INFO("case " << c);
+    const ForwardResult run = RequireValue(RunForward("Range", ctx, args));
+    CHECK(run.outputs[0].dtype() == dtype);
+    CHECK(run.outputs[0].shape() == TensorShape{static_cast<int64_t>(ref::range_out[c].size())});
+    RequireClose(run.outputs[0], ref::range_out[c], "Range");
+  }
+  // ONNX's count max(ceil((limit - start) / delta), 0): a limit behind start is empty (torch
+  // raises), and delta 0 is an error.
+  ForwardArgs behind;
+  for (float v : {3.0f, 1.0f, 1.0f})
+    behind.inputs.push_back(Tensor::FromValues({}, {v}, DType::kInt64));
+  CHECK(RequireValue(RunForward("Range", ctx, behind)).outputs[0].numel() == 0);
+  behind.inputs[2] = Tensor::FromValues({}, {0.0f}, DType::kInt64);
+  CHECK(RequireError(RunForward("Range", ctx, behind)) == "Range: delta is 0");
 }
 
 // RotaryEmbedding against the ONNX reference's steps written in torch (make_kernel_references.py),

@@ -3,7 +3,9 @@
 by PyTorch (an independent implementation) for the runtime's CPU kernels to be checked against.
 
 Run with Debian's python (torch 1.13, CPU):  /usr/bin/python3 tests/runtime/make_kernel_references.py
-CI never runs this; the generated header is checked in.
+CI never runs this; the generated header is checked in. The Range section (torch.arange, whose
+values are the same in every version) and conv3d were appended with torch 2.15 from the venv, as Debian's
+torch is gone: regenerating the rest with 2.15 moves other values by an ulp.
 """
 import os
 import torch
@@ -454,6 +456,25 @@ with_grads("skip_rms_norm", lambda x, skip, gamma, bias: rms_norm(x + skip + bia
 with_grads("gathernd",
            lambda d: d[torch.tensor([1, 3, 1]), torch.tensor([0, 2, 0])],
            [rand(4, 3, 2)])
+
+# Range(start, limit, delta) as torch.arange: integer positions (Llama's cache_position), a
+# stride that overshoots the limit, a negative delta, float bounds, and an empty range. (A limit
+# on the wrong side of start is an error in torch and empty in ONNX: the C++ test checks it.)
+RANGE_CASES = [(0, 16, 1), (2, 11, 3), (10, 1, -3), (0.5, 2.0, 0.4), (-1.5, 1.25, 0.75), (5, 5, 1)]
+for i, (start, limit, delta) in enumerate(RANGE_CASES):
+    lines.append("inline const std::vector<float> range%d_bounds = {%s};"
+                 % (i, ", ".join(literal(float(v)) for v in (start, limit, delta))))
+    emit("range%d_out" % i, torch.arange(start, limit, delta, dtype=torch.float32))
+lines.append("inline const std::vector<std::vector<float>> range_bounds = {%s};"
+             % ", ".join("range%d_bounds" % i for i in range(len(RANGE_CASES))))
+lines.append("inline const std::vector<std::vector<float>> range_out = {%s};"
+             % ", ".join("range%d_out" % i for i in range(len(RANGE_CASES))))
+
+# Conv3d (torchvision's video models): 2 groups, stride (1, 2, 1), pads (1, 0, 1) each side,
+# dilation (1, 1, 2); every axis pads, strides or dilates differently.
+with_grads("conv3d", lambda x, w, b: F.conv3d(x, w, b, stride=(1, 2, 1), padding=(1, 0, 1),
+                                               dilation=(1, 1, 2), groups=2),
+           [rand(2, 4, 3, 5, 6), rand(4, 2, 3, 2, 3), rand(4)])
 
 with open(OUT, "w") as f:
     f.write("#pragma once\n")

@@ -5,7 +5,7 @@ mode, and record what PyTorch keeps: the ground truth tests/cli re-predicts with
     /work/memplan-venv/bin/python tools/modern_exporters/export_rows.py [--only S] [--out DIR]
 
 Each family is built from its library's config class with random weights (transformers, timm,
-torchvision; nothing is downloaded), at a size that keeps its graph small. Per family and exporter
+torchvision, diffusers; nothing is downloaded), at a size that keeps its graph small. Per family and exporter
 (TorchScript at opset 17, the torch.export-based exporter at opset 18), in training mode:
 
   * the export, its weights stripped (initializers become external data in a file that is not
@@ -13,7 +13,8 @@ torchvision; nothing is downloaded), at a size that keeps its graph small. Per f
     DIR/<family>.<exporter>.onnx.xz;
   * torch's saved-for-backward bytes of one step's forward and loss, once per storage, parameters
     and module buffers excluded (memplan's saved_activation_bytes), measured with
-    saved_tensors_hooks on the CPU, dropout as the GPU runs it (CudaDropout);
+    saved_tensors_hooks on the CPU, dropout and attention's output layout as the GPU runs them
+    (CudaDropout, CudaSdpaLayout);
   * the step's live peak (forward, backward, Adam step) from torch's MemTracker on the CPU.
 
 The loss is memplan's default (`--loss auto`): cross entropy over the last axis for rank-2/3
@@ -202,6 +203,25 @@ def two_heads(cls, inputs, outputs, losses):
     return build, inputs
 
 
+class TimestepUNet(nn.Module):
+    """diffusers' UNet2DModel (DDPM's noise predictor: ResNet blocks with GroupNorm and a timestep
+    embedding, self-attention at the lower resolution), tiny: the noise it predicts for a 16x16
+    image at each sample's timestep (an input, so the batch stays symbolic), trained with MSE as a
+    diffusion model is."""
+
+    def __init__(self):
+        super().__init__()
+        from diffusers import UNet2DModel
+        self.unet = UNet2DModel(sample_size=16, in_channels=3, out_channels=3, layers_per_block=1,
+                                block_out_channels=(16, 32),
+                                down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+                                up_block_types=("AttnUpBlock2D", "UpBlock2D"),
+                                norm_num_groups=8, attention_head_dim=8)
+
+    def forward(self, sample, timesteps):
+        return self.unet(sample, timesteps).sample
+
+
 def tv_model(name, inputs, **kwargs):
     def build():
         import torchvision
@@ -305,6 +325,48 @@ FAMILIES = {
     "weight_standardisation": (WeightStandardised, image()),
     # Several trained heads: the loss is the sum of one term per output (issue 44).
     "detr_heads": two_heads(DetrHeads, image(), ("logits", "boxes"), ("cross_entropy", "mse")),
+    # Third pass (session archs 4): more of today's families.
+    "qwen3": hf("Qwen3Config", "Qwen3ForCausalLM", ids(), num_key_value_heads=2, head_dim=8, **LM),
+    "starcoder2": hf("Starcoder2Config", "Starcoder2ForCausalLM", ids(), num_key_value_heads=2,
+                     **LM),
+    "gpt_bigcode": hf("GPTBigCodeConfig", "GPTBigCodeForCausalLM", ids(), n_embd=32, n_layer=2,
+                      n_head=4, vocab_size=VOCAB, n_positions=64, multi_query=True),
+    "gptj": hf("GPTJConfig", "GPTJForCausalLM", ids(), n_embd=32, n_layer=2, n_head=4,
+               rotary_dim=4, vocab_size=VOCAB, n_positions=64),
+    "stablelm": hf("StableLmConfig", "StableLmForCausalLM", ids(), num_key_value_heads=2, **LM),
+    "albert": hf("AlbertConfig", "AlbertForMaskedLM", ids(), embedding_size=16, **TINY_TEXT),
+    "distilbert": hf("DistilBertConfig", "DistilBertForMaskedLM", ids(), dim=32, n_layers=2,
+                     n_heads=4, hidden_dim=64, vocab_size=VOCAB, max_position_embeddings=64),
+    "xlm_roberta": hf("XLMRobertaConfig", "XLMRobertaForMaskedLM", ids(), **TINY_TEXT),
+    "mbart": hf_seq2seq("MBartConfig", "MBartForConditionalGeneration", ids() + ids(),
+                        d_model=32, encoder_layers=2, decoder_layers=2,
+                        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                        decoder_ffn_dim=64, vocab_size=VOCAB, max_position_embeddings=64),
+    "pegasus": hf_seq2seq("PegasusConfig", "PegasusForConditionalGeneration", ids() + ids(),
+                          d_model=32, encoder_layers=2, decoder_layers=2,
+                          encoder_attention_heads=4, decoder_attention_heads=4,
+                          encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=VOCAB,
+                          max_position_embeddings=64),
+    "beit": hf("BeitConfig", "BeitForImageClassification", image(), hidden_size=32,
+               num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, image_size=IMAGE,
+               patch_size=8, num_labels=10),
+    "mobilevit": hf("MobileViTConfig", "MobileViTForImageClassification", image(),
+                    image_size=IMAGE, hidden_sizes=[16, 24, 32], neck_hidden_sizes=[8, 8, 16, 16,
+                    24, 32, 64], num_labels=10),
+    "hf_resnet": hf("ResNetConfig", "ResNetForImageClassification", image(), embedding_size=16,
+                    hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic", num_labels=10),
+    "timm_deit_tiny": timm_model("deit_tiny_patch16_224", image(), num_classes=10,
+                                 img_size=IMAGE, patch_size=8, depth=2),
+    "timm_mobilenetv3": timm_model("mobilenetv3_small_050", image(), num_classes=10),
+    "tv_r2plus1d_18": tv_model("r2plus1d_18", (torch.randn(BATCH, 3, 4, IMAGE, IMAGE),),
+                               num_classes=10),
+    "tv_mc3_18": tv_model("mc3_18", (torch.randn(BATCH, 3, 4, IMAGE, IMAGE),), num_classes=10),
+    "tv_mobilenet_v2": tv_model("mobilenet_v2", image(), num_classes=10),
+    "tv_squeezenet": tv_model("squeezenet1_1", image(), num_classes=10),
+    "tv_regnet_y_400mf": tv_model("regnet_y_400mf", image(), num_classes=10),
+    "tv_mnasnet": tv_model("mnasnet0_5", image(), num_classes=10),
+    "diffusion_unet": (lambda: TimestepUNet(), (torch.randn(BATCH, 3, 16, 16),
+                                                torch.tensor([10, 500]))),
 }
 
 
@@ -353,9 +415,39 @@ class CudaDropout:
         F.dropout = self.original
 
 
+class CudaSdpaLayout:
+    """Scaled-dot-product attention's output in the memory layout the GPU's fp32 kernel writes.
+
+    memplan plans an fp32 step on the GPU, where F.scaled_dot_product_attention takes the
+    memory-efficient kernel (flash needs fp16/bf16): _efficient_attention_forward allocates its
+    output fresh as [B, S, H, D] (torch/_meta_registrations.py, meta__efficient_attention_forward:
+    torch.empty(B, M, num_heads, Kv)), whatever the query's layout. On the CPU the fp32 call takes
+    _scaled_dot_product_flash_attention_for_cpu, whose output follows the query's layout. The two
+    differ where the query is not [B, S, H, D] in memory: nn.MultiheadAttention's packed in_proj
+    gives [S, B, H, D], so on the GPU its out.permute(2, 0, 1, 3).contiguous() copies the output
+    (a tensor out_proj's backward keeps) and on the CPU it is free (tv_vit: 4,352 bytes a layer).
+    Inside this context the CPU output is copied into the GPU's layout, as a view of the same
+    values: the copy is what the model reads on, the flash kernel keeps its own output."""
+
+    def __enter__(self):
+        self.original = F.scaled_dot_product_attention
+        original = self.original
+
+        def gpu_layout(*args, **kwargs):
+            out = original(*args, **kwargs)
+            if out.dim() != 4:
+                return out
+            return out.transpose(1, 2).contiguous().transpose(1, 2)
+        F.scaled_dot_product_attention = gpu_layout
+        return self
+
+    def __exit__(self, *exc):
+        F.scaled_dot_product_attention = self.original
+
+
 def measure(model, inputs, kinds=None):
     """Saved bytes (per storage, parameters excluded) and MemTracker's step peak."""
-    with CudaDropout():
+    with CudaDropout(), CudaSdpaLayout():
         return measure_as_on_gpu(model, inputs, kinds)
 
 

@@ -7,7 +7,8 @@ memplan's CPU runtime, its measured memory against the prediction.
 
 The checked-in rows' graphs have the fixed batch they were measured at, and `verify` draws its
 synthetic data per sample along a symbolic batch axis; so each family is exported here again
-(TorchScript, opset 17, training mode) with its inputs' first axis named `batch`, weights kept
+(TorchScript, opset 17, training mode; the dynamo exporter at opset 18 where TorchScript fails)
+with its inputs' first axis named `batch`, weights kept
 (the runtime initialises its own, but the file is what a user would verify). Prints one line per
 family: PASS, FAIL (verify's verdict, exit 1) or ERROR (memplan refused the model, exit 2, with
 its one-line reason), and a count. Nothing here runs in CI (it needs torch); the findings are in
@@ -28,13 +29,27 @@ import export_rows  # noqa: E402  (the families and their inputs)
 
 
 def export_dynamic_batch(model, inputs, path, output_names=None):
+    """TorchScript at opset 17; where that exporter fails (transformers 5's decoder LMs:
+    aten::diff), the dynamo exporter at opset 18 with the same symbolic batch. Returns the
+    exporter used."""
     names = [f"input_{i}" for i in range(len(inputs))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, tuple(inputs), path, dynamo=False, opset_version=17,
-                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                          input_names=names, output_names=output_names,
-                          dynamic_axes={n: {0: "batch"} for n in names})
+        try:
+            torch.onnx.export(model, tuple(inputs), path, dynamo=False, opset_version=17,
+                              training=torch.onnx.TrainingMode.TRAINING,
+                              do_constant_folding=False, input_names=names,
+                              output_names=output_names,
+                              dynamic_axes={n: {0: "batch"} for n in names})
+            return "torchscript"
+        except Exception:  # noqa: BLE001 - the dynamo exporter is the fallback
+            batch = torch.export.Dim("batch", min=1, max=1 << 16)
+            torch.onnx.export(model, tuple(inputs), path, dynamo=True, opset_version=18,
+                              external_data=False, optimize=True, input_names=names,
+                              output_names=output_names,
+                              # forward(*inputs): one spec for the varargs tuple
+                              dynamic_shapes=(tuple({0: batch} for _ in names),))
+            return "dynamo"
 
 
 def main():
@@ -56,7 +71,8 @@ def main():
                 torch.manual_seed(0)
                 model = build()
                 model.train()
-                export_dynamic_batch(model, inputs, path, list(getattr(build, "outputs", None) or []) or None)
+                exporter = export_dynamic_batch(
+                    model, inputs, path, list(getattr(build, "outputs", None) or []) or None)
             except Exception as error:  # noqa: BLE001 - an exporter failure is a finding
                 results["EXPORT"] += 1
                 print(f"{name:24s} EXPORT {type(error).__name__}: {str(error).splitlines()[0][:150]}")
@@ -73,7 +89,7 @@ def main():
             results[verdict] += 1
             last = ((run.stderr if run.returncode > 1 else run.stdout).strip().splitlines()
                     or ["?"])[-1]
-            print(f"{name:24s} {verdict:6s} {last[:160]}", flush=True)
+            print(f"{name:24s} {verdict:6s} {exporter:11s} {last[:160]}", flush=True)
     print(", ".join(f"{k} {v}" for k, v in results.items()), file=sys.stderr)
     return 0
 

@@ -1,7 +1,8 @@
-// Conv and ConvTranspose, 1-D and 2-D, with groups, strides, pads, dilations and bias, as im2col +
-// GEMM per (image, group). The columns matrix has one row per (input channel, tap) and one column
-// per output position, holding the input value that position reads through that tap (0 in the
-// padding). With R = in_per_group·KH·KW rows and P = OH·OW columns:
+// Conv and ConvTranspose, 1-D, 2-D and 3-D, with groups, strides, pads, dilations and bias, as
+// im2col + GEMM per (image, group). The columns matrix has one row per (input channel, tap) and one
+// column per output position, holding the input value that position reads through that tap (0 in
+// the padding). With R = in_per_group·KD·KH·KW rows and P = OD·OH·OW columns (KD = OD = 1 below
+// 3-D):
 //   forward  Y_g[out_per_group, P]  = W_g[out_per_group, R] · col[R, P]   (+ bias)
 //   weight   dW_g[out_per_group, R] += dY_g · col^T                        (summed over images)
 //   input    dcol[R, P] = W_g^T · dY_g, then col2im adds each entry back onto the input it read.
@@ -31,17 +32,21 @@ struct ConvPlan {
   int64_t in_per_group = 0;
   int64_t out_per_group = 0;
 
-  int64_t Taps() const { return geometry.h.kernel * geometry.w.kernel; }
-  int64_t InPlane() const { return geometry.h.input * geometry.w.input; }
-  int64_t OutPlane() const { return geometry.h.output * geometry.w.output; }  // P
-  int64_t ColumnRows() const { return in_per_group * Taps(); }                // R
+  int64_t Taps() const { return geometry.d.kernel * PlaneTaps(); }
+  int64_t PlaneTaps() const { return geometry.h.kernel * geometry.w.kernel; }
+  // One channel's input and output: a volume of d planes of h x w.
+  int64_t InPlane() const { return geometry.d.input * InSlice(); }
+  int64_t OutPlane() const { return geometry.d.output * OutSlice(); }  // P
+  int64_t InSlice() const { return geometry.h.input * geometry.w.input; }
+  int64_t OutSlice() const { return geometry.h.output * geometry.w.output; }
+  int64_t ColumnRows() const { return in_per_group * Taps(); }  // R
   // True when the columns matrix of an image group is that group's input itself.
   bool InputIsColumns() const {
     const WindowGeometry& g = geometry;
     const auto identity = [](const WindowAxis& a) {
       return a.kernel == 1 && a.stride == 1 && a.pad_begin == 0 && a.pad_end == 0;
     };
-    return identity(g.h) && identity(g.w);
+    return identity(g.d) && identity(g.h) && identity(g.w);
   }
 };
 
@@ -63,7 +68,8 @@ Expected<ConvPlan> PlanConv(const Attributes& attrs, const TensorShape& x, const
   const std::vector<int64_t> kernel(w.begin() + 2, w.end());
   const std::vector<int64_t> declared = attrs.GetInts("kernel_shape", kernel);
   if (declared != kernel) return MakeError("Conv: kernel_shape disagrees with the weight's shape");
-  MEMPLAN_TRY(plan.geometry, ComputeWindowGeometry("Conv", attrs, x, kernel, false));
+  MEMPLAN_TRY(plan.geometry, ComputeWindowGeometry("Conv", attrs, x, kernel, false,
+                                                   /*max_spatial_rank=*/3));
   return plan;
 }
 
@@ -83,62 +89,96 @@ void ForEachTapRow(const WindowGeometry& g, int64_t kh, int64_t kw, Body&& body)
   }
 }
 
-// col[R, P] from the in_per_group input planes at `input`. Rows are independent: threaded.
+// Calls body(od, id) for the output depths whose depth tap `kd` lands inside the input (id, the
+// input depth it reads), and outside(od) for the others, in order. Below 3-D: body(0, 0).
+template <class Body, class Outside>
+void ForEachTapDepth(const WindowGeometry& g, int64_t kd, Body&& body, Outside&& outside) {
+  const WindowAxis::Range depths = g.d.ValidOutputs(kd);
+  for (int64_t od = 0; od < g.d.output; ++od) {
+    if (od >= depths.first && od < depths.last) {
+      body(od, g.d.InputIndex(od, kd));
+    } else {
+      outside(od);
+    }
+  }
+}
+
+// One h x w slice of a columns row: the output positions of one output depth read through tap
+// (kh, kw) from the input slice `in`.
+void Im2ColSlice(const WindowGeometry& g, int64_t kh, int64_t kw, const float* in, float* row) {
+  const int64_t sw = g.w.stride, width = g.w.output, slice = g.h.output * width;
+  // Zeros where the tap reads padding: the output rows it misses whole, then the edges of the
+  // rows it reads (filling only these, not the whole row first, halves the stores).
+  const WindowAxis::Range rows = g.h.ValidOutputs(kh);
+  const int64_t last_row = std::min(rows.last, g.h.output);
+  const int64_t first_row = std::min(rows.first, last_row);
+  std::fill(row, row + first_row * width, 0.0f);
+  std::fill(row + last_row * width, row + slice, 0.0f);
+  ForEachTapRow(
+      g, kh, kw, [&](int64_t oh, int64_t ih, int64_t first, int64_t last, int64_t w_offset) {
+        float* out_row = row + oh * width;
+        // An empty range may start past the row's end (ValidOutputs clamps none).
+        last = std::min(last, width);
+        first = std::min(first, last);
+        std::fill(out_row, out_row + first, 0.0f);
+        std::fill(out_row + last, out_row + width, 0.0f);
+        // Index arithmetic, not a row pointer offset by w_offset: that pointer may
+        // lie before the buffer (left padding), which is undefined even unread.
+        const float* in_row = in + ih * g.w.input;
+        if (sw == 1 && first < last) {
+          std::copy(in_row + (first + w_offset), in_row + (last + w_offset), out_row + first);
+        } else {
+          for (int64_t ow = first; ow < last; ++ow) out_row[ow] = in_row[ow * sw + w_offset];
+        }
+      });
+}
+
+// col[R, P] from the in_per_group input volumes at `input`. Rows are independent: threaded.
 void Im2Col(const ConvPlan& plan, const float* input, float* col) {
   const WindowGeometry& g = plan.geometry;
-  const int64_t taps = plan.Taps(), plane = plan.OutPlane(), sw = g.w.stride;
+  const int64_t taps = plan.Taps(), plane_taps = plan.PlaneTaps(), plane = plan.OutPlane();
+  const int64_t out_slice = plan.OutSlice(), in_slice = plan.InSlice();
   ParallelFor(plan.ColumnRows(), RowGrain(plane), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t tap = r % taps;
+      const int64_t tap = r % taps, kd = tap / plane_taps;
+      const int64_t kh = (tap % plane_taps) / g.w.kernel, kw = tap % g.w.kernel;
       const float* in = input + (r / taps) * plan.InPlane();
       float* row = col + r * plane;
-      // Zeros where the tap reads padding: the output rows it misses whole, then the edges of
-      // the rows it reads (filling only these, not the whole row first, halves the stores).
-      const int64_t kh = tap / g.w.kernel, kw = tap % g.w.kernel, width = g.w.output;
-      const WindowAxis::Range rows = g.h.ValidOutputs(kh);
-      const int64_t last_row = std::min(rows.last, g.h.output);
-      const int64_t first_row = std::min(rows.first, last_row);
-      std::fill(row, row + first_row * width, 0.0f);
-      std::fill(row + last_row * width, row + plane, 0.0f);
-      ForEachTapRow(
-          g, kh, kw, [&](int64_t oh, int64_t ih, int64_t first, int64_t last, int64_t w_offset) {
-            float* out_row = row + oh * width;
-            // An empty range may start past the row's end (ValidOutputs clamps none).
-            last = std::min(last, width);
-            first = std::min(first, last);
-            std::fill(out_row, out_row + first, 0.0f);
-            std::fill(out_row + last, out_row + width, 0.0f);
-            // Index arithmetic, not a row pointer offset by w_offset: that pointer may
-            // lie before the buffer (left padding), which is undefined even unread.
-            const float* in_row = in + ih * g.w.input;
-            if (sw == 1 && first < last) {
-              std::copy(in_row + (first + w_offset), in_row + (last + w_offset), out_row + first);
-            } else {
-              for (int64_t ow = first; ow < last; ++ow) out_row[ow] = in_row[ow * sw + w_offset];
-            }
-          });
+      ForEachTapDepth(
+          g, kd,
+          [&](int64_t od, int64_t id) {
+            Im2ColSlice(g, kh, kw, in + id * in_slice, row + od * out_slice);
+          },
+          [&](int64_t od) { std::fill(row + od * out_slice, row + (od + 1) * out_slice, 0.0f); });
     }
   });
 }
 
 // input += col2im(col): each entry goes back onto the input element it was read from. Threaded
-// over input channels (each owns its plane); a channel adds its taps in one fixed order.
+// over input channels (each owns its volume); a channel adds its taps in one fixed order.
 void Col2ImAccumulate(const ConvPlan& plan, const float* col, float* input) {
   const WindowGeometry& g = plan.geometry;
-  const int64_t taps = plan.Taps(), plane = plan.OutPlane(), sw = g.w.stride;
+  const int64_t taps = plan.Taps(), plane_taps = plan.PlaneTaps(), plane = plan.OutPlane();
+  const int64_t out_slice = plan.OutSlice(), in_slice = plan.InSlice(), sw = g.w.stride;
   ParallelFor(plan.in_per_group, RowGrain(taps * plane), [&](int64_t c0, int64_t c1) {
     for (int64_t channel = c0; channel < c1; ++channel) {
       float* in = input + channel * plan.InPlane();
       for (int64_t tap = 0; tap < taps; ++tap) {
         const float* row = col + (channel * taps + tap) * plane;
-        ForEachTapRow(g, tap / g.w.kernel, tap % g.w.kernel,
-                      [&](int64_t oh, int64_t ih, int64_t first, int64_t last, int64_t w_offset) {
-                        const float* col_row = row + oh * g.w.output;
-                        float* in_row = in + ih * g.w.input;
-                        for (int64_t ow = first; ow < last; ++ow) {
-                          in_row[ow * sw + w_offset] += col_row[ow];
-                        }
-                      });
+        const int64_t kh = (tap % plane_taps) / g.w.kernel, kw = tap % g.w.kernel;
+        ForEachTapDepth(
+            g, tap / plane_taps,
+            [&](int64_t od, int64_t id) {
+              ForEachTapRow(
+                  g, kh, kw,
+                  [&](int64_t oh, int64_t ih, int64_t first, int64_t last, int64_t w_offset) {
+                    const float* col_row = row + od * out_slice + oh * g.w.output;
+                    float* in_row = in + id * in_slice + ih * g.w.input;
+                    for (int64_t ow = first; ow < last; ++ow)
+                      in_row[ow * sw + w_offset] += col_row[ow];
+                  });
+            },
+            [](int64_t) {});
       }
     }
   });

@@ -6,17 +6,20 @@ namespace memplan {
 
 TensorShape WindowGeometry::OutputShape(int64_t out_channels) const {
   if (spatial_rank == 1) return {batch, out_channels, w.output};
-  return {batch, out_channels, h.output, w.output};
+  if (spatial_rank == 2) return {batch, out_channels, h.output, w.output};
+  return {batch, out_channels, d.output, h.output, w.output};
 }
 
 Expected<WindowGeometry> ComputeWindowGeometry(std::string_view op, const Attributes& attributes,
                                                const TensorShape& input,
                                                const std::vector<int64_t>& kernel,
-                                               bool allow_ceil_mode) {
+                                               bool allow_ceil_mode, size_t max_spatial_rank) {
   const std::string name(op);
-  if (input.size() != 3 && input.size() != 4) {
-    return MakeError(name + ": only 1-D and 2-D windows are supported, input is " +
-                     ShapeToString(input));
+  if (input.size() < 3 || input.size() > 2 + max_spatial_rank) {
+    return MakeError(
+        name +
+        (max_spatial_rank == 3 ? ": only 1-D, 2-D and 3-D windows" : ": only 1-D and 2-D windows") +
+        " are supported, input is " + ShapeToString(input));
   }
   const size_t rank = input.size() - 2;
   if (kernel.size() != rank) {
@@ -31,10 +34,11 @@ Expected<WindowGeometry> ComputeWindowGeometry(std::string_view op, const Attrib
   g.channels = input[1];
   g.spatial_rank = static_cast<int64_t>(rank);
   for (size_t i = 0; i < rank; ++i) {
-    // The last spatial axis is always w; a 2-D window's first axis is h.
+    // The last spatial axis is always w, the one before it h, a third from the end d.
     auto axis = ResolveWindowAxis(*window, i, input[2 + i]);
     if (!axis.ok()) return MakeError(name + ": " + axis.error().message);
-    ((i + 1 == rank) ? g.w : g.h) = *axis;
+    const size_t from_end = rank - 1 - i;
+    (from_end == 0 ? g.w : from_end == 1 ? g.h : g.d) = *axis;
   }
   return g;
 }
