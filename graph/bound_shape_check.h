@@ -7,6 +7,10 @@
 // element counts, Expand and broadcast compatibility, Concat/Split sizes...) is checked against
 // it: a violation is bad input naming the node and the binding, never a plan.
 
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +35,33 @@ Status CheckShapesUnderBindings(const Graph& graph, const Bindings& bindings,
 // bindings leave unbound and that takes one value everywhere it appears. The batch symbol is
 // left symbolic in that propagation: a symbol that follows the batch (a Reshape of batch * seq)
 // changes with the micro-batch the planner tries, so it is not fixed here.
+// The same re-check for each micro-batch the planner's search tries (the batch symbol bound to it),
+// propagated once per micro-batch: the joint search plans one graph once per precision and
+// recompute attempt, and each attempt probes mostly the same values. A Reshape to [4, -1] holds
+// for a batch that is a multiple of 4 only, so a search that tried 1755 would otherwise report it.
+class MicroBatchShapeCheck {
+ public:
+  // Checks `graph` itself (the planner's graph outlives the search).
+  MicroBatchShapeCheck(const Graph& graph, Bindings bindings);
+  // Checks a copy of `graph` made now: a --tp graph is split afterwards into one rank's slice
+  // whose attributes (Reshape targets, Split sizes) still state the whole model's shapes, so its
+  // micro-batches are checked against the model as it was before the split.
+  static std::shared_ptr<MicroBatchShapeCheck> Snapshot(const Graph& graph, Bindings bindings);
+  ~MicroBatchShapeCheck();
+
+  // OK when the graph's shapes hold with the batch symbol = `micro_batch` (and every other
+  // binding); otherwise "with micro-batch M (tried by the micro-batch search; --micro-batch
+  // pins one): <the rule's error>", or "with micro-batch M: ..." when `searched` is false (the
+  // user pinned M). A graph without a batch symbol has nothing to check.
+  Status At(int64_t micro_batch, bool searched);
+
+ private:
+  std::unique_ptr<Graph> owned_;
+  const Graph* graph_;
+  Bindings bindings_;
+  std::map<int64_t, std::optional<std::string>> errors_;  // per micro-batch: the rule's error
+};
+
 std::vector<std::pair<SymbolId, int64_t>> DeterminedSymbols(const Graph& graph,
                                                             const Bindings& bindings);
 
