@@ -142,20 +142,29 @@ std::shared_ptr<MicroBatchShapeCheck> MicroBatchShapeCheck::Snapshot(const Graph
   return check;
 }
 
-Status MicroBatchShapeCheck::At(int64_t micro_batch, bool searched) {
-  const std::optional<SymbolId> batch = graph_->batch_symbol();
-  if (!batch) return OkStatus();
+const std::optional<std::string>& MicroBatchShapeCheck::ErrorAt(int64_t micro_batch) {
   auto [it, added] = errors_.try_emplace(micro_batch);
   if (added) {
     Bindings bound = bindings_;
-    bound.Bind(*batch, micro_batch);
+    bound.Bind(*graph_->batch_symbol(), micro_batch);
     Expected<Graph> copy = PropagateBound(*graph_, bound);
     if (!copy.ok()) it->second = copy.error().message;
   }
-  if (!it->second) return OkStatus();
+  return it->second;
+}
+
+Status MicroBatchShapeCheck::At(int64_t micro_batch, bool searched, bool exact) {
+  if (!graph_->batch_symbol()) return OkStatus();
+  if (!exact) {
+    if (!screen_holds_)
+      screen_holds_ = !ErrorAt(1).has_value() && !ErrorAt(kScreenMicroBatch).has_value();
+    if (*screen_holds_) return OkStatus();
+  }
+  const std::optional<std::string>& error = ErrorAt(micro_batch);
+  if (!error) return OkStatus();
   return MakeError("with micro-batch " + std::to_string(micro_batch) +
                    (searched ? " (tried by the micro-batch search; --micro-batch pins one)" : "") +
-                   ": " + *it->second);
+                   ": " + *error);
 }
 
 std::vector<std::pair<SymbolId, int64_t>> DeterminedSymbols(const Graph& graph,

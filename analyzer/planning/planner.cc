@@ -684,8 +684,9 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   if (!shapes && has_batch && !options.tensor_parallel.enabled())
     shapes = std::make_shared<MicroBatchShapeCheck>(graph, options.bindings);
   const bool searched = !options.micro_batch.has_value();
-  auto shapes_hold = [&shapes, searched, has_batch](int64_t m) -> Status {
-    return shapes && has_batch ? shapes->At(m, searched) : OkStatus();
+  // The micro-batches tried are screened (MicroBatchShapeCheck); the plan's own is propagated.
+  auto shapes_hold = [&shapes, searched, has_batch](int64_t m, bool exact = false) -> Status {
+    return shapes && has_batch ? shapes->At(m, searched, exact) : OkStatus();
   };
   auto peak_at = [&](int64_t m, int64_t limit) -> Expected<int64_t> {
     MEMPLAN_RETURN_IF_ERROR(shapes_hold(m));
@@ -804,7 +805,7 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     }
     return evaluator.Evaluate(cm, ck, budget);
   };
-  MEMPLAN_RETURN_IF_ERROR(shapes_hold(m));
+  MEMPLAN_RETURN_IF_ERROR(shapes_hold(m, /*exact=*/true));
   MEMPLAN_TRY(plan.chosen, evaluate_kept(m, k));
   plan.feasible = plan.chosen.fits;
   if (!plan.feasible && options.micro_batch) {
