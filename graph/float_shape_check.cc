@@ -94,18 +94,18 @@ Status CheckFloatShapeDivisions(const Graph& graph) {
       const bool in_shape = from_shapes[node.inputs[0].index()] || to_integers[out.id.index()];
       if (in_shape && divisor.float_values && HasZero(*divisor.float_values)) {
         const bool mod = node.op_type == "Mod";
-        return MakeError(Where(node) + (mod ? "a floating-point modulo" : "a floating-point division") +
-                         " by zero in a shape computation (input 1 '" + divisor.name +
-                         "' is 0): the size it computes would be " +
-                         (mod ? "NaN" : "infinite or NaN"));
+        return MakeError(
+            Where(node) + (mod ? "a floating-point modulo" : "a floating-point division") +
+            " by zero in a shape computation (input 1 '" + divisor.name +
+            "' is 0): the size it computes would be " + (mod ? "NaN" : "infinite or NaN"));
       }
     }
     if (IsCastToInteger(graph, node) && !node.inputs.empty() && node.inputs[0].valid()) {
       const Value& in = graph.value(node.inputs[0]);
       if (IsSmallFloat(in) && in.float_values && HasNonInteger64(*in.float_values))
-        return MakeError(Where(node) + "casts '" + in.name + "', which is infinite, NaN or beyond " +
-                         "64 bits, to " + std::string(DTypeName(out.dtype)) +
-                         " in a shape computation");
+        return MakeError(Where(node) + "casts '" + in.name +
+                         "', which is infinite, NaN or beyond " + "64 bits, to " +
+                         std::string(DTypeName(out.dtype)) + " in a shape computation");
     }
   }
   return OkStatus();

@@ -25,9 +25,8 @@ struct Outcome {
 
 // Runs `body` through RunCatchingEscapes with stderr (fd 2) sent to a scratch file.
 Outcome RunCapturingStderr(const std::function<int()>& body) {
-  const std::filesystem::path file =
-      std::filesystem::temp_directory_path() /
-      ("memplan_escaped_" + std::to_string(::getpid()) + ".txt");
+  const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                     ("memplan_escaped_" + std::to_string(::getpid()) + ".txt");
   std::fflush(stderr);
   const int saved = ::dup(2);
   REQUIRE(saved >= 0);
