@@ -91,3 +91,15 @@ memplan_cli_test("analyze --loss-scaling static:1e308 is one line, exit 2" EXPEC
   EXPECT_OUTPUT "^memplan: [^\n]*loss scaling 'static:1e308': a loss scale is a positive float32 \\(at most 3.4e38\\)\n$"
   COMMAND analyze ${MEMPLAN_TEST_FIXTURES}/tiny_mlp.onnx --gpu 24G --batch 4 --precision fp16
           --loss-scaling static:1e308)
+
+# verify --plan ran with the scaler's default start (65536) whatever plan.loss_scale said. The
+# plan is tiny_mlp's `analyze --batch 4 --precision fp16 --json` with loss_scale 2^20: from there
+# its fp16 gradients overflow and the dynamic scaler halves it, 1048576 -> 524288 (GradScaler's
+# backoff factor 0.5); from 65536 nothing overflows and no scaler line is printed.
+memplan_cli_test("verify --plan starts the dynamic scaler at the plan's loss_scale" EXPECT_EXIT 0
+  EXPECT_OUTPUT "scaler      step 0: overflow_skip, scale 1.04858e\\+06 -> 524288\n"
+  COMMAND verify ${MEMPLAN_TEST_FIXTURES}/tiny_mlp.onnx
+          --plan ${MEMPLAN_TEST_FIXTURES}/plans/tiny_mlp_fp16_loss_scale_2_20_plan.json)
+memplan_cli_test("verify of tiny_mlp in fp16 at the default loss scale has no overflow to skip" EXPECT_EXIT 0
+  EXPECT_NO_OUTPUT "overflow_skip"
+  COMMAND verify ${MEMPLAN_TEST_FIXTURES}/tiny_mlp.onnx --batch 4 --precision fp16)

@@ -176,17 +176,21 @@ Expected<LoadedPlan> PlanFromJsonText(Graph& graph, const std::string& text,
   MEMPLAN_TRY(o.zero_grad, in_plan(ParseZeroGradMode(zero_grad)));
   MEMPLAN_TRY(std::optional<bool> clip, in_plan(OptionalPlanBool(p, "clip_gradients", "plan.")));
   o.clip_gradients = clip.value_or(false);
-  // The scale itself is the program's (the scaler's default start); one verify could not run
-  // (0, -0, beyond a float32) is refused as export refuses it.
-  MEMPLAN_RETURN_IF_ERROR(in_plan(OptionalPlanLossScale(p)));
+  // The plan's scale (static: the fixed one; dynamic: the start) is the one verify runs with;
+  // without one, the scaler's default start. One no float32 scaler holds (0, -0, beyond 3.4e38)
+  // is refused as export refuses it.
+  MEMPLAN_TRY(const std::optional<double> scale, in_plan(OptionalPlanLossScale(p)));
   MEMPLAN_TRY(std::string scaling, text_of("loss_scaling", "dynamic"));
+  const double start = scale.value_or(kDefaultInitialLossScale);
   if (scaling == "none")
     o.loss_scaling = LossScaling{LossScalingMode::kNone};
   else if (scaling == "static")
-    o.loss_scaling = LossScaling{LossScalingMode::kStatic};
+    o.loss_scaling = LossScaling{LossScalingMode::kStatic, start};
   else if (scaling != "dynamic")
     return MakeError(where + "'plan.loss_scaling' must be none, static or dynamic, got '" +
                      scaling + "'");
+  else if (scale && p.contains("loss_scaling"))  // else the precision's default, as written
+    o.loss_scaling = LossScaling{LossScalingMode::kDynamic, start};
   MEMPLAN_TRY(o.recompute, NodesNamed(graph, p, "recompute", where));
   // A multi-GPU plan (plan.parallel, plan.gpus) runs as that many simulated ranks.
   MEMPLAN_TRY(o.data_parallel, in_plan(OptionalPlanDataParallel(p)));
