@@ -1,6 +1,8 @@
 #include "graph/bound_shape_check.h"
 
+#include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -51,6 +53,26 @@ bool BindsAny(const Graph& graph, const Bindings& bindings) {
   for (size_t i = 0; i < graph.symbols().size(); ++i)
     if (bindings.Get(static_cast<SymbolId>(i))) return true;
   return false;
+}
+
+// A copy of `graph` with the same value ids: values, nodes, inputs, outputs and symbols.
+std::unique_ptr<Graph> CopyOf(const Graph& graph) {
+  auto copy = std::make_unique<Graph>();
+  copy->symbols() = graph.symbols();
+  if (auto batch = graph.batch_symbol()) copy->set_batch_symbol(*batch);
+  copy->opset_imports = graph.opset_imports;
+  copy->ir_version = graph.ir_version;
+  for (const Value& value : graph.values()) {
+    Value v = value;
+    v.producer = NodeId();  // AddNode wires producers and consumers again
+    v.consumers.clear();
+    v.is_graph_output = false;
+    copy->AddValue(std::move(v));
+  }
+  for (const Node& node : graph.nodes()) copy->AddNode(node);
+  for (ValueId input : graph.inputs()) copy->MarkInput(input);
+  for (ValueId output : graph.outputs()) copy->MarkOutput(output);
+  return copy;
 }
 
 // `graph` propagated again with the bound symbols as numbers: a copy whose inputs and
@@ -105,6 +127,44 @@ Status CheckShapesUnderBindings(const Graph& graph, const Bindings& bindings,
   Expected<Graph> copy = PropagateBound(graph, bindings);
   if (!copy.ok()) return MakeError("with " + bound + ": " + copy.error().message);
   return OkStatus();
+}
+
+MicroBatchShapeCheck::MicroBatchShapeCheck(const Graph& graph, Bindings bindings)
+    : graph_(&graph), bindings_(std::move(bindings)) {}
+
+MicroBatchShapeCheck::~MicroBatchShapeCheck() = default;
+
+std::shared_ptr<MicroBatchShapeCheck> MicroBatchShapeCheck::Snapshot(const Graph& graph,
+                                                                     Bindings bindings) {
+  std::unique_ptr<Graph> copy = CopyOf(graph);
+  auto check = std::make_shared<MicroBatchShapeCheck>(*copy, std::move(bindings));
+  check->owned_ = std::move(copy);
+  return check;
+}
+
+const std::optional<std::string>& MicroBatchShapeCheck::ErrorAt(int64_t micro_batch) {
+  auto [it, added] = errors_.try_emplace(micro_batch);
+  if (added) {
+    Bindings bound = bindings_;
+    bound.Bind(*graph_->batch_symbol(), micro_batch);
+    Expected<Graph> copy = PropagateBound(*graph_, bound);
+    if (!copy.ok()) it->second = copy.error().message;
+  }
+  return it->second;
+}
+
+Status MicroBatchShapeCheck::At(int64_t micro_batch, bool searched, bool exact) {
+  if (!graph_->batch_symbol()) return OkStatus();
+  if (!exact) {
+    if (!screen_holds_)
+      screen_holds_ = !ErrorAt(1).has_value() && !ErrorAt(kScreenMicroBatch).has_value();
+    if (*screen_holds_) return OkStatus();
+  }
+  const std::optional<std::string>& error = ErrorAt(micro_batch);
+  if (!error) return OkStatus();
+  return MakeError("with micro-batch " + std::to_string(micro_batch) +
+                   (searched ? " (tried by the micro-batch search; --micro-batch pins one)" : "") +
+                   ": " + *error);
 }
 
 std::vector<std::pair<SymbolId, int64_t>> DeterminedSymbols(const Graph& graph,

@@ -17,6 +17,7 @@
 #include "graph/constant_weights.h"
 #include "graph/exported_buffers.h"
 #include "graph/file_byte_source.h"
+#include "graph/float_shape_check.h"
 #include "graph/fusion/fusion_table.h"
 #include "graph/libonnx_crash_guards.h"
 #include "graph/libonnx_support.h"
@@ -299,6 +300,8 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
   // constraint instead of refusing it (graph/type_constraints.h).
   MEMPLAN_RETURN_IF_ERROR(CheckTypeConstraints(graph));
   MEMPLAN_RETURN_IF_ERROR(CheckUpsampleScales(graph));
+  // A float shape computation divided by a constant 0 (graph/float_shape_check.h).
+  MEMPLAN_RETURN_IF_ERROR(CheckFloatShapeDivisions(graph));
   MEMPLAN_RETURN_IF_ERROR(MarkTrainableParameters(graph));
   ApplyExportedBuffers(exported_buffers, graph);
   return graph;

@@ -217,7 +217,7 @@ Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
   MEMPLAN_TRY(result.precision, PlanPrecision(precision));
   // The scale itself is the program's (the scaler's default start); one verify could not run
   // (0, -0, beyond a float32) is no plan to run or export.
-  MEMPLAN_RETURN_IF_ERROR(OptionalPlanLossScale(plan));
+  MEMPLAN_TRY(result.loss_scale, OptionalPlanLossScale(plan));
   MEMPLAN_TRY(std::optional<std::string> amp_mode, OptionalPlanString(plan, "amp_mode", "plan."));
   if (amp_mode && result.precision != Precision::kFp32) {
     Expected<AmpMode> parsed = ParseAmpMode(*amp_mode);

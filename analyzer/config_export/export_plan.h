@@ -125,6 +125,9 @@ struct ExportPlan {
   std::vector<LossKind> output_losses;
   // plan.loss_scaling; nullopt: the precision's default (analyzer/program/loss_scaling.h).
   std::optional<LossScalingMode> loss_scaling;
+  // plan.loss_scale: the static scale or the dynamic scaler's start; nullopt: the default start.
+  // One no float32 scaler holds (0, -0, beyond 3.4e38) is refused by the reader.
+  std::optional<double> loss_scale;
   std::vector<std::string> fp16_nodes;  // plan.fp16_ops (node names)
   std::vector<std::string> fp32_nodes;  // plan.fp32_ops
   std::vector<PlanBinding> bindings;    // bindings (the saved document's symbol sizes)

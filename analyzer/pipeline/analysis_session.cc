@@ -10,31 +10,11 @@
 #include "analyzer/report/advice.h"
 #include "analyzer/report/plan_explanation.h"
 #include "analyzer/report/plan_report.h"
-#include "graph/bound_shape_check.h"
 #include "graph/index_range_check.h"
 
 namespace memplan {
 
 namespace {
-
-// The micro-batch the plan binds, searched or pinned, is checked against the graph's shapes as a
-// --dim value is (graph/bound_shape_check.h): a Reshape to [4, -1, 64] holds for one batch only,
-// and a plan at another would be planned silently.
-// A --tp graph is one rank's slice, whose attributes (Split sizes, Reshape targets) still state the
-// whole model's shapes: it is not propagated again (its --dim values were checked before the
-// split).
-Status CheckPlannedMicroBatch(const Graph& graph, const TrainingPlan& plan,
-                              const TensorParallelPlan& tensor_parallel) {
-  if (tensor_parallel.enabled()) return OkStatus();
-  const std::optional<SymbolId> batch = graph.batch_symbol();
-  if (!batch || !plan.bindings.Get(*batch)) return OkStatus();
-  const std::string m = std::to_string(*plan.bindings.Get(*batch));
-  return CheckShapesUnderBindings(
-      graph, plan.bindings,
-      plan.micro_batch_fixed
-          ? "micro-batch " + m
-          : "micro-batch " + m + " (the search's choice; --micro-batch pins another)");
-}
 
 // The model's name in the report: the file's stem, or for a Hugging Face config the folder it
 // lives in (models/llama-3-8b/config.json -> llama-3-8b).
@@ -62,9 +42,9 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   progress("planning...");
   MEMPLAN_TRY(RequestPlan planned, PlanRequestOn(session->graph, r));
   JointPlan& joint = planned.joint;
+  // Every micro-batch the search tried, the plan's included, held the graph's shapes
+  // (PlannerOptions::micro_batch_shapes).
   session->plan = std::move(joint.plan);
-  MEMPLAN_RETURN_IF_ERROR(
-      CheckPlannedMicroBatch(session->graph, session->plan, r.planner.tensor_parallel));
 
   AnalysisReport& report = session->report;
   report.model_path = r.analysis.model;

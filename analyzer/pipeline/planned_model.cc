@@ -7,6 +7,7 @@
 
 #include "analyzer/parallel/tensor_parallel.h"
 #include "graph/bind_symbols.h"
+#include "graph/bound_shape_check.h"
 #include "graph/ops/op_registry.h"
 
 namespace memplan {
@@ -73,6 +74,11 @@ Expected<ModelRewrites> PrepareLoadedModel(Graph& graph, PlanRequest& request) {
               ApplyFusedLoss(graph, request.fused_loss, request.planner.program.loss,
                              request.planner.bindings, request.analysis.model));
   request.planner.program.loss = rewrites.fused_loss.ProgramLoss(request.planner.program.loss);
+  // One rank's slice keeps the whole model's Reshape targets and Split sizes, so the micro-batches
+  // the search tries are checked against the model as it is before the split.
+  if (request.tensor_parallel > 1)
+    request.planner.micro_batch_shapes =
+        MicroBatchShapeCheck::Snapshot(graph, request.planner.bindings);
   MEMPLAN_RETURN_IF_ERROR(ApplyRequestedTensorParallel(graph, request));
   return rewrites;
 }

@@ -13,6 +13,7 @@
 #include "analyzer/recompute/chain_decomposition.h"
 #include "analyzer/recompute/module_units.h"
 #include "analyzer/recompute/optimal_chain_planner.h"
+#include "graph/bound_shape_check.h"
 
 namespace memplan {
 
@@ -544,6 +545,9 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
   // Every precision and recompute attempt plans this graph: its node costs are analysed once.
   PlannerOptions shared = base;
   if (!shared.node_costs) shared.node_costs = std::make_shared<NodeCostsCache>();
+  // and each micro-batch's shapes re-checked once for all of them.
+  if (!shared.micro_batch_shapes && !base.tensor_parallel.enabled())
+    shared.micro_batch_shapes = std::make_shared<MicroBatchShapeCheck>(graph, base.bindings);
   std::vector<Configuration> configurations;
   for (Precision precision : PrecisionsToTry(search.precision, base.gpu, base.program.amp_mode))
     MEMPLAN_RETURN_IF_ERROR(
@@ -569,7 +573,8 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
   Configuration& chosen = configurations[best];
   result.plan = std::move(chosen.plan);
   result.options_used = std::move(chosen.options);
-  result.options_used.node_costs.reset();  // the search's cache: not a setting the user chose
+  result.options_used.node_costs.reset();  // the search's caches: not settings the user chose
+  result.options_used.micro_batch_shapes.reset();
   result.checkpoint_nodes = std::move(chosen.checkpoints);
   result.plan.recompute_unit = unit;
   result.plan.checkpoint_modules = std::move(chosen.modules);

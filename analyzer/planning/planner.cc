@@ -20,6 +20,7 @@
 #include "analyzer/simulation/exact_allocator.h"
 #include "analyzer/simulation/expandable_allocator.h"
 #include "analyzer/text/memory_size.h"
+#include "graph/bound_shape_check.h"
 
 namespace memplan {
 
@@ -675,12 +676,29 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   // The peak on a device of `limit` bytes: the headroom search asks at budget - headroom, so a
   // plan that fits only by releasing cached segments is judged by the device it must fit in,
   // as its fit tests (fits_at) are.
-  auto peak_at = [&evaluator, &k_at](int64_t m, int64_t limit) -> Expected<int64_t> {
+  // Every micro-batch tried is checked against the graph's shapes first (graph/
+  // bound_shape_check.h): one at which a Reshape or an Expand no longer holds is bad input naming
+  // the node, never a fit, a candidate or the plan. A --tp slice is checked only through the
+  // caller's snapshot of the whole model.
+  std::shared_ptr<MicroBatchShapeCheck> shapes = options.micro_batch_shapes;
+  if (!shapes && has_batch && !options.tensor_parallel.enabled())
+    shapes = std::make_shared<MicroBatchShapeCheck>(graph, options.bindings);
+  const bool searched = !options.micro_batch.has_value();
+  // The micro-batches tried are screened (MicroBatchShapeCheck); the plan's own is propagated.
+  auto shapes_hold = [&shapes, searched, has_batch](int64_t m, bool exact = false) -> Status {
+    return shapes && has_batch ? shapes->At(m, searched, exact) : OkStatus();
+  };
+  auto peak_at = [&](int64_t m, int64_t limit) -> Expected<int64_t> {
+    MEMPLAN_RETURN_IF_ERROR(shapes_hold(m));
     MEMPLAN_TRY(PlanCandidate c, evaluator.Evaluate(m, k_at(m), limit, /*with_time=*/false));
     return c.peak_bytes;
   };
-  auto live_peak_at = [&evaluator, &k_at](int64_t m) { return evaluator.LivePeakAt(m, k_at(m)); };
-  auto fits_at = [&evaluator, &k_at](int64_t m, int64_t limit) {
+  auto live_peak_at = [&](int64_t m) -> Expected<int64_t> {
+    MEMPLAN_RETURN_IF_ERROR(shapes_hold(m));
+    return evaluator.LivePeakAt(m, k_at(m));
+  };
+  auto fits_at = [&](int64_t m, int64_t limit) -> Expected<bool> {
+    MEMPLAN_RETURN_IF_ERROR(shapes_hold(m));
     return evaluator.FitsAt(m, k_at(m), limit);
   };
 
@@ -736,6 +754,7 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     compared.push_back(largest);
     std::vector<double> rates;
     for (int64_t cm : compared) {
+      MEMPLAN_RETURN_IF_ERROR(shapes_hold(cm));
       MEMPLAN_TRY(PlanCandidate c, evaluator.Evaluate(cm, 1, budget));
       rates.push_back(c.samples_per_second);
     }
@@ -786,6 +805,7 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     }
     return evaluator.Evaluate(cm, ck, budget);
   };
+  MEMPLAN_RETURN_IF_ERROR(shapes_hold(m, /*exact=*/true));
   MEMPLAN_TRY(plan.chosen, evaluate_kept(m, k));
   plan.feasible = plan.chosen.fits;
   if (!plan.feasible && options.micro_batch) {
@@ -808,6 +828,13 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
       }
       // With a requested G, candidates that overshoot it are not comparable per sample.
       if (rank_batch && cm * ck != *rank_batch && cm <= largest) continue;
+      // A searched row is a micro-batch the search offers: one the shapes refuse is an error, as
+      // the choice would be. Beside a pinned micro-batch the rows are only for comparison, and
+      // one at which the shapes do not hold is left out of the table.
+      if (Status held = shapes_hold(cm); !held.ok()) {
+        if (searched) return held.error();
+        continue;
+      }
       MEMPLAN_TRY(PlanCandidate c, evaluate_kept(cm, ck));
       plan.candidates.push_back(c);
     }

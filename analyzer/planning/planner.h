@@ -84,6 +84,9 @@ Expected<Headroom> ParseHeadroom(std::string_view text);
 // The op registry's symbolic costs of one graph's nodes (AnalyzeNodeCosts), analysed on first
 // use. They depend on the graph alone, and the joint search plans one graph once per precision
 // and recompute attempt: on a 50,000-node chain the analysis was 4% of `analyze`, done twice.
+// graph/bound_shape_check.h: the graph's shapes re-checked at each micro-batch the search tries.
+class MicroBatchShapeCheck;
+
 class NodeCostsCache {
  public:
   // REQUIRES: the same graph on every call.
@@ -147,6 +150,12 @@ struct PlannerOptions {
   // The graph's node costs, shared by every PlanTraining call given this cache (copies of these
   // options share it); null: each call analyses them itself.
   std::shared_ptr<NodeCostsCache> node_costs;
+  // Re-checks the graph's shapes at every micro-batch the search tries, the chosen and the
+  // candidates table's included (graph/bound_shape_check.h): a micro-batch at which a Reshape or
+  // an Expand no longer holds is an error naming the node and the micro-batch, never a plan.
+  // Shared like node_costs; null: PlanTraining checks `graph` itself unless it is a --tp slice
+  // (whose check the caller made before the split: MicroBatchShapeCheck::Snapshot).
+  std::shared_ptr<MicroBatchShapeCheck> micro_batch_shapes;
 };
 
 // `options.collectives` with the defaults filled in: the GPU's intra-node link, the default

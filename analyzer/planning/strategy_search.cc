@@ -8,6 +8,7 @@
 
 #include "analyzer/text/memory_size.h"
 #include "analyzer/text/number_format.h"
+#include "graph/bound_shape_check.h"
 
 namespace memplan {
 
@@ -33,6 +34,8 @@ Expected<StrategySearch> SearchParallelStrategies(const Graph& graph, const Plan
   // Every strategy plans this graph: its node costs are analysed once for all of them.
   PlannerOptions shared = base;
   if (!shared.node_costs) shared.node_costs = std::make_shared<NodeCostsCache>();
+  if (!shared.micro_batch_shapes && !base.tensor_parallel.enabled())
+    shared.micro_batch_shapes = std::make_shared<MicroBatchShapeCheck>(graph, base.bindings);
   for (const NamedValue<ParallelStrategy>& entry : kParallelStrategyNames) {
     // On one node hybrid-shard's shard group is every rank: the fsdp plan again.
     if (ShardsWithinNode(entry.value) && nodes <= 1) continue;

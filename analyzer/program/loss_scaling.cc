@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -9,7 +10,7 @@ namespace memplan {
 namespace {
 
 // A finite positive number spelled completely by `text` (no trailing characters).
-std::optional<double> ParseScale(std::string_view text) {
+std::optional<double> ParseNumber(std::string_view text) {
   if (text.empty()) return std::nullopt;
   std::string copy(text);
   char* end = nullptr;
@@ -27,7 +28,14 @@ Expected<LossScaling> ParseLossScaling(std::string_view text) {
   constexpr std::string_view kStaticPrefix = "static:";
   if (text.substr(0, kStaticPrefix.size()) == kStaticPrefix)
     scale_text = text.substr(kStaticPrefix.size());
-  if (auto scale = ParseScale(scale_text)) return LossScaling{LossScalingMode::kStatic, *scale};
+  if (auto scale = ParseNumber(scale_text)) {
+    // torch's GradScaler keeps its scale in a float32 tensor: a larger one is inf there, and
+    // every scaled gradient with it (the plan readers refuse the same, plan_json_fields.cc).
+    if (*scale > static_cast<double>(std::numeric_limits<float>::max()))
+      return MakeError("loss scaling '" + std::string(text) +
+                       "': a loss scale is a positive float32 (at most 3.4e38)");
+    return LossScaling{LossScalingMode::kStatic, *scale};
+  }
   return MakeError("loss scaling '" + std::string(text) +
                    "' is not one of none, dynamic, static:<scale> or a positive scale such as "
                    "1024");

@@ -184,8 +184,10 @@ Expected<std::vector<TensorInfo>> InferIdentity(const OpContext& ctx) {
 enum class Reads { kValues, kShapeOnly, kValuesConverted, kValuesElementwise };
 
 void Add(OpRegistry& registry, const char* op, ShapeRule rule, CostRule cost,
-         const char* saved_source = kNothingSaved, Reads reads = Reads::kValues) {
+         const char* saved_source = kNothingSaved, Reads reads = Reads::kValues,
+         GradientRule gradient_inputs = nullptr) {
   OpSchema schema = ShapeOpSchema(op);
+  if (gradient_inputs) schema.gradient_inputs = std::move(gradient_inputs);
   schema.infer_shapes = std::move(rule);
   schema.cost = std::move(cost);
   schema.saved_source = saved_source;
@@ -213,9 +215,14 @@ void RegisterShapeQueryOps(OpRegistry& registry) {
       Reads::kValuesConverted);
   // CastLike converts to the dtype input 1 has when it runs, which a mixed-precision regime may
   // change: its dtype follows its inputs, not an attribute.
+  // Input 1 gives only the dtype (x.to(other.dtype) reads no value of `other`): no gradient
+  // flows to it, so a float initializer there is a constant, never trained (verify found its
+  // backward asked for one, issue 45).
   Add(registry, "CastLike", InferCastLike, MovementCost,
       "derivatives.yaml: _to_copy: _to_copy_backward(grad, self.options()) saves nothing",
-      Reads::kValuesElementwise);
+      Reads::kValuesElementwise, [](const OpContext& ctx) {
+        return std::vector<bool>{ctx.has_input(0) && IsFloating(ctx.inputs[0].dtype), false};
+      });
 
   OpSchema identity = ShapeOpSchema("Identity");
   identity.infer_shapes = InferIdentity;

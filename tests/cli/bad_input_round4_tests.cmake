@@ -52,10 +52,11 @@ memplan_cli_test("analyze of GPT-2 at --dim seq=4096 warns of its 1024-row posit
   COMMAND analyze ${MEMPLAN_ZOO_DIR}/gpt2_small.onnx --gpu 80G --batch 1 --dim seq=4096)
 
 # The micro-batch is re-checked like a --dim value: x[batch, 16] -> Reshape [4, 16] holds for a
-# batch of 4 only. The search's choice and a pinned micro-batch are both refused naming the node.
+# batch of 4 only. A micro-batch the search tries (since round 5 every one, here its first, 1) and
+# a pinned micro-batch are both refused naming the node.
 memplan_cli_test("analyze of a Reshape fixed to batch 4 refuses the searched micro-batch"
   EXPECT_EXIT 2
-  EXPECT_OUTPUT "^memplan: with micro-batch [0-9]+ \\(the search's choice. --micro-batch pins another\\): node 'fixed_reshape' \\(Reshape\\)[^\n]*\n$"
+  EXPECT_OUTPUT "^memplan: with micro-batch 1 \\(tried by the micro-batch search. --micro-batch pins one\\): node 'fixed_reshape' \\(Reshape\\)[^\n]*\n$"
   COMMAND analyze ${H4}/reshape_fixed_batch.onnx --gpu 24G)
 memplan_cli_test("analyze --batch 8 of a Reshape fixed to batch 4 is one line, exit 2"
   EXPECT_EXIT 2

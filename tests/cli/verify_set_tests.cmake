@@ -3,7 +3,8 @@
 # trained layer, attributes given as initializers (Clip's bounds, Dropout's ratio, Pad's pads,
 # Slice's bounds, Resize's scales), unused outputs (Split, Dropout's mask, TopK's indices). Each
 # passes, or fails with the limitation stated below: never an internal invariant, never a refusal
-# of valid input.
+# of valid input. tests/runtime/verify_set_coverage_test.cc checks that every registry op is in a
+# model of the set (or of the few other models a verify test runs), or is a stated limitation.
 set(VS ${MEMPLAN_TEST_FIXTURES}/verify_set)
 
 # Ops outside the registry (CumSum joined it in issue 44): verify names the op it cannot run

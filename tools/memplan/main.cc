@@ -1,17 +1,16 @@
 // memplan CLI entry point: registers the verbs, parses the command line, runs the chosen verb.
-// This is the exception boundary: CLI11's parse exceptions (and anything unexpected) become one
-// line on stderr and exit code 2; nothing propagates past main.
+// CLI11's parse exceptions become one line on stderr and exit code 2 here; anything else that
+// escapes (std::bad_alloc among them) stops in RunCatchingEscapes (escaped_exceptions.h).
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <exception>
-#include <new>
 #include <string>
 #include <vector>
 
 #include "tools/memplan/cli_common.h"
 #include "tools/memplan/commands.h"
+#include "tools/memplan/escaped_exceptions.h"
 
 namespace memplan::cli {
 namespace {
@@ -124,17 +123,5 @@ int Main(int argc, char** argv) {
 }  // namespace memplan::cli
 
 int main(int argc, char** argv) {
-  try {
-    return memplan::cli::Main(argc, argv);
-  } catch (const std::bad_alloc&) {
-    // A model whose graph or program outgrows the memory this process may use (a ulimit, a
-    // container's cap): bad input for this machine, not a bug.
-    return memplan::cli::ReportError(
-        "out of memory: the model is too large for the memory available to memplan (raise the "
-        "memory limit or plan a smaller model)");
-  } catch (const std::exception& e) {
-    return memplan::cli::ReportError(std::string("internal error: ") + e.what());
-  } catch (...) {
-    return memplan::cli::ReportError("internal error: unknown exception");
-  }
+  return memplan::cli::RunCatchingEscapes([&] { return memplan::cli::Main(argc, argv); });
 }

@@ -92,7 +92,11 @@ void ProgramOptionsOf(const ExportPlan& saved, ProgramOptions& o) {
   o.zero_grad = saved.zero_grad_set_to_none ? ZeroGradMode::kSetToNone : ZeroGradMode::kZero;
   o.clip_gradients = saved.clip_gradients.value_or(false);
   o.recompute_reentrant = saved.recompute_reentrant;
-  if (saved.loss_scaling) o.loss_scaling = LossScaling{*saved.loss_scaling};
+  // The plan's scale (static: the fixed one; dynamic: the start) is the one verify runs with;
+  // without one, the scaler's default start; without a mode, the precision's default.
+  if (saved.loss_scaling)
+    o.loss_scaling =
+        LossScaling{*saved.loss_scaling, saved.loss_scale.value_or(kDefaultInitialLossScale)};
   o.accumulation_steps = saved.accumulation_steps;
   o.data_parallel = saved.data_parallel;
 }

@@ -135,6 +135,20 @@ TEST_CASE("ParseLossScaling", "[precision]") {
                                    "' is not one of none, dynamic, static:<scale> or a positive "
                                    "scale such as 1024");
   }
+  // Issue 45: a scale beyond float32's largest finite value (3.40282e38) is inf in the float32
+  // tensor torch's GradScaler keeps; the largest float32 itself is still a scale.
+  for (const char* beyond : {"static:1e308", "3.5e38"}) {
+    INFO(beyond);
+    auto s = ParseLossScaling(beyond);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.error().message == "loss scaling '" + std::string(beyond) +
+                                   "': a loss scale is a positive float32 (at most 3.4e38)");
+  }
+  CHECK(parse("static:3.4028234663852886e38").scale == 3.4028234663852886e38);
+  for (const char* zero : {"static:-0", "static:0.0", "static:NaN", "static:nan", "static:inf"}) {
+    INFO(zero);
+    CHECK_FALSE(ParseLossScaling(zero).ok());
+  }
   CHECK(LossScalingModeName(LossScalingMode::kStatic) == "static");
 }
 
