@@ -215,8 +215,8 @@ Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
     return PlanError("plan.micro_batch * plan.accumulation_steps overflows");
   MEMPLAN_TRY(std::string precision, RequiredPlanString(plan, "precision", "plan."));
   MEMPLAN_TRY(result.precision, PlanPrecision(precision));
-  // The scale itself is the program's (the scaler's default start); one verify could not run
-  // (0, -0, beyond a float32) is no plan to run or export.
+  // The scale verify runs with (static, or the dynamic start); one no float32 scaler holds (0, -0,
+  // beyond 3.4e38) is no plan to run or export.
   MEMPLAN_TRY(result.loss_scale, OptionalPlanLossScale(plan));
   MEMPLAN_TRY(std::optional<std::string> amp_mode, OptionalPlanString(plan, "amp_mode", "plan."));
   if (amp_mode && result.precision != Precision::kFp32) {
