@@ -86,6 +86,25 @@ def main():
     model = tiny_bert()
     ids = torch.randint(0, CONFIG["vocab_size"], (args.batch, args.seq))
 
+    saved, peak = measure_step(model, ids)
+    flags = (f"--dim batch={args.batch} --dim seq={args.seq} --micro-batch {args.batch} "
+             "--precision fp32 --gpu 80G --headroom 0 --allocator exact --optimizer sgd "
+             "--loss cross_entropy --attention eager --recompute none")
+    print(json.dumps({"model": "tiny_bert", "recipe": "hf-trainer", "feature": "encoder",
+                      "config": "fp32 eager, no checkpointing", "batch": args.batch,
+                      "seq": args.seq, "dtype": "float32", "torch": torch.__version__,
+                      "dropout": "native_dropout (as on CUDA)", "flags": flags,
+                      "torch_saved_bytes": saved, "torch_step_peak_bytes": peak}))
+    if args.checkpointing:
+        for reentrant in (False, True):
+            print(json.dumps(checkpointing_row(args, reentrant, flags)))
+    if args.graphs:
+        export_onnx(model, ids, args.graphs)
+
+
+def measure_step(model, ids):
+    """One training step of `model` on `ids` after a warm-up step: the bytes autograd saved (what
+    saved_tensors_hooks see, parameters and inputs excluded) and the step's live-bytes peak."""
     def forward():
         return model(input_ids=ids, labels=ids).loss
 
@@ -99,19 +118,7 @@ def main():
         loss.backward()
 
     peak, _ = live_bytes_peak(step)
-    flags = (f"--dim batch={args.batch} --dim seq={args.seq} --micro-batch {args.batch} "
-             "--precision fp32 --gpu 80G --headroom 0 --allocator exact --optimizer sgd "
-             "--loss cross_entropy --attention eager --recompute none")
-    print(json.dumps({"model": "tiny_bert", "recipe": "hf-trainer", "feature": "encoder",
-                      "config": "fp32 eager, no checkpointing", "batch": args.batch,
-                      "seq": args.seq, "dtype": "float32", "torch": torch.__version__,
-                      "dropout": "native_dropout (as on CUDA)", "flags": flags,
-                      "torch_saved_bytes": out["saved"], "torch_step_peak_bytes": peak}))
-    if args.checkpointing:
-        for reentrant in (False, True):
-            print(json.dumps(checkpointing_row(args, reentrant, flags)))
-    if args.graphs:
-        export_onnx(model, ids, args.graphs)
+    return out["saved"], peak
 
 
 def checkpointing_row(args, reentrant, flags):
@@ -124,19 +131,7 @@ def checkpointing_row(args, reentrant, flags):
         model.enable_input_require_grads()
     ids = torch.randint(0, CONFIG["vocab_size"], (args.batch, args.seq))
 
-    def forward():
-        return model(input_ids=ids, labels=ids).loss
-
-    forward().backward()  # warm-up
-    model.zero_grad(set_to_none=True)
-    out = {}
-
-    def step():
-        n, loss = saved_bytes(forward, live=list(model.parameters()) + [ids])
-        out["saved"] = n
-        loss.backward()
-
-    peak, _ = live_bytes_peak(step)
+    saved, peak = measure_step(model, ids)
     flags = flags.replace("--recompute none", "--recompute all --recompute-unit module")
     if reentrant:
         flags += " --recompute-reentrant"
@@ -144,7 +139,7 @@ def checkpointing_row(args, reentrant, flags):
             "config": "reentrant" if reentrant else "non-reentrant", "use_reentrant": reentrant,
             "batch": args.batch, "seq": args.seq, "dtype": "float32",
             "torch": torch.__version__, "dropout": "native_dropout (as on CUDA)", "flags": flags,
-            "torch_saved_bytes": out["saved"], "torch_step_peak_bytes": peak}
+            "torch_saved_bytes": saved, "torch_step_peak_bytes": peak}
 
 
 if __name__ == "__main__":
