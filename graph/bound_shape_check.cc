@@ -142,6 +142,12 @@ std::shared_ptr<MicroBatchShapeCheck> MicroBatchShapeCheck::Snapshot(const Graph
   return check;
 }
 
+std::shared_ptr<MicroBatchShapeCheck> MicroBatchShapeCheck::Rebound(Bindings bindings) const {
+  auto check = std::make_shared<MicroBatchShapeCheck>(*graph_, std::move(bindings));
+  check->owned_ = owned_;
+  return check;
+}
+
 const std::optional<std::string>& MicroBatchShapeCheck::ErrorAt(int64_t micro_batch) {
   auto [it, added] = errors_.try_emplace(micro_batch);
   if (added) {

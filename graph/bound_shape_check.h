@@ -58,6 +58,11 @@ class MicroBatchShapeCheck {
   static std::shared_ptr<MicroBatchShapeCheck> Snapshot(const Graph& graph, Bindings bindings);
   ~MicroBatchShapeCheck();
 
+  // The same graph (the snapshot's copy, when this is one) checked under other bindings: an
+  // alternative plan of a --tp model (another --dim, another GPU) is planned on the split graph,
+  // so its micro-batches are checked against the snapshot, with the alternative's own bindings.
+  std::shared_ptr<MicroBatchShapeCheck> Rebound(Bindings bindings) const;
+
   // OK when the graph's shapes hold with the batch symbol = `micro_batch` (and every other
   // binding), or, unless `exact`, when the screen above passed; otherwise "with micro-batch M
   // (tried by the micro-batch search; --micro-batch pins one): <the rule's error>", or "with
@@ -69,7 +74,7 @@ class MicroBatchShapeCheck {
   // The rule's error at `micro_batch`, propagated once.
   const std::optional<std::string>& ErrorAt(int64_t micro_batch);
 
-  std::unique_ptr<Graph> owned_;
+  std::shared_ptr<const Graph> owned_;  // the snapshot's copy, shared with its Rebound checks
   const Graph* graph_;
   Bindings bindings_;
   std::map<int64_t, std::optional<std::string>> errors_;  // per micro-batch: the rule's error

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,8 +25,9 @@ struct AnalysisSession {
   PlanRequest request;
   Graph graph;
   TrainingPlan plan;
-  AttentionPlan attention;      // --attention as applied to `graph`
-  FusedLossPlan fused_loss;     // --fused-loss as applied to `graph` (after attention)
+  AttentionPlan attention;               // --attention as applied to `graph`
+  FusedLossPlan fused_loss;              // --fused-loss as applied to `graph` (after attention)
+  std::vector<std::string> fp32_upcast;  // ModelRewrites::fp32_upcast of `graph`
   PlannerOptions planner_used;  // the chosen configuration's options (precision, recompute)
   // When nothing fits and the verb searched them (session_alternatives.h).
   std::optional<AlternativesReport> alternatives;

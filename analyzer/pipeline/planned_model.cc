@@ -66,8 +66,10 @@ Expected<ModelRewrites> PrepareLoadedModel(Graph& graph, PlanRequest& request) {
     if (!upcast.count(n.name) || !n.domain.empty()) continue;
     const OpSchema* schema = OpRegistry::Get().Find(n.op_type);
     if (schema != nullptr && !schema->is_view && !schema->converts_dtype)
-      request.search.force_fp32.push_back(n.name);
+      rewrites.fp32_upcast.push_back(n.name);
   }
+  request.search.force_fp32.insert(request.search.force_fp32.end(), rewrites.fp32_upcast.begin(),
+                                   rewrites.fp32_upcast.end());
   MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(graph, request));
   // The rewrite keeps the symbol table, so the bindings hold for the rewritten graph.
   MEMPLAN_TRY(rewrites.fused_loss,

@@ -3,6 +3,9 @@
 // --dim values bound, the loss fused and --tp applied, prepared the one way every planning verb
 // (analyze and its alternatives, verify, explain, baseline, check) uses.
 
+#include <string>
+#include <vector>
+
 #include "analyzer/derivation/attention_plan.h"
 #include "analyzer/derivation/fused_loss_plan.h"
 #include "analyzer/pipeline/plan_request.h"
@@ -38,6 +41,9 @@ Status BindPlanSymbols(const Graph& graph, PlanRequest& request);
 struct ModelRewrites {
   AttentionPlan attention;   // --attention as applied to the graph
   FusedLossPlan fused_loss;  // --fused-loss as applied to the graph (after attention)
+  // The nodes of math-kernel attentions placed in fp32 in 16-bit plans (appended to the
+  // request's search.force_fp32): a request planned on this graph again needs them too.
+  std::vector<std::string> fp32_upcast;
 };
 Expected<ModelRewrites> PrepareLoadedModel(Graph& graph, PlanRequest& request);
 

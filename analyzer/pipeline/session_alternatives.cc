@@ -12,6 +12,7 @@
 #include "analyzer/baseline/plan_flags.h"
 #include "analyzer/pipeline/recorded_flags.h"
 #include "analyzer/precision/model_state_bytes.h"
+#include "graph/bound_shape_check.h"
 
 namespace memplan {
 namespace {
@@ -59,7 +60,14 @@ class AlternativePlanner {
     // one loaded for another --fused-loss (explain's change) as that (fine-tuning flags leave
     // the LM head as it is).
     request.planner.program.loss = fused_loss_.at(graph)->ProgramLoss(request.planner.program.loss);
+    // The math-kernel attentions' fp32 placement, as the graph's preparation made it.
+    const std::vector<std::string>& upcast = *fp32_upcast_.at(graph);
+    request.search.force_fp32.insert(request.search.force_fp32.end(), upcast.begin(), upcast.end());
     MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(*graph, request));
+    // A --tp graph is one rank's slice: its micro-batches are checked against the model before
+    // the split (the preparation's snapshot), under this alternative's bindings.
+    if (const std::shared_ptr<MicroBatchShapeCheck>& shapes = shapes_.at(graph))
+      request.planner.micro_batch_shapes = shapes->Rebound(request.planner.bindings);
     MEMPLAN_TRY(RequestPlan planned, PlanRequestOn(*graph, request));
     const TrainingPlan& plan = planned.joint.plan;
     AlternativePlan result;
@@ -78,6 +86,8 @@ class AlternativePlanner {
     if (key == asked_graph_) {
       tensor_parallel_[&session_.graph] = &session_.request.planner.tensor_parallel;
       fused_loss_[&session_.graph] = &session_.fused_loss;
+      shapes_[&session_.graph] = session_.request.planner.micro_batch_shapes;
+      fp32_upcast_[&session_.graph] = &session_.fp32_upcast;
       return &session_.graph;
     }
     auto it = graphs_.find(key);
@@ -94,6 +104,10 @@ class AlternativePlanner {
       tensor_parallel_[it->second.get()] = splits_.back().get();
       fused_losses_.push_back(std::make_unique<FusedLossPlan>(std::move(rewrites.fused_loss)));
       fused_loss_[it->second.get()] = fused_losses_.back().get();
+      shapes_[it->second.get()] = prepared_request.planner.micro_batch_shapes;
+      upcasts_.push_back(
+          std::make_unique<std::vector<std::string>>(std::move(rewrites.fp32_upcast)));
+      fp32_upcast_[it->second.get()] = upcasts_.back().get();
     }
     return it->second.get();
   }
@@ -109,6 +123,11 @@ class AlternativePlanner {
   // The --fused-loss rewrite of each graph (the program's loss follows it).
   std::vector<std::unique_ptr<FusedLossPlan>> fused_losses_;
   std::map<const Graph*, const FusedLossPlan*> fused_loss_;
+  // The shape check of each --tp graph's model before its split (null without --tp).
+  std::map<const Graph*, std::shared_ptr<MicroBatchShapeCheck>> shapes_;
+  // The fp32 placement of each graph's math-kernel attentions (ModelRewrites::fp32_upcast).
+  std::vector<std::unique_ptr<std::vector<std::string>>> upcasts_;
+  std::map<const Graph*, const std::vector<std::string>*> fp32_upcast_;
 };
 
 AlternativeContext ContextOf(const AnalysisSession& session, const PlanArguments& asked) {

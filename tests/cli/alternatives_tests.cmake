@@ -53,3 +53,19 @@ memplan_cli_test("alternatives: none when the plan fits" EXPECT_EXIT 0
 memplan_cli_test("alternatives: llama3_8b 24G lists QLoRA + recompute as fitting" EXPECT_EXIT 1
   EXPECT_OUTPUT "\"kinds\": \\[\n *\"qlora\",\n *\"recompute\"\n *\\],\n *\"flags\": \"--recompute auto --lora 16 --base-dtype nf4\",\n *\"replaces\": \"--recompute none\",\n *\"arguments\": \"--dim seq=4096 --gpu 24G --recompute auto --lora 16 --base-dtype nf4\",\n *\"fits\": true,.*\"kinds\": \\[\n *\"qlora\"\n *\\],\n *\"flags\": \"--lora 16 --base-dtype nf4\",\n *\"arguments\": \"[^\"]*\",\n *\"fits\": false,"
   COMMAND analyze ${Z}/llama3_8b.onnx --gpu 24G --dim seq=4096 --recompute none --json)
+
+# Each alternative is its recorded `arguments` planned as a user would plan them: the same peak
+# and fits decision as `analyze` run directly on those flags. T5-small (the recorded GPU row's
+# export) under bf16 autocast with --attention sdpa keeps its 12 trained-bias attentions in fp32
+# (SDPA's math kernel upcasts); on a 1 GiB card nothing fits, and the alternatives lost that
+# placement: "--gpu T4" was offered at 5.0 GiB where planning it gives 5.6 GiB (each alternative
+# 0.6 GiB optimistic). The script plans every alternative again and compares.
+add_test(NAME "cli: every alternative is what its own flags plan (T5 sdpa, bf16)"
+         COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/alternatives_match_direct_test.py
+                 $<TARGET_FILE:memplan> ${MEMPLAN_TEST_FIXTURES}/gpu_rows/t5-small.onnx.xz
+                 ${CMAKE_CURRENT_BINARY_DIR}/alternatives_match_direct --
+                 --gpu 1G --micro-batch 16 --optimizer adam --optimizer-impl foreach
+                 --loss cross_entropy --headroom 0 --precision bf16 --amp-mode autocast
+                 --attention sdpa --recompute none)
+set_tests_properties("cli: every alternative is what its own flags plan (T5 sdpa, bf16)"
+                     PROPERTIES TIMEOUT 600)

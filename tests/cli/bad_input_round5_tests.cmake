@@ -59,6 +59,13 @@ memplan_cli_test("analyze --tp 2 --micro-batch 2 of the 3-row broadcast is one l
 memplan_cli_test("analyze --tp 2 --micro-batch 3 of the 3-row broadcast plans" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"micro_batch\": 3,"
   COMMAND analyze ${H5}/broadcast_three_rows.onnx --gpu 24G --gpus 2 --tp 2 --micro-batch 3 --json)
+# The alternatives of a --tp plan are planned on the split graph too: each checks its
+# micro-batches against the model before the split, under its own flags (was: none checked, and
+# "--gpu T4" was offered at m=65536, where rows[3, 16] cannot broadcast against h[65536, 16]).
+memplan_cli_test("analyze --tp 2 alternatives re-check the micro-batches they try" EXPECT_EXIT 1
+  EXPECT_OUTPUT "not planned: --gpu T4[^\n]*: with micro-batch 2 \\(tried by the micro-batch search"
+  EXPECT_NO_OUTPUT "m=65536"
+  COMMAND analyze ${H5}/broadcast_three_rows.onnx --gpu 513M --gpus 2 --tp 2)
 
 # Plan readers: loss_scale 0 and the strings "NaN" and "Infinity" (what a hand-edited plan or
 # another JSON writer holds), each refused by verify --plan and export naming the field.
