@@ -11,6 +11,7 @@
 #include "analyzer/simulation/caching_allocator.h"
 #include "analyzer/simulation/exact_allocator.h"
 #include "analyzer/text/memory_size.h"
+#include "analyzer/vocabulary/loss_kind.h"
 #include "graph/ops/op_registry.h"
 #include "runtime/program_shapes.h"
 #include "runtime/rank_verification.h"
@@ -195,14 +196,28 @@ Expected<EquivalenceResult> CheckGradientEquivalence(const EquivalenceInputs& in
              FormatBytes(options.max_memory_bytes);
     return r;
   }
+  // Accumulation divides each micro-batch's loss by k (analyzer/vocabulary/loss_kind.h): a
+  // mean loss's k micro-batches are then the whole batch, a sum's are 1/k of the whole batch's
+  // sum. A program with both kinds of term has no whole-batch gradient to compare against.
+  size_t sums = 0;
+  for (const LossTerm& term : program.loss_terms) sums += LossAveragesOverBatch(term.kind) ? 0 : 1;
+  if (sums > 0 && sums < program.loss_terms.size()) {
+    r.note =
+        "skipped: sum and mean loss terms together: k micro-batches of m are not one batch "
+        "of k*m";
+    return r;
+  }
   const ExecutorOptions eo = options.SeededExecutor();
   MEMPLAN_TRY(GradientRun split, RunGradients(graph, program, plan.bindings, k, m, backends, eo));
   MEMPLAN_TRY(GradientRun whole,
               RunGradients(graph, program, plan.bindings, 1, k * m, backends, eo));
+  if (sums > 0)
+    for (std::vector<float>& gradient : whole.gradients)
+      for (float& g : gradient) g /= static_cast<float>(k);
   r.checked = true;
   r.bound = SummationBound(program.precision, k * m);
   r.note = std::to_string(k) + " micro-batches of " + std::to_string(m) + " vs one batch of " +
-           std::to_string(k * m) + " (dropout off)";
+           std::to_string(k * m) + (sums > 0 ? " over k (a sum loss)" : "") + " (dropout off)";
   if (!split.deterministic) {
     // Each run also sums in its own order (see CheckRecomputeEquivalence).
     r.bound *= kNonDeterministicFactor;
@@ -390,6 +405,76 @@ Status RunTraining(const Graph& graph, const VerifyPlan& plan, const TrainingPro
   return OkStatus();
 }
 
+// The training run's loss and loss-scaler figures: whether every loss is finite, the scaler's
+// skips and growths, and whether the loss fell (a later step, after at least one applied update,
+// below the first).
+void RecordLossAndScaler(VerificationReport& report) {
+  for (size_t s = 0; s < report.steps.size(); ++s) {
+    const StepRecord& record = report.steps[s];
+    report.losses_finite = report.losses_finite && std::isfinite(record.loss);
+    const int step = static_cast<int>(s);
+    if (record.skipped) {
+      report.scaler_events.push_back(
+          {step, "overflow_skip", record.loss_scale, record.next_loss_scale});
+    } else if (record.next_loss_scale > record.loss_scale) {
+      report.scaler_events.push_back({step, "growth", record.loss_scale, record.next_loss_scale});
+    }
+  }
+  const StepRecord* first = report.steps.empty() ? nullptr : &report.steps.front();
+  bool applied = false;
+  for (size_t s = 0; s + 1 < report.steps.size(); ++s) {
+    applied = applied || !report.steps[s].skipped;
+    if (!applied) continue;
+    const bool lower = report.steps[s + 1].loss < first->loss;
+    report.loss_decreased = report.loss_decreased.value_or(false) || lower;
+  }
+}
+
+// The memory check of every rank measured and the equivalence checks the options ask for
+// (gradients, recompute, fused loss); returns whether the ranks' weights agreed (true without
+// --gpus).
+Expected<bool> RunEquivalenceChecks(const Graph& graph, const VerifyPlan& plan,
+                                    const TrainingProgram& program, const BackendFactory& backends,
+                                    const VerifyOptions& options,
+                                    std::optional<GradientRun> plan_first_gradients,
+                                    VerificationReport& report) {
+  const auto within = [&](const MemoryMeasurement& measured) {
+    return static_cast<double>(measured.peak_bytes) <=
+           static_cast<double>(report.predicted.peak_bytes) * (1.0 + options.tolerance);
+  };
+  report.memory_passed = within(report.measured);
+  bool ranks_passed = true;
+  if (report.ranks) {
+    for (const MemoryMeasurement& measured : report.ranks->measured)
+      report.memory_passed = report.memory_passed && within(measured);
+    ranks_passed = report.ranks->weights.passed;
+    // Recomputation is a property of the single-GPU program the ranks run a sharded copy of.
+    if (options.check_recompute_equivalence) {
+      MEMPLAN_TRY(const SingleGpuPlan single, SingleGpuPlanOf(graph, plan));
+      MEMPLAN_TRY(report.recompute, CheckRecomputeEquivalence(
+                                        {graph, single.program, single.plan, backends, options}));
+      report.recompute.note += " (on the single-GPU program)";
+    }
+  } else {
+    if (options.check_gradient_equivalence) {
+      MEMPLAN_TRY(report.gradient,
+                  CheckGradientEquivalence({graph, program, plan, backends, options}));
+    }
+    if (options.check_recompute_equivalence) {
+      MEMPLAN_TRY(report.recompute,
+                  CheckRecomputeEquivalence({graph, program, plan, backends, options},
+                                            std::move(plan_first_gradients)));
+    }
+  }
+  if (options.check_fused_loss_equivalence && plan.unfused_graph != nullptr) {
+    // Per-rank programs run the fused node as the single-GPU program does: compare that one.
+    MEMPLAN_TRY(const SingleGpuPlan single, SingleGpuPlanOf(graph, plan));
+    MEMPLAN_TRY(report.fused_loss,
+                CheckFusedLossEquivalence({graph, single.program, single.plan, backends, options}));
+  }
+  return ranks_passed;
+}
+
 }  // namespace
 
 Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const VerifyPlan& plan,
@@ -425,60 +510,10 @@ Expected<VerificationReport> VerifyPlanOnBackend(const Graph& graph, const Verif
         RunTraining(graph, plan, program, backends, options, report,
                     options.check_recompute_equivalence ? &plan_first_gradients : nullptr));
   }
-  for (size_t s = 0; s < report.steps.size(); ++s) {
-    const StepRecord& record = report.steps[s];
-    report.losses_finite = report.losses_finite && std::isfinite(record.loss);
-    const int step = static_cast<int>(s);
-    if (record.skipped) {
-      report.scaler_events.push_back(
-          {step, "overflow_skip", record.loss_scale, record.next_loss_scale});
-    } else if (record.next_loss_scale > record.loss_scale) {
-      report.scaler_events.push_back({step, "growth", record.loss_scale, record.next_loss_scale});
-    }
-  }
-  // The loss falls when a later step (after at least one applied update) is below the first.
-  const StepRecord* first = report.steps.empty() ? nullptr : &report.steps.front();
-  bool applied = false;
-  for (size_t s = 0; s + 1 < report.steps.size(); ++s) {
-    applied = applied || !report.steps[s].skipped;
-    if (!applied) continue;
-    const bool lower = report.steps[s + 1].loss < first->loss;
-    report.loss_decreased = report.loss_decreased.value_or(false) || lower;
-  }
-  const auto within = [&](const MemoryMeasurement& measured) {
-    return static_cast<double>(measured.peak_bytes) <=
-           static_cast<double>(report.predicted.peak_bytes) * (1.0 + options.tolerance);
-  };
-  report.memory_passed = within(report.measured);
-  bool ranks_passed = true;
-  if (report.ranks) {
-    for (const MemoryMeasurement& measured : report.ranks->measured)
-      report.memory_passed = report.memory_passed && within(measured);
-    ranks_passed = report.ranks->weights.passed;
-    // Recomputation is a property of the single-GPU program the ranks run a sharded copy of.
-    if (options.check_recompute_equivalence) {
-      MEMPLAN_TRY(const SingleGpuPlan single, SingleGpuPlanOf(graph, plan));
-      MEMPLAN_TRY(report.recompute, CheckRecomputeEquivalence(
-                                        {graph, single.program, single.plan, backends, options}));
-      report.recompute.note += " (on the single-GPU program)";
-    }
-  } else {
-    if (options.check_gradient_equivalence) {
-      MEMPLAN_TRY(report.gradient,
-                  CheckGradientEquivalence({graph, program, plan, backends, options}));
-    }
-    if (options.check_recompute_equivalence) {
-      MEMPLAN_TRY(report.recompute,
-                  CheckRecomputeEquivalence({graph, program, plan, backends, options},
-                                            std::move(plan_first_gradients)));
-    }
-  }
-  if (options.check_fused_loss_equivalence && plan.unfused_graph != nullptr) {
-    // Per-rank programs run the fused node as the single-GPU program does: compare that one.
-    MEMPLAN_TRY(const SingleGpuPlan single, SingleGpuPlanOf(graph, plan));
-    MEMPLAN_TRY(report.fused_loss,
-                CheckFusedLossEquivalence({graph, single.program, single.plan, backends, options}));
-  }
+  RecordLossAndScaler(report);
+  MEMPLAN_TRY(const bool ranks_passed,
+              RunEquivalenceChecks(graph, plan, program, backends, options,
+                                   std::move(plan_first_gradients), report));
   report.passed = report.memory_passed && report.gradient.passed && report.recompute.passed &&
                   report.fused_loss.passed && ranks_passed && report.losses_finite &&
                   report.loss_decreased.value_or(true);

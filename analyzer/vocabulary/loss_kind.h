@@ -24,6 +24,13 @@ MEMPLAN_VOCABULARY(LossKind, MEMPLAN_LOSS_KINDS, "loss");
 // logits torch's LM losses flatten to rows); dimension 1 of [N, C, d1, d2, ...] at rank 4 and
 // above, the per-pixel / per-voxel loss of segmentation models, as F.cross_entropy and ONNX
 // SoftmaxCrossEntropyLoss take it. Rank 1 has no batch: it is refused before this is asked.
+// Whether the loss is a mean over the batch's samples (cross entropy and mse reduce by mean, as
+// PyTorch's default reduction does) rather than a sum. Gradient accumulation divides every
+// micro-batch's loss by the number of micro-batches k (as the exported loops do, `loss / k`, and
+// DDP averages over ranks): for a mean that makes k micro-batches one batch of k times the
+// samples; for a sum it gives the mean of the micro-batches' sums, 1/k of the whole batch's sum.
+inline bool LossAveragesOverBatch(LossKind kind) { return kind != LossKind::kSum; }
+
 inline size_t CrossEntropyClassAxis(size_t logits_rank) { return logits_rank == 3 ? 2 : 1; }
 
 }  // namespace memplan
