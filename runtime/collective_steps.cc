@@ -87,17 +87,21 @@ Status CollectiveSteps::AllGather(const Step& step) {
 
 // Where reduced elements go: pieces of an input, each a whole tensor at `offset` in the input
 // whose shard this rank keeps in `shard`.
-struct ScatterPiece {
+struct CollectiveSteps::ScatterPiece {
   BufferId shard;
   int64_t offset = 0;
 };
 
-Status CollectiveSteps::Reduce(const Step& step, const std::vector<BufferId>& fresh) {
-  const std::vector<int64_t> members = Members(step.collective.group);
-  const double share = 1.0 / static_cast<double>(members.size());
-  // Per input: the shards it is scattered into; none: averaged in place.
-  std::vector<std::vector<ScatterPiece>> scatter(step.inputs.size());
-  bool paired_all = true;
+// Per input of a reduce step: the shards it is scattered into (none: averaged in place), and
+// whether the one input is ZeRO's reduce bucket rather than inputs paired with their shards.
+struct CollectiveSteps::ReduceScatter {
+  std::vector<std::vector<ScatterPiece>> pieces;
+  bool bucket = false;
+};
+
+Expected<CollectiveSteps::ReduceScatter> CollectiveSteps::ScatterOf(const Step& step) const {
+  ReduceScatter scatter;
+  scatter.pieces.resize(step.inputs.size());
   for (size_t i = 0; i < step.outputs.size(); ++i) {
     const Buffer& out = p_.buffer(step.outputs[i]);
     if (out.shard_of_elements == 0) continue;  // a staging buffer, or in place below
@@ -106,36 +110,40 @@ Status CollectiveSteps::Reduce(const Step& step, const std::vector<BufferId>& fr
         i < step.inputs.size() && out.shard_of_elements == buffers_.Get(step.inputs[i]).numel();
     if (in_place) continue;
     if (paired) {
-      scatter[i].push_back({step.outputs[i], 0});
+      scatter.pieces[i].push_back({step.outputs[i], 0});
     } else {
-      paired_all = false;
+      scatter.bucket = true;
     }
   }
-  if (!paired_all) {
-    // ZeRO's reduce bucket: one input holding the members back to back (kBucketCopy steps put
-    // them there), the outputs their shards in that order.
-    if (step.inputs.size() != 1)
-      return MakeError("collective '" + step.name +
-                       "' scatters into shards that match none of "
-                       "its inputs; the runtime cannot tell where their elements are");
-    scatter[0].clear();
-    int64_t offset = 0;
-    for (BufferId out : step.outputs) {
-      const Buffer& b = p_.buffer(out);
-      if (b.shard_of_elements == 0) continue;
-      scatter[0].push_back({out, offset});
-      offset += b.shard_of_elements;
-    }
-    if (offset > buffers_.Get(step.inputs[0]).numel())
-      return MakeError("collective '" + step.name + "' scatters more elements than '" +
-                       p_.buffer(step.inputs[0]).name + "' holds");
+  if (!scatter.bucket) return scatter;
+  // ZeRO's reduce bucket: one input holding the members back to back (kBucketCopy steps put
+  // them there), the outputs their shards in that order.
+  if (step.inputs.size() != 1)
+    return MakeError("collective '" + step.name +
+                     "' scatters into shards that match none of "
+                     "its inputs; the runtime cannot tell where their elements are");
+  scatter.pieces[0].clear();
+  int64_t offset = 0;
+  for (BufferId out : step.outputs) {
+    const Buffer& b = p_.buffer(out);
+    if (b.shard_of_elements == 0) continue;
+    scatter.pieces[0].push_back({out, offset});
+    offset += b.shard_of_elements;
   }
+  if (offset > buffers_.Get(step.inputs[0]).numel())
+    return MakeError("collective '" + step.name + "' scatters more elements than '" +
+                     p_.buffer(step.inputs[0]).name + "' holds");
+  return scatter;
+}
+
+Expected<RankGroup::Contribution> CollectiveSteps::ReduceContribution(
+    const Step& step, const ReduceScatter& scatter) {
   RankGroup::Contribution mine;
   for (BufferId in : step.inputs) {
-    if (!paired_all) {
+    if (scatter.bucket) {
       // The bucket: what the copies put there, up to the last member's end.
       std::vector<float> used = bucket_contents_[in.index()];
-      const ScatterPiece& last = scatter[0].back();
+      const ScatterPiece& last = scatter.pieces[0].back();
       used.resize(static_cast<size_t>(last.offset + p_.buffer(last.shard).shard_of_elements), 0.0f);
       mine.push_back(std::move(used));
       continue;
@@ -143,8 +151,38 @@ Status CollectiveSteps::Reduce(const Step& step, const std::vector<BufferId>& fr
     MEMPLAN_TRY(std::vector<float> values, backend_.Download(buffers_.Get(in)));
     mine.push_back(std::move(values));
   }
-  MEMPLAN_TRY(const RankGroup::Contributions* all, Exchange(std::move(mine)));
+  return mine;
+}
+
+Status CollectiveSteps::WriteShards(const std::vector<ScatterPiece>& pieces,
+                                    const std::vector<double>& mean,
+                                    const std::vector<BufferId>& fresh) {
   const int64_t position = shard_position();
+  for (const ScatterPiece& piece : pieces) {
+    const DeviceTensor& shard = buffers_.Get(piece.shard);
+    const ShardSlice slice =
+        SliceOfShard(p_.buffer(piece.shard).shard_of_elements, p_.shard_ranks, position);
+    std::vector<float> part(static_cast<size_t>(shard.numel()), 0.0f);
+    for (int64_t e = 0; e < slice.size; ++e)
+      part[static_cast<size_t>(e)] =
+          static_cast<float>(mean[static_cast<size_t>(piece.offset + slice.begin + e)]);
+    // A shard this step's Begin allocated is written; one that lived on (a gradient shard of
+    // an earlier micro-batch) accumulates.
+    if (std::find(fresh.begin(), fresh.end(), piece.shard) == fresh.end()) {
+      MEMPLAN_TRY(std::vector<float> before, backend_.Download(shard));
+      for (size_t e = 0; e < part.size(); ++e) part[e] += before[e];
+    }
+    MEMPLAN_RETURN_IF_ERROR(backend_.Upload(shard, part));
+  }
+  return OkStatus();
+}
+
+Status CollectiveSteps::Reduce(const Step& step, const std::vector<BufferId>& fresh) {
+  const std::vector<int64_t> members = Members(step.collective.group);
+  const double share = 1.0 / static_cast<double>(members.size());
+  MEMPLAN_TRY(const ReduceScatter scatter, ScatterOf(step));
+  MEMPLAN_TRY(RankGroup::Contribution mine, ReduceContribution(step, scatter));
+  MEMPLAN_TRY(const RankGroup::Contributions* all, Exchange(std::move(mine)));
   for (size_t i = 0; i < step.inputs.size(); ++i) {
     const std::vector<float>& own = (*all)[static_cast<size_t>(rank_)][i];
     std::vector<double> mean(own.size(), 0.0);
@@ -152,27 +190,12 @@ Status CollectiveSteps::Reduce(const Step& step, const std::vector<BufferId>& fr
       const std::vector<float>& theirs = (*all)[static_cast<size_t>(q)][i];
       for (size_t e = 0; e < mean.size(); ++e) mean[e] += theirs[e] * share;
     }
-    if (scatter[i].empty()) {
+    if (scatter.pieces[i].empty()) {
       MEMPLAN_RETURN_IF_ERROR(backend_.Upload(buffers_.Get(step.inputs[i]),
                                               std::vector<float>(mean.begin(), mean.end())));
       continue;
     }
-    for (const ScatterPiece& piece : scatter[i]) {
-      const DeviceTensor& shard = buffers_.Get(piece.shard);
-      const ShardSlice slice =
-          SliceOfShard(p_.buffer(piece.shard).shard_of_elements, p_.shard_ranks, position);
-      std::vector<float> part(static_cast<size_t>(shard.numel()), 0.0f);
-      for (int64_t e = 0; e < slice.size; ++e)
-        part[static_cast<size_t>(e)] =
-            static_cast<float>(mean[static_cast<size_t>(piece.offset + slice.begin + e)]);
-      // A shard this step's Begin allocated is written; one that lived on (a gradient shard of
-      // an earlier micro-batch) accumulates.
-      if (std::find(fresh.begin(), fresh.end(), piece.shard) == fresh.end()) {
-        MEMPLAN_TRY(std::vector<float> before, backend_.Download(shard));
-        for (size_t e = 0; e < part.size(); ++e) part[e] += before[e];
-      }
-      MEMPLAN_RETURN_IF_ERROR(backend_.Upload(shard, part));
-    }
+    MEMPLAN_RETURN_IF_ERROR(WriteShards(scatter.pieces[i], mean, fresh));
   }
   return group_.Done(rank_);
 }

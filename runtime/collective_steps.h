@@ -73,6 +73,15 @@ class CollectiveSteps {
   std::vector<int64_t> Members(CollectiveGroup group) const;
   Status AllGather(const Step& step);
   Status Reduce(const Step& step, const std::vector<BufferId>& fresh);
+  // Reduce in parts: where each input's reduced elements go, this rank's contribution (the
+  // inputs, or the bucket's used part), and the shards written (or accumulated) from the mean.
+  struct ScatterPiece;
+  struct ReduceScatter;
+  Expected<ReduceScatter> ScatterOf(const Step& step) const;
+  Expected<RankGroup::Contribution> ReduceContribution(const Step& step,
+                                                       const ReduceScatter& scatter);
+  Status WriteShards(const std::vector<ScatterPiece>& pieces, const std::vector<double>& mean,
+                     const std::vector<BufferId>& fresh);
   Expected<const RankGroup::Contributions*> Exchange(RankGroup::Contribution mine);
 
   const TrainingProgram& p_;

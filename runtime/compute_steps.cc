@@ -204,14 +204,8 @@ Status ComputeSteps::LossBackward(const Step& step, float grad_scale) {
   return OkStatus();
 }
 
-Status ComputeSteps::Backward(const Step& step) {
-  const Node& node = g_.node(step.node);
-  // A quantised frozen weight is dequantised again for backward (the program's cast).
-  MEMPLAN_RETURN_IF_ERROR(RunCasts(step));
-  const LogicalTime fwd = buffers_.forward_step(step.node);
-  MEMPLAN_CHECK(fwd >= 0);
-  const Step& forward = p_.step(fwd);
-  BackwardCall call = KernelCall<BackwardCall>(step, node);
+Status ComputeSteps::BindBackwardInputShapes(const Node& node, const Step& forward,
+                                             BackwardCall& call) {
   const size_t n_in = node.inputs.size();
   call.inputs.assign(n_in, DeviceTensor());
   call.outputs.assign(node.outputs.size(), DeviceTensor());
@@ -231,6 +225,11 @@ Status ComputeSteps::Backward(const Step& step) {
                                ? p_.buffer(forward.inputs[i]).dtype
                                : g_.value(u).dtype;
   }
+  return OkStatus();
+}
+
+Status ComputeSteps::BindSavedBuffers(const Step& step, const Node& node, BackwardCall& call) {
+  const size_t n_in = node.inputs.size();
   std::vector<BufferId> extras;
   for (BufferId b : step.saved) {
     if (p_.buffer(b).role == BufferRole::kSavedExtra) {
@@ -261,9 +260,15 @@ Status ComputeSteps::Backward(const Step& step) {
       return MakeError("saved buffer '" + p_.buffer(b).name + "' is no input or output of '" +
                        node.name + "'");
   }
+  call.extras = ExtrasOf(extras);
+  return OkStatus();
+}
+
+Status ComputeSteps::BindUnsavedParameters(const Node& node, const Step& forward,
+                                           BackwardCall& call) {
   // Parameters are persistent: a kernel may read one it did not save (MatMul's backward wants
   // both operands even when only the weight's gradient is needed), at no memory cost.
-  for (size_t i = 0; i < n_in; ++i) {
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
     ValueId u = node.inputs[i];
     if (call.inputs[i].defined() || !u.valid() || g_.value(u).kind != ValueKind::kParameter ||
         i >= forward.inputs.size() || !forward.inputs[i].valid() ||
@@ -271,15 +276,28 @@ Status ComputeSteps::Backward(const Step& step) {
       continue;
     MEMPLAN_TRY(call.inputs[i], buffers_.ValueThrough(u, forward.inputs[i]));
   }
-  call.extras = ExtrasOf(extras);
+  return OkStatus();
+}
+
+Status ComputeSteps::Backward(const Step& step) {
+  const Node& node = g_.node(step.node);
+  // A quantised frozen weight is dequantised again for backward (the program's cast).
+  MEMPLAN_RETURN_IF_ERROR(RunCasts(step));
+  const LogicalTime fwd = buffers_.forward_step(step.node);
+  MEMPLAN_CHECK(fwd >= 0);
+  const Step& forward = p_.step(fwd);
+  BackwardCall call = KernelCall<BackwardCall>(step, node);
+  MEMPLAN_RETURN_IF_ERROR(BindBackwardInputShapes(node, forward, call));
+  MEMPLAN_RETURN_IF_ERROR(BindSavedBuffers(step, node, call));
+  MEMPLAN_RETURN_IF_ERROR(BindUnsavedParameters(node, forward, call));
   call.grad_outputs.assign(node.outputs.size(), DeviceTensor());
   for (size_t j = 0; j < step.output_gradients.size() && j < node.outputs.size(); ++j) {
     if (!step.output_gradients[j].valid()) continue;
     MEMPLAN_TRY(call.grad_outputs[j],
                 buffers_.ValueThrough(node.outputs[j], step.output_gradients[j]));
   }
-  call.grad_inputs.assign(n_in, DeviceTensor());
-  call.accumulate.assign(n_in, false);
+  call.grad_inputs.assign(node.inputs.size(), DeviceTensor());
+  call.accumulate.assign(node.inputs.size(), false);
   for (const GradientWrite& w : step.input_gradients) {
     const auto slot = static_cast<size_t>(w.slot);
     MEMPLAN_TRY(call.grad_inputs[slot],

@@ -49,6 +49,12 @@ class ComputeSteps {
   Expected<DeviceTensor> InputTensor(const Node& node, size_t i, const std::vector<BufferId>& read);
   std::map<std::string, DeviceTensor> ExtrasOf(const std::vector<BufferId>& extras) const;
   Status RunCasts(const Step& step);
+  // Backward's call, in three parts: the inputs' shapes and dtypes as the forward step ran them
+  // (constants bound as values); the buffers the step saved, bound to the inputs and outputs they
+  // hold (saved extras to call.extras); the parameters the kernel reads without saving them.
+  Status BindBackwardInputShapes(const Node& node, const Step& forward, BackwardCall& call);
+  Status BindSavedBuffers(const Step& step, const Node& node, BackwardCall& call);
+  Status BindUnsavedParameters(const Node& node, const Step& forward, BackwardCall& call);
   // The output `term` reads, through buffer `b`.
   Expected<DeviceTensor> Prediction(const LossTerm& term, BufferId b) const;
   // The loss term whose kLoss or kLossBackward step `step` is.

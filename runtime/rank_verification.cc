@@ -204,6 +204,48 @@ EquivalenceResult CompareWeights(const TrainingProgram& p, const std::vector<Run
   return r;
 }
 
+// Runs the n ranks of `per_rank` in threads over one RankGroup, rank r on micro-batches r*k ..
+// r*k + k-1 of `data`; a rank's failure stops the others. The first rank's own failure is the
+// error, not a rank stopped by it.
+Expected<std::vector<RunResult>> RunRanks(const Graph& graph, const TrainingProgram& per_rank,
+                                          const Bindings& bindings, const SyntheticData& data,
+                                          int64_t m, int steps, const BackendFactory& backends,
+                                          const ExecutorOptions& eo) {
+  const int64_t n = per_rank.data_parallel_ranks;
+  const int64_t k = per_rank.accumulation_steps;
+  std::vector<std::unique_ptr<Backend>> rank_backends;
+  for (int64_t r = 0; r < n; ++r) {
+    MEMPLAN_TRY(std::unique_ptr<Backend> backend, backends());
+    rank_backends.push_back(std::move(backend));
+  }
+  RankGroup group(n);
+  std::vector<RunResult> runs(static_cast<size_t>(n));
+  std::vector<Status> status(static_cast<size_t>(n), OkStatus());
+  {
+    std::vector<std::thread> threads;
+    for (int64_t r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        ExecutorOptions mine = eo;
+        mine.rank_group = &group;
+        mine.rank = r;
+        const size_t i = static_cast<size_t>(r);
+        status[i] =
+            Run(graph, per_rank, bindings, data, m, r * k, steps, *rank_backends[i], mine, runs[i]);
+        if (!status[i].ok())
+          group.Abort("rank " + std::to_string(r) + ": " + status[i].error().message);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    const Status& s = status[static_cast<size_t>(r)];
+    if (!s.ok() && s.error().message.rfind("another rank stopped", 0) != 0)
+      return MakeError("rank " + std::to_string(r) + ": " + s.error().message);
+  }
+  for (const Status& s : status) MEMPLAN_RETURN_IF_ERROR(s);
+  return runs;
+}
+
 }  // namespace
 
 Status VerifyRanks(const Graph& graph, const VerifyPlan& plan, const TrainingProgram& per_rank,
@@ -237,37 +279,8 @@ Status VerifyRanks(const Graph& graph, const VerifyPlan& plan, const TrainingPro
         Run(graph, reference_program, bindings, data, m, 0, 1, *backend, eo, reference));
   }
 
-  std::vector<std::unique_ptr<Backend>> rank_backends;
-  for (int64_t r = 0; r < n; ++r) {
-    MEMPLAN_TRY(std::unique_ptr<Backend> backend, backends());
-    rank_backends.push_back(std::move(backend));
-  }
-  RankGroup group(n);
-  std::vector<RunResult> runs(static_cast<size_t>(n));
-  std::vector<Status> status(static_cast<size_t>(n), OkStatus());
-  {
-    std::vector<std::thread> threads;
-    for (int64_t r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] {
-        ExecutorOptions mine = eo;
-        mine.rank_group = &group;
-        mine.rank = r;
-        const size_t i = static_cast<size_t>(r);
-        status[i] = Run(graph, per_rank, bindings, data, m, r * k, options.steps, *rank_backends[i],
-                        mine, runs[i]);
-        if (!status[i].ok())
-          group.Abort("rank " + std::to_string(r) + ": " + status[i].error().message);
-      });
-    }
-    for (std::thread& t : threads) t.join();
-  }
-  // The first rank's own failure, not a rank stopped by it.
-  for (int64_t r = 0; r < n; ++r) {
-    const Status& s = status[static_cast<size_t>(r)];
-    if (!s.ok() && s.error().message.rfind("another rank stopped", 0) != 0)
-      return MakeError("rank " + std::to_string(r) + ": " + s.error().message);
-  }
-  for (const Status& s : status) MEMPLAN_RETURN_IF_ERROR(s);
+  MEMPLAN_TRY(std::vector<RunResult> runs,
+              RunRanks(graph, per_rank, bindings, data, m, options.steps, backends, eo));
 
   RankCheck check;
   check.strategy = per_rank.data_parallel_strategy;

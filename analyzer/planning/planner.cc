@@ -652,116 +652,98 @@ Expected<FixedMicroBatchFit> FitProbe::At(int64_t micro_batch) {
   return fit;
 }
 
-Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& options) {
-  TrainingPlan plan;
-  plan.micro_batch_fixed = options.micro_batch.has_value();
-  MEMPLAN_TRY(PlanLimits limits, PlanLimitsOf(options));
-  plan.budget_bytes = limits.budget_bytes;
-  plan.headroom_bytes = limits.headroom_bytes;
-  const int64_t ranks = limits.ranks;
-  const std::optional<int64_t> rank_batch = limits.rank_batch;
+namespace {
 
-  MEMPLAN_TRY(std::unique_ptr<CandidateEvaluator> evaluator_owner, EvaluatorFor(graph, options));
-  CandidateEvaluator& evaluator = *evaluator_owner;
-  const bool has_batch = evaluator.program().batch_symbol.has_value();
-
-  const int64_t budget = plan.budget_bytes;
-  // k matters for memory only through k > 1 (the persistent gradients exist during the second
-  // micro-batch's forward), so the fit test uses the k the plan would have.
-  const int64_t fit_k = rank_batch ? 2 : 1;
-  auto k_at = [&rank_batch, fit_k](int64_t m) {
-    const int64_t k = rank_batch ? std::max<int64_t>(1, CeilDiv(*rank_batch, m)) : 1;
-    return std::min(k, fit_k);
-  };
-  // The peak on a device of `limit` bytes: the headroom search asks at budget - headroom, so a
-  // plan that fits only by releasing cached segments is judged by the device it must fit in,
-  // as its fit tests (fits_at) are.
-  // Every micro-batch tried is checked against the graph's shapes first (graph/
-  // bound_shape_check.h): one at which a Reshape or an Expand no longer holds is bad input naming
-  // the node, never a fit, a candidate or the plan. A --tp slice is checked only through the
-  // caller's snapshot of the whole model.
-  std::shared_ptr<MicroBatchShapeCheck> shapes = options.micro_batch_shapes;
-  if (!shapes && has_batch && !options.tensor_parallel.enabled())
-    shapes = std::make_shared<MicroBatchShapeCheck>(graph, options.bindings);
-  const bool searched = !options.micro_batch.has_value();
-  // The micro-batches tried are screened (MicroBatchShapeCheck); the plan's own is propagated.
-  auto shapes_hold = [&shapes, searched, has_batch](int64_t m, bool exact = false) -> Status {
-    return shapes && has_batch ? shapes->At(m, searched, exact) : OkStatus();
-  };
-  auto peak_at = [&](int64_t m, int64_t limit) -> Expected<int64_t> {
-    MEMPLAN_RETURN_IF_ERROR(shapes_hold(m));
-    MEMPLAN_TRY(PlanCandidate c, evaluator.Evaluate(m, k_at(m), limit, /*with_time=*/false));
-    return c.peak_bytes;
-  };
-  auto live_peak_at = [&](int64_t m) -> Expected<int64_t> {
-    MEMPLAN_RETURN_IF_ERROR(shapes_hold(m));
-    return evaluator.LivePeakAt(m, k_at(m));
-  };
-  auto fits_at = [&](int64_t m, int64_t limit) -> Expected<bool> {
-    MEMPLAN_RETURN_IF_ERROR(shapes_hold(m));
-    return evaluator.FitsAt(m, k_at(m), limit);
-  };
-
-  int64_t largest = 1;
-  int64_t recommended = 1;
-  if (options.micro_batch) {
-    largest = *options.micro_batch;
-    recommended = largest;
-  } else if (has_batch) {
-    MEMPLAN_TRY(largest,
-                LargestFitting(options.max_micro_batch, budget, peak_at, live_peak_at, fits_at));
-    recommended = largest;
-    if (plan.headroom_bytes > 0 && largest > 0) {
-      MEMPLAN_TRY(recommended, LargestFitting(largest, budget - plan.headroom_bytes, peak_at,
-                                              live_peak_at, fits_at));
-      recommended = std::max<int64_t>(recommended, 1);
-      // With the k the fit test used (k > 1 under a global batch keeps the gradients live
-      // during the next micro-batch), so the share printed beside m is the peak that decided it.
-      MEMPLAN_TRY(PlanCandidate at_max,
-                  evaluator.Evaluate(largest, k_at(largest), budget, /*with_time=*/false));
-      plan.largest_fitting_peak_bytes = at_max.peak_bytes;
-    }
-    plan.micro_batch_capped = largest == options.max_micro_batch;
+// PlanTraining's search over one derived program, in named stages: the largest micro-batch that
+// fits (and the largest under the headroom), m at the throughput knee, m and k under a global
+// batch, the chosen candidate, the candidates table, the chosen plan simulated in full.
+class MicroBatchSearch {
+ public:
+  MicroBatchSearch(const Graph& graph, const PlannerOptions& options, const PlanLimits& limits,
+                   CandidateEvaluator& evaluator)
+      : options_(options),
+        limits_(limits),
+        evaluator_(evaluator),
+        has_batch_(evaluator.program().batch_symbol.has_value()),
+        searched_(!options.micro_batch.has_value()) {
+    // Every micro-batch tried is checked against the graph's shapes first (graph/
+    // bound_shape_check.h): one at which a Reshape or an Expand no longer holds is bad input
+    // naming the node, never a fit, a candidate or the plan. A --tp slice is checked only
+    // through the caller's snapshot of the whole model.
+    shapes_ = options.micro_batch_shapes;
+    if (!shapes_ && has_batch_ && !options.tensor_parallel.enabled())
+      shapes_ = std::make_shared<MicroBatchShapeCheck>(graph, options.bindings);
   }
-  plan.largest_fitting_micro_batch = largest;
-  plan.largest_within_headroom = largest == 0 ? 0 : recommended;
 
-  if (largest == 0) {
-    // Nothing fits: report m = 1 and what would be needed.
-    MEMPLAN_TRY(PlanCandidate one, evaluator.Evaluate(1, 1, budget));
+  bool has_batch() const { return has_batch_; }
+
+  // The largest micro-batch that fits the budget and the largest under the headroom (the pinned
+  // one when the options pin it); 0 when not even m = 1 fits.
+  Status SearchLargest(TrainingPlan& plan, int64_t& largest, int64_t& recommended) {
+    const int64_t budget = plan.budget_bytes;
+    auto peak_at = [this](int64_t m, int64_t limit) { return PeakAt(m, limit); };
+    auto live_peak_at = [this](int64_t m) { return LivePeakAt(m); };
+    auto fits_at = [this](int64_t m, int64_t limit) { return FitsAt(m, limit); };
+    largest = 1;
+    recommended = 1;
+    if (options_.micro_batch) {
+      largest = *options_.micro_batch;
+      recommended = largest;
+    } else if (has_batch_) {
+      MEMPLAN_TRY(largest,
+                  LargestFitting(options_.max_micro_batch, budget, peak_at, live_peak_at, fits_at));
+      recommended = largest;
+      if (plan.headroom_bytes > 0 && largest > 0) {
+        MEMPLAN_TRY(recommended, LargestFitting(largest, budget - plan.headroom_bytes, peak_at,
+                                                live_peak_at, fits_at));
+        recommended = std::max<int64_t>(recommended, 1);
+        // With the k the fit test used (k > 1 under a global batch keeps the gradients live
+        // during the next micro-batch), so the share printed beside m is the peak that decided
+        // it.
+        MEMPLAN_TRY(PlanCandidate at_max,
+                    evaluator_.Evaluate(largest, KAt(largest), budget, /*with_time=*/false));
+        plan.largest_fitting_peak_bytes = at_max.peak_bytes;
+      }
+      plan.micro_batch_capped = largest == options_.max_micro_batch;
+    }
+    plan.largest_fitting_micro_batch = largest;
+    plan.largest_within_headroom = largest == 0 ? 0 : recommended;
+    return OkStatus();
+  }
+
+  // Nothing fits: the plan reports m = 1 and what would be needed.
+  Status NothingFits(TrainingPlan& plan) {
+    MEMPLAN_TRY(PlanCandidate one, evaluator_.Evaluate(1, 1, plan.budget_bytes));
     SimulationOptions sim;
-    MEMPLAN_TRY(SimulationResult at_one, evaluator.SimulateAt(1, sim, options.allocator));
+    MEMPLAN_TRY(SimulationResult at_one, evaluator_.SimulateAt(1, sim, options_.allocator));
     plan.feasible = false;
     plan.chosen = one;
-    plan.infeasible = ExplainInfeasible(at_one, one.peak_bytes, options);
+    plan.infeasible = ExplainInfeasible(at_one, one.peak_bytes, options_);
     plan.candidates = {one};
-    plan.bindings = evaluator.BindingsFor(1);
-    MEMPLAN_TRY(plan.time, evaluator.EstimateTime(1, 1, at_one.buffer_bytes));
+    plan.bindings = evaluator_.BindingsFor(1);
+    MEMPLAN_TRY(plan.time, evaluator_.EstimateTime(1, 1, at_one.buffer_bytes));
     plan.simulation = std::move(at_one);
-    plan.program = evaluator.TakeProgram();
-    return plan;
+    plan.program = evaluator_.TakeProgram();
+    return OkStatus();
   }
 
-  // Choose m and k under the headroom: from here on `largest` is the recommended limit.
-  largest = recommended;
-  int64_t m = largest;
-  int64_t k = 1;
-  if (!rank_batch && !options.micro_batch && has_batch && options.knee_tolerance > 0) {
-    // The throughput knee: the powers of two below the largest and the largest itself, each
-    // timed at k = 1; the smallest within the tolerance of the best of them.
+  // The throughput knee: the powers of two below `largest` and `largest` itself, each timed at
+  // k = 1; the smallest within the tolerance of the best of them.
+  Expected<int64_t> KneeMicroBatch(TrainingPlan& plan, int64_t largest) {
     std::vector<int64_t> compared;
     for (int64_t p = 1; p < largest; p *= 2) compared.push_back(p);
     compared.push_back(largest);
     std::vector<double> rates;
     for (int64_t cm : compared) {
-      MEMPLAN_RETURN_IF_ERROR(shapes_hold(cm));
-      MEMPLAN_TRY(PlanCandidate c, evaluator.Evaluate(cm, 1, budget));
+      MEMPLAN_RETURN_IF_ERROR(ShapesHold(cm));
+      MEMPLAN_TRY(PlanCandidate c, evaluator_.Evaluate(cm, 1, plan.budget_bytes));
       rates.push_back(c.samples_per_second);
     }
     const size_t best =
         static_cast<size_t>(std::max_element(rates.begin(), rates.end()) - rates.begin());
+    int64_t m = largest;
     for (size_t i = 0; i < compared.size(); ++i) {
-      if (rates[i] >= (1.0 - options.knee_tolerance) * rates[best]) {
+      if (rates[i] >= (1.0 - options_.knee_tolerance) * rates[best]) {
         m = compared[i];
         break;
       }
@@ -771,20 +753,24 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
       plan.knee_best_micro_batch = compared[best];
       plan.knee_best_samples_per_second = rates[best];
     }
+    return m;
   }
-  if (rank_batch) {
-    const int64_t g = *rank_batch;
+
+  // Under a requested global batch G (per rank g): m and k with m * k = g where a divisor of g
+  // close enough to `largest` allows it, else k = ceil(g / m).
+  void SplitGlobalBatch(TrainingPlan& plan, int64_t largest, int64_t& m, int64_t& k) const {
+    const int64_t g = *limits_.rank_batch;
     plan.global_batch_requested = true;
-    plan.requested_global_batch = g * ranks;
-    if (options.micro_batch) {
-      m = *options.micro_batch;
+    plan.requested_global_batch = g * limits_.ranks;
+    if (options_.micro_batch) {
+      m = *options_.micro_batch;
       k = CeilDiv(g, m);
     } else if (g <= largest) {
       m = g;
     } else {
       int64_t divisor = LargestDivisorAtMost(g, largest);
       if (static_cast<double>(divisor) >=
-          options.min_divisor_fraction * static_cast<double>(largest)) {
+          options_.min_divisor_fraction * static_cast<double>(largest)) {
         m = divisor;
         k = g / divisor;
       } else {
@@ -795,32 +781,32 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
     plan.global_batch_exact = m * k == g;  // per rank: m * k * N == G exactly
   }
 
-  // A micro-batch chosen under the headroom is reported on the device it was judged on (budget -
-  // headroom): where it fits only because PyTorch releases cached segments before failing, what
-  // it reserves there is the replay at that capacity, so the headroom stays free.
-  auto evaluate_kept = [&](int64_t cm, int64_t ck) -> Expected<PlanCandidate> {
-    if (!options.micro_batch && plan.headroom_bytes > 0) {
-      MEMPLAN_TRY(PlanCandidate within, evaluator.Evaluate(cm, ck, budget - plan.headroom_bytes));
-      if (within.fits) return within;
+  // The chosen candidate; a pinned m that does not fit is still reported (exit 1 in the CLI)
+  // with what would fit.
+  Status EvaluateChosen(TrainingPlan& plan, int64_t m, int64_t k) {
+    MEMPLAN_RETURN_IF_ERROR(ShapesHold(m, /*exact=*/true));
+    MEMPLAN_TRY(plan.chosen, EvaluateKept(plan, m, k));
+    plan.feasible = plan.chosen.fits;
+    if (!plan.feasible && options_.micro_batch) {
+      SimulationOptions sim;
+      MEMPLAN_TRY(SimulationResult at_one, evaluator_.SimulateAt(1, sim, options_.allocator));
+      int64_t peak_one =
+          FitsReservedBytes(options_.allocator) ? at_one.peak_reserved_bytes : at_one.peak_bytes;
+      if (peak_one > plan.budget_bytes)
+        plan.infeasible = ExplainInfeasible(at_one, peak_one, options_);
     }
-    return evaluator.Evaluate(cm, ck, budget);
-  };
-  MEMPLAN_RETURN_IF_ERROR(shapes_hold(m, /*exact=*/true));
-  MEMPLAN_TRY(plan.chosen, evaluate_kept(m, k));
-  plan.feasible = plan.chosen.fits;
-  if (!plan.feasible && options.micro_batch) {
-    // A fixed m that does not fit: still report it (exit 1 in the CLI) with what would fit.
-    SimulationOptions sim;
-    MEMPLAN_TRY(SimulationResult at_one, evaluator.SimulateAt(1, sim, options.allocator));
-    int64_t peak_one =
-        FitsReservedBytes(options.allocator) ? at_one.peak_reserved_bytes : at_one.peak_bytes;
-    if (peak_one > budget) plan.infeasible = ExplainInfeasible(at_one, peak_one, options);
+    return OkStatus();
   }
 
-  // The candidates table.
-  if (has_batch) {
+  // The candidates table around the chosen m.
+  Status FillCandidates(TrainingPlan& plan, int64_t m, int64_t largest) {
+    if (!has_batch_) {
+      plan.candidates.push_back(plan.chosen);
+      return OkStatus();
+    }
+    const std::optional<int64_t>& rank_batch = limits_.rank_batch;
     for (int64_t cm :
-         CandidateMicroBatches(m, options.micro_batch ? 0 : largest, options.max_candidates)) {
+         CandidateMicroBatches(m, options_.micro_batch ? 0 : largest, options_.max_candidates)) {
       int64_t ck = rank_batch ? CeilDiv(*rank_batch, cm) : 1;
       if (cm == m) {
         plan.candidates.push_back(plan.chosen);
@@ -828,29 +814,110 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
       }
       // With a requested G, candidates that overshoot it are not comparable per sample.
       if (rank_batch && cm * ck != *rank_batch && cm <= largest) continue;
-      // A searched row is a micro-batch the search offers: one the shapes refuse is an error, as
-      // the choice would be. Beside a pinned micro-batch the rows are only for comparison, and
-      // one at which the shapes do not hold is left out of the table.
-      if (Status held = shapes_hold(cm); !held.ok()) {
-        if (searched) return held.error();
+      // A searched row is a micro-batch the search offers: one the shapes refuse is an error,
+      // as the choice would be. Beside a pinned micro-batch the rows are only for comparison,
+      // and one at which the shapes do not hold is left out of the table.
+      if (Status held = ShapesHold(cm); !held.ok()) {
+        if (searched_) return held.error();
         continue;
       }
-      MEMPLAN_TRY(PlanCandidate c, evaluate_kept(cm, ck));
+      MEMPLAN_TRY(PlanCandidate c, EvaluateKept(plan, cm, ck));
       plan.candidates.push_back(c);
     }
-  } else {
-    plan.candidates.push_back(plan.chosen);
+    return OkStatus();
   }
 
   // The chosen plan in full: its timeline under the planner's model (the exact lower bound is
   // the candidate's exact_peak_bytes).
-  plan.bindings = evaluator.BindingsFor(m);
-  SimulationOptions sim;
-  sim.accumulation_steps = k;
-  MEMPLAN_TRY(plan.simulation, evaluator.SimulateAt(m, sim, options.allocator));
-  MEMPLAN_TRY(plan.time, evaluator.EstimateTime(m, k, plan.simulation.buffer_bytes));
-  plan.program = evaluator.TakeProgram();
-  plan.program.accumulation_steps = k;
+  Status SimulateChosen(TrainingPlan& plan, int64_t m, int64_t k) {
+    plan.bindings = evaluator_.BindingsFor(m);
+    SimulationOptions sim;
+    sim.accumulation_steps = k;
+    MEMPLAN_TRY(plan.simulation, evaluator_.SimulateAt(m, sim, options_.allocator));
+    MEMPLAN_TRY(plan.time, evaluator_.EstimateTime(m, k, plan.simulation.buffer_bytes));
+    plan.program = evaluator_.TakeProgram();
+    plan.program.accumulation_steps = k;
+    return OkStatus();
+  }
+
+ private:
+  // k matters for memory only through k > 1 (the persistent gradients exist during the second
+  // micro-batch's forward), so the fit test uses the k the plan would have.
+  int64_t KAt(int64_t m) const {
+    const std::optional<int64_t>& rank_batch = limits_.rank_batch;
+    const int64_t fit_k = rank_batch ? 2 : 1;
+    const int64_t k = rank_batch ? std::max<int64_t>(1, CeilDiv(*rank_batch, m)) : 1;
+    return std::min(k, fit_k);
+  }
+  // The micro-batches tried are screened (MicroBatchShapeCheck); the plan's own is propagated.
+  Status ShapesHold(int64_t m, bool exact = false) {
+    return shapes_ && has_batch_ ? shapes_->At(m, searched_, exact) : OkStatus();
+  }
+  // The peak on a device of `limit` bytes: the headroom search asks at budget - headroom, so a
+  // plan that fits only by releasing cached segments is judged by the device it must fit in, as
+  // its fit tests (FitsAt) are.
+  Expected<int64_t> PeakAt(int64_t m, int64_t limit) {
+    MEMPLAN_RETURN_IF_ERROR(ShapesHold(m));
+    MEMPLAN_TRY(PlanCandidate c, evaluator_.Evaluate(m, KAt(m), limit, /*with_time=*/false));
+    return c.peak_bytes;
+  }
+  Expected<int64_t> LivePeakAt(int64_t m) {
+    MEMPLAN_RETURN_IF_ERROR(ShapesHold(m));
+    return evaluator_.LivePeakAt(m, KAt(m));
+  }
+  Expected<bool> FitsAt(int64_t m, int64_t limit) {
+    MEMPLAN_RETURN_IF_ERROR(ShapesHold(m));
+    return evaluator_.FitsAt(m, KAt(m), limit);
+  }
+  // A micro-batch chosen under the headroom is reported on the device it was judged on (budget -
+  // headroom): where it fits only because PyTorch releases cached segments before failing, what
+  // it reserves there is the replay at that capacity, so the headroom stays free.
+  Expected<PlanCandidate> EvaluateKept(const TrainingPlan& plan, int64_t cm, int64_t ck) {
+    if (!options_.micro_batch && plan.headroom_bytes > 0) {
+      MEMPLAN_TRY(PlanCandidate within,
+                  evaluator_.Evaluate(cm, ck, plan.budget_bytes - plan.headroom_bytes));
+      if (within.fits) return within;
+    }
+    return evaluator_.Evaluate(cm, ck, plan.budget_bytes);
+  }
+
+  const PlannerOptions& options_;
+  const PlanLimits& limits_;
+  CandidateEvaluator& evaluator_;
+  const bool has_batch_;
+  const bool searched_;
+  std::shared_ptr<MicroBatchShapeCheck> shapes_;
+};
+
+}  // namespace
+
+Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& options) {
+  TrainingPlan plan;
+  plan.micro_batch_fixed = options.micro_batch.has_value();
+  MEMPLAN_TRY(const PlanLimits limits, PlanLimitsOf(options));
+  plan.budget_bytes = limits.budget_bytes;
+  plan.headroom_bytes = limits.headroom_bytes;
+  MEMPLAN_TRY(std::unique_ptr<CandidateEvaluator> evaluator, EvaluatorFor(graph, options));
+  MicroBatchSearch search(graph, options, limits, *evaluator);
+
+  int64_t largest = 1, recommended = 1;
+  MEMPLAN_RETURN_IF_ERROR(search.SearchLargest(plan, largest, recommended));
+  if (largest == 0) {
+    MEMPLAN_RETURN_IF_ERROR(search.NothingFits(plan));
+    return plan;
+  }
+  // Choose m and k under the headroom: from here on `largest` is the recommended limit.
+  largest = recommended;
+  int64_t m = largest;
+  int64_t k = 1;
+  if (!limits.rank_batch && !options.micro_batch && search.has_batch() &&
+      options.knee_tolerance > 0) {
+    MEMPLAN_TRY(m, search.KneeMicroBatch(plan, largest));
+  }
+  if (limits.rank_batch) search.SplitGlobalBatch(plan, largest, m, k);
+  MEMPLAN_RETURN_IF_ERROR(search.EvaluateChosen(plan, m, k));
+  MEMPLAN_RETURN_IF_ERROR(search.FillCandidates(plan, m, largest));
+  MEMPLAN_RETURN_IF_ERROR(search.SimulateChosen(plan, m, k));
   return plan;
 }
 

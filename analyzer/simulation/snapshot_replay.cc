@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -29,87 +30,110 @@ class Replayer {
     MEMPLAN_RETURN_IF_ERROR(AllocatePreexisting());
     result_.model_start_reserved = ModelReserved();
     result_.model_peak_reserved = result_.model_start_reserved;
-    int64_t snapshot_reserved = result_.snapshot_start_reserved;
-    result_.snapshot_peak_reserved = snapshot_reserved;
+    snapshot_reserved_ = result_.snapshot_start_reserved;
+    result_.snapshot_peak_reserved = snapshot_reserved_;
     const auto& events = snapshot_.events;
-    int64_t pending_segments = 0;  // segment_alloc bytes since the last alloc
-    int64_t run_start = -1;        // the current run of segment_free events
-    int64_t run_snapshot = 0, run_model = 0;
     for (size_t i = 0; i < events.size(); ++i) {
-      const SnapshotEvent& e = events[i];
       const auto index = static_cast<int64_t>(i);
-      if (e.action != SnapshotAction::kSegmentFree && run_start >= 0) {
-        CompareRun(run_start, run_snapshot, run_model);
-        run_start = -1;
-      }
-      switch (e.action) {
-        case SnapshotAction::kSegmentAlloc:
-          pending_segments += e.size;
-          snapshot_reserved += e.size;
-          ++result_.snapshot_segments_made;
-          break;
-        case SnapshotAction::kSegmentFree:
-          if (run_start < 0) {
-            run_start = index;
-            run_snapshot = 0;
-            run_model = 0;
-            for (auto& [stream, model] : models_) run_model += model->ReleaseCachedSegments();
-          }
-          run_snapshot += e.size;
-          snapshot_reserved -= e.size;
-          if (snapshot_reserved < 0)
-            return MakeError("events[" + std::to_string(i) +
-                             "]: segment_free of more bytes than the trace holds reserved");
-          break;
-        case SnapshotAction::kAlloc: {
-          if (live_.count(e.address) != 0)
-            return MakeError("events[" + std::to_string(i) + "]: alloc at an address (" +
-                             std::to_string(e.address) + ") that is already allocated");
-          CachingAllocator& model = ModelOf(e.stream);
-          const int64_t before = model.reserved_bytes();
-          const int64_t segments_before = model.num_segments();
-          Allocate(model, e.address, e.size, e.stream);
-          const int64_t made = model.reserved_bytes() - before;
-          result_.model_segments_made += model.num_segments() - segments_before;
-          ++result_.allocations;
-          if (made != pending_segments)
-            Diverged(index, e, /*snapshot_bytes=*/pending_segments, /*model_bytes=*/made);
-          pending_segments = 0;
-          break;
-        }
-        case SnapshotAction::kFreeCompleted: {
-          auto it = live_.find(e.address);
-          if (it == live_.end())
-            return MakeError("events[" + std::to_string(i) + "]: free_completed at an address (" +
-                             std::to_string(e.address) + ") that is not allocated");
-          ModelOf(it->second.stream).Free(it->second.handle);
-          live_requested_ -= it->second.size;
-          live_.erase(it);
-          ++result_.frees;
-          break;
-        }
-        case SnapshotAction::kOom:
-          result_.ooms.push_back(ReplayOom{index, e.size, e.stream, snapshot_reserved, e.frames});
-          break;
-        case SnapshotAction::kSegmentMap:
-        case SnapshotAction::kSegmentUnmap:
-          return MakeError("events[" + std::to_string(i) +
-                           "]: segment_map/unmap (expandable_segments:True): the replay models "
-                           "the default caching allocator only");
-        case SnapshotAction::kFreeRequested:
-        case SnapshotAction::kSnapshot:
-          break;
-      }
-      if (snapshot_reserved > result_.snapshot_peak_reserved) {
-        result_.snapshot_peak_reserved = snapshot_reserved;
+      MEMPLAN_RETURN_IF_ERROR(Apply(index, events[i]));
+      if (snapshot_reserved_ > result_.snapshot_peak_reserved) {
+        result_.snapshot_peak_reserved = snapshot_reserved_;
         result_.event_of_snapshot_peak = index;
       }
       result_.model_peak_reserved = std::max(result_.model_peak_reserved, ModelReserved());
       result_.model_peak_allocated = std::max(result_.model_peak_allocated, ModelAllocated());
       result_.peak_requested = std::max(result_.peak_requested, live_requested_);
     }
-    if (run_start >= 0) CompareRun(run_start, run_snapshot, run_model);
-    result_.snapshot_end_reserved = snapshot_reserved;
+    if (run_start_ >= 0) CompareRun(run_start_, run_snapshot_, run_model_);
+    RecordEndState();
+    return std::move(result_);
+  }
+
+ private:
+  // One event of the trace: the snapshot's own reserved bytes follow its segment events, the
+  // model's follow the allocations and frees.
+  Status Apply(int64_t index, const SnapshotEvent& e) {
+    const std::string at = "events[" + std::to_string(index) + "]: ";
+    if (e.action != SnapshotAction::kSegmentFree && run_start_ >= 0) {
+      CompareRun(run_start_, run_snapshot_, run_model_);
+      run_start_ = -1;
+    }
+    switch (e.action) {
+      case SnapshotAction::kSegmentAlloc:
+        pending_segments_ += e.size;
+        snapshot_reserved_ += e.size;
+        ++result_.snapshot_segments_made;
+        return OkStatus();
+      case SnapshotAction::kSegmentFree:
+        return SegmentFreed(index, e, at);
+      case SnapshotAction::kAlloc:
+        return Allocated(index, e, at);
+      case SnapshotAction::kFreeCompleted: {
+        auto it = live_.find(e.address);
+        if (it == live_.end())
+          return MakeError(at + "free_completed at an address (" + std::to_string(e.address) +
+                           ") that is not allocated");
+        ModelOf(it->second.stream).Free(it->second.handle);
+        live_requested_ -= it->second.size;
+        live_.erase(it);
+        ++result_.frees;
+        return OkStatus();
+      }
+      case SnapshotAction::kOom:
+        result_.ooms.push_back(ReplayOom{index, e.size, e.stream, snapshot_reserved_, e.frames});
+        return OkStatus();
+      case SnapshotAction::kSegmentMap:
+      case SnapshotAction::kSegmentUnmap:
+        return MakeError(at +
+                         "segment_map/unmap (expandable_segments:True): the replay models "
+                         "the default caching allocator only");
+      case SnapshotAction::kFreeRequested:
+      case SnapshotAction::kSnapshot:
+        return OkStatus();
+    }
+    return OkStatus();
+  }
+
+  // A run of segment_free events is PyTorch releasing its cached segments (an OOM's retry,
+  // empty_cache): the model releases its own at the run's first event and the run's bytes are
+  // compared when it ends.
+  Status SegmentFreed(int64_t index, const SnapshotEvent& e, const std::string& at) {
+    if (run_start_ < 0) {
+      run_start_ = index;
+      run_snapshot_ = 0;
+      run_model_ = 0;
+      for (auto& [stream, model] : models_) run_model_ += model->ReleaseCachedSegments();
+    }
+    run_snapshot_ += e.size;
+    snapshot_reserved_ -= e.size;
+    if (snapshot_reserved_ < 0)
+      return MakeError(at + "segment_free of more bytes than the trace holds reserved");
+    return OkStatus();
+  }
+
+  // An allocation: the segments the model makes for it against the segment_alloc events that
+  // came before it in the trace.
+  Status Allocated(int64_t index, const SnapshotEvent& e, const std::string& at) {
+    if (live_.count(e.address) != 0)
+      return MakeError(at + "alloc at an address (" + std::to_string(e.address) +
+                       ") that is already allocated");
+    CachingAllocator& model = ModelOf(e.stream);
+    const int64_t before = model.reserved_bytes();
+    const int64_t segments_before = model.num_segments();
+    Allocate(model, e.address, e.size, e.stream);
+    const int64_t made = model.reserved_bytes() - before;
+    result_.model_segments_made += model.num_segments() - segments_before;
+    ++result_.allocations;
+    if (made != pending_segments_)
+      Diverged(index, e, /*snapshot_bytes=*/pending_segments_, /*model_bytes=*/made);
+    pending_segments_ = 0;
+    return OkStatus();
+  }
+
+  // The segment layouts at the end: the snapshot's final segments by address, the model's by
+  // stream.
+  void RecordEndState() {
+    result_.snapshot_end_reserved = snapshot_reserved_;
     result_.model_end_reserved = ModelReserved();
     std::vector<std::pair<int64_t, int64_t>> final_segments;
     for (const SnapshotSegment& s : snapshot_.segments)
@@ -120,10 +144,8 @@ class Replayer {
     for (const auto& [stream, model] : models_)
       for (int64_t size : model->SegmentSizes()) result_.model_end_segments.push_back(size);
     result_.streams = static_cast<int64_t>(models_.size());
-    return std::move(result_);
   }
 
- private:
   // The reserved bytes when the trace began: the final segments, less the ones the trace made,
   // plus the ones it released.
   Status StartingReserved() {
@@ -216,6 +238,10 @@ class Replayer {
   std::unordered_map<int64_t, LiveBlock> live_;                  // by address
   int64_t next_handle_ = 0;
   int64_t live_requested_ = 0;
+  int64_t snapshot_reserved_ = 0;  // the snapshot's reserved bytes after the events so far
+  int64_t pending_segments_ = 0;   // segment_alloc bytes since the last alloc
+  int64_t run_start_ = -1;         // the current run of segment_free events
+  int64_t run_snapshot_ = 0, run_model_ = 0;
   SnapshotReplayResult result_;
 };
 
