@@ -170,6 +170,20 @@ const Node* FirstNodeWith(const Graph& graph, bool OpSchema::*property) {
   return nullptr;
 }
 
+namespace {
+
+// Whether a loss term sums over the batch's samples: a sum loss of an output that carries the
+// batch dimension. A sum of an output the model already reduced over the batch (the fused linear
+// cross entropy's mean, a loss computed in the model) keeps that reduction's meaning, a mean as
+// PyTorch's losses reduce by default.
+bool SumsOverSamples(const Graph& graph, const TrainingProgram& program, const LossTerm& term) {
+  if (LossAveragesOverBatch(term.kind) || !program.batch_symbol || !term.output.valid())
+    return false;
+  return graph.value(term.output).shape.NumElements().DegreeIn(*program.batch_symbol) > 0;
+}
+
+}  // namespace
+
 Expected<EquivalenceResult> CheckGradientEquivalence(const EquivalenceInputs& in) {
   const auto& [graph, program, plan, backends, options] = in;
   EquivalenceResult r;
@@ -200,7 +214,7 @@ Expected<EquivalenceResult> CheckGradientEquivalence(const EquivalenceInputs& in
   // mean loss's k micro-batches are then the whole batch, a sum's are 1/k of the whole batch's
   // sum. A program with both kinds of term has no whole-batch gradient to compare against.
   size_t sums = 0;
-  for (const LossTerm& term : program.loss_terms) sums += LossAveragesOverBatch(term.kind) ? 0 : 1;
+  for (const LossTerm& term : program.loss_terms) sums += SumsOverSamples(graph, program, term);
   if (sums > 0 && sums < program.loss_terms.size()) {
     r.note =
         "skipped: sum and mean loss terms together: k micro-batches of m are not one batch "

@@ -1,7 +1,10 @@
 #include "analyzer/report/advice.h"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "analyzer/text/memory_size.h"
 #include "graph/model_summary.h"
@@ -66,89 +69,89 @@ int64_t BytesPerParameterElement(const TrainingPlan& plan, const Graph& graph) {
   return elements > 0 ? bytes / elements : 0;
 }
 
-}  // namespace
-
-std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
-                                   const AdviceOptions& options) {
-  std::vector<AdviceItem> advice;
+// BatchNorm normalises over the micro-batch, whatever the accumulation.
+std::optional<AdviceItem> BatchNormAdvice(const Graph& graph, const TrainingPlan& plan,
+                                          const AdviceOptions& options) {
   const int64_t m = plan.chosen.micro_batch;
   const int64_t k = plan.chosen.accumulation_steps;
   const int64_t g = plan.chosen.global_batch;
   const int64_t batchnorms = CountOps(graph, "BatchNormalization");
-
-  // Batch-size advice is about a plan that runs: when nothing fits there is no micro-batch to
-  // tune, and naming "the largest micro-batch that fits" would contradict the verdict.
-  const bool runs = plan.feasible;
-  if (runs && batchnorms > 0 && (k > 1 || m < options.batchnorm_min_samples)) {
-    const int64_t target = std::min(g, options.batchnorm_min_samples);
-    std::ostringstream s;
-    s << "BatchNorm (" << batchnorms << " layers) normalises over the micro-batch m=" << m
-      << (k > 1 ? ", not the global batch G=" + std::to_string(g) : std::string()) << ": its "
-      << "statistics see " << m << " samples. ";
-    if (m >= target) {
-      s << "That is enough for stable statistics (>= " << options.batchnorm_min_samples
-        << " samples, Wu & He 2018); accumulation does not change them.";
-      advice.push_back({"batchnorm-accumulation", s.str()});
-    } else {
-      s << "Raise m to at least " << target << " (BN degrades below ~"
-        << options.batchnorm_min_samples << " samples per batch, Wu & He 2018); ";
-      if (plan.micro_batch_fixed) {
-        // A fixed m is not searched, so the largest that fits is not known here.
-        s << "try --micro-batch " << target << " (memplan says whether it fits). ";
-      } else if (plan.largest_fitting_micro_batch >= target) {
-        s << "m=" << target << " fits this budget (--micro-batch " << target << "). ";
-      } else {
-        s << "m=" << target
-          << " does not fit (largest that fits: m=" << plan.largest_fitting_micro_batch << "). ";
-      }
-      s << "Or replace BatchNorm with GroupNorm, or use SyncBatchNorm across GPUs.";
-      advice.push_back({"batchnorm-accumulation", s.str()});
-    }
+  if (batchnorms == 0 || (k == 1 && m >= options.batchnorm_min_samples)) return std::nullopt;
+  const int64_t target = std::min(g, options.batchnorm_min_samples);
+  std::ostringstream s;
+  s << "BatchNorm (" << batchnorms << " layers) normalises over the micro-batch m=" << m
+    << (k > 1 ? ", not the global batch G=" + std::to_string(g) : std::string()) << ": its "
+    << "statistics see " << m << " samples. ";
+  if (m >= target) {
+    s << "That is enough for stable statistics (>= " << options.batchnorm_min_samples
+      << " samples, Wu & He 2018); accumulation does not change them.";
+    return AdviceItem{"batchnorm-accumulation", s.str()};
   }
-
-  if (runs) {
-    std::ostringstream s;
-    if (plan.global_batch_requested && plan.global_batch_exact) {
-      const int64_t ranks = plan.program.data_parallel_ranks;
-      const std::string on_each =
-          ranks > 1 ? " on each of " + std::to_string(ranks) + " GPUs" : std::string();
-      if (k == 1)
-        s << "One micro-batch of m=" << m << on_each
-          << " per optimizer step is the global batch G=" << g
-          << " (no accumulation): keep the learning rate tuned for batch " << g << ".";
-      else
-        s << "k=" << k << " micro-batches of m=" << m << on_each
-          << " reproduce the global batch G=" << g
-          << " exactly (loss divided by k): keep the learning rate tuned for batch " << g << ".";
-    } else if (plan.global_batch_requested) {
-      const int64_t ranks = plan.program.data_parallel_ranks;
-      s << "The effective batch is m*k" << (ranks > 1 ? "*GPUs" : "") << "=" << m << "*" << k
-        << (ranks > 1 ? "*" + std::to_string(ranks) : std::string()) << "=" << g
-        << ", not the requested " << plan.requested_global_batch << ": scale the learning rate by "
-        << g << "/" << plan.requested_global_batch
-        << " (linear scaling rule, Goyal et al. 2017) or choose a "
-        << "global batch divisible by a micro-batch that fits.";
-    } else if (plan.knee) {
-      // The knee trains a smaller batch than the largest that fits: its learning rate differs.
-      const int64_t top = plan.largest_within_headroom;
-      s << "The effective batch is " << g << " (the throughput knee, no accumulation; the "
-        << "largest micro-batch "
-        << (plan.largest_fitting_micro_batch > top ? "under the headroom" : "that fits")
-        << " is m=" << top << "). If your learning rate was tuned "
-        << "for batch B, scale it linearly to lr*" << g << "/B with warm-up (Goyal et al. "
-        << "2017), lr*" << top << "/B at --micro-batch " << top
-        << ", or pass --global-batch B to reproduce B with accumulation.";
-    } else {
-      s << "The effective batch is " << g
-        << (plan.micro_batch_fixed ? " (fixed by --micro-batch, no accumulation). If"
-                                   : " (the largest micro-batch that fits, no accumulation). If")
-        << " your learning rate was tuned for batch B, scale it linearly to "
-        << "lr*" << g << "/B with warm-up (Goyal et al. 2017), or pass --global-batch B to "
-        << "reproduce B with accumulation.";
-    }
-    advice.push_back({"learning-rate", s.str()});
+  s << "Raise m to at least " << target << " (BN degrades below ~" << options.batchnorm_min_samples
+    << " samples per batch, Wu & He 2018); ";
+  if (plan.micro_batch_fixed) {
+    // A fixed m is not searched, so the largest that fits is not known here.
+    s << "try --micro-batch " << target << " (memplan says whether it fits). ";
+  } else if (plan.largest_fitting_micro_batch >= target) {
+    s << "m=" << target << " fits this budget (--micro-batch " << target << "). ";
+  } else {
+    s << "m=" << target
+      << " does not fit (largest that fits: m=" << plan.largest_fitting_micro_batch << "). ";
   }
+  s << "Or replace BatchNorm with GroupNorm, or use SyncBatchNorm across GPUs.";
+  return AdviceItem{"batchnorm-accumulation", s.str()};
+}
 
+// The learning rate the plan's effective batch asks for.
+AdviceItem LearningRateAdvice(const TrainingPlan& plan) {
+  const int64_t m = plan.chosen.micro_batch;
+  const int64_t k = plan.chosen.accumulation_steps;
+  const int64_t g = plan.chosen.global_batch;
+  std::ostringstream s;
+  if (plan.global_batch_requested && plan.global_batch_exact) {
+    const int64_t ranks = plan.program.data_parallel_ranks;
+    const std::string on_each =
+        ranks > 1 ? " on each of " + std::to_string(ranks) + " GPUs" : std::string();
+    if (k == 1)
+      s << "One micro-batch of m=" << m << on_each
+        << " per optimizer step is the global batch G=" << g
+        << " (no accumulation): keep the learning rate tuned for batch " << g << ".";
+    else
+      s << "k=" << k << " micro-batches of m=" << m << on_each
+        << " reproduce the global batch G=" << g
+        << " exactly (loss divided by k): keep the learning rate tuned for batch " << g << ".";
+  } else if (plan.global_batch_requested) {
+    const int64_t ranks = plan.program.data_parallel_ranks;
+    s << "The effective batch is m*k" << (ranks > 1 ? "*GPUs" : "") << "=" << m << "*" << k
+      << (ranks > 1 ? "*" + std::to_string(ranks) : std::string()) << "=" << g
+      << ", not the requested " << plan.requested_global_batch << ": scale the learning rate by "
+      << g << "/" << plan.requested_global_batch
+      << " (linear scaling rule, Goyal et al. 2017) or choose a "
+      << "global batch divisible by a micro-batch that fits.";
+  } else if (plan.knee) {
+    // The knee trains a smaller batch than the largest that fits: its learning rate differs.
+    const int64_t top = plan.largest_within_headroom;
+    s << "The effective batch is " << g << " (the throughput knee, no accumulation; the "
+      << "largest micro-batch "
+      << (plan.largest_fitting_micro_batch > top ? "under the headroom" : "that fits")
+      << " is m=" << top << "). If your learning rate was tuned "
+      << "for batch B, scale it linearly to lr*" << g << "/B with warm-up (Goyal et al. "
+      << "2017), lr*" << top << "/B at --micro-batch " << top
+      << ", or pass --global-batch B to reproduce B with accumulation.";
+  } else {
+    s << "The effective batch is " << g
+      << (plan.micro_batch_fixed ? " (fixed by --micro-batch, no accumulation). If"
+                                 : " (the largest micro-batch that fits, no accumulation). If")
+      << " your learning rate was tuned for batch B, scale it linearly to "
+      << "lr*" << g << "/B with warm-up (Goyal et al. 2017), or pass --global-batch B to "
+      << "reproduce B with accumulation.";
+  }
+  return {"learning-rate", s.str()};
+}
+
+// Clipping and schedulers under accumulation, or clipping under fp16 loss scaling.
+void StepOrderAdvice(const TrainingPlan& plan, bool runs, std::vector<AdviceItem>& advice) {
+  const int64_t k = plan.chosen.accumulation_steps;
   if (runs && k > 1) {
     std::ostringstream s;
     s << "Clip gradients once per optimizer step, after the last of the k=" << k
@@ -158,14 +161,30 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
     advice.push_back({"clip-after-accumulation", s.str()});
     std::ostringstream t;
     t << "Learning-rate schedulers and warm-up count optimizer steps, not micro-batches: call "
-      << "scheduler.step() once every " << k << " micro-batches (an epoch of N samples has N/" << g
-      << " optimizer steps).";
+      << "scheduler.step() once every " << k << " micro-batches (an epoch of N samples has N/"
+      << plan.chosen.global_batch << " optimizer steps).";
     advice.push_back({"scheduler-steps", t.str()});
   } else if (plan.chosen.precision == Precision::kFp16) {
     advice.push_back({"clip-after-unscale",
                       "With fp16 loss scaling, call scaler.unscale_(optimizer) before clipping "
                       "so the threshold applies to the true gradient."});
   }
+}
+
+}  // namespace
+
+std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
+                                   const AdviceOptions& options) {
+  std::vector<AdviceItem> advice;
+  // Batch-size advice is about a plan that runs: when nothing fits there is no micro-batch to
+  // tune, and naming "the largest micro-batch that fits" would contradict the verdict.
+  const bool runs = plan.feasible;
+  if (runs) {
+    if (std::optional<AdviceItem> batchnorm = BatchNormAdvice(graph, plan, options))
+      advice.push_back(std::move(*batchnorm));
+    advice.push_back(LearningRateAdvice(plan));
+  }
+  StepOrderAdvice(plan, runs, advice);
 
   RedundantBias bias = FindRedundantConvBias(graph, plan.bindings);
   if (bias.convs > 0) {
@@ -178,7 +197,6 @@ std::vector<AdviceItem> AdvisePlan(const Graph& graph, const TrainingPlan& plan,
       << " FLOPs per micro-batch.";
     advice.push_back({"conv-bias-before-batchnorm", s.str()});
   }
-
   return advice;
 }
 

@@ -28,7 +28,9 @@ MEMPLAN_VOCABULARY(LossKind, MEMPLAN_LOSS_KINDS, "loss");
 // PyTorch's default reduction does) rather than a sum. Gradient accumulation divides every
 // micro-batch's loss by the number of micro-batches k (as the exported loops do, `loss / k`, and
 // DDP averages over ranks): for a mean that makes k micro-batches one batch of k times the
-// samples; for a sum it gives the mean of the micro-batches' sums, 1/k of the whole batch's sum.
+// samples; for a sum over the samples it gives the mean of the micro-batches' sums, 1/k of the
+// whole batch's sum. (A sum of an output without the batch dimension, such as the fused linear
+// cross entropy's scalar, keeps the reduction the model made: runtime/verification.cc.)
 inline bool LossAveragesOverBatch(LossKind kind) { return kind != LossKind::kSum; }
 
 inline size_t CrossEntropyClassAxis(size_t logits_rank) { return logits_rank == 3 ? 2 : 1; }

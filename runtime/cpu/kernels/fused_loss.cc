@@ -78,6 +78,74 @@ Expected<Head> ReadHead(const Attributes* attributes, const std::vector<Tensor>&
   return h;
 }
 
+// The loss's gradients with respect to the head's input, weight and bias, accumulated chunk by
+// chunk.
+struct HeadGradients {
+  Tensor input, weight, bias;
+};
+
+// Turns a chunk's logits z[c, V] into their gradient in place (softmax - one-hot, over the
+// counted rows), adding each counted row's loss to `loss` (one running sum over all chunks, in
+// row order). An ignored row's gradient is 0.
+void SoftmaxGradientRows(float* z, int64_t c, int64_t V, const int64_t* labels, double inv_n,
+                         double& loss) {
+  for (int64_t r = 0; r < c; ++r) {
+    float* zr = z + r * V;
+    const int64_t label = labels[r];
+    if (label == kIgnoreIndex) {
+      std::fill(zr, zr + V, 0.0f);
+      continue;
+    }
+    double max = -INFINITY;
+    for (int64_t v = 0; v < V; ++v) max = std::max<double>(max, zr[v]);
+    double sum = 0.0;
+    for (int64_t v = 0; v < V; ++v) sum += std::exp(zr[v] - max);
+    const double lse = max + std::log(sum);
+    loss += lse - zr[label];
+    for (int64_t v = 0; v < V; ++v) {
+      const double softmax = std::exp(zr[v] - lse);
+      zr[v] = static_cast<float>((softmax - (v == label ? 1.0 : 0.0)) * inv_n);
+    }
+  }
+}
+
+// One chunk of rows [start, start + c): its logits tile z, their gradient, and that gradient
+// carried back into the head's input, weight and bias gradients; its rows' losses added to `loss`.
+void AccumulateChunk(const Head& h, const std::vector<int64_t>& labels, int64_t start, int64_t c,
+                     double inv_n, std::vector<float>& z, HeadGradients& grads, double& loss) {
+  const int64_t H = h.hidden, V = h.vocab;
+  const float* x = h.x.data() + start * H;
+  std::fill(z.begin(), z.begin() + c * V, 0.0f);
+  // z[c, V] = x[c, H] @ W^T: W stored [V, H] (transposed) or [H, V].
+  GemmAccumulate(/*trans_a=*/false, /*trans_b=*/h.transposed, c, V, H, 1.0f, x, h.w.data(),
+                 z.data());
+  if (h.bias.defined())
+    for (int64_t r = 0; r < c; ++r)
+      for (int64_t v = 0; v < V; ++v) z[static_cast<size_t>(r * V + v)] += h.bias.data()[v];
+  RoundToDTypeInPlace(z.data(), c * V, h.x.dtype());
+  SoftmaxGradientRows(z.data(), c, V, labels.data() + static_cast<size_t>(start), inv_n, loss);
+  RoundToDTypeInPlace(z.data(), c * V, h.x.dtype());
+  // grad_input[rows] = g[c, V] @ W[V, H]; an [H, V] weight is read transposed.
+  float* gi = grads.input.mutable_data() + start * H;
+  GemmAccumulate(false, /*trans_b=*/!h.transposed, c, H, V, 1.0f, z.data(), h.w.data(), gi);
+  RoundToDTypeInPlace(gi, c * H, grads.input.dtype());
+  // grad_weight += g^T @ x ([V, H]) or x^T @ g ([H, V]), in the weight's layout.
+  if (h.transposed) {
+    GemmAccumulate(/*trans_a=*/true, false, V, H, c, 1.0f, z.data(), x,
+                   grads.weight.mutable_data());
+  } else {
+    GemmAccumulate(/*trans_a=*/true, false, H, V, c, 1.0f, x, z.data(),
+                   grads.weight.mutable_data());
+  }
+  RoundToOwnDType(grads.weight);
+  if (grads.bias.defined()) {
+    float* gb = grads.bias.mutable_data();
+    for (int64_t r = 0; r < c; ++r)
+      for (int64_t v = 0; v < V; ++v) gb[v] += z[static_cast<size_t>(r * V + v)];
+    RoundToOwnDType(grads.bias);
+  }
+}
+
 Expected<ForwardResult> FusedLossForward(const KernelContext& ctx, const ForwardArgs& args) {
   MEMPLAN_TRY(Head h, ReadHead(args.attributes, args.inputs));
   const std::vector<int64_t> labels = h.target.ToInt64Vector();
@@ -89,77 +157,27 @@ Expected<ForwardResult> FusedLossForward(const KernelContext& ctx, const Forward
                        " is not a class in [0, " + std::to_string(h.vocab) + ")");
     ++counted;
   }
-  Tensor grad_input = NewExtra(ctx, h.x.shape(), h.x.dtype());
-  Tensor grad_weight = NewExtra(ctx, h.w.shape(), h.w.dtype());
-  Tensor grad_bias = h.bias.defined() ? NewExtra(ctx, h.bias.shape(), h.bias.dtype()) : Tensor();
+  HeadGradients grads;
+  grads.input = NewExtra(ctx, h.x.shape(), h.x.dtype());
+  grads.weight = NewExtra(ctx, h.w.shape(), h.w.dtype());
+  if (h.bias.defined()) grads.bias = NewExtra(ctx, h.bias.shape(), h.bias.dtype());
   double loss = 0.0;
-  const int64_t H = h.hidden, V = h.vocab;
-  if (h.rows > 0 && H > 0 && V > 0) {
-    const int64_t chunk = fused_loss::ChunkRows(h.rows, H, V);
+  if (h.rows > 0 && h.hidden > 0 && h.vocab > 0) {
+    const int64_t chunk = fused_loss::ChunkRows(h.rows, h.hidden, h.vocab);
     const double inv_n = counted > 0 ? 1.0 / static_cast<double>(counted) : 0.0;
-    std::vector<float> z(static_cast<size_t>(chunk * V));  // the logits tile, then its gradient
-    for (int64_t start = 0; start < h.rows; start += chunk) {
-      const int64_t c = std::min(chunk, h.rows - start);
-      const float* x = h.x.data() + start * H;
-      std::fill(z.begin(), z.begin() + c * V, 0.0f);
-      // z[c, V] = x[c, H] @ W^T: W stored [V, H] (transposed) or [H, V].
-      GemmAccumulate(/*trans_a=*/false, /*trans_b=*/h.transposed, c, V, H, 1.0f, x, h.w.data(),
-                     z.data());
-      if (h.bias.defined())
-        for (int64_t r = 0; r < c; ++r)
-          for (int64_t v = 0; v < V; ++v) z[static_cast<size_t>(r * V + v)] += h.bias.data()[v];
-      RoundToDTypeInPlace(z.data(), c * V, h.x.dtype());
-      for (int64_t r = 0; r < c; ++r) {
-        float* zr = z.data() + r * V;
-        const int64_t label = labels[static_cast<size_t>(start + r)];
-        if (label == kIgnoreIndex) {
-          std::fill(zr, zr + V, 0.0f);
-          continue;
-        }
-        double max = -INFINITY;
-        for (int64_t v = 0; v < V; ++v) max = std::max<double>(max, zr[v]);
-        double sum = 0.0;
-        for (int64_t v = 0; v < V; ++v) sum += std::exp(zr[v] - max);
-        const double lse = max + std::log(sum);
-        loss += lse - zr[label];
-        for (int64_t v = 0; v < V; ++v) {
-          const double softmax = std::exp(zr[v] - lse);
-          zr[v] = static_cast<float>((softmax - (v == label ? 1.0 : 0.0)) * inv_n);
-        }
-      }
-      RoundToDTypeInPlace(z.data(), c * V, h.x.dtype());
-      // grad_input[rows] = g[c, V] @ W[V, H]; an [H, V] weight is read transposed.
-      float* gi = grad_input.mutable_data() + start * H;
-      GemmAccumulate(false, /*trans_b=*/!h.transposed, c, H, V, 1.0f, z.data(), h.w.data(), gi);
-      RoundToDTypeInPlace(gi, c * H, grad_input.dtype());
-      // grad_weight += g^T @ x ([V, H]) or x^T @ g ([H, V]), in the weight's layout.
-      if (h.transposed) {
-        GemmAccumulate(/*trans_a=*/true, false, V, H, c, 1.0f, z.data(), x,
-                       grad_weight.mutable_data());
-      } else {
-        GemmAccumulate(/*trans_a=*/true, false, H, V, c, 1.0f, x, z.data(),
-                       grad_weight.mutable_data());
-      }
-      RoundToOwnDType(grad_weight);
-      if (grad_bias.defined()) {
-        float* gb = grad_bias.mutable_data();
-        for (int64_t r = 0; r < c; ++r)
-          for (int64_t v = 0; v < V; ++v) gb[v] += z[static_cast<size_t>(r * V + v)];
-        RoundToOwnDType(grad_bias);
-      }
-    }
+    std::vector<float> z(static_cast<size_t>(chunk * h.vocab));  // the logits tile, its gradient
+    for (int64_t start = 0; start < h.rows; start += chunk)
+      AccumulateChunk(h, labels, start, std::min(chunk, h.rows - start), inv_n, z, grads, loss);
   }
   // Every row ignored gives 0/0 = NaN, as torch's mean cross entropy (and Liger's) does.
   loss /= static_cast<double>(counted);
   Tensor out = NewOutput(ctx, {}, DType::kFloat32);
   out.mutable_data()[0] = static_cast<float>(loss);
-  std::vector<std::pair<std::string, Tensor>> extras = {
-      {fused_loss::kGradInput, std::move(grad_input)},
-      {fused_loss::kGradWeight, std::move(grad_weight)}};
-  if (grad_bias.defined()) extras.emplace_back(fused_loss::kGradBias, std::move(grad_bias));
   ForwardResult result;
   result.outputs.push_back(std::move(out));
-  for (auto& [name, t] : extras) result.extras.emplace(name, std::move(t));
+  result.extras.emplace(fused_loss::kGradInput, std::move(grads.input));
+  result.extras.emplace(fused_loss::kGradWeight, std::move(grads.weight));
+  if (grads.bias.defined()) result.extras.emplace(fused_loss::kGradBias, std::move(grads.bias));
   return result;
 }
 

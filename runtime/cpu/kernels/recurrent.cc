@@ -171,6 +171,57 @@ struct ForwardState {
   std::vector<float> h, c;  // [batch, H] of the current direction
 };
 
+// One time step of one batch row: the cell's gates from the preactivations `pre` (and GRU's
+// recurrent candidate part `rec_n`), the previous hidden state h and (LSTM) the cell state c,
+// which is updated in place; what backward needs is kept in `keep` (the reserve space) and the
+// new hidden state written to `out`.
+void CellOutputs(Cell cell, const Geometry& g, const double* pre, const double* rec_n,
+                 const float* h, float* c_state, float* keep, float* out) {
+  const int64_t H = g.hidden;
+  for (int64_t j = 0; j < H; ++j) {
+    if (cell == Cell::kLstm) {
+      const double i = Sigmoid(pre[j]), o = Sigmoid(pre[H + j]);
+      const double f = Sigmoid(pre[2 * H + j]), cand = std::tanh(pre[3 * H + j]);
+      const double c = f * c_state[j] + i * cand;
+      keep[j] = static_cast<float>(i);
+      keep[H + j] = static_cast<float>(o);
+      keep[2 * H + j] = static_cast<float>(f);
+      keep[3 * H + j] = static_cast<float>(cand);
+      keep[4 * H + j] = static_cast<float>(c);
+      keep[5 * H + j] = h[j];
+      c_state[j] = static_cast<float>(c);
+      out[j] = static_cast<float>(o * std::tanh(c));
+    } else if (cell == Cell::kGru) {
+      const double z = Sigmoid(pre[j]), reset = Sigmoid(pre[H + j]);
+      const double n = std::tanh(pre[2 * H + j] + reset * rec_n[j]);
+      keep[j] = static_cast<float>(z);
+      keep[H + j] = static_cast<float>(reset);
+      keep[2 * H + j] = static_cast<float>(n);
+      keep[3 * H + j] = static_cast<float>(rec_n[j]);
+      keep[4 * H + j] = h[j];
+      out[j] = static_cast<float>((1.0 - z) * n + z * h[j]);
+    } else {
+      const double v = g.relu ? std::max(pre[j], 0.0) : std::tanh(pre[j]);
+      keep[j] = static_cast<float>(v);
+      out[j] = static_cast<float>(v);
+    }
+  }
+}
+
+// Y in the registry's output_sequence layout [seq, batch, directions * H], for a node whose graph
+// does not use Y.
+Tensor OutputSequence(const KernelContext& ctx, const Geometry& g, const Tensor& y) {
+  const int64_t H = g.hidden;
+  Tensor sequence = NewOverwrittenOutput(ctx, {g.seq, g.batch, g.directions * H}, y.dtype());
+  for (int64_t t = 0; t < g.seq; ++t)
+    for (int64_t b = 0; b < g.batch; ++b)
+      for (int64_t d = 0; d < g.directions; ++d)
+        for (int64_t j = 0; j < H; ++j)
+          sequence.mutable_data()[((t * g.batch + b) * g.directions + d) * H + j] =
+              y.data()[g.YAt(t, d, b) + j];
+  return sequence;
+}
+
 Expected<ForwardResult> RecurrentForward(Cell cell, const KernelContext& ctx,
                                          const ForwardArgs& args) {
   const CellTraits traits = TraitsOf(cell);
@@ -210,34 +261,7 @@ Expected<ForwardResult> RecurrentForward(Cell cell, const KernelContext& ctx,
         Preactivations(g, d, x.data() + g.XAt(t, b), h, w.data(), r.data(),
                        bias.defined() ? bias.data() : nullptr, pre.data(), rec_n.data());
         float* out = y.mutable_data() + g.YAt(t, d, b);
-        for (int64_t j = 0; j < H; ++j) {
-          if (cell == Cell::kLstm) {
-            const double i = Sigmoid(pre[j]), o = Sigmoid(pre[H + j]);
-            const double f = Sigmoid(pre[2 * H + j]), cand = std::tanh(pre[3 * H + j]);
-            const double c = f * state.c[b * H + j] + i * cand;
-            keep[j] = static_cast<float>(i);
-            keep[H + j] = static_cast<float>(o);
-            keep[2 * H + j] = static_cast<float>(f);
-            keep[3 * H + j] = static_cast<float>(cand);
-            keep[4 * H + j] = static_cast<float>(c);
-            keep[5 * H + j] = h[j];
-            state.c[b * H + j] = static_cast<float>(c);
-            out[j] = static_cast<float>(o * std::tanh(c));
-          } else if (cell == Cell::kGru) {
-            const double z = Sigmoid(pre[j]), reset = Sigmoid(pre[H + j]);
-            const double n = std::tanh(pre[2 * H + j] + reset * rec_n[j]);
-            keep[j] = static_cast<float>(z);
-            keep[H + j] = static_cast<float>(reset);
-            keep[2 * H + j] = static_cast<float>(n);
-            keep[3 * H + j] = static_cast<float>(rec_n[j]);
-            keep[4 * H + j] = h[j];
-            out[j] = static_cast<float>((1.0 - z) * n + z * h[j]);
-          } else {
-            const double v = g.relu ? std::max(pre[j], 0.0) : std::tanh(pre[j]);
-            keep[j] = static_cast<float>(v);
-            out[j] = static_cast<float>(v);
-          }
-        }
+        CellOutputs(cell, g, pre.data(), rec_n.data(), h, &state.c[b * H], keep, out);
         for (int64_t j = 0; j < H; ++j) h[j] = out[j];
       }
     }
@@ -254,23 +278,103 @@ Expected<ForwardResult> RecurrentForward(Cell cell, const KernelContext& ctx,
   result.outputs = {y, y_h};
   if (cell == Cell::kLstm) result.outputs.push_back(y_c);
   result.outputs.resize(static_cast<size_t>(std::max(args.num_outputs, 0)));
-  // Y in the registry's output_sequence layout, for a node whose graph does not use Y.
-  Tensor sequence = NewOverwrittenOutput(ctx, {g.seq, g.batch, g.directions * H}, x.dtype());
-  for (int64_t t = 0; t < g.seq; ++t)
-    for (int64_t b = 0; b < g.batch; ++b)
-      for (int64_t d = 0; d < g.directions; ++d)
-        for (int64_t j = 0; j < H; ++j)
-          sequence.mutable_data()[((t * g.batch + b) * g.directions + d) * H + j] =
-              y.data()[g.YAt(t, d, b) + j];
   result.extras["reserve_space"] = reserve;
-  result.extras["output_sequence"] = sequence;
+  result.extras["output_sequence"] = OutputSequence(ctx, g, y);
   return result;
 }
 
 // Gradient accumulators of one node, in double.
 struct Grads {
+  // Zeros of the sizes of x, W, R, B (both biases per direction), initial_h and initial_c.
+  Grads(const Geometry& g, int64_t x_elements, int64_t w_elements, int64_t r_elements)
+      : x(static_cast<size_t>(x_elements), 0.0),
+        w(static_cast<size_t>(w_elements), 0.0),
+        r(static_cast<size_t>(r_elements), 0.0),
+        bias(static_cast<size_t>(g.directions * 2 * g.GateRows()), 0.0),
+        h0(static_cast<size_t>(g.directions * g.batch * g.hidden), 0.0),
+        c0(h0.size(), 0.0) {}
   std::vector<double> x, w, r, bias, h0, c0;
 };
+
+// The gates' pre-activation gradients dgx of one step and batch row from what forward kept, the
+// hidden state's gradient dh (and LSTM's cell state's dc, updated in place to dc_{t-1}); GRU's
+// direct path to h_{t-1} is written to dh_prev.
+void GateGradients(Cell cell, const Geometry& g, const float* keep, const double* h_prev,
+                   const double* c_prev, const double* dhb, double* dcb, double* dgx,
+                   double* dh_prev) {
+  const int64_t H = g.hidden;
+  for (int64_t j = 0; j < H; ++j) {
+    if (cell == Cell::kLstm) {
+      const double i = keep[j], o = keep[H + j], f = keep[2 * H + j], cand = keep[3 * H + j];
+      const double tanh_c = std::tanh(double{keep[4 * H + j]});
+      const double d_o = dhb[j] * tanh_c;
+      const double d_c = dcb[j] + dhb[j] * o * (1.0 - tanh_c * tanh_c);
+      dgx[j] = d_c * cand * i * (1.0 - i);
+      dgx[H + j] = d_o * o * (1.0 - o);
+      dgx[2 * H + j] = d_c * c_prev[j] * f * (1.0 - f);
+      dgx[3 * H + j] = d_c * i * (1.0 - cand * cand);
+      dcb[j] = d_c * f;
+    } else if (cell == Cell::kGru) {
+      const double z = keep[j], reset = keep[H + j], n = keep[2 * H + j];
+      const double hn = keep[3 * H + j];
+      const double d_gn = dhb[j] * (1.0 - z) * (1.0 - n * n);
+      dgx[j] = dhb[j] * (h_prev[j] - n) * z * (1.0 - z);
+      dgx[H + j] = d_gn * hn * reset * (1.0 - reset);
+      dgx[2 * H + j] = d_gn;
+      dh_prev[j] = dhb[j] * z;
+    } else {
+      const double v = keep[j];
+      dgx[j] = dhb[j] * (g.relu ? (v > 0.0 ? 1.0 : 0.0) : 1.0 - v * v);
+    }
+  }
+}
+
+// The input path's (dgx) and recurrent path's (dgh) gate gradients of one step and batch row of
+// direction d, carried into the bias, W, R and x gradients and the gradient of h_{t-1}.
+void AccumulateWeightGradients(const Geometry& g, int64_t d, const float* xt, const float* wd,
+                               const float* rd, const double* dgx, const double* dgh,
+                               const double* h_prev, double* dxt, double* dh_prev, Grads& acc) {
+  const int64_t H = g.hidden, rows = g.GateRows();
+  double* dbias = acc.bias.data() + d * 2 * rows;
+  for (int64_t row = 0; row < rows; ++row) {
+    const double gx = dgx[row], gh = dgh[row];
+    dbias[row] += gx;
+    dbias[rows + row] += gh;
+    double* dw_row = acc.w.data() + (d * rows + row) * g.input;
+    const float* w_row = wd + row * g.input;
+    for (int64_t i = 0; i < g.input; ++i) {
+      dw_row[i] += gx * xt[i];
+      dxt[i] += gx * w_row[i];
+    }
+    double* dr_row = acc.r.data() + (d * rows + row) * H;
+    const float* r_row = rd + row * H;
+    for (int64_t j = 0; j < H; ++j) {
+      dr_row[j] += gh * h_prev[j];
+      dh_prev[j] += gh * r_row[j];
+    }
+  }
+}
+
+// The accumulated gradients written, in the inputs' dtypes, to the slots of the inputs present
+// that need one.
+void WriteInputGradients(Cell cell, const KernelContext& ctx, const BackwardArgs& args,
+                         const Grads& acc, InputGradients& slots) {
+  auto fill = [&](size_t input, const std::vector<double>& values) {
+    if (!args.InputPresent(input) || !args.NeedsGrad(input)) return;
+    Tensor grad = NewOverwrittenInputGradient(ctx, args, input);
+    if (grad.numel() != static_cast<int64_t>(values.size())) return;
+    for (int64_t e = 0; e < grad.numel(); ++e)
+      grad.mutable_data()[e] = static_cast<float>(values[static_cast<size_t>(e)]);
+    RoundToOwnDType(grad);
+    slots[input] = std::move(grad);
+  };
+  fill(kX, acc.x);
+  fill(kW, acc.w);
+  fill(kR, acc.r);
+  fill(kB, acc.bias);
+  fill(kInitialH, acc.h0);
+  if (cell == Cell::kLstm) fill(kInitialC, acc.c0);
+}
 
 Expected<InputGradients> RecurrentBackward(Cell cell, const KernelContext& ctx,
                                            const BackwardArgs& args) {
@@ -292,13 +396,7 @@ Expected<InputGradients> RecurrentBackward(Cell cell, const KernelContext& ctx,
   const Tensor dy_h = OptionalTensor(args.grad_outputs, 1);
   const Tensor dy_c = cell == Cell::kLstm ? OptionalTensor(args.grad_outputs, 2) : Tensor();
   const int64_t H = g.hidden, rows = g.GateRows();
-  Grads acc;
-  acc.x.assign(static_cast<size_t>(x.numel()), 0.0);
-  acc.w.assign(static_cast<size_t>(w.numel()), 0.0);
-  acc.r.assign(static_cast<size_t>(r.numel()), 0.0);
-  acc.bias.assign(static_cast<size_t>(g.directions * 2 * rows), 0.0);
-  acc.h0.assign(static_cast<size_t>(g.directions * g.batch * H), 0.0);
-  acc.c0.assign(acc.h0.size(), 0.0);
+  Grads acc(g, x.numel(), w.numel(), r.numel());
   std::vector<double> dgx(static_cast<size_t>(rows)), dgh(dgx.size());
   std::vector<double> dh(static_cast<size_t>(g.batch * H)), dc(dh.size());
   std::vector<double> dh_prev(static_cast<size_t>(H));
@@ -332,55 +430,15 @@ Expected<InputGradients> RecurrentBackward(Cell cell, const KernelContext& ctx,
         if (dy.defined())
           for (int64_t j = 0; j < H; ++j) dhb[j] += dy.data()[g.YAt(t, d, b) + j];
         std::fill(dh_prev.begin(), dh_prev.end(), 0.0);
-        for (int64_t j = 0; j < H; ++j) {
-          if (cell == Cell::kLstm) {
-            const double i = keep[j], o = keep[H + j], f = keep[2 * H + j], cand = keep[3 * H + j];
-            const double tanh_c = std::tanh(double{keep[4 * H + j]});
-            const double d_o = dhb[j] * tanh_c;
-            const double d_c = dcb[j] + dhb[j] * o * (1.0 - tanh_c * tanh_c);
-            dgx[j] = d_c * cand * i * (1.0 - i);
-            dgx[H + j] = d_o * o * (1.0 - o);
-            dgx[2 * H + j] = d_c * c_prev[j] * f * (1.0 - f);
-            dgx[3 * H + j] = d_c * i * (1.0 - cand * cand);
-            dcb[j] = d_c * f;
-          } else if (cell == Cell::kGru) {
-            const double z = keep[j], reset = keep[H + j], n = keep[2 * H + j];
-            const double hn = keep[3 * H + j];
-            const double d_gn = dhb[j] * (1.0 - z) * (1.0 - n * n);
-            dgx[j] = dhb[j] * (h_prev[j] - n) * z * (1.0 - z);
-            dgx[H + j] = d_gn * hn * reset * (1.0 - reset);
-            dgx[2 * H + j] = d_gn;
-            dh_prev[j] = dhb[j] * z;
-          } else {
-            const double v = keep[j];
-            dgx[j] = dhb[j] * (g.relu ? (v > 0.0 ? 1.0 : 0.0) : 1.0 - v * v);
-          }
-        }
+        GateGradients(cell, g, keep, h_prev.data(), c_prev.data(), dhb, dcb, dgx.data(),
+                      dh_prev.data());
         // The recurrent path's pre-activation gradients: the same but GRU's n gate, whose
         // recurrent part enters scaled by r.
         dgh = dgx;
         if (cell == Cell::kGru)
           for (int64_t j = 0; j < H; ++j) dgh[2 * H + j] = dgx[2 * H + j] * keep[H + j];
-        const float* xt = x.data() + g.XAt(t, b);
-        double* dxt = acc.x.data() + g.XAt(t, b);
-        double* dbias = acc.bias.data() + d * 2 * rows;
-        for (int64_t row = 0; row < rows; ++row) {
-          const double gx = dgx[row], gh = dgh[row];
-          dbias[row] += gx;
-          dbias[rows + row] += gh;
-          double* dw_row = acc.w.data() + (d * rows + row) * g.input;
-          const float* w_row = wd + row * g.input;
-          for (int64_t i = 0; i < g.input; ++i) {
-            dw_row[i] += gx * xt[i];
-            dxt[i] += gx * w_row[i];
-          }
-          double* dr_row = acc.r.data() + (d * rows + row) * H;
-          const float* r_row = rd + row * H;
-          for (int64_t j = 0; j < H; ++j) {
-            dr_row[j] += gh * h_prev[j];
-            dh_prev[j] += gh * r_row[j];
-          }
-        }
+        AccumulateWeightGradients(g, d, x.data() + g.XAt(t, b), wd, rd, dgx.data(), dgh.data(),
+                                  h_prev.data(), acc.x.data() + g.XAt(t, b), dh_prev.data(), acc);
         for (int64_t j = 0; j < H; ++j) dhb[j] = dh_prev[j];
       }
     }
@@ -391,21 +449,7 @@ Expected<InputGradients> RecurrentBackward(Cell cell, const KernelContext& ctx,
       }
     }
   }
-  auto fill = [&](size_t input, const std::vector<double>& values) {
-    if (!args.InputPresent(input) || !args.NeedsGrad(input)) return;
-    Tensor grad = NewOverwrittenInputGradient(ctx, args, input);
-    if (grad.numel() != static_cast<int64_t>(values.size())) return;
-    for (int64_t e = 0; e < grad.numel(); ++e)
-      grad.mutable_data()[e] = static_cast<float>(values[static_cast<size_t>(e)]);
-    RoundToOwnDType(grad);
-    slots[input] = std::move(grad);
-  };
-  fill(kX, acc.x);
-  fill(kW, acc.w);
-  fill(kR, acc.r);
-  fill(kB, acc.bias);
-  fill(kInitialH, acc.h0);
-  if (cell == Cell::kLstm) fill(kInitialC, acc.c0);
+  WriteInputGradients(cell, ctx, args, acc, slots);
   return slots;
 }
 
