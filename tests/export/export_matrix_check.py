@@ -580,7 +580,9 @@ def cell(memplan, work, row, make, expect, target):
     if state and "optimizer" in expect:
         detail += f", state {state}"
     status = how
-    if via_script:
+    # A launcher config's micro-batch is always the script's DataLoader (said in its header):
+    # the cell names how the feature's own values travel.
+    if any(key in expect for key in via_script):
         status = "script"
         detail = "named for the script: " + ", ".join(via_script) + (f"; {detail}" if detail
                                                                       else "")
