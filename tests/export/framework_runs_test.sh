@@ -12,4 +12,4 @@ here=$(dirname "$0")
 require_python torch
 require_frameworks
 fresh_dir "$work"
-CUDA_VISIBLE_DEVICES= "$python" "$here/../../tools/run_exported_plans.py" "$bin" "$work"
+CUDA_VISIBLE_DEVICES='' "$python" "$here/../../tools/run_exported_plans.py" "$bin" "$work"
