@@ -562,6 +562,88 @@ def run_torchrun(memplan, work, model_dir, strategy):
               held == full * (nodes or 1), f"{held} held, {full} per model")
 
 
+HF_DDP_DRIVER = r'''
+"""One rank of `torchrun --nproc_per_node 2 train.py` for the exported TrainingArguments of a DDP
+plan: the Trainer reads the world size from torchrun (the export writes no DDP switch)."""
+import json, os, sys, warnings
+warnings.filterwarnings("ignore")
+import torch
+sys.path.insert(0, os.environ["MEMPLAN_TOOLS_DIR"])
+import run_exported_plans as r
+import transformers
+import transformers.training_args
+from transformers import Trainer, TrainerCallback
+real = transformers.training_args.TrainingArguments
+def cpu_arguments(**kwargs):
+    return real(**{**kwargs, "use_cpu": True, "output_dir": sys.argv[3] + ".out",
+                   "max_steps": r.OPTIMIZER_STEPS, "dataloader_num_workers": 0,
+                   "dataloader_pin_memory": False, "report_to": [], "save_strategy": "no",
+                   "ddp_backend": "gloo"})
+transformers.training_args.TrainingArguments = cpu_arguments
+transformers.TrainingArguments = cpu_arguments
+script = r.load(sys.argv[1], "exported_hf_ddp")
+args = script.args
+model = r.load_model(sys.argv[2], {})
+watch = r.Watch(model, [])
+model = script.apply_fine_tuning(model)
+steps = []
+class Count(TrainerCallback):
+    def on_step_end(self, a, state, control, **kw):
+        steps.append(state.global_step)
+class Samples(torch.utils.data.Dataset):
+    def __init__(self, ids):
+        self.ids = ids
+    def __len__(self):
+        return len(self.ids)
+    def __getitem__(self, i):
+        return {"input_ids": self.ids[i], "labels": self.ids[i]}
+world = int(os.environ["WORLD_SIZE"])
+ids = r.tokens(r.OPTIMIZER_STEPS * args.gradient_accumulation_steps
+               * args.per_device_train_batch_size * world)
+trainer = Trainer(model=model, args=args, train_dataset=Samples(ids), callbacks=[Count()])
+trainer.train()
+out = {"rank": int(os.environ["RANK"]), "world": args.world_size,
+       "parallel_mode": str(args.parallel_mode).split(".")[-1],
+       "wrapped": type(trainer.model_wrapped).__name__, "batches": watch.batches,
+       "steps": len(steps), "recomputed": watch.recomputed_blocks(),
+       "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad)}
+json.dump(out, open(sys.argv[3] + f".{out['rank']}", "w"))
+'''
+
+
+def run_hf_trainer_ddp(memplan, work, model_dir):
+    """The Trainer of a 2-GPU DDP plan under torchrun (2 gloo ranks): the export's launch line."""
+    every_block = [f"transformer.h.{i}" for i in range(LAYERS)]
+    plan = plan_json(2, 3, None, "adamw", parallel="ddp", gpus=2, recompute_modules=every_block)
+    path = export(memplan, plan, "hf-trainer", work, "lora_ddp")
+    p = plan["plan"]
+    check("hf-trainer ddp: the export names the launch, torchrun --nproc_per_node 2",
+          "torchrun --nproc_per_node 2" in open(path).read())
+    driver = os.path.join(work, "hf_ddp_driver.py")
+    with open(driver, "w") as f:
+        f.write(HF_DDP_DRIVER)
+    out = os.path.join(work, "hf_ddp")
+    env = {**os.environ, "MEMPLAN_TOOLS_DIR": os.path.dirname(os.path.abspath(__file__)),
+           "CUDA_VISIBLE_DEVICES": ""}
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--master-port", str(free_port()), driver, path, model_dir, out],
+        capture_output=True, text=True, timeout=600, env=env)
+    if result.returncode != 0:
+        check("hf-trainer ddp: 2 gloo ranks ran", False, result.stderr.strip()[-600:])
+        return
+    for rank in range(2):
+        r = json.load(open(f"{out}.{rank}"))
+        label = f"hf-trainer ddp rank {rank}"
+        check(f"{label}: world 2, DistributedDataParallel", (r["world"], r["parallel_mode"],
+              r["wrapped"]) == (2, "DISTRIBUTED", "DistributedDataParallel"), str(r))
+        check(f"{label}: every forward sees the micro-batch, one step per accumulation, every "
+              "block checkpointed, the LoRA parameters train",
+              set(r["batches"]) == {p["micro_batch"]} and r["steps"] == OPTIMIZER_STEPS
+              and len(r["batches"]) == OPTIMIZER_STEPS * p["accumulation_steps"]
+              and r["recomputed"] == every_block and r["trainable"] == EXPECTED_TRAINABLE, str(r))
+
+
 class DataParallelWorld:
     """The mpu DeepSpeedConfig asks for the data-parallel world size: the plan's GPUs, so the
     exported train_batch_size is checked against micro x accumulation x GPUs as DeepSpeed does."""
@@ -762,6 +844,7 @@ def main():
     model_dir = tiny_gpt2_dir(work)
     runs = [("pytorch", lambda: run_pytorch(memplan, work, model_dir)),
             ("hf-trainer", lambda: run_hf_trainer(memplan, work, model_dir)),
+            ("hf-trainer ddp", lambda: run_hf_trainer_ddp(memplan, work, model_dir)),
             ("lightning", lambda: run_lightning(memplan, work, model_dir)),
             ("torchrun ddp", lambda: run_torchrun(memplan, work, model_dir, "ddp")),
             ("torchrun fsdp", lambda: run_torchrun(memplan, work, model_dir, "fsdp")),

@@ -286,7 +286,7 @@ def read_python_script(text, path, name):
 
 
 # TrainingArguments errors about this machine, not the export: half precision on a CPU-only host.
-HARDWARE_ERROR = re.compile(r"GPU|gpu|CUDA|cuda|device")
+HARDWARE_ERROR = re.compile(r"bf16/gpu|requires (a )?(GPU|CUDA)|CUDA is not available|no (GPU|CUDA)")
 
 
 def read_hf_trainer(text, path, work, memplan, plan):
