@@ -562,6 +562,88 @@ def run_torchrun(memplan, work, model_dir, strategy):
               held == full * (nodes or 1), f"{held} held, {full} per model")
 
 
+LIGHTNING_DDP_DRIVER = r'''
+"""One rank of the exported Lightning Trainer of a 2-GPU DDP plan under torchrun (Lightning reads
+torchrun's environment and starts no processes of its own); only the accelerator becomes the
+CPU."""
+import json, os, sys, warnings
+warnings.filterwarnings("ignore")
+import torch
+sys.path.insert(0, os.environ["MEMPLAN_TOOLS_DIR"])
+import run_exported_plans as r
+import lightning.pytorch as pl
+real = pl.Trainer
+made = {}
+def cpu_trainer(**kwargs):
+    made.update(kwargs)
+    return real(**{**kwargs, "accelerator": "cpu", "max_steps": r.OPTIMIZER_STEPS,
+                   "logger": False, "enable_checkpointing": False, "enable_progress_bar": False,
+                   "enable_model_summary": False})
+pl.Trainer = cpu_trainer
+script = r.load(sys.argv[1], "exported_lightning_ddp")
+pl.Trainer = real
+model = r.load_model(sys.argv[2], {})
+watch = r.Watch(model, [])
+class Module(pl.LightningModule):
+    def __init__(self, model):
+        super().__init__()
+        self.model = script.apply_fine_tuning(model)
+        self.model.train()
+    def training_step(self, batch, index):
+        # What wraps the module while it trains (Lightning unwraps it at teardown).
+        wrappers.add(type(self.trainer.strategy.model).__name__)
+        ids, targets = batch
+        return r.lm_loss(self.model(ids), targets)
+    def configure_optimizers(self):
+        return script.make_optimizer(self.parameters())
+wrappers = set()
+module = Module(model)
+trainer = script.trainer
+ids = r.tokens(r.OPTIMIZER_STEPS * made["accumulate_grad_batches"] * script.MICRO_BATCH
+               * trainer.world_size)
+loader = script.make_train_loader(torch.utils.data.TensorDataset(ids, ids))
+loader = torch.utils.data.DataLoader(loader.dataset, batch_size=loader.batch_size)
+trainer.fit(module, loader)
+out = {"rank": trainer.global_rank, "world": trainer.world_size,
+       "strategy": type(trainer.strategy).__name__,
+       "wrapped": ",".join(sorted(wrappers)), "devices": made["devices"],
+       "batches": watch.batches, "steps": trainer.global_step,
+       "trainable": sum(p.numel() for p in module.parameters() if p.requires_grad)}
+json.dump(out, open(sys.argv[3] + f".{out['rank']}", "w"))
+'''
+
+
+def run_lightning_ddp(memplan, work, model_dir):
+    """The Lightning Trainer of a 2-GPU DDP plan under torchrun (2 gloo ranks)."""
+    plan = plan_json(2, 3, None, "adamw", parallel="ddp", gpus=2)
+    path = export(memplan, plan, "lightning", work, "lora_ddp")
+    p = plan["plan"]
+    driver = os.path.join(work, "lightning_ddp_driver.py")
+    with open(driver, "w") as f:
+        f.write(LIGHTNING_DDP_DRIVER)
+    out = os.path.join(work, "lightning_ddp")
+    env = {**os.environ, "MEMPLAN_TOOLS_DIR": os.path.dirname(os.path.abspath(__file__)),
+           "CUDA_VISIBLE_DEVICES": ""}
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--master-port", str(free_port()), driver, path, model_dir, out],
+        capture_output=True, text=True, timeout=600, env=env)
+    if result.returncode != 0:
+        check("lightning ddp: 2 gloo ranks ran", False, result.stderr.strip()[-600:])
+        return
+    for rank in range(2):
+        r = json.load(open(f"{out}.{rank}"))
+        label = f"lightning ddp rank {rank}"
+        check(f"{label}: devices=2, world 2, DDPStrategy, DistributedDataParallel",
+              (r["devices"], r["world"], r["strategy"], r["wrapped"])
+              == (2, 2, "DDPStrategy", "DistributedDataParallel"), str(r))
+        check(f"{label}: every forward sees the micro-batch, one step per accumulation, the "
+              "LoRA parameters train",
+              set(r["batches"]) == {p["micro_batch"]} and r["steps"] == OPTIMIZER_STEPS
+              and len(r["batches"]) == OPTIMIZER_STEPS * p["accumulation_steps"]
+              and r["trainable"] == EXPECTED_TRAINABLE, str(r))
+
+
 HF_DDP_DRIVER = r'''
 """One rank of `torchrun --nproc_per_node 2 train.py` for the exported TrainingArguments of a DDP
 plan: the Trainer reads the world size from torchrun (the export writes no DDP switch)."""
@@ -846,6 +928,7 @@ def main():
             ("hf-trainer", lambda: run_hf_trainer(memplan, work, model_dir)),
             ("hf-trainer ddp", lambda: run_hf_trainer_ddp(memplan, work, model_dir)),
             ("lightning", lambda: run_lightning(memplan, work, model_dir)),
+            ("lightning ddp", lambda: run_lightning_ddp(memplan, work, model_dir)),
             ("torchrun ddp", lambda: run_torchrun(memplan, work, model_dir, "ddp")),
             ("torchrun fsdp", lambda: run_torchrun(memplan, work, model_dir, "fsdp")),
             ("torchrun hybrid-shard",
