@@ -75,6 +75,26 @@ nlohmann::ordered_json OptimizerSection(const ExportPlan& plan, const ExportOpti
   return section;
 }
 
+// ", with LEARNING_RATE = 0.001, WEIGHT_DECAY yours to set": the hyper-parameter constants
+// TorchOptimizerCall names (HyperParameterConstants' assignments, their comments dropped).
+std::string ConstantsClause(const ExportPlan& plan, const ExportOptions& options) {
+  std::string clause;
+  const std::string lines = HyperParameterConstants(plan, options);
+  size_t start = 0;
+  while (start < lines.size()) {
+    size_t end = lines.find('\n', start);
+    if (end == std::string::npos) end = lines.size();
+    std::string line = lines.substr(start, end - start);
+    start = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    line = line.substr(0, line.find("  #"));
+    const size_t none = line.find(" = None");
+    if (none != std::string::npos) line = line.substr(0, none) + " yours to set";
+    clause += (clause.empty() ? ", with " : ", ") + line;
+  }
+  return clause;
+}
+
 // What of the plan this config cannot carry, one sentence each (see the top of this file).
 std::vector<std::string> NotExpressed(const ExportPlan& plan, const ExportOptions& options) {
   std::vector<std::string> notes;
@@ -100,7 +120,8 @@ std::vector<std::string> NotExpressed(const ExportPlan& plan, const ExportOption
         ", so this config has no optimizer section: build it in the script and pass it, "
         "deepspeed.initialize(model=model, optimizer=" +
         TorchOptimizerCall(plan, options, "[p for p in model.parameters() if p.requires_grad]") +
-        ", config=...) (HF Trainer builds it from its optim).");
+        ", config=...)" + ConstantsClause(plan, options) +
+        " (HF Trainer builds it from its optim).");
   } else if (!options.learning_rate) {
     notes.push_back(
         "optimizer.params.lr: yours to set (the plan does not decide it); without "

@@ -97,7 +97,7 @@ memplan_cli_test("export pytorch of a ddp activation-offload plan: forward under
 # before. Now no section; the note names the object to pass.
 memplan_cli_test("export deepspeed of a paged-AdamW8bit plan: no optimizer section, the note names it"
   EXPECT_EXIT 0
-  EXPECT_OUTPUT "optimizer: DeepSpeed's config has no type for the plan's paged-adamw8bit[^$]*deepspeed.initialize\\(model=model, optimizer=bitsandbytes.optim.PagedAdamW8bit\\("
+  EXPECT_OUTPUT "optimizer: DeepSpeed's config has no type for the plan's paged-adamw8bit[^$]*deepspeed.initialize\\(model=model, optimizer=bitsandbytes.optim.PagedAdamW8bit\\([^$]*, config=...\\), with LEARNING_RATE yours to set"
   EXPECT_NO_OUTPUT "\"optimizer\": ."
   COMMAND analyze ${MEMPLAN_TEST_FIXTURES}/gpt_opset17.onnx --dim seq=32 --gpu A100-80GB
           --optimizer paged-adamw8bit --export deepspeed)
