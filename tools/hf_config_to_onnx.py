@@ -8,6 +8,7 @@ optimizer, with no weight to fold), and its weights written as external data tha
 runs the graph as the model computes.
 
     python3 hf_config_to_onnx.py CONFIG OUT.onnx
+    python3 hf_config_to_onnx.py --hub-config OWNER/NAME OUT.txt   # a hub id's cached config.json
 
 `memplan analyze config.json` runs this with the Python it finds (MEMPLAN_PYTHON, else python3)
 and caches the result. Needs torch 2.x and transformers (tools/setup_torch_env.sh installs both).
@@ -164,9 +165,49 @@ def weightless(program):
     return proto
 
 
+# Exit codes of --hub-config, each with one line on stderr (analyzer/pipeline/hugging_face_hub.cc).
+HUB_OFFLINE, HUB_NO_REPO, HUB_GATED = 4, 5, 6
+
+
+def hub_config(repo, out):
+    """Writes into `out` the local path of the config.json of Hugging Face repository `repo`
+    (owner/name): from huggingface_hub's cache, else downloaded into it (that file only, never
+    weights). HF_HOME, HF_HUB_CACHE, HF_HUB_OFFLINE and HF_TOKEN mean what they mean to
+    huggingface_hub."""
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError,
+                                            LocalEntryNotFoundError, RepositoryNotFoundError)
+    except ImportError as error:
+        fail(3, "needs huggingface_hub (%s)" % error)
+    try:
+        path = hf_hub_download(repo, "config.json")
+    except GatedRepoError:
+        fail(HUB_GATED, "the Hugging Face repository '%s' is gated: accept its terms on "
+             "huggingface.co, then log in (hf auth login, or HF_TOKEN)" % repo)
+    except RepositoryNotFoundError:
+        fail(HUB_NO_REPO, "no Hugging Face repository '%s' (or it is private: log in with hf "
+             "auth login, or HF_TOKEN)" % repo)
+    except LocalEntryNotFoundError:
+        fail(HUB_OFFLINE, "the config of '%s' is not in the Hugging Face cache and the hub "
+             "cannot be reached (%s)" % (repo, "HF_HUB_OFFLINE is set"
+                                         if os.environ.get("HF_HUB_OFFLINE", "0") not in
+                                         ("", "0", "false", "False") else "no network"))
+    except EntryNotFoundError:
+        fail(HUB_NO_REPO, "the Hugging Face repository '%s' has no config.json" % repo)
+    except Exception as error:  # network errors arrive as several types
+        fail(HUB_OFFLINE, "cannot reach the Hugging Face hub for '%s': %s"
+             % (repo, str(error).splitlines()[0] if str(error) else type(error).__name__))
+    with open(out, "w") as f:
+        f.write(path)
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--hub-config":
+        hub_config(sys.argv[2], sys.argv[3])
+        return
     if len(sys.argv) != 3:
-        fail(1, "usage: hf_config_to_onnx.py CONFIG OUT.onnx")
+        fail(1, "usage: hf_config_to_onnx.py CONFIG OUT.onnx | --hub-config OWNER/NAME OUT.txt")
     source, out = sys.argv[1], sys.argv[2]
     folder = source if os.path.isdir(source) else os.path.dirname(os.path.abspath(source))
     try:

@@ -5,8 +5,13 @@ plan: the micro-batch each forward sees, one optimizer step per ACCUMULATION_STE
 the modules run under torch.utils.checkpoint, the trainable parameter count, the optimizer class
 and its state dtype, the LoRA rank and adapted modules, the nf4 base (bitsandbytes Linear4bit).
 
-Where a framework cannot run here (DeepSpeed's engine needs an accelerator; Accelerate's YAML is
-a launcher config) the output is checked with the framework's own parser instead.
+The HF Trainer runs a plan of every block (gradient_checkpointing=True is then exactly the plan);
+`accelerate launch --config_file` runs the exported YAML with the lines its comments give the
+script; torchrun runs DDP and FSDP on 2 gloo ranks and hybrid shard on 4 (a 2 x 2 mesh), and the
+FSDP runs check every parameter is a DTensor shard whose ranks add up to the model. Where a
+framework cannot run here (DeepSpeed's engine needs an accelerator) the output is checked with
+the framework's own parser instead: DeepSpeedConfig for ZeRO 1-3 and the offloads, and the
+LoraConfig / BitsAndBytesConfig its note names built by peft and transformers.
 
 CI does not need this: it needs the venv tools/setup_torch_env.sh makes (torch, transformers,
 peft, accelerate, lightning, deepspeed, bitsandbytes). Results and versions: docs/config_export.md.
@@ -61,7 +66,8 @@ def check(name, ok, detail=""):
     print(("ok    " if ok else "FAIL  ") + name + (f": {detail}" if detail else ""), flush=True)
 
 
-def plan_json(micro_batch, accumulation, base_dtype, optimizer, parallel=None, gpus=None):
+def plan_json(micro_batch, accumulation, base_dtype, optimizer, parallel=None, gpus=None,
+              recompute_modules=("transformer.h.0",), nodes=None):
     plan = {
         "micro_batch": micro_batch,
         "accumulation_steps": accumulation,
@@ -72,7 +78,7 @@ def plan_json(micro_batch, accumulation, base_dtype, optimizer, parallel=None, g
         "clip_gradients": True,
         "recompute": [],
         "recompute_unit": "module",
-        "recompute_modules": ["transformer.h.0"],
+        "recompute_modules": list(recompute_modules),
         "checkpointable_modules": LAYERS,
         "lora": {
             "rank": RANK,
@@ -87,6 +93,8 @@ def plan_json(micro_batch, accumulation, base_dtype, optimizer, parallel=None, g
     if parallel:
         plan["parallel"] = parallel
         plan["gpus"] = gpus
+        if nodes:
+            plan["nodes"] = nodes
         if parallel.startswith("zero"):
             plan["amp_mode"] = "master-weights"
             plan["optimizer_impl"] = "fused"
@@ -157,6 +165,20 @@ class Watch:
                            for i in range(LAYERS)}
         model.get_submodule("transformer.wte").register_forward_pre_hook(
             lambda module, args: self.batches.append(args[0].shape[0]))
+        # Forward entries per block, counted on its first layer (ln_1): a checkpointed block
+        # runs it twice per micro-batch (its forward, then its recomputation in backward;
+        # counted on entry, since torch >= 2.1's non-reentrant checkpoint may stop a
+        # recomputation early), any other block once. Not on the block itself: transformers 5
+        # checkpoints the block's forward, inside the block's own __call__ and its hooks.
+        self.entries = {path: 0 for path in self.all_blocks.values()}
+        for path in self.all_blocks.values():
+            model.get_submodule(path + ".ln_1").register_forward_pre_hook(
+                lambda m, args, _p=path: self.entries.__setitem__(_p, self.entries[_p] + 1))
+
+    def recomputed_blocks(self):
+        """The blocks entered twice per micro-batch: the ones that ran under checkpoint."""
+        micro_batches = len(self.batches)
+        return sorted(p for p, n in self.entries.items() if micro_batches and n == 2 * micro_batches)
 
     def checkpoint_spy(self, real_checkpoint):
         def spy(function, *args, **kwargs):
@@ -251,6 +273,8 @@ def run_pytorch(memplan, work, model_dir):
           f"{steps} steps, {len(watch.batches)} micro-batches")
     check("pytorch: checkpointed modules are the plan's",
           watch.checkpointed == set(p["recompute_modules"]), str(sorted(watch.checkpointed)))
+    check("pytorch: only the planned blocks recompute (2 entries per micro-batch)",
+          watch.recomputed_blocks() == p["recompute_modules"], str(watch.entries))
     check_lora_and_base("pytorch", peft_model["m"], "nf4")
     check_optimizer("pytorch", made[0], paged=True)
 
@@ -258,8 +282,11 @@ def run_pytorch(memplan, work, model_dir):
 def run_hf_trainer(memplan, work, model_dir):
     import transformers
     from transformers import Trainer, TrainerCallback
-    plan = plan_json(2, 3, "nf4", "paged-adamw8bit")
-    path = export(memplan, plan, "hf-trainer", work, "qlora")
+    # A module plan of every block: TrainingArguments' gradient_checkpointing=True runs exactly
+    # it (a plan of fewer blocks is exported with a comment: the Trainer checkpoints them all).
+    every_block = [f"transformer.h.{i}" for i in range(LAYERS)]
+    plan = plan_json(2, 3, "nf4", "paged-adamw8bit", recompute_modules=every_block)
+    path = export(memplan, plan, "hf-trainer", work, "qlora_all_blocks")
     p = plan["plan"]
     # The exported TrainingArguments(...) as written, plus what a CPU run of a few steps needs.
     recorded = {}
@@ -271,10 +298,14 @@ def run_hf_trainer(memplan, work, model_dir):
                        "max_steps": OPTIMIZER_STEPS, "dataloader_num_workers": 0,
                        "dataloader_pin_memory": False, "report_to": [], "save_strategy": "no"})
 
+    # transformers' lazy module resolves the name from its submodule: patch both.
+    import transformers.training_args
+    transformers.training_args.TrainingArguments = cpu_arguments
     transformers.TrainingArguments = cpu_arguments
     try:
         script = load(path, "exported_hf")
     finally:
+        transformers.training_args.TrainingArguments = real
         transformers.TrainingArguments = real
     args = script.args
     check("hf-trainer: per_device_train_batch_size, gradient_accumulation_steps are the plan's",
@@ -283,6 +314,10 @@ def run_hf_trainer(memplan, work, model_dir):
     check("hf-trainer: optim, weight_decay, max_grad_norm, bf16 as exported",
           (recorded["optim"], recorded["weight_decay"], recorded["max_grad_norm"],
            recorded["bf16"]) == ("paged_adamw_8bit", 0.01, 1.0, True), str(recorded))
+    check("hf-trainer: gradient_checkpointing (non-reentrant) for the plan of every block",
+          recorded.get("gradient_checkpointing") is True
+          and recorded.get("gradient_checkpointing_kwargs") == {"use_reentrant": False},
+          str(recorded))
     model = load_model(model_dir, script.MODEL_LOAD_KWARGS)
     watch = Watch(model, p["recompute_modules"])
     model = script.apply_fine_tuning(model)
@@ -311,6 +346,9 @@ def run_hf_trainer(memplan, work, model_dir):
           len(steps) == OPTIMIZER_STEPS
           and len(watch.batches) == OPTIMIZER_STEPS * p["accumulation_steps"],
           f"{len(steps)} steps, {len(watch.batches)} micro-batches")
+    check("hf-trainer: the Trainer ran the planned blocks under checkpoint (2 entries per "
+          "micro-batch each)", watch.recomputed_blocks() == p["recompute_modules"],
+          f"{watch.entries} over {len(watch.batches)} micro-batches")
     check_lora_and_base("hf-trainer", model, "nf4")
     check_optimizer("hf-trainer", trainer.optimizer, paged=True)
 
@@ -379,6 +417,8 @@ def run_lightning(memplan, work, model_dir):
           f"{script.trainer.global_step} steps, {len(watch.batches)} micro-batches")
     check("lightning: checkpointed modules are the plan's",
           watch.checkpointed == set(p["recompute_modules"]), str(sorted(watch.checkpointed)))
+    check("lightning: only the planned blocks recompute (2 entries per micro-batch)",
+          watch.recomputed_blocks() == p["recompute_modules"], str(watch.entries))
     check_lora_and_base("lightning", module.model, "nf4")
     check_optimizer("lightning", optimizers[0], paged=True)
 
@@ -419,14 +459,25 @@ script.dist.destroy_process_group = lambda: None
 script.train(model, TensorDataset(ids, ids), r.lm_loss,
              lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0))
 from peft.tuners.lora import LoraLayer
+from torch.distributed.tensor import DTensor
 optimizer = made[0]
+# FSDP2 keeps each parameter as a DTensor sharded over the mesh's "shard" dimension: this rank
+# holds its slice (to_local()) of the full tensor.
+shards = [p for p in wrapped[0].parameters() if isinstance(p, DTensor)]
+mesh = shards[0].device_mesh if shards else None
 state = [str(s["state1"].dtype) for s in optimizer.state.values() if "state1" in s]
 out = {"rank": int(os.environ["RANK"]), "world": world, "batches": watch.batches,
        "steps": sum(1 for x in made if x == 1), "checkpointed": sorted(watch.checkpointed),
        "wrapper": type(wrapped[0]).__name__,
        "trainable": sum(p.numel() for p in fine_tuned[0].parameters() if p.requires_grad),
        "lora_ranks": sorted({m.r["default"] for m in fine_tuned[0].modules() if isinstance(m, LoraLayer)}),
-       "optimizer": type(optimizer).__name__, "state": sorted(set(state))}
+       "optimizer": type(optimizer).__name__, "state": sorted(set(state)),
+       "parameters": len(list(wrapped[0].parameters())), "dtensors": len(shards),
+       "local_elements": sum(p.to_local().numel() for p in shards),
+       "full_elements": sum(p.numel() for p in shards),
+       "mesh": list(mesh.shape) if mesh else [],
+       "mesh_dims": list(mesh.mesh_dim_names or []) if mesh else [],
+       "placements": sorted({str(pl) for p in shards for pl in p.placements})}
 destroy()
 json.dump(out, open(sys.argv[4] + f".{out['rank']}", "w"))
 '''
@@ -442,8 +493,10 @@ def run_torchrun(memplan, work, model_dir, strategy):
     # FSDP2 shards parameters as DTensors, which bitsandbytes' optimizers cannot step (the
     # export refuses that plan, checked here): the FSDP plan uses torch's AdamW.
     optimizer = "adamw8bit" if strategy == "ddp" else "adamw"
+    # Hybrid shard: 2 "nodes" of 2 ranks each, a 2 x 2 mesh (replicate, shard), 4 processes.
+    ranks, nodes = (4, 2) if strategy == "hybrid-shard" else (2, None)
     if strategy != "ddp":
-        refused = plan_json(2, 3, None, "adamw8bit", parallel=strategy, gpus=2)
+        refused = plan_json(2, 3, None, "adamw8bit", parallel=strategy, gpus=ranks, nodes=nodes)
         try:
             export(memplan, refused, "pytorch", work, "refused_" + strategy)
             check(f"torchrun {strategy}: a bitsandbytes optimizer is refused", False)
@@ -451,7 +504,7 @@ def run_torchrun(memplan, work, model_dir, strategy):
             check(f"torchrun {strategy}: a bitsandbytes optimizer is refused in one line",
                   "FSDP2 script cannot run --optimizer adamw8bit" in str(error)
                   and "\n" not in str(error).strip(), str(error))
-    plan = plan_json(2, 3, None, optimizer, parallel=strategy, gpus=2)
+    plan = plan_json(2, 3, None, optimizer, parallel=strategy, gpus=ranks, nodes=nodes)
     path = export(memplan, plan, "pytorch", work, "lora_" + strategy)
     p = plan["plan"]
     plan_path = os.path.join(work, "lora_" + strategy + ".json")
@@ -461,15 +514,15 @@ def run_torchrun(memplan, work, model_dir, strategy):
     out = os.path.join(work, "torchrun_" + strategy)
     env = {**os.environ, "MEMPLAN_TOOLS_DIR": os.path.dirname(os.path.abspath(__file__))}
     result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
          "--master-port", str(free_port()), driver, path, plan_path, model_dir, out],
         capture_output=True, text=True, timeout=600, env=env)
     if result.returncode != 0:
-        check(f"torchrun {strategy}: 2 gloo ranks ran", False, result.stderr.strip()[-600:])
+        check(f"torchrun {strategy}: {ranks} gloo ranks ran", False, result.stderr.strip()[-600:])
         return
-    ranks = [json.load(open(f"{out}.{r}")) for r in range(2)]
-    check(f"torchrun {strategy}: 2 gloo ranks ran", len(ranks) == 2)
-    for r in ranks:
+    results = [json.load(open(f"{out}.{r}")) for r in range(ranks)]
+    check(f"torchrun {strategy}: {ranks} gloo ranks ran", len(results) == ranks)
+    for r in results:
         label = f"torchrun {strategy} rank {r['rank']}"
         check(f"{label}: every forward sees MICRO_BATCH samples, one step per "
               "ACCUMULATION_STEPS", set(r["batches"]) == {p["micro_batch"]}
@@ -483,42 +536,270 @@ def run_torchrun(memplan, work, model_dir, strategy):
         if strategy == "ddp":
             check(f"{label}: trainable parameters = {EXPECTED_TRAINABLE}",
                   r["trainable"] == EXPECTED_TRAINABLE, str(r["trainable"]))
+        if strategy != "ddp":
+            # Every parameter a DTensor sharded (Shard(0), "S(0)") over the mesh's shard dimension of
+            # ranks // nodes ranks: this rank holds its rows of each, not the whole.
+            shard_ranks = ranks // (nodes or 1)
+            mesh = [nodes, shard_ranks] if nodes else [shard_ranks]
+            dims = ["replicate", "shard"] if nodes else ["shard"]
+            placements = ["R", "S(0)"] if nodes else ["S(0)"]  # str(Replicate()), str(Shard(0))
+            check(f"{label}: every parameter sharded on a {mesh} mesh {dims}, "
+                  "a part of each held here",
+                  r["dtensors"] == r["parameters"] > 0 and r["mesh"] == mesh
+                  and r["mesh_dims"] == dims and r["placements"] == placements
+                  and 0 < r["local_elements"] < r["full_elements"],
+                  f"{r['dtensors']}/{r['parameters']} DTensors, {r['local_elements']} of "
+                  f"{r['full_elements']} elements, mesh {r['mesh']} {r['mesh_dims']} "
+                  f"{r['placements']}")
         expected = "AdamW8bit" if optimizer == "adamw8bit" else "AdamW"
         check(f"{label}: LoRA rank {RANK}, {expected}", r["lora_ranks"] == [RANK]
               and r["optimizer"] == expected, str(r))
+    if strategy != "ddp":
+        # The shards add up: each replica group (one per node) holds every element once.
+        held = sum(r["local_elements"] for r in results)
+        full = results[0]["full_elements"]
+        check(f"torchrun {strategy}: the ranks' shards add up to the model {nodes or 1} time(s)",
+              held == full * (nodes or 1), f"{held} held, {full} per model")
+
+
+LIGHTNING_DDP_DRIVER = r'''
+"""One rank of the exported Lightning Trainer of a 2-GPU DDP plan under torchrun (Lightning reads
+torchrun's environment and starts no processes of its own); only the accelerator becomes the
+CPU."""
+import json, os, sys, warnings
+warnings.filterwarnings("ignore")
+import torch
+sys.path.insert(0, os.environ["MEMPLAN_TOOLS_DIR"])
+import run_exported_plans as r
+import lightning.pytorch as pl
+real = pl.Trainer
+made = {}
+def cpu_trainer(**kwargs):
+    made.update(kwargs)
+    return real(**{**kwargs, "accelerator": "cpu", "max_steps": r.OPTIMIZER_STEPS,
+                   "logger": False, "enable_checkpointing": False, "enable_progress_bar": False,
+                   "enable_model_summary": False})
+pl.Trainer = cpu_trainer
+script = r.load(sys.argv[1], "exported_lightning_ddp")
+pl.Trainer = real
+model = r.load_model(sys.argv[2], {})
+watch = r.Watch(model, [])
+class Module(pl.LightningModule):
+    def __init__(self, model):
+        super().__init__()
+        self.model = script.apply_fine_tuning(model)
+        self.model.train()
+    def training_step(self, batch, index):
+        # What wraps the module while it trains (Lightning unwraps it at teardown).
+        wrappers.add(type(self.trainer.strategy.model).__name__)
+        ids, targets = batch
+        return r.lm_loss(self.model(ids), targets)
+    def configure_optimizers(self):
+        return script.make_optimizer(self.parameters())
+wrappers = set()
+module = Module(model)
+trainer = script.trainer
+ids = r.tokens(r.OPTIMIZER_STEPS * made["accumulate_grad_batches"] * script.MICRO_BATCH
+               * trainer.world_size)
+loader = script.make_train_loader(torch.utils.data.TensorDataset(ids, ids))
+loader = torch.utils.data.DataLoader(loader.dataset, batch_size=loader.batch_size)
+trainer.fit(module, loader)
+out = {"rank": trainer.global_rank, "world": trainer.world_size,
+       "strategy": type(trainer.strategy).__name__,
+       "wrapped": ",".join(sorted(wrappers)), "devices": made["devices"],
+       "batches": watch.batches, "steps": trainer.global_step,
+       "trainable": sum(p.numel() for p in module.parameters() if p.requires_grad)}
+json.dump(out, open(sys.argv[3] + f".{out['rank']}", "w"))
+'''
+
+
+def run_lightning_ddp(memplan, work, model_dir):
+    """The Lightning Trainer of a 2-GPU DDP plan under torchrun (2 gloo ranks)."""
+    plan = plan_json(2, 3, None, "adamw", parallel="ddp", gpus=2)
+    path = export(memplan, plan, "lightning", work, "lora_ddp")
+    p = plan["plan"]
+    driver = os.path.join(work, "lightning_ddp_driver.py")
+    with open(driver, "w") as f:
+        f.write(LIGHTNING_DDP_DRIVER)
+    out = os.path.join(work, "lightning_ddp")
+    env = {**os.environ, "MEMPLAN_TOOLS_DIR": os.path.dirname(os.path.abspath(__file__)),
+           "CUDA_VISIBLE_DEVICES": ""}
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--master-port", str(free_port()), driver, path, model_dir, out],
+        capture_output=True, text=True, timeout=600, env=env)
+    if result.returncode != 0:
+        check("lightning ddp: 2 gloo ranks ran", False, result.stderr.strip()[-600:])
+        return
+    for rank in range(2):
+        r = json.load(open(f"{out}.{rank}"))
+        label = f"lightning ddp rank {rank}"
+        check(f"{label}: devices=2, world 2, DDPStrategy, DistributedDataParallel",
+              (r["devices"], r["world"], r["strategy"], r["wrapped"])
+              == (2, 2, "DDPStrategy", "DistributedDataParallel"), str(r))
+        check(f"{label}: every forward sees the micro-batch, one step per accumulation, the "
+              "LoRA parameters train",
+              set(r["batches"]) == {p["micro_batch"]} and r["steps"] == OPTIMIZER_STEPS
+              and len(r["batches"]) == OPTIMIZER_STEPS * p["accumulation_steps"]
+              and r["trainable"] == EXPECTED_TRAINABLE, str(r))
+
+
+HF_DDP_DRIVER = r'''
+"""One rank of `torchrun --nproc_per_node 2 train.py` for the exported TrainingArguments of a DDP
+plan: the Trainer reads the world size from torchrun (the export writes no DDP switch)."""
+import json, os, sys, warnings
+warnings.filterwarnings("ignore")
+import torch
+sys.path.insert(0, os.environ["MEMPLAN_TOOLS_DIR"])
+import run_exported_plans as r
+import transformers
+import transformers.training_args
+from transformers import Trainer, TrainerCallback
+real = transformers.training_args.TrainingArguments
+def cpu_arguments(**kwargs):
+    return real(**{**kwargs, "use_cpu": True, "output_dir": sys.argv[3] + ".out",
+                   "max_steps": r.OPTIMIZER_STEPS, "dataloader_num_workers": 0,
+                   "dataloader_pin_memory": False, "report_to": [], "save_strategy": "no",
+                   "ddp_backend": "gloo"})
+transformers.training_args.TrainingArguments = cpu_arguments
+transformers.TrainingArguments = cpu_arguments
+script = r.load(sys.argv[1], "exported_hf_ddp")
+args = script.args
+model = r.load_model(sys.argv[2], {})
+watch = r.Watch(model, [])
+model = script.apply_fine_tuning(model)
+steps = []
+class Count(TrainerCallback):
+    def on_step_end(self, a, state, control, **kw):
+        steps.append(state.global_step)
+class Samples(torch.utils.data.Dataset):
+    def __init__(self, ids):
+        self.ids = ids
+    def __len__(self):
+        return len(self.ids)
+    def __getitem__(self, i):
+        return {"input_ids": self.ids[i], "labels": self.ids[i]}
+world = int(os.environ["WORLD_SIZE"])
+ids = r.tokens(r.OPTIMIZER_STEPS * args.gradient_accumulation_steps
+               * args.per_device_train_batch_size * world)
+trainer = Trainer(model=model, args=args, train_dataset=Samples(ids), callbacks=[Count()])
+trainer.train()
+out = {"rank": int(os.environ["RANK"]), "world": args.world_size,
+       "parallel_mode": str(args.parallel_mode).split(".")[-1],
+       "wrapped": type(trainer.model_wrapped).__name__, "batches": watch.batches,
+       "steps": len(steps), "recomputed": watch.recomputed_blocks(),
+       "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad)}
+json.dump(out, open(sys.argv[3] + f".{out['rank']}", "w"))
+'''
+
+
+def run_hf_trainer_ddp(memplan, work, model_dir):
+    """The Trainer of a 2-GPU DDP plan under torchrun (2 gloo ranks): the export's launch line."""
+    every_block = [f"transformer.h.{i}" for i in range(LAYERS)]
+    plan = plan_json(2, 3, None, "adamw", parallel="ddp", gpus=2, recompute_modules=every_block)
+    path = export(memplan, plan, "hf-trainer", work, "lora_ddp")
+    p = plan["plan"]
+    check("hf-trainer ddp: the export names the launch, torchrun --nproc_per_node 2",
+          "torchrun --nproc_per_node 2" in open(path).read())
+    driver = os.path.join(work, "hf_ddp_driver.py")
+    with open(driver, "w") as f:
+        f.write(HF_DDP_DRIVER)
+    out = os.path.join(work, "hf_ddp")
+    env = {**os.environ, "MEMPLAN_TOOLS_DIR": os.path.dirname(os.path.abspath(__file__)),
+           "CUDA_VISIBLE_DEVICES": ""}
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--master-port", str(free_port()), driver, path, model_dir, out],
+        capture_output=True, text=True, timeout=600, env=env)
+    if result.returncode != 0:
+        check("hf-trainer ddp: 2 gloo ranks ran", False, result.stderr.strip()[-600:])
+        return
+    for rank in range(2):
+        r = json.load(open(f"{out}.{rank}"))
+        label = f"hf-trainer ddp rank {rank}"
+        check(f"{label}: world 2, DistributedDataParallel", (r["world"], r["parallel_mode"],
+              r["wrapped"]) == (2, "DISTRIBUTED", "DistributedDataParallel"), str(r))
+        check(f"{label}: every forward sees the micro-batch, one step per accumulation, every "
+              "block checkpointed, the LoRA parameters train",
+              set(r["batches"]) == {p["micro_batch"]} and r["steps"] == OPTIMIZER_STEPS
+              and len(r["batches"]) == OPTIMIZER_STEPS * p["accumulation_steps"]
+              and r["recomputed"] == every_block and r["trainable"] == EXPECTED_TRAINABLE, str(r))
+
+
+class DataParallelWorld:
+    """The mpu DeepSpeedConfig asks for the data-parallel world size: the plan's GPUs, so the
+    exported train_batch_size is checked against micro x accumulation x GPUs as DeepSpeed does."""
+
+    def __init__(self, world):
+        self.world = world
+
+    def get_data_parallel_world_size(self):
+        return self.world
+
+
+def call_in(text, name, namespace):
+    """The `name(...)` call written in `text`, evaluated with the real class: what a script
+    pasting it would build."""
+    start = text.index(name + "(")
+    depth = 0
+    for end in range(start + len(name), len(text)):
+        depth += {"(": 1, ")": -1}.get(text[end], 0)
+        if depth == 0:
+            return eval(text[start:end + 1], namespace)  # noqa: S307 (memplan's own output)
+    raise ValueError(f"unbalanced {name}(")
 
 
 def run_deepspeed(memplan, work):
+    """DeepSpeed's engine needs an accelerator: each ZeRO stage's config goes through DeepSpeed's
+    own DeepSpeedConfig (what deepspeed.initialize parses) with the plan's 2 data-parallel ranks,
+    over a one-rank gloo group (DeepSpeedConfig asks for the rank)."""
+    import deepspeed.comm
     from deepspeed.runtime.config import DeepSpeedConfig
-    plan = plan_json(2, 3, "nf4", "adamw", parallel="zero2", gpus=2)
-    path = export(memplan, plan, "deepspeed", work, "qlora_zero2")
-    config = json.load(open(path))
-    p = plan["plan"]
-    import deepspeed.comm as dist
-    os.environ.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
-                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())})
-    if not dist.is_initialized():
-        import torch.distributed
-        torch.distributed.init_process_group("gloo", rank=0, world_size=1)
-    # DeepSpeed's own parser; world size 1 here, so the global batch is re-derived for it.
-    config["train_batch_size"] = p["micro_batch"] * p["accumulation_steps"]
-    parsed = DeepSpeedConfig(config)
-    check("deepspeed: DeepSpeedConfig parses; micro-batch, accumulation, ZeRO stage, bf16",
-          (parsed.train_micro_batch_size_per_gpu, parsed.gradient_accumulation_steps,
-           parsed.zero_optimization_stage, parsed.bfloat16_config.enabled)
-          == (p["micro_batch"], p["accumulation_steps"], 2, True),
-          str((parsed.train_micro_batch_size_per_gpu, parsed.gradient_accumulation_steps,
-               parsed.zero_optimization_stage, parsed.bfloat16_config.enabled)))
+    if not deepspeed.comm.is_initialized():
+        os.environ.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
+                           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())})
+        deepspeed.comm.init_distributed("gloo", auto_mpi_discovery=False, verbose=False)
+    cases = [("zero1", None), ("zero2", None), ("zero3", None), ("zero2", "optimizer"),
+             ("zero3", "optimizer+params")]
+    for strategy, offload in cases:
+        plan = plan_json(2, 3, "nf4", "adamw", parallel=strategy, gpus=2)
+        if offload:
+            plan["plan"]["offload"] = {"mode": offload}
+        name = f"qlora_{strategy}" + (f"_offload_{offload.replace('+', '_')}" if offload else "")
+        path = export(memplan, plan, "deepspeed", work, name)
+        config = json.load(open(path))
+        p = plan["plan"]
+        parsed = DeepSpeedConfig(config, mpu=DataParallelWorld(p["gpus"]))
+        zero = parsed.zero_config
+        stage = int(strategy[-1])
+        label = f"deepspeed {strategy}" + (f" offload {offload}" if offload else "")
+        got = (parsed.train_batch_size, parsed.train_micro_batch_size_per_gpu,
+               parsed.gradient_accumulation_steps, zero.stage, parsed.bfloat16_config.enabled)
+        check(f"{label}: DeepSpeedConfig (2 ranks) parses; batch 2 x 3 x 2 = 12, ZeRO stage "
+              f"{stage}, bf16", got == (12, 2, 3, stage, True), str(got))
+        if offload:
+            optimizer_device = str(getattr(zero.offload_optimizer, "device", None))
+            param_device = str(getattr(zero.offload_param, "device", None))
+            check(f"{label}: optimizer state (and parameters) offloaded to the CPU",
+                  optimizer_device.endswith("cpu")
+                  and param_device.endswith("cpu") == (offload == "optimizer+params"),
+                  f"optimizer {optimizer_device}, parameters {param_device}")
     notes = " ".join(config.get("_not_expressed", []))
-    check("deepspeed: the config names the LoRA and nf4 base the script must build",
-          f"LoraConfig(r={RANK}, lora_alpha={RANK}" in notes and "nf4" in notes, notes[:200])
-    # The BitsAndBytesConfig it names is transformers' own, parsed and compared.
+    # The LoraConfig and BitsAndBytesConfig the note names, built by peft and transformers.
+    from peft import LoraConfig
     from transformers import BitsAndBytesConfig
-    bnb = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                             bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16)
-    check("deepspeed: BitsAndBytesConfig of the note parses as nf4 with double quantisation",
-          bnb.bnb_4bit_quant_type == "nf4" and bnb.bnb_4bit_use_double_quant and bnb.load_in_4bit)
-    torch.distributed.destroy_process_group()
+    namespace = {"LoraConfig": LoraConfig, "BitsAndBytesConfig": BitsAndBytesConfig,
+                 "torch": torch}
+    lora = call_in(notes, "LoraConfig", namespace)
+    check("deepspeed: the note's LoraConfig builds with r=4, alpha=4 on c_attn",
+          (lora.r, lora.lora_alpha, sorted(lora.target_modules)) == (RANK, RANK, ["c_attn"]),
+          str(lora))
+    bnb = call_in(notes, "BitsAndBytesConfig", namespace)
+    check("deepspeed: the note's BitsAndBytesConfig builds as a 4-bit nf4 base (QLoRA)",
+          bnb.load_in_4bit and bnb.bnb_4bit_quant_type == "nf4"
+          and bnb.bnb_4bit_compute_dtype == torch.bfloat16,
+          f"{bnb.load_in_4bit} {bnb.bnb_4bit_quant_type} {bnb.bnb_4bit_compute_dtype}")
+    deepspeed.comm.destroy_process_group()
 
 
 def run_accelerate(memplan, work):
@@ -535,6 +816,97 @@ def run_accelerate(memplan, work):
     text = open(path).read()
     check("accelerate: the file names the LoRA and nf4 base the script must build",
           f"LoraConfig(r={RANK}, lora_alpha={RANK}" in text and "nf4" in text)
+
+
+ACCELERATE_DRIVER = r'''
+"""The training script `accelerate launch --config_file EXPORTED.yaml` runs: every line it takes
+from the exported file's comments (Accelerator(gradient_accumulation_steps=k), the DataLoader's
+batch_size, the optimizer lines, the LoraConfig, the clipping) is read from that file."""
+import json, os, re, sys, warnings
+warnings.filterwarnings("ignore")
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+sys.path.insert(0, os.environ["MEMPLAN_TOOLS_DIR"])
+import run_exported_plans as r
+from accelerate import Accelerator
+from peft import LoraConfig, get_peft_model
+text = open(sys.argv[1]).read()
+notes = "\n".join(line[1:] for line in text.splitlines() if line.startswith("#"))
+k = int(re.search(r"Accelerator\(gradient_accumulation_steps=(\d+)\)", notes).group(1))
+micro = int(re.search(r"DataLoader\(dataset, batch_size=(\d+)\)", notes).group(1))
+clip = float(re.search(r"accelerator.clip_grad_norm_\(model.parameters\(\), ([0-9.]+)\)",
+                       notes).group(1))
+accelerator = Accelerator(gradient_accumulation_steps=k)
+model = r.load_model(sys.argv[2], {})
+watch = r.Watch(model, [])
+model = get_peft_model(model, r.call_in(notes, "LoraConfig", {"LoraConfig": LoraConfig}))
+block = notes.split("The optimizer the plan simulated, for the training script:")[1]
+lines = []
+for line in block.splitlines()[1:]:
+    if not line.startswith("   "):
+        break
+    lines.append(line[3:])
+namespace = {"torch": torch, "model": model}
+exec("\n".join(lines), namespace)
+optimizer = namespace["optimizer"]
+ids = r.tokens(r.OPTIMIZER_STEPS * k * micro)
+loader = DataLoader(TensorDataset(ids, ids), batch_size=micro)
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+steps, autocast = 0, set()
+for inputs, targets in loader:
+    with accelerator.accumulate(model):
+        with accelerator.autocast():
+            autocast.add(str(torch.get_autocast_dtype("cpu")) if torch.is_autocast_enabled("cpu")
+                         else "off")
+            loss = r.lm_loss(model(inputs), targets)
+        accelerator.backward(loss)
+        if accelerator.sync_gradients:
+            accelerator.clip_grad_norm_(model.parameters(), clip)
+            steps += 1
+        optimizer.step()
+        optimizer.zero_grad()
+inner = getattr(optimizer, "optimizer", optimizer)
+json.dump({"mixed_precision": str(accelerator.mixed_precision),
+           "distributed_type": str(accelerator.distributed_type).split(".")[-1],
+           "processes": accelerator.num_processes, "accumulation": k,
+           "batches": watch.batches, "steps": steps, "autocast": sorted(autocast),
+           "optimizer": type(inner).__name__,
+           "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad)},
+          open(sys.argv[3], "w"))
+'''
+
+
+def run_accelerate_launch(memplan, work, model_dir):
+    """`accelerate launch --config_file EXPORTED.yaml` of a one-GPU LoRA plan, on the CPU: the
+    launcher reads the exported file, the script takes the lines the file's comments give."""
+    plan = plan_json(2, 3, None, "adamw")
+    path = export(memplan, plan, "accelerate", work, "lora_launch")
+    driver = os.path.join(work, "accelerate_driver.py")
+    with open(driver, "w") as f:
+        f.write(ACCELERATE_DRIVER)
+    out = os.path.join(work, "accelerate_launch.json")
+    env = {**os.environ, "MEMPLAN_TOOLS_DIR": os.path.dirname(os.path.abspath(__file__)),
+           "CUDA_VISIBLE_DEVICES": ""}
+    result = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+                             path, driver, path, model_dir, out],
+                            capture_output=True, text=True, timeout=600, env=env)
+    if result.returncode != 0:
+        check("accelerate launch: the exported config launched", False,
+              result.stderr.strip()[-600:])
+        return
+    r = json.load(open(out))
+    p = plan["plan"]
+    check("accelerate launch: mixed precision bf16, no distribution, 1 process, from the file",
+          (r["mixed_precision"], r["distributed_type"], r["processes"]) == ("bf16", "NO", 1),
+          str(r))
+    check("accelerate launch: forward under bf16 autocast", r["autocast"] == ["torch.bfloat16"],
+          str(r["autocast"]))
+    check("accelerate launch: every forward sees the micro-batch, one step per accumulation",
+          set(r["batches"]) == {p["micro_batch"]} and r["accumulation"] == p["accumulation_steps"]
+          and r["steps"] == OPTIMIZER_STEPS
+          and len(r["batches"]) == OPTIMIZER_STEPS * p["accumulation_steps"], str(r))
+    check(f"accelerate launch: AdamW over the {EXPECTED_TRAINABLE} LoRA parameters",
+          r["optimizer"] == "AdamW" and r["trainable"] == EXPECTED_TRAINABLE, str(r))
 
 
 def versions():
@@ -554,11 +926,16 @@ def main():
     model_dir = tiny_gpt2_dir(work)
     runs = [("pytorch", lambda: run_pytorch(memplan, work, model_dir)),
             ("hf-trainer", lambda: run_hf_trainer(memplan, work, model_dir)),
+            ("hf-trainer ddp", lambda: run_hf_trainer_ddp(memplan, work, model_dir)),
             ("lightning", lambda: run_lightning(memplan, work, model_dir)),
+            ("lightning ddp", lambda: run_lightning_ddp(memplan, work, model_dir)),
             ("torchrun ddp", lambda: run_torchrun(memplan, work, model_dir, "ddp")),
             ("torchrun fsdp", lambda: run_torchrun(memplan, work, model_dir, "fsdp")),
+            ("torchrun hybrid-shard",
+             lambda: run_torchrun(memplan, work, model_dir, "hybrid-shard")),
             ("deepspeed", lambda: run_deepspeed(memplan, work)),
-            ("accelerate", lambda: run_accelerate(memplan, work))]
+            ("accelerate", lambda: run_accelerate(memplan, work)),
+            ("accelerate launch", lambda: run_accelerate_launch(memplan, work, model_dir))]
     only = os.environ.get("ONLY")
     for name, run in runs:
         if only and name not in only.split(","):

@@ -29,6 +29,15 @@ constexpr int kLossScaleWindow = 1000;  // overflow-free steps before the scale 
 constexpr int kHysteresis = 2;          // overflows tolerated before the scale shrinks
 constexpr int kMinLossScale = 1;
 
+// DeepSpeed has no config type for bitsandbytes' optimizers (or Lion): deepspeed.initialize
+// asserts "<type> is not a supported DeepSpeed Optimizer" for a type it cannot find in
+// torch.optim, and HF Trainer lets a config's optimizer section replace its own `optim`. So such
+// a plan's config has no optimizer section and _not_expressed names the object to pass.
+bool HasConfigOptimizer(const ExportPlan& plan) {
+  return plan.optimizer != OptimizerKind::kAdamW8bit &&
+         plan.optimizer != OptimizerKind::kPagedAdamW8bit && plan.optimizer != OptimizerKind::kLion;
+}
+
 nlohmann::ordered_json OptimizerSection(const ExportPlan& plan, const ExportOptions& options) {
   nlohmann::ordered_json params = nlohmann::ordered_json::object();
   if (options.learning_rate) params["lr"] = *options.learning_rate;
@@ -57,15 +66,33 @@ nlohmann::ordered_json OptimizerSection(const ExportPlan& plan, const ExportOpti
     case OptimizerKind::kAdamW8bit:
     case OptimizerKind::kPagedAdamW8bit:
     case OptimizerKind::kLion:
-      // DeepSpeed has no config type for bitsandbytes' optimizers or Lion: the client passes
-      // the optimizer object to deepspeed.initialize(optimizer=...); the section names it.
-      type = std::string(OptimizerKindName(plan.optimizer));
+      // No section (ClientOptimizer): callers check HasConfigOptimizer first.
       break;
   }
   nlohmann::ordered_json section;
   section["type"] = type;
   section["params"] = params;
   return section;
+}
+
+// ", with LEARNING_RATE = 0.001, WEIGHT_DECAY yours to set": the hyper-parameter constants
+// TorchOptimizerCall names (HyperParameterConstants' assignments, their comments dropped).
+std::string ConstantsClause(const ExportPlan& plan, const ExportOptions& options) {
+  std::string clause;
+  const std::string lines = HyperParameterConstants(plan, options);
+  size_t start = 0;
+  while (start < lines.size()) {
+    size_t end = lines.find('\n', start);
+    if (end == std::string::npos) end = lines.size();
+    std::string line = lines.substr(start, end - start);
+    start = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    line = line.substr(0, line.find("  #"));
+    const size_t none = line.find(" = None");
+    if (none != std::string::npos) line = line.substr(0, none) + " yours to set";
+    clause += (clause.empty() ? ", with " : ", ") + line;
+  }
+  return clause;
 }
 
 // What of the plan this config cannot carry, one sentence each (see the top of this file).
@@ -86,10 +113,20 @@ std::vector<std::string> NotExpressed(const ExportPlan& plan, const ExportOption
         " writes enable_recompute(model)); without it the "
         "run keeps every activation and needs more memory than planned.");
   }
-  if (!options.learning_rate)
+  if (!HasConfigOptimizer(plan)) {
+    notes.push_back(
+        "optimizer: DeepSpeed's config has no type for the plan's " +
+        std::string(OptimizerKindName(plan.optimizer)) +
+        ", so this config has no optimizer section: build it in the script and pass it, "
+        "deepspeed.initialize(model=model, optimizer=" +
+        TorchOptimizerCall(plan, options, "[p for p in model.parameters() if p.requires_grad]") +
+        ", config=...)" + ConstantsClause(plan, options) +
+        " (HF Trainer builds it from its optim).");
+  } else if (!options.learning_rate) {
     notes.push_back(
         "optimizer.params.lr: yours to set (the plan does not decide it); without "
         "it the optimizer's own default applies.");
+  }
   if (plan.offload == OffloadMode::kActivations)
     notes.push_back(
         "offload activations: the plan copies every tensor saved for backward to pinned host "
@@ -203,7 +240,7 @@ std::string ExportDeepSpeed(const ExportPlan& plan, const ExportOptions& options
   config["train_micro_batch_size_per_gpu"] = plan.micro_batch;
   config["gradient_accumulation_steps"] = plan.accumulation_steps;
   config["gradient_clipping"] = options.max_grad_norm;  // 0.0 disables clipping in DeepSpeed
-  config["optimizer"] = OptimizerSection(plan, options);
+  if (HasConfigOptimizer(plan)) config["optimizer"] = OptimizerSection(plan, options);
   if (plan.tensor_parallel > 1) {
     // AutoTP training (DeepSpeed >= 0.16.4): each linear layer of the blocks split over
     // autotp_size GPUs, as the plan's column- and row-parallel layers are.

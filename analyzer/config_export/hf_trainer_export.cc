@@ -111,19 +111,24 @@ std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOp
                           : strategy == "SHARD_GRAD_OP"      ? "shard_grad_op"
                                                              : "full_shard") +
                              std::string(" auto_wrap"));
-      if (dp.fsdp_wrap_blocks) {
+      // transformers >= 5 defaults to FSDP2, whose TrainingArguments accept only full_shard
+      // and shard_grad_op ("`fsdp=hybrid_shard` is only available with FSDP1"): a hybrid plan
+      // names FSDP1, which runs HYBRID_SHARD as planned.
+      const bool hybrid = strategy.rfind("HYBRID_SHARD", 0) == 0;
+      nlohmann::ordered_json config = nlohmann::ordered_json::object();
+      std::string text = "{";
+      if (!dp.fsdp_wrap_blocks) {
         // Without min_num_params the Trainer wraps the model's _no_split_modules (its layers).
-        nlohmann::ordered_json config = {{"backward_prefetch", "backward_pre"}};
-        fields.push_back(Field{"fsdp_config", "{\"backward_prefetch\": \"backward_pre\"}", config});
-      } else {
-        nlohmann::ordered_json config = {{"min_num_params", dp.fsdp_min_unit_parameters},
-                                         {"backward_prefetch", "backward_pre"}};
-        fields.push_back(
-            Field{"fsdp_config",
-                  "{\"min_num_params\": " + std::to_string(dp.fsdp_min_unit_parameters) +
-                      ", \"backward_prefetch\": \"backward_pre\"}",
-                  config});
+        config["min_num_params"] = dp.fsdp_min_unit_parameters;
+        text += "\"min_num_params\": " + std::to_string(dp.fsdp_min_unit_parameters) + ", ";
       }
+      config["backward_prefetch"] = "backward_pre";
+      text += "\"backward_prefetch\": \"backward_pre\"";
+      if (hybrid) {
+        config["version"] = 1;
+        text += ", \"version\": 1";
+      }
+      fields.push_back(Field{"fsdp_config", text + "}", config});
     } else if (dp.strategy != ParallelStrategy::kDdp) {
       add_string("deepspeed", DeepSpeedConfigFile());
     }

@@ -75,7 +75,14 @@ def selective_context_fn(module_path):
   return out;
 }
 
-std::string RecomputeSection(const ExportPlan& plan) {
+}  // namespace
+
+std::string PytorchRecomputeImports(const ExportPlan& plan) {
+  if (!plan.UsesRecompute() || plan.module_unit) return "";
+  return "import functools\nimport re\n\n";
+}
+
+std::string PytorchRecomputeSection(const ExportPlan& plan) {
   std::string out;
   // A module plan simulated exactly torch.utils.checkpoint on whole modules.
   const bool selective = plan.UsesRecompute() && !plan.module_unit;
@@ -103,8 +110,6 @@ std::string RecomputeSection(const ExportPlan& plan) {
   return out;
 }
 
-}  // namespace
-
 std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& options) {
   // --amp-mode pure: the parameters themselves are half (model.to(dtype)), no autocast and no
   // scaler (GradScaler refuses half gradients).
@@ -115,10 +120,7 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
   out += "# Provide model, dataset, loss_fn(outputs, targets), make_scheduler(optimizer) and the\n";
   out += "# hyper-parameters below; the rest is the plan memplan simulated.\n";
-  if (plan.UsesRecompute() && !plan.module_unit) {
-    out += "import functools\n";
-    out += "import re\n\n";
-  }
+  out += PytorchRecomputeImports(plan);
   out += AllocConfLines(plan);
   out += "import torch\n";
   out += "from torch.utils.checkpoint import checkpoint\n";
@@ -128,7 +130,7 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   out += "MICRO_BATCH = " + std::to_string(plan.micro_batch) + "\n";
   out += "ACCUMULATION_STEPS = " + std::to_string(plan.accumulation_steps) +
          "  # one optimizer step per " + std::to_string(plan.SamplesPerStep()) + " samples\n";
-  out += ScriptConstantsAndOptimizer(plan, options, RecomputeSection(plan));
+  out += ScriptConstantsAndOptimizer(plan, options, PytorchRecomputeSection(plan));
   out += TrainOneEpochHead(plan, /*commented=*/true);
   out +=
       "        # Dividing by k makes the k accumulated gradients an average, as one big batch's.\n";

@@ -20,11 +20,13 @@
 //
 // Each rank reads MICRO_BATCH samples per micro-batch through a DistributedSampler, so one
 // optimizer step consumes micro-batch x accumulation x GPUs samples, the plan's global batch.
-// Recompute is the PyTorch loop's enable_recompute (torch.utils.checkpoint per planned module),
-// applied before wrapping.
+// Recompute is the PyTorch loop's section (PytorchRecomputeSection: torch.utils.checkpoint per
+// planned module, under the selective policy for a node plan), applied before wrapping; an
+// activation-offload plan runs forward and loss under save_on_cpu, as the loop does.
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "analyzer/config_export/export_text.h"
 #include "analyzer/config_export/exporters.h"
@@ -69,23 +71,6 @@ std::string LaunchComment(const ExportPlan& plan) {
   }
   out += "# where train.py imports this file and calls train(model, dataset, loss_fn,\n";
   out += "# make_scheduler).\n";
-  return out;
-}
-
-std::string RecomputeSection(const ExportPlan& plan) {
-  std::string out;
-  if (!plan.UsesRecompute()) {
-    out += "# The plan recomputes nothing: every activation is kept for backward.\n";
-  } else {
-    out += "# Modules whose activations are recomputed in backward (the plan's recompute nodes):\n";
-    for (const CheckpointModule& m : plan.checkpoints.modules)
-      out += "#   " + CommentSafe(m.module_path) + "\n";
-    for (const std::string& node : plan.checkpoints.unmapped_nodes)
-      out += "#   (no module scope, wrap by hand) " + CommentSafe(node) + "\n";
-  }
-  out += CheckpointedModulesConstant(plan);
-  out += "\n\n";
-  out += EnableRecomputeFunction(/*selective=*/false, plan.recompute_reentrant);
   return out;
 }
 
@@ -206,8 +191,13 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
   }
   out += "# Provide model, dataset, loss_fn(outputs, targets), make_scheduler(optimizer) and the\n";
   out += "# hyper-parameters below; the rest is the plan memplan simulated per rank.\n";
+  // A node plan's selective policy (PytorchRecomputeSection) needs functools and re.
+  const bool selective = !PytorchRecomputeImports(plan).empty();
   if (ddp) out += "import contextlib\n";  // no_sync on all but the last micro-batch
-  out += "import os\n\n";
+  if (selective) out += "import functools\n";
+  out += "import os\n";
+  if (selective) out += "import re\n";
+  out += "\n";
   out += AllocConfLines(plan, /*imports_os=*/true);
   out += "import torch\n";
   out += "import torch.distributed as dist\n";
@@ -252,7 +242,7 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
     out += std::string("RESHARD_AFTER_FORWARD = ") + (dp.reshard_after_forward ? "True" : "False") +
            "  # False: parameters stay gathered from forward to backward\n";
   }
-  out += ScriptConstantsAndOptimizer(plan, options, RecomputeSection(plan));
+  out += ScriptConstantsAndOptimizer(plan, options, PytorchRecomputeSection(plan));
   out += SetupFunction();
   out += "\n\n";
   out += ddp ? DdpWrapFunction() : FsdpWrapFunction(plan, r);
@@ -267,9 +257,20 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
     out += "        with contextlib.nullcontext() if last else model.no_sync():\n";
     indent += "    ";
   }
-  if (r.autocast) {
-    out += indent + "with torch.autocast(device_type=device.type, dtype=" +
-           std::string(TorchDtype(plan.precision)) + "):\n";
+  // --offload activations: every tensor autograd saves goes to pinned host memory, as in the
+  // single-GPU loop (torch.autograd.graph.save_on_cpu).
+  std::vector<std::string> contexts;
+  if (plan.offload == OffloadMode::kActivations)
+    contexts.push_back("torch.autograd.graph.save_on_cpu(pin_memory=True)");
+  if (r.autocast)
+    contexts.push_back("torch.autocast(device_type=device.type, dtype=" +
+                       std::string(TorchDtype(plan.precision)) + ")");
+  if (!contexts.empty()) {
+    if (plan.offload == OffloadMode::kActivations)
+      out += indent + "# Saved tensors go to pinned host memory and come back for backward.\n";
+    out += indent + "with ";
+    for (size_t i = 0; i < contexts.size(); ++i) out += (i == 0 ? "" : ", ") + contexts[i];
+    out += ":\n";
     out += indent + "    loss = loss_fn(model(inputs), targets) / ACCUMULATION_STEPS\n";
   } else {
     out += indent + "loss = loss_fn(model(inputs), targets) / ACCUMULATION_STEPS\n";

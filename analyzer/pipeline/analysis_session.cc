@@ -17,8 +17,9 @@ namespace memplan {
 namespace {
 
 // The model's name in the report: the file's stem, or for a Hugging Face config the folder it
-// lives in (models/llama-3-8b/config.json -> llama-3-8b).
+// lives in (models/llama-3-8b/config.json -> llama-3-8b), for a hub id its name.
 std::string ModelName(const std::string& path) {
+  if (LooksLikeHubId(path)) return path.substr(path.find('/') + 1);  // meta-llama/X -> X
   if (!IsHuggingFaceConfig(path)) return std::filesystem::path(path).stem().string();
   std::filesystem::path folder = std::filesystem::absolute(path).lexically_normal();
   if (!std::filesystem::is_directory(folder)) folder = folder.parent_path();

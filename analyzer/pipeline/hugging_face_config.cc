@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -30,6 +31,8 @@ namespace fs = std::filesystem;
 
 // The converter's exit code when torch, transformers or onnx cannot be imported.
 constexpr int kConverterMissingLibraries = 3;
+// --hub-config's refusals (offline, no such repository, gated), each with its one-line reason.
+constexpr int kHubFirstRefusal = 4, kHubLastRefusal = 6;
 
 std::string ReadWhole(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -111,6 +114,67 @@ bool IsHuggingFaceConfig(const std::string& path) {
   return doc.is_object() && doc.contains("model_type") && doc["model_type"].is_string();
 }
 
+bool LooksLikeHubId(const std::string& model) {
+  std::error_code error;
+  if (fs::exists(fs::symlink_status(model, error))) return false;
+  const size_t slash = model.find('/');
+  if (slash == std::string::npos || model.find('/', slash + 1) != std::string::npos) return false;
+  const std::string owner = model.substr(0, slash), name = model.substr(slash + 1);
+  auto part = [](const std::string& p) {
+    if (p.empty() || p.front() == '.' || p.front() == '-' || p.find("..") != std::string::npos)
+      return false;
+    for (char c : p)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
+        return false;
+    return true;
+  };
+  const std::string extension = fs::path(name).extension().string();
+  return part(owner) && part(name) && extension != ".onnx" && extension != ".json";
+}
+
+// The converter script in the cache folder (written once per script text).
+Expected<fs::path> ConverterScript(const fs::path& folder) {
+  std::error_code error;
+  fs::create_directories(folder, error);
+  if (error)
+    return MakeError("cannot create the cache folder '" + folder.string() +
+                     "': " + error.message() + " (MEMPLAN_CACHE_DIR names another)");
+  const fs::path script = folder / ("hf_config_to_onnx." + Fnv1aHex(kHfConverterSource) + ".py");
+  if (!fs::is_regular_file(script, error))
+    MEMPLAN_RETURN_IF_ERROR(WriteTextFile(script.string(), kHfConverterSource));
+  return script;
+}
+
+Expected<std::string> HubConfigPath(const std::string& id, const ProgressSink& progress) {
+  const fs::path folder = CacheFolder();
+  MEMPLAN_TRY(fs::path script, ConverterScript(folder));
+  const std::string key = Fnv1aHex(id + '\0' + std::to_string(getpid()));
+  const fs::path answer = folder / (key + ".hub.txt");
+  const fs::path errors = folder / (key + ".hub.stderr");
+  const std::string python = PythonToRun();
+  progress("resolving the Hugging Face repository " + id + " (config.json only, " + python +
+           ")...");
+  MEMPLAN_TRY(RunResult run,
+              Run({python, script.string(), "--hub-config", id, answer.string()}, errors));
+  std::error_code error;
+  fs::remove(errors, error);
+  const std::string reason = LastLine(run.errors);
+  const std::string config = run.exit_code == 0 ? ReadWhole(answer) : "";
+  fs::remove(answer, error);
+  const std::string read_as =
+      "'" + id + "' is no local path, so it names a Hugging Face repository";
+  if (run.exit_code == kConverterMissingLibraries)
+    return MakeError(read_as + "; resolving it " + reason + " in " + python +
+                     ": tools/setup_torch_env.sh installs them, MEMPLAN_PYTHON names the Python "
+                     "to use");
+  if (run.exit_code >= kHubFirstRefusal && run.exit_code <= kHubLastRefusal)
+    return MakeError(read_as + ": " + reason);
+  if (run.exit_code != 0 || config.empty() || !fs::is_regular_file(config, error))
+    return MakeError(read_as + ": cannot resolve it (" + python +
+                     "): " + (reason.empty() ? "exit " + std::to_string(run.exit_code) : reason));
+  return config;
+}
+
 Expected<std::string> HuggingFaceConfigAsOnnx(const std::string& path,
                                               const ProgressSink& progress) {
   const fs::path config = fs::is_directory(path) ? fs::path(path) / "config.json" : fs::path(path);
@@ -119,13 +183,7 @@ Expected<std::string> HuggingFaceConfigAsOnnx(const std::string& path,
   const fs::path onnx = folder / (key + ".onnx");
   std::error_code error;
   if (fs::is_regular_file(onnx, error)) return onnx.string();
-  fs::create_directories(folder, error);
-  if (error)
-    return MakeError("cannot create the cache folder '" + folder.string() +
-                     "': " + error.message() + " (MEMPLAN_CACHE_DIR names another)");
-  const fs::path script = folder / ("hf_config_to_onnx." + Fnv1aHex(kHfConverterSource) + ".py");
-  if (!fs::is_regular_file(script, error))
-    MEMPLAN_RETURN_IF_ERROR(WriteTextFile(script.string(), kHfConverterSource));
+  MEMPLAN_TRY(fs::path script, ConverterScript(folder));
   const fs::path partial = folder / (key + ".partial.onnx");
   const fs::path errors = folder / (key + ".stderr");
   const std::string python = PythonToRun();

@@ -18,6 +18,18 @@ namespace memplan {
 // whose top-level object has a "model_type" string.
 bool IsHuggingFaceConfig(const std::string& path);
 
+// Whether `model` names a Hugging Face hub repository: `owner/name` (one slash, letters, digits,
+// '.', '_', '-', neither part starting with '.' or '-', no "..", not ending in .onnx or .json)
+// and no file or folder of that path exists. A local path always wins: `models/llama` that
+// exists is the folder.
+bool LooksLikeHubId(const std::string& model);
+
+// The local path of hub repository `id`'s config.json: from huggingface_hub's cache (HF_HOME,
+// HF_HUB_CACHE), else downloaded into it (config.json only, never weights), by the converter
+// script's --hub-config mode. Errors, one line each: huggingface_hub (or torch, transformers)
+// missing, offline or no network and not cached, no such repository, a gated repository.
+Expected<std::string> HubConfigPath(const std::string& id, const ProgressSink& progress);
+
 // The cached ONNX file of the config at `path` (converted first when not cached). Errors, one
 // line each: no Python, torch/transformers missing (naming the Python tried and how to install
 // them), the converter's own one-line failure, a cache folder that cannot be written.

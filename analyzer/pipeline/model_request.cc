@@ -44,6 +44,11 @@ Expected<Graph> LoadModel(const AnalysisRequest& request, FusionSet fusions,
   ImportOptions options;
   options.batch_symbol = request.batch_dim;
   options.fusions = fusions;
+  if (LooksLikeHubId(request.model)) {
+    MEMPLAN_TRY(std::string config, HubConfigPath(request.model, progress));
+    MEMPLAN_TRY(std::string converted, HuggingFaceConfigAsOnnx(config, progress));
+    return ImportOnnxModel(converted, options);
+  }
   if (IsHuggingFaceConfig(request.model)) {
     MEMPLAN_TRY(std::string converted, HuggingFaceConfigAsOnnx(request.model, progress));
     return ImportOnnxModel(converted, options);

@@ -43,15 +43,33 @@ int Rank(const Graph& g, ValueId u) {
   return v.shape.known ? static_cast<int>(v.shape.rank()) : -1;
 }
 
+// Whether `v` never changes: a constant, or a floating initializer nothing trains (torch's dynamo
+// exporter lifts the scalars of its decompositions, SDPA's scale and fills, into initializers the
+// graph signature names as neither parameter nor buffer: graph/exported_buffers.h), or an
+// elementwise op of such (the decomposition's Sqrt(scale)), a few ops deep.
+bool IsFixed(const Graph& g, const Value& v, int depth = 3) {
+  if (v.kind == ValueKind::kConstant) return true;
+  if (v.kind == ValueKind::kParameter) return (!v.trainable || v.frozen) && !v.producer.valid();
+  if (depth == 0 || !v.producer.valid()) return false;
+  const Node& p = g.node(v.producer);
+  if (!p.domain.empty() || (p.op_type != "Sqrt" && p.op_type != "Reciprocal" &&
+                            p.op_type != "Cast" && p.op_type != "Neg"))
+    return false;
+  for (ValueId in : p.inputs)
+    if (!in.valid() || !IsFixed(g, g.value(in), depth - 1)) return false;
+  return true;
+}
+
 // The value of a one-element constant whose value the importer kept (a Constant node's tensor or
-// value_float, folded integer contents); nullopt otherwise.
+// value_float, folded integer contents, a fixed initializer's value); nullopt otherwise.
 std::optional<double> ConstantScalar(const Graph& g, ValueId u) {
   if (!u.valid()) return std::nullopt;
   const Value& v = g.value(u);
-  if (v.kind != ValueKind::kConstant) return std::nullopt;
+  if (!IsFixed(g, v)) return std::nullopt;
   if (v.contents && v.contents->size() == 1) {
     if (auto c = v.contents->front().constant_value()) return static_cast<double>(*c);
   }
+  if (v.float_values && v.float_values->size() == 1) return v.float_values->front();
   const Node* p = Producer(g, u);
   if (p == nullptr || !IsOp(*p, "Constant")) return std::nullopt;
   if (const TensorAttribute* t = p->attributes.GetTensor("value")) {
@@ -67,7 +85,7 @@ std::optional<double> ConstantScalar(const Graph& g, ValueId u) {
 // 1/sqrt(k.size(-1)) from a Shape sub-graph): the fused node reads it as an input.
 bool IsConstantScalarTensor(const Graph& g, ValueId u) {
   const Value& v = g.value(u);
-  if (v.kind != ValueKind::kConstant || !IsFloating(v.dtype) || !v.shape.known) return false;
+  if (!IsFixed(g, v) || !IsFloating(v.dtype) || !v.shape.known) return false;
   return v.shape.NumElements().constant_value() == 1;
 }
 
@@ -155,6 +173,87 @@ bool IsTransposeOfLastTwo(const Node& n) {
   return IsOp(n, "Transpose") && n.attributes.GetInts("perm") == std::vector<int64_t>{0, 1, 3, 2};
 }
 
+// Adds to `nodes` the shape arithmetic (Shape -> Slice -> Concat: nodes making constant values)
+// behind `shapes` that only `nodes` read: the target shapes of Reshapes the fusion removes. A Shape
+// node reads a tensor without keeping it, but that tensor must survive the rewrite, so the Shape
+// goes with the pattern.
+void AddShapeArithmetic(const Graph& g, const std::vector<ValueId>& shapes,
+                        std::set<size_t>& nodes) {
+  std::set<size_t> cone;
+  std::vector<ValueId> stack = shapes;
+  while (!stack.empty()) {
+    const Node* p = Producer(g, stack.back());
+    stack.pop_back();
+    if (p == nullptr || !cone.insert(p->id.index()).second) continue;
+    if (IsOp(*p, "Shape")) continue;  // reads metadata only: its input is not shape arithmetic
+    for (ValueId in : p->inputs)
+      if (in.valid() && g.value(in).kind == ValueKind::kConstant) stack.push_back(in);
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t n : cone) {
+      if (nodes.count(n)) continue;
+      bool only_inside = true;
+      for (ValueId o : g.node(NodeId(n)).outputs) {
+        if (!o.valid()) continue;
+        const Value& v = g.value(o);
+        only_inside = only_inside && v.kind == ValueKind::kConstant && !v.is_graph_output;
+        for (NodeId c : v.consumers) only_inside = only_inside && nodes.count(c.index()) > 0;
+      }
+      if (!only_inside) continue;
+      nodes.insert(n);
+      changed = true;
+    }
+  }
+}
+
+// torch.onnx's dynamo decomposition of scaled_dot_product_attention (onnxscript's torchlib)
+// swaps the key's last two axes through 3D: Reshape [B*H, S, D] -> Transpose(0, 2, 1) ->
+// Reshape [B, H, D, S]. Returns the 4D key [B, H, S, D] and adds the three nodes and their
+// shape arithmetic to `nodes` when `key_t` is such a swap.
+std::optional<ValueId> StripTransposeThrough3d(const Graph& g, ValueId key_t,
+                                               std::set<size_t>& nodes) {
+  const Node* back = Producer(g, key_t);
+  if (back == nullptr || !IsOp(*back, "Reshape") || back->inputs.size() != 2) return std::nullopt;
+  const Node* t = Producer(g, back->inputs[0]);
+  if (t == nullptr || !IsOp(*t, "Transpose") ||
+      t->attributes.GetInts("perm") != std::vector<int64_t>{0, 2, 1})
+    return std::nullopt;
+  const Node* flat = Producer(g, t->inputs.at(0));
+  if (flat == nullptr || !IsOp(*flat, "Reshape") || flat->inputs.size() != 2) return std::nullopt;
+  const ValueId key = flat->inputs[0];
+  if (Rank(g, key) != 4 || Rank(g, key_t) != 4 || Rank(g, flat->outputs.at(0)) != 3 ||
+      SoleConsumer(g, flat->outputs[0]) != t || SoleConsumer(g, t->outputs.at(0)) != back)
+    return std::nullopt;
+  const auto& k = g.value(key).shape.dims;
+  const auto& kt = g.value(key_t).shape.dims;
+  if (!(kt[0] == k[0] && kt[1] == k[1] && kt[2] == k[3] && kt[3] == k[2])) return std::nullopt;
+  nodes.insert({back->id.index(), t->id.index(), flat->id.index()});
+  AddShapeArithmetic(g, {back->inputs[1], flat->inputs[1]}, nodes);
+  return key;
+}
+
+// torch.onnx's dynamo decomposition guards the probabilities against fully masked rows:
+// Where(IsNaN(P), 0, P). Returns the guarded probabilities and adds the two nodes to `nodes`
+// when `probs` is read by exactly that guard (SDPA's kernels write no NaN for such rows either).
+std::optional<ValueId> StripNanGuard(const Graph& g, ValueId probs, std::set<size_t>& nodes) {
+  const Value& pv = g.value(probs);
+  if (pv.is_graph_output || pv.consumers.size() != 2) return std::nullopt;
+  const Node* is_nan = nullptr;
+  const Node* where = nullptr;
+  for (NodeId c : pv.consumers) {
+    const Node& n = g.node(c);
+    if (IsOp(n, "IsNaN") && n.inputs.size() == 1) is_nan = &n;
+    if (IsOp(n, "Where") && n.inputs.size() == 3) where = &n;
+  }
+  if (is_nan == nullptr || where == nullptr || SoleConsumer(g, is_nan->outputs.at(0)) != where ||
+      where->inputs[0] != is_nan->outputs[0] || where->inputs[2] != probs ||
+      ConstantScalar(g, where->inputs[1]) != std::optional<double>(0.0))
+    return std::nullopt;
+  nodes.insert({is_nan->id.index(), where->id.index()});
+  return where->outputs.at(0);
+}
+
 std::string ScopeOf(const std::string& name) {
   const size_t slash = name.rfind('/');
   return slash == std::string::npos ? name : name.substr(0, slash);
@@ -198,7 +297,7 @@ bool DependsOnTrainedParameter(const Graph& g, ValueId v) {
     if (!u.valid() || !seen.insert(u.index()).second) continue;
     const Value& value = g.value(u);
     if (!IsFloating(value.dtype)) continue;
-    if (value.kind == ValueKind::kParameter && !value.frozen) return true;
+    if (value.kind == ValueKind::kParameter && value.trainable && !value.frozen) return true;
     const Node* producer = Producer(g, u);
     if (producer == nullptr) continue;
     const size_t data_inputs = IsOp(*producer, "CastLike") ? 1 : producer->inputs.size();
@@ -246,6 +345,12 @@ std::optional<Match> MatchEager(const Graph& g, const Node& s) {
     m.removed.insert(next->id.index());
     probs = next->outputs[0];
     next = SoleConsumer(g, probs);
+  }
+  if (next == nullptr) {
+    if (auto guarded = StripNanGuard(g, probs, m.removed)) {
+      probs = *guarded;
+      next = SoleConsumer(g, probs);
+    }
   }
   double dropout_ratio = 0.0;
   if (next != nullptr && IsOp(*next, "Dropout")) {
@@ -376,6 +481,17 @@ std::optional<Match> MatchEager(const Graph& g, const Node& s) {
         m.removed.insert(t->id.index());
         key = *x;
         key_transposed = false;
+        summary.grouped_query = true;
+      }
+    } else if (std::set<size_t> swap; auto k = StripTransposeThrough3d(g, key, swap)) {
+      // The exporter's own swap of the key's axes: SDPA reads the key itself, repeated or not.
+      m.removed.insert(swap.begin(), swap.end());
+      key = *k;
+      key_transposed = false;
+      std::set<size_t> repeat;
+      if (auto x = StripRepeat(g, key, repeat)) {
+        m.removed.insert(repeat.begin(), repeat.end());
+        key = *x;
         summary.grouped_query = true;
       }
     } else {

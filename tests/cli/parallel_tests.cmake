@@ -126,6 +126,11 @@ hybrid_shard_export_test("export lightning of hybrid-shard: FSDPStrategy HYBRID_
 hybrid_shard_export_test("export hf-trainer of hybrid-shard: fsdp hybrid_shard auto_wrap" hf-trainer
   EXPECT_EXIT 0
   EXPECT_OUTPUT "# Launch: torchrun --nproc_per_node 8 --nnodes 2 [^$]*fsdp=\"hybrid_shard auto_wrap\",")
+# transformers >= 5 runs FSDP2 by default, whose TrainingArguments raise "`fsdp=hybrid_shard` is
+# only available with FSDP1" (found by tests/export/export_matrix_check.py): the export names FSDP1.
+hybrid_shard_export_test("export hf-trainer of hybrid-shard names FSDP1 (fsdp_config version 1)"
+  hf-trainer EXPECT_EXIT 0
+  EXPECT_OUTPUT "fsdp_config=\\{\"min_num_params\": [0-9]+, \"backward_prefetch\": \"backward_pre\", \"version\": 1\\}")
 memplan_cli_test("export deepspeed refuses hybrid-shard, one line, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: export: deepspeed cannot express --parallel hybrid-shard [^\n]*\n$"
   COMMAND analyze ${PP} --gpu A100-80GB --gpus 16 --nodes 2 --parallel hybrid-shard

@@ -37,6 +37,14 @@ require_python() {
   fi
 }
 
+# Skips the test unless $python imports every framework an export targets (the venv of
+# tools/setup_torch_env.sh has them; CI has none).
+require_frameworks() {
+  for module in transformers peft accelerate lightning deepspeed bitsandbytes torchtune; do
+    "$python" -c "import $module" 2>/dev/null || { echo "SKIP: $python has no $module"; exit 77; }
+  done
+}
+
 # An empty directory $1 (removed first if it exists).
 fresh_dir() {
   rm -rf "$1"
