@@ -35,6 +35,7 @@ const std::vector<FusionEntry>& FusionTable() {
       {"group_norm", FusionSet::kFusedOps, &MatchGroupNorm, "InstanceNormalization"},
       {"erf_gelu", FusionSet::kFusedOps, &MatchErfGelu, "Erf"},
       {"tanh_gelu", FusionSet::kFusedOps, &MatchTanhGelu, "Tanh"},
+      {"tanh_gelu_torchlib", FusionSet::kFusedOps, &MatchTanhGeluTorchLib, "Tanh"},
       {"tanh_gelu_formula", FusionSet::kAll, &MatchTanhGeluFormula, "Tanh"},
       {"silu", FusionSet::kFusedOps, &MatchSilu, "Sigmoid"},
       {"hard_swish", FusionSet::kFusedOps, &MatchHardSwish, "HardSigmoid"},
