@@ -524,10 +524,17 @@ def strip_weights(path, out_path):
     onnx.save(model, out_path)
 
 
+# The per-node metadata memplan reads, kept in the stored graphs: the rewriter rules the
+# exporter's optimizer applied (a BatchNorm folded into a Conv, graph/folded_batch_norm.h) and the
+# module scopes (graph/torch_scoped_names.h).
+KEPT_NODE_METADATA = ("pkg.onnxscript.rewriter.rule_name", "pkg.torch.onnx.name_scopes")
+
+
 def compact(path):
-    """The stripped graph without the dynamo exporter's per-node metadata (stack traces, scopes)
-    and doc strings, xz-compressed to PATH.xz: a few KB a family. Value metadata (the graph
-    signature's PARAMETER / BUFFER, graph/exported_buffers.h) is kept."""
+    """The stripped graph without the dynamo exporter's per-node metadata (stack traces, FX nodes)
+    other than KEPT_NODE_METADATA, and without doc strings, xz-compressed to PATH.xz: a few KB a
+    family. Value metadata (the graph signature's PARAMETER / BUFFER, graph/exported_buffers.h) is
+    kept."""
     import lzma
 
     import onnx
@@ -535,7 +542,11 @@ def compact(path):
     graphs = [model.graph] + [f for f in model.functions]
     for g in graphs:
         for node in g.node:
+            kept = [(e.key, e.value) for e in node.metadata_props if e.key in KEPT_NODE_METADATA]
             del node.metadata_props[:]
+            for key, value in kept:
+                entry = node.metadata_props.add()
+                entry.key, entry.value = key, value
             node.doc_string = ""
     with lzma.open(path + ".xz", "wb") as out:
         out.write(model.SerializeToString())
@@ -563,6 +574,8 @@ def main():
     parser.add_argument("--exporters", default="torchscript,dynamo")
     parser.add_argument("--measure-only", action="store_true",
                         help="re-measure torch's bytes of the rows DIR has, keep their graphs")
+    parser.add_argument("--export-only", action="store_true",
+                        help="export the graphs again, keep the rows' measurements of torch")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     rows_path = os.path.join(args.out, "rows.jsonl")
@@ -576,7 +589,14 @@ def main():
         try:
             torch.manual_seed(0)
             model = build()
-            saved, peak = measure(model, inputs, getattr(build, "losses", None))
+            if args.export_only:
+                kept = [r for r in rows if r["family"] == name]
+                if not kept:
+                    print(f"{name}: no row to keep the measurement of; measure it first")
+                    continue
+                saved, peak = kept[0]["torch_saved_bytes"], kept[0]["torch_step_peak_bytes"]
+            else:
+                saved, peak = measure(model, inputs, getattr(build, "losses", None))
         except Exception as error:  # noqa: BLE001 - a family torch cannot build is a row too
             print(f"{name}: build/measure failed: {type(error).__name__}: {error}")
             continue
