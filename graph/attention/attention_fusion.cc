@@ -63,6 +63,19 @@ std::optional<double> ConstantScalar(const Graph& g, ValueId u) {
   return std::nullopt;
 }
 
+// The value of a one-element floating initializer no gradient trains (Value::trainable false):
+// the dynamo exporter's optimizer folds torch_lib's Sqrt(scale) of scaled_dot_product_attention
+// into such an initializer (val_N, [1], "folded_from" metadata; timm's ViT: 0.3535 = sqrt(1/8)),
+// which the graph signature makes untrained. To autograd it is a constant like a Constant's.
+std::optional<double> UntrainedScalar(const Graph& g, ValueId u) {
+  if (!u.valid()) return std::nullopt;
+  const Value& v = g.value(u);
+  if (v.kind != ValueKind::kParameter || v.trainable || !v.float_values ||
+      v.float_values->size() != 1)
+    return std::nullopt;
+  return v.float_values->front();
+}
+
 // A one-element floating constant whose value is known only when the executor folds it (torch's
 // 1/sqrt(k.size(-1)) from a Shape sub-graph): the fused node reads it as an input.
 bool IsConstantScalarTensor(const Graph& g, ValueId u) {
@@ -100,7 +113,9 @@ std::optional<ValueId> StripScale(const Graph& g, const Node& n, Scale& scale) {
     if (div && side == 0) break;
     const ValueId c = n.inputs[static_cast<size_t>(side)];
     const ValueId x = n.inputs[static_cast<size_t>(1 - side)];
-    if (auto v = ConstantScalar(g, c)) {
+    auto v = ConstantScalar(g, c);
+    if (!v) v = UntrainedScalar(g, c);
+    if (v) {
       if (div && *v == 0.0) return std::nullopt;
       scale.factor = div ? scale.factor / *v : scale.factor * *v;
       return x;
@@ -153,6 +168,32 @@ std::optional<ValueId> StripRepeat(const Graph& g, ValueId w, std::set<size_t>& 
 
 bool IsTransposeOfLastTwo(const Node& n) {
   return IsOp(n, "Transpose") && n.attributes.GetInts("perm") == std::vector<int64_t>{0, 1, 3, 2};
+}
+
+// kᵀ as torch.onnx's dynamo exporter writes it (onnxscript torch_lib
+// aten_scaled_dot_product_attention: "contract the dimensions that are not the last two so we can
+// transpose with a static permutation"): k [B, H, S, D] -> Reshape [B*H, S, D] -> Transpose
+// (0, 2, 1) -> Reshape [B, H, D, S]. Returns k and adds the three nodes to `nodes` when `w` is
+// that; the fused node then reads k untransposed (torch's SDPA keeps k, not a transposed copy).
+std::optional<ValueId> StripFlatTranspose(const Graph& g, ValueId w, std::set<size_t>& nodes) {
+  const Node* outer = Producer(g, w);
+  if (outer == nullptr || !IsOp(*outer, "Reshape")) return std::nullopt;
+  const Node* t = Producer(g, outer->inputs.at(0));
+  if (t == nullptr || !IsOp(*t, "Transpose") ||
+      t->attributes.GetInts("perm") != std::vector<int64_t>{0, 2, 1})
+    return std::nullopt;
+  const Node* inner = Producer(g, t->inputs.at(0));
+  if (inner == nullptr || !IsOp(*inner, "Reshape")) return std::nullopt;
+  const ValueId k = inner->inputs.at(0);
+  if (Rank(g, k) != 4 || Rank(g, inner->outputs.at(0)) != 3 || Rank(g, w) != 4) return std::nullopt;
+  const auto& kd = g.value(k).shape.dims;
+  const auto& fd = g.value(inner->outputs.at(0)).shape.dims;
+  const auto& wd = g.value(w).shape.dims;
+  const bool flattened = fd[0] == kd[0] * kd[1] && fd[1] == kd[2] && fd[2] == kd[3];
+  const bool transposed = wd[0] == kd[0] && wd[1] == kd[1] && wd[2] == kd[3] && wd[3] == kd[2];
+  if (!flattened || !transposed) return std::nullopt;
+  nodes.insert({outer->id.index(), t->id.index(), inner->id.index()});
+  return k;
 }
 
 std::string ScopeOf(const std::string& name) {
@@ -378,6 +419,10 @@ std::optional<Match> MatchEager(const Graph& g, const Node& s) {
         key_transposed = false;
         summary.grouped_query = true;
       }
+    } else if (std::set<size_t> flat; auto x = StripFlatTranspose(g, key, flat)) {
+      m.removed.insert(flat.begin(), flat.end());
+      key = *x;
+      key_transposed = false;
     } else {
       std::set<size_t> repeat;
       if (auto x = StripRepeat(g, key, repeat)) {
