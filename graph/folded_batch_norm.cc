@@ -59,7 +59,48 @@ onnx::TensorProto Filled(const std::string& name, int64_t channels, bool as_doub
   return t;
 }
 
+// The targets of the graph signature's BUFFER_MUTATION outputs ("getitem_3: BUFFER_MUTATION
+// target='1.running_mean'", one per line).
+std::unordered_set<std::string> MutatedBuffers(const onnx::GraphProto& graph) {
+  std::unordered_set<std::string> targets;
+  const auto signature =
+      MetadataValue(graph, kGraphMetadataField, "pkg.torch.export.ExportedProgram.graph_signature");
+  if (!signature) return targets;
+  const std::string marker = ": BUFFER_MUTATION target='";
+  for (size_t at = signature->find(marker); at != std::string::npos;
+       at = signature->find(marker, at + 1)) {
+    const size_t begin = at + marker.size(), end = signature->find('\'', begin);
+    if (end == std::string::npos) break;
+    targets.insert(signature->substr(begin, end - begin));
+  }
+  return targets;
+}
+
 }  // namespace
+
+int64_t MarkTrainingBatchNorms(onnx::GraphProto& graph) {
+  const std::unordered_set<std::string> mutated = MutatedBuffers(graph);
+  if (mutated.empty()) return 0;
+  int64_t marked = 0;
+  for (auto& node : *graph.mutable_node()) {
+    if (node.op_type() != "BatchNormalization" ||
+        (!node.domain().empty() && node.domain() != "ai.onnx") || node.input_size() < 4 ||
+        mutated.count(node.input(3)) == 0)
+      continue;
+    onnx::AttributeProto* mode = nullptr;
+    for (auto& a : *node.mutable_attribute())
+      if (a.name() == "training_mode") mode = &a;
+    if (mode != nullptr && mode->i() != 0) continue;
+    if (mode == nullptr) {
+      mode = node.add_attribute();
+      mode->set_name("training_mode");
+      mode->set_type(onnx::AttributeProto::INT);
+    }
+    mode->set_i(1);
+    ++marked;
+  }
+  return marked;
+}
 
 int64_t RestoreFoldedBatchNorms(onnx::GraphProto& graph) {
   std::unordered_map<std::string, const onnx::TensorProto*> initializers;

@@ -36,4 +36,12 @@ inline constexpr std::string_view kRewriterRuleNameKey = "pkg.onnxscript.rewrite
 // channel count); returns how many. The graph stays in topological order.
 int64_t RestoreFoldedBatchNorms(onnx::GraphProto& graph);
 
+// The BatchNormalizations the dynamo exporter left in the file (after no Conv, or optimize=False)
+// say training_mode = 0 for the same reason. The graph signature records what torch ran: a
+// BatchNorm in train() updates its running statistics, an output "getitem_3: BUFFER_MUTATION
+// target='layer1.0.bn1.running_mean'". Every BatchNormalization whose running-mean input is a
+// buffer the signature mutates is marked training_mode = 1, as torch ran it (an export of a model
+// in eval() mutates nothing and stays as written, inference, with its warning); returns how many.
+int64_t MarkTrainingBatchNorms(onnx::GraphProto& graph);
+
 }  // namespace memplan

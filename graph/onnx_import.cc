@@ -243,6 +243,7 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
   // The BatchNorms the dynamo exporter's optimizer folded into a Conv or Gemm, back as the
   // training step runs them (graph/folded_batch_norm.h); before anything reads the nodes.
   const int64_t restored_batch_norms = RestoreFoldedBatchNorms(*model.mutable_graph());
+  MarkTrainingBatchNorms(*model.mutable_graph());
   // Before the checker's preparation and the fusions rewrite value_info.
   const ExportedBuffers exported_buffers = ReadExportedBuffers(model.graph());
   // Decided on the model as written (before fusion adds com.microsoft nodes).

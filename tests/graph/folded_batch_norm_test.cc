@@ -128,3 +128,56 @@ TEST_CASE("nodes no BatchNorm was folded into are left alone", "[import][batchno
 
 }  // namespace
 }  // namespace memplan
+
+namespace memplan {
+namespace {
+
+// GraphProto.metadata_props is field 16 (IR 10): the exporter's graph signature.
+void AddGraphSignature(onnx::GraphProto& graph, const std::string& signature) {
+  onnx::StringStringEntryProto e;
+  e.set_key("pkg.torch.export.ExportedProgram.graph_signature");
+  e.set_value(signature);
+  graph.GetReflection()->MutableUnknownFields(&graph)->AddLengthDelimited(kGraphMetadataField,
+                                                                          e.SerializeAsString());
+}
+
+int64_t TrainingMode(const onnx::NodeProto& node) {
+  for (const auto& a : node.attribute())
+    if (a.name() == "training_mode") return a.i();
+  return 0;
+}
+
+TEST_CASE("a BatchNorm whose running statistics torch updated is marked training",
+          "[import][batchnorm]") {
+  // Two BatchNorms as the dynamo exporter writes them (training_mode absent, i.e. 0); the
+  // signature (as torch 2.15 writes it for nn.Sequential(Conv2d, BatchNorm2d, ReLU).train(),
+  // optimize=False) mutates the first one's statistics only.
+  ProtoModel m(/*opset=*/18);
+  m.Input("x", onnx::TensorProto::FLOAT, {2, 4, 8, 8});
+  for (const char* bn : {"1", "2"})
+    for (const char* slot : {".weight", ".bias", ".running_mean", ".running_var"})
+      m.Initializer(std::string(bn) + slot, onnx::TensorProto::FLOAT, {4});
+  m.Node("BatchNormalization", {"x", "1.weight", "1.bias", "1.running_mean", "1.running_var"},
+         {"getitem"});
+  m.Node("BatchNormalization", {"getitem", "2.weight", "2.bias", "2.running_mean", "2.running_var"},
+         {"getitem_5"});
+  auto& g = m.graph();
+  AddGraphSignature(g,
+                    "\n# inputs\np_1_weight: PARAMETER target='1.weight'\n"
+                    "b_1_running_mean: BUFFER target='1.running_mean' persistent=True\n"
+                    "input: USER_INPUT\n\n# outputs\n"
+                    "getitem_3: BUFFER_MUTATION target='1.running_mean'\n"
+                    "getitem_4: BUFFER_MUTATION target='1.running_var'\n"
+                    "add: BUFFER_MUTATION target='1.num_batches_tracked'\n"
+                    "getitem_5: USER_OUTPUT\n");
+  CHECK(MarkTrainingBatchNorms(g) == 1);
+  CHECK(TrainingMode(g.node(0)) == 1);
+  CHECK(TrainingMode(g.node(1)) == 0);    // not updated: as written
+  CHECK(MarkTrainingBatchNorms(g) == 0);  // already marked
+
+  ProtoModel bare(/*opset=*/18);
+  CHECK(MarkTrainingBatchNorms(bare.graph()) == 0);  // no signature: nothing to go by
+}
+
+}  // namespace
+}  // namespace memplan
