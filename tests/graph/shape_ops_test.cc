@@ -296,6 +296,42 @@ TEST_CASE("a power of float constants cast to int64 folds: int(16 ** 0.5)", "[fo
   CHECK(m.Text(*m.Run("Cast", {ten}, Attr("to", int64_t{7}))[0].contents) == "[3]");
 }
 
+TEST_CASE("Python-float shape arithmetic folds: math.ceil(h / p) * p", "[folding]") {
+  Micro m;
+  // MobileViT's unfold into patches (transformers 5.25, TorchScript export): new_height =
+  // int(math.ceil(orig_height / patch_height) * patch_height) with the division already traced to
+  // a constant: Mul(Ceil(Constant 2.0), Constant 2.0), then Cast to int64. Here h = 7, p = 2:
+  // 7 / 2 = 3.5, ceil 4.0, times 2 = 8.0, cast 8; floor(3.5) = 3.0.
+  auto scalar = [&](const std::string& name, double value) {
+    ValueId id = m.Tensor(name, DType::kFloat32, {}, ValueKind::kConstant);
+    m.g.mutable_value(id).float_values = std::vector<double>{value};
+    return id;
+  };
+  auto known = [&](const std::string& name, const TensorInfo& info) {
+    REQUIRE(info.float_values);
+    ValueId id = m.Tensor(name, DType::kFloat32, {}, ValueKind::kConstant);
+    m.g.mutable_value(id).float_values = info.float_values;
+    return id;
+  };
+  auto ratio = m.Run("Div", {scalar("h", 7.0), scalar("p", 2.0)});
+  REQUIRE(ratio[0].float_values);
+  CHECK(ratio[0].float_values->front() == 3.5);
+  auto up = m.Run("Ceil", {known("ratio", ratio[0])});
+  REQUIRE(up[0].float_values);
+  CHECK(up[0].float_values->front() == 4.0);
+  auto down = m.Run("Floor", {known("ratio_f", ratio[0])});
+  REQUIRE(down[0].float_values);
+  CHECK(down[0].float_values->front() == 3.0);
+  auto height = m.Run("Mul", {known("up", up[0]), scalar("p2", 2.0)});
+  REQUIRE(height[0].float_values);
+  CHECK(height[0].float_values->front() == 8.0);
+  auto as_int = m.Run("Cast", {known("height", height[0])}, Attr("to", int64_t{7}));
+  REQUIRE(as_int[0].contents);
+  CHECK(m.Text(*as_int[0].contents) == "[8]");
+  // A division by a known 0 folds nothing (the shape rule itself refuses integer zeros only).
+  CHECK_FALSE(m.Run("Div", {scalar("one", 1.0), scalar("zero", 0.0)})[0].float_values);
+}
+
 TEST_CASE("Range, ConstantOfShape, Constant, Cast, Size, Tile, Flatten, Transpose", "[folding]") {
   Micro m;
   // torch.arange(0, seq): length seq.
