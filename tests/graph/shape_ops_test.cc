@@ -330,6 +330,12 @@ TEST_CASE("Python-float shape arithmetic folds: math.ceil(h / p) * p", "[folding
   CHECK(m.Text(*as_int[0].contents) == "[8]");
   // A division by a known 0 folds nothing (the shape rule itself refuses integer zeros only).
   CHECK_FALSE(m.Run("Div", {scalar("one", 1.0), scalar("zero", 0.0)})[0].float_values);
+  // With a symbolic batch h comes from Shape, Gather, then Cast to float: constant integer
+  // contents [7] become the float 7.0; a symbolic element has no value.
+  auto h = m.Run("Cast", {m.Ints("h_int", {7})}, Attr("to", int64_t{1}));  // 1 = FLOAT
+  REQUIRE(h[0].float_values);
+  CHECK(*h[0].float_values == std::vector<double>{7.0});
+  CHECK_FALSE(m.Run("Cast", {m.Ints("n_int", {m.S()})}, Attr("to", int64_t{1}))[0].float_values);
 }
 
 TEST_CASE("Range, ConstantOfShape, Constant, Cast, Size, Tile, Flatten, Transpose", "[folding]") {
