@@ -34,6 +34,7 @@ const std::vector<FusionEntry>& FusionTable() {
       {"rms_norm", FusionSet::kAll, &MatchRmsNorm, "ReduceMean"},
       {"group_norm", FusionSet::kFusedOps, &MatchGroupNorm, "InstanceNormalization"},
       {"erf_gelu", FusionSet::kFusedOps, &MatchErfGelu, "Erf"},
+      {"erf_gelu_formula", FusionSet::kAll, &MatchErfGeluFormula, "Erf"},
       {"tanh_gelu", FusionSet::kFusedOps, &MatchTanhGelu, "Tanh"},
       {"tanh_gelu_torchlib", FusionSet::kFusedOps, &MatchTanhGeluTorchLib, "Tanh"},
       {"tanh_gelu_formula", FusionSet::kAll, &MatchTanhGeluFormula, "Tanh"},

@@ -15,6 +15,9 @@
 //                    zeros), Reshape(Shape(x)), Mul(Unsqueeze(w)),        (per-channel w, b)
 //                    Add(Unsqueeze(b))  (nn.GroupNorm below opset 18)
 //   erf_gelu         Div(sqrt2), Erf, Add(1), Mul(x), Mul(0.5)            com.microsoft Gelu
+//                    (or Mul(0.5) on 1 + erf first: the dynamo exporter)
+//   erf_gelu_formula the same with Mul(x, 0.5) first, as ESM's gelu        com.microsoft Gelu
+//                                                                               [formulas]
 //   tanh_gelu        Mul(x,x), Mul(x,.), Mul(0.044715), Add(x), Mul(sqrt(2/pi)), Tanh,
 //                    Add(1), Mul(x), Mul(0.5)  (F.gelu(approximate="tanh"))  Gelu approximate=tanh
 //   tanh_gelu_torchlib the same with Pow(x, 3) and x * (0.5 * gate)      Gelu approximate=tanh

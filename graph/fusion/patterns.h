@@ -16,7 +16,8 @@ namespace memplan {
 std::optional<FusionMatch> MatchLayerNorm(const ProtoIndex& index, int node);  // first ReduceMean
 std::optional<FusionMatch> MatchRmsNorm(const ProtoIndex& index, int node);    // ReduceMean
 std::optional<FusionMatch> MatchErfGelu(const ProtoIndex& index, int node);    // Erf
-std::optional<FusionMatch> MatchTanhGelu(const ProtoIndex& index, int node);   // Tanh
+std::optional<FusionMatch> MatchErfGeluFormula(const ProtoIndex& index, int node);    // Erf
+std::optional<FusionMatch> MatchTanhGelu(const ProtoIndex& index, int node);          // Tanh
 std::optional<FusionMatch> MatchTanhGeluFormula(const ProtoIndex& index, int node);   // Tanh
 std::optional<FusionMatch> MatchTanhGeluTorchLib(const ProtoIndex& index, int node);  // Tanh
 std::optional<FusionMatch> MatchSilu(const ProtoIndex& index, int node);              // Sigmoid
