@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "graph/ops/common_rules.h"
 #include "graph/ops/glu_op.h"
@@ -75,6 +76,31 @@ ShapeRule FoldFloatValues(ShapeRule base, std::function<std::optional<double>(do
       if (!v || !std::isfinite(*v)) return outs;
       values.push_back(InOutputPrecision(t, *v));
     }
+    outs[0].float_values = std::move(values);
+    return outs;
+  };
+}
+
+// Clip of known floats by known one-element bounds (either may be absent): timm's "same" padding,
+// max((ceil(i / s) - 1) * s + (k - 1) * d + 1 - i, 0), traced by TorchScript from Python floats.
+ShapeRule FoldClippedFloatValues(ShapeRule base) {
+  return [base = std::move(base)](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(auto outs, base(ctx));
+    if (outs.empty() || !IsFloating(outs[0].dtype) || ctx.inputs.empty()) return outs;
+    const auto& a = ctx.inputs[0].float_values;
+    if (!a || a->empty()) return outs;
+    auto bound = [&](size_t i, double none) -> std::optional<double> {
+      if (!ctx.has_input(i)) return none;
+      const auto& b = ctx.inputs[i].float_values;
+      if (!b || b->size() != 1) return std::nullopt;
+      return (*b)[0];
+    };
+    const auto low = bound(1, -std::numeric_limits<double>::infinity());
+    const auto high = bound(2, std::numeric_limits<double>::infinity());
+    if (!low || !high) return outs;
+    std::vector<double> values;
+    for (double x : *a)
+      values.push_back(InOutputPrecision(outs[0].dtype, std::min(std::max(x, *low), *high)));
     outs[0].float_values = std::move(values);
     return outs;
   };
@@ -269,6 +295,7 @@ void RegisterUnaryOps(OpRegistry& registry) {
     if (schema.op_type == "Floor")
       schema.infer_shapes =
           FoldFloatValues(schema.infer_shapes, [](double x) { return std::floor(x); });
+    if (schema.op_type == "Clip") schema.infer_shapes = FoldClippedFloatValues(schema.infer_shapes);
     registry.Register(std::move(schema));
   }
 
@@ -324,12 +351,20 @@ OpSchema Additive(OpSchema s) {
 }
 
 void RegisterBinaryOps(OpRegistry& registry) {
-  registry.Register(Additive(BinarySchema(
+  // Sums and differences of known floats fold too (Python-float shape arithmetic, as Mul and Div
+  // below: timm's "same" padding amounts).
+  OpSchema add = Additive(BinarySchema(
       "Add", [](const Dim& a, const Dim& b) -> std::optional<Dim> { return a + b; }, SaveNothing(),
-      "add.Tensor: grad (alpha-scaled); nothing saved", kElementwiseBackwardFactor)));
-  registry.Register(Additive(BinarySchema(
+      "add.Tensor: grad (alpha-scaled); nothing saved", kElementwiseBackwardFactor));
+  add.infer_shapes = FoldFloatValues(
+      add.infer_shapes, [](double a, double b) -> std::optional<double> { return a + b; });
+  registry.Register(std::move(add));
+  OpSchema sub = Additive(BinarySchema(
       "Sub", [](const Dim& a, const Dim& b) -> std::optional<Dim> { return a - b; }, SaveNothing(),
-      "sub.Tensor: grad, -grad * alpha; nothing saved", kElementwiseBackwardFactor)));
+      "sub.Tensor: grad, -grad * alpha; nothing saved", kElementwiseBackwardFactor));
+  sub.infer_shapes = FoldFloatValues(
+      sub.infer_shapes, [](double a, double b) -> std::optional<double> { return a - b; });
+  registry.Register(std::move(sub));
 
   // mul.Tensor: self's gradient needs `other` and other's needs `self`; the codegen saves each
   // operand only when the *other* one requires grad.
