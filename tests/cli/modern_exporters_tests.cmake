@@ -7,8 +7,9 @@
 # "Second pass", "Third pass", "Fifth pass": Bloom's custom GELU Function, SegFormer, the weight
 # standardisation the dynamo exporter's optimizer folds into initializers; "Sixth pass": ESM's
 # TorchScript rotary buffer without a graph signature, Longformer's data-dependent global
-# attention, EVA-02's and the VAE decoder's CPU layouts the measurement counts, the table Dropout
-# the dynamo exporter's optimizer folds in XLNet). Rows
+# attention, EVA-02's CPU attention layout the measurement counts, the VAE decoder's
+# channels-last copy no graph node shows, the table Dropout the dynamo exporter's optimizer folds
+# in XLNet). Rows
 # measured with eager attention carry "attention": "eager", planned as such; rows of models with
 # several trained heads carry their --loss-output / --loss flags (detr_heads).
 add_test(NAME "cli: the modern-exporter rows keep their saved bytes within 2% of torch"
