@@ -245,8 +245,9 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
   // training step runs them (graph/folded_batch_norm.h); before anything reads the nodes.
   const int64_t restored_batch_norms = RestoreFoldedBatchNorms(*model.mutable_graph());
   MarkTrainingBatchNorms(*model.mutable_graph());
-  // The TorchScript exporter's weight_norm in ATen's order (graph/weight_norm_order.h).
-  ReorderWeightNorms(*model.mutable_graph());
+  // The TorchScript exporter's weight_norm in ATen's order (graph/weight_norm_order.h), unless
+  // the graph is to be planned exactly as exported (--fusions none).
+  if (options.fusions != FusionSet::kNone) ReorderWeightNorms(*model.mutable_graph());
   // Before the checker's preparation and the fusions rewrite value_info.
   const ExportedBuffers exported_buffers = ReadExportedBuffers(model.graph());
   // Decided on the model as written (before fusion adds com.microsoft nodes).

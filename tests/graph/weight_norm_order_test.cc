@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "graph/fusion/fusion_set.h"
+#include "graph/onnx_import.h"
 #include "graph/weight_norm_order.h"
 #include "tests/graph/proto_model.h"
 
@@ -61,6 +63,14 @@ TEST_CASE("the TorchScript weight norm is reordered as ATen computes it", "[impo
     CHECK(v.shape.rank() == 3);
   }
   CHECK(found);
+}
+
+TEST_CASE("--fusions none imports the weight norm as written", "[import][weight_norm]") {
+  ImportOptions as_written;
+  as_written.fusions = FusionSet::kNone;
+  const Graph graph =
+      WeightNormedConv(/*v_is_initializer=*/true).Import("weight_norm.onnx", as_written);
+  for (const Value& v : graph.values()) CHECK(v.name != "d_weight_norm_scale");
 }
 
 TEST_CASE("a norm of an activation is not a weight norm", "[import][weight_norm]") {
