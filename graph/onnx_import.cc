@@ -18,6 +18,7 @@
 #include "graph/exported_buffers.h"
 #include "graph/file_byte_source.h"
 #include "graph/float_shape_check.h"
+#include "graph/folded_batch_norm.h"
 #include "graph/fusion/fusion_table.h"
 #include "graph/libonnx_crash_guards.h"
 #include "graph/libonnx_support.h"
@@ -32,6 +33,7 @@
 #include "graph/type_constraints.h"
 #include "graph/upsample_scales.h"
 #include "graph/weight_free_model.h"
+#include "graph/weight_norm_order.h"
 
 namespace memplan {
 namespace {
@@ -239,6 +241,13 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
   // Before libonnx's inference divides by a stride or loops over a Slice step
   // (graph/libonnx_crash_guards.h); memplan's own shape rules refuse the same values.
   MEMPLAN_RETURN_IF_ERROR(RefuseWhatLibOnnxCannotInfer(model.graph()));
+  // The BatchNorms the dynamo exporter's optimizer folded into a Conv or Gemm, back as the
+  // training step runs them (graph/folded_batch_norm.h); before anything reads the nodes.
+  const int64_t restored_batch_norms = RestoreFoldedBatchNorms(*model.mutable_graph());
+  MarkTrainingBatchNorms(*model.mutable_graph());
+  // The TorchScript exporter's weight_norm in ATen's order (graph/weight_norm_order.h), unless
+  // the graph is to be planned exactly as exported (--fusions none).
+  if (options.fusions != FusionSet::kNone) ReorderWeightNorms(*model.mutable_graph());
   // Before the checker's preparation and the fusions rewrite value_info.
   const ExportedBuffers exported_buffers = ReadExportedBuffers(model.graph());
   // Decided on the model as written (before fusion adds com.microsoft nodes).
@@ -261,6 +270,13 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
                              std::to_string(inlined.functions) + " model-local function" +
                              (inlined.functions == 1 ? "" : "s") + " (" + inlined.names +
                              ") are analysed as their bodies, written out in the graph");
+  }
+  if (restored_batch_norms > 0) {
+    graph.warnings.push_back(
+        std::to_string(restored_batch_norms) +
+        " BatchNorm layers the dynamo exporter wrote in inference mode and its optimizer folded "
+        "into the Conv or Gemm before them (FuseBatchNormInto*) are planned as BatchNormalization "
+        "in training mode, as the training step runs them");
   }
   if (escaped_names > 0) {
     graph.warnings.push_back(std::to_string(escaped_names) +

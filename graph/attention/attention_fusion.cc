@@ -118,6 +118,8 @@ std::optional<ValueId> StripScale(const Graph& g, const Node& n, Scale& scale) {
     if (div && side == 0) break;
     const ValueId c = n.inputs[static_cast<size_t>(side)];
     const ValueId x = n.inputs[static_cast<size_t>(1 - side)];
+    // ConstantScalar reads the dynamo exporter's folded Sqrt(scale) too: a one-element
+    // initializer nothing trains (val_N, [1]; timm's ViT: 0.3535 = sqrt(1/8)).
     if (auto v = ConstantScalar(g, c)) {
       if (div && *v == 0.0) return std::nullopt;
       scale.factor = div ? scale.factor / *v : scale.factor * *v;
@@ -207,10 +209,11 @@ void AddShapeArithmetic(const Graph& g, const std::vector<ValueId>& shapes,
   }
 }
 
-// torch.onnx's dynamo decomposition of scaled_dot_product_attention (onnxscript's torchlib)
-// swaps the key's last two axes through 3D: Reshape [B*H, S, D] -> Transpose(0, 2, 1) ->
-// Reshape [B, H, D, S]. Returns the 4D key [B, H, S, D] and adds the three nodes and their
-// shape arithmetic to `nodes` when `key_t` is such a swap.
+// torch.onnx's dynamo decomposition of scaled_dot_product_attention (onnxscript's torchlib
+// aten_scaled_dot_product_attention: "contract the dimensions that are not the last two so we can
+// transpose with a static permutation") swaps the key's last two axes through 3D: Reshape [B*H, S,
+// D] -> Transpose(0, 2, 1) -> Reshape [B, H, D, S]. Returns the 4D key [B, H, S, D] and adds the
+// three nodes and their shape arithmetic to `nodes` when `key_t` is such a swap.
 std::optional<ValueId> StripTransposeThrough3d(const Graph& g, ValueId key_t,
                                                std::set<size_t>& nodes) {
   const Node* back = Producer(g, key_t);
@@ -226,8 +229,11 @@ std::optional<ValueId> StripTransposeThrough3d(const Graph& g, ValueId key_t,
       SoleConsumer(g, flat->outputs[0]) != t || SoleConsumer(g, t->outputs.at(0)) != back)
     return std::nullopt;
   const auto& k = g.value(key).shape.dims;
+  const auto& f = g.value(flat->outputs[0]).shape.dims;
   const auto& kt = g.value(key_t).shape.dims;
-  if (!(kt[0] == k[0] && kt[1] == k[1] && kt[2] == k[3] && kt[3] == k[2])) return std::nullopt;
+  const bool flattened = f[0] == k[0] * k[1] && f[1] == k[2] && f[2] == k[3];
+  if (!flattened || !(kt[0] == k[0] && kt[1] == k[1] && kt[2] == k[3] && kt[3] == k[2]))
+    return std::nullopt;
   nodes.insert({back->id.index(), t->id.index(), flat->id.index()});
   AddShapeArithmetic(g, {back->inputs[1], flat->inputs[1]}, nodes);
   return key;

@@ -7,8 +7,18 @@
 // op; the same op as opset-20 Gelu, graph/ops/standard_aliases.h).
 //
 // Matched variants: x / c or x * (1 / c) with c = sqrt(2); 1 + erf in either operand order; the
-// 0.5 applied last (to x * (1 + erf)), first to x, or first to 1 + erf (the dynamo exporter's
-// x * (0.5 * (1 + erf(x / c))), gelu_tail.cc).
+// 0.5 applied last (to x * (1 + erf), the TorchScript exporter's symbolic_opset9.gelu) or first
+// to 1 + erf (the dynamo exporter's x * (0.5 * (1 + erf(x / c))), onnxscript torch_lib
+// _aten_gelu_approximate_none; gelu_tail.cc).
+//
+// erf_gelu_formula: the same GELU written by hand with the half applied to x first,
+// x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0))) (ESM's gelu, transformers' GELUActivation with
+// use_gelu_python), traced as Mul(x, 0.5), Mul(., 1 + erf). Neither exporter writes F.gelu in
+// that order. Eager autograd runs it op by op (derivatives.yaml: a Mul or Div by a Python scalar
+// saves nothing, erf saves its input, a Mul of two tensors saves both), keeping x / sqrt(2),
+// x * 0.5 and 1 + erf: three activation-sized tensors against F.gelu's one (torch 2.15, ESM: 3 x
+// 8,192 B per MLP). So that form is fused only under FusionSet::kAll (a compiled or fused-kernel
+// run), as tanh_gelu_formula.
 
 #include <cmath>
 
@@ -16,7 +26,13 @@
 
 namespace memplan {
 
-std::optional<FusionMatch> MatchErfGelu(const ProtoIndex& index, int erf) {
+namespace {
+
+// Which halves a form accepts: the exporters' (last, on the gate) or a hand-written formula's (on
+// x first).
+enum class Half { kExporters, kOnX };
+
+std::optional<FusionMatch> MatchErfGeluForm(const ProtoIndex& index, int erf, Half accepted) {
   const auto& e = index.node(erf);
   if (!IsOp(e, "Erf", 1)) return std::nullopt;
   // x / sqrt(2) or x * (1 / sqrt(2)), feeding only the Erf.
@@ -32,7 +48,7 @@ std::optional<FusionMatch> MatchErfGelu(const ProtoIndex& index, int erf) {
   if (!add || OtherThanScalar(index.node(*add), index, 1.0, true) != e.output(0))
     return std::nullopt;
   auto tail = MatchGeluTail(index, index.node(*add).output(0), *x);
-  if (!tail) return std::nullopt;
+  if (!tail || (tail->half == GeluHalf::kOnX) != (accepted == Half::kOnX)) return std::nullopt;
 
   FusionMatch m;
   m.nodes = {*scale_node, erf, *add};
@@ -40,6 +56,16 @@ std::optional<FusionMatch> MatchErfGelu(const ProtoIndex& index, int erf) {
   m.last = tail->last;
   m.fused = FusedNode("Gelu", "com.microsoft", {*x}, index.node(m.last).output(0));
   return m;
+}
+
+}  // namespace
+
+std::optional<FusionMatch> MatchErfGelu(const ProtoIndex& index, int erf) {
+  return MatchErfGeluForm(index, erf, Half::kExporters);
+}
+
+std::optional<FusionMatch> MatchErfGeluFormula(const ProtoIndex& index, int erf) {
+  return MatchErfGeluForm(index, erf, Half::kOnX);
 }
 
 }  // namespace memplan

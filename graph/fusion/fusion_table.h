@@ -15,8 +15,13 @@
 //                    zeros), Reshape(Shape(x)), Mul(Unsqueeze(w)),        (per-channel w, b)
 //                    Add(Unsqueeze(b))  (nn.GroupNorm below opset 18)
 //   erf_gelu         Div(sqrt2), Erf, Add(1), Mul(x), Mul(0.5)            com.microsoft Gelu
+//                    (or Mul(0.5) on 1 + erf first: the dynamo exporter)
+//   erf_gelu_formula the same with Mul(x, 0.5) first, as ESM's gelu        com.microsoft Gelu
+//                                                                               [formulas]
 //   tanh_gelu        Mul(x,x), Mul(x,.), Mul(0.044715), Add(x), Mul(sqrt(2/pi)), Tanh,
 //                    Add(1), Mul(x), Mul(0.5)  (F.gelu(approximate="tanh"))  Gelu approximate=tanh
+//   tanh_gelu_torchlib the same with Pow(x, 3) and x * (0.5 * gate)      Gelu approximate=tanh
+//                    (F.gelu(approximate="tanh"), dynamo exporter, opset < 20)
 //   tanh_gelu_formula  the same with Pow(x, 3), as GPT-2's gelu_new       Gelu approximate=tanh
 //                                                                               [formulas]
 //   silu             Sigmoid(x), Mul(x, .)                                Swish (opset 24)
@@ -40,9 +45,10 @@
 // gelu_new), which eager autograd runs op by op and saves for node by node, as memplan plans the
 // unfused chain; they are applied only under FusionSet::kAll (graph/fusion/fusion_set.h).
 // torch 1.13 exports F.gelu(approximate="tanh") with the cube as Mul(x, Mul(x, x)) and gelu_new
-// with Pow(x, 3), so the two are told apart; nn.SiLU and a hand-written x * sigmoid(x) export the
-// same nodes, and the fusion assumes nn.SiLU (what EfficientNet, SwiGLU's F.silu and torchvision
-// use).
+// with Pow(x, 3), so the two are told apart; the dynamo exporter writes F.gelu's cube as a Pow too,
+// but with the half on the gate (x * (0.5 * gate)), where gelu_new halves x first; nn.SiLU and a
+// hand-written x * sigmoid(x) export the same nodes, and the fusion assumes nn.SiLU (what
+// EfficientNet, SwiGLU's F.silu and torchvision use).
 
 #include <onnx/onnx_pb.h>
 

@@ -22,6 +22,7 @@ std::optional<GeluTail> MatchGeluTail(const ProtoIndex& index, const std::string
     if (!outer || OtherOperand(index.node(*outer), half_gate) != x) return std::nullopt;
     tail.nodes.push_back(*outer);
     tail.last = *outer;
+    tail.half = GeluHalf::kOnGate;
   } else if (*other == x) {
     // (x * gate) * 0.5
     const std::string& product = index.node(*times).output(0);
@@ -38,6 +39,7 @@ std::optional<GeluTail> MatchGeluTail(const ProtoIndex& index, const std::string
       return std::nullopt;
     tail.nodes.push_back(*half);
     tail.last = *times;
+    tail.half = GeluHalf::kOnX;
   }
   return tail;
 }

@@ -11,6 +11,14 @@
 // norm's scale and bias are all ones and all zeros of one length G, every intermediate feeds only
 // the next node, and w and b are rank-1 initializers unsqueezed on axes 1, 2, ... (torch writes
 // rank(x) - 2 of them).
+//
+// torch.onnx's dynamo exporter writes native_group_norm the same way (onnxscript torch_lib
+// aten_native_group_norm: InstanceNormalization on [0, G, -1], Reshape to Shape(x), Mul and Add
+// of the unsqueezed weight and bias), and its optimizer folds what is constant: with x's shape
+// static, Shape(x) becomes a constant target (x's dims, as its value_info records them), and
+// Unsqueeze(w) an initializer [C, 1, ..., 1] of rank(x) - 1 (metadata "folded_from" w, so it
+// trains as w; graph/exported_buffers.h). Both forms are taken; the fused node reads the folded
+// [C, 1, ..., 1] weight as it is (C values, as w).
 
 #include "graph/fusion/patterns.h"
 
@@ -46,6 +54,38 @@ std::optional<std::pair<int, std::string>> UnsqueezedWeight(const ProtoIndex& in
   return std::make_pair(*producer, n.input(0));
 }
 
+// The static dims of `value` as the graph's value_info or inputs record them (all known).
+std::optional<std::vector<int64_t>> StaticDims(const ProtoIndex& index, const std::string& value) {
+  const onnx::GraphProto& g = index.graph();
+  for (const auto* list : {&g.value_info(), &g.input()}) {
+    for (const auto& vi : *list) {
+      if (vi.name() != value || !vi.type().has_tensor_type() ||
+          !vi.type().tensor_type().has_shape())
+        continue;
+      std::vector<int64_t> dims;
+      for (const auto& d : vi.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value() || d.dim_value() <= 0) return std::nullopt;
+        dims.push_back(d.dim_value());
+      }
+      return dims;
+    }
+  }
+  return std::nullopt;
+}
+
+// The dynamo exporter's folded Unsqueeze(w): an initializer [C, 1, ..., 1] of rank(x) - 1, C
+// being x's channels, read only by this node.
+std::optional<std::string> FoldedChannelWeight(const ProtoIndex& index, const std::string& value,
+                                               const std::vector<int64_t>& x_dims) {
+  const onnx::TensorProto* t = index.Initializer(value);
+  if (t == nullptr || !index.SoleConsumer(value) || x_dims.size() < 3 ||
+      t->dims_size() != static_cast<int>(x_dims.size()) - 1 || t->dims(0) != x_dims[1])
+    return std::nullopt;
+  for (int i = 1; i < t->dims_size(); ++i)
+    if (t->dims(i) != 1) return std::nullopt;
+  return value;
+}
+
 }  // namespace
 
 std::optional<FusionMatch> MatchGroupNorm(const ProtoIndex& index, int norm_node) {
@@ -75,26 +115,40 @@ std::optional<FusionMatch> MatchGroupNorm(const ProtoIndex& index, int norm_node
   const auto& reshape_out = index.node(*unsplit);
   if (reshape_out.input(0) != norm.output(0)) return std::nullopt;
   auto shape_node = index.Producer(reshape_out.input(1));
-  // The whole shape: Shape-15's start/end attributes would take a slice of it.
-  if (!shape_node || !IsOp(index.node(*shape_node), "Shape", 1) ||
-      index.node(*shape_node).input(0) != x || index.node(*shape_node).attribute_size() != 0)
-    return std::nullopt;
+  const auto x_dims = StaticDims(index, x);
+  // The whole shape: Shape-15's start/end attributes would take a slice of it. Or, folded, x's
+  // static dims.
+  const bool by_shape = shape_node && IsOp(index.node(*shape_node), "Shape", 1) &&
+                        index.node(*shape_node).input(0) == x &&
+                        index.node(*shape_node).attribute_size() == 0;
+  const bool by_dims = !shape_node && x_dims && index.Integers(reshape_out.input(1)) == *x_dims;
+  if (!by_shape && !by_dims) return std::nullopt;
   // Times the unsqueezed weight, plus the unsqueezed bias.
   auto scale = SoleConsumerOp(index, reshape_out.output(0), "Mul", 2);
   if (!scale) return std::nullopt;
-  auto w_value = OtherOperand(index.node(*scale), reshape_out.output(0));
-  auto w = w_value ? UnsqueezedWeight(index, *w_value) : std::nullopt;
+  // The weight and bias: unsqueezed (node index and initializer), or folded (no node).
+  auto affine = [&](const std::optional<std::string>& value)
+      -> std::optional<std::pair<std::optional<int>, std::string>> {
+    if (!value) return std::nullopt;
+    if (auto u = UnsqueezedWeight(index, *value)) return std::make_pair(u->first, u->second);
+    if (!x_dims) return std::nullopt;
+    if (auto f = FoldedChannelWeight(index, *value, *x_dims))
+      return std::make_pair(std::nullopt, *f);
+    return std::nullopt;
+  };
+  auto w = affine(OtherOperand(index.node(*scale), reshape_out.output(0)));
   if (!w) return std::nullopt;
   auto shift = SoleConsumerOp(index, index.node(*scale).output(0), "Add", 2);
   if (!shift) return std::nullopt;
-  auto b_value = OtherOperand(index.node(*shift), index.node(*scale).output(0));
-  auto b = b_value ? UnsqueezedWeight(index, *b_value) : std::nullopt;
+  auto b = affine(OtherOperand(index.node(*shift), index.node(*scale).output(0)));
   if (!b) return std::nullopt;
 
   FusionMatch m;
-  m.nodes = {*split, norm_node, *unsplit, *scale, w->first, *shift, b->first};
+  m.nodes = {*split, norm_node, *unsplit, *scale, *shift};
+  if (w->first) m.nodes.push_back(*w->first);
+  if (b->first) m.nodes.push_back(*b->first);
   // Shape(x) goes with the pattern when nothing else reads it.
-  if (index.SoleConsumer(reshape_out.input(1))) m.nodes.push_back(*shape_node);
+  if (by_shape && index.SoleConsumer(reshape_out.input(1))) m.nodes.push_back(*shape_node);
   m.last = *shift;
   m.fused =
       FusedNode("GroupNormalization", "", {x, w->second, b->second}, index.node(*shift).output(0));

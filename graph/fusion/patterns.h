@@ -16,13 +16,15 @@ namespace memplan {
 std::optional<FusionMatch> MatchLayerNorm(const ProtoIndex& index, int node);  // first ReduceMean
 std::optional<FusionMatch> MatchRmsNorm(const ProtoIndex& index, int node);    // ReduceMean
 std::optional<FusionMatch> MatchErfGelu(const ProtoIndex& index, int node);    // Erf
-std::optional<FusionMatch> MatchTanhGelu(const ProtoIndex& index, int node);   // Tanh
-std::optional<FusionMatch> MatchTanhGeluFormula(const ProtoIndex& index, int node);  // Tanh
-std::optional<FusionMatch> MatchSilu(const ProtoIndex& index, int node);             // Sigmoid
-std::optional<FusionMatch> MatchHardSwish(const ProtoIndex& index, int node);        // HardSigmoid
-std::optional<FusionMatch> MatchZeroDropout(const ProtoIndex& index, int node);      // Dropout
-std::optional<FusionMatch> MatchPadAvgPool(const ProtoIndex& index, int node);       // Pad
-std::optional<FusionMatch> MatchRsqrt(const ProtoIndex& index, int node);            // Sqrt
+std::optional<FusionMatch> MatchErfGeluFormula(const ProtoIndex& index, int node);    // Erf
+std::optional<FusionMatch> MatchTanhGelu(const ProtoIndex& index, int node);          // Tanh
+std::optional<FusionMatch> MatchTanhGeluFormula(const ProtoIndex& index, int node);   // Tanh
+std::optional<FusionMatch> MatchTanhGeluTorchLib(const ProtoIndex& index, int node);  // Tanh
+std::optional<FusionMatch> MatchSilu(const ProtoIndex& index, int node);              // Sigmoid
+std::optional<FusionMatch> MatchHardSwish(const ProtoIndex& index, int node);         // HardSigmoid
+std::optional<FusionMatch> MatchZeroDropout(const ProtoIndex& index, int node);       // Dropout
+std::optional<FusionMatch> MatchPadAvgPool(const ProtoIndex& index, int node);        // Pad
+std::optional<FusionMatch> MatchRsqrt(const ProtoIndex& index, int node);             // Sqrt
 std::optional<FusionMatch> MatchVariance(const ProtoIndex& index, int node);  // first ReduceMean
 std::optional<FusionMatch> MatchVarianceFormula(const ProtoIndex& index, int node);  // the same
 std::optional<FusionMatch> MatchMaxDim(const ProtoIndex& index, int node);           // ReduceMax
@@ -31,11 +33,14 @@ std::optional<FusionMatch> MatchGlu(const ProtoIndex& index, int node);         
 std::optional<FusionMatch> MatchGroupNorm(const ProtoIndex& index, int node);
 
 // The end both GELU forms share, from `gate` (1 + erf(.) or 1 + tanh(.)) on: x times the gate,
-// halved, as (x * gate) * 0.5 or (x * 0.5) * gate, each Mul feeding only the next. Its nodes in
-// chain order (the gate's Mul, then the half's) and the one whose output the fused Gelu writes.
+// halved, as (x * gate) * 0.5, (x * 0.5) * gate or x * (0.5 * gate), each Mul feeding only the
+// next. Its nodes in chain order, the one whose output the fused Gelu writes, and where the half
+// was applied.
+enum class GeluHalf { kLast, kOnX, kOnGate };
 struct GeluTail {
   std::vector<int> nodes;
   int last = -1;
+  GeluHalf half = GeluHalf::kLast;
 };
 std::optional<GeluTail> MatchGeluTail(const ProtoIndex& index, const std::string& gate,
                                       const std::string& x);

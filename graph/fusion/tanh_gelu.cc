@@ -13,7 +13,17 @@
 // saves x, tanh(.), 0.5 * x and 1 + tanh(.) (torch 1.13: 4 activation-sized tensors against
 // F.gelu's one), so this form is only fused under FusionSet::kAll (a compiled or fused-kernel run).
 //
-// Both accept the constants on either side of a commutative op and the half applied first or last.
+// tanh_gelu_torchlib: F.gelu(x, approximate="tanh") as torch.onnx's dynamo exporter writes it
+// below opset 20 (onnxscript's torch_lib, nn.py _aten_gelu_approximate_tanh, read on onnxscript
+// with torch 2.15): Pow(x, 3), Mul(0.044715, .), Add(x, .), Mul(sqrt(2/pi), .), Tanh, Add(., 1),
+// Mul(0.5, .), Mul(x, .). The cube is a Pow as in gelu_new, but the half multiplies the gate
+// (x * (0.5 * (1 + tanh))), which neither a hand-written formula's usual form (0.5 * x first, as
+// gelu_new and BLOOM's GELU write it, traced by either exporter) nor the TorchScript exporter's
+// ((x * gate) * 0.5) has. That form is aten::gelu's and keeps x only, so it is fused by default:
+// Gemma's, SigLIP's, StarCoder2's and GPTBigCode's gelu_pytorch_tanh exported with dynamo=True.
+//
+// All accept the constants on either side of a commutative op; tanh_gelu and tanh_gelu_formula
+// accept the half applied to x first, to the gate or last.
 
 #include <cmath>
 #include <numbers>
@@ -55,7 +65,11 @@ std::optional<std::string> CubeBase(const ProtoIndex& index, const std::string& 
   return std::nullopt;
 }
 
-std::optional<FusionMatch> MatchTanhGeluForm(const ProtoIndex& index, int tanh, Cube form) {
+// Which tails a form accepts: any, or only torch_lib's half on the gate.
+enum class Tail { kAny, kHalfOnGate };
+
+std::optional<FusionMatch> MatchTanhGeluForm(const ProtoIndex& index, int tanh, Cube form,
+                                             Tail accepted) {
   const auto& t = index.node(tanh);
   if (!IsOp(t, "Tanh", 1)) return std::nullopt;
   FusionMatch m;
@@ -91,7 +105,8 @@ std::optional<FusionMatch> MatchTanhGeluForm(const ProtoIndex& index, int tanh, 
     return std::nullopt;
   m.nodes.push_back(*one_plus);
   auto tail = MatchGeluTail(index, index.node(*one_plus).output(0), *x);
-  if (!tail) return std::nullopt;
+  if (!tail || (accepted == Tail::kHalfOnGate && tail->half != GeluHalf::kOnGate))
+    return std::nullopt;
   m.nodes.insert(m.nodes.end(), tail->nodes.begin(), tail->nodes.end());
   m.last = tail->last;
   m.fused = FusedNode("Gelu", "", {*x}, index.node(m.last).output(0));
@@ -102,11 +117,15 @@ std::optional<FusionMatch> MatchTanhGeluForm(const ProtoIndex& index, int tanh, 
 }  // namespace
 
 std::optional<FusionMatch> MatchTanhGelu(const ProtoIndex& index, int tanh) {
-  return MatchTanhGeluForm(index, tanh, Cube::kProducts);
+  return MatchTanhGeluForm(index, tanh, Cube::kProducts, Tail::kAny);
 }
 
 std::optional<FusionMatch> MatchTanhGeluFormula(const ProtoIndex& index, int tanh) {
-  return MatchTanhGeluForm(index, tanh, Cube::kPow);
+  return MatchTanhGeluForm(index, tanh, Cube::kPow, Tail::kAny);
+}
+
+std::optional<FusionMatch> MatchTanhGeluTorchLib(const ProtoIndex& index, int tanh) {
+  return MatchTanhGeluForm(index, tanh, Cube::kPow, Tail::kHalfOnGate);
 }
 
 }  // namespace memplan

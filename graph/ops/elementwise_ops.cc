@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "graph/ops/common_rules.h"
 #include "graph/ops/glu_op.h"
@@ -46,6 +47,76 @@ std::optional<Dim> DivideDims(const Dim& a, const Dim& b) {
   auto divisor = b.constant_value();
   if (!divisor) return std::nullopt;
   return a.FloorDivide(*divisor);
+}
+
+// Float arithmetic on values known at import (Value::float_values): torch traces Python-float
+// shape arithmetic into the graph, int(num_positions ** 0.5) as Pow(16.0, 0.5) then Cast
+// (DINOv2), math.ceil(h / p) * p as Mul(Ceil(Constant), Constant) then Cast (MobileViT's unfold
+// into patches). The result is computed in the output's precision as ONNX computes it, so the
+// Cast to int64 makes integer contents and the Reshape / Resize it sizes keep their shapes.
+double InOutputPrecision(DType dtype, double value) {
+  return dtype == DType::kFloat64 ? value : static_cast<double>(static_cast<float>(value));
+}
+
+ShapeRule FoldFloatValues(ShapeRule base, std::function<std::optional<double>(double, double)> f) {
+  return [base = std::move(base),
+          f = std::move(f)](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(auto outs, base(ctx));
+    if (outs.empty() || !IsFloating(outs[0].dtype) || ctx.inputs.size() < 2) return outs;
+    const auto& a = ctx.inputs[0].float_values;
+    const auto& b = ctx.inputs[1].float_values;
+    if (!a || !b || a->empty() || b->empty() ||
+        (a->size() != b->size() && a->size() != 1 && b->size() != 1))
+      return outs;
+    std::vector<double> values;
+    for (size_t i = 0; i < std::max(a->size(), b->size()); ++i) {
+      const DType t = outs[0].dtype;
+      const auto v = f(InOutputPrecision(t, (*a)[a->size() == 1 ? 0 : i]),
+                       InOutputPrecision(t, (*b)[b->size() == 1 ? 0 : i]));
+      if (!v || !std::isfinite(*v)) return outs;
+      values.push_back(InOutputPrecision(t, *v));
+    }
+    outs[0].float_values = std::move(values);
+    return outs;
+  };
+}
+
+// Clip of known floats by known one-element bounds (either may be absent): timm's "same" padding,
+// max((ceil(i / s) - 1) * s + (k - 1) * d + 1 - i, 0), traced by TorchScript from Python floats.
+ShapeRule FoldClippedFloatValues(ShapeRule base) {
+  return [base = std::move(base)](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(auto outs, base(ctx));
+    if (outs.empty() || !IsFloating(outs[0].dtype) || ctx.inputs.empty()) return outs;
+    const auto& a = ctx.inputs[0].float_values;
+    if (!a || a->empty()) return outs;
+    auto bound = [&](size_t i, double none) -> std::optional<double> {
+      if (!ctx.has_input(i)) return none;
+      const auto& b = ctx.inputs[i].float_values;
+      if (!b || b->size() != 1) return std::nullopt;
+      return (*b)[0];
+    };
+    const auto low = bound(1, -std::numeric_limits<double>::infinity());
+    const auto high = bound(2, std::numeric_limits<double>::infinity());
+    if (!low || !high) return outs;
+    std::vector<double> values;
+    for (double x : *a)
+      values.push_back(InOutputPrecision(outs[0].dtype, std::min(std::max(x, *low), *high)));
+    outs[0].float_values = std::move(values);
+    return outs;
+  };
+}
+
+ShapeRule FoldFloatValues(ShapeRule base, double (*f)(double)) {
+  return [base = std::move(base), f](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
+    MEMPLAN_TRY(auto outs, base(ctx));
+    if (outs.empty() || !IsFloating(outs[0].dtype) || ctx.inputs.empty()) return outs;
+    const auto& a = ctx.inputs[0].float_values;
+    if (!a || a->empty()) return outs;
+    std::vector<double> values;
+    for (double x : *a) values.push_back(InOutputPrecision(outs[0].dtype, f(x)));
+    outs[0].float_values = std::move(values);
+    return outs;
+  };
 }
 
 // `divides`: the second input is a divisor (Div), so a known integer 0 in it is refused.
@@ -218,6 +289,13 @@ void RegisterUnaryOps(OpRegistry& registry) {
       };
     if (schema.op_type == "Relu" || schema.op_type == "LeakyRelu" || schema.op_type == "Clip")
       schema.saved_when_compiled = SaveBoolMask();
+    if (schema.op_type == "Ceil")
+      schema.infer_shapes =
+          FoldFloatValues(schema.infer_shapes, [](double x) { return std::ceil(x); });
+    if (schema.op_type == "Floor")
+      schema.infer_shapes =
+          FoldFloatValues(schema.infer_shapes, [](double x) { return std::floor(x); });
+    if (schema.op_type == "Clip") schema.infer_shapes = FoldClippedFloatValues(schema.infer_shapes);
     registry.Register(std::move(schema));
   }
 
@@ -273,16 +351,24 @@ OpSchema Additive(OpSchema s) {
 }
 
 void RegisterBinaryOps(OpRegistry& registry) {
-  registry.Register(Additive(BinarySchema(
+  // Sums and differences of known floats fold too (Python-float shape arithmetic, as Mul and Div
+  // below: timm's "same" padding amounts).
+  OpSchema add = Additive(BinarySchema(
       "Add", [](const Dim& a, const Dim& b) -> std::optional<Dim> { return a + b; }, SaveNothing(),
-      "add.Tensor: grad (alpha-scaled); nothing saved", kElementwiseBackwardFactor)));
-  registry.Register(Additive(BinarySchema(
+      "add.Tensor: grad (alpha-scaled); nothing saved", kElementwiseBackwardFactor));
+  add.infer_shapes = FoldFloatValues(
+      add.infer_shapes, [](double a, double b) -> std::optional<double> { return a + b; });
+  registry.Register(std::move(add));
+  OpSchema sub = Additive(BinarySchema(
       "Sub", [](const Dim& a, const Dim& b) -> std::optional<Dim> { return a - b; }, SaveNothing(),
-      "sub.Tensor: grad, -grad * alpha; nothing saved", kElementwiseBackwardFactor)));
+      "sub.Tensor: grad, -grad * alpha; nothing saved", kElementwiseBackwardFactor));
+  sub.infer_shapes = FoldFloatValues(
+      sub.infer_shapes, [](double a, double b) -> std::optional<double> { return a - b; });
+  registry.Register(std::move(sub));
 
   // mul.Tensor: self's gradient needs `other` and other's needs `self`; the codegen saves each
   // operand only when the *other* one requires grad.
-  registry.Register(BinarySchema(
+  OpSchema mul = BinarySchema(
       "Mul", [](const Dim& a, const Dim& b) -> std::optional<Dim> { return a * b; },
       [](const OpContext& ctx) {
         std::vector<SavedTensor> saved;
@@ -292,7 +378,10 @@ void RegisterBinaryOps(OpRegistry& registry) {
       },
       "mul.Tensor: self: mul_tensor_backward(grad, other), other: mul_tensor_backward(grad, "
       "self); each operand saved only if the other requires grad",
-      kTwoGradientElementwiseBackwardFactor));
+      kTwoGradientElementwiseBackwardFactor);
+  mul.infer_shapes = FoldFloatValues(
+      mul.infer_shapes, [](double a, double b) -> std::optional<double> { return a * b; });
+  registry.Register(std::move(mul));
 
   // div.Tensor: self: grad / other; other: -grad * self / other^2. So the divisor is saved
   // whenever either side needs a gradient and the dividend only when the divisor does.
@@ -309,7 +398,11 @@ void RegisterBinaryOps(OpRegistry& registry) {
       "div.Tensor: self: grad / other, other: -grad * self / (other * other); divisor saved, "
       "dividend only if the divisor requires grad",
       kTwoGradientElementwiseBackwardFactor);
-  div.infer_shapes = BinaryShapeRule(DivideDims, /*divides=*/true);
+  div.infer_shapes = FoldFloatValues(BinaryShapeRule(DivideDims, /*divides=*/true),
+                                     [](double a, double b) -> std::optional<double> {
+                                       if (b == 0.0) return std::nullopt;
+                                       return a / b;
+                                     });
   registry.Register(std::move(div));
 
   // Pow: a trainable exponent is pow.Tensor_Tensor (saves self, exponent, result); a fixed one
@@ -324,30 +417,11 @@ void RegisterBinaryOps(OpRegistry& registry) {
       "pow_backward_self(grad, self, exponent), pow_backward_exponent(grad, self, exponent, "
       "result)",
       kTwoGradientElementwiseBackwardFactor, AmpCategory::kFp32Required);
-  // A power of two constants known at import (DINOv2 sizes its interpolated position table as
-  // int(num_positions ** 0.5), exported as Pow(16.0, 0.5) then Cast to int64) is folded into
-  // float_values, computed in the output's precision as ONNX computes it, so the Cast makes
-  // integer contents and the Reshape and Resize it sizes keep their shapes.
-  pow.infer_shapes = [](const OpContext& ctx) -> Expected<std::vector<TensorInfo>> {
-    MEMPLAN_TRY(auto outs, BinaryShapeRule(nullptr)(ctx));
-    if (outs.empty() || !IsFloating(outs[0].dtype)) return outs;
-    const auto& a = ctx.inputs.at(0).float_values;
-    const auto& b = ctx.inputs.at(1).float_values;
-    if (!a || !b || a->empty() || b->empty() ||
-        (a->size() != b->size() && a->size() != 1 && b->size() != 1))
-      return outs;
-    std::vector<double> values;
-    for (size_t i = 0; i < std::max(a->size(), b->size()); ++i) {
-      const double x = (*a)[a->size() == 1 ? 0 : i];
-      const double y = (*b)[b->size() == 1 ? 0 : i];
-      values.push_back(
-          outs[0].dtype == DType::kFloat64
-              ? std::pow(x, y)
-              : static_cast<double>(std::pow(static_cast<float>(x), static_cast<float>(y))));
-    }
-    outs[0].float_values = std::move(values);
-    return outs;
-  };
+  // A power of two constants known at import is folded (FoldFloatValues: DINOv2's
+  // int(num_positions ** 0.5)).
+  pow.infer_shapes =
+      FoldFloatValues(BinaryShapeRule(nullptr),
+                      [](double x, double y) -> std::optional<double> { return std::pow(x, y); });
   pow.cost = PerOutputElementCostRule(kTranscendentalFlops);
   pow.gradient_inputs = [](const OpContext& ctx) {
     return std::vector<bool>{ctx.has_input(0) && IsFloating(ctx.inputs[0].dtype),

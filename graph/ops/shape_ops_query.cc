@@ -160,18 +160,47 @@ std::optional<std::vector<Dim>> CastContents(const TensorInfo& in, DType to) {
   return out;
 }
 
+// The values of a cast to a floating type known at import: integer contents that are all
+// constants (a feature map's height from Shape, Gather, cast to float for Python-float shape
+// arithmetic: MobileViT's math.ceil(h / p) * p, traced with a symbolic batch) or floating values
+// already known, in the target's precision.
+std::optional<std::vector<double>> CastFloatValues(const TensorInfo& in, DType to) {
+  if (!IsFloating(to)) return std::nullopt;
+  auto rounded = [to](double v) {
+    return to == DType::kFloat64 ? v : static_cast<double>(static_cast<float>(v));
+  };
+  std::vector<double> out;
+  if (in.contents) {
+    for (const Dim& d : *in.contents) {
+      auto v = d.constant_value();
+      if (!v) return std::nullopt;
+      out.push_back(rounded(static_cast<double>(*v)));
+    }
+    return out;
+  }
+  if (!in.float_values) return std::nullopt;
+  for (double v : *in.float_values) out.push_back(rounded(v));
+  return out;
+}
+
+std::vector<TensorInfo> CastOutput(const TensorInfo& in, DType to) {
+  TensorInfo out = MakeOutput(to, in.shape, CastContents(in, to));
+  out.float_values = CastFloatValues(in, to);
+  return {out};
+}
+
 Expected<std::vector<TensorInfo>> InferCast(const OpContext& ctx) {
   const TensorInfo& in = ctx.inputs.at(0);
   int64_t to_code = ctx.attrs().GetInt("to", 0);
   auto to = DTypeFromOnnx(static_cast<int32_t>(to_code));
   if (!to) return MakeError(NodeError(ctx.node, "unknown target type " + std::to_string(to_code)));
-  return std::vector<TensorInfo>{MakeOutput(*to, in.shape, CastContents(in, *to))};
+  return CastOutput(in, *to);
 }
 
 Expected<std::vector<TensorInfo>> InferCastLike(const OpContext& ctx) {
   const TensorInfo& in = ctx.inputs.at(0);
   DType to = ctx.has_input(1) ? ctx.inputs[1].dtype : DType::kUndefined;
-  return std::vector<TensorInfo>{MakeOutput(to, in.shape, CastContents(in, to))};
+  return CastOutput(in, to);
 }
 
 Expected<std::vector<TensorInfo>> InferIdentity(const OpContext& ctx) {

@@ -59,14 +59,17 @@ using AxesGeometry = Expected<std::vector<Dim>> (*)(const std::vector<Dim>&,
                                                     const std::vector<int64_t>&);
 
 // Squeeze and Unsqueeze differ only in their geometry: both take `axes` from input 1 (opset 13)
-// or the attribute, and both pass the contents through, as views do.
+// or the attribute, and both pass the contents (and known floating values: F.pad's amounts from
+// Python-float arithmetic, unsqueezed before their Concat) through, as views do.
 Expected<std::vector<TensorInfo>> InferAxesView(const OpContext& ctx, AxesGeometry geometry) {
   const TensorInfo& data = ctx.inputs.at(0);
   if (!data.shape.known) return Unknown(data.dtype);
   auto axes = IntsFromInputOrAttribute(ctx, 1, "axes", {});
   if (!axes) return Unknown(data.dtype);
   MEMPLAN_TRY(std::vector<Dim> out, Named(ctx, geometry(data.shape.dims, *axes)));
-  return std::vector<TensorInfo>{MakeOutput(data.dtype, Shape{std::move(out)}, data.contents)};
+  TensorInfo info = MakeOutput(data.dtype, Shape{std::move(out)}, data.contents);
+  info.float_values = data.float_values;
+  return std::vector<TensorInfo>{std::move(info)};
 }
 
 Expected<std::vector<TensorInfo>> InferSqueeze(const OpContext& ctx) {

@@ -296,6 +296,91 @@ TEST_CASE("a power of float constants cast to int64 folds: int(16 ** 0.5)", "[fo
   CHECK(m.Text(*m.Run("Cast", {ten}, Attr("to", int64_t{7}))[0].contents) == "[3]");
 }
 
+TEST_CASE("Python-float shape arithmetic folds: math.ceil(h / p) * p", "[folding]") {
+  Micro m;
+  // MobileViT's unfold into patches (transformers 5.25, TorchScript export): new_height =
+  // int(math.ceil(orig_height / patch_height) * patch_height) with the division already traced to
+  // a constant: Mul(Ceil(Constant 2.0), Constant 2.0), then Cast to int64. Here h = 7, p = 2:
+  // 7 / 2 = 3.5, ceil 4.0, times 2 = 8.0, cast 8; floor(3.5) = 3.0.
+  auto scalar = [&](const std::string& name, double value) {
+    ValueId id = m.Tensor(name, DType::kFloat32, {}, ValueKind::kConstant);
+    m.g.mutable_value(id).float_values = std::vector<double>{value};
+    return id;
+  };
+  auto known = [&](const std::string& name, const TensorInfo& info) {
+    REQUIRE(info.float_values);
+    ValueId id = m.Tensor(name, DType::kFloat32, {}, ValueKind::kConstant);
+    m.g.mutable_value(id).float_values = info.float_values;
+    return id;
+  };
+  auto ratio = m.Run("Div", {scalar("h", 7.0), scalar("p", 2.0)});
+  REQUIRE(ratio[0].float_values);
+  CHECK(ratio[0].float_values->front() == 3.5);
+  auto up = m.Run("Ceil", {known("ratio", ratio[0])});
+  REQUIRE(up[0].float_values);
+  CHECK(up[0].float_values->front() == 4.0);
+  auto down = m.Run("Floor", {known("ratio_f", ratio[0])});
+  REQUIRE(down[0].float_values);
+  CHECK(down[0].float_values->front() == 3.0);
+  auto height = m.Run("Mul", {known("up", up[0]), scalar("p2", 2.0)});
+  REQUIRE(height[0].float_values);
+  CHECK(height[0].float_values->front() == 8.0);
+  auto as_int = m.Run("Cast", {known("height", height[0])}, Attr("to", int64_t{7}));
+  REQUIRE(as_int[0].contents);
+  CHECK(m.Text(*as_int[0].contents) == "[8]");
+  // A division by a known 0 folds nothing (the shape rule itself refuses integer zeros only).
+  CHECK_FALSE(m.Run("Div", {scalar("one", 1.0), scalar("zero", 0.0)})[0].float_values);
+  // With a symbolic batch h comes from Shape, Gather, then Cast to float: constant integer
+  // contents [7] become the float 7.0; a symbolic element has no value.
+  auto h = m.Run("Cast", {m.Ints("h_int", {7})}, Attr("to", int64_t{1}));  // 1 = FLOAT
+  REQUIRE(h[0].float_values);
+  CHECK(*h[0].float_values == std::vector<double>{7.0});
+  CHECK_FALSE(m.Run("Cast", {m.Ints("n_int", {m.S()})}, Attr("to", int64_t{1}))[0].float_values);
+}
+
+TEST_CASE("Python-float shape arithmetic folds: timm's same padding", "[folding]") {
+  Micro m;
+  // timm's get_same_padding (tf_efficientnetv2_b0, transformers-free TorchScript export), the
+  // stem's 3x3 stride-2 conv on 32 pixels: max((ceil(32 / 2) - 1) * 2 + (3 - 1) * 1 + 1 - 32, 0)
+  // traced as Sub(Ceil 16.0, 1.0), Mul 2.0, Add 2.0, Add 1.0, Sub 32.0, Clip(min 0.0), Div 2.0:
+  // (16 - 1) * 2 = 30, + 2 = 32, + 1 = 33, - 32 = 1, clip 1, / 2 = 0.5 (the left pad, cast 0).
+  auto scalar = [&](const std::string& name, double value) {
+    ValueId id = m.Tensor(name, DType::kFloat32, {}, ValueKind::kConstant);
+    m.g.mutable_value(id).float_values = std::vector<double>{value};
+    return id;
+  };
+  auto step = [&](const std::string& op, const std::string& name, ValueId a, ValueId b) {
+    auto out = m.Run(op, {a, b});
+    REQUIRE(out[0].float_values);
+    ValueId id = m.Tensor(name, DType::kFloat32, {}, ValueKind::kConstant);
+    m.g.mutable_value(id).float_values = out[0].float_values;
+    return id;
+  };
+  auto value = [&](ValueId id) { return m.g.value(id).float_values->front(); };
+  ValueId blocks = step("Sub", "blocks", scalar("ceil", 16.0), scalar("one", 1.0));
+  CHECK(value(blocks) == 15.0);
+  ValueId span = step("Mul", "span", blocks, scalar("stride", 2.0));
+  ValueId kernel = step("Add", "kernel", span, scalar("reach", 2.0));
+  ValueId total = step("Add", "total", kernel, scalar("one_more", 1.0));
+  CHECK(value(total) == 33.0);
+  ValueId pad = step("Sub", "pad", total, scalar("size", 32.0));
+  CHECK(value(pad) == 1.0);
+  auto clipped = m.Run("Clip", {pad, scalar("zero", 0.0)});
+  REQUIRE(clipped[0].float_values);
+  CHECK(clipped[0].float_values->front() == 1.0);
+  // A pad below zero clips to 0 (a stride-1 conv whose input needs none: 32 - 33 = -1).
+  auto negative = m.Run("Clip", {scalar("minus_one", -1.0), scalar("zero_2", 0.0)});
+  REQUIRE(negative[0].float_values);
+  CHECK(negative[0].float_values->front() == 0.0);
+  // An unknown bound folds nothing.
+  ValueId unknown = m.Tensor("bound", DType::kFloat32, {}, ValueKind::kConstant);
+  CHECK_FALSE(m.Run("Clip", {pad, unknown})[0].float_values);
+  // F.pad's symbolic unsqueezes each amount to [1] before its Concat: the value passes through.
+  auto listed = m.Run("Unsqueeze", {pad, m.Ints("axes0", {0})});
+  REQUIRE(listed[0].float_values);
+  CHECK(*listed[0].float_values == std::vector<double>{1.0});
+}
+
 TEST_CASE("Range, ConstantOfShape, Constant, Cast, Size, Tile, Flatten, Transpose", "[folding]") {
   Micro m;
   // torch.arange(0, seq): length seq.

@@ -74,6 +74,18 @@ def image(size=IMAGE, channels=3):
     return (torch.randn(BATCH, channels, size, size),)
 
 
+def audio(samples=400):
+    return (torch.randn(BATCH, samples),)
+
+
+# wav2vec2 / HuBERT, tiny: two conv feature layers (kernel 10 stride 5, kernel 3 stride 2: 400
+# samples -> 79 -> 39 frames), a grouped positional conv.
+SPEECH = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+              conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3),
+              num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, num_labels=4,
+              mask_time_prob=0.0, layerdrop=0.0)
+
+
 def hf(config_name, model_name, inputs, field="logits", **config):
     def build():
         import transformers
@@ -222,6 +234,22 @@ class TimestepUNet(nn.Module):
         return self.unet(sample, timesteps).sample
 
 
+class VaeDecoder(nn.Module):
+    """diffusers' AutoencoderKL decoder (Stable Diffusion's VAE, tiny): latent to image."""
+
+    def __init__(self):
+        super().__init__()
+        from diffusers import AutoencoderKL
+        self.vae = AutoencoderKL(in_channels=3, out_channels=3, latent_channels=4,
+                                 down_block_types=("DownEncoderBlock2D",) * 2,
+                                 up_block_types=("UpDecoderBlock2D",) * 2,
+                                 block_out_channels=(16, 32), layers_per_block=1,
+                                 norm_num_groups=8, sample_size=16)
+
+    def forward(self, latent):
+        return self.vae.decode(latent).sample
+
+
 def tv_model(name, inputs, **kwargs):
     def build():
         import torchvision
@@ -367,6 +395,47 @@ FAMILIES = {
     "tv_mnasnet": tv_model("mnasnet0_5", image(), num_classes=10),
     "diffusion_unet": (lambda: TimestepUNet(), (torch.randn(BATCH, 3, 16, 16),
                                                 torch.tensor([10, 500]))),
+    # Sixth pass (session archs 6): families chosen for the rules they exercise.
+    # Speech: a strided conv feature extractor, GroupNorm over time, a grouped, weight-normed
+    # positional conv (no SpecAugment masking, no layer drop: both random in training).
+    "wav2vec2": hf("Wav2Vec2Config", "Wav2Vec2ForSequenceClassification", audio(), **SPEECH),
+    "hubert": hf("HubertConfig", "HubertForSequenceClassification", audio(), **SPEECH),
+    # Local (sliding-window) attention, pooled sequences, two-stream relative attention.
+    "longformer": hf("LongformerConfig", "LongformerForMaskedLM", ids(), attention_window=4,
+                     pad_token_id=1, **TINY_TEXT),
+    "funnel": hf("FunnelConfig", "FunnelForMaskedLM", ids(), d_model=32, n_head=4, d_head=8,
+                 d_inner=64, block_sizes=[1, 1], num_decoder_layers=1, vocab_size=VOCAB),
+    "xlnet": hf("XLNetConfig", "XLNetLMHeadModel", ids(), d_model=32, n_layer=2, n_head=4,
+                d_inner=64, vocab_size=VOCAB, use_mems_train=False),
+    # A protein LM with rotary positions (a 33-token alphabet).
+    "esm": hf("EsmConfig", "EsmForMaskedLM", (torch.randint(4, 29, (BATCH, SEQ)),),
+              position_embedding_type="rotary", pad_token_id=1, mask_token_id=32,
+              hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+              vocab_size=33, max_position_embeddings=64),
+    # A sparse MoE with a shared expert.
+    "qwen2_moe": hf("Qwen2MoeConfig", "Qwen2MoeForCausalLM", ids(), num_key_value_heads=2,
+                    num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                    shared_expert_intermediate_size=64, **LM),
+    # Relative position bias (a learned table gathered by a constant index).
+    "data2vec_vision": hf("Data2VecVisionConfig", "Data2VecVisionForImageClassification",
+                          image(), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                          intermediate_size=64, image_size=IMAGE, patch_size=8, num_labels=10,
+                          use_relative_position_bias=True),
+    # Cross attention from learned latents to the inputs.
+    "perceiver": hf("PerceiverConfig", "PerceiverForMaskedLM", ids(), d_model=32, d_latents=32,
+                    num_latents=8, num_blocks=1, num_self_attends_per_block=1,
+                    num_self_attention_heads=4, num_cross_attention_heads=4, vocab_size=VOCAB,
+                    max_position_embeddings=SEQ),
+    # timm: GRN, fused-MBConv, block and grid attention, EVA's rotary and SwiGLU.
+    "timm_convnextv2_atto": timm_model("convnextv2_atto", image(), num_classes=10),
+    "timm_efficientnetv2": timm_model("tf_efficientnetv2_b0", image(), num_classes=10),
+    "timm_maxvit": timm_model("maxvit_rmlp_pico_rw_256", image(64), num_classes=10,
+                              img_size=64),
+    "timm_eva02": timm_model("eva02_tiny_patch14_224", image(), num_classes=10, img_size=IMAGE,
+                             patch_size=8, depth=2),
+    # diffusers' VAE decoder (GroupNorm, mid-block attention, nearest upsampling), trained
+    # with MSE on the image it decodes from a 4-channel latent.
+    "vae_decoder": (lambda: VaeDecoder(), (torch.randn(BATCH, 4, 8, 8),)),
 }
 
 
@@ -524,10 +593,17 @@ def strip_weights(path, out_path):
     onnx.save(model, out_path)
 
 
+# The per-node metadata memplan reads, kept in the stored graphs: the rewriter rules the
+# exporter's optimizer applied (a BatchNorm folded into a Conv, graph/folded_batch_norm.h) and the
+# module scopes (graph/torch_scoped_names.h).
+KEPT_NODE_METADATA = ("pkg.onnxscript.rewriter.rule_name", "pkg.torch.onnx.name_scopes")
+
+
 def compact(path):
-    """The stripped graph without the dynamo exporter's per-node metadata (stack traces, scopes)
-    and doc strings, xz-compressed to PATH.xz: a few KB a family. Value metadata (the graph
-    signature's PARAMETER / BUFFER, graph/exported_buffers.h) is kept."""
+    """The stripped graph without the dynamo exporter's per-node metadata (stack traces, FX nodes)
+    other than KEPT_NODE_METADATA, and without doc strings, xz-compressed to PATH.xz: a few KB a
+    family. Value metadata (the graph signature's PARAMETER / BUFFER, graph/exported_buffers.h) is
+    kept."""
     import lzma
 
     import onnx
@@ -535,7 +611,11 @@ def compact(path):
     graphs = [model.graph] + [f for f in model.functions]
     for g in graphs:
         for node in g.node:
+            kept = [(e.key, e.value) for e in node.metadata_props if e.key in KEPT_NODE_METADATA]
             del node.metadata_props[:]
+            for key, value in kept:
+                entry = node.metadata_props.add()
+                entry.key, entry.value = key, value
             node.doc_string = ""
     with lzma.open(path + ".xz", "wb") as out:
         out.write(model.SerializeToString())
@@ -563,6 +643,8 @@ def main():
     parser.add_argument("--exporters", default="torchscript,dynamo")
     parser.add_argument("--measure-only", action="store_true",
                         help="re-measure torch's bytes of the rows DIR has, keep their graphs")
+    parser.add_argument("--export-only", action="store_true",
+                        help="export the graphs again, keep the rows' measurements of torch")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     rows_path = os.path.join(args.out, "rows.jsonl")
@@ -576,7 +658,14 @@ def main():
         try:
             torch.manual_seed(0)
             model = build()
-            saved, peak = measure(model, inputs, getattr(build, "losses", None))
+            if args.export_only:
+                kept = [r for r in rows if r["family"] == name]
+                if not kept:
+                    print(f"{name}: no row to keep the measurement of; measure it first")
+                    continue
+                saved, peak = kept[0]["torch_saved_bytes"], kept[0]["torch_step_peak_bytes"]
+            else:
+                saved, peak = measure(model, inputs, getattr(build, "losses", None))
         except Exception as error:  # noqa: BLE001 - a family torch cannot build is a row too
             print(f"{name}: build/measure failed: {type(error).__name__}: {error}")
             continue

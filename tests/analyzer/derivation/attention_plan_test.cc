@@ -66,6 +66,11 @@ struct AttentionOptions {
   // torch.onnx's scaled_dot_product_attention (symbolic_opset14): q and k^T each times
   // sqrt(scale), scale a scalar computed from k's shape, instead of one scale on the scores.
   bool split_scale = false;
+  // torch.onnx's dynamo exporter (onnxscript torch_lib aten_scaled_dot_product_attention, after
+  // its optimizer): q * c and k^T as Reshape(k, [B*H, S, D]), Transpose(0, 2, 1), Reshape
+  // [B, H, D, S], times c; c = sqrt(1 / sqrt(D)) folded into one [1] initializer the graph
+  // signature leaves untrained (timm's ViT, torch 2.15).
+  bool torchlib_scale = false;
 };
 
 // A constant holding one float, as torch.onnx writes scalars: a Constant node.
@@ -141,8 +146,23 @@ TestGraph AttentionBlock(const AttentionOptions& o) {
     q = t.Op("Mul", "attn/scale_q", {q, root("sqrt_q")}, "q_scaled", {b, kHeads, kSeq, kHead});
     kt = t.Op("Mul", "attn/scale_k", {kt, root("sqrt_k")}, "kt_scaled", {b, kHeads, kHead, kSeq});
   }
+  if (o.torchlib_scale) {
+    const ValueId c = t.Param("val_57", {1});
+    t.graph.mutable_value(c).trainable = false;
+    t.graph.mutable_value(c).float_values = std::vector<double>{std::sqrt(1.0 / std::sqrt(8.0))};
+    const ValueId flat =
+        t.Op("Reshape", "attn/key_flat", {k, IntConstant(t, "flat_shape", {-1, kSeq, kHead})},
+             "k_flat", {b * kHeads, kSeq, kHead});
+    const ValueId flat_t =
+        Permute(t, "attn/key_flat_t", flat, {0, 2, 1}, "k_flat_t", {b * kHeads, kHead, kSeq});
+    kt = t.Op("Reshape", "attn/key_t4",
+              {flat_t, IntConstant(t, "t4_shape", {2, kHeads, kHead, kSeq})}, "k_t4",
+              {b, kHeads, kHead, kSeq});
+    q = t.Op("Mul", "attn/scale_q", {q, c}, "q_scaled", {b, kHeads, kSeq, kHead});
+    kt = t.Op("Mul", "attn/scale_k", {kt, c}, "kt_scaled", {b, kHeads, kHead, kSeq});
+  }
   ValueId s = t.Op("MatMul", "attn/qk", {q, kt}, "scores", {b, kHeads, kSeq, kSeq});
-  if (!o.split_scale)
+  if (!o.split_scale && !o.torchlib_scale)
     s = t.Op("Div", "attn/scale", {s, FloatScalar(t, "sqrt_d", 2.8284271247461903)}, "scaled",
              {b, kHeads, kSeq, kSeq});
   switch (o.mask) {
@@ -340,6 +360,25 @@ TEST_CASE("q and k^T each scaled by sqrt(scale), as torch.onnx writes sdpa, fuse
   CHECK(sdpa.saved_bytes == 8448);
   const FusedAttention& fused = OnlyFused(sdpa.plan);
   CHECK(fused.mask == sdpa::kMaskNone);
+}
+
+TEST_CASE("the dynamo exporter's sdpa (flattened k^T, one folded scale) fuses on q, k, v",
+          "[attention]") {
+  AttentionOptions torchlib;
+  torchlib.torchlib_scale = true;
+  // Eager: MatMul keeps q' = q * c and k'^T (new tensors, 2048 each), P 4096 and v 2048; the
+  // Muls by the untrained c and the Reshapes and Transpose of the contiguous k keep nothing:
+  // 10240.
+  CHECK(PlanWith(AttentionMode::kEager, torchlib).saved_bytes == 10240);
+  // Fused: q, k, v, out, lse = 2048 * 4 + 256 = 8448. Before the untrained [1] initializer
+  // counted as a constant, both Muls stayed outside and the node kept q' and k'^T besides
+  // (8448 + 2 * 2048); before the flattened k^T was read back to k, k'^T alone (8448 + 2048).
+  const Planned sdpa = PlanWith(AttentionMode::kSdpa, torchlib);
+  CHECK(sdpa.saved_bytes == 8448);
+  const FusedAttention& fused = OnlyFused(sdpa.plan);
+  for (const char* node :
+       {"attn/scale_q", "attn/scale_k", "attn/key_flat", "attn/key_flat_t", "attn/key_t4"})
+    CHECK(std::count(fused.replaced.begin(), fused.replaced.end(), node) == 1);
 }
 
 TEST_CASE("attention with a trained score bias stays eager", "[attention]") {

@@ -125,6 +125,55 @@ TEST_CASE("tanh GELU: fused, keeps its input only", "[fusion][saved]") {
   CHECK(SavedBytes(m, "tanh_gelu.onnx", FusionSet::kNone) == kCommon + 3 * kFull);
 }
 
+// F.gelu(approximate="tanh") as the dynamo exporter writes it (onnxscript torch_lib): the cube is
+// a Pow and the half multiplies the gate. aten::gelu keeps x only.
+TEST_CASE("tanh GELU, dynamo exporter's form: fused, keeps its input only", "[fusion][saved]") {
+  const ProtoModel m = ModelWith([](ProtoModel& p, const std::string& r) {
+    Const(p, "three", 3.0f);
+    Const(p, "kappa", 0.044715f);
+    Const(p, "beta", static_cast<float>(std::sqrt(2.0 / std::numbers::pi)));
+    Const(p, "one", 1.0f);
+    Const(p, "half", 0.5f);
+    p.Node("Pow", {r, "three"}, {"cube"});
+    p.Node("Mul", {"kappa", "cube"}, {"k"});
+    p.Node("Add", {r, "k"}, {"inner"});
+    p.Node("Mul", {"beta", "inner"}, {"scaled"});
+    p.Node("Tanh", {"scaled"}, {"t"});
+    p.Node("Add", {"t", "one"}, {"gate"});
+    p.Node("Mul", {"half", "gate"}, {"half_gate"});
+    p.Node("Mul", {r, "half_gate"}, {"y"});
+    return std::string("y");
+  });
+  CHECK(CountOp(m, "tanh_gelu_torchlib.onnx", "Gelu") == 1);
+  CHECK(SavedBytes(m, "tanh_gelu_torchlib.onnx", FusionSet::kFusedOps) == kCommon);
+  // Node by node: Pow(r, 3) keeps r (already kept); the constant products and the Adds keep
+  // nothing activation-sized; Tanh keeps t; Mul(r, half_gate) keeps r and half_gate: t and
+  // half_gate, 2 x 256 B on top of the 512.
+  CHECK(SavedBytes(m, "tanh_gelu_torchlib.onnx", FusionSet::kNone) == kCommon + 2 * kFull);
+}
+
+// x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0))) written by hand (ESM's gelu), traced with the
+// half on x first. Eager autograd runs it op by op (derivatives.yaml): the Div and the Mul by a
+// Python scalar keep nothing, erf keeps its input d, Mul(halved, gate) keeps both. So three
+// [2, 4, 8] tensors on top of the 512: 512 + 3 x 256 = 1,280 B by default (torch 2.15 measured
+// 3 x 8,192 B per MLP on ESM's [2, 16, 64]); fused (kAll) only x, as F.gelu.
+TEST_CASE("erf GELU written by hand, half on x first: planned node by node", "[fusion][saved]") {
+  const ProtoModel m = ModelWith([](ProtoModel& p, const std::string& r) {
+    Const(p, "root2", static_cast<float>(std::sqrt(2.0)));
+    Const(p, "one", 1.0f);
+    Const(p, "half", 0.5f);
+    p.Node("Div", {r, "root2"}, {"d"});
+    p.Node("Erf", {"d"}, {"e"});
+    p.Node("Add", {"e", "one"}, {"gate"});
+    p.Node("Mul", {r, "half"}, {"halved"});
+    p.Node("Mul", {"halved", "gate"}, {"y"});
+    return std::string("y");
+  });
+  CHECK(CountOp(m, "erf_gelu_formula.onnx", "Gelu") == 0);
+  CHECK(SavedBytes(m, "erf_gelu_formula.onnx", FusionSet::kFusedOps) == kCommon + 3 * kFull);
+  CHECK(SavedBytes(m, "erf_gelu_formula.onnx", FusionSet::kAll) == kCommon);
+}
+
 // nn.LayerNorm(8) at opset 13 as torch 1.13 writes it.
 std::string LayerNormChain(ProtoModel& p, const std::string& r) {
   p.Initializer("gamma", onnx::TensorProto::FLOAT, {8});

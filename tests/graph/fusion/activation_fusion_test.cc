@@ -56,6 +56,21 @@ std::string GeluNew(FusionProtoBuilder& b, const std::string& s, const std::stri
   return b.Op("Mul", s + "/Mul_3", {half, gate});
 }
 
+// F.gelu(x, approximate="tanh") as torch.onnx's dynamo exporter writes it at opset 18 (onnxscript
+// torch_lib _aten_gelu_approximate_tanh; read back from Gemma's and SigLIP's exports, torch 2.15):
+//   Pow(x, 3), Mul(kappa, .), Add(x, .), Mul(beta, .), Tanh, Add(., 1), Mul(0.5, .), Mul(x, .)
+std::string TorchLibTanhGelu(FusionProtoBuilder& b, const std::string& s, const std::string& x) {
+  TanhGeluConstants c;
+  auto cube = b.Op("Pow", s + "/Pow", {x, b.Scalar(s + "/val_1", 3.0f)});
+  auto k = b.Op("Mul", s + "/Mul", {b.Scalar(s + "/val_2", c.kappa), cube});
+  auto inner = b.Op("Add", s + "/Add", {x, k});
+  auto scaled = b.Op("Mul", s + "/Mul_1", {b.Scalar(s + "/val_3", c.beta), inner});
+  auto t = b.Op("Tanh", s + "/Tanh", {scaled});
+  auto gate = b.Op("Add", s + "/Add_1", {t, b.Scalar(s + "/val_4", 1.0f)});
+  auto half_gate = b.Op("Mul", s + "/Mul_2", {b.Scalar(s + "/val_5", c.half), gate});
+  return b.Op("Mul", s + "/gelu", {x, half_gate});
+}
+
 TEST_CASE("F.gelu(approximate='tanh') as exported becomes Gelu(approximate=tanh)",
           "[import][fusion][gelu]") {
   FusionProtoBuilder b;
@@ -96,6 +111,47 @@ TEST_CASE("GPT-2's gelu_new is a formula: fused only by the formula entry",
   CHECK(FuseImportPatterns(d.model(), FusionSet::kAll).by_entry ==
         std::map<std::string, int>{{"tanh_gelu_formula", 1}});
   CHECK(CountOps(d.graph(), "Tanh") == 0);
+}
+
+TEST_CASE("F.gelu(approximate='tanh') from the dynamo exporter is fused by default",
+          "[import][fusion][gelu]") {
+  FusionProtoBuilder b;
+  auto x = b.Op("Relu", "/pre", {"input"});
+  auto y = TorchLibTanhGelu(b, "/mlp/act", x);
+  b.Output(b.Op("Relu", "/post", {y}));
+  // Relu, Gelu, Relu: the eight pattern nodes and the five scalars are gone.
+  const auto& gelu = FuseBetweenRelus(b, "tanh_gelu_torchlib", "Gelu", "/mlp/act/Gelu");
+  CHECK(StringAttribute(gelu, "approximate") == "tanh");
+  CHECK(gelu.input(0) == x);
+  CHECK(gelu.output(0) == y);
+
+  // The half on the gate tells it from gelu_new (the half on x first), whose Pow it shares:
+  // gelu_new stays unfused by default, F.gelu's dynamo form does not need kAll.
+  FusionProtoBuilder d;
+  auto xd = d.Op("Relu", "/pre", {"input"});
+  d.Output(GeluNew(d, "/a", xd));
+  d.Output(TorchLibTanhGelu(d, "/b", xd));
+  CHECK(Fuse(d, "tanh_gelu") == 0);  // the products cube only
+  CHECK(FuseImportPatterns(d.model()).by_entry ==
+        std::map<std::string, int>{{"tanh_gelu_torchlib", 1}});
+  CHECK(CountOps(d.graph(), "Tanh") == 1);  // gelu_new's
+  CHECK(CountOps(d.graph(), "Pow") == 1);
+
+  // Nor does the TorchScript form's (x * gate) * 0.5 with a Pow cube (a hand-written formula).
+  FusionProtoBuilder e;
+  auto xe = e.Op("Relu", "/pre", {"input"});
+  auto cube = e.Op("Pow", "/g/Pow", {xe, e.Scalar("/g/three", 3.0f)});
+  auto k = e.Op("Mul", "/g/Mul", {e.Scalar("/g/kappa", 0.044715f), cube});
+  auto inner = e.Op("Add", "/g/Add", {xe, k});
+  auto scaled =
+      e.Op("Mul", "/g/Mul_1",
+           {e.Scalar("/g/beta", static_cast<float>(std::sqrt(2.0 / std::numbers::pi))), inner});
+  auto t = e.Op("Tanh", "/g/Tanh", {scaled});
+  auto gate = e.Op("Add", "/g/Add_1", {e.Scalar("/g/one", 1.0f), t});
+  auto prod = e.Op("Mul", "/g/Mul_2", {xe, gate});
+  e.Output(e.Op("Mul", "/g/Mul_3", {e.Scalar("/g/half", 0.5f), prod}));
+  CHECK(Fuse(e, "tanh_gelu_torchlib") == 0);
+  CHECK(Fuse(e, "tanh_gelu_formula") == 1);
 }
 
 TEST_CASE("tanh GELU look-alikes are left alone", "[import][fusion][gelu]") {

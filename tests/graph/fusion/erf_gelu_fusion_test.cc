@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "graph/fusion/fusion_table.h"
 #include "graph/ops/standard_aliases.h"
@@ -59,20 +60,52 @@ TEST_CASE("the exported exact GELU becomes one Gelu node", "[import][fusion][gel
   CHECK(imports_contrib);
 }
 
-TEST_CASE("GELU variants: x * (1/sqrt 2), 1 + erf swapped, the half applied first",
-          "[import][fusion][gelu]") {
+TEST_CASE("GELU variants: x * (1/sqrt 2), 1 + erf swapped", "[import][fusion][gelu]") {
   ProtoBuilder b;
   auto x = b.Op("Relu", "/pre", {"input"});
   auto s = b.Op("Mul", "/g/Mul_s", {b.Scalar("/g/c0", float(1 / std::sqrt(2.0))), x});
   auto e = b.Op("Erf", "/g/Erf", {s});
   auto a = b.Op("Add", "/g/Add", {b.Scalar("/g/c1", 1.0f), e});
-  auto h = b.Op("Mul", "/g/Mul_h", {x, b.Scalar("/g/c2", 0.5f)});
-  auto y = b.Op("Mul", "/g/Mul_y", {h, a});
+  auto m = b.Op("Mul", "/g/Mul_m", {a, x});
+  auto y = b.Op("Mul", "/g/Mul_y", {b.Scalar("/g/c2", 0.5f), m});
   b.Output(y);
   REQUIRE(FuseErfGelu(b.model()) == 1);
   REQUIRE(b.graph().node_size() == 2);
   CHECK(b.graph().node(1).op_type() == "Gelu");
   CHECK(b.graph().node(1).output(0) == y);
+}
+
+// x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0))) written by hand (ESM's gelu): the half on x
+// first, an order neither exporter writes for F.gelu. Eager autograd keeps x / sqrt 2, x * 0.5
+// and 1 + erf for it (three tensors, not F.gelu's one), so only the formulas' entry fuses it.
+TEST_CASE("a hand-written GELU with the half on x first is fused only as a formula",
+          "[import][fusion][gelu]") {
+  auto build = [](ProtoBuilder& b) {
+    auto x = b.Op("Relu", "/pre", {"input"});
+    auto d = b.Op("Div", "/g/Div", {x, b.Scalar("/g/c0", std::sqrt(2.0f))});
+    auto e = b.Op("Erf", "/g/Erf", {d});
+    auto a = b.Op("Add", "/g/Add", {b.Scalar("/g/c1", 1.0f), e});
+    auto h = b.Op("Mul", "/g/Mul_h", {x, b.Scalar("/g/c2", 0.5f)});
+    auto y = b.Op("Mul", "/g/Mul_y", {h, a});
+    b.Output(y);
+    return std::make_pair(x, y);
+  };
+  ProtoBuilder b;
+  build(b);
+  CHECK(FuseErfGelu(b.model()) == 0);
+  CHECK(CountOps(b.graph(), "Erf") == 1);
+  ProtoBuilder f;
+  const auto [x, y] = build(f);
+  REQUIRE(ApplyFusion(f.model(), FusionEntryNamed("erf_gelu_formula")) == 1);
+  REQUIRE(f.graph().node_size() == 2);
+  CHECK(f.graph().node(1).op_type() == "Gelu");
+  CHECK(f.graph().node(1).input(0) == x);
+  CHECK(f.graph().node(1).output(0) == y);
+  // The exporters' order is not a formula: the formula entry leaves torch.onnx's F.gelu alone.
+  ProtoBuilder t;
+  auto tx = t.Op("Relu", "/pre", {"input"});
+  t.Output(TorchGelu(t, "/g", tx));
+  CHECK(ApplyFusion(t.model(), FusionEntryNamed("erf_gelu_formula")) == 0);
 }
 
 // torch.onnx's dynamo exporter (opset 18) halves the gate before x:

@@ -65,6 +65,57 @@ TEST_CASE("nn.GroupNorm as exported becomes one GroupNormalization",
     CHECK(CountOps(b.graph(), gone) == 0);
 }
 
+// The same GroupNorm from torch.onnx's dynamo exporter after its optimizer, x of static shape
+// [2, 16, 8, 8] (read back from diffusers' UNet2DModel, torch 2.15): the Reshape back to x's
+// shape reads the folded constant [2, 16, 8, 8], and w, b are folded Unsqueezes: [16, 1, 1]
+// initializers.
+struct DynamoGroupNorm {
+  std::vector<int64_t> back = {2, 16, 8, 8};  // the second Reshape's constant target
+  std::vector<int64_t> weight = {16, 1, 1};   // the folded weight's dims
+};
+
+std::string DynamoExport(FusionProtoBuilder& b, const std::string& x, const DynamoGroupNorm& e) {
+  auto* vi = b.graph().add_value_info();  // the exporter records every value's shape
+  vi->set_name(x);
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {2, 16, 8, 8})
+    vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  auto split = b.Op("Reshape", "node_Reshape_39", {x, b.Int64s("val_38", {0, 4, -1})});
+  auto& norm = b.Node("InstanceNormalization", "node_InstanceNormalization_46",
+                      {split, b.Weight("val_42", {4}), b.Filled("val_45", {4}, 0.0f)});
+  testing::AddFloat(norm, "epsilon", 1e-5f);
+  auto unsplit = b.Op("Reshape", "node_Reshape_48", {norm.output(0), b.Int64s("val_47", e.back)});
+  auto scaled = b.Op("Mul", "node_Mul_56", {unsplit, b.Weight("val_55", e.weight)});
+  return b.Op("Add", "node_group_norm", {scaled, b.Weight("val_57", {16, 1, 1})});
+}
+
+TEST_CASE("nn.GroupNorm from the dynamo exporter becomes one GroupNormalization",
+          "[import][fusion][group_norm]") {
+  FusionProtoBuilder b(18);
+  auto x = b.Op("Relu", "/pre", {"input"});
+  auto y = DynamoExport(b, x, {});
+  b.Output(b.Op("Relu", "/post", {y}));
+  REQUIRE(testing::Fuse(b, "group_norm") == 1);
+  const auto& gn = OnlyNode(b.graph(), "GroupNormalization");
+  REQUIRE(gn.input_size() == 3);
+  CHECK(gn.input(0) == x);
+  CHECK(gn.input(1) == "val_55");  // the folded [16, 1, 1] weight: 16 values, as w
+  CHECK(gn.input(2) == "val_57");
+  CHECK(gn.output(0) == y);
+  CHECK(IntAttribute(gn, "num_groups") == 4);
+  for (const char* gone : {"InstanceNormalization", "Reshape", "Mul", "Add"})
+    CHECK(CountOps(b.graph(), gone) == 0);
+
+  const auto fused = [](const DynamoGroupNorm& e) {
+    FusionProtoBuilder c(18);
+    c.Output(c.Op("Relu", "/post", {DynamoExport(c, c.Op("Relu", "/pre", {"input"}), e)}));
+    return testing::Fuse(c, "group_norm");
+  };
+  CHECK(fused({.back = {2, 16, 64}}) == 0);  // not back to x's shape
+  CHECK(fused({.weight = {16, 1}}) == 0);    // rank 2: would broadcast on the wrong axes
+  CHECK(fused({.weight = {8, 1, 1}}) == 0);  // not x's 16 channels
+}
+
 TEST_CASE("GroupNorm look-alikes are left alone", "[import][fusion][group_norm]") {
   const auto fused = [](const GroupNormExport& e) {
     FusionProtoBuilder b(17);
