@@ -69,6 +69,15 @@ Status CheckOptimizerImpl(const ExportPlan& plan, ExportTarget target) {
 // Likewise for --offload: a config that keeps on the GPU what the plan put on the host would
 // run out of the memory the plan freed.
 Status CheckOffload(const ExportPlan& plan, ExportTarget target) {
+  // torchtune's OffloadActivations keeps what save_on_cpu would move (small tensors, parameters,
+  // the output head) and runs around the model's forward only: only its recipes run it.
+  if (plan.offload == OffloadMode::kActivations && IsTorchtuneHooks(plan.offload_hooks) &&
+      target != ExportTarget::kTorchtune)
+    return MakeError("export: " + std::string(ExportTargetName(target)) +
+                     " cannot express --offload-hooks " +
+                     std::string(OffloadHooksName(plan.offload_hooks)) +
+                     " (torchtune's OffloadActivations), which the plan modelled; export with "
+                     "--to torchtune");
   if (ExportTargetOffloads(target, plan.offload)) return OkStatus();
   std::string supported;
   for (ExportTarget t : kAllExportTargets)
