@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 #include "analyzer/simulation/simulator.h"
 #include "tests/analyzer/derivation/program_test_derive.h"
@@ -36,8 +37,7 @@ int64_t LiveAt(const TrainingProgram& program, const SimulationResult& sim,
 // derived, and a size that depends on the batch or a --dim symbol counts as large
 // (saved_tensor_offload.h). A MatMul whose input needs no gradient saves only that input.
 
-TEST_CASE("torchtune hooks move saves of >= 1024 bytes that are not an nn.Parameter",
-          "[offload]") {
+TEST_CASE("torchtune hooks move saves of >= 1024 bytes that are not an nn.Parameter", "[offload]") {
   // x[B,128] -> mm1 W1[128,128] = h -> Mul s (a parameter of x's shape) = z -> head W2[128,4].
   for (const int64_t batch : {2, 1}) {
     TestGraph t;
@@ -47,8 +47,7 @@ TEST_CASE("torchtune hooks move saves of >= 1024 bytes that are not an nn.Parame
     t.Output(t.Op("MatMul", "head", {z, t.Param("W2", {128, 4})}, "y", {batch, 4}));
     const TrainingProgram save_on_cpu =
         DeriveVerified(t.graph, Offloaded(OffloadHooks::kSaveOnCpu));
-    const TrainingProgram torchtune =
-        DeriveVerified(t.graph, Offloaded(OffloadHooks::kTorchtune));
+    const TrainingProgram torchtune = DeriveVerified(t.graph, Offloaded(OffloadHooks::kTorchtune));
     const int64_t row = batch * 128 * 4;  // bytes of x, h, s and z
     // save_on_cpu packs mm1's x, the Mul's h and s, the head's z and W2 (128 * 4 * 4 = 2048).
     CHECK(SimulateExactly(save_on_cpu, t.Bind(batch)).host_saved_activation_bytes ==
@@ -85,13 +84,13 @@ TEST_CASE("torchtune hooks leave the output head and the loss on the GPU", "[off
   options.loss = LossKind::kCrossEntropy;
   // mm1 saves x (4*128*4 = 2048: moves). The head runs under NoOpManager (h, 4*64*4 = 1024 B,
   // and W2 stay) and the loss outside the context: 2048 B.
-  CHECK(SimulateExactly(DeriveVerified(t.graph, options), t.Bind(4))
-            .host_saved_activation_bytes == 2048);
+  CHECK(SimulateExactly(DeriveVerified(t.graph, options), t.Bind(4)).host_saved_activation_bytes ==
+        2048);
   // save_on_cpu also packs h (1024), W2 (64*256*4 = 65536) and the loss's log-probabilities
   // (4*256*4 = 4096) and labels (4 int64 = 32): 2048 + 1024 + 65536 + 4096 + 32 = 72736.
   options.offload.hooks = OffloadHooks::kSaveOnCpu;
-  CHECK(SimulateExactly(DeriveVerified(t.graph, options), t.Bind(4))
-            .host_saved_activation_bytes == 72736);
+  CHECK(SimulateExactly(DeriveVerified(t.graph, options), t.Bind(4)).host_saved_activation_bytes ==
+        72736);
 }
 
 TEST_CASE("torchtune-streams keeps moved tensors on the GPU until 5 packs later", "[offload]") {
@@ -118,6 +117,38 @@ TEST_CASE("torchtune-streams keeps moved tensors on the GPU until 5 packs later"
         5 * 1024);
   // At the Mul's pack nothing is stashed yet: the same bytes.
   CHECK(LiveAt(streams, streams_sim, "pack mul") == LiveAt(plain, plain_sim, "pack mul"));
+}
+
+TEST_CASE("torchtune hooks under module checkpointing move each block's input", "[offload]") {
+  // x[1,256] -> Mul w (the stem: saves x, 1024 B) = h0 -> block k (Relu, then the residual Add)
+  // = h(k+1), k = 0, 1 -> head MatMul W[256,4]. Checkpointed, the blocks' ops save through the
+  // checkpoint's hooks; the checkpoint saves each block's input (h0, h1: 1024 B each) through
+  // torchtune's; the head runs under NoOpManager. On the host: x, h0, h1 = 3072 B.
+  TestGraph t;
+  ValueId h =
+      t.Op("Mul", "/stem/Mul", {t.Input("x", {1, 256}), t.Param("w", {1, 256})}, "h0", {1, 256});
+  std::vector<std::vector<NodeId>> modules;
+  for (int k = 0; k < 2; ++k) {
+    const std::string scope = "/blocks." + std::to_string(k) + "/";
+    const std::string K = std::to_string(k);
+    ValueId p = t.Op("Relu", scope + "Relu", {h}, "p" + K, {1, 256});
+    h = t.Op("Add", scope + "Add", {p, h}, "h" + std::to_string(k + 1), {1, 256});
+    modules.push_back({t.NodeNamed(scope + "Relu"), t.NodeNamed(scope + "Add")});
+  }
+  t.Output(t.Op("MatMul", "/head/MatMul", {h, t.Param("W", {256, 4})}, "y", {1, 4}));
+  for (const OffloadHooks hooks : {OffloadHooks::kTorchtune, OffloadHooks::kTorchtuneStreams}) {
+    ProgramOptions options = Offloaded(hooks);
+    options.recompute_modules = modules;
+    CHECK(
+        SimulateExactly(DeriveVerified(t.graph, options), t.Bind(1)).host_saved_activation_bytes ==
+        3 * 1024);
+  }
+  // save_on_cpu would pack what the re-run drops: refused.
+  ProgramOptions options = Offloaded(OffloadHooks::kSaveOnCpu);
+  options.recompute_modules = modules;
+  auto program = DeriveTrainingProgram(t.graph, options);
+  REQUIRE_FALSE(program.ok());
+  CHECK(program.error().message.find("plan it with --recompute none") != std::string::npos);
 }
 
 TEST_CASE("torchtune hooks refuse what they do not model", "[offload]") {
