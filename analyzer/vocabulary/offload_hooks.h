@@ -8,15 +8,15 @@
 
 namespace memplan {
 
-#define MEMPLAN_OFFLOAD_HOOKS(X)                                                                  \
-  /* torch.autograd.graph.save_on_cpu(pin_memory=True): every saved tensor, around the whole */   \
-  /* step (loss included). */                                                                     \
-  X(kSaveOnCpu, "save-on-cpu")                                                                    \
-  /* torchtune's OffloadActivations(use_streams=False) around the model's forward: tensors of */  \
-  /* >= 1024 bytes that are not an nn.Parameter, the output head under NoOpManager. */            \
-  X(kTorchtune, "torchtune")                                                                      \
-  /* the same with use_streams=True, what enable_activation_offloading builds: the copies run */  \
-  /* on a second stream, so offloaded tensors stay on the GPU a while longer. */                  \
+#define MEMPLAN_OFFLOAD_HOOKS(X)                                                                 \
+  /* torch.autograd.graph.save_on_cpu(pin_memory=True): every saved tensor, around the whole */  \
+  /* step (loss included). */                                                                    \
+  X(kSaveOnCpu, "save-on-cpu")                                                                   \
+  /* torchtune's OffloadActivations(use_streams=False) around the model's forward: tensors of */ \
+  /* >= 1024 bytes that are not an nn.Parameter, the output head under NoOpManager. */           \
+  X(kTorchtune, "torchtune")                                                                     \
+  /* the same with use_streams=True, what enable_activation_offloading builds: the copies run */ \
+  /* on a second stream, so offloaded tensors stay on the GPU a while longer. */                 \
   X(kTorchtuneStreams, "torchtune-streams")
 // "torchtune" -> kTorchtune; error "unknown offload hooks 'x' (choose one of: save-on-cpu,
 // torchtune, torchtune-streams)".
