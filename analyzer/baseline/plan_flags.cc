@@ -297,7 +297,10 @@ const std::array<PlanFlagSpec, 45> kPlanFlagTable = {{
              "(torch.autograd.graph.save_on_cpu: all of them) | torchtune "
              "(OffloadActivations(use_streams=False): >= 1024 bytes, no nn.Parameter, not the "
              "output head nor the loss; with module recompute the checkpointed blocks' inputs) "
-             "| torchtune-streams (enable_activation_offloading: the copies on a second stream)",
+             "| torchtune-streams (enable_activation_offloading: the copies on a second stream) "
+             "| unsloth (use_gradient_checkpointing=\"unsloth\", with --recompute all "
+             "--recompute-unit module --recompute-reentrant: each layer's input hidden states "
+             "over 2 MiB but the last layer's)",
      .help_position = 41,
      .text = &PlanFlags::offload_hooks},
     // Fine-tuning (docs/finetuning.md).

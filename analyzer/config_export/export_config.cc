@@ -78,6 +78,13 @@ Status CheckOffload(const ExportPlan& plan, ExportTarget target) {
                      std::string(OffloadHooksName(plan.offload_hooks)) +
                      " (torchtune's OffloadActivations), which the plan modelled; export with "
                      "--to torchtune");
+  // Unsloth patches HF's checkpointing inside its own FastLanguageModel; no target sets it.
+  if (plan.offload == OffloadMode::kActivations && plan.offload_hooks == OffloadHooks::kUnsloth)
+    return MakeError("export: " + std::string(ExportTargetName(target)) +
+                     " cannot express --offload-hooks unsloth (Unsloth's offloaded gradient "
+                     "checkpointing), which the plan modelled; Unsloth is not an export target: "
+                     "set use_gradient_checkpointing=\"unsloth\" in "
+                     "FastLanguageModel.get_peft_model (max_seq_length >= 512)");
   if (ExportTargetOffloads(target, plan.offload)) return OkStatus();
   std::string supported;
   for (ExportTarget t : kAllExportTargets)

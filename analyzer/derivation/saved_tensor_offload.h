@@ -49,20 +49,46 @@
 //   * backward: a copy brought back is kept in bwd_tensor_stash until the next node that unpacks
 //     an offloaded tensor has run (that node's hook frees the previous node's), one node longer
 //     than save_on_cpu's.
+//
+// unsloth: use_gradient_checkpointing="unsloth" (unsloth_zoo/gradient_checkpointing.py,
+// UnslothCheckpointFunction, which replaces torch.utils.checkpoint.CheckpointFunction; its
+// unsloth_checkpoint forces use_reentrant=True), so it only runs with reentrant module recompute
+// and there are no saved_tensors_hooks: the layers' own saves are dropped by the checkpoint, the
+// rest (head, loss) stay on the GPU. What moves is each checkpointed layer's first tensor
+// argument, the decoder layer's input hidden states (the mask and rotary tables travel in the
+// partial HF passes), taken by memplan as the first tensor the layer's first op reads:
+//   * only when its stored bytes exceed kUnslothMinimumBytes (MINIMUM_SIZE; float32 is stored as
+//     bfloat16 unless UNSLOTH_OFFLOAD_FP32=exact, so numel x 2) and it is not the input of the
+//     step's last checkpointed layer (LAST_GC_INDEX: from the second step on the last layer
+//     keeps its input, torchtune PR 1443); a symbolic size counts as large;
+//   * the host side is a pinned slot of CPU_BUFFERS in the stored dtype, made once and reused;
+//     the GPU input is freed after the layer's no_grad forward (nothing else holds it);
+//   * in backward the slot is copied into a persistent GPU staging buffer, GPU_BUFFERS and
+//     GPU_BUFFERS_B alternating (double buffering, on from the second step when the GPU has more
+//     than 512 MiB free), each grown to the largest stored size (the first moved input's: a
+//     decoder stack's inputs share one shape; they start at 2 MiB and every moved input exceeds
+//     that). The re-run reads the staging buffer itself (no allocation) when the stored dtype is
+//     the input's, else `buffer.to(float32)`, a new GPU tensor, freed after the re-run's use.
+// Not modelled: UNSLOTH_OFFLOAD_FP32=exact, integrated GPUs (no second staging buffer),
+// UNSLOTH_GC_PREFETCH, the first step (every layer moves, one staging buffer).
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzer/derivation/program_builder.h"
 #include "analyzer/vocabulary/offload_hooks.h"
+#include "graph/dtype.h"
 
 namespace memplan {
 
 // OffloadActivations' defaults, which get_act_offloading_ctx_manager keeps.
 inline constexpr int64_t kTorchtuneMinOffloadBytes = 1024;
 inline constexpr int64_t kTorchtuneMaxForwardStash = 5;
+// UnslothCheckpointFunction's MINIMUM_SIZE (initialize_unsloth_gradient_checkpointing).
+inline constexpr int64_t kUnslothMinimumBytes = 2 * 1024 * 1024;
 
 class SavedTensorOffload {
  public:
@@ -72,6 +98,11 @@ class SavedTensorOffload {
   // Whether the hooks move a saved tensor of `bytes` (nullopt: symbolic, taken as large) that
   // is (or is not) an nn.Parameter itself.
   bool Moves(std::optional<int64_t> bytes, bool is_parameter) const;
+
+  // --offload-hooks unsloth: whether a checkpointed layer's input of `bytes` (nullopt: symbolic,
+  // taken as large) and `dtype` moves, and the dtype its host slot stores it in.
+  static bool UnslothMoves(std::optional<int64_t> bytes, DType dtype);
+  static DType UnslothStoredDtype(DType dtype);
 
   // Appends a "pack <name>" step after the forward (or loss) step of `node` that saves `saved`:
   // every valid entry is one call of the pack hook (in order), those `moves` marks get a pinned
@@ -99,6 +130,10 @@ class SavedTensorOffload {
     BufferId host;
   };
   bool Streams() const { return hooks_ == OffloadHooks::kTorchtuneStreams; }
+  std::vector<BufferId> PackUnsloth(const std::string& name, NodeId node,
+                                    const std::vector<BufferId>& sources);
+  std::vector<BufferId> UnpackUnsloth(const std::string& name, NodeId node,
+                                      const std::vector<BufferId>& host);
 
   ProgramBuilder& builder_;
   OffloadHooks hooks_;
@@ -107,6 +142,11 @@ class SavedTensorOffload {
   std::vector<BufferId> this_node_;      // copies brought back for the node being unpacked
   std::vector<BufferId> previous_node_;  // bwd_tensor_stash of the previous unpacking node
   bool unpacked_for_node_ = false;       // an Unpack since the last AtBackwardStep
+  // unsloth: the forward tensor of each host slot, and the two staging buffers (made at the
+  // first pack) the unpacks alternate between.
+  std::vector<std::pair<BufferId, BufferId>> unsloth_sources_;  // (host, forward tensor)
+  BufferId staging_[2];
+  int next_staging_ = 0;
 };
 
 }  // namespace memplan

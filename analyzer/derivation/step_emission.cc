@@ -114,6 +114,8 @@ class StepEmitter {
     held_by_module_.assign(checkpoint_arguments_.size(), {});
     arguments_held_.assign(checkpoint_arguments_.size(), false);
     if (OffloadsActivations() && IsTorchtuneHooks(options_.offload.hooks)) FindTorchtuneScopes();
+    if (OffloadsActivations() && options_.offload.hooks == OffloadHooks::kUnsloth)
+      FindUnslothInputs();
     BuildSetup();
     p_.micro_batch.begin = Now();
     MEMPLAN_RETURN_IF_ERROR(BuildForward());
@@ -552,6 +554,26 @@ class StepEmitter {
     }
   }
 
+  // --offload-hooks unsloth (saved_tensor_offload.h): no hooks see any save; each checkpointed
+  // module but the last (in forward order) moves its first input, the one its first op reads
+  // first (module_inputs_ lists them in that order).
+  void FindUnslothInputs() {
+    FindTorchtuneScopes();
+    beyond_hooks_.assign(g_.num_nodes(), true);
+    size_t last = module_inputs_.size();
+    size_t last_position = 0;
+    for (size_t group = 0; group < options_.recompute_modules.size(); ++group) {
+      if (module_inputs_[group].size() > 1) module_inputs_[group].resize(1);
+      for (NodeId m : options_.recompute_modules[group]) {
+        if (last == module_inputs_.size() || order_position_[m.index()] > last_position) {
+          last = group;
+          last_position = order_position_[m.index()];
+        }
+      }
+    }
+    if (last < module_inputs_.size()) module_inputs_[last].clear();
+  }
+
   bool ReachesOffloadHooks(NodeId n) const {
     return n.index() >= beyond_hooks_.size() || !beyond_hooks_[n.index()];
   }
@@ -590,9 +612,13 @@ class StepEmitter {
     for (ValueId u : module_inputs_[static_cast<size_t>(group)])
       saved.push_back(value_storage_[u.index()]);
     std::vector<bool> moves(saved.size(), false);
-    for (size_t k = 0; k < saved.size(); ++k)
-      if (saved[k].valid())
-        moves[k] = saved_offload_.Moves(p_.buffer(saved[k]).bytes.constant_value(), false);
+    for (size_t k = 0; k < saved.size(); ++k) {
+      if (!saved[k].valid()) continue;
+      const Buffer& b = p_.buffer(saved[k]);
+      moves[k] = options_.offload.hooks == OffloadHooks::kUnsloth
+                     ? SavedTensorOffload::UnslothMoves(b.bytes.constant_value(), b.dtype)
+                     : saved_offload_.Moves(b.bytes.constant_value(), false);
+    }
     host = saved_offload_.Pack("checkpoint " + g_.node(n).name, n, saved, moves);
     host.resize(saved.size());
   }
@@ -735,8 +761,9 @@ class StepEmitter {
       t.loss_extras.push_back(b);
     }
     p_.steps.back().extras = t.loss_extras;
-    // torchtune's hooks wrap the model's forward only: the loss saves outside them.
-    if (OffloadsActivations() && !IsTorchtuneHooks(options_.offload.hooks) &&
+    // torchtune's hooks wrap the model's forward only: the loss saves outside them (Unsloth
+    // has no hooks).
+    if (OffloadsActivations() && options_.offload.hooks == OffloadHooks::kSaveOnCpu &&
         needs_grad_[output.index()]) {
       std::vector<BufferId> saved;
       size_t extra = 0;

@@ -215,7 +215,8 @@ Status ResolveDataParallel(const PlanArguments& flags, PlanRequest& request) {
 // --offload into planner.program.offload (analyzer/derivation/host_offload.h). One GPU only;
 // activations offload plans no recompute (there is no activation left on the GPU to drop).
 // torchtune's hooks (--offload-hooks torchtune*) also run under module recompute, as the recipes
-// pair enable_activation_offloading with enable_activation_checkpointing (non-reentrant).
+// pair enable_activation_offloading with enable_activation_checkpointing (non-reentrant);
+// Unsloth's (--offload-hooks unsloth) only with reentrant module recompute, which it is.
 Status ResolveOffload(const PlanArguments& flags, PlanRequest& request) {
   MEMPLAN_TRY(OffloadMode mode, ParseFlagChoice(kOffloadModeNames, flags, "offload"));
   request.planner.program.offload.mode = mode;
@@ -238,6 +239,16 @@ Status ResolveOffload(const PlanArguments& flags, PlanRequest& request) {
       return MakeError(flag + " --offload-hooks " + flags.Text("offload_hooks") +
                        " is planned without recompute or with torchtune's activation "
                        "checkpointing: --recompute all --recompute-unit module (non-reentrant)");
+    }
+  } else if (mode == OffloadMode::kActivations && hooks == OffloadHooks::kUnsloth) {
+    // use_gradient_checkpointing="unsloth" is UnslothCheckpointFunction: reentrant checkpointing
+    // of every decoder layer (unsloth_checkpoint forces use_reentrant=True).
+    if (request.search.recompute != RecomputeChoice::kAll ||
+        request.search.recompute_unit != RecomputeUnit::kModule ||
+        !request.planner.program.recompute_reentrant) {
+      return MakeError(flag +
+                       " --offload-hooks unsloth is Unsloth's reentrant checkpointing of every "
+                       "layer: add --recompute all --recompute-unit module --recompute-reentrant");
     }
   } else if (mode == OffloadMode::kActivations) {
     if (request.search.recompute == RecomputeChoice::kAuto) {

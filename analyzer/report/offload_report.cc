@@ -21,7 +21,7 @@ constexpr EnumTable<OffloadMode, std::string_view, 4> kOffloadedWhat = {{
 static_assert(ListsEvery(kOffloadedWhat, kOffloadModeNames));
 
 // Whose saved_tensors_hooks move the activations (--offload-hooks), for the text line.
-constexpr EnumTable<OffloadHooks, std::string_view, 3> kHooksWhat = {{
+constexpr EnumTable<OffloadHooks, std::string_view, 4> kHooksWhat = {{
     {OffloadHooks::kSaveOnCpu, "by torch.autograd.graph.save_on_cpu"},
     {OffloadHooks::kTorchtune,
      "by torchtune's OffloadActivations(use_streams=False): >= 1 KiB, no parameter, not the "
@@ -29,6 +29,10 @@ constexpr EnumTable<OffloadHooks, std::string_view, 3> kHooksWhat = {{
     {OffloadHooks::kTorchtuneStreams,
      "by torchtune's OffloadActivations (use_streams=True, enable_activation_offloading): "
      ">= 1 KiB, no parameter, not the output head nor the loss, copies on a second stream"},
+    {OffloadHooks::kUnsloth,
+     "by Unsloth's offloaded gradient checkpointing (use_gradient_checkpointing=\"unsloth\"): "
+     "each layer's input hidden states over 2 MiB but the last layer's, two GPU staging "
+     "buffers"},
 }};
 static_assert(ListsEvery(kHooksWhat, kOffloadHooksNames));
 

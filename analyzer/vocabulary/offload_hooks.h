@@ -17,11 +17,16 @@ namespace memplan {
   X(kTorchtune, "torchtune")                                                                     \
   /* the same with use_streams=True, what enable_activation_offloading builds: the copies run */ \
   /* on a second stream, so offloaded tensors stay on the GPU a while longer. */                 \
-  X(kTorchtuneStreams, "torchtune-streams")
+  X(kTorchtuneStreams, "torchtune-streams")                                                      \
+  /* Unsloth's use_gradient_checkpointing="unsloth" (UnslothCheckpointFunction): no hooks; */    \
+  /* each reentrant-checkpointed layer's input hidden states but the last layer's. */            \
+  X(kUnsloth, "unsloth")
 // "torchtune" -> kTorchtune; error "unknown offload hooks 'x' (choose one of: save-on-cpu,
-// torchtune, torchtune-streams)".
+// torchtune, torchtune-streams, unsloth)".
 MEMPLAN_VOCABULARY(OffloadHooks, MEMPLAN_OFFLOAD_HOOKS, "offload hooks");
 
-inline bool IsTorchtuneHooks(OffloadHooks hooks) { return hooks != OffloadHooks::kSaveOnCpu; }
+inline bool IsTorchtuneHooks(OffloadHooks hooks) {
+  return hooks == OffloadHooks::kTorchtune || hooks == OffloadHooks::kTorchtuneStreams;
+}
 
 }  // namespace memplan

@@ -10,10 +10,11 @@ TEST_CASE("offload hooks names round-trip, unknown ones list the choices", "[voc
   vocabulary_test::CheckParseError(
       ParseOffloadHooks, "deepspeed",
       "unknown offload hooks 'deepspeed' (choose one of: save-on-cpu, torchtune, "
-      "torchtune-streams)");
+      "torchtune-streams, unsloth)");
   CHECK_FALSE(IsTorchtuneHooks(OffloadHooks::kSaveOnCpu));
   CHECK(IsTorchtuneHooks(OffloadHooks::kTorchtune));
   CHECK(IsTorchtuneHooks(OffloadHooks::kTorchtuneStreams));
+  CHECK_FALSE(IsTorchtuneHooks(OffloadHooks::kUnsloth));
 }
 
 }  // namespace
