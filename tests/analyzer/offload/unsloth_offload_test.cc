@@ -24,19 +24,21 @@ struct Blocks {
   std::vector<std::vector<NodeId>> modules;
 };
 
-Blocks ThreeBlocks(int64_t batch) {
+Blocks ThreeBlocks(int64_t batch, DType dtype = DType::kFloat32) {
   Blocks b;
   TestGraph& t = b.t;
-  ValueId h = t.Op("Mul", "/stem/Mul", {t.Input("x", {batch, kWidth}), t.Param("w", {1, kWidth})},
-                   "h0", {batch, kWidth});
+  ValueId h = t.Op("Mul", "/stem/Mul",
+                   {t.Input("x", {batch, kWidth}, dtype), t.Param("w", {1, kWidth}, dtype)}, "h0",
+                   {batch, kWidth}, dtype);
   for (int k = 0; k < 3; ++k) {
     const std::string scope = "/layers." + std::to_string(k) + "/";
     const std::string K = std::to_string(k);
-    ValueId p = t.Op("Relu", scope + "Relu", {h}, "p" + K, {batch, kWidth});
-    h = t.Op("Add", scope + "Add", {p, h}, "h" + std::to_string(k + 1), {batch, kWidth});
+    ValueId p = t.Op("Relu", scope + "Relu", {h}, "p" + K, {batch, kWidth}, dtype);
+    h = t.Op("Add", scope + "Add", {p, h}, "h" + std::to_string(k + 1), {batch, kWidth}, dtype);
     b.modules.push_back({t.NodeNamed(scope + "Relu"), t.NodeNamed(scope + "Add")});
   }
-  t.Output(t.Op("Mul", "/head/Mul", {h, t.Param("v", {1, kWidth})}, "y", {batch, kWidth}));
+  t.Output(
+      t.Op("Mul", "/head/Mul", {h, t.Param("v", {1, kWidth}, dtype)}, "y", {batch, kWidth}, dtype));
   return b;
 }
 
@@ -73,6 +75,33 @@ TEST_CASE("unsloth moves each layer's input over 2 MiB stored, but the last laye
       SimulateExactly(DeriveVerified(b1.t.graph, Reentrant(b1, OffloadMode::kNone)), b1.t.Bind(1));
   CHECK(one.host_saved_activation_bytes == 0);
   CHECK(one.peak_bytes == one_plain.peak_bytes);
+}
+
+// The GPU copies the re-runs read that are not the staging buffers (buffer.to(float32)).
+int CountUnpackedCopies(const TrainingProgram& program) {
+  int n = 0;
+  for (const Buffer& b : program.buffers)
+    if (b.name.find("@unpacked(") != std::string::npos) ++n;
+  return n;
+}
+
+TEST_CASE("unsloth re-runs read the staging buffer unless fp32 was stored as bf16", "[offload]") {
+  // fp32: layers 0 and 1 each read back buffer.to(float32), a GPU tensor of their own: 2 copies.
+  const Blocks fp32 = ThreeBlocks(2);
+  CHECK(CountUnpackedCopies(
+            DeriveVerified(fp32.t.graph, Reentrant(fp32, OffloadMode::kActivations))) == 2);
+  // bf16: stored as it is (2 x 1,048,576 x 2 = 4,194,304 B > 2 MiB: moves); the re-run reads
+  // buffer.detach(), the staging buffer itself: no copy. Host 2 x 4,194,304; the staging
+  // buffers 2 x 4,194,304 resident.
+  const Blocks bf16 = ThreeBlocks(2, DType::kBFloat16);
+  const TrainingProgram program =
+      DeriveVerified(bf16.t.graph, Reentrant(bf16, OffloadMode::kActivations));
+  CHECK(CountUnpackedCopies(program) == 0);
+  const SimulationResult sim = SimulateExactly(program, bf16.t.Bind(2));
+  CHECK(sim.host_saved_activation_bytes == 2 * 4194304);
+  const SimulationResult plain = SimulateExactly(
+      DeriveVerified(bf16.t.graph, Reentrant(bf16, OffloadMode::kNone)), bf16.t.Bind(2));
+  CHECK(sim.persistent_bytes - plain.persistent_bytes == 2 * 4194304);
 }
 
 TEST_CASE("unsloth is refused without reentrant module recompute", "[offload]") {
