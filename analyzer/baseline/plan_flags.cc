@@ -5,7 +5,7 @@
 namespace memplan {
 
 // Help texts are the CLI's; they live here so a flag is declared in one place.
-const std::array<PlanFlagSpec, 44> kPlanFlagTable = {{
+const std::array<PlanFlagSpec, 45> kPlanFlagTable = {{
     {.key = "batch",
      .argument = "--batch",
      .type = PlanFlagType::kPositiveInt,
@@ -288,6 +288,21 @@ const std::array<PlanFlagSpec, 44> kPlanFlagTable = {{
              "fetched per block) | activations (torch.autograd.graph.save_on_cpu)",
      .help_position = 27,
      .text = &PlanFlags::offload},
+    {.key = "offload_hooks",
+     .argument = "--offload-hooks",
+     .type = PlanFlagType::kText,
+     .cli_default = "save-on-cpu",
+     .help_shows_default = true,
+     .help = "with --offload activations, whose hooks move the saved tensors: save-on-cpu "
+             "(torch.autograd.graph.save_on_cpu: all of them) | torchtune "
+             "(OffloadActivations(use_streams=False): >= 1024 bytes, no nn.Parameter, not the "
+             "output head nor the loss; with module recompute the checkpointed blocks' inputs) "
+             "| torchtune-streams (enable_activation_offloading: the copies on a second stream) "
+             "| unsloth (use_gradient_checkpointing=\"unsloth\", with --recompute all "
+             "--recompute-unit module --recompute-reentrant: each layer's input hidden states "
+             "over 2 MiB but the last layer's)",
+     .help_position = 41,
+     .text = &PlanFlags::offload_hooks},
     // Fine-tuning (docs/finetuning.md).
     {.key = "train",
      .argument = "--train",

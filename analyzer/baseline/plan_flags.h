@@ -70,6 +70,7 @@ struct PlanFlags {
   // Host memory (docs/finetuning.md, --offload).
   std::optional<std::string>
       offload;  // --offload: none | optimizer | optimizer+params | activations
+  std::optional<std::string> offload_hooks;  // --offload-hooks: save-on-cpu | torchtune[-streams]
   // Fine-tuning (docs/finetuning.md).
   std::optional<std::string> train;         // --train: regex of the parameters that train
   std::optional<std::string> freeze;        // --freeze: regex of the parameters frozen
@@ -108,7 +109,7 @@ struct PlanFlagSpec {
 };
 
 // Every plan flag, in the order configurations write them and messages list them.
-extern const std::array<PlanFlagSpec, 44> kPlanFlagTable;
+extern const std::array<PlanFlagSpec, 45> kPlanFlagTable;
 
 // The table entry with `key`. REQUIRES: `key` is one of the table's keys.
 const PlanFlagSpec& PlanFlagWithKey(std::string_view key);

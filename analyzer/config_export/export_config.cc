@@ -69,6 +69,22 @@ Status CheckOptimizerImpl(const ExportPlan& plan, ExportTarget target) {
 // Likewise for --offload: a config that keeps on the GPU what the plan put on the host would
 // run out of the memory the plan freed.
 Status CheckOffload(const ExportPlan& plan, ExportTarget target) {
+  // torchtune's OffloadActivations keeps what save_on_cpu would move (small tensors, parameters,
+  // the output head) and runs around the model's forward only: only its recipes run it.
+  if (plan.offload == OffloadMode::kActivations && IsTorchtuneHooks(plan.offload_hooks) &&
+      target != ExportTarget::kTorchtune)
+    return MakeError("export: " + std::string(ExportTargetName(target)) +
+                     " cannot express --offload-hooks " +
+                     std::string(OffloadHooksName(plan.offload_hooks)) +
+                     " (torchtune's OffloadActivations), which the plan modelled; export with "
+                     "--to torchtune");
+  // Unsloth patches HF's checkpointing inside its own FastLanguageModel; no target sets it.
+  if (plan.offload == OffloadMode::kActivations && plan.offload_hooks == OffloadHooks::kUnsloth)
+    return MakeError("export: " + std::string(ExportTargetName(target)) +
+                     " cannot express --offload-hooks unsloth (Unsloth's offloaded gradient "
+                     "checkpointing), which the plan modelled; Unsloth is not an export target: "
+                     "set use_gradient_checkpointing=\"unsloth\" in "
+                     "FastLanguageModel.get_peft_model (max_seq_length >= 512)");
   if (ExportTargetOffloads(target, plan.offload)) return OkStatus();
   std::string supported;
   for (ExportTarget t : kAllExportTargets)

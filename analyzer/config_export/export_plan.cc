@@ -180,6 +180,7 @@ ExportPlan ExportPlanOf(const PlanReport& report) {
   result.column_parallel = report.column_parallel;
   result.row_parallel = report.row_parallel;
   result.offload = report.offload;
+  result.offload_hooks = report.offload_hooks;
   result.fused_loss = report.fused_loss;
   result.alloc_conf = report.alloc_conf;
   result.optimizer_in_backward = report.optimizer_in_backward;
@@ -298,6 +299,13 @@ Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
     Expected<OffloadMode> parsed = ParseOffloadMode(Lower(mode));
     if (!parsed.ok()) return PlanError("plan.offload.mode: " + parsed.error().message);
     result.offload = *parsed;
+    MEMPLAN_TRY(std::optional<std::string> hooks,
+                OptionalPlanString(*offload, "hooks", "plan.offload."));
+    if (hooks) {
+      Expected<OffloadHooks> named = ParseOffloadHooks(Lower(*hooks));
+      if (!named.ok()) return PlanError("plan.offload.hooks: " + named.error().message);
+      result.offload_hooks = *named;
+    }
   }
   MEMPLAN_TRY(result.lora, ReadLora(plan));
   MEMPLAN_TRY(std::optional<std::string> base_dtype,

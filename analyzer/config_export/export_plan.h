@@ -22,6 +22,7 @@
 #include "analyzer/vocabulary/attention_mode.h"
 #include "analyzer/vocabulary/base_dtype.h"
 #include "analyzer/vocabulary/loss_kind.h"
+#include "analyzer/vocabulary/offload_hooks.h"
 #include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_impl.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
@@ -75,6 +76,9 @@ struct ExportPlan {
   // plan.offload.mode (absent: none): what the plan keeps in pinned host memory. The exports
   // write it as the engine setting that does it or refuse (export_config.cc).
   OffloadMode offload = OffloadMode::kNone;
+  // plan.offload.hooks (absent: save-on-cpu): with activations offload, whose hooks move them;
+  // torchtune's (OffloadActivations) only the torchtune export expresses.
+  OffloadHooks offload_hooks = OffloadHooks::kSaveOnCpu;
   // plan.fused_loss (absent: false): the plan modelled Liger's fused linear cross entropy, which
   // the training run must use too (HF Trainer: use_liger_kernel=True; elsewhere a note).
   bool fused_loss = false;

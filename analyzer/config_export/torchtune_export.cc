@@ -190,13 +190,14 @@ std::string LaunchComment(const ExportPlan& plan) {
     out += "# " + std::to_string(plan.Gpus()) + " GPUs: " + std::to_string(plan.SamplesPerStep()) +
            " samples per optimizer step (batch_size x gradient_accumulation_steps x GPUs).\n";
   }
-  if (plan.offload == OffloadMode::kActivations) {
-    // training.OffloadActivations (torchtune/training/_activation_offloading.py) differs from
-    // save_on_cpu, which the plan models, in what stays on the GPU.
-    out += "# enable_activation_offloading runs torchtune's OffloadActivations, not the\n";
-    out += "# torch.autograd.graph.save_on_cpu the plan modelled: parameters, tensors under\n";
-    out += "# 1 KiB and the output head's saved tensors stay on the GPU, and its copy stream\n";
-    out += "# keeps up to 5 offloaded tensors on the GPU until their copy is done\n";
+  if (plan.offload == OffloadMode::kActivations &&
+      plan.offload_hooks != OffloadHooks::kTorchtuneStreams) {
+    // enable_activation_offloading builds OffloadActivations() with use_streams=True
+    // (torchtune/training/_activation_offloading.py, get_act_offloading_ctx_manager).
+    out += "# enable_activation_offloading runs torchtune's OffloadActivations with its copy\n";
+    out += "# stream (use_streams=True), not the --offload-hooks " +
+           std::string(OffloadHooksName(plan.offload_hooks)) + " the plan modelled;\n";
+    out += "# re-plan with --offload-hooks torchtune-streams for its GPU peak\n";
     out += "# (docs/finetuning.md).\n";
   }
   out += "# Every `???` is yours to set (the plan does not decide it); tune run refuses to start\n";

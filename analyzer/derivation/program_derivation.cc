@@ -122,7 +122,14 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
     return MakeError("--offload " + std::string(OffloadModeName(options.offload.mode)) +
                      " is modelled for one GPU; with --gpus it is not planned yet");
   }
-  if (options.offload.mode == OffloadMode::kActivations &&
+  // torchtune's hooks run under module checkpointing: what goes to the host is then each
+  // checkpointed block's inputs and the saves outside the blocks (saved_tensor_offload.h);
+  // Unsloth's moves each reentrant-checkpointed block's first input and nothing else.
+  const bool checkpointed_offload =
+      !options.recompute_modules.empty() &&
+      ((IsTorchtuneHooks(options.offload.hooks) && !options.recompute_reentrant) ||
+       (options.offload.hooks == OffloadHooks::kUnsloth && options.recompute_reentrant));
+  if (options.offload.mode == OffloadMode::kActivations && !checkpointed_offload &&
       (!options.recompute.empty() || !options.recompute_modules.empty())) {
     return MakeError(
         "--offload activations keeps no saved tensor on the GPU, so there is nothing for "

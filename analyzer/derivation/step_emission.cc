@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -63,7 +64,7 @@ class StepEmitter {
         regime_(analysis.regime),
         working_(analysis.regime.working),
         builder_(graph),
-        saved_offload_(builder_),
+        saved_offload_(builder_, options.offload.hooks),
         p_(builder_.program()),
         order_(analysis.order),
         requires_grad_(analysis.gradients.requires_grad),
@@ -112,6 +113,9 @@ class StepEmitter {
     });
     held_by_module_.assign(checkpoint_arguments_.size(), {});
     arguments_held_.assign(checkpoint_arguments_.size(), false);
+    if (OffloadsActivations() && IsTorchtuneHooks(options_.offload.hooks)) FindTorchtuneScopes();
+    if (OffloadsActivations() && options_.offload.hooks == OffloadHooks::kUnsloth)
+      FindUnslothInputs();
     BuildSetup();
     p_.micro_batch.begin = Now();
     MEMPLAN_RETURN_IF_ERROR(BuildForward());
@@ -451,6 +455,7 @@ class StepEmitter {
       NodeInfo& info = nodes_[n.index()];
       if (!info.active) continue;
       const Node& node = g_.node(n);
+      PackModuleInputs(n);
       Step& step = NewStep(StepKind::kForward, node.name, n);
       step.compute_dtype = info.compute;
       info.forward_step = Now() - 1;
@@ -489,8 +494,10 @@ class StepEmitter {
         info.saved = ComputedConstantsAsCopies(n, ctx, rule(ctx));
         info.workspace = info.schema->backward_workspace(ctx);
         if (!info.recompute) CreateExtras(n);
-        if (OffloadsActivations())
-          info.packed = saved_offload_.Pack(node.name, n, SavedAtForward(n));
+        if (OffloadsActivations() && ReachesOffloadHooks(n)) {
+          const std::vector<BufferId> saved = SavedAtForward(n);
+          info.packed = saved_offload_.Pack(node.name, n, saved, MovedByHooks(n, saved));
+        }
       }
     }
     return OkStatus();
@@ -498,11 +505,141 @@ class StepEmitter {
 
   bool OffloadsActivations() const { return options_.offload.mode == OffloadMode::kActivations; }
 
+  // --offload-hooks torchtune*: the ops whose saves never reach OffloadActivations' pack hook
+  // (saved_tensor_offload.h): the output head, which runs under NoOpManager, and every op of a
+  // checkpointed module, which saves through torch.utils.checkpoint's hooks; and each module's
+  // tensor inputs, which the checkpoint saves through it instead (values read inside and made
+  // outside, not parameters). The head is the linear layer behind each loss's logits: walking
+  // back through views, casts (`.float()`) and a bias Add to the first other op (the MatMul or
+  // Gemm), all marked (what they save: nothing but the matmul's).
+  void FindTorchtuneScopes() {
+    beyond_hooks_.assign(g_.num_nodes(), false);
+    for (const auto& loss : a_.losses) {
+      ValueId v = loss.output;
+      while (v.valid() && g_.value(v).producer.valid()) {
+        const NodeId producer = g_.value(v).producer;
+        const Node& node = g_.node(producer);
+        beyond_hooks_[producer.index()] = true;
+        ValueId next;
+        if (nodes_[producer.index()].is_view || node.op_type == "Cast") {
+          if (!node.inputs.empty()) next = node.inputs[0];
+        } else if (node.op_type == "Add" && node.inputs.size() == 2) {
+          if (IsParameter(node.inputs[1])) next = node.inputs[0];
+          if (IsParameter(node.inputs[0])) next = node.inputs[1];
+        }
+        v = next;
+      }
+    }
+    module_inputs_.assign(options_.recompute_modules.size(), {});
+    module_inputs_host_.assign(options_.recompute_modules.size(), {});
+    for (size_t group = 0; group < options_.recompute_modules.size(); ++group) {
+      std::set<NodeId> members(options_.recompute_modules[group].begin(),
+                               options_.recompute_modules[group].end());
+      for (NodeId m : options_.recompute_modules[group]) {
+        if (m.index() < beyond_hooks_.size()) beyond_hooks_[m.index()] = true;
+      }
+      std::vector<NodeId> ordered(members.begin(), members.end());
+      std::sort(ordered.begin(), ordered.end(), [this](NodeId a, NodeId b) {
+        return order_position_[a.index()] < order_position_[b.index()];
+      });
+      std::vector<ValueId>& inputs = module_inputs_[group];
+      for (NodeId m : ordered) {
+        for (ValueId u : g_.node(m).inputs) {
+          if (!IsRuntimeValue(u) || IsParameter(u)) continue;
+          const NodeId producer = g_.value(u).producer;
+          if (producer.valid() && members.count(producer)) continue;
+          if (std::find(inputs.begin(), inputs.end(), u) == inputs.end()) inputs.push_back(u);
+        }
+      }
+    }
+  }
+
+  // --offload-hooks unsloth (saved_tensor_offload.h): no hooks see any save; each checkpointed
+  // module but the last (in forward order) moves its first input, the one its first op reads
+  // first (module_inputs_ lists them in that order).
+  void FindUnslothInputs() {
+    FindTorchtuneScopes();
+    beyond_hooks_.assign(g_.num_nodes(), true);
+    size_t last = module_inputs_.size();
+    size_t last_position = 0;
+    for (size_t group = 0; group < options_.recompute_modules.size(); ++group) {
+      if (module_inputs_[group].size() > 1) module_inputs_[group].resize(1);
+      for (NodeId m : options_.recompute_modules[group]) {
+        if (last == module_inputs_.size() || order_position_[m.index()] > last_position) {
+          last = group;
+          last_position = order_position_[m.index()];
+        }
+      }
+    }
+    if (last < module_inputs_.size()) module_inputs_[last].clear();
+  }
+
+  bool ReachesOffloadHooks(NodeId n) const {
+    return n.index() >= beyond_hooks_.size() || !beyond_hooks_[n.index()];
+  }
+
+  // Per entry of `saved` (SavedAtForward(n)): whether the hooks move it to the host (an
+  // nn.Parameter is one the op reads itself, not a view or autocast copy of it).
+  std::vector<bool> MovedByHooks(NodeId n, const std::vector<BufferId>& saved) const {
+    const Node& node = g_.node(n);
+    const NodeInfo& info = nodes_[n.index()];
+    std::vector<bool> moves(saved.size(), false);
+    for (size_t k = 0; k < saved.size(); ++k) {
+      if (!saved[k].valid()) continue;
+      const Buffer& b = p_.buffer(saved[k]);
+      bool parameter = false;
+      const SavedTensor& s = info.saved[k];
+      if (s.source == SavedTensor::Source::kInput &&
+          static_cast<size_t>(s.index) < node.inputs.size()) {
+        parameter =
+            IsParameter(node.inputs[static_cast<size_t>(s.index)]) &&
+            (b.role == BufferRole::kParameterMaster || b.role == BufferRole::kParameterWorking);
+      }
+      moves[k] = saved_offload_.Moves(b.bytes.constant_value(), parameter);
+    }
+    return moves;
+  }
+
+  // --offload-hooks torchtune* with module recompute: the checkpoint of the module `n` opens
+  // saves the module's tensor inputs through the offload hooks (before its first op runs).
+  void PackModuleInputs(NodeId n) {
+    if (module_inputs_.empty()) return;
+    const int group = a_.recompute.group_of[n.index()];
+    if (group < 0 || static_cast<size_t>(group) >= module_inputs_.size()) return;
+    std::vector<BufferId>& host = module_inputs_host_[static_cast<size_t>(group)];
+    if (!host.empty()) return;
+    std::vector<BufferId> saved;
+    for (ValueId u : module_inputs_[static_cast<size_t>(group)])
+      saved.push_back(value_storage_[u.index()]);
+    std::vector<bool> moves(saved.size(), false);
+    for (size_t k = 0; k < saved.size(); ++k) {
+      if (!saved[k].valid()) continue;
+      const Buffer& b = p_.buffer(saved[k]);
+      moves[k] = options_.offload.hooks == OffloadHooks::kUnsloth
+                     ? SavedTensorOffload::UnslothMoves(b.bytes.constant_value(), b.dtype)
+                     : saved_offload_.Moves(b.bytes.constant_value(), false);
+    }
+    host = saved_offload_.Pack("checkpoint " + g_.node(n).name, n, saved, moves);
+    host.resize(saved.size());
+  }
+
+  // The module's re-run reads its inputs back from the host: the unpacked copies stand for the
+  // forward values in the re-run (EnsureAvailable), freed after their last use there.
+  void UnpackModuleInputs(size_t group) {
+    if (group >= module_inputs_host_.size()) return;
+    const std::vector<BufferId>& host = module_inputs_host_[group];
+    const std::vector<BufferId> device = saved_offload_.Unpack(
+        "checkpoint " + g_.node(options_.recompute_modules[group].front()).name, NodeId(), host,
+        /*held_to_next_node=*/false);
+    for (size_t k = 0; k < device.size() && k < module_inputs_[group].size(); ++k)
+      if (device[k].valid()) recomputed_storage_[module_inputs_[group][k].index()] = device[k];
+  }
+
   // --offload activations: the buffer each entry of the node's saved rule names right after its
-  // forward step, as BuildBackward resolves it for a node that is not recomputed (derivation
-  // refuses recompute with this mode). Invalid for entries that name nothing and for quantised
-  // weights, which bitsandbytes keeps outside autograd's saved tensors (so save_on_cpu never
-  // sees them) and dequantises again in backward.
+  // forward step, as BuildBackward resolves it for a node that is not recomputed (only torchtune's
+  // hooks run with recompute, and they never see a checkpointed module's saves). Invalid for
+  // entries that name nothing and for quantised weights, which bitsandbytes keeps outside
+  // autograd's saved tensors (so save_on_cpu never sees them) and dequantises again in backward.
   std::vector<BufferId> SavedAtForward(NodeId n) const {
     const Node& node = g_.node(n);
     const NodeInfo& info = nodes_[n.index()];
@@ -624,11 +761,15 @@ class StepEmitter {
       t.loss_extras.push_back(b);
     }
     p_.steps.back().extras = t.loss_extras;
-    if (OffloadsActivations() && needs_grad_[output.index()]) {
+    // torchtune's hooks wrap the model's forward only: the loss saves outside them (Unsloth
+    // has no hooks).
+    if (OffloadsActivations() && options_.offload.hooks == OffloadHooks::kSaveOnCpu &&
+        needs_grad_[output.index()]) {
       std::vector<BufferId> saved;
       size_t extra = 0;
       for (const SavedTensor& s : t.loss_saved) saved.push_back(LossSaved(i, s, extra));
-      t.loss_packed = saved_offload_.Pack(name, NodeId(), saved);
+      t.loss_packed =
+          saved_offload_.Pack(name, NodeId(), saved, std::vector<bool>(saved.size(), true));
     }
   }
 
@@ -739,6 +880,7 @@ class StepEmitter {
     const int group = a_.recompute.group_of[n.index()];
     if (group >= 0 && !group_recomputed_[static_cast<size_t>(group)]) {
       group_recomputed_[static_cast<size_t>(group)] = true;
+      UnpackModuleInputs(static_cast<size_t>(group));
       std::vector<NodeId> members = a_.recompute.groups[static_cast<size_t>(group)];
       std::sort(members.begin(), members.end(), [this](NodeId a, NodeId b) {
         return order_position_[a.index()] < order_position_[b.index()];
@@ -1096,6 +1238,7 @@ class StepEmitter {
       UnpackInto(node.name, n, unpack, saved);
       Step& step = NewStep(StepKind::kBackward, node.name, n);
       step.compute_dtype = info.compute;
+      saved_offload_.AtBackwardStep();
       TouchHeldByModule(n);
       for (const auto& [index, u] : dequantize) {
         const DType want = info.compute != DType::kUndefined ? info.compute : g_.value(u).dtype;
@@ -1362,6 +1505,11 @@ class StepEmitter {
   std::vector<std::vector<BufferId>> held_by_module_;  // arguments, reentrant outputs
   std::vector<bool> arguments_held_;
   std::map<ValueId, BufferId> checkpoint_argument_of_value_;
+  // --offload-hooks torchtune*: per node, its saves never reach the hooks (FindTorchtuneScopes);
+  // per checkpointed module, its tensor inputs and their host copies.
+  std::vector<bool> beyond_hooks_;
+  std::vector<std::vector<ValueId>> module_inputs_;
+  std::vector<std::vector<BufferId>> module_inputs_host_;
   std::vector<size_t> order_position_;  // per node: its index in order_
   std::vector<BufferId> gradient_;      // gradient buffer of each activation
   std::vector<int> param_index_;        // value -> index into parameters, -1 otherwise

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "analyzer/vocabulary/offload_hooks.h"
 #include "analyzer/vocabulary/offload_mode.h"
 
 namespace memplan {
@@ -16,6 +17,10 @@ struct OffloadOptions {
   // order during forward and backward order during backward, as FSDP's forward/backward prefetch
   // and ZeRO-3's prefetch do: 1 keeps two units' parameters on the GPU at a time.
   int64_t prefetch_units = 1;
+  // activations: the saved_tensors_hooks that move them (--offload-hooks): save_on_cpu's, or
+  // torchtune's OffloadActivations with or without its second stream
+  // (analyzer/derivation/saved_tensor_offload.h states each rule).
+  OffloadHooks hooks = OffloadHooks::kSaveOnCpu;
 };
 
 }  // namespace memplan

@@ -13,6 +13,7 @@
 #include "analyzer/simulation/allocator_config.h"
 #include "analyzer/text/memory_size.h"
 #include "analyzer/vocabulary/loss_dtype.h"
+#include "analyzer/vocabulary/offload_hooks.h"
 #include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_impl.h"
 #include "graph/bind_symbols.h"
@@ -213,14 +214,43 @@ Status ResolveDataParallel(const PlanArguments& flags, PlanRequest& request) {
 
 // --offload into planner.program.offload (analyzer/derivation/host_offload.h). One GPU only;
 // activations offload plans no recompute (there is no activation left on the GPU to drop).
+// torchtune's hooks (--offload-hooks torchtune*) also run under module recompute, as the recipes
+// pair enable_activation_offloading with enable_activation_checkpointing (non-reentrant);
+// Unsloth's (--offload-hooks unsloth) only with reentrant module recompute, which it is.
 Status ResolveOffload(const PlanArguments& flags, PlanRequest& request) {
   MEMPLAN_TRY(OffloadMode mode, ParseFlagChoice(kOffloadModeNames, flags, "offload"));
   request.planner.program.offload.mode = mode;
+  MEMPLAN_TRY(OffloadHooks hooks, ParseFlagChoice(kOffloadHooksNames, flags, "offload_hooks"));
+  request.planner.program.offload.hooks = hooks;
+  if (hooks != OffloadHooks::kSaveOnCpu && mode != OffloadMode::kActivations)
+    return MakeError("--offload-hooks " + flags.Text("offload_hooks") +
+                     " moves saved activations; it needs --offload activations");
   if (mode == OffloadMode::kNone) return OkStatus();
   const std::string flag = "--offload " + flags.Text("offload");
   if (request.planner.program.data_parallel)
     return MakeError(flag + " is planned for one GPU; with --gpus it is not modelled yet");
-  if (mode == OffloadMode::kActivations) {
+  if (mode == OffloadMode::kActivations && IsTorchtuneHooks(hooks)) {
+    if (request.search.recompute == RecomputeChoice::kAuto) {
+      request.search.recompute = RecomputeChoice::kNone;
+    } else if (request.search.recompute != RecomputeChoice::kNone &&
+               (request.search.recompute != RecomputeChoice::kAll ||
+                request.search.recompute_unit != RecomputeUnit::kModule ||
+                request.planner.program.recompute_reentrant)) {
+      return MakeError(flag + " --offload-hooks " + flags.Text("offload_hooks") +
+                       " is planned without recompute or with torchtune's activation "
+                       "checkpointing: --recompute all --recompute-unit module (non-reentrant)");
+    }
+  } else if (mode == OffloadMode::kActivations && hooks == OffloadHooks::kUnsloth) {
+    // use_gradient_checkpointing="unsloth" is UnslothCheckpointFunction: reentrant checkpointing
+    // of every decoder layer (unsloth_checkpoint forces use_reentrant=True).
+    if (request.search.recompute != RecomputeChoice::kAll ||
+        request.search.recompute_unit != RecomputeUnit::kModule ||
+        !request.planner.program.recompute_reentrant) {
+      return MakeError(flag +
+                       " --offload-hooks unsloth is Unsloth's reentrant checkpointing of every "
+                       "layer: add --recompute all --recompute-unit module --recompute-reentrant");
+    }
+  } else if (mode == OffloadMode::kActivations) {
     if (request.search.recompute == RecomputeChoice::kAuto) {
       request.search.recompute = RecomputeChoice::kNone;
     } else if (request.search.recompute != RecomputeChoice::kNone) {

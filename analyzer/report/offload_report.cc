@@ -20,6 +20,22 @@ constexpr EnumTable<OffloadMode, std::string_view, 4> kOffloadedWhat = {{
 }};
 static_assert(ListsEvery(kOffloadedWhat, kOffloadModeNames));
 
+// Whose saved_tensors_hooks move the activations (--offload-hooks), for the text line.
+constexpr EnumTable<OffloadHooks, std::string_view, 4> kHooksWhat = {{
+    {OffloadHooks::kSaveOnCpu, "by torch.autograd.graph.save_on_cpu"},
+    {OffloadHooks::kTorchtune,
+     "by torchtune's OffloadActivations(use_streams=False): >= 1 KiB, no parameter, not the "
+     "output head nor the loss"},
+    {OffloadHooks::kTorchtuneStreams,
+     "by torchtune's OffloadActivations (use_streams=True, enable_activation_offloading): "
+     ">= 1 KiB, no parameter, not the output head nor the loss, copies on a second stream"},
+    {OffloadHooks::kUnsloth,
+     "by Unsloth's offloaded gradient checkpointing (use_gradient_checkpointing=\"unsloth\"): "
+     "each layer's input hidden states over 2 MiB but the last layer's, two GPU staging "
+     "buffers"},
+}};
+static_assert(ListsEvery(kHooksWhat, kOffloadHooksNames));
+
 }  // namespace
 
 bool IsOffloadReport(const AnalysisReport& report) {
@@ -32,6 +48,8 @@ nlohmann::ordered_json OffloadJson(const AnalysisReport& report) {
   const OffloadCostOptions cost = ResolvedOffloadCostOptions(*report.options);
   nlohmann::ordered_json j;
   j["mode"] = std::string(OffloadModeName(plan.program.offload));
+  if (plan.program.offload == OffloadMode::kActivations)
+    j["hooks"] = std::string(OffloadHooksName(report.options->program.offload.hooks));
   j["host_bytes"] = sim.host_peak_bytes;
   j["host_breakdown"] = CategoryBytesJson(sim.host_peak_breakdown);
   j["host_saved_activation_bytes"] = sim.host_saved_activation_bytes;
@@ -49,7 +67,10 @@ std::string OffloadText(const AnalysisReport& report) {
   const OffloadCostOptions cost = ResolvedOffloadCostOptions(*report.options);
   std::ostringstream s;
   s << "Host     " << FormatBytes(plan.simulation.host_peak_bytes) << " pinned ("
-    << ValueOf(kOffloadedWhat, plan.program.offload) << " offloaded)\n";
+    << ValueOf(kOffloadedWhat, plan.program.offload) << " offloaded";
+  if (plan.program.offload == OffloadMode::kActivations)
+    s << " " << ValueOf(kHooksWhat, report.options->program.offload.hooks);
+  s << ")\n";
   s << "         " << cost.host_link.description << " at "
     << FormatFixed(cost.host_link.bytes_per_second * cost.copy_efficiency / 1e9, 1)
     << " GB/s: " << FormatBytes(plan.time.transfer_bytes) << " per step, "

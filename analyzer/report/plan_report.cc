@@ -63,6 +63,8 @@ PlanReport PlanReportOf(const AnalysisReport& report) {
   }
   r.data_parallel = report.options->program.data_parallel;
   r.offload = program.offload;
+  if (program.offload == OffloadMode::kActivations)
+    r.offload_hooks = report.options->program.offload.hooks;
   r.parameter_count = ModelParameterCount(*report.graph);
   r.trainable_parameter_count = TrainedParameterCount(*report.graph);
   r.lora = LoraPlanReportOf(*report.graph);

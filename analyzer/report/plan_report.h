@@ -20,6 +20,7 @@
 #include "analyzer/vocabulary/amp_mode.h"
 #include "analyzer/vocabulary/base_dtype.h"
 #include "analyzer/vocabulary/loss_kind.h"
+#include "analyzer/vocabulary/offload_hooks.h"
 #include "analyzer/vocabulary/offload_mode.h"
 #include "analyzer/vocabulary/optimizer_impl.h"
 #include "analyzer/vocabulary/optimizer_kind.h"
@@ -69,6 +70,9 @@ struct PlanReport {
   std::vector<std::string> row_parallel;
   // plan.offload.mode (--offload): what the plan keeps in host memory.
   OffloadMode offload = OffloadMode::kNone;
+  // plan.offload.hooks (--offload-hooks, with --offload activations): whose saved_tensors_hooks
+  // move the activations (save_on_cpu, torchtune's OffloadActivations with or without streams).
+  OffloadHooks offload_hooks = OffloadHooks::kSaveOnCpu;
   // plan.fused_loss (--fused-loss): the LM head and cross entropy run as Liger's fused linear
   // cross entropy (analyzer/derivation/fused_loss_plan.h); `loss` then says cross_entropy.
   bool fused_loss = false;

@@ -54,3 +54,49 @@ memplan_cli_test("--offload activations with --recompute all is one line, exit 2
 memplan_cli_test("verify refuses an --offload plan, exit 2" EXPECT_EXIT 2
   EXPECT_OUTPUT "^memplan: verify: the runtime does not execute --offload optimizer[^\n]*\n$"
   COMMAND verify ${OF} --batch 4 --offload optimizer)
+
+# --offload-hooks (torchtune's OffloadActivations, analyzer/derivation/saved_tensor_offload.h).
+# tiny_mlp at micro-batch 8: MatMul x W1 saves x [batch,16] (W1 needs no saving: x needs no
+# gradient), Relu saves h2 [batch,32] (8*32*4 = 1024 B: moves); fc2 (MatMul W2 + Add b2) is the
+# output head under NoOpManager and the loss runs outside the context. x has 8*16*4 = 512 B, which
+# torch keeps (under 1024), but one derived program serves every micro-batch, so a size that
+# depends on the batch counts as large (saved_tensor_offload.h): 512 + 1024 = 1536 B on the host.
+memplan_cli_test("analyze --offload-hooks torchtune-streams names the hooks in the Host line" EXPECT_EXIT 0
+  EXPECT_OUTPUT "Host     1.5 KiB pinned \\(saved activations offloaded by torchtune's OffloadActivations \\(use_streams=True, enable_activation_offloading\\)"
+  COMMAND analyze ${OF} --gpu 24G --precision fp32 --micro-batch 8 --offload activations --offload-hooks torchtune-streams)
+memplan_cli_test("analyze --offload-hooks torchtune JSON: plan.offload.hooks, 1536 bytes moved" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"offload\": {[ \n]*\"mode\": \"activations\",[ \n]*\"hooks\": \"torchtune\",[^}]*}[^}]*\"host_saved_activation_bytes\": 1536,"
+  COMMAND analyze ${OF} --gpu 24G --precision fp32 --micro-batch 8 --offload activations --offload-hooks torchtune --json)
+memplan_cli_test("--offload-hooks bogus is one line listing the choices" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --offload-hooks: expected save-on-cpu, torchtune, torchtune-streams or unsloth, got 'bogus'\n$"
+  COMMAND analyze ${OF} --gpu 24G --offload activations --offload-hooks bogus)
+memplan_cli_test("--offload-hooks torchtune without --offload activations is one line" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --offload-hooks torchtune moves saved activations; it needs --offload activations\n$"
+  COMMAND analyze ${OF} --gpu 24G --offload-hooks torchtune)
+memplan_cli_test("--offload-hooks torchtune with node recompute is one line" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --offload activations --offload-hooks torchtune is planned without recompute or with torchtune's activation checkpointing: --recompute all --recompute-unit module \\(non-reentrant\\)\n$"
+  COMMAND analyze ${OF} --gpu 24G --offload activations --offload-hooks torchtune --recompute all --recompute-unit node)
+memplan_cli_test("--offload-hooks torchtune cannot be exported to the PyTorch loop" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: export: pytorch cannot express --offload-hooks torchtune \\(torchtune's OffloadActivations\\), which the plan modelled; export with --to torchtune\n$"
+  COMMAND analyze ${OF} --gpu 24G --precision fp32 --offload activations --offload-hooks torchtune --export pytorch)
+
+# --offload-hooks unsloth (Unsloth's offloaded gradient checkpointing, saved_tensor_offload.h).
+# gpt_opset17 (two blocks, width 64) at micro-batch 32, seq 32: each block's input is
+# [32, 32, 64] fp32 = 262,144 B, stored as bfloat16: 131,072 B (a --dim-dependent size counts as
+# over MINIMUM_SIZE). blocks.0's input moves; blocks.1 is the last checkpointed layer and keeps
+# its own: 131,072 B = 128.0 KiB on the host.
+set(UNSLOTH_PLAN ${MEMPLAN_TEST_FIXTURES}/gpt_opset17.onnx --micro-batch 32 --dim seq=32
+    --precision fp32 --allocator exact --attention eager --gpu 24G --recompute all
+    --recompute-unit module --recompute-reentrant --offload activations --offload-hooks unsloth)
+memplan_cli_test("analyze --offload-hooks unsloth names Unsloth in the Host line, one block's input moved" EXPECT_EXIT 0
+  EXPECT_OUTPUT "Host     128.0 KiB pinned \\(saved activations offloaded by Unsloth's offloaded gradient checkpointing"
+  COMMAND analyze ${UNSLOTH_PLAN})
+memplan_cli_test("analyze --offload-hooks unsloth JSON: plan.offload.hooks, 131072 bytes moved" EXPECT_EXIT 0
+  EXPECT_OUTPUT "\"offload\": {[ \n]*\"mode\": \"activations\",[ \n]*\"hooks\": \"unsloth\",[^}]*}[^}]*\"host_saved_activation_bytes\": 131072,"
+  COMMAND analyze ${UNSLOTH_PLAN} --json)
+memplan_cli_test("--offload-hooks unsloth without reentrant module recompute is one line" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: --offload activations --offload-hooks unsloth is Unsloth's reentrant checkpointing of every layer: add --recompute all --recompute-unit module --recompute-reentrant\n$"
+  COMMAND analyze ${OF} --gpu 24G --offload activations --offload-hooks unsloth --recompute all --recompute-unit module)
+memplan_cli_test("--offload-hooks unsloth cannot be exported: the refusal says what Unsloth users set" EXPECT_EXIT 2
+  EXPECT_OUTPUT "^memplan: export: hf-trainer cannot express --offload-hooks unsloth \\(Unsloth's offloaded gradient checkpointing\\), which the plan modelled; Unsloth is not an export target: set use_gradient_checkpointing=\"unsloth\" in FastLanguageModel.get_peft_model \\(max_seq_length >= 512\\)\n$"
+  COMMAND analyze ${UNSLOTH_PLAN} --export hf-trainer)

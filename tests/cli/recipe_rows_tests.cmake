@@ -22,3 +22,17 @@ add_test(NAME "cli: the compile rows' eager saved bytes are re-predicted within 
                  --graphs ${CMAKE_SOURCE_DIR}/tests/fixtures/recipe_rows --check)
 set_tests_properties("cli: the compile rows' eager saved bytes are re-predicted within 2%"
                      PROPERTIES TIMEOUT 300)
+
+# torchtune's activation offloading and Unsloth's offloaded checkpointing (docs/offload_rows.jsonl,
+# tools/recipes/measure_unsloth_checkpointing.py for the unsloth rows; tools/recipes/
+# measure_activation_offloading.py): OffloadActivations with and without its stream, alone and
+# under non-reentrant activation checkpointing, on the tiny Llama; the device peak (the CPU's
+# live bytes less the host copies the pack hook made) re-predicted within 2% with
+# --offload-hooks torchtune / torchtune-streams.
+add_test(NAME "cli: torchtune activation offloading rows are re-predicted within 2%"
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tools/recipes/repredict_recipe_rows.py
+                 --memplan $<TARGET_FILE:memplan>
+                 --rows ${CMAKE_SOURCE_DIR}/docs/offload_rows.jsonl
+                 --graphs ${CMAKE_SOURCE_DIR}/tests/fixtures/recipe_rows --check)
+set_tests_properties("cli: torchtune activation offloading rows are re-predicted within 2%"
+                     PROPERTIES TIMEOUT 300)

@@ -17,7 +17,10 @@ mask and the rotary cos/sin the model built from the sequence length and passed 
 checkpointed layer (the checkpoint frame keeps its args until the layer's backward ends), and,
 reentrant, the re-run's output and the CPU RNG states of the earlier blocks' ctx.
 
-usage: trace_checkpoint_peak.py {none,false,true} [--window 40]
+--model bert traces the tiny BERT of measure_encoder.py instead (batch 2 x seq 128, dropout as
+native_dropout, as on CUDA).
+
+usage: trace_checkpoint_peak.py {none,false,true} [--window 40] [--model llama|bert]
 """
 
 import argparse
@@ -35,17 +38,26 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("use_reentrant", choices=["none", "false", "true"])
     parser.add_argument("--window", type=int, default=40)
+    parser.add_argument("--model", choices=["llama", "bert"], default="llama")
     args = parser.parse_args()
     torch.set_num_threads(1)
     reentrant = {"none": None, "false": False, "true": True}[args.use_reentrant]
-    model = tiny_llama()
+    if args.model == "bert":
+        import torch.nn.functional as F
+        import measure_encoder
+        F.dropout = measure_encoder.cuda_style_dropout
+        model = measure_encoder.tiny_bert()
+        ids_shape, vocab = (2, 128), measure_encoder.CONFIG["vocab_size"]
+    else:
+        model = tiny_llama()
+        ids_shape, vocab = (2, 64), CONFIG["vocab_size"]
     model.train()
     if reentrant is not None:
         model.gradient_checkpointing_enable(
             gradient_checkpointing_kwargs={"use_reentrant": reentrant})
         if reentrant:
             model.enable_input_require_grads()
-    ids = torch.randint(0, CONFIG["vocab_size"], (2, 64))
+    ids = torch.randint(0, vocab, ids_shape)
 
     def forward():
         return model(input_ids=ids, labels=ids).loss

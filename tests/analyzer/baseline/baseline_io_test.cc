@@ -258,6 +258,14 @@ TEST_CASE("the offload flag round-trips through configurations and baselines", "
   CHECK(PlanFlagWithKey("offload").argument == "--offload");
 }
 
+TEST_CASE("the offload-hooks flag round-trips through configurations and baselines", "[baseline]") {
+  const PlanFlags flags =
+      RoundTripped(R"({"offload": "activations", "offload_hooks": "torchtune-streams"})",
+                   "--offload activations --offload-hooks torchtune-streams");
+  CHECK(flags.offload_hooks == "torchtune-streams");
+  CHECK(PlanFlagWithKey("offload_hooks").argument == "--offload-hooks");
+}
+
 TEST_CASE("the optimizer-impl flag round-trips through configurations and baselines",
           "[baseline]") {
   const PlanFlags flags = RoundTripped(R"({"optimizer": "adamw", "optimizer_impl": "for-loop"})",

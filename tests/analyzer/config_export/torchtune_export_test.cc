@@ -216,6 +216,30 @@ TEST_CASE("torchtune: activation offloading, compile, chunked loss, optimizer in
   CHECK(yaml.at("clip_grad_norm") == "null");  // the recipes refuse clipping in backward
 }
 
+TEST_CASE("torchtune: the offload hooks the plan modelled, and the targets that refuse them",
+          "[export][torchtune]") {
+  nlohmann::json plan = GptPlan();
+  plan["plan"]["offload"] = {{"mode", "activations"}, {"hooks", "torchtune-streams"}};
+  // enable_activation_offloading builds OffloadActivations(use_streams=True): what was planned.
+  std::string text =
+      testing::RequireValue(ExportConfig(plan, ExportTarget::kTorchtune, ExportOptions{}));
+  CHECK(NestedYaml(text).at("enable_activation_offloading") == "True");
+  CHECK(text.find("use_streams=True), not the") == std::string::npos);
+  // Planned without the stream: the comment says the recipe runs it with one.
+  plan["plan"]["offload"]["hooks"] = "torchtune";
+  text = testing::RequireValue(ExportConfig(plan, ExportTarget::kTorchtune, ExportOptions{}));
+  CHECK(text.find("not the --offload-hooks torchtune the plan modelled") != std::string::npos);
+  // Only torchtune's recipes run OffloadActivations.
+  const std::string message =
+      testing::RequireError(ExportConfig(plan, ExportTarget::kPytorchLoop, ExportOptions{}));
+  CHECK(message ==
+        "export: pytorch cannot express --offload-hooks torchtune (torchtune's "
+        "OffloadActivations), which the plan modelled; export with --to torchtune");
+  plan["plan"]["offload"]["hooks"] = "tensorflow";
+  CHECK(testing::RequireError(ExportConfig(plan, ExportTarget::kTorchtune, ExportOptions{}))
+            .find("plan.offload.hooks: unknown offload hooks 'tensorflow'") != std::string::npos);
+}
+
 TEST_CASE("torchtune refuses what its recipes cannot run, in one line", "[export][torchtune]") {
   nlohmann::json fp16 = GptPlan();
   fp16["plan"]["precision"] = "fp16";
