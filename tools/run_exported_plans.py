@@ -613,15 +613,14 @@ json.dump(out, open(sys.argv[3] + f".{out['rank']}", "w"))
 '''
 
 
-def run_lightning_ddp(memplan, work, model_dir):
-    """The Lightning Trainer of a 2-GPU DDP plan under torchrun (2 gloo ranks)."""
-    plan = plan_json(2, 3, None, "adamw", parallel="ddp", gpus=2)
-    path = export(memplan, plan, "lightning", work, "lora_ddp")
-    p = plan["plan"]
-    driver = os.path.join(work, "lightning_ddp_driver.py")
+def run_ddp_driver(label, source, path, model_dir, work):
+    """Runs the driver `source` on the exported `path` under torchrun, 2 gloo ranks on the CPU;
+    returns each rank's JSON result, or None (a failed check) when the ranks did not run."""
+    name = label.replace(" ", "_").replace("-", "_")
+    driver = os.path.join(work, name + "_driver.py")
     with open(driver, "w") as f:
-        f.write(LIGHTNING_DDP_DRIVER)
-    out = os.path.join(work, "lightning_ddp")
+        f.write(source)
+    out = os.path.join(work, name)
     env = {**os.environ, "MEMPLAN_TOOLS_DIR": os.path.dirname(os.path.abspath(__file__)),
            "CUDA_VISIBLE_DEVICES": ""}
     result = subprocess.run(
@@ -629,10 +628,18 @@ def run_lightning_ddp(memplan, work, model_dir):
          "--master-port", str(free_port()), driver, path, model_dir, out],
         capture_output=True, text=True, timeout=600, env=env)
     if result.returncode != 0:
-        check("lightning ddp: 2 gloo ranks ran", False, result.stderr.strip()[-600:])
-        return
-    for rank in range(2):
-        r = json.load(open(f"{out}.{rank}"))
+        check(f"{label}: 2 gloo ranks ran", False, result.stderr.strip()[-600:])
+        return None
+    return [json.load(open(f"{out}.{rank}")) for rank in range(2)]
+
+
+def run_lightning_ddp(memplan, work, model_dir):
+    """The Lightning Trainer of a 2-GPU DDP plan under torchrun (2 gloo ranks)."""
+    plan = plan_json(2, 3, None, "adamw", parallel="ddp", gpus=2)
+    path = export(memplan, plan, "lightning", work, "lora_ddp")
+    p = plan["plan"]
+    ranks = run_ddp_driver("lightning ddp", LIGHTNING_DDP_DRIVER, path, model_dir, work)
+    for rank, r in enumerate(ranks or []):
         label = f"lightning ddp rank {rank}"
         check(f"{label}: devices=2, world 2, DDPStrategy, DistributedDataParallel",
               (r["devices"], r["world"], r["strategy"], r["wrapped"])
@@ -701,21 +708,8 @@ def run_hf_trainer_ddp(memplan, work, model_dir):
     p = plan["plan"]
     check("hf-trainer ddp: the export names the launch, torchrun --nproc_per_node 2",
           "torchrun --nproc_per_node 2" in open(path).read())
-    driver = os.path.join(work, "hf_ddp_driver.py")
-    with open(driver, "w") as f:
-        f.write(HF_DDP_DRIVER)
-    out = os.path.join(work, "hf_ddp")
-    env = {**os.environ, "MEMPLAN_TOOLS_DIR": os.path.dirname(os.path.abspath(__file__)),
-           "CUDA_VISIBLE_DEVICES": ""}
-    result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-         "--master-port", str(free_port()), driver, path, model_dir, out],
-        capture_output=True, text=True, timeout=600, env=env)
-    if result.returncode != 0:
-        check("hf-trainer ddp: 2 gloo ranks ran", False, result.stderr.strip()[-600:])
-        return
-    for rank in range(2):
-        r = json.load(open(f"{out}.{rank}"))
+    ranks = run_ddp_driver("hf-trainer ddp", HF_DDP_DRIVER, path, model_dir, work)
+    for rank, r in enumerate(ranks or []):
         label = f"hf-trainer ddp rank {rank}"
         check(f"{label}: world 2, DistributedDataParallel", (r["world"], r["parallel_mode"],
               r["wrapped"]) == (2, "DISTRIBUTED", "DistributedDataParallel"), str(r))
