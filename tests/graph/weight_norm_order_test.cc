@@ -65,7 +65,7 @@ TEST_CASE("the TorchScript weight norm is reordered as ATen computes it", "[impo
   CHECK(found);
 }
 
-TEST_CASE("--fusions none imports the weight norm as written", "[import][weight_norm]") {
+TEST_CASE("the weight norm imports as written under --fusions none", "[import][weight_norm]") {
   ImportOptions as_written;
   as_written.fusions = FusionSet::kNone;
   const Graph graph =
