@@ -226,6 +226,73 @@ InferredTypes RunOnnxShapeInference(onnx::ModelProto& model, Graph& graph) {
   return types;
 }
 
+// What the import rewrote before building the graph, each said in one warning when it happened.
+struct ImportRewrites {
+  InlinedFunctions inlined;
+  int64_t restored_batch_norms = 0;
+  int64_t escaped_names = 0;
+  int64_t constant_weights = 0;
+};
+
+void AddRewriteWarnings(const ImportRewrites& done, Graph& graph) {
+  const InlinedFunctions& inlined = done.inlined;
+  if (inlined.calls > 0) {
+    graph.warnings.push_back(std::to_string(inlined.calls) + " calls of " +
+                             std::to_string(inlined.functions) + " model-local function" +
+                             (inlined.functions == 1 ? "" : "s") + " (" + inlined.names +
+                             ") are analysed as their bodies, written out in the graph");
+  }
+  if (done.restored_batch_norms > 0) {
+    graph.warnings.push_back(
+        std::to_string(done.restored_batch_norms) +
+        " BatchNorm layers the dynamo exporter wrote in inference mode and its optimizer folded "
+        "into the Conv or Gemm before them (FuseBatchNormInto*) are planned as BatchNormalization "
+        "in training mode, as the training step runs them");
+  }
+  if (done.escaped_names > 0) {
+    graph.warnings.push_back(std::to_string(done.escaped_names) +
+                             " names in the model are not UTF-8; their invalid bytes are shown "
+                             "as \\xNN");
+  }
+  if (done.constant_weights > 0) {
+    graph.warnings.push_back(std::to_string(done.constant_weights) +
+                             " weights stored as Constant nodes (a paddle2onnx/TensorFlow-style "
+                             "export) are counted as trainable parameters");
+  }
+}
+
+// libonnx's checker and shape inference, on the model as written (`as_written` when the fusions
+// changed `model`), where libonnx knows the model's opsets and ops; otherwise a warning and no
+// inferred types (memplan's registry rules give every shape).
+Expected<InferredTypes> InferWithLibOnnx(const LibOnnxSupport& libonnx, onnx::ModelProto& model,
+                                         std::optional<onnx::ModelProto>& as_written,
+                                         const std::string& path, Graph& graph) {
+  InferredTypes inferred;
+  if (!libonnx.covered) {
+    // A newer model than libonnx knows: the builder's structural checks have run, and every
+    // shape comes from memplan's registry rules (which read each op at the model's opset).
+    graph.warnings.push_back(LibOnnxSkippedNote(libonnx));
+    return inferred;
+  }
+  bool inferable = true;
+  if (as_written) {
+    MoveExternalInitializersToInputs(*as_written);
+    // The checker and libonnx's inference need sorted nodes: the copy as written is sorted here
+    // (it cannot be cyclic when the fused one is not; if it were, both are skipped rather than
+    // risked).
+    inferable = SortProtoNodesTopologically(*as_written->mutable_graph());
+  } else {
+    PrepareForChecker(model, graph);
+  }
+  onnx::ModelProto& checked = as_written ? *as_written : model;
+  if (inferable) {
+    MEMPLAN_RETURN_IF_ERROR(RunChecker(checked, path, graph));
+    DropUnreadInitializers(checked);
+    inferred = RunOnnxShapeInference(checked, graph);
+  }
+  return inferred;
+}
+
 Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& path,
                                   const ImportOptions& options) {
   // Names that are not UTF-8 are escaped before anything reads them (graph/proto_name_escaping.h).
@@ -265,52 +332,9 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
     if (FuseImportPatterns(model, options.fusions).total() > 0) as_written = std::move(copy);
   }
   MEMPLAN_TRY(Graph graph, BuildGraphFromProto(model, options));
-  if (inlined.calls > 0) {
-    graph.warnings.push_back(std::to_string(inlined.calls) + " calls of " +
-                             std::to_string(inlined.functions) + " model-local function" +
-                             (inlined.functions == 1 ? "" : "s") + " (" + inlined.names +
-                             ") are analysed as their bodies, written out in the graph");
-  }
-  if (restored_batch_norms > 0) {
-    graph.warnings.push_back(
-        std::to_string(restored_batch_norms) +
-        " BatchNorm layers the dynamo exporter wrote in inference mode and its optimizer folded "
-        "into the Conv or Gemm before them (FuseBatchNormInto*) are planned as BatchNormalization "
-        "in training mode, as the training step runs them");
-  }
-  if (escaped_names > 0) {
-    graph.warnings.push_back(std::to_string(escaped_names) +
-                             " names in the model are not UTF-8; their invalid bytes are shown "
-                             "as \\xNN");
-  }
-  if (constant_weights > 0) {
-    graph.warnings.push_back(std::to_string(constant_weights) +
-                             " weights stored as Constant nodes (a paddle2onnx/TensorFlow-style "
-                             "export) are counted as trainable parameters");
-  }
-  InferredTypes inferred;
-  if (libonnx.covered) {
-    bool inferable = true;
-    if (as_written) {
-      MoveExternalInitializersToInputs(*as_written);
-      // The checker and libonnx's inference need sorted nodes: the copy as written is sorted here
-      // (it cannot be cyclic when the fused one is not; if it were, both are skipped rather than
-      // risked).
-      inferable = SortProtoNodesTopologically(*as_written->mutable_graph());
-    } else {
-      PrepareForChecker(model, graph);
-    }
-    onnx::ModelProto& checked = as_written ? *as_written : model;
-    if (inferable) {
-      MEMPLAN_RETURN_IF_ERROR(RunChecker(checked, path, graph));
-      DropUnreadInitializers(checked);
-      inferred = RunOnnxShapeInference(checked, graph);
-    }
-  } else {
-    // A newer model than libonnx knows: the builder's structural checks have run, and every
-    // shape comes from memplan's registry rules (which read each op at the model's opset).
-    graph.warnings.push_back(LibOnnxSkippedNote(libonnx));
-  }
+  AddRewriteWarnings({inlined, restored_batch_norms, escaped_names, constant_weights}, graph);
+  MEMPLAN_TRY(const InferredTypes inferred,
+              InferWithLibOnnx(libonnx, model, as_written, path, graph));
   MEMPLAN_RETURN_IF_ERROR(PropagateShapes(graph, inferred));
   // Once every dtype is known: libonnx's inference skipped a node whose inputs break its type
   // constraint instead of refusing it (graph/type_constraints.h).

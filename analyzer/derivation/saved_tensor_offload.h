@@ -88,7 +88,7 @@ namespace memplan {
 inline constexpr int64_t kTorchtuneMinOffloadBytes = 1024;
 inline constexpr int64_t kTorchtuneMaxForwardStash = 5;
 // UnslothCheckpointFunction's MINIMUM_SIZE (initialize_unsloth_gradient_checkpointing).
-inline constexpr int64_t kUnslothMinimumBytes = 2 * 1024 * 1024;
+inline constexpr int64_t kUnslothMinimumBytes = int64_t{2} * 1024 * 1024;
 
 class SavedTensorOffload {
  public:
