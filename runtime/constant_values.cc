@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "graph/ops/op_registry.h"
 #include "runtime/program_shapes.h"
 #include "runtime/range_sequence.h"
 #include "runtime/weight_init.h"
@@ -20,6 +21,11 @@ Expected<DeviceTensor> ConstantValues::Get(ValueId u) {
     if (s.ok()) shape = *s;
   }
   const Node* producer = v.producer.valid() ? &g_.node(v.producer) : nullptr;
+  using HostValue = OpSchema::HostValue;
+  const HostValue host_value =
+      producer != nullptr
+          ? OpRegistry::Get().FindOrUnknown(producer->op_type, producer->domain).host_value
+          : HostValue::kComputed;
   if (v.contents) {
     for (const Dim& d : *v.contents) {
       MEMPLAN_TRY(int64_t x, d.Evaluate(bindings_));
@@ -27,9 +33,9 @@ Expected<DeviceTensor> ConstantValues::Get(ValueId u) {
     }
   } else if (!v.integer_data.empty()) {
     values.assign(v.integer_data.begin(), v.integer_data.end());
-  } else if (producer != nullptr && producer->op_type == "Constant") {
+  } else if (host_value == HostValue::kLiteral) {
     MEMPLAN_RETURN_IF_ERROR(ConstantNodeValues(*producer, values, shape));
-  } else if (producer != nullptr && producer->op_type == "ConstantOfShape") {
+  } else if (host_value == HostValue::kFilledShape) {
     MEMPLAN_TRY(DeviceTensor dims, Get(producer->inputs.at(0)));
     MEMPLAN_TRY(std::vector<float> d, backend_.Download(dims));
     TensorShape s(d.begin(), d.end());
@@ -40,7 +46,7 @@ Expected<DeviceTensor> ConstantValues::Get(ValueId u) {
     }
     values.assign(static_cast<size_t>(NumElements(s)), fill);
     shape = s;
-  } else if (producer != nullptr && producer->op_type == "Range") {
+  } else if (host_value == HostValue::kSequence) {
     MEMPLAN_TRY(values, RangeValues(*producer));
     shape = TensorShape{static_cast<int64_t>(values.size())};
   } else if (producer != nullptr) {

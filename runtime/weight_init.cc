@@ -6,6 +6,7 @@
 #include <string>
 
 #include "graph/ops/fused_loss_op.h"
+#include "graph/ops/op_registry.h"
 #include "runtime/counter_rng.h"
 #include "runtime/program_shapes.h"
 
@@ -138,8 +139,9 @@ Expected<SyntheticData> SyntheticData::Create(const Graph& graph, const Training
     if (b.value.valid()) {
       for (NodeId n : graph.value(b.value).consumers) {
         const Node& node = graph.node(n);
-        if (node.op_type == "Gather" && node.inputs.size() > 1 && node.inputs[1] == b.value &&
-            node.inputs[0].valid()) {
+        const int slot = OpRegistry::Get().FindOrUnknown(node.op_type, node.domain).row_index_input;
+        if (slot > 0 && node.inputs.size() > static_cast<size_t>(slot) &&
+            node.inputs[static_cast<size_t>(slot)] == b.value && node.inputs[0].valid()) {
           const Shape& table = graph.value(node.inputs[0]).shape;
           if (table.known && table.rank() > 0) {
             MEMPLAN_TRY(int64_t rows, table.dims[0].Evaluate(one));

@@ -13,6 +13,7 @@ tools/setup.sh
 tools/check_format.sh
 tools/check_test_names.sh
 tools/check_stage_includes.py
+tools/check_op_facts.py
 build_dir=${MEMPLAN_TEST_BUILD_DIR:-build-asan}
 jobs=$(nproc)
 fuzz_seconds=${MEMPLAN_FUZZ_SECONDS:-60}

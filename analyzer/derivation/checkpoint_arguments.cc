@@ -2,8 +2,14 @@
 
 #include <algorithm>
 
+#include "graph/ops/op_registry.h"
+
 namespace memplan {
 namespace {
+
+const OpSchema& SchemaOf(const Node& node) {
+  return OpRegistry::Get().FindOrUnknown(node.op_type, node.domain);
+}
 
 bool IsFolded(const Graph& graph, ValueId v) {
   return v.valid() && graph.value(v).kind == ValueKind::kConstant;
@@ -18,7 +24,7 @@ ValueId StorageOwner(const Graph& graph, ValueId v, const std::function<bool(Nod
     if (node.inputs.empty() || !IsFolded(graph, node.inputs[0])) return v;
     const ValueId base = node.inputs[0];
     const bool same_dtype_cast =
-        node.op_type == "Cast" && graph.value(base).dtype == graph.value(v).dtype;
+        SchemaOf(node).converts_dtype && graph.value(base).dtype == graph.value(v).dtype;
     if (!is_view(producer) && !same_dtype_cast) return v;
     v = base;
   }
@@ -28,7 +34,9 @@ ValueId StorageOwner(const Graph& graph, ValueId v, const std::function<bool(Nod
 // shape vector.
 bool IsShapeDerivedTensor(const Graph& graph, ValueId v) {
   const Value& value = graph.value(v);
-  if (!value.producer.valid() || graph.node(value.producer).op_type == "Constant") return false;
+  if (!value.producer.valid() ||
+      SchemaOf(graph.node(value.producer)).host_value == OpSchema::HostValue::kLiteral)
+    return false;
   if (!value.shape.known) return false;
   return IsFloating(value.dtype) || value.dtype == DType::kBool || value.shape.dims.size() >= 2;
 }

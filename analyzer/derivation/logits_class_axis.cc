@@ -39,12 +39,12 @@ std::optional<size_t> TraceClassAxis(const Graph& graph, const OpRegistry& regis
       if (!axis) return std::nullopt;
       return to_output[*axis];
     };
-    if (node.op_type == "LogSoftmax" || node.op_type == "Softmax")
-      return here(NormalisedAxis(node.attributes.GetInt("axis", -1), rank));
     const OpSchema& schema = registry.FindOrUnknown(node.op_type, node.domain);
+    if (schema.normalises_over_axis)
+      return here(NormalisedAxis(node.attributes.GetInt("axis", -1), rank));
     if (schema.is_linear_layer)
       return here(schema.channel_bias_input >= 0 ? std::optional<size_t>(1) : rank - 1);
-    if (node.op_type == "Transpose") {
+    if (schema.permutes_axes) {
       if (node.inputs.empty() || !node.inputs[0].valid()) return std::nullopt;
       std::vector<int64_t> perm = node.attributes.GetInts("perm");
       if (perm.empty())

@@ -111,9 +111,8 @@ Status CheckOptimizerInBackward(const ProgramOptions& options, const LossScaling
   return OkStatus();
 }
 
-}  // namespace
-
-Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const ProgramOptions& options) {
+// The option combinations no pass plans, refused before any pass reads the graph.
+Status CheckProgramOptions(const ProgramOptions& options) {
   if (options.accumulation_steps < 1) {
     return MakeError("accumulation steps must be >= 1, got " +
                      std::to_string(options.accumulation_steps));
@@ -140,7 +139,13 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
         "--compile with --offload activations is not planned yet: the partitioner's saved set "
         "would be what goes to the host; plan one of them");
   }
-  const OpRegistry& registry = options.registry ? *options.registry : OpRegistry::Get();
+  return OkStatus();
+}
+
+// Derivation passes 1-3 and what they resolve: the recompute set, the order, the loss terms and
+// their dtypes, loss scaling, gradient flow, program dtypes, views, and --compile's saved set.
+Expected<DerivationAnalysis> AnalyzeForEmission(const Graph& graph, const OpRegistry& registry,
+                                                const ProgramOptions& options) {
   DerivationAnalysis analysis;
   // Checks the listed ids before any pass reads the graph; --compile resolves it again below.
   MEMPLAN_TRY(analysis.recompute,
@@ -190,7 +195,29 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
                 ResolveRecomputeSet(graph, recompute, options.recompute_modules));
     analysis.saves_compiled = std::move(compiled.saves_compiled);
   }
+  return analysis;
+}
 
+// --gpus: the per-rank program (FSDP's transformer wrap shards block by block: which block each
+// node is part of).
+Expected<TrainingProgram> ShardPerRank(const Graph& graph, TrainingProgram program,
+                                       const DataParallelOptions& data_parallel) {
+  std::vector<int> block_of_node;
+  if (data_parallel.fsdp_wrap_blocks) {
+    block_of_node.assign(graph.num_nodes(), -1);
+    const std::vector<CheckpointableModule> blocks = FindCheckpointableModules(graph);
+    for (size_t b = 0; b < blocks.size(); ++b)
+      for (NodeId n : blocks[b].nodes) block_of_node[n.index()] = static_cast<int>(b);
+  }
+  return DerivePerRankProgram(std::move(program), data_parallel, block_of_node);
+}
+
+}  // namespace
+
+Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const ProgramOptions& options) {
+  MEMPLAN_RETURN_IF_ERROR(CheckProgramOptions(options));
+  const OpRegistry& registry = options.registry ? *options.registry : OpRegistry::Get();
+  MEMPLAN_TRY(const DerivationAnalysis analysis, AnalyzeForEmission(graph, registry, options));
   MEMPLAN_TRY(EmittedProgram emitted, EmitSteps(graph, options, registry, analysis));
   // Python's references (the batch variables, a module's input) hold some buffers past their
   // last reader: python_references.h.
@@ -198,16 +225,7 @@ Expected<TrainingProgram> DeriveTrainingProgram(const Graph& graph, const Progra
   ApplyLiveness(PlanLiveness(emitted.program, emitted.uses, &holds), emitted.program);
   TrainingProgram program = std::move(emitted.program);
   if (options.data_parallel) {
-    // FSDP's transformer wrap shards block by block: which block each node is part of.
-    std::vector<int> block_of_node;
-    if (options.data_parallel->fsdp_wrap_blocks) {
-      block_of_node.assign(graph.num_nodes(), -1);
-      const std::vector<CheckpointableModule> blocks = FindCheckpointableModules(graph);
-      for (size_t b = 0; b < blocks.size(); ++b)
-        for (NodeId n : blocks[b].nodes) block_of_node[n.index()] = static_cast<int>(b);
-    }
-    MEMPLAN_TRY(program,
-                DerivePerRankProgram(std::move(program), *options.data_parallel, block_of_node));
+    MEMPLAN_TRY(program, ShardPerRank(graph, std::move(program), *options.data_parallel));
   }
   MEMPLAN_TRY(program, OffloadToHost(std::move(program), graph, options.offload));
   // bitsandbytes' paged state is in CUDA unified memory, not the caching allocator's pool.

@@ -13,9 +13,12 @@
 namespace memplan {
 namespace {
 
-int64_t CountOps(const Graph& graph, std::string_view op_type) {
-  return std::count_if(graph.nodes().begin(), graph.nodes().end(),
-                       [&](const Node& n) { return n.op_type == op_type; });
+// The layers that normalise over the batch (the registry's couples_batch: BatchNormalization).
+int64_t CountBatchCoupledLayers(const Graph& graph) {
+  const OpRegistry& registry = OpRegistry::Get();
+  return std::count_if(graph.nodes().begin(), graph.nodes().end(), [&](const Node& n) {
+    return registry.FindOrUnknown(n.op_type, n.domain).couples_batch;
+  });
 }
 
 // Layers with a per-channel bias (Conv's) whose only consumer normalises over the batch (BN):
@@ -75,7 +78,7 @@ std::optional<AdviceItem> BatchNormAdvice(const Graph& graph, const TrainingPlan
   const int64_t m = plan.chosen.micro_batch;
   const int64_t k = plan.chosen.accumulation_steps;
   const int64_t g = plan.chosen.global_batch;
-  const int64_t batchnorms = CountOps(graph, "BatchNormalization");
+  const int64_t batchnorms = CountBatchCoupledLayers(graph);
   if (batchnorms == 0 || (k == 1 && m >= options.batchnorm_min_samples)) return std::nullopt;
   const int64_t target = std::min(g, options.batchnorm_min_samples);
   std::ostringstream s;

@@ -235,6 +235,26 @@ OpSchema UnarySchema(const UnarySpec& spec) {
   return s;
 }
 
+// What a unary op is beyond its UnarySpec row: Gelu's cost by form, the bool mask a compiled
+// backward of a piecewise-linear activation reads, the Python-float folding of Ceil/Floor/Clip.
+void AdjustUnarySchema(OpSchema& schema) {
+  // Gelu-20's approximate="tanh" costs more than the erf form; both save self.
+  if (schema.op_type == "Gelu")
+    schema.cost = [](const OpContext& ctx) {
+      return PerOutputElementCost(ctx, GeluFlopsPerElement(ctx));
+    };
+  if (schema.op_type == "Relu" || schema.op_type == "LeakyRelu" || schema.op_type == "Clip")
+    schema.saved_when_compiled = SaveBoolMask();
+  if (schema.op_type == "Ceil")
+    schema.infer_shapes =
+        FoldFloatValues(schema.infer_shapes, [](double x) { return std::ceil(x); });
+  if (schema.op_type == "Floor")
+    schema.infer_shapes =
+        FoldFloatValues(schema.infer_shapes, [](double x) { return std::floor(x); });
+  if (schema.op_type == "Clip") schema.infer_shapes = FoldClippedFloatValues(schema.infer_shapes);
+}
+
+// The ONNX unary ops of one table row each.
 void RegisterUnaryOps(OpRegistry& registry) {
   const UnarySpec specs[] = {
       {"Relu", kSimpleFlops, SaveOutput0(), "relu: threshold_backward(grad, result, 0)"},
@@ -282,23 +302,14 @@ void RegisterUnaryOps(OpRegistry& registry) {
   };
   for (const auto& spec : specs) {
     OpSchema schema = UnarySchema(spec);
-    // Gelu-20's approximate="tanh" costs more than the erf form; both save self.
-    if (schema.op_type == "Gelu")
-      schema.cost = [](const OpContext& ctx) {
-        return PerOutputElementCost(ctx, GeluFlopsPerElement(ctx));
-      };
-    if (schema.op_type == "Relu" || schema.op_type == "LeakyRelu" || schema.op_type == "Clip")
-      schema.saved_when_compiled = SaveBoolMask();
-    if (schema.op_type == "Ceil")
-      schema.infer_shapes =
-          FoldFloatValues(schema.infer_shapes, [](double x) { return std::ceil(x); });
-    if (schema.op_type == "Floor")
-      schema.infer_shapes =
-          FoldFloatValues(schema.infer_shapes, [](double x) { return std::floor(x); });
-    if (schema.op_type == "Clip") schema.infer_shapes = FoldClippedFloatValues(schema.infer_shapes);
+    AdjustUnarySchema(schema);
     registry.Register(std::move(schema));
   }
+}
 
+// The unary ops with their own shape rule or domain: memplan's fused Rsqrt and Glu, Microsoft's
+// Gelu, Neg (which negates symbolic contents).
+void RegisterOtherUnaryOps(OpRegistry& registry) {
   // memplan:Rsqrt: torch.rsqrt, which torch.onnx writes as Div(ones(1), Sqrt(x)); the import
   // fusion (graph/fusion/rsqrt.cc) writes it back. In autocast's fp32 list, unlike Sqrt and Div.
   OpSchema rsqrt =
@@ -350,7 +361,7 @@ OpSchema Additive(OpSchema s) {
   return s;
 }
 
-void RegisterBinaryOps(OpRegistry& registry) {
+void RegisterAdditiveOps(OpRegistry& registry) {
   // Sums and differences of known floats fold too (Python-float shape arithmetic, as Mul and Div
   // below: timm's "same" padding amounts).
   OpSchema add = Additive(BinarySchema(
@@ -365,7 +376,9 @@ void RegisterBinaryOps(OpRegistry& registry) {
   sub.infer_shapes = FoldFloatValues(
       sub.infer_shapes, [](double a, double b) -> std::optional<double> { return a - b; });
   registry.Register(std::move(sub));
+}
 
+void RegisterProductOps(OpRegistry& registry) {
   // mul.Tensor: self's gradient needs `other` and other's needs `self`; the codegen saves each
   // operand only when the *other* one requires grad.
   OpSchema mul = BinarySchema(
@@ -404,7 +417,9 @@ void RegisterBinaryOps(OpRegistry& registry) {
                                        return a / b;
                                      });
   registry.Register(std::move(div));
+}
 
+void RegisterPow(OpRegistry& registry) {
   // Pow: a trainable exponent is pow.Tensor_Tensor (saves self, exponent, result); a fixed one
   // comes from `x ** c` with a Python number, i.e. pow.Tensor_Scalar, which saves only self.
   OpSchema pow = BinarySchema(
@@ -428,7 +443,9 @@ void RegisterBinaryOps(OpRegistry& registry) {
                              InputRequiresGrad(ctx, 1)};
   };
   registry.Register(std::move(pow));
+}
 
+void RegisterMaxMin(OpRegistry& registry) {
   // Max/Min of two tensors: torch.maximum / minimum (and torch.max(a, b)), which both exporters
   // write as ONNX's variadic Max/Min with two inputs. Both formulas read both operands.
   // Integer shape arithmetic folds where both sides are constants (a polynomial Dim has no max).
@@ -497,7 +514,11 @@ void RegisterDropout(OpRegistry& registry) {
 
 void RegisterElementwiseOps(OpRegistry& registry) {
   RegisterUnaryOps(registry);
-  RegisterBinaryOps(registry);
+  RegisterOtherUnaryOps(registry);
+  RegisterAdditiveOps(registry);
+  RegisterProductOps(registry);
+  RegisterPow(registry);
+  RegisterMaxMin(registry);
   RegisterDropout(registry);
 }
 

@@ -173,6 +173,21 @@ struct OpSchema {
   // True when the output depends on input 0's shape only, never its values (Shape, Size): it is
   // a constant of the symbols even when input 0 is computed at run time.
   bool reads_only_shape = false;
+  // How the value of a node computed from constants alone is found before any step runs:
+  // kComputed (every op but three) folds it with the op's own kernel; Constant holds it in an
+  // attribute (kLiteral: torch's literal, no tensor of the program), ConstantOfShape fills the
+  // shape its input holds (kFilledShape), Range is an arithmetic sequence (kSequence).
+  // runtime/constant_values.h evaluates the three on the host.
+  enum class HostValue { kComputed, kLiteral, kFilledShape, kSequence };
+  HostValue host_value = HostValue::kComputed;
+  // True for a normalisation into a distribution over the attribute `axis` (Softmax,
+  // LogSoftmax): a loss reading it takes that axis as its classes.
+  bool normalises_over_axis = false;
+  // True when output axis i is input axis perm[i] (Transpose; `perm` reversed when absent).
+  bool permutes_axes = false;
+  // The input slot whose integer values index the rows of input 0 (Gather's indices, as torch's
+  // embedding looks up token ids); -1 for none.
+  int row_index_input = -1;
   // The input slots that hold a layer's trained weights when they are initializers (Conv's W and
   // B, MatMul's B, a norm's scale and shift). Constant-producing exporters (paddle2onnx,
   // tf2onnx) write them as Constant nodes; the importer turns a Constant read only through these

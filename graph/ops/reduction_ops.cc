@@ -105,6 +105,7 @@ OpSchema SoftmaxSchema(const char* op_type, const char* aten) {
   s.saved_for_backward = WhenDifferentiable(AlwaysSave({SaveOutput(0)}));
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.amp = AmpCategory::kFp32Required;
+  s.normalises_over_axis = true;
   s.saved_source = DerivativesSource(
       std::string(aten) +
       ": ..._backward_data(grad, result, dim, self.scalar_type()) saves the output");

@@ -372,6 +372,7 @@ void AddGather(OpRegistry& registry) {
   schema.infer_shapes = InferGather;
   schema.cost = MovementCost;
   schema.saved_for_backward = SavesIndices;
+  schema.row_index_input = 1;
   schema.is_view = true;
   schema.view_is_partial = true;
   schema.view_applies = GatherSelectsOne;

@@ -214,7 +214,8 @@ enum class Reads { kValues, kShapeOnly, kValuesConverted, kValuesElementwise };
 
 void Add(OpRegistry& registry, const char* op, ShapeRule rule, CostRule cost,
          const char* saved_source = kNothingSaved, Reads reads = Reads::kValues,
-         GradientRule gradient_inputs = nullptr) {
+         GradientRule gradient_inputs = nullptr,
+         OpSchema::HostValue host_value = OpSchema::HostValue::kComputed) {
   OpSchema schema = ShapeOpSchema(op);
   if (gradient_inputs) schema.gradient_inputs = std::move(gradient_inputs);
   schema.infer_shapes = std::move(rule);
@@ -224,6 +225,7 @@ void Add(OpRegistry& registry, const char* op, ShapeRule rule, CostRule cost,
   schema.converts_dtype = reads == Reads::kValuesConverted;
   // A dtype conversion is elementwise (aten._to_copy is tagged pointwise).
   schema.pointwise = reads == Reads::kValuesConverted || reads == Reads::kValuesElementwise;
+  schema.host_value = host_value;
   registry.Register(std::move(schema));
 }
 
@@ -233,10 +235,13 @@ void RegisterShapeQueryOps(OpRegistry& registry) {
   constexpr const char* kNoGradient = "no gradient: the output does not depend on input values";
   Add(registry, "Shape", InferShape, NoCost, kNoGradient, Reads::kShapeOnly);
   Add(registry, "Size", InferSize, NoCost, kNoGradient, Reads::kShapeOnly);
-  Add(registry, "Constant", InferConstant, NoCost, kNoGradient);
-  Add(registry, "ConstantOfShape", InferConstantOfShape, MovementCost, kNoGradient);
-  Add(registry, "Range", InferRange, MovementCost,
-      "derivatives.yaml: arange is not differentiable");
+  using HostValue = OpSchema::HostValue;
+  Add(registry, "Constant", InferConstant, NoCost, kNoGradient, Reads::kValues, nullptr,
+      HostValue::kLiteral);
+  Add(registry, "ConstantOfShape", InferConstantOfShape, MovementCost, kNoGradient, Reads::kValues,
+      nullptr, HostValue::kFilledShape);
+  Add(registry, "Range", InferRange, MovementCost, "derivatives.yaml: arange is not differentiable",
+      Reads::kValues, nullptr, HostValue::kSequence);
   Add(registry, "NonZero", InferNonZero, MovementCost,
       "derivatives.yaml: nonzero is not differentiable");
   Add(registry, "Cast", InferCast, MovementCost,

@@ -153,8 +153,10 @@ Expected<std::vector<TensorInfo>> InferTile(const OpContext& ctx) {
 // A full view of input 0; `strides`: OpSchema::view_strides (null: input 0's). A Reshape or
 // Flatten that cannot view its input copies it, which moves its bytes.
 void AddView(OpRegistry& registry, const char* op, ShapeRule rule, const char* saved_source,
-             decltype(OpSchema::view_strides) strides, CostRule cost = NoCost) {
+             decltype(OpSchema::view_strides) strides, CostRule cost = NoCost,
+             bool permutes_axes = false) {
   OpSchema schema = ShapeOpSchema(op);
+  schema.permutes_axes = permutes_axes;
   schema.infer_shapes = std::move(rule);
   schema.cost = std::move(cost);
   schema.is_view = true;
@@ -182,7 +184,7 @@ void RegisterReshapeOps(OpRegistry& registry) {
           "derivatives.yaml: unsqueeze: grad.squeeze(dim), nothing saved", ReshapeViewStrides);
   AddView(registry, "Transpose", InferTranspose,
           "derivatives.yaml: permute/transpose: grad.permute(inverse), nothing saved",
-          TransposeViewStrides);
+          TransposeViewStrides, NoCost, /*permutes_axes=*/true);
   AddView(registry, "Expand", InferExpand,
           "derivatives.yaml: expand: at::sum_to(grad, self.sizes()), nothing saved",
           ExpandViewStrides);

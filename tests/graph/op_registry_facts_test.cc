@@ -1,7 +1,8 @@
 // The op facts other stages ask the registry instead of naming ops (graph/ops/op_schema.h), as the
 // ONNX operator specification states them: which inputs are a layer's trained weights, which
 // layers are linear maps with a per-channel bias, which ops read only a shape, convert to a named
-// dtype or add their inputs.
+// dtype or add their inputs, which hold a value the runtime finds on the host, which normalise
+// over an axis, permute axes or index rows.
 #include <catch2/catch.hpp>
 
 #include <vector>
@@ -50,6 +51,31 @@ TEST_CASE("shape readers, dtype conversions and additions", "[registry][facts]")
   CHECK(Op("Add").adds_inputs);
   CHECK(Op("Sub").adds_inputs);
   CHECK_FALSE(Op("Mul").adds_inputs);
+}
+
+TEST_CASE("values found on the host, class axes, permutations and row indices",
+          "[registry][facts]") {
+  using HostValue = OpSchema::HostValue;
+  // Constant: `value` (or value_float, ...) is the output; ConstantOfShape(input) fills the
+  // shape its input holds; Range(start, limit, delta) is a sequence. Every other op is computed.
+  CHECK(Op("Constant").host_value == HostValue::kLiteral);
+  CHECK(Op("ConstantOfShape").host_value == HostValue::kFilledShape);
+  CHECK(Op("Range").host_value == HostValue::kSequence);
+  for (const char* computed : {"Add", "Shape", "Cast", "Gather", "NonZero"})
+    CHECK(Op(computed).host_value == HostValue::kComputed);
+  // Softmax(axis) and LogSoftmax(axis) make a distribution over `axis`; ReduceMax does not.
+  CHECK(Op("Softmax").normalises_over_axis);
+  CHECK(Op("LogSoftmax").normalises_over_axis);
+  CHECK_FALSE(Op("ReduceMax").normalises_over_axis);
+  CHECK_FALSE(Op("LayerNormalization").normalises_over_axis);
+  // Transpose(perm) moves axes; Reshape and Flatten regroup them, so they are no permutation.
+  CHECK(Op("Transpose").permutes_axes);
+  CHECK_FALSE(Op("Reshape").permutes_axes);
+  CHECK_FALSE(Op("Flatten").permutes_axes);
+  // Gather(data, indices): input 1 indexes data's rows; GatherElements' indices index elements.
+  CHECK(Op("Gather").row_index_input == 1);
+  CHECK(Op("GatherElements").row_index_input == -1);
+  CHECK(Op("MatMul").row_index_input == -1);
 }
 
 }  // namespace
