@@ -30,8 +30,8 @@ bool NonZeroFill(const Graph& graph, const Value& value) {
 void WarnDataDependentCounts(Graph& graph) {
   std::vector<std::string> bounded;
   for (const Node& node : graph.nodes()) {
-    if (node.op_type != "NonZero" || !(node.domain.empty() || node.domain == "ai.onnx") || node.inputs.empty() ||
-        !node.inputs[0].valid())
+    if (node.op_type != "NonZero" || !(node.domain.empty() || node.domain == "ai.onnx") ||
+        node.inputs.empty() || !node.inputs[0].valid())
       continue;
     const Value& input = graph.value(node.inputs[0]);
     if (!input.shape.known || ValuesKnown(input) || NonZeroFill(graph, input)) continue;
