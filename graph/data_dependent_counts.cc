@@ -1,14 +1,21 @@
 #include "graph/data_dependent_counts.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
+
+#include "graph/ops/shape_ops_folding.h"
 
 namespace memplan {
 namespace {
 
-// The input's values are known at import (folded contents or floating values): counted exactly.
+// The input's values are known at import (floating values, or folded contents whose every
+// element is known zero or non-zero): counted exactly.
 bool ValuesKnown(const Value& value) {
-  return value.contents.has_value() || value.float_values.has_value();
+  if (value.float_values.has_value()) return true;
+  if (!value.contents.has_value()) return false;
+  return std::all_of(value.contents->begin(), value.contents->end(),
+                     [](const Dim& d) { return DimsEqual(d, Dim(0)).has_value(); });
 }
 
 // ConstantOfShape with a non-zero fill: every element is non-zero, the bound is the count.
