@@ -252,8 +252,7 @@ class Executor::Impl final : public WalkListener {
         MEMPLAN_TRY(shape, EvaluateShape(value.shape, bindings_));
       }
       buffers_.set_value_shape(pb.value, shape);
-      const std::optional<int64_t> bias_fan_in = LayerBiasFanIn(g_, pb.value);
-      std::vector<float> values = InitialParameterValues(value, shape, options_.seed, bias_fan_in);
+      std::vector<float> values = InitialParameterValues(value, shape, options_.seed);
       if (sharded) {
         const ShardSlice slice = SliceOfShard(static_cast<int64_t>(values.size()), p_.shard_ranks,
                                               collectives_->shard_position());
@@ -269,8 +268,8 @@ class Executor::Impl final : public WalkListener {
         if (working.numel() == buffers_.Get(pb.master).numel()) {
           MEMPLAN_RETURN_IF_ERROR(backend_.Cast(buffers_.Get(pb.master), working));
         } else {
-          MEMPLAN_RETURN_IF_ERROR(backend_.Upload(
-              working, InitialParameterValues(value, shape, options_.seed, bias_fan_in)));
+          MEMPLAN_RETURN_IF_ERROR(
+              backend_.Upload(working, InitialParameterValues(value, shape, options_.seed)));
         }
       }
     }

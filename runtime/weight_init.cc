@@ -58,36 +58,8 @@ double Teacher(uint64_t seed, int64_t row, int64_t col, int64_t fan_in) {
 
 }  // namespace
 
-std::optional<int64_t> LayerBiasFanIn(const Graph& graph, ValueId value) {
-  for (NodeId n : graph.value(value).consumers) {
-    const Node& node = graph.node(n);
-    if (!node.domain.empty() && node.domain != "ai.onnx") continue;
-    const bool conv = node.op_type == "Conv" || node.op_type == "ConvTranspose";
-    if ((!conv && node.op_type != "Gemm") || node.inputs.size() < 3 || node.inputs[2] != value ||
-        !node.inputs[1].valid())
-      continue;
-    const Shape& weight = graph.value(node.inputs[1]).shape;
-    if (!weight.known || weight.rank() < 2) return std::nullopt;
-    int64_t fan_in = 1;
-    if (conv) {
-      for (size_t i = 1; i < weight.rank(); ++i) {
-        const auto d = weight.dims[i].constant_value();
-        if (!d) return std::nullopt;
-        fan_in *= *d;
-      }
-    } else {
-      const bool trans_b = node.attributes.GetInt("transB", 0) != 0;
-      const auto d = weight.dims[trans_b ? 1 : 0].constant_value();
-      if (!d) return std::nullopt;
-      fan_in = *d;
-    }
-    return std::max<int64_t>(fan_in, 1);
-  }
-  return std::nullopt;
-}
-
 std::vector<float> InitialParameterValues(const Value& value, const TensorShape& shape,
-                                          uint64_t seed, std::optional<int64_t> bias_fan_in) {
+                                          uint64_t seed) {
   const int64_t n = NumElements(shape);
   std::vector<float> values(static_cast<size_t>(n));
   std::string name = value.name;
@@ -108,14 +80,6 @@ std::vector<float> InitialParameterValues(const Value& value, const TensorShape&
   // LoRA's B adapter starts at zero (PEFT), so the adapted model starts as the base model.
   if (Contains(name, "lora_b")) {
     std::fill(values.begin(), values.end(), 0.0f);
-    return values;
-  }
-  if (shape.size() <= 1 && bias_fan_in) {
-    const double bound = 1.0 / std::sqrt(static_cast<double>(*bias_fan_in));
-    const uint64_t stream = NameHash(value.name);
-    for (int64_t i = 0; i < n; ++i)
-      values[static_cast<size_t>(i)] = static_cast<float>(
-          (2.0 * Uniform01(seed, stream, static_cast<uint64_t>(i)) - 1.0) * bound);
     return values;
   }
   if (shape.size() <= 1) {

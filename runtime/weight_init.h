@@ -8,7 +8,6 @@
 // micro-batches of m (what the accumulation check compares).
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "analyzer/program/training_program.h"
@@ -23,21 +22,12 @@ namespace memplan {
 // Initial values of parameter `value` (evaluated `shape`):
 //   trainable rank >= 2 (weights, embeddings): uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) with
 //     fan_in = elements / shape[0] (torch's Linear/Conv bound for [out, in, ...] layouts);
-//   trainable rank <= 1: a Conv, ConvTranspose or Gemm bias (`bias_fan_in`, LayerBiasFanIn)
-//     uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) as torch's _ConvNd / Linear reset_parameters draw
-//     it; other biases (names containing "bias" or "beta": LayerNorm's, a MatMul + Add bias) 0;
-//     1 otherwise (norm scales);
+//   trainable rank <= 1: 0 for biases (names containing "bias" or "beta"), 1 otherwise (norm
+//     scales);
 //   not trainable (BatchNorm running statistics, masks): 0 for names containing "mean", else 1;
 //   LoRA B adapters (names containing "lora_B"): 0, as PEFT initialises them.
 std::vector<float> InitialParameterValues(const Value& value, const TensorShape& shape,
-                                          uint64_t seed,
-                                          std::optional<int64_t> bias_fan_in = std::nullopt);
-
-// The fan-in of the layer whose bias `value` is: input 2 of a Conv or ConvTranspose (the weight's
-// elements per output row, weight.shape[1:], as torch's _calculate_fan_in_and_fan_out reads
-// either layout) or of a Gemm (B's input axis: shape[1] under transB, else shape[0]). nullopt for
-// anything else or a weight of unknown shape.
-std::optional<int64_t> LayerBiasFanIn(const Graph& graph, ValueId value);
+                                          uint64_t seed);
 
 // Values of a constant initializer the model carries no data for (zoo models keep structure
 // only). The one kind with a conventional meaning is a bool tensor of rank >= 2 whose last two
