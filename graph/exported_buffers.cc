@@ -7,6 +7,7 @@
 
 #include "graph/onnx_metadata.h"
 #include "graph/ops/op_registry.h"
+#include "graph/trig_frequency_tables.h"
 
 namespace memplan {
 namespace {
@@ -106,6 +107,16 @@ void ApplyExportedBuffers(const ExportedBuffers& exported, Graph& graph) {
                                "graph signature records them as registered buffers");
     return;
   }
+  // No signature: rotary and sinusoidal frequencies, read only as angles' Sin and Cos, are the
+  // buffers they are in every library that has them (graph/trig_frequency_tables.h).
+  if (const std::vector<std::string> frequencies = UntrainTrigFrequencyTables(graph);
+      !frequencies.empty())
+    graph.warnings.push_back(
+        std::to_string(frequencies.size()) + " floating initializer" +
+        (frequencies.size() == 1 ? "" : "s") + " (" + NameList(frequencies) +
+        ") reach the loss only through Sin/Cos of constant positions times them, as a rotary or "
+        "sinusoidal embedding's frequencies (inv_freq) do: not trained, as torch keeps them "
+        "(registered buffers); this export has no graph signature to confirm it");
   // No signature: name the trainable tables (rank >= 2: a Linear's bias, added after its MatMul,
   // is rank 1) read only by Add / Sub.
   std::vector<std::string> additive;

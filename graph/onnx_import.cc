@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "graph/constant_weights.h"
+#include "graph/data_dependent_counts.h"
 #include "graph/exported_buffers.h"
 #include "graph/file_byte_source.h"
 #include "graph/float_shape_check.h"
@@ -336,6 +337,7 @@ Expected<Graph> ImportParsedModel(onnx::ModelProto model, const std::string& pat
   MEMPLAN_TRY(const InferredTypes inferred,
               InferWithLibOnnx(libonnx, model, as_written, path, graph));
   MEMPLAN_RETURN_IF_ERROR(PropagateShapes(graph, inferred));
+  WarnDataDependentCounts(graph);
   // Once every dtype is known: libonnx's inference skipped a node whose inputs break its type
   // constraint instead of refusing it (graph/type_constraints.h).
   MEMPLAN_RETURN_IF_ERROR(CheckTypeConstraints(graph));

@@ -339,6 +339,33 @@ std::vector<SavedTensor> SavesIndices(const OpContext&) {
   return {SavedTensor{SavedTensor::Source::kInput, /*index=*/1}};
 }
 
+// Indices the exporter computed from shapes alone (a constant at import) that stand for a view or
+// a slice write torch keeps no index for, by the lowering each exporter writes:
+// * Gather of a rank-1 activation: symbolic_opset9.as_strided flattens `self` (Reshape to [-1])
+//   and gathers it at arange-built offsets; torch's as_strided is a view whose backward
+//   (as_strided_backward) keeps sizes and strides only. Longformer's chunked attention.
+// * ScatterND: a slice assignment `x[:, :3, w:] = v` is copy_ into a view (CopySlices, nothing
+//   saved); the TorchScript exporter's ConvertSliceToIndex pass and the dynamo exporter's
+//   slice_scatter write it as ScatterND at arange-built indices.
+// A user's index_put at indices computed in forward from aranges would keep them in torch; the
+// lowering and the model read the same, so memplan follows the exporters' common case.
+bool IndicesComputedFromShapes(const OpContext& ctx) {
+  return ctx.has_input(1) && ctx.inputs[1].kind == ValueKind::kConstant;
+}
+
+std::vector<SavedTensor> GatherSavedIndices(const OpContext& ctx) {
+  const TensorInfo& data = ctx.inputs.at(0);
+  const bool strided_view = data.kind == ValueKind::kIntermediate && data.shape.known &&
+                            data.shape.rank() == 1 && IndicesComputedFromShapes(ctx);
+  if (strided_view) return {};
+  return SavesIndices(ctx);
+}
+
+std::vector<SavedTensor> ScatterNDSavedIndices(const OpContext& ctx) {
+  if (IndicesComputedFromShapes(ctx)) return {};
+  return SavesIndices(ctx);
+}
+
 void Add(OpRegistry& registry, const char* op, ShapeRule rule, const char* saved_source,
          SavedRule saved = {}) {
   OpSchema schema = ShapeOpSchema(op);
@@ -371,7 +398,7 @@ void AddGather(OpRegistry& registry) {
   OpSchema schema = ShapeOpSchema("Gather");
   schema.infer_shapes = InferGather;
   schema.cost = MovementCost;
-  schema.saved_for_backward = SavesIndices;
+  schema.saved_for_backward = GatherSavedIndices;
   schema.row_index_input = 1;
   schema.is_view = true;
   schema.view_is_partial = true;
@@ -379,7 +406,8 @@ void AddGather(OpRegistry& registry) {
   schema.view_strides = SelectViewStrides;
   schema.saved_source =
       "derivatives.yaml: embedding / index_select: backward takes `indices` (saved); select: "
-      "select_backward(grad, self.sizes(), dim, index), nothing saved, a view of the input";
+      "select_backward(grad, self.sizes(), dim, index), nothing saved, a view of the input; "
+      "as_strided (a flat activation at offsets computed from shapes): sizes and strides only";
   registry.Register(std::move(schema));
 }
 
@@ -405,7 +433,9 @@ void RegisterIndexingOps(OpRegistry& registry) {
       "indices",
       SavesIndices);
   Add(registry, "ScatterND", InferScatterND,
-      "derivatives.yaml: index_put: values: grad.index(indices) saves indices", SavesIndices);
+      "derivatives.yaml: index_put: values: grad.index(indices) saves indices; a slice write "
+      "at indices computed from shapes is copy_ into a view (CopySlices), nothing saved",
+      ScatterNDSavedIndices);
 }
 
 }  // namespace memplan

@@ -128,12 +128,58 @@ Expected<std::vector<TensorInfo>> InferRange(const OpContext& ctx) {
   return fresh();
 }
 
+// Whether each element of a tensor known at import is non-zero (integer contents or floating
+// values); nullopt when the values are not known or a symbolic element's sign is not.
+std::optional<std::vector<bool>> KnownNonZeros(const TensorInfo& in) {
+  std::vector<bool> out;
+  if (in.contents) {
+    for (const Dim& d : *in.contents) {
+      auto is_zero = DimsEqual(d, Dim(0));
+      if (!is_zero) return std::nullopt;
+      out.push_back(!*is_zero);
+    }
+    return out;
+  }
+  if (!in.float_values) return std::nullopt;
+  for (double v : *in.float_values) out.push_back(v != 0.0);
+  return out;
+}
+
+// [rank, number of non-zeros]. With the input's values known at import (the TorchScript
+// exporter's opset-9 arange is NonZero(ConstantOfShape(n, 1)), as_strided's index in Longformer's
+// chunked attention) the count and the indices are exact. Otherwise the count depends on data the
+// plan does not see: it is planned at its upper bound, every element non-zero (the input's element
+// count), which is also exact for a constant non-zero fill too long to fold; the importer warns
+// about the rest (graph/data_dependent_counts.h).
 Expected<std::vector<TensorInfo>> InferNonZero(const OpContext& ctx) {
-  // [rank, number of non-zeros]: the count is data-dependent, so it gets a fresh symbol.
-  const Shape& in = ctx.inputs.at(0).shape;
-  if (!in.known || !ctx.symbols) return SingleOutput(DType::kInt64, Shape::Unknown());
-  Dim count = Dim::Symbol(ctx.symbols->Fresh("nonzero"));
-  return SingleOutput(DType::kInt64, Shape{{Dim(static_cast<int64_t>(in.rank())), count}});
+  const TensorInfo& in = ctx.inputs.at(0);
+  if (!in.shape.known) return SingleOutput(DType::kInt64, Shape::Unknown());
+  const int64_t rank = static_cast<int64_t>(in.shape.rank());
+  const auto non_zeros = KnownNonZeros(in);
+  const auto dims = ConstantDims(in.shape);
+  const auto elements = FoldableElementCount(in.shape);
+  if (!non_zeros || !dims || !elements || static_cast<int64_t>(non_zeros->size()) != *elements)
+    return SingleOutput(DType::kInt64, Shape{{Dim(rank), in.shape.NumElements()}});
+  // Row r of the output lists axis r's coordinate of each non-zero element, in row-major order.
+  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(rank));
+  for (size_t flat = 0; flat < non_zeros->size(); ++flat) {
+    if (!(*non_zeros)[flat]) continue;
+    int64_t rest = static_cast<int64_t>(flat);
+    for (int64_t axis = rank - 1; axis >= 0; --axis) {
+      const int64_t extent = (*dims)[static_cast<size_t>(axis)];
+      rows[static_cast<size_t>(axis)].push_back(rest % extent);
+      rest /= extent;
+    }
+  }
+  const auto count = static_cast<int64_t>(std::count(non_zeros->begin(), non_zeros->end(), true));
+  std::optional<std::vector<Dim>> contents;
+  if (rank * count <= kMaxFoldedElements) {
+    contents.emplace();
+    for (const auto& row : rows)
+      for (int64_t coordinate : row) contents->emplace_back(coordinate);
+  }
+  return std::vector<TensorInfo>{
+      MakeOutput(DType::kInt64, Shape{{Dim(rank), Dim(count)}}, std::move(contents))};
 }
 
 // Casts keep integer contents; to bool they become 0/1 (positive symbols are non-zero); to a

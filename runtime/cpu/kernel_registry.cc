@@ -26,6 +26,7 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterDropoutKernels(r);
     RegisterMaskingKernels(r);
     RegisterRangeKernels(r);
+    RegisterNonZeroKernels(r);
     RegisterLogicKernels(r);
     RegisterPaddingKernels(r);
     RegisterResizeKernels(r);

@@ -9,6 +9,7 @@
 #include "graph/exported_buffers.h"
 #include "graph/trainable_parameters.h"
 #include "tests/graph/import_test_util.h"
+#include "tests/graph/proto_model.h"
 
 namespace memplan {
 namespace {
@@ -100,6 +101,53 @@ TEST_CASE("the signature is read from value_info metadata this protobuf may not 
     CHECK(exported.parameters == std::set<std::string>{"q_proj.weight", "val_113"});
     CHECK(exported.buffers == std::set<std::string>{"inv_freq"});
   }
+}
+
+// A rotary table as the TorchScript exporter writes it (ESM's RotaryEmbedding): angles =
+// positions [4, 1] (arange over the sequence, a constant) x inv_freq [4], concatenated with
+// themselves, read by Cos and Sin that multiply the activation. torch registers inv_freq as a
+// buffer: only the Linear's 8 x 8 = 64 weights train. A Time2Vec-style sin(x * w) multiplies its
+// weight with the data instead: w trains (64 + 8 = 72).
+testing::ProtoModel RotaryModel(bool periodic_weight) {
+  using testing::ProtoDim;
+  testing::ProtoModel m(17);
+  constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
+  m.Input("x", kFloat, {std::string("batch"), int64_t{4}, int64_t{8}});
+  m.Initializer("W", kFloat, {8, 8});
+  m.Node("MatMul", {"x", "W"}, {"h"});
+  if (periodic_weight) {
+    m.Initializer("w", kFloat, {8});
+    m.Node("Mul", {"h", "w"}, {"t"});
+    m.Node("Sin", {"t"}, {"y"});
+  } else {
+    m.Initializer("inv_freq", kFloat, {4});
+    m.Int64s("positions", {0, 1, 2, 3}).Int64s("axis1", {1});
+    testing::SetInt(m.Node("Cast", {"positions"}, {"t"}), "to", kFloat);
+    m.Node("Unsqueeze", {"t", "axis1"}, {"t_col"});
+    m.Node("Mul", {"t_col", "inv_freq"}, {"freqs"});
+    testing::SetInt(m.Node("Concat", {"freqs", "freqs"}, {"angles"}), "axis", -1);
+    m.Node("Cos", {"angles"}, {"cos"});
+    m.Node("Sin", {"angles"}, {"sin"});
+    m.Node("Mul", {"h", "cos"}, {"hc"});
+    m.Node("Mul", {"h", "sin"}, {"hs"});
+    m.Node("Add", {"hc", "hs"}, {"y"});
+  }
+  m.Output("y", kFloat, std::vector<ProtoDim>{std::string("batch"), int64_t{4}, int64_t{8}});
+  return m;
+}
+
+TEST_CASE("without a signature a rotary inv_freq read only through Sin/Cos is not trained",
+          "[import][buffers]") {
+  const Graph graph = RotaryModel(false).Import("rotary_inv_freq.onnx");
+  CHECK_FALSE(ValueNamed(graph, "inv_freq").trainable);
+  CHECK(TrainedParameterCount(graph) == 64);
+  CHECK(AnyWarningContains(graph,
+                           "1 floating initializer (inv_freq) reach the loss only "
+                           "through Sin/Cos of constant positions"));
+  const Graph periodic = RotaryModel(true).Import("time2vec.onnx");
+  CHECK(ValueNamed(periodic, "w").trainable);
+  CHECK(TrainedParameterCount(periodic) == 72);
+  CHECK_FALSE(AnyWarningContains(periodic, "Sin/Cos"));
 }
 
 }  // namespace

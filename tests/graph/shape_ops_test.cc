@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "graph/data_dependent_counts.h"
 #include "graph/graph.h"
 #include "graph/ops/op_registry.h"
 #include "tests/graph/hand_built_graph.h"
@@ -490,6 +491,79 @@ TEST_CASE("shape-op schema facts: views and saved tensors", "[folding]") {
   auto where_saved = r.Find("Where")->saved_for_backward(ctx);
   REQUIRE(where_saved.size() == 1);
   CHECK(where_saved[0].index == 0);  // the condition
+}
+
+// NonZero over values known at import counts exactly: [[0, 3], [5, 7]] has its non-zeros at
+// (0, 1), (1, 0), (1, 1), so the output is [2 axes, 3] with rows [0, 1, 1] and [1, 0, 1]. An
+// activation's count is the data's: planned at its upper bound, every element non-zero, [2,
+// batch * seq] for a [batch, seq] mask (no fresh symbol `analyze` would ask a --dim for).
+TEST_CASE("NonZero counts known values exactly and bounds the rest by the element count",
+          "[folding]") {
+  Micro m;
+  ValueId known = m.Tensor("known", DType::kInt64, {2, 2}, ValueKind::kConstant);
+  m.g.mutable_value(known).contents = std::vector<Dim>{0, 3, 5, 7};
+  auto exact = m.Run("NonZero", {known});
+  CHECK(m.Text(exact[0]) == "[2, 3]");
+  REQUIRE(exact[0].contents);
+  CHECK(m.Text(*exact[0].contents) == "[0, 1, 1, 1, 0, 1]");
+  // The TorchScript exporter's opset-9 arange(4): NonZero(ConstantOfShape([4], 1)) = [[0, 1, 2,
+  // 3]].
+  auto arange = m.Run("NonZero", {m.Ints("ones", {1, 1, 1, 1})});
+  CHECK(m.Text(arange[0]) == "[1, 4]");
+  CHECK(m.Text(*arange[0].contents) == "[0, 1, 2, 3]");
+  ValueId mask = m.Tensor("mask", DType::kBool, {m.B(), m.S()});
+  auto bounded = m.Run("NonZero", {mask});
+  CHECK(m.Text(bounded[0]) == "[2, batch*seq]");
+  CHECK_FALSE(bounded[0].contents);
+}
+
+// The import names the NonZero planned at its bound; a known or constant non-zero fill is exact.
+TEST_CASE("a NonZero over data is named in one warning, a constant fill is not", "[folding]") {
+  Micro m;
+  ValueId mask = m.Tensor("mask", DType::kBool, {m.B(), m.S()});
+  testing::NewNode(m.g, "global_tokens", "NonZero", {mask},
+                   {m.Tensor("where", DType::kInt64, {2, m.B() * m.S()})});
+  ValueId n = m.Ints("n", {100});
+  ValueId ones = m.Tensor("ones", DType::kInt64, {100}, ValueKind::kConstant);
+  Attributes fill;
+  fill.Set("value", TensorAttribute{DType::kInt64, {1}, {1}, {}});
+  testing::NewNode(m.g, "fill", "ConstantOfShape", {n}, {ones}, fill);
+  testing::NewNode(m.g, "arange", "NonZero", {ones},
+                   {m.Tensor("positions", DType::kInt64, {1, 100}, ValueKind::kConstant)});
+  WarnDataDependentCounts(m.g);
+  REQUIRE(m.g.warnings.size() == 1);
+  CHECK(m.g.warnings[0] ==
+        "1 NonZero node has a count that depends on the data, planned at its upper bound (every "
+        "input element non-zero): 'global_tokens' of [batch, seq]");
+}
+
+// Indices computed from shapes alone that stand for a view or a slice write keep nothing:
+// symbolic_opset9.as_strided gathers a flattened activation at arange-built offsets (torch's
+// as_strided keeps sizes and strides), a slice assignment becomes ScatterND (torch's CopySlices
+// keeps nothing). An embedding's indices, or indices computed from activations, stay saved
+// (derivatives.yaml embedding / index_put: indices).
+TEST_CASE("indices computed from shapes for as_strided or a slice write are not saved", "[saved]") {
+  Micro m;
+  auto saved = [&](const std::string& op, std::vector<ValueId> inputs) {
+    const std::string n = std::to_string(m.g.num_nodes());
+    NodeId id = testing::NewNode(m.g, op + "_saved_" + n, op, std::move(inputs),
+                                 {m.Tensor("out_" + n, DType::kFloat32, {})});
+    return OpRegistry::Get().Find(op)->saved_for_backward(MakeOpContext(m.g, id));
+  };
+  ValueId flat = m.Tensor("flat", DType::kFloat32, {64});
+  ValueId offsets = m.Tensor("offsets", DType::kInt64, {4, 8}, ValueKind::kConstant);
+  CHECK(saved("Gather", {flat, offsets}).empty());
+  ValueId table = m.Tensor("table", DType::kFloat32, {64}, ValueKind::kParameter);
+  CHECK(saved("Gather", {table, offsets}).size() == 1);  // an embedding of a 1-D table
+  ValueId rows = m.Tensor("rows", DType::kFloat32, {8, 8});
+  CHECK(saved("Gather", {rows, offsets}).size() == 1);  // T5's bucketed positions: index_select
+  ValueId picked = m.Tensor("picked", DType::kInt64, {4, 8});
+  CHECK(saved("Gather", {flat, picked}).size() == 1);  // indices the data decides
+  ValueId where = m.Tensor("where", DType::kInt64, {3, 1}, ValueKind::kConstant);
+  ValueId update = m.Tensor("update", DType::kFloat32, {3, 8});
+  CHECK(saved("ScatterND", {rows, where, update}).empty());
+  ValueId chosen = m.Tensor("chosen", DType::kInt64, {3, 1});
+  CHECK(saved("ScatterND", {rows, chosen, update}).size() == 1);
 }
 
 }  // namespace

@@ -23,9 +23,6 @@ const std::map<std::string, std::string>& NotExecutableOnCpu() {
       // Shape arithmetic: the importer knows the output (Value::contents), so the executor
       // materialises it as a constant (the CUDA backend has an op of its own).
       {"Shape", "output known at import (contents), materialised as a constant"},
-      // Analysed (shapes, cost, saved tensors) but not executable yet: `verify` reports a model
-      // that uses one of them as unsupported on the CPU backend.
-      {"NonZero", "no CPU kernel yet"},
       // Opset-23 and ONNX Runtime transformer ops: planned from the registry, not executable yet.
       {"Attention",
        "no CPU kernel of its own: runs where the importer fuses it into "

@@ -914,6 +914,21 @@ TEST_CASE("Range matches torch.arange", "[kernels]") {
   CHECK(RequireError(RunForward("Range", ctx, behind)) == "Range: delta is 0");
 }
 
+// NonZero, by hand: x = [[0, 3, 0], [5, 0, 7]] has non-zeros at (0, 1), (1, 0), (1, 2) in
+// row-major order, so the [rank 2, count 3] output is rows [0, 1, 1] and [1, 0, 2]
+// (torch.nonzero(x).t()); an all-zero input gives [2, 0].
+TEST_CASE("NonZero lists the coordinates of the non-zero elements", "[kernels]") {
+  KernelContext ctx;
+  ForwardArgs args;
+  args.inputs.push_back(Tensor::FromValues({2, 3}, {0, 3, 0, 5, 0, 7}, DType::kFloat32));
+  const ForwardResult run = RequireValue(RunForward("NonZero", ctx, args));
+  CHECK(run.outputs[0].dtype() == DType::kInt64);
+  CHECK(run.outputs[0].shape() == TensorShape{2, 3});
+  CHECK(run.outputs[0].ToVector() == std::vector<float>{0, 1, 1, 1, 0, 2});
+  args.inputs[0] = Tensor::FromValues({2, 2}, {0, 0, 0, 0}, DType::kInt64);
+  CHECK(RequireValue(RunForward("NonZero", ctx, args)).outputs[0].shape() == TensorShape{2, 0});
+}
+
 // RotaryEmbedding against the ONNX reference's steps written in torch (make_kernel_references.py),
 // dX by autograd; the caches and position ids get no gradient.
 TEST_CASE("RotaryEmbedding matches the ONNX reference rotation in torch", "[kernels][rotary]") {

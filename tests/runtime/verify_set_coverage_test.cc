@@ -58,7 +58,6 @@ const std::map<std::string, std::string>& NotInVerifySet() {
   static const std::map<std::string, std::string> gaps = {
       // No CPU kernel (tests/runtime/kernel_coverage_test.cc declares the same gaps): verify
       // names the op it cannot run and stops, exit 2.
-      {":NonZero", "no CPU kernel: its output size depends on the values"},
       {"com.microsoft:GroupQueryAttention", "no CPU kernel yet"},
       {"com.microsoft:MultiHeadAttention", "no CPU kernel yet"},
       // A loss written in the model: verify appends its own loss to the model output, and the

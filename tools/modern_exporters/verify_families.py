@@ -15,6 +15,7 @@ its one-line reason), and a count. Nothing here runs in CI (it needs torch); the
 docs/measurements.md.
 """
 import argparse
+import inspect
 import os
 import subprocess
 import sys
@@ -44,11 +45,15 @@ def export_dynamic_batch(model, inputs, path, output_names=None):
             return "torchscript"
         except Exception:  # noqa: BLE001 - the dynamo exporter is the fallback
             batch = torch.export.Dim("batch", min=1, max=1 << 16)
+            specs = tuple({0: batch} for _ in names)
+            # forward(*inputs) (export_rows.Logits) takes one spec for the varargs tuple; a
+            # model called directly (timm's forward(x)) one spec per parameter.
+            varargs = any(p.kind == inspect.Parameter.VAR_POSITIONAL
+                          for p in inspect.signature(model.forward).parameters.values())
             torch.onnx.export(model, tuple(inputs), path, dynamo=True, opset_version=18,
                               external_data=False, optimize=True, input_names=names,
                               output_names=output_names,
-                              # forward(*inputs): one spec for the varargs tuple
-                              dynamic_shapes=(tuple({0: batch} for _ in names),))
+                              dynamic_shapes=(specs,) if varargs else specs)
             return "dynamo"
 
 

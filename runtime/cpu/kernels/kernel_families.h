@@ -24,6 +24,7 @@ void RegisterDropoutKernels(
     KernelRegistry& registry);  // dropout.cc: Dropout, Bernoulli, Random*Like
 void RegisterMaskingKernels(KernelRegistry& registry);    // masking.cc: Trilu
 void RegisterRangeKernels(KernelRegistry& registry);      // range.cc: Range (torch.arange)
+void RegisterNonZeroKernels(KernelRegistry& registry);    // non_zero.cc: NonZero (torch.nonzero)
 void RegisterLogicKernels(KernelRegistry& registry);      // logic.cc: Equal, Less, ..., Not
 void RegisterPaddingKernels(KernelRegistry& registry);    // padding.cc: Pad
 void RegisterResizeKernels(KernelRegistry& registry);     // resize.cc: Resize (nearest, linear)
