@@ -13,6 +13,12 @@ framework cannot run here (DeepSpeed's engine needs an accelerator) the output i
 the framework's own parser instead: DeepSpeedConfig for ZeRO 1-3 and the offloads, and the
 LoraConfig / BitsAndBytesConfig its note names built by peft and transformers.
 
+fp16 plans run where the framework runs fp16 on the CPU (torch 2.x's float16 CPU autocast and
+torch.amp.GradScaler("cpu")): the pytorch loop and torchrun DDP and FSDP, asserting the float16
+forward and the loss scaler. The HF Trainer, accelerate and Lightning refuse fp16 on the CPU
+(no autocast and no scaler; Lightning switches to bf16): that behaviour is asserted, so the check
+fails, and the cell gets a run, once a release allows it.
+
 CI does not need this: it needs the venv tools/setup_torch_env.sh makes (torch, transformers,
 peft, accelerate, lightning, deepspeed, bitsandbytes). Results and versions: docs/config_export.md.
 
@@ -67,11 +73,11 @@ def check(name, ok, detail=""):
 
 
 def plan_json(micro_batch, accumulation, base_dtype, optimizer, parallel=None, gpus=None,
-              recompute_modules=("transformer.h.0",), nodes=None):
+              recompute_modules=("transformer.h.0",), nodes=None, precision="bf16"):
     plan = {
         "micro_batch": micro_batch,
         "accumulation_steps": accumulation,
-        "precision": "bf16",
+        "precision": precision,
         "amp_mode": "autocast",
         "optimizer": optimizer,
         "zero_grad": "none",
@@ -279,6 +285,83 @@ def run_pytorch(memplan, work, model_dir):
     check_optimizer("pytorch", made[0], paged=True)
 
 
+# GradScaler's defaults (torch/amp/grad_scaler.py): the scale starts at 2**16 and halves on every
+# step whose gradients hold an inf or NaN (that step is skipped); it doubles only after 2000
+# clean steps, which a 2-step run never reaches.
+INITIAL_LOSS_SCALE = 2.0 ** 16
+
+
+class Fp16Watch:
+    """What an fp16 regime runs: the dtype of a Linear-like layer's output in every forward
+    (GPT-2's Conv1D is an addmm, which autocast runs in float16) and every GradScaler made."""
+
+    def __init__(self, model):
+        self.dtypes = set()
+        model.get_submodule("transformer.h.0.mlp.c_fc").register_forward_hook(
+            lambda module, args, output: self.dtypes.add(str(output.dtype)))
+
+
+def scaler_facts(scaler):
+    """What a run's GradScaler was: its class, whether it scales, its device, and its scale now
+    (None when no loss went through it: scale() makes _scale on first use)."""
+    enabled = scaler is not None and scaler.is_enabled()
+    return {"scaler": type(scaler).__name__, "enabled": enabled,
+            "device": getattr(scaler, "_device", None),
+            "scale": scaler.get_scale() if enabled and scaler._scale is not None else None}
+
+
+def check_loss_scaler(label, facts, optimizer_steps, device="cpu"):
+    """A dynamic GradScaler on `device` that scaled this run's losses: its scale is 2**16 halved
+    once per skipped step, and the skipped steps and the optimizer's steps add up."""
+    check(f"{label}: a dynamic GradScaler on the {device} ({facts['scaler']})",
+          facts["enabled"] and facts["device"] == device, str(facts))
+    skipped = OPTIMIZER_STEPS - optimizer_steps
+    check(f"{label}: the losses went through it; scale 2**16 x 0.5 per skipped step",
+          facts["scale"] is not None and 0 <= skipped
+          and facts["scale"] == INITIAL_LOSS_SCALE * 0.5 ** skipped,
+          f"scale {facts['scale']}, {optimizer_steps} optimizer steps of {OPTIMIZER_STEPS}")
+
+
+def run_pytorch_fp16(memplan, work, model_dir):
+    """An fp16 autocast plan: torch 2.x runs float16 autocast on the CPU and torch.amp.GradScaler
+    ("cpu") scales there, so the loop runs its fp16 regime as written."""
+    plan = plan_json(2, 3, None, "adamw", precision="fp16")
+    script = load(export(memplan, plan, "pytorch", work, "lora_fp16"), "exported_pytorch_fp16")
+    p = plan["plan"]
+    model = load_model(model_dir, getattr(script, "MODEL_LOAD_KWARGS", {}))
+    watch = Watch(model, p["recompute_modules"])
+    fp16 = Fp16Watch(model)
+    steps, scalers = [], []
+    make_optimizer = script.make_optimizer
+
+    def spy_optimizer(params):
+        optimizer = make_optimizer(params)
+        optimizer.register_step_post_hook(lambda *a: steps.append(1))
+        return optimizer
+
+    script.make_optimizer = spy_optimizer
+    one_epoch = script.train_one_epoch
+
+    def spy_epoch(model, loader, loss_fn, optimizer, scheduler, scaler, device):
+        scalers.append(scaler)
+        return one_epoch(model, loader, loss_fn, optimizer, scheduler, scaler, device)
+
+    script.train_one_epoch = spy_epoch
+    real_loader = script.DataLoader
+    script.DataLoader = lambda *a, **k: real_loader(*a, **{**k, "num_workers": 0,
+                                                          "pin_memory": False})
+    ids = tokens(OPTIMIZER_STEPS * script.ACCUMULATION_STEPS * script.MICRO_BATCH)
+    script.train(model, TensorDataset(ids, ids), lm_loss,
+                 lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0), device="cpu")
+    check("pytorch fp16: forward under float16 autocast (mlp.c_fc computes in float16)",
+          fp16.dtypes == {"torch.float16"}, str(sorted(fp16.dtypes)))
+    check("pytorch fp16: every forward sees MICRO_BATCH samples, ACCUMULATION_STEPS per step",
+          set(watch.batches) == {p["micro_batch"]}
+          and len(watch.batches) == OPTIMIZER_STEPS * p["accumulation_steps"], str(watch.batches))
+    check_loss_scaler("pytorch fp16", scaler_facts(scalers[0] if scalers else None),
+                      len(steps))
+
+
 def run_hf_trainer(memplan, work, model_dir):
     import transformers
     from transformers import Trainer, TrainerCallback
@@ -445,6 +528,19 @@ def spy_optimizer(params):
     made.append(optimizer)
     return optimizer
 script.make_optimizer = spy_optimizer
+scalers = []
+def recorded(cls):
+    """cls, recording every instance the script makes (its GradScaler)."""
+    class Recorded(cls):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            scalers.append(self)
+    Recorded.__name__ = cls.__name__
+    return Recorded
+torch.amp.GradScaler = recorded(torch.amp.GradScaler)
+if hasattr(script, "ShardedGradScaler"):
+    script.ShardedGradScaler = recorded(script.ShardedGradScaler)
+fp16 = r.Fp16Watch(model)
 wrapped = []
 shard = script.shard_model
 script.shard_model = lambda m, d: wrapped.append(shard(m, d)) or wrapped[-1]
@@ -477,7 +573,9 @@ out = {"rank": int(os.environ["RANK"]), "world": world, "batches": watch.batches
        "full_elements": sum(p.numel() for p in shards),
        "mesh": list(mesh.shape) if mesh else [],
        "mesh_dims": list(mesh.mesh_dim_names or []) if mesh else [],
-       "placements": sorted({str(pl) for p in shards for pl in p.placements})}
+       "placements": sorted({str(pl) for p in shards for pl in p.placements}),
+       "fc_dtypes": sorted(fp16.dtypes),
+       "loss_scaler": r.scaler_facts(scalers[0]) if scalers else None}
 destroy()
 json.dump(out, open(sys.argv[4] + f".{out['rank']}", "w"))
 '''
@@ -489,13 +587,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_torchrun(memplan, work, model_dir, strategy):
+def run_torchrun(memplan, work, model_dir, strategy, precision="bf16"):
     # FSDP2 shards parameters as DTensors, which bitsandbytes' optimizers cannot step (the
     # export refuses that plan, checked here): the FSDP plan uses torch's AdamW.
     optimizer = "adamw8bit" if strategy == "ddp" else "adamw"
     # Hybrid shard: 2 "nodes" of 2 ranks each, a 2 x 2 mesh (replicate, shard), 4 processes.
     ranks, nodes = (4, 2) if strategy == "hybrid-shard" else (2, None)
-    if strategy != "ddp":
+    if strategy != "ddp" and precision == "bf16":
         refused = plan_json(2, 3, None, "adamw8bit", parallel=strategy, gpus=ranks, nodes=nodes)
         try:
             export(memplan, refused, "pytorch", work, "refused_" + strategy)
@@ -504,26 +602,30 @@ def run_torchrun(memplan, work, model_dir, strategy):
             check(f"torchrun {strategy}: a bitsandbytes optimizer is refused in one line",
                   "FSDP2 script cannot run --optimizer adamw8bit" in str(error)
                   and "\n" not in str(error).strip(), str(error))
-    plan = plan_json(2, 3, None, optimizer, parallel=strategy, gpus=ranks, nodes=nodes)
-    path = export(memplan, plan, "pytorch", work, "lora_" + strategy)
+    plan = plan_json(2, 3, None, optimizer, parallel=strategy, gpus=ranks, nodes=nodes,
+                     precision=precision)
+    name = f"lora_{strategy}" + ("" if precision == "bf16" else "_" + precision)
+    path = export(memplan, plan, "pytorch", work, name)
     p = plan["plan"]
-    plan_path = os.path.join(work, "lora_" + strategy + ".json")
+    plan_path = os.path.join(work, name + ".json")
+    strategy_label = strategy + ("" if precision == "bf16" else " " + precision)
     driver = os.path.join(work, "torchrun_driver.py")
     with open(driver, "w") as f:
         f.write(TORCHRUN_DRIVER)
-    out = os.path.join(work, "torchrun_" + strategy)
+    out = os.path.join(work, "torchrun_" + name)
     env = {**os.environ, "MEMPLAN_TOOLS_DIR": os.path.dirname(os.path.abspath(__file__))}
     result = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
          "--master-port", str(free_port()), driver, path, plan_path, model_dir, out],
         capture_output=True, text=True, timeout=600, env=env)
     if result.returncode != 0:
-        check(f"torchrun {strategy}: {ranks} gloo ranks ran", False, result.stderr.strip()[-600:])
+        check(f"torchrun {strategy_label}: {ranks} gloo ranks ran", False,
+              result.stderr.strip()[-600:])
         return
     results = [json.load(open(f"{out}.{r}")) for r in range(ranks)]
-    check(f"torchrun {strategy}: {ranks} gloo ranks ran", len(results) == ranks)
+    check(f"torchrun {strategy_label}: {ranks} gloo ranks ran", len(results) == ranks)
     for r in results:
-        label = f"torchrun {strategy} rank {r['rank']}"
+        label = f"torchrun {strategy_label} rank {r['rank']}"
         check(f"{label}: every forward sees MICRO_BATCH samples, one step per "
               "ACCUMULATION_STEPS", set(r["batches"]) == {p["micro_batch"]}
               and r["steps"] == OPTIMIZER_STEPS
@@ -551,6 +653,14 @@ def run_torchrun(memplan, work, model_dir, strategy):
                   f"{r['dtensors']}/{r['parameters']} DTensors, {r['local_elements']} of "
                   f"{r['full_elements']} elements, mesh {r['mesh']} {r['mesh_dims']} "
                   f"{r['placements']}")
+        torch_dtype = {"bf16": "torch.bfloat16", "fp16": "torch.float16"}[precision]
+        check(f"{label}: forward under {precision} autocast (mlp.c_fc computes in {torch_dtype})",
+              r["fc_dtypes"] == [torch_dtype], str(r["fc_dtypes"]))
+        if precision == "fp16":
+            check_loss_scaler(label, r["loss_scaler"], r["steps"])
+        else:
+            check(f"{label}: no loss scaler (bf16)", r["loss_scaler"] is None,
+                  str(r["loss_scaler"]))
         expected = "AdamW8bit" if optimizer == "adamw8bit" else "AdamW"
         check(f"{label}: LoRA rank {RANK}, {expected}", r["lora_ranks"] == [RANK]
               and r["optimizer"] == expected, str(r))
@@ -558,7 +668,8 @@ def run_torchrun(memplan, work, model_dir, strategy):
         # The shards add up: each replica group (one per node) holds every element once.
         held = sum(r["local_elements"] for r in results)
         full = results[0]["full_elements"]
-        check(f"torchrun {strategy}: the ranks' shards add up to the model {nodes or 1} time(s)",
+        check(f"torchrun {strategy_label}: the ranks' shards add up to the model "
+              f"{nodes or 1} time(s)",
               held == full * (nodes or 1), f"{held} held, {full} per model")
 
 
@@ -903,6 +1014,74 @@ def run_accelerate_launch(memplan, work, model_dir):
           r["optimizer"] == "AdamW" and r["trainable"] == EXPECTED_TRAINABLE, str(r))
 
 
+def run_fp16_cpu_limits(memplan, work, model_dir):
+    """The HF Trainer, Accelerate and Lightning do not run fp16 autocast on the CPU although torch
+    can: accelerate's Accelerator makes no GradScaler and no autocast for fp16 on the CPU
+    (accelerator.py: fp16 AMP only when the device is not the CPU; the Trainer runs through it),
+    and Lightning replaces "16-mixed" by "bf16-mixed" on the CPU (accelerator_connector.py). Their
+    fp16 cells are then the configuration, checked here as exported, and the framework's CPU
+    behaviour is asserted so that this check fails, and the cell gets a run, once one allows it."""
+    import lightning.pytorch as pl
+    import transformers
+    from accelerate import Accelerator
+    from accelerate.commands.config.config_args import load_config_from_file
+    from transformers import Trainer
+    plan = plan_json(2, 3, None, "adamw", precision="fp16")
+    recorded = {}
+    real = transformers.TrainingArguments
+
+    def cpu_arguments(**kwargs):
+        recorded.update(kwargs)
+        return real(**{**kwargs, "use_cpu": True, "output_dir": os.path.join(work, "hf-fp16"),
+                       "report_to": [], "save_strategy": "no"})
+
+    import transformers.training_args
+    transformers.training_args.TrainingArguments = cpu_arguments
+    transformers.TrainingArguments = cpu_arguments
+    try:
+        script = load(export(memplan, plan, "hf-trainer", work, "lora_fp16"), "exported_hf_fp16")
+    finally:
+        transformers.training_args.TrainingArguments = real
+        transformers.TrainingArguments = real
+    trainer = Trainer(model=script.apply_fine_tuning(load_model(model_dir, {})), args=script.args)
+    accelerator = trainer.accelerator
+    check("hf-trainer fp16: TrainingArguments(fp16=True) as exported; on the CPU the Trainer's "
+          "Accelerator keeps fp16 without autocast or GradScaler (not runnable here)",
+          recorded.get("fp16") is True and not recorded.get("bf16")
+          and (accelerator.mixed_precision, accelerator.native_amp, accelerator.scaler)
+          == ("fp16", False, None),
+          f"fp16={recorded.get('fp16')} {accelerator.mixed_precision} "
+          f"native_amp={accelerator.native_amp} scaler={accelerator.scaler}")
+
+    config = load_config_from_file(export(memplan, plan, "accelerate", work, "lora_fp16"))
+    cpu = Accelerator(mixed_precision=config.mixed_precision, cpu=True)
+    check("accelerate fp16: the exported mixed_precision is fp16; Accelerator on the CPU makes "
+          "no autocast and no GradScaler for it (not runnable here)",
+          (str(config.mixed_precision), cpu.native_amp, cpu.scaler) == ("fp16", False, None),
+          f"{config.mixed_precision} native_amp={cpu.native_amp} scaler={cpu.scaler}")
+
+    made = {}
+    real_trainer = pl.Trainer
+
+    def cpu_trainer(**kwargs):
+        made.update(kwargs)
+        return real_trainer(**{**kwargs, "accelerator": "cpu", "devices": 1, "logger": False,
+                               "enable_checkpointing": False, "enable_progress_bar": False,
+                               "enable_model_summary": False})
+
+    pl.Trainer = cpu_trainer
+    try:
+        lightning_script = load(export(memplan, plan, "lightning", work, "lora_fp16"),
+                                "exported_lightning_fp16")
+    finally:
+        pl.Trainer = real_trainer
+    check('lightning fp16: precision="16-mixed" as exported; Lightning runs "bf16-mixed" '
+          "instead on the CPU (not runnable here)",
+          made.get("precision") == "16-mixed"
+          and lightning_script.trainer.precision == "bf16-mixed",
+          f"{made.get('precision')} -> {lightning_script.trainer.precision}")
+
+
 def versions():
     out = {}
     for name in ["torch", "transformers", "peft", "accelerate", "lightning", "deepspeed",
@@ -919,17 +1098,22 @@ def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     model_dir = tiny_gpt2_dir(work)
     runs = [("pytorch", lambda: run_pytorch(memplan, work, model_dir)),
+            ("pytorch fp16", lambda: run_pytorch_fp16(memplan, work, model_dir)),
             ("hf-trainer", lambda: run_hf_trainer(memplan, work, model_dir)),
             ("hf-trainer ddp", lambda: run_hf_trainer_ddp(memplan, work, model_dir)),
             ("lightning", lambda: run_lightning(memplan, work, model_dir)),
             ("lightning ddp", lambda: run_lightning_ddp(memplan, work, model_dir)),
             ("torchrun ddp", lambda: run_torchrun(memplan, work, model_dir, "ddp")),
             ("torchrun fsdp", lambda: run_torchrun(memplan, work, model_dir, "fsdp")),
+            ("torchrun ddp fp16", lambda: run_torchrun(memplan, work, model_dir, "ddp", "fp16")),
+            ("torchrun fsdp fp16",
+             lambda: run_torchrun(memplan, work, model_dir, "fsdp", "fp16")),
             ("torchrun hybrid-shard",
              lambda: run_torchrun(memplan, work, model_dir, "hybrid-shard")),
             ("deepspeed", lambda: run_deepspeed(memplan, work)),
             ("accelerate", lambda: run_accelerate(memplan, work)),
-            ("accelerate launch", lambda: run_accelerate_launch(memplan, work, model_dir))]
+            ("accelerate launch", lambda: run_accelerate_launch(memplan, work, model_dir)),
+            ("fp16 cpu limits", lambda: run_fp16_cpu_limits(memplan, work, model_dir))]
     only = os.environ.get("ONLY")
     for name, run in runs:
         if only and name not in only.split(","):

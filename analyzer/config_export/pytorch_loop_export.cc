@@ -1,6 +1,6 @@
 // A plain PyTorch training loop that runs the plan: micro-batches from the DataLoader,
 // accumulation over k micro-batches (loss / k), autocast on the device train() is given +
-// GradScaler for fp16 on CUDA (autocast alone for bf16), the plan's optimizer over
+// GradScaler for fp16 on the given device (autocast alone for bf16), the plan's optimizer over
 // hyper-parameter constants the user sets (export_text.h), clipping of the unscaled gradients
 // after the k-th micro-batch only, one scheduler step per optimizer step, and
 // torch.utils.checkpoint on the planned modules (checkpoint_modules.h explains how ONNX node
@@ -168,10 +168,17 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
   out += "def train(model, dataset, loss_fn, make_scheduler, epochs=1, device=\"cuda\"):\n";
   out += PrepareModelLines(plan, pure, /*sharded=*/false);
   if (fp16) {
-    out += "    # Dynamic loss scaling (initial scale 2**16) on CUDA; torch >= 2.4 spells it\n";
-    out += "    # torch.amp.GradScaler(\"cuda\"). Off the GPU it passes the loss through.\n";
+    // torch.amp.GradScaler(device_type) (torch >= 2.3) scales on the CPU too, where torch 2.x's
+    // autocast runs float16; torch.cuda.amp.GradScaler, its only spelling before, scales on CUDA.
     out +=
-        "    scaler = torch.cuda.amp.GradScaler(enabled=torch.device(device).type == \"cuda\")\n";
+        "    # Dynamic loss scaling (initial scale 2**16) on the device train() was given; torch\n";
+    out += "    # before 2.3 has torch.cuda.amp.GradScaler only, which scales on CUDA alone.\n";
+    out += "    if hasattr(torch.amp, \"GradScaler\"):\n";
+    out += "        scaler = torch.amp.GradScaler(torch.device(device).type)\n";
+    out += "    else:\n";
+    out +=
+        "        scaler = torch.cuda.amp.GradScaler(enabled=torch.device(device).type == "
+        "\"cuda\")\n";
   } else {
     out += "    scaler = None  # " +
            std::string(pure       ? "pure half training: no loss scaling"

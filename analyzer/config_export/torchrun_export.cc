@@ -285,10 +285,15 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
   out += "    device = setup()\n";
   out += PrepareModelLines(plan, r.pure, /*sharded=*/true);
   if (r.scale) {
+    // Scaling on the rank's device, the CPU (gloo) included: torch.amp.GradScaler(device_type)
+    // is torch >= 2.3, ShardedGradScaler's device argument >= 2.1 (FSDP2 needs newer still).
     if (ddp) {
-      out += "    scaler = torch.cuda.amp.GradScaler(enabled=device.type == \"cuda\")\n";
+      out += "    if hasattr(torch.amp, \"GradScaler\"):\n";
+      out += "        scaler = torch.amp.GradScaler(device.type)\n";
+      out += "    else:  # torch < 2.3 scales on CUDA only\n";
+      out += "        scaler = torch.cuda.amp.GradScaler(enabled=device.type == \"cuda\")\n";
     } else {
-      out += "    scaler = ShardedGradScaler(enabled=device.type == \"cuda\")\n";
+      out += "    scaler = ShardedGradScaler(device.type)\n";
     }
   } else {
     out += "    scaler = None\n";

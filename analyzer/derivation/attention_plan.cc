@@ -12,11 +12,15 @@ Expected<AttentionPlan> ApplyAttentionMode(Graph& graph, AttentionMode mode,
                                            const std::string& model, bool fp32_only) {
   AttentionPlan plan;
   plan.requested = mode;
-  if (mode == AttentionMode::kEager) return plan;
+  // What stays as written (all of it under eager) runs without the exporter's NaN guard.
+  if (mode == AttentionMode::kEager) {
+    graph = StripSoftmaxNanGuards(std::move(graph));
+    return plan;
+  }
   KeepEager math_kernel;
   if (fp32_only) math_kernel = [](const FusedAttention& f) { return f.grouped_query; };
   AttentionFusion fusion = FuseAttention(std::move(graph), math_kernel);
-  graph = std::move(fusion.graph);
+  graph = StripSoftmaxNanGuards(std::move(fusion.graph));
   plan.fused = std::move(fusion.fused);
   plan.math_kernel = std::move(fusion.kept_eager);
   // A trained score bias under --attention auto keeps the old reading: models that learn one

@@ -147,6 +147,13 @@ class StepEmitter {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       ValueId u = node.inputs[i];
       if (!IsRuntimeValue(u)) continue;
+      // A number torch passes to the op (Dropout's p) is read as stored: nothing casts it, so
+      // backward reads the same buffer forward did.
+      const bool scalar_argument = info.schema->IsScalarArgument(i);
+      if (IsParameter(u) && scalar_argument) {
+        info.read[i] = p_.parameters[static_cast<size_t>(param_index_[u.index()])].master;
+        continue;
+      }
       if (IsParameter(u)) {
         info.read[i] = ParameterRead(u, compute, node.name, share_casts);
         // A frozen weight stored in another dtype (bf16 base, int8/nf4 codes) is cast or
@@ -161,8 +168,8 @@ class StepEmitter {
       BufferId src = source(i);
       Touch(src);
       DType have = dtype_[u.index()];
-      if (allow_casts && compute != DType::kUndefined && IsFloating(have) && have != compute &&
-          !PromotesInKernel(*info.schema, have, compute)) {
+      if (allow_casts && !scalar_argument && compute != DType::kUndefined && IsFloating(have) &&
+          have != compute && !PromotesInKernel(*info.schema, have, compute)) {
         info.read[i] =
             CastFor(u, src, compute, node.name, share_casts && !regime_.casts_activations_per_op);
         info.read_is_cast[i] = true;

@@ -58,7 +58,10 @@ class Propagation {
     }
     std::vector<DType> activation_dtypes;
     bool touches_floating = false;
-    for (ValueId u : node.inputs) {
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const ValueId u = node.inputs[i];
+      // A number torch passes (Dropout's p) never decides the dtype an op computes in.
+      if (schema.IsScalarArgument(i)) continue;
       if (IsParameter(u)) touches_floating = true;
       if (IsRuntimeValue(u) && !IsParameter(u) && IsFloating(ValueDType(u))) {
         activation_dtypes.push_back(ValueDType(u));

@@ -705,7 +705,8 @@ Graph Rebuild(const Graph& g, const std::set<size_t>& removed,
               const std::map<size_t, const Node*>& fused_at) {
   Graph out;
   CopyModelFacts(g, out);
-  out.opset_imports[sdpa::kDomain] = 1;
+  for (const auto& [anchor, f] : fused_at)
+    if (f->domain == sdpa::kDomain) out.opset_imports[sdpa::kDomain] = 1;
 
   // Values made by removed nodes go (the fused node makes its output again).
   std::set<size_t> fused_outputs;
@@ -745,6 +746,34 @@ Graph Rebuild(const Graph& g, const std::set<size_t>& removed,
 }
 
 }  // namespace
+
+Graph StripSoftmaxNanGuards(Graph graph, size_t* stripped) {
+  std::set<size_t> removed;
+  std::vector<Node> identities;
+  std::vector<size_t> anchors;
+  for (const Node& s : graph.nodes()) {
+    if (!IsOp(s, "Softmax") || s.outputs.empty() || !SoftmaxOverLastAxis(graph, s)) continue;
+    std::set<size_t> guard;
+    const std::optional<ValueId> guarded = StripNanGuard(graph, s.outputs[0], guard);
+    if (!guarded) continue;
+    const Node& where = graph.node(graph.value(*guarded).producer);
+    Node identity;
+    identity.op_type = "Identity";
+    identity.name = where.name;
+    identity.inputs = {s.outputs[0]};
+    identity.outputs = {*guarded};
+    removed.insert(guard.begin(), guard.end());
+    identities.push_back(std::move(identity));
+    anchors.push_back(where.id.index());
+  }
+  if (stripped != nullptr) *stripped = identities.size();
+  if (identities.empty()) return graph;
+  std::map<size_t, const Node*> at;
+  for (size_t i = 0; i < identities.size(); ++i) at[anchors[i]] = &identities[i];
+  // The guards' fill constants, read by nothing else, go with them.
+  RemoveDeadConstants(graph, removed, identities);
+  return Rebuild(graph, removed, at);
+}
 
 AttentionFusion FuseAttention(Graph graph, const KeepEager& keep_eager) {
   std::vector<Match> matches;

@@ -68,4 +68,13 @@ using KeepEager = std::function<bool(const FusedAttention&)>;
 // values and nodes do not.
 AttentionFusion FuseAttention(Graph graph, const KeepEager& keep_eager = {});
 
+// Rewrites the dynamo exporter's NaN guard of attention probabilities, Where(IsNaN(P), 0, P)
+// after a Softmax over the last axis (onnxscript's decomposition of
+// scaled_dot_product_attention), into Identity(P): no tensor torch makes where attention runs
+// as written. HF's eager attention has no guard, and SDPA's math kernel computes it inside
+// _safe_softmax, whose backward keeps only its result. Kept, the guard's output would be a
+// second S x S tensor the next MatMul saves. Returns the graph unchanged when none is found;
+// `stripped` (when set) receives how many were.
+Graph StripSoftmaxNanGuards(Graph graph, size_t* stripped = nullptr);
+
 }  // namespace memplan

@@ -505,6 +505,8 @@ void RegisterDropout(OpRegistry& registry) {
                                "mask of the input dtype)"),
              WhenDifferentiable(DropoutSaved));
   s.gradient_inputs = OnlyInput0();
+  // torch's native_dropout(input, p: float, train: bool?): ratio and training_mode are numbers.
+  s.scalar_argument_inputs = {1, 2};
   s.backward_flops_factor = kElementwiseBackwardFactor;
   s.SetAmp(AmpCategory::kFollowInputs, AutocastSource(kNotAutocastListed));
   registry.Register(std::move(s));

@@ -3,6 +3,7 @@
 // shapes (where ONNX inference leaves gaps), the analyzer for FLOPs/bytes, what backward saves and
 // the AMP category, the runtime for which inputs get gradients. Nothing else hard-codes op facts.
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <string>
@@ -193,6 +194,11 @@ struct OpSchema {
   // tf2onnx) write them as Constant nodes; the importer turns a Constant read only through these
   // slots into a parameter (graph/constant_weights.h).
   std::vector<int> weight_inputs;
+  // The input slots torch takes as Python numbers, not tensors (Dropout's ratio and
+  // training_mode: F.dropout(x, p: float, training: bool)). An exporter may still write them as
+  // one-element tensors (the dynamo exporter lifts them into initializers); no precision
+  // placement casts them and they never decide a node's dtype: they are read as stored.
+  std::vector<int> scalar_argument_inputs;
   // True for a layer that maps its input linearly by a weight (Conv, ConvTranspose, MatMul, Gemm):
   // a constant vector added to its output is that layer's bias (paddle's conv2d + elementwise_add,
   // TensorFlow's MatMul + BiasAdd).
@@ -227,6 +233,12 @@ struct OpSchema {
   void SetAmp(AmpCategory category, std::string source) {
     amp = category;
     amp_source = std::move(source);
+  }
+
+  // Whether input `slot` is one of scalar_argument_inputs.
+  bool IsScalarArgument(size_t slot) const {
+    return std::find(scalar_argument_inputs.begin(), scalar_argument_inputs.end(),
+                     static_cast<int>(slot)) != scalar_argument_inputs.end();
   }
 
   // Whether this node's outputs are views of input 0 (is_view, where view_applies allows).

@@ -80,3 +80,13 @@ memplan_cli_test("converted GPT-2: the default auto fuses its 2 attentions" EXPE
 memplan_cli_test("converted Llama with the fused attention verifies on the CPU runtime"
   EXPECT_EXIT 0 EXPECT_OUTPUT "exact match  PASS.*result: PASS"
   COMMAND verify ${HFC}/llama.onnx --batch 2 --dim seq=16 --precision bf16 --attention sdpa --steps 2)
+# The dynamo exporter lifts F.dropout's p into a one-element initializer; under bf16 autocast it
+# is read as stored (graph/ops: Dropout's ratio is a scalar argument), so the Dropout's backward
+# finds it. Before, verify stopped with "Dropout: backward needs the ratio input (a constant)".
+memplan_cli_test("converted BERT verifies under bf16 (its Dropout ratio is not cast)"
+  EXPECT_EXIT 0 EXPECT_OUTPUT "exact match  PASS.*result: PASS"
+  COMMAND verify ${HFC}/bert.onnx --batch 2 --dim seq=16 --precision bf16 --steps 2)
+memplan_cli_test("converted GPT-2 verifies under bf16 eager attention (its Dropout ratios)"
+  EXPECT_EXIT 0 EXPECT_OUTPUT "exact match  PASS.*result: PASS"
+  COMMAND verify ${HFC}/gpt2.onnx --batch 2 --dim seq=16 --precision bf16 --attention eager
+  --steps 2)

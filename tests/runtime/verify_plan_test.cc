@@ -6,6 +6,7 @@
 
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/verification.h"
+#include "tests/graph/proto_model.h"
 #include "tests/runtime/executor_test_support.h"
 
 namespace memplan {
@@ -79,6 +80,33 @@ TEST_CASE("verify: fp16 plan with accumulation passes within the fp16 bound", "[
   CHECK(report.gradient.passed);
   CHECK(report.memory_passed);
   CHECK(report.passed);
+}
+
+// x [batch, 8] -> MatMul(W [8, 8]) -> Dropout(h, ratio) -> MatMul(W2 [8, 4]), the ratio a
+// one-element float initializer as the dynamo exporter lifts F.dropout's p (a Python float in
+// torch). Under bf16 autocast nothing casts it (OpSchema::scalar_argument_inputs): before, the
+// forward read an autocast cast of it that was freed after the forward, so the Dropout's
+// backward found no ratio ("backward needs the ratio input") and verify stopped.
+TEST_CASE("verify: a Dropout ratio initializer is read as stored under bf16 autocast", "[verify]") {
+  testing::ProtoModel m(/*opset=*/13);
+  m.Input("x", onnx::TensorProto::FLOAT, {"batch", 8});
+  m.Initializer("W", onnx::TensorProto::FLOAT, {8, 8});
+  m.Initializer("W2", onnx::TensorProto::FLOAT, {8, 4});
+  m.FloatScalar("ratio", 0.25F);
+  m.Node("MatMul", {"x", "W"}, {"h"});
+  m.Node("Dropout", {"h", "ratio"}, {"d"});
+  m.Node("MatMul", {"d", "W2"}, {"y"});
+  m.Output("y", onnx::TensorProto::FLOAT, {{"batch", 4}});
+  const Graph graph = m.Import("dropout_ratio_initializer.onnx");
+  for (AmpMode mode : {AmpMode::kAutocast, AmpMode::kMasterWeights}) {
+    CAPTURE(AmpModeName(mode));
+    VerifyPlan plan = PlanFor(graph, /*m=*/2, /*k=*/1);
+    plan.program.precision = Precision::kBf16;
+    plan.program.amp_mode = mode;
+    const VerificationReport report = VerifyOnCpu(graph, plan, MemoryChecksOnly());
+    CHECK(report.measured.peak_bytes == report.predicted.peak_bytes);
+    CHECK(report.passed);
+  }
 }
 
 TEST_CASE("verify: a plan above the memory limit is refused", "[verify]") {

@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "analyzer/derivation/attention_plan.h"
 #include "analyzer/simulation/exact_allocator.h"
@@ -71,6 +72,9 @@ struct AttentionOptions {
   // [B, H, D, S], times c; c = sqrt(1 / sqrt(D)) folded into one [1] initializer the graph
   // signature leaves untrained (timm's ViT, torch 2.15).
   bool torchlib_scale = false;
+  // The dynamo exporter's guard of the probabilities: Where(IsNaN(P), 0, P) (onnxscript's
+  // aten_scaled_dot_product_attention), what every converted Hugging Face attention holds.
+  bool nan_guard = false;
 };
 
 // A constant holding one float, as torch.onnx writes scalars: a Constant node.
@@ -215,6 +219,12 @@ TestGraph AttentionBlock(const AttentionOptions& o) {
     const std::string name = "attn/cast" + std::to_string(i);
     p = t.Op("Cast", name, {p}, "cast" + std::to_string(i), {b, kHeads, kSeq, kSeq});
     t.graph.mutable_node(t.NodeNamed(name)).attributes.Set("to", int64_t{1});  // FLOAT
+  }
+  if (o.nan_guard) {
+    const ValueId is_nan = t.Op("IsNaN", "attn/is_nan", {p}, "p_is_nan", {b, kHeads, kSeq, kSeq});
+    t.graph.mutable_value(is_nan).dtype = DType::kBool;
+    p = t.Op("Where", "attn/nan_guard", {is_nan, FloatScalar(t, "zero", 0.0), p}, "guarded",
+             {b, kHeads, kSeq, kSeq});
   }
   if (o.dropout) {
     p = t.Op("Dropout", "attn/dropout", {p, FloatScalar(t, "ratio", 0.1)}, "dropped",
@@ -379,6 +389,31 @@ TEST_CASE("the dynamo exporter's sdpa (flattened k^T, one folded scale) fuses on
   for (const char* node :
        {"attn/scale_q", "attn/scale_k", "attn/key_flat", "attn/key_flat_t", "attn/key_t4"})
     CHECK(std::count(fused.replaced.begin(), fused.replaced.end(), node) == 1);
+}
+
+// torch's eager attention has no NaN guard (HF's eager_attention_forward: softmax, dropout,
+// matmul), and SDPA's math kernel runs it inside _safe_softmax, whose backward keeps only its
+// result. Kept as written, the guard's Where output (4096 B) would be a second P that the
+// MatMul saves, and Where its bool condition (1024 B) besides.
+TEST_CASE("the exporter's NaN guard after the softmax is no tensor when attention runs eager",
+          "[attention]") {
+  AttentionOptions guarded;
+  guarded.nan_guard = true;
+  // q 2048 + k 2048 + P 4096 + v 2048, as without the guard: 10240.
+  CHECK(PlanWith(AttentionMode::kEager, guarded).saved_bytes == 10240);
+  CHECK(PlanWith(AttentionMode::kEager, {}).saved_bytes == 10240);
+  // Fused, the guard is inside the node: q, k, v, out, lse = 8448.
+  const Planned sdpa = PlanWith(AttentionMode::kSdpa, guarded);
+  CHECK(sdpa.saved_bytes == 8448);
+  CHECK(std::count(OnlyFused(sdpa.plan).replaced.begin(), OnlyFused(sdpa.plan).replaced.end(),
+                   "attn/nan_guard") == 1);
+  // The rewrite: the guard's Where becomes Identity(P), under its own name; IsNaN goes.
+  TestGraph t = AttentionBlock(guarded);
+  size_t stripped = 0;
+  Graph graph = StripSoftmaxNanGuards(std::move(t.graph), &stripped);
+  CHECK(stripped == 1);
+  CHECK(graph.node(graph.value(*graph.FindValue("guarded")).producer).op_type == "Identity");
+  CHECK_FALSE(graph.FindValue("p_is_nan"));
 }
 
 TEST_CASE("attention with a trained score bias stays eager", "[attention]") {
