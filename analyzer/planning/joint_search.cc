@@ -355,8 +355,7 @@ Expected<std::optional<Configuration>> PlanModuleRecompute(
     MEMPLAN_TRY(hi, ShortestFittingPrefix(graph, base, modules, order, m_target, all, probes));
   }
   chosen.assign(order.begin(), order.begin() + static_cast<long>(hi));
-  return PlanModuleSelection(graph, base, modules, chosen, RecomputeLabel::kOptimal, tried,
-                             probes);
+  return PlanModuleSelection(graph, base, modules, chosen, RecomputeLabel::kOptimal, tried, probes);
 }
 
 // `tried` holds the recompute node sets already planned for this precision and kind: two targets
