@@ -1,8 +1,8 @@
 #include "analyzer/derivation/python_references.h"
 
 #include <algorithm>
-#include <map>
 #include <string>
+#include <unordered_map>
 
 #include "analyzer/recompute/checkpoint_modules.h"
 
@@ -23,28 +23,34 @@ std::vector<LogicalTime> PythonReferenceHolds(const Graph& graph, const Training
       buffer_of[b.value.index()] = b.id;
     }
   }
-  // Each node's module scopes, parsed once (outermost first), and each module's last forward
-  // step in the micro-batch body.
-  std::vector<std::vector<std::string>> scopes(graph.num_nodes());
-  for (const Node& n : graph.nodes()) scopes[n.id.index()] = ModuleScopesOfNode(n.name);
-  std::map<std::string, LogicalTime> module_end;
+  // Each node's module scopes, parsed once (outermost first) and numbered (a derivation runs this
+  // per probe of the recompute search: ids, not strings, in the loops below), and each module's
+  // last forward step in the micro-batch body (0 for a module with no forward step).
+  std::unordered_map<std::string, size_t> scope_ids;
+  std::vector<std::vector<size_t>> scopes(graph.num_nodes());
+  for (const Node& n : graph.nodes()) {
+    for (std::string& s : ModuleScopesOfNode(n.name)) {
+      const size_t id = scope_ids.try_emplace(std::move(s), scope_ids.size()).first->second;
+      scopes[n.id.index()].push_back(id);
+    }
+  }
+  std::vector<LogicalTime> module_end(scope_ids.size(), 0);
   std::vector<LogicalTime> forward;
   for (LogicalTime t = program.micro_batch.begin; t < program.loss_step; ++t) {
     const Step& step = program.step(t);
     if (step.kind != StepKind::kForward || !step.node.valid()) continue;
-    for (const std::string& s : scopes[step.node.index()])
-      module_end[s] = std::max(module_end[s], t);
+    for (size_t s : scopes[step.node.index()]) module_end[s] = std::max(module_end[s], t);
     forward.push_back(t);
   }
   for (LogicalTime t : forward) {
     const Node& node = graph.node(program.step(t).node);
-    const std::vector<std::string>& inside = scopes[node.id.index()];
+    const std::vector<size_t>& inside = scopes[node.id.index()];
     if (inside.empty()) continue;
     for (ValueId u : node.inputs) {
       if (!u.valid() || !buffer_of[u.index()].valid()) continue;
       const Value& value = graph.value(u);
-      static const std::vector<std::string> kNone;
-      const std::vector<std::string>& made_in =
+      static const std::vector<size_t> kNone;
+      const std::vector<size_t>& made_in =
           value.producer.valid() ? scopes[value.producer.index()] : kNone;
       LogicalTime& h = hold[buffer_of[u.index()].index()];
       // Scopes are outermost first: the modules the value enters are those past the common prefix.

@@ -8,9 +8,11 @@
 //   MEMPLAN_TRY(std::unique_ptr<FitProbe> probe, FitProbe::Derive(graph, options));
 //   MEMPLAN_TRY(FixedMicroBatchFit fit, probe->At(m));
 //   bool fits = fit.peak_bytes <= fit.budget_bytes - fit.headroom_bytes;
+//   MEMPLAN_TRY(TrainingPlan plan, probe->Plan(RecomputeLabel::kOptimal));
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "analyzer/planning/planner.h"
 #include "graph/expected.h"
@@ -37,6 +39,12 @@ class FitProbe {
 
   // The peak PlanTraining would report as chosen.peak_bytes with options.micro_batch = m.
   Expected<FixedMicroBatchFit> At(int64_t micro_batch);
+
+  // PlanTraining(graph, options) with options.recompute_label = label, planned on the probe's
+  // program (copied into the plan) and the simulations its probes already ran, instead of
+  // deriving the program again: the module-recompute search plans a prefix it probed. The probe
+  // answers At() as before.
+  Expected<TrainingPlan> Plan(std::optional<RecomputeLabel> label);
 
  private:
   struct State;

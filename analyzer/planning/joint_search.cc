@@ -306,11 +306,13 @@ Expected<size_t> ShortestFittingPrefix(const Graph& graph, const PlannerOptions&
 }
 
 // Plans the micro-batch with the modules `chosen` checkpointed; nullopt when `chosen` is empty or
-// was already planned (`tried` holds the node lists of the module sets planned).
+// was already planned (`tried` holds the node lists of the module sets planned). A set the search
+// probed is planned on its probe's program (FitProbe::Plan: the plan PlanTraining makes, without
+// deriving the program again).
 Expected<std::optional<Configuration>> PlanModuleSelection(
     const Graph& graph, const PlannerOptions& base,
     const std::vector<CheckpointableModule>& modules, std::vector<size_t> chosen,
-    RecomputeLabel label, std::vector<std::vector<NodeId>>& tried) {
+    RecomputeLabel label, std::vector<std::vector<NodeId>>& tried, ModuleProbes& probes) {
   if (chosen.empty()) return std::optional<Configuration>();
   std::sort(chosen.begin(), chosen.end());
   std::vector<NodeId> key;
@@ -321,7 +323,11 @@ Expected<std::optional<Configuration>> PlanModuleSelection(
   Configuration attempt;
   attempt.options = WithModules(base, modules, chosen);
   attempt.options.recompute_label = label;
-  MEMPLAN_TRY(attempt.plan, PlanTraining(graph, attempt.options));
+  if (auto probed = probes.find(chosen); probed != probes.end()) {
+    MEMPLAN_TRY(attempt.plan, probed->second->Plan(label));
+  } else {
+    MEMPLAN_TRY(attempt.plan, PlanTraining(graph, attempt.options));
+  }
   for (size_t i : chosen) attempt.modules.push_back(modules[i].path);
   return std::optional<Configuration>(std::move(attempt));
 }
@@ -335,7 +341,7 @@ Expected<std::optional<Configuration>> PlanModuleRecompute(
   std::vector<size_t> chosen;
   if (kind == RecomputeChoice::kAll) {
     for (size_t i = 0; i < modules.size(); ++i) chosen.push_back(i);
-    return PlanModuleSelection(graph, base, modules, chosen, RecomputeLabel::kAll, tried);
+    return PlanModuleSelection(graph, base, modules, chosen, RecomputeLabel::kAll, tried, probes);
   }
   MEMPLAN_TRY(std::vector<ModuleCheckpointCost> costs,
               ModuleCostsAt(graph, base, without.program.batch_symbol, m_target, modules));
@@ -349,7 +355,7 @@ Expected<std::optional<Configuration>> PlanModuleRecompute(
     MEMPLAN_TRY(hi, ShortestFittingPrefix(graph, base, modules, order, m_target, all, probes));
   }
   chosen.assign(order.begin(), order.begin() + static_cast<long>(hi));
-  return PlanModuleSelection(graph, base, modules, chosen, RecomputeLabel::kOptimal, tried);
+  return PlanModuleSelection(graph, base, modules, chosen, RecomputeLabel::kOptimal, tried, probes);
 }
 
 // `tried` holds the recompute node sets already planned for this precision and kind: two targets

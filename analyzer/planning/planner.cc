@@ -125,7 +125,12 @@ class CandidateEvaluator {
         ranks_(program_.data_parallel_ranks) {}
 
   const TrainingProgram& program() const { return program_; }
-  TrainingProgram TakeProgram() { return std::move(program_); }
+  // The program for the plan: moved out, or copied when the evaluator is kept (a fit probe's).
+  TrainingProgram TakeProgram() { return keep_program_ ? program_ : std::move(program_); }
+  void set_keep_program(bool keep) { keep_program_ = keep; }
+  RecomputeLabel recompute_label() const { return recompute_label_; }
+  // The label the candidates carry: a fit probe's program planned under its search's label.
+  void set_recompute_label(RecomputeLabel label) { recompute_label_ = label; }
 
   Bindings BindingsFor(int64_t m) const {
     Bindings b = options_.bindings;
@@ -394,6 +399,7 @@ class CandidateEvaluator {
   const PlannerOptions& options_;
   TrainingProgram program_;
   RecomputeLabel recompute_label_;
+  bool keep_program_ = false;
   std::vector<DType> compute_dtypes_;
   ProgramTape tape_;        // the program's events laid out for its many walks
   BatchLinearSizes sizes_;  // the buffers' sizes as linear forms in m
@@ -604,15 +610,20 @@ Expected<PlanLimits> PlanLimitsOf(const PlannerOptions& options) {
   return limits;
 }
 
+// The label of a plan of `program` under `options`: the search's, else none or custom.
+RecomputeLabel RecomputeLabelOf(const PlannerOptions& options, const TrainingProgram& program) {
+  return options.recompute_label      ? *options.recompute_label
+         : program.recomputed.empty() ? RecomputeLabel::kNone
+                                      : RecomputeLabel::kCustom;
+}
+
 // The program PlanTraining plans (derived with k = 1: the planner chooses k) in its evaluator.
 Expected<std::unique_ptr<CandidateEvaluator>> EvaluatorFor(const Graph& graph,
                                                            const PlannerOptions& options) {
   ProgramOptions program_options = options.program;
   program_options.accumulation_steps = 1;
   MEMPLAN_TRY(TrainingProgram program, DeriveTrainingProgram(graph, program_options));
-  RecomputeLabel label = options.recompute_label      ? *options.recompute_label
-                         : program.recomputed.empty() ? RecomputeLabel::kNone
-                                                      : RecomputeLabel::kCustom;
+  const RecomputeLabel label = RecomputeLabelOf(options, program);
   auto evaluator = std::make_unique<CandidateEvaluator>(graph, options, std::move(program), label);
   // Every symbol but the batch must be bound: check once with m = 1 so the error names it.
   MEMPLAN_RETURN_IF_ERROR(evaluator->SizesAt(1));
@@ -622,6 +633,7 @@ Expected<std::unique_ptr<CandidateEvaluator>> EvaluatorFor(const Graph& graph,
 }  // namespace
 
 struct FitProbe::State {
+  const Graph* graph = nullptr;
   PlannerOptions options;  // the evaluator reads them by reference
   std::unique_ptr<CandidateEvaluator> evaluator;
 };
@@ -632,6 +644,7 @@ FitProbe::~FitProbe() = default;
 Expected<std::unique_ptr<FitProbe>> FitProbe::Derive(const Graph& graph,
                                                      const PlannerOptions& options) {
   auto state = std::make_unique<State>();
+  state->graph = &graph;
   state->options = options;
   MEMPLAN_TRY(state->evaluator, EvaluatorFor(graph, state->options));
   return std::unique_ptr<FitProbe>(new FitProbe(std::move(state)));
@@ -889,16 +902,14 @@ class MicroBatchSearch {
   std::shared_ptr<MicroBatchShapeCheck> shapes_;
 };
 
-}  // namespace
-
-Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& options) {
+// PlanTraining's search on the program `evaluator` holds, with the limits of `options`.
+Expected<TrainingPlan> PlanOn(const Graph& graph, const PlannerOptions& options,
+                              const PlanLimits& limits, CandidateEvaluator& evaluator) {
   TrainingPlan plan;
   plan.micro_batch_fixed = options.micro_batch.has_value();
-  MEMPLAN_TRY(const PlanLimits limits, PlanLimitsOf(options));
   plan.budget_bytes = limits.budget_bytes;
   plan.headroom_bytes = limits.headroom_bytes;
-  MEMPLAN_TRY(std::unique_ptr<CandidateEvaluator> evaluator, EvaluatorFor(graph, options));
-  MicroBatchSearch search(graph, options, limits, *evaluator);
+  MicroBatchSearch search(graph, options, limits, evaluator);
 
   int64_t largest = 1, recommended = 1;
   MEMPLAN_RETURN_IF_ERROR(search.SearchLargest(plan, largest, recommended));
@@ -918,6 +929,30 @@ Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& op
   MEMPLAN_RETURN_IF_ERROR(search.EvaluateChosen(plan, m, k));
   MEMPLAN_RETURN_IF_ERROR(search.FillCandidates(plan, m, largest));
   MEMPLAN_RETURN_IF_ERROR(search.SimulateChosen(plan, m, k));
+  return plan;
+}
+
+}  // namespace
+
+Expected<TrainingPlan> PlanTraining(const Graph& graph, const PlannerOptions& options) {
+  MEMPLAN_TRY(const PlanLimits limits, PlanLimitsOf(options));
+  MEMPLAN_TRY(std::unique_ptr<CandidateEvaluator> evaluator, EvaluatorFor(graph, options));
+  return PlanOn(graph, options, limits, *evaluator);
+}
+
+Expected<TrainingPlan> FitProbe::Plan(std::optional<RecomputeLabel> label) {
+  CandidateEvaluator& evaluator = *state_->evaluator;
+  // The evaluator reads state_->options, which differ from `options` only in the label, which
+  // only the candidates carry.
+  PlannerOptions options = state_->options;
+  options.recompute_label = label;
+  MEMPLAN_TRY(const PlanLimits limits, PlanLimitsOf(options));
+  const RecomputeLabel probe_label = evaluator.recompute_label();
+  evaluator.set_recompute_label(RecomputeLabelOf(options, evaluator.program()));
+  evaluator.set_keep_program(true);
+  Expected<TrainingPlan> plan = PlanOn(*state_->graph, options, limits, evaluator);
+  evaluator.set_keep_program(false);
+  evaluator.set_recompute_label(probe_label);
   return plan;
 }
 

@@ -46,6 +46,33 @@ TEST_CASE("a fit probe uses the accumulation a fixed micro-batch gets from the g
   CHECK(fit.headroom_bytes == static_cast<int64_t>(0.10 * static_cast<double>(budget)));
 }
 
+TEST_CASE("a fit probe plans its program as PlanTraining plans it, and still probes after",
+          "[planner][fit_probe]") {
+  TestGraph t = PlannerMlp();
+  // Budget = the exact peak at m = 37 (ExactPeak, simulated without the planner), a global batch
+  // of 40 to split: the search on the probe's evaluator (its memo filled by the probes below)
+  // must end where PlanTraining's on a fresh derivation ends, with the label it is given.
+  PlannerOptions options = OptionsFittingExactly(t.graph, 37, 1);
+  options.global_batch = 40;
+  std::unique_ptr<FitProbe> probe = FitProbe::Derive(t.graph, options).value();
+  for (int64_t m : {1, 20, 37, 38}) REQUIRE(probe->At(m).ok());  // the probes' memo is filled
+  const TrainingPlan probed = probe->Plan(RecomputeLabel::kOptimal).value();
+  PlannerOptions labelled = options;
+  labelled.recompute_label = RecomputeLabel::kOptimal;
+  const TrainingPlan planned = PlanTraining(t.graph, labelled).value();
+  CHECK(probed.chosen.micro_batch == planned.chosen.micro_batch);
+  CHECK(probed.chosen.accumulation_steps == planned.chosen.accumulation_steps);
+  CHECK(probed.chosen.peak_bytes == planned.chosen.peak_bytes);
+  CHECK(probed.chosen.samples_per_second == planned.chosen.samples_per_second);
+  CHECK(probed.chosen.recompute == RecomputeLabel::kOptimal);
+  CHECK(probed.candidates.size() == planned.candidates.size());
+  CHECK(probed.program.steps.size() == planned.program.steps.size());
+  CHECK(probed.program.accumulation_steps == planned.program.accumulation_steps);
+  CHECK(probed.simulation.peak_bytes == planned.simulation.peak_bytes);
+  // The plan copied the program: the probe answers as before (m = 38 under G = 40: k = 2).
+  CHECK(probe->At(38).value().peak_bytes == ExactPeak(t.graph, 38, 2));
+}
+
 TEST_CASE("a fit probe refuses what PlanTraining refuses", "[planner][fit_probe]") {
   TestGraph t = PlannerMlp();
   PlannerOptions options = OptionsFittingExactly(t.graph, 4, 1);
