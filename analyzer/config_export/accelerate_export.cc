@@ -45,7 +45,7 @@ std::string IndentedComment(const std::string& lines) {
 }
 
 // accelerate's distributed_type for a data-parallel strategy.
-std::string DistributedType(const ExportPlan& plan) {
+std::string DistributedType(const PlanReport& plan) {
   // One GPU with an optimizer offload runs DeepSpeed's ZeRO-Offload through the plugin.
   if (!plan.data_parallel) return OffloadsOptimizer(plan.offload) ? "DEEPSPEED" : "NO";
   switch (plan.data_parallel->strategy) {
@@ -68,7 +68,7 @@ void WriteString(YAML::Emitter& out, const std::string& value) {
 }
 
 // The plugin's deepspeed_config block for ZeRO `stage`, with the plan's offload devices.
-void DeepSpeedPluginSection(YAML::Emitter& out, const ExportPlan& plan, int stage) {
+void DeepSpeedPluginSection(YAML::Emitter& out, const PlanReport& plan, int stage) {
   const bool optimizer = OffloadsOptimizer(plan.offload);
   const bool params = plan.offload == OffloadMode::kOptimizerAndParams;
   out << YAML::Key << "deepspeed_config" << YAML::Value << YAML::BeginMap;
@@ -83,7 +83,7 @@ void DeepSpeedPluginSection(YAML::Emitter& out, const ExportPlan& plan, int stag
 // The ZeRO stage the plan runs through accelerate's DeepSpeed plugin, or nullopt when it runs
 // without DeepSpeed (one GPU without offload, DDP, FSDP). One GPU with an optimizer offload is
 // ZeRO-Offload: stage 2 (stage 3 with the parameters offloaded).
-std::optional<int> DeepSpeedStage(const ExportPlan& plan) {
+std::optional<int> DeepSpeedStage(const PlanReport& plan) {
   if (!plan.data_parallel) {
     if (!OffloadsOptimizer(plan.offload)) return std::nullopt;
     return plan.offload == OffloadMode::kOptimizerAndParams ? 3 : 2;
@@ -100,13 +100,13 @@ std::optional<int> DeepSpeedStage(const ExportPlan& plan) {
   }
 }
 
-bool UsesFsdp(const ExportPlan& plan) {
+bool UsesFsdp(const PlanReport& plan) {
   return plan.data_parallel && (plan.data_parallel->strategy == ParallelStrategy::kFsdp ||
                                 plan.data_parallel->strategy == ParallelStrategy::kHybridShard);
 }
 
 // fsdp_config, with the settings the per-rank program was derived with.
-void FsdpSection(YAML::Emitter& out, const ExportPlan& plan) {
+void FsdpSection(YAML::Emitter& out, const PlanReport& plan) {
   const DataParallelOptions& dp = *plan.data_parallel;
   out << YAML::Key << "fsdp_config" << YAML::Value << YAML::BeginMap;
   if (dp.fsdp_wrap_blocks) {
@@ -128,7 +128,7 @@ void FsdpSection(YAML::Emitter& out, const ExportPlan& plan) {
 
 }  // namespace
 
-std::string ExportAccelerate(const ExportPlan& plan, const ExportOptions& options) {
+std::string ExportAccelerate(const PlanReport& plan, const ExportOptions& options) {
   std::string k = std::to_string(plan.accumulation_steps);
   std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
   out += "# Micro-batch: DataLoader(dataset, batch_size=" + std::to_string(plan.micro_batch) +

@@ -33,12 +33,12 @@ constexpr int kMinLossScale = 1;
 // asserts "<type> is not a supported DeepSpeed Optimizer" for a type it cannot find in
 // torch.optim, and HF Trainer lets a config's optimizer section replace its own `optim`. So such
 // a plan's config has no optimizer section and _not_expressed names the object to pass.
-bool HasConfigOptimizer(const ExportPlan& plan) {
+bool HasConfigOptimizer(const PlanReport& plan) {
   return plan.optimizer != OptimizerKind::kAdamW8bit &&
          plan.optimizer != OptimizerKind::kPagedAdamW8bit && plan.optimizer != OptimizerKind::kLion;
 }
 
-nlohmann::ordered_json OptimizerSection(const ExportPlan& plan, const ExportOptions& options) {
+nlohmann::ordered_json OptimizerSection(const PlanReport& plan, const ExportOptions& options) {
   nlohmann::ordered_json params = nlohmann::ordered_json::object();
   if (options.learning_rate) params["lr"] = *options.learning_rate;
   std::string type;
@@ -77,7 +77,7 @@ nlohmann::ordered_json OptimizerSection(const ExportPlan& plan, const ExportOpti
 
 // ", with LEARNING_RATE = 0.001, WEIGHT_DECAY yours to set": the hyper-parameter constants
 // TorchOptimizerCall names (HyperParameterConstants' assignments, their comments dropped).
-std::string ConstantsClause(const ExportPlan& plan, const ExportOptions& options) {
+std::string ConstantsClause(const PlanReport& plan, const ExportOptions& options) {
   std::string clause;
   const std::string lines = HyperParameterConstants(plan, options);
   size_t start = 0;
@@ -96,7 +96,7 @@ std::string ConstantsClause(const ExportPlan& plan, const ExportOptions& options
 }
 
 // What of the plan this config cannot carry, one sentence each (see the top of this file).
-std::vector<std::string> NotExpressed(const ExportPlan& plan, const ExportOptions& options) {
+std::vector<std::string> NotExpressed(const PlanReport& plan, const ExportOptions& options) {
   std::vector<std::string> notes;
   if (plan.UsesRecompute()) {
     std::string modules;
@@ -219,7 +219,7 @@ nlohmann::ordered_json SingleGpuOffloadSection(OffloadMode offload) {
 
 }  // namespace
 
-std::string ExportDeepSpeed(const ExportPlan& plan, const ExportOptions& options) {
+std::string ExportDeepSpeed(const PlanReport& plan, const ExportOptions& options) {
   nlohmann::ordered_json config;
   std::string comment = ProvenanceSentence(plan, options);
   if (plan.Gpus() > 1) {

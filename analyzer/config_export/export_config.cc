@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "analyzer/config_export/export_plan.h"
 #include "analyzer/config_export/export_target.h"
 #include "analyzer/config_export/exporters.h"
+#include "analyzer/config_export/saved_plan_reader.h"
 #include "analyzer/config_export/torchtune_lora_modules.h"
 
 namespace memplan {
@@ -27,7 +27,7 @@ Status ValidateOptions(const ExportOptions& options) {
 
 // A config that runs another regime than the plan modelled would make the plan's memory figure
 // wrong, so the export refuses and names the regimes the target can run.
-Status CheckRegime(const ExportPlan& plan, ExportTarget target) {
+Status CheckRegime(const PlanReport& plan, ExportTarget target) {
   std::optional<ParallelStrategy> strategy;
   if (plan.data_parallel) strategy = plan.data_parallel->strategy;
   if (!plan.amp_mode || ExportTargetRuns(target, *plan.amp_mode, strategy, plan.offload))
@@ -48,7 +48,7 @@ Status CheckRegime(const ExportPlan& plan, ExportTarget target) {
 
 // Likewise for --optimizer-impl, where the run could hold more than the plan: a for-loop Adam plan
 // for the Trainer, whose optim names only foreach and fused (export_target.h).
-Status CheckOptimizerImpl(const ExportPlan& plan, ExportTarget target) {
+Status CheckOptimizerImpl(const PlanReport& plan, ExportTarget target) {
   if (!plan.optimizer_impl) return OkStatus();
   std::optional<ParallelStrategy> strategy;
   if (plan.data_parallel) strategy = plan.data_parallel->strategy;
@@ -68,7 +68,7 @@ Status CheckOptimizerImpl(const ExportPlan& plan, ExportTarget target) {
 
 // Likewise for --offload: a config that keeps on the GPU what the plan put on the host would
 // run out of the memory the plan freed.
-Status CheckOffload(const ExportPlan& plan, ExportTarget target) {
+Status CheckOffload(const PlanReport& plan, ExportTarget target) {
   // torchtune's OffloadActivations keeps what save_on_cpu would move (small tensors, parameters,
   // the output head) and runs around the model's forward only: only its recipes run it.
   if (plan.offload == OffloadMode::kActivations && IsTorchtuneHooks(plan.offload_hooks) &&
@@ -98,7 +98,7 @@ Status CheckOffload(const ExportPlan& plan, ExportTarget target) {
 // --fused-loss: only the HF Trainer has a switch for Liger's fused linear cross entropy
 // (TrainingArguments.use_liger_kernel, transformers >= 4.45); a config that runs the unfused loss
 // would materialise the logits the plan left out.
-Status CheckFusedLoss(const ExportPlan& plan, ExportTarget target) {
+Status CheckFusedLoss(const PlanReport& plan, ExportTarget target) {
   if (!plan.fused_loss || target == ExportTarget::kHfTrainer ||
       target == ExportTarget::kHfTrainerJson)
     return OkStatus();
@@ -112,7 +112,7 @@ Status CheckFusedLoss(const ExportPlan& plan, ExportTarget target) {
 // importing torch (AllocConfLines); the DeepSpeed JSON, the Accelerate YAML, the bare
 // TrainingArguments JSON and torchtune's recipe YAML have no place for an environment variable,
 // and a run without it would fragment as the plan did not model (the plan may fit only with it).
-Status CheckAllocConf(const ExportPlan& plan, ExportTarget target) {
+Status CheckAllocConf(const PlanReport& plan, ExportTarget target) {
   if (plan.alloc_conf.empty()) return OkStatus();
   if (target != ExportTarget::kDeepSpeed && target != ExportTarget::kAccelerate &&
       target != ExportTarget::kHfTrainerJson && target != ExportTarget::kTorchtune)
@@ -126,7 +126,7 @@ Status CheckAllocConf(const ExportPlan& plan, ExportTarget target) {
 // --optimizer-in-backward: torchtune's optimizer_in_bwd (a post-accumulate-grad hook per
 // parameter); no target but torchtune runs it, and a config stepping after backward would hold
 // the full gradient set the plan left out.
-Status CheckOptimizerInBackward(const ExportPlan& plan, ExportTarget target) {
+Status CheckOptimizerInBackward(const PlanReport& plan, ExportTarget target) {
   if (!plan.optimizer_in_backward || target == ExportTarget::kTorchtune) return OkStatus();
   return MakeError("export: " + std::string(ExportTargetName(target)) +
                    " cannot express --optimizer-in-backward (torchtune's optimizer_in_bwd: "
@@ -135,7 +135,7 @@ Status CheckOptimizerInBackward(const ExportPlan& plan, ExportTarget target) {
 
 // --recompute-reentrant: torchtune wraps its layers with checkpoint_wrapper(NO_REENTRANT) and has
 // no setting for the reentrant variant (torchtune/training/activations.py).
-Status CheckRecomputeReentrant(const ExportPlan& plan, ExportTarget target) {
+Status CheckRecomputeReentrant(const PlanReport& plan, ExportTarget target) {
   if (!plan.recompute_reentrant || target != ExportTarget::kTorchtune) return OkStatus();
   return MakeError(
       "export: torchtune cannot express --recompute-reentrant (its activation checkpointing is "
@@ -145,7 +145,7 @@ Status CheckRecomputeReentrant(const ExportPlan& plan, ExportTarget target) {
 // --compile: the plan holds the saved set torch.compile's partitioner keeps, which an eager run
 // would exceed. DeepSpeed's JSON has no switch that compiles the model (engine.compile() is a
 // call in the script; its "compile" section configures DeepCompile), so it refuses.
-Status CheckCompile(const ExportPlan& plan, ExportTarget target) {
+Status CheckCompile(const PlanReport& plan, ExportTarget target) {
   if (!plan.compile || target != ExportTarget::kDeepSpeed) return OkStatus();
   return MakeError(
       "export: deepspeed cannot express --compile (torch.compile is engine.compile() in the "
@@ -157,7 +157,7 @@ Status CheckCompile(const ExportPlan& plan, ExportTarget target) {
 // output is a bare TrainingArguments object with no place for a LoraConfig or a
 // BitsAndBytesConfig, so it refuses rather than train the full model in fp32. (The DeepSpeed
 // and Accelerate files always go with a training script: they name what it must build.)
-Status CheckFineTuning(const ExportPlan& plan, ExportTarget target) {
+Status CheckFineTuning(const PlanReport& plan, ExportTarget target) {
   if (!plan.lora && !plan.base_dtype) return OkStatus();
   if (target != ExportTarget::kHfTrainerJson) return OkStatus();
   const std::string what =
@@ -171,7 +171,7 @@ Status CheckFineTuning(const ExportPlan& plan, ExportTarget target) {
 
 // A ZeRO stage is DeepSpeed's engine: the PyTorch target writes a single-GPU loop or a torchrun
 // DDP/FSDP script, and a single-GPU loop of a sharded plan holds every state on one GPU.
-Status CheckPytorchStrategy(const ExportPlan& plan, ExportTarget target) {
+Status CheckPytorchStrategy(const PlanReport& plan, ExportTarget target) {
   if (!plan.data_parallel || target != ExportTarget::kPytorchLoop) return OkStatus();
   const ParallelStrategy s = plan.data_parallel->strategy;
   if (s != ParallelStrategy::kZero1 && s != ParallelStrategy::kZero2 &&
@@ -190,7 +190,7 @@ Status CheckPytorchStrategy(const ExportPlan& plan, ExportTarget target) {
 // step plain tensors: torch has no sharding rule for bitsandbytes.optimizer_update_* (the run
 // raises NotImplementedError at the first step; tools/run_exported_plans.py found it).
 // torchtune's distributed recipes shard with the same fully_shard (training.shard_model).
-Status CheckShardedOptimizer(const ExportPlan& plan, ExportTarget target) {
+Status CheckShardedOptimizer(const PlanReport& plan, ExportTarget target) {
   if (!plan.data_parallel || !IsFsdp(plan.data_parallel->strategy) ||
       (target != ExportTarget::kPytorchLoop && target != ExportTarget::kTorchtune))
     return OkStatus();
@@ -209,7 +209,7 @@ Status CheckShardedOptimizer(const ExportPlan& plan, ExportTarget target) {
 
 // torchtune's recipes (torchtune 0.6) cannot run every plan; each refusal names what the recipe
 // does instead, so a config that would not hold the plan's memory is never written.
-Status CheckTorchtune(const ExportPlan& plan, ExportTarget target) {
+Status CheckTorchtune(const PlanReport& plan, ExportTarget target) {
   if (target != ExportTarget::kTorchtune) return OkStatus();
   auto refuse = [](const std::string& what) { return MakeError("export: torchtune " + what); };
   if (plan.precision == Precision::kFp16)
@@ -259,7 +259,7 @@ Status CheckTorchtune(const ExportPlan& plan, ExportTarget target) {
         "re-plan with accumulation 1");
   // TransformerDecoder.unembed returns self.output(h).float() unless the output is chunked: the
   // unchunked loss always runs on fp32 logits, which a half-loss plan did not hold.
-  if (plan.half_loss && plan.loss_chunks == 0)
+  if (plan.HalfLoss() && plan.loss_chunks == 0)
     return refuse(
         "upcasts unchunked logits to fp32 (TransformerDecoder.unembed: .float()), which the "
         "plan's half-precision loss did not hold; re-plan with --loss-dtype fp32, or with "
@@ -269,7 +269,7 @@ Status CheckTorchtune(const ExportPlan& plan, ExportTarget target) {
 
 // DeepSpeed has no hybrid-shard: ZeRO++ hpZ keeps a secondary parameter shard within the node
 // but still partitions the optimizer state and gradients over every rank, a different plan.
-Status CheckStrategy(const ExportPlan& plan, ExportTarget target) {
+Status CheckStrategy(const PlanReport& plan, ExportTarget target) {
   if (!plan.data_parallel || target != ExportTarget::kDeepSpeed ||
       !ShardsWithinNode(plan.data_parallel->strategy))
     return OkStatus();
@@ -282,7 +282,7 @@ Status CheckStrategy(const ExportPlan& plan, ExportTarget target) {
 
 // Lightning's FSDPStrategy names the wrapped blocks by their class (auto_wrap_policy={Block}),
 // which an ONNX graph does not carry; the other FSDP targets wrap blocks without it.
-Status CheckWrapPolicy(const ExportPlan& plan, ExportTarget target) {
+Status CheckWrapPolicy(const PlanReport& plan, ExportTarget target) {
   if (!plan.data_parallel || !IsFsdp(plan.data_parallel->strategy) ||
       !plan.data_parallel->fsdp_wrap_blocks || target != ExportTarget::kLightning)
     return OkStatus();
@@ -296,7 +296,7 @@ Status CheckWrapPolicy(const ExportPlan& plan, ExportTarget target) {
 // splits the same linear layers Megatron-style, with ZeRO stages 0 to 2. The other targets have
 // no config switch that splits a model's layers (they need code: a DTensor parallelize_module
 // plan per block, or a Megatron model), so they refuse rather than run replicated layers.
-Status CheckTensorParallel(const ExportPlan& plan, ExportTarget target) {
+Status CheckTensorParallel(const PlanReport& plan, ExportTarget target) {
   if (plan.tensor_parallel <= 1) return OkStatus();
   const std::string tp = "--tp " + std::to_string(plan.tensor_parallel);
   if (target != ExportTarget::kDeepSpeed) {
@@ -321,11 +321,11 @@ Status CheckTensorParallel(const ExportPlan& plan, ExportTarget target) {
 Expected<std::string> ExportConfig(const nlohmann::json& plan_json, ExportTarget target,
                                    const ExportOptions& options) {
   MEMPLAN_RETURN_IF_ERROR(ValidateOptions(options));
-  MEMPLAN_TRY(ExportPlan plan, ReadExportPlan(plan_json));
+  MEMPLAN_TRY(PlanReport plan, ReadExportPlan(plan_json));
   return ExportConfig(plan, target, options);
 }
 
-Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
+Expected<std::string> ExportConfig(const PlanReport& plan, ExportTarget target,
                                    const ExportOptions& options) {
   MEMPLAN_RETURN_IF_ERROR(ValidateOptions(options));
   MEMPLAN_RETURN_IF_ERROR(CheckStrategy(plan, target));

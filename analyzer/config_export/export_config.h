@@ -18,8 +18,8 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
-#include "analyzer/config_export/export_plan.h"
 #include "analyzer/config_export/export_target.h"
+#include "analyzer/report/plan_report.h"
 #include "graph/expected.h"
 
 namespace memplan {
@@ -53,8 +53,9 @@ struct ExportOptions {
 // Output is deterministic and ends with a newline.
 Expected<std::string> ExportConfig(const nlohmann::json& plan_json, ExportTarget target,
                                    const ExportOptions& options);
-// The same for a plan already read (export_plan.h). Errors: invalid options.
-Expected<std::string> ExportConfig(const ExportPlan& plan, ExportTarget target,
+// The same for a plan already read or built (PlanReport, analyzer/report/plan_report.h). Errors:
+// invalid options.
+Expected<std::string> ExportConfig(const PlanReport& plan, ExportTarget target,
                                    const ExportOptions& options);
 
 }  // namespace memplan

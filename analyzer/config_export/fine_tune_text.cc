@@ -11,7 +11,7 @@ bool BitsAndBytesOptimizer(OptimizerKind optimizer) {
 }
 
 // The dtype the 4-bit base dequantises to for its matmuls: the plan's half precision, else fp32.
-std::string ComputeDtype(const ExportPlan& plan) {
+std::string ComputeDtype(const PlanReport& plan) {
   return plan.precision == Precision::kFp32 ? "torch.float32"
                                             : std::string(TorchDtype(plan.precision));
 }
@@ -35,11 +35,11 @@ std::string FloatingBaseDtype(BaseDType base) {
 
 }  // namespace
 
-bool HasFineTuning(const ExportPlan& plan) {
+bool HasFineTuning(const PlanReport& plan) {
   return plan.lora.has_value() || plan.base_dtype.has_value();
 }
 
-std::string FineTuneImports(const ExportPlan& plan) {
+std::string FineTuneImports(const PlanReport& plan) {
   std::string out;
   if (BitsAndBytesOptimizer(plan.optimizer) || plan.QuantizedBase()) out += "import bitsandbytes\n";
   if (plan.lora) out += "from peft import LoraConfig, get_peft_model\n";
@@ -47,7 +47,7 @@ std::string FineTuneImports(const ExportPlan& plan) {
   return out;
 }
 
-std::string LoraConfigCall(const ExportPlan& plan) {
+std::string LoraConfigCall(const PlanReport& plan) {
   const LoraPlanReport& lora = *plan.lora;
   return "LoraConfig(r=" + std::to_string(lora.rank) +
          ", lora_alpha=" + std::to_string(lora.alpha) +
@@ -55,7 +55,7 @@ std::string LoraConfigCall(const ExportPlan& plan) {
          ", target_modules=" + PythonList(lora.peft_target_modules) + ", bias=\"none\")";
 }
 
-std::string BitsAndBytesConfigCall(const ExportPlan& plan) {
+std::string BitsAndBytesConfigCall(const PlanReport& plan) {
   if (plan.base_dtype == BaseDType::kInt8) return "BitsAndBytesConfig(load_in_8bit=True)";
   // memplan sizes nf4 as QLoRA stores it: Params4bit, blocksize 64, compress_statistics=True
   // (analyzer/program/frozen_weight_storage.h), which bnb_4bit_use_double_quant selects.
@@ -64,7 +64,7 @@ std::string BitsAndBytesConfigCall(const ExportPlan& plan) {
          ComputeDtype(plan) + ")";
 }
 
-std::string FineTuneSection(const ExportPlan& plan) {
+std::string FineTuneSection(const PlanReport& plan) {
   if (!HasFineTuning(plan)) return "";
   std::string out;
   if (plan.lora) {
@@ -120,7 +120,7 @@ std::string FineTuneSection(const ExportPlan& plan) {
   return out;
 }
 
-std::string FineTuneScriptSentence(const ExportPlan& plan, const std::string& pytorch_export) {
+std::string FineTuneScriptSentence(const PlanReport& plan, const std::string& pytorch_export) {
   if (!HasFineTuning(plan)) return "";
   std::string what;
   if (plan.lora) what = "LoRA adapters " + LoraConfigCall(plan);

@@ -10,30 +10,30 @@
 
 #include <string>
 
-#include "analyzer/config_export/export_plan.h"
+#include "analyzer/report/plan_report.h"
 
 namespace memplan::config_export {
 
 // Whether the plan changes the model before training (LoRA adapters or a planned base storage):
 // then the script calls apply_fine_tuning(model).
-bool HasFineTuning(const ExportPlan& plan);
+bool HasFineTuning(const PlanReport& plan);
 
 // Import lines ("import bitsandbytes\n", "from peft import ...\n"), empty when none is needed.
-std::string FineTuneImports(const ExportPlan& plan);
+std::string FineTuneImports(const PlanReport& plan);
 
 // LORA_CONFIG, QUANTIZATION_CONFIG, MODEL_LOAD_KWARGS and `def apply_fine_tuning(model)` (each
 // only where the plan has it), followed by two blank lines; empty without HasFineTuning.
-std::string FineTuneSection(const ExportPlan& plan);
+std::string FineTuneSection(const PlanReport& plan);
 
 // The LoraConfig(...) call of the plan (REQUIRES: plan.lora), on one line.
-std::string LoraConfigCall(const ExportPlan& plan);
+std::string LoraConfigCall(const PlanReport& plan);
 
 // The BitsAndBytesConfig(...) call of a quantised base (REQUIRES: plan.QuantizedBase()).
-std::string BitsAndBytesConfigCall(const ExportPlan& plan);
+std::string BitsAndBytesConfigCall(const PlanReport& plan);
 
 // For the configs that go with a training script (DeepSpeed, Accelerate): one sentence saying
 // what the script must build (the LoraConfig and the base's loading arguments) and which export
 // writes it; empty without HasFineTuning. `pytorch_export` is that export's command.
-std::string FineTuneScriptSentence(const ExportPlan& plan, const std::string& pytorch_export);
+std::string FineTuneScriptSentence(const PlanReport& plan, const std::string& pytorch_export);
 
 }  // namespace memplan::config_export

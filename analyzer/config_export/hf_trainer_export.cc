@@ -55,7 +55,7 @@ std::string HfOptimName(OptimizerKind optimizer, std::optional<OptimizerImpl> im
   return std::string(ValueOf(kHfOptimNames, optimizer));
 }
 
-std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOptions& options) {
+std::vector<Field> TrainingArgumentFields(const PlanReport& plan, const ExportOptions& options) {
   std::vector<Field> fields;
   auto add_int = [&](std::string name, int64_t v) {
     fields.push_back(Field{std::move(name), std::to_string(v), v});
@@ -138,7 +138,7 @@ std::vector<Field> TrainingArgumentFields(const ExportPlan& plan, const ExportOp
 
 // The launch line for N ranks: torchrun for DDP and FSDP, the deepspeed launcher for ZeRO (the
 // config file must exist: it is written by the DeepSpeed export of the same plan).
-std::string HfLaunchComment(const ExportPlan& plan, const ExportOptions& options) {
+std::string HfLaunchComment(const PlanReport& plan, const ExportOptions& options) {
   if (!plan.data_parallel) return "";
   const std::string per_node = std::to_string(plan.Gpus() / plan.Nodes());
   const std::string nodes = std::to_string(plan.Nodes());
@@ -163,7 +163,7 @@ std::string HfLaunchComment(const ExportPlan& plan, const ExportOptions& options
 // gradient_checkpointing=True checkpoints every layer (every block of a model that supports it):
 // exact for a module plan of all blocks; otherwise the comment says which part the flag cannot
 // express.
-std::string HfRecomputeComment(const ExportPlan& plan, const ExportOptions& options) {
+std::string HfRecomputeComment(const PlanReport& plan, const ExportOptions& options) {
   if (!plan.UsesRecompute()) return "";
   if (plan.ChecksEveryModule()) {
     return "# gradient_checkpointing=True checkpoints every layer, exactly as planned: the plan\n"
@@ -189,7 +189,7 @@ std::string HfRecomputeComment(const ExportPlan& plan, const ExportOptions& opti
 
 }  // namespace
 
-std::string ExportHfTrainerPython(const ExportPlan& plan, const ExportOptions& options) {
+std::string ExportHfTrainerPython(const PlanReport& plan, const ExportOptions& options) {
   std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
   out += "# Trainer runs per_device_train_batch_size samples per forward/backward and steps the\n";
   out += "# optimizer every gradient_accumulation_steps micro-batches.\n";
@@ -228,7 +228,7 @@ std::string ExportHfTrainerPython(const ExportPlan& plan, const ExportOptions& o
   return out;
 }
 
-std::string ExportHfTrainerJson(const ExportPlan& plan, const ExportOptions& options) {
+std::string ExportHfTrainerJson(const PlanReport& plan, const ExportOptions& options) {
   // No provenance key: HfArgumentParser.parse_json_file and TrainingArguments(**d) reject keys
   // that are not TrainingArguments fields (see export_config.h).
   nlohmann::ordered_json object = nlohmann::ordered_json::object();

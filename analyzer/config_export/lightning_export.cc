@@ -30,7 +30,7 @@ std::string LightningPrecision(Precision precision, std::optional<AmpMode> mode)
 }
 
 // The Trainer's strategy= value for a data-parallel plan; empty for one GPU.
-std::string LightningStrategy(const ExportPlan& plan) {
+std::string LightningStrategy(const PlanReport& plan) {
   if (!plan.data_parallel) return "";
   const DataParallelOptions& dp = *plan.data_parallel;
   switch (dp.strategy) {
@@ -54,7 +54,7 @@ std::string LightningStrategy(const ExportPlan& plan) {
 
 }  // namespace
 
-std::string ExportLightning(const ExportPlan& plan, const ExportOptions& options) {
+std::string ExportLightning(const PlanReport& plan, const ExportOptions& options) {
   std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
   out +=
       "# Lightning steps the optimizer every accumulate_grad_batches batches; the DataLoader's\n";

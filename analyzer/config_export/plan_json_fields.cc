@@ -76,8 +76,8 @@ Expected<std::optional<double>> OptionalPlanLossScale(const nlohmann::json& plan
   return std::optional<double>(scale);
 }
 
-Expected<std::vector<PlanBinding>> PlanBindingsOf(const nlohmann::json& document) {
-  std::vector<PlanBinding> bindings;
+Expected<std::vector<DimBinding>> PlanBindingsOf(const nlohmann::json& document) {
+  std::vector<DimBinding> bindings;
   auto it = document.find("bindings");
   if (it == document.end() || it->is_null()) return bindings;
   if (!it->is_object()) return MakeError("'bindings' is not an object of symbol: size");
@@ -85,7 +85,7 @@ Expected<std::vector<PlanBinding>> PlanBindingsOf(const nlohmann::json& document
     const nlohmann::json& value = item.value();
     if (!IsInt64(value) || value.get<int64_t>() < 1)
       return MakeError("'bindings." + item.key() + "' is not a positive integer");
-    bindings.push_back(PlanBinding{item.key(), value.get<int64_t>()});
+    bindings.push_back(DimBinding{item.key(), value.get<int64_t>()});
   }
   return bindings;
 }

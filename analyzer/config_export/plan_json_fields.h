@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include "analyzer/parallel/data_parallel_options.h"
 #include "graph/expected.h"
+#include "graph/symbols.h"
 
 namespace memplan {
 
@@ -40,11 +41,7 @@ Expected<std::optional<double>> OptionalPlanLossScale(const nlohmann::json& plan
 // The document's top-level "bindings" (symbol: size), in the file's order; absent or null: none.
 // Each size is an integer in [1, 2^63 - 1] (2^63 does not fit int64_t: an error naming it, e.g.
 // 'bindings.seq' is not a positive integer).
-struct PlanBinding {
-  std::string symbol;
-  int64_t size = 0;
-};
-Expected<std::vector<PlanBinding>> PlanBindingsOf(const nlohmann::json& document);
+Expected<std::vector<DimBinding>> PlanBindingsOf(const nlohmann::json& document);
 
 // The document is an object whose "schema" is kPlanJsonSchema and which holds a "plan" object.
 Expected<const nlohmann::json*> PlanObjectOf(const nlohmann::json& document);

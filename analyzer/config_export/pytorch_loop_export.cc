@@ -22,7 +22,7 @@ namespace {
 // torch >= 2.4 each module runs under a selective policy that recomputes the ATen ops of the
 // plan's nodes in it and saves every other op's output (selective_recompute.h); older torch falls
 // back to checkpointing the whole modules.
-std::string SelectivePolicySection(const ExportPlan& plan) {
+std::string SelectivePolicySection(const PlanReport& plan) {
   std::string out;
   out += R"py(# The plan recomputes single nodes, not whole modules. On torch >= 2.4 each module
 # above runs under torch.utils.checkpoint with a selective policy
@@ -77,15 +77,15 @@ def selective_context_fn(module_path):
 
 }  // namespace
 
-std::string PytorchRecomputeImports(const ExportPlan& plan) {
-  if (!plan.UsesRecompute() || plan.module_unit) return "";
+std::string PytorchRecomputeImports(const PlanReport& plan) {
+  if (!plan.UsesRecompute() || plan.ModuleUnit()) return "";
   return "import functools\nimport re\n\n";
 }
 
-std::string PytorchRecomputeSection(const ExportPlan& plan) {
+std::string PytorchRecomputeSection(const PlanReport& plan) {
   std::string out;
   // A module plan simulated exactly torch.utils.checkpoint on whole modules.
-  const bool selective = plan.UsesRecompute() && !plan.module_unit;
+  const bool selective = plan.UsesRecompute() && !plan.ModuleUnit();
   if (!plan.UsesRecompute()) {
     out += "# The plan recomputes nothing: every activation is kept for backward.\n";
   } else {
@@ -110,7 +110,7 @@ std::string PytorchRecomputeSection(const ExportPlan& plan) {
   return out;
 }
 
-std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& options) {
+std::string ExportPytorchLoop(const PlanReport& plan, const ExportOptions& options) {
   // --amp-mode pure: the parameters themselves are half (model.to(dtype)), no autocast and no
   // scaler (GradScaler refuses half gradients).
   const bool pure = plan.amp_mode == AmpMode::kPure;
@@ -151,7 +151,7 @@ std::string ExportPytorchLoop(const ExportPlan& plan, const ExportOptions& optio
     for (size_t i = 0; i < contexts.size(); ++i) out += (i == 0 ? "" : ", ") + contexts[i];
     out += ":\n";
     out += "            loss = loss_fn(model(inputs), targets) / ACCUMULATION_STEPS\n";
-  } else if (plan.upcasts_loss) {
+  } else if (plan.UpcastsLoss()) {
     // --loss-dtype fp32 in a pure plan: the loss runs on an fp32 copy of the logits.
     out +=
         "        # The plan's loss runs in fp32 on a copy of the bf16 logits (HF's "

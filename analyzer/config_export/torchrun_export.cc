@@ -45,7 +45,7 @@ struct PrecisionRecipe {
   bool scale = false;         // fp16 loss scaling
 };
 
-PrecisionRecipe RecipeOf(const ExportPlan& plan) {
+PrecisionRecipe RecipeOf(const PlanReport& plan) {
   PrecisionRecipe r;
   if (plan.precision == Precision::kFp32) return r;
   const AmpMode mode = plan.amp_mode.value_or(AmpMode::kAutocast);
@@ -56,7 +56,7 @@ PrecisionRecipe RecipeOf(const ExportPlan& plan) {
   return r;
 }
 
-std::string LaunchComment(const ExportPlan& plan) {
+std::string LaunchComment(const PlanReport& plan) {
   const int64_t per_node = plan.Gpus() / plan.Nodes();
   std::string out = "# Launch (torchrun starts one process per GPU";
   if (plan.Nodes() > 1) {
@@ -91,7 +91,7 @@ std::string SetupFunction() {
 )py";
 }
 
-std::string FsdpWrapFunction(const ExportPlan& plan, const PrecisionRecipe& r) {
+std::string FsdpWrapFunction(const PlanReport& plan, const PrecisionRecipe& r) {
   const bool hybrid = ShardsWithinNode(plan.data_parallel->strategy);
   std::string out;
   out += "def shard_model(model, device):\n";
@@ -162,15 +162,11 @@ std::string DdpWrapFunction() {
 )py";
 }
 
-}  // namespace
-
-std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& options) {
-  MEMPLAN_CHECK(plan.data_parallel.has_value());
+// The script's header comments: provenance, the strategy over the GPUs, how to launch, torch.
+std::string TorchrunHeader(const PlanReport& plan, const ExportOptions& options) {
   const DataParallelOptions& dp = *plan.data_parallel;
   const bool ddp = dp.strategy == ParallelStrategy::kDdp;
-  const PrecisionRecipe r = RecipeOf(plan);
   const std::string strategy(ParallelStrategyName(dp.strategy));
-
   std::string out = "# " + ProvenanceSentence(plan, options) + "\n";
   out += "# " + strategy + " on " + std::to_string(plan.Gpus()) +
          (plan.Gpus() == 1 ? " GPU (" : " GPUs (") + std::to_string(plan.Nodes()) +
@@ -191,8 +187,14 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
   }
   out += "# Provide model, dataset, loss_fn(outputs, targets), make_scheduler(optimizer) and the\n";
   out += "# hyper-parameters below; the rest is the plan memplan simulated per rank.\n";
+  return out;
+}
+
+// The imports: the standard library the script uses, torch.distributed, the wrapper's module.
+std::string TorchrunImports(const PlanReport& plan, const PrecisionRecipe& r, bool ddp) {
   // A node plan's selective policy (PytorchRecomputeSection) needs functools and re.
   const bool selective = !PytorchRecomputeImports(plan).empty();
+  std::string out;
   if (ddp) out += "import contextlib\n";  // no_sync on all but the last micro-batch
   if (selective) out += "import functools\n";
   out += "import os\n";
@@ -220,13 +222,20 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
     out += "    from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard\n";
   }
   out += "\n";
+  return out;
+}
+
+// The plan's constants: the group, the batch per rank and the wrapper's settings.
+std::string TorchrunConstants(const PlanReport& plan) {
+  const DataParallelOptions& dp = *plan.data_parallel;
+  std::string out;
   out += "GPUS = " + std::to_string(plan.Gpus()) + "\n";
   out += "NODES = " + std::to_string(plan.Nodes()) + "\n";
   out += "MICRO_BATCH = " + std::to_string(plan.micro_batch) + "  # per rank\n";
   out += "ACCUMULATION_STEPS = " + std::to_string(plan.accumulation_steps) +
          "  # one optimizer step per " + std::to_string(plan.SamplesPerStep()) +
          " samples over all ranks\n";
-  if (ddp) {
+  if (dp.strategy == ParallelStrategy::kDdp) {
     // DDP's bucket_cap_mb is MiB; a whole number is written as an int, as users write it.
     const std::string cap =
         dp.ddp_bucket_cap_bytes % kMiB == 0
@@ -242,14 +251,13 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
     out += std::string("RESHARD_AFTER_FORWARD = ") + (dp.reshard_after_forward ? "True" : "False") +
            "  # False: parameters stay gathered from forward to backward\n";
   }
-  out += ScriptConstantsAndOptimizer(plan, options, PytorchRecomputeSection(plan));
-  out += SetupFunction();
-  out += "\n\n";
-  out += ddp ? DdpWrapFunction() : FsdpWrapFunction(plan, r);
-  out += "\n\n";
+  return out;
+}
 
-  // One epoch.
-  out += TrainOneEpochHead(plan, /*commented=*/false);
+// train_one_epoch: the micro-batches of an accumulation, all-reduced (DDP) on the last only.
+std::string TorchrunEpochFunction(const PlanReport& plan, const ExportOptions& options,
+                                  const PrecisionRecipe& r, bool ddp) {
+  std::string out = TrainOneEpochHead(plan, /*commented=*/false);
   out += "        last = (index + 1) % ACCUMULATION_STEPS == 0\n";
   std::string indent = "        ";
   if (ddp) {
@@ -279,9 +287,13 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
   out += "        if not last:\n";
   out += "            continue\n";
   out += OptimizerStepLines(plan, options, r.scale, /*commented=*/false);
+  return out;
+}
 
-  // The entry point.
-  out += "def train(model, dataset, loss_fn, make_scheduler, epochs=1):\n";
+// train(): the process group, the wrapped model, the scaler, the sampler and the epochs.
+std::string TorchrunEntryPoint(const PlanReport& plan, const ExportOptions& options,
+                               const PrecisionRecipe& r, bool ddp) {
+  std::string out = "def train(model, dataset, loss_fn, make_scheduler, epochs=1):\n";
   out += "    device = setup()\n";
   out += PrepareModelLines(plan, r.pure, /*sharded=*/true);
   if (r.scale) {
@@ -306,6 +318,25 @@ std::string ExportTorchrunScript(const ExportPlan& plan, const ExportOptions& op
   out += "        train_one_epoch(model, loader, loss_fn, optimizer, scheduler, scaler, device)\n";
   out += "    dist.destroy_process_group()\n";
   out += "    return model\n";
+  return out;
+}
+
+}  // namespace
+
+std::string ExportTorchrunScript(const PlanReport& plan, const ExportOptions& options) {
+  MEMPLAN_CHECK(plan.data_parallel.has_value());
+  const bool ddp = plan.data_parallel->strategy == ParallelStrategy::kDdp;
+  const PrecisionRecipe r = RecipeOf(plan);
+  std::string out = TorchrunHeader(plan, options);
+  out += TorchrunImports(plan, r, ddp);
+  out += TorchrunConstants(plan);
+  out += ScriptConstantsAndOptimizer(plan, options, PytorchRecomputeSection(plan));
+  out += SetupFunction();
+  out += "\n\n";
+  out += ddp ? DdpWrapFunction() : FsdpWrapFunction(plan, r);
+  out += "\n\n";
+  out += TorchrunEpochFunction(plan, options, r, ddp);
+  out += TorchrunEntryPoint(plan, options, r, ddp);
   return out;
 }
 

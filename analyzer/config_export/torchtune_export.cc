@@ -29,7 +29,7 @@ namespace {
 constexpr std::string_view kMissing = "???";  // OmegaConf's mandatory value: the user's to set
 
 // The recipe `tune run` starts for this plan.
-std::string RecipeName(const ExportPlan& plan) {
+std::string RecipeName(const PlanReport& plan) {
   return std::string(plan.lora ? "lora" : "full") + "_finetune_" +
          (plan.data_parallel ? "distributed" : "single_device");
 }
@@ -56,7 +56,7 @@ void Missing(YAML::Emitter& out, std::string_view key, std::string_view comment 
   if (!comment.empty()) out << YAML::Comment(std::string(comment));
 }
 
-void OptimizerSection(YAML::Emitter& out, const ExportPlan& plan, const ExportOptions& options) {
+void OptimizerSection(YAML::Emitter& out, const PlanReport& plan, const ExportOptions& options) {
   out << YAML::Key << "optimizer" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "_component_" << YAML::Value
       << std::string(ValueOf(kTorchtuneOptimizers, plan.optimizer));
@@ -101,7 +101,7 @@ void OptimizerSection(YAML::Emitter& out, const ExportPlan& plan, const ExportOp
 // model's num_output_chunks, so the output projection runs per chunk too), else
 // torch.nn.CrossEntropyLoss over the whole [tokens, vocab] logits (ignore_index -100 by default,
 // torchtune's CROSS_ENTROPY_IGNORE_IDX).
-void LossSection(YAML::Emitter& out, const ExportPlan& plan) {
+void LossSection(YAML::Emitter& out, const PlanReport& plan) {
   out << YAML::Key << "loss" << YAML::Value << YAML::BeginMap;
   if (plan.loss_chunks > 0) {
     out << YAML::Key << "_component_" << YAML::Value
@@ -116,7 +116,7 @@ void LossSection(YAML::Emitter& out, const ExportPlan& plan) {
 // The model builder is the user's (an ONNX file does not say which torchtune builder made it);
 // the LoRA settings are the plan's (plan.lora: rank, alpha and dropout as simulated; memplan
 // inserts no dropout, which would add an input-sized transient per adapter).
-void ModelSection(YAML::Emitter& out, const ExportPlan& plan) {
+void ModelSection(YAML::Emitter& out, const PlanReport& plan) {
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
   const bool qlora = plan.base_dtype == BaseDType::kNf4;
   const std::string example = !plan.lora ? "torchtune.models.llama3_2.llama3_2_1b"
@@ -143,7 +143,7 @@ void ModelSection(YAML::Emitter& out, const ExportPlan& plan) {
 
 // A comment paragraph for LoRA targets torchtune's switches do not name one by one: a module
 // name memplan cannot map, or only part of the MLP (torchtune adapts w1, w2 and w3 together).
-std::string LoraComment(const ExportPlan& plan) {
+std::string LoraComment(const PlanReport& plan) {
   if (!plan.lora) return "";
   const TorchtuneLoraModules modules = TorchtuneLoraModulesOf(plan.lora->target_modules);
   std::string out;
@@ -161,7 +161,7 @@ std::string LoraComment(const ExportPlan& plan) {
 
 // enable_activation_checkpointing wraps every TransformerSelfAttentionLayer in a non-reentrant
 // checkpoint (training.set_activation_checkpointing): exact for a module plan of every block.
-std::string RecomputeComment(const ExportPlan& plan, const ExportOptions& options) {
+std::string RecomputeComment(const PlanReport& plan, const ExportOptions& options) {
   if (!plan.UsesRecompute() || plan.ChecksEveryModule()) return "";
   const std::string all = plan.checkpointable_modules > 0
                               ? "all " + std::to_string(plan.checkpointable_modules) + " layers"
@@ -177,7 +177,7 @@ std::string RecomputeComment(const ExportPlan& plan, const ExportOptions& option
           "` runs exactly the plan). The plan recomputes only these modules:");
 }
 
-std::string LaunchComment(const ExportPlan& plan) {
+std::string LaunchComment(const PlanReport& plan) {
   const std::string file(ExportTargetDefaultFileName(ExportTarget::kTorchtune));
   std::string out = "# Run: tune run ";
   if (plan.data_parallel) {
@@ -207,7 +207,7 @@ std::string LaunchComment(const ExportPlan& plan) {
 
 }  // namespace
 
-std::string ExportTorchtune(const ExportPlan& plan, const ExportOptions& options) {
+std::string ExportTorchtune(const PlanReport& plan, const ExportOptions& options) {
   // The comment paragraphs first, as text (each line a `#` comment: CommentSafe and the
   // paragraph builders keep user names on one line); the document itself is yaml-cpp's, which
   // quotes what a plain scalar cannot hold (an output folder with `: ` or `#`).

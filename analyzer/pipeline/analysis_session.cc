@@ -9,7 +9,6 @@
 #include "analyzer/planning/strategy_search.h"
 #include "analyzer/report/advice.h"
 #include "analyzer/report/plan_explanation.h"
-#include "analyzer/report/plan_report.h"
 #include "graph/index_range_check.h"
 
 namespace memplan {
@@ -71,7 +70,7 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   report.checkpoint_nodes = joint.checkpoint_nodes;
   report.strategies = std::move(planned.strategies);
   report.parallel_explanation = std::move(planned.parallel_explanation);
-  CollectPlanNodeLists(report);
+  FillPlanReport(report);
   return session;
 }
 
@@ -100,7 +99,7 @@ nlohmann::ordered_json SessionJson(const AnalysisSession& session) {
 Expected<std::string> ExportSessionConfig(const AnalysisSession& session, std::string_view target) {
   MEMPLAN_TRY(ExportTarget parsed, ParseExportTarget(target));
   // The typed plan; tests check that `memplan export` of the --json output reads the same.
-  return ExportConfig(ExportPlanOf(PlanReportOf(session.report)), parsed, ExportOptions{});
+  return ExportConfig(session.report.plan_report, parsed, ExportOptions{});
 }
 
 }  // namespace memplan

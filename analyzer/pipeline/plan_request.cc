@@ -337,21 +337,27 @@ void SetExportRegime(std::optional<ExportTarget> target, PlanRequest& request) {
       request.parallel_excluded.push_back(s);
 }
 
-Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_gpu) {
-  PlanRequest request;
-  MEMPLAN_TRY(request.analysis, ResolveAnalysisFlags(flags.analysis));
-  PlannerOptions& p = request.planner;
+namespace {
+
+// --gpu and --cuda-context: the device planned for.
+Status ResolveGpuFlags(const PlanArguments& flags, bool require_gpu, PlannerOptions& p) {
   if (flags.Text("gpu").empty()) {
     if (require_gpu)
       return MakeError("--gpu is required (a size like 24G or a name like A100-80GB)");
-  } else {
-    MEMPLAN_RETURN_IF_ERROR(RejectBareTinyGpuSize(flags.Text("gpu")));
-    MEMPLAN_TRY(p.gpu, ResolveGpu(flags.Text("gpu")));
-    if (!flags.Text("cuda_context").empty()) {
-      Status context = SetCudaContext(p.gpu, flags.Text("cuda_context"));
-      if (!context.ok()) return MakeError("--cuda-context: " + context.error().message);
-    }
+    return OkStatus();
   }
+  MEMPLAN_RETURN_IF_ERROR(RejectBareTinyGpuSize(flags.Text("gpu")));
+  MEMPLAN_TRY(p.gpu, ResolveGpu(flags.Text("gpu")));
+  if (!flags.Text("cuda_context").empty()) {
+    Status context = SetCudaContext(p.gpu, flags.Text("cuda_context"));
+    if (!context.ok()) return MakeError("--cuda-context: " + context.error().message);
+  }
+  return OkStatus();
+}
+
+// --global-batch, --micro-batch (or --batch) and --reserve.
+Status ResolveBatchFlags(const PlanArguments& flags, PlanRequest& request) {
+  PlannerOptions& p = request.planner;
   MEMPLAN_TRY(p.global_batch, OptionalPositive(flags, "global_batch"));
   MEMPLAN_TRY(p.micro_batch, OptionalPositive(flags, "micro_batch"));
   if (request.analysis.batch) {
@@ -365,22 +371,32 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     if (!reserve.ok()) return MakeError("--reserve: " + reserve.error().message);
     p.reserve_bytes = *reserve;
   }
+  return OkStatus();
+}
+
+// --precision and --amp-mode.
+Status ResolvePrecisionFlags(const PlanArguments& flags, PlanRequest& request) {
+  PlannerOptions& p = request.planner;
   MEMPLAN_TRY(request.search.precision, ParseFlagChoice(kPrecisionChoiceNames, flags, "precision"));
   if (std::optional<Precision> fixed = FixedPrecision(request.search.precision))
     p.program.precision = *fixed;
   // --amp-mode: the regime of a mixed plan; autocast unless given (what exports run).
   p.program.amp_mode = kDefaultCliAmpMode;
-  if (!flags.Text("amp_mode").empty()) {
-    MEMPLAN_TRY(p.program.amp_mode, ParseFlagChoice(kAmpModeNames, flags, "amp_mode"));
-    if (request.search.precision == PrecisionChoice::kFp32)
-      return MakeError("--amp-mode " + flags.Text("amp_mode") +
-                       " needs mixed precision (--precision fp16, bf16 or auto); fp32 has no "
-                       "AMP regime");
-    if (p.program.amp_mode == AmpMode::kPure && request.search.precision == PrecisionChoice::kFp16)
-      return MakeError(
-          "--amp-mode pure keeps bf16 parameters (model.to(torch.bfloat16)); fp16 "
-          "parameters cannot be loss-scaled by GradScaler: use --precision bf16");
-  }
+  if (flags.Text("amp_mode").empty()) return OkStatus();
+  MEMPLAN_TRY(p.program.amp_mode, ParseFlagChoice(kAmpModeNames, flags, "amp_mode"));
+  if (request.search.precision == PrecisionChoice::kFp32)
+    return MakeError("--amp-mode " + flags.Text("amp_mode") +
+                     " needs mixed precision (--precision fp16, bf16 or auto); fp32 has no "
+                     "AMP regime");
+  if (p.program.amp_mode == AmpMode::kPure && request.search.precision == PrecisionChoice::kFp16)
+    return MakeError(
+        "--amp-mode pure keeps bf16 parameters (model.to(torch.bfloat16)); fp16 "
+        "parameters cannot be loss-scaled by GradScaler: use --precision bf16");
+  return OkStatus();
+}
+
+// --headroom and --knee: how close to the budget the search may go.
+Status ResolveSearchMargins(const PlanArguments& flags, PlannerOptions& p) {
   // --headroom: 5% of the budget unless given.
   p.headroom.fraction = kDefaultCliHeadroomFraction;
   if (!flags.Text("headroom").empty()) {
@@ -395,45 +411,59 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     if (!knee.ok()) return MakeError("--knee: " + knee.error().message);
     p.knee_tolerance = *knee;
   }
-  MEMPLAN_TRY(p.program.optimizer, ParseOptimizerKind(flags.Text("optimizer")));
+  return OkStatus();
+}
+
+// --optimizer, --optimizer-impl, the loss flags and --zero-grad.
+Status ResolveOptimizerFlags(const PlanArguments& flags, ProgramOptions& program) {
+  MEMPLAN_TRY(program.optimizer, ParseOptimizerKind(flags.Text("optimizer")));
   // --optimizer-impl: torch.optim's default on CUDA (foreach) unless given; `analyze --export
   // deepspeed` plans DeepSpeed's fused Adam instead (tools/memplan/analyze_command.cc).
-  p.program.optimizer_impl = kDefaultCliOptimizerImpl;
+  program.optimizer_impl = kDefaultCliOptimizerImpl;
   if (!flags.Text("optimizer_impl").empty()) {
-    MEMPLAN_TRY(p.program.optimizer_impl,
+    MEMPLAN_TRY(program.optimizer_impl,
                 ParseFlagChoice(kOptimizerImplNames, flags, "optimizer_impl"));
   }
-  MEMPLAN_RETURN_IF_ERROR(ResolveLossFlags(flags, p.program));
-  MEMPLAN_TRY(p.program.zero_grad, ParseZeroGradMode(flags.Text("zero_grad")));
+  MEMPLAN_RETURN_IF_ERROR(ResolveLossFlags(flags, program));
+  MEMPLAN_TRY(program.zero_grad, ParseZeroGradMode(flags.Text("zero_grad")));
+  return OkStatus();
+}
+
+// --allocator and --alloc-conf (expandable_segments:True is the expandable model).
+Status ResolveAllocatorFlags(const PlanArguments& flags, PlannerOptions& p) {
   MEMPLAN_TRY(p.allocator, ParseAllocatorKind(flags.Text("allocator")));
-  if (!flags.Text("alloc_conf").empty()) {
-    // --alloc-conf: PyTorch's own option text; expandable_segments:True is the expandable model.
-    Expected<AllocatorConfig> config = ParseAllocatorConfig(flags.Text("alloc_conf"));
-    if (!config.ok()) return MakeError("--alloc-conf: " + config.error().message);
-    p.alloc_config = *config;
-    if (config->expandable_segments) {
-      if (p.allocator == AllocatorKind::kExact)
-        return MakeError(
-            "--alloc-conf expandable_segments:True plans reserved bytes; --allocator exact "
-            "plans live bytes: give one of them");
-      if (config->caching.max_split_size != INT64_MAX ||
-          config->caching.roundup_power2_divisions > 1)
-        return MakeError(
-            "--alloc-conf: max_split_size_mb and roundup_power2_divisions with "
-            "expandable_segments:True are not modelled; give expandable_segments:True alone");
-      p.allocator = AllocatorKind::kExpandable;
-    } else if (p.allocator != AllocatorKind::kCaching) {
-      return MakeError("--alloc-conf " + flags.Text("alloc_conf") +
-                       " sets the caching allocator's options; --allocator " +
-                       flags.Text("allocator") + " does not use them");
-    }
+  if (flags.Text("alloc_conf").empty()) return OkStatus();
+  // --alloc-conf: PyTorch's own option text; expandable_segments:True is the expandable model.
+  Expected<AllocatorConfig> config = ParseAllocatorConfig(flags.Text("alloc_conf"));
+  if (!config.ok()) return MakeError("--alloc-conf: " + config.error().message);
+  p.alloc_config = *config;
+  if (config->expandable_segments) {
+    if (p.allocator == AllocatorKind::kExact)
+      return MakeError(
+          "--alloc-conf expandable_segments:True plans reserved bytes; --allocator exact "
+          "plans live bytes: give one of them");
+    if (config->caching.max_split_size != INT64_MAX || config->caching.roundup_power2_divisions > 1)
+      return MakeError(
+          "--alloc-conf: max_split_size_mb and roundup_power2_divisions with "
+          "expandable_segments:True are not modelled; give expandable_segments:True alone");
+    p.allocator = AllocatorKind::kExpandable;
+  } else if (p.allocator != AllocatorKind::kCaching) {
+    return MakeError("--alloc-conf " + flags.Text("alloc_conf") +
+                     " sets the caching allocator's options; --allocator " +
+                     flags.Text("allocator") + " does not use them");
   }
-  p.program.clip_gradients = flags.Switch("clip_grad");
+  return OkStatus();
+}
+
+// --clip-grad, --recompute, --recompute-unit and --recompute-reentrant.
+Status ResolveRecomputeFlags(const PlanArguments& flags, PlanRequest& request) {
+  ProgramOptions& program = request.planner.program;
+  program.clip_gradients = flags.Switch("clip_grad");
   MEMPLAN_TRY(request.search.recompute, ParseFlagChoice(kRecomputeChoiceNames, flags, "recompute"));
   MEMPLAN_TRY(request.search.recompute_unit,
               ParseFlagChoice(kRecomputeUnitNames, flags, "recompute_unit"));
-  p.program.recompute_reentrant = flags.Switch("recompute_reentrant");
-  if (p.program.recompute_reentrant && request.search.recompute_unit == RecomputeUnit::kNode)
+  program.recompute_reentrant = flags.Switch("recompute_reentrant");
+  if (program.recompute_reentrant && request.search.recompute_unit == RecomputeUnit::kNode)
     return MakeError(
         "--recompute-reentrant: reentrant torch.utils.checkpoint re-runs whole modules; use "
         "--recompute-unit module (or auto)");
@@ -442,6 +472,13 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
     return MakeError(
         "--recompute-unit module: --recompute sqrt places node-level segments, which "
         "no module checkpoint expresses; use --recompute all, optimal or auto");
+  return OkStatus();
+}
+
+// --attention, --fused-loss, the recipe flags, --fusions, the placement overrides, --loss-scaling,
+// data parallel, offload and fine-tuning.
+Status ResolveFeatureFlags(const PlanArguments& flags, PlanRequest& request) {
+  ProgramOptions& program = request.planner.program;
   MEMPLAN_TRY(request.attention, ParseFlagChoice(kAttentionModeNames, flags, "attention"));
   request.fused_loss = flags.Switch("fused_loss");
   MEMPLAN_RETURN_IF_ERROR(ResolveRecipeFlags(flags, request));
@@ -453,23 +490,21 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
   if (!flags.Text("loss_scaling").empty()) {
     auto scaling = ParseLossScaling(flags.Text("loss_scaling"));
     if (!scaling.ok()) return MakeError("--loss-scaling: " + scaling.error().message);
-    p.program.loss_scaling = *scaling;
+    program.loss_scaling = *scaling;
   }
   MEMPLAN_RETURN_IF_ERROR(ResolveDataParallel(flags, request));
   MEMPLAN_RETURN_IF_ERROR(ResolveOffload(flags, request));
-  if (p.program.compile && p.program.offload.mode == OffloadMode::kActivations)
+  if (program.compile && program.offload.mode == OffloadMode::kActivations)
     return MakeError(
         "--compile and --offload activations: the partitioner's saved set under activation "
         "offloading is not planned yet; plan one of them");
-  MEMPLAN_RETURN_IF_ERROR(ResolveFineTuningFlags(flags, request));
-  // A strategy is planned in its engine's regime where the user left it open (a ZeRO stage:
-  // DeepSpeed's master weights and FusedAdam); `analyze --export` refines it for its target.
-  request.regime_given = {
-      .amp_mode_given = !flags.Text("amp_mode").empty(),
-      .optimizer_impl_given = !flags.Text("optimizer_impl").empty(),
-      .wrap_policy_given =
-          flags.Text("engine_options").find("auto_wrap_policy") != std::string::npos};
-  SetExportRegime(std::nullopt, request);
+  return ResolveFineTuningFlags(flags, request);
+}
+
+// What the GPU leaves once every flag is read: memory for training, bf16 for a pure plan, a
+// headroom of at most half the budget.
+Status CheckBudgetFlags(const PlanArguments& flags, const PlanRequest& request) {
+  const PlannerOptions& p = request.planner;
   // The planner says the same without naming a flag; the CLI names --reserve.
   if (!flags.Text("gpu").empty() &&
       p.gpu.memory_bytes - p.gpu.context_bytes - p.reserve_bytes <= 0) {
@@ -488,6 +523,33 @@ Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_
       return MakeError("--headroom " + flags.Text("headroom") + " is more than half of the " +
                        FormatBytes(budget) + " budget");
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+// Each part reads its flags in the order their errors are checked: the first bad flag is the one
+// reported.
+Expected<PlanRequest> ResolvePlanFlags(const PlanArguments& flags, bool require_gpu) {
+  PlanRequest request;
+  MEMPLAN_TRY(request.analysis, ResolveAnalysisFlags(flags.analysis));
+  MEMPLAN_RETURN_IF_ERROR(ResolveGpuFlags(flags, require_gpu, request.planner));
+  MEMPLAN_RETURN_IF_ERROR(ResolveBatchFlags(flags, request));
+  MEMPLAN_RETURN_IF_ERROR(ResolvePrecisionFlags(flags, request));
+  MEMPLAN_RETURN_IF_ERROR(ResolveSearchMargins(flags, request.planner));
+  MEMPLAN_RETURN_IF_ERROR(ResolveOptimizerFlags(flags, request.planner.program));
+  MEMPLAN_RETURN_IF_ERROR(ResolveAllocatorFlags(flags, request.planner));
+  MEMPLAN_RETURN_IF_ERROR(ResolveRecomputeFlags(flags, request));
+  MEMPLAN_RETURN_IF_ERROR(ResolveFeatureFlags(flags, request));
+  // A strategy is planned in its engine's regime where the user left it open (a ZeRO stage:
+  // DeepSpeed's master weights and FusedAdam); `analyze --export` refines it for its target.
+  request.regime_given = {
+      .amp_mode_given = !flags.Text("amp_mode").empty(),
+      .optimizer_impl_given = !flags.Text("optimizer_impl").empty(),
+      .wrap_policy_given =
+          flags.Text("engine_options").find("auto_wrap_policy") != std::string::npos};
+  SetExportRegime(std::nullopt, request);
+  MEMPLAN_RETURN_IF_ERROR(CheckBudgetFlags(flags, request));
   return request;
 }
 

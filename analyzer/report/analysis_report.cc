@@ -48,33 +48,23 @@ std::string OptimizerStateDTypeText(OptimizerKind optimizer) {
   return states.empty() ? "none" : std::string(DTypeName(states.front().dtype));
 }
 
-// The loss the plan trains with: the program's, except that a fused loss (--fused-loss) is cross
-// entropy inside the fused node while the program only sums its scalar.
-std::string_view ReportedLossName(const AnalysisReport& report) {
-  if (report.fused_loss != nullptr && report.fused_loss->fused())
-    return LossKindName(LossKind::kCrossEntropy);
-  return LossKindName(report.plan->program.loss);
-}
-
 // A loss over several outputs: each term, in the order they are summed (the first is `loss`).
-nlohmann::ordered_json LossTermsJson(const AnalysisReport& report) {
+nlohmann::ordered_json LossTermsJson(const PlanReport& facts) {
   nlohmann::ordered_json terms = nlohmann::ordered_json::array();
-  for (const LossTerm& term : report.plan->program.loss_terms)
-    terms.push_back({{"output", report.graph->value(term.output).name},
-                     {"loss", std::string(LossKindName(term.kind))}});
+  for (size_t i = 0; i < facts.loss_outputs.size(); ++i)
+    terms.push_back({{"output", facts.loss_outputs[i]},
+                     {"loss", std::string(LossKindName(facts.output_losses[i]))}});
   return terms;
 }
 
-// A loss over several outputs (--loss-output a,b), as the sum it trains:
-// "cross_entropy(logits) + mse(boxes)"; the loss's name alone for one output.
-std::string ReportedLossText(const AnalysisReport& report) {
-  const std::vector<LossTerm>& terms = report.plan->program.loss_terms;
-  if (terms.size() < 2) return std::string(ReportedLossName(report));
+// The loss the plan trains with (a fused loss is cross entropy inside the fused node); over
+// several outputs (--loss-output a,b), the sum it trains: "cross_entropy(logits) + mse(boxes)".
+std::string ReportedLossText(const PlanReport& facts) {
+  if (facts.loss_outputs.size() < 2) return std::string(LossKindName(facts.loss));
   std::string text;
-  for (const LossTerm& term : terms) {
+  for (size_t i = 0; i < facts.loss_outputs.size(); ++i) {
     if (!text.empty()) text += " + ";
-    text +=
-        std::string(LossKindName(term.kind)) + "(" + report.graph->value(term.output).name + ")";
+    text += std::string(LossKindName(facts.output_losses[i])) + "(" + facts.loss_outputs[i] + ")";
   }
   return text;
 }
@@ -208,59 +198,56 @@ nlohmann::ordered_json PlacementJson(const Graph& graph, const TrainingPlan& pla
 
 }  // namespace
 
-void CollectPlanNodeLists(AnalysisReport& report) {
-  const Graph& graph = *report.graph;
-  const TrainingProgram& program = report.plan->program;
-  for (NodeId id : program.recomputed) {
-    const Node& node = graph.node(id);
-    report.recompute_nodes.push_back(node.name);
-    if (OpTypeOfNodeName(node.name) != node.op_type)
-      report.recompute_op_types[node.name] = node.op_type;
-  }
-  if (program.precision == Precision::kFp32) return;
-  for (const Step& step : program.steps) {
-    if (step.kind != StepKind::kForward || !step.node.valid()) continue;
-    if (step.compute_dtype == DType::kFloat16 || step.compute_dtype == DType::kBFloat16) {
-      report.fp16_nodes.push_back(step.name);
-    } else if (step.compute_dtype == DType::kFloat32) {
-      report.fp32_nodes.push_back(step.name);
-    }
-  }
+void FillPlanReport(AnalysisReport& report) {
+  report.plan_report =
+      PlanReportOf(PlanSources{report.model_path, report.model_name, report.graph, report.options,
+                               report.plan, report.attention, report.fused_loss});
 }
 
-nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
+namespace {
+
+// The memplan/1 "model" object: where the plan's facts say the model is, and its size.
+nlohmann::ordered_json ModelJson(const AnalysisReport& report) {
+  const PlanReport& facts = report.plan_report;
+  return {{"path", facts.model_path},
+          {"name", facts.model_name},
+          {"parameter_count", facts.parameter_count},
+          {"node_count", static_cast<int64_t>(report.graph->num_nodes())}};
+}
+
+// The "gpu" object: the device planned for and how its context bytes were figured.
+nlohmann::ordered_json GpuJson(const GpuSpec& gpu) {
+  nlohmann::ordered_json j = {
+      {"name", gpu.name},
+      {"memory_bytes", gpu.memory_bytes},
+      {"context_bytes", gpu.context_bytes},
+      // issue 10: context_bytes split by generation (analyzer/cost/gpu_specs.h).
+      {"generation", std::string(GpuGenerationName(gpu.generation))},
+      {"cuda_context_bytes", gpu.cuda_context_bytes},
+      {"cublas_workspace_bytes", gpu.cublas_workspace_bytes},
+      {"cublas_workspaces", kCublasHandlesPerTraining},
+      // issue 40: which figure cuda_context_bytes is (--cuda-context).
+      {"cuda_context_figure", gpu.cuda_context_figure}};
+  if (gpu.is_generic) {
+    // A bare size (--gpu 24G[:class]): the class and the GPU whose throughput the times assume.
+    j["generic_class"] = std::string(GpuGenerationName(gpu.generation));
+    j["throughput_of"] = GenericClassReference(gpu.generation).name;
+  }
+  return j;
+}
+
+// The top-level memory keys: the budget, the peak and where it falls, the breakdown at the peak
+// and the activations saved for backward.
+void AddMemoryJson(const AnalysisReport& report, nlohmann::ordered_json& j) {
   const TrainingPlan& plan = *report.plan;
   const PlannerOptions& options = *report.options;
-  const Graph& graph = *report.graph;
-  nlohmann::ordered_json j;
-  j["schema"] = "memplan/1";
-  j["command"] = "analyze";
-  const int64_t parameter_count = ModelParameterCount(graph);
-  j["model"] = {{"path", report.model_path},
-                {"name", report.model_name},
-                {"parameter_count", parameter_count},
-                {"node_count", static_cast<int64_t>(graph.num_nodes())}};
-  j["gpu"] = {{"name", options.gpu.name},
-              {"memory_bytes", options.gpu.memory_bytes},
-              {"context_bytes", options.gpu.context_bytes},
-              // issue 10: context_bytes split by generation (analyzer/cost/gpu_specs.h).
-              {"generation", std::string(GpuGenerationName(options.gpu.generation))},
-              {"cuda_context_bytes", options.gpu.cuda_context_bytes},
-              {"cublas_workspace_bytes", options.gpu.cublas_workspace_bytes},
-              {"cublas_workspaces", kCublasHandlesPerTraining},
-              // issue 40: which figure cuda_context_bytes is (--cuda-context).
-              {"cuda_context_figure", options.gpu.cuda_context_figure}};
-  if (options.gpu.is_generic) {
-    // A bare size (--gpu 24G[:class]): the class and the GPU whose throughput the times assume.
-    j["gpu"]["generic_class"] = std::string(GpuGenerationName(options.gpu.generation));
-    j["gpu"]["throughput_of"] = GenericClassReference(options.gpu.generation).name;
-  }
+  const MemoryResult& memory = report.plan_report.memory;
   j["reserve_bytes"] = options.reserve_bytes;
   j["budget_bytes"] = plan.budget_bytes;
   j["headroom_bytes"] = plan.headroom_bytes;
-  j["peak_bytes"] = plan.chosen.peak_bytes;
+  j["peak_bytes"] = memory.peak_bytes;
   j["exact_peak_bytes"] = plan.chosen.exact_peak_bytes;
-  j["fragmentation_bytes"] = plan.chosen.peak_bytes - plan.chosen.exact_peak_bytes;
+  j["fragmentation_bytes"] = memory.peak_bytes - plan.chosen.exact_peak_bytes;
   j["allocator"] = std::string(AllocatorKindName(options.allocator));
   j["fits"] = plan.feasible;
   // issue 40 item 8 / issue 41: the caching model's reserved peak without a device limit (what
@@ -275,15 +262,17 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
                {"phase", std::string(CoarsePhaseNameAt(plan.program, sim.peak_at.step))},
                {"node", sim.peak_at.step >= 0 ? plan.program.step(sim.peak_at.step).name : ""},
                {"allocations", PeakStepAllocationsJson(PeakStepAllocations(plan))}};
-  j["breakdown"] = CategoryBytesJson(sim.peak_breakdown);
-  j["saved_activation_bytes"] = sim.saved_activation_bytes;
+  j["breakdown"] = CategoryBytesJson(memory.breakdown);
+  j["saved_activation_bytes"] = memory.saved_activation_bytes;
   j["model_state_bytes"] = ModelStateBytesJson(ModelStateBytesOf(plan.program, sim.buffer_bytes));
-  // The facts later verbs read (plan_report.h) come from one place; sorted by name (std::map).
-  const PlanReport facts = PlanReportOf(report);
+  // Sorted by node name (std::map).
   nlohmann::ordered_json saved_json = nlohmann::ordered_json::object();
-  for (const auto& [name, bytes] : facts.memory.saved_bytes_by_node) saved_json[name] = bytes;
+  for (const auto& [name, bytes] : memory.saved_bytes_by_node) saved_json[name] = bytes;
   j["saved_activations_by_node"] = saved_json;
-  nlohmann::ordered_json p;
+}
+
+// plan.micro_batch .. plan.throughput_knee: the batch the plan runs.
+void AddBatchPlanKeys(const TrainingPlan& plan, nlohmann::ordered_json& p) {
   p["micro_batch"] = plan.chosen.micro_batch;
   // The largest micro-batch under the budget itself, beside the one recommended under
   // budget - headroom (the same without headroom, or a fixed micro-batch).
@@ -297,59 +286,79 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
                             {"best_micro_batch", plan.knee_best_micro_batch},
                             {"best_samples_per_second", plan.knee_best_samples_per_second}};
   }
-  p["precision"] = std::string(PrecisionName(plan.program.precision));
-  if (plan.program.precision != Precision::kFp32)
-    p["amp_mode"] = std::string(AmpModeName(plan.program.amp_mode));
-  p["optimizer"] = std::string(OptimizerKindName(plan.program.optimizer_kind));
+}
+
+// plan.precision .. plan.loss_scaler_bytes: the regime, the optimizer step and the loss.
+void AddStepPlanKeys(const AnalysisReport& report, nlohmann::ordered_json& p) {
+  const PlanReport& facts = report.plan_report;
+  p["precision"] = std::string(PrecisionName(facts.precision));
+  if (facts.amp_mode) p["amp_mode"] = std::string(AmpModeName(*facts.amp_mode));
+  p["optimizer"] = std::string(OptimizerKindName(facts.optimizer));
   // torch.optim's implementation, which decides the optimizer step's intermediates; absent for
   // optimizers that run their own kernels.
-  if (HasTorchOptimizerImpls(plan.program.optimizer_kind))
-    p["optimizer_impl"] = std::string(OptimizerImplName(plan.program.optimizer_impl));
+  if (facts.optimizer_impl)
+    p["optimizer_impl"] = std::string(OptimizerImplName(*facts.optimizer_impl));
   // issue 41 item 5: the PYTORCH_CUDA_ALLOC_CONF the plan modelled (--alloc-conf, --allocator
   // expandable), only when it differs from PyTorch's defaults; the exports set it.
-  if (const std::string conf = PlanReportOf(report).alloc_conf; !conf.empty())
-    p["alloc_conf"] = conf;
-  p["loss"] = std::string(ReportedLossName(report));
-  if (plan.program.loss_terms.size() > 1) p["loss_terms"] = LossTermsJson(report);
-  p["zero_grad"] = std::string(ZeroGradModeName(plan.program.zero_grad));
-  p["clip_gradients"] = options.program.clip_gradients;
-  p["loss_scaling"] = std::string(LossScalingModeName(plan.program.loss_scaling.mode));
-  if (plan.program.loss_scaling.mode != LossScalingMode::kNone)
-    p["loss_scale"] = plan.program.loss_scaling.scale;
-  p["loss_scaler_bytes"] = LossScalerBytes(plan);
-  p["recompute"] = report.recompute_nodes;
-  if (!report.recompute_op_types.empty()) p["recompute_op_types"] = report.recompute_op_types;
+  if (!facts.alloc_conf.empty()) p["alloc_conf"] = facts.alloc_conf;
+  p["loss"] = std::string(LossKindName(facts.loss));
+  if (!facts.loss_outputs.empty()) p["loss_terms"] = LossTermsJson(facts);
+  p["zero_grad"] = std::string(ZeroGradModeName(facts.zero_grad));
+  p["clip_gradients"] = facts.clip_gradients.value_or(false);
+  p["loss_scaling"] =
+      std::string(LossScalingModeName(facts.loss_scaling.value_or(LossScalingMode::kNone)));
+  if (facts.loss_scale) p["loss_scale"] = *facts.loss_scale;
+  p["loss_scaler_bytes"] = LossScalerBytes(*report.plan);
+}
+
+// plan.recompute .. plan.placement: what backward re-runs and the per-node dtypes.
+void AddNodePlanKeys(const AnalysisReport& report, nlohmann::ordered_json& p) {
+  const PlanReport& facts = report.plan_report;
+  p["recompute"] = facts.recompute_nodes;
+  if (!facts.recompute_op_types.empty()) p["recompute_op_types"] = facts.recompute_op_types;
   p["checkpoints"] = report.checkpoint_nodes;
-  p["recompute_unit"] = std::string(RecomputeUnitName(plan.recompute_unit));
-  p["recompute_modules"] = plan.checkpoint_modules;
-  p["checkpointable_modules"] = plan.checkpointable_modules;
-  p["fp16_ops"] = report.fp16_nodes;
-  p["fp32_ops"] = report.fp32_nodes;
-  if (plan.placement) p["placement"] = PlacementJson(graph, plan);
+  p["recompute_unit"] = std::string(RecomputeUnitName(facts.recompute_unit));
+  p["recompute_modules"] = facts.recompute_modules;
+  p["checkpointable_modules"] = facts.checkpointable_modules;
+  p["fp16_ops"] = facts.fp16_nodes;
+  p["fp32_ops"] = facts.fp32_nodes;
+  if (report.plan->placement) p["placement"] = PlacementJson(*report.graph, *report.plan);
+}
+
+// The "plan" object (docs/json_schema.md): the plan's facts, then what the features add.
+nlohmann::ordered_json PlanJson(const AnalysisReport& report) {
+  const PlanReport& facts = report.plan_report;
+  nlohmann::ordered_json p;
+  AddBatchPlanKeys(*report.plan, p);
+  AddStepPlanKeys(report, p);
+  AddNodePlanKeys(report, p);
   if (IsDataParallelReport(report)) AddDataParallelPlanKeys(report, p);
   AddTensorParallelPlanKeys(report, p);
   if (report.attention != nullptr) p["attention"] = AttentionPlanToJson(*report.attention);
   if (report.fused_loss != nullptr) {
-    const nlohmann::ordered_json fused = FusedLossPlanToJson(*report.fused_loss, plan.bindings);
+    const nlohmann::ordered_json fused =
+        FusedLossPlanToJson(*report.fused_loss, report.plan->bindings);
     for (const auto& [key, value] : fused.items()) p[key] = value;
   }
-  AddRecipePlanKeys(facts, report, p);
+  AddRecipePlanKeys(report, p);
   // Fine-tuning (docs/finetuning.md): the elements the optimizer updates; equal to
   // model.parameter_count unless --train/--freeze/--lora froze some.
-  p["trainable_parameter_count"] = TrainedParameterCount(graph);
-  if (options.program.base_dtype)
-    p["base_dtype"] = std::string(BaseDTypeName(*options.program.base_dtype));
+  p["trainable_parameter_count"] = facts.trainable_parameter_count;
+  if (facts.base_dtype) p["base_dtype"] = std::string(BaseDTypeName(*facts.base_dtype));
   // --lora: the adapters a training script must build (rank, alpha, modules), read back from
   // the graph the plan simulated.
-  if (std::optional<LoraPlanReport> lora = LoraPlanReportOf(graph))
-    p["lora"] = LoraPlanReportJson(*lora);
-  p["optimizer_state_dtype"] = OptimizerStateDTypeText(plan.program.optimizer_kind);
+  if (facts.lora) p["lora"] = LoraPlanReportJson(*facts.lora);
+  p["optimizer_state_dtype"] = OptimizerStateDTypeText(facts.optimizer);
   // --offload: what lives in host memory and what the copies cost (offload_report.h).
   if (IsOffloadReport(report)) p["offload"] = OffloadJson(report);
-  j["plan"] = p;
-  if (IsDataParallelReport(report)) AddDataParallelJson(report, j);
+  return p;
+}
+
+// The keys after the plan: bindings, time, the candidates, advice, what would fit, warnings.
+void AddOutcomeJson(const AnalysisReport& report, nlohmann::ordered_json& j) {
+  const TrainingPlan& plan = *report.plan;
   nlohmann::ordered_json bindings = nlohmann::ordered_json::object();
-  for (const DimBinding& b : facts.bindings) bindings[b.name] = b.value;
+  for (const DimBinding& b : report.plan_report.bindings) bindings[b.name] = b.value;
   j["bindings"] = bindings;
   j["estimated_step_seconds"] = plan.time.step_seconds;
   j["samples_per_second"] = plan.chosen.samples_per_second;
@@ -373,6 +382,20 @@ nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
     j["alternatives_not_planned"] = AlternativesNotPlannedJson(*report.alternatives);
   }
   j["warnings"] = report.warnings;
+}
+
+}  // namespace
+
+nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report) {
+  nlohmann::ordered_json j;
+  j["schema"] = "memplan/1";
+  j["command"] = "analyze";
+  j["model"] = ModelJson(report);
+  j["gpu"] = GpuJson(report.options->gpu);
+  AddMemoryJson(report, j);
+  j["plan"] = PlanJson(report);
+  if (IsDataParallelReport(report)) AddDataParallelJson(report, j);
+  AddOutcomeJson(report, j);
   return j;
 }
 
@@ -405,13 +428,12 @@ std::string InferenceExportText(const AnalysisReport& report) {
 namespace {
 
 // "none", "42 nodes", or "7 of 12 modules (42 nodes)" for a module plan.
-std::string RecomputeSummary(const AnalysisReport& report) {
-  const TrainingPlan& plan = *report.plan;
-  if (report.recompute_nodes.empty()) return "none";
-  const std::string nodes = std::to_string(report.recompute_nodes.size()) + " nodes";
-  if (plan.checkpoint_modules.empty()) return nodes;
-  return std::to_string(plan.checkpoint_modules.size()) + " of " +
-         std::to_string(plan.checkpointable_modules) + " modules (" + nodes + ")";
+std::string RecomputeSummary(const PlanReport& facts) {
+  if (facts.recompute_nodes.empty()) return "none";
+  std::string nodes = std::to_string(facts.recompute_nodes.size()) + " nodes";
+  if (facts.recompute_modules.empty()) return nodes;
+  return std::to_string(facts.recompute_modules.size()) + " of " +
+         std::to_string(facts.checkpointable_modules) + " modules (" + nodes + ")";
 }
 
 // The first `shown` of `names` joined by ", ", then ", ... (all: --json, <json_field>)" where
@@ -457,33 +479,39 @@ std::string PlacementText(const TrainingPlan& plan) {
 
 }  // namespace
 
-std::string FormatAnalysisText(const AnalysisReport& report) {
-  const TrainingPlan& plan = *report.plan;
+namespace {
+
+// The title and the budget: "memplan analyze <model> on <gpu>", what the budget leaves.
+std::string HeaderText(const AnalysisReport& report) {
   const PlannerOptions& options = *report.options;
-  const SimulationResult& sim = plan.simulation;
   std::ostringstream s;
   s << "memplan analyze " << report.model_name << " on " << options.gpu.name << " ("
     << FormatBytes(options.gpu.memory_bytes) << ")\n";
-  s << "budget " << FormatBytes(plan.budget_bytes) << " = GPU - "
+  s << "budget " << FormatBytes(report.plan->budget_bytes) << " = GPU - "
     << FormatBytes(options.gpu.context_bytes) << " CUDA context ("
     << CudaContextFigureText(options.gpu.cuda_context_figure) << ")";
   if (options.reserve_bytes > 0) s << " - " << FormatBytes(options.reserve_bytes) << " reserve";
   s << "\n";
   if (options.gpu.is_generic) s << "gpu    " << GenericGpuText(options.gpu) << "\n";
-  s << "\n";
-  if (report.inference_export) s << InferenceExportText(report) << "\n\n";
-  if (plan.infeasible && !plan.feasible) s << InfeasibleText(plan) << "\n\n";
-  if (report.alternatives != nullptr) s << AlternativesText(*report.alternatives) << "\n";
-  s << "Plan     " << PlanLine(plan, report.options->tensor_parallel.degree) << "\n";
-  s << "         " << PrecisionName(plan.program.precision) << ", "
+  return s.str();
+}
+
+// "Plan" .. "LoRA": the batch, the regime, recompute, placement, parallelism, fine-tuning.
+std::string PlanText(const AnalysisReport& report) {
+  const TrainingPlan& plan = *report.plan;
+  const PlanReport& facts = report.plan_report;
+  std::ostringstream s;
+  s << "Plan     " << PlanLine(plan, facts.tensor_parallel) << "\n";
+  s << "         " << PrecisionName(facts.precision) << ", "
     << OptimizerLabel(plan.program.optimizer_kind, plan.program.optimizer_impl) << ", loss "
-    << ReportedLossText(report) << ", recompute " << RecomputeSummary(report) << "\n";
-  if (const std::string conf = PlanReportOf(report).alloc_conf; !conf.empty())
-    s << "         PYTORCH_CUDA_ALLOC_CONF=" << conf << " (modelled; the exports set it)\n";
-  if (!plan.checkpoint_modules.empty()) {
+    << ReportedLossText(facts) << ", recompute " << RecomputeSummary(facts) << "\n";
+  if (!facts.alloc_conf.empty())
+    s << "         PYTORCH_CUDA_ALLOC_CONF=" << facts.alloc_conf
+      << " (modelled; the exports set it)\n";
+  if (!facts.recompute_modules.empty()) {
     // The modules the exports wrap in torch.utils.checkpoint, exactly what was simulated.
-    s << "Checkpoint " << plan.checkpoint_modules.size()
-      << " modules: " << FirstNames(plan.checkpoint_modules, /*shown=*/8, "plan.recompute_modules")
+    s << "Checkpoint " << facts.recompute_modules.size()
+      << " modules: " << FirstNames(facts.recompute_modules, /*shown=*/8, "plan.recompute_modules")
       << "\n";
   }
   if (!report.checkpoint_nodes.empty()) {
@@ -496,43 +524,53 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   if (plan.placement) s << PlacementText(plan);
   if (IsDataParallelReport(report)) s << DataParallelText(report);
   s << TensorParallelText(report);
-  const int64_t trained = TrainedParameterCount(*report.graph);
-  const int64_t model_parameters = ModelParameterCount(*report.graph);
-  if (trained != model_parameters) {
-    s << "Train    " << trained << " of " << model_parameters
+  if (facts.trainable_parameter_count != facts.parameter_count) {
+    s << "Train    " << facts.trainable_parameter_count << " of " << facts.parameter_count
       << " parameters (the rest frozen: no gradient, no optimizer state";
-    if (options.program.base_dtype)
-      s << ", stored as " << BaseDTypeName(*options.program.base_dtype);
+    if (facts.base_dtype) s << ", stored as " << BaseDTypeName(*facts.base_dtype);
     s << ")\n";
   }
-  if (std::optional<LoraPlanReport> lora = LoraPlanReportOf(*report.graph)) {
+  if (const std::optional<LoraPlanReport>& lora = facts.lora) {
     s << "LoRA     rank " << lora->rank << " (alpha " << lora->alpha << ") on "
       << lora->target_modules.size()
       << (lora->target_modules.size() == 1 ? " module: " : " modules: ")
       << FirstNames(lora->peft_target_modules, /*shown=*/6, "plan.lora.peft_target_modules")
       << "\n";
   }
+  return s.str();
+}
+
+// After "Peak": how close to the edge, the headroom recommendation against the absolute maximum.
+std::string HeadroomText(const TrainingPlan& plan) {
+  std::ostringstream s;
+  s << "         headroom " << FormatBytes(plan.headroom_bytes) << " ("
+    << FormatPercent(plan.headroom_bytes, plan.budget_bytes) << " of the budget) kept free; ";
+  // About the largest under the headroom (the plan's m unless it is the throughput knee).
+  const int64_t top = plan.largest_within_headroom;
+  if (plan.largest_fitting_micro_batch > top) {
+    s << "the largest micro-batch that fits is m=" << plan.largest_fitting_micro_batch << " at "
+      << FormatPercent(plan.largest_fitting_peak_bytes, plan.budget_bytes)
+      << " of the budget (--headroom 0)";
+  } else if (plan.budget_bytes - plan.chosen.peak_bytes < plan.headroom_bytes) {
+    s << "m=" << plan.chosen.micro_batch << " is the smallest plan and still eats into it";
+  } else {
+    s << "m=" << top << " is also the largest that fits";
+  }
+  s << "\n";
+  return s.str();
+}
+
+// "Peak" and its detail: what the allocator model reserves, live bytes, where the peak falls.
+std::string PeakText(const AnalysisReport& report) {
+  const TrainingPlan& plan = *report.plan;
+  const PlannerOptions& options = *report.options;
+  const SimulationResult& sim = plan.simulation;
+  std::ostringstream s;
   s << "Peak     " << FormatBytes(plan.chosen.peak_bytes) << " of "
     << FormatBytes(plan.budget_bytes) << " ("
     << FormatPercent(plan.chosen.peak_bytes, plan.budget_bytes) << ") - "
     << (plan.feasible ? "fits" : "DOES NOT FIT") << "\n";
-  if (plan.headroom_bytes > 0 && plan.feasible && !plan.micro_batch_fixed) {
-    // How close to the edge: the recommendation under the headroom and the absolute maximum.
-    s << "         headroom " << FormatBytes(plan.headroom_bytes) << " ("
-      << FormatPercent(plan.headroom_bytes, plan.budget_bytes) << " of the budget) kept free; ";
-    // About the largest under the headroom (the plan's m unless it is the throughput knee).
-    const int64_t top = plan.largest_within_headroom;
-    if (plan.largest_fitting_micro_batch > top) {
-      s << "the largest micro-batch that fits is m=" << plan.largest_fitting_micro_batch << " at "
-        << FormatPercent(plan.largest_fitting_peak_bytes, plan.budget_bytes)
-        << " of the budget (--headroom 0)";
-    } else if (plan.budget_bytes - plan.chosen.peak_bytes < plan.headroom_bytes) {
-      s << "m=" << plan.chosen.micro_batch << " is the smallest plan and still eats into it";
-    } else {
-      s << "m=" << top << " is also the largest that fits";
-    }
-    s << "\n";
-  }
+  if (plan.headroom_bytes > 0 && plan.feasible && !plan.micro_batch_fixed) s << HeadroomText(plan);
   // The headline is the allocator model's peak; charts (--svg, report) draw live bytes.
   s << "         ";
   if (options.allocator == AllocatorKind::kExact) {
@@ -556,18 +594,25 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
     const std::string made = PeakStepAllocationsText(PeakStepAllocations(plan), /*shown=*/3);
     if (!made.empty()) s << "         " << made << "\n";
   }
+  return s.str();
+}
+
+// "Saved" .. "Why": offload, saved activations, model state, attention, the loss, the recipe,
+// the step time and why this plan.
+std::string StateText(const AnalysisReport& report) {
+  const TrainingPlan& plan = *report.plan;
+  const SimulationResult& sim = plan.simulation;
+  std::ostringstream s;
   if (IsOffloadReport(report)) s << OffloadText(report);
   s << "Saved    " << FormatBytes(sim.saved_activation_bytes)
     << " of activations held for backward per micro-batch\n";
-  {
-    const ModelStateBytes state = ModelStateBytesOf(plan.program, sim.buffer_bytes);
-    s << "State    ";
-    if (plan.program.precision != Precision::kFp32) s << AmpModeName(plan.program.amp_mode) << ": ";
-    s << "parameters " << FormatBytes(state.parameters);
-    if (state.master_weights > 0) s << ", master weights " << FormatBytes(state.master_weights);
-    s << ", gradients " << FormatBytes(state.gradients) << ", optimizer state "
-      << FormatBytes(state.optimizer_state) << "\n";
-  }
+  const ModelStateBytes state = ModelStateBytesOf(plan.program, sim.buffer_bytes);
+  s << "State    ";
+  if (plan.program.precision != Precision::kFp32) s << AmpModeName(plan.program.amp_mode) << ": ";
+  s << "parameters " << FormatBytes(state.parameters);
+  if (state.master_weights > 0) s << ", master weights " << FormatBytes(state.master_weights);
+  s << ", gradients " << FormatBytes(state.gradients) << ", optimizer state "
+    << FormatBytes(state.optimizer_state) << "\n";
   // How attention was planned, beside the saved bytes it changes most (docs/attention.md).
   if (report.attention != nullptr) {
     const std::vector<std::string> lines = AttentionPlanText(*report.attention);
@@ -576,11 +621,16 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
   }
   if (report.fused_loss != nullptr && report.fused_loss->fused())
     s << "Loss     " << FusedLossPlanText(*report.fused_loss, plan.bindings) << "\n";
-  s << RecipeText(PlanReportOf(report), report);
+  s << RecipeText(report);
   s << "Time     " << FormatFixed(plan.time.step_seconds, 4) << " s per optimizer step, "
     << FormatFixed(plan.chosen.samples_per_second, 1) << " samples/s (roofline estimate)\n";
   if (!report.choice_explanation.empty()) s << "Why      " << report.choice_explanation << "\n";
+  return s.str();
+}
 
+// "Breakdown at peak": each memory category's bytes and share.
+std::string BreakdownText(const SimulationResult& sim) {
+  std::ostringstream s;
   s << "\nBreakdown at peak\n";
   for (MemoryCategory c : kAllMemoryCategories) {
     char line[96];
@@ -590,28 +640,45 @@ std::string FormatAnalysisText(const AnalysisReport& report) {
                   FormatPercent(sim.peak_breakdown[c], sim.peak_bytes).c_str());
     s << line;
   }
+  return s.str();
+}
 
+// "Candidates": every configuration planned, the chosen one starred.
+std::string CandidatesText(const TrainingPlan& plan) {
+  std::ostringstream s;
   s << "\nCandidates\n";
-  {
-    char line[128];
-    std::snprintf(line, sizeof(line), "  %6s %5s %7s %-5s %-8s %11s %4s %9s %10s\n", "m", "k", "G",
-                  "prec", "recomp", "peak", "fits", "step s", "samples/s");
+  char line[128];
+  std::snprintf(line, sizeof(line), "  %6s %5s %7s %-5s %-8s %11s %4s %9s %10s\n", "m", "k", "G",
+                "prec", "recomp", "peak", "fits", "step s", "samples/s");
+  s << line;
+  for (const PlanCandidate& c : plan.candidates) {
+    std::snprintf(
+        line, sizeof(line), "%s %6lld %5lld %7lld %-5s %-8s %11s %4s %9s %10s\n",
+        (c.micro_batch == plan.chosen.micro_batch && c.precision == plan.chosen.precision &&
+         c.recompute == plan.chosen.recompute)
+            ? " *"
+            : "  ",
+        static_cast<long long>(c.micro_batch), static_cast<long long>(c.accumulation_steps),
+        static_cast<long long>(c.global_batch), std::string(PrecisionName(c.precision)).c_str(),
+        std::string(RecomputeLabelName(c.recompute)).c_str(), FormatBytes(c.peak_bytes).c_str(),
+        c.fits ? "yes" : "no", FormatFixed(c.step_seconds, 4).c_str(),
+        FormatFixed(c.samples_per_second, 1).c_str());
     s << line;
-    for (const PlanCandidate& c : plan.candidates) {
-      std::snprintf(
-          line, sizeof(line), "%s %6lld %5lld %7lld %-5s %-8s %11s %4s %9s %10s\n",
-          (c.micro_batch == plan.chosen.micro_batch && c.precision == plan.chosen.precision &&
-           c.recompute == plan.chosen.recompute)
-              ? " *"
-              : "  ",
-          static_cast<long long>(c.micro_batch), static_cast<long long>(c.accumulation_steps),
-          static_cast<long long>(c.global_batch), std::string(PrecisionName(c.precision)).c_str(),
-          std::string(RecomputeLabelName(c.recompute)).c_str(), FormatBytes(c.peak_bytes).c_str(),
-          c.fits ? "yes" : "no", FormatFixed(c.step_seconds, 4).c_str(),
-          FormatFixed(c.samples_per_second, 1).c_str());
-      s << line;
-    }
   }
+  return s.str();
+}
+
+}  // namespace
+
+std::string FormatAnalysisText(const AnalysisReport& report) {
+  const TrainingPlan& plan = *report.plan;
+  std::ostringstream s;
+  s << HeaderText(report) << "\n";
+  if (report.inference_export) s << InferenceExportText(report) << "\n\n";
+  if (plan.infeasible && !plan.feasible) s << InfeasibleText(plan) << "\n\n";
+  if (report.alternatives != nullptr) s << AlternativesText(*report.alternatives) << "\n";
+  s << PlanText(report) << PeakText(report) << StateText(report);
+  s << BreakdownText(plan.simulation) << CandidatesText(plan);
   if (!report.advice.empty()) {
     s << "\nAdvice\n";
     for (const AdviceItem& a : report.advice) s << "  - " << a.message << "\n";

@@ -1,7 +1,8 @@
 #pragma once
 // The result of `memplan analyze` rendered three ways: the memplan/1 JSON (docs/json_schema.md),
-// human text readable in 80 columns, and markdown. All three read the same AnalysisReport, so
-// they never disagree; JSON keys are written in a fixed order for byte-identical output.
+// human text readable in 80 columns, and markdown (the HTML page: html_report.h). All read the
+// same AnalysisReport, whose plan_report holds the plan's facts once, so they never disagree;
+// JSON keys are written in a fixed order for byte-identical output.
 
 #include <map>
 #include <string>
@@ -16,6 +17,7 @@
 #include "analyzer/planning/strategy_search.h"
 #include "analyzer/program/step_phase.h"
 #include "analyzer/report/advice.h"
+#include "analyzer/report/plan_report.h"
 #include "graph/graph.h"
 
 namespace memplan {
@@ -32,14 +34,11 @@ struct AnalysisReport {
   // the plan is for the model as exported and underestimates training memory. Reports say so
   // before the plan ("inference_export" in the JSON).
   bool inference_export = false;
-  // Node names for the plan's lists (recompute, fp16/fp32 placement).
-  std::vector<std::string> recompute_nodes;
-  // The op type of each recomputed node whose name does not end in it (a dynamo export's FX
-  // names), for the exports' selective-checkpoint policies (plan.recompute_op_types).
-  std::map<std::string, std::string> recompute_op_types;
+  // The plan's typed facts (plan_report.h), built once from the planner's result by
+  // FillPlanReport; the writers render them and the exports consume them.
+  PlanReport plan_report;
+  // The segment boundaries the plan keeps in memory, by node name (plan.checkpoints).
   std::vector<std::string> checkpoint_nodes;
-  std::vector<std::string> fp16_nodes;
-  std::vector<std::string> fp32_nodes;
   std::string choice_explanation;  // one sentence on why this plan (the joint search fills it)
   // Data parallel (--gpus): every strategy planned (one for a fixed --parallel, all for auto)
   // and why the chosen one (analyzer/planning/strategy_search.h).
@@ -54,8 +53,9 @@ struct AnalysisReport {
   const AlternativesReport* alternatives = nullptr;
 };
 
-// Fills the node lists of `report` from the plan's program (recomputed nodes, per-node dtypes).
-void CollectPlanNodeLists(AnalysisReport& report);
+// Builds report.plan_report from the plan, options and rewrites the report points at; called once,
+// when the report is assembled (REQUIRES: graph, options and plan set).
+void FillPlanReport(AnalysisReport& report);
 
 // The sentence reports put before the plan when report.inference_export.
 std::string InferenceExportText(const AnalysisReport& report);

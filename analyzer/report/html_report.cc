@@ -174,9 +174,9 @@ class HtmlBuilder {
                   : ""));
     Card("precision", std::string(PrecisionName(plan_.program.precision)));
     Card("optimizer", OptimizerLabel(plan_.program.optimizer_kind, plan_.program.optimizer_impl));
-    Card("recompute", report_.recompute_nodes.empty()
+    Card("recompute", report_.plan_report.recompute_nodes.empty()
                           ? std::string("none")
-                          : std::to_string(report_.recompute_nodes.size()) + " nodes");
+                          : std::to_string(report_.plan_report.recompute_nodes.size()) + " nodes");
     Card(options_.allocator == AllocatorKind::kCaching ? "peak (reserved)" : "peak (live)",
          FormatBytes(c.peak_bytes));
     Card("step time", FormatFixed(plan_.time.step_seconds, 4) + " s");
@@ -235,9 +235,9 @@ class HtmlBuilder {
     if (plan_.micro_batch_capped)
       row("note", "the search stopped at the largest micro-batch tried; more may fit");
     out_ << "</tbody></table>\n";
-    NodeList("recomputed nodes", report_.recompute_nodes);
-    NodeList("fp16/bf16 nodes", report_.fp16_nodes);
-    NodeList("fp32 nodes", report_.fp32_nodes);
+    NodeList("recomputed nodes", report_.plan_report.recompute_nodes);
+    NodeList("fp16/bf16 nodes", report_.plan_report.fp16_nodes);
+    NodeList("fp32 nodes", report_.plan_report.fp32_nodes);
     out_ << "</section>\n</div>\n";
   }
 

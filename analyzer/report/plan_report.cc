@@ -16,73 +16,125 @@ DType LossDTypeOf(const TrainingProgram& program) {
   return loss.inputs.empty() ? DType::kUndefined : program.buffer(loss.inputs[0]).dtype;
 }
 
-}  // namespace
-
-PlanReport PlanReportOf(const AnalysisReport& report) {
-  MEMPLAN_CHECK(report.graph != nullptr && report.options != nullptr && report.plan != nullptr);
-  const TrainingPlan& plan = *report.plan;
-  const TrainingProgram& program = plan.program;
-  const SimulationResult& sim = plan.simulation;
-  PlanReport r;
-  r.model_path = report.model_path;
-  r.model_name = report.model_name;
-  r.micro_batch = plan.chosen.micro_batch;
-  r.accumulation_steps = plan.chosen.accumulation_steps;
-  r.precision = program.precision;
-  r.amp_mode = program.amp_mode;
+// The optimizer step and the loss as the program runs them.
+void AddStepFacts(const PlanSources& in, PlanReport& r) {
+  const TrainingProgram& program = in.plan->program;
+  const ProgramOptions& options = in.options->program;
+  if (program.precision != Precision::kFp32) r.amp_mode = program.amp_mode;
   r.optimizer = program.optimizer_kind;
-  r.optimizer_impl = program.optimizer_impl;
-  r.fused_loss = report.fused_loss != nullptr && report.fused_loss->fused();
+  if (HasTorchOptimizerImpls(program.optimizer_kind)) r.optimizer_impl = program.optimizer_impl;
+  r.zero_grad = program.zero_grad;
+  r.clip_gradients = options.clip_gradients;
+  r.fused_loss = in.fused_loss != nullptr && in.fused_loss->fused();
   // The fused node computes the cross entropy; the program only sums its scalar.
   r.loss = r.fused_loss ? LossKind::kCrossEntropy : program.loss;
-  r.zero_grad = program.zero_grad;
-  AllocatorConfig alloc_config = report.options->alloc_config;
-  alloc_config.expandable_segments = report.options->allocator == AllocatorKind::kExpandable;
-  r.alloc_conf = AllocatorConfigString(alloc_config);
-  r.loss_dtype = LossDTypeOf(program);
-  r.loss_chunks = report.options->program.loss_chunks;
-  r.optimizer_in_backward = report.options->program.optimizer_in_backward;
-  r.compile = report.options->program.compile;
-  r.clip_gradients = report.options->program.clip_gradients;
+  if (program.loss_terms.size() > 1) {
+    for (const LossTerm& term : program.loss_terms) {
+      r.loss_outputs.push_back(in.graph->value(term.output).name);
+      r.output_losses.push_back(term.kind);
+    }
+  }
   r.loss_scaling = program.loss_scaling.mode;
-  r.recompute_nodes = report.recompute_nodes;
-  r.recompute_op_types = report.recompute_op_types;
+  if (program.loss_scaling.mode != LossScalingMode::kNone)
+    r.loss_scale = program.loss_scaling.scale;
+  r.loss_dtype = LossDTypeOf(program);
+  r.loss_chunks = options.loss_chunks;
+  r.optimizer_in_backward = options.optimizer_in_backward;
+  r.compile = options.compile;
+}
+
+// The recomputed nodes and modules, and the per-node dtypes of a mixed-precision plan.
+void AddNodeLists(const PlanSources& in, PlanReport& r) {
+  const Graph& graph = *in.graph;
+  const TrainingPlan& plan = *in.plan;
+  const TrainingProgram& program = plan.program;
+  for (NodeId id : program.recomputed) {
+    const Node& node = graph.node(id);
+    r.recompute_nodes.push_back(node.name);
+    if (OpTypeOfNodeName(node.name) != node.op_type) r.recompute_op_types[node.name] = node.op_type;
+  }
   r.recompute_unit = plan.recompute_unit;
   r.recompute_modules = plan.checkpoint_modules;
-  r.recompute_reentrant = report.options->program.recompute_reentrant &&
+  r.recompute_reentrant = in.options->program.recompute_reentrant &&
                           plan.recompute_unit == RecomputeUnit::kModule &&
                           !plan.checkpoint_modules.empty();
   r.checkpointable_modules = static_cast<int64_t>(plan.checkpointable_modules);
-  r.fp16_nodes = report.fp16_nodes;
-  r.fp32_nodes = report.fp32_nodes;
+  r.checkpoints = CheckpointsOf(r);
+  if (program.precision == Precision::kFp32) return;
+  for (const Step& step : program.steps) {
+    if (step.kind != StepKind::kForward || !step.node.valid()) continue;
+    if (step.compute_dtype == DType::kFloat16 || step.compute_dtype == DType::kBFloat16) {
+      r.fp16_nodes.push_back(step.name);
+    } else if (step.compute_dtype == DType::kFloat32) {
+      r.fp32_nodes.push_back(step.name);
+    }
+  }
+}
+
+// Where the plan runs: data and tensor parallel, host offload, the allocator's configuration.
+void AddPlacementFacts(const PlanSources& in, PlanReport& r) {
+  const PlannerOptions& options = *in.options;
+  r.data_parallel = options.program.data_parallel;
+  if (r.data_parallel) r.data_parallel->nodes = ResolvedCollectiveOptions(options).nodes;
+  r.tensor_parallel = options.tensor_parallel.degree;
+  r.column_parallel = options.tensor_parallel.column;
+  r.row_parallel = options.tensor_parallel.row;
+  r.offload = in.plan->program.offload;
+  if (r.offload == OffloadMode::kActivations) r.offload_hooks = options.program.offload.hooks;
+  AllocatorConfig alloc_config = options.alloc_config;
+  alloc_config.expandable_segments = options.allocator == AllocatorKind::kExpandable;
+  r.alloc_conf = AllocatorConfigString(alloc_config);
+}
+
+// The memory result later verbs compare: the peak, its breakdown and the saved activations.
+void AddMemory(const PlanSources& in, PlanReport& r) {
+  const TrainingPlan& plan = *in.plan;
+  const SimulationResult& sim = plan.simulation;
+  r.memory.peak_bytes = plan.chosen.peak_bytes;
+  r.memory.breakdown = sim.peak_breakdown;
+  r.memory.saved_activation_bytes = sim.saved_activation_bytes;
+  // Per node, the bytes it keeps for backward (saved tensors it produced): CI checks name the
+  // nodes whose saved activations grew.
+  for (const Buffer& b : plan.program.buffers) {
+    if (!b.held_for_backward || !b.node.valid() || b.id.index() >= sim.buffer_bytes.size())
+      continue;
+    r.memory.saved_bytes_by_node[in.graph->node(b.node).name] += sim.buffer_bytes[b.id.index()];
+  }
+}
+
+}  // namespace
+
+CheckpointModules CheckpointsOf(const PlanReport& plan) {
+  if (plan.ModuleUnit())
+    return GroupRecomputeByPlannedModules(plan.recompute_modules, plan.recompute_nodes);
+  return GroupRecomputeByModule(plan.recompute_nodes);
+}
+
+PlanReport PlanReportOf(const PlanSources& in) {
+  MEMPLAN_CHECK(in.graph != nullptr && in.options != nullptr && in.plan != nullptr);
+  const TrainingPlan& plan = *in.plan;
+  const TrainingProgram& program = plan.program;
+  PlanReport r;
+  r.model_path = in.model_path;
+  r.model_name = in.model_name;
+  r.micro_batch = plan.chosen.micro_batch;
+  r.accumulation_steps = plan.chosen.accumulation_steps;
+  r.precision = program.precision;
+  AddStepFacts(in, r);
+  AddNodeLists(in, r);
+  if (in.attention != nullptr) r.attention = in.attention->requested;
+  AddPlacementFacts(in, r);
+  r.parameter_count = ModelParameterCount(*in.graph);
+  r.trainable_parameter_count = TrainedParameterCount(*in.graph);
+  r.lora = LoraPlanReportOf(*in.graph);
+  r.base_dtype = in.options->program.base_dtype;
   for (size_t s = 0; s < program.symbols.size(); ++s) {
     auto v = plan.bindings.Get(static_cast<SymbolId>(s));
     if (v)
       r.bindings.push_back(
           DimBinding{std::string(program.symbols.Name(static_cast<SymbolId>(s))), *v});
   }
-  r.data_parallel = report.options->program.data_parallel;
-  r.offload = program.offload;
-  if (program.offload == OffloadMode::kActivations)
-    r.offload_hooks = report.options->program.offload.hooks;
-  r.parameter_count = ModelParameterCount(*report.graph);
-  r.trainable_parameter_count = TrainedParameterCount(*report.graph);
-  r.lora = LoraPlanReportOf(*report.graph);
-  r.base_dtype = report.options->program.base_dtype;
-  r.tensor_parallel = report.options->tensor_parallel.degree;
-  r.column_parallel = report.options->tensor_parallel.column;
-  r.row_parallel = report.options->tensor_parallel.row;
-  if (r.data_parallel) r.data_parallel->nodes = ResolvedCollectiveOptions(*report.options).nodes;
-  r.memory.peak_bytes = plan.chosen.peak_bytes;
-  r.memory.breakdown = sim.peak_breakdown;
-  r.memory.saved_activation_bytes = sim.saved_activation_bytes;
-  // Per node, the bytes it keeps for backward (saved tensors it produced): CI checks name the
-  // nodes whose saved activations grew.
-  for (const Buffer& b : program.buffers) {
-    if (!b.held_for_backward || !b.node.valid() || b.id.index() >= sim.buffer_bytes.size())
-      continue;
-    r.memory.saved_bytes_by_node[report.graph->node(b.node).name] += sim.buffer_bytes[b.id.index()];
-  }
+  AddMemory(in, r);
   return r;
 }
 

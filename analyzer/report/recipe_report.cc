@@ -43,8 +43,8 @@ PagedStateResidency PagedResidency(const AnalysisReport& report) {
                                report.plan->budget_bytes);
 }
 
-void AddRecipePlanKeys(const PlanReport& facts, const AnalysisReport& report,
-                       nlohmann::ordered_json& plan) {
+void AddRecipePlanKeys(const AnalysisReport& report, nlohmann::ordered_json& plan) {
+  const PlanReport& facts = report.plan_report;
   if (facts.loss_dtype != DType::kUndefined) plan["loss_dtype"] = LossDTypeName(facts.loss_dtype);
   plan["loss_chunks"] = facts.loss_chunks;
   plan["optimizer_in_backward"] = facts.optimizer_in_backward;
@@ -60,7 +60,8 @@ void AddRecipePlanKeys(const PlanReport& facts, const AnalysisReport& report,
   }
 }
 
-std::string RecipeText(const PlanReport& facts, const AnalysisReport& report) {
+std::string RecipeText(const AnalysisReport& report) {
+  const PlanReport& facts = report.plan_report;
   std::ostringstream s;
   const ProgramOptions& program = report.options->program;
   if (facts.loss_dtype != DType::kUndefined && !facts.fused_loss) {

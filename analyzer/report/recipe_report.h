@@ -7,15 +7,13 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
-#include "analyzer/report/plan_report.h"
+#include "analyzer/report/analysis_report.h"
 
 namespace memplan {
 
 // plan.loss_dtype, plan.loss_chunks, plan.optimizer_in_backward, plan.compile and, for a paged
-// optimizer,
-// plan.paged_optimizer_state_bytes (docs/json_schema.md).
-void AddRecipePlanKeys(const PlanReport& facts, const AnalysisReport& report,
-                       nlohmann::ordered_json& plan);
+// optimizer, plan.paged_optimizer_state_bytes (docs/json_schema.md).
+void AddRecipePlanKeys(const AnalysisReport& report, nlohmann::ordered_json& plan);
 
 // bitsandbytes' paged optimizers (analyzer/program/paged_optimizer_state.h): the bytes of the
 // paged states (state1/state2 of parameters of >= 1e5 elements, in CUDA unified memory) at the
@@ -26,7 +24,7 @@ int64_t PagedOptimizerStateBytes(const AnalysisReport& report);
 // "Loss     cross_entropy in bf16 (the logits' dtype: pure bf16, no upcast)" and, with
 // --optimizer-in-backward, an "Optimizer" line, with --compile a "Compile" line; empty lines are
 // not written.
-std::string RecipeText(const PlanReport& facts, const AnalysisReport& report);
+std::string RecipeText(const AnalysisReport& report);
 
 // "lazy module loading (CUDA >= 11.7)", "eager module loading (...)" or "--cuda-context".
 std::string CudaContextFigureText(const std::string& figure);

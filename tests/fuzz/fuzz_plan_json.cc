@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyzer/config_export/export_plan.h"
+#include "analyzer/config_export/saved_plan_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Syntax errors are exceptions in nlohmann and are caught at the file reader

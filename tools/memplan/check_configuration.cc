@@ -46,7 +46,7 @@ Expected<ConfigurationAnalysis> AnalyseConfiguration(const CheckConfiguration& c
   if (!session.ok()) return MakeError(where + session.error().message);
   ConfigurationAnalysis analysis;
   // The typed facts `analyze --json` prints (analyzer/report/plan_report.h).
-  analysis.memory = PlanReportOf((*session)->report).memory;
+  analysis.memory = (*session)->report.plan_report.memory;
   analysis.plan = PinnedPlanOf((*session)->plan);
   analysis.fits = (*session)->plan.feasible;
   if (replay == nullptr && !FixesMicroBatch(config.flags)) {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzer/baseline/json_file.h"
-#include "analyzer/config_export/export_plan.h"
+#include "analyzer/config_export/saved_plan_reader.h"
 #include "analyzer/derivation/attention_plan.h"
 #include "analyzer/derivation/fused_loss_plan.h"
 #include "analyzer/recompute/module_units.h"
@@ -39,23 +39,23 @@ Expected<std::vector<NodeId>> NodesNamed(const Graph& graph, const std::vector<s
 }
 
 // The saved bindings, then --dim on top; the batch symbol is the micro-batch's.
-std::vector<DimBinding> BindingsToApply(const Graph& graph, const ExportPlan& saved,
+std::vector<DimBinding> BindingsToApply(const Graph& graph, const PlanReport& saved,
                                         std::vector<DimBinding> dims) {
-  for (const PlanBinding& binding : saved.bindings) {
+  for (const DimBinding& binding : saved.bindings) {
     const bool given = std::any_of(dims.begin(), dims.end(),
-                                   [&](const DimBinding& d) { return d.name == binding.symbol; });
-    auto symbol = graph.symbols().Find(binding.symbol);
+                                   [&](const DimBinding& d) { return d.name == binding.name; });
+    auto symbol = graph.symbols().Find(binding.name);
     if (given || !symbol) continue;
     if (graph.batch_symbol() && *graph.batch_symbol() == *symbol) continue;
-    dims.push_back(DimBinding{binding.symbol, binding.size});
+    dims.push_back(binding);
   }
   return dims;
 }
 
 // The module plan's checkpointed modules (plan.recompute_modules), each a module of the model.
-Status ReadRecomputeModules(const Graph& graph, const ExportPlan& saved, const std::string& where,
+Status ReadRecomputeModules(const Graph& graph, const PlanReport& saved, const std::string& where,
                             ProgramOptions& o) {
-  if (!saved.module_unit) return OkStatus();
+  if (!saved.ModuleUnit()) return OkStatus();
   const std::vector<CheckpointableModule> modules = FindCheckpointableModules(graph);
   for (const std::string& module_path : saved.recompute_modules) {
     auto it = std::find_if(modules.begin(), modules.end(),
@@ -69,7 +69,7 @@ Status ReadRecomputeModules(const Graph& graph, const ExportPlan& saved, const s
 }
 
 // The placement the planner chose, node by node (ignored in fp32).
-Status ReadPlacement(const Graph& graph, const ExportPlan& saved, const std::string& where,
+Status ReadPlacement(const Graph& graph, const PlanReport& saved, const std::string& where,
                      ProgramOptions& o) {
   if (o.precision == Precision::kFp32) return OkStatus();
   const DType working = o.precision == Precision::kFp16 ? DType::kFloat16 : DType::kBFloat16;
@@ -84,12 +84,12 @@ Status ReadPlacement(const Graph& graph, const ExportPlan& saved, const std::str
 // The program options a saved plan names, as analyze derived them. Absent fields mean what they
 // meant when the plan was written: amp_mode master weights (before regimes were modelled), the
 // fused optimizer step (before its intermediates were), no clipping (analyze's default).
-void ProgramOptionsOf(const ExportPlan& saved, ProgramOptions& o) {
+void ProgramOptionsOf(const PlanReport& saved, ProgramOptions& o) {
   o.precision = saved.precision;
   o.amp_mode = saved.amp_mode.value_or(AmpMode::kMasterWeights);
   o.optimizer = saved.optimizer;
   o.optimizer_impl = saved.optimizer_impl.value_or(OptimizerImpl::kFused);
-  o.zero_grad = saved.zero_grad_set_to_none ? ZeroGradMode::kSetToNone : ZeroGradMode::kZero;
+  o.zero_grad = saved.zero_grad;
   o.clip_gradients = saved.clip_gradients.value_or(false);
   o.recompute_reentrant = saved.recompute_reentrant;
   // The plan's scale (static: the fixed one; dynamic: the start) is the one verify runs with;
@@ -135,9 +135,9 @@ Expected<LoadedPlan> PlanFromJsonText(Graph& graph, const std::string& text,
   if (!parsed->is_object())
     return MakeError("plan '" + path + "' is not JSON (expected `memplan analyze --json` output)");
   const std::string where = "plan '" + path + "': ";
-  Expected<ExportPlan> read = ReadSavedPlan(*parsed);
+  Expected<PlanReport> read = ReadSavedPlan(*parsed);
   if (!read.ok()) return MakeError(where + read.error().message);
-  const ExportPlan& saved = *read;
+  const PlanReport& saved = *read;
   // The attention the plan was made with (its node names are the rewritten graph's).
   auto apply_attention = [&](Graph& g) -> Status {
     MEMPLAN_RETURN_IF_ERROR(ApplyAttentionMode(g, saved.attention, request.analysis.model,

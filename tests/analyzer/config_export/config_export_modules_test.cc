@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 #include "analyzer/config_export/export_config.h"
-#include "analyzer/config_export/export_plan.h"
+#include "analyzer/config_export/saved_plan_reader.h"
 #include "tests/require_value.h"
 
 namespace memplan {
@@ -57,8 +57,8 @@ std::vector<std::string> CheckpointedModules(const std::string& loop) {
 
 TEST_CASE("A module plan's export checkpoints exactly the plan's modules", "[export]") {
   const nlohmann::json plan = ModulePlan({"layer3.1"});
-  ExportPlan read = ReadExportPlan(plan).value();
-  CHECK(read.module_unit);
+  PlanReport read = ReadExportPlan(plan).value();
+  CHECK(read.ModuleUnit());
   CHECK(read.checkpointable_modules == 8);
   REQUIRE(read.checkpoints.modules.size() == 1);
   CHECK(read.checkpoints.modules[0].module_path == "layer3.1");
@@ -124,8 +124,8 @@ TEST_CASE("Module plan fields are validated", "[export]") {
   old["plan"].erase("recompute_unit");
   old["plan"].erase("recompute_modules");
   old["plan"].erase("checkpointable_modules");
-  ExportPlan read = ReadExportPlan(old).value();
-  CHECK_FALSE(read.module_unit);
+  PlanReport read = ReadExportPlan(old).value();
+  CHECK_FALSE(read.ModuleUnit());
   REQUIRE(read.checkpoints.modules.size() == 1);
   CHECK(read.checkpoints.modules[0].module_path == "layer3.1");
 }

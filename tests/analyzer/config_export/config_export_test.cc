@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 #include "analyzer/config_export/export_config.h"
-#include "analyzer/config_export/export_plan.h"
+#include "analyzer/config_export/saved_plan_reader.h"
 #include "analyzer/recompute/checkpoint_modules.h"
 #include "tests/require_value.h"
 

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 #include "analyzer/config_export/export_config.h"
+#include "analyzer/config_export/saved_plan_reader.h"
 
 namespace memplan {
 namespace {
@@ -215,7 +216,7 @@ TEST_CASE("The FSDP2 script refuses a bitsandbytes optimizer in one line", "[exp
 
 TEST_CASE("plan.lora and plan.base_dtype read back, bad values name the key",
           "[export][finetune]") {
-  Expected<ExportPlan> plan = ReadExportPlan(QloraPlan());
+  Expected<PlanReport> plan = ReadExportPlan(QloraPlan());
   REQUIRE(plan.ok());
   REQUIRE(plan->lora.has_value());
   CHECK(plan->lora->rank == 16);
@@ -225,7 +226,7 @@ TEST_CASE("plan.lora and plan.base_dtype read back, bad values name the key",
 
   nlohmann::json bad = QloraPlan();
   bad["plan"]["lora"]["rank"] = 0;
-  Expected<ExportPlan> read = ReadExportPlan(bad);
+  Expected<PlanReport> read = ReadExportPlan(bad);
   REQUIRE_FALSE(read.ok());
   CHECK_THAT(read.error().message, Catch::Contains("plan.lora.rank"));
   bad = QloraPlan();

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 #include "analyzer/config_export/export_config.h"
-#include "analyzer/config_export/export_plan.h"
+#include "analyzer/config_export/saved_plan_reader.h"
 #include "tests/require_value.h"
 
 namespace memplan {
@@ -40,14 +40,14 @@ std::string Refusal(const nlohmann::json& plan, ExportTarget target) {
 }
 
 TEST_CASE("plan.offload.mode is read back, absent means none", "[export][offload]") {
-  Expected<ExportPlan> none = ReadExportPlan(MlpPlan("none"));
+  Expected<PlanReport> none = ReadExportPlan(MlpPlan("none"));
   REQUIRE(none.ok());
   CHECK(none->offload == OffloadMode::kNone);
-  Expected<ExportPlan> params = ReadExportPlan(MlpPlan("optimizer+params"));
+  Expected<PlanReport> params = ReadExportPlan(MlpPlan("optimizer+params"));
   REQUIRE(params.ok());
   CHECK(params->offload == OffloadMode::kOptimizerAndParams);
   nlohmann::json bad = MlpPlan("nvme");
-  Expected<ExportPlan> unknown = ReadExportPlan(bad);
+  Expected<PlanReport> unknown = ReadExportPlan(bad);
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.error().message.find("plan.offload.mode: unknown offload mode 'nvme'") !=
         std::string::npos);

@@ -1,11 +1,11 @@
-// The one reader of a saved plan (ReadSavedPlan, analyzer/config_export/export_plan.h): what
+// The one reader of a saved plan (ReadSavedPlan, analyzer/config_export/saved_plan_reader.h): what
 // `memplan export` and `memplan verify --plan` both read from a `memplan analyze --json`
 // document. Documents are written here by hand, key by key as docs/json_schema.md names them.
 
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
-#include "analyzer/config_export/export_plan.h"
+#include "analyzer/config_export/saved_plan_reader.h"
 #include "tests/require_value.h"
 
 namespace memplan {
@@ -30,7 +30,7 @@ TEST_CASE("A saved plan's verify fields are read by the one reader", "[export][s
   doc["plan"]["loss_terms"] = {{{"output", "logits"}, {"loss", "cross_entropy"}},
                                {{"output", "boxes"}, {"loss", "mse"}}};
   doc["bindings"] = {{"batch", 4}, {"seq", 128}};
-  const ExportPlan plan = testing::RequireValue(ReadSavedPlan(doc));
+  const PlanReport plan = testing::RequireValue(ReadSavedPlan(doc));
   CHECK(plan.micro_batch == 4);
   CHECK(plan.accumulation_steps == 2);
   CHECK(plan.precision == Precision::kBf16);
@@ -44,13 +44,13 @@ TEST_CASE("A saved plan's verify fields are read by the one reader", "[export][s
   CHECK(plan.loss_outputs == std::vector<std::string>{"logits", "boxes"});
   CHECK(plan.output_losses == std::vector<LossKind>{LossKind::kCrossEntropy, LossKind::kMse});
   REQUIRE(plan.bindings.size() == 2);
-  CHECK(plan.bindings[1].symbol == "seq");
-  CHECK(plan.bindings[1].size == 128);
+  CHECK(plan.bindings[1].name == "seq");
+  CHECK(plan.bindings[1].value == 128);
 }
 
 TEST_CASE("Absent saved-plan fields stay absent, each verb says what absence means",
           "[export][saved_plan]") {
-  const ExportPlan plan = testing::RequireValue(ReadSavedPlan(MinimalPlan()));
+  const PlanReport plan = testing::RequireValue(ReadSavedPlan(MinimalPlan()));
   // A plan written before clip_gradients was recorded: the exports clip as the frameworks do by
   // default; verify runs it as analyze plans without --clip-grad (verify_plan_reader.cc).
   CHECK_FALSE(plan.clip_gradients.has_value());

@@ -169,7 +169,7 @@ nlohmann::ordered_json AnalysisJson(const TestGraph& t, const JointPlan& joint) 
   report.graph = &t.graph;
   report.options = &joint.options_used;
   report.plan = &joint.plan;
-  CollectPlanNodeLists(report);
+  FillPlanReport(report);
   return AnalysisToJson(report);
 }
 

@@ -104,6 +104,7 @@ struct ReportFixture {
     report.graph = &graph;
     report.options = &options;
     report.plan = &plan;
+    FillPlanReport(report);
   }
   ReportFixture(const ReportFixture&) = delete;  // `report` points into the members
   ReportFixture& operator=(const ReportFixture&) = delete;

@@ -1,4 +1,4 @@
-#include "analyzer/config_export/export_plan.h"
+#include "analyzer/config_export/saved_plan_reader.h"
 
 #include <algorithm>
 #include <cctype>
@@ -40,12 +40,12 @@ Expected<OptimizerKind> PlanOptimizer(const std::string& text) {
                    JoinNames(kOptimizerKindNames, ", ", " or ") + ")");
 }
 
-Expected<bool> ParseZeroGrad(const nlohmann::json& plan) {
+Expected<ZeroGradMode> ParseZeroGrad(const nlohmann::json& plan) {
   MEMPLAN_TRY(std::optional<std::string> text, OptionalPlanString(plan, "zero_grad", "plan."));
-  if (!text) return true;
+  if (!text) return ZeroGradMode::kSetToNone;
   std::string z = Lower(*text);
-  if (z == "none" || z == "set_to_none") return true;
-  if (z == "zero" || z == "zeros") return false;
+  if (z == "none" || z == "set_to_none") return ZeroGradMode::kSetToNone;
+  if (z == "zero" || z == "zeros") return ZeroGradMode::kZero;
   return PlanError("unknown plan.zero_grad '" + *text + "' (expected none/set_to_none or zero)");
 }
 
@@ -87,12 +87,6 @@ Expected<int64_t> OptionalCount(const nlohmann::json& object, const char* key,
   return it->get<int64_t>();
 }
 
-CheckpointModules CheckpointsOf(const ExportPlan& plan) {
-  if (plan.module_unit)
-    return GroupRecomputeByPlannedModules(plan.recompute_modules, plan.recompute_nodes);
-  return GroupRecomputeByModule(plan.recompute_nodes);
-}
-
 // plan.recompute_op_types: an object of node name -> op type (absent: empty).
 Expected<std::map<std::string, std::string>> ReadRecomputeOpTypes(const nlohmann::json& plan) {
   std::map<std::string, std::string> types;
@@ -109,7 +103,7 @@ Expected<std::map<std::string, std::string>> ReadRecomputeOpTypes(const nlohmann
 }
 
 // plan.loss_terms: each {"output": name, "loss": kind}, in order.
-Status ReadLossTerms(const nlohmann::json& plan, ExportPlan& result) {
+Status ReadLossTerms(const nlohmann::json& plan, PlanReport& result) {
   auto terms = plan.find("loss_terms");
   if (terms == plan.end() || terms->is_null()) return OkStatus();
   if (!terms->is_array())
@@ -128,7 +122,7 @@ Status ReadLossTerms(const nlohmann::json& plan, ExportPlan& result) {
 // What only verify runs: the attention rewrite, the loss, its scaling, the placement by node
 // name and the saved bindings.
 Status ReadVerifyFields(const nlohmann::json& document, const nlohmann::json& plan,
-                        ExportPlan& result) {
+                        PlanReport& result) {
   auto attention = plan.find("attention");
   if (attention != plan.end() && attention->is_object()) {
     MEMPLAN_TRY(std::optional<std::string> requested,
@@ -154,61 +148,20 @@ Status ReadVerifyFields(const nlohmann::json& document, const nlohmann::json& pl
   return OkStatus();
 }
 
-}  // namespace
-
-ExportPlan ExportPlanOf(const PlanReport& report) {
-  ExportPlan result;
-  result.model_path = report.model_path;
-  result.model_name = report.model_name;
-  result.micro_batch = report.micro_batch;
-  result.accumulation_steps = report.accumulation_steps;
-  result.precision = report.precision;
-  if (report.precision != Precision::kFp32) result.amp_mode = report.amp_mode;
-  result.optimizer = report.optimizer;
-  if (HasTorchOptimizerImpls(report.optimizer)) result.optimizer_impl = report.optimizer_impl;
-  result.zero_grad_set_to_none = report.zero_grad == ZeroGradMode::kSetToNone;
-  result.clip_gradients = report.clip_gradients;
-  result.recompute_nodes = report.recompute_nodes;
-  result.recompute_op_types = report.recompute_op_types;
-  result.module_unit = report.recompute_unit == RecomputeUnit::kModule;
-  result.recompute_reentrant = report.recompute_reentrant;
-  result.recompute_modules = report.recompute_modules;
-  result.checkpointable_modules = report.checkpointable_modules;
-  result.checkpoints = CheckpointsOf(result);
-  result.data_parallel = report.data_parallel;
-  result.tensor_parallel = report.tensor_parallel;
-  result.column_parallel = report.column_parallel;
-  result.row_parallel = report.row_parallel;
-  result.offload = report.offload;
-  result.offload_hooks = report.offload_hooks;
-  result.fused_loss = report.fused_loss;
-  result.alloc_conf = report.alloc_conf;
-  result.optimizer_in_backward = report.optimizer_in_backward;
-  result.compile = report.compile;
-  result.upcasts_loss = report.precision != Precision::kFp32 && report.amp_mode == AmpMode::kPure &&
-                        report.loss_dtype == DType::kFloat32;
-  result.half_loss = report.loss_dtype == DType::kFloat16 || report.loss_dtype == DType::kBFloat16;
-  result.loss_chunks = report.loss_chunks;
-  result.parameter_count = report.parameter_count;
-  result.trainable_parameter_count = report.trainable_parameter_count;
-  result.lora = report.lora;
-  result.base_dtype = report.base_dtype;
-  return result;
+// model.path, model.name and model.parameter_count (all optional).
+Status ReadModel(const nlohmann::json& document, PlanReport& result) {
+  auto model = document.find("model");
+  if (model == document.end() || !model->is_object()) return OkStatus();
+  MEMPLAN_TRY(auto path, OptionalPlanString(*model, "path", "model."));
+  MEMPLAN_TRY(auto name, OptionalPlanString(*model, "name", "model."));
+  result.model_path = path.value_or("");
+  result.model_name = name.value_or("");
+  MEMPLAN_TRY(result.parameter_count, OptionalCount(*model, "parameter_count", "model."));
+  return OkStatus();
 }
 
-Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
-  MEMPLAN_TRY(const nlohmann::json* plan_object, PlanObjectOf(plan_json));
-  const nlohmann::json& plan = *plan_object;
-
-  ExportPlan result;
-  auto model = plan_json.find("model");
-  if (model != plan_json.end() && model->is_object()) {
-    MEMPLAN_TRY(auto path, OptionalPlanString(*model, "path", "model."));
-    MEMPLAN_TRY(auto name, OptionalPlanString(*model, "name", "model."));
-    result.model_path = path.value_or("");
-    result.model_name = name.value_or("");
-    MEMPLAN_TRY(result.parameter_count, OptionalCount(*model, "parameter_count", "model."));
-  }
+// The batch, the precision regime and the optimizer step: micro_batch .. clip_gradients.
+Status ReadBatchAndRegime(const nlohmann::json& plan, PlanReport& result) {
   MEMPLAN_TRY(result.micro_batch, RequiredPlanPositiveInt(plan, "micro_batch", "plan."));
   MEMPLAN_TRY(result.accumulation_steps,
               RequiredPlanPositiveInt(plan, "accumulation_steps", "plan."));
@@ -234,8 +187,23 @@ Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
     if (!parsed.ok()) return PlanError("plan.optimizer_impl: " + parsed.error().message);
     result.optimizer_impl = *parsed;
   }
-  MEMPLAN_TRY(result.zero_grad_set_to_none, ParseZeroGrad(plan));
+  MEMPLAN_TRY(result.zero_grad, ParseZeroGrad(plan));
   MEMPLAN_TRY(result.clip_gradients, OptionalPlanBool(plan, "clip_gradients", "plan."));
+  return OkStatus();
+}
+
+// plan.loss_dtype as the writer names it (recipe_report.cc): "fp32", "bf16", "fp16"; another
+// name, or none, reads as not given.
+Expected<DType> ReadLossDType(const nlohmann::json& plan) {
+  MEMPLAN_TRY(std::optional<std::string> name, OptionalPlanString(plan, "loss_dtype", "plan."));
+  if (name == "fp32") return DType::kFloat32;
+  if (name == "bf16") return DType::kBFloat16;
+  if (name == "fp16") return DType::kFloat16;
+  return DType::kUndefined;
+}
+
+// The recipe switches: fused_loss .. trainable_parameter_count.
+Status ReadRecipeSwitches(const nlohmann::json& plan, PlanReport& result) {
   MEMPLAN_TRY(std::optional<bool> fused_loss, OptionalPlanBool(plan, "fused_loss", "plan."));
   result.fused_loss = fused_loss.value_or(false);
   MEMPLAN_TRY(std::optional<bool> in_backward,
@@ -253,15 +221,17 @@ Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
     if (!parsed.ok()) return PlanError("plan.alloc_conf: " + parsed.error().message);
     result.alloc_conf = AllocatorConfigString(*parsed);
   }
-  MEMPLAN_TRY(std::optional<std::string> loss_dtype,
-              OptionalPlanString(plan, "loss_dtype", "plan."));
-  result.upcasts_loss = result.amp_mode == AmpMode::kPure && loss_dtype == "fp32";
-  result.half_loss = loss_dtype == "bf16" || loss_dtype == "fp16";
+  MEMPLAN_TRY(result.loss_dtype, ReadLossDType(plan));
   MEMPLAN_TRY(result.loss_chunks, OptionalCount(plan, "loss_chunks", "plan."));
   MEMPLAN_TRY(std::optional<bool> compile, OptionalPlanBool(plan, "compile", "plan."));
   result.compile = compile.value_or(false);
   MEMPLAN_TRY(result.trainable_parameter_count,
               OptionalCount(plan, "trainable_parameter_count", "plan."));
+  return OkStatus();
+}
+
+// What backward re-runs: plan.recompute .. plan.checkpointable_modules, grouped by module.
+Status ReadRecompute(const nlohmann::json& plan, PlanReport& result) {
   MEMPLAN_TRY(result.recompute_nodes, OptionalPlanStringList(plan, "recompute", "plan."));
   MEMPLAN_TRY(result.recompute_op_types, ReadRecomputeOpTypes(plan));
   MEMPLAN_TRY(std::optional<std::string> unit, OptionalPlanString(plan, "recompute_unit", "plan."));
@@ -269,10 +239,10 @@ Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
     Expected<RecomputeUnit> parsed = ParseRecomputeUnit(Lower(*unit));
     if (!parsed.ok() || *parsed == RecomputeUnit::kAuto)
       return PlanError("plan.recompute_unit: expected node or module, got '" + *unit + "'");
-    result.module_unit = *parsed == RecomputeUnit::kModule;
+    result.recompute_unit = *parsed;
   }
   MEMPLAN_TRY(result.recompute_modules, OptionalPlanStringList(plan, "recompute_modules", "plan."));
-  if (!result.recompute_modules.empty() && !result.module_unit)
+  if (!result.recompute_modules.empty() && !result.ModuleUnit())
     return PlanError("plan.recompute_modules is given, but plan.recompute_unit is not \"module\"");
   auto total = plan.find("checkpointable_modules");
   if (total != plan.end() && !total->is_null()) {
@@ -281,7 +251,31 @@ Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
     result.checkpointable_modules = total->get<int64_t>();
   }
   result.checkpoints = CheckpointsOf(result);
-  // Data parallel (docs/multi_gpu.md): plan.parallel names the strategy, plan.gpus the ranks.
+  return OkStatus();
+}
+
+// --offload (docs/json_schema.md): plan.offload is an object whose mode names it.
+Status ReadOffload(const nlohmann::json& plan, PlanReport& result) {
+  auto offload = plan.find("offload");
+  if (offload == plan.end() || offload->is_null()) return OkStatus();
+  if (!offload->is_object()) return PlanError("plan.offload is not an object");
+  MEMPLAN_TRY(std::string mode, RequiredPlanString(*offload, "mode", "plan.offload."));
+  Expected<OffloadMode> parsed = ParseOffloadMode(Lower(mode));
+  if (!parsed.ok()) return PlanError("plan.offload.mode: " + parsed.error().message);
+  result.offload = *parsed;
+  MEMPLAN_TRY(std::optional<std::string> hooks,
+              OptionalPlanString(*offload, "hooks", "plan.offload."));
+  if (hooks) {
+    Expected<OffloadHooks> named = ParseOffloadHooks(Lower(*hooks));
+    if (!named.ok()) return PlanError("plan.offload.hooks: " + named.error().message);
+    result.offload_hooks = *named;
+  }
+  return OkStatus();
+}
+
+// Where the plan runs: data parallel (docs/multi_gpu.md: plan.parallel names the strategy,
+// plan.gpus the ranks), tensor parallel and host offload.
+Status ReadParallelAndOffload(const nlohmann::json& plan, PlanReport& result) {
   MEMPLAN_TRY(result.data_parallel, OptionalPlanDataParallel(plan));
   MEMPLAN_TRY(result.tensor_parallel, PlanTensorParallelDegree(plan));
   auto split = plan.find("tensor_parallel");
@@ -291,22 +285,11 @@ Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
     MEMPLAN_TRY(result.row_parallel,
                 OptionalPlanStringList(*split, "row_parallel", "plan.tensor_parallel."));
   }
-  // --offload (docs/json_schema.md): plan.offload is an object whose mode names it.
-  auto offload = plan.find("offload");
-  if (offload != plan.end() && !offload->is_null()) {
-    if (!offload->is_object()) return PlanError("plan.offload is not an object");
-    MEMPLAN_TRY(std::string mode, RequiredPlanString(*offload, "mode", "plan.offload."));
-    Expected<OffloadMode> parsed = ParseOffloadMode(Lower(mode));
-    if (!parsed.ok()) return PlanError("plan.offload.mode: " + parsed.error().message);
-    result.offload = *parsed;
-    MEMPLAN_TRY(std::optional<std::string> hooks,
-                OptionalPlanString(*offload, "hooks", "plan.offload."));
-    if (hooks) {
-      Expected<OffloadHooks> named = ParseOffloadHooks(Lower(*hooks));
-      if (!named.ok()) return PlanError("plan.offload.hooks: " + named.error().message);
-      result.offload_hooks = *named;
-    }
-  }
+  return ReadOffload(plan, result);
+}
+
+// Fine-tuning: plan.lora and plan.base_dtype.
+Status ReadFineTuning(const nlohmann::json& plan, PlanReport& result) {
   MEMPLAN_TRY(result.lora, ReadLora(plan));
   MEMPLAN_TRY(std::optional<std::string> base_dtype,
               OptionalPlanString(plan, "base_dtype", "plan."));
@@ -315,12 +298,29 @@ Expected<ExportPlan> ReadSavedPlan(const nlohmann::json& plan_json) {
     if (!parsed.ok()) return PlanError("plan.base_dtype: " + parsed.error().message);
     result.base_dtype = *parsed;
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+// Each part reads its keys in the order the errors name them: the first problem of a plan is the
+// one reported.
+Expected<PlanReport> ReadSavedPlan(const nlohmann::json& plan_json) {
+  MEMPLAN_TRY(const nlohmann::json* plan_object, PlanObjectOf(plan_json));
+  const nlohmann::json& plan = *plan_object;
+  PlanReport result;
+  MEMPLAN_RETURN_IF_ERROR(ReadModel(plan_json, result));
+  MEMPLAN_RETURN_IF_ERROR(ReadBatchAndRegime(plan, result));
+  MEMPLAN_RETURN_IF_ERROR(ReadRecipeSwitches(plan, result));
+  MEMPLAN_RETURN_IF_ERROR(ReadRecompute(plan, result));
+  MEMPLAN_RETURN_IF_ERROR(ReadParallelAndOffload(plan, result));
+  MEMPLAN_RETURN_IF_ERROR(ReadFineTuning(plan, result));
   MEMPLAN_RETURN_IF_ERROR(ReadVerifyFields(plan_json, plan, result));
   return result;
 }
 
-Expected<ExportPlan> ReadExportPlan(const nlohmann::json& plan_json) {
-  Expected<ExportPlan> plan = ReadSavedPlan(plan_json);
+Expected<PlanReport> ReadExportPlan(const nlohmann::json& plan_json) {
+  Expected<PlanReport> plan = ReadSavedPlan(plan_json);
   if (!plan.ok())
     return MakeError("cannot export this plan: " + plan.error().message +
                      " (expected the output of `memplan analyze --json`, schema " +
