@@ -173,7 +173,7 @@ bool AnyFusionAnchored(const onnx::ModelProto& model, FusionSet set) {
   if (set == FusionSet::kNone) return false;
   std::unordered_set<std::string_view> anchors;
   for (const FusionEntry& entry : FusionTable())
-    if (entry.set != FusionSet::kAll || set == FusionSet::kAll) anchors.insert(entry.anchor_op);
+    if (FusionSetApplies(set, entry)) anchors.insert(entry.anchor_op);
   const auto& nodes = model.graph().node();
   return std::any_of(nodes.begin(), nodes.end(),
                      [&](const onnx::NodeProto& n) { return anchors.count(n.op_type()) > 0; });

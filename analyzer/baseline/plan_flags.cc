@@ -345,7 +345,8 @@ const std::array<PlanFlagSpec, 45> kPlanFlagTable = {{
      .help_shows_default = true,
      .help = "ops (exporters' decompositions of LayerNorm, GELU, SiLU, Hardswish and p=0 Dropout "
              "become the op PyTorch runs) | all (also hand-written RMSNorm and gelu_new, as fused "
-             "kernels run them) | none (the graph as exported)",
+             "kernels run them) | liger (ops, with RMSNorm and silu(gate) * up as Liger Kernel's "
+             "functions: HF use_liger_kernel=True) | none (the graph as exported)",
      .help_position = 26,
      .text = &PlanFlags::fusions},
 }};

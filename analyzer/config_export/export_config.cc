@@ -108,6 +108,19 @@ Status CheckFusedLoss(const PlanReport& plan, ExportTarget target) {
                    "(use_liger_kernel=True), or re-plan without --fused-loss");
 }
 
+// --fusions liger: only the HF Trainer patches in Liger Kernel's RMSNorm and SwiGLU
+// (TrainingArguments.use_liger_kernel); a run without them keeps the activations the plan left
+// out (eager SiLU keeps silu(gate) for its product, eager RMSNorm its fp32 intermediates).
+Status CheckLigerKernels(const PlanReport& plan, ExportTarget target) {
+  if (plan.fusions != FusionSet::kLiger || target == ExportTarget::kHfTrainer ||
+      target == ExportTarget::kHfTrainerJson)
+    return OkStatus();
+  return MakeError("export: " + std::string(ExportTargetName(target)) +
+                   " cannot express --fusions liger (Liger Kernel's RMSNorm and SwiGLU), which the "
+                   "plan modelled; export with --to hf-trainer or hf-trainer-json "
+                   "(use_liger_kernel=True), or re-plan with --fusions ops");
+}
+
 // --alloc-conf (and --allocator expandable): the scripts set PYTORCH_CUDA_ALLOC_CONF before
 // importing torch (AllocConfLines); the DeepSpeed JSON, the Accelerate YAML, the bare
 // TrainingArguments JSON and torchtune's recipe YAML have no place for an environment variable,
@@ -338,6 +351,7 @@ Expected<std::string> ExportConfig(const PlanReport& plan, ExportTarget target,
   MEMPLAN_RETURN_IF_ERROR(CheckRegime(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOptimizerImpl(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckFusedLoss(plan, target));
+  MEMPLAN_RETURN_IF_ERROR(CheckLigerKernels(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckAllocConf(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckOptimizerInBackward(plan, target));
   MEMPLAN_RETURN_IF_ERROR(CheckCompile(plan, target));

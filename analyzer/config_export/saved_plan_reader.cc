@@ -8,6 +8,7 @@
 
 #include "analyzer/config_export/plan_json_fields.h"
 #include "analyzer/simulation/allocator_config.h"
+#include "analyzer/vocabulary/fusion_set_names.h"
 
 namespace memplan {
 namespace {
@@ -220,6 +221,14 @@ Status ReadRecipeSwitches(const nlohmann::json& plan, PlanReport& result) {
     Expected<AllocatorConfig> parsed = ParseAllocatorConfig(*alloc_conf);
     if (!parsed.ok()) return PlanError("plan.alloc_conf: " + parsed.error().message);
     result.alloc_conf = AllocatorConfigString(*parsed);
+  }
+  MEMPLAN_TRY(std::optional<std::string> fusions, OptionalPlanString(plan, "fusions", "plan."));
+  if (fusions) {
+    std::optional<FusionSet> set = FindName(kFusionSetNames, *fusions);
+    if (!set)
+      return PlanError("unknown plan.fusions '" + *fusions + "' (expected " +
+                       JoinNames(kFusionSetNames) + ")");
+    result.fusions = *set;
   }
   MEMPLAN_TRY(result.loss_dtype, ReadLossDType(plan));
   MEMPLAN_TRY(result.loss_chunks, OptionalCount(plan, "loss_chunks", "plan."));

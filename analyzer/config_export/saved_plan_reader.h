@@ -32,6 +32,7 @@ namespace memplan {
 //   plan.loss_dtype: "fp32" | "bf16" | "fp16" (optional; another name reads as not given)
 //   plan.loss_chunks: integer >= 0 (optional, default 0)
 //   plan.compile: true | false (default false)
+//   plan.fusions: "ops" | "all" | "liger" | "none" (optional, default "ops")
 //   model.parameter_count, plan.trainable_parameter_count: integers >= 0 (optional)
 //   plan.lora:       {"rank": r >= 1, "alpha" (default r), "dropout" (default 0),
 //                    "target_modules": [...], "peft_target_modules" (default target_modules)}

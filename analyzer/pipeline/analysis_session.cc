@@ -67,6 +67,7 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   report.choice_explanation = ExplainPlanChoice(joint.trace);
   report.attention = &session->attention;
   report.fused_loss = &session->fused_loss;
+  report.fusions = r.fusions;
   report.checkpoint_nodes = joint.checkpoint_nodes;
   report.strategies = std::move(planned.strategies);
   report.parallel_explanation = std::move(planned.parallel_explanation);

@@ -103,6 +103,33 @@ Expected<RunResult> Run(const std::vector<std::string>& argv, const fs::path& st
   return result;
 }
 
+// One run of the converter script: its exit code and its one-line reason (the last line it wrote
+// on stderr, whose file is removed).
+struct ConverterRun {
+  int exit_code = -1;
+  std::string reason;
+};
+Expected<ConverterRun> RunConverter(const std::vector<std::string>& argv,
+                                    const fs::path& stderr_path) {
+  MEMPLAN_TRY(RunResult run, Run(argv, stderr_path));
+  std::error_code error;
+  fs::remove(stderr_path, error);
+  return ConverterRun{run.exit_code, LastLine(run.errors)};
+}
+
+// The converter found transformers or torch missing: `doing` ("converting it") says what for.
+Error MissingLibrariesError(const std::string& doing, const ConverterRun& run,
+                            const std::string& python) {
+  return MakeError(doing + " " + run.reason + " in " + python +
+                   ": tools/setup_torch_env.sh installs them, MEMPLAN_PYTHON names the Python "
+                   "to use");
+}
+
+// Why a run failed in a few words: its reason, else its exit code.
+std::string FailureReason(const ConverterRun& run) {
+  return run.reason.empty() ? "exit " + std::to_string(run.exit_code) : run.reason;
+}
+
 }  // namespace
 
 bool IsHuggingFaceConfig(const std::string& path) {
@@ -154,24 +181,19 @@ Expected<std::string> HubConfigPath(const std::string& id, const ProgressSink& p
   const std::string python = PythonToRun();
   progress("resolving the Hugging Face repository " + id + " (config.json only, " + python +
            ")...");
-  MEMPLAN_TRY(RunResult run,
-              Run({python, script.string(), "--hub-config", id, answer.string()}, errors));
+  MEMPLAN_TRY(ConverterRun run,
+              RunConverter({python, script.string(), "--hub-config", id, answer.string()}, errors));
   std::error_code error;
-  fs::remove(errors, error);
-  const std::string reason = LastLine(run.errors);
   const std::string config = run.exit_code == 0 ? ReadWhole(answer) : "";
   fs::remove(answer, error);
   const std::string read_as =
       "'" + id + "' is no local path, so it names a Hugging Face repository";
   if (run.exit_code == kConverterMissingLibraries)
-    return MakeError(read_as + "; resolving it " + reason + " in " + python +
-                     ": tools/setup_torch_env.sh installs them, MEMPLAN_PYTHON names the Python "
-                     "to use");
+    return MissingLibrariesError(read_as + "; resolving it", run, python);
   if (run.exit_code >= kHubFirstRefusal && run.exit_code <= kHubLastRefusal)
-    return MakeError(read_as + ": " + reason);
+    return MakeError(read_as + ": " + run.reason);
   if (run.exit_code != 0 || config.empty() || !fs::is_regular_file(config, error))
-    return MakeError(read_as + ": cannot resolve it (" + python +
-                     "): " + (reason.empty() ? "exit " + std::to_string(run.exit_code) : reason));
+    return MakeError(read_as + ": cannot resolve it (" + python + "): " + FailureReason(run));
   return config;
 }
 
@@ -189,19 +211,15 @@ Expected<std::string> HuggingFaceConfigAsOnnx(const std::string& path,
   const std::string python = PythonToRun();
   progress("converting " + path + " to ONNX with transformers and torch.onnx (" + python +
            ", once; cached)...");
-  MEMPLAN_TRY(RunResult run,
-              Run({python, script.string(), config.string(), partial.string()}, errors));
-  fs::remove(errors, error);
-  const std::string reason = LastLine(run.errors);
+  MEMPLAN_TRY(ConverterRun run,
+              RunConverter({python, script.string(), config.string(), partial.string()}, errors));
   if (run.exit_code == kConverterMissingLibraries)
-    return MakeError("'" + path + "' is a Hugging Face config; converting it " + reason + " in " +
-                     python +
-                     ": tools/setup_torch_env.sh installs them, MEMPLAN_PYTHON names "
-                     "the Python to use");
+    return MissingLibrariesError("'" + path + "' is a Hugging Face config; converting it", run,
+                                 python);
   if (run.exit_code != 0 || !fs::is_regular_file(partial, error)) {
     fs::remove(partial, error);
     return MakeError("cannot convert the Hugging Face config '" + path + "' (" + python +
-                     "): " + (reason.empty() ? "exit " + std::to_string(run.exit_code) : reason));
+                     "): " + FailureReason(run));
   }
   fs::rename(partial, onnx, error);
   if (error) return MakeError("cannot write '" + onnx.string() + "': " + error.message());

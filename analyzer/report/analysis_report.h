@@ -18,6 +18,7 @@
 #include "analyzer/program/step_phase.h"
 #include "analyzer/report/advice.h"
 #include "analyzer/report/plan_report.h"
+#include "graph/fusion/fusion_set.h"
 #include "graph/graph.h"
 
 namespace memplan {
@@ -48,6 +49,8 @@ struct AnalysisReport {
   const AttentionPlan* attention = nullptr;
   // --fused-loss as applied to the graph (null: not reported, as for attention).
   const FusedLossPlan* fused_loss = nullptr;
+  // --fusions: the import fusions the planned graph was read with (plan.fusions).
+  FusionSet fusions = FusionSet::kFusedOps;
   // When nothing fits: the alternatives planned (analyzer/alternatives/), null when they were not
   // searched (the plan fits, or the verb does not search them).
   const AlternativesReport* alternatives = nullptr;
@@ -57,9 +60,19 @@ struct AnalysisReport {
 // when the report is assembled (REQUIRES: graph, options and plan set).
 void FillPlanReport(AnalysisReport& report);
 
+// The plan fits only because the caching allocator releases fully free cached segments when a
+// cudaMalloc fails (PlanTraining's ReservedUnderCapacity): the unconstrained reserved peak is
+// over the budget, the peak under the budget is not ("fits_by_releasing_cache").
+bool FitsByReleasingCache(const TrainingPlan& plan, const PlannerOptions& options);
+
+// A memory category in a sentence: its name with spaces ("optimizer state").
+std::string MemoryCategoryWords(MemoryCategory category);
+
 // The sentence reports put before the plan when report.inference_export.
 std::string InferenceExportText(const AnalysisReport& report);
 
+// The writers, one file each beside analysis_report.cc: analysis_report_json.cc (memplan/1) and
+// analysis_report_text.cc (the 80-column text and the markdown).
 nlohmann::ordered_json AnalysisToJson(const AnalysisReport& report);
 std::string FormatAnalysisText(const AnalysisReport& report);
 std::string FormatAnalysisMarkdown(const AnalysisReport& report);

@@ -5,6 +5,7 @@
 
 #include "analyzer/alternatives/alternatives_report.h"
 #include "analyzer/report/html_assets.h"
+#include "analyzer/report/plan_report.h"
 #include "analyzer/report/timeline_chart.h"
 #include "analyzer/text/markup.h"
 #include "analyzer/text/memory_size.h"
@@ -136,7 +137,7 @@ class HtmlBuilder {
     if (plan_.infeasible && !plan_.feasible) {
       const InfeasibleReport& r = *plan_.infeasible;
       out_ << "<p class=\"banner\">Even micro-batch 1 needs " << FormatBytes(r.required_bytes)
-           << " of GPU memory; " << MemoryCategoryName(r.dominant) << " dominate with "
+           << " of GPU memory; the largest part is " << MemoryCategoryWords(r.dominant) << ", "
            << FormatBytes(r.dominant_bytes) << ". "
            << (r.smallest_fitting_gpu.empty()
                    ? std::string("No GPU in memplan's table is large enough: shard the model "
@@ -172,8 +173,8 @@ class HtmlBuilder {
              (plan_.global_batch_requested && !plan_.global_batch_exact
                   ? " (asked " + std::to_string(plan_.requested_global_batch) + ")"
                   : ""));
-    Card("precision", std::string(PrecisionName(plan_.program.precision)));
-    Card("optimizer", OptimizerLabel(plan_.program.optimizer_kind, plan_.program.optimizer_impl));
+    Card("precision", std::string(PrecisionName(report_.plan_report.precision)));
+    Card("optimizer", OptimizerLabelOf(report_.plan_report));
     Card("recompute", report_.plan_report.recompute_nodes.empty()
                           ? std::string("none")
                           : std::to_string(report_.plan_report.recompute_nodes.size()) + " nodes");

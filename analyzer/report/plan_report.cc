@@ -26,6 +26,7 @@ void AddStepFacts(const PlanSources& in, PlanReport& r) {
   r.zero_grad = program.zero_grad;
   r.clip_gradients = options.clip_gradients;
   r.fused_loss = in.fused_loss != nullptr && in.fused_loss->fused();
+  r.fusions = in.fusions;
   // The fused node computes the cross entropy; the program only sums its scalar.
   r.loss = r.fused_loss ? LossKind::kCrossEntropy : program.loss;
   if (program.loss_terms.size() > 1) {
@@ -108,6 +109,12 @@ CheckpointModules CheckpointsOf(const PlanReport& plan) {
   if (plan.ModuleUnit())
     return GroupRecomputeByPlannedModules(plan.recompute_modules, plan.recompute_nodes);
   return GroupRecomputeByModule(plan.recompute_nodes);
+}
+
+std::string OptimizerLabelOf(const PlanReport& plan) {
+  // optimizer_impl is set exactly for the optimizers torch.optim implements three ways.
+  return plan.optimizer_impl ? OptimizerLabel(plan.optimizer, *plan.optimizer_impl)
+                             : std::string(OptimizerKindName(plan.optimizer));
 }
 
 PlanReport PlanReportOf(const PlanSources& in) {

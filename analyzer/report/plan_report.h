@@ -39,6 +39,7 @@
 #include "analyzer/vocabulary/precision.h"
 #include "analyzer/vocabulary/recompute_unit.h"
 #include "analyzer/vocabulary/zero_grad_mode.h"
+#include "graph/fusion/fusion_set.h"
 #include "graph/graph.h"
 #include "graph/symbols.h"
 
@@ -90,6 +91,10 @@ struct PlanReport {
   // cross entropy (analyzer/derivation/fused_loss_plan.h), which the training run must use too
   // (HF Trainer: use_liger_kernel=True; elsewhere a note).
   bool fused_loss = false;
+  // plan.fusions (--fusions; written when not "ops"): the import fusions the graph was planned
+  // with. kLiger is Liger Kernel's RMSNorm and SwiGLU, which the run must patch in too (HF
+  // TrainingArguments' use_liger_kernel with liger_kernel_config; other targets refuse).
+  FusionSet fusions = FusionSet::kFusedOps;
 
   std::vector<std::string> recompute_nodes;  // plan.recompute, in plan order
   // plan.recompute_op_types: the op type of each recomputed node whose name does not end in it (a
@@ -198,6 +203,7 @@ struct PlanSources {
   const TrainingPlan* plan = nullptr;
   const AttentionPlan* attention = nullptr;
   const FusedLossPlan* fused_loss = nullptr;
+  FusionSet fusions = FusionSet::kFusedOps;  // --fusions the graph was imported with
 };
 
 // The plan's facts, built once per analysis (AnalysisReport::plan_report).
@@ -206,5 +212,8 @@ PlanReport PlanReportOf(const PlanSources& sources);
 
 // recompute_nodes grouped by module (PlanReport::checkpoints), from the other recompute fields.
 CheckpointModules CheckpointsOf(const PlanReport& plan);
+
+// The optimizer as reports name it: "adamw (foreach)", "sgd", "adamw8bit" (OptimizerLabel).
+std::string OptimizerLabelOf(const PlanReport& plan);
 
 }  // namespace memplan

@@ -9,9 +9,10 @@
 
 namespace memplan {
 
-inline constexpr NameTable<FusionSet, 3> kFusionSetNames = {{
+inline constexpr NameTable<FusionSet, 4> kFusionSetNames = {{
     {FusionSet::kFusedOps, "ops"},
     {FusionSet::kAll, "all"},
+    {FusionSet::kLiger, "liger"},
     {FusionSet::kNone, "none"},
 }};
 

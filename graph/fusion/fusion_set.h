@@ -11,6 +11,9 @@ enum class FusionSet {
               // nn.LayerNorm, nn.GELU (both approximations), nn.SiLU, nn.Hardswish, p=0 dropout
   kAll,       // also formulas written by hand that a fused kernel or a compiler replaces
               // (LLaMA's RMSNorm, GPT-2's gelu_new); eager autograd saves these op by op
+  kLiger,     // kFusedOps and what Liger Kernel's patches replace (HF use_liger_kernel=True):
+              // the RMSNorm formula as LigerRMSNormFunction, silu(gate) * up as
+              // LigerSiLUMulFunction (graph/fusion/fusion_table.h marks the entries)
 };
 
 }  // namespace memplan

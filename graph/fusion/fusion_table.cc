@@ -31,7 +31,7 @@ void ImportDomain(onnx::ModelProto& model, const std::string& domain) {
 const std::vector<FusionEntry>& FusionTable() {
   static const std::vector<FusionEntry> table = {
       {"layer_norm", FusionSet::kFusedOps, &MatchLayerNorm, "ReduceMean"},
-      {"rms_norm", FusionSet::kAll, &MatchRmsNorm, "ReduceMean"},
+      {"rms_norm", FusionSet::kAll, &MatchRmsNorm, "ReduceMean", /*liger_kernel=*/true},
       {"group_norm", FusionSet::kFusedOps, &MatchGroupNorm, "InstanceNormalization"},
       {"erf_gelu", FusionSet::kFusedOps, &MatchErfGelu, "Erf"},
       {"erf_gelu_formula", FusionSet::kAll, &MatchErfGeluFormula, "Erf"},
@@ -48,6 +48,8 @@ const std::vector<FusionEntry>& FusionTable() {
       {"variance_formula", FusionSet::kAll, &MatchVarianceFormula, "ReduceMean"},
       {"max_dim", FusionSet::kFusedOps, &MatchMaxDim, "ReduceMax"},
       {"glu", FusionSet::kFusedOps, &MatchGlu, "Split"},
+      // After silu, whose Swish it reads.
+      {"swiglu", FusionSet::kLiger, &MatchSwiGlu, "Swish", /*liger_kernel=*/true},
       // After the norms: rms_norm (under kAll) takes the same Sqrt -> Div(1, .) into its match.
       {"rsqrt", FusionSet::kFusedOps, &MatchRsqrt, "Sqrt"},
   };
@@ -149,11 +151,25 @@ int ApplyFusion(onnx::ModelProto& model, const FusionEntry& entry) {
   return static_cast<int>(matches.size());
 }
 
+bool FusionSetApplies(FusionSet set, const FusionEntry& entry) {
+  switch (set) {
+    case FusionSet::kNone:
+      return false;
+    case FusionSet::kFusedOps:
+      return entry.set == FusionSet::kFusedOps;
+    case FusionSet::kAll:
+      return entry.set == FusionSet::kFusedOps || entry.set == FusionSet::kAll;
+    case FusionSet::kLiger:
+      return entry.set == FusionSet::kFusedOps || entry.liger_kernel;
+  }
+  return false;
+}
+
 FusionCounts FuseImportPatterns(onnx::ModelProto& model, FusionSet set) {
   FusionCounts counts;
   if (set == FusionSet::kNone) return counts;
   for (const auto& entry : FusionTable()) {
-    if (entry.set == FusionSet::kAll && set != FusionSet::kAll) continue;
+    if (!FusionSetApplies(set, entry)) continue;
     if (int formed = ApplyFusion(model, entry); formed > 0) counts.by_entry[entry.name] = formed;
   }
   return counts;

@@ -35,6 +35,8 @@
 //   max_dim          ReduceMax over one axis [+ ArgMax beside it]         memplan:MaxDim
 //                    (torch.max(x, dim): keepdims=0 or an ArgMax)
 //   glu              Split(x, 2 halves), Sigmoid(b), Mul(a, .)  (F.glu)   memplan:Glu
+//   swiglu           Swish(a) (the silu entry's), Mul(., b)               memplan:SwiGlu [liger]
+//                    (a LLaMA MLP's silu(gate) * up, as Liger's kernel)
 //
 // A pattern matches only where the rewrite is exact: every constant has its exact value, every
 // intermediate feeds only the next node of the pattern and is not a graph output, weights are
@@ -44,6 +46,9 @@
 // Entries marked [formulas] match what a user writes by hand in PyTorch (LLaMA's RMSNorm, GPT-2's
 // gelu_new), which eager autograd runs op by op and saves for node by node, as memplan plans the
 // unfused chain; they are applied only under FusionSet::kAll (graph/fusion/fusion_set.h).
+// Entries marked [liger] are what Liger Kernel's autograd functions replace (rms_norm is both: its
+// kernel saves X, W and the fp32 rstd, as RMSNormalization is planned); they are applied under
+// FusionSet::kLiger, which applies no other [formulas] entry.
 // torch 1.13 exports F.gelu(approximate="tanh") with the cube as Mul(x, Mul(x, x)) and gelu_new
 // with Pow(x, 3), so the two are told apart; the dynamo exporter writes F.gelu's cube as a Pow too,
 // but with the half on the gate (x * (0.5 * gate)), where gelu_new halves x first; nn.SiLU and a
@@ -76,13 +81,19 @@ using FusionMatcher = std::optional<FusionMatch> (*)(const ProtoIndex& index, in
 
 struct FusionEntry {
   const char* name;  // "layer_norm": reports and tests name entries by it
-  FusionSet set;     // kFusedOps: applied by default; kAll: only when asked for
+  FusionSet set;     // kFusedOps: applied by default; kAll / kLiger: only when asked for
   // Tries the pattern anchored at node `node` (each matcher documents its anchor op).
   FusionMatcher match;
   // The default-domain op every occurrence is anchored at: a graph without one has nothing to
   // match, and the entry costs no index of it (a 100,000-initializer model).
   const char* anchor_op;
+  // Liger Kernel replaces the pattern too (FusionSet::kLiger applies the entry).
+  bool liger_kernel = false;
 };
+
+// Whether `set` applies `entry`: kFusedOps entries under every set but kNone, kAll entries under
+// kAll, and under kLiger the kFusedOps entries and those Liger replaces.
+bool FusionSetApplies(FusionSet set, const FusionEntry& entry);
 
 // The table, in the order it is applied.
 const std::vector<FusionEntry>& FusionTable();

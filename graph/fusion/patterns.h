@@ -29,6 +29,7 @@ std::optional<FusionMatch> MatchVariance(const ProtoIndex& index, int node);  //
 std::optional<FusionMatch> MatchVarianceFormula(const ProtoIndex& index, int node);  // the same
 std::optional<FusionMatch> MatchMaxDim(const ProtoIndex& index, int node);           // ReduceMax
 std::optional<FusionMatch> MatchGlu(const ProtoIndex& index, int node);              // Split
+std::optional<FusionMatch> MatchSwiGlu(const ProtoIndex& index, int node);           // Swish
 // InstanceNormalization
 std::optional<FusionMatch> MatchGroupNorm(const ProtoIndex& index, int node);
 

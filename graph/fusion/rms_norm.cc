@@ -12,6 +12,12 @@
 //
 // Exact only when the reduction is over trailing axes with keepdims = 1, every intermediate feeds
 // only the next node, the same x is squared and normalised, and w is an initializer of rank <= k.
+// Hugging Face's LlamaRMSNorm (Mistral's, Qwen2's: the same code) computes in fp32 and casts back
+// before the weight, `hidden_states.to(torch.float32)` ... `weight *
+// hidden_states.to(input_dtype)`: exported as Cast(x) read by the square and the normalisation, and
+// a Cast between the normalisation and Mul(w). Both Casts together join the match (the fused node
+// reads x as given and writes the input's dtype, as the cast back does); one without the other
+// leaves the chain as is.
 
 #include "graph/fusion/patterns.h"
 
@@ -41,6 +47,11 @@ std::optional<FusionMatch> MatchRmsNorm(const ProtoIndex& index, int mean_node) 
 
   FusionMatch m;
   m.nodes = {*square, mean_node, *add_eps, *sqrt};
+  // HF's upcast: x = Cast(input), read only by the square and the normalisation (checked below).
+  std::optional<int> upcast;
+  if (auto producer = index.Producer(*x);
+      producer && IsOp(index.node(*producer), "Cast", 1) && !index.IsGraphOutput(*x))
+    upcast = producer;
   // x / root, or x * (1 / root) with the reciprocal as Reciprocal or Div(1, root).
   std::optional<int> normalize;
   auto after_root = index.SoleConsumer(root);
@@ -58,7 +69,34 @@ std::optional<FusionMatch> MatchRmsNorm(const ProtoIndex& index, int mean_node) 
     normalize = mul;
   }
   m.nodes.push_back(*normalize);
-  const std::string& normalized = index.node(*normalize).output(0);
+  std::string normalized = index.node(*normalize).output(0);
+  // HF's cast back, .to(input_dtype), between the normalisation and the weight: only with the
+  // upcast (without it the fused node's dtype could differ from the chain's).
+  auto only_pattern_reads = [&](const std::string& value) {
+    for (int reader : index.Consumers(value))
+      if (reader != *square && reader != *normalize) return false;
+    return true;
+  };
+  auto cast_to = [&](int cast) {
+    for (const auto& a : index.node(cast).attribute())
+      if (a.name() == "to") return a.i();
+    return int64_t{-1};
+  };
+  auto cast_back = SoleConsumerOp(index, normalized, "Cast", 1);
+  if (cast_back && upcast) {
+    const bool upcast_joins = only_pattern_reads(*x);
+    // An upcast the rest of the graph reads as well (an fp32 model's no-op .to(float32), which the
+    // exporter lets the residual Add read) stays; the fused node then reads it and writes its
+    // dtype, which the cast back must keep.
+    if (upcast_joins || cast_to(*cast_back) == cast_to(*upcast)) {
+      m.nodes.push_back(*cast_back);
+      normalized = index.node(*cast_back).output(0);
+    }
+    if (upcast_joins && normalized != index.node(*normalize).output(0)) {
+      m.nodes.insert(m.nodes.begin(), *upcast);
+      x = index.node(*upcast).input(0);
+    }
+  }
   auto scale_node = SoleConsumerOp(index, normalized, "Mul", 2);
   if (!scale_node) return std::nullopt;
   auto w = OtherOperand(index.node(*scale_node), normalized);

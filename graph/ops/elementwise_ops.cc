@@ -14,6 +14,7 @@
 #include "graph/ops/rsqrt_op.h"
 #include "graph/ops/shape_helpers.h"
 #include "graph/ops/shape_ops_folding.h"
+#include "graph/ops/swiglu_op.h"
 
 namespace memplan {
 namespace {
@@ -417,6 +418,19 @@ void RegisterProductOps(OpRegistry& registry) {
                                        return a / b;
                                      });
   registry.Register(std::move(div));
+
+  // memplan:SwiGlu: Liger's LigerSiLUMulFunction, silu(a) * b, fused from Mul(Swish(a), b) under
+  // --fusions liger (graph/fusion/swiglu.cc). A sigmoid and two products per output element.
+  OpSchema swiglu_op = BinarySchema(
+      swiglu::kOpType, [](const Dim&, const Dim&) -> std::optional<Dim> { return std::nullopt; },
+      WhenDifferentiable(AlwaysSave({SaveInput(0), SaveInput(1)})), "",
+      kTwoGradientElementwiseBackwardFactor);
+  swiglu_op.saved_source =
+      "liger_kernel/ops/swiglu.py, LigerSiLUMulFunction: ctx.save_for_backward(a, b); backward "
+      "recomputes silu(a)";
+  swiglu_op.domain = swiglu::kDomain;
+  swiglu_op.cost = PerOutputElementCostRule(kTranscendentalFlops + 2 * kSimpleFlops);
+  registry.Register(std::move(swiglu_op));
 }
 
 void RegisterPow(OpRegistry& registry) {

@@ -35,6 +35,7 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterRotaryKernels(r);
     RegisterFusedLossKernels(r);
     RegisterGluKernels(r);
+    RegisterSwiGluKernels(r);
     return r;
   }();
   return registry;

@@ -330,7 +330,11 @@ def read_hf_trainer(text, path, work, memplan, plan):
         facts["recompute"] = "every layer"
         facts["selective"] = "every layer"
     if recorded.get("use_liger_kernel"):
-        facts["fused_loss"] = True
+        # use_liger_kernel alone applies apply_liger_kernel_to_<model>'s defaults (the fused linear
+        # cross entropy among them); liger_kernel_config names the kernels it patches.
+        kernels = recorded.get("liger_kernel_config") or {}
+        if kernels.get("fused_linear_cross_entropy", True):
+            facts["fused_loss"] = True
     if hasattr(script, "LORA_CONFIG"):
         facts["lora"] = lora_facts(script.LORA_CONFIG)
     if hasattr(script, "QUANTIZATION_CONFIG"):

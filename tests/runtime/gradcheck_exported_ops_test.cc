@@ -1,12 +1,13 @@
 // Finite-difference checks of the backward kernels of ops the exporters write that memplan once
 // planned as unknown (Abs, Softplus, Mish, the Elu family, Max/Min, the other reductions) and of
-// the import fusions' memplan ops (MaxDim, Variance, Glu): each backward reads only what the
-// registry saves (gradient_check.h passes nothing else), so this also checks the saved sets.
+// the import fusions' memplan ops (MaxDim, Variance, Glu, SwiGlu): each backward reads only what
+// the registry saves (gradient_check.h passes nothing else), so this also checks the saved sets.
 
 #include <catch2/catch.hpp>
 
 #include "graph/ops/glu_op.h"
 #include "graph/ops/max_dim_op.h"
+#include "graph/ops/swiglu_op.h"
 #include "graph/ops/variance_op.h"
 #include "tests/runtime/gradient_check.h"
 
@@ -111,4 +112,13 @@ TEST_CASE("memplan:Glu's backward reads only its input", "[gradcheck]") {
 }
 
 }  // namespace
+TEST_CASE("memplan:SwiGlu's backward reads only a and b, as Liger's", "[gradcheck]") {
+  GradCheckCase c;
+  c.op = swiglu::kOpType;
+  c.domain = swiglu::kDomain;
+  c.inputs = {RandomTensor({2, 3, 8}, 72, -3.0f, 3.0f), RandomTensor({2, 3, 8}, 73, -2.0f, 2.0f)};
+  c.checked_inputs = {0, 1};
+  MEMPLAN_REQUIRE_GRADIENTS_MATCH(c);
+}
+
 }  // namespace memplan::testing

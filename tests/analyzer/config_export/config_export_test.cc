@@ -530,6 +530,40 @@ TEST_CASE("A newline in the model path cannot escape a comment line", "[export]"
   CHECK(py.find("\nimport os") == std::string::npos);
 }
 
+// apply_liger_kernel_to_llama's defaults (liger_kernel/transformers/monkey_patch.py): rope,
+// rms_norm, swiglu and fused_linear_cross_entropy on, cross_entropy off. use_liger_kernel=True
+// alone runs them all; a plan with only some names them in liger_kernel_config.
+TEST_CASE("Liger kernels export as use_liger_kernel with exactly the planned kernels",
+          "[export]") {
+  nlohmann::json plan = LoadPlan("lm_head_fused_plan.json");
+  const std::string fused_only = Export(plan, ExportTarget::kHfTrainer);
+  CHECK_THAT(fused_only, Catch::Contains("use_liger_kernel=True"));
+  CHECK_THAT(fused_only,
+             Catch::Contains("liger_kernel_config={\"rope\": False, \"rms_norm\": False, "
+                             "\"swiglu\": False, \"cross_entropy\": False, "
+                             "\"fused_linear_cross_entropy\": True}"));
+  plan["plan"]["fusions"] = "liger";
+  const std::string both = Export(plan, ExportTarget::kHfTrainer);
+  CHECK_THAT(both, Catch::Contains("use_liger_kernel=True"));
+  CHECK_THAT(both, !Catch::Contains("liger_kernel_config"));
+  plan["plan"]["fused_loss"] = false;
+  const std::string kernels_only = Export(plan, ExportTarget::kHfTrainer);
+  CHECK_THAT(kernels_only,
+             Catch::Contains("liger_kernel_config={\"rope\": True, \"rms_norm\": True, "
+                             "\"swiglu\": True, \"cross_entropy\": False, "
+                             "\"fused_linear_cross_entropy\": False}"));
+  const nlohmann::json json = nlohmann::json::parse(Export(plan, ExportTarget::kHfTrainerJson));
+  CHECK(json["use_liger_kernel"] == true);
+  CHECK(json["liger_kernel_config"]["swiglu"] == true);
+  CHECK(json["liger_kernel_config"]["fused_linear_cross_entropy"] == false);
+  // A target without Liger refuses, naming the flag; a misspelt set is an error naming the key.
+  CHECK_THAT(testing::RequireError(ExportConfig(plan, ExportTarget::kPytorchLoop, {})),
+             Catch::Contains("cannot express --fusions liger"));
+  plan["plan"]["fusions"] = "ligre";
+  CHECK_THAT(testing::RequireError(ExportConfig(plan, ExportTarget::kHfTrainer, {})),
+             Catch::Contains("unknown plan.fusions 'ligre' (expected ops, all, liger, none)"));
+}
+
 TEST_CASE("Export errors name the problem", "[export]") {
   nlohmann::json plan = LoadPlan("resnet18_fp16_plan.json");
   auto error_of = [](const nlohmann::json& p, const ExportOptions& o = {}) {

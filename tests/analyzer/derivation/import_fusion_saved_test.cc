@@ -89,6 +89,25 @@ TEST_CASE("SiLU: fused, Swish keeps its input only", "[fusion][saved]") {
   CHECK(SavedBytes(m, "silu.onnx", FusionSet::kNone) == kCommon + kFull);
 }
 
+TEST_CASE("SwiGLU under --fusions liger keeps gate and up only, as Liger's function",
+          "[fusion][saved]") {
+  const ProtoModel m = ModelWith([](ProtoModel& p, const std::string& r) {
+    p.Initializer("U", onnx::TensorProto::FLOAT, {8, 8});
+    p.Node("MatMul", {r, "U"}, {"up"});
+    p.Node("Sigmoid", {r}, {"s"});
+    p.Node("Mul", {r, "s"}, {"silu"});
+    p.Node("Mul", {"silu", "up"}, {"y"});
+    return std::string("y");
+  });
+  // LigerSiLUMulFunction: ctx.save_for_backward(a, b): r (kept by Relu and the up MatMul) and up.
+  CHECK(SavedBytes(m, "swiglu.onnx", FusionSet::kLiger) == kCommon + kFull);
+  // Eager F.silu(r) * up: silu keeps r, the product keeps silu(r) and up.
+  CHECK(SavedBytes(m, "swiglu.onnx", FusionSet::kFusedOps) == kCommon + 2 * kFull);
+  CHECK(SavedBytes(m, "swiglu.onnx", FusionSet::kAll) == kCommon + 2 * kFull);
+  // Node by node the Sigmoid's result is kept too (by Sigmoid and by the first Mul).
+  CHECK(SavedBytes(m, "swiglu.onnx", FusionSet::kNone) == kCommon + 3 * kFull);
+}
+
 TEST_CASE("HardSwish: fused, keeps its input only", "[fusion][saved]") {
   const ProtoModel m = ModelWith([](ProtoModel& p, const std::string& r) {
     SetFloat(p.Node("HardSigmoid", {r}, {"hs"}), "alpha", 1.0f / 6.0f);
@@ -258,6 +277,8 @@ TEST_CASE("RMSNorm formula: fused only under kAll, then keeps input, weight and 
   CHECK(CountOp(m, "rmsnorm.onnx", "RMSNormalization") == 0);
   // _fused_rms_norm: r (kept by Relu), w (a parameter), rstd.
   CHECK(SavedBytes(m, "rmsnorm.onnx", FusionSet::kAll) == kCommon + kRow);
+  // LigerRMSNormFunction (llama casting): ctx.save_for_backward(X, W, RSTD), the same set.
+  CHECK(SavedBytes(m, "rmsnorm.onnx", FusionSet::kLiger) == kCommon + kRow);
   // As eager autograd runs the formula, with torch.rsqrt one op (the rsqrt entry): Pow keeps r;
   // Rsqrt keeps its result rstd; Mul(r, rstd) keeps rstd; Mul(w, n) keeps n. torch 1.13 with
   // saved_tensors_hooks on this model: x, r, rstd, n (and the parameters W and w).

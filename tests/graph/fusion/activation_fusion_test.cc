@@ -1,8 +1,8 @@
 // The activation entries of the import-fusion table on hand-built protos, in the node shapes
 // torch 1.13's exporter writes at opset 13 (read back with torch.onnx.export, training mode):
-// tanh_gelu (and the gelu_new formula), silu, hard_swish, zero_dropout. Each fuses the exported
-// form and leaves look-alikes (a wrong constant, an intermediate read elsewhere or returned as a
-// graph output, a gate multiplying another tensor) as they are.
+// tanh_gelu (and the gelu_new formula), silu, swiglu (Liger's), hard_swish, zero_dropout. Each
+// fuses the exported form and leaves look-alikes (a wrong constant, an intermediate read elsewhere
+// or returned as a graph output, a gate multiplying another tensor) as they are.
 #include <catch2/catch.hpp>
 
 #include <onnx/onnx_pb.h>
@@ -216,6 +216,90 @@ TEST_CASE("SiLU look-alikes are left alone", "[import][fusion][silu]") {
     auto s = b.Op("Sigmoid", "/Sigmoid", {b.Op("Relu", "/x", {"input"})});
     b.Output(b.Op("Mul", "/Mul", {s, s}));
     CHECK(Fuse(b, "silu") == 0);
+  }
+}
+
+// ---------------------------------------------------------------- SwiGLU (Liger)
+
+// A LLaMA MLP's act_fn(gate_proj(x)) * up_proj(x) as exported: Sigmoid, Mul (SiLU), Mul(., up).
+struct ExportedSwiGlu {
+  std::string gate, up, out;
+};
+ExportedSwiGlu LlamaMlpGate(FusionProtoBuilder& b, bool up_first = false) {
+  auto x = b.Op("Relu", "/x", {"input"});
+  auto gate = b.Op("MatMul", "/mlp/gate_proj/MatMul", {x, b.Weight("gate_w", {8, 16})});
+  auto up = b.Op("MatMul", "/mlp/up_proj/MatMul", {x, b.Weight("up_w", {8, 16})});
+  auto s = b.Op("Sigmoid", "/mlp/act_fn/Sigmoid", {gate});
+  auto silu = b.Op("Mul", "/mlp/act_fn/Mul", {gate, s});
+  auto out = up_first ? b.Op("Mul", "/mlp/Mul", {up, silu}) : b.Op("Mul", "/mlp/Mul", {silu, up});
+  b.Output(b.Op("MatMul", "/mlp/down_proj/MatMul", {out, b.Weight("down_w", {16, 8})}));
+  return {gate, up, out};
+}
+
+TEST_CASE("silu(gate) * up becomes memplan:SwiGlu under the Liger set only",
+          "[import][fusion][swiglu]") {
+  for (bool up_first : {false, true}) {
+    FusionProtoBuilder b;
+    const ExportedSwiGlu mlp = LlamaMlpGate(b, up_first);
+    const FusionCounts counts = FuseImportPatterns(b.model(), FusionSet::kLiger);
+    CHECK(counts.by_entry == std::map<std::string, int>{{"silu", 1}, {"swiglu", 1}});
+    REQUIRE(b.graph().node_size() == 5);  // x, gate, up, the fused node, down
+    const auto& fused = b.graph().node(3);
+    CHECK(fused.op_type() == "SwiGlu");
+    CHECK(fused.domain() == "memplan");
+    REQUIRE(fused.input_size() == 2);
+    CHECK(fused.input(0) == mlp.gate);
+    CHECK(fused.input(1) == mlp.up);
+    CHECK(fused.output(0) == mlp.out);
+  }
+  // Eager autograd keeps silu(gate) for the product: the default and the formulas set leave the
+  // product as it is.
+  for (FusionSet set : {FusionSet::kFusedOps, FusionSet::kAll}) {
+    FusionProtoBuilder b;
+    LlamaMlpGate(b);
+    CHECK(FuseImportPatterns(b.model(), set).by_entry == std::map<std::string, int>{{"silu", 1}});
+  }
+}
+
+// The table's [formulas] and [liger] marks (graph/fusion/fusion_table.h), written out by hand.
+TEST_CASE("the Liger set applies the default entries, Liger's RMSNorm and SwiGLU",
+          "[import][fusion][swiglu]") {
+  int liger_applied = 0;
+  for (const FusionEntry& e : FusionTable()) {
+    const std::string name = e.name;
+    const bool formula = name == "rms_norm" || name == "erf_gelu_formula" ||
+                         name == "tanh_gelu_formula" || name == "variance_formula";
+    const bool liger_only = name == "swiglu";
+    const bool by_default = !formula && !liger_only;
+    CAPTURE(name);
+    CHECK_FALSE(FusionSetApplies(FusionSet::kNone, e));
+    CHECK(FusionSetApplies(FusionSet::kFusedOps, e) == by_default);
+    CHECK(FusionSetApplies(FusionSet::kAll, e) == !liger_only);
+    CHECK(FusionSetApplies(FusionSet::kLiger, e) ==
+          (by_default || name == "rms_norm" || name == "swiglu"));
+    liger_applied += FusionSetApplies(FusionSet::kLiger, e) ? 1 : 0;
+  }
+  CHECK(liger_applied == static_cast<int>(FusionTable().size()) - 3);  // three formulas left out
+}
+
+TEST_CASE("SwiGLU look-alikes are left alone", "[import][fusion][swiglu]") {
+  SECTION("silu(x) * x: the product of the gate with its own input is not a gate") {
+    FusionProtoBuilder b;
+    auto x = b.Op("Relu", "/x", {"input"});
+    auto silu = b.Op("Mul", "/act/Mul", {x, b.Op("Sigmoid", "/act/Sigmoid", {x})});
+    b.Output(b.Op("Mul", "/Mul", {silu, x}));
+    CHECK(FuseImportPatterns(b.model(), FusionSet::kLiger).by_entry ==
+          std::map<std::string, int>{{"silu", 1}});
+  }
+  SECTION("silu(gate) read by another node too") {
+    FusionProtoBuilder b;
+    auto x = b.Op("Relu", "/x", {"input"});
+    auto silu = b.Op("Mul", "/act/Mul", {x, b.Op("Sigmoid", "/act/Sigmoid", {x})});
+    auto up = b.Op("Relu", "/up", {"input"});
+    b.Output(b.Op("Mul", "/Mul", {silu, up}));
+    b.Output(b.Op("Relu", "/other", {silu}));
+    CHECK(FuseImportPatterns(b.model(), FusionSet::kLiger).by_entry ==
+          std::map<std::string, int>{{"silu", 1}});
   }
 }
 

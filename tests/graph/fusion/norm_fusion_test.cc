@@ -196,6 +196,66 @@ TEST_CASE("RMSNorm written out becomes RMSNormalization under the formula set",
   }
 }
 
+// Hugging Face's LlamaRMSNorm as torch.onnx writes it (read back from a LlamaForCausalLM export,
+// torch 2.15, opset 17): x = Cast(h, to=float) read by Pow and Mul, and Cast(to=float) again
+// between the normalisation and the weight (hidden_states.to(input_dtype)).
+std::string HfLlamaRmsNorm(FusionProtoBuilder& b, const std::string& s, const std::string& h,
+                           bool cast_back = true) {
+  auto& up = b.Node("Cast", s + "/Cast", {h});
+  AddInt(up, "to", onnx::TensorProto::FLOAT);
+  const std::string x = up.output(0);
+  auto sq = b.Op("Pow", s + "/Pow", {x, b.Scalar(s + "/Constant", 2.0f)});
+  auto& mean = b.Node("ReduceMean", s + "/ReduceMean", {sq});
+  AddInts(mean, "axes", {-1});
+  AddInt(mean, "keepdims", 1);
+  auto ve = b.Op("Add", s + "/Add", {mean.output(0), b.Scalar(s + "/Constant_1", 1e-6f)});
+  auto root = b.Op("Sqrt", s + "/Sqrt", {ve});
+  auto r = b.Op("Div", s + "/Div", {b.Scalar(s + "/Constant_2", 1.0f), root});
+  std::string n = b.Op("Mul", s + "/Mul", {x, r});
+  if (cast_back) {
+    auto& back = b.Node("Cast", s + "/Cast_1", {n});
+    AddInt(back, "to", onnx::TensorProto::FLOAT);
+    n = back.output(0);
+  }
+  return b.Op("Mul", s + "/Mul_1", {b.Weight(s + ".weight", {8}), n});
+}
+
+TEST_CASE("HF's RMSNorm with its two casts becomes one RMSNormalization of the input",
+          "[import][fusion][rmsnorm]") {
+  FusionProtoBuilder b;
+  auto h = b.Op("Relu", "/pre", {"input"});
+  auto y = HfLlamaRmsNorm(b, "/norm", h);
+  b.Output(y);
+  REQUIRE(FuseImportPatterns(b.model(), FusionSet::kAll).by_entry.at("rms_norm") == 1);
+  REQUIRE(b.graph().node_size() == 2);  // Relu, RMSNormalization: both casts went with it
+  const auto& rms = b.graph().node(1);
+  CHECK(rms.op_type() == "RMSNormalization");
+  CHECK(rms.input(0) == h);
+  CHECK(rms.output(0) == y);
+
+  SECTION("the upcast without the cast back stays, read by the fused node") {
+    FusionProtoBuilder c;
+    auto hc = c.Op("Relu", "/pre", {"input"});
+    c.Output(HfLlamaRmsNorm(c, "/norm", hc, /*cast_back=*/false));
+    REQUIRE(Fuse(c, "rms_norm") == 1);
+    REQUIRE(c.graph().node_size() == 3);
+    CHECK(c.graph().node(1).op_type() == "Cast");
+    CHECK(c.graph().node(2).input(0) == c.graph().node(1).output(0));
+  }
+  SECTION("an upcast the residual reads too stays; the same-dtype cast back joins") {
+    FusionProtoBuilder c;
+    auto hc = c.Op("Relu", "/pre", {"input"});
+    auto yc = HfLlamaRmsNorm(c, "/norm", hc);
+    c.Output(c.Op("Add", "/residual", {"/norm/Cast_out", yc}));
+    REQUIRE(Fuse(c, "rms_norm") == 1);
+    REQUIRE(c.graph().node_size() == 4);  // Relu, Cast, RMSNormalization, Add
+    CHECK(c.graph().node(1).op_type() == "Cast");
+    CHECK(c.graph().node(2).op_type() == "RMSNormalization");
+    CHECK(c.graph().node(2).input(0) == "/norm/Cast_out");
+    CHECK(c.graph().node(2).output(0) == yc);
+  }
+}
+
 TEST_CASE("RMSNorm look-alikes are left alone", "[import][fusion][rmsnorm]") {
   SECTION("2 / sqrt(.) is not a reciprocal") {
     FusionProtoBuilder b;
