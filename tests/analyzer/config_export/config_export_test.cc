@@ -533,8 +533,7 @@ TEST_CASE("A newline in the model path cannot escape a comment line", "[export]"
 // apply_liger_kernel_to_llama's defaults (liger_kernel/transformers/monkey_patch.py): rope,
 // rms_norm, swiglu and fused_linear_cross_entropy on, cross_entropy off. use_liger_kernel=True
 // alone runs them all; a plan with only some names them in liger_kernel_config.
-TEST_CASE("Liger kernels export as use_liger_kernel with exactly the planned kernels",
-          "[export]") {
+TEST_CASE("Liger kernels export as use_liger_kernel with exactly the planned kernels", "[export]") {
   nlohmann::json plan = LoadPlan("lm_head_fused_plan.json");
   const std::string fused_only = Export(plan, ExportTarget::kHfTrainer);
   CHECK_THAT(fused_only, Catch::Contains("use_liger_kernel=True"));
