@@ -55,6 +55,28 @@ std::string HfOptimName(OptimizerKind optimizer, std::optional<OptimizerImpl> im
   return std::string(ValueOf(kHfOptimNames, optimizer));
 }
 
+// --fused-loss and --fusions liger: Liger Kernel, exactly the kernels the plan modelled
+// (transformers >= 4.45 with liger-kernel installed). use_liger_kernel alone patches
+// apply_liger_kernel_to_<model>'s defaults: rope, rms_norm, swiglu and the fused linear cross
+// entropy; a plan with only some of them names them in liger_kernel_config (transformers >=
+// 4.52), so the run keeps what the plan kept.
+void AddLigerKernelFields(const PlanReport& plan, std::vector<Field>& fields) {
+  const bool liger_kernels = plan.fusions == FusionSet::kLiger;
+  if (!plan.fused_loss && !liger_kernels) return;
+  fields.push_back(Field{"use_liger_kernel", PythonBool(true), true});
+  if (plan.fused_loss == liger_kernels) return;
+  const nlohmann::ordered_json config = {{"rope", liger_kernels},
+                                         {"rms_norm", liger_kernels},
+                                         {"swiglu", liger_kernels},
+                                         {"cross_entropy", false},
+                                         {"fused_linear_cross_entropy", plan.fused_loss}};
+  std::string text = "{";
+  for (const auto& [key, value] : config.items())
+    text += std::string(text.size() > 1 ? ", " : "") + "\"" + key +
+            "\": " + PythonBool(value.get<bool>());
+  fields.push_back(Field{"liger_kernel_config", text + "}", config});
+}
+
 std::vector<Field> TrainingArgumentFields(const PlanReport& plan, const ExportOptions& options) {
   std::vector<Field> fields;
   auto add_int = [&](std::string name, int64_t v) {
@@ -83,25 +105,7 @@ std::vector<Field> TrainingArgumentFields(const PlanReport& plan, const ExportOp
         "gradient_checkpointing_kwargs",
         std::string("{\"use_reentrant\": ") + PythonBool(plan.recompute_reentrant) + "}", kwargs});
   }
-  // --fused-loss and --fusions liger: Liger Kernel, exactly the kernels the plan modelled
-  // (transformers >= 4.45 with liger-kernel installed). use_liger_kernel alone patches
-  // apply_liger_kernel_to_<model>'s defaults: rope, rms_norm, swiglu and the fused linear cross
-  // entropy; a plan with only some of them names them in liger_kernel_config (transformers >=
-  // 4.52), so the run keeps what the plan kept.
-  const bool liger_kernels = plan.fusions == FusionSet::kLiger;
-  if (plan.fused_loss || liger_kernels) add_bool("use_liger_kernel", true);
-  if (plan.fused_loss != liger_kernels) {
-    const nlohmann::ordered_json config = {{"rope", liger_kernels},
-                                           {"rms_norm", liger_kernels},
-                                           {"swiglu", liger_kernels},
-                                           {"cross_entropy", false},
-                                           {"fused_linear_cross_entropy", plan.fused_loss}};
-    std::string text = "{";
-    for (const auto& [key, value] : config.items())
-      text += std::string(text.size() > 1 ? ", " : "") + "\"" + key +
-              "\": " + PythonBool(value.get<bool>());
-    fields.push_back(Field{"liger_kernel_config", text + "}", config});
-  }
+  AddLigerKernelFields(plan, fields);
   // --compile: the Trainer wraps the model in torch.compile (Inductor by default).
   if (plan.compile) add_bool("torch_compile", true);
   add_float("max_grad_norm", options.max_grad_norm);

@@ -23,6 +23,38 @@
 
 namespace memplan {
 
+namespace {
+
+int64_t CastTo(const onnx::NodeProto& cast) {
+  for (const auto& a : cast.attribute())
+    if (a.name() == "to") return a.i();
+  return -1;
+}
+
+// HF's casts around the chain (see above): the upcast x = Cast(input) read by the square and the
+// normalisation, and the cast back between the normalisation and the weight. Adds those that
+// join to `m` and moves `x` (to the upcast's input) and `normalized` (to the cast back's output).
+void JoinHfCasts(const ProtoIndex& index, int square, int normalize, FusionMatch& m, std::string& x,
+                 std::string& normalized) {
+  const std::optional<int> upcast = index.Producer(x);
+  if (!upcast || !IsOp(index.node(*upcast), "Cast", 1) || index.IsGraphOutput(x)) return;
+  const std::optional<int> cast_back = SoleConsumerOp(index, normalized, "Cast", 1);
+  if (!cast_back) return;
+  bool upcast_joins = true;
+  for (int reader : index.Consumers(x)) upcast_joins &= reader == square || reader == normalize;
+  // An upcast the rest of the graph reads as well (an fp32 model's no-op .to(float32), which the
+  // exporter lets the residual Add read) stays; the fused node then reads it and writes its
+  // dtype, which the cast back must keep.
+  if (!upcast_joins && CastTo(index.node(*cast_back)) != CastTo(index.node(*upcast))) return;
+  m.nodes.push_back(*cast_back);
+  normalized = index.node(*cast_back).output(0);
+  if (!upcast_joins) return;
+  m.nodes.insert(m.nodes.begin(), *upcast);
+  x = index.node(*upcast).input(0);
+}
+
+}  // namespace
+
 std::optional<FusionMatch> MatchRmsNorm(const ProtoIndex& index, int mean_node) {
   const auto& mean = index.node(mean_node);
   auto k = TrailingReduceMeanAxes(index, mean);
@@ -47,11 +79,6 @@ std::optional<FusionMatch> MatchRmsNorm(const ProtoIndex& index, int mean_node) 
 
   FusionMatch m;
   m.nodes = {*square, mean_node, *add_eps, *sqrt};
-  // HF's upcast: x = Cast(input), read only by the square and the normalisation (checked below).
-  std::optional<int> upcast;
-  if (auto producer = index.Producer(*x);
-      producer && IsOp(index.node(*producer), "Cast", 1) && !index.IsGraphOutput(*x))
-    upcast = producer;
   // x / root, or x * (1 / root) with the reciprocal as Reciprocal or Div(1, root).
   std::optional<int> normalize;
   auto after_root = index.SoleConsumer(root);
@@ -70,33 +97,7 @@ std::optional<FusionMatch> MatchRmsNorm(const ProtoIndex& index, int mean_node) 
   }
   m.nodes.push_back(*normalize);
   std::string normalized = index.node(*normalize).output(0);
-  // HF's cast back, .to(input_dtype), between the normalisation and the weight: only with the
-  // upcast (without it the fused node's dtype could differ from the chain's).
-  auto only_pattern_reads = [&](const std::string& value) {
-    for (int reader : index.Consumers(value))
-      if (reader != *square && reader != *normalize) return false;
-    return true;
-  };
-  auto cast_to = [&](int cast) {
-    for (const auto& a : index.node(cast).attribute())
-      if (a.name() == "to") return a.i();
-    return int64_t{-1};
-  };
-  auto cast_back = SoleConsumerOp(index, normalized, "Cast", 1);
-  if (cast_back && upcast) {
-    const bool upcast_joins = only_pattern_reads(*x);
-    // An upcast the rest of the graph reads as well (an fp32 model's no-op .to(float32), which the
-    // exporter lets the residual Add read) stays; the fused node then reads it and writes its
-    // dtype, which the cast back must keep.
-    if (upcast_joins || cast_to(*cast_back) == cast_to(*upcast)) {
-      m.nodes.push_back(*cast_back);
-      normalized = index.node(*cast_back).output(0);
-    }
-    if (upcast_joins && normalized != index.node(*normalize).output(0)) {
-      m.nodes.insert(m.nodes.begin(), *upcast);
-      x = index.node(*upcast).input(0);
-    }
-  }
+  JoinHfCasts(index, *square, *normalize, m, *x, normalized);
   auto scale_node = SoleConsumerOp(index, normalized, "Mul", 2);
   if (!scale_node) return std::nullopt;
   auto w = OtherOperand(index.node(*scale_node), normalized);
