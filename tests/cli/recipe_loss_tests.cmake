@@ -38,6 +38,12 @@ memplan_cli_test("--loss-chunks in the text report" EXPECT_EXIT 0
   EXPECT_OUTPUT "\nLoss     cross_entropy in fp32, 8 chunks of tokens each upcast on its own \\(torchtune's CEWithChunkedOutputLoss\\)\n"
   COMMAND analyze ${F}/lm_head.onnx --gpu 24G --batch 2 --precision bf16 --amp-mode pure
           --recompute none --loss-chunks 8)
+# The CPU executor runs the chunked graph (a Split of h, one head and one cross entropy per
+# chunk; 3 chunks of 6, 6 and 4 tokens): what it measures is what the plan predicts.
+memplan_cli_test("verify --loss-chunks runs a head and a loss per chunk, memory exact"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "loss cross_entropy\\(logits.chunk0\\) \\+ cross_entropy\\(logits.chunk1\\) \\+ cross_entropy\\(logits.chunk2\\),.*memory      predicted [^\n]*exact match  PASS.*result: PASS"
+  COMMAND verify ${F}/lm_head.onnx --batch 2 --precision bf16 --amp-mode pure --loss-chunks 3)
 memplan_cli_test("--optimizer-in-backward in the JSON and the text" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"optimizer_in_backward\": true"
   COMMAND analyze ${F}/lm_head.onnx --gpu 24G --batch 2 --precision fp32 --recompute none
