@@ -108,8 +108,8 @@ TEST_CASE("chunked loss: the head runs once per chunk, the chunks are the graph 
     CHECK(matmuls == 1 + 4);  // proj + 4 chunks
     CHECK(adds == (head == Head::kTransposedBias ? 4 : 0));
     CHECK(transposes == (head == Head::kTransposedBias ? 1 : 0));
-    CHECK(t.graph.value(*t.graph.FindValue("W_t")).consumers.size() ==
-          (head == Head::kTransposedBias ? 4u : 0u));
+    if (head == Head::kTransposedBias)
+      CHECK(t.graph.value(*t.graph.FindValue("W_t")).consumers.size() == 4);
     (void)DeriveVerified(t.graph, options);
   }
 }
