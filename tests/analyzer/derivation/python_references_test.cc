@@ -1,7 +1,8 @@
 // Python's references in eager PyTorch hold a buffer past its last reader
 // (analyzer/derivation/python_references.h): the batch variables until the micro-batch ends, the
-// model's output until the loss step, a module's input until the module returns. On a graph of Adds (which save nothing for backward,
-// so only these holds keep anything alive) with the exporter's scoped node names:
+// model's output until the loss step, a module's input until the module returns. On a graph of
+// Adds (which save nothing for backward, so only these holds keep anything alive) with the
+// exporter's scoped node names:
 //
 //   x (input) -> /stem/Add -> s -> /block/first/Add -> t -> /block/second/Add -> u -> /head/Add
 //
