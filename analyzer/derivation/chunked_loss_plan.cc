@@ -30,10 +30,66 @@ Value ChunkValue(const std::string& name, DType dtype, Shape shape, int64_t rows
   return v;
 }
 
-// `g` with the head that makes `logits` run once per chunk of h (chunked_loss_plan.h): a Split
-// of h along seq in the head's place, one MatMul (and bias Add) per chunk; the chunks' logits
-// take the logits' place among the graph outputs. The Transpose of a [V, H] weight stays where
-// it was, read by every chunk's MatMul. Fills `plan.outputs`.
+// Appends to `out` the chunked head in the place of the matched one: h.chunk(N, dim=1) as a Split
+// (views of h, the registry's Split), then one MatMul (and bias Add) per chunk reading the
+// weight operand as the head did. `new_id` maps `g`'s values to `out`'s. Returns the chunks'
+// logits, in order.
+std::vector<ValueId> AddChunkedHead(const Graph& g, const LmHeadMatch& m, ValueId logits,
+                                    const std::vector<int64_t>& rows,
+                                    const std::vector<ValueId>& new_id, Graph& out) {
+  const Value& h = g.value(m.input);
+  const Value& z = g.value(logits);
+  const std::string anchor = g.node(NodeId(m.anchor)).name;
+  Node split;
+  split.name = FreshName(g, anchor + "/chunked_output/Split");
+  split.op_type = "Split";
+  split.inputs = {new_id[m.input.index()]};
+  split.attributes.Set("axis", int64_t{1});
+  split.attributes.Set("split", rows);
+  for (size_t k = 0; k < rows.size(); ++k)
+    split.outputs.push_back(out.AddValue(ChunkValue(
+        FreshName(g, h.name + ".chunk" + std::to_string(k)), h.dtype, h.shape, rows[k])));
+  const std::vector<ValueId> chunks = split.outputs;
+  out.AddNode(std::move(split));
+  std::vector<ValueId> chunk_logits;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const std::string tag = "chunk" + std::to_string(k);
+    std::string prefix = anchor;
+    prefix += "/";
+    prefix += tag;
+    const Value chunk_z = ChunkValue(FreshName(g, z.name + "." + tag), z.dtype, z.shape, rows[k]);
+    Node mm;
+    mm.name = FreshName(g, prefix + "/MatMul");
+    mm.op_type = "MatMul";
+    mm.inputs = {chunks[k], new_id[m.projected.index()]};
+    ValueId made;
+    if (m.bias.valid()) {
+      Value product = chunk_z;
+      product.name = FreshName(g, chunk_z.name + ".product");
+      made = out.AddValue(std::move(product));
+    } else {
+      made = out.AddValue(chunk_z);
+    }
+    mm.outputs = {made};
+    out.AddNode(std::move(mm));
+    if (m.bias.valid()) {
+      Node add;
+      add.name = FreshName(g, prefix + "/Add");
+      add.op_type = "Add";
+      add.inputs = {made, new_id[m.bias.index()]};
+      made = out.AddValue(chunk_z);
+      add.outputs = {made};
+      out.AddNode(std::move(add));
+    }
+    chunk_logits.push_back(made);
+  }
+  return chunk_logits;
+}
+
+// `g` with the head that makes `logits` run once per chunk of h (chunked_loss_plan.h): the
+// chunked head (AddChunkedHead) in the head's place; the chunks' logits take the logits' place
+// among the graph outputs. The Transpose of a [V, H] weight stays where it was, read by every
+// chunk's MatMul. Fills `plan.outputs`.
 Graph Rebuild(const Graph& g, const LmHeadMatch& m, ValueId logits, ChunkedLossPlan& plan) {
   Graph out;
   CopyModelFacts(g, out);
@@ -49,63 +105,19 @@ Graph Rebuild(const Graph& g, const LmHeadMatch& m, ValueId logits, ChunkedLossP
     new_id[v.id.index()] = out.AddValue(std::move(copy));
   }
   for (ValueId in : g.inputs()) out.MarkInput(new_id[in.index()]);
-  const Value& h = g.value(m.input);
-  const Value& z = g.value(logits);
-  const std::string anchor = g.node(NodeId(m.anchor)).name;
   std::vector<ValueId> chunk_logits;
   for (const Node& n : g.nodes()) {
-    if (removed.count(n.id.index()) && n.id.index() != m.anchor) continue;
-    if (n.id.index() != m.anchor) {
-      Node copy = n;
-      for (ValueId& u : copy.inputs)
-        if (u.valid()) u = new_id[u.index()];
-      for (ValueId& u : copy.outputs)
-        if (u.valid()) u = new_id[u.index()];
-      out.AddNode(std::move(copy));
+    if (n.id.index() == m.anchor) {
+      chunk_logits = AddChunkedHead(g, m, logits, plan.rows, new_id, out);
       continue;
     }
-    // h.chunk(N, dim=1): views of h (the registry's Split).
-    Node split;
-    split.name = FreshName(g, anchor + "/chunked_output/Split");
-    split.op_type = "Split";
-    split.inputs = {new_id[m.input.index()]};
-    split.attributes.Set("axis", int64_t{1});
-    split.attributes.Set("split", plan.rows);
-    std::vector<ValueId> chunks;
-    for (size_t k = 0; k < plan.rows.size(); ++k) {
-      chunks.push_back(out.AddValue(ChunkValue(FreshName(g, h.name + ".chunk" + std::to_string(k)),
-                                               h.dtype, h.shape, plan.rows[k])));
-      split.outputs.push_back(chunks.back());
-    }
-    out.AddNode(std::move(split));
-    const ValueId projected = new_id[m.projected.index()];
-    for (size_t k = 0; k < plan.rows.size(); ++k) {
-      const std::string tag = std::to_string(k);
-      const Value chunk_z =
-          ChunkValue(FreshName(g, z.name + ".chunk" + tag), z.dtype, z.shape, plan.rows[k]);
-      Node mm;
-      mm.name = FreshName(g, anchor + "/chunk" + tag + "/MatMul");
-      mm.op_type = "MatMul";
-      mm.inputs = {chunks[k], projected};
-      if (m.bias.valid()) {
-        Value product = chunk_z;
-        product.name = FreshName(g, z.name + ".chunk" + tag + ".product");
-        const ValueId p = out.AddValue(std::move(product));
-        mm.outputs = {p};
-        out.AddNode(std::move(mm));
-        Node add;
-        add.name = FreshName(g, anchor + "/chunk" + tag + "/Add");
-        add.op_type = "Add";
-        add.inputs = {p, new_id[m.bias.index()]};
-        chunk_logits.push_back(out.AddValue(chunk_z));
-        add.outputs = {chunk_logits.back()};
-        out.AddNode(std::move(add));
-      } else {
-        chunk_logits.push_back(out.AddValue(chunk_z));
-        mm.outputs = {chunk_logits.back()};
-        out.AddNode(std::move(mm));
-      }
-    }
+    if (removed.count(n.id.index())) continue;
+    Node copy = n;
+    for (ValueId& u : copy.inputs)
+      if (u.valid()) u = new_id[u.index()];
+    for (ValueId& u : copy.outputs)
+      if (u.valid()) u = new_id[u.index()];
+    out.AddNode(std::move(copy));
   }
   for (ValueId o : g.outputs()) {
     if (o != logits) {
