@@ -4,14 +4,8 @@
 // fused linear cross entropy); this finds the LM head that feeds the cross-entropy loss and
 // replaces head + loss with it.
 //
-// Recognised heads, as torch.onnx and the zoo write them (logits = the graph output the loss
-// reads, [batch, classes] or [batch, seq, vocab]):
-//
-//   MatMul(h, W)               W a parameter [H, V]
-//   MatMul(h, Transpose(W))    W a parameter [V, H], perm (1, 0): a tied head (GPT-2's wte) or
-//                              nn.Linear without bias (LLaMA's lm_head)
-//   Add(MatMul(h, ·), b)       b a parameter [V]: nn.Linear with bias on [B, S, H]
-//   Gemm(h, W, b?)             transB = 1, no transA, alpha = beta = 1: nn.Linear on [B, H]
+// The heads it recognises are lm_head_match.h's (logits = the graph output the loss reads,
+// [batch, classes] or [batch, seq, vocab]).
 //
 // The logits, every tensor between h and them, and the Transpose must be read by nothing else.
 // After the rewrite the graph output is the fused node's scalar loss, the class ids are a new

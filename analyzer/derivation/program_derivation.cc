@@ -65,10 +65,6 @@ Status ResolveLossTargets(const Graph& g, const OpRegistry& registry, const Prog
                             out.shape, out.name, TraceClassAxis(g, registry, outputs[i])));
     analysis.losses.push_back(std::move(loss));
   }
-  if (analysis.losses.size() > 1 && options.loss_chunks > 0)
-    return MakeError(
-        "--loss-chunks chunks one cross-entropy loss; with several loss outputs "
-        "drop --loss-chunks");
   return OkStatus();
 }
 
@@ -155,17 +151,21 @@ Expected<DerivationAnalysis> AnalyzeForEmission(const Graph& graph, const OpRegi
   MEMPLAN_TRY(analysis.loss_scaling, ResolveLossScaling(options));
   MEMPLAN_RETURN_IF_ERROR(CheckOptimizerInBackward(options, analysis.loss_scaling));
   const AnalyzedLoss& first = analysis.losses.front();
-  if (options.loss_chunks > 0 && first.spec.kind != LossKind::kCrossEntropy)
-    return MakeError(
-        "--loss-chunks chunks a cross-entropy loss (torchtune's "
-        "CEWithChunkedOutputLoss); the loss here is " +
-        std::string(LossKindName(first.spec.kind)));
-  if (options.loss_chunks > 0) {
-    const Shape& logits = graph.value(first.output).shape;
-    if (!logits.known || logits.rank() != 3 || !logits.dims[1].constant_value())
+  // --loss-chunks: ApplyChunkedLoss made one cross-entropy term per chunk of [batch, seq, vocab]
+  // logits (chunked_loss_plan.h); on a graph it did not rewrite, the whole output is one chunk.
+  for (const AnalyzedLoss& loss : analysis.losses) {
+    if (options.loss_chunks == 0) break;
+    if (loss.spec.kind != LossKind::kCrossEntropy)
       return MakeError(
-          "--loss-chunks splits [batch, seq, vocab] logits along a known seq (torchtune's "
-          "chunked_output); bind seq with --dim or drop --loss-chunks");
+          "--loss-chunks chunks a cross-entropy loss (torchtune's "
+          "CEWithChunkedOutputLoss); the loss here is " +
+          std::string(LossKindName(loss.spec.kind)));
+    const Shape& logits = graph.value(loss.output).shape;
+    if (!logits.known || logits.rank() != 3)
+      return MakeError(
+          "--loss-chunks splits [batch, seq, vocab] logits along seq (torchtune's "
+          "chunked_output); output '" +
+          graph.value(loss.output).name + "' is not");
   }
   std::vector<ValueId> loss_outputs;
   for (const AnalyzedLoss& loss : analysis.losses) loss_outputs.push_back(loss.output);

@@ -88,6 +88,8 @@ struct ProgramOptions {
   LossDType loss_dtype = LossDType::kAuto;
   // torchtune's CEWithChunkedOutputLoss (--loss-chunks): cross entropy over this many chunks of
   // tokens, each upcast to fp32 on its own (analyzer/precision/loss_precision.h); 0 = unchunked.
+  // REQUIRES the graph rewritten by ApplyChunkedLoss (chunked_loss_plan.h) and loss_outputs
+  // naming its chunks (ChunkedLossPlan::PlanTerms); an output left whole is one chunk.
   int64_t loss_chunks = 0;
 
   OptimizerKind optimizer = OptimizerKind::kAdam;

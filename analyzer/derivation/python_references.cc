@@ -23,6 +23,15 @@ std::vector<LogicalTime> PythonReferenceHolds(const Graph& graph, const Training
       buffer_of[b.value.index()] = b.id;
     }
   }
+  // What the model returns: the caller holds it until the loss has been computed from it
+  // (torchtune: `logits = self._model(**batch)`, `loss = self._loss_fn(logits, labels)`, then
+  // `del logits`; with --loss-chunks that is the list of every chunk's logits), so each loss
+  // term's output lives at least to the last loss step.
+  for (const LossTerm& term : program.loss_terms) {
+    if (!term.output.valid() || !buffer_of[term.output.index()].valid()) continue;
+    LogicalTime& h = hold[buffer_of[term.output.index()].index()];
+    h = std::max(h, program.loss_step);
+  }
   // Each node's module scopes, parsed once (outermost first) and numbered (a derivation runs this
   // per probe of the recompute search: ids, not strings, in the loops below), and each module's
   // last forward step in the micro-batch body (0 for a module with no forward step).

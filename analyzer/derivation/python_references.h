@@ -6,6 +6,10 @@
 //  * the batch: the training loop binds the inputs and the label to variables
 //    (`for x, y in loader: loss = loss_fn(model(x), y); loss.backward(); ...`), released only
 //    when rebound to the next batch. They live to the end of the micro-batch, read or not;
+//  * the model's return value: the caller binds what the model returns and holds it until the
+//    loss has been computed from it (`logits = model(x); loss = loss_fn(logits, y)`), so every
+//    loss term's output lives to the last loss step (torchtune's list of chunk logits,
+//    chunked_loss_plan.h, until `del logits`);
 //  * a module's input: the caller holds what it passes to a module until the call returns
 //    (`x = self.layer1(x)`; nn.Sequential's `for module in self: input = module(input)`), and the
 //    callee's parameter holds it too. So a forward value read by a node inside module M and made

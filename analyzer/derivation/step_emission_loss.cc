@@ -1,4 +1,4 @@
-// The loss terms: forward (in the loss dtype, chunked where asked) and their backward.
+// The loss terms: forward (in the loss dtype) and their backward.
 
 #include "analyzer/derivation/step_emitter.h"
 
@@ -28,15 +28,14 @@ void StepEmitter::BuildLoss(size_t i) {
   SaveLossForBackward(i, loss_dtype);
 }
 
-// The loss step of term `i`: reads the logits (cast to the loss dtype, or chunk by chunk) and
-// the label, and writes the scalar loss. Returns the loss's dtype.
+// The loss step of term `i`: reads the logits (cast to the loss dtype) and the label, and writes
+// the scalar loss. Returns the loss's dtype.
 DType StepEmitter::EmitLossStep(size_t i) {
   const ValueId output = a_.losses[i].output;
   const LossSpec& spec = a_.losses[i].spec;
   LossTermState& t = terms_[i];
   LossTerm& term = p_.loss_terms[i];
   const std::string name = LossName(i, "loss");
-  const Value& out = g_.value(output);
   const DType compute = a_.losses[i].compute;
   Step& step = NewStep(StepKind::kLoss, name);
   step.op_type = spec.op_type;
@@ -49,15 +48,11 @@ DType StepEmitter::EmitLossStep(size_t i) {
   Touch(logits);
   t.loss_read = logits;
   DType have = dtype_[output.index()];
-  // A chunked loss upcasts one chunk at a time (loss_precision.h): it reads the logits as
-  // stored and its fp32 copy of a chunk is scratch of this step.
-  const bool chunked = options_.loss_chunks > 0;
-  if (compute != DType::kUndefined && have != compute && !chunked)
+  // A chunk of --loss-chunks is a term of its own (chunked_loss_plan.h): its `.float()` copy is
+  // this cast, dead once log_softmax has read it.
+  if (compute != DType::kUndefined && have != compute)
     t.loss_read = CastFor(output, logits, compute, name, /*share=*/true);
   p_.steps.back().inputs = {t.loss_read};
-  if (chunked && compute != DType::kUndefined && have != compute)
-    p_.steps.back().workspace =
-        NewWorkspace(TensorBytes(LossChunkElements(out.shape), compute), name + ".chunk", NodeId());
   // The autocast context covers forward and loss (HF Trainer's compute_loss, Lightning's
   // training_step): its weight-cast cache is cleared only when the context exits here.
   for (BufferId cast : weight_casts_) Touch(cast);
@@ -85,7 +80,6 @@ void StepEmitter::SaveLossForBackward(size_t i, DType loss_dtype) {
   const Value& out = g_.value(output);
   const DType compute = a_.losses[i].compute;
   const DType have = dtype_[output.index()];
-  const bool chunked = options_.loss_chunks > 0;
   // The context the loss's registry rules see: the logits as read, the label, a scalar loss.
   TensorInfo logits_info{true, IsFloating(have) && compute != DType::kUndefined ? compute : have,
                          out.shape, ValueKind::kIntermediate, std::nullopt};
@@ -97,11 +91,6 @@ void StepEmitter::SaveLossForBackward(size_t i, DType loss_dtype) {
       TensorInfo{true, loss_dtype, Shape{{}}, ValueKind::kIntermediate, std::nullopt});
   t.loss_saved = t.loss_schema->saved_for_backward(ctx);
   t.loss_workspace = t.loss_schema->backward_workspace(ctx);
-  // Chunked: backward holds one chunk's log-prob gradient and its logits' gradient in the
-  // loss's dtype at a time (nll_loss_backward, then _log_softmax_backward_data), then
-  // ToCopyBackward writes the chunk into the logits' gradient.
-  if (chunked)
-    t.loss_workspace = TensorBytes(LossChunkElements(out.shape), logits_info.dtype) * Dim(2);
   // Extras the loss forward keeps for its backward (e.g. log-probabilities).
   for (const SavedTensor& s : t.loss_saved) {
     if (s.source != SavedTensor::Source::kExtra) continue;
@@ -122,15 +111,6 @@ void StepEmitter::SaveLossForBackward(size_t i, DType loss_dtype) {
     t.loss_packed =
         saved_offload_.Pack(name, NodeId(), saved, std::vector<bool>(saved.size(), true));
   }
-}
-
-// Elements of one chunk of a chunked loss's logits [batch, seq, vocab]: torch.chunk splits seq
-// into chunks of ceil(seq / C). REQUIRES: rank 3 with a constant seq (DeriveTrainingProgram
-// checks).
-Dim StepEmitter::LossChunkElements(const Shape& logits) const {
-  const int64_t seq = *logits.dims[1].constant_value();
-  const int64_t chunk = (seq + options_.loss_chunks - 1) / options_.loss_chunks;
-  return logits.dims[0] * Dim(chunk) * logits.dims[2];
 }
 
 // The buffer the loss's saved rule entry `s` names (logits as read, label, loss, extras in

@@ -258,11 +258,6 @@ class StepEmitter {
   DType EmitLossStep(size_t i);
   void SaveLossForBackward(size_t i, DType loss_dtype);
 
-  // Elements of one chunk of a chunked loss's logits [batch, seq, vocab]: torch.chunk splits seq
-  // into chunks of ceil(seq / C). REQUIRES: rank 3 with a constant seq (DeriveTrainingProgram
-  // checks).
-  Dim LossChunkElements(const Shape& logits) const;
-
   // The checkpoint arguments (checkpoint_arguments.h) of the module node `n` belongs to, allocated
   // at the module's first forward step (a value several modules read: at the first of them).
   void HoldCheckpointArguments(NodeId n);

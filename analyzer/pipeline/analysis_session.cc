@@ -38,6 +38,7 @@ Expected<std::unique_ptr<AnalysisSession>> RunAnalysisSession(PlanRequest reques
   MEMPLAN_TRY(ModelRewrites rewrites, PrepareLoadedModel(session->graph, r));
   session->attention = std::move(rewrites.attention);
   session->fused_loss = std::move(rewrites.fused_loss);
+  session->chunked_loss = std::move(rewrites.chunked_loss);
   session->fp32_upcast = std::move(rewrites.fp32_upcast);
 
   progress("planning...");

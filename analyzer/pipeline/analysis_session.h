@@ -27,6 +27,7 @@ struct AnalysisSession {
   TrainingPlan plan;
   AttentionPlan attention;               // --attention as applied to `graph`
   FusedLossPlan fused_loss;              // --fused-loss as applied to `graph` (after attention)
+  ChunkedLossPlan chunked_loss;          // --loss-chunks as applied to `graph` (after fused loss)
   std::vector<std::string> fp32_upcast;  // ModelRewrites::fp32_upcast of `graph`
   PlannerOptions planner_used;  // the chosen configuration's options (precision, recompute)
   // When nothing fits and the verb searched them (session_alternatives.h).

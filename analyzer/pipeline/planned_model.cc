@@ -76,6 +76,13 @@ Expected<ModelRewrites> PrepareLoadedModel(Graph& graph, PlanRequest& request) {
               ApplyFusedLoss(graph, request.fused_loss, request.planner.program.loss,
                              request.planner.bindings, request.analysis.model));
   request.planner.program.loss = rewrites.fused_loss.ProgramLoss(request.planner.program.loss);
+  // --loss-chunks: the head runs once per chunk of tokens and the loss has one term per chunk
+  // (chunked_loss_plan.h); --fused-loss with it was refused with the request.
+  ProgramOptions& program = request.planner.program;
+  MEMPLAN_TRY(rewrites.chunked_loss,
+              ApplyChunkedLoss(graph, program.loss_chunks, program.loss, program.loss_outputs,
+                               request.planner.bindings, request.analysis.model));
+  rewrites.chunked_loss.PlanTerms(program);
   // One rank's slice keeps the whole model's Reshape targets and Split sizes, so the micro-batches
   // the search tries are checked against the model as it is before the split.
   if (request.tensor_parallel > 1)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyzer/derivation/attention_plan.h"
+#include "analyzer/derivation/chunked_loss_plan.h"
 #include "analyzer/derivation/fused_loss_plan.h"
 #include "analyzer/pipeline/plan_request.h"
 #include "analyzer/pipeline/progress_sink.h"
@@ -39,8 +40,9 @@ Status BindPlanSymbols(const Graph& graph, PlanRequest& request);
 // graph must not move afterwards), the loss the program plans (the fused loss's) and the
 // tensor-parallel split. Returns what the rewrites did, for the report.
 struct ModelRewrites {
-  AttentionPlan attention;   // --attention as applied to the graph
-  FusedLossPlan fused_loss;  // --fused-loss as applied to the graph (after attention)
+  AttentionPlan attention;       // --attention as applied to the graph
+  FusedLossPlan fused_loss;      // --fused-loss as applied to the graph (after attention)
+  ChunkedLossPlan chunked_loss;  // --loss-chunks as applied to the graph (after the fused loss)
   // The nodes of math-kernel attentions placed in fp32 in 16-bit plans (appended to the
   // request's search.force_fp32): a request planned on this graph again needs them too.
   std::vector<std::string> fp32_upcast;

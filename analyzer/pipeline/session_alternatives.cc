@@ -18,9 +18,11 @@ namespace memplan {
 namespace {
 
 // The keys (kPlanFlagTable) of the flags that decide the graph a request plans on
-// (LoadPlannedModel and PrepareLoadedModel: fine-tuning, attention, fused loss, tensor parallel).
-constexpr std::array<std::string_view, 8> kGraphFlagKeys = {
-    "train", "freeze", "lora", "lora_targets", "fusions", "attention", "fused_loss", "tp"};
+// (LoadPlannedModel and PrepareLoadedModel: fine-tuning, attention, fused loss, chunked loss,
+// tensor parallel).
+constexpr std::array<std::string_view, 9> kGraphFlagKeys = {
+    "train",      "freeze",      "lora", "lora_targets", "fusions", "attention",
+    "fused_loss", "loss_chunks", "tp"};
 
 PlanFlags GraphFlagsOf(const PlanFlags& flags) {
   PlanFlags graph;
@@ -60,6 +62,8 @@ class AlternativePlanner {
     // one loaded for another --fused-loss (explain's change) as that (fine-tuning flags leave
     // the LM head as it is).
     request.planner.program.loss = fused_loss_.at(graph)->ProgramLoss(request.planner.program.loss);
+    // A chunked graph's loss has one term per chunk, as its preparation planned it.
+    chunked_loss_.at(graph)->PlanTerms(request.planner.program);
     // The math-kernel attentions' fp32 placement, as the graph's preparation made it.
     const std::vector<std::string>& upcast = *fp32_upcast_.at(graph);
     request.search.force_fp32.insert(request.search.force_fp32.end(), upcast.begin(), upcast.end());
@@ -86,6 +90,7 @@ class AlternativePlanner {
     if (key == asked_graph_) {
       tensor_parallel_[&session_.graph] = &session_.request.planner.tensor_parallel;
       fused_loss_[&session_.graph] = &session_.fused_loss;
+      chunked_loss_[&session_.graph] = &session_.chunked_loss;
       shapes_[&session_.graph] = session_.request.planner.micro_batch_shapes;
       fp32_upcast_[&session_.graph] = &session_.fp32_upcast;
       return &session_.graph;
@@ -104,6 +109,9 @@ class AlternativePlanner {
       tensor_parallel_[it->second.get()] = splits_.back().get();
       fused_losses_.push_back(std::make_unique<FusedLossPlan>(std::move(rewrites.fused_loss)));
       fused_loss_[it->second.get()] = fused_losses_.back().get();
+      chunked_losses_.push_back(
+          std::make_unique<ChunkedLossPlan>(std::move(rewrites.chunked_loss)));
+      chunked_loss_[it->second.get()] = chunked_losses_.back().get();
       shapes_[it->second.get()] = prepared_request.planner.micro_batch_shapes;
       upcasts_.push_back(
           std::make_unique<std::vector<std::string>>(std::move(rewrites.fp32_upcast)));
@@ -123,6 +131,9 @@ class AlternativePlanner {
   // The --fused-loss rewrite of each graph (the program's loss follows it).
   std::vector<std::unique_ptr<FusedLossPlan>> fused_losses_;
   std::map<const Graph*, const FusedLossPlan*> fused_loss_;
+  // The --loss-chunks rewrite of each graph (the program's loss terms follow it).
+  std::vector<std::unique_ptr<ChunkedLossPlan>> chunked_losses_;
+  std::map<const Graph*, const ChunkedLossPlan*> chunked_loss_;
   // The shape check of each --tp graph's model before its split (null without --tp).
   std::map<const Graph*, std::shared_ptr<MicroBatchShapeCheck>> shapes_;
   // The fp32 placement of each graph's math-kernel attentions (ModelRewrites::fp32_upcast).

@@ -24,9 +24,9 @@
 // Chunked (torchtune's CEWithChunkedOutputLoss, num_output_chunks = C): the output projection
 // runs per chunk of tokens and compute_cross_entropy does F.cross_entropy(chunk.float(), ...):
 // each chunk is upcast on its own, its fp32 copy freed after its loss, its fp32 log-probs saved
-// (all C of them: the whole [tokens, vocab] in fp32 by the end of forward). The recipe deletes
-// the half logits after the loss. In backward each chunk's fp32 log-prob gradient and fp32
-// logits gradient exist one chunk at a time before ToCopyBackward writes the half gradient.
+// (all C of them: the whole [tokens, vocab] in fp32 by the end of forward). The graph is
+// rewritten to one head and one loss term per chunk (analyzer/derivation/chunked_loss_plan.h),
+// so each term is an ordinary cross entropy in fp32 on its chunk; this file gives the dtype.
 
 #include <cstdint>
 

@@ -25,8 +25,11 @@ namespace {
 
 // The loss the plan trains with (a fused loss is cross entropy inside the fused node); over
 // several outputs (--loss-output a,b), the sum it trains: "cross_entropy(logits) + mse(boxes)".
+// The chunks of --loss-chunks are one loss (the Loss line counts them; JSON loss_terms names
+// them).
 std::string ReportedLossText(const PlanReport& facts) {
-  if (facts.loss_outputs.size() < 2) return std::string(LossKindName(facts.loss));
+  if (facts.loss_outputs.size() < 2 || facts.loss_chunks > 0)
+    return std::string(LossKindName(facts.loss));
   std::string text;
   for (size_t i = 0; i < facts.loss_outputs.size(); ++i) {
     if (!text.empty()) text += " + ";

@@ -7,8 +7,12 @@ set(F ${MEMPLAN_TEST_FIXTURES})
 # graph. At b = 2 the logits have 2 * 16 * 100 = 3200 elements. Saved for backward, pure bf16
 # (no autocast: the input x is cast to bf16 for proj, which saves that cast):
 #   x.bf16 2*16*32*2 = 2048 + h 2048 + labels 2*16*8 = 256 + log-probs in the loss's dtype:
-#   bf16 (auto in pure) 3200*2 = 6400 -> 10752;  fp32 (--loss-dtype fp32, or chunked) 12800
-#   -> 17152.
+#   bf16 (auto in pure) 3200*2 = 6400 -> 10752;  fp32 (--loss-dtype fp32) 12800 -> 17152.
+# --loss-chunks 8 (analyzer/derivation/chunked_loss_plan.h): torch.chunk cuts seq 16 into 8
+# chunks of 2 tokens, each projected by its own MatMul on a strided view of h, which torch's
+# matmul copies to fold [2, 2, 32] into [4, 32] (the copy is saved: 8 x 2*2*32*2 = 2048, h itself
+# is not), each chunk's labels 2*2*8 = 32 (8 x 32 = 256) and fp32 log-probs 2*2*100*4 = 1600
+# (8 x 1600 = 12800): 2048 + 2048 + 256 + 12800 = 17152, as the whole fp32 loss saves.
 memplan_cli_test("pure bf16 keeps the loss in bf16: bf16 log-probabilities saved" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"saved_activation_bytes\": 10752,.*\"loss_dtype\": \"bf16\",\n    \"loss_chunks\": 0,\n    \"optimizer_in_backward\": false"
   COMMAND analyze ${F}/lm_head.onnx --gpu 24G --batch 2 --precision bf16 --amp-mode pure
@@ -34,6 +38,12 @@ memplan_cli_test("--loss-chunks in the text report" EXPECT_EXIT 0
   EXPECT_OUTPUT "\nLoss     cross_entropy in fp32, 8 chunks of tokens each upcast on its own \\(torchtune's CEWithChunkedOutputLoss\\)\n"
   COMMAND analyze ${F}/lm_head.onnx --gpu 24G --batch 2 --precision bf16 --amp-mode pure
           --recompute none --loss-chunks 8)
+# The CPU executor runs the chunked graph (a Split of h, one head and one cross entropy per
+# chunk; 3 chunks of 6, 6 and 4 tokens): what it measures is what the plan predicts.
+memplan_cli_test("verify --loss-chunks runs a head and a loss per chunk, memory exact"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "loss cross_entropy\\(logits.chunk0\\) \\+ cross_entropy\\(logits.chunk1\\) \\+ cross_entropy\\(logits.chunk2\\),.*memory      predicted [^\n]*exact match  PASS.*result: PASS"
+  COMMAND verify ${F}/lm_head.onnx --batch 2 --precision bf16 --amp-mode pure --loss-chunks 3)
 memplan_cli_test("--optimizer-in-backward in the JSON and the text" EXPECT_EXIT 0
   EXPECT_OUTPUT "\"optimizer_in_backward\": true"
   COMMAND analyze ${F}/lm_head.onnx --gpu 24G --batch 2 --precision fp32 --recompute none
@@ -112,13 +122,12 @@ memplan_cli_test("--cuda-context lots is one line, exit 2" EXPECT_EXIT 2
 
 # The rows torch 2.x measured on the CPU (tools/recipes/measure_loss_recipes.py), re-predicted
 # from their weight-free graphs: exact_peak_bytes within 2% of the step's live-bytes peak.
-# Open (a known gap, docs/finetuning.md): the chunked loss, +6.3%: memplan's loss backward is one
-# step, so the bf16 logits gradient (2 bytes x tokens x vocab) is allocated while every chunk's
-# fp32 log-probs are still saved; torch frees a chunk's log-probs as it writes the next chunk.
+# The chunked rows (8, 4 and 3 chunks: torchtune's head and loss per chunk of tokens,
+# chunked_loss_plan.h) peak in forward at the last chunk's log_softmax, as torch does.
 add_test(NAME "cli: recipe loss rows re-predicted within 2% of torch"
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tools/recipes/repredict_loss_rows.py
                  --memplan $<TARGET_FILE:memplan> --rows ${F}/recipe_rows/loss_rows.jsonl
-                 --check --open pure-bf16-chunked-8)
+                 --check)
 
 # The fit decision leaves the paged state out of the peak: a GPU that holds the paged plan but
 # not the same state on the device fits only the paged plan (tests/cli/paged_fit_check.py).

@@ -11,6 +11,7 @@
 #include "analyzer/baseline/json_file.h"
 #include "analyzer/config_export/saved_plan_reader.h"
 #include "analyzer/derivation/attention_plan.h"
+#include "analyzer/derivation/chunked_loss_plan.h"
 #include "analyzer/derivation/fused_loss_plan.h"
 #include "analyzer/recompute/module_units.h"
 #include "graph/bind_symbols.h"
@@ -168,6 +169,14 @@ Expected<LoadedPlan> PlanFromJsonText(Graph& graph, const std::string& text,
     Status fused =
         FuseLossForVerify(graph, request, saved.loss, plan.bindings, apply_attention, loaded);
     if (!fused.ok()) return MakeError(where + fused.error().message);
+  }
+  // A chunked-loss plan (plan.loss_chunks): the head run per chunk as analyze ran it, its loss
+  // terms the chunks (the saved plan names them).
+  if (saved.loss_chunks > 0) {
+    Expected<ChunkedLossPlan> chunked = ApplyChunkedLoss(graph, saved.loss_chunks, saved.loss, {},
+                                                         plan.bindings, request.analysis.model);
+    if (!chunked.ok()) return MakeError(where + chunked.error().message);
+    o.loss_chunks = saved.loss_chunks;
   }
   plan.micro_batch = saved.micro_batch;
   ProgramOptionsOf(saved, o);

@@ -219,6 +219,14 @@ CONFIGS = [
     {"config": "pure-bf16-chunked-8", "model": "loss_lm_head", "batch": 4, "params": "bf16", "autocast": False,
      "loss_chunks": 8,
      "flags": ["--precision", "bf16", "--amp-mode", "pure", "--loss-chunks", "8"]},
+    # The same rule at other chunk counts: 4 chunks of 32 tokens, and 3 that torch.chunk makes
+    # uneven (ceil(128 / 3) = 43: 43, 43 and 42 tokens).
+    {"config": "pure-bf16-chunked-4", "model": "loss_lm_head", "batch": 4, "params": "bf16",
+     "autocast": False, "loss_chunks": 4,
+     "flags": ["--precision", "bf16", "--amp-mode", "pure", "--loss-chunks", "4"]},
+    {"config": "pure-bf16-chunked-3", "model": "loss_lm_head", "batch": 4, "params": "bf16",
+     "autocast": False, "loss_chunks": 3,
+     "flags": ["--precision", "bf16", "--amp-mode", "pure", "--loss-chunks", "3"]},
 ]
 
 

@@ -1,7 +1,8 @@
 // Python's references in eager PyTorch hold a buffer past its last reader
-// (analyzer/derivation/python_references.h): the batch variables until the micro-batch ends, a
-// module's input until the module returns. On a graph of Adds (which save nothing for backward,
-// so only these holds keep anything alive) with the exporter's scoped node names:
+// (analyzer/derivation/python_references.h): the batch variables until the micro-batch ends, the
+// model's output until the loss step, a module's input until the module returns. On a graph of
+// Adds (which save nothing for backward, so only these holds keep anything alive) with the
+// exporter's scoped node names:
 //
 //   x (input) -> /stem/Add -> s -> /block/first/Add -> t -> /block/second/Add -> u -> /head/Add
 //
@@ -59,18 +60,24 @@ TEST_CASE("python references: the batch lives until the micro-batch ends", "[pro
   const LogicalTime head = StepOf(p, StepKind::kForward, "/head/Add");
   CHECK(holds[Named(p, "u").id.index()] == head);
   CHECK(FreedAt(p, Named(p, "u").id) == head);
-  // v, the output, is made by head and read by the loss outside every module: no hold.
-  CHECK(holds[Named(p, "v").id.index()] == -1);
+  // v, the output, is made by head and read by the loss outside every module: the caller holds
+  // what the model returns until the loss step, which is also its last reader.
+  CHECK(holds[Named(p, "v").id.index()] == p.loss_step);
+  CHECK(FreedAt(p, Named(p, "v").id) == p.loss_step);
 }
 
-TEST_CASE("python references: unscoped node names hold nothing but the batch", "[program]") {
-  // The hand-built graphs of the other tests ("mm1", "relu"): no exporter scopes, no module.
+TEST_CASE("python references: unscoped node names hold only the batch and the output",
+          "[program]") {
+  // The hand-built graphs of the other tests ("mm1", "relu"): no exporter scopes, no module; the
+  // model's output y is held to the loss step, its last reader anyway.
   const testing::TestGraph t = testing::TwoLayerMlp(4, 8, 2);
   const TrainingProgram p = testing::DeriveVerified(t.graph, testing::SumLossSgd());
   const std::vector<LogicalTime> holds = PythonReferenceHolds(t.graph, p);
   for (const Buffer& b : p.buffers) {
     if (b.role == BufferRole::kInput) {
       CHECK(holds[b.id.index()] == p.micro_batch.end - 1);
+    } else if (b.name == "y") {
+      CHECK(holds[b.id.index()] == p.loss_step);
     } else {
       CHECK(holds[b.id.index()] == -1);
     }

@@ -129,33 +129,8 @@ TEST_CASE("autocast computes the loss in fp32 from a cast of the half logits",
   CHECK(Named(p, "loss.log_prob").dtype == DType::kFloat32);
 }
 
-TEST_CASE("flag --loss-chunks upcasts one chunk of tokens at a time (torchtune)",
-          "[precision][loss]") {
-  const TestGraph t = LmHead();
-  ProgramOptions options = Options(Precision::kBf16, AmpMode::kPure);
-  options.loss_dtype = LossDType::kFp32;
-  const TrainingProgram whole = DeriveVerified(t.graph, options);
-  options.loss_dtype = LossDType::kAuto;
-  options.loss_chunks = 4;
-  const TrainingProgram chunked = DeriveVerified(t.graph, options);
-  // seq 16 in 4 chunks of ceil(16 / 4) = 4 tokens: a chunk is 2 x 4 x 100 = 800 elements.
-  // Forward: no whole fp32 copy; the chunk's fp32 copy (3200 bytes) is the loss step's scratch;
-  // the fp32 log-probs of every chunk are saved (E x 4 = 12800).
-  CHECK(Find(chunked, "logits.float32@loss") == nullptr);
-  const Step& loss = chunked.steps[static_cast<size_t>(chunked.loss_step)];
-  CHECK(Bytes(t, chunked.buffer(loss.workspace)) == 800 * 4);
-  CHECK(Named(chunked, "loss.log_prob").dtype == DType::kFloat32);
-  CHECK(Bytes(t, Named(chunked, "loss.log_prob")) == kElements * 4);
-  // Backward: one chunk's fp32 log-prob gradient and fp32 logits gradient (2 x 3200), the
-  // logits' gradient written in bf16 (ToCopyBackward per chunk).
-  const Step& backward =
-      chunked.steps[static_cast<size_t>(testing::StepOf(chunked, StepKind::kLossBackward, "loss"))];
-  CHECK(Bytes(t, chunked.buffer(backward.workspace)) == 2 * 800 * 4);
-  CHECK(chunked.buffer(backward.input_gradients[0].target).dtype == DType::kBFloat16);
-  // Peaks at the loss backward: unchunked fp32 holds 3 x 12800 = 38400 there, chunked
-  // 12800 (log-probs) + 6400 (two chunk tensors) + 6400 (bf16 logits gradient) = 25600.
-  CHECK(Peak(t, whole) - Peak(t, chunked) == 38400 - 25600);
-}
+// --loss-chunks chunks the head and the loss in the graph: tests/analyzer/derivation/
+// chunked_loss_plan_test.cc derives its buffers.
 
 TEST_CASE("flag --loss-chunks needs cross entropy on [batch, seq, vocab] with a known seq",
           "[precision][loss]") {
