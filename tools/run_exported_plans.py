@@ -31,6 +31,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -733,6 +734,14 @@ json.dump(out, open(sys.argv[4] + f".{out['rank']}", "w"))
 '''
 
 
+def failure(stderr):
+    """The error a failed launch ended on: the last line naming an exception (a torchrun launch
+    prints each rank's traceback, then its own summary), or the end of stderr."""
+    errors = [line for line in stderr.splitlines()
+              if re.search(r"\b\w+(Error|Exception)\b: ", line) and "ChildFailedError" not in line]
+    return errors[-1].strip()[:600] if errors else stderr.strip()[-600:]
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -775,13 +784,40 @@ SELECTIVE_NODE = "/transformer/h.0/attn/c_attn/MatMul"
 MATMUL_ATEN_OPS = {"aten.mm", "aten.bmm", "aten.addmm"}
 
 
-def node_plan(plan):
-    """`plan` made a node plan recomputing SELECTIVE_NODE, with activation offload."""
+def node_plan(plan, offload=True):
+    """`plan` made a node plan recomputing SELECTIVE_NODE, with activation offload or not."""
     p = plan["plan"]
     del p["recompute_modules"]
     p.update(recompute_unit="node", recompute=[SELECTIVE_NODE],
-             recompute_op_types={SELECTIVE_NODE: "MatMul"}, offload={"mode": "activations"})
+             recompute_op_types={SELECTIVE_NODE: "MatMul"})
+    if offload:
+        p["offload"] = {"mode": "activations"}
     return plan
+
+
+def run_selective_gradients(memplan, work, model_dir):
+    """The exported selective policy gives the gradients of no checkpointing: GPT-2 in training
+    mode (dropout on: on the CPU empty_like, bernoulli_, div_, so the policy's saved outputs are
+    mutated in place), one fp32 forward and backward with enable_recompute and one without,
+    from the same weights and seed."""
+    plan = node_plan(plan_json(2, 1, None, "adamw", precision="fp32"), offload=False)
+    del plan["plan"]["amp_mode"]  # fp32: no precision regime
+    script = load(export(memplan, plan, "pytorch", work, "node_fp32"), "exported_node_fp32")
+    ids = tokens(2)
+    grads = []
+    for recompute in (True, False):
+        model = load_model(model_dir, {})
+        model.train()
+        if recompute:
+            script.enable_recompute(model)
+        torch.manual_seed(3)
+        lm_loss(model(ids), ids).backward()
+        grads.append({n: q.grad for n, q in model.named_parameters()})
+    worst = max((grads[0][n] - grads[1][n]).abs().max().item() for n in grads[1])
+    check("pytorch node plan: the selective policy's gradients equal those without checkpointing "
+          "(dropout active)", worst == 0.0, f"largest difference {worst}")
+
+
 
 
 def run_torchrun(memplan, work, model_dir, strategy, precision="bf16", amp="autocast",
@@ -826,7 +862,7 @@ def run_torchrun(memplan, work, model_dir, strategy, precision="bf16", amp="auto
         capture_output=True, text=True, timeout=600, env=env)
     if result.returncode != 0:
         check(f"torchrun {strategy_label}: {ranks} gloo ranks ran", False,
-              result.stderr.strip()[-600:])
+              failure(result.stderr))
         return
     results = [json.load(open(f"{out}.{r}")) for r in range(ranks)]
     check(f"torchrun {strategy_label}: {ranks} gloo ranks ran", len(results) == ranks)
@@ -944,23 +980,23 @@ json.dump(out, open(sys.argv[3] + f".{out['rank']}", "w"))
 '''
 
 
-def run_ddp_driver(label, source, path, model_dir, work, cwd=None, **env_more):
+def run_ddp_driver(label, source, path, model_dir, work, cwd=None):
     """Runs the driver `source` on the exported `path` under torchrun, 2 gloo ranks on the CPU
-    (in `cwd`, with `env_more` in the environment); returns each rank's JSON result, or None (a
-    failed check) when the ranks did not run."""
+    (in `cwd`); returns each rank's JSON result, or None (a failed check) when the ranks did not
+    run."""
     name = label.replace(" ", "_").replace("-", "_")
     driver = os.path.join(work, name + "_driver.py")
     with open(driver, "w") as f:
         f.write(source)
     out = os.path.join(work, name)
     env = {**os.environ, "MEMPLAN_TOOLS_DIR": os.path.dirname(os.path.abspath(__file__)),
-           "CUDA_VISIBLE_DEVICES": "", **env_more}
+           "CUDA_VISIBLE_DEVICES": ""}
     result = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
          "--master-port", str(free_port()), driver, path, model_dir, out],
         capture_output=True, text=True, timeout=600, env=env, cwd=cwd)
     if result.returncode != 0:
-        check(f"{label}: 2 gloo ranks ran", False, result.stderr.strip()[-600:])
+        check(f"{label}: 2 gloo ranks ran", False, failure(result.stderr))
         return None
     return [json.load(open(f"{out}.{rank}")) for rank in range(2)]
 
@@ -993,11 +1029,8 @@ import torch
 sys.path.insert(0, os.environ["MEMPLAN_TOOLS_DIR"])
 import run_exported_plans as r
 from transformers import Trainer, TrainerCallback
-# use_cpu makes the ranks' world the CPU's (gloo); a ZeRO run keeps use_cpu off, as accelerate
-# starts DeepSpeed only then (state.py), and names gloo for the group DeepSpeed joins.
 script, written = r.load_hf_trainer(sys.argv[1], "exported_hf_ranks", **r.hf_cpu_arguments(
-    sys.argv[3] + ".out", ddp_backend="gloo",
-    use_cpu=os.environ.get("MEMPLAN_HF_DEEPSPEED") != "1"))
+    sys.argv[3] + ".out", ddp_backend="gloo"))
 args = script.args
 model = r.load_model(sys.argv[2], {})
 watch = r.Watch(model, [])
@@ -1014,7 +1047,9 @@ trainer.train()
 out = {"rank": int(os.environ["RANK"]), "world": args.world_size,
        "parallel_mode": str(args.parallel_mode).split(".")[-1],
        "wrapped": type(trainer.model_wrapped).__name__, "batches": watch.batches,
-       "fsdp": [str(o).split(".")[-1] for o in (args.fsdp or [])],
+       # transformers 5 keeps fsdp= as a switch and the sharding in fsdp_config.
+       "fsdp": bool(args.fsdp),
+       "reshard_after_forward": (args.fsdp_config or {}).get("reshard_after_forward"),
        "distributed_type": str(trainer.accelerator.distributed_type).split(".")[-1],
        "fsdp_enabled": bool(trainer.is_fsdp_enabled),
        "deepspeed": {"stage": trainer.model_wrapped.zero_optimization_stage(),
@@ -1063,40 +1098,42 @@ def run_hf_trainer_fsdp(memplan, work, model_dir):
           "torchrun --nproc_per_node 2" in open(path).read())
     for rank, r in enumerate(run_ddp_driver("hf-trainer fsdp", HF_RANKS_DRIVER, path,
                                             model_dir, work) or []):
-        check(f"hf-trainer fsdp rank {rank}: TrainingArguments read fsdp full_shard auto_wrap; "
+        check(f"hf-trainer fsdp rank {rank}: TrainingArguments read fsdp full_shard (FSDP2: "
+              "reshard_after_forward); "
               "on the CPU the Trainer runs DDP, FSDP off (not runnable here: accelerate's "
               "state.py enables FSDP only from a GPU-like distributed type)",
-              (r["fsdp"], r["world"], r["distributed_type"], r["fsdp_enabled"], r["wrapped"])
-              == (["FULL_SHARD", "AUTO_WRAP"], 2, "MULTI_CPU", False,
-                  "DistributedDataParallel"), str(r))
+              (r["fsdp"], r["reshard_after_forward"], r["world"], r["distributed_type"],
+               r["fsdp_enabled"], r["wrapped"])
+              == (True, True, 2, "MULTI_CPU", False, "DistributedDataParallel"), str(r))
 
 
 def run_hf_trainer_zero(memplan, work, model_dir, strategy="zero2"):
     """The Trainer of a 2-GPU ZeRO plan: TrainingArguments(deepspeed="ds_config.json"), the file
-    `memplan export --to deepspeed` writes for the same plan, under torchrun (2 gloo ranks):
-    accelerate hands the Trainer's model to deepspeed.initialize, which runs on DeepSpeed's CPU
-    accelerator."""
+    `memplan export --to deepspeed` writes for the same plan, in the training folder, under
+    torchrun (2 gloo ranks): accelerate hands the model to deepspeed.initialize, which runs on
+    DeepSpeed's CPU accelerator."""
     every_block = [f"transformer.h.{i}" for i in range(LAYERS)]
     plan = plan_json(2, 3, None, "adamw", parallel=strategy, gpus=2,
                      recompute_modules=every_block)
     run_dir = os.path.join(work, "hf_" + strategy)
     os.makedirs(run_dir, exist_ok=True)
     path = export(memplan, plan, "hf-trainer", run_dir, "lora")
-    ds_config = export(memplan, plan, "deepspeed", run_dir, "lora")
-    os.replace(ds_config, os.path.join(run_dir, "ds_config.json"))
+    os.replace(export(memplan, plan, "deepspeed", run_dir, "lora"),
+               os.path.join(run_dir, "ds_config.json"))
     p = plan["plan"]
     stage = int(strategy[-1])
     label = f"hf-trainer {strategy}"
+    check(f'{label}: the export names deepspeed="ds_config.json" and its launch',
+          'deepspeed="ds_config.json"' in open(path).read())
     for rank, r in enumerate(run_ddp_driver(label, HF_RANKS_DRIVER, path, model_dir, run_dir,
-                                            cwd=run_dir, MEMPLAN_HF_DEEPSPEED="1") or []):
+                                            cwd=run_dir) or []):
         where = f"{label} rank {rank}"
+        ds = r["deepspeed"] or {}
         check(f"{where}: the Trainer trains a DeepSpeedEngine of ZeRO stage {stage} from "
-              "deepspeed=ds_config.json: micro-batch 2, accumulation 3, batch 12, bf16",
-              r["distributed_type"] == "DEEPSPEED" and r["deepspeed"] is not None
-              and (r["deepspeed"]["stage"], r["deepspeed"]["micro"],
-                   r["deepspeed"]["accumulation"], r["deepspeed"]["train_batch"],
-                   r["deepspeed"]["bf16"], r["wrapped"])
-              == (stage, 2, 3, 12, True, "DeepSpeedEngine"), str(r))
+              "ds_config.json: micro-batch 2, accumulation 3, batch 12 over 2 ranks, bf16",
+              (r["distributed_type"], r["wrapped"], ds.get("stage"), ds.get("micro"),
+               ds.get("accumulation"), ds.get("train_batch"), ds.get("bf16"))
+              == ("DEEPSPEED", "DeepSpeedEngine", stage, 2, 3, 12, True), str(r))
         check(f"{where}: every forward sees the micro-batch, one step per accumulation, every "
               "block checkpointed, the LoRA parameters train",
               set(r["batches"]) == {p["micro_batch"]} and r["steps"] == OPTIMIZER_STEPS
@@ -1333,7 +1370,13 @@ k = int(re.search(r"Accelerator\(gradient_accumulation_steps=(\d+)\)", notes).gr
 micro = int(re.search(r"DataLoader\(dataset, batch_size=(\d+)\)", notes).group(1))
 clip = float(re.search(r"accelerator.clip_grad_norm_\(model.parameters\(\), ([0-9.]+)\)",
                        notes).group(1))
-accelerator = Accelerator(gradient_accumulation_steps=k)
+# On the CPU accelerate finds no backend for a DeepSpeed launch (its state.py knows GPU-like
+# devices' backends; DeepSpeed then sees 2 ranks and accelerate 1): the script names gloo, the
+# one line a CPU run adds.
+from accelerate.utils import InitProcessGroupKwargs
+handlers = ([InitProcessGroupKwargs(backend="gloo")]
+            if os.environ.get("MEMPLAN_ACCELERATE_GLOO") else [])
+accelerator = Accelerator(gradient_accumulation_steps=k, kwargs_handlers=handlers)
 model = r.load_model(sys.argv[2], {})
 watch = r.Watch(model, [])
 model = get_peft_model(model, r.call_in(notes, "LoraConfig", {"LoraConfig": LoraConfig}))
@@ -1367,12 +1410,14 @@ inner = getattr(optimizer, "optimizer", optimizer)
 json.dump({"mixed_precision": str(accelerator.mixed_precision),
            "distributed_type": str(accelerator.distributed_type).split(".")[-1],
            "processes": accelerator.num_processes, "rank": accelerator.process_index,
-           # What the launcher read from the file and handed the script (launch.py's env).
-           "launcher_fsdp": os.environ.get("ACCELERATE_USE_FSDP"),
-           "launcher_sharding": os.environ.get("FSDP_SHARDING_STRATEGY"),
            "wrapped": type(model).__name__, "accumulation": k,
            "batches": watch.batches, "steps": steps, "autocast": sorted(autocast),
            "optimizer": type(inner).__name__,
+           "engine": {"stage": model.zero_optimization_stage(),
+                      "micro": model.train_micro_batch_size_per_gpu(),
+                      "accumulation": model.gradient_accumulation_steps(),
+                      "train_batch": model.train_batch_size(), "bf16": model.bfloat16_enabled()}
+           if hasattr(model, "zero_optimization_stage") else None,
            "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad)},
           open(sys.argv[3] + f".{accelerator.process_index}", "w"))
 '''
@@ -1397,12 +1442,25 @@ def run_accelerate_launch(memplan, work, model_dir, parallel=None):
            "CUDA_VISIBLE_DEVICES": ""}
     command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", path]
     if parallel:
-        env["ACCELERATE_USE_CPU"] = "true"
+        if parallel.startswith("zero"):
+            env["MEMPLAN_ACCELERATE_GLOO"] = "1"
+        else:
+            env["ACCELERATE_USE_CPU"] = "true"
         command += ["--main_process_port", str(free_port())]
     result = subprocess.run(command + [driver, path, model_dir, out],
                             capture_output=True, text=True, timeout=600, env=env)
+    if parallel == "fsdp":
+        # The launcher hands the file's FSDP settings to the script (ACCELERATE_USE_FSDP and
+        # FSDP_*, sync_module_states true by default); accelerate's FullyShardedDataParallelPlugin
+        # refuses that on the CPU (utils/dataclasses.py), and even without it a CPU world is
+        # MULTI_CPU, which state.py never turns into FSDP.
+        check(f"{label}: the launcher read FSDP from the file; accelerate refuses FSDP on the CPU "
+              "(not runnable here)", result.returncode != 0
+              and "`sync_module_states=True` is not supported on cpu" in result.stderr,
+              failure(result.stderr))
+        return
     if result.returncode != 0:
-        check(f"{label}: the exported config launched", False, result.stderr.strip()[-600:])
+        check(f"{label}: the exported config launched", False, failure(result.stderr))
         return
     ranks = 2 if parallel else 1
     p = plan["plan"]
@@ -1415,26 +1473,30 @@ def run_accelerate_launch(memplan, work, model_dir, parallel=None):
                   "DistributedDataParallel, mixed precision bf16",
                   (r["processes"], r["distributed_type"], r["wrapped"], r["mixed_precision"])
                   == (2, "MULTI_CPU", "DistributedDataParallel", "bf16"), str(r))
-        elif parallel == "fsdp":
-            check(f"{where}: the launcher read FSDP FULL_SHARD from the file and started 2 "
-                  "processes; on the CPU the Accelerator runs them as DDP, not FSDP (not "
-                  "runnable here: accelerate's state.py switches to FSDP only from a GPU-like "
-                  "distributed type, and a CPU world is MULTI_CPU)",
-                  (r["launcher_fsdp"], r["launcher_sharding"], r["processes"],
-                   r["distributed_type"], r["wrapped"])
-                  == ("true", "FULL_SHARD", 2, "MULTI_CPU", "DistributedDataParallel"), str(r))
+        elif (parallel or "").startswith("zero"):
+            stage = int(parallel[-1])
+            check(f"{where}: the launcher started 2 processes; Accelerator.prepare made a "
+                  f"DeepSpeedEngine of ZeRO stage {stage} from the file: micro-batch 2, "
+                  "accumulation 3, batch 12 over 2 ranks, bf16",
+                  (r["processes"], r["distributed_type"], r["wrapped"], r["engine"])
+                  == (2, "DEEPSPEED", "DeepSpeedEngine",
+                      {"stage": stage, "micro": 2, "accumulation": 3, "train_batch": 12,
+                       "bf16": True}), str(r))
         else:
             check(f"{where}: mixed precision bf16, no distribution, 1 process, from the file",
                   (r["mixed_precision"], r["distributed_type"], r["processes"])
                   == ("bf16", "NO", 1), str(r))
-        check(f"{where}: forward under bf16 autocast", r["autocast"] == ["torch.bfloat16"],
-              str(r["autocast"]))
+        if not (parallel or "").startswith("zero"):  # DeepSpeed casts the module instead
+            check(f"{where}: forward under bf16 autocast", r["autocast"] == ["torch.bfloat16"],
+                  str(r["autocast"]))
         check(f"{where}: every forward sees the micro-batch, one step per accumulation",
               set(r["batches"]) == {p["micro_batch"]}
               and r["accumulation"] == p["accumulation_steps"] and r["steps"] == OPTIMIZER_STEPS
               and len(r["batches"]) == OPTIMIZER_STEPS * p["accumulation_steps"], str(r))
-        check(f"{where}: AdamW over the {EXPECTED_TRAINABLE} LoRA parameters",
-              r["optimizer"] == "AdamW" and r["trainable"] == EXPECTED_TRAINABLE, str(r))
+        optimizer = ("DeepSpeedZeroOptimizer" if (parallel or "").startswith("zero")
+                     else "AdamW")
+        check(f"{where}: {optimizer} over the {EXPECTED_TRAINABLE} LoRA parameters",
+              r["optimizer"] == optimizer and r["trainable"] == EXPECTED_TRAINABLE, str(r))
 
 
 def run_fp16_cpu_limits(memplan, work, model_dir):
@@ -1500,6 +1562,8 @@ def main():
              lambda: run_pytorch_regime(memplan, work, model_dir, "bf16", "pure")),
             ("pytorch offload activations",
              lambda: run_pytorch_regime(memplan, work, model_dir, "bf16", offload=True)),
+            ("pytorch selective gradients",
+             lambda: run_selective_gradients(memplan, work, model_dir)),
             ("hf-trainer", lambda: run_hf_trainer(memplan, work, model_dir)),
             ("hf-trainer ddp", lambda: run_hf_trainer_ddp(memplan, work, model_dir)),
             ("hf-trainer fsdp", lambda: run_hf_trainer_fsdp(memplan, work, model_dir)),
@@ -1536,6 +1600,8 @@ def main():
              lambda: run_accelerate_launch(memplan, work, model_dir, "ddp")),
             ("accelerate launch fsdp",
              lambda: run_accelerate_launch(memplan, work, model_dir, "fsdp")),
+            ("accelerate launch zero2",
+             lambda: run_accelerate_launch(memplan, work, model_dir, "zero2")),
             ("fp16 cpu limits", lambda: run_fp16_cpu_limits(memplan, work, model_dir))]
     only = os.environ.get("ONLY")
     for name, run in runs:
