@@ -7,17 +7,22 @@ and its state dtype, the LoRA rank and adapted modules, the nf4 base (bitsandbyt
 
 The HF Trainer runs a plan of every block (gradient_checkpointing=True is then exactly the plan);
 `accelerate launch --config_file` runs the exported YAML with the lines its comments give the
-script; torchrun runs DDP and FSDP on 2 gloo ranks and hybrid shard on 4 (a 2 x 2 mesh), and the
-FSDP runs check every parameter is a DTensor shard whose ranks add up to the model. Where a
-framework cannot run here (DeepSpeed's engine needs an accelerator) the output is checked with
-the framework's own parser instead: DeepSpeedConfig for ZeRO 1-3 and the offloads, and the
-LoraConfig / BitsAndBytesConfig its note names built by peft and transformers.
+script, on one process, 2 (DDP) and as DeepSpeed ZeRO-2; torchrun runs DDP and FSDP on 2 gloo
+ranks and hybrid shard on 4 (a 2 x 2 mesh), and the FSDP runs check every parameter is a DTensor
+shard whose ranks add up to the model. DeepSpeed's engine runs on the CPU (its CPU accelerator,
+gloo): deepspeed.initialize takes the exported JSON of ZeRO 1, 2 and 3 on 2 ranks, and the HF
+Trainer's deepspeed= and accelerate's DeepSpeed plugin run ZeRO-2. The offloads' DeepSpeed
+configs are checked with DeepSpeedConfig, and the LoraConfig / BitsAndBytesConfig its note names
+built by peft and transformers. Pure bf16 runs in the loop, torchrun and Lightning ("bf16-true");
+a node plan runs under the exported selective policy (the ops it recomputes and saves recorded)
+with activation offload (save_on_cpu's packed tensors counted).
 
-fp16 plans run where the framework runs fp16 on the CPU (torch 2.x's float16 CPU autocast and
-torch.amp.GradScaler("cpu")): the pytorch loop and torchrun DDP and FSDP, asserting the float16
-forward and the loss scaler. The HF Trainer, accelerate and Lightning refuse fp16 on the CPU
-(no autocast and no scaler; Lightning switches to bf16): that behaviour is asserted, so the check
-fails, and the cell gets a run, once a release allows it.
+What a framework refuses on the CPU is asserted, so the check fails, and the cell gets a run,
+once a release allows it: fp16 in the HF Trainer, accelerate and Lightning (no autocast and no
+scaler; Lightning switches to bf16), while the loop and torchrun run fp16 (torch 2.x's float16 CPU
+autocast and torch.amp.GradScaler("cpu")); FSDP in the HF Trainer (it trains DDP), accelerate
+(FullyShardedDataParallelPlugin refuses the CPU) and Lightning (FSDPStrategy needs CUDA), and
+Lightning's DeepSpeed strategy (CUDA only).
 
 CI does not need this: it needs the venv tools/setup_torch_env.sh makes (torch, transformers,
 peft, accelerate, lightning, deepspeed, bitsandbytes). Results and versions: docs/config_export.md.
@@ -939,8 +944,9 @@ def check_selective_offload(label, r, block):
     ops (addmm, GPT-2's Conv1D, among them) and saving the rest; forward's saved tensors
     outside the checkpoint went to host memory through save_on_cpu(pin_memory=True)."""
     recomputed = r["recomputed_ops"]
-    check(f"{label}: selective policy in {block} only: recomputes {sorted(recomputed.get(block, []))}"
-          " (MatMul's ATen ops, aten.addmm among them), saves the other ops",
+    ops = sorted(recomputed.get(block, []))
+    check(f"{label}: selective policy in {block} only: recomputes {ops} (MatMul's ATen ops, "
+          "aten.addmm among them), saves the other ops",
           list(recomputed) == [block] and "aten.addmm" in recomputed[block]
           and set(recomputed[block]) <= MATMUL_ATEN_OPS and r["saved_ops"].get(block)
           and not set(r["saved_ops"][block]) & set(recomputed[block])
@@ -1193,9 +1199,10 @@ def call_in(text, name, namespace):
 
 
 def run_deepspeed(memplan, work):
-    """DeepSpeed's engine needs an accelerator: each ZeRO stage's config goes through DeepSpeed's
-    own DeepSpeedConfig (what deepspeed.initialize parses) with the plan's 2 data-parallel ranks,
-    over a one-rank gloo group (DeepSpeedConfig asks for the rank)."""
+    """Each ZeRO stage's QLoRA config and the offloads' go through DeepSpeed's own
+    DeepSpeedConfig (what deepspeed.initialize parses) with the plan's 2 data-parallel ranks,
+    over a one-rank gloo group (DeepSpeedConfig asks for the rank); run_deepspeed_engine runs
+    the engine itself on LoRA plans."""
     import deepspeed.comm
     from deepspeed.runtime.config import DeepSpeedConfig
     if not deepspeed.comm.is_initialized():
