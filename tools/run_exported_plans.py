@@ -1293,6 +1293,9 @@ out = {"rank": rank, "world": world, "micro": micro, "accumulation": k,
        "train_batch": engine.train_batch_size(), "stage": engine.zero_optimization_stage(),
        "bf16": engine.bfloat16_enabled(), "steps": engine.global_steps,
        "batches": watch.batches, "optimizer": type(zero).__name__,
+       # ZeRO-Offload: the step runs on the host, DeepSpeedCPUAdam over the fp32 partitions.
+       "cpu_offload": bool(engine.zero_cpu_offload()),
+       "inner_optimizer": type(getattr(zero, "optimizer", None)).__name__,
        "master_dtypes": sorted({str(m.dtype) for m in masters}),
        "master_elements": sum(m.numel() for m in masters),
        "trainable": sum(p.ds_numel if hasattr(p, "ds_numel") else p.numel() for p in trainable),
@@ -1303,14 +1306,18 @@ json.dump(out, open(sys.argv[3] + f".{rank}", "w"))
 '''
 
 
-def run_deepspeed_engine(memplan, work, model_dir, strategy):
+def run_deepspeed_engine(memplan, work, model_dir, strategy, offload=None):
     """DeepSpeed's engine runs on the CPU (deepspeed >= 0.15: its CPU accelerator, gloo): the
-    exported JSON of a 2-GPU LoRA plan through deepspeed.initialize on 2 torchrun ranks."""
+    exported JSON of a 2-GPU LoRA plan through deepspeed.initialize on 2 torchrun ranks;
+    `offload` "optimizer": ZeRO-Offload (DeepSpeedCPUAdam, a JIT build the first time)."""
     plan = plan_json(2, 3, None, "adamw", parallel=strategy, gpus=2)
-    path = export(memplan, plan, "deepspeed", work, "lora_" + strategy)
+    if offload:
+        plan["plan"]["offload"] = {"mode": offload}
+    name = "lora_" + strategy + (f"_offload_{offload}" if offload else "")
+    path = export(memplan, plan, "deepspeed", work, name)
     p = plan["plan"]
     stage = int(strategy[-1])
-    label = f"deepspeed {strategy} engine"
+    label = f"deepspeed {strategy} engine" + (f" offload {offload}" if offload else "")
     ranks = run_ddp_driver(label, DEEPSPEED_DRIVER, path, model_dir, work) or []
     for r in ranks:
         where = f"{label} rank {r['rank']}"
@@ -1331,6 +1338,11 @@ def run_deepspeed_engine(memplan, work, model_dir, strategy):
               "parameters' fp32 masters", r["optimizer"] == expected
               and r["trainable"] == EXPECTED_TRAINABLE
               and 0 < r["master_elements"] < EXPECTED_TRAINABLE, str(r))
+        check(f"{where}: optimizer offload " + ("on: DeepSpeedCPUAdam steps the host's fp32 "
+              "partitions" if offload else "off"),
+              (r["cpu_offload"], r["inner_optimizer"] == "DeepSpeedCPUAdam") == (bool(offload),
+                                                                              bool(offload)),
+              str(r))
         if stage == 3:
             check(f"{where}: every parameter partitioned, a part of each held here",
                   0 < r["shard_elements"] < r["full_elements"], str(r))
@@ -1601,6 +1613,8 @@ def main():
              lambda: run_deepspeed_engine(memplan, work, model_dir, "zero2")),
             ("deepspeed zero3 engine",
              lambda: run_deepspeed_engine(memplan, work, model_dir, "zero3")),
+            ("deepspeed zero2 engine offload optimizer",
+             lambda: run_deepspeed_engine(memplan, work, model_dir, "zero2", "optimizer")),
             ("accelerate", lambda: run_accelerate(memplan, work)),
             ("accelerate launch", lambda: run_accelerate_launch(memplan, work, model_dir)),
             ("accelerate launch ddp",
