@@ -7,17 +7,22 @@ and its state dtype, the LoRA rank and adapted modules, the nf4 base (bitsandbyt
 
 The HF Trainer runs a plan of every block (gradient_checkpointing=True is then exactly the plan);
 `accelerate launch --config_file` runs the exported YAML with the lines its comments give the
-script; torchrun runs DDP and FSDP on 2 gloo ranks and hybrid shard on 4 (a 2 x 2 mesh), and the
-FSDP runs check every parameter is a DTensor shard whose ranks add up to the model. Where a
-framework cannot run here (DeepSpeed's engine needs an accelerator) the output is checked with
-the framework's own parser instead: DeepSpeedConfig for ZeRO 1-3 and the offloads, and the
-LoraConfig / BitsAndBytesConfig its note names built by peft and transformers.
+script, on one process, 2 (DDP) and as DeepSpeed ZeRO-2; torchrun runs DDP and FSDP on 2 gloo
+ranks and hybrid shard on 4 (a 2 x 2 mesh), and the FSDP runs check every parameter is a DTensor
+shard whose ranks add up to the model. DeepSpeed's engine runs on the CPU (its CPU accelerator,
+gloo): deepspeed.initialize takes the exported JSON of ZeRO 1, 2 and 3 on 2 ranks, and the HF
+Trainer's deepspeed= and accelerate's DeepSpeed plugin run ZeRO-2. The offloads' DeepSpeed
+configs are checked with DeepSpeedConfig, and the LoraConfig / BitsAndBytesConfig its note names
+built by peft and transformers. Pure bf16 runs in the loop, torchrun and Lightning ("bf16-true");
+a node plan runs under the exported selective policy (the ops it recomputes and saves recorded)
+with activation offload (save_on_cpu's packed tensors counted).
 
-fp16 plans run where the framework runs fp16 on the CPU (torch 2.x's float16 CPU autocast and
-torch.amp.GradScaler("cpu")): the pytorch loop and torchrun DDP and FSDP, asserting the float16
-forward and the loss scaler. The HF Trainer, accelerate and Lightning refuse fp16 on the CPU
-(no autocast and no scaler; Lightning switches to bf16): that behaviour is asserted, so the check
-fails, and the cell gets a run, once a release allows it.
+What a framework refuses on the CPU is asserted, so the check fails, and the cell gets a run,
+once a release allows it: fp16 in the HF Trainer, accelerate and Lightning (no autocast and no
+scaler; Lightning switches to bf16), while the loop and torchrun run fp16 (torch 2.x's float16 CPU
+autocast and torch.amp.GradScaler("cpu")); FSDP in the HF Trainer (it trains DDP), accelerate
+(FullyShardedDataParallelPlugin refuses the CPU) and Lightning (FSDPStrategy needs CUDA), and
+Lightning's DeepSpeed strategy (CUDA only).
 
 CI does not need this: it needs the venv tools/setup_torch_env.sh makes (torch, transformers,
 peft, accelerate, lightning, deepspeed, bitsandbytes). Results and versions: docs/config_export.md.
@@ -31,6 +36,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -165,6 +171,7 @@ class Watch:
     def __init__(self, model, planned_modules):
         self.batches = []
         self.checkpointed = set()
+        self.with_context = set()  # checkpointed with a context_fn: a selective policy
         self.model = model
         self.planned = {model.get_submodule(p): p for p in planned_modules}
         self.all_blocks = {model.get_submodule(f"transformer.h.{i}"): f"transformer.h.{i}"
@@ -191,6 +198,8 @@ class Watch:
             owner = getattr(function, "__self__", None)
             if owner in self.all_blocks:
                 self.checkpointed.add(self.all_blocks[owner])
+                if "context_fn" in kwargs:
+                    self.with_context.add(self.all_blocks[owner])
             return real_checkpoint(function, *args, **kwargs)
         return spy
 
@@ -291,14 +300,98 @@ def run_pytorch(memplan, work, model_dir):
 INITIAL_LOSS_SCALE = 2.0 ** 16
 
 
-class Fp16Watch:
-    """What an fp16 regime runs: the dtype of a Linear-like layer's output in every forward
-    (GPT-2's Conv1D is an addmm, which autocast runs in float16) and every GradScaler made."""
+class PrecisionWatch:
+    """What a precision regime runs, seen at a Linear-like layer in every forward (GPT-2's Conv1D
+    is an addmm, which autocast runs in half): the dtype it computes in, the dtype of its weight
+    (half only in a pure regime, or gathered half by FSDP's policy) and whether autocast is on."""
 
     def __init__(self, model):
-        self.dtypes = set()
-        model.get_submodule("transformer.h.0.mlp.c_fc").register_forward_hook(
+        self.dtypes, self.weights, self.autocast = set(), set(), set()
+        layer = model.get_submodule("transformer.h.0.mlp.c_fc")
+        layer.register_forward_pre_hook(self.before)
+        layer.register_forward_hook(
             lambda module, args, output: self.dtypes.add(str(output.dtype)))
+
+    def before(self, module, args):
+        """A pre-hook: returns None, so forward's inputs stay as they are."""
+        self.weights.add(str(module.weight.dtype))
+        self.autocast.add(torch.is_autocast_enabled("cpu"))
+
+    def facts(self):
+        return {"fc_dtypes": sorted(self.dtypes), "fc_weight_dtypes": sorted(self.weights),
+                "autocast": sorted(self.autocast)}
+
+
+class SelectiveWatch:
+    """The decisions the exported selective-checkpoint policy takes in forward, per checkpointed
+    module: the ATen ops it recomputes in backward and the ops whose outputs it saves. Wraps
+    the script's selective_context_fn, which enable_recompute calls for each planned module."""
+
+    def __init__(self, script):
+        self.recomputed, self.saved = {}, {}
+        if not getattr(script, "SELECTIVE_CHECKPOINT", False):
+            return
+        from torch.utils.checkpoint import CheckpointPolicy
+        real_create = script.create_selective_checkpoint_contexts
+        real_context_fn = script.selective_context_fn
+
+        def context_fn(path):
+            def create(policy, *a, **k):
+                def recording(ctx, op, *args, **kwargs):
+                    decision = policy(ctx, op, *args, **kwargs)
+                    if not ctx.is_recompute:
+                        into = (self.recomputed if decision == CheckpointPolicy.PREFER_RECOMPUTE
+                                else self.saved)
+                        into.setdefault(path, set()).add(str(op.overloadpacket))
+                    return decision
+                return real_create(recording, *a, **k)
+
+            # selective_context_fn reads the name when called: the recording policy for `path`.
+            script.create_selective_checkpoint_contexts = create
+            try:
+                return real_context_fn(path)
+            finally:
+                script.create_selective_checkpoint_contexts = real_create
+
+        script.selective_context_fn = context_fn
+
+    def facts(self):
+        return {"recomputed_ops": {k: sorted(v) for k, v in self.recomputed.items()},
+                "saved_ops": {k: sorted(v) for k, v in self.saved.items()}}
+
+
+class OffloadWatch:
+    """Counts what torch.autograd.graph.save_on_cpu moves: the tensors its pack hook copies to
+    host memory in forward, those its unpack hook brings back in backward, its pin_memory."""
+
+    def __init__(self):
+        self.packed = self.unpacked = 0
+        self.pin_memory = set()
+        watch = self
+        real = torch.autograd.graph.save_on_cpu
+
+        class Counting(real):
+            def __init__(self, pin_memory=False, *args, **kwargs):
+                super().__init__(pin_memory, *args, **kwargs)
+                watch.pin_memory.add(pin_memory)
+                pack, unpack = self.pack_hook, self.unpack_hook
+
+                def counted_pack(tensor):
+                    watch.packed += 1
+                    return pack(tensor)
+
+                def counted_unpack(packed):
+                    watch.unpacked += 1
+                    return unpack(packed)
+
+                self.pack_hook, self.unpack_hook = counted_pack, counted_unpack
+
+        self.real = real
+        torch.autograd.graph.save_on_cpu = Counting
+
+    def facts(self):
+        return {"offload_packed": self.packed, "offload_unpacked": self.unpacked,
+                "offload_pin_memory": sorted(self.pin_memory)}
 
 
 def scaler_facts(scaler):
@@ -322,15 +415,23 @@ def check_loss_scaler(label, facts, optimizer_steps, device="cpu"):
           f"scale {facts['scale']}, {optimizer_steps} optimizer steps of {OPTIMIZER_STEPS}")
 
 
-def run_pytorch_fp16(memplan, work, model_dir):
-    """An fp16 autocast plan: torch 2.x runs float16 autocast on the CPU and torch.amp.GradScaler
-    ("cpu") scales there, so the loop runs its fp16 regime as written."""
-    plan = plan_json(2, 3, None, "adamw", precision="fp16")
-    script = load(export(memplan, plan, "pytorch", work, "lora_fp16"), "exported_pytorch_fp16")
+def run_pytorch_regime(memplan, work, model_dir, precision, amp="autocast", offload=False):
+    """A LoRA plan's loop in `precision` and `amp` regime, with --offload activations or not.
+    torch 2.x runs float16 autocast on the CPU and torch.amp.GradScaler("cpu") scales there;
+    pure moves the model to half; save_on_cpu runs on the CPU: the loop runs as written."""
+    plan = plan_json(2, 3, None, "adamw", precision=precision)
+    plan["plan"]["amp_mode"] = amp
+    if offload:
+        plan["plan"]["offload"] = {"mode": "activations"}
+    label = "pytorch " + precision + ("" if amp == "autocast" else " " + amp) + (
+        " offload activations" if offload else "")
+    script = load(export(memplan, plan, "pytorch", work, label.replace(" ", "_")),
+                  "exported_" + label.replace(" ", "_"))
     p = plan["plan"]
     model = load_model(model_dir, getattr(script, "MODEL_LOAD_KWARGS", {}))
     watch = Watch(model, p["recompute_modules"])
-    fp16 = Fp16Watch(model)
+    regime = PrecisionWatch(model)
+    moved = OffloadWatch()
     steps, scalers = [], []
     make_optimizer = script.make_optimizer
 
@@ -351,19 +452,72 @@ def run_pytorch_fp16(memplan, work, model_dir):
     script.DataLoader = lambda *a, **k: real_loader(*a, **{**k, "num_workers": 0,
                                                           "pin_memory": False})
     ids = tokens(OPTIMIZER_STEPS * script.ACCUMULATION_STEPS * script.MICRO_BATCH)
-    script.train(model, TensorDataset(ids, ids), lm_loss,
-                 lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0), device="cpu")
-    check("pytorch fp16: forward under float16 autocast (mlp.c_fc computes in float16)",
-          fp16.dtypes == {"torch.float16"}, str(sorted(fp16.dtypes)))
-    check("pytorch fp16: every forward sees MICRO_BATCH samples, ACCUMULATION_STEPS per step",
-          set(watch.batches) == {p["micro_batch"]}
-          and len(watch.batches) == OPTIMIZER_STEPS * p["accumulation_steps"], str(watch.batches))
-    check_loss_scaler("pytorch fp16", scaler_facts(scalers[0] if scalers else None),
-                      len(steps))
+    try:
+        script.train(model, TensorDataset(ids, ids), lm_loss,
+                     lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0),
+                     device="cpu")
+    finally:
+        torch.autograd.graph.save_on_cpu = moved.real
+    check(f"{label}: every forward sees MICRO_BATCH samples, ACCUMULATION_STEPS per step",
+          set(watch.batches) == {p["micro_batch"]} and len(steps) == OPTIMIZER_STEPS
+          and len(watch.batches) == OPTIMIZER_STEPS * p["accumulation_steps"],
+          f"{watch.batches}, {len(steps)} steps")
+    facts = {**regime.facts(), "steps": len(steps),
+             "loss_scaler": scaler_facts(scalers[0]) if scalers and scalers[0] else None,
+             **moved.facts()}
+    check_precision(label, facts, precision, amp)
+    if offload:
+        check(f"{label}: save_on_cpu(pin_memory=True) packed {moved.packed} saved tensors and "
+              f"unpacked {moved.unpacked} in backward",
+              moved.packed > 0 and moved.unpacked > 0 and moved.pin_memory == {True}, str(facts))
+    else:
+        check(f"{label}: no activation offload", moved.packed == 0, str(facts))
+
+
+def hf_cpu_arguments(output_dir, **more):
+    """What a CPU run of a few steps changes of the exported TrainingArguments(...)."""
+    return {"use_cpu": True, "output_dir": output_dir, "max_steps": OPTIMIZER_STEPS,
+            "dataloader_num_workers": 0, "dataloader_pin_memory": False, "report_to": [],
+            "save_strategy": "no", **more}
+
+
+def load_hf_trainer(path, name, **cpu):
+    """Imports the exported HF Trainer script with its TrainingArguments(...) built for this CPU
+    (`cpu` replaces those keywords); returns the script and the keywords the export wrote."""
+    import transformers
+    import transformers.training_args
+    written = {}
+    real = transformers.training_args.TrainingArguments
+
+    def cpu_arguments(**kwargs):
+        written.update(kwargs)
+        return real(**{**kwargs, **cpu})
+
+    # transformers' lazy module resolves the name from its submodule: patch both.
+    transformers.training_args.TrainingArguments = cpu_arguments
+    transformers.TrainingArguments = cpu_arguments
+    try:
+        script = load(path, name)
+    finally:
+        transformers.training_args.TrainingArguments = real
+        transformers.TrainingArguments = real
+    return script, written
+
+
+class LmSamples(Dataset):
+    """Token rows as the Trainer takes them: input_ids, and the same ids as labels."""
+
+    def __init__(self, ids):
+        self.ids = ids
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
 
 def run_hf_trainer(memplan, work, model_dir):
-    import transformers
     from transformers import Trainer, TrainerCallback
     # A module plan of every block: TrainingArguments' gradient_checkpointing=True runs exactly
     # it (a plan of fewer blocks is exported with a comment: the Trainer checkpoints them all).
@@ -372,24 +526,8 @@ def run_hf_trainer(memplan, work, model_dir):
     path = export(memplan, plan, "hf-trainer", work, "qlora_all_blocks")
     p = plan["plan"]
     # The exported TrainingArguments(...) as written, plus what a CPU run of a few steps needs.
-    recorded = {}
-    real = transformers.TrainingArguments
-
-    def cpu_arguments(**kwargs):
-        recorded.update(kwargs)
-        return real(**{**kwargs, "use_cpu": True, "output_dir": os.path.join(work, "hf-output"),
-                       "max_steps": OPTIMIZER_STEPS, "dataloader_num_workers": 0,
-                       "dataloader_pin_memory": False, "report_to": [], "save_strategy": "no"})
-
-    # transformers' lazy module resolves the name from its submodule: patch both.
-    import transformers.training_args
-    transformers.training_args.TrainingArguments = cpu_arguments
-    transformers.TrainingArguments = cpu_arguments
-    try:
-        script = load(path, "exported_hf")
-    finally:
-        transformers.training_args.TrainingArguments = real
-        transformers.TrainingArguments = real
+    script, recorded = load_hf_trainer(path, "exported_hf",
+                                       **hf_cpu_arguments(os.path.join(work, "hf-output")))
     args = script.args
     check("hf-trainer: per_device_train_batch_size, gradient_accumulation_steps are the plan's",
           (args.per_device_train_batch_size, args.gradient_accumulation_steps)
@@ -410,18 +548,8 @@ def run_hf_trainer(memplan, work, model_dir):
         def on_step_end(self, a, state, control, **kw):
             steps.append(state.global_step)
 
-    class Samples(Dataset):
-        def __init__(self, ids):
-            self.ids = ids
-
-        def __len__(self):
-            return len(self.ids)
-
-        def __getitem__(self, i):
-            return {"input_ids": self.ids[i], "labels": self.ids[i]}
-
     ids = tokens(OPTIMIZER_STEPS * p["accumulation_steps"] * p["micro_batch"])
-    trainer = Trainer(model=model, args=args, train_dataset=Samples(ids), callbacks=[Count()])
+    trainer = Trainer(model=model, args=args, train_dataset=LmSamples(ids), callbacks=[Count()])
     trainer.train()
     check("hf-trainer: every forward sees the micro-batch",
           watch.batches and set(watch.batches) == {p["micro_batch"]}, str(watch.batches))
@@ -436,27 +564,74 @@ def run_hf_trainer(memplan, work, model_dir):
     check_optimizer("hf-trainer", trainer.optimizer, paged=True)
 
 
-def run_lightning(memplan, work, model_dir):
+# What a CPU run changes of the exported pl.Trainer(...): the accelerator, a few steps, no logs.
+LIGHTNING_CPU = {"accelerator": "cpu", "max_steps": OPTIMIZER_STEPS, "logger": False,
+                 "enable_checkpointing": False, "enable_progress_bar": False,
+                 "enable_model_summary": False}
+
+
+def load_lightning(path, name, **cpu):
+    """Imports the exported Lightning script with its pl.Trainer(...) built for this CPU (`cpu`
+    replaces those keywords); returns the script and the keywords the export wrote."""
     import lightning.pytorch as pl
-    plan = plan_json(2, 3, "nf4", "paged-adamw8bit")
-    path = export(memplan, plan, "lightning", work, "qlora")
-    p = plan["plan"]
-    made = {}
-    real_trainer = pl.Trainer
+    written = {}
+    real = pl.Trainer
 
     def cpu_trainer(**kwargs):
-        made["kwargs"] = dict(kwargs)
-        kwargs.update(accelerator="cpu", devices=1, max_steps=OPTIMIZER_STEPS, logger=False,
-                      enable_checkpointing=False, enable_progress_bar=False,
-                      enable_model_summary=False)
-        return real_trainer(**kwargs)
+        written.update(kwargs)
+        return real(**{**kwargs, **cpu})
 
     pl.Trainer = cpu_trainer
     try:
-        script = load(path, "exported_lightning")
+        script = load(path, name)
     finally:
-        pl.Trainer = real_trainer
-    kwargs = made["kwargs"]
+        pl.Trainer = real
+    return script, written
+
+
+def lightning_module(script, model):
+    """The LightningModule the exported Lightning script's comment asks for: the model through
+    apply_fine_tuning, configure_optimizers returning make_optimizer(self.parameters()). The one
+    module of every Lightning run here, in this process and in the torchrun drivers. It records
+    what wraps it while it trains (`wrappers`; Lightning unwraps it at teardown) and each
+    optimizer it made (`made_optimizers`)."""
+    import lightning.pytorch as pl
+
+    class ExportedModule(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.model = script.apply_fine_tuning(model)
+            # from_pretrained returns the model in eval mode, and Lightning >= 2.2 keeps the
+            # modes it is given.
+            self.model.train()
+            self.wrappers = set()
+            self.made_optimizers = []
+
+        def training_step(self, batch, index):
+            self.wrappers.add(type(self.trainer.strategy.model).__name__)
+            ids, targets = batch
+            return lm_loss(self.model(ids), targets)
+
+        def configure_optimizers(self):
+            self.made_optimizers.append(script.make_optimizer(self.parameters()))
+            return self.made_optimizers[-1]
+
+    return ExportedModule()
+
+
+def lightning_loader(script, samples):
+    """make_train_loader's DataLoader (its batch size, the micro-batch) over `samples` token
+    rows, without worker processes."""
+    ids = tokens(samples)
+    loader = script.make_train_loader(TensorDataset(ids, ids))
+    return torch.utils.data.DataLoader(loader.dataset, batch_size=loader.batch_size)
+
+
+def run_lightning(memplan, work, model_dir):
+    plan = plan_json(2, 3, "nf4", "paged-adamw8bit")
+    path = export(memplan, plan, "lightning", work, "qlora")
+    p = plan["plan"]
+    script, kwargs = load_lightning(path, "exported_lightning", **LIGHTNING_CPU, devices=1)
     check("lightning: accumulate_grad_batches, precision, clipping are the plan's",
           (kwargs["accumulate_grad_batches"], kwargs["precision"], kwargs["gradient_clip_val"])
           == (p["accumulation_steps"], "bf16-mixed", 1.0), str(kwargs))
@@ -469,29 +644,9 @@ def run_lightning(memplan, work, model_dir):
         module = model.get_submodule(name)
         forward = module.forward
         module.forward = lambda *a, _f=forward, **k: spy(_f, *a, use_reentrant=False, **k)
-    optimizers = []
-
-    class Module(pl.LightningModule):
-        def __init__(self, model):
-            super().__init__()
-            self.model = script.apply_fine_tuning(model)
-            # from_pretrained returns the model in eval mode, and Lightning >= 2.2 keeps the
-            # modes it is given.
-            self.model.train()
-
-        def training_step(self, batch, index):
-            ids, targets = batch
-            return lm_loss(self.model(ids), targets)
-
-        def configure_optimizers(self):
-            optimizers.append(script.make_optimizer(self.parameters()))
-            return optimizers[0]
-
-    module = Module(model)
-    ids = tokens(OPTIMIZER_STEPS * p["accumulation_steps"] * p["micro_batch"])
-    loader = script.make_train_loader(TensorDataset(ids, ids))
-    loader = torch.utils.data.DataLoader(loader.dataset, batch_size=loader.batch_size)
-    script.trainer.fit(module, loader)
+    module = lightning_module(script, model)
+    script.trainer.fit(module, lightning_loader(
+        script, OPTIMIZER_STEPS * p["accumulation_steps"] * p["micro_batch"]))
     check("lightning: every forward sees MICRO_BATCH samples",
           watch.batches and set(watch.batches) == {p["micro_batch"]}, str(watch.batches))
     check("lightning: one optimizer step per accumulate_grad_batches batches",
@@ -503,7 +658,7 @@ def run_lightning(memplan, work, model_dir):
     check("lightning: only the planned blocks recompute (2 entries per micro-batch)",
           watch.recomputed_blocks() == p["recompute_modules"], str(watch.entries))
     check_lora_and_base("lightning", module.model, "nf4")
-    check_optimizer("lightning", optimizers[0], paged=True)
+    check_optimizer("lightning", module.made_optimizers[0], paged=True)
 
 
 TORCHRUN_DRIVER = r'''
@@ -516,8 +671,10 @@ import run_exported_plans as r
 script = r.load(sys.argv[1], "exported_torchrun")
 plan = json.load(open(sys.argv[2]))["plan"]
 model = r.load_model(sys.argv[3], getattr(script, "MODEL_LOAD_KWARGS", {}))
-watch = r.Watch(model, plan["recompute_modules"])
+watch = r.Watch(model, plan.get("recompute_modules", []))
 script.checkpoint = watch.checkpoint_spy(script.checkpoint)
+selective = r.SelectiveWatch(script)
+offload = r.OffloadWatch()
 real_loader = script.DataLoader
 script.DataLoader = lambda *a, **k: real_loader(*a, **{**k, "num_workers": 0, "pin_memory": False})
 made = []
@@ -540,7 +697,7 @@ def recorded(cls):
 torch.amp.GradScaler = recorded(torch.amp.GradScaler)
 if hasattr(script, "ShardedGradScaler"):
     script.ShardedGradScaler = recorded(script.ShardedGradScaler)
-fp16 = r.Fp16Watch(model)
+precision = r.PrecisionWatch(model)
 wrapped = []
 shard = script.shard_model
 script.shard_model = lambda m, d: wrapped.append(shard(m, d)) or wrapped[-1]
@@ -564,6 +721,7 @@ mesh = shards[0].device_mesh if shards else None
 state = [str(s["state1"].dtype) for s in optimizer.state.values() if "state1" in s]
 out = {"rank": int(os.environ["RANK"]), "world": world, "batches": watch.batches,
        "steps": sum(1 for x in made if x == 1), "checkpointed": sorted(watch.checkpointed),
+       "with_context": sorted(watch.with_context),
        "wrapper": type(wrapped[0]).__name__,
        "trainable": sum(p.numel() for p in fine_tuned[0].parameters() if p.requires_grad),
        "lora_ranks": sorted({m.r["default"] for m in fine_tuned[0].modules() if isinstance(m, LoraLayer)}),
@@ -574,11 +732,19 @@ out = {"rank": int(os.environ["RANK"]), "world": world, "batches": watch.batches
        "mesh": list(mesh.shape) if mesh else [],
        "mesh_dims": list(mesh.mesh_dim_names or []) if mesh else [],
        "placements": sorted({str(pl) for p in shards for pl in p.placements}),
-       "fc_dtypes": sorted(fp16.dtypes),
+       **precision.facts(), **selective.facts(), **offload.facts(),
        "loss_scaler": r.scaler_facts(scalers[0]) if scalers else None}
 destroy()
 json.dump(out, open(sys.argv[4] + f".{out['rank']}", "w"))
 '''
+
+
+def failure(stderr):
+    """The error a failed launch ended on: the last line naming an exception (a torchrun launch
+    prints each rank's traceback, then its own summary), or the end of stderr."""
+    errors = [line for line in stderr.splitlines()
+              if re.search(r"\b\w+(Error|Exception)\b: ", line) and "ChildFailedError" not in line]
+    return errors[-1].strip()[:600] if errors else stderr.strip()[-600:]
 
 
 def free_port():
@@ -587,13 +753,91 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_torchrun(memplan, work, model_dir, strategy, precision="bf16"):
+def run_lightning_pure(memplan, work, model_dir):
+    """A pure bf16 plan's Lightning Trainer: precision="bf16-true", which Lightning runs on the
+    CPU too (HalfPrecision: the module converted to bfloat16, no autocast, no scaler)."""
+    plan = plan_json(2, 3, None, "adamw")
+    plan["plan"]["amp_mode"] = "pure"
+    path = export(memplan, plan, "lightning", work, "lora_bf16_pure")
+    p = plan["plan"]
+    script, written = load_lightning(path, "exported_lightning_pure", **LIGHTNING_CPU, devices=1)
+    model = load_model(model_dir, {})
+    watch = Watch(model, [])
+    regime = PrecisionWatch(model)
+    module = lightning_module(script, model)
+    script.trainer.fit(module, lightning_loader(
+        script, OPTIMIZER_STEPS * p["accumulation_steps"] * p["micro_batch"]))
+    check('lightning bf16 pure: precision="bf16-true" as exported; every forward sees the '
+          "micro-batch, one step per accumulate_grad_batches",
+          written["precision"] == "bf16-true" and set(watch.batches) == {p["micro_batch"]}
+          and script.trainer.global_step == OPTIMIZER_STEPS
+          and len(watch.batches) == OPTIMIZER_STEPS * p["accumulation_steps"],
+          f"{written['precision']} {watch.batches} {script.trainer.global_step} steps")
+    facts = {**regime.facts(), "loss_scaler": None}
+    check_precision("lightning bf16 pure", facts, "bf16", "pure")
+    optimizer = module.made_optimizers[0]
+    dtypes = sorted({str(q.dtype) for group in optimizer.param_groups for q in group["params"]})
+    check("lightning bf16 pure: the optimizer steps bfloat16 parameters (no fp32 masters)",
+          dtypes == ["torch.bfloat16"], str(dtypes))
+
+
+# A node plan of GPT-2: the Conv1D of block 0's attention (an ONNX MatMul) recomputed. By hand
+# (docs/config_export.md's table): the block it is in, transformer.h.0, runs under checkpoint with
+# a policy recomputing MatMul's ATen ops; GPT-2's Conv1D runs torch.addmm, so addmm is among
+# the recomputed ops, and every op recomputed is one of MatMul's.
+SELECTIVE_NODE = "/transformer/h.0/attn/c_attn/MatMul"
+MATMUL_ATEN_OPS = {"aten.mm", "aten.bmm", "aten.addmm"}
+
+
+def node_plan(plan, offload=True):
+    """`plan` made a node plan recomputing SELECTIVE_NODE, with activation offload or not."""
+    p = plan["plan"]
+    del p["recompute_modules"]
+    p.update(recompute_unit="node", recompute=[SELECTIVE_NODE],
+             recompute_op_types={SELECTIVE_NODE: "MatMul"})
+    if offload:
+        p["offload"] = {"mode": "activations"}
+    return plan
+
+
+def run_selective_gradients(memplan, work, model_dir):
+    """The exported selective policy gives the gradients of no checkpointing: GPT-2 in training
+    mode (dropout on: on the CPU empty_like, bernoulli_, div_, so the policy's saved outputs are
+    mutated in place), one fp32 forward and backward with enable_recompute and one without,
+    from the same weights and seed."""
+    plan = node_plan(plan_json(2, 1, None, "adamw", precision="fp32"), offload=False)
+    del plan["plan"]["amp_mode"]  # fp32: no precision regime
+    script = load(export(memplan, plan, "pytorch", work, "node_fp32"), "exported_node_fp32")
+    ids = tokens(2)
+    grads = []
+    for recompute in (True, False):
+        model = load_model(model_dir, {})
+        model.train()
+        if recompute:
+            script.enable_recompute(model)
+        torch.manual_seed(3)
+        lm_loss(model(ids), ids).backward()
+        grads.append({n: q.grad for n, q in model.named_parameters()})
+    worst = max((grads[0][n] - grads[1][n]).abs().max().item() for n in grads[1])
+    check("pytorch node plan: the selective policy's gradients equal those without checkpointing "
+          "(dropout active)", worst == 0.0, f"largest difference {worst}")
+
+
+
+
+def run_torchrun(memplan, work, model_dir, strategy, precision="bf16", amp="autocast",
+                 selective_offload=False):
+    """The torchrun script of a `strategy` plan on gloo ranks. `amp` the plan's regime (autocast
+    or pure); `selective_offload` a node plan (SELECTIVE_NODE) with --offload activations."""
     # FSDP2 shards parameters as DTensors, which bitsandbytes' optimizers cannot step (the
     # export refuses that plan, checked here): the FSDP plan uses torch's AdamW.
     optimizer = "adamw8bit" if strategy == "ddp" else "adamw"
     # Hybrid shard: 2 "nodes" of 2 ranks each, a 2 x 2 mesh (replicate, shard), 4 processes.
     ranks, nodes = (4, 2) if strategy == "hybrid-shard" else (2, None)
-    if strategy != "ddp" and precision == "bf16":
+    variant = (("" if precision == "bf16" else " " + precision)
+               + ("" if amp == "autocast" else " " + amp)
+               + (" selective+offload" if selective_offload else ""))
+    if strategy != "ddp" and not variant:
         refused = plan_json(2, 3, None, "adamw8bit", parallel=strategy, gpus=ranks, nodes=nodes)
         try:
             export(memplan, refused, "pytorch", work, "refused_" + strategy)
@@ -604,11 +848,14 @@ def run_torchrun(memplan, work, model_dir, strategy, precision="bf16"):
                   and "\n" not in str(error).strip(), str(error))
     plan = plan_json(2, 3, None, optimizer, parallel=strategy, gpus=ranks, nodes=nodes,
                      precision=precision)
-    name = f"lora_{strategy}" + ("" if precision == "bf16" else "_" + precision)
+    plan["plan"]["amp_mode"] = amp
+    if selective_offload:
+        node_plan(plan)
+    name = f"lora_{strategy}" + variant.replace(" ", "_").replace("+", "_")
     path = export(memplan, plan, "pytorch", work, name)
     p = plan["plan"]
     plan_path = os.path.join(work, name + ".json")
-    strategy_label = strategy + ("" if precision == "bf16" else " " + precision)
+    strategy_label = strategy + variant
     driver = os.path.join(work, "torchrun_driver.py")
     with open(driver, "w") as f:
         f.write(TORCHRUN_DRIVER)
@@ -620,10 +867,11 @@ def run_torchrun(memplan, work, model_dir, strategy, precision="bf16"):
         capture_output=True, text=True, timeout=600, env=env)
     if result.returncode != 0:
         check(f"torchrun {strategy_label}: {ranks} gloo ranks ran", False,
-              result.stderr.strip()[-600:])
+              failure(result.stderr))
         return
     results = [json.load(open(f"{out}.{r}")) for r in range(ranks)]
     check(f"torchrun {strategy_label}: {ranks} gloo ranks ran", len(results) == ranks)
+    checkpointed = ["transformer.h.0"]  # the planned module, or the block of SELECTIVE_NODE
     for r in results:
         label = f"torchrun {strategy_label} rank {r['rank']}"
         check(f"{label}: every forward sees MICRO_BATCH samples, one step per "
@@ -634,33 +882,18 @@ def run_torchrun(memplan, work, model_dir, strategy, precision="bf16"):
         check(f"{label}: wrapped as planned ({expected_wrapper})",
               r["wrapper"].startswith(expected_wrapper), r["wrapper"])
         check(f"{label}: checkpointed modules are the plan's",
-              r["checkpointed"] == p["recompute_modules"], str(r["checkpointed"]))
+              r["checkpointed"] == checkpointed, str(r["checkpointed"]))
         if strategy == "ddp":
             check(f"{label}: trainable parameters = {EXPECTED_TRAINABLE}",
                   r["trainable"] == EXPECTED_TRAINABLE, str(r["trainable"]))
         if strategy != "ddp":
-            # Every parameter a DTensor sharded (Shard(0), "S(0)") over the mesh's shard dimension of
-            # ranks // nodes ranks: this rank holds its rows of each, not the whole.
-            shard_ranks = ranks // (nodes or 1)
-            mesh = [nodes, shard_ranks] if nodes else [shard_ranks]
-            dims = ["replicate", "shard"] if nodes else ["shard"]
-            placements = ["R", "S(0)"] if nodes else ["S(0)"]  # str(Replicate()), str(Shard(0))
-            check(f"{label}: every parameter sharded on a {mesh} mesh {dims}, "
-                  "a part of each held here",
-                  r["dtensors"] == r["parameters"] > 0 and r["mesh"] == mesh
-                  and r["mesh_dims"] == dims and r["placements"] == placements
-                  and 0 < r["local_elements"] < r["full_elements"],
-                  f"{r['dtensors']}/{r['parameters']} DTensors, {r['local_elements']} of "
-                  f"{r['full_elements']} elements, mesh {r['mesh']} {r['mesh_dims']} "
-                  f"{r['placements']}")
-        torch_dtype = {"bf16": "torch.bfloat16", "fp16": "torch.float16"}[precision]
-        check(f"{label}: forward under {precision} autocast (mlp.c_fc computes in {torch_dtype})",
-              r["fc_dtypes"] == [torch_dtype], str(r["fc_dtypes"]))
-        if precision == "fp16":
-            check_loss_scaler(label, r["loss_scaler"], r["steps"])
+            check_sharded(label, r, ranks // (nodes or 1), nodes)
+        check_precision(label, r, precision, amp)
+        if selective_offload:
+            check_selective_offload(label, r, checkpointed[0])
         else:
-            check(f"{label}: no loss scaler (bf16)", r["loss_scaler"] is None,
-                  str(r["loss_scaler"]))
+            check(f"{label}: no activation offload (save_on_cpu packed nothing)",
+                  r["offload_packed"] == 0 and not r["recomputed_ops"], str(r))
         expected = "AdamW8bit" if optimizer == "adamw8bit" else "AdamW"
         check(f"{label}: LoRA rank {RANK}, {expected}", r["lora_ranks"] == [RANK]
               and r["optimizer"] == expected, str(r))
@@ -673,60 +906,90 @@ def run_torchrun(memplan, work, model_dir, strategy, precision="bf16"):
               held == full * (nodes or 1), f"{held} held, {full} per model")
 
 
-LIGHTNING_DDP_DRIVER = r'''
-"""One rank of the exported Lightning Trainer of a 2-GPU DDP plan under torchrun (Lightning reads
+def check_sharded(label, r, shard_ranks, nodes):
+    """Every parameter a DTensor sharded (Shard(0), "S(0)") over the mesh's shard dimension of
+    shard_ranks ranks: this rank holds its rows of each, not the whole."""
+    mesh = [nodes, shard_ranks] if nodes else [shard_ranks]
+    dims = ["replicate", "shard"] if nodes else ["shard"]
+    placements = ["R", "S(0)"] if nodes else ["S(0)"]  # str(Replicate()), str(Shard(0))
+    check(f"{label}: every parameter sharded on a {mesh} mesh {dims}, a part of each held here",
+          r["dtensors"] == r["parameters"] > 0 and r["mesh"] == mesh
+          and r["mesh_dims"] == dims and r["placements"] == placements
+          and 0 < r["local_elements"] < r["full_elements"],
+          f"{r['dtensors']}/{r['parameters']} DTensors, {r['local_elements']} of "
+          f"{r['full_elements']} elements, mesh {r['mesh']} {r['mesh_dims']} {r['placements']}")
+
+
+def check_precision(label, r, precision, amp):
+    """The regime at mlp.c_fc (PrecisionWatch): autocast computes in half from fp32 weights,
+    with a GradScaler for fp16 only; pure has half weights, no autocast and no scaler."""
+    torch_dtype = {"bf16": "torch.bfloat16", "fp16": "torch.float16"}[precision]
+    if amp == "pure":
+        check(f"{label}: pure {precision}: {torch_dtype} weights, no autocast, computes in "
+              f"{torch_dtype}", (r["fc_weight_dtypes"], r["autocast"], r["fc_dtypes"])
+              == ([torch_dtype], [False], [torch_dtype]), str(r))
+    else:
+        check(f"{label}: forward under {precision} autocast (mlp.c_fc computes in {torch_dtype} "
+              "from float32 weights)", (r["fc_weight_dtypes"], r["autocast"], r["fc_dtypes"])
+              == (["torch.float32"], [True], [torch_dtype]), str(r))
+    if precision == "fp16" and amp != "pure":
+        check_loss_scaler(label, r["loss_scaler"], r["steps"])
+    else:
+        check(f"{label}: no loss scaler ({precision} {amp})", r["loss_scaler"] is None,
+              str(r["loss_scaler"]))
+
+
+def check_selective_offload(label, r, block):
+    """The node plan ran under the selective policy in `block` only, recomputing MatMul's ATen
+    ops (addmm, GPT-2's Conv1D, among them) and saving the rest; forward's saved tensors
+    outside the checkpoint went to host memory through save_on_cpu(pin_memory=True)."""
+    recomputed = r["recomputed_ops"]
+    ops = sorted(recomputed.get(block, []))
+    check(f"{label}: selective policy in {block} only: recomputes {ops} (MatMul's ATen ops, "
+          "aten.addmm among them), saves the other ops",
+          list(recomputed) == [block] and "aten.addmm" in recomputed[block]
+          and set(recomputed[block]) <= MATMUL_ATEN_OPS and r["saved_ops"].get(block)
+          and not set(r["saved_ops"][block]) & set(recomputed[block])
+          and r["with_context"] == [block], str(r))
+    check(f"{label}: save_on_cpu(pin_memory=True) packed {r['offload_packed']} saved tensors and "
+          f"unpacked {r['offload_unpacked']} in backward",
+          r["offload_packed"] > 0 and r["offload_unpacked"] > 0
+          and r["offload_pin_memory"] == [True], str(r))
+
+
+LIGHTNING_DRIVER = r'''
+"""One rank of the exported Lightning Trainer of a multi-GPU plan under torchrun (Lightning reads
 torchrun's environment and starts no processes of its own); only the accelerator becomes the
-CPU."""
+CPU. The module and the loader are run_exported_plans' (lightning_module, lightning_loader)."""
 import json, os, sys, warnings
 warnings.filterwarnings("ignore")
 import torch
 sys.path.insert(0, os.environ["MEMPLAN_TOOLS_DIR"])
 import run_exported_plans as r
-import lightning.pytorch as pl
-real = pl.Trainer
-made = {}
-def cpu_trainer(**kwargs):
-    made.update(kwargs)
-    return real(**{**kwargs, "accelerator": "cpu", "max_steps": r.OPTIMIZER_STEPS,
-                   "logger": False, "enable_checkpointing": False, "enable_progress_bar": False,
-                   "enable_model_summary": False})
-pl.Trainer = cpu_trainer
-script = r.load(sys.argv[1], "exported_lightning_ddp")
-pl.Trainer = real
+script, written = r.load_lightning(sys.argv[1], "exported_lightning_ranks", **r.LIGHTNING_CPU)
 model = r.load_model(sys.argv[2], {})
 watch = r.Watch(model, [])
-class Module(pl.LightningModule):
-    def __init__(self, model):
-        super().__init__()
-        self.model = script.apply_fine_tuning(model)
-        self.model.train()
-    def training_step(self, batch, index):
-        # What wraps the module while it trains (Lightning unwraps it at teardown).
-        wrappers.add(type(self.trainer.strategy.model).__name__)
-        ids, targets = batch
-        return r.lm_loss(self.model(ids), targets)
-    def configure_optimizers(self):
-        return script.make_optimizer(self.parameters())
-wrappers = set()
-module = Module(model)
+precision = r.PrecisionWatch(model)
+module = r.lightning_module(script, model)
 trainer = script.trainer
-ids = r.tokens(r.OPTIMIZER_STEPS * made["accumulate_grad_batches"] * script.MICRO_BATCH
-               * trainer.world_size)
-loader = script.make_train_loader(torch.utils.data.TensorDataset(ids, ids))
-loader = torch.utils.data.DataLoader(loader.dataset, batch_size=loader.batch_size)
-trainer.fit(module, loader)
+trainer.fit(module, r.lightning_loader(
+    script, r.OPTIMIZER_STEPS * written["accumulate_grad_batches"] * script.MICRO_BATCH
+    * trainer.world_size))
 out = {"rank": trainer.global_rank, "world": trainer.world_size,
        "strategy": type(trainer.strategy).__name__,
-       "wrapped": ",".join(sorted(wrappers)), "devices": made["devices"],
+       "sharding": str(getattr(trainer.strategy, "sharding_strategy", "")),
+       "wrapped": ",".join(sorted(module.wrappers)), "devices": written["devices"],
        "batches": watch.batches, "steps": trainer.global_step,
-       "trainable": sum(p.numel() for p in module.parameters() if p.requires_grad)}
+       "trainable": sum(p.numel() for p in module.parameters() if p.requires_grad),
+       **precision.facts()}
 json.dump(out, open(sys.argv[3] + f".{out['rank']}", "w"))
 '''
 
 
-def run_ddp_driver(label, source, path, model_dir, work):
-    """Runs the driver `source` on the exported `path` under torchrun, 2 gloo ranks on the CPU;
-    returns each rank's JSON result, or None (a failed check) when the ranks did not run."""
+def run_ddp_driver(label, source, path, model_dir, work, cwd=None):
+    """Runs the driver `source` on the exported `path` under torchrun, 2 gloo ranks on the CPU
+    (in `cwd`); returns each rank's JSON result, or None (a failed check) when the ranks did not
+    run."""
     name = label.replace(" ", "_").replace("-", "_")
     driver = os.path.join(work, name + "_driver.py")
     with open(driver, "w") as f:
@@ -737,9 +1000,9 @@ def run_ddp_driver(label, source, path, model_dir, work):
     result = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
          "--master-port", str(free_port()), driver, path, model_dir, out],
-        capture_output=True, text=True, timeout=600, env=env)
+        capture_output=True, text=True, timeout=600, env=env, cwd=cwd)
     if result.returncode != 0:
-        check(f"{label}: 2 gloo ranks ran", False, result.stderr.strip()[-600:])
+        check(f"{label}: 2 gloo ranks ran", False, failure(result.stderr))
         return None
     return [json.load(open(f"{out}.{rank}")) for rank in range(2)]
 
@@ -749,7 +1012,7 @@ def run_lightning_ddp(memplan, work, model_dir):
     plan = plan_json(2, 3, None, "adamw", parallel="ddp", gpus=2)
     path = export(memplan, plan, "lightning", work, "lora_ddp")
     p = plan["plan"]
-    ranks = run_ddp_driver("lightning ddp", LIGHTNING_DDP_DRIVER, path, model_dir, work)
+    ranks = run_ddp_driver("lightning ddp", LIGHTNING_DRIVER, path, model_dir, work)
     for rank, r in enumerate(ranks or []):
         label = f"lightning ddp rank {rank}"
         check(f"{label}: devices=2, world 2, DDPStrategy, DistributedDataParallel",
@@ -762,26 +1025,18 @@ def run_lightning_ddp(memplan, work, model_dir):
               and r["trainable"] == EXPECTED_TRAINABLE, str(r))
 
 
-HF_DDP_DRIVER = r'''
+HF_RANKS_DRIVER = r'''
 """One rank of `torchrun --nproc_per_node 2 train.py` for the exported TrainingArguments of a DDP
-plan: the Trainer reads the world size from torchrun (the export writes no DDP switch)."""
+or FSDP plan: the Trainer reads the world size from torchrun (the export writes no DDP switch;
+FSDP is its fsdp= and fsdp_config= arguments)."""
 import json, os, sys, warnings
 warnings.filterwarnings("ignore")
 import torch
 sys.path.insert(0, os.environ["MEMPLAN_TOOLS_DIR"])
 import run_exported_plans as r
-import transformers
-import transformers.training_args
 from transformers import Trainer, TrainerCallback
-real = transformers.training_args.TrainingArguments
-def cpu_arguments(**kwargs):
-    return real(**{**kwargs, "use_cpu": True, "output_dir": sys.argv[3] + ".out",
-                   "max_steps": r.OPTIMIZER_STEPS, "dataloader_num_workers": 0,
-                   "dataloader_pin_memory": False, "report_to": [], "save_strategy": "no",
-                   "ddp_backend": "gloo"})
-transformers.training_args.TrainingArguments = cpu_arguments
-transformers.TrainingArguments = cpu_arguments
-script = r.load(sys.argv[1], "exported_hf_ddp")
+script, written = r.load_hf_trainer(sys.argv[1], "exported_hf_ranks", **r.hf_cpu_arguments(
+    sys.argv[3] + ".out", ddp_backend="gloo"))
 args = script.args
 model = r.load_model(sys.argv[2], {})
 watch = r.Watch(model, [])
@@ -790,21 +1045,26 @@ steps = []
 class Count(TrainerCallback):
     def on_step_end(self, a, state, control, **kw):
         steps.append(state.global_step)
-class Samples(torch.utils.data.Dataset):
-    def __init__(self, ids):
-        self.ids = ids
-    def __len__(self):
-        return len(self.ids)
-    def __getitem__(self, i):
-        return {"input_ids": self.ids[i], "labels": self.ids[i]}
 world = int(os.environ["WORLD_SIZE"])
 ids = r.tokens(r.OPTIMIZER_STEPS * args.gradient_accumulation_steps
                * args.per_device_train_batch_size * world)
-trainer = Trainer(model=model, args=args, train_dataset=Samples(ids), callbacks=[Count()])
+trainer = Trainer(model=model, args=args, train_dataset=r.LmSamples(ids), callbacks=[Count()])
 trainer.train()
 out = {"rank": int(os.environ["RANK"]), "world": args.world_size,
        "parallel_mode": str(args.parallel_mode).split(".")[-1],
        "wrapped": type(trainer.model_wrapped).__name__, "batches": watch.batches,
+       # transformers 5 keeps fsdp= as a switch and the sharding in fsdp_config.
+       "fsdp": bool(args.fsdp),
+       "reshard_after_forward": (args.fsdp_config or {}).get("reshard_after_forward"),
+       "distributed_type": str(trainer.accelerator.distributed_type).split(".")[-1],
+       "fsdp_enabled": bool(trainer.is_fsdp_enabled),
+       "deepspeed": {"stage": trainer.model_wrapped.zero_optimization_stage(),
+                     "micro": trainer.model_wrapped.train_micro_batch_size_per_gpu(),
+                     "accumulation": trainer.model_wrapped.gradient_accumulation_steps(),
+                     "train_batch": trainer.model_wrapped.train_batch_size(),
+                     "bf16": trainer.model_wrapped.bfloat16_enabled(),
+                     "optimizer": type(trainer.model_wrapped.optimizer).__name__}
+       if hasattr(trainer.model_wrapped, "zero_optimization_stage") else None,
        "steps": len(steps), "recomputed": watch.recomputed_blocks(),
        "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad)}
 json.dump(out, open(sys.argv[3] + f".{out['rank']}", "w"))
@@ -819,7 +1079,7 @@ def run_hf_trainer_ddp(memplan, work, model_dir):
     p = plan["plan"]
     check("hf-trainer ddp: the export names the launch, torchrun --nproc_per_node 2",
           "torchrun --nproc_per_node 2" in open(path).read())
-    ranks = run_ddp_driver("hf-trainer ddp", HF_DDP_DRIVER, path, model_dir, work)
+    ranks = run_ddp_driver("hf-trainer ddp", HF_RANKS_DRIVER, path, model_dir, work)
     for rank, r in enumerate(ranks or []):
         label = f"hf-trainer ddp rank {rank}"
         check(f"{label}: world 2, DistributedDataParallel", (r["world"], r["parallel_mode"],
@@ -829,6 +1089,90 @@ def run_hf_trainer_ddp(memplan, work, model_dir):
               set(r["batches"]) == {p["micro_batch"]} and r["steps"] == OPTIMIZER_STEPS
               and len(r["batches"]) == OPTIMIZER_STEPS * p["accumulation_steps"]
               and r["recomputed"] == every_block and r["trainable"] == EXPECTED_TRAINABLE, str(r))
+
+
+def run_hf_trainer_fsdp(memplan, work, model_dir):
+    """The Trainer of a 2-GPU FSDP plan under its launch line (torchrun, 2 gloo ranks). On the
+    CPU the Trainer's Accelerator ignores the FSDP plugin: accelerate's state.py switches to FSDP
+    only from a GPU-like distributed type (MULTI_GPU, MULTI_XPU, ...), and a CPU world
+    (use_cpu) is MULTI_CPU, so the ranks train as DDP. Asserted, so the check fails, and the
+    cell gets a run, once a release allows FSDP on the CPU."""
+    every_block = [f"transformer.h.{i}" for i in range(LAYERS)]
+    plan = plan_json(2, 3, None, "adamw", parallel="fsdp", gpus=2, recompute_modules=every_block)
+    path = export(memplan, plan, "hf-trainer", work, "lora_fsdp")
+    check("hf-trainer fsdp: the export names the launch, torchrun --nproc_per_node 2",
+          "torchrun --nproc_per_node 2" in open(path).read())
+    for rank, r in enumerate(run_ddp_driver("hf-trainer fsdp", HF_RANKS_DRIVER, path,
+                                            model_dir, work) or []):
+        check(f"hf-trainer fsdp rank {rank}: TrainingArguments read fsdp full_shard (FSDP2: "
+              "reshard_after_forward); "
+              "on the CPU the Trainer runs DDP, FSDP off (not runnable here: accelerate's "
+              "state.py enables FSDP only from a GPU-like distributed type)",
+              (r["fsdp"], r["reshard_after_forward"], r["world"], r["distributed_type"],
+               r["fsdp_enabled"], r["wrapped"])
+              == (True, True, 2, "MULTI_CPU", False, "DistributedDataParallel"), str(r))
+
+
+def run_hf_trainer_zero(memplan, work, model_dir, strategy="zero2"):
+    """The Trainer of a 2-GPU ZeRO plan: TrainingArguments(deepspeed="ds_config.json"), the file
+    `memplan export --to deepspeed` writes for the same plan, in the training folder, under
+    torchrun (2 gloo ranks): accelerate hands the model to deepspeed.initialize, which runs on
+    DeepSpeed's CPU accelerator."""
+    every_block = [f"transformer.h.{i}" for i in range(LAYERS)]
+    plan = plan_json(2, 3, None, "adamw", parallel=strategy, gpus=2,
+                     recompute_modules=every_block)
+    run_dir = os.path.join(work, "hf_" + strategy)
+    os.makedirs(run_dir, exist_ok=True)
+    path = export(memplan, plan, "hf-trainer", run_dir, "lora")
+    os.replace(export(memplan, plan, "deepspeed", run_dir, "lora"),
+               os.path.join(run_dir, "ds_config.json"))
+    p = plan["plan"]
+    stage = int(strategy[-1])
+    label = f"hf-trainer {strategy}"
+    check(f'{label}: the export names deepspeed="ds_config.json" and its launch',
+          'deepspeed="ds_config.json"' in open(path).read())
+    for rank, r in enumerate(run_ddp_driver(label, HF_RANKS_DRIVER, path, model_dir, run_dir,
+                                            cwd=run_dir) or []):
+        where = f"{label} rank {rank}"
+        ds = r["deepspeed"] or {}
+        check(f"{where}: the Trainer trains a DeepSpeedEngine of ZeRO stage {stage} from "
+              "ds_config.json: micro-batch 2, accumulation 3, batch 12 over 2 ranks, bf16",
+              (r["distributed_type"], r["wrapped"], ds.get("stage"), ds.get("micro"),
+               ds.get("accumulation"), ds.get("train_batch"), ds.get("bf16"))
+              == ("DEEPSPEED", "DeepSpeedEngine", stage, 2, 3, 12, True), str(r))
+        check(f"{where}: every forward sees the micro-batch, one step per accumulation, every "
+              "block checkpointed, the LoRA parameters train",
+              set(r["batches"]) == {p["micro_batch"]} and r["steps"] == OPTIMIZER_STEPS
+              and len(r["batches"]) == OPTIMIZER_STEPS * p["accumulation_steps"]
+              and r["recomputed"] == every_block and r["trainable"] == EXPECTED_TRAINABLE, str(r))
+
+
+def run_lightning_cpu_limits(memplan, work):
+    """Lightning refuses its FSDP and DeepSpeed strategies off CUDA: FSDPStrategy in the
+    Trainer's constructor (accelerator_connector.py, _check_strategy_and_fallback: "requires a
+    GPU accelerator"), DeepSpeedStrategy when it sets up (strategies/deepspeed.py,
+    setup_environment: "only supported on CUDA GPUs"). The exported Trainers of an FSDP and a
+    ZeRO-2 plan are built as written but for accelerator="cpu", and the refusal asserted: the
+    check fails, and the cell gets a run, once a release allows either on the CPU."""
+    fsdp = plan_json(2, 3, None, "adamw", parallel="fsdp", gpus=2)
+    try:
+        load_lightning(export(memplan, fsdp, "lightning", work, "lora_fsdp"),
+                       "exported_lightning_fsdp", **LIGHTNING_CPU)
+        check("lightning fsdp: Lightning refuses FSDPStrategy on the CPU", False, "built")
+    except ValueError as error:
+        check("lightning fsdp: FSDPStrategy as exported; Lightning refuses it on the CPU "
+              "(not runnable here)", "requires a GPU accelerator" in str(error), str(error))
+    zero = plan_json(2, 3, None, "adamw", parallel="zero2", gpus=2)
+    script, written = load_lightning(export(memplan, zero, "lightning", work, "lora_zero2"),
+                                     "exported_lightning_zero2", **LIGHTNING_CPU)
+    try:
+        script.trainer.strategy.setup_environment()
+        check("lightning zero2: Lightning refuses DeepSpeed on the CPU", False, "set up")
+    except RuntimeError as error:
+        check('lightning zero2: strategy="deepspeed_stage_2" as exported; Lightning refuses '
+              "DeepSpeed on the CPU (not runnable here)",
+              written["strategy"] == "deepspeed_stage_2"
+              and "only supported on CUDA GPUs" in str(error), str(error))
 
 
 class DataParallelWorld:
@@ -855,9 +1199,10 @@ def call_in(text, name, namespace):
 
 
 def run_deepspeed(memplan, work):
-    """DeepSpeed's engine needs an accelerator: each ZeRO stage's config goes through DeepSpeed's
-    own DeepSpeedConfig (what deepspeed.initialize parses) with the plan's 2 data-parallel ranks,
-    over a one-rank gloo group (DeepSpeedConfig asks for the rank)."""
+    """Each ZeRO stage's QLoRA config and the offloads' go through DeepSpeed's own
+    DeepSpeedConfig (what deepspeed.initialize parses) with the plan's 2 data-parallel ranks,
+    over a one-rank gloo group (DeepSpeedConfig asks for the rank); run_deepspeed_engine runs
+    the engine itself on LoRA plans."""
     import deepspeed.comm
     from deepspeed.runtime.config import DeepSpeedConfig
     if not deepspeed.comm.is_initialized():
@@ -907,6 +1252,108 @@ def run_deepspeed(memplan, work):
     deepspeed.comm.destroy_process_group()
 
 
+DEEPSPEED_DRIVER = r'''
+"""One rank of `deepspeed.initialize(config=EXPORTED.json)` under torchrun: DeepSpeed's CPU
+accelerator (picked where no GPU is found; gloo where oneCCL is absent) runs the engine with
+the exported JSON as written; the LoRA adapters are the LoraConfig its _not_expressed names."""
+import json, os, sys, warnings
+warnings.filterwarnings("ignore")
+import torch
+sys.path.insert(0, os.environ["MEMPLAN_TOOLS_DIR"])
+import run_exported_plans as r
+import deepspeed
+from peft import LoraConfig, get_peft_model
+config = json.load(open(sys.argv[1]))
+notes = " ".join(config.get("_not_expressed", []))
+model = r.load_model(sys.argv[2], {})
+watch = r.Watch(model, [])
+precision = r.PrecisionWatch(model)
+model = get_peft_model(model, r.call_in(notes, "LoraConfig", {"LoraConfig": LoraConfig}))
+model.train()
+trainable = [p for p in model.parameters() if p.requires_grad]
+engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=trainable,
+                                               config=config)
+micro, k = engine.train_micro_batch_size_per_gpu(), engine.gradient_accumulation_steps()
+world = engine.world_size
+ids = r.tokens(r.OPTIMIZER_STEPS * k * micro * world)
+rank = engine.global_rank
+for index in range(r.OPTIMIZER_STEPS * k):
+    start = (index * world + rank) * micro  # this rank's micro-batch of the global batch
+    batch = ids[start:start + micro]
+    loss = r.lm_loss(engine(batch), batch)
+    engine.backward(loss)
+    engine.step()  # DeepSpeed steps the optimizer at each accumulation boundary only
+# The fp32 master partition this rank holds (ZeRO 1/2: single_partition_of_fp32_groups; 3:
+# fp32_partitioned_groups_flat), and for ZeRO-3 the parameter shards (ds_tensor of ds_numel).
+zero = engine.optimizer
+masters = (getattr(zero, "single_partition_of_fp32_groups", None)
+           or getattr(zero, "fp32_partitioned_groups_flat", None) or [])
+params = list(engine.module.parameters())
+out = {"rank": rank, "world": world, "micro": micro, "accumulation": k,
+       "train_batch": engine.train_batch_size(), "stage": engine.zero_optimization_stage(),
+       "bf16": engine.bfloat16_enabled(), "steps": engine.global_steps,
+       "batches": watch.batches, "optimizer": type(zero).__name__,
+       # ZeRO-Offload: the step runs on the host, DeepSpeedCPUAdam over the fp32 partitions.
+       "cpu_offload": bool(engine.zero_cpu_offload()),
+       "inner_optimizer": type(getattr(zero, "optimizer", None)).__name__,
+       "master_dtypes": sorted({str(m.dtype) for m in masters}),
+       "master_elements": sum(m.numel() for m in masters),
+       "trainable": sum(p.ds_numel if hasattr(p, "ds_numel") else p.numel() for p in trainable),
+       "shard_elements": sum(p.ds_tensor.numel() for p in params if hasattr(p, "ds_tensor")),
+       "full_elements": sum(p.ds_numel if hasattr(p, "ds_numel") else p.numel() for p in params),
+       **precision.facts()}
+json.dump(out, open(sys.argv[3] + f".{rank}", "w"))
+'''
+
+
+def run_deepspeed_engine(memplan, work, model_dir, strategy, offload=None):
+    """DeepSpeed's engine runs on the CPU (deepspeed >= 0.15: its CPU accelerator, gloo): the
+    exported JSON of a 2-GPU LoRA plan through deepspeed.initialize on 2 torchrun ranks;
+    `offload` "optimizer": ZeRO-Offload (DeepSpeedCPUAdam, a JIT build the first time)."""
+    plan = plan_json(2, 3, None, "adamw", parallel=strategy, gpus=2)
+    if offload:
+        plan["plan"]["offload"] = {"mode": offload}
+    name = "lora_" + strategy + (f"_offload_{offload}" if offload else "")
+    path = export(memplan, plan, "deepspeed", work, name)
+    p = plan["plan"]
+    stage = int(strategy[-1])
+    label = f"deepspeed {strategy} engine" + (f" offload {offload}" if offload else "")
+    ranks = run_ddp_driver(label, DEEPSPEED_DRIVER, path, model_dir, work) or []
+    for r in ranks:
+        where = f"{label} rank {r['rank']}"
+        check(f"{where}: deepspeed.initialize took the file: micro-batch 2, accumulation 3, "
+              f"batch 12 over 2 ranks, ZeRO stage {stage}, bf16",
+              (r["micro"], r["accumulation"], r["train_batch"], r["world"], r["stage"], r["bf16"])
+              == (p["micro_batch"], p["accumulation_steps"], 12, 2, stage, True), str(r))
+        check(f"{where}: every forward sees the micro-batch, one optimizer step per accumulation",
+              set(r["batches"]) == {p["micro_batch"]} and r["steps"] == OPTIMIZER_STEPS
+              and len(r["batches"]) == OPTIMIZER_STEPS * p["accumulation_steps"], str(r))
+        # DeepSpeed's bf16: the module itself in bfloat16, no autocast, fp32 masters in the
+        # optimizer (the plan's master-weights regime).
+        check(f"{where}: master weights: bfloat16 module, no autocast, fp32 masters",
+              (r["fc_weight_dtypes"], r["autocast"], r["fc_dtypes"], r["master_dtypes"])
+              == (["torch.bfloat16"], [False], ["torch.bfloat16"], ["torch.float32"]), str(r))
+        expected = "DeepSpeedZeroOptimizer_Stage3" if stage == 3 else "DeepSpeedZeroOptimizer"
+        check(f"{where}: {expected}; this rank holds a part of the {EXPECTED_TRAINABLE} trainable "
+              "parameters' fp32 masters", r["optimizer"] == expected
+              and r["trainable"] == EXPECTED_TRAINABLE
+              and 0 < r["master_elements"] < EXPECTED_TRAINABLE, str(r))
+        check(f"{where}: optimizer offload " + ("on: DeepSpeedCPUAdam steps the host's fp32 "
+              "partitions" if offload else "off"),
+              (r["cpu_offload"], r["inner_optimizer"] == "DeepSpeedCPUAdam") == (bool(offload),
+                                                                              bool(offload)),
+              str(r))
+        if stage == 3:
+            check(f"{where}: every parameter partitioned, a part of each held here",
+                  0 < r["shard_elements"] < r["full_elements"], str(r))
+    if len(ranks) == 2:
+        # Partitions are padded to an alignment: together they hold at least every element.
+        masters = sum(r["master_elements"] for r in ranks)
+        check(f"{label}: the ranks' fp32 master partitions cover the {EXPECTED_TRAINABLE} "
+              "trainable parameters once (up to alignment padding)",
+              EXPECTED_TRAINABLE <= masters < 2 * EXPECTED_TRAINABLE, str(masters))
+
+
 def run_accelerate(memplan, work):
     from accelerate.commands.config.config_args import load_config_from_file
     plan = plan_json(2, 3, "nf4", "adamw", parallel="zero2", gpus=2)
@@ -924,9 +1371,10 @@ def run_accelerate(memplan, work):
 
 
 ACCELERATE_DRIVER = r'''
-"""The training script `accelerate launch --config_file EXPORTED.yaml` runs: every line it takes
-from the exported file's comments (Accelerator(gradient_accumulation_steps=k), the DataLoader's
-batch_size, the optimizer lines, the LoraConfig, the clipping) is read from that file."""
+"""The training script `accelerate launch --config_file EXPORTED.yaml` runs (one process, or each
+rank the launcher starts): every line it takes from the exported file's comments
+(Accelerator(gradient_accumulation_steps=k), the DataLoader's batch_size, the optimizer lines,
+the LoraConfig, the clipping) is read from that file."""
 import json, os, re, sys, warnings
 warnings.filterwarnings("ignore")
 import torch
@@ -941,7 +1389,13 @@ k = int(re.search(r"Accelerator\(gradient_accumulation_steps=(\d+)\)", notes).gr
 micro = int(re.search(r"DataLoader\(dataset, batch_size=(\d+)\)", notes).group(1))
 clip = float(re.search(r"accelerator.clip_grad_norm_\(model.parameters\(\), ([0-9.]+)\)",
                        notes).group(1))
-accelerator = Accelerator(gradient_accumulation_steps=k)
+# On the CPU accelerate finds no backend for a DeepSpeed launch (its state.py knows GPU-like
+# devices' backends; DeepSpeed then sees 2 ranks and accelerate 1): the script names gloo, the
+# one line a CPU run adds.
+from accelerate.utils import InitProcessGroupKwargs
+handlers = ([InitProcessGroupKwargs(backend="gloo")]
+            if os.environ.get("MEMPLAN_ACCELERATE_GLOO") else [])
+accelerator = Accelerator(gradient_accumulation_steps=k, kwargs_handlers=handlers)
 model = r.load_model(sys.argv[2], {})
 watch = r.Watch(model, [])
 model = get_peft_model(model, r.call_in(notes, "LoraConfig", {"LoraConfig": LoraConfig}))
@@ -954,7 +1408,8 @@ for line in block.splitlines()[1:]:
 namespace = {"torch": torch, "model": model}
 exec("\n".join(lines), namespace)
 optimizer = namespace["optimizer"]
-ids = r.tokens(r.OPTIMIZER_STEPS * k * micro)
+# Each process reads its share: micro-batches of `micro` samples, k per step, on every rank.
+ids = r.tokens(r.OPTIMIZER_STEPS * k * micro * accelerator.num_processes)
 loader = DataLoader(TensorDataset(ids, ids), batch_size=micro)
 model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
 steps, autocast = 0, set()
@@ -973,45 +1428,94 @@ for inputs, targets in loader:
 inner = getattr(optimizer, "optimizer", optimizer)
 json.dump({"mixed_precision": str(accelerator.mixed_precision),
            "distributed_type": str(accelerator.distributed_type).split(".")[-1],
-           "processes": accelerator.num_processes, "accumulation": k,
+           "processes": accelerator.num_processes, "rank": accelerator.process_index,
+           "wrapped": type(model).__name__, "accumulation": k,
            "batches": watch.batches, "steps": steps, "autocast": sorted(autocast),
            "optimizer": type(inner).__name__,
+           "engine": {"stage": model.zero_optimization_stage(),
+                      "micro": model.train_micro_batch_size_per_gpu(),
+                      "accumulation": model.gradient_accumulation_steps(),
+                      "train_batch": model.train_batch_size(), "bf16": model.bfloat16_enabled()}
+           if hasattr(model, "zero_optimization_stage") else None,
            "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad)},
-          open(sys.argv[3], "w"))
+          open(sys.argv[3] + f".{accelerator.process_index}", "w"))
 '''
 
 
-def run_accelerate_launch(memplan, work, model_dir):
-    """`accelerate launch --config_file EXPORTED.yaml` of a one-GPU LoRA plan, on the CPU: the
-    launcher reads the exported file, the script takes the lines the file's comments give."""
-    plan = plan_json(2, 3, None, "adamw")
-    path = export(memplan, plan, "accelerate", work, "lora_launch")
+def run_accelerate_launch(memplan, work, model_dir, parallel=None):
+    """`accelerate launch --config_file EXPORTED.yaml` of a LoRA plan, on the CPU: the launcher
+    reads the exported file, the script takes the lines the file's comments give. One GPU: one
+    process. A 2-GPU DDP plan (distributed_type MULTI_GPU, num_processes 2): the launcher starts
+    2 processes through torchrun as the file says; ACCELERATE_USE_CPU=true makes the
+    Accelerator's data parallelism the CPU's (MULTI_CPU over gloo: state.py's
+    _prepare_backend), the one change from a GPU run."""
+    plan = plan_json(2, 3, None, "adamw", parallel=parallel, gpus=2 if parallel else None)
+    label = "accelerate launch" + (f" {parallel}" if parallel else "")
+    path = export(memplan, plan, "accelerate", work, "lora_launch" + (f"_{parallel}" if parallel
+                                                                      else ""))
     driver = os.path.join(work, "accelerate_driver.py")
     with open(driver, "w") as f:
         f.write(ACCELERATE_DRIVER)
-    out = os.path.join(work, "accelerate_launch.json")
+    out = os.path.join(work, label.replace(" ", "_") + ".json")
     env = {**os.environ, "MEMPLAN_TOOLS_DIR": os.path.dirname(os.path.abspath(__file__)),
            "CUDA_VISIBLE_DEVICES": ""}
-    result = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-                             path, driver, path, model_dir, out],
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", path]
+    if parallel:
+        if parallel.startswith("zero"):
+            env["MEMPLAN_ACCELERATE_GLOO"] = "1"
+        else:
+            env["ACCELERATE_USE_CPU"] = "true"
+        command += ["--main_process_port", str(free_port())]
+    result = subprocess.run(command + [driver, path, model_dir, out],
                             capture_output=True, text=True, timeout=600, env=env)
-    if result.returncode != 0:
-        check("accelerate launch: the exported config launched", False,
-              result.stderr.strip()[-600:])
+    if parallel == "fsdp":
+        # The launcher hands the file's FSDP settings to the script (ACCELERATE_USE_FSDP and
+        # FSDP_*, sync_module_states true by default); accelerate's FullyShardedDataParallelPlugin
+        # refuses that on the CPU (utils/dataclasses.py), and even without it a CPU world is
+        # MULTI_CPU, which state.py never turns into FSDP.
+        check(f"{label}: the launcher read FSDP from the file; accelerate refuses FSDP on the CPU "
+              "(not runnable here)", result.returncode != 0
+              and "`sync_module_states=True` is not supported on cpu" in result.stderr,
+              failure(result.stderr))
         return
-    r = json.load(open(out))
+    if result.returncode != 0:
+        check(f"{label}: the exported config launched", False, failure(result.stderr))
+        return
+    ranks = 2 if parallel else 1
     p = plan["plan"]
-    check("accelerate launch: mixed precision bf16, no distribution, 1 process, from the file",
-          (r["mixed_precision"], r["distributed_type"], r["processes"]) == ("bf16", "NO", 1),
-          str(r))
-    check("accelerate launch: forward under bf16 autocast", r["autocast"] == ["torch.bfloat16"],
-          str(r["autocast"]))
-    check("accelerate launch: every forward sees the micro-batch, one step per accumulation",
-          set(r["batches"]) == {p["micro_batch"]} and r["accumulation"] == p["accumulation_steps"]
-          and r["steps"] == OPTIMIZER_STEPS
-          and len(r["batches"]) == OPTIMIZER_STEPS * p["accumulation_steps"], str(r))
-    check(f"accelerate launch: AdamW over the {EXPECTED_TRAINABLE} LoRA parameters",
-          r["optimizer"] == "AdamW" and r["trainable"] == EXPECTED_TRAINABLE, str(r))
+    for rank in range(ranks):
+        r = json.load(open(f"{out}.{rank}"))
+        where = label + (f" rank {rank}" if parallel else "")
+        if parallel == "ddp":
+            check(f"{where}: the launcher started 2 processes (num_processes 2 in the file); "
+                  "data parallel over them (MULTI_CPU, the CPU's MULTI_GPU), "
+                  "DistributedDataParallel, mixed precision bf16",
+                  (r["processes"], r["distributed_type"], r["wrapped"], r["mixed_precision"])
+                  == (2, "MULTI_CPU", "DistributedDataParallel", "bf16"), str(r))
+        elif (parallel or "").startswith("zero"):
+            stage = int(parallel[-1])
+            check(f"{where}: the launcher started 2 processes; Accelerator.prepare made a "
+                  f"DeepSpeedEngine of ZeRO stage {stage} from the file: micro-batch 2, "
+                  "accumulation 3, batch 12 over 2 ranks, bf16",
+                  (r["processes"], r["distributed_type"], r["wrapped"], r["engine"])
+                  == (2, "DEEPSPEED", "DeepSpeedEngine",
+                      {"stage": stage, "micro": 2, "accumulation": 3, "train_batch": 12,
+                       "bf16": True}), str(r))
+        else:
+            check(f"{where}: mixed precision bf16, no distribution, 1 process, from the file",
+                  (r["mixed_precision"], r["distributed_type"], r["processes"])
+                  == ("bf16", "NO", 1), str(r))
+        if not (parallel or "").startswith("zero"):  # DeepSpeed casts the module instead
+            check(f"{where}: forward under bf16 autocast", r["autocast"] == ["torch.bfloat16"],
+                  str(r["autocast"]))
+        check(f"{where}: every forward sees the micro-batch, one step per accumulation",
+              set(r["batches"]) == {p["micro_batch"]}
+              and r["accumulation"] == p["accumulation_steps"] and r["steps"] == OPTIMIZER_STEPS
+              and len(r["batches"]) == OPTIMIZER_STEPS * p["accumulation_steps"], str(r))
+        optimizer = ("DeepSpeedZeroOptimizer" if (parallel or "").startswith("zero")
+                     else "AdamW")
+        check(f"{where}: {optimizer} over the {EXPECTED_TRAINABLE} LoRA parameters",
+              r["optimizer"] == optimizer and r["trainable"] == EXPECTED_TRAINABLE, str(r))
 
 
 def run_fp16_cpu_limits(memplan, work, model_dir):
@@ -1021,28 +1525,14 @@ def run_fp16_cpu_limits(memplan, work, model_dir):
     and Lightning replaces "16-mixed" by "bf16-mixed" on the CPU (accelerator_connector.py). Their
     fp16 cells are then the configuration, checked here as exported, and the framework's CPU
     behaviour is asserted so that this check fails, and the cell gets a run, once one allows it."""
-    import lightning.pytorch as pl
-    import transformers
     from accelerate import Accelerator
     from accelerate.commands.config.config_args import load_config_from_file
     from transformers import Trainer
     plan = plan_json(2, 3, None, "adamw", precision="fp16")
-    recorded = {}
-    real = transformers.TrainingArguments
-
-    def cpu_arguments(**kwargs):
-        recorded.update(kwargs)
-        return real(**{**kwargs, "use_cpu": True, "output_dir": os.path.join(work, "hf-fp16"),
-                       "report_to": [], "save_strategy": "no"})
-
-    import transformers.training_args
-    transformers.training_args.TrainingArguments = cpu_arguments
-    transformers.TrainingArguments = cpu_arguments
-    try:
-        script = load(export(memplan, plan, "hf-trainer", work, "lora_fp16"), "exported_hf_fp16")
-    finally:
-        transformers.training_args.TrainingArguments = real
-        transformers.TrainingArguments = real
+    script, recorded = load_hf_trainer(
+        export(memplan, plan, "hf-trainer", work, "lora_fp16"), "exported_hf_fp16",
+        use_cpu=True, output_dir=os.path.join(work, "hf-fp16"), report_to=[],
+        save_strategy="no")
     trainer = Trainer(model=script.apply_fine_tuning(load_model(model_dir, {})), args=script.args)
     accelerator = trainer.accelerator
     check("hf-trainer fp16: TrainingArguments(fp16=True) as exported; on the CPU the Trainer's "
@@ -1060,21 +1550,9 @@ def run_fp16_cpu_limits(memplan, work, model_dir):
           (str(config.mixed_precision), cpu.native_amp, cpu.scaler) == ("fp16", False, None),
           f"{config.mixed_precision} native_amp={cpu.native_amp} scaler={cpu.scaler}")
 
-    made = {}
-    real_trainer = pl.Trainer
-
-    def cpu_trainer(**kwargs):
-        made.update(kwargs)
-        return real_trainer(**{**kwargs, "accelerator": "cpu", "devices": 1, "logger": False,
-                               "enable_checkpointing": False, "enable_progress_bar": False,
-                               "enable_model_summary": False})
-
-    pl.Trainer = cpu_trainer
-    try:
-        lightning_script = load(export(memplan, plan, "lightning", work, "lora_fp16"),
-                                "exported_lightning_fp16")
-    finally:
-        pl.Trainer = real_trainer
+    lightning_script, made = load_lightning(
+        export(memplan, plan, "lightning", work, "lora_fp16"), "exported_lightning_fp16",
+        **LIGHTNING_CPU, devices=1)
     check('lightning fp16: precision="16-mixed" as exported; Lightning runs "bf16-mixed" '
           "instead on the CPU (not runnable here)",
           made.get("precision") == "16-mixed"
@@ -1098,21 +1576,53 @@ def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     model_dir = tiny_gpt2_dir(work)
     runs = [("pytorch", lambda: run_pytorch(memplan, work, model_dir)),
-            ("pytorch fp16", lambda: run_pytorch_fp16(memplan, work, model_dir)),
+            ("pytorch fp16", lambda: run_pytorch_regime(memplan, work, model_dir, "fp16")),
+            ("pytorch bf16 pure",
+             lambda: run_pytorch_regime(memplan, work, model_dir, "bf16", "pure")),
+            ("pytorch offload activations",
+             lambda: run_pytorch_regime(memplan, work, model_dir, "bf16", offload=True)),
+            ("pytorch selective gradients",
+             lambda: run_selective_gradients(memplan, work, model_dir)),
             ("hf-trainer", lambda: run_hf_trainer(memplan, work, model_dir)),
             ("hf-trainer ddp", lambda: run_hf_trainer_ddp(memplan, work, model_dir)),
+            ("hf-trainer fsdp", lambda: run_hf_trainer_fsdp(memplan, work, model_dir)),
+            ("hf-trainer zero2", lambda: run_hf_trainer_zero(memplan, work, model_dir)),
             ("lightning", lambda: run_lightning(memplan, work, model_dir)),
             ("lightning ddp", lambda: run_lightning_ddp(memplan, work, model_dir)),
+            ("lightning bf16 pure", lambda: run_lightning_pure(memplan, work, model_dir)),
+            ("lightning cpu limits", lambda: run_lightning_cpu_limits(memplan, work)),
             ("torchrun ddp", lambda: run_torchrun(memplan, work, model_dir, "ddp")),
             ("torchrun fsdp", lambda: run_torchrun(memplan, work, model_dir, "fsdp")),
             ("torchrun ddp fp16", lambda: run_torchrun(memplan, work, model_dir, "ddp", "fp16")),
             ("torchrun fsdp fp16",
              lambda: run_torchrun(memplan, work, model_dir, "fsdp", "fp16")),
+            ("torchrun ddp bf16 pure",
+             lambda: run_torchrun(memplan, work, model_dir, "ddp", amp="pure")),
+            ("torchrun fsdp bf16 pure",
+             lambda: run_torchrun(memplan, work, model_dir, "fsdp", amp="pure")),
+            ("torchrun ddp selective+offload",
+             lambda: run_torchrun(memplan, work, model_dir, "ddp", selective_offload=True)),
+            ("torchrun fsdp selective+offload",
+             lambda: run_torchrun(memplan, work, model_dir, "fsdp", selective_offload=True)),
             ("torchrun hybrid-shard",
              lambda: run_torchrun(memplan, work, model_dir, "hybrid-shard")),
             ("deepspeed", lambda: run_deepspeed(memplan, work)),
+            ("deepspeed zero1 engine",
+             lambda: run_deepspeed_engine(memplan, work, model_dir, "zero1")),
+            ("deepspeed zero2 engine",
+             lambda: run_deepspeed_engine(memplan, work, model_dir, "zero2")),
+            ("deepspeed zero3 engine",
+             lambda: run_deepspeed_engine(memplan, work, model_dir, "zero3")),
+            ("deepspeed zero2 engine offload optimizer",
+             lambda: run_deepspeed_engine(memplan, work, model_dir, "zero2", "optimizer")),
             ("accelerate", lambda: run_accelerate(memplan, work)),
             ("accelerate launch", lambda: run_accelerate_launch(memplan, work, model_dir)),
+            ("accelerate launch ddp",
+             lambda: run_accelerate_launch(memplan, work, model_dir, "ddp")),
+            ("accelerate launch fsdp",
+             lambda: run_accelerate_launch(memplan, work, model_dir, "fsdp")),
+            ("accelerate launch zero2",
+             lambda: run_accelerate_launch(memplan, work, model_dir, "zero2")),
             ("fp16 cpu limits", lambda: run_fp16_cpu_limits(memplan, work, model_dir))]
     only = os.environ.get("ONLY")
     for name, run in runs:

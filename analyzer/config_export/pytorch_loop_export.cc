@@ -37,6 +37,13 @@ SELECTIVE_CHECKPOINT = TORCH_VERSION >= (2, 4)
 if SELECTIVE_CHECKPOINT:
     from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
+    CACHE_ENTRY_MUTATION = (
+        {"allow_cache_entry_mutation": True}
+        if "allow_cache_entry_mutation"
+        in inspect.signature(create_selective_checkpoint_contexts).parameters
+        else {}
+    )
+
 )py";
   std::vector<SelectiveModule> modules =
       SelectiveRecomputeOf(plan.checkpoints, plan.recompute_op_types);
@@ -70,7 +77,14 @@ def selective_context_fn(module_path):
             return CheckpointPolicy.PREFER_RECOMPUTE
         return CheckpointPolicy.MUST_SAVE
 
-    return functools.partial(create_selective_checkpoint_contexts, policy)
+    # Every other op's output is saved, also one an in-place op then mutates (ReLU(inplace=True)
+    # on a saved output; dropout off CUDA: empty_like, then bernoulli_ and div_ in place). By
+    # default torch raises on reading such an entry in backward ("Tensor cached during selective
+    # activation checkpoint has been mutated"); the entry holds the mutated storage, the value
+    # forward left there, and autograd already forbids mutating a tensor an op saved, so it is
+    # allowed here.
+    return functools.partial(create_selective_checkpoint_contexts, policy,
+                             **CACHE_ENTRY_MUTATION)
 )py";
   return out;
 }
@@ -79,7 +93,7 @@ def selective_context_fn(module_path):
 
 std::string PytorchRecomputeImports(const PlanReport& plan) {
   if (!plan.UsesRecompute() || plan.ModuleUnit()) return "";
-  return "import functools\nimport re\n\n";
+  return "import functools\nimport inspect\nimport re\n\n";
 }
 
 std::string PytorchRecomputeSection(const PlanReport& plan) {

@@ -192,11 +192,11 @@ std::string TorchrunHeader(const PlanReport& plan, const ExportOptions& options)
 
 // The imports: the standard library the script uses, torch.distributed, the wrapper's module.
 std::string TorchrunImports(const PlanReport& plan, const PrecisionRecipe& r, bool ddp) {
-  // A node plan's selective policy (PytorchRecomputeSection) needs functools and re.
+  // A node plan's selective policy (PytorchRecomputeSection) needs functools, inspect and re.
   const bool selective = !PytorchRecomputeImports(plan).empty();
   std::string out;
   if (ddp) out += "import contextlib\n";  // no_sync on all but the last micro-batch
-  if (selective) out += "import functools\n";
+  if (selective) out += "import functools\nimport inspect\n";
   out += "import os\n";
   if (selective) out += "import re\n";
   out += "\n";

@@ -44,6 +44,14 @@ memplan_cli_test("export deepspeed says it cannot make the model recompute" EXPE
 memplan_cli_test("export pytorch of a node plan writes the selective policy's ATen ops" EXPECT_EXIT 0
   EXPECT_OUTPUT "\nRECOMPUTED_ATEN_OPS = .\n    .blocks\\.0.: ..aten\\.mm., .aten\\.bmm., .aten\\.addmm., .aten\\._softmax..,\n    .blocks\\.1.: ..aten\\.add..,\n.\n.*options..context_fn.. = selective_context_fn\\(path\\)"
   COMMAND export ${EXPORT_PLANS}/gpt_bf16_plan.json --to pytorch)
+# The policy saves every other op's output, also one an in-place op mutates later (found running
+# a GPT-2 node plan on the CPU, issue 43: dropout there is empty_like + bernoulli_ + div_, and
+# torch raised "Tensor cached during selective activation checkpoint has been mutated"): the
+# contexts allow it where torch's create_selective_checkpoint_contexts takes the argument.
+memplan_cli_test("export pytorch of a node plan lets the policy's saved outputs be mutated in place"
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "CACHE_ENTRY_MUTATION = .\n *\\{\"allow_cache_entry_mutation\": True\\}\n *if \"allow_cache_entry_mutation\"\n *in inspect\\.signature\\(create_selective_checkpoint_contexts\\)\\.parameters[^$]*functools\\.partial\\(create_selective_checkpoint_contexts, policy,\n *\\*\\*CACHE_ENTRY_MUTATION\\)"
+  COMMAND export ${EXPORT_PLANS}/gpt_bf16_plan.json --to pytorch)
 # A module plan is exactly whole-module checkpoints: no selective policy.
 memplan_cli_test("export pytorch of a module plan checkpoints whole modules, no policy" EXPECT_EXIT 0
   EXPECT_OUTPUT "CHECKPOINTED_MODULES = .\n    \"blocks\\.0\",\n    \"blocks\\.1\",\n.\n"
@@ -85,7 +93,7 @@ memplan_export_script_test("cli: HF Trainer and Lightning accept the exported ar
 # combination yet, a saved or edited plan can hold it: ddp_offload_activations_plan.json).
 memplan_cli_test("export pytorch of a ddp node plan: torchrun script with the selective policy"
   EXPECT_EXIT 0
-  EXPECT_OUTPUT "import functools\nimport os\nimport re\n[^$]*RECOMPUTED_ATEN_OPS = .\n[^$]*    \"blocks\\.0\": .\"aten\\.native_layer_norm\", [^$]*options..context_fn.. = selective_context_fn\\(path\\)[^$]*DistributedDataParallel"
+  EXPECT_OUTPUT "import functools\nimport inspect\nimport os\nimport re\n[^$]*RECOMPUTED_ATEN_OPS = .\n[^$]*    \"blocks\\.0\": .\"aten\\.native_layer_norm\", [^$]*options..context_fn.. = selective_context_fn\\(path\\)[^$]*DistributedDataParallel"
   COMMAND analyze ${MEMPLAN_TEST_FIXTURES}/gpt_opset17.onnx --dim seq=32 --gpu A100-80GB --gpus 2
           --parallel ddp --global-batch 8 --recompute-unit node --recompute all --export pytorch)
 memplan_cli_test("export pytorch of a ddp activation-offload plan: forward under save_on_cpu"

@@ -348,9 +348,9 @@ def read_hf_trainer(text, path, work, memplan, plan):
             name = "PagedAdamW8bit" if kwargs.get("is_paged") else "AdamW8bit"
         facts["optimizer"] = (name, bool(kwargs.get("is_paged", False)))
     if recorded.get("deepspeed"):
-        ds = json.load(open(os.path.join(work, recorded["deepspeed"])))
-        stage = ds.get("zero_optimization", {}).get("stage", 0)
-        facts["strategy"] = (f"zero{stage}", plan.get("gpus"))
+        # The DeepSpeed config deepspeed= names, read as the deepspeed cell reads its own.
+        with open(os.path.join(work, recorded["deepspeed"])) as f:
+            facts["strategy"] = read_deepspeed(f.read(), plan)[0]["strategy"]
     fsdp = recorded.get("fsdp")
     if fsdp:
         facts["strategy"] = ("hybrid-shard" if "hybrid_shard" in fsdp else "fsdp",
