@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "graph/graph_copy.h"
 #include "graph/shape_propagation.h"
 
 namespace memplan {
@@ -53,26 +54,6 @@ bool BindsAny(const Graph& graph, const Bindings& bindings) {
   for (size_t i = 0; i < graph.symbols().size(); ++i)
     if (bindings.Get(static_cast<SymbolId>(i))) return true;
   return false;
-}
-
-// A copy of `graph` with the same value ids: values, nodes, inputs, outputs and symbols.
-std::unique_ptr<Graph> CopyOf(const Graph& graph) {
-  auto copy = std::make_unique<Graph>();
-  copy->symbols() = graph.symbols();
-  if (auto batch = graph.batch_symbol()) copy->set_batch_symbol(*batch);
-  copy->opset_imports = graph.opset_imports;
-  copy->ir_version = graph.ir_version;
-  for (const Value& value : graph.values()) {
-    Value v = value;
-    v.producer = NodeId();  // AddNode wires producers and consumers again
-    v.consumers.clear();
-    v.is_graph_output = false;
-    copy->AddValue(std::move(v));
-  }
-  for (const Node& node : graph.nodes()) copy->AddNode(node);
-  for (ValueId input : graph.inputs()) copy->MarkInput(input);
-  for (ValueId output : graph.outputs()) copy->MarkOutput(output);
-  return copy;
 }
 
 // `graph` propagated again with the bound symbols as numbers: a copy whose inputs and
@@ -136,7 +117,7 @@ MicroBatchShapeCheck::~MicroBatchShapeCheck() = default;
 
 std::shared_ptr<MicroBatchShapeCheck> MicroBatchShapeCheck::Snapshot(const Graph& graph,
                                                                      Bindings bindings) {
-  std::unique_ptr<Graph> copy = CopyOf(graph);
+  auto copy = std::make_unique<Graph>(CopyGraph(graph));
   auto check = std::make_shared<MicroBatchShapeCheck>(*copy, std::move(bindings));
   check->owned_ = std::move(copy);
   return check;

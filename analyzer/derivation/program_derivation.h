@@ -159,6 +159,9 @@ struct ProgramOptions {
 
   // The op registry to read; null = OpRegistry::Get().
   const OpRegistry* registry = nullptr;
+
+  // Equal options derive equal programs from one graph (analyzer/planning/derivation_cache.h).
+  bool operator==(const ProgramOptions&) const = default;
 };
 
 // REQUIRES: graph shapes inferred. Errors name the problem (no output, unknown loss shape,

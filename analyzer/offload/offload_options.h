@@ -21,6 +21,8 @@ struct OffloadOptions {
   // torchtune's OffloadActivations with or without its second stream
   // (analyzer/derivation/saved_tensor_offload.h states each rule).
   OffloadHooks hooks = OffloadHooks::kSaveOnCpu;
+
+  bool operator==(const OffloadOptions&) const = default;
 };
 
 }  // namespace memplan

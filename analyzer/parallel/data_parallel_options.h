@@ -65,6 +65,8 @@ struct DataParallelOptions {
 
   // The ranks one state is sharded over: N, or the GPUs of one node (N / nodes) for
   // hybrid-shard, whose nodes each hold a replica.
+  bool operator==(const DataParallelOptions&) const = default;
+
   int64_t ShardRanks() const {
     return ShardsWithinNode(strategy) && nodes > 0 ? ranks / nodes : ranks;
   }

@@ -11,6 +11,7 @@
 #include "analyzer/alternatives/alternative_search.h"
 #include "analyzer/baseline/plan_flags.h"
 #include "analyzer/pipeline/recorded_flags.h"
+#include "analyzer/planning/derivation_cache.h"
 #include "analyzer/precision/model_state_bytes.h"
 #include "graph/bound_shape_check.h"
 
@@ -41,8 +42,19 @@ int64_t PersistentStateBytes(const TrainingPlan& plan) {
   return state.parameters + state.master_weights + state.optimizer_state;
 }
 
+// Whether `a` and `b` bind every symbol of `graph` alike.
+bool SameBindings(const Graph& graph, const Bindings& a, const Bindings& b) {
+  for (size_t i = 0; i < graph.symbols().size(); ++i)
+    if (a.Get(static_cast<SymbolId>(i)) != b.Get(static_cast<SymbolId>(i))) return false;
+  return true;
+}
+
 // Plans alternatives on the session's graph, or on the model loaded again with other
-// fine-tuning flags (kept for the next change with the same ones).
+// fine-tuning flags (kept for the next change with the same ones). What the alternatives of one
+// graph have in common is computed once for all of them: the programs (most changes keep the
+// program options: another GPU, --dim, allocator or --recompute derives the programs another
+// alternative derived), the graph's node costs, and the shape check of each micro-batch under
+// each set of bindings.
 class AlternativePlanner {
  public:
   AlternativePlanner(const AnalysisSession& session, const PlanFlags& asked,
@@ -68,10 +80,11 @@ class AlternativePlanner {
     const std::vector<std::string>& upcast = *fp32_upcast_.at(graph);
     request.search.force_fp32.insert(request.search.force_fp32.end(), upcast.begin(), upcast.end());
     MEMPLAN_RETURN_IF_ERROR(BindPlanSymbols(*graph, request));
-    // A --tp graph is one rank's slice: its micro-batches are checked against the model before
-    // the split (the preparation's snapshot), under this alternative's bindings.
-    if (const std::shared_ptr<MicroBatchShapeCheck>& shapes = shapes_.at(graph))
-      request.planner.micro_batch_shapes = shapes->Rebound(request.planner.bindings);
+    request.planner.micro_batch_shapes = ShapeCheckFor(*graph, request.planner);
+    std::shared_ptr<NodeCostsCache>& costs = node_costs_[graph];
+    if (!costs) costs = std::make_shared<NodeCostsCache>();
+    request.planner.node_costs = costs;
+    request.planner.derivations = derivations_;
     MEMPLAN_TRY(RequestPlan planned, PlanRequestOn(*graph, request));
     const TrainingPlan& plan = planned.joint.plan;
     AlternativePlan result;
@@ -85,6 +98,24 @@ class AlternativePlanner {
   }
 
  private:
+  // The shape check the planner would make for `graph` under options.bindings, shared by the
+  // alternatives with those bindings. A --tp graph is one rank's slice: its micro-batches are
+  // checked against the model before the split (the preparation's snapshot), under the
+  // alternative's bindings; without a snapshot a --tp graph is not checked (PlanJointly's rule).
+  std::shared_ptr<MicroBatchShapeCheck> ShapeCheckFor(const Graph& graph,
+                                                      const PlannerOptions& options) {
+    for (const ShapeCheck& known : shape_checks_)
+      if (known.graph == &graph && SameBindings(graph, known.bindings, options.bindings))
+        return known.check;
+    std::shared_ptr<MicroBatchShapeCheck> check;
+    if (const std::shared_ptr<MicroBatchShapeCheck>& snapshot = shapes_.at(&graph))
+      check = snapshot->Rebound(options.bindings);
+    else if (!options.tensor_parallel.enabled())
+      check = std::make_shared<MicroBatchShapeCheck>(graph, options.bindings);
+    shape_checks_.push_back({&graph, options.bindings, check});
+    return check;
+  }
+
   Expected<const Graph*> GraphFor(const PlanFlags& flags, const PlanRequest& request) {
     const std::string key = PlanFlagsAsArguments(GraphFlagsOf(flags));
     if (key == asked_graph_) {
@@ -139,6 +170,15 @@ class AlternativePlanner {
   // The fp32 placement of each graph's math-kernel attentions (ModelRewrites::fp32_upcast).
   std::vector<std::unique_ptr<std::vector<std::string>>> upcasts_;
   std::map<const Graph*, const std::vector<std::string>*> fp32_upcast_;
+  // Shared by every alternative (per graph where the fact is the graph's).
+  std::shared_ptr<DerivationCache> derivations_ = std::make_shared<DerivationCache>();
+  std::map<const Graph*, std::shared_ptr<NodeCostsCache>> node_costs_;
+  struct ShapeCheck {
+    const Graph* graph = nullptr;
+    Bindings bindings;
+    std::shared_ptr<MicroBatchShapeCheck> check;  // null: not checked
+  };
+  std::vector<ShapeCheck> shape_checks_;
 };
 
 AlternativeContext ContextOf(const AnalysisSession& session, const PlanArguments& asked) {

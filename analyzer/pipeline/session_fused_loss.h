@@ -9,7 +9,8 @@
 namespace memplan {
 
 // When `session` did not fuse the loss, plans cross entropy and its peak is at the loss
-// (PeakIsAtLoss): loads the model again, plans the same request with --fused-loss and appends
+// (PeakIsAtLoss): fuses the head of a copy of the session's graph (a --tp session loads the model
+// again: its graph is one rank's slice), plans the same request with --fused-loss and appends
 // the "fused-loss" advice where that plan does better. A model whose head cannot be fused (no
 // recognised LM head) gets no advice; nothing here fails the analysis.
 void AddFusedLossAdvice(AnalysisSession& session, const ProgressSink& progress);

@@ -57,11 +57,13 @@ inline std::vector<DType> ComputeDTypes(const Graph& graph, const TrainingProgra
 // Both are pure functions of their keys, so the answers are those of re-evaluating.
 class CandidateEvaluator {
  public:
-  CandidateEvaluator(const Graph& graph, const PlannerOptions& options, TrainingProgram program,
-                     RecomputeLabel recompute_label)
+  // `program` may be shared with a DerivationCache (never changed here).
+  CandidateEvaluator(const Graph& graph, const PlannerOptions& options,
+                     std::shared_ptr<TrainingProgram> program, RecomputeLabel recompute_label)
       : graph_(graph),
         options_(options),
-        program_(std::move(program)),
+        shared_program_(std::move(program)),
+        program_(*shared_program_),
         recompute_label_(recompute_label),
         compute_dtypes_(ComputeDTypes(graph, program_)),
         tape_(ProgramTape::Of(program_)),
@@ -69,8 +71,12 @@ class CandidateEvaluator {
         ranks_(program_.data_parallel_ranks) {}
 
   const TrainingProgram& program() const { return program_; }
-  // The program for the plan: moved out, or copied when the evaluator is kept (a fit probe's).
-  TrainingProgram TakeProgram() { return keep_program_ ? program_ : std::move(program_); }
+  // The program for the plan: moved out, or copied when the evaluator is kept (a fit probe's) or
+  // the program is shared (a DerivationCache's).
+  TrainingProgram TakeProgram() {
+    if (keep_program_ || shared_program_.use_count() > 1) return program_;
+    return std::move(*shared_program_);
+  }
   void set_keep_program(bool keep) { keep_program_ = keep; }
   RecomputeLabel recompute_label() const { return recompute_label_; }
   // The label the candidates carry: a fit probe's program planned under its search's label.
@@ -341,7 +347,8 @@ class CandidateEvaluator {
 
   const Graph& graph_;
   const PlannerOptions& options_;
-  TrainingProgram program_;
+  std::shared_ptr<TrainingProgram> shared_program_;
+  const TrainingProgram& program_;  // *shared_program_
   RecomputeLabel recompute_label_;
   bool keep_program_ = false;
   std::vector<DType> compute_dtypes_;

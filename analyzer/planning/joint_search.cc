@@ -581,6 +581,7 @@ Expected<JointPlan> PlanJointly(const Graph& graph, const PlannerOptions& base,
   result.options_used = std::move(chosen.options);
   result.options_used.node_costs.reset();  // the search's caches: not settings the user chose
   result.options_used.micro_batch_shapes.reset();
+  result.options_used.derivations.reset();
   result.checkpoint_nodes = std::move(chosen.checkpoints);
   result.plan.recompute_unit = unit;
   result.plan.checkpoint_modules = std::move(chosen.modules);

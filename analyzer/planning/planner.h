@@ -86,6 +86,8 @@ Expected<Headroom> ParseHeadroom(std::string_view text);
 // and recompute attempt: on a 50,000-node chain the analysis was 4% of `analyze`, done twice.
 // graph/bound_shape_check.h: the graph's shapes re-checked at each micro-batch the search tries.
 class MicroBatchShapeCheck;
+// analyzer/planning/derivation_cache.h: programs derived once for every plan that asks for them.
+class DerivationCache;
 
 class NodeCostsCache {
  public:
@@ -156,6 +158,9 @@ struct PlannerOptions {
   // Shared like node_costs; null: PlanTraining checks `graph` itself unless it is a --tp slice
   // (whose check the caller made before the split: MicroBatchShapeCheck::Snapshot).
   std::shared_ptr<MicroBatchShapeCheck> micro_batch_shapes;
+  // The programs derived for earlier plans of this graph (or of others the cache has seen),
+  // shared like node_costs; null: each PlanTraining call derives its program itself.
+  std::shared_ptr<DerivationCache> derivations;
 };
 
 // `options.collectives` with the defaults filled in: the GPU's intra-node link, the default

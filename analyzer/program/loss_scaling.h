@@ -37,6 +37,8 @@ struct LossScaling {
   LossScalingMode mode = LossScalingMode::kNone;
   // kStatic: the fixed scale; kDynamic: the initial scale. Unused for kNone.
   double scale = kDefaultInitialLossScale;
+
+  bool operator==(const LossScaling&) const = default;
 };
 
 // Parses --loss-scaling: "none", "dynamic", "static:<scale>" or a bare positive number (a static
