@@ -20,12 +20,22 @@ TEST_CASE("a derivation cache derives once per graph and program options",
   CHECK(cache.Program(t.graph, fp32).value() == first);
   CHECK(cache.size() == 1);
   // Any option that differs derives: the precision, a recompute set, the other graph.
-  CHECK(cache.Program(t.graph, fp16).value() != first);
+  const std::shared_ptr<TrainingProgram> fp16_program = cache.Program(t.graph, fp16).value();
+  CHECK(fp16_program != first);
   ProgramOptions recompute = fp32;
   recompute.recompute = {NodeId(1)};  // relu
   CHECK(cache.Program(t.graph, recompute).value() != first);
   CHECK(cache.Program(other.graph, fp32).value() != first);
   CHECK(cache.size() == 4);
+  // Full (kMaxPrograms = 4): a fifth program drops the least recently used, fp16 once fp32 was
+  // asked again, and fp32 stays.
+  CHECK(cache.Program(t.graph, fp32).value() == first);
+  ProgramOptions bf16 = fp32;
+  bf16.precision = Precision::kBf16;
+  CHECK(cache.Program(t.graph, bf16).ok());
+  CHECK(cache.size() == 4);
+  CHECK(cache.Program(t.graph, fp32).value() == first);
+  CHECK(cache.Program(t.graph, fp16).value() != fp16_program);  // derived again
   // What DeriveTrainingProgram makes of those options.
   const TrainingProgram derived = DeriveTrainingProgram(t.graph, fp32).value();
   REQUIRE(first->steps.size() == derived.steps.size());
