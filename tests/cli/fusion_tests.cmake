@@ -16,5 +16,5 @@ memplan_cli_test("analyze --fusions none plans the graph as exported" EXPECT_EXI
   EXPECT_NO_OUTPUT "\"saved_activation_bytes\": 9519104,"
   COMMAND analyze ${FUSION_PLAN} --fusions none)
 memplan_cli_test("--fusions with an unknown set is one line, exit 2" EXPECT_EXIT 2
-  EXPECT_OUTPUT "^memplan: --fusions: expected ops, all or none, got 'some'\n$"
+  EXPECT_OUTPUT "^memplan: --fusions: expected ops, all, liger or none, got 'some'\n$"
   COMMAND analyze ${F}/transformer_opset13.onnx --gpu 24G --fusions some)
