@@ -47,6 +47,28 @@ def tiny_llama():
     return LlamaForCausalLM(config)
 
 
+def measure_lm_step(model, ids):
+    """One step of causal-LM `model` on `ids` (HF's loss from labels) after a warm-up step that
+    creates lazily built state (rotary caches): the bytes autograd saved, the forward's and the
+    whole step's live-bytes peaks above the bytes live before."""
+    out = {}
+
+    def forward():
+        return model(input_ids=ids, labels=ids).loss
+
+    def step():
+        n, loss = saved_bytes(forward, live=list(model.parameters()) + [ids])
+        out["saved"] = n
+        loss.backward()
+
+    forward().backward()
+    model.zero_grad(set_to_none=True)
+    forward_peak, _ = live_bytes_peak(lambda: out.setdefault("f", forward()))
+    del out["f"]
+    step_peak, _ = live_bytes_peak(step)
+    return out["saved"], forward_peak, step_peak
+
+
 def measure(reentrant, batch, seq):
     model = tiny_llama()
     model.train()
@@ -58,22 +80,7 @@ def measure(reentrant, batch, seq):
             # requires grad (here the embedding is trained, so it already does).
             model.enable_input_require_grads()
     ids = torch.randint(0, CONFIG["vocab_size"], (batch, seq))
-    out = {}
-
-    def forward():
-        return model(input_ids=ids, labels=ids).loss
-
-    def step():
-        n, loss = saved_bytes(forward, live=list(model.parameters()) + [ids])
-        out["saved"] = n
-        loss.backward()
-
-    # Warm-up step: lazily created state (rotary caches) is not part of the measured step.
-    forward().backward()
-    model.zero_grad(set_to_none=True)
-    forward_peak, _ = live_bytes_peak(lambda: out.setdefault("f", forward()))
-    del out["f"]
-    step_peak, _ = live_bytes_peak(step)
+    saved, forward_peak, step_peak = measure_lm_step(model, ids)
     config = {None: "none", False: "non-reentrant", True: "reentrant"}[reentrant]
     flags = (f"--dim batch={batch} --dim seq={seq} --micro-batch {batch} --precision fp32 "
              "--gpu 80G --headroom 0 --allocator exact --optimizer sgd --loss cross_entropy "
@@ -85,7 +92,7 @@ def measure(reentrant, batch, seq):
     return {"model": "tiny_llama", "recipe": "hf-trainer", "feature": "gradient_checkpointing",
             "config": config, "use_reentrant": reentrant, "batch": batch, "seq": seq,
             "dtype": "float32", "torch": torch.__version__, "flags": flags,
-            "torch_saved_bytes": out["saved"], "torch_forward_peak_bytes": forward_peak,
+            "torch_saved_bytes": saved, "torch_forward_peak_bytes": forward_peak,
             "torch_step_peak_bytes": step_peak}
 
 

@@ -30,8 +30,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from live_bytes import live_bytes_peak, saved_bytes  # noqa: E402
-from measure_hf_checkpointing import CONFIG, tiny_llama  # noqa: E402
+from measure_hf_checkpointing import CONFIG, measure_lm_step, tiny_llama  # noqa: E402
 
 
 ROWS = 8  # rows per block: a Triton program handles one row in registers; blocks keep the
@@ -124,28 +123,14 @@ def measure(batch, seq):
     model.train()
     patch_liger(model)
     ids = torch.randint(0, CONFIG["vocab_size"], (batch, seq))
-    out = {}
-
-    def forward():
-        return model(input_ids=ids, labels=ids).loss
-
-    def step():
-        n, loss = saved_bytes(forward, live=list(model.parameters()) + [ids])
-        out["saved"] = n
-        loss.backward()
-
-    forward().backward()  # warm-up: rotary caches
-    model.zero_grad(set_to_none=True)
-    forward_peak, _ = live_bytes_peak(lambda: out.setdefault("f", forward()))
-    del out["f"]
-    step_peak, _ = live_bytes_peak(step)
+    saved, forward_peak, step_peak = measure_lm_step(model, ids)
     flags = (f"--dim batch={batch} --dim seq={seq} --micro-batch {batch} --precision fp32 "
              "--gpu 80G --headroom 0 --allocator exact --optimizer sgd --loss cross_entropy "
              "--attention eager --recompute none --fusions liger")
     return {"model": "tiny_llama", "recipe": "hf-trainer", "feature": "liger_kernels",
             "config": "rms_norm + swiglu", "batch": batch, "seq": seq, "dtype": "float32",
             "torch": torch.__version__, "liger_kernel": "0.8.5 functions restated on the CPU",
-            "flags": flags, "torch_saved_bytes": out["saved"],
+            "flags": flags, "torch_saved_bytes": saved,
             "torch_forward_peak_bytes": forward_peak, "torch_step_peak_bytes": step_peak}
 
 
