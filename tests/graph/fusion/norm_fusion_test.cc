@@ -144,8 +144,9 @@ TEST_CASE("LayerNorm look-alikes are left alone", "[import][fusion][layernorm]")
 
 // LLaMA's RMSNorm, x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight, as torch 1.13
 // exports it at opset 13: Pow(x, 2), ReduceMean, Add(eps), Sqrt, Div(1, .), Mul(x, .), Mul(w, .).
-std::string TorchRmsNorm(FusionProtoBuilder& b, const std::string& s, const std::string& x,
-                         float one = 1.0f, std::vector<int64_t> w_dims = {8}) {
+// Its normalisation, x * (one / sqrt(mean(x^2) + eps)): the part HF's RMSNorm writes alike.
+std::string RmsNormalized(FusionProtoBuilder& b, const std::string& s, const std::string& x,
+                          float one = 1.0f) {
   auto sq = b.Op("Pow", s + "/Pow", {x, b.Scalar(s + "/Constant", 2.0f)});
   auto& mean = b.Node("ReduceMean", s + "/ReduceMean", {sq});
   AddInts(mean, "axes", {-1});
@@ -153,7 +154,12 @@ std::string TorchRmsNorm(FusionProtoBuilder& b, const std::string& s, const std:
   auto ve = b.Op("Add", s + "/Add", {mean.output(0), b.Scalar(s + "/Constant_1", 1e-6f)});
   auto root = b.Op("Sqrt", s + "/Sqrt", {ve});
   auto r = b.Op("Div", s + "/Div", {b.Scalar(s + "/Constant_2", one), root});
-  auto n = b.Op("Mul", s + "/Mul", {x, r});
+  return b.Op("Mul", s + "/Mul", {x, r});
+}
+
+std::string TorchRmsNorm(FusionProtoBuilder& b, const std::string& s, const std::string& x,
+                         float one = 1.0f, std::vector<int64_t> w_dims = {8}) {
+  const std::string n = RmsNormalized(b, s, x, one);
   return b.Op("Mul", s + "/Mul_1", {b.Weight(s + ".weight", w_dims), n});
 }
 
@@ -203,15 +209,7 @@ std::string HfLlamaRmsNorm(FusionProtoBuilder& b, const std::string& s, const st
                            bool cast_back = true) {
   auto& up = b.Node("Cast", s + "/Cast", {h});
   AddInt(up, "to", onnx::TensorProto::FLOAT);
-  const std::string x = up.output(0);
-  auto sq = b.Op("Pow", s + "/Pow", {x, b.Scalar(s + "/Constant", 2.0f)});
-  auto& mean = b.Node("ReduceMean", s + "/ReduceMean", {sq});
-  AddInts(mean, "axes", {-1});
-  AddInt(mean, "keepdims", 1);
-  auto ve = b.Op("Add", s + "/Add", {mean.output(0), b.Scalar(s + "/Constant_1", 1e-6f)});
-  auto root = b.Op("Sqrt", s + "/Sqrt", {ve});
-  auto r = b.Op("Div", s + "/Div", {b.Scalar(s + "/Constant_2", 1.0f), root});
-  std::string n = b.Op("Mul", s + "/Mul", {x, r});
+  std::string n = RmsNormalized(b, s, up.output(0));
   if (cast_back) {
     auto& back = b.Node("Cast", s + "/Cast_1", {n});
     AddInt(back, "to", onnx::TensorProto::FLOAT);
