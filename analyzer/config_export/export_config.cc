@@ -108,17 +108,18 @@ Status CheckFusedLoss(const PlanReport& plan, ExportTarget target) {
                    "(use_liger_kernel=True), or re-plan without --fused-loss");
 }
 
-// --fusions liger: only the HF Trainer patches in Liger Kernel's RMSNorm and SwiGLU
+// --fusions liger: only the HF Trainer patches in Liger Kernel's RMSNorm, SwiGLU, GeGLU
 // (TrainingArguments.use_liger_kernel); a run without them keeps the activations the plan left
 // out (eager SiLU keeps silu(gate) for its product, eager RMSNorm its fp32 intermediates).
 Status CheckLigerKernels(const PlanReport& plan, ExportTarget target) {
   if (plan.fusions != FusionSet::kLiger || target == ExportTarget::kHfTrainer ||
       target == ExportTarget::kHfTrainerJson)
     return OkStatus();
-  return MakeError("export: " + std::string(ExportTargetName(target)) +
-                   " cannot express --fusions liger (Liger Kernel's RMSNorm and SwiGLU), which the "
-                   "plan modelled; export with --to hf-trainer or hf-trainer-json "
-                   "(use_liger_kernel=True), or re-plan with --fusions ops");
+  return MakeError(
+      "export: " + std::string(ExportTargetName(target)) +
+      " cannot express --fusions liger (Liger Kernel's RMSNorm, SwiGLU and GeGLU), which the "
+      "plan modelled; export with --to hf-trainer or hf-trainer-json "
+      "(use_liger_kernel=True), or re-plan with --fusions ops");
 }
 
 // --alloc-conf (and --allocator expandable): the scripts set PYTORCH_CUDA_ALLOC_CONF before

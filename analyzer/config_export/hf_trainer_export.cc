@@ -57,19 +57,20 @@ std::string HfOptimName(OptimizerKind optimizer, std::optional<OptimizerImpl> im
 
 // --fused-loss and --fusions liger: Liger Kernel, exactly the kernels the plan modelled
 // (transformers >= 4.45 with liger-kernel installed). use_liger_kernel alone patches
-// apply_liger_kernel_to_<model>'s defaults: rope, rms_norm, swiglu and the fused linear cross
-// entropy; a plan with only some of them names them in liger_kernel_config (transformers >=
-// 4.52), so the run keeps what the plan kept.
+// apply_liger_kernel_to_<model>'s defaults: rope, rms_norm, the gated MLP (swiglu for Llama-style
+// models, geglu for Gemma's) and the fused linear cross entropy; a plan with only some of them
+// names them in liger_kernel_config (transformers >= 4.52), so the run keeps what the plan kept.
+// Liger's _apply_liger_kernel_to_instance passes each model's apply function only the keys its
+// signature has, so swiglu and geglu are both written.
 void AddLigerKernelFields(const PlanReport& plan, std::vector<Field>& fields) {
   const bool liger_kernels = plan.fusions == FusionSet::kLiger;
   if (!plan.fused_loss && !liger_kernels) return;
   fields.push_back(Field{"use_liger_kernel", PythonBool(true), true});
   if (plan.fused_loss == liger_kernels) return;
-  const nlohmann::ordered_json config = {{"rope", liger_kernels},
-                                         {"rms_norm", liger_kernels},
-                                         {"swiglu", liger_kernels},
-                                         {"cross_entropy", false},
-                                         {"fused_linear_cross_entropy", plan.fused_loss}};
+  const nlohmann::ordered_json config = {
+      {"rope", liger_kernels},   {"rms_norm", liger_kernels},
+      {"swiglu", liger_kernels}, {"geglu", liger_kernels},
+      {"cross_entropy", false},  {"fused_linear_cross_entropy", plan.fused_loss}};
   std::string text = "{";
   for (const auto& [key, value] : config.items())
     text += std::string(text.size() > 1 ? ", " : "") + "\"" + key +

@@ -129,7 +129,8 @@ std::string PlanText(const AnalysisReport& report) {
   s << "         " << PrecisionName(facts.precision) << ", " << OptimizerLabelOf(facts) << ", loss "
     << ReportedLossText(facts) << ", recompute " << RecomputeSummary(facts) << "\n";
   if (facts.fusions == FusionSet::kLiger)
-    s << "         Liger Kernel's RMSNorm and SwiGLU (--fusions liger; the HF Trainer export sets "
+    s << "         Liger Kernel's RMSNorm, SwiGLU and GeGLU (--fusions liger; the HF Trainer "
+         "export sets "
          "use_liger_kernel)\n";
   if (!facts.alloc_conf.empty())
     s << "         PYTORCH_CUDA_ALLOC_CONF=" << facts.alloc_conf

@@ -92,7 +92,7 @@ struct PlanReport {
   // (HF Trainer: use_liger_kernel=True; elsewhere a note).
   bool fused_loss = false;
   // plan.fusions (--fusions; written when not "ops"): the import fusions the graph was planned
-  // with. kLiger is Liger Kernel's RMSNorm and SwiGLU, which the run must patch in too (HF
+  // with. kLiger is Liger Kernel's RMSNorm, SwiGLU, GeGLU, which the run must patch in too (HF
   // TrainingArguments' use_liger_kernel with liger_kernel_config; other targets refuse).
   FusionSet fusions = FusionSet::kFusedOps;
 

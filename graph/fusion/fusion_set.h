@@ -12,8 +12,8 @@ enum class FusionSet {
   kAll,       // also formulas written by hand that a fused kernel or a compiler replaces
               // (LLaMA's RMSNorm, GPT-2's gelu_new); eager autograd saves these op by op
   kLiger,     // kFusedOps and what Liger Kernel's patches replace (HF use_liger_kernel=True):
-              // the RMSNorm formula as LigerRMSNormFunction, silu(gate) * up as
-              // LigerSiLUMulFunction (graph/fusion/fusion_table.h marks the entries)
+              // the RMSNorm formula as LigerRMSNormFunction, act(gate) * up as LigerSiLUMul-
+              // and LigerGELUMulFunction (graph/fusion/fusion_table.h marks the entries)
 };
 
 }  // namespace memplan

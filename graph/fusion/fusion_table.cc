@@ -48,8 +48,9 @@ const std::vector<FusionEntry>& FusionTable() {
       {"variance_formula", FusionSet::kAll, &MatchVarianceFormula, "ReduceMean"},
       {"max_dim", FusionSet::kFusedOps, &MatchMaxDim, "ReduceMax"},
       {"glu", FusionSet::kFusedOps, &MatchGlu, "Split"},
-      // After silu, whose Swish it reads.
+      // After silu and the tanh GELUs, whose Swish and Gelu they read.
       {"swiglu", FusionSet::kLiger, &MatchSwiGlu, "Swish", /*liger_kernel=*/true},
+      {"geglu", FusionSet::kLiger, &MatchGeGlu, "Gelu", /*liger_kernel=*/true},
       // After the norms: rms_norm (under kAll) takes the same Sqrt -> Div(1, .) into its match.
       {"rsqrt", FusionSet::kFusedOps, &MatchRsqrt, "Sqrt"},
   };

@@ -37,6 +37,8 @@
 //   glu              Split(x, 2 halves), Sigmoid(b), Mul(a, .)  (F.glu)   memplan:Glu
 //   swiglu           Swish(a) (the silu entry's), Mul(., b)               memplan:SwiGlu [liger]
 //                    (a LLaMA MLP's silu(gate) * up, as Liger's kernel)
+//   geglu            Gelu(a; approximate tanh) (the tanh_gelu entries'),  memplan:GeGlu [liger]
+//                    Mul(., b)  (Gemma's gelu_pytorch_tanh(gate) * up, as Liger's kernel)
 //
 // A pattern matches only where the rewrite is exact: every constant has its exact value, every
 // intermediate feeds only the next node of the pattern and is not a graph output, weights are

@@ -30,6 +30,7 @@ std::optional<FusionMatch> MatchVarianceFormula(const ProtoIndex& index, int nod
 std::optional<FusionMatch> MatchMaxDim(const ProtoIndex& index, int node);           // ReduceMax
 std::optional<FusionMatch> MatchGlu(const ProtoIndex& index, int node);              // Split
 std::optional<FusionMatch> MatchSwiGlu(const ProtoIndex& index, int node);           // Swish
+std::optional<FusionMatch> MatchGeGlu(const ProtoIndex& index, int node);            // Gelu
 // InstanceNormalization
 std::optional<FusionMatch> MatchGroupNorm(const ProtoIndex& index, int node);
 

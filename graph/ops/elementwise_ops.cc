@@ -8,13 +8,13 @@
 #include <limits>
 
 #include "graph/ops/common_rules.h"
+#include "graph/ops/gated_mlp_ops.h"
 #include "graph/ops/glu_op.h"
 #include "graph/ops/op_families.h"
 #include "graph/ops/op_registry.h"
 #include "graph/ops/rsqrt_op.h"
 #include "graph/ops/shape_helpers.h"
 #include "graph/ops/shape_ops_folding.h"
-#include "graph/ops/swiglu_op.h"
 
 namespace memplan {
 namespace {
@@ -418,19 +418,35 @@ void RegisterProductOps(OpRegistry& registry) {
                                        return a / b;
                                      });
   registry.Register(std::move(div));
+}
 
-  // memplan:SwiGlu: Liger's LigerSiLUMulFunction, silu(a) * b, fused from Mul(Swish(a), b) under
-  // --fusions liger (graph/fusion/swiglu.cc). A sigmoid and two products per output element.
-  OpSchema swiglu_op = BinarySchema(
-      swiglu::kOpType, [](const Dim&, const Dim&) -> std::optional<Dim> { return std::nullopt; },
-      WhenDifferentiable(AlwaysSave({SaveInput(0), SaveInput(1)})), "",
-      kTwoGradientElementwiseBackwardFactor);
-  swiglu_op.saved_source =
-      "liger_kernel/ops/swiglu.py, LigerSiLUMulFunction: ctx.save_for_backward(a, b); backward "
-      "recomputes silu(a)";
-  swiglu_op.domain = swiglu::kDomain;
-  swiglu_op.cost = PerOutputElementCostRule(kTranscendentalFlops + 2 * kSimpleFlops);
-  registry.Register(std::move(swiglu_op));
+void RegisterLigerGatedProducts(OpRegistry& registry) {
+  // Liger's gated MLP products (graph/ops/gated_mlp_ops.h), fused from Mul(act(a), b) under
+  // --fusions liger (graph/fusion/gated_mlp.cc): both functions save a and b and recompute act(a)
+  // in backward. memplan:SwiGlu, silu(a) * b: a sigmoid and two products per output element;
+  // memplan:GeGlu, gelu_tanh(a) * b: a GELU and one product.
+  struct GatedProduct {
+    const char* op_type;
+    const char* domain;
+    int64_t flops_per_element;
+    const char* source;
+  };
+  for (const GatedProduct& gated :
+       {GatedProduct{swiglu::kOpType, swiglu::kDomain, kTranscendentalFlops + 2 * kSimpleFlops,
+                     "liger_kernel/ops/swiglu.py, LigerSiLUMulFunction: ctx.save_for_backward(a, "
+                     "b); backward recomputes silu(a)"},
+        GatedProduct{geglu::kOpType, geglu::kDomain, kGeluFlops + kSimpleFlops,
+                     "liger_kernel/ops/geglu.py, LigerGELUMulFunction: ctx.save_for_backward(a, "
+                     "b); backward recomputes gelu(a, approximate='tanh')"}}) {
+    OpSchema op = BinarySchema(
+        gated.op_type, [](const Dim&, const Dim&) -> std::optional<Dim> { return std::nullopt; },
+        WhenDifferentiable(AlwaysSave({SaveInput(0), SaveInput(1)})), "",
+        kTwoGradientElementwiseBackwardFactor);
+    op.saved_source = gated.source;
+    op.domain = gated.domain;
+    op.cost = PerOutputElementCostRule(gated.flops_per_element);
+    registry.Register(std::move(op));
+  }
 }
 
 void RegisterPow(OpRegistry& registry) {
@@ -533,6 +549,7 @@ void RegisterElementwiseOps(OpRegistry& registry) {
   RegisterOtherUnaryOps(registry);
   RegisterAdditiveOps(registry);
   RegisterProductOps(registry);
+  RegisterLigerGatedProducts(registry);
   RegisterPow(registry);
   RegisterMaxMin(registry);
   RegisterDropout(registry);

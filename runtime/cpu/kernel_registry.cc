@@ -35,7 +35,7 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterRotaryKernels(r);
     RegisterFusedLossKernels(r);
     RegisterGluKernels(r);
-    RegisterSwiGluKernels(r);
+    RegisterGatedMlpKernels(r);
     return r;
   }();
   return registry;

@@ -1,13 +1,14 @@
 // Finite-difference checks of the backward kernels of ops the exporters write that memplan once
 // planned as unknown (Abs, Softplus, Mish, the Elu family, Max/Min, the other reductions) and of
-// the import fusions' memplan ops (MaxDim, Variance, Glu, SwiGlu): each backward reads only what
-// the registry saves (gradient_check.h passes nothing else), so this also checks the saved sets.
+// the import fusions' memplan ops (MaxDim, Variance, Glu, SwiGlu, GeGlu): each backward reads only
+// what the registry saves (gradient_check.h passes nothing else), so this also checks the saved
+// sets.
 
 #include <catch2/catch.hpp>
 
+#include "graph/ops/gated_mlp_ops.h"
 #include "graph/ops/glu_op.h"
 #include "graph/ops/max_dim_op.h"
-#include "graph/ops/swiglu_op.h"
 #include "graph/ops/variance_op.h"
 #include "tests/runtime/gradient_check.h"
 
@@ -112,13 +113,41 @@ TEST_CASE("memplan:Glu's backward reads only its input", "[gradcheck]") {
 }
 
 }  // namespace
-TEST_CASE("memplan:SwiGlu's backward reads only a and b, as Liger's", "[gradcheck]") {
-  GradCheckCase c;
-  c.op = swiglu::kOpType;
-  c.domain = swiglu::kDomain;
-  c.inputs = {RandomTensor({2, 3, 8}, 72, -3.0f, 3.0f), RandomTensor({2, 3, 8}, 73, -2.0f, 2.0f)};
-  c.checked_inputs = {0, 1};
-  MEMPLAN_REQUIRE_GRADIENTS_MATCH(c);
+
+// Liger's gated MLP products: the forward against torch 2.15 (F.silu(a) * b and
+// F.gelu(a, approximate="tanh") * b at a = [-2, -0.5, 1, 3], b = [0.5, -1.5, 2, -0.25]), the
+// backward from a and b alone against finite differences.
+TEST_CASE("memplan:SwiGlu and GeGlu compute Liger's products, backward from a and b only",
+          "[gradcheck]") {
+  struct Gated {
+    const char* op;
+    const char* domain;
+    std::vector<float> torch_values;
+  };
+  for (const Gated& gated : {Gated{swiglu::kOpType,
+                                   swiglu::kDomain,
+                                   {-0.11920291930437088f, 0.28315550088882446f,
+                                    1.4621171951293945f, -0.7144306302070618f}},
+                             Gated{geglu::kOpType,
+                                   geglu::kDomain,
+                                   {-0.022701144218444824f, 0.23142899572849274f,
+                                    1.6823840141296387f, -0.7490906715393066f}}}) {
+    DYNAMIC_SECTION(gated.op) {
+      GradCheckCase c;
+      c.op = gated.op;
+      c.domain = gated.domain;
+      c.inputs = {Tensor::FromValues({4}, {-2.0f, -0.5f, 1.0f, 3.0f}),
+                  Tensor::FromValues({4}, {0.5f, -1.5f, 2.0f, -0.25f})};
+      const ForwardResult forward = detail::RunCaseForward(c);
+      for (int64_t i = 0; i < 4; ++i)
+        CHECK(forward.outputs[0].data()[i] ==
+              Approx(gated.torch_values[static_cast<size_t>(i)]).epsilon(1e-6));
+      c.inputs = {RandomTensor({2, 3, 8}, 72, -3.0f, 3.0f),
+                  RandomTensor({2, 3, 8}, 73, -2.0f, 2.0f)};
+      c.checked_inputs = {0, 1};
+      MEMPLAN_REQUIRE_GRADIENTS_MATCH(c);
+    }
+  }
 }
 
 }  // namespace memplan::testing

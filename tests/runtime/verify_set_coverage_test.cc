@@ -76,6 +76,9 @@ const std::map<std::string, std::string>& NotInVerifySet() {
       {"memplan:SwiGlu",
        "--fusions liger: 'verify --fusions liger verifies on the CPU runtime (memplan:SwiGlu's "
        "kernel)'"},
+      {"memplan:GeGlu",
+       "--fusions liger: 'verify --fusions liger verifies a Gemma on the CPU runtime "
+       "(memplan:GeGlu's kernel)'"},
   };
   return gaps;
 }

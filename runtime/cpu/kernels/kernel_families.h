@@ -32,7 +32,7 @@ void RegisterRecurrentKernels(KernelRegistry& registry);  // recurrent.cc: LSTM,
 void RegisterSdpaKernels(KernelRegistry& registry);    // sdpa.cc: memplan:ScaledDotProductAttention
 void RegisterRotaryKernels(KernelRegistry& registry);  // rotary.cc: RotaryEmbedding
 void RegisterGluKernels(KernelRegistry& registry);     // glu.cc: memplan:Glu (F.glu)
-void RegisterSwiGluKernels(KernelRegistry& registry);  // swiglu.cc: memplan:SwiGlu (Liger)
+void RegisterGatedMlpKernels(KernelRegistry& registry);  // gated_mlp.cc: memplan:SwiGlu, GeGlu
 // fused_loss.cc: memplan:FusedLinearCrossEntropy (Liger's fused linear cross entropy)
 void RegisterFusedLossKernels(KernelRegistry& registry);
 

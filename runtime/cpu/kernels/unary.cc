@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numbers>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "graph/ops/rsqrt_op.h"
 #include "runtime/cpu/kernel_registry.h"
+#include "runtime/cpu/kernels/activation_math.h"
 #include "runtime/cpu/kernels/kernel_families.h"
 #include "runtime/cpu/kernels/kernel_util.h"
 #include "runtime/cpu/parallel_for.h"
@@ -23,7 +23,7 @@ namespace {
 
 enum class Saves { kNothing, kInput, kOutput };
 
-constexpr float kTwoOverSqrtPi = static_cast<float>(2.0 * std::numbers::inv_sqrtpi);
+using activation_math::kTwoOverSqrtPi;
 
 struct ReluOp {
   static constexpr const char* kName = "Relu";
@@ -34,12 +34,7 @@ struct ReluOp {
 struct SigmoidOp {
   static constexpr const char* kName = "Sigmoid";
   static constexpr Saves kSaves = Saves::kOutput;
-  static float Forward(float x) {
-    // Written so that exp never overflows.
-    if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
-    const float e = std::exp(x);
-    return e / (1.0f + e);
-  }
+  static float Forward(float x) { return activation_math::Sigmoid(x); }
   static float Grad(float y, float dy) { return dy * y * (1.0f - y); }
 };
 struct TanhOp {
@@ -308,12 +303,7 @@ Expected<ForwardResult> RsqrtForward(const KernelContext& ctx, const ForwardArgs
   return result;
 }
 
-// Gelu: 0.5 x (1 + erf(x / sqrt 2)), or with approximate="tanh"
-// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Backward reads the input.
-constexpr float kInvSqrt2 = static_cast<float>(1.0 / std::numbers::sqrt2);
-constexpr float kSqrt2OverPi = static_cast<float>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
-constexpr float kTanhCoefficient = 0.044715f;
-
+// Gelu: activation_math's, approximate "none" (erf) or "tanh". Backward reads the input.
 struct GeluOp {
   static constexpr const char* kName = "Gelu";
   static constexpr Saves kSaves = Saves::kInput;
@@ -321,24 +311,9 @@ struct GeluOp {
     bool tanh;
   };
   static Params Read(const Attributes& a) { return {a.GetString("approximate", "none") == "tanh"}; }
-  static float Forward(const Params& p, float v) {
-    return p.tanh ? 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + kTanhCoefficient * v * v * v)))
-                  : 0.5f * v * (1.0f + std::erf(v * kInvSqrt2));
-  }
+  static float Forward(const Params& p, float v) { return activation_math::Gelu(p.tanh, v); }
   static float Grad(const Params& p, float v, float dy) {
-    float derivative;
-    if (p.tanh) {
-      const float inner = kSqrt2OverPi * (v + kTanhCoefficient * v * v * v);
-      const float t = std::tanh(inner);
-      const float d_inner = kSqrt2OverPi * (1.0f + 3.0f * kTanhCoefficient * v * v);
-      derivative = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * d_inner;
-    } else {
-      // d/dx [x Phi(x)] = Phi(x) + x phi(x), phi the standard normal density.
-      const float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
-      const float pdf = 0.5f * kTwoOverSqrtPi * kInvSqrt2 * std::exp(-0.5f * v * v);
-      derivative = cdf + v * pdf;
-    }
-    return dy * derivative;
+    return dy * activation_math::GeluDerivative(p.tanh, v);
   }
 };
 
@@ -441,11 +416,9 @@ struct SwishOp {
     float alpha;
   };
   static Params Read(const Attributes& a) { return {static_cast<float>(a.GetFloat("alpha", 1.0))}; }
-  static float Forward(const Params& p, float x) { return x * SigmoidOp::Forward(p.alpha * x); }
-  // d/dx [x s(a x)] = s + a x s (1 - s).
+  static float Forward(const Params& p, float x) { return activation_math::Swish(p.alpha, x); }
   static float Grad(const Params& p, float x, float dy) {
-    const float s = SigmoidOp::Forward(p.alpha * x);
-    return dy * (s + p.alpha * x * s * (1.0f - s));
+    return dy * activation_math::SwishDerivative(p.alpha, x);
   }
 };
 

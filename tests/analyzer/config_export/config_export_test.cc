@@ -531,7 +531,8 @@ TEST_CASE("A newline in the model path cannot escape a comment line", "[export]"
 }
 
 // apply_liger_kernel_to_llama's defaults (liger_kernel/transformers/monkey_patch.py): rope,
-// rms_norm, swiglu and fused_linear_cross_entropy on, cross_entropy off. use_liger_kernel=True
+// rms_norm, swiglu and fused_linear_cross_entropy on, cross_entropy off; Gemma's takes geglu for
+// swiglu, and each apply function is passed only its own keys. use_liger_kernel=True
 // alone runs them all; a plan with only some names them in liger_kernel_config.
 TEST_CASE("Liger kernels export as use_liger_kernel with exactly the planned kernels", "[export]") {
   nlohmann::json plan = LoadPlan("lm_head_fused_plan.json");
@@ -539,7 +540,7 @@ TEST_CASE("Liger kernels export as use_liger_kernel with exactly the planned ker
   CHECK_THAT(fused_only, Catch::Contains("use_liger_kernel=True"));
   CHECK_THAT(fused_only,
              Catch::Contains("liger_kernel_config={\"rope\": False, \"rms_norm\": False, "
-                             "\"swiglu\": False, \"cross_entropy\": False, "
+                             "\"swiglu\": False, \"geglu\": False, \"cross_entropy\": False, "
                              "\"fused_linear_cross_entropy\": True}"));
   plan["plan"]["fusions"] = "liger";
   const std::string both = Export(plan, ExportTarget::kHfTrainer);
@@ -549,11 +550,12 @@ TEST_CASE("Liger kernels export as use_liger_kernel with exactly the planned ker
   const std::string kernels_only = Export(plan, ExportTarget::kHfTrainer);
   CHECK_THAT(kernels_only,
              Catch::Contains("liger_kernel_config={\"rope\": True, \"rms_norm\": True, "
-                             "\"swiglu\": True, \"cross_entropy\": False, "
+                             "\"swiglu\": True, \"geglu\": True, \"cross_entropy\": False, "
                              "\"fused_linear_cross_entropy\": False}"));
   const nlohmann::json json = nlohmann::json::parse(Export(plan, ExportTarget::kHfTrainerJson));
   CHECK(json["use_liger_kernel"] == true);
   CHECK(json["liger_kernel_config"]["swiglu"] == true);
+  CHECK(json["liger_kernel_config"]["geglu"] == true);
   CHECK(json["liger_kernel_config"]["fused_linear_cross_entropy"] == false);
   // A target without Liger refuses, naming the flag; a misspelt set is an error naming the key.
   CHECK_THAT(testing::RequireError(ExportConfig(plan, ExportTarget::kPytorchLoop, {})),

@@ -48,6 +48,24 @@ void Const(ProtoModel& p, const std::string& name, float v,
   }
 }
 
+// F.gelu(x, approximate="tanh") as the TorchScript exporter writes it below opset 20 (torch 1.13):
+// the cube as Mul(x, Mul(x, x)), then ((x * gate) * 0.5) into `out`.
+void TorchScriptTanhGelu(ProtoModel& p, const std::string& x, const std::string& out) {
+  Const(p, "kappa", 0.044715f);
+  Const(p, "beta", static_cast<float>(std::sqrt(2.0 / std::numbers::pi)));
+  Const(p, "one", 1.0f);
+  Const(p, "half", 0.5f);
+  p.Node("Mul", {x, x}, {"sq"});
+  p.Node("Mul", {x, "sq"}, {"cube"});
+  p.Node("Mul", {"kappa", "cube"}, {"k"});
+  p.Node("Add", {x, "k"}, {"inner"});
+  p.Node("Mul", {"beta", "inner"}, {"scaled"});
+  p.Node("Tanh", {"scaled"}, {"t"});
+  p.Node("Add", {"one", "t"}, {"gate"});
+  p.Node("Mul", {x, "gate"}, {"prod"});
+  p.Node("Mul", {"half", "prod"}, {out});
+}
+
 ProtoModel ModelWith(const Pattern& pattern) {
   ProtoModel m(/*opset=*/13);
   m.Input("x", onnx::TensorProto::FLOAT, {"batch", 4, 8});
@@ -108,6 +126,44 @@ TEST_CASE("SwiGLU under --fusions liger keeps gate and up only, as Liger's funct
   CHECK(SavedBytes(m, "swiglu.onnx", FusionSet::kNone) == kCommon + 3 * kFull);
 }
 
+// Gemma's MLP, gelu_pytorch_tanh(gate) * up, with the gate exported as the TorchScript chain.
+TEST_CASE("GeGLU under --fusions liger keeps gate and up only, as Liger's function",
+          "[fusion][saved]") {
+  const ProtoModel m = ModelWith([](ProtoModel& p, const std::string& r) {
+    p.Initializer("U", onnx::TensorProto::FLOAT, {8, 8});
+    p.Node("MatMul", {r, "U"}, {"up"});
+    TorchScriptTanhGelu(p, r, "gelu");
+    p.Node("Mul", {"gelu", "up"}, {"y"});
+    return std::string("y");
+  });
+  CHECK(CountOp(m, "geglu.onnx", "Gelu") == 1);
+  // LigerGELUMulFunction: ctx.save_for_backward(a, b): r (kept by Relu and the up MatMul) and up.
+  CHECK(SavedBytes(m, "geglu.onnx", FusionSet::kLiger) == kCommon + kFull);
+  // Eager gelu(r, approximate="tanh") * up: gelu keeps r, the product keeps gelu(r) and up.
+  CHECK(SavedBytes(m, "geglu.onnx", FusionSet::kFusedOps) == kCommon + 2 * kFull);
+  CHECK(SavedBytes(m, "geglu.onnx", FusionSet::kAll) == kCommon + 2 * kFull);
+}
+
+TEST_CASE("an exact (erf) GELU gate is not Liger's GeGLU", "[fusion][saved]") {
+  const ProtoModel m = ModelWith([](ProtoModel& p, const std::string& r) {
+    p.Initializer("U", onnx::TensorProto::FLOAT, {8, 8});
+    p.Node("MatMul", {r, "U"}, {"up"});
+    Const(p, "root2", static_cast<float>(std::numbers::sqrt2));
+    Const(p, "one", 1.0f);
+    Const(p, "half", 0.5f);
+    p.Node("Div", {r, "root2"}, {"d"});
+    p.Node("Erf", {"d"}, {"e"});
+    p.Node("Add", {"e", "one"}, {"gate"});
+    p.Node("Mul", {r, "gate"}, {"prod"});
+    p.Node("Mul", {"prod", "half"}, {"gelu"});
+    p.Node("Mul", {"gelu", "up"}, {"y"});
+    return std::string("y");
+  });
+  CHECK(CountOp(m, "erf_geglu.onnx", "Gelu") == 1);
+  // LigerGEGLUMLP takes gelu_pytorch_tanh only: eager's gelu keeps r, the product gelu(r) and up.
+  CHECK(SavedBytes(m, "erf_geglu.onnx", FusionSet::kLiger) == kCommon + 2 * kFull);
+}
+
 TEST_CASE("HardSwish: fused, keeps its input only", "[fusion][saved]") {
   const ProtoModel m = ModelWith([](ProtoModel& p, const std::string& r) {
     SetFloat(p.Node("HardSigmoid", {r}, {"hs"}), "alpha", 1.0f / 6.0f);
@@ -122,19 +178,7 @@ TEST_CASE("HardSwish: fused, keeps its input only", "[fusion][saved]") {
 
 TEST_CASE("tanh GELU: fused, keeps its input only", "[fusion][saved]") {
   const ProtoModel m = ModelWith([](ProtoModel& p, const std::string& r) {
-    Const(p, "kappa", 0.044715f);
-    Const(p, "beta", static_cast<float>(std::sqrt(2.0 / std::numbers::pi)));
-    Const(p, "one", 1.0f);
-    Const(p, "half", 0.5f);
-    p.Node("Mul", {r, r}, {"sq"});
-    p.Node("Mul", {r, "sq"}, {"cube"});
-    p.Node("Mul", {"kappa", "cube"}, {"k"});
-    p.Node("Add", {r, "k"}, {"inner"});
-    p.Node("Mul", {"beta", "inner"}, {"scaled"});
-    p.Node("Tanh", {"scaled"}, {"t"});
-    p.Node("Add", {"one", "t"}, {"gate"});
-    p.Node("Mul", {r, "gate"}, {"prod"});
-    p.Node("Mul", {"half", "prod"}, {"y"});
+    TorchScriptTanhGelu(p, r, "y");
     return std::string("y");
   });
   CHECK(CountOp(m, "tanh_gelu.onnx", "Gelu") == 1);

@@ -262,21 +262,21 @@ TEST_CASE("silu(gate) * up becomes memplan:SwiGlu under the Liger set only",
 }
 
 // The table's [formulas] and [liger] marks (graph/fusion/fusion_table.h), written out by hand.
-TEST_CASE("the Liger set applies the default entries, Liger's RMSNorm and SwiGLU",
+TEST_CASE("the Liger set applies the default entries, Liger's RMSNorm, SwiGLU and GeGLU",
           "[import][fusion][swiglu]") {
   int liger_applied = 0;
   for (const FusionEntry& e : FusionTable()) {
     const std::string name = e.name;
     const bool formula = name == "rms_norm" || name == "erf_gelu_formula" ||
                          name == "tanh_gelu_formula" || name == "variance_formula";
-    const bool liger_only = name == "swiglu";
+    const bool liger_only = name == "swiglu" || name == "geglu";
     const bool by_default = !formula && !liger_only;
     CAPTURE(name);
     CHECK_FALSE(FusionSetApplies(FusionSet::kNone, e));
     CHECK(FusionSetApplies(FusionSet::kFusedOps, e) == by_default);
     CHECK(FusionSetApplies(FusionSet::kAll, e) == !liger_only);
     CHECK(FusionSetApplies(FusionSet::kLiger, e) ==
-          (by_default || name == "rms_norm" || name == "swiglu"));
+          (by_default || name == "rms_norm" || liger_only));
     liger_applied += FusionSetApplies(FusionSet::kLiger, e) ? 1 : 0;
   }
   CHECK(liger_applied == static_cast<int>(FusionTable().size()) - 3);  // three formulas left out
@@ -301,6 +301,47 @@ TEST_CASE("SwiGLU look-alikes are left alone", "[import][fusion][swiglu]") {
     CHECK(FuseImportPatterns(b.model(), FusionSet::kLiger).by_entry ==
           std::map<std::string, int>{{"silu", 1}});
   }
+}
+
+// ---------------------------------------------------------------- GeGLU (Liger)
+
+// Gemma's MLP, gelu_pytorch_tanh(gate_proj(x)) * up_proj(x): the tanh GELU chain as the
+// TorchScript exporter writes it (or its exact form), then Mul(., up).
+TEST_CASE("gelu_tanh(gate) * up becomes memplan:GeGlu under the Liger set only",
+          "[import][fusion][geglu]") {
+  auto gemma_mlp = [](FusionProtoBuilder& b, bool exact) {
+    auto x = b.Op("Relu", "/x", {"input"});
+    auto gate = b.Op("MatMul", "/mlp/gate_proj/MatMul", {x, b.Weight("gate_w", {8, 16})});
+    auto up = b.Op("MatMul", "/mlp/up_proj/MatMul", {x, b.Weight("up_w", {8, 16})});
+    auto act =
+        exact ? b.Op("Gelu", "/mlp/act_fn/Gelu", {gate}) : TorchTanhGelu(b, "/mlp/act_fn", gate);
+    auto out = b.Op("Mul", "/mlp/Mul", {up, act});
+    b.Output(b.Op("MatMul", "/mlp/down_proj/MatMul", {out, b.Weight("down_w", {16, 8})}));
+    return ExportedSwiGlu{gate, up, out};
+  };
+  FusionProtoBuilder b;
+  const ExportedSwiGlu mlp = gemma_mlp(b, /*exact=*/false);
+  CHECK(FuseImportPatterns(b.model(), FusionSet::kLiger).by_entry ==
+        std::map<std::string, int>{{"tanh_gelu", 1}, {"geglu", 1}});
+  REQUIRE(b.graph().node_size() == 5);  // x, gate, up, the fused node, down
+  const auto& fused = b.graph().node(3);
+  CHECK(fused.op_type() == "GeGlu");
+  CHECK(fused.domain() == "memplan");
+  REQUIRE(fused.input_size() == 2);
+  CHECK(fused.input(0) == mlp.gate);
+  CHECK(fused.input(1) == mlp.up);
+  CHECK(fused.output(0) == mlp.out);
+  // Eager autograd keeps gelu(gate) for the product.
+  for (FusionSet set : {FusionSet::kFusedOps, FusionSet::kAll}) {
+    FusionProtoBuilder d;
+    gemma_mlp(d, /*exact=*/false);
+    CHECK(FuseImportPatterns(d.model(), set).by_entry ==
+          std::map<std::string, int>{{"tanh_gelu", 1}});
+  }
+  // An opset-20 Gelu without approximate="tanh" is the exact GELU, which LigerGEGLUMLP refuses.
+  FusionProtoBuilder e;
+  gemma_mlp(e, /*exact=*/true);
+  CHECK(FuseImportPatterns(e.model(), FusionSet::kLiger).total() == 0);
 }
 
 // ---------------------------------------------------------------- HardSwish
