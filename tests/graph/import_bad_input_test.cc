@@ -7,6 +7,7 @@
 #include <random>
 
 #include "tests/graph/import_test_util.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -28,7 +29,7 @@ TEST_CASE("missing, empty and non-ONNX files are errors", "[import][bad-input]")
   CHECK_THAT(ImportError("empty.onnx"), Contains("is empty"));
   CHECK_THAT(ImportError("random.onnx"), Contains("is not a valid ONNX model"));
   CHECK_THAT(ImportError("truncated.onnx"), Contains("is not a valid ONNX model"));
-  auto dir = ImportOnnxModel(MEMPLAN_FIXTURES_DIR);
+  auto dir = ImportOnnxModel(memplan::testing::FixturesDir());
   REQUIRE_FALSE(dir.ok());
   CHECK_THAT(dir.error().message, Contains("is a directory"));
 }

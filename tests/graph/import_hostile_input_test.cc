@@ -14,6 +14,7 @@
 #include "graph/regular_file.h"
 #include "tests/graph/import_test_util.h"
 #include "tests/graph/proto_model.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -43,11 +44,11 @@ TEST_CASE("devices and FIFOs are refused before any read", "[import][bad-input]"
 
 TEST_CASE("a file over the caller's limit is refused by its size", "[import][bad-input]") {
   // tiny_mlp.onnx is 2,985 bytes, so a 100-byte limit refuses it without reading it.
-  auto bytes = ReadRegularFile(std::string(MEMPLAN_FIXTURES_DIR) + "/tiny_mlp.onnx",
+  auto bytes = ReadRegularFile(memplan::testing::FixturesDir() + "/tiny_mlp.onnx",
                                /*max_bytes=*/100, "model file");
   REQUIRE_FALSE(bytes.ok());
   CHECK_THAT(bytes.error().message, Contains("2985 bytes, more than the 100 bytes"));
-  auto whole = ReadRegularFile(std::string(MEMPLAN_FIXTURES_DIR) + "/tiny_mlp.onnx",
+  auto whole = ReadRegularFile(memplan::testing::FixturesDir() + "/tiny_mlp.onnx",
                                /*max_bytes=*/2985, "model file");
   REQUIRE(whole.ok());
   CHECK(whole->size() == 2985);

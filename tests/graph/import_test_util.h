@@ -7,11 +7,12 @@
 
 #include "graph/graph.h"
 #include "graph/onnx_import.h"
+#include "tests/test_paths.h"
 
 namespace memplan::testing {
 
 inline std::string Fixture(const std::string& name) {
-  return std::string(MEMPLAN_FIXTURES_DIR) + "/" + name;
+  return memplan::testing::FixturesDir() + "/" + name;
 }
 
 // Imports a fixture that must import; fails the test with the error otherwise.

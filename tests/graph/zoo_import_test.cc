@@ -11,6 +11,7 @@
 #include "graph/dtype.h"
 #include "graph/graph.h"
 #include "graph/onnx_import.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -31,7 +32,7 @@ const std::vector<ZooCount>& ZooCounts() {
 }
 
 Graph ImportZooModel(const std::string& model) {
-  const std::string path = std::string(MEMPLAN_ZOO_DIR) + "/" + model + ".onnx";
+  const std::string path = memplan::testing::ZooDir() + "/" + model + ".onnx";
   auto graph = ImportOnnxModel(path);
   if (!graph.ok()) FAIL("importing " << path << ": " << graph.error().message);
   return std::move(graph).value();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <onnx/onnx_pb.h>
+#include "tests/test_paths.h"
 
 namespace {
 
@@ -53,7 +54,7 @@ const std::vector<Published>& PublishedCounts() {
 }
 
 std::string ZooPath(const std::string& model) {
-  return std::string(MEMPLAN_ZOO_DIR) + "/" + model + ".onnx";
+  return memplan::testing::ZooDir() + "/" + model + ".onnx";
 }
 
 onnx::ModelProto LoadZooModel(const std::string& model) {

@@ -7,12 +7,13 @@
 #include "analyzer/cost/gpu_specs.h"
 #include "graph/onnx_import.h"
 #include "profiler/profile_json.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
 
 Graph TinyMlp() {
-  auto graph = ImportOnnxModel(std::string(MEMPLAN_FIXTURES_DIR) + "/tiny_mlp.onnx");
+  auto graph = ImportOnnxModel(memplan::testing::FixturesDir() + "/tiny_mlp.onnx");
   MEMPLAN_CHECK(graph.ok());
   return std::move(*graph);
 }

@@ -16,11 +16,12 @@
 #include "runtime/executor.h"
 #include "runtime/verification.h"
 #include "runtime/weight_init.h"
+#include "tests/test_paths.h"
 
 namespace memplan::testing {
 
 inline Graph LoadFixture(const std::string& file) {
-  auto graph = ImportOnnxModel(std::string(MEMPLAN_FIXTURES_DIR) + "/" + file);
+  auto graph = ImportOnnxModel(memplan::testing::FixturesDir() + "/" + file);
   MEMPLAN_CHECK(graph.ok());
   return std::move(*graph);
 }

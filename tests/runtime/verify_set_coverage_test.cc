@@ -16,6 +16,7 @@
 
 #include "graph/onnx_import.h"
 #include "graph/ops/op_registry.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -46,7 +47,7 @@ constexpr const char* kVerifiedElsewhere[] = {"opset23_block.onnx", "opset23_rot
 
 std::set<std::string> OpsVerified() {
   std::set<std::string> ops;
-  const std::filesystem::path fixtures(MEMPLAN_FIXTURES_DIR);
+  const std::filesystem::path fixtures(memplan::testing::FixturesDir());
   for (const auto& entry : std::filesystem::directory_iterator(fixtures / "verify_set"))
     if (entry.path().extension() == ".onnx") AddOpsOf(entry.path(), ops);
   for (const char* model : kVerifiedElsewhere) AddOpsOf(fixtures / model, ops);

@@ -21,6 +21,7 @@
 #include <filesystem>
 
 #include "tests/runtime/executor_test_support.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -29,7 +30,7 @@ using testing::Batches;
 using testing::BindAllSymbols;
 
 Graph LoadZoo(const std::string& name) {
-  const std::string path = std::string(MEMPLAN_ZOO_DIR) + "/" + name + ".onnx";
+  const std::string path = memplan::testing::ZooDir() + "/" + name + ".onnx";
   REQUIRE(std::filesystem::exists(path));
   auto graph = ImportOnnxModel(path);
   if (!graph.ok()) FAIL(graph.error().message);

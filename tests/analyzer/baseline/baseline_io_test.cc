@@ -15,6 +15,7 @@
 #include "analyzer/baseline/pinned_plan.h"
 #include "tests/analyzer/baseline/baseline_test_models.h"
 #include "tests/require_value.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -178,7 +179,7 @@ TEST_CASE("Config lists name model + flags pairs relative to the list", "[baseli
 }
 
 TEST_CASE("A result is read from memplan analyze --json", "[baseline]") {
-  std::ifstream in(std::string(MEMPLAN_FIXTURES_DIR) + "/plans/resnet18_fp16_plan.json");
+  std::ifstream in(memplan::testing::FixturesDir() + "/plans/resnet18_fp16_plan.json");
   nlohmann::json plan = nlohmann::json::parse(in);
   Expected<MemoryResult> result = MemoryResultFromPlanJson(plan);
   REQUIRE(result.ok());

@@ -12,6 +12,7 @@
 #include "analyzer/config_export/export_config.h"
 #include "analyzer/config_export/saved_plan_reader.h"
 #include "tests/require_value.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -20,7 +21,7 @@ namespace {
 // nodes; the block's bn2, Add and final Relu write what leaves it or are kept), out of the
 // network's 8 blocks (layer1.0 ... layer4.1).
 nlohmann::json ModulePlan(const std::vector<std::string>& modules, int64_t checkpointable = 8) {
-  std::ifstream in(std::string(MEMPLAN_FIXTURES_DIR) + "/plans/resnet18_fp16_plan.json");
+  std::ifstream in(memplan::testing::FixturesDir() + "/plans/resnet18_fp16_plan.json");
   REQUIRE(in.good());
   nlohmann::json plan = nlohmann::json::parse(in);
   plan["plan"]["recompute_unit"] = "module";

@@ -14,12 +14,13 @@
 #include "analyzer/config_export/saved_plan_reader.h"
 #include "analyzer/recompute/checkpoint_modules.h"
 #include "tests/require_value.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
 
 nlohmann::json LoadPlan(const std::string& name) {
-  std::ifstream in(std::string(MEMPLAN_FIXTURES_DIR) + "/plans/" + name);
+  std::ifstream in(memplan::testing::FixturesDir() + "/plans/" + name);
   REQUIRE(in.good());
   return nlohmann::json::parse(in);
 }

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 #include "analyzer/config_export/export_config.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -24,7 +25,7 @@ const char* const kPlans[] = {"resnet18_fp16_plan.json", "gpt_bf16_plan.json",
                               "mlp_fp32_sgd_plan.json"};
 
 nlohmann::json LoadPlan(const std::string& name) {
-  std::ifstream in(std::string(MEMPLAN_FIXTURES_DIR) + "/plans/" + name);
+  std::ifstream in(memplan::testing::FixturesDir() + "/plans/" + name);
   REQUIRE(in.good());
   return nlohmann::json::parse(in);
 }

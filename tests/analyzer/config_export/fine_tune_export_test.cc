@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include "analyzer/config_export/export_config.h"
 #include "analyzer/config_export/saved_plan_reader.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -24,7 +25,7 @@ namespace {
 constexpr const char* kPython = "/usr/bin/python3";
 
 nlohmann::json LoadPlan(const std::string& name) {
-  std::ifstream in(std::string(MEMPLAN_FIXTURES_DIR) + "/plans/" + name);
+  std::ifstream in(memplan::testing::FixturesDir() + "/plans/" + name);
   REQUIRE(in.good());
   return nlohmann::json::parse(in);
 }
@@ -57,7 +58,7 @@ int Check(const std::string& script, const nlohmann::json& expect) {
     out << script;
   }
   const std::string checker =
-      std::string(MEMPLAN_FIXTURES_DIR) + "/../export/fine_tune_export_check.py";
+      memplan::testing::FixturesDir() + "/../export/fine_tune_export_check.py";
   const std::string expect_file = Scratch("expect.json").string();
   {
     std::ofstream out(expect_file);

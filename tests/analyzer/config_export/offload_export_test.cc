@@ -12,13 +12,14 @@
 #include "analyzer/config_export/export_config.h"
 #include "analyzer/config_export/saved_plan_reader.h"
 #include "tests/require_value.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
 
 // mlp_fp32_sgd_plan.json (fp32, SGD with momentum, 16 x 1, one GPU) with plan.offload.mode.
 nlohmann::json MlpPlan(const std::string& offload) {
-  std::ifstream in(std::string(MEMPLAN_FIXTURES_DIR) + "/plans/mlp_fp32_sgd_plan.json");
+  std::ifstream in(memplan::testing::FixturesDir() + "/plans/mlp_fp32_sgd_plan.json");
   REQUIRE(in.good());
   nlohmann::json plan = nlohmann::json::parse(in);
   plan["plan"]["offload"] = {{"mode", offload}, {"host_bytes", 16000}};

@@ -17,13 +17,14 @@
 #include "analyzer/config_export/export_config.h"
 #include "analyzer/config_export/torchtune_lora_modules.h"
 #include "tests/require_value.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
 
 // The bf16 GPT plan in the regime torchtune runs (the model cast to bf16: pure).
 nlohmann::json GptPlan() {
-  std::ifstream in(std::string(MEMPLAN_FIXTURES_DIR) + "/plans/gpt_bf16_plan.json");
+  std::ifstream in(memplan::testing::FixturesDir() + "/plans/gpt_bf16_plan.json");
   REQUIRE(in.good());
   nlohmann::json plan = nlohmann::json::parse(in);
   plan["plan"]["amp_mode"] = "pure";

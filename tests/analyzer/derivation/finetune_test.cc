@@ -13,6 +13,7 @@
 #include "graph/onnx_import.h"
 #include "tests/analyzer/derivation/program_test_derive.h"
 #include "tests/analyzer/derivation/program_test_graphs.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -254,7 +255,7 @@ TEST_CASE("8-bit AdamW keeps uint8 moments with fp32 absmax per 2048, Lion one f
 
 // Saved bytes of a fixture with `ft` applied, cross-entropy, every symbol bound to `size`.
 int64_t FrozenFixtureSavedBytes(const std::string& file, const FineTuneOptions& ft, int64_t size) {
-  auto graph = ImportOnnxModel(std::string(MEMPLAN_FIXTURES_DIR) + "/" + file);
+  auto graph = ImportOnnxModel(memplan::testing::FixturesDir() + "/" + file);
   REQUIRE(graph.ok());
   REQUIRE(ApplyFineTuning(*graph, ft).ok());
   ProgramOptions options;
@@ -285,7 +286,7 @@ TEST_CASE("resnet18 with a frozen backbone saves what PyTorch autograd saves",
 
 TEST_CASE("LoRA adapts weights exported as Transpose -> MatMul (torch.onnx nn.Linear)",
           "[finetune][lora]") {
-  auto graph = ImportOnnxModel(std::string(MEMPLAN_FIXTURES_DIR) + "/gpt_opset17.onnx");
+  auto graph = ImportOnnxModel(memplan::testing::FixturesDir() + "/gpt_opset17.onnx");
   REQUIRE(graph.ok());
   const size_t nodes = graph->num_nodes();
   REQUIRE(InsertLoraAdapters(*graph, LoraOptions{4, "attn\\.(qkv|proj)\\.weight", true}).ok());

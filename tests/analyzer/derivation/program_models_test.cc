@@ -16,6 +16,7 @@
 #include "analyzer/simulation/simulator.h"
 #include "graph/onnx_import.h"
 #include "tests/analyzer/derivation/program_test_derive.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -37,7 +38,7 @@ Bindings BindAll(const SymbolTable& symbols, int64_t value) {
 
 // The fixture model `file` (tests/fixtures), imported; fails the test unless it imports.
 Graph ImportFixture(const std::string& file) {
-  auto graph = ImportOnnxModel(std::string(MEMPLAN_FIXTURES_DIR) + "/" + file);
+  auto graph = ImportOnnxModel(memplan::testing::FixturesDir() + "/" + file);
   REQUIRE(graph.ok());
   return std::move(graph).value();
 }

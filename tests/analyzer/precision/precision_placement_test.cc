@@ -11,6 +11,7 @@
 #include "graph/onnx_import.h"
 #include "tests/analyzer/derivation/program_test_graphs.h"
 #include "tests/require_value.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -310,7 +311,7 @@ TEST_CASE("fixture models: placement and the derivation's policy agree", "[preci
   for (const char* file :
        {"gpt_opset17.onnx", "transformer_opset17.onnx", "resnet18_opset17.onnx"}) {
     DYNAMIC_SECTION(file) {
-      auto graph = ImportOnnxModel(std::string(MEMPLAN_FIXTURES_DIR) + "/" + file);
+      auto graph = ImportOnnxModel(memplan::testing::FixturesDir() + "/" + file);
       REQUIRE(graph.ok());
       PrecisionOptions options;
       options.mode = Precision::kFp16;

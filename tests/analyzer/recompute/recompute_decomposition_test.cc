@@ -13,6 +13,7 @@
 #include "graph/graph.h"
 #include "graph/onnx_import.h"
 #include "tests/graph/hand_built_graph.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -230,7 +231,7 @@ TEST_CASE("decomposition: transformer stack cuts after every residual Add", "[re
 // GlobalAveragePool, Flatten and the fc Gemm: 4 + 8 * 2 + 3 = 23 stages. Cuts do not depend on
 // sizes, so every value counts one byte here.
 TEST_CASE("decomposition: the zoo's ResNet-18 cuts after every block Add and ReLU", "[recompute]") {
-  auto graph = ImportOnnxModel(std::string(MEMPLAN_ZOO_DIR) + "/resnet18.onnx");
+  auto graph = ImportOnnxModel(memplan::testing::ZooDir() + "/resnet18.onnx");
   REQUIRE(graph.ok());
   ChainCostFunctions costs;
   costs.value_bytes = [](ValueId) { return int64_t{1}; };

@@ -12,6 +12,7 @@
 #include "analyzer/report/timeline_svg.h"
 #include "graph/onnx_import.h"
 #include "tests/analyzer/report/report_test_plan.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -242,7 +243,7 @@ TEST_CASE("a long timeline is drawn downsampled with its peak", "[report]") {
 }
 
 TEST_CASE("the chart of a real plan marks the simulator's peak", "[report]") {
-  Expected<Graph> graph = ImportOnnxModel(std::string(MEMPLAN_ZOO_DIR) + "/resnet18.onnx");
+  Expected<Graph> graph = ImportOnnxModel(memplan::testing::ZooDir() + "/resnet18.onnx");
   REQUIRE(graph.ok());
   PlannerOptions options;
   Expected<GpuSpec> gpu = ResolveGpu("24G");

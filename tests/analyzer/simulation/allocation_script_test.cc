@@ -19,6 +19,7 @@
 #include "analyzer/simulation/expandable_allocator.h"
 #include "analyzer/simulation/simulator.h"
 #include "graph/onnx_import.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
@@ -32,7 +33,7 @@ Bindings BindAt(const TrainingProgram& program, int64_t m) {
 }
 
 TrainingProgram Derive(const std::string& file, const ProgramOptions& options) {
-  auto graph = ImportOnnxModel(std::string(MEMPLAN_FIXTURES_DIR) + "/" + file);
+  auto graph = ImportOnnxModel(memplan::testing::FixturesDir() + "/" + file);
   REQUIRE(graph.ok());
   auto program = DeriveTrainingProgram(*graph, options);
   REQUIRE(program.ok());

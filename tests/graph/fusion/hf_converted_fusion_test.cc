@@ -12,12 +12,13 @@
 #include <string>
 
 #include "graph/fusion/fusion_table.h"
+#include "tests/test_paths.h"
 
 namespace memplan {
 namespace {
 
 onnx::ModelProto LoadConverted(const std::string& family) {
-  const std::string path = std::string(MEMPLAN_FIXTURES_DIR) + "/hf_converted/" + family + ".onnx";
+  const std::string path = memplan::testing::FixturesDir() + "/hf_converted/" + family + ".onnx";
   std::ifstream in(path, std::ios::binary);
   onnx::ModelProto model;
   REQUIRE(model.ParseFromIstream(&in));
