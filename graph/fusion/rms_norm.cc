@@ -11,13 +11,24 @@
 // use a fused RMSNorm kernel (nn.RMSNorm on recent PyTorch, torch.compile, Apex, Liger).
 //
 // Exact only when the reduction is over trailing axes with keepdims = 1, every intermediate feeds
-// only the next node, the same x is squared and normalised, and w is an initializer of rank <= k.
+// only the next node, the same x is squared and normalised, and w is an initializer of rank <= k
+// (or 1 + one, below).
 // Hugging Face's LlamaRMSNorm (Mistral's, Qwen2's: the same code) computes in fp32 and casts back
 // before the weight, `hidden_states.to(torch.float32)` ... `weight *
 // hidden_states.to(input_dtype)`: exported as Cast(x) read by the square and the normalisation, and
 // a Cast between the normalisation and Mul(w). Both Casts together join the match (the fused node
 // reads x as given and writes the input's dtype, as the cast back does); one without the other
 // leaves the chain as is.
+//
+// Gemma's GemmaRMSNorm scales by 1 + w, in fp32, and casts back after the scale: `output *
+// (1.0 + self.weight.float())` then `.type_as(x)`, exported (torch 2.15, opset 17, fp32) as the
+// upcast Cast(x) read by the square, the normalisation and the residual Add, Cast(w) and
+// Add(., 1), the scale Mul, and no cast back (type_as to the same dtype writes nothing). The scale
+// Mul's operand may be that 1 + w (Add(w, 1) or Add(Cast(w), 1), the one on either side): the
+// Add and Cast stay outside the match and the fused node reads their weight-sized output, so it
+// computes x * r * (1 + w) as written (Liger's LigerRMSNorm with offset=1.0 for Gemma). Not
+// matched yet: a bf16 Gemma's cast back, which follows the scale Mul rather than the
+// normalisation; there the upcast stays and the fused node reads and writes its fp32 copy.
 
 #include "graph/fusion/patterns.h"
 
@@ -51,6 +62,19 @@ void JoinHfCasts(const ProtoIndex& index, int square, int normalize, FusionMatch
   if (!upcast_joins) return;
   m.nodes.insert(m.nodes.begin(), *upcast);
   x = index.node(*upcast).input(0);
+}
+
+// The scale the normalised x is multiplied by: a weight, or Gemma's 1 + w (see above).
+bool IsScale(const ProtoIndex& index, const std::string& scale, int max_rank) {
+  if (IsSmallRankWeight(index, scale, max_rank)) return true;
+  const std::optional<int> add = index.Producer(scale);
+  if (!add || !IsOp(index.node(*add), "Add", 2)) return false;
+  std::optional<std::string> w = OtherThanScalar(index.node(*add), index, 1.0, true);
+  if (!w) return false;
+  if (const std::optional<int> cast = index.Producer(*w);
+      cast && IsOp(index.node(*cast), "Cast", 1))
+    w = index.node(*cast).input(0);
+  return IsSmallRankWeight(index, *w, max_rank);
 }
 
 }  // namespace
@@ -101,7 +125,7 @@ std::optional<FusionMatch> MatchRmsNorm(const ProtoIndex& index, int mean_node) 
   auto scale_node = SoleConsumerOp(index, normalized, "Mul", 2);
   if (!scale_node) return std::nullopt;
   auto w = OtherOperand(index.node(*scale_node), normalized);
-  if (!w || *w == normalized || !IsSmallRankWeight(index, *w, *k)) return std::nullopt;
+  if (!w || *w == normalized || !IsScale(index, *w, *k)) return std::nullopt;
   m.nodes.push_back(*scale_node);
   m.last = *scale_node;
   m.fused = FusedNode("RMSNormalization", "", {*x, *w}, index.node(*scale_node).output(0));

@@ -96,14 +96,16 @@ def measure(reentrant, batch, seq):
             "torch_step_peak_bytes": step_peak}
 
 
-def export_onnx(directory, batch, seq):
+def export_onnx(directory, batch, seq, make_model=tiny_llama, name="tiny_llama"):
+    """Writes make_model()'s HF forward (logits, no loss) to DIR/NAME.onnx.xz, weights stripped;
+    returns the path."""
     # HF's packed-sequence check (torch.diff of position_ids) has no ONNX symbolic; with one
     # sequence per row it returns None, which the traced graph then takes as given.
     import transformers.masking_utils as masking_utils
     masking_utils.find_packed_sequence_indices = lambda position_ids: None
-    model = tiny_llama()
+    model = make_model()
     model.train()
-    ids = torch.randint(0, CONFIG["vocab_size"], (batch, seq))
+    ids = torch.randint(0, model.config.vocab_size, (batch, seq))
 
     class Logits(torch.nn.Module):
         def __init__(self, m):
@@ -114,7 +116,7 @@ def export_onnx(directory, batch, seq):
             return self.m(input_ids=input_ids, use_cache=False).logits
 
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, "tiny_llama.full.onnx")
+    path = os.path.join(directory, name + ".full.onnx")
     torch.onnx.export(Logits(model), (ids,), path, input_names=["input_ids"],
                       output_names=["logits"], opset_version=17, dynamo=False,
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
@@ -123,7 +125,7 @@ def export_onnx(directory, batch, seq):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
     import lzma
     from compare_with_torch import strip_weights
-    stripped = os.path.join(directory, "tiny_llama.onnx")
+    stripped = os.path.join(directory, name + ".onnx")
     strip_weights(path, stripped)
     os.remove(path)
     with open(stripped, "rb") as f, lzma.open(stripped + ".xz", "wb") as out:

@@ -1,6 +1,6 @@
 // The normalisation entries of the import-fusion table on hand-built protos: layer_norm (torch
-// 1.13's export of nn.LayerNorm below opset 17) and rms_norm (LLaMA's RMSNorm written out), and
-// the look-alikes each must leave alone.
+// 1.13's export of nn.LayerNorm below opset 17) and rms_norm (LLaMA's and Gemma's RMSNorm written
+// out), and the look-alikes each must leave alone.
 #include <catch2/catch.hpp>
 
 #include <onnx/onnx_pb.h>
@@ -254,7 +254,74 @@ TEST_CASE("HF's RMSNorm with its two casts becomes one RMSNormalization of the i
   }
 }
 
+// Hugging Face's GemmaRMSNorm as torch.onnx writes it (read back from a GemmaForCausalLM export,
+// torch 2.15, opset 17, fp32): x = Cast(h, to=float) read by Pow, Mul and the residual Add, the
+// normalisation, then Mul(., Add(Cast(w, to=float), 1)): output * (1.0 + self.weight.float()).
+// type_as(x) to the same dtype writes no node.
+std::string HfGemmaRmsNorm(FusionProtoBuilder& b, const std::string& s, const std::string& h,
+                           std::vector<int64_t> w_dims = {8}) {
+  auto& up = b.Node("Cast", s + "/Cast", {h});
+  AddInt(up, "to", onnx::TensorProto::FLOAT);
+  const std::string n = RmsNormalized(b, s, up.output(0));
+  auto& w = b.Node("Cast", s + "/Cast_1", {b.Weight(s + ".weight", w_dims)});
+  AddInt(w, "to", onnx::TensorProto::FLOAT);
+  auto one_plus_w = b.Op("Add", s + "/Add_1", {w.output(0), b.Scalar(s + "/Constant_3", 1.0f)});
+  return b.Op("Mul", s + "/Mul_1", {n, one_plus_w});
+}
+
+TEST_CASE("Gemma's RMSNorm, scaled by 1 + w, becomes RMSNormalization reading 1 + w",
+          "[import][fusion][rmsnorm]") {
+  FusionProtoBuilder b;
+  auto h = b.Op("Relu", "/pre", {"input"});
+  auto y = HfGemmaRmsNorm(b, "/norm", h);
+  b.Output(b.Op("Add", "/residual", {"/norm/Cast_out", y}));
+  REQUIRE(FuseImportPatterns(b.model(), FusionSet::kAll).by_entry ==
+          std::map<std::string, int>{{"rms_norm", 1}});
+  // Relu, the upcast (the residual reads it), Cast(w), the constant 1 and Add(., 1) (read by the
+  // fused node), RMSNormalization, the residual: Pow, ReduceMean, Add(eps), Sqrt, Div(1, .),
+  // Mul(x, .), the scale Mul and their three constants went.
+  REQUIRE(b.graph().node_size() == 7);
+  const auto& rms = b.graph().node(5);
+  CHECK(rms.op_type() == "RMSNormalization");
+  CHECK(rms.input(0) == "/norm/Cast_out");
+  CHECK(rms.input(1) == "/norm/Add_1_out");
+  CHECK(rms.output(0) == y);
+  CHECK(IntAttribute(rms, "axis") == -1);
+  CHECK(FloatAttribute(rms, "epsilon") == 1e-6f);
+  CHECK(b.graph().node(2).op_type() == "Cast");
+  CHECK(b.graph().node(4).op_type() == "Add");
+  CHECK(b.graph().node(4).output(0) == rms.input(1));
+
+  SECTION("1 + w with w uncast, the one first") {
+    FusionProtoBuilder c;
+    auto hc = c.Op("Relu", "/pre", {"input"});
+    auto one_plus_w =
+        c.Op("Add", "/n/Add_1", {c.Scalar("/n/Constant_3", 1.0f), c.Weight("/n.weight", {8})});
+    c.Output(c.Op("Mul", "/n/Mul_1", {RmsNormalized(c, "/n", hc), one_plus_w}));
+    REQUIRE(Fuse(c, "rms_norm") == 1);
+    REQUIRE(c.graph().node_size() == 4);  // Relu, the constant one, Add, RMSNormalization
+    CHECK(c.graph().node(3).input(1) == one_plus_w);
+  }
+}
+
 TEST_CASE("RMSNorm look-alikes are left alone", "[import][fusion][rmsnorm]") {
+  SECTION("a scale of 2 + w, or of 1 + an activation, is not Gemma's 1 + w") {
+    for (const bool activation : {false, true}) {
+      FusionProtoBuilder b;
+      auto x = b.Op("Relu", "/pre", {"input"});
+      const std::string w = activation ? b.Op("Relu", "/pre_1", {"other"}) : b.Weight("w", {8});
+      auto scale =
+          b.Op("Add", "/n/Add_1", {w, b.Scalar("/n/Constant_3", activation ? 1.0f : 2.0f)});
+      b.Output(b.Op("Mul", "/n/Mul_1", {RmsNormalized(b, "/n", x), scale}));
+      INFO("activation " << activation);
+      CHECK(Fuse(b, "rms_norm") == 0);
+    }
+  }
+  SECTION("Gemma's 1 + w with a weight of a higher rank than the normalised axes") {
+    FusionProtoBuilder b;
+    b.Output(HfGemmaRmsNorm(b, "/n", b.Op("Relu", "/pre", {"input"}), {4, 8}));
+    CHECK(Fuse(b, "rms_norm") == 0);
+  }
   SECTION("2 / sqrt(.) is not a reciprocal") {
     FusionProtoBuilder b;
     b.Output(TorchRmsNorm(b, "/n", b.Op("Relu", "/pre", {"input"}), 2.0f));
