@@ -64,8 +64,16 @@ std::optional<int> ProtoIndex::ConstantRank(const std::string& name) const {
 
 std::optional<std::vector<int64_t>> ProtoIndex::Integers(const std::string& name) const {
   auto it = constants_.find(name);
-  if (it == constants_.end() || (graph_inputs_.count(name) && initializers_.count(name)))
-    return std::nullopt;
+  if (it == constants_.end()) {
+    // The dynamo exporter writes some integer lists as Reshape(c, c) of a constant c (a
+    // ReduceMean's axes [-1] in HF's RMSNorm, torch 2.15): a Reshape keeps the flat values. One
+    // level only, the data itself a constant.
+    const std::optional<int> reshape = Producer(name);
+    if (!reshape || !IsOp(node(*reshape), "Reshape", 2)) return std::nullopt;
+    const std::string& data = node(*reshape).input(0);
+    return constants_.count(data) ? Integers(data) : std::nullopt;
+  }
+  if (graph_inputs_.count(name) && initializers_.count(name)) return std::nullopt;
   return SmallIntegerValues(*it->second, kMaxIntegerElements);
 }
 

@@ -28,7 +28,7 @@ class ProtoIndex {
   // The rank of a constant named `name` (a Constant's value_float / value_int is rank 0);
   // nullopt when it is not a constant.
   std::optional<int> ConstantRank(const std::string& name) const;
-  // The values of an integer constant of at most a few elements (axes, shapes).
+  // The values of a small integer constant (axes, shapes), or of a Reshape of one.
   std::optional<std::vector<int64_t>> Integers(const std::string& name) const;
   // The same for a floating constant (GroupNorm's per-group ones and zeros).
   std::optional<std::vector<double>> Reals(const std::string& name) const;

@@ -198,6 +198,24 @@ TEST_CASE("Dropout draws a seeded mask and scales the kept values", "[kernels]")
   CHECK(eval->outputs[0].ToVector() == x.ToVector());
 }
 
+// F.dropout(x, p=0.0, training=True) (HF attention's dropout at attention_dropout 0, exported with
+// --fusions none): ATen's dropout returns the input and keeps no mask, as the registry plans it, so
+// backward gets no extras and passes the gradient through.
+TEST_CASE("Dropout with p = 0 backs through without a mask", "[kernels]") {
+  BackwardArgs args;
+  const Tensor ratio = Tensor::FromValues({}, {0.0f});
+  args.inputs = {Tensor::FromValues({3}, {1.0f, 2.0f, 3.0f}), ratio};
+  args.input_shapes = {{3}, {}};
+  args.input_dtypes = {DType::kFloat32, DType::kFloat32};
+  args.grad_outputs = {Tensor::FromValues({3}, {0.5f, -1.0f, 2.0f})};
+  args.needs_input_grad = {true, false};
+  KernelContext ctx;
+  ctx.training = true;
+  auto grads = RunBackward("Dropout", ctx, args);
+  REQUIRE(grads.ok());
+  CHECK(grads->at(0).ToVector() == std::vector<float>{0.5f, -1.0f, 2.0f});
+}
+
 TEST_CASE("Bernoulli draws 0 or 1 with each element's probability, seeded", "[kernels]") {
   // Probabilities 0 and 1 first (always 0, always 1), then 1000 of 0.3.
   std::vector<float> p = {0.0f, 1.0f};

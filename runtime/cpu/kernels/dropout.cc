@@ -53,10 +53,16 @@ Expected<InputGradients> DropoutBackward(const KernelContext& ctx, const Backwar
       return MakeError("Dropout: backward needs the ratio input (a constant)");
     }
     MEMPLAN_TRY(double ratio, DropRatio(args.attributes, args.inputs));
-    MEMPLAN_TRY(Tensor mask, SavedOutputOrExtra(args, 1, "mask", "Dropout"));
-    const bool active = ctx.training && ratio > 0.0;
-    const auto scale = static_cast<float>(active ? 1.0 / (1.0 - ratio) : 1.0);
     Tensor dx = NewInputGradient(ctx, args, 0);
+    // p == 0: PyTorch returns the input and saves no mask (the registry's DropoutSaved), so the
+    // gradient is the output's, read from nothing forward kept.
+    if (ratio == 0.0) {
+      for (int64_t i = 0; i < dx.numel(); ++i) dx.mutable_data()[i] = dy.data()[i];
+      return dx;
+    }
+    MEMPLAN_TRY(Tensor mask, SavedOutputOrExtra(args, 1, "mask", "Dropout"));
+    const bool active = ctx.training;
+    const auto scale = static_cast<float>(active ? 1.0 / (1.0 - ratio) : 1.0);
     for (int64_t i = 0; i < dx.numel(); ++i) {
       dx.mutable_data()[i] = dy.data()[i] * mask.data()[i] * scale;
     }

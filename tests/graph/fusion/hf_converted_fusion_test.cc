@@ -36,6 +36,7 @@ TEST_CASE("the Liger set fuses each converted HF decoder's gated MLPs", "[import
     onnx::ModelProto model = LoadConverted("llama");
     const FusionCounts counts = FuseImportPatterns(model, FusionSet::kLiger);
     CHECK(counts.by_entry.at("swiglu") == 2);
+    CHECK(counts.by_entry.at("rms_norm") == 5);
     CHECK(counts.by_entry.count("geglu") == 0);
     CHECK(CountOps(model, "SwiGlu") == 2);
   }
@@ -44,6 +45,7 @@ TEST_CASE("the Liger set fuses each converted HF decoder's gated MLPs", "[import
     const FusionCounts counts = FuseImportPatterns(model, FusionSet::kLiger);
     CHECK(counts.by_entry.at("tanh_gelu_torchlib") == 2);
     CHECK(counts.by_entry.at("geglu") == 2);
+    CHECK(counts.by_entry.at("rms_norm") == 5);  // the scale is 1 + w (GemmaRMSNorm)
     CHECK(counts.by_entry.count("swiglu") == 0);
     CHECK(CountOps(model, "GeGlu") == 2);
     CHECK(CountOps(model, "Gelu") == 0);
