@@ -15,7 +15,8 @@ ZeRO-2 with the optimizer offloaded and ZeRO-3 with optimizer and parameters off
 (DeepSpeedCPUAdam), and the HF Trainer's deepspeed= and accelerate's DeepSpeed plugin run ZeRO 1,
 2 and 3. The 8-bit optimizers (AdamW8bit, PagedAdamW8bit) of a full fine-tune step under
 `accelerate launch` (1 process, ZeRO-2) and the DeepSpeed engine (ZeRO-2, the optimizer its
-_not_expressed names): uint8 state from 4096 elements. The offloads' QLoRA configs are checked
+_not_expressed names), 8-bit AdamW in the HF Trainer and Lightning: uint8 state from 4096
+elements. The offloads' QLoRA configs are checked
 with DeepSpeedConfig, and the LoraConfig / BitsAndBytesConfig its note names built by peft and
 transformers. Pure bf16 runs in the loop, torchrun and Lightning ("bf16-true");
 a node plan runs under the exported selective policy (the ops it recomputes and saves recorded)
@@ -646,6 +647,30 @@ def run_hf_trainer(memplan, work, model_dir):
     check_optimizer("hf-trainer", trainer.optimizer, paged=True)
 
 
+def run_hf_trainer_eight_bit(memplan, work, model_dir):
+    """The Trainer of a full fine-tune with 8-bit AdamW (optim="adamw_bnb_8bit"): the Trainer
+    builds bitsandbytes' AdamW with optim_bits=8 (its paged variant runs in run_hf_trainer)."""
+    from transformers import Trainer
+    plan = eight_bit_plan("adamw8bit")
+    path = export(memplan, plan, "hf-trainer", work, "full_adamw8bit")
+    p = plan["plan"]
+    script, recorded = load_hf_trainer(path, "exported_hf_8bit",
+                                       **hf_cpu_arguments(os.path.join(work, "hf-8bit-output")))
+    check("hf-trainer adamw8bit: optim as exported", recorded.get("optim") == "adamw_bnb_8bit",
+          str(recorded))
+    model = load_model(model_dir, getattr(script, "MODEL_LOAD_KWARGS", {}))
+    watch = Watch(model, [])
+    ids = tokens(OPTIMIZER_STEPS * p["accumulation_steps"] * p["micro_batch"])
+    trainer = Trainer(model=model, args=script.args, train_dataset=LmSamples(ids))
+    trainer.train()
+    check("hf-trainer adamw8bit: every forward sees the micro-batch, the 28032 parameters train",
+          set(watch.batches) == {p["micro_batch"]}
+          and len(watch.batches) == OPTIMIZER_STEPS * p["accumulation_steps"]
+          and sum(elements(q) for q in model.parameters() if q.requires_grad) == FULL_ELEMENTS,
+          str(watch.batches))
+    check_eight_bit("hf-trainer adamw8bit", eight_bit_facts(trainer.optimizer), "AdamW", False)
+
+
 # What a CPU run changes of the exported pl.Trainer(...): the accelerator, a few steps, no logs.
 LIGHTNING_CPU = {"accelerator": "cpu", "max_steps": OPTIMIZER_STEPS, "logger": False,
                  "enable_checkpointing": False, "enable_progress_bar": False,
@@ -741,6 +766,31 @@ def run_lightning(memplan, work, model_dir):
           watch.recomputed_blocks() == p["recompute_modules"], str(watch.entries))
     check_lora_and_base("lightning", module.model, "nf4")
     check_optimizer("lightning", module.made_optimizers[0], paged=True)
+
+
+def run_lightning_eight_bit(memplan, work, model_dir):
+    """Lightning's Trainer on a full fine-tune with 8-bit AdamW: configure_optimizers returns the
+    script's make_optimizer (bitsandbytes.optim.AdamW8bit). A full fine-tune's script has no
+    apply_fine_tuning: the module takes the model as loaded."""
+    plan = eight_bit_plan("adamw8bit")
+    path = export(memplan, plan, "lightning", work, "full_adamw8bit")
+    p = plan["plan"]
+    script, kwargs = load_lightning(path, "exported_lightning_8bit", **LIGHTNING_CPU, devices=1)
+    model = load_model(model_dir, getattr(script, "MODEL_LOAD_KWARGS", {}))
+    watch = Watch(model, [])
+    if not hasattr(script, "apply_fine_tuning"):
+        script.apply_fine_tuning = lambda m: m
+    module = lightning_module(script, model)
+    script.trainer.fit(module, lightning_loader(
+        script, OPTIMIZER_STEPS * p["accumulation_steps"] * p["micro_batch"]))
+    check("lightning adamw8bit: every forward sees the micro-batch, one step per "
+          "accumulate_grad_batches, the 28032 parameters train",
+          set(watch.batches) == {p["micro_batch"]} and script.trainer.global_step == OPTIMIZER_STEPS
+          and len(watch.batches) == OPTIMIZER_STEPS * p["accumulation_steps"]
+          and sum(elements(q) for q in model.parameters() if q.requires_grad) == FULL_ELEMENTS,
+          f"{script.trainer.global_step} steps, {watch.batches}")
+    check_eight_bit("lightning adamw8bit", eight_bit_facts(module.made_optimizers[0]),
+                    "AdamW8bit", False)
 
 
 TORCHRUN_DRIVER = r'''
@@ -1734,12 +1784,14 @@ def main():
             ("pytorch selective gradients",
              lambda: run_selective_gradients(memplan, work, model_dir)),
             ("hf-trainer", lambda: run_hf_trainer(memplan, work, model_dir)),
+            ("hf-trainer adamw8bit", lambda: run_hf_trainer_eight_bit(memplan, work, model_dir)),
             ("hf-trainer ddp", lambda: run_hf_trainer_ddp(memplan, work, model_dir)),
             ("hf-trainer fsdp", lambda: run_hf_trainer_fsdp(memplan, work, model_dir)),
             ("hf-trainer zero1", lambda: run_hf_trainer_zero(memplan, work, model_dir, "zero1")),
             ("hf-trainer zero2", lambda: run_hf_trainer_zero(memplan, work, model_dir)),
             ("hf-trainer zero3", lambda: run_hf_trainer_zero(memplan, work, model_dir, "zero3")),
             ("lightning", lambda: run_lightning(memplan, work, model_dir)),
+            ("lightning adamw8bit", lambda: run_lightning_eight_bit(memplan, work, model_dir)),
             ("lightning ddp", lambda: run_lightning_ddp(memplan, work, model_dir)),
             ("lightning bf16 pure", lambda: run_lightning_pure(memplan, work, model_dir)),
             ("lightning cpu limits", lambda: run_lightning_cpu_limits(memplan, work)),
