@@ -7,13 +7,18 @@ and its state dtype, the LoRA rank and adapted modules, the nf4 base (bitsandbyt
 
 The HF Trainer runs a plan of every block (gradient_checkpointing=True is then exactly the plan);
 `accelerate launch --config_file` runs the exported YAML with the lines its comments give the
-script, on one process, 2 (DDP) and as DeepSpeed ZeRO-2; torchrun runs DDP and FSDP on 2 gloo
-ranks and hybrid shard on 4 (a 2 x 2 mesh), and the FSDP runs check every parameter is a DTensor
-shard whose ranks add up to the model. DeepSpeed's engine runs on the CPU (its CPU accelerator,
-gloo): deepspeed.initialize takes the exported JSON of ZeRO 1, 2 and 3 on 2 ranks, and the HF
-Trainer's deepspeed= and accelerate's DeepSpeed plugin run ZeRO-2. The offloads' DeepSpeed
-configs are checked with DeepSpeedConfig, and the LoraConfig / BitsAndBytesConfig its note names
-built by peft and transformers. Pure bf16 runs in the loop, torchrun and Lightning ("bf16-true");
+script, on one process, 2 (DDP) and as DeepSpeed ZeRO 1, 2 and 3; torchrun runs DDP and FSDP on
+2 gloo ranks and hybrid shard on 4 (a 2 x 2 mesh), and the FSDP runs check every parameter is a
+DTensor shard whose ranks add up to the model. DeepSpeed's engine runs on the CPU (its CPU
+accelerator, gloo): deepspeed.initialize takes the exported JSON of ZeRO 1, 2 and 3 on 2 ranks,
+ZeRO-2 with the optimizer offloaded and ZeRO-3 with optimizer and parameters offloaded
+(DeepSpeedCPUAdam), and the HF Trainer's deepspeed= and accelerate's DeepSpeed plugin run ZeRO 1,
+2 and 3. The 8-bit optimizers (AdamW8bit, PagedAdamW8bit) of a full fine-tune step under
+`accelerate launch` (1 process, ZeRO-2) and the DeepSpeed engine (ZeRO-2, the optimizer its
+_not_expressed names), 8-bit AdamW in the HF Trainer and Lightning: uint8 state from 4096
+elements. The offloads' QLoRA configs are checked
+with DeepSpeedConfig, and the LoraConfig / BitsAndBytesConfig its note names built by peft and
+transformers. Pure bf16 runs in the loop, torchrun and Lightning ("bf16-true");
 a node plan runs under the exported selective policy (the ops it recomputes and saves recorded)
 with activation offload (save_on_cpu's packed tensors counted).
 
@@ -29,6 +34,8 @@ peft, accelerate, lightning, deepspeed, bitsandbytes). Results and versions: doc
 
 usage: /work/memplan-venv/bin/python tools/run_exported_plans.py MEMPLAN_BINARY [WORK_DIR]
 Prints one line per check and the framework versions; exit 0 when every check held.
+ONLY="NAME,NAME" in the environment runs only those runs (the names in main()'s list, e.g.
+ONLY="hf-trainer zero3,deepspeed zero3 engine offload optimizer+params").
 """
 
 import contextlib
@@ -69,8 +76,52 @@ RANK = 4
 OPTIMIZER_STEPS = 2
 # GPT-2's c_attn is a Conv1D of EMBED -> 3 * EMBED: LoRA adds r * (in + out) elements per layer.
 EXPECTED_TRAINABLE = LAYERS * RANK * (EMBED + 3 * EMBED)  # 2 * 4 * (32 + 96) = 1024
+# The whole tiny GPT-2 (lm_head tied to wte): wte 64 x 32, wpe (2 x SEQ) x 32, per block ln_1, ln_2
+# (2 x 32 each), c_attn 32 x 96 + 96, attn.c_proj 32 x 32 + 32, c_fc 32 x 128 + 128,
+# mlp.c_proj 128 x 32 + 32, and ln_f: 2048 + 512 + 2 * 12704 + 64 = 28032.
+BLOCK_ELEMENTS = (4 * EMBED + EMBED * 3 * EMBED + 3 * EMBED + EMBED * EMBED + EMBED
+                  + EMBED * 4 * EMBED + 4 * EMBED + 4 * EMBED * EMBED + EMBED)
+FULL_ELEMENTS = VOCAB * EMBED + 2 * SEQ * EMBED + LAYERS * BLOCK_ELEMENTS + 2 * EMBED
 
 RESULTS = []
+
+
+def elements(parameter):
+    """A parameter's element count, also under ZeRO-3, which leaves an empty placeholder in the
+    module (numel() 0) and records the full count as ds_numel."""
+    return getattr(parameter, "ds_numel", None) or parameter.numel()
+
+
+def zero_facts(engine):
+    """What a DeepSpeedEngine runs, read from the engine: the ZeRO stage, batch sizes, bf16, the
+    ZeRO optimizer's class and whether it partitions gradients (stage 2; stage 1 keeps them
+    whole), and this rank's ZeRO-3 parameter shard elements against the model's."""
+    zero = engine.optimizer
+    params = list(engine.module.parameters())
+    return {"stage": engine.zero_optimization_stage(),
+            "micro": engine.train_micro_batch_size_per_gpu(),
+            "accumulation": engine.gradient_accumulation_steps(),
+            "train_batch": engine.train_batch_size(), "bf16": engine.bfloat16_enabled(),
+            "optimizer": type(zero).__name__,
+            "partition_gradients": bool(getattr(zero, "partition_gradients", False)),
+            "shard_elements": sum(p.ds_tensor.numel() for p in params
+                                  if getattr(p, "ds_tensor", None) is not None),
+            "full_elements": sum(elements(p) for p in params)}
+
+
+def check_zero_engine(where, facts, stage):
+    """The ZeRO optimizer of `stage` as the engine built it: DeepSpeedZeroOptimizer for 1 and 2
+    (gradients partitioned from 2 on), DeepSpeedZeroOptimizer_Stage3 with every parameter
+    partitioned, a part of it on this rank."""
+    if stage == 3:
+        check(f"{where}: DeepSpeedZeroOptimizer_Stage3; every parameter partitioned, a part "
+              "of it held here", facts["optimizer"] == "DeepSpeedZeroOptimizer_Stage3"
+              and 0 < facts["shard_elements"] < facts["full_elements"], str(facts))
+    else:
+        check(f"{where}: DeepSpeedZeroOptimizer, gradients "
+              + ("partitioned" if stage == 2 else "whole (optimizer state partitioned only)"),
+              (facts["optimizer"], facts["partition_gradients"], facts["shard_elements"])
+              == ("DeepSpeedZeroOptimizer", stage == 2, 0), str(facts))
 
 
 def check(name, ok, detail=""):
@@ -248,6 +299,38 @@ def check_optimizer(label, optimizer, paged):
                 wrong.append((tuple(p.shape), state["state1"].dtype))
     check(f"{label}: optimizer state dtype follows bitsandbytes' 4096-element rule",
           dtypes and not wrong, f"{sorted(dtypes)} {wrong}")
+
+
+def eight_bit_facts(optimizer):
+    """The bitsandbytes optimizer under its wrappers (accelerate's AcceleratedOptimizer, ZeRO's
+    optimizer, which steps it over this rank's flat fp32 partition): its class, bits, paging,
+    and for each state its parameter's elements and the state's dtype. None without one."""
+    inner = optimizer
+    while inner is not None and not type(inner).__module__.startswith("bitsandbytes."):
+        inner = getattr(inner, "optimizer", None)
+    if inner is None:
+        return None
+    states = [[p.numel(), str(inner.state[p]["state1"].dtype)]
+              for group in inner.param_groups for p in group["params"]
+              if "state1" in inner.state.get(p, {})]
+    return {"class": f"{type(inner).__module__}.{type(inner).__name__}",
+            "optim_bits": getattr(getattr(inner, "args", None), "optim_bits", None),
+            "is_paged": getattr(inner, "is_paged", None), "states": states}
+
+
+def check_eight_bit(label, facts, cls, paged):
+    """The plan's 8-bit optimizer stepped: bitsandbytes' `cls`, 8 bits, paged as planned, and
+    its state uint8 for every tensor of >= 4096 elements, fp32 below (bitsandbytes' rule), with
+    at least one such tensor: a full fine-tune of the tiny GPT-2 has them (c_fc, c_proj: 4096
+    elements; a ZeRO rank's flat partition: 14528)."""
+    facts = facts or {}
+    states = facts.get("states") or []
+    check(f"{label}: bitsandbytes.optim.{cls}, optim_bits 8, paged={paged}",
+          (facts.get("class"), facts.get("optim_bits"), facts.get("is_paged"))
+          == (f"bitsandbytes.optim.adamw.{cls}", 8, paged), str(facts)[:400])
+    check(f"{label}: stepped; its state uint8 from 4096 elements, fp32 below, some uint8",
+          states and all((n >= 4096) == (dtype == "torch.uint8") for n, dtype in states)
+          and any(dtype == "torch.uint8" for _, dtype in states), str(states)[:400])
 
 
 def run_pytorch(memplan, work, model_dir):
@@ -564,6 +647,30 @@ def run_hf_trainer(memplan, work, model_dir):
     check_optimizer("hf-trainer", trainer.optimizer, paged=True)
 
 
+def run_hf_trainer_eight_bit(memplan, work, model_dir):
+    """The Trainer of a full fine-tune with 8-bit AdamW (optim="adamw_bnb_8bit"): the Trainer
+    builds bitsandbytes' AdamW with optim_bits=8 (its paged variant runs in run_hf_trainer)."""
+    from transformers import Trainer
+    plan = eight_bit_plan("adamw8bit")
+    path = export(memplan, plan, "hf-trainer", work, "full_adamw8bit")
+    p = plan["plan"]
+    script, recorded = load_hf_trainer(path, "exported_hf_8bit",
+                                       **hf_cpu_arguments(os.path.join(work, "hf-8bit-output")))
+    check("hf-trainer adamw8bit: optim as exported", recorded.get("optim") == "adamw_bnb_8bit",
+          str(recorded))
+    model = load_model(model_dir, getattr(script, "MODEL_LOAD_KWARGS", {}))
+    watch = Watch(model, [])
+    ids = tokens(OPTIMIZER_STEPS * p["accumulation_steps"] * p["micro_batch"])
+    trainer = Trainer(model=model, args=script.args, train_dataset=LmSamples(ids))
+    trainer.train()
+    check("hf-trainer adamw8bit: every forward sees the micro-batch, the 28032 parameters train",
+          set(watch.batches) == {p["micro_batch"]}
+          and len(watch.batches) == OPTIMIZER_STEPS * p["accumulation_steps"]
+          and sum(elements(q) for q in model.parameters() if q.requires_grad) == FULL_ELEMENTS,
+          str(watch.batches))
+    check_eight_bit("hf-trainer adamw8bit", eight_bit_facts(trainer.optimizer), "AdamW", False)
+
+
 # What a CPU run changes of the exported pl.Trainer(...): the accelerator, a few steps, no logs.
 LIGHTNING_CPU = {"accelerator": "cpu", "max_steps": OPTIMIZER_STEPS, "logger": False,
                  "enable_checkpointing": False, "enable_progress_bar": False,
@@ -659,6 +766,31 @@ def run_lightning(memplan, work, model_dir):
           watch.recomputed_blocks() == p["recompute_modules"], str(watch.entries))
     check_lora_and_base("lightning", module.model, "nf4")
     check_optimizer("lightning", module.made_optimizers[0], paged=True)
+
+
+def run_lightning_eight_bit(memplan, work, model_dir):
+    """Lightning's Trainer on a full fine-tune with 8-bit AdamW: configure_optimizers returns the
+    script's make_optimizer (bitsandbytes.optim.AdamW8bit). A full fine-tune's script has no
+    apply_fine_tuning: the module takes the model as loaded."""
+    plan = eight_bit_plan("adamw8bit")
+    path = export(memplan, plan, "lightning", work, "full_adamw8bit")
+    p = plan["plan"]
+    script, kwargs = load_lightning(path, "exported_lightning_8bit", **LIGHTNING_CPU, devices=1)
+    model = load_model(model_dir, getattr(script, "MODEL_LOAD_KWARGS", {}))
+    watch = Watch(model, [])
+    if not hasattr(script, "apply_fine_tuning"):
+        script.apply_fine_tuning = lambda m: m
+    module = lightning_module(script, model)
+    script.trainer.fit(module, lightning_loader(
+        script, OPTIMIZER_STEPS * p["accumulation_steps"] * p["micro_batch"]))
+    check("lightning adamw8bit: every forward sees the micro-batch, one step per "
+          "accumulate_grad_batches, the 28032 parameters train",
+          set(watch.batches) == {p["micro_batch"]} and script.trainer.global_step == OPTIMIZER_STEPS
+          and len(watch.batches) == OPTIMIZER_STEPS * p["accumulation_steps"]
+          and sum(elements(q) for q in model.parameters() if q.requires_grad) == FULL_ELEMENTS,
+          f"{script.trainer.global_step} steps, {watch.batches}")
+    check_eight_bit("lightning adamw8bit", eight_bit_facts(module.made_optimizers[0]),
+                    "AdamW8bit", False)
 
 
 TORCHRUN_DRIVER = r'''
@@ -1038,6 +1170,15 @@ from transformers import Trainer, TrainerCallback
 script, written = r.load_hf_trainer(sys.argv[1], "exported_hf_ranks", **r.hf_cpu_arguments(
     sys.argv[3] + ".out", ddp_backend="gloo"))
 args = script.args
+from transformers.integrations import is_deepspeed_zero3_enabled
+if is_deepspeed_zero3_enabled():
+    # ZeRO-3: from_pretrained builds the model under deepspeed.zero.Init, which sizes the config
+    # for deepspeed.comm's world. On a GPU the TrainingArguments' PartialState starts
+    # deepspeed.comm (accelerate/state.py: dist.init_distributed, under `if not cpu`); with
+    # use_cpu nothing does, and zero.Init counts 1 rank (train_batch_size 12 != 2 * 3 * 1). The
+    # one line the CPU run adds:
+    import deepspeed
+    deepspeed.init_distributed(dist_backend="gloo", auto_mpi_discovery=False)
 model = r.load_model(sys.argv[2], {})
 watch = r.Watch(model, [])
 model = script.apply_fine_tuning(model)
@@ -1058,15 +1199,10 @@ out = {"rank": int(os.environ["RANK"]), "world": args.world_size,
        "reshard_after_forward": (args.fsdp_config or {}).get("reshard_after_forward"),
        "distributed_type": str(trainer.accelerator.distributed_type).split(".")[-1],
        "fsdp_enabled": bool(trainer.is_fsdp_enabled),
-       "deepspeed": {"stage": trainer.model_wrapped.zero_optimization_stage(),
-                     "micro": trainer.model_wrapped.train_micro_batch_size_per_gpu(),
-                     "accumulation": trainer.model_wrapped.gradient_accumulation_steps(),
-                     "train_batch": trainer.model_wrapped.train_batch_size(),
-                     "bf16": trainer.model_wrapped.bfloat16_enabled(),
-                     "optimizer": type(trainer.model_wrapped.optimizer).__name__}
+       "deepspeed": r.zero_facts(trainer.model_wrapped)
        if hasattr(trainer.model_wrapped, "zero_optimization_stage") else None,
        "steps": len(steps), "recomputed": watch.recomputed_blocks(),
-       "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad)}
+       "trainable": sum(r.elements(p) for p in model.parameters() if p.requires_grad)}
 json.dump(out, open(sys.argv[3] + f".{out['rank']}", "w"))
 '''
 
@@ -1140,6 +1276,7 @@ def run_hf_trainer_zero(memplan, work, model_dir, strategy="zero2"):
               (r["distributed_type"], r["wrapped"], ds.get("stage"), ds.get("micro"),
                ds.get("accumulation"), ds.get("train_batch"), ds.get("bf16"))
               == ("DEEPSPEED", "DeepSpeedEngine", stage, 2, 3, 12, True), str(r))
+        check_zero_engine(where, ds, stage)
         check(f"{where}: every forward sees the micro-batch, one step per accumulation, every "
               "block checkpointed, the LoRA parameters train",
               set(r["batches"]) == {p["micro_batch"]} and r["steps"] == OPTIMIZER_STEPS
@@ -1268,11 +1405,20 @@ notes = " ".join(config.get("_not_expressed", []))
 model = r.load_model(sys.argv[2], {})
 watch = r.Watch(model, [])
 precision = r.PrecisionWatch(model)
-model = get_peft_model(model, r.call_in(notes, "LoraConfig", {"LoraConfig": LoraConfig}))
+if "LoraConfig(" in notes:
+    model = get_peft_model(model, r.call_in(notes, "LoraConfig", {"LoraConfig": LoraConfig}))
 model.train()
 trainable = [p for p in model.parameters() if p.requires_grad]
+client = None
+if "optimizer" not in config:
+    # No config type for the plan's optimizer (bitsandbytes'): _not_expressed names the object
+    # to pass, deepspeed.initialize(..., optimizer=bitsandbytes.optim.X(...)), and its constants.
+    import re, bitsandbytes
+    call = re.search(r"bitsandbytes\.optim\.\w+", notes).group(0)
+    constants = {k: float(v) for k, v in re.findall(r"\b([A-Z][A-Z_]+) = ([0-9.e+-]+)", notes)}
+    client = r.call_in(notes, call, {"bitsandbytes": bitsandbytes, "model": model, **constants})
 engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=trainable,
-                                               config=config)
+                                               optimizer=client, config=config)
 micro, k = engine.train_micro_batch_size_per_gpu(), engine.gradient_accumulation_steps()
 world = engine.world_size
 ids = r.tokens(r.OPTIMIZER_STEPS * k * micro * world)
@@ -1301,23 +1447,59 @@ out = {"rank": rank, "world": world, "micro": micro, "accumulation": k,
        "trainable": sum(p.ds_numel if hasattr(p, "ds_numel") else p.numel() for p in trainable),
        "shard_elements": sum(p.ds_tensor.numel() for p in params if hasattr(p, "ds_tensor")),
        "full_elements": sum(p.ds_numel if hasattr(p, "ds_numel") else p.numel() for p in params),
-       **precision.facts()}
+       "eight_bit": r.eight_bit_facts(zero), **precision.facts()}
+if out["stage"] == 3:
+    # ZeRO-3's parameter offload, as the engine runs it (stage3.py): offload_param on, the
+    # coordinator's offload device, and the trainable parameters' shards kept in the host's
+    # flat buffers (param_groups_fp16_flat_cpu_memory) instead of one flat device buffer
+    # (lp_param_buffer). On the CPU accelerator every tensor is on "cpu" either way, so the
+    # device of a shard says nothing: these are the engine's own decisions.
+    host = getattr(zero, "param_groups_fp16_flat_cpu_memory", None) or []
+    spans = [(b.data_ptr(), b.data_ptr() + b.numel() * b.element_size()) for b in host]
+    offload = getattr(zero, "parameter_offload", None)
+    out.update({
+        "offload_param": bool(getattr(zero, "offload_param", False)),
+        "param_offload_device": str(getattr(getattr(offload, "offload_device", None), "value",
+                                            getattr(offload, "offload_device", None))),
+        "host_flat_elements": sum(b.numel() for b in host),
+        "device_flat_buffer": getattr(zero, "lp_param_buffer", None) is not None,
+        "trainable_shards_in_host_buffers": bool(spans) and all(
+            any(lo <= p.ds_tensor.data_ptr() < hi for lo, hi in spans) for p in trainable)})
 json.dump(out, open(sys.argv[3] + f".{rank}", "w"))
 '''
 
 
-def run_deepspeed_engine(memplan, work, model_dir, strategy, offload=None):
+EIGHT_BIT = {"adamw8bit": ("AdamW8bit", False), "paged-adamw8bit": ("PagedAdamW8bit", True)}
+
+
+def eight_bit_plan(optimizer, parallel=None):
+    """A full fine-tune plan with a bitsandbytes optimizer (no LoRA: the adapters' tensors are
+    all below bitsandbytes' 4096 elements, so only a full model shows 8-bit state)."""
+    plan = plan_json(2, 3, None, optimizer, parallel=parallel, gpus=2 if parallel else None)
+    del plan["plan"]["lora"]
+    return plan
+
+
+def run_deepspeed_engine(memplan, work, model_dir, strategy, offload=None, optimizer="adamw"):
     """DeepSpeed's engine runs on the CPU (deepspeed >= 0.15: its CPU accelerator, gloo): the
     exported JSON of a 2-GPU LoRA plan through deepspeed.initialize on 2 torchrun ranks;
-    `offload` "optimizer": ZeRO-Offload (DeepSpeedCPUAdam, a JIT build the first time)."""
-    plan = plan_json(2, 3, None, "adamw", parallel=strategy, gpus=2)
+    `offload` "optimizer": ZeRO-Offload (DeepSpeedCPUAdam, a JIT build the first time);
+    "optimizer+params" (ZeRO-3): ZeRO-Infinity's parameter offload to the host besides. An
+    8-bit `optimizer`: a full fine-tune whose bitsandbytes optimizer the script builds and
+    passes as _not_expressed says; ZeRO steps it over each rank's flat fp32 partition."""
+    eight_bit = optimizer in EIGHT_BIT
+    plan = (eight_bit_plan(optimizer, strategy) if eight_bit
+            else plan_json(2, 3, None, optimizer, parallel=strategy, gpus=2))
     if offload:
         plan["plan"]["offload"] = {"mode": offload}
-    name = "lora_" + strategy + (f"_offload_{offload}" if offload else "")
+    name = (f"full_{optimizer}_" if eight_bit else "lora_") + strategy + (
+        f"_offload_{offload.replace('+', '_')}" if offload else "")
     path = export(memplan, plan, "deepspeed", work, name)
     p = plan["plan"]
     stage = int(strategy[-1])
-    label = f"deepspeed {strategy} engine" + (f" offload {offload}" if offload else "")
+    trainable = FULL_ELEMENTS if eight_bit else EXPECTED_TRAINABLE
+    label = f"deepspeed {strategy} engine" + (f" offload {offload}" if offload else "") + (
+        f" {optimizer}" if eight_bit else "")
     ranks = run_ddp_driver(label, DEEPSPEED_DRIVER, path, model_dir, work) or []
     for r in ranks:
         where = f"{label} rank {r['rank']}"
@@ -1334,24 +1516,34 @@ def run_deepspeed_engine(memplan, work, model_dir, strategy, offload=None):
               (r["fc_weight_dtypes"], r["autocast"], r["fc_dtypes"], r["master_dtypes"])
               == (["torch.bfloat16"], [False], ["torch.bfloat16"], ["torch.float32"]), str(r))
         expected = "DeepSpeedZeroOptimizer_Stage3" if stage == 3 else "DeepSpeedZeroOptimizer"
-        check(f"{where}: {expected}; this rank holds a part of the {EXPECTED_TRAINABLE} trainable "
+        check(f"{where}: {expected}; this rank holds a part of the {trainable} trainable "
               "parameters' fp32 masters", r["optimizer"] == expected
-              and r["trainable"] == EXPECTED_TRAINABLE
-              and 0 < r["master_elements"] < EXPECTED_TRAINABLE, str(r))
-        check(f"{where}: optimizer offload " + ("on: DeepSpeedCPUAdam steps the host's fp32 "
-              "partitions" if offload else "off"),
-              (r["cpu_offload"], r["inner_optimizer"] == "DeepSpeedCPUAdam") == (bool(offload),
-                                                                              bool(offload)),
-              str(r))
+              and r["trainable"] == trainable and 0 < r["master_elements"] < trainable, str(r))
+        if eight_bit:
+            check_eight_bit(where, r["eight_bit"], *EIGHT_BIT[optimizer])
+        else:
+            check(f"{where}: optimizer offload " + ("on: DeepSpeedCPUAdam steps the host's fp32 "
+                  "partitions" if offload else "off"),
+                  (r["cpu_offload"], r["inner_optimizer"] == "DeepSpeedCPUAdam")
+                  == (bool(offload), bool(offload)), str(r))
         if stage == 3:
             check(f"{where}: every parameter partitioned, a part of each held here",
                   0 < r["shard_elements"] < r["full_elements"], str(r))
+            params = offload == "optimizer+params"
+            facts = (r["offload_param"], r["param_offload_device"], r["device_flat_buffer"],
+                     r["trainable_shards_in_host_buffers"], r["host_flat_elements"] > 0)
+            check(f"{where}: parameter offload " + (
+                  "on: offload_param, the coordinator's offload device cpu, the trainable "
+                  "shards in the host's flat buffers (no device flat buffer)" if params
+                  else "off: the shards in one device flat buffer"),
+                  facts == ((True, "cpu", False, True, True) if params
+                            else (False, "None", True, False, False)), str(r))
     if len(ranks) == 2:
         # Partitions are padded to an alignment: together they hold at least every element.
         masters = sum(r["master_elements"] for r in ranks)
-        check(f"{label}: the ranks' fp32 master partitions cover the {EXPECTED_TRAINABLE} "
+        check(f"{label}: the ranks' fp32 master partitions cover the {trainable} "
               "trainable parameters once (up to alignment padding)",
-              EXPECTED_TRAINABLE <= masters < 2 * EXPECTED_TRAINABLE, str(masters))
+              trainable <= masters < 2 * trainable, str(masters))
 
 
 def run_accelerate(memplan, work):
@@ -1398,7 +1590,8 @@ handlers = ([InitProcessGroupKwargs(backend="gloo")]
 accelerator = Accelerator(gradient_accumulation_steps=k, kwargs_handlers=handlers)
 model = r.load_model(sys.argv[2], {})
 watch = r.Watch(model, [])
-model = get_peft_model(model, r.call_in(notes, "LoraConfig", {"LoraConfig": LoraConfig}))
+if "LoraConfig(" in notes:
+    model = get_peft_model(model, r.call_in(notes, "LoraConfig", {"LoraConfig": LoraConfig}))
 block = notes.split("The optimizer the plan simulated, for the training script:")[1]
 lines = []
 for line in block.splitlines()[1:]:
@@ -1431,28 +1624,29 @@ json.dump({"mixed_precision": str(accelerator.mixed_precision),
            "processes": accelerator.num_processes, "rank": accelerator.process_index,
            "wrapped": type(model).__name__, "accumulation": k,
            "batches": watch.batches, "steps": steps, "autocast": sorted(autocast),
-           "optimizer": type(inner).__name__,
-           "engine": {"stage": model.zero_optimization_stage(),
-                      "micro": model.train_micro_batch_size_per_gpu(),
-                      "accumulation": model.gradient_accumulation_steps(),
-                      "train_batch": model.train_batch_size(), "bf16": model.bfloat16_enabled()}
-           if hasattr(model, "zero_optimization_stage") else None,
-           "trainable": sum(p.numel() for p in model.parameters() if p.requires_grad)},
+           "optimizer": type(inner).__name__, "eight_bit": r.eight_bit_facts(optimizer),
+           "engine": r.zero_facts(model) if hasattr(model, "zero_optimization_stage") else None,
+           "trainable": sum(r.elements(p) for p in model.parameters() if p.requires_grad)},
           open(sys.argv[3] + f".{accelerator.process_index}", "w"))
 '''
 
 
-def run_accelerate_launch(memplan, work, model_dir, parallel=None):
+def run_accelerate_launch(memplan, work, model_dir, parallel=None, optimizer="adamw"):
     """`accelerate launch --config_file EXPORTED.yaml` of a LoRA plan, on the CPU: the launcher
     reads the exported file, the script takes the lines the file's comments give. One GPU: one
     process. A 2-GPU DDP plan (distributed_type MULTI_GPU, num_processes 2): the launcher starts
     2 processes through torchrun as the file says; ACCELERATE_USE_CPU=true makes the
     Accelerator's data parallelism the CPU's (MULTI_CPU over gloo: state.py's
-    _prepare_backend), the one change from a GPU run."""
-    plan = plan_json(2, 3, None, "adamw", parallel=parallel, gpus=2 if parallel else None)
-    label = "accelerate launch" + (f" {parallel}" if parallel else "")
-    path = export(memplan, plan, "accelerate", work, "lora_launch" + (f"_{parallel}" if parallel
-                                                                      else ""))
+    _prepare_backend), the one change from a GPU run. An 8-bit `optimizer`: a full fine-tune
+    whose bitsandbytes optimizer is the file's optimizer lines."""
+    eight_bit = optimizer in EIGHT_BIT
+    plan = (eight_bit_plan(optimizer, parallel) if eight_bit else
+            plan_json(2, 3, None, optimizer, parallel=parallel, gpus=2 if parallel else None))
+    label = "accelerate launch" + (f" {parallel}" if parallel else "") + (
+        f" {optimizer}" if eight_bit else "")
+    path = export(memplan, plan, "accelerate", work,
+                  (f"full_{optimizer}_launch" if eight_bit else "lora_launch")
+                  + (f"_{parallel}" if parallel else ""))
     driver = os.path.join(work, "accelerate_driver.py")
     with open(driver, "w") as f:
         f.write(ACCELERATE_DRIVER)
@@ -1497,10 +1691,11 @@ def run_accelerate_launch(memplan, work, model_dir, parallel=None):
             check(f"{where}: the launcher started 2 processes; Accelerator.prepare made a "
                   f"DeepSpeedEngine of ZeRO stage {stage} from the file: micro-batch 2, "
                   "accumulation 3, batch 12 over 2 ranks, bf16",
-                  (r["processes"], r["distributed_type"], r["wrapped"], r["engine"])
-                  == (2, "DEEPSPEED", "DeepSpeedEngine",
-                      {"stage": stage, "micro": 2, "accumulation": 3, "train_batch": 12,
-                       "bf16": True}), str(r))
+                  (r["processes"], r["distributed_type"], r["wrapped"],
+                   *[(r["engine"] or {}).get(key) for key in
+                     ("stage", "micro", "accumulation", "train_batch", "bf16")])
+                  == (2, "DEEPSPEED", "DeepSpeedEngine", stage, 2, 3, 12, True), str(r))
+            check_zero_engine(where, r["engine"] or {}, stage)
         else:
             check(f"{where}: mixed precision bf16, no distribution, 1 process, from the file",
                   (r["mixed_precision"], r["distributed_type"], r["processes"])
@@ -1512,10 +1707,15 @@ def run_accelerate_launch(memplan, work, model_dir, parallel=None):
               set(r["batches"]) == {p["micro_batch"]}
               and r["accumulation"] == p["accumulation_steps"] and r["steps"] == OPTIMIZER_STEPS
               and len(r["batches"]) == OPTIMIZER_STEPS * p["accumulation_steps"], str(r))
-        optimizer = ("DeepSpeedZeroOptimizer" if (parallel or "").startswith("zero")
-                     else "AdamW")
-        check(f"{where}: {optimizer} over the {EXPECTED_TRAINABLE} LoRA parameters",
-              r["optimizer"] == optimizer and r["trainable"] == EXPECTED_TRAINABLE, str(r))
+        if eight_bit:
+            check(f"{where}: the {FULL_ELEMENTS} parameters of the model train",
+                  r["trainable"] == FULL_ELEMENTS, str(r))
+            check_eight_bit(where, r["eight_bit"], *EIGHT_BIT[optimizer])
+            continue
+        expected = {"zero1": "DeepSpeedZeroOptimizer", "zero2": "DeepSpeedZeroOptimizer",
+                    "zero3": "DeepSpeedZeroOptimizer_Stage3"}.get(parallel, "AdamW")
+        check(f"{where}: {expected} over the {EXPECTED_TRAINABLE} LoRA parameters",
+              r["optimizer"] == expected and r["trainable"] == EXPECTED_TRAINABLE, str(r))
 
 
 def run_fp16_cpu_limits(memplan, work, model_dir):
@@ -1584,10 +1784,14 @@ def main():
             ("pytorch selective gradients",
              lambda: run_selective_gradients(memplan, work, model_dir)),
             ("hf-trainer", lambda: run_hf_trainer(memplan, work, model_dir)),
+            ("hf-trainer adamw8bit", lambda: run_hf_trainer_eight_bit(memplan, work, model_dir)),
             ("hf-trainer ddp", lambda: run_hf_trainer_ddp(memplan, work, model_dir)),
             ("hf-trainer fsdp", lambda: run_hf_trainer_fsdp(memplan, work, model_dir)),
+            ("hf-trainer zero1", lambda: run_hf_trainer_zero(memplan, work, model_dir, "zero1")),
             ("hf-trainer zero2", lambda: run_hf_trainer_zero(memplan, work, model_dir)),
+            ("hf-trainer zero3", lambda: run_hf_trainer_zero(memplan, work, model_dir, "zero3")),
             ("lightning", lambda: run_lightning(memplan, work, model_dir)),
+            ("lightning adamw8bit", lambda: run_lightning_eight_bit(memplan, work, model_dir)),
             ("lightning ddp", lambda: run_lightning_ddp(memplan, work, model_dir)),
             ("lightning bf16 pure", lambda: run_lightning_pure(memplan, work, model_dir)),
             ("lightning cpu limits", lambda: run_lightning_cpu_limits(memplan, work)),
@@ -1615,14 +1819,36 @@ def main():
              lambda: run_deepspeed_engine(memplan, work, model_dir, "zero3")),
             ("deepspeed zero2 engine offload optimizer",
              lambda: run_deepspeed_engine(memplan, work, model_dir, "zero2", "optimizer")),
+            ("deepspeed zero3 engine offload optimizer+params",
+             lambda: run_deepspeed_engine(memplan, work, model_dir, "zero3",
+                                          "optimizer+params")),
+            ("deepspeed zero2 engine adamw8bit",
+             lambda: run_deepspeed_engine(memplan, work, model_dir, "zero2",
+                                          optimizer="adamw8bit")),
+            ("deepspeed zero2 engine paged-adamw8bit",
+             lambda: run_deepspeed_engine(memplan, work, model_dir, "zero2",
+                                          optimizer="paged-adamw8bit")),
             ("accelerate", lambda: run_accelerate(memplan, work)),
             ("accelerate launch", lambda: run_accelerate_launch(memplan, work, model_dir)),
             ("accelerate launch ddp",
              lambda: run_accelerate_launch(memplan, work, model_dir, "ddp")),
             ("accelerate launch fsdp",
              lambda: run_accelerate_launch(memplan, work, model_dir, "fsdp")),
+            ("accelerate launch zero1",
+             lambda: run_accelerate_launch(memplan, work, model_dir, "zero1")),
             ("accelerate launch zero2",
              lambda: run_accelerate_launch(memplan, work, model_dir, "zero2")),
+            ("accelerate launch zero3",
+             lambda: run_accelerate_launch(memplan, work, model_dir, "zero3")),
+            ("accelerate launch adamw8bit",
+             lambda: run_accelerate_launch(memplan, work, model_dir, None, "adamw8bit")),
+            ("accelerate launch paged-adamw8bit",
+             lambda: run_accelerate_launch(memplan, work, model_dir, None, "paged-adamw8bit")),
+            ("accelerate launch zero2 adamw8bit",
+             lambda: run_accelerate_launch(memplan, work, model_dir, "zero2", "adamw8bit")),
+            ("accelerate launch zero2 paged-adamw8bit",
+             lambda: run_accelerate_launch(memplan, work, model_dir, "zero2",
+                                           "paged-adamw8bit")),
             ("fp16 cpu limits", lambda: run_fp16_cpu_limits(memplan, work, model_dir))]
     only = os.environ.get("ONLY")
     for name, run in runs:

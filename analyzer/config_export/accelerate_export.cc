@@ -140,6 +140,8 @@ std::string ExportAccelerate(const PlanReport& plan, const ExportOptions& option
   out += "# or export ACCELERATE_GRADIENT_ACCUMULATION_STEPS=" + k + ".\n";
   out += "# The optimizer the plan simulated, for the training script:\n";
   out += IndentedComment(HyperParameterConstants(plan, options));
+  // The lines run as pasted: bitsandbytes' optimizer needs its import (a NameError without).
+  if (BitsAndBytesOptimizer(plan.optimizer)) out += "#   import bitsandbytes\n";
   out +=
       "#   optimizer = " +
       TorchOptimizerCall(plan, options,

@@ -252,6 +252,13 @@ std::string ExportDeepSpeed(const PlanReport& plan, const ExportOptions& options
   } else if (OffloadsOptimizer(plan.offload)) {
     config["zero_optimization"] = SingleGpuOffloadSection(plan.offload);
   }
+  // ZeRO steps an optimizer it does not list (bitsandbytes', Lion) only with this key: without
+  // it deepspeed.initialize(optimizer=...) asserts "You are using an untested ZeRO Optimizer"
+  // (runtime/engine.py, _do_optimizer_sanity_check). HF Trainer and accelerate add it for the
+  // optimizers they build; a script passing the optimizer _not_expressed names reads it here.
+  if (!HasConfigOptimizer(plan) && config.contains("zero_optimization") &&
+      config["zero_optimization"]["stage"].get<int>() >= 1)
+    config["zero_allow_untested_optimizer"] = true;
   if (plan.precision == Precision::kFp16) {
     nlohmann::ordered_json fp16;
     fp16["enabled"] = true;

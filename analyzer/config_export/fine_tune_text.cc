@@ -5,11 +5,6 @@
 namespace memplan::config_export {
 namespace {
 
-bool BitsAndBytesOptimizer(OptimizerKind optimizer) {
-  return optimizer == OptimizerKind::kAdamW8bit || optimizer == OptimizerKind::kPagedAdamW8bit ||
-         optimizer == OptimizerKind::kLion;
-}
-
 // The dtype the 4-bit base dequantises to for its matmuls: the plan's half precision, else fp32.
 std::string ComputeDtype(const PlanReport& plan) {
   return plan.precision == Precision::kFp32 ? "torch.float32"
@@ -34,6 +29,11 @@ std::string FloatingBaseDtype(BaseDType base) {
 }
 
 }  // namespace
+
+bool BitsAndBytesOptimizer(OptimizerKind optimizer) {
+  return optimizer == OptimizerKind::kAdamW8bit || optimizer == OptimizerKind::kPagedAdamW8bit ||
+         optimizer == OptimizerKind::kLion;
+}
 
 bool HasFineTuning(const PlanReport& plan) {
   return plan.lora.has_value() || plan.base_dtype.has_value();

@@ -18,6 +18,9 @@ namespace memplan::config_export {
 // then the script calls apply_fine_tuning(model).
 bool HasFineTuning(const PlanReport& plan);
 
+// Whether the plan's optimizer is one of bitsandbytes' (its scripts then import bitsandbytes).
+bool BitsAndBytesOptimizer(OptimizerKind optimizer);
+
 // Import lines ("import bitsandbytes\n", "from peft import ...\n"), empty when none is needed.
 std::string FineTuneImports(const PlanReport& plan);
 

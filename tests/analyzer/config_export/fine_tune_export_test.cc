@@ -170,6 +170,56 @@ TEST_CASE("Configs that go with a script name the adapters and the base it must 
   CHECK(accelerate->find("bnb_4bit_quant_type=\"nf4\"") != std::string::npos);
 }
 
+TEST_CASE("A ZeRO config lets DeepSpeed step the bitsandbytes optimizer the script passes",
+          "[export][finetune][parallel]") {
+  // deepspeed.initialize(optimizer=bitsandbytes.optim.AdamW8bit(...)) under ZeRO asserts "You
+  // are using an untested ZeRO Optimizer" unless the config allows it (tools/run_exported_plans.py
+  // ran the export without the key: that assertion; with it: 8-bit state on each rank).
+  for (const char* optimizer : {"adamw8bit", "paged-adamw8bit", "lion"}) {
+    for (const char* stage : {"ddp", "zero1", "zero2", "zero3"}) {
+      nlohmann::json plan = LoadPlan("gpt_bf16_plan.json");
+      plan["plan"]["optimizer"] = optimizer;
+      plan["plan"]["parallel"] = stage;
+      plan["plan"]["gpus"] = 2;
+      plan["plan"]["amp_mode"] = "master-weights";
+      Expected<std::string> ds = ExportConfig(plan, ExportTarget::kDeepSpeed, ExportOptions{});
+      REQUIRE(ds.ok());
+      const nlohmann::json config = nlohmann::json::parse(*ds);
+      INFO(optimizer << " " << stage);
+      CHECK_FALSE(config.contains("optimizer"));
+      // DDP is stage 0: no ZeRO optimizer, so nothing to allow.
+      CHECK(config.value("zero_allow_untested_optimizer", false) == (std::string(stage) != "ddp"));
+    }
+  }
+  nlohmann::json adamw = LoadPlan("gpt_bf16_plan.json");  // a config optimizer DeepSpeed lists
+  adamw["plan"]["optimizer"] = "adamw";
+  adamw["plan"]["parallel"] = "zero2";
+  adamw["plan"]["gpus"] = 2;
+  adamw["plan"]["amp_mode"] = "master-weights";
+  Expected<std::string> ds = ExportConfig(adamw, ExportTarget::kDeepSpeed, ExportOptions{});
+  REQUIRE(ds.ok());
+  CHECK_FALSE(nlohmann::json::parse(*ds).contains("zero_allow_untested_optimizer"));
+}
+
+TEST_CASE("Accelerate's optimizer lines import bitsandbytes before they use it",
+          "[export][finetune]") {
+  // tools/run_exported_plans.py runs the file's optimizer lines as written: without the import
+  // they raise NameError: name 'bitsandbytes' is not defined.
+  nlohmann::json plan = LoadPlan("gpt_bf16_plan.json");
+  plan["plan"]["optimizer"] = "paged-adamw8bit";
+  Expected<std::string> text = ExportConfig(plan, ExportTarget::kAccelerate, ExportOptions{});
+  REQUIRE(text.ok());
+  const size_t import = text->find("\n#   import bitsandbytes\n");
+  const size_t use = text->find("\n#   optimizer = bitsandbytes.optim.PagedAdamW8bit(");
+  REQUIRE(import != std::string::npos);
+  REQUIRE(use != std::string::npos);
+  CHECK(import < use);
+  plan["plan"]["optimizer"] = "adamw";
+  text = ExportConfig(plan, ExportTarget::kAccelerate, ExportOptions{});
+  REQUIRE(text.ok());
+  CHECK(text->find("import bitsandbytes") == std::string::npos);
+}
+
 TEST_CASE("hf-trainer-json refuses a LoRA plan in one line", "[export][finetune]") {
   Expected<std::string> json = ExportConfig(QloraPlan(), ExportTarget::kHfTrainerJson, {});
   REQUIRE_FALSE(json.ok());
