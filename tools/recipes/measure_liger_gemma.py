@@ -36,7 +36,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from measure_hf_checkpointing import CONFIG, export_onnx, measure_lm_step  # noqa: E402
-from measure_liger_kernels import row_blocks  # noqa: E402
+from measure_liger_kernels import gated_mul_liger, row_blocks  # noqa: E402
 
 GEMMA_CONFIG = dict(CONFIG, head_dim=CONFIG["hidden_size"] // CONFIG["num_attention_heads"],
                     hidden_act="gelu_pytorch_tanh")
@@ -84,37 +84,16 @@ class RmsNormGemmaLiger(torch.autograd.Function):
         return dx, dw.sum(0).to(weight.dtype), None, None, None
 
 
-def gelu_tanh_parts(a):
-    """(gelu_tanh(a), tanh(.)) in fp32, as Liger's kernels compute them."""
-    af = a.float()
-    t = torch.tanh(SQRT_2_OVER_PI * (af + 0.044715 * af * af * af))
-    return 0.5 * af * (1 + t), t
+def gelu_tanh(a):
+    return 0.5 * a * (1 + torch.tanh(SQRT_2_OVER_PI * (a + 0.044715 * a * a * a)))
 
 
-class GeluMulLiger(torch.autograd.Function):
-    """LigerGELUMulFunction's memory on the CPU: c made, (a, b) saved; backward recomputes
-    gelu_tanh(a) and writes da into a and db into b."""
+def gelu_tanh_slope(a):
+    t = torch.tanh(SQRT_2_OVER_PI * (a + 0.044715 * a * a * a))
+    return 0.5 * (1 + t) + 0.5 * a * (1 - t * t) * SQRT_2_OVER_PI * (1 + 3 * 0.044715 * a * a)
 
-    @staticmethod
-    def forward(ctx, a, b):
-        c = torch.empty_like(a)
-        for ab, bb, cb in zip(row_blocks(a), row_blocks(b), row_blocks(c)):
-            cb.copy_(gelu_tanh_parts(ab)[0].to(bb.dtype) * bb)
-        ctx.save_for_backward(a, b)
-        return c
 
-    @staticmethod
-    def backward(ctx, dc):
-        a, b = ctx.saved_tensors
-        for gb, ab, bb in zip(row_blocks(dc), row_blocks(a), row_blocks(b)):
-            gelu, t = gelu_tanh_parts(ab)
-            af = ab.float()
-            slope = 0.5 * (1 + t) + 0.5 * af * (1 - t * t) * (
-                SQRT_2_OVER_PI * (1 + 3 * 0.044715 * af * af))
-            da = gb * bb * slope
-            bb.copy_(gb.float() * gelu.to(gb.dtype).float())
-            ab.copy_(da)
-        return a, b
+GeluMulLiger = gated_mul_liger(gelu_tanh, gelu_tanh_slope)
 
 
 def patch_liger(model, in_place=True):

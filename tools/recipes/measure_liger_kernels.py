@@ -69,27 +69,40 @@ class RmsNormLiger(torch.autograd.Function):
         return dy, dw.to(weight.dtype), None
 
 
-class SiluMulLiger(torch.autograd.Function):
-    """LigerSiLUMulFunction's memory on the CPU: c made, (a, b) saved; backward recomputes
-    silu(a) and writes da into a and db into b."""
+def gated_mul_liger(activation, slope):
+    """Liger's gated MLP product act(a) * b on the CPU (LigerSiLUMulFunction, swiglu.py;
+    LigerGELUMulFunction, geglu.py): c made, (a, b) saved; backward recomputes act(a) and writes
+    da = dc * b * act'(a) into a and db = dc * act(a) into b. `activation` and `slope` compute act
+    and act' in fp32, as the kernels do in registers."""
 
-    @staticmethod
-    def forward(ctx, a, b):
-        c = torch.empty_like(a)
-        for ab, bb, cb in zip(row_blocks(a), row_blocks(b), row_blocks(c)):
-            cb.copy_(torch.nn.functional.silu(ab) * bb)
-        ctx.save_for_backward(a, b)
-        return c
+    class GatedMulLiger(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            c = torch.empty_like(a)
+            for ab, bb, cb in zip(row_blocks(a), row_blocks(b), row_blocks(c)):
+                cb.copy_(activation(ab.float()).to(bb.dtype) * bb)
+            ctx.save_for_backward(a, b)
+            return c
 
-    @staticmethod
-    def backward(ctx, dc):
-        a, b = ctx.saved_tensors
-        for gb, ab, bb in zip(row_blocks(dc), row_blocks(a), row_blocks(b)):
-            s = torch.sigmoid(ab)
-            da = gb * bb * s * (1 + ab * (1 - s))
-            bb.copy_(gb * ab * s)
-            ab.copy_(da)
-        return a, b
+        @staticmethod
+        def backward(ctx, dc):
+            a, b = ctx.saved_tensors
+            for gb, ab, bb in zip(row_blocks(dc), row_blocks(a), row_blocks(b)):
+                af = ab.float()
+                da = gb * bb * slope(af).to(gb.dtype)
+                bb.copy_(gb * activation(af).to(gb.dtype))
+                ab.copy_(da)
+            return a, b
+
+    return GatedMulLiger
+
+
+def silu_slope(a):
+    s = torch.sigmoid(a)
+    return s * (1 + a * (1 - s))
+
+
+SiluMulLiger = gated_mul_liger(torch.nn.functional.silu, silu_slope)
 
 
 def patch_liger(model):
