@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <numbers>
 #include <string>
@@ -221,26 +222,35 @@ TEST_CASE("SiLU look-alikes are left alone", "[import][fusion][silu]") {
 
 // ---------------------------------------------------------------- SwiGLU (Liger)
 
-// A LLaMA MLP's act_fn(gate_proj(x)) * up_proj(x) as exported: Sigmoid, Mul (SiLU), Mul(., up).
-struct ExportedSwiGlu {
+// A gated MLP's act_fn(gate_proj(x)) * up_proj(x) as exported: the activation `act` writes from
+// the gate, then Mul(., up) (or Mul(up, .)) and down_proj.
+struct ExportedGatedMlp {
   std::string gate, up, out;
 };
-ExportedSwiGlu LlamaMlpGate(FusionProtoBuilder& b, bool up_first = false) {
+using Activation = std::function<std::string(FusionProtoBuilder&, const std::string& gate)>;
+ExportedGatedMlp GatedMlp(FusionProtoBuilder& b, const Activation& act, bool up_first = false) {
   auto x = b.Op("Relu", "/x", {"input"});
   auto gate = b.Op("MatMul", "/mlp/gate_proj/MatMul", {x, b.Weight("gate_w", {8, 16})});
   auto up = b.Op("MatMul", "/mlp/up_proj/MatMul", {x, b.Weight("up_w", {8, 16})});
-  auto s = b.Op("Sigmoid", "/mlp/act_fn/Sigmoid", {gate});
-  auto silu = b.Op("Mul", "/mlp/act_fn/Mul", {gate, s});
-  auto out = up_first ? b.Op("Mul", "/mlp/Mul", {up, silu}) : b.Op("Mul", "/mlp/Mul", {silu, up});
+  auto a = act(b, gate);
+  auto out = up_first ? b.Op("Mul", "/mlp/Mul", {up, a}) : b.Op("Mul", "/mlp/Mul", {a, up});
   b.Output(b.Op("MatMul", "/mlp/down_proj/MatMul", {out, b.Weight("down_w", {16, 8})}));
   return {gate, up, out};
+}
+
+// A LLaMA MLP: SiLU as Sigmoid, Mul.
+ExportedGatedMlp LlamaMlpGate(FusionProtoBuilder& b, bool up_first = false) {
+  auto silu = [](FusionProtoBuilder& p, const std::string& gate) {
+    return p.Op("Mul", "/mlp/act_fn/Mul", {gate, p.Op("Sigmoid", "/mlp/act_fn/Sigmoid", {gate})});
+  };
+  return GatedMlp(b, silu, up_first);
 }
 
 TEST_CASE("silu(gate) * up becomes memplan:SwiGlu under the Liger set only",
           "[import][fusion][swiglu]") {
   for (bool up_first : {false, true}) {
     FusionProtoBuilder b;
-    const ExportedSwiGlu mlp = LlamaMlpGate(b, up_first);
+    const ExportedGatedMlp mlp = LlamaMlpGate(b, up_first);
     const FusionCounts counts = FuseImportPatterns(b.model(), FusionSet::kLiger);
     CHECK(counts.by_entry == std::map<std::string, int>{{"silu", 1}, {"swiglu", 1}});
     REQUIRE(b.graph().node_size() == 5);  // x, gate, up, the fused node, down
@@ -310,17 +320,13 @@ TEST_CASE("SwiGLU look-alikes are left alone", "[import][fusion][swiglu]") {
 TEST_CASE("gelu_tanh(gate) * up becomes memplan:GeGlu under the Liger set only",
           "[import][fusion][geglu]") {
   auto gemma_mlp = [](FusionProtoBuilder& b, bool exact) {
-    auto x = b.Op("Relu", "/x", {"input"});
-    auto gate = b.Op("MatMul", "/mlp/gate_proj/MatMul", {x, b.Weight("gate_w", {8, 16})});
-    auto up = b.Op("MatMul", "/mlp/up_proj/MatMul", {x, b.Weight("up_w", {8, 16})});
-    auto act =
-        exact ? b.Op("Gelu", "/mlp/act_fn/Gelu", {gate}) : TorchTanhGelu(b, "/mlp/act_fn", gate);
-    auto out = b.Op("Mul", "/mlp/Mul", {up, act});
-    b.Output(b.Op("MatMul", "/mlp/down_proj/MatMul", {out, b.Weight("down_w", {16, 8})}));
-    return ExportedSwiGlu{gate, up, out};
+    return GatedMlp(b, [exact](FusionProtoBuilder& p, const std::string& gate) {
+      return exact ? p.Op("Gelu", "/mlp/act_fn/Gelu", {gate})
+                   : TorchTanhGelu(p, "/mlp/act_fn", gate);
+    });
   };
   FusionProtoBuilder b;
-  const ExportedSwiGlu mlp = gemma_mlp(b, /*exact=*/false);
+  const ExportedGatedMlp mlp = gemma_mlp(b, /*exact=*/false);
   CHECK(FuseImportPatterns(b.model(), FusionSet::kLiger).by_entry ==
         std::map<std::string, int>{{"tanh_gelu", 1}, {"geglu", 1}});
   REQUIRE(b.graph().node_size() == 5);  // x, gate, up, the fused node, down
