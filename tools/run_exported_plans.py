@@ -17,8 +17,8 @@ ZeRO-2 with the optimizer offloaded and ZeRO-3 with optimizer and parameters off
 DeepSpeedCPUAdam accelerate substitutes, offload_param). The 8-bit optimizers (AdamW8bit,
 PagedAdamW8bit) of a full fine-tune step in the loop's train(), under `accelerate launch`
 (1 process, ZeRO-2) and the DeepSpeed engine (ZeRO-2, the optimizer its _not_expressed names),
-8-bit AdamW in the HF Trainer and Lightning: uint8 state from 4096 elements. The offloads' QLoRA configs are checked
-with DeepSpeedConfig, and the LoraConfig / BitsAndBytesConfig its note names built by peft and
+8-bit AdamW in the HF Trainer and Lightning: uint8 state from 4096 elements. The offloads'
+QLoRA configs are checked with DeepSpeedConfig, and the LoraConfig / BitsAndBytesConfig its note names built by peft and
 transformers. Pure bf16 runs in the loop, torchrun and Lightning ("bf16-true");
 a node plan runs under the exported selective policy (the ops it recomputes and saves recorded)
 with activation offload (save_on_cpu's packed tensors counted).
