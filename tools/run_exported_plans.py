@@ -13,11 +13,12 @@ DTensor shard whose ranks add up to the model. DeepSpeed's engine runs on the CP
 accelerator, gloo): deepspeed.initialize takes the exported JSON of ZeRO 1, 2 and 3 on 2 ranks,
 ZeRO-2 with the optimizer offloaded and ZeRO-3 with optimizer and parameters offloaded
 (DeepSpeedCPUAdam), and the HF Trainer's deepspeed= and accelerate's DeepSpeed plugin run ZeRO 1,
-2 and 3. The 8-bit optimizers (AdamW8bit, PagedAdamW8bit) of a full fine-tune step under
-`accelerate launch` (1 process, ZeRO-2) and the DeepSpeed engine (ZeRO-2, the optimizer its
-_not_expressed names), 8-bit AdamW in the HF Trainer and Lightning: uint8 state from 4096
-elements. The offloads' QLoRA configs are checked
-with DeepSpeedConfig, and the LoraConfig / BitsAndBytesConfig its note names built by peft and
+2 and 3 (accelerate also ZeRO-2 with the optimizer offloaded and ZeRO-3 with both offloads: the
+DeepSpeedCPUAdam accelerate substitutes, offload_param). The 8-bit optimizers (AdamW8bit,
+PagedAdamW8bit) of a full fine-tune step in the loop's train(), under `accelerate launch`
+(1 process, ZeRO-2) and the DeepSpeed engine (ZeRO-2, the optimizer its _not_expressed names),
+8-bit AdamW in the HF Trainer and Lightning: uint8 state from 4096 elements. The offloads'
+QLoRA configs are checked with DeepSpeedConfig, and the LoraConfig / BitsAndBytesConfig its note names built by peft and
 transformers. Pure bf16 runs in the loop, torchrun and Lightning ("bf16-true");
 a node plan runs under the exported selective policy (the ops it recomputes and saves recorded)
 with activation offload (save_on_cpu's packed tensors counted).
@@ -107,6 +108,59 @@ def zero_facts(engine):
             "shard_elements": sum(p.ds_tensor.numel() for p in params
                                   if getattr(p, "ds_tensor", None) is not None),
             "full_elements": sum(elements(p) for p in params)}
+
+
+def zero_offload_facts(engine):
+    """The offloads a DeepSpeedEngine runs, read from the engine. ZeRO-Offload: the step runs on
+    the host, DeepSpeedCPUAdam over the fp32 partitions (adam_w_mode: AdamW's decoupled weight
+    decay). ZeRO-3's parameter offload (stage3.py): offload_param on, the coordinator's offload
+    device, and the trainable parameters' shards kept in the host's flat buffers
+    (param_groups_fp16_flat_cpu_memory) instead of one flat device buffer (lp_param_buffer).
+    On the CPU accelerator every tensor is on "cpu" either way, so the device of a shard says
+    nothing: these are the engine's own decisions."""
+    zero = engine.optimizer
+    inner = getattr(zero, "optimizer", None)
+    out = {"cpu_offload": bool(engine.zero_cpu_offload()),
+           "inner_optimizer": type(inner).__name__,
+           "adam_w_mode": getattr(inner, "adam_w_mode", None)}
+    if engine.zero_optimization_stage() != 3:
+        return out
+    trainable = [p for p in engine.module.parameters() if p.requires_grad]
+    host = getattr(zero, "param_groups_fp16_flat_cpu_memory", None) or []
+    spans = [(b.data_ptr(), b.data_ptr() + b.numel() * b.element_size()) for b in host]
+    offload = getattr(zero, "parameter_offload", None)
+    out.update({
+        "offload_param": bool(getattr(zero, "offload_param", False)),
+        "param_offload_device": str(getattr(getattr(offload, "offload_device", None), "value",
+                                            getattr(offload, "offload_device", None))),
+        "host_flat_elements": sum(b.numel() for b in host),
+        "device_flat_buffer": getattr(zero, "lp_param_buffer", None) is not None,
+        "trainable_shards_in_host_buffers": bool(spans) and all(
+            any(lo <= p.ds_tensor.data_ptr() < hi for lo, hi in spans) for p in trainable)})
+    return out
+
+
+def check_optimizer_offload(where, facts, offload):
+    """ZeRO-Offload on exactly when the plan offloads: DeepSpeedCPUAdam, in AdamW mode (the
+    plan's AdamW), steps the host's fp32 partitions."""
+    check(f"{where}: optimizer offload " + ("on: DeepSpeedCPUAdam (AdamW mode) steps the host's "
+          "fp32 partitions" if offload else "off"),
+          (facts["cpu_offload"], facts["inner_optimizer"] == "DeepSpeedCPUAdam")
+          == (bool(offload), bool(offload)) and (not offload or facts["adam_w_mode"] is True),
+          str(facts))
+
+
+def check_parameter_offload(where, facts, offload):
+    """ZeRO-3's parameter offload on exactly for the plan's "optimizer+params"."""
+    params = offload == "optimizer+params"
+    got = (facts["offload_param"], facts["param_offload_device"], facts["device_flat_buffer"],
+           facts["trainable_shards_in_host_buffers"], facts["host_flat_elements"] > 0)
+    check(f"{where}: parameter offload " + (
+          "on: offload_param, the coordinator's offload device cpu, the trainable "
+          "shards in the host's flat buffers (no device flat buffer)" if params
+          else "off: the shards in one device flat buffer"),
+          got == ((True, "cpu", False, True, True) if params
+                  else (False, "None", True, False, False)), str(facts))
 
 
 def check_zero_engine(where, facts, stage):
@@ -375,6 +429,47 @@ def run_pytorch(memplan, work, model_dir):
           watch.recomputed_blocks() == p["recompute_modules"], str(watch.entries))
     check_lora_and_base("pytorch", peft_model["m"], "nf4")
     check_optimizer("pytorch", made[0], paged=True)
+
+
+def run_pytorch_eight_bit(memplan, work, model_dir, optimizer):
+    """The loop's `train()` of a full fine-tune with bitsandbytes' 8-bit AdamW, paged or not
+    (`optimizer` a key of EIGHT_BIT): make_optimizer's class steps every parameter of the tiny
+    GPT-2, with uint8 state for the tensors of >= 4096 elements (c_fc, mlp.c_proj)."""
+    plan = eight_bit_plan(optimizer)
+    script = load(export(memplan, plan, "pytorch", work, f"full_{optimizer}"),
+                  f"exported_pytorch_{optimizer.replace('-', '_')}")
+    p = plan["plan"]
+    label = f"pytorch {optimizer}"
+    model = load_model(model_dir, getattr(script, "MODEL_LOAD_KWARGS", {}))
+    watch = Watch(model, p["recompute_modules"])
+    script.checkpoint = watch.checkpoint_spy(script.checkpoint)
+    made, steps = [], []
+    make_optimizer = script.make_optimizer
+
+    def spy_optimizer(params):
+        made.append(make_optimizer(params))
+        made[0].register_step_post_hook(lambda *a: steps.append(1))
+        return made[0]
+
+    script.make_optimizer = spy_optimizer
+    real_loader = script.DataLoader
+    script.DataLoader = lambda *a, **k: real_loader(*a, **{**k, "num_workers": 0,
+                                                          "pin_memory": False})
+    micro_batches = OPTIMIZER_STEPS * script.ACCUMULATION_STEPS
+    ids = tokens(micro_batches * script.MICRO_BATCH)
+    script.train(model, TensorDataset(ids, ids), lm_loss,
+                 lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0), device="cpu")
+    check(f"{label}: every forward sees MICRO_BATCH samples, one optimizer step per "
+          "ACCUMULATION_STEPS micro-batches",
+          set(watch.batches) == {p["micro_batch"]} and len(steps) == OPTIMIZER_STEPS
+          and len(watch.batches) == micro_batches, f"{watch.batches} {len(steps)} steps")
+    check(f"{label}: only the planned blocks recompute",
+          watch.checkpointed == set(p["recompute_modules"])
+          and watch.recomputed_blocks() == p["recompute_modules"], str(watch.entries))
+    trainable = sum(t.numel() for t in model.parameters() if t.requires_grad)
+    check(f"{label}: the {FULL_ELEMENTS} parameters of the model train",
+          trainable == FULL_ELEMENTS, str(trainable))
+    check_eight_bit(label, eight_bit_facts(made[0]), *EIGHT_BIT[optimizer])
 
 
 # GradScaler's defaults (torch/amp/grad_scaler.py): the scale starts at 2**16 and halves on every
@@ -1439,32 +1534,13 @@ out = {"rank": rank, "world": world, "micro": micro, "accumulation": k,
        "train_batch": engine.train_batch_size(), "stage": engine.zero_optimization_stage(),
        "bf16": engine.bfloat16_enabled(), "steps": engine.global_steps,
        "batches": watch.batches, "optimizer": type(zero).__name__,
-       # ZeRO-Offload: the step runs on the host, DeepSpeedCPUAdam over the fp32 partitions.
-       "cpu_offload": bool(engine.zero_cpu_offload()),
-       "inner_optimizer": type(getattr(zero, "optimizer", None)).__name__,
        "master_dtypes": sorted({str(m.dtype) for m in masters}),
        "master_elements": sum(m.numel() for m in masters),
        "trainable": sum(p.ds_numel if hasattr(p, "ds_numel") else p.numel() for p in trainable),
        "shard_elements": sum(p.ds_tensor.numel() for p in params if hasattr(p, "ds_tensor")),
        "full_elements": sum(p.ds_numel if hasattr(p, "ds_numel") else p.numel() for p in params),
        "eight_bit": r.eight_bit_facts(zero), **precision.facts()}
-if out["stage"] == 3:
-    # ZeRO-3's parameter offload, as the engine runs it (stage3.py): offload_param on, the
-    # coordinator's offload device, and the trainable parameters' shards kept in the host's
-    # flat buffers (param_groups_fp16_flat_cpu_memory) instead of one flat device buffer
-    # (lp_param_buffer). On the CPU accelerator every tensor is on "cpu" either way, so the
-    # device of a shard says nothing: these are the engine's own decisions.
-    host = getattr(zero, "param_groups_fp16_flat_cpu_memory", None) or []
-    spans = [(b.data_ptr(), b.data_ptr() + b.numel() * b.element_size()) for b in host]
-    offload = getattr(zero, "parameter_offload", None)
-    out.update({
-        "offload_param": bool(getattr(zero, "offload_param", False)),
-        "param_offload_device": str(getattr(getattr(offload, "offload_device", None), "value",
-                                            getattr(offload, "offload_device", None))),
-        "host_flat_elements": sum(b.numel() for b in host),
-        "device_flat_buffer": getattr(zero, "lp_param_buffer", None) is not None,
-        "trainable_shards_in_host_buffers": bool(spans) and all(
-            any(lo <= p.ds_tensor.data_ptr() < hi for lo, hi in spans) for p in trainable)})
+out.update(r.zero_offload_facts(engine))
 json.dump(out, open(sys.argv[3] + f".{rank}", "w"))
 '''
 
@@ -1522,22 +1598,11 @@ def run_deepspeed_engine(memplan, work, model_dir, strategy, offload=None, optim
         if eight_bit:
             check_eight_bit(where, r["eight_bit"], *EIGHT_BIT[optimizer])
         else:
-            check(f"{where}: optimizer offload " + ("on: DeepSpeedCPUAdam steps the host's fp32 "
-                  "partitions" if offload else "off"),
-                  (r["cpu_offload"], r["inner_optimizer"] == "DeepSpeedCPUAdam")
-                  == (bool(offload), bool(offload)), str(r))
+            check_optimizer_offload(where, r, offload)
         if stage == 3:
             check(f"{where}: every parameter partitioned, a part of each held here",
                   0 < r["shard_elements"] < r["full_elements"], str(r))
-            params = offload == "optimizer+params"
-            facts = (r["offload_param"], r["param_offload_device"], r["device_flat_buffer"],
-                     r["trainable_shards_in_host_buffers"], r["host_flat_elements"] > 0)
-            check(f"{where}: parameter offload " + (
-                  "on: offload_param, the coordinator's offload device cpu, the trainable "
-                  "shards in the host's flat buffers (no device flat buffer)" if params
-                  else "off: the shards in one device flat buffer"),
-                  facts == ((True, "cpu", False, True, True) if params
-                            else (False, "None", True, False, False)), str(r))
+            check_parameter_offload(where, r, offload)
     if len(ranks) == 2:
         # Partitions are padded to an alignment: together they hold at least every element.
         masters = sum(r["master_elements"] for r in ranks)
@@ -1626,27 +1691,37 @@ json.dump({"mixed_precision": str(accelerator.mixed_precision),
            "batches": watch.batches, "steps": steps, "autocast": sorted(autocast),
            "optimizer": type(inner).__name__, "eight_bit": r.eight_bit_facts(optimizer),
            "engine": r.zero_facts(model) if hasattr(model, "zero_optimization_stage") else None,
+           "offload": (r.zero_offload_facts(model) if hasattr(model, "zero_optimization_stage")
+                       else None),
            "trainable": sum(r.elements(p) for p in model.parameters() if p.requires_grad)},
           open(sys.argv[3] + f".{accelerator.process_index}", "w"))
 '''
 
 
-def run_accelerate_launch(memplan, work, model_dir, parallel=None, optimizer="adamw"):
+def run_accelerate_launch(memplan, work, model_dir, parallel=None, optimizer="adamw",
+                          offload=None):
     """`accelerate launch --config_file EXPORTED.yaml` of a LoRA plan, on the CPU: the launcher
     reads the exported file, the script takes the lines the file's comments give. One GPU: one
     process. A 2-GPU DDP plan (distributed_type MULTI_GPU, num_processes 2): the launcher starts
     2 processes through torchrun as the file says; ACCELERATE_USE_CPU=true makes the
     Accelerator's data parallelism the CPU's (MULTI_CPU over gloo: state.py's
     _prepare_backend), the one change from a GPU run. An 8-bit `optimizer`: a full fine-tune
-    whose bitsandbytes optimizer is the file's optimizer lines."""
+    whose bitsandbytes optimizer is the file's optimizer lines. An `offload` of a ZeRO plan
+    ("optimizer" under ZeRO-2, "optimizer+params" under ZeRO-3): the file's
+    offload_optimizer_device / offload_param_device cpu; accelerate hands the script's AdamW to
+    DeepSpeed as DeepSpeedCPUAdam (utils/deepspeed.py, map_pytorch_optim_to_deepspeed) and the
+    engine runs the offloads as the DeepSpeed engine runs above."""
     eight_bit = optimizer in EIGHT_BIT
     plan = (eight_bit_plan(optimizer, parallel) if eight_bit else
             plan_json(2, 3, None, optimizer, parallel=parallel, gpus=2 if parallel else None))
+    if offload:
+        plan["plan"]["offload"] = {"mode": offload}
     label = "accelerate launch" + (f" {parallel}" if parallel else "") + (
-        f" {optimizer}" if eight_bit else "")
+        f" {optimizer}" if eight_bit else "") + (f" offload {offload}" if offload else "")
     path = export(memplan, plan, "accelerate", work,
                   (f"full_{optimizer}_launch" if eight_bit else "lora_launch")
-                  + (f"_{parallel}" if parallel else ""))
+                  + (f"_{parallel}" if parallel else "")
+                  + (f"_offload_{offload.replace('+', '_')}" if offload else ""))
     driver = os.path.join(work, "accelerate_driver.py")
     with open(driver, "w") as f:
         f.write(ACCELERATE_DRIVER)
@@ -1696,6 +1771,10 @@ def run_accelerate_launch(memplan, work, model_dir, parallel=None, optimizer="ad
                      ("stage", "micro", "accumulation", "train_batch", "bf16")])
                   == (2, "DEEPSPEED", "DeepSpeedEngine", stage, 2, 3, 12, True), str(r))
             check_zero_engine(where, r["engine"] or {}, stage)
+            if not eight_bit:
+                check_optimizer_offload(where, r["offload"], offload)
+                if stage == 3:
+                    check_parameter_offload(where, r["offload"], offload)
         else:
             check(f"{where}: mixed precision bf16, no distribution, 1 process, from the file",
                   (r["mixed_precision"], r["distributed_type"], r["processes"])
@@ -1776,6 +1855,10 @@ def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     model_dir = tiny_gpt2_dir(work)
     runs = [("pytorch", lambda: run_pytorch(memplan, work, model_dir)),
+            ("pytorch adamw8bit",
+             lambda: run_pytorch_eight_bit(memplan, work, model_dir, "adamw8bit")),
+            ("pytorch paged-adamw8bit",
+             lambda: run_pytorch_eight_bit(memplan, work, model_dir, "paged-adamw8bit")),
             ("pytorch fp16", lambda: run_pytorch_regime(memplan, work, model_dir, "fp16")),
             ("pytorch bf16 pure",
              lambda: run_pytorch_regime(memplan, work, model_dir, "bf16", "pure")),
@@ -1840,6 +1923,12 @@ def main():
              lambda: run_accelerate_launch(memplan, work, model_dir, "zero2")),
             ("accelerate launch zero3",
              lambda: run_accelerate_launch(memplan, work, model_dir, "zero3")),
+            ("accelerate launch zero2 offload optimizer",
+             lambda: run_accelerate_launch(memplan, work, model_dir, "zero2",
+                                           offload="optimizer")),
+            ("accelerate launch zero3 offload optimizer+params",
+             lambda: run_accelerate_launch(memplan, work, model_dir, "zero3",
+                                           offload="optimizer+params")),
             ("accelerate launch adamw8bit",
              lambda: run_accelerate_launch(memplan, work, model_dir, None, "adamw8bit")),
             ("accelerate launch paged-adamw8bit",
