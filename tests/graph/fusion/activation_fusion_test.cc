@@ -238,6 +238,20 @@ ExportedGatedMlp GatedMlp(FusionProtoBuilder& b, const Activation& act, bool up_
   return {gate, up, out};
 }
 
+// The MLP after fusion: x, gate, up, one memplan `op_type` node reading gate and up and writing
+// the product, down.
+void CheckGatedMlpFused(FusionProtoBuilder& b, const ExportedGatedMlp& mlp,
+                        const std::string& op_type) {
+  REQUIRE(b.graph().node_size() == 5);
+  const auto& fused = b.graph().node(3);
+  CHECK(fused.op_type() == op_type);
+  CHECK(fused.domain() == "memplan");
+  REQUIRE(fused.input_size() == 2);
+  CHECK(fused.input(0) == mlp.gate);
+  CHECK(fused.input(1) == mlp.up);
+  CHECK(fused.output(0) == mlp.out);
+}
+
 // A LLaMA MLP: SiLU as Sigmoid, Mul.
 ExportedGatedMlp LlamaMlpGate(FusionProtoBuilder& b, bool up_first = false) {
   auto silu = [](FusionProtoBuilder& p, const std::string& gate) {
@@ -253,14 +267,7 @@ TEST_CASE("silu(gate) * up becomes memplan:SwiGlu under the Liger set only",
     const ExportedGatedMlp mlp = LlamaMlpGate(b, up_first);
     const FusionCounts counts = FuseImportPatterns(b.model(), FusionSet::kLiger);
     CHECK(counts.by_entry == std::map<std::string, int>{{"silu", 1}, {"swiglu", 1}});
-    REQUIRE(b.graph().node_size() == 5);  // x, gate, up, the fused node, down
-    const auto& fused = b.graph().node(3);
-    CHECK(fused.op_type() == "SwiGlu");
-    CHECK(fused.domain() == "memplan");
-    REQUIRE(fused.input_size() == 2);
-    CHECK(fused.input(0) == mlp.gate);
-    CHECK(fused.input(1) == mlp.up);
-    CHECK(fused.output(0) == mlp.out);
+    CheckGatedMlpFused(b, mlp, "SwiGlu");
   }
   // Eager autograd keeps silu(gate) for the product: the default and the formulas set leave the
   // product as it is.
@@ -329,14 +336,7 @@ TEST_CASE("gelu_tanh(gate) * up becomes memplan:GeGlu under the Liger set only",
   const ExportedGatedMlp mlp = gemma_mlp(b, /*exact=*/false);
   CHECK(FuseImportPatterns(b.model(), FusionSet::kLiger).by_entry ==
         std::map<std::string, int>{{"tanh_gelu", 1}, {"geglu", 1}});
-  REQUIRE(b.graph().node_size() == 5);  // x, gate, up, the fused node, down
-  const auto& fused = b.graph().node(3);
-  CHECK(fused.op_type() == "GeGlu");
-  CHECK(fused.domain() == "memplan");
-  REQUIRE(fused.input_size() == 2);
-  CHECK(fused.input(0) == mlp.gate);
-  CHECK(fused.input(1) == mlp.up);
-  CHECK(fused.output(0) == mlp.out);
+  CheckGatedMlpFused(b, mlp, "GeGlu");
   // Eager autograd keeps gelu(gate) for the product.
   for (FusionSet set : {FusionSet::kFusedOps, FusionSet::kAll}) {
     FusionProtoBuilder d;
